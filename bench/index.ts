@@ -1,0 +1,15 @@
+/**
+ * `npm run bench -- <name>`: runs one benchmark. Each prints ratios measured
+ * in one run (the machine is shared and noisy; absolute times drift).
+ */
+const BENCHES: Record<string, () => Promise<unknown>> = {
+  ingest: () => import('./ingest.js').then((m) => m.main()),
+};
+
+const name = process.argv[2];
+const run = name ? BENCHES[name] : undefined;
+if (!run) {
+  console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}>`);
+  process.exit(2);
+}
+await run();

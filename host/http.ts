@@ -1,0 +1,71 @@
+/**
+ * The host's HTTP server (Fastify 5): health and readiness probes, JSON
+ * errors everywhere. Webhook routes are registered on it by the channels.
+ */
+import { fastify, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import type { SteerbotConfig } from '../src/config.js';
+import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
+import type { Logger } from '../src/logger.js';
+import type { RedisClient } from '../src/redis.js';
+
+/** The Fastify instance the host serves. */
+export type HttpServer = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+
+/** Options of `createHttpServer`. */
+export interface CreateHttpServerOptions {
+  /** Uses `http.bodyLimitBytes`. */
+  config: Pick<SteerbotConfig, 'http'>;
+  /** Probed by `/readyz`. */
+  redis: RedisClient;
+  /** Request logs go here. */
+  logger: Logger;
+  /** How long `/readyz` waits for PONG, in ms. Default 1000. */
+  readyTimeoutMs?: number;
+}
+
+/** Answers true when Redis replies to PING within `timeoutMs`; never throws. */
+async function redisAnswers(redis: RedisClient, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, timeoutMs, false)));
+  // The PING may outlive the timeout (offline queue); its late failure is expected and ignored.
+  const ping = redis.ping().then((r) => r === 'PONG', () => false);
+  try {
+    return await Promise.race([ping, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Status and public message of an error: 4xx keep their message, 5xx say only what kind of failure it was. */
+function describeError(err: FastifyError | Error): { status: number; error: string } {
+  if (err instanceof RedisUnavailableError) return { status: 503, error: 'redis unreachable' };
+  if (err instanceof InvalidInputError) return { status: 400, error: err.message };
+  const status = 'statusCode' in err && typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+  if (status < 500) return { status, error: err.message };
+  return { status, error: status === 503 ? 'service unavailable' : 'internal error' };
+}
+
+/** Builds the HTTP server with `/healthz` and `/readyz`; it is not listening yet (see `listen`). */
+export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
+  const app = fastify({ loggerInstance: opts.logger, bodyLimit: opts.config.http.bodyLimitBytes });
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 1000;
+
+  app.setErrorHandler((err: FastifyError | Error, req, reply) => {
+    const { status, error } = describeError(err);
+    if (status >= 500) req.log.error({ err }, 'request failed');
+    return reply.status(status).send({ error });
+  });
+  app.setNotFoundHandler((req, reply) => reply.status(404).send({ error: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+
+  app.get('/healthz', async () => ({ ok: true }));
+  app.get('/readyz', async (_req, reply) => {
+    if (await redisAnswers(opts.redis, readyTimeoutMs)) return { ok: true };
+    return reply.status(503).send({ ok: false, error: 'redis unreachable' });
+  });
+  return app;
+}
+
+/** Starts listening; resolves with the bound address, e.g. `http://127.0.0.1:8080`. */
+export async function listen(app: HttpServer, at: { host: string; port: number }): Promise<string> {
+  return app.listen({ host: at.host, port: at.port });
+}

@@ -1,0 +1,109 @@
+/**
+ * The agent loop: one model call per step; after each step's whole tool
+ * batch, pull steering and add it to the next request. Model and tool
+ * failures are data: the loop returns a result, it does not throw.
+ */
+import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import type { RunContext, RunResult } from '../../runner/plugin.js';
+import { toUserMessage } from '../../runner/messages.js';
+import type { SteeringMode } from '../../src/protocol/types.js';
+
+/** Settings of one loop. */
+export interface LoopOptions {
+  model: LanguageModel;
+  tools: ToolSet;
+  /** System prompt. */
+  system?: string;
+  /** Steering taken per boundary. Default `all`. */
+  steeringMode?: SteeringMode;
+  /** Most model steps in one invocation (guards against tool loops). Default 24. */
+  maxSteps?: number;
+  /** Provider retries of a failed call before the run fails. Default 2. */
+  maxRetries?: number;
+  /** Stream deltas to the delivery sink. Default false. */
+  streaming?: boolean;
+  /** Text sent when the model fails. */
+  modelFailureMessage?: string;
+}
+
+export const DEFAULT_MODEL_FAILURE_MESSAGE = 'Sorry, the model failed to answer. Please try again in a moment.';
+
+/** A short, log- and user-safe description of a model failure. */
+function failureReason(err: unknown): string {
+  if (APICallError.isInstance(err)) return `model API error${err.statusCode ? ` ${err.statusCode}` : ''}`;
+  if (err instanceof Error) return `model error: ${err.name}`;
+  return 'model error';
+}
+
+/** Runs the loop for one RunContext. */
+export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<RunResult> {
+  const messages: ModelMessage[] = [...ctx.history];
+  const maxSteps = o.maxSteps ?? 24;
+  for (let step = 0; step < maxSteps; step++) {
+    if (ctx.signal.aborted) return { outcome: 'completed' };
+    let text = '';
+    let streamError: unknown;
+    const result = streamText({
+      model: o.model,
+      tools: o.tools,
+      messages,
+      ...(o.system !== undefined && { system: o.system }),
+      abortSignal: ctx.signal,
+      maxRetries: o.maxRetries ?? 2,
+      onError: ({ error }: { error: unknown }) => {
+        streamError = error;
+      },
+    });
+    try {
+      for await (const part of result.fullStream) {
+        if (part.type === 'text-delta') {
+          text += part.text;
+          if (o.streaming) ctx.delivery.delta(part.text);
+        } else if (part.type === 'error') {
+          streamError = part.error;
+        }
+      }
+    } catch (err) {
+      streamError ??= err;
+    }
+
+    if (ctx.signal.aborted) {
+      // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
+      if (text) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+      return { outcome: 'completed' };
+    }
+    if (streamError !== undefined) {
+      ctx.logger.error({ err: streamError }, 'model call failed');
+      await ctx.delivery.message(o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE);
+      return { outcome: 'failed', reason: failureReason(streamError) };
+    }
+
+    const responseMessages = (await result.responseMessages) as ModelMessage[];
+    const finishReason = await result.finishReason;
+    const usage = await result.usage;
+    await ctx.recordStep({
+      messages: responseMessages,
+      finishReason,
+      usage: {
+        ...(usage.inputTokens !== undefined && { inputTokens: usage.inputTokens }),
+        ...(usage.outputTokens !== undefined && { outputTokens: usage.outputTokens }),
+        ...(usage.totalTokens !== undefined && { totalTokens: usage.totalTokens }),
+        ...(usage.inputTokenDetails?.cacheReadTokens !== undefined && { cachedInputTokens: usage.inputTokenDetails.cacheReadTokens }),
+      },
+    });
+    messages.push(...responseMessages);
+
+    if (finishReason !== 'tool-calls') {
+      const answer = (await result.text) || text;
+      if (answer.trim()) await ctx.delivery.message(answer);
+      // Anything that arrived during this last step is handed back by `finish`.
+      return { outcome: 'completed' };
+    }
+    // Turn boundary: the whole tool batch is done; steering joins the next request.
+    const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
+    for (const m of steered) messages.push(toUserMessage(m));
+    if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
+  }
+  await ctx.delivery.message('I stopped after too many steps without an answer. Please rephrase or narrow the request.');
+  return { outcome: 'failed', reason: 'step limit reached' };
+}

@@ -1,0 +1,198 @@
+/**
+ * Executes one run: acquire (fenced), keep the lease, hand a RunContext to
+ * the runner plugin, and finish through the protocol. When finish hands
+ * back steering that arrived after the plugin's last pull, the plugin is
+ * invoked again with those messages: nothing falls between the last look
+ * and the end of the run.
+ */
+import type { Logger } from 'pino';
+import { StaleRunError, RunEndedError } from '../src/errors.js';
+import { conversationKeys } from '../src/keys.js';
+import { runLogger } from '../src/logger.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
+import { readSeqs, readTail } from '../src/record/read.js';
+import type { Runs, RunRef } from '../src/protocol/runs.js';
+import type { ConversationState } from '../src/protocol/state.js';
+import type { SteeringMode, StopKind } from '../src/protocol/types.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import type { ControlListener } from './control.js';
+import { RunDelivery, type OutboundResolver } from './delivery.js';
+import { keepLease } from './lease.js';
+import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
+import { projectHistory } from './projection.js';
+
+/** Options of the executor (one per runner process). */
+export interface ExecutorOptions {
+  client: RedisClient;
+  prefix: string;
+  runs: Runs;
+  state: ConversationState;
+  plugin: RunnerPlugin;
+  control: ControlListener;
+  /** Enqueues a successor run's job. */
+  enqueue(conversationId: string, runId: string): Promise<void>;
+  resolveOutbound: OutboundResolver;
+  logger: Logger;
+  /** Worker identity recorded on the run. */
+  owner: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  model: ModelSettings;
+  /** Steering mode of continuations handed back by finish. Default `all`. */
+  steeringMode?: SteeringMode;
+  /** Most record entries read to build a prompt (bounded tail). Default 2000. */
+  historyTailEntries?: number;
+  /** Text sent to the user when a run fails unexpectedly. */
+  failureMessage?: string;
+}
+
+/** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */
+export type ExecutionResult = { kind: 'finished'; outcome: RunOutcome; successorId?: string } | { kind: 'lost' } | { kind: 'aborted' };
+
+const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted', supersede: 'superseded', stop: 'stopped' };
+
+export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answering. Please try again.';
+
+/** Runs one run end to end. */
+export class RunExecutor {
+  private readonly active = new Map<string, AbortController>();
+
+  constructor(private readonly o: ExecutorOptions) {}
+
+  /** Number of runs executing now. */
+  get inFlight(): number {
+    return this.active.size;
+  }
+
+  /** Aborts every executing run without finishing it (shutdown); they stay recoverable from Redis. */
+  abortAll(): number {
+    for (const ac of this.active.values()) ac.abort('shutdown');
+    return this.active.size;
+  }
+
+  /**
+   * Acquires and executes the run. Throws LeaseHeldError (retry later),
+   * RunEndedError / RunNotFoundError (nothing to do) from acquire.
+   */
+  async execute(conversationId: string, runId: string): Promise<ExecutionResult> {
+    const o = this.o;
+    const acquired = await o.runs.acquire(conversationId, runId, o.owner, o.leaseMs);
+    const ref: RunRef = { conversationId, runId, token: acquired.token };
+    const logger = runLogger(o.logger, conversationId, runId).child({ attempt: acquired.attempt });
+    const ac = new AbortController();
+    let stopKind: StopKind | undefined = acquired.stop;
+    let lost = false;
+    const onStop = (kind: StopKind) => {
+      if (stopKind) return;
+      stopKind = kind;
+      logger.info({ stop: kind }, 'stop requested');
+      ac.abort(kind);
+    };
+    this.active.set(runId, ac);
+    const unregister = o.control.register(runId, onStop);
+    const lease = keepLease({ runs: o.runs, run: ref, heartbeatMs: o.heartbeatMs, leaseMs: o.leaseMs, onStop, logger, onLost: () => {
+      lost = true;
+      ac.abort('lost');
+    } });
+    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, resolve: o.resolveOutbound, logger });
+    try {
+      logger.info({ inputs: acquired.inputs }, 'run started');
+      let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);
+      for (;;) {
+        let result: RunResult = { outcome: 'completed' };
+        if (!stopKind) {
+          delivery.typing();
+          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger);
+          try {
+            result = await o.plugin.run(ctx);
+          } catch (err) {
+            if (err instanceof StaleRunError) throw err;
+            if (!ac.signal.aborted) {
+              logger.error({ err }, 'runner plugin threw');
+              await delivery.message(o.failureMessage ?? DEFAULT_FAILURE_MESSAGE);
+            }
+            result = { outcome: 'failed', reason: 'runner plugin error' };
+          }
+        }
+        if (lost) return { kind: 'lost' };
+        if (ac.signal.aborted && ac.signal.reason === 'shutdown') return { kind: 'aborted' };
+        const outcome = stopKind ? OUTCOME_OF_STOP[stopKind] : result.outcome;
+        const fin = await o.runs.finish(ref, outcome, { reason: result.reason ?? '', mode: o.steeringMode ?? 'all' });
+        if (fin.kind === 'continue') {
+          logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
+          inputs = fin.messages.filter(isMessage);
+          continue;
+        }
+        logger.info({ outcome, successor: fin.successor?.runId }, 'run ended');
+        if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
+        return { kind: 'finished', outcome, ...(fin.successor && { successorId: fin.successor.runId }) };
+      }
+    } catch (err) {
+      if (err instanceof StaleRunError || err instanceof RunEndedError) {
+        logger.warn({ err }, 'run lost to another attempt; stopping');
+        return { kind: 'lost' };
+      }
+      throw err;
+    } finally {
+      lease.stop();
+      unregister();
+      delivery.close();
+      this.active.delete(runId);
+    }
+  }
+
+  private async context(
+    ref: RunRef,
+    attempt: number,
+    inputs: Array<SeqEntry<MessageReceived>>,
+    signal: AbortSignal,
+    stopRequested: () => StopKind | undefined,
+    delivery: RunDelivery,
+    logger: Logger,
+  ): Promise<RunContext> {
+    const o = this.o;
+    const k = conversationKeys(o.prefix, ref.conversationId);
+    const entries = await readTail(o.client, k.log, o.historyTailEntries ?? 2000);
+    const history = projectHistory(entries).messages;
+    return {
+      conversationId: ref.conversationId,
+      runId: ref.runId,
+      attempt,
+      history,
+      inputs,
+      steering: {
+        pull: async (mode) => (await o.runs.pull(ref, mode ?? o.steeringMode ?? 'all')).filter(isMessage),
+      },
+      state: {
+        get: (key) => o.state.get(ref.conversationId, key),
+        set: (key, value) => o.state.set(ref, key, value),
+      },
+      recordStep: (step) =>
+        o.runs.append(ref, {
+          v: 1,
+          kind: 'model.step',
+          at: Date.now(),
+          run: ref.runId,
+          token: ref.token,
+          step: 0,
+          messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
+          ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
+          ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
+          ...(step.partial && { partial: true }),
+        }),
+      delivery,
+      signal,
+      stopRequested,
+      logger,
+      model: o.model,
+    };
+  }
+}
+
+function isMessage(e: SeqEntry): e is SeqEntry<MessageReceived> {
+  return e.kind === 'message.received';
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,90 @@
+/**
+ * Starts the runner: the BullMQ worker executing runs with the configured
+ * runner plugin (the local agent by default), the control listener, and
+ * delivery through the channels' outbound sides.
+ */
+import type { Redis } from 'ioredis';
+import type { AppContext, Stoppable } from '../src/app-context.js';
+import { Runs } from '../src/protocol/runs.js';
+import { ConversationState } from '../src/protocol/state.js';
+import { RunQueue } from '../src/run-queue.js';
+import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
+import { ControlListener } from './control.js';
+import type { OutboundResolver } from './delivery.js';
+import { RunExecutor } from './executor.js';
+import type { RunnerPlugin } from './plugin.js';
+import { RunWorker, workerIdentity } from './worker.js';
+
+/** Extra options of `startRunner` (tests and embedding). */
+export interface RunnerExtras {
+  /** The runner plugin. Default: the local agent built from `config.model`. */
+  plugin?: RunnerPlugin;
+  /** Channel outbound sides for delivery. Default: none (replies are recorded in the outbox only). */
+  resolveOutbound?: OutboundResolver;
+  /** BullMQ lock / stalled-check timings, in ms (tests shorten them). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+}
+
+/** A started runner, with its parts exposed for tests. */
+export interface StartedRunner extends Stoppable {
+  executor: RunExecutor;
+  worker: RunWorker;
+  owner: string;
+  /** Stops with a grace period; reports how many runs were aborted in flight. */
+  close(graceMs?: number): Promise<{ abortedInFlight: number }>;
+}
+
+/** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
+export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): Promise<StartedRunner> {
+  const { config, logger } = ctx;
+  const prefix = config.redis.prefix;
+  const protocolOpts = { client: ctx.redis, prefix, leaseMs: config.runs.leaseMs };
+  const runs = new Runs(protocolOpts);
+  const state = new ConversationState(protocolOpts);
+  const queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-queue' });
+  const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName });
+  const subscriber = ctx.connectRedis({ connectionName: 'steerbot-control' }) as Redis;
+  const control = new ControlListener(subscriber, prefix, logger);
+  await control.start();
+  const owner = workerIdentity();
+  const plugin = extras.plugin ?? createLocalAgentPlugin();
+  const executor = new RunExecutor({
+    client: ctx.redis,
+    prefix,
+    runs,
+    state,
+    plugin,
+    control,
+    enqueue: (c, r) => queue.enqueue(c, r),
+    resolveOutbound: extras.resolveOutbound ?? (() => undefined),
+    logger: logger.child({ part: 'runner' }),
+    owner,
+    leaseMs: config.runs.leaseMs,
+    heartbeatMs: config.runs.heartbeatMs,
+    model: config.model,
+  });
+  const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
+  const worker = new RunWorker({
+    executor,
+    connection: workerConn,
+    queueName: config.runs.queueName,
+    concurrency: config.runner.concurrency,
+    logger,
+    ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
+    ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
+  });
+  logger.info({ owner, plugin: plugin.manifest.name, concurrency: config.runner.concurrency }, 'runner started');
+  let closed: Promise<{ abortedInFlight: number }> | undefined;
+  const close = (graceMs = config.runner.shutdownGraceMs) =>
+    (closed ??= (async () => {
+      const report = await worker.close(graceMs);
+      logger.info(report, 'runner stopped');
+      await control.close();
+      await queue.close();
+      workerConn.disconnect();
+      queueConn.disconnect();
+      return report;
+    })());
+  return { executor, worker, owner, close, stop: async () => void (await close()) };
+}

@@ -1,0 +1,103 @@
+/**
+ * The runner plugin contract. A runner plugin executes one run: it gets a
+ * RunContext (history, inputs, steering, state, delivery, abort signal) and
+ * returns how the run went. It never talks to Redis or to a platform.
+ */
+import type { ModelMessage } from 'ai';
+import type { Logger } from 'pino';
+import type { SeqEntry, MessageReceived } from '../src/record/entries.js';
+import type { SteeringMode, StopKind } from '../src/protocol/types.js';
+
+/** What a runner plugin can do; the host and runtime adapt to it. */
+export interface RunnerCapabilities {
+  /** Pulls steering at turn boundaries. Without it the host uses the `collect` policy. */
+  steering: boolean;
+  /** Uses conversation state. */
+  state: boolean;
+  /** Emits streaming deltas. */
+  streaming: boolean;
+}
+
+/** A runner plugin's manifest. */
+export interface RunnerManifest {
+  name: string;
+  version: string;
+  capabilities: RunnerCapabilities;
+}
+
+/** How a plugin says a run went. Failures are data, not exceptions. */
+export interface RunResult {
+  outcome: 'completed' | 'failed';
+  /** Short terminal reason (no secrets, no stack traces). */
+  reason?: string;
+}
+
+/** The delivery sink: how a plugin talks to the user. Never throws to the plugin. */
+export interface DeliverySink {
+  /** Sends one complete message to the conversation. Resolves once it was handed to the channel (or skipped as already delivered). */
+  message(text: string): Promise<void>;
+  /** A streaming delta of the answer in progress (used only when the channel streams). */
+  delta(text: string): void;
+  /** Shows a typing indicator (refreshed by the sink while the run is active). */
+  typing(): void;
+}
+
+/** One model step to record: the messages the next request must replay. */
+export interface StepRecord {
+  messages: ModelMessage[];
+  finishReason?: string;
+  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number; cachedInputTokens?: number };
+  /** True when the step was cut off by a stop request. */
+  partial?: boolean;
+}
+
+/** Model settings from config. */
+export interface ModelSettings {
+  provider: 'openai-compatible' | 'anthropic' | 'google';
+  name: string;
+  baseURL?: string;
+  /** Never logged. */
+  apiKey?: string;
+  /** Context window, in tokens. */
+  contextWindow: number;
+  /** Tokens kept free for the answer. */
+  outputReserve: number;
+}
+
+/** Everything a plugin gets for one run (or one continuation of it). */
+export interface RunContext {
+  conversationId: string;
+  runId: string;
+  /** 1 on the first attempt; more after a takeover from a dead worker. */
+  attempt: number;
+  /** The prompt so far, projected from the record: earlier turns, this run's inputs and any steps already recorded. */
+  history: ModelMessage[];
+  /** The user messages this invocation answers (the run's inputs, or messages handed back by finish). */
+  inputs: Array<SeqEntry<MessageReceived>>;
+  steering: {
+    /** Takes waiting steering messages (all, or one). Returns [] when none wait or a stop was requested. Must be called only at turn boundaries. */
+    pull(mode?: SteeringMode): Promise<Array<SeqEntry<MessageReceived>>>;
+  };
+  state: {
+    /** Conversation-scoped value under a namespaced key (e.g. `myplugin.notes`), or undefined. */
+    get(key: string): Promise<unknown>;
+    /** Sets a value (JSON, size-capped), fenced by this run. */
+    set(key: string, value: unknown): Promise<void>;
+  };
+  /** Appends a completed model step to the record; returns its seq. */
+  recordStep(step: StepRecord): Promise<number>;
+  delivery: DeliverySink;
+  /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
+  signal: AbortSignal;
+  /** Why the signal fired, when it was a stop request. */
+  stopRequested(): StopKind | undefined;
+  logger: Logger;
+  model: ModelSettings;
+}
+
+/** A runner plugin. */
+export interface RunnerPlugin {
+  manifest: RunnerManifest;
+  /** Executes the run. Should return (not throw) on model or tool failure. */
+  run(ctx: RunContext): Promise<RunResult>;
+}

@@ -1,0 +1,102 @@
+/**
+ * The BullMQ worker that executes runs. A job only names a run; the run's
+ * state lives in Redis. A run whose lease is held elsewhere is delayed until
+ * the lease expires; an ended or missing run completes the job as a no-op.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../src/errors.js';
+import type { RunJobData } from '../src/run-queue.js';
+import type { ExecutionResult, RunExecutor } from './executor.js';
+
+/** Options of the run worker. */
+export interface RunWorkerOptions {
+  executor: RunExecutor;
+  /** BullMQ connection for the worker (needs `maxRetriesPerRequest: null`). */
+  connection: ConnectionOptions;
+  /** Queue name. Default `steerbot-runs`. */
+  queueName?: string;
+  /** BullMQ key prefix. Default `sb-bull`. */
+  bullPrefix?: string;
+  /** Runs executed at once by this process. Default 4. */
+  concurrency?: number;
+  /** BullMQ job lock, in ms (a dead worker's job is redelivered after it). Default 30000. */
+  lockDurationMs?: number;
+  /** How often BullMQ checks for stalled jobs, in ms. Default 15000. */
+  stalledIntervalMs?: number;
+  logger: Logger;
+}
+
+/** A fresh worker identity: host, pid and a random suffix. */
+export function workerIdentity(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/** Executes runs from the queue. */
+export class RunWorker {
+  readonly worker: Worker<RunJobData, string>;
+
+  constructor(private readonly o: RunWorkerOptions) {
+    this.worker = new Worker<RunJobData, string>(
+      o.queueName ?? 'steerbot-runs',
+      (job, token) => this.process(job, token),
+      {
+        connection: o.connection,
+        prefix: o.bullPrefix ?? 'sb-bull',
+        concurrency: o.concurrency ?? 4,
+        lockDuration: o.lockDurationMs ?? 30_000,
+        stalledInterval: o.stalledIntervalMs ?? 15_000,
+        // A run can be redelivered many times (crashes, takeovers); the fencing token keeps that safe.
+        maxStalledCount: 1000,
+      },
+    );
+    this.worker.on('error', (err) => o.logger.error({ err }, 'run worker error'));
+  }
+
+  private async process(job: Job<RunJobData, string>, token?: string): Promise<string> {
+    const { conversationId, runId } = job.data;
+    let result: ExecutionResult;
+    try {
+      result = await this.o.executor.execute(conversationId, runId);
+    } catch (err) {
+      if (err instanceof LeaseHeldError) {
+        // Another worker holds a live lease (or held it and died): try again once it expires.
+        await job.moveToDelayed(err.leaseUntilMs + 50, token);
+        throw new DelayedError();
+      }
+      if (err instanceof RunEndedError || err instanceof RunNotFoundError) return 'skipped';
+      throw err;
+    }
+    if (result.kind === 'aborted') {
+      // Shutdown: leave the run for another worker once our lease runs out.
+      await job.moveToDelayed(Date.now() + 1000, token);
+      throw new DelayedError();
+    }
+    return result.kind === 'finished' ? result.outcome : result.kind;
+  }
+
+  /**
+   * Graceful shutdown: stop taking runs, give active runs `graceMs` to end,
+   * then abort the rest (they stay recoverable). Returns how many were aborted.
+   */
+  async close(graceMs: number): Promise<{ abortedInFlight: number }> {
+    const closing = this.worker.close();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      closing.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    let abortedInFlight = 0;
+    if (timedOut) {
+      abortedInFlight = this.o.executor.abortAll();
+      this.o.logger.warn({ abortedInFlight }, 'grace period over; aborted runs in flight (recoverable from Redis)');
+      await closing;
+    }
+    return { abortedInFlight };
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The host half of the protocol: ingest and the control commands. Each call
+ * is one Lua script, one round trip, and writes nothing when its input is bad.
+ */
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
+import { attachmentSchema, senderSchema } from '../record/entries.js';
+import { runScript } from '../scripts/index.js';
+import { checkReply } from '../scripts/results.js';
+import { newRunId } from './ids.js';
+import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
+import {
+  INPUT_POLICIES,
+  type ConversationStatus,
+  type IncomingMessage,
+  type IngestResult,
+  type InputPolicy,
+  type StopKind,
+} from './types.js';
+
+const policySchema = z.enum(['steer', 'followup', 'collect', 'interrupt', 'supersede']);
+
+/** Who sent a control command, and which update carried it. */
+export interface CommandSource {
+  conversationId: string;
+  updateKey: string;
+  sender: { id: string; name?: string };
+}
+
+/** Result of a stop request. */
+export type StopResult =
+  | { kind: 'duplicate'; seq: number }
+  | { kind: 'idle'; seq: number }
+  | { kind: 'requested'; seq: number; runId: string; stop: StopKind; runState: string };
+
+/** Ingest and control commands (host side). */
+export class Dispatch {
+  readonly options: ResolvedProtocolOptions;
+  private readonly messageSchema: z.ZodType<IncomingMessage>;
+
+  constructor(options: ProtocolOptions) {
+    this.options = resolveOptions(options);
+    this.messageSchema = z.object({
+      conversationId: z.string().min(1),
+      updateKey: z.string().min(1),
+      sender: senderSchema,
+      text: z.string().max(this.options.maxMessageChars, `text is longer than ${this.options.maxMessageChars} characters`),
+      messageId: z.string().max(128).optional(),
+      replyTo: z.object({ messageId: z.string().max(128), text: z.string().max(this.options.maxMessageChars).optional() }).optional(),
+      attachments: z.array(attachmentSchema).max(32).optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    }) as z.ZodType<IncomingMessage>;
+  }
+
+  /**
+   * Dedupes one update, appends it to the record and routes it by the
+   * conversation's policy (its `/queue` override, else `policy`, else the
+   * default). Throws InvalidInputError, writing nothing, on bad input.
+   */
+  async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; runId?: string } = {}): Promise<IngestResult> {
+    const parsed = this.messageSchema.safeParse(message);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new InvalidInputError(`bad message: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+    }
+    const m = parsed.data;
+    if (m.text.length === 0 && !m.attachments?.length) throw new InvalidInputError('bad message: text is empty and there are no attachments');
+    assertUpdateKey(m.updateKey);
+    const policy = opts.policy ?? this.options.defaultPolicy;
+    if (!INPUT_POLICIES.includes(policy)) throw new InvalidInputError(`unknown policy ${String(policy)}`);
+    const k = conversationKeys(this.options.prefix, m.conversationId);
+    const entry = {
+      v: 1,
+      kind: 'message.received',
+      at: this.options.now(),
+      updateKey: m.updateKey,
+      sender: m.sender,
+      text: m.text,
+      ...(m.messageId !== undefined && { messageId: m.messageId }),
+      ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
+      ...(m.attachments !== undefined && { attachments: m.attachments }),
+      ...(m.metadata !== undefined && { metadata: m.metadata }),
+    };
+    const reply = checkReply(
+      'ingest',
+      await runScript(this.options.client, 'ingest', [k.base, k.dedupe(m.updateKey), k.meta, k.log, k.active, k.pending], [
+        JSON.stringify(entry),
+        policy,
+        this.options.steeringCapable ? '1' : '0',
+        this.options.steeringCap,
+        this.options.dedupeTtlSeconds,
+        opts.runId ?? newRunId(),
+        controlChannel(this.options.prefix),
+        m.conversationId,
+      ]),
+    );
+    const [kind, seq, runId, a, b] = reply;
+    switch (kind) {
+      case 'duplicate':
+        return { kind, seq: Number(seq) };
+      case 'new-run':
+      case 'joined':
+        return { kind, seq: Number(seq), runId: String(runId) };
+      case 'steered':
+        return { kind, seq: Number(seq), runId: String(runId), depth: Number(a) };
+      case 'pending':
+        return { kind, seq: Number(seq), runId: String(runId), depth: Number(a), reason: b === 'overflow' ? 'overflow' : 'policy' };
+      case 'interrupting':
+        return { kind, seq: Number(seq), runId: String(runId), stop: a === 'supersede' ? 'supersede' : 'interrupt' };
+      default:
+        throw new InvalidInputError(`ingest: unexpected reply ${JSON.stringify(reply)}`);
+    }
+  }
+
+  /** Asks the active run to stop (`/stop`), be interrupted or superseded. Deduped by the command's update key. */
+  async requestStop(source: CommandSource, kind: StopKind, command = kind === 'stop' ? '/stop' : `/${kind}`): Promise<StopResult> {
+    const k = this.commandKeys(source);
+    const entry = this.commandEntry(source, command);
+    const reply = checkReply(
+      'request-interrupt',
+      await runScript(this.options.client, 'request-interrupt', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
+        kind,
+        JSON.stringify(entry),
+        this.options.dedupeTtlSeconds,
+        controlChannel(this.options.prefix),
+        source.conversationId,
+      ]),
+    );
+    if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    if (reply[0] === 'idle') return { kind: 'idle', seq: Number(reply[1]) };
+    return { kind: 'requested', seq: Number(reply[1]), runId: String(reply[2]), stop: reply[3] as StopKind, runState: String(reply[4]) };
+  }
+
+  /** `/new`: history before this point is no longer projected; an active run is asked to stop. */
+  async reset(source: CommandSource): Promise<{ kind: 'duplicate' | 'reset'; seq: number; stoppedRunId?: string }> {
+    const k = this.commandKeys(source);
+    const entry = { v: 1, kind: 'conversation.reset', at: this.options.now(), updateKey: source.updateKey, sender: source.sender };
+    const reply = checkReply(
+      'reset',
+      await runScript(this.options.client, 'reset', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
+        JSON.stringify(entry),
+        this.options.dedupeTtlSeconds,
+        controlChannel(this.options.prefix),
+        source.conversationId,
+      ]),
+    );
+    if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    return { kind: 'reset', seq: Number(reply[1]), ...(reply[2] ? { stoppedRunId: String(reply[2]) } : {}) };
+  }
+
+  /** `/queue <mode>`: sets the conversation's policy override (`undefined` clears it). */
+  async setPolicy(source: CommandSource, policy: InputPolicy | undefined): Promise<{ kind: 'duplicate' | 'ok'; seq: number }> {
+    if (policy !== undefined && !policySchema.safeParse(policy).success) {
+      throw new InvalidInputError(`unknown policy "${String(policy)}"; expected one of ${INPUT_POLICIES.join(', ')}`);
+    }
+    const k = this.commandKeys(source);
+    const entry = this.commandEntry(source, '/queue', policy ?? 'default');
+    const reply = checkReply(
+      'set-policy',
+      await runScript(this.options.client, 'set-policy', [k.dedupe(source.updateKey), k.log, k.meta], [
+        policy ?? '',
+        JSON.stringify(entry),
+        this.options.dedupeTtlSeconds,
+      ]),
+    );
+    return { kind: reply[0] === 'duplicate' ? 'duplicate' : 'ok', seq: Number(reply[1]) };
+  }
+
+  /** `/status`: the active run, steering depth, pending depth and policy, in one round trip. */
+  async status(conversationId: string): Promise<ConversationStatus> {
+    const k = conversationKeys(this.options.prefix, conversationId);
+    const r = await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []);
+    const str = (v: unknown) => (v === '' || v === undefined || v === null ? undefined : String(v));
+    return {
+      activeRunId: str(r[0]),
+      runState: str(r[1]) as ConversationStatus['runState'],
+      stop: str(r[2]) as StopKind | undefined,
+      steeringDepth: Number(r[3]),
+      pendingDepth: Number(r[4]),
+      policyOverride: str(r[5]) as InputPolicy | undefined,
+      effectivePolicy: str(r[6]) as InputPolicy | undefined,
+      lastSeq: Number(r[7]),
+      resetSeq: Number(r[8]),
+      attempt: Number(r[9]),
+      owner: str(r[10]),
+      leaseUntilMs: Number(r[11]),
+    };
+  }
+
+  private commandKeys(source: CommandSource) {
+    assertUpdateKey(source.updateKey);
+    const sender = senderSchema.safeParse(source.sender);
+    if (!sender.success) throw new InvalidInputError('bad command: sender.id is required');
+    return conversationKeys(this.options.prefix, source.conversationId);
+  }
+
+  private commandEntry(source: CommandSource, command: string, args?: string) {
+    return {
+      v: 1,
+      kind: 'command.received',
+      at: this.options.now(),
+      updateKey: source.updateKey,
+      sender: source.sender,
+      command,
+      ...(args !== undefined && { args }),
+    };
+  }
+}

@@ -1,0 +1,44 @@
+import type { RedisClient } from '../scripts/index.js';
+import type { InputPolicy } from './types.js';
+
+/** Options shared by the host and runner halves of the protocol. */
+export interface ProtocolOptions {
+  /** Redis client (single node, Sentinel or Cluster). */
+  client: RedisClient;
+  /** Key prefix. Default `sb`. */
+  prefix?: string;
+  /** How long a dedupe key is kept, in seconds. Default 86400 (Telegram keeps updates 24 h). */
+  dedupeTtlSeconds?: number;
+  /** Most messages a run's steering list holds before overflow goes to pending. Default 20. */
+  steeringCap?: number;
+  /** Policy when neither the conversation nor the caller names one. Default `steer`. */
+  defaultPolicy?: InputPolicy;
+  /** Whether the runner declares the `steering` capability; without it `steer` acts as `collect`. Default true. */
+  steeringCapable?: boolean;
+  /** Run lease length, in ms. Default 30000. */
+  leaseMs?: number;
+  /** Largest message text, in characters. Default 16000. */
+  maxMessageChars?: number;
+  /** Largest state value, in bytes of JSON. Default 262144. */
+  maxStateBytes?: number;
+  /** Clock for entry timestamps, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Options with defaults applied. */
+export type ResolvedProtocolOptions = Required<ProtocolOptions>;
+
+export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
+  return {
+    client: o.client,
+    prefix: o.prefix ?? 'sb',
+    dedupeTtlSeconds: o.dedupeTtlSeconds ?? 86_400,
+    steeringCap: o.steeringCap ?? 20,
+    defaultPolicy: o.defaultPolicy ?? 'steer',
+    steeringCapable: o.steeringCapable ?? true,
+    leaseMs: o.leaseMs ?? 30_000,
+    maxMessageChars: o.maxMessageChars ?? 16_000,
+    maxStateBytes: o.maxStateBytes ?? 262_144,
+    now: o.now ?? Date.now,
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The runner half of the protocol: acquire, lease, fenced appends, steering
+ * pulls and finish. Every write after acquire carries the run's fencing
+ * token; a stale token is refused with StaleRunError and writes nothing.
+ */
+import { InvalidInputError } from '../errors.js';
+import { conversationKeys } from '../keys.js';
+import { recordEntrySchema, type RecordEntry, type RunOutcome, type SeqEntry } from '../record/entries.js';
+import { parseEntry } from '../record/read.js';
+import { runScript, type ScriptReply } from '../scripts/index.js';
+import { checkReply, pairsFrom, seqList } from '../scripts/results.js';
+import { newRunId } from './ids.js';
+import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
+import type { AcquiredRun, FinishResult, SteeringMode, StopKind } from './types.js';
+
+/** Identifies one acquired attempt of a run. */
+export interface RunRef {
+  conversationId: string;
+  runId: string;
+  /** Fencing token returned by acquire. */
+  token: number;
+}
+
+/** Entry kinds a runner may append itself; the rest are written by the scripts. */
+const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step', 'compaction']);
+
+/** Acquire, heartbeat, append, pull and finish (runner side). */
+export class Runs {
+  readonly options: ResolvedProtocolOptions;
+
+  constructor(options: ProtocolOptions) {
+    this.options = resolveOptions(options);
+  }
+
+  /**
+   * Takes a queued run (or a running one whose lease expired) for `owner`.
+   * Throws RunNotFoundError, RunEndedError, or LeaseHeldError (retry after `leaseUntilMs`).
+   */
+  async acquire(conversationId: string, runId: string, owner: string, leaseMs = this.options.leaseMs): Promise<AcquiredRun> {
+    const k = conversationKeys(this.options.prefix, conversationId);
+    const r = checkReply(
+      'acquire',
+      await runScript(this.options.client, 'acquire', [k.run(runId), k.log, k.meta, k.active], [runId, owner, leaseMs]),
+      runId,
+    );
+    return {
+      conversationId,
+      runId,
+      token: Number(r[1]),
+      attempt: Number(r[2]),
+      inputs: seqList(r[3]),
+      stop: (r[4] === '' ? undefined : r[4]) as StopKind | undefined,
+      leaseUntilMs: Number(r[5]),
+    };
+  }
+
+  /** Extends the lease; returns its new expiry and any stop requested meanwhile. */
+  async heartbeat(run: RunRef, leaseMs = this.options.leaseMs): Promise<{ leaseUntilMs: number; stop: StopKind | undefined }> {
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const r = checkReply('heartbeat', await runScript(this.options.client, 'heartbeat', [k.run(run.runId)], [run.token, leaseMs]), run.runId);
+    return { leaseUntilMs: Number(r[1]), stop: (r[2] === '' ? undefined : r[2]) as StopKind | undefined };
+  }
+
+  /**
+   * Appends a runner-written entry (`model.step`, `compaction`) to the record.
+   * The entry is validated first; a bad one throws InvalidInputError and writes nothing.
+   */
+  async append(run: RunRef, entry: RecordEntry): Promise<number> {
+    if (!RUNNER_KINDS.has(entry.kind)) throw new InvalidInputError(`runners may not append ${entry.kind} entries`);
+    const parsed = recordEntrySchema.safeParse(entry);
+    if (!parsed.success) {
+      throw new InvalidInputError(`bad ${entry.kind} entry: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+    }
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const r = checkReply(
+      'append',
+      await runScript(this.options.client, 'append', [k.run(run.runId), k.log, k.meta], [run.token, JSON.stringify(parsed.data)]),
+      run.runId,
+    );
+    return Number(r[1]);
+  }
+
+  /**
+   * Takes steering at a turn boundary: all waiting messages (`all`) or the
+   * first (`one`). Returns [] when none wait or a stop was requested.
+   */
+  async pull(run: RunRef, mode: SteeringMode = 'all'): Promise<SeqEntry[]> {
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const r = checkReply(
+      'pull',
+      await runScript(this.options.client, 'pull', [k.run(run.runId), k.steer(run.runId), k.log, k.meta], [run.token, mode, run.runId]),
+      run.runId,
+    );
+    return entriesFrom(r);
+  }
+
+  /**
+   * Finishes the run. A `completed` run with steering waiting continues
+   * (`continue` carries the messages); otherwise the run ends, unpulled
+   * steering is requeued, and a successor is created when messages wait.
+   * The caller must enqueue the successor's job.
+   */
+  async finish(
+    run: RunRef,
+    outcome: RunOutcome,
+    opts: { reason?: string; mode?: SteeringMode; successorId?: string } = {},
+  ): Promise<FinishResult> {
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const reason = (opts.reason ?? '').slice(0, 500);
+    const r = checkReply(
+      'finish',
+      await runScript(
+        this.options.client,
+        'finish',
+        [k.run(run.runId), k.steer(run.runId), k.log, k.meta, k.active, k.pending, k.base],
+        [run.token, run.runId, outcome, reason, opts.successorId ?? newRunId(), opts.mode ?? 'all', run.conversationId],
+      ),
+      run.runId,
+    );
+    if (r[0] === 'continue') return { kind: 'continue', messages: entriesFrom(r) };
+    const successor = r[1] ? { runId: String(r[1]), inputs: seqList(r[2]) } : undefined;
+    return { kind: 'ended', successor };
+  }
+}
+
+function entriesFrom(r: ScriptReply): SeqEntry[] {
+  return pairsFrom(r, 2, Number(r[1])).map(({ seq, json }) => parseEntry(seq, json));
+}

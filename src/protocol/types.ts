@@ -1,0 +1,75 @@
+/** Plain types of the dispatch protocol (no zod inside). */
+import type { Attachment, Sender } from '../record/entries.js';
+
+/** How a message that arrives during a run is handled. See the README's dispatch table. */
+export type InputPolicy = 'steer' | 'followup' | 'collect' | 'interrupt' | 'supersede';
+/** Every input policy, in documentation order. */
+export const INPUT_POLICIES: readonly InputPolicy[] = ['steer', 'followup', 'collect', 'interrupt', 'supersede'];
+
+/** Kinds of stop request a run can receive. */
+export type StopKind = 'interrupt' | 'supersede' | 'stop';
+
+/** How much steering one pull takes. */
+export type SteeringMode = 'all' | 'one';
+
+/** A normalized incoming message, as a channel plugin hands it to ingest. */
+export interface IncomingMessage {
+  /** `<channel id>:<chat id>[:<thread id>]`. */
+  conversationId: string;
+  /** `<channel id>:<platform update identity>`; the dedupe identity. */
+  updateKey: string;
+  sender: Sender;
+  /** Message text (may be empty when there are attachments). */
+  text: string;
+  /** Platform message id, for replies. */
+  messageId?: string;
+  replyTo?: { messageId: string; text?: string };
+  attachments?: Attachment[];
+  metadata?: Record<string, unknown>;
+}
+
+/** What ingest did with an update. */
+export type IngestResult =
+  | { kind: 'duplicate'; seq: number }
+  | { kind: 'new-run'; seq: number; runId: string }
+  | { kind: 'joined'; seq: number; runId: string }
+  | { kind: 'steered'; seq: number; runId: string; depth: number }
+  | { kind: 'pending'; seq: number; runId: string; depth: number; reason: 'policy' | 'overflow' }
+  | { kind: 'interrupting'; seq: number; runId: string; stop: 'interrupt' | 'supersede' };
+
+/** A run taken by a worker. */
+export interface AcquiredRun {
+  conversationId: string;
+  runId: string;
+  /** Fencing token: every later write of the run carries it. */
+  token: number;
+  /** 1 on the first attempt, more after a takeover. */
+  attempt: number;
+  /** Seqs of the messages the run was created for. */
+  inputs: number[];
+  /** A stop already requested for the run (e.g. /stop before it started). */
+  stop: StopKind | undefined;
+  /** Lease expiry, ms since the epoch on the Redis clock. */
+  leaseUntilMs: number;
+}
+
+/** Result of `finish`. */
+export type FinishResult =
+  | { kind: 'continue'; messages: import('../record/entries.js').SeqEntry[] }
+  | { kind: 'ended'; successor: { runId: string; inputs: number[] } | undefined };
+
+/** Snapshot for /status. */
+export interface ConversationStatus {
+  activeRunId: string | undefined;
+  runState: 'queued' | 'running' | undefined;
+  stop: StopKind | undefined;
+  steeringDepth: number;
+  pendingDepth: number;
+  policyOverride: InputPolicy | undefined;
+  effectivePolicy: InputPolicy | undefined;
+  lastSeq: number;
+  resetSeq: number;
+  attempt: number;
+  owner: string | undefined;
+  leaseUntilMs: number;
+}

@@ -1,0 +1,154 @@
+/**
+ * The conversation record: typed, versioned entries, validated with zod when
+ * read back from Redis. Reads fail closed: an entry this build cannot read is
+ * a RecordError, never silently skipped.
+ */
+import { z } from 'zod';
+
+const seqs = z.array(z.number().int().positive()).min(1);
+const base = { v: z.literal(1), at: z.number().int().nonnegative() };
+
+/** A user as the platform names them. */
+export const senderSchema = z.object({
+  id: z.string().min(1).max(128),
+  name: z.string().max(256).optional(),
+  isBot: z.boolean().optional(),
+});
+
+/** An attachment kept on the platform, referenced not copied. */
+export const attachmentSchema = z.object({
+  kind: z.enum(['image', 'audio', 'video', 'file', 'sticker', 'other']),
+  ref: z.string().min(1).max(2048),
+  name: z.string().max(512).optional(),
+  mime: z.string().max(128).optional(),
+  size: z.number().int().nonnegative().optional(),
+});
+
+export const messageReceivedSchema = z.object({
+  ...base,
+  kind: z.literal('message.received'),
+  updateKey: z.string(),
+  sender: senderSchema,
+  text: z.string(),
+  messageId: z.string().max(128).optional(),
+  replyTo: z.object({ messageId: z.string().max(128), text: z.string().optional() }).optional(),
+  attachments: z.array(attachmentSchema).max(32).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const commandReceivedSchema = z.object({
+  ...base,
+  kind: z.literal('command.received'),
+  updateKey: z.string(),
+  sender: senderSchema,
+  command: z.string(),
+  args: z.string().optional(),
+});
+
+const audit = <K extends string>(kind: K) =>
+  z.object({ ...base, kind: z.literal(kind), run: z.string(), seqs, follow_up: z.boolean().optional(), cap: z.number().optional() });
+
+export const steeringQueuedSchema = audit('steering.queued');
+export const steeringInjectedSchema = audit('steering.injected');
+export const steeringRequeuedSchema = audit('steering.requeued');
+export const steeringOverflowSchema = audit('steering.overflow');
+
+export const runControlSchema = z.object({
+  ...base,
+  kind: z.literal('run.control'),
+  run: z.string(),
+  seqs,
+  control: z.enum(['interrupt', 'supersede', 'stop']),
+});
+
+export const runStartedSchema = z.object({
+  ...base,
+  kind: z.literal('run.started'),
+  run: z.string(),
+  attempt: z.number().int().positive(),
+  token: z.number().int().positive(),
+  owner: z.string(),
+  inputs: seqs.optional(),
+});
+
+/** How a run ended. */
+export const runOutcomeSchema = z.enum(['completed', 'failed', 'interrupted', 'superseded', 'stopped']);
+export type RunOutcome = z.infer<typeof runOutcomeSchema>;
+
+export const runEndedSchema = z.object({
+  ...base,
+  kind: z.literal('run.ended'),
+  run: z.string(),
+  attempt: z.number().int().nonnegative(),
+  token: z.number().int().nonnegative(),
+  outcome: runOutcomeSchema,
+  reason: z.string().optional(),
+});
+
+/** Provider-reported token usage of one request. */
+export const usageSchema = z.object({
+  inputTokens: z.number().int().nonnegative().optional(),
+  outputTokens: z.number().int().nonnegative().optional(),
+  totalTokens: z.number().int().nonnegative().optional(),
+  cachedInputTokens: z.number().int().nonnegative().optional(),
+});
+
+/**
+ * One model step: the response messages the next request must replay
+ * (assistant content, tool calls and tool results), with provider usage.
+ */
+export const modelStepSchema = z.object({
+  ...base,
+  kind: z.literal('model.step'),
+  run: z.string(),
+  token: z.number().int().positive(),
+  step: z.number().int().nonnegative(),
+  messages: z.array(z.object({ role: z.enum(['assistant', 'tool']), content: z.unknown() }).passthrough()),
+  finishReason: z.string().optional(),
+  usage: usageSchema.optional(),
+  /** True when the step was cut off by an interrupt (partial answer). */
+  partial: z.boolean().optional(),
+});
+
+export const compactionSchema = z.object({
+  ...base,
+  kind: z.literal('compaction'),
+  run: z.string().optional(),
+  covers_until: z.number().int().nonnegative(),
+  tokens_before: z.number().int().nonnegative(),
+  tokens_after: z.number().int().nonnegative(),
+  summarizer: z.enum(['llm', 'fallback']),
+});
+
+export const conversationResetSchema = z.object({
+  ...base,
+  kind: z.literal('conversation.reset'),
+  updateKey: z.string().optional(),
+  sender: senderSchema.optional(),
+});
+
+/** Every entry kind this build can read. */
+export const recordEntrySchema = z.discriminatedUnion('kind', [
+  messageReceivedSchema,
+  commandReceivedSchema,
+  steeringQueuedSchema,
+  steeringInjectedSchema,
+  steeringRequeuedSchema,
+  steeringOverflowSchema,
+  runControlSchema,
+  runStartedSchema,
+  runEndedSchema,
+  modelStepSchema,
+  compactionSchema,
+  conversationResetSchema,
+]);
+
+export type RecordEntry = z.infer<typeof recordEntrySchema>;
+export type MessageReceived = z.infer<typeof messageReceivedSchema>;
+export type CommandReceived = z.infer<typeof commandReceivedSchema>;
+export type ModelStep = z.infer<typeof modelStepSchema>;
+export type Sender = z.infer<typeof senderSchema>;
+export type Attachment = z.infer<typeof attachmentSchema>;
+
+/** A record entry with the seq Redis gave it. */
+export type SeqEntry<E extends RecordEntry = RecordEntry> = E & { seq: number };

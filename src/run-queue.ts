@@ -1,0 +1,67 @@
+/**
+ * Runs as BullMQ jobs: one job per run, `jobId = run id`, so enqueueing the
+ * same run twice is a no-op. The job only names the run; Redis holds its state.
+ */
+import { Queue, type ConnectionOptions, type Job } from 'bullmq';
+import { assertRunId } from './keys.js';
+
+/** What a run job carries. */
+export interface RunJobData {
+  conversationId: string;
+  runId: string;
+}
+
+/** Options of the run queue. */
+export interface RunQueueOptions {
+  /** BullMQ connection (an ioredis client or options). */
+  connection: ConnectionOptions;
+  /** Queue name. Default `steerbot-runs`. */
+  name?: string;
+  /** BullMQ key prefix. Default `sb-bull` (must hash to one slot in a Cluster: use `{sb-bull}`). */
+  bullPrefix?: string;
+}
+
+/** Job states in which a run's job will still be processed without help. */
+const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/** The BullMQ queue of runs. */
+export class RunQueue {
+  readonly queue: Queue<RunJobData>;
+
+  constructor(opts: RunQueueOptions) {
+    this.queue = new Queue<RunJobData>(opts.name ?? 'steerbot-runs', {
+      connection: opts.connection,
+      prefix: opts.bullPrefix ?? 'sb-bull',
+    });
+  }
+
+  /** Enqueues the run's job (idempotent while the job exists). */
+  async enqueue(conversationId: string, runId: string): Promise<void> {
+    assertRunId(runId);
+    await this.queue.add('run', { conversationId, runId }, {
+      jobId: runId,
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 86_400 },
+    });
+  }
+
+  /**
+   * Makes sure a live job exists for the run: re-adds it when the job is
+   * missing or already finished. Returns true when a job was (re)added.
+   */
+  async ensureJob(conversationId: string, runId: string): Promise<boolean> {
+    const job: Job<RunJobData> | undefined = await this.queue.getJob(runId);
+    if (job) {
+      const state = await job.getState();
+      if (LIVE_STATES.has(state)) return false;
+      await job.remove().catch(() => undefined);
+    }
+    await this.enqueue(conversationId, runId);
+    return true;
+  }
+
+  /** Closes the queue's connections. */
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}

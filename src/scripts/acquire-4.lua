@@ -1,0 +1,45 @@
+--[[
+  Acquire a run for execution: queued -> running, or take over a running run
+  whose lease has expired (its worker died). Bumps the fencing token; every
+  later write of the run must carry the new token.
+
+  KEYS[1] run      run record hash
+  KEYS[2] log      conversation record
+  KEYS[3] meta     conversation meta
+  KEYS[4] active   active run id
+
+  ARGV[1] run id
+  ARGV[2] owner     worker identity (host/pid/worker id)
+  ARGV[3] lease ms
+
+  Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv }
+  Errors  { -1 } not found, { -2 } ended, { -4, lease until ms } live lease held by another owner
+]]
+--- @include "common"
+
+local run_key, log_key, meta_key, active_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'inputs', 'stop', 'urgent')
+local state = f[1]
+if not state then return { ERR_NOT_FOUND } end
+if state == 'ended' then return { ERR_ENDED } end
+
+local now = now_ms()
+if state == 'running' and tonumber(f[4] or 0) > now then
+  return { ERR_LEASE_HELD, tonumber(f[4]) }
+end
+
+local token = tonumber(f[2] or 0) + 1
+local attempt = tonumber(f[3] or 0) + 1
+local lease_until = now + tonumber(ARGV[3])
+redis.call('HSET', run_key, 'state', 'running', 'token', token, 'attempt', attempt,
+  'owner', ARGV[2], 'lease_until', lease_until, 'started_at', now)
+-- A run is only ever acquired while it is the active one; repair a lost pointer.
+if not redis.call('GET', active_key) then redis.call('SET', active_key, ARGV[1]) end
+
+local inputs = split_ids(f[5])
+local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = attempt,
+  token = token, owner = ARGV[2] }
+if #inputs > 0 then entry.inputs = inputs end
+append_entry(log_key, meta_key, cjson.encode(entry))
+
+return { 'acquired', token, attempt, f[5] or '', f[6] or '', lease_until, f[7] or '' }

@@ -1,0 +1,83 @@
+--[[
+  Finish a run. Fenced and atomic, so no message can slip between the
+  runner's last pull and the end of the run:
+
+  - outcome `completed`, no stop requested, steering waiting: the steering is
+    handed back (recorded as `steering.injected`) and the run stays running;
+  - otherwise the run ends: `run.ended` is recorded, `active` is cleared,
+    unpulled steering goes to the front of `pending` (`steering.requeued`),
+    messages that asked for an interrupt go in front of those, and when
+    `pending` is not empty a successor run is created and made active.
+
+  KEYS[1] run      run record hash
+  KEYS[2] steer    the run's steering list
+  KEYS[3] log      conversation record
+  KEYS[4] meta     conversation meta
+  KEYS[5] active   active run id
+  KEYS[6] pending  seqs waiting for a successor
+  KEYS[7] base     conversation key prefix (successor keys derive from it)
+
+  ARGV[1] token          fencing token
+  ARGV[2] run id
+  ARGV[3] outcome        completed|failed|interrupted|superseded|stopped
+  ARGV[4] reason         short terminal reason ('' for none)
+  ARGV[5] successor id   id to use if a successor run is created
+  ARGV[6] mode           'all' | 'one' (how much steering a continuation takes)
+  ARGV[7] conversation id
+
+  Returns { 'continue', n, seq1, json1, ... }
+          { 'ended', successor id or '', successor inputs csv }
+  Errors  { -1 }, { -2 }, { -3, current token }, { -5 } bad outcome
+]]
+--- @include "common"
+
+local run_key, steer_key, log_key, meta_key, active_key, pending_key, base =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local run_id, outcome = ARGV[2], ARGV[3]
+
+local OUTCOMES = { completed = true, failed = true, interrupted = true, superseded = true, stopped = true }
+if not OUTCOMES[outcome] then return { ERR_BAD_ARG } end
+
+local _, err = fenced_run(run_key, ARGV[1])
+if err then return err end
+
+local f = redis.call('HMGET', run_key, 'stop', 'attempt', 'urgent')
+if outcome == 'completed' and not f[1] then
+  local seqs = pop_steering(steer_key, ARGV[6])
+  if #seqs > 0 then
+    append_audit(log_key, meta_key, 'steering.injected', run_id, seqs, { follow_up = true })
+    return read_entries(log_key, seqs, { 'continue', #seqs })
+  end
+end
+
+local now = now_ms()
+redis.call('HSET', run_key, 'state', 'ended', 'outcome', outcome, 'reason', ARGV[4], 'ended_at', now)
+local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[2]),
+  token = tonumber(ARGV[1]), outcome = outcome }
+if ARGV[4] ~= '' then ended.reason = ARGV[4] end
+append_entry(log_key, meta_key, cjson.encode(ended))
+if redis.call('GET', active_key) == run_id then redis.call('DEL', active_key) end
+
+-- Never drop: unpulled steering goes to the front of pending, in order.
+local left = redis.call('LRANGE', steer_key, 0, -1)
+if #left > 0 then
+  redis.call('DEL', steer_key)
+  local seqs = {}
+  for i = #left, 1, -1 do redis.call('LPUSH', pending_key, left[i]) end
+  for i = 1, #left do seqs[i] = tonumber(left[i]) end
+  append_audit(log_key, meta_key, 'steering.requeued', run_id, seqs)
+end
+-- Messages that interrupted this run run next, before everything else.
+local urgent = split_ids(f[3])
+for i = #urgent, 1, -1 do redis.call('LPUSH', pending_key, urgent[i]) end
+
+local waiting = redis.call('LLEN', pending_key)
+if waiting == 0 then return { 'ended', '', '' } end
+
+local take = waiting
+if #urgent == 0 and redis.call('HGET', meta_key, 'policy_eff') == 'followup' then take = 1 end
+local popped = redis.call('LPOP', pending_key, take)
+local inputs = {}
+for i = 1, #popped do inputs[i] = tonumber(popped[i]) end
+create_run(base, active_key, ARGV[5], ARGV[7], inputs, 'successor', now)
+return { 'ended', ARGV[5], join_ids(inputs) }

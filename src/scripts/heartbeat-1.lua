@@ -1,0 +1,17 @@
+--[[
+  Extend a running run's lease. Fenced.
+
+  KEYS[1] run      run record hash
+  ARGV[1] token    fencing token from acquire
+  ARGV[2] lease ms
+
+  Returns { 'ok', lease until ms, stop kind or '' }
+  Errors  { -1 } not found, { -2 } ended, { -3, current token } stale token
+]]
+--- @include "common"
+
+local _, err = fenced_run(KEYS[1], ARGV[1])
+if err then return err end
+local lease_until = now_ms() + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lease_until', lease_until)
+return { 'ok', lease_until, redis.call('HGET', KEYS[1], 'stop') or '' }

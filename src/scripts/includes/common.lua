@@ -1,0 +1,97 @@
+--[[
+  Helpers shared by every script: the Redis clock, record appends, run fencing
+  and id lists. Included with `--- @include "common"`.
+
+  Error convention: a script returns a table whose first element is a
+  negative integer on refusal (see src/scripts/results.ts), or a status
+  string on success.
+]]
+local ERR_NOT_FOUND = -1
+local ERR_ENDED = -2
+local ERR_STALE = -3
+local ERR_LEASE_HELD = -4
+local ERR_BAD_ARG = -5
+local ERR_CONFLICT = -6
+local ERR_TOO_LARGE = -7
+
+-- Milliseconds since the epoch on the Redis clock (one clock for every process).
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Appends one JSON entry to the conversation record; returns its seq.
+local function append_entry(log_key, meta_key, json)
+  local seq = redis.call('HINCRBY', meta_key, 'seq', 1)
+  redis.call('XADD', log_key, seq .. '-0', 'e', json)
+  return seq
+end
+
+-- Appends an audit entry built from a Lua table; `seqs` must not be empty.
+local function append_audit(log_key, meta_key, kind, run_id, seqs, extra)
+  local entry = { v = 1, kind = kind, at = now_ms(), run = run_id, seqs = seqs }
+  if extra then for k, v in pairs(extra) do entry[k] = v end end
+  return append_entry(log_key, meta_key, cjson.encode(entry))
+end
+
+-- Comma-separated id lists (run inputs, urgent seqs) <-> Lua arrays of numbers.
+local function split_ids(csv)
+  local out = {}
+  if csv and csv ~= '' then
+    for s in string.gmatch(csv, '[^,]+') do out[#out + 1] = tonumber(s) end
+  end
+  return out
+end
+
+local function join_ids(ids)
+  return table.concat(ids, ',')
+end
+
+-- Loads a run's fencing fields and checks the caller's token.
+-- Returns nil, err_table on refusal.
+local function fenced_run(run_key, token)
+  local f = redis.call('HMGET', run_key, 'state', 'token')
+  if not f[1] then return nil, { ERR_NOT_FOUND } end
+  if tostring(f[2]) ~= tostring(token) then return nil, { ERR_STALE, tonumber(f[2]) or 0 } end
+  if f[1] == 'ended' then return nil, { ERR_ENDED } end
+  if f[1] ~= 'running' then return nil, { ERR_STALE, tonumber(f[2]) or 0 } end
+  return f[1], nil
+end
+
+-- Creates a queued run record with the given input seqs and makes it active.
+local function create_run(base, active_key, run_id, conversation_id, inputs, cause, at)
+  local run_key = base .. 'run:' .. run_id
+  redis.call('HSET', run_key,
+    'id', run_id, 'conversation', conversation_id, 'state', 'queued',
+    'inputs', join_ids(inputs), 'token', 0, 'attempt', 0,
+    'created_at', at, 'cause', cause)
+  redis.call('SET', active_key, run_id)
+  return run_key
+end
+
+-- Reads entries of the given seqs; returns a flat list seq, json, seq, json...
+local function read_entries(log_key, seqs, out)
+  for i = 1, #seqs do
+    local id = seqs[i] .. '-0'
+    local r = redis.call('XRANGE', log_key, id, id)
+    out[#out + 1] = seqs[i]
+    if r[1] then out[#out + 1] = r[1][2][2] else out[#out + 1] = '' end
+  end
+  return out
+end
+
+-- Pops steering seqs of a run: all of them, or only the first.
+local function pop_steering(steer_key, mode)
+  local seqs = {}
+  if mode == 'one' then
+    local s = redis.call('LPOP', steer_key)
+    if s then seqs[1] = tonumber(s) end
+  else
+    local all = redis.call('LRANGE', steer_key, 0, -1)
+    if #all > 0 then
+      redis.call('DEL', steer_key)
+      for i = 1, #all do seqs[i] = tonumber(all[i]) end
+    end
+  end
+  return seqs
+end

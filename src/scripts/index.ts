@@ -1,0 +1,117 @@
+/**
+ * Loads the Lua scripts of this folder once per client with `defineCommand`
+ * and calls them through one typed wrapper. A script file is named
+ * `<verb>-<numKeys>.lua`; `--- @include "<name>"` lines are replaced by
+ * `includes/<name>.lua` (each include at most once per script).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import type { Cluster, Redis } from 'ioredis';
+import { ScriptError } from '../errors.js';
+
+/** Any ioredis client steerbot can run scripts on. */
+export type RedisClient = Redis | Cluster;
+
+/** Names of the scripts in this folder. */
+export type ScriptName =
+  | 'ingest'
+  | 'acquire'
+  | 'heartbeat'
+  | 'append'
+  | 'pull'
+  | 'finish'
+  | 'request-interrupt'
+  | 'reset'
+  | 'set-policy'
+  | 'status'
+  | 'state-set'
+  | 'noop';
+
+interface LoadedScript {
+  name: ScriptName;
+  /** Command name registered on the client. */
+  command: string;
+  numberOfKeys: number;
+  lua: string;
+}
+
+const DIR = fileURLToPath(new URL('.', import.meta.url));
+const INCLUDE_RE = /^--- @include "([a-z0-9-]+)"\s*$/gm;
+
+function resolveIncludes(source: string, file: string): string {
+  const seen = new Set<string>();
+  return source.replace(INCLUDE_RE, (_line, name: string) => {
+    if (seen.has(name)) return '';
+    seen.add(name);
+    try {
+      return readFileSync(join(DIR, 'includes', `${name}.lua`), 'utf8');
+    } catch (cause) {
+      throw new ScriptError(file, `missing include "${name}"`, 'SCRIPT', { cause });
+    }
+  });
+}
+
+function loadScripts(): Map<ScriptName, LoadedScript> {
+  const out = new Map<ScriptName, LoadedScript>();
+  for (const file of readdirSync(DIR)) {
+    const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
+    if (!m) continue;
+    const name = m[1] as ScriptName;
+    const lua = resolveIncludes(readFileSync(join(DIR, file), 'utf8'), file);
+    out.set(name, { name, command: `sb_${name.replace(/-/g, '_')}`, numberOfKeys: Number(m[2]), lua });
+  }
+  return out;
+}
+
+const SCRIPTS = loadScripts();
+const defined = new WeakSet<object>();
+
+/** Registers every script on `client` (idempotent). */
+export function defineScripts(client: RedisClient): void {
+  if (defined.has(client)) return;
+  for (const s of SCRIPTS.values()) {
+    client.defineCommand(s.command, { lua: s.lua, numberOfKeys: s.numberOfKeys });
+  }
+  defined.add(client);
+}
+
+/** The Lua source of a script after includes, for tests and tooling. */
+export function scriptSource(name: ScriptName): string {
+  const s = SCRIPTS.get(name);
+  if (!s) throw new ScriptError(name, 'no such script');
+  return s.lua;
+}
+
+/** Number of KEYS a script takes (from its file name). */
+export function scriptKeyCount(name: ScriptName): number {
+  const s = SCRIPTS.get(name);
+  if (!s) throw new ScriptError(name, 'no such script');
+  return s.numberOfKeys;
+}
+
+/** A raw script reply: a status string or a negative error code first. */
+export type ScriptReply = Array<string | number>;
+
+/**
+ * Runs one script with `keys` and `args`. The number of keys must match the
+ * script's file name. Returns the raw reply; decode it with `results.ts`.
+ */
+export async function runScript(
+  client: RedisClient,
+  name: ScriptName,
+  keys: string[],
+  args: Array<string | number>,
+): Promise<ScriptReply> {
+  const s = SCRIPTS.get(name);
+  if (!s) throw new ScriptError(name, 'no such script');
+  if (keys.length !== s.numberOfKeys) {
+    throw new ScriptError(name, `expects ${s.numberOfKeys} keys, got ${keys.length}`);
+  }
+  defineScripts(client);
+  const fn = (client as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
+  if (!fn) throw new ScriptError(name, 'not registered on this client');
+  const reply = await fn.call(client, ...keys, ...args);
+  if (!Array.isArray(reply)) throw new ScriptError(name, `unexpected reply ${JSON.stringify(reply)}`);
+  return reply as ScriptReply;
+}

@@ -1,0 +1,99 @@
+--[[
+  Ingest one platform update: dedupe, append `message.received`, route it by
+  the conversation's input policy. One atomic script, one round trip.
+
+  KEYS[1] base      conversation key prefix `<p>:{c:<id>}:` (run/steer keys derive from it)
+  KEYS[2] dedupe    `<base>dedupe:<update key>`
+  KEYS[3] meta      hash: seq, policy (override), policy_eff
+  KEYS[4] log       stream: the conversation record
+  KEYS[5] active    string: active run id
+  KEYS[6] pending   list: seqs waiting for a successor run
+
+  ARGV[1] entry json       the complete `message.received` entry
+  ARGV[2] default policy   steer|followup|collect|interrupt|supersede
+  ARGV[3] steering         '1' when the runner declares the steering capability
+  ARGV[4] steering cap     max length of a run's steering list
+  ARGV[5] dedupe ttl       seconds
+  ARGV[6] run id           id to use if this update creates a run
+  ARGV[7] control channel  pub/sub channel for interrupt requests
+  ARGV[8] conversation id
+
+  Returns one of
+    { 'duplicate', original seq }
+    { 'new-run', seq, run id }
+    { 'joined', seq, run id }                      active run still queued
+    { 'steered', seq, run id, steering depth }
+    { 'pending', seq, run id, pending depth, 'policy'|'overflow' }
+    { 'interrupting', seq, run id, 'interrupt'|'supersede' }
+]]
+--- @include "common"
+--- @include "dedupe"
+
+local base, dedupe_key, meta_key, log_key, active_key, pending_key =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+
+local seen = dedupe_seen(dedupe_key)
+if seen then return { 'duplicate', seen } end
+
+local seq = append_entry(log_key, meta_key, ARGV[1])
+dedupe_mark(dedupe_key, seq, ARGV[5])
+
+local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
+local policy = pm[1] or ARGV[2]
+if policy == 'steer' and ARGV[3] ~= '1' then policy = 'collect' end
+-- The successor of a run takes pending by the latest effective policy (finish reads it).
+if pm[2] ~= policy then redis.call('HSET', meta_key, 'policy_eff', policy) end
+
+local active = redis.call('GET', active_key)
+if not active then
+  -- Pending is empty whenever no run is active; take it anyway so nothing can strand.
+  local inputs = {}
+  local waiting = redis.call('LRANGE', pending_key, 0, -1)
+  for i = 1, #waiting do inputs[i] = tonumber(waiting[i]) end
+  if #waiting > 0 then redis.call('DEL', pending_key) end
+  inputs[#inputs + 1] = seq
+  create_run(base, active_key, ARGV[6], ARGV[8], inputs, 'ingest', now_ms())
+  return { 'new-run', seq, ARGV[6] }
+end
+
+local run_key = base .. 'run:' .. active
+local run = redis.call('HMGET', run_key, 'state', 'stop', 'inputs')
+local state = run[1]
+
+if state == 'queued' then
+  local inputs = run[3]
+  if inputs and inputs ~= '' then inputs = inputs .. ',' .. seq else inputs = tostring(seq) end
+  redis.call('HSET', run_key, 'inputs', inputs)
+  return { 'joined', seq, active }
+end
+
+if policy == 'interrupt' or policy == 'supersede' then
+  local kind = run[2]
+  if not kind then
+    kind = policy
+    redis.call('HSET', run_key, 'stop', kind)
+    append_audit(log_key, meta_key, 'run.control', active, { seq }, { control = kind })
+    redis.call('PUBLISH', ARGV[7], cjson.encode({ conversation = ARGV[8], run = active, kind = kind }))
+  end
+  local urgent = redis.call('HGET', run_key, 'urgent')
+  if urgent and urgent ~= '' then urgent = urgent .. ',' .. seq else urgent = tostring(seq) end
+  redis.call('HSET', run_key, 'urgent', urgent)
+  return { 'interrupting', seq, active, kind }
+end
+
+if policy == 'steer' then
+  local steer_key = base .. 'steer:' .. active
+  local depth = redis.call('LLEN', steer_key)
+  if depth < tonumber(ARGV[4]) then
+    depth = redis.call('RPUSH', steer_key, seq)
+    append_audit(log_key, meta_key, 'steering.queued', active, { seq })
+    return { 'steered', seq, active, depth }
+  end
+  local n = redis.call('RPUSH', pending_key, seq)
+  append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(ARGV[4]) })
+  return { 'pending', seq, active, n, 'overflow' }
+end
+
+-- followup and collect wait for a successor run.
+local n = redis.call('RPUSH', pending_key, seq)
+return { 'pending', seq, active, n, 'policy' }

@@ -1,0 +1,26 @@
+--[[
+  Pull steering at a turn boundary: atomically take all (or the first) seqs
+  from the run's steering list, record `steering.injected`, and return the
+  message entries. Fenced. Nothing is pulled once a stop was requested: those
+  messages go to the successor run when this one finishes.
+
+  KEYS[1] run      run record hash
+  KEYS[2] steer    the run's steering list
+  KEYS[3] log      conversation record
+  KEYS[4] meta     conversation meta
+  ARGV[1] token    fencing token
+  ARGV[2] mode     'all' | 'one'
+  ARGV[3] run id
+
+  Returns { 'ok', n, seq1, json1, seq2, json2, ... }
+  Errors  { -1 }, { -2 }, { -3, current token }
+]]
+--- @include "common"
+
+local _, err = fenced_run(KEYS[1], ARGV[1])
+if err then return err end
+if redis.call('HEXISTS', KEYS[1], 'stop') == 1 then return { 'ok', 0 } end
+local seqs = pop_steering(KEYS[2], ARGV[2])
+if #seqs == 0 then return { 'ok', 0 } end
+append_audit(KEYS[3], KEYS[4], 'steering.injected', ARGV[3], seqs)
+return read_entries(KEYS[3], seqs, { 'ok', #seqs })

@@ -1,0 +1,161 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configSummary, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
+import { ConfigError, type ConfigIssue } from '../src/errors.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'steerbot-config-'));
+let n = 0;
+function writeConfig(content: unknown): string {
+  const file = join(dir, `config-${n++}.json`);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+function issuesOf(fn: () => unknown): ConfigIssue[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('loads every default from an empty environment', () => {
+    const config = loadConfig({ env: {} });
+    expect(config).toEqual(DEFAULT_CONFIG);
+    expect(config.redis).toEqual({ mode: 'single', sentinels: [], clusterNodes: [], prefix: 'sb' });
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
+    expect(config.dispatch).toEqual({ defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000 });
+    expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
+    expect(config.runner).toEqual({ enabled: true, concurrency: 4, shutdownGraceMs: 10_000, capabilities: { steering: true } });
+    expect(config.host.enabled).toBe(true);
+    expect(config.log.level).toBe('info');
+    expect(config.model).toEqual({ provider: 'openai-compatible', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 });
+    expect(config.channels).toEqual({});
+  });
+
+  it('reads the file named by STEERBOT_CONFIG', () => {
+    const file = writeConfig({ http: { port: 9001 }, channels: { telegram: { token: 'x' } } });
+    const config = loadConfig({ env: { STEERBOT_CONFIG: file } });
+    expect(config.http.port).toBe(9001);
+    expect(config.http.host).toBe('0.0.0.0');
+    expect(config.channels).toEqual({ telegram: { token: 'x' } });
+  });
+
+  it('lets environment variables override the file', () => {
+    const file = writeConfig({ http: { port: 9001, host: '127.0.0.1' }, runner: { enabled: true }, redis: { prefix: 'file' } });
+    const config = loadConfig({
+      file,
+      env: { PORT: '9002', STEERBOT_RUNNER: '0', STEERBOT_PREFIX: 'env', REDIS_SENTINELS: 'a:1, b:2' },
+    });
+    expect(config.http).toMatchObject({ port: 9002, host: '127.0.0.1' });
+    expect(config.runner.enabled).toBe(false);
+    expect(config.redis.prefix).toBe('env');
+    expect(config.redis.sentinels).toEqual([
+      { host: 'a', port: 1 },
+      { host: 'b', port: 2 },
+    ]);
+  });
+
+  it('parses booleans as true/false/1/0', () => {
+    expect(loadConfig({ env: { STEERBOT_HOST: 'false' } }).host.enabled).toBe(false);
+    expect(loadConfig({ env: { STEERBOT_HOST: '1' } }).host.enabled).toBe(true);
+    expect(loadConfig({ env: { STEERBOT_RUNNER: 'TRUE' } }).runner.enabled).toBe(true);
+  });
+
+  it('names every bad field with its path and env var', () => {
+    const issues = issuesOf(() => loadConfig({ env: { PORT: 'abc', STEERBOT_DEFAULT_POLICY: 'nope', STEERBOT_STEERING_CAP: '0' } }));
+    const byPath = new Map(issues.map((i) => [i.path, i.message]));
+    expect(byPath.get('http.port')).toMatch(/integer.*PORT="abc"/);
+    expect(byPath.get('dispatch.defaultPolicy')).toMatch(/steer, followup, collect, interrupt, supersede.*STEERBOT_DEFAULT_POLICY="nope"/);
+    expect(byPath.get('dispatch.steeringCap')).toMatch(/>= 1.*STEERBOT_STEERING_CAP/);
+    expect(issues).toHaveLength(3);
+  });
+
+  it('puts every issue in the error message', () => {
+    try {
+      loadConfig({ env: { PORT: 'abc', LOG_LEVEL: 'loud' } });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as Error).message).toContain('http.port');
+      expect((err as Error).message).toContain('log.level');
+    }
+  });
+
+  it('never echoes a secret env value', () => {
+    const issues = issuesOf(() => loadConfig({ env: { REDIS_URL: 'http://user:hunter2@example.com' } }));
+    expect(issues).toEqual([{ path: 'redis.url', message: expect.stringContaining('env REDIS_URL') }]);
+    expect(JSON.stringify(issues)).not.toContain('hunter2');
+  });
+
+  it('rejects a heartbeat not below the lease, naming runs.heartbeatMs', () => {
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_LEASE_MS: '5000', STEERBOT_HEARTBEAT_MS: '5000' } }));
+    expect(issues).toEqual([{ path: 'runs.heartbeatMs', message: expect.stringMatching(/less than runs.leaseMs.*STEERBOT_HEARTBEAT_MS/) }]);
+  });
+
+  it('reports cross-field and type errors of different sections together', () => {
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_LEASE_MS: '2000', PORT: '70000' } }));
+    expect(issues.map((i) => i.path).sort()).toEqual(['http.port', 'runs.heartbeatMs']);
+  });
+
+  it('requires sentinels and a master name in sentinel mode', () => {
+    const issues = issuesOf(() => loadConfig({ env: { REDIS_MODE: 'sentinel' } }));
+    expect(issues.map((i) => i.path).sort()).toEqual(['redis.sentinelName', 'redis.sentinels']);
+  });
+
+  it('rejects a malformed host:port naming the list item', () => {
+    const issues = issuesOf(() => loadConfig({ env: { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: 'a:1,nope' } }));
+    expect(issues).toEqual([{ path: 'redis.clusterNodes.1', message: expect.stringMatching(/host:port.*REDIS_CLUSTER_NODES/) }]);
+  });
+
+  it('rejects unknown keys in the file, naming them and the file', () => {
+    const file = writeConfig({ http: { prot: 1 }, dispatchh: {} });
+    const issues = issuesOf(() => loadConfig({ file, env: {} }));
+    expect(issues.map((i) => i.path).sort()).toEqual(['dispatchh', 'http.prot']);
+    expect(issues[0]?.message).toContain(file);
+  });
+
+  it('names the file when a file value is wrong', () => {
+    const file = writeConfig({ redis: { prefix: 'has space' } });
+    expect(issuesOf(() => loadConfig({ file, env: {} }))).toEqual([
+      { path: 'redis.prefix', message: expect.stringContaining(`in ${file}`) },
+    ]);
+  });
+
+  it('names an unreadable config file', () => {
+    const file = join(dir, 'missing.json');
+    expect(issuesOf(() => loadConfig({ file, env: {} }))).toEqual([{ path: `config file ${file}`, message: expect.stringContaining('ENOENT') }]);
+  });
+
+  it('names a config file that is not valid JSON, and still reports env issues', () => {
+    const file = writeConfig('{ "http": ');
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_CONFIG: file, PORT: 'x' } }));
+    expect(issues).toEqual([
+      { path: `config file ${file}`, message: expect.stringContaining('not valid JSON') },
+      { path: 'http.port', message: expect.stringContaining('PORT') },
+    ]);
+  });
+
+  it('refuses to run with both host and runner disabled', () => {
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_HOST: 'no', STEERBOT_RUNNER: '0' } }));
+    expect(issues.map((i) => i.path)).toEqual(['host.enabled']);
+  });
+});
+
+describe('configSummary', () => {
+  it('hides secrets and channel settings', () => {
+    const file = writeConfig({ channels: { telegram: { botToken: '123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKlll' } } });
+    const config = loadConfig({
+      file,
+      env: { REDIS_URL: 'redis://:hunter2@redis:6379', REDIS_PASSWORD: 'pw-secret', OPENAI_API_KEY: 'sk-abcdefghijkl' },
+    });
+    const text = JSON.stringify(configSummary(config));
+    for (const secret of ['hunter2', 'pw-secret', 'sk-abcdefghijkl', 'AAAbbb']) expect(text).not.toContain(secret);
+    expect(text).toContain('redis:6379');
+    expect(configSummary(config).channels).toEqual(['telegram']);
+  });
+});

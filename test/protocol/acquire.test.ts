@@ -1,0 +1,120 @@
+/** acquire: queued -> running with a fencing token and a lease; takeover once the lease expires. */
+import { describe, expect, it } from 'vitest';
+import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../../src/errors.js';
+import { CID, expectKind, useProtocolFixture, waitUntil } from '../helpers/protocol-fixture.js';
+
+describe('acquire', () => {
+  const fx = useProtocolFixture();
+
+  describe('when the run is queued', () => {
+    it('makes it running with token 1, attempt 1, its inputs and a lease on the Redis clock', async () => {
+      const d = fx.dispatch();
+      const runs = fx.runs({ leaseMs: 10_000 });
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      expectKind(await d.ingest(fx.message(2)), 'joined');
+
+      const before = await fx.redisTime();
+      const run = await runs.acquire(CID, first.runId, 'host-a/1');
+      const after = await fx.redisTime();
+
+      expect(run).toEqual({
+        conversationId: CID,
+        runId: first.runId,
+        token: 1,
+        attempt: 1,
+        inputs: [1, 2],
+        stop: undefined,
+        leaseUntilMs: expect.any(Number),
+      });
+      expect(run.leaseUntilMs).toBeGreaterThanOrEqual(before + 10_000);
+      expect(run.leaseUntilMs).toBeLessThanOrEqual(after + 10_000);
+
+      expect(await fx.runRecord(first.runId)).toMatchObject({ state: 'running', token: '1', attempt: '1', owner: 'host-a/1' });
+      const record = await fx.record();
+      expect(record.map((e) => e.kind)).toEqual(['message.received', 'message.received', 'run.started']);
+      expect(record[2]).toMatchObject({ seq: 3, kind: 'run.started', run: first.runId, attempt: 1, token: 1, owner: 'host-a/1', inputs: [1, 2] });
+      expect(await d.status(CID)).toMatchObject({
+        activeRunId: first.runId,
+        runState: 'running',
+        attempt: 1,
+        owner: 'host-a/1',
+        leaseUntilMs: run.leaseUntilMs,
+      });
+    });
+
+    it('reports a stop requested before the run started', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      await d.requestStop(fx.source(1), 'stop');
+      expect((await fx.runs().acquire(CID, first.runId, 'w')).stop).toBe('stop');
+    });
+  });
+
+  describe('when another worker holds a live lease', () => {
+    it('refuses with LeaseHeldError carrying the lease expiry and writes nothing', async () => {
+      const { runs, run, runId } = await fx.running({ leaseMs: 30_000 });
+      const before = await fx.snapshot();
+
+      const err = await runs.acquire(CID, runId, 'worker-2').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LeaseHeldError);
+      expect((err as LeaseHeldError).code).toBe('LEASE_HELD');
+      expect((err as LeaseHeldError).leaseUntilMs).toBe(run.leaseUntilMs);
+      expect(await fx.snapshot()).toEqual(before);
+    });
+
+    it('refuses the same owner too while its lease is live', async () => {
+      const { runs, runId } = await fx.running();
+      await expect(runs.acquire(CID, runId, 'worker-1')).rejects.toBeInstanceOf(LeaseHeldError);
+    });
+
+    it('keeps refusing after a heartbeat extended the lease', async () => {
+      const { dispatch, runs, run, runId } = await fx.running({}, CID, 200);
+      const hb = await runs.heartbeat(run, 30_000);
+      expect(hb.stop).toBeUndefined();
+      expect(hb.leaseUntilMs).toBeGreaterThan(run.leaseUntilMs);
+      expect((await dispatch.status(CID)).leaseUntilMs).toBe(hb.leaseUntilMs);
+      await expect(runs.acquire(CID, runId, 'worker-2')).rejects.toBeInstanceOf(LeaseHeldError);
+    });
+  });
+
+  describe('when the lease has expired', () => {
+    it('lets another owner take the run over with token 2 and attempt 2', async () => {
+      const { dispatch, runs, runId } = await fx.running({}, CID, 50);
+      await waitUntil(
+        async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs,
+        2000,
+        'lease expiry on the Redis clock',
+      );
+
+      const taken = await runs.acquire(CID, runId, 'worker-2', 30_000);
+      expect(taken).toMatchObject({ runId, token: 2, attempt: 2, inputs: [1], stop: undefined });
+      expect(await fx.runRecord(runId)).toMatchObject({ state: 'running', token: '2', attempt: '2', owner: 'worker-2' });
+      const record = await fx.record();
+      expect(record.map((e) => e.kind)).toEqual(['message.received', 'run.started', 'run.started']);
+      expect(record[2]).toMatchObject({ kind: 'run.started', run: runId, attempt: 2, token: 2, owner: 'worker-2', inputs: [1] });
+      expect(await dispatch.status(CID)).toMatchObject({ activeRunId: runId, attempt: 2, owner: 'worker-2' });
+    });
+  });
+
+  describe('when the run does not exist', () => {
+    it('refuses with RunNotFoundError and writes no key', async () => {
+      const err = await fx.runs().acquire(CID, 'rnothere1', 'w').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RunNotFoundError);
+      expect((err as RunNotFoundError).code).toBe('RUN_NOT_FOUND');
+      expect(await fx.allKeys()).toEqual([]);
+    });
+  });
+
+  describe('when the run has ended', () => {
+    it('refuses with RunEndedError and writes nothing', async () => {
+      const { runs, run, runId } = await fx.running();
+      await runs.finish(run, 'completed');
+      const before = await fx.snapshot();
+
+      const err = await runs.acquire(CID, runId, 'worker-2').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RunEndedError);
+      expect((err as RunEndedError).code).toBe('RUN_ENDED');
+      expect(await fx.snapshot()).toEqual(before);
+    });
+  });
+});

@@ -1,0 +1,241 @@
+/** finish: continue with late steering, or end the run and hand every waiting message to a successor. */
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, RunEndedError } from '../../src/errors.js';
+import type { InputPolicy } from '../../src/protocol/index.js';
+import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
+
+describe('finish', () => {
+  const fx = useProtocolFixture();
+
+  describe('when the run completed and steering is waiting', () => {
+    it('hands the steering back as continue, records steering.injected follow_up, and keeps the run running', async () => {
+      const { dispatch, runs, run, runId } = await fx.running();
+      await dispatch.ingest(fx.message(1)); // seq 3 (+ steering.queued 4)
+      await dispatch.ingest(fx.message(2)); // seq 5 (+ steering.queued 6)
+
+      const fin = await runs.finish(run, 'completed');
+      expect(fin.kind).toBe('continue');
+      if (fin.kind !== 'continue') return;
+      expect(fin.messages.map((e) => [e.seq, e.kind])).toEqual([
+        [3, 'message.received'],
+        [5, 'message.received'],
+      ]);
+
+      expect(await fx.runRecord(runId)).toMatchObject({ state: 'running', token: '1' });
+      expect(await fx.redis.get(fx.keys().active)).toBe(runId);
+      expect(await fx.steering(runId)).toEqual([]);
+      const record = await fx.record();
+      expect(record.map((e) => e.kind).slice(-1)).toEqual(['steering.injected']);
+      expect(record.at(-1)).toMatchObject({ seq: 7, kind: 'steering.injected', run: runId, seqs: [3, 5], follow_up: true });
+
+      // Nothing left: the next finish ends the run.
+      expect(await runs.finish(run, 'completed')).toEqual({ kind: 'ended', successor: undefined });
+      expect(await fx.kinds()).toEqual([
+        'message.received',
+        'run.started',
+        'message.received',
+        'steering.queued',
+        'message.received',
+        'steering.queued',
+        'steering.injected',
+        'run.ended',
+      ]);
+    });
+
+    it('hands back only the first message in mode one', async () => {
+      const { dispatch, runs, run, runId } = await fx.running();
+      await dispatch.ingest(fx.message(1));
+      await dispatch.ingest(fx.message(2));
+      const fin = await runs.finish(run, 'completed', { mode: 'one' });
+      expect(fin.kind === 'continue' && fin.messages.map((e) => e.seq)).toEqual([3]);
+      expect(await fx.steering(runId)).toEqual([5]);
+    });
+  });
+
+  describe('when the run completed and nothing is waiting', () => {
+    it('ends the run, clears active and records run.ended', async () => {
+      const { dispatch, runs, run, runId } = await fx.running();
+
+      expect(await runs.finish(run, 'completed', { reason: 'done' })).toEqual({ kind: 'ended', successor: undefined });
+
+      expect(await fx.runRecord(runId)).toMatchObject({ state: 'ended', outcome: 'completed', reason: 'done' });
+      expect(await fx.redis.exists(fx.keys().active)).toBe(0);
+      expect(await dispatch.status(CID)).toMatchObject({ activeRunId: undefined, runState: undefined, pendingDepth: 0 });
+      const record = await fx.record();
+      expect(record.map((e) => e.kind)).toEqual(['message.received', 'run.started', 'run.ended']);
+      expect(record[2]).toEqual({
+        seq: 3,
+        v: 1,
+        kind: 'run.ended',
+        at: expect.any(Number),
+        run: runId,
+        attempt: 1,
+        token: 1,
+        outcome: 'completed',
+        reason: 'done',
+      });
+    });
+
+    it('lets the next message start a new run', async () => {
+      const { dispatch, runs, run, runId } = await fx.running();
+      await runs.finish(run, 'completed');
+      const next = expectKind(await dispatch.ingest(fx.message(1)), 'new-run');
+      expect(next.runId).not.toBe(runId);
+      expect(await fx.inputs(next.runId)).toEqual([next.seq]);
+    });
+  });
+
+  describe.each(['failed', 'interrupted', 'superseded', 'stopped'] as const)('when the run ends %s with unpulled steering', (outcome) => {
+    it('requeues the steering in order ahead of pending, records steering.requeued, and creates the successor', async () => {
+      const { dispatch, runs, run, runId } = await fx.running({ steeringCap: 2 });
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3
+      expectKind(await dispatch.ingest(fx.message(2)), 'steered'); // 5
+      expectKind(await dispatch.ingest(fx.message(3)), 'pending'); // 7, overflow
+
+      const fin = await runs.finish(run, outcome, { reason: 'boom', successorId: 'run-succ' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-succ', inputs: [3, 5, 7] } });
+
+      const record = await fx.record();
+      expect(record.slice(-2)).toEqual([
+        { seq: 9, v: 1, kind: 'run.ended', at: expect.any(Number), run: runId, attempt: 1, token: 1, outcome, reason: 'boom' },
+        { seq: 10, v: 1, kind: 'steering.requeued', at: expect.any(Number), run: runId, seqs: [3, 5] },
+      ]);
+      expect(await fx.steering(runId)).toEqual([]);
+      expect(await fx.pending()).toEqual([]);
+      expect(await fx.runRecord('run-succ')).toMatchObject({
+        id: 'run-succ',
+        conversation: CID,
+        state: 'queued',
+        inputs: '3,5,7',
+        token: '0',
+        attempt: '0',
+        cause: 'successor',
+      });
+      expect(await dispatch.status(CID)).toMatchObject({ activeRunId: 'run-succ', runState: 'queued' });
+      expect((await runs.acquire(CID, 'run-succ', 'worker-2')).inputs).toEqual([3, 5, 7]);
+    });
+  });
+
+  describe('when unpulled steering meets messages already pending', () => {
+    it('puts the steering at the front of pending (LPUSH), ahead of the pending messages', async () => {
+      const { dispatch, runs, run } = await fx.running({ steeringCap: 1 });
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3
+      expectKind(await dispatch.ingest(fx.message(2)), 'pending'); // 5, overflow
+      expect((await runs.pull(run)).map((e) => e.seq)).toEqual([3]); // injected 7
+      expectKind(await dispatch.ingest(fx.message(3)), 'steered'); // 8
+
+      const fin = await runs.finish(run, 'failed', { successorId: 'run-succ' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-succ', inputs: [8, 5] } });
+    });
+  });
+
+  describe('when the run completed but a stop was requested', () => {
+    it('does not hand steering back; it goes to the successor', async () => {
+      const { dispatch, runs, run } = await fx.running();
+      await dispatch.ingest(fx.message(1)); // 3
+      await dispatch.requestStop(fx.source(1), 'stop');
+      expect(await runs.finish(run, 'completed', { successorId: 'run-succ' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-succ', inputs: [3] },
+      });
+    });
+  });
+
+  describe('with policy followup', () => {
+    it('gives each pending message its own successor, FIFO, one per finish', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'followup' });
+      for (const n of [1, 2, 3]) expectKind(await dispatch.ingest(fx.message(n)), 'pending'); // 3, 4, 5
+
+      expect(await runs.finish(run, 'completed', { successorId: 'run-s1' })).toEqual({ kind: 'ended', successor: { runId: 'run-s1', inputs: [3] } });
+      expect(await fx.pending()).toEqual([4, 5]);
+      expect(await fx.redis.get(fx.keys().active)).toBe('run-s1');
+
+      const s1 = await runs.acquire(CID, 'run-s1', 'w');
+      expect(s1.inputs).toEqual([3]);
+      expect(await runs.finish(s1, 'completed', { successorId: 'run-s2' })).toEqual({ kind: 'ended', successor: { runId: 'run-s2', inputs: [4] } });
+      expect(await fx.pending()).toEqual([5]);
+
+      const s2 = await runs.acquire(CID, 'run-s2', 'w');
+      expect(await runs.finish(s2, 'completed', { successorId: 'run-s3' })).toEqual({ kind: 'ended', successor: { runId: 'run-s3', inputs: [5] } });
+      expect(await fx.pending()).toEqual([]);
+
+      const s3 = await runs.acquire(CID, 'run-s3', 'w');
+      expect(await runs.finish(s3, 'completed')).toEqual({ kind: 'ended', successor: undefined });
+      expect(await fx.redis.exists(fx.keys().active)).toBe(0);
+    });
+
+    it('keeps FIFO when a message arrives while the successor is still queued', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'followup' });
+      for (const n of [1, 2]) await dispatch.ingest(fx.message(n)); // 3, 4
+      await runs.finish(run, 'completed', { successorId: 'run-s1' }); // s1 [3], pending [4]
+      await dispatch.ingest(fx.message(3)); // 6 (seq 5 is run.ended)
+
+      // Each message its own run, in arrival order: [3], [4], [6].
+      const order: number[][] = [];
+      let next: string | undefined = 'run-s1';
+      for (let i = 0; next && i < 5; i++) {
+        const r = await runs.acquire(CID, next, 'w');
+        order.push(r.inputs);
+        const fin = await runs.finish(r, 'completed');
+        next = fin.kind === 'ended' ? fin.successor?.runId : undefined;
+      }
+      expect(order).toEqual([[3], [4], [6]]);
+    });
+  });
+
+  describe('with policy collect', () => {
+    it('gives the successor every pending message at once', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'collect' });
+      for (const n of [1, 2, 3]) expectKind(await dispatch.ingest(fx.message(n)), 'pending');
+      expect(await runs.finish(run, 'completed', { successorId: 'run-s1' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-s1', inputs: [3, 4, 5] },
+      });
+      expect(await fx.pending()).toEqual([]);
+    });
+  });
+
+  describe.each(['interrupt', 'supersede'] as const)('with policy %s', (policy) => {
+    const outcome = policy === 'interrupt' ? 'interrupted' : 'superseded';
+
+    it('runs the interrupting messages first, then requeued steering, then older pending', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'steer', steeringCap: 1 });
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3 (+4 queued)
+      expectKind(await dispatch.ingest(fx.message(2)), 'pending'); // 5 (+6 overflow)
+      await dispatch.setPolicy(fx.source(1), policy); // 7
+      expectKind(await dispatch.ingest(fx.message(3)), 'interrupting'); // 8 (+9 run.control)
+      expectKind(await dispatch.ingest(fx.message(4)), 'interrupting'); // 10
+
+      const fin = await runs.finish(run, outcome, { successorId: 'run-next' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [8, 10, 3, 5] } });
+      expect(await fx.pending()).toEqual([]);
+    });
+
+    it('makes the interrupting message the successor’s first input ahead of collected pending', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'collect' });
+      expectKind(await dispatch.ingest(fx.message(1)), 'pending'); // 3
+      expectKind(await dispatch.ingest(fx.message(2), { policy: policy as InputPolicy }), 'interrupting'); // 4
+
+      const fin = await runs.finish(run, outcome, { successorId: 'run-next' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [4, 3] } });
+    });
+  });
+
+  describe('when the outcome is not one finish knows', () => {
+    it('refuses with InvalidInputError and writes nothing', async () => {
+      const { runs, run, runId } = await fx.running();
+      const before = await fx.snapshot();
+      await expect(runs.finish(run, 'exploded' as never)).rejects.toBeInstanceOf(InvalidInputError);
+      expect(await fx.snapshot()).toEqual(before);
+      expect((await fx.runRecord(runId)).state).toBe('running');
+    });
+  });
+
+  describe('when the run already ended', () => {
+    it('refuses with RunEndedError', async () => {
+      const { runs, run } = await fx.running();
+      await runs.finish(run, 'completed');
+      await expect(runs.finish(run, 'completed')).rejects.toBeInstanceOf(RunEndedError);
+    });
+  });
+});
