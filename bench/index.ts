@@ -4,6 +4,7 @@
  */
 const BENCHES: Record<string, () => Promise<unknown>> = {
   ingest: () => import('./ingest.js').then((m) => m.main()),
+  steering: () => import('./steering.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

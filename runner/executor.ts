@@ -153,7 +153,7 @@ export class RunExecutor {
     const o = this.o;
     const k = conversationKeys(o.prefix, ref.conversationId);
     const entries = await readTail(o.client, k.log, o.historyTailEntries ?? 2000);
-    const history = projectHistory(entries).messages;
+    const history = projectHistory(entries, { unclaimed: 'exclude' }).messages;
     return {
       conversationId: ref.conversationId,
       runId: ref.runId,

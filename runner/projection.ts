@@ -28,6 +28,13 @@ export interface ProjectionOptions {
   cutOffMarker?: string;
   /** Prefix each user message with `<sender name>: ` (the sender id when unnamed), for group chats. Default false. */
   senderNames?: boolean;
+  /**
+   * What to do with a message no run has taken yet (waiting in a steering list
+   * or in pending): `inline` projects it at its own seq; `exclude` leaves it out,
+   * because the run will pull it (or a successor will take it) and must not see
+   * it twice. The runtime uses `exclude`. Default `inline`.
+   */
+  unclaimed?: 'inline' | 'exclude';
 }
 
 /** What `projectHistory` returns. */
@@ -87,6 +94,7 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
     switch (e.kind) {
       case 'message.received': {
         const target = placedAt.get(e.seq);
+        if (target === undefined && opts.unclaimed === 'exclude') break;
         if (target === undefined) emitUser(e);
         else deferred.set(target, [...(deferred.get(target) ?? []), e]);
         break;

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
+import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
 import { attachmentSchema, senderSchema } from '../record/entries.js';
 import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
@@ -18,6 +18,9 @@ import {
   type InputPolicy,
   type StopKind,
 } from './types.js';
+
+/** Largest `metadata` of a message, in bytes of JSON. */
+export const MAX_METADATA_BYTES = 8192;
 
 const policySchema = z.enum(['steer', 'followup', 'collect', 'interrupt', 'supersede']);
 
@@ -67,6 +70,15 @@ export class Dispatch {
     const m = parsed.data;
     if (m.text.length === 0 && !m.attachments?.length) throw new InvalidInputError('bad message: text is empty and there are no attachments');
     assertUpdateKey(m.updateKey);
+    const runId = opts.runId ?? newRunId();
+    assertRunId(runId);
+    let metadataBytes = 0;
+    try {
+      metadataBytes = m.metadata === undefined ? 0 : Buffer.byteLength(JSON.stringify(m.metadata));
+    } catch {
+      throw new InvalidInputError('bad message: metadata is not JSON-serializable');
+    }
+    if (metadataBytes > MAX_METADATA_BYTES) throw new InvalidInputError(`bad message: metadata is ${metadataBytes} bytes; the cap is ${MAX_METADATA_BYTES}`);
     const policy = opts.policy ?? this.options.defaultPolicy;
     if (!INPUT_POLICIES.includes(policy)) throw new InvalidInputError(`unknown policy ${String(policy)}`);
     const k = conversationKeys(this.options.prefix, m.conversationId);
@@ -90,24 +102,24 @@ export class Dispatch {
         this.options.steeringCapable ? '1' : '0',
         this.options.steeringCap,
         this.options.dedupeTtlSeconds,
-        opts.runId ?? newRunId(),
+        runId,
         controlChannel(this.options.prefix),
         m.conversationId,
       ]),
     );
-    const [kind, seq, runId, a, b] = reply;
+    const [kind, seq, replyRunId, a, b] = reply;
     switch (kind) {
       case 'duplicate':
         return { kind, seq: Number(seq) };
       case 'new-run':
       case 'joined':
-        return { kind, seq: Number(seq), runId: String(runId) };
+        return { kind, seq: Number(seq), runId: String(replyRunId) };
       case 'steered':
-        return { kind, seq: Number(seq), runId: String(runId), depth: Number(a) };
+        return { kind, seq: Number(seq), runId: String(replyRunId), depth: Number(a) };
       case 'pending':
-        return { kind, seq: Number(seq), runId: String(runId), depth: Number(a), reason: b === 'overflow' ? 'overflow' : 'policy' };
+        return { kind, seq: Number(seq), runId: String(replyRunId), depth: Number(a), reason: b === 'overflow' || b === 'order' ? b : 'policy' };
       case 'interrupting':
-        return { kind, seq: Number(seq), runId: String(runId), stop: a === 'supersede' ? 'supersede' : 'interrupt' };
+        return { kind, seq: Number(seq), runId: String(replyRunId), stop: a as StopKind };
       default:
         throw new InvalidInputError(`ingest: unexpected reply ${JSON.stringify(reply)}`);
     }

@@ -4,7 +4,7 @@
  * token; a stale token is refused with StaleRunError and writes nothing.
  */
 import { InvalidInputError } from '../errors.js';
-import { conversationKeys } from '../keys.js';
+import { assertRunId, conversationKeys } from '../keys.js';
 import { recordEntrySchema, type RecordEntry, type RunOutcome, type SeqEntry } from '../record/entries.js';
 import { parseEntry } from '../record/read.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
@@ -107,13 +107,15 @@ export class Runs {
   ): Promise<FinishResult> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const reason = (opts.reason ?? '').slice(0, 500);
+    const successorId = opts.successorId ?? newRunId();
+    assertRunId(successorId);
     const r = checkReply(
       'finish',
       await runScript(
         this.options.client,
         'finish',
         [k.run(run.runId), k.steer(run.runId), k.log, k.meta, k.active, k.pending, k.base],
-        [run.token, run.runId, outcome, reason, opts.successorId ?? newRunId(), opts.mode ?? 'all', run.conversationId],
+        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? 'all', run.conversationId],
       ),
       run.runId,
     );

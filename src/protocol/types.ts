@@ -34,8 +34,9 @@ export type IngestResult =
   | { kind: 'new-run'; seq: number; runId: string }
   | { kind: 'joined'; seq: number; runId: string }
   | { kind: 'steered'; seq: number; runId: string; depth: number }
-  | { kind: 'pending'; seq: number; runId: string; depth: number; reason: 'policy' | 'overflow' }
-  | { kind: 'interrupting'; seq: number; runId: string; stop: 'interrupt' | 'supersede' };
+  /** `policy`: followup/collect wait for a successor; `overflow`: the steering list was full; `order`: older messages already wait in pending, so this one queues behind them. */
+  | { kind: 'pending'; seq: number; runId: string; depth: number; reason: 'policy' | 'overflow' | 'order' }
+  | { kind: 'interrupting'; seq: number; runId: string; stop: StopKind };
 
 /** A run taken by a worker. */
 export interface AcquiredRun {

@@ -75,7 +75,9 @@ local waiting = redis.call('LLEN', pending_key)
 if waiting == 0 then return { 'ended', '', '' } end
 
 local take = waiting
-if #urgent == 0 and redis.call('HGET', meta_key, 'policy_eff') == 'followup' then take = 1 end
+-- The conversation's current policy: a /queue override made after the messages arrived wins.
+local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
+if #urgent == 0 and (pm[1] or pm[2]) == 'followup' then take = 1 end
 local popped = redis.call('LPOP', pending_key, take)
 local inputs = {}
 for i = 1, #popped do inputs[i] = tonumber(popped[i]) end

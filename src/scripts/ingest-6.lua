@@ -21,10 +21,10 @@
   Returns one of
     { 'duplicate', original seq }
     { 'new-run', seq, run id }
-    { 'joined', seq, run id }                      active run still queued
+    { 'joined', seq, run id }                      active run still queued (not stopped; not followup)
     { 'steered', seq, run id, steering depth }
-    { 'pending', seq, run id, pending depth, 'policy'|'overflow' }
-    { 'interrupting', seq, run id, 'interrupt'|'supersede' }
+    { 'pending', seq, run id, pending depth, 'policy'|'overflow'|'order' }   order: queued behind older pending messages
+    { 'interrupting', seq, run id, stop kind }         the run's stop kind (interrupt|supersede, or stop after /stop)
 ]]
 --- @include "common"
 --- @include "dedupe"
@@ -60,7 +60,9 @@ local run_key = base .. 'run:' .. active
 local run = redis.call('HMGET', run_key, 'state', 'stop', 'inputs')
 local state = run[1]
 
-if state == 'queued' then
+-- A queued run takes more input unless it was already told to stop (its inputs
+-- would end unanswered) or the policy answers each message on its own.
+if state == 'queued' and not run[2] and policy ~= 'followup' then
   local inputs = run[3]
   if inputs and inputs ~= '' then inputs = inputs .. ',' .. seq else inputs = tostring(seq) end
   redis.call('HSET', run_key, 'inputs', inputs)
@@ -84,14 +86,19 @@ end
 if policy == 'steer' then
   local steer_key = base .. 'steer:' .. active
   local depth = redis.call('LLEN', steer_key)
-  if depth < tonumber(ARGV[4]) then
-    depth = redis.call('RPUSH', steer_key, seq)
-    append_audit(log_key, meta_key, 'steering.queued', active, { seq })
-    return { 'steered', seq, active, depth }
+  if depth >= tonumber(ARGV[4]) then
+    local n = redis.call('RPUSH', pending_key, seq)
+    append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(ARGV[4]) })
+    return { 'pending', seq, active, n, 'overflow' }
   end
-  local n = redis.call('RPUSH', pending_key, seq)
-  append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(ARGV[4]) })
-  return { 'pending', seq, active, n, 'overflow' }
+  -- While older messages wait in pending, newer ones queue behind them: answers keep message order.
+  local waiting = redis.call('LLEN', pending_key)
+  if waiting > 0 then
+    return { 'pending', seq, active, redis.call('RPUSH', pending_key, seq), 'order' }
+  end
+  depth = redis.call('RPUSH', steer_key, seq)
+  append_audit(log_key, meta_key, 'steering.queued', active, { seq })
+  return { 'steered', seq, active, depth }
 end
 
 -- followup and collect wait for a successor run.

@@ -201,7 +201,8 @@ export class ProtocolFixture {
 
   /** Subscribes a dedicated connection to the control channel; resolves once subscribed. */
   async subscribeControl(): Promise<ControlSubscription> {
-    const sub = this.connection();
+    const sub = this.redis.duplicate();
+    this.extra.push(sub);
     const channel = controlChannel(this.prefix);
     const s = new ControlSubscription(sub, channel);
     await sub.subscribe(channel);

@@ -77,6 +77,21 @@ describe('acquire', () => {
     });
   });
 
+  describe('when many workers race to acquire the same queued run', () => {
+    it('lets exactly one win with token 1; the others get LeaseHeldError', async () => {
+      const first = expectKind(await fx.dispatch().ingest(fx.message(1)), 'new-run');
+      const workers = fx.connections(4).map((c) => fx.runs({}, c));
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => workers[i % 4]!.acquire(CID, first.runId, `worker-${i}`).catch((e: unknown) => e)),
+      );
+      const won = outcomes.filter((o) => !(o instanceof Error));
+      expect(won).toHaveLength(1);
+      expect(won[0]).toMatchObject({ token: 1, attempt: 1, inputs: [1] });
+      expect(outcomes.filter((o) => o instanceof LeaseHeldError)).toHaveLength(19);
+      expect((await fx.kinds()).filter((k) => k === 'run.started')).toHaveLength(1);
+    });
+  });
+
   describe('when the lease has expired', () => {
     it('lets another owner take the run over with token 2 and attempt 2', async () => {
       const { dispatch, runs, runId } = await fx.running({}, CID, 50);

@@ -121,11 +121,12 @@ describe('finish', () => {
       const { dispatch, runs, run } = await fx.running({ steeringCap: 1 });
       expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3
       expectKind(await dispatch.ingest(fx.message(2)), 'pending'); // 5, overflow
-      expect((await runs.pull(run)).map((e) => e.seq)).toEqual([3]); // injected 7
-      expectKind(await dispatch.ingest(fx.message(3)), 'steered'); // 8
+      await dispatch.requestStop(fx.source(1), 'interrupt'); // 7 command, 8 run.control; pull now takes nothing
+      expectKind(await dispatch.ingest(fx.message(3)), 'pending'); // 9, behind the overflow
 
-      const fin = await runs.finish(run, 'failed', { successorId: 'run-succ' });
-      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-succ', inputs: [8, 5] } });
+      const fin = await runs.finish(run, 'interrupted', { successorId: 'run-succ' });
+      // Unpulled steering (3) goes to the front, ahead of the older pending messages (5, 9).
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-succ', inputs: [3, 5, 9] } });
     });
   });
 
@@ -181,6 +182,17 @@ describe('finish', () => {
       }
       expect(order).toEqual([[3], [4], [6]]);
     });
+
+    it('follows a /queue collect override set after the messages were queued (takes all pending)', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'followup' });
+      for (const n of [1, 2, 3]) expectKind(await dispatch.ingest(fx.message(n)), 'pending'); // 3, 4, 5
+      await dispatch.setPolicy(fx.source(1), 'collect'); // 6
+      expect(await dispatch.status(CID)).toMatchObject({ policyOverride: 'collect' });
+      expect(await runs.finish(run, 'completed', { successorId: 'run-s1' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-s1', inputs: [3, 4, 5] },
+      });
+    });
   });
 
   describe('with policy collect', () => {
@@ -228,6 +240,17 @@ describe('finish', () => {
       await expect(runs.finish(run, 'exploded' as never)).rejects.toBeInstanceOf(InvalidInputError);
       expect(await fx.snapshot()).toEqual(before);
       expect((await fx.runRecord(runId)).state).toBe('running');
+    });
+  });
+
+  describe('when the successor id is not a usable BullMQ job id', () => {
+    it('refuses it before anything is written', async () => {
+      const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'collect' });
+      await dispatch.ingest(fx.message(1));
+      const before = await fx.snapshot();
+      const err = await runs.finish(run, 'completed', { successorId: 'bad:id' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidInputError);
+      expect(await fx.snapshot()).toEqual(before);
     });
   });
 

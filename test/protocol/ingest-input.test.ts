@@ -70,6 +70,20 @@ describe('ingest', () => {
       expect(await fx.allKeys()).toEqual([]);
     });
 
+    it('refuses metadata that is not JSON-serializable with InvalidInputError and writes no key', async () => {
+      const d = fx.dispatch();
+      const err = await d.ingest(fx.message(1, { metadata: { big: 10n } })).catch((e: unknown) => e);
+      expect(await fx.allKeys()).toEqual([]);
+      expect(err).toBeInstanceOf(InvalidInputError);
+    });
+
+    it.each(['has:colon', '12345', 'x'])('refuses the run id %s (not a usable BullMQ job id) and writes no key', async (runId) => {
+      const d = fx.dispatch();
+      const err = await d.ingest(fx.message(1), { runId }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidInputError);
+      expect(await fx.allKeys()).toEqual([]);
+    });
+
     it('refuses an unknown per-call policy and writes no key', async () => {
       const d = fx.dispatch();
       await expect(d.ingest(fx.message(1), { policy: 'yolo' as never })).rejects.toBeInstanceOf(InvalidInputError);
@@ -120,7 +134,8 @@ describe('ingest', () => {
 
       expect(await dispatch.setPolicy(fx.source(2), undefined)).toEqual({ kind: 'ok', seq: 5 });
       expect((await dispatch.status(CID)).policyOverride).toBeUndefined();
-      expect(await dispatch.ingest(fx.message(2))).toEqual({ kind: 'steered', seq: 6, runId, depth: 1 });
+      // The default (steer) applies again; message 4 still waits in pending, so message 6 queues behind it.
+      expect(await dispatch.ingest(fx.message(2))).toEqual({ kind: 'pending', seq: 6, runId, depth: 2, reason: 'order' });
 
       const record = await fx.record();
       expect(record.map((e) => e.kind)).toEqual([
@@ -130,7 +145,6 @@ describe('ingest', () => {
         'message.received',
         'command.received',
         'message.received',
-        'steering.queued',
       ]);
       expect(record[2]).toMatchObject({ kind: 'command.received', command: '/queue', args: 'followup', updateKey: 'telegram:cmd-1' });
       expect(record[4]).toMatchObject({ kind: 'command.received', command: '/queue', args: 'default' });

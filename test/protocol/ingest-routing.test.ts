@@ -137,6 +137,14 @@ describe('ingest', () => {
         expect((await fx.kinds()).filter((k) => k === 'run.control')).toHaveLength(1);
       });
 
+      it('reports the run’s actual stop kind when /stop came first', async () => {
+        const { dispatch, runId } = await fx.running({ defaultPolicy: policy });
+        await dispatch.requestStop(fx.source(1), 'stop');
+        const r = expectKind(await dispatch.ingest(fx.message(1)), 'interrupting');
+        expect((await fx.runRecord(runId)).stop).toBe('stop');
+        expect(r.stop as string).toBe('stop');
+      });
+
       it('keeps the first stop kind when a different one was requested first', async () => {
         const { dispatch, runId } = await fx.running({ defaultPolicy: policy });
         const other = policy === 'interrupt' ? 'supersede' : 'interrupt';

@@ -35,12 +35,24 @@ describe('ingest with a steering cap', () => {
       expect(await dispatch.status(CID)).toMatchObject({ steeringDepth: 3, pendingDepth: 2 });
     });
 
-    it('steers again once a pull made room', async () => {
+    it('queues later messages behind the overflow even once a pull made room (answer order is kept)', async () => {
       const { dispatch, runs, run, runId } = await fx.running({ steeringCap: 1 });
       expect(await dispatch.ingest(fx.message(1))).toMatchObject({ kind: 'steered', depth: 1 });
       expect(await dispatch.ingest(fx.message(2))).toMatchObject({ kind: 'pending', reason: 'overflow' });
       expect((await runs.pull(run)).map((e) => e.seq)).toEqual([3]);
-      expect(await dispatch.ingest(fx.message(3))).toMatchObject({ kind: 'steered', runId, depth: 1 });
+      expect(await dispatch.ingest(fx.message(3))).toMatchObject({ kind: 'pending', runId, depth: 2, reason: 'order' });
+      expect(await fx.pending()).toEqual([5, 8]);
+    });
+
+    it('steers again once pending has drained into a successor', async () => {
+      const { dispatch, runs, run } = await fx.running({ steeringCap: 1 });
+      await dispatch.ingest(fx.message(1)); // 3 steered
+      await dispatch.ingest(fx.message(2)); // 5 overflow
+      const fin = await runs.finish(run, 'failed', { successorId: 'run-next' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [3, 5] } });
+      const next = await runs.acquire(CID, 'run-next', 'worker-2');
+      expect(next.inputs).toEqual([3, 5]);
+      expect(await dispatch.ingest(fx.message(3))).toMatchObject({ kind: 'steered', runId: 'run-next', depth: 1 });
     });
   });
 });

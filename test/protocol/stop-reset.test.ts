@@ -135,6 +135,22 @@ describe('reset', () => {
     });
   });
 
+  describe('when the active run is still queued', () => {
+    it('does not lose a message that arrives after /new stopped the queued run', async () => {
+      const d = fx.dispatch();
+      const runs = fx.runs();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      expect(await d.reset(fx.source(1))).toEqual({ kind: 'reset', seq: 2, stoppedRunId: first.runId });
+      const late = await d.ingest(fx.message(2));
+
+      const run = await runs.acquire(CID, first.runId, 'w');
+      expect(run.stop).toBe('stop');
+      const fin = await runs.finish(run, 'stopped');
+      const waiting = [...(fin.kind === 'ended' ? (fin.successor?.inputs ?? []) : []), ...(await fx.pending())];
+      expect(waiting).toContain(late.seq);
+    });
+  });
+
   describe('when the reset update was seen before', () => {
     it('answers duplicate with the original seq and leaves resetSeq alone', async () => {
       const d = fx.dispatch();

@@ -1,8 +1,10 @@
-import { modelMessageSchema, type ModelMessage } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText, modelMessageSchema, type ModelMessage } from 'ai';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CUT_OFF_MARKER, projectHistory } from '../../runner/projection.js';
 import { RecordError } from '../../src/errors.js';
+import { startFakeOpenAI } from '../fakes/openai-server.js';
 import type { MessageReceived, ModelStep, RecordEntry, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 
 // ── record builders: plain SeqEntry objects, seqs assigned in order ────────────
@@ -441,6 +443,39 @@ describe('projectHistory', () => {
     r.ended('r1', 'completed');
     r.add({ kind: 'compaction', covers_until: 3, tokens_before: 100, tokens_after: 10, summarizer: 'llm' });
     expect(projectHistory(r.entries)).toEqual({ messages: [], lastSeq: 8, userSeqs: [] });
+  });
+});
+
+describe('projectHistory with the real OpenAI-compatible provider', () => {
+  it('produces a prompt the provider sends as valid chat messages', async () => {
+    const r = record();
+    const q = r.user('research X', { sender: { id: 'u1', name: 'Ann' } });
+    r.started('r1', [q]);
+    const steer = r.user('also Y', { sender: { id: 'u2', name: 'Bob' } });
+    r.step('r1', [assistant(call('c1', 'search', { q: 'X' })), tools(result('c1', { hits: 3 }))]);
+    r.injected('r1', [steer]);
+    r.step('r1', [assistant(call('c2', 'search', { q: 'Y' }))], { step: 1 });
+    r.ended('r1', 'interrupted');
+    const { messages } = projectHistory(r.entries, { senderNames: true });
+
+    const server = await startFakeOpenAI();
+    try {
+      const model = createOpenAICompatible({ name: 'fake', baseURL: server.url, apiKey: 'k' })('m');
+      await generateText({ model, messages: [...messages, user('Ann: go on')] });
+      expect(server.requests[0]!.body.messages).toEqual([
+        { role: 'user', content: 'Ann: research X' },
+        {
+          role: 'assistant',
+          content: M,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search', arguments: '{"q":"X"}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: '{"hits":3}' },
+        { role: 'user', content: 'Bob: also Y' },
+        { role: 'user', content: 'Ann: go on' },
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });
 

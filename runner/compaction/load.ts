@@ -1,0 +1,94 @@
+/**
+ * Assembling a run's prompt: the checkpoint's summary plus the record after
+ * `covers_until`, read in pages. Without a usable checkpoint, a bounded tail
+ * of the record — never the whole record.
+ */
+import type { ModelMessage } from 'ai';
+import type { Logger } from 'pino';
+import { conversationKeys } from '../../src/keys.js';
+import type { SeqEntry } from '../../src/record/entries.js';
+import { readAfter, readTail } from '../../src/record/read.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import { projectHistory, type ProjectionOptions } from '../projection.js';
+import { CHECKPOINT_KEY, summaryMessages, validateCheckpoint, type Checkpoint, type CheckpointRejection } from './checkpoint.js';
+
+/** Options of `loadPrompt`. */
+export interface LoadPromptOptions {
+  client: RedisClient;
+  /** Key prefix (default of the protocol: `sb`). */
+  prefix: string;
+  conversationId: string;
+  /** Seq of the last reset; read from the meta hash (`reset_seq`) when omitted. */
+  resetSeq?: number;
+  /** Most entries read when there is no usable checkpoint (bounded tail). Default 2000. */
+  tailEntries?: number;
+  /** Entries per read after a checkpoint. Default 500. */
+  pageSize?: number;
+  /** Projection options; `unclaimed` defaults to `exclude` (the runtime's choice). */
+  projection?: ProjectionOptions;
+  logger: Logger;
+}
+
+/** A run's prompt as loaded. */
+export interface LoadedPrompt {
+  /** Summary message (when a checkpoint was used) followed by the projected record after it. */
+  messages: ModelMessage[];
+  /** The checkpoint used, if any. */
+  checkpoint: Checkpoint | undefined;
+  /** The raw state value read (the CAS base of the next compaction), if any. */
+  raw: string | undefined;
+  /** Why the stored checkpoint was not used, when it was not. */
+  rejected?: CheckpointRejection;
+  /** The entries read and projected, in seq order (compaction selects from them). */
+  entries: SeqEntry[];
+  /** Number of record entries read (the validation probe not counted). */
+  entriesRead: number;
+  /** Seq of the last entry read, or `covers_until` when nothing followed it (0 for an empty record). */
+  lastSeq: number;
+}
+
+/** Reads the checkpoint and the record after it, and projects the prompt. */
+export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
+  const k = conversationKeys(o.prefix, o.conversationId);
+  const [raw, resetRaw] = await Promise.all([
+    o.client.hget(k.state, CHECKPOINT_KEY),
+    o.resetSeq === undefined ? o.client.hget(k.meta, 'reset_seq') : Promise.resolve(String(o.resetSeq)),
+  ]);
+  const stored = raw ?? undefined;
+  const validation = await validateCheckpoint(stored, {
+    conversationId: o.conversationId,
+    resetSeq: Number(resetRaw ?? 0) || 0,
+    seqExists: async (seq) => (await o.client.xrange(k.log, `${seq}-0`, `${seq}-0`)).length > 0,
+  });
+  const projection: ProjectionOptions = { unclaimed: 'exclude', ...o.projection };
+
+  if (validation.ok) {
+    const { checkpoint } = validation;
+    const entries: SeqEntry[] = [];
+    for await (const page of readAfter(o.client, k.log, checkpoint.covers_until, o.pageSize ?? 500)) entries.push(...page);
+    const projected = projectHistory(entries, projection);
+    return {
+      messages: [...summaryMessages(checkpoint), ...projected.messages],
+      checkpoint,
+      raw: stored,
+      entries,
+      entriesRead: entries.length,
+      lastSeq: entries.length > 0 ? projected.lastSeq : checkpoint.covers_until,
+    };
+  }
+
+  const { reason } = validation;
+  if (reason === 'missing') o.logger.debug('no compaction checkpoint; reading a bounded tail');
+  else o.logger.warn({ reason }, 'compaction checkpoint rejected; reading a bounded tail');
+  const entries = await readTail(o.client, k.log, o.tailEntries ?? 2000);
+  const projected = projectHistory(entries, projection);
+  return {
+    messages: projected.messages,
+    checkpoint: undefined,
+    raw: stored,
+    rejected: reason,
+    entries,
+    entriesRead: entries.length,
+    lastSeq: projected.lastSeq,
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * Summarizing selected turns into the checkpoint's summary: a model call that
+ * merges the previous summary with the turns, bounded in length; when the call
+ * fails (throws, is aborted, answers nothing) a deterministic summary instead,
+ * so the conversation still shrinks.
+ */
+import { generateText, type LanguageModel, type ModelMessage } from 'ai';
+import type { Logger } from 'pino';
+
+/** Longest summary by default, in characters. */
+export const DEFAULT_MAX_SUMMARY_CHARS = 6000;
+
+/** Options of `summarize`. */
+export interface SummarizeOptions {
+  /** The model that writes the summary; without one the fallback is used. */
+  model?: LanguageModel;
+  /** Summary of the turns before these (the current checkpoint's), if any. */
+  previousSummary?: string;
+  /** The projected messages of the turns to summarize, oldest first. */
+  turns: readonly ModelMessage[];
+  /** Longest summary, in characters. Default 6000. */
+  maxChars?: number;
+  /** Longest transcript sent to the model, in characters (older lines dropped first). Default 120000. */
+  maxInputChars?: number;
+  /** Longest line of one message in the fallback summary, in characters. Default 200. */
+  fallbackLineChars?: number;
+  /** Aborts the model call (the fallback is written instead). */
+  signal?: AbortSignal;
+  /** Gives up on the model after this long, in ms. Default 60000. */
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+/** A summary and who wrote it. */
+export interface SummaryResult {
+  summary: string;
+  summarizer: 'llm' | 'fallback';
+}
+
+const INSTRUCTIONS = (maxChars: number) =>
+  [
+    'You maintain the running summary of a chat between a user and an AI assistant.',
+    'Merge the previous summary (if any) with the new part of the conversation into one summary that replaces both.',
+    'Keep what later turns may need: facts, names, numbers, decisions, user preferences and instructions, the state of each task, open questions, and tool results that matter.',
+    'Drop greetings, repetition and tool output that no longer matters. Write in the language the user writes in.',
+    `Answer with the summary only, at most ${maxChars} characters.`,
+  ].join(' ');
+
+/** Summarizes `turns` merged with `previousSummary`. Never throws. */
+export async function summarize(o: SummarizeOptions): Promise<SummaryResult> {
+  const maxChars = o.maxChars ?? DEFAULT_MAX_SUMMARY_CHARS;
+  if (o.model) {
+    try {
+      const transcript = keepNewest(transcriptLines(o.turns, 2000), o.maxInputChars ?? 120_000).join('\n');
+      const prompt = `${o.previousSummary ? `Previous summary:\n${o.previousSummary}\n\n` : ''}New part of the conversation:\n${transcript}`;
+      const signals = [AbortSignal.timeout(o.timeoutMs ?? 60_000), ...(o.signal ? [o.signal] : [])];
+      const result = await generateText({
+        model: o.model,
+        instructions: INSTRUCTIONS(maxChars),
+        prompt,
+        maxOutputTokens: maxChars,
+        maxRetries: 1,
+        abortSignal: AbortSignal.any(signals),
+      });
+      const text = result.text.trim();
+      if (text !== '') return { summary: clip(text, maxChars), summarizer: 'llm' };
+      o.logger?.warn('summarizer answered nothing; writing the fallback summary');
+    } catch (err) {
+      o.logger?.warn({ err }, 'summarizer failed; writing the fallback summary');
+    }
+  }
+  return { summary: fallbackSummary(o.previousSummary, o.turns, maxChars, o.fallbackLineChars ?? 200), summarizer: 'fallback' };
+}
+
+/**
+ * The deterministic summary: the previous summary's lines, then one line per
+ * message (who said what, truncated), newest kept when over `maxChars`.
+ */
+export function fallbackSummary(previousSummary: string | undefined, turns: readonly ModelMessage[], maxChars: number, lineChars = 200): string {
+  const previous = previousSummary ? previousSummary.split('\n').filter((l) => l.trim() !== '') : [];
+  const lines = [...previous, ...transcriptLines(turns, lineChars)];
+  return keepNewest(lines, maxChars).join('\n');
+}
+
+const OMITTED = '[… earlier conversation omitted]';
+
+/** The newest lines that fit in `maxChars` (joined by newlines), after a marker when any were dropped. */
+function keepNewest(lines: string[], maxChars: number): string[] {
+  let total = lines.reduce((n, l) => n + l.length + 1, -1);
+  let start = 0;
+  while (start < lines.length && total > maxChars) {
+    total -= lines[start]!.length + 1;
+    start++;
+    if (start === 1) total += OMITTED.length + 1;
+  }
+  if (start === 0) return lines;
+  const kept = lines.slice(start);
+  return total <= maxChars ? [OMITTED, ...kept] : [clip(OMITTED, maxChars)];
+}
+
+/** One line per message part: `User: …`, `Assistant: …`, `Assistant called tool(…)`, `Tool tool returned: …`. */
+function transcriptLines(turns: readonly ModelMessage[], lineChars: number): string[] {
+  const out: string[] = [];
+  const line = (s: string) => out.push(clip(s.replace(/\s+/g, ' ').trim(), lineChars));
+  for (const m of turns) {
+    const who = m.role === 'user' ? 'User' : m.role === 'assistant' ? 'Assistant' : m.role === 'tool' ? 'Tool' : 'System';
+    if (typeof m.content === 'string') {
+      line(`${who}: ${m.content}`);
+      continue;
+    }
+    for (const part of m.content as Array<Record<string, unknown>>) {
+      switch (part.type) {
+        case 'text':
+          line(`${who}: ${String(part.text)}`);
+          break;
+        case 'tool-call':
+          line(`${who} called ${String(part.toolName)}(${json(part.input)})`);
+          break;
+        case 'tool-result':
+          line(`Tool ${String(part.toolName)} returned: ${json(part.output)}`);
+          break;
+        case 'image':
+        case 'file':
+          line(`${who}: [${String(part.type)}]`);
+          break;
+        default:
+          break; // reasoning, approvals: not worth a line
+      }
+    }
+  }
+  return out;
+}
+
+function json(v: unknown): string {
+  if (typeof v === 'object' && v !== null && 'value' in v && Object.keys(v).length === 2) v = (v as { value: unknown }).value;
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** `s` cut to `max` characters (code points intact), ending in `…` when cut. */
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  if (max <= 1) return s.slice(0, Math.max(0, max));
+  let cut = max - 1;
+  const c = s.charCodeAt(cut - 1);
+  if (c >= 0xd800 && c <= 0xdbff) cut--; // do not split a surrogate pair
+  return `${s.slice(0, cut)}…`;
+}

@@ -1,0 +1,105 @@
+/** The Lua script files follow the BullMQ convention: `<verb>-<numKeys>.lua`, a documented header, keys that match. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ScriptError } from '../../src/errors.js';
+import { runScript, scriptKeyCount, scriptSource, type ScriptName } from '../../src/scripts/index.js';
+import { useProtocolFixture } from '../helpers/protocol-fixture.js';
+
+const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));
+const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
+const ALL_NAMES: ScriptName[] = [
+  'ingest',
+  'acquire',
+  'heartbeat',
+  'append',
+  'pull',
+  'finish',
+  'request-interrupt',
+  'reset',
+  'set-policy',
+  'status',
+  'state-set',
+  'noop',
+];
+
+const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));
+const includeFiles = readdirSync(join(DIR, 'includes')).filter((f) => f.endsWith('.lua'));
+
+/** Indexes n of every `<word>[n]` in `text`. */
+function indexes(text: string, word: 'KEYS' | 'ARGV'): number[] {
+  return [...text.matchAll(new RegExp(`\\b${word}\\[(\\d+)\\]`, 'g'))].map((m) => Number(m[1]));
+}
+
+function split(source: string): { header: string; body: string } {
+  const end = source.indexOf(']]');
+  return { header: source.slice(0, end + 2), body: source.slice(end + 2) };
+}
+
+describe('script files', () => {
+  const fx = useProtocolFixture();
+
+  it('are exactly the scripts the loader knows', () => {
+    expect(luaFiles.map((f) => FILE_RE.exec(f)?.[1]).sort()).toEqual([...ALL_NAMES].sort());
+  });
+
+  describe.each(luaFiles)('%s', (file) => {
+    const source = readFileSync(join(DIR, file), 'utf8');
+    const m = FILE_RE.exec(file);
+    const name = m?.[1] as ScriptName;
+    const numKeys = Number(m?.[2]);
+    const { header, body } = split(source);
+
+    it('is named <verb>-<numKeys>.lua', () => {
+      expect(file).toMatch(FILE_RE);
+    });
+
+    it('begins with a --[[ header that documents KEYS and Returns', () => {
+      expect(source.startsWith('--[[')).toBe(true);
+      expect(header.endsWith(']]')).toBe(true);
+      expect(header).toMatch(/\bReturns\b/);
+      if (numKeys > 0) {
+        expect(header).toMatch(/\bKEYS\[/);
+        // every key 1..n documented, and no more
+        expect([...new Set(indexes(header, 'KEYS'))].sort((a, b) => a - b)).toEqual(Array.from({ length: numKeys }, (_, i) => i + 1));
+      }
+    });
+
+    it('takes as many keys as the highest KEYS[n] in the file, and scriptKeyCount agrees', () => {
+      expect(Math.max(0, ...indexes(source, 'KEYS'))).toBe(numKeys);
+      expect(scriptKeyCount(name)).toBe(numKeys);
+      expect(Math.max(0, ...indexes(split(scriptSource(name)).body, 'KEYS'))).toBeLessThanOrEqual(numKeys);
+    });
+
+    it('documents every ARGV[n] it reads', () => {
+      const documented = new Set(indexes(header, 'ARGV'));
+      for (const n of new Set(indexes(body, 'ARGV'))) expect(documented, `ARGV[${n}]`).toContain(n);
+    });
+
+    it('resolves every include', () => {
+      expect(scriptSource(name)).not.toMatch(/^--- @include/m);
+      for (const [, inc] of source.matchAll(/^--- @include "([a-z0-9-]+)"/gm)) expect(includeFiles).toContain(`${inc}.lua`);
+    });
+
+    it('compiles on Redis', async () => {
+      const sha = await fx.redis.script('LOAD', scriptSource(name));
+      expect(sha).toMatch(/^[0-9a-f]{40}$/);
+    });
+  });
+
+  describe('includes', () => {
+    it.each(includeFiles)('%s starts with a --[[ header and reads no KEYS or ARGV of its own', (file) => {
+      const source = readFileSync(join(DIR, 'includes', file), 'utf8');
+      expect(source.startsWith('--[[')).toBe(true);
+      expect(indexes(source, 'KEYS')).toEqual([]);
+      expect(indexes(source, 'ARGV')).toEqual([]);
+    });
+  });
+
+  describe('runScript', () => {
+    it('refuses a call with the wrong number of keys before touching Redis', async () => {
+      await expect(runScript(fx.redis, 'heartbeat', ['a', 'b'], [1, 1])).rejects.toBeInstanceOf(ScriptError);
+    });
+  });
+});

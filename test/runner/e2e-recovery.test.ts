@@ -1,0 +1,140 @@
+/**
+ * End to end: a worker process dies mid-run and another takes the run over
+ * (fenced, nothing lost, one reply); a failing model ends the run `failed`
+ * with a short message and the conversation goes on.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
+import { StaleRunError } from '../../src/errors.js';
+import { Runs } from '../../src/protocol/runs.js';
+import type { ModelStep } from '../../src/record/entries.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
+import { contextEnv } from '../fixtures/runner-context.js';
+import { redisUrl } from '../helpers/redis.js';
+import { CID, fakeModel, RunnerHarness, waitFor } from './harness.js';
+
+const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.meta.url));
+
+let fake: FakeOpenAIServer;
+let h: RunnerHarness | undefined;
+let child: ChildProcess | undefined;
+
+beforeEach(async () => {
+  fake = await startFakeOpenAI();
+});
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  child = undefined;
+  await h?.close();
+  h = undefined;
+  await fake.close();
+});
+
+/** Starts `test/fixtures/worker-process.ts` on the harness's prefix and queue; resolves with its owner id once it runs. */
+async function startWorkerProcess(harness: RunnerHarness): Promise<{ proc: ChildProcess; owner: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    env: { ...process.env, ...contextEnv({ redisUrl: redisUrl(), prefix: harness.prefix }), FAKE_OPENAI_URL: fake.url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child = proc;
+  let out = '';
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const owner = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker process not ready within 15 s; stderr: ${err}`)), 15_000);
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^ready (\S+)$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited (${code ?? signal}) before ready; stderr: ${err}`));
+    });
+  });
+  return { proc, owner };
+}
+
+const userTexts = (i: number): string[] =>
+  fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content);
+
+describe('runner recovery', () => {
+  it('takes over the run of a killed worker after its lease expires, answers the message steered meanwhile, and refuses the dead token', async () => {
+    // Attempt 1's model call hangs until its client goes away; attempt 2 calls a tool, then answers.
+    fake.script((_req, index) =>
+      index === 0 ? { text: 'never sent', delayMs: 60_000 } : index === 1 ? { toolCalls: [{ name: 'current_time', args: {} }] } : { text: 'Recovered answer.' },
+    );
+    h = await RunnerHarness.start();
+    const worker = await startWorkerProcess(h);
+
+    const first = await h.ingest('first question');
+    expect(first.kind).toBe('new-run');
+    const runId = (first as { runId: string }).runId;
+    await fake.waitForRequests(1, 15_000);
+    expect(await h.dispatch.status(CID)).toMatchObject({ activeRunId: runId, runState: 'running', attempt: 1, owner: worker.owner });
+
+    const exited = new Promise((resolve) => worker.proc.once('exit', resolve));
+    worker.proc.kill('SIGKILL');
+    await exited;
+    await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'dead worker request closed');
+
+    const second = await h.ingest('second question, sent while the worker was dead');
+    expect(second).toMatchObject({ kind: 'steered', runId });
+
+    const survivor = await h.startRunner(createLocalAgentPlugin({ model: fakeModel(fake.url) }));
+    await h.outbound.waitForMessages(1, 20_000);
+    expect((await h.runEnded(runId)).outcome).toBe('completed');
+
+    const started = await h.entries('run.started');
+    expect(started.map((e) => ({ run: e.run, attempt: e.attempt, token: e.token, owner: e.owner }))).toEqual([
+      { run: runId, attempt: 1, token: 1, owner: worker.owner },
+      { run: runId, attempt: 2, token: 2, owner: survivor.owner },
+    ]);
+    // Attempt 2 pulled the steered message at its first boundary: absent before, present (once) after.
+    expect(fake.requests).toHaveLength(3);
+    expect(userTexts(1)).toEqual(['first question']);
+    expect(userTexts(2)).toEqual(['first question', 'second question, sent while the worker was dead']);
+    expect(await h.entries('steering.injected')).toMatchObject([{ run: runId, seqs: [second.seq] }]);
+
+    await h.idle();
+    expect(h.outbound.texts).toEqual(['Recovered answer.']);
+
+    const runs = new Runs({ client: h.ctx.redis, prefix: h.prefix });
+    const zombie: ModelStep = { v: 1, kind: 'model.step', at: Date.now(), run: runId, token: 1, step: 0, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'zombie' }] }] };
+    await expect(runs.append({ conversationId: CID, runId, token: 1 }, zombie)).rejects.toBeInstanceOf(StaleRunError);
+    expect(JSON.stringify(await h.record())).not.toContain('zombie');
+  });
+
+  it('ends the run failed with a short message when the model fails, and the next message gets a working run', async () => {
+    let failing = true;
+    fake.script(() => (failing ? { error: { status: 500, message: 'Error: upstream exploded\n    at Model.call (model.js:1:1)', type: 'server_error' } } : { text: 'Working again.' }));
+    h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }) });
+
+    const first = await h.ingest('first question');
+    const firstRun = (first as { runId: string }).runId;
+    const ended = await h.runEnded(firstRun);
+    expect(ended.outcome).toBe('failed');
+    expect(ended.reason).toBe('model API error 500');
+    await h.outbound.waitForMessages(1);
+    const [failure] = h.outbound.texts;
+    expect(failure).toBe(DEFAULT_MODEL_FAILURE_MESSAGE);
+    expect(failure).not.toMatch(/Error|exploded|\n\s+at |500/);
+    await h.idle();
+
+    failing = false;
+    const second = await h.ingest('second question');
+    expect(second.kind).toBe('new-run');
+    const secondRun = (second as { runId: string }).runId;
+    expect(secondRun).not.toBe(firstRun);
+    expect((await h.runEnded(secondRun)).outcome).toBe('completed');
+    await h.outbound.waitForMessages(2);
+    expect(h.outbound.texts).toEqual([DEFAULT_MODEL_FAILURE_MESSAGE, 'Working again.']);
+    expect(userTexts(fake.requests.length - 1).at(-1)).toBe('second question');
+  });
+});

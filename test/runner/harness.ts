@@ -1,0 +1,250 @@
+/**
+ * End-to-end harness for runner tests: host side (Dispatch + RunQueue +
+ * IngestService) and a runner (`startRunner`) on one random key prefix and
+ * one BullMQ queue per test, a recording channel outbound, a fetch tap for
+ * the model's HTTP traffic, and teardown that leaves nothing behind.
+ */
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModel } from 'ai';
+import { IngestService } from '../../host/ingest.js';
+import type { ChannelOutbound } from '../../runner/delivery.js';
+import { startRunner, type StartedRunner } from '../../runner/main.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import type { AppContext } from '../../src/app-context.js';
+import { conversationKeys } from '../../src/keys.js';
+import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { IncomingMessage, IngestResult, InputPolicy } from '../../src/protocol/types.js';
+import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
+import { readRange } from '../../src/record/read.js';
+import type { RedisClient } from '../../src/redis.js';
+import { RunQueue } from '../../src/run-queue.js';
+import { closeTestContext, createTestContext, queueNameFor } from '../fixtures/runner-context.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+/** The conversation the tests talk in (the recording outbound serves `telegram:`). */
+export const CID = 'telegram:42';
+
+/** Polls `check` every 20 ms until it returns a value other than undefined / false; throws after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A resolvable promise (a gate the test opens). */
+export function deferred<T = void>(): { promise: Promise<T>; resolve(v: T): void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** One message the recording outbound was asked to send. */
+export interface SentMessage {
+  conversationId: string;
+  text: string;
+}
+
+/** A channel outbound that records every sent text. */
+export class RecordingOutbound implements ChannelOutbound {
+  readonly channelId = 'telegram';
+  readonly sent: SentMessage[] = [];
+  private waiters: Array<() => void> = [];
+
+  async send(conversationId: string, text: string): Promise<{ messageId: string }> {
+    this.sent.push({ conversationId, text });
+    for (const w of this.waiters.splice(0)) w();
+    return { messageId: `m${this.sent.length}` };
+  }
+
+  /** The sent texts, in order. */
+  get texts(): string[] {
+    return this.sent.map((m) => m.text);
+  }
+
+  /** Resolves with the sent messages once at least `n` were sent; rejects after `timeoutMs`. */
+  async waitForMessages(n: number, timeoutMs = 10_000): Promise<SentMessage[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.sent.length < n) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`expected ${n} sent messages within ${timeoutMs} ms, got ${JSON.stringify(this.texts)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return [...this.sent];
+  }
+}
+
+/**
+ * Wraps `fetch` for the provider: sees the response bytes as they stream in
+ * (so a test can act once some text reached the client), and can hold a
+ * response back from the client until the test releases it.
+ */
+export class FetchTap {
+  private n = 0;
+  private seen = '';
+  private listeners: Array<() => void> = [];
+  private readonly holds = new Map<number, Promise<void>>();
+
+  readonly fetch: typeof fetch = async (input, init) => {
+    const index = this.n++;
+    const res = await fetch(input, init);
+    await this.holds.get(index);
+    if (!res.body) return res;
+    const decoder = new TextDecoder();
+    const tapped = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          this.seen += decoder.decode(chunk, { stream: true });
+          for (const l of this.listeners.splice(0)) l();
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(tapped, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+
+  /** Holds the response of the `index`-th request (0-based) until `release()` is called. */
+  hold(index: number): () => void {
+    const gate = deferred();
+    this.holds.set(index, gate.promise);
+    return () => gate.resolve();
+  }
+
+  /** Resolves once the response bytes received so far (all requests) contain `text`. */
+  async waitForText(text: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.seen.includes(text)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`model response did not contain ${JSON.stringify(text)} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.listeners.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
+/** The real OpenAI-compatible provider against a fake server URL, through `tap`. */
+export function fakeModel(baseURL: string, tap?: FetchTap): LanguageModel {
+  return createOpenAICompatible({ baseURL, name: 'fake', apiKey: 'k', includeUsage: true, ...(tap && { fetch: tap.fetch }) }).chatModel('m');
+}
+
+/** Options of `RunnerHarness.start`. */
+export interface HarnessOptions {
+  /** The runner plugin; without it no runner is started (start one with `startRunner`). */
+  plugin?: RunnerPlugin;
+}
+
+/** Host parts + runner on a private prefix and queue. */
+export class RunnerHarness {
+  readonly outbound = new RecordingOutbound();
+  readonly queueName: string;
+  readonly dispatch: Dispatch;
+  readonly queue: RunQueue;
+  readonly ingestService: IngestService;
+  readonly runners: StartedRunner[] = [];
+  private updates = 0;
+  private readonly queueConn: RedisClient;
+
+  private constructor(
+    readonly ctx: AppContext,
+    readonly prefix: string,
+  ) {
+    const { config } = ctx;
+    this.queueName = config.runs.queueName;
+    this.dispatch = new Dispatch({
+      client: ctx.redis,
+      prefix,
+      dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
+      steeringCap: config.dispatch.steeringCap,
+      defaultPolicy: config.dispatch.defaultPolicy,
+      steeringCapable: config.runner.capabilities.steering,
+      maxMessageChars: config.dispatch.maxMessageChars,
+      leaseMs: config.runs.leaseMs,
+    });
+    this.queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-test-queue' });
+    this.queue = new RunQueue({ connection: this.queueConn, name: this.queueName });
+    this.ingestService = new IngestService(this.dispatch, this.queue);
+  }
+
+  /** Creates the context (lease 1500 ms, heartbeat 300 ms) and starts a runner when `plugin` is given. */
+  static async start(opts: HarnessOptions = {}): Promise<RunnerHarness> {
+    const prefix = testPrefix();
+    const h = new RunnerHarness(createTestContext({ redisUrl: redisUrl(), prefix }), prefix);
+    if (opts.plugin) await h.startRunner(opts.plugin);
+    return h;
+  }
+
+  /** Starts a runner in this process (BullMQ lock 2000 ms, stalled check every 500 ms). */
+  async startRunner(plugin: RunnerPlugin): Promise<StartedRunner> {
+    const runner = await startRunner(this.ctx, {
+      plugin,
+      resolveOutbound: (cid) => (cid.startsWith('telegram:') ? this.outbound : undefined),
+      lockDurationMs: 2000,
+      stalledIntervalMs: 500,
+    });
+    this.runners.push(runner);
+    return runner;
+  }
+
+  /** Ingests a text message from user u1 into `CID` (a fresh update key each call). */
+  ingest(text: string, opts: { policy?: InputPolicy; conversationId?: string } = {}): Promise<IngestResult> {
+    const message: IncomingMessage = {
+      conversationId: opts.conversationId ?? CID,
+      updateKey: `telegram:${++this.updates}`,
+      sender: { id: 'u1', name: 'Ann' },
+      text,
+    };
+    return this.ingestService.ingest(message, opts.policy ? { policy: opts.policy } : {});
+  }
+
+  /** A control command source with a fresh update key. */
+  source(conversationId = CID) {
+    return { conversationId, updateKey: `telegram:cmd-${++this.updates}`, sender: { id: 'u1' } };
+  }
+
+  /** Every entry of the conversation record. */
+  record(conversationId = CID): Promise<SeqEntry[]> {
+    return readRange(this.ctx.redis, conversationKeys(this.prefix, conversationId).log);
+  }
+
+  /** Entries of one kind. */
+  async entries<K extends RecordEntry['kind']>(kind: K, conversationId = CID): Promise<Array<SeqEntry<Extract<RecordEntry, { kind: K }>>>> {
+    return (await this.record(conversationId)).filter((e): e is SeqEntry<Extract<RecordEntry, { kind: K }>> => e.kind === kind);
+  }
+
+  /** Waits for the `run.ended` entry of `runId`. */
+  runEnded(runId: string, timeoutMs = 10_000, conversationId = CID) {
+    return waitFor(async () => (await this.entries('run.ended', conversationId)).find((e) => e.run === runId), timeoutMs, `run.ended of ${runId}`);
+  }
+
+  /** Waits until no run is active in the conversation. */
+  idle(timeoutMs = 10_000, conversationId = CID): Promise<true> {
+    return waitFor(async () => (await this.dispatch.status(conversationId)).activeRunId === undefined || undefined, timeoutMs, 'conversation idle');
+  }
+
+  /** Stops the runners, removes the queue and every key of the test. */
+  async close(): Promise<void> {
+    await Promise.all(this.runners.map((r) => r.close(1000)));
+    await this.queue.queue.obliterate({ force: true });
+    await this.queue.close();
+    this.queueConn.disconnect();
+    await cleanupPrefix(this.ctx.redis, this.prefix);
+    await cleanupPrefix(this.ctx.redis, `sb-bull:${this.queueName}`);
+    await closeTestContext(this.ctx);
+  }
+}
+
+export { queueNameFor };
