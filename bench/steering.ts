@@ -59,39 +59,63 @@ interface PullStats {
   meanMs: number;
 }
 
-/** (a) `PULLS` pulls with `depth` messages waiting each time; the list is refilled by another client, outside the timing. */
-async function measurePulls(url: string, prefix: string, depth: number): Promise<PullStats> {
-  const client = new Redis(url);
+/** A run with `depth` messages put in its steering list (by another client) before each pull. */
+interface PullTarget {
+  depth: number;
+  ref: RunRef;
+  runs: Runs;
+  client: Redis;
+  sent: { count(): number };
+}
+
+/**
+ * (a) Pulls with 0, 1 and 5 messages waiting. Round trips are counted in one
+ * pass per depth (so the server's counters belong to that depth); times are
+ * taken in a second pass that interleaves the depths, so drift on a noisy
+ * machine hits them alike. Refills go through another client, outside both.
+ */
+async function measurePulls(url: string, prefix: string, depths: number[]): Promise<PullStats[]> {
   const feeder = new Redis(url);
   const admin = new Redis(url);
-  const conversationId = `bench:pull-${depth}`;
+  const fed = countSent(feeder);
   const dispatch = new Dispatch({ client: feeder, prefix });
-  const runs = new Runs({ client, prefix });
-  const first = await dispatch.ingest(message(conversationId, 'start'));
-  if (first.kind !== 'new-run') throw new Error(`unexpected ${first.kind}`);
-  const acquired = await runs.acquire(conversationId, first.runId, 'bench');
-  const ref: RunRef = { conversationId, runId: first.runId, token: acquired.token };
-  // Warm-up outside the measurement: loads the scripts (EVALSHA miss + EVAL) and lets the JIT settle.
-  for (let i = 0; i < Math.min(200, PULLS); i++) {
-    for (let j = 0; j < depth; j++) await dispatch.ingest(message(conversationId, `warm ${i}.${j}`));
-    await runs.pull(ref);
+  const targets: PullTarget[] = [];
+  for (const depth of depths) {
+    const client = new Redis(url);
+    const runs = new Runs({ client, prefix });
+    const conversationId = `bench:pull-${depth}`;
+    const first = await dispatch.ingest(message(conversationId, 'start'));
+    if (first.kind !== 'new-run') throw new Error(`unexpected ${first.kind}`);
+    const acquired = await runs.acquire(conversationId, first.runId, 'bench');
+    targets.push({ depth, ref: { conversationId, runId: first.runId, token: acquired.token }, runs, client, sent: countSent(client) });
+  }
+  const pullOnce = async (t: PullTarget, label: string): Promise<number> => {
+    for (let j = 0; j < t.depth; j++) await dispatch.ingest(message(t.ref.conversationId, `${label}.${j}`));
+    const t0 = performance.now();
+    const got = await t.runs.pull(t.ref);
+    const ms = performance.now() - t0;
+    if (got.length !== t.depth) throw new Error(`pulled ${got.length}, expected ${t.depth}`);
+    return ms;
+  };
+  // Warm-up: loads the scripts (EVALSHA miss + EVAL) and lets the JIT settle.
+  for (let i = 0; i < 200; i++) for (const t of targets) await pullOnce(t, `warm ${i}`);
+
+  const counts = new Map<number, { clientCommands: number; scriptCalls: number }>();
+  const countPulls = Math.min(PULLS, 500);
+  for (const t of targets) {
+    const sentBefore = t.sent.count();
+    const fedBefore = fed.count();
+    const before = await commandCalls(admin, ['evalsha', 'eval']);
+    for (let i = 0; i < countPulls; i++) await pullOnce(t, `count ${i}`);
+    const scriptCalls = (await commandCalls(admin, ['evalsha', 'eval'])) - before - (fed.count() - fedBefore);
+    counts.set(t.depth, { clientCommands: (t.sent.count() - sentBefore) / countPulls, scriptCalls: scriptCalls / countPulls });
   }
 
-  const sent = countSent(client);
-  const fed = countSent(feeder);
-  const before = await commandCalls(admin, ['evalsha', 'eval']);
-  let total = 0;
-  for (let i = 0; i < PULLS; i++) {
-    for (let j = 0; j < depth; j++) await dispatch.ingest(message(conversationId, `steer ${i}.${j}`));
-    const t0 = performance.now();
-    const got = await runs.pull(ref);
-    total += performance.now() - t0;
-    if (got.length !== depth) throw new Error(`pulled ${got.length}, expected ${depth}`);
-  }
-  const scriptCalls = (await commandCalls(admin, ['evalsha', 'eval'])) - before - fed.count();
-  const stats = { depth, clientCommands: sent.count() / PULLS, scriptCalls: scriptCalls / PULLS, meanMs: total / PULLS };
-  await Promise.all([client.quit(), feeder.quit(), admin.quit()]);
-  return stats;
+  const totals = new Map<number, number>(depths.map((d) => [d, 0]));
+  for (let i = 0; i < PULLS; i++) for (const t of targets) totals.set(t.depth, totals.get(t.depth)! + (await pullOnce(t, `time ${i}`)));
+
+  await Promise.all([feeder.quit(), admin.quit(), ...targets.map((t) => t.client.quit())]);
+  return depths.map((depth) => ({ depth, ...counts.get(depth)!, meanMs: totals.get(depth)! / PULLS }));
 }
 
 /** A mock model: each step takes STEP_MS and calls `noop` until `done()`, then answers. `onRequest` sees each request's user texts when it is made. */
@@ -194,11 +218,10 @@ export async function main(): Promise<void> {
   const redis = await privateRedis();
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   try {
-    const stats: PullStats[] = [];
-    for (const depth of [0, 1, 5]) stats.push(await measurePulls(redis.url, prefix, depth));
+    const stats = await measurePulls(redis.url, prefix, [0, 1, 5]);
     const empty = stats[0]!;
     console.log(`steering benchmark${redis.shared ? ' (SHARED redis: server counts may include other clients)' : ' (private redis-server)'}`);
-    console.log(`(a) Runs.pull at a boundary, ${PULLS} pulls each`);
+    console.log(`(a) Runs.pull at a boundary: ${PULLS} timed pulls per depth (interleaved), ${Math.min(PULLS, 500)} counted`);
     console.log('    waiting  client cmds/pull  script calls/pull  mean ms/pull  time vs empty');
     for (const s of stats) {
       console.log(

@@ -8,16 +8,9 @@ import type { Logger } from 'pino';
 import { conversationKeys } from '../src/keys.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { DeliverySink } from './plugin.js';
+import type { ChannelOutbound } from '../src/channel.js';
 
-/** The outbound side of a channel plugin, as delivery uses it. */
-export interface ChannelOutbound {
-  /** Channel id, e.g. `telegram`, `webhook:crm`. */
-  channelId: string;
-  /** Sends a message; returns the platform's message id. May throw ChannelApiError. */
-  send(conversationId: string, text: string): Promise<{ messageId: string }>;
-  /** Shows a typing indicator once (the sink refreshes it). */
-  typing?(conversationId: string): Promise<void>;
-}
+export type { ChannelOutbound } from '../src/channel.js';
 
 /** Finds the outbound side for a conversation (by its channel id prefix). */
 export type OutboundResolver = (conversationId: string) => ChannelOutbound | undefined;

@@ -227,13 +227,15 @@ export function loadConfig(opts: LoadConfigOptions = {}): SteerbotConfig {
   return result.data;
 }
 
-/** A log-safe copy of the configuration: secrets replaced by `[set]`, channel settings reduced to their ids. */
+/** A log-safe copy of the configuration: secrets shown only as `[set]`, channel settings reduced to their ids. */
 export function configSummary(config: SteerbotConfig): Record<string, unknown> {
-  const secret = (v: string | undefined) => (v === undefined ? undefined : '[set]');
+  const { url, password, ...redis } = config.redis;
+  const { apiKey, ...model } = config.model;
   return {
     ...config,
-    redis: { ...config.redis, url: config.redis.url && redactSecrets(config.redis.url), password: secret(config.redis.password) },
-    model: { ...config.model, apiKey: secret(config.model.apiKey) },
+    // Unset secrets are left out: a redacting logger would otherwise print `[redacted]` for a value that is not there.
+    redis: { ...redis, ...(url && { url: redactSecrets(url) }), ...(password && { password: '[set]' }) },
+    model: { ...model, ...(apiKey && { apiKey: '[set]' }) },
     channels: Object.keys(config.channels),
   };
 }

@@ -101,7 +101,7 @@ describe('startApp', () => {
     }
   });
 
-  it('loads the placeholder host/main and runner/main modules by default', async () => {
+  it('loads host/main and runner/main by default', async () => {
     const app = await startApp({ config: testConfig(), logger });
     expect((await fetch(`${app.address}/healthz`)).status).toBe(200);
     await app.stop();

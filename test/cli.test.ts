@@ -60,7 +60,7 @@ describe('cli', () => {
         OPENAI_API_KEY: 'sk-should-never-be-logged',
       });
       try {
-        await waitForHealthy(`http://127.0.0.1:${port}/healthz`, 20_000, proc);
+        await waitForHealthy(`http://127.0.0.1:${port}/healthz`, 40_000, proc);
       } catch (err) {
         proc.kill('SIGKILL');
         throw err;
@@ -70,6 +70,6 @@ describe('cli', () => {
       const lines = proc.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
       expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['steerbot starting', 'steerbot started', 'shutting down', 'stopped']));
       expect(proc.stdout()).not.toContain('sk-should-never-be-logged');
-    });
+    }, 60_000);
   }
 });

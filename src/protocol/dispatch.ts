@@ -179,6 +179,31 @@ export class Dispatch {
     return { kind: reply[0] === 'duplicate' ? 'duplicate' : 'ok', seq: Number(reply[1]) };
   }
 
+  /**
+   * `/compact`: asks for a manual compaction. A running run applies it at its
+   * next turn boundary; when idle, a compaction run is created (`new-run`:
+   * the caller enqueues it).
+   */
+  async requestCompaction(
+    source: CommandSource,
+    opts: { runId?: string } = {},
+  ): Promise<{ kind: 'duplicate'; seq: number } | { kind: 'requested'; seq: number; runId: string } | { kind: 'new-run'; seq: number; runId: string }> {
+    const k = this.commandKeys(source);
+    const runId = opts.runId ?? newRunId();
+    assertRunId(runId);
+    const reply = checkReply(
+      'request-compaction',
+      await runScript(this.options.client, 'request-compaction', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
+        JSON.stringify(this.commandEntry(source, '/compact')),
+        this.options.dedupeTtlSeconds,
+        runId,
+        source.conversationId,
+      ]),
+    );
+    if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    return { kind: reply[0] === 'new-run' ? 'new-run' : 'requested', seq: Number(reply[1]), runId: String(reply[2]) };
+  }
+
   /** `/status`: the active run, steering depth, pending depth and policy, in one round trip. */
   async status(conversationId: string): Promise<ConversationStatus> {
     const k = conversationKeys(this.options.prefix, conversationId);
@@ -197,6 +222,8 @@ export class Dispatch {
       attempt: Number(r[9]),
       owner: str(r[10]),
       leaseUntilMs: Number(r[11]),
+      compactionRequestedSeq: Number(r[12] ?? 0),
+      compactionBreaker: str(r[13]),
     };
   }
 

@@ -51,6 +51,7 @@ export class Runs {
       inputs: seqList(r[3]),
       stop: (r[4] === '' ? undefined : r[4]) as StopKind | undefined,
       leaseUntilMs: Number(r[5]),
+      cause: r[7] === 'compact' || r[7] === 'successor' ? r[7] : 'ingest',
     };
   }
 

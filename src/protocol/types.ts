@@ -52,6 +52,8 @@ export interface AcquiredRun {
   stop: StopKind | undefined;
   /** Lease expiry, ms since the epoch on the Redis clock. */
   leaseUntilMs: number;
+  /** Why the run exists: a message (`ingest`), a predecessor's pending messages (`successor`), or `/compact` when idle (`compact`, no inputs). */
+  cause: 'ingest' | 'successor' | 'compact';
 }
 
 /** Result of `finish`. */
@@ -73,4 +75,8 @@ export interface ConversationStatus {
   attempt: number;
   owner: string | undefined;
   leaseUntilMs: number;
+  /** Seq of a `/compact` not yet applied (0 when none). */
+  compactionRequestedSeq: number;
+  /** The compaction circuit breaker's state (JSON from `runner.compaction.breaker`), when one was written. */
+  compactionBreaker: string | undefined;
 }

@@ -12,13 +12,14 @@
   ARGV[2] owner     worker identity (host/pid/worker id)
   ARGV[3] lease ms
 
-  Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv }
+  Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv, cause }
+          cause: 'ingest' | 'successor' | 'compact' (a /compact run with no inputs)
   Errors  { -1 } not found, { -2 } ended, { -4, lease until ms } live lease held by another owner
 ]]
 --- @include "common"
 
 local run_key, log_key, meta_key, active_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'inputs', 'stop', 'urgent')
+local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'inputs', 'stop', 'urgent', 'cause')
 local state = f[1]
 if not state then return { ERR_NOT_FOUND } end
 if state == 'ended' then return { ERR_ENDED } end
@@ -42,4 +43,4 @@ local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = 
 if #inputs > 0 then entry.inputs = inputs end
 append_entry(log_key, meta_key, cjson.encode(entry))
 
-return { 'acquired', token, attempt, f[5] or '', f[6] or '', lease_until, f[7] or '' }
+return { 'acquired', token, attempt, f[5] or '', f[6] or '', lease_until, f[7] or '', f[8] or 'ingest' }

@@ -23,6 +23,7 @@ export type ScriptName =
   | 'finish'
   | 'request-interrupt'
   | 'reset'
+  | 'request-compaction'
   | 'set-policy'
   | 'status'
   | 'state-set'

@@ -10,6 +10,7 @@ import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));
 const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
 const ALL_NAMES: ScriptName[] = [
+  'request-compaction',
   'ingest',
   'acquire',
   'heartbeat',

@@ -51,6 +51,7 @@ export interface SentMessage {
 /** A channel outbound that records every sent text. */
 export class RecordingOutbound implements ChannelOutbound {
   readonly channelId = 'telegram';
+  readonly maxMessageChars = 4096;
   readonly sent: SentMessage[] = [];
   private waiters: Array<() => void> = [];
 

@@ -1,0 +1,119 @@
+/**
+ * The Discord channel: a discord.js gateway client on the inbound side, REST
+ * calls on the outbound side.
+ *
+ * Inbound answers DMs, guild messages that mention the bot (or reply to it),
+ * every message in `alwaysChannels`, and threads as their own conversations.
+ * Update identity is the message id, so a MESSAGE_CREATE replayed after a
+ * gateway resume is a duplicate the host's dedupe drops.
+ */
+import { once } from 'node:events';
+import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
+import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { ConfigError } from '../../src/errors.js';
+import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
+import { InboundQueue } from './inbound-queue.js';
+import { normalizeMessage } from './normalize.js';
+import { createDiscordOutbound, createRest, scrubToken, toChannelApiError } from './outbound.js';
+
+export type { DiscordConfig, DiscordConfigInput } from './config.js';
+
+/** Channel id of the Discord channel (the prefix of its conversation ids). */
+const CHANNEL_ID = 'discord';
+/** Longest wait between two attempts to hand a message to the host, in ms. */
+const MAX_INGEST_RETRY_DELAY_MS = 30_000;
+
+/**
+ * Creates the Discord channel plugin. `config` is validated (defaults
+ * applied); a bad one throws ConfigError naming `channels.discord.<field>`.
+ */
+export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDeps): ChannelPlugin {
+  const cfg = parseConfig(config);
+  const logger = deps.logger.child({ channel: CHANNEL_ID });
+  const outbound = createDiscordOutbound(CHANNEL_ID, cfg, createRest(cfg, deps.fetch));
+  let client: Client | undefined;
+  let queue: InboundQueue | undefined;
+
+  const onMessage = (host: ChannelHost, botId: string, m: Message): void => {
+    let decision;
+    try {
+      decision = normalizeMessage(m, CHANNEL_ID, botId, cfg);
+    } catch (err) {
+      logger.error({ err, messageId: m.id }, 'discord: could not read a gateway message; ignored');
+      return;
+    }
+    if (decision.kind === 'skip') {
+      logger.debug({ messageId: m.id, channelId: m.channelId, reason: decision.reason }, 'discord: message ignored');
+      return;
+    }
+    const message = decision.message;
+    const label = { updateKey: message.updateKey, conversationId: message.conversationId };
+    queue?.push(message.conversationId, label, async () => {
+      const result = await host.receive(CHANNEL_ID, message);
+      logger.debug({ ...label, result: result.kind === 'ingested' ? result.result.kind : result.kind }, 'discord: message received');
+    });
+  };
+
+  return {
+    id: CHANNEL_ID,
+    outbound,
+
+    async start(host: ChannelHost): Promise<void> {
+      if (client) throw new Error('discord: plugin already started');
+      queue = new InboundQueue({
+        retryable: (err) => (err as { code?: unknown } | null)?.code === 'REDIS_UNAVAILABLE',
+        initialDelayMs: cfg.ingestRetryDelayMs,
+        maxDelayMs: MAX_INGEST_RETRY_DELAY_MS,
+        backlog: cfg.ingestRetryBacklog,
+        logger,
+      });
+      const c = new Client({
+        intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
+        // DM channels are not cached before their first message; without the partial, DMs are dropped.
+        partials: [Partials.Channel],
+        rest: { api: cfg.apiBase, ...(deps.fetch && { makeRequest: deps.fetch as never }) },
+      });
+      client = c;
+      const scrub = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
+      c.on(Events.Error, (err) => logger.error({ error: scrub(err) }, 'discord: client error'));
+      c.on(Events.Warn, (text) => logger.warn({ warning: scrubToken(text, cfg.token) }, 'discord: client warning'));
+      c.on(Events.ShardDisconnect, (ev, shard) => logger.warn({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect'));
+      c.on(Events.ShardReconnecting, (shard) => logger.info({ shard }, 'discord: gateway reconnecting'));
+      c.on(Events.ShardResume, (shard, replayed) => logger.info({ shard, replayed }, 'discord: gateway session resumed'));
+      c.on(Events.MessageCreate, (m) => {
+        if (c.user) onMessage(host, c.user.id, m);
+      });
+      const ready = once(c, Events.ClientReady);
+      try {
+        await c.login(cfg.token);
+        await ready;
+      } catch (err) {
+        client = undefined;
+        await c.destroy().catch(() => undefined);
+        throw toChannelApiError('login', err, cfg.token);
+      }
+      logger.info({ botId: c.user?.id, guilds: c.guilds.cache.size }, 'discord: gateway ready');
+    },
+
+    async stop(): Promise<void> {
+      const c = client;
+      const q = queue;
+      client = undefined;
+      queue = undefined;
+      try {
+        // Stop the gateway first so nothing new arrives, then give up on what still waits.
+        await c?.destroy();
+      } catch (err) {
+        logger.warn({ error: scrubToken(String(err), cfg.token) }, 'discord: error while closing the gateway');
+      }
+      const dropped = (await q?.close()) ?? 0;
+      if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (Discord will not redeliver them)');
+    },
+  };
+}
+
+function parseConfig(config: DiscordConfigInput): DiscordConfig {
+  const parsed = discordConfigSchema.safeParse(config);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', 'discord', ...i.path.map(String)].join('.'), message: i.message })));
+}

@@ -1,0 +1,127 @@
+/**
+ * The Discord channel's outbound side: plain REST calls through
+ * @discordjs/rest, which keeps the per-route rate-limit buckets and waits out
+ * short 429s itself. Works without the gateway (a runner-only process sends
+ * through it too).
+ */
+import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type RateLimitData } from 'discord.js';
+import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
+import type { DiscordConfig } from './config.js';
+
+/** Discord's limit on a message's `content`, in characters. */
+export const DISCORD_MAX_MESSAGE_CHARS = 2000;
+
+/**
+ * Least time between two streaming edits of one message. Discord allows
+ * about 5 message writes per 5 s per channel; 1.5 s leaves room for the
+ * sends and typing calls of the same run.
+ */
+export const DISCORD_STREAM_EDIT_INTERVAL_MS = 1500;
+
+/** Creates the REST client both sides use (the gateway client has its own for `/gateway/bot`). */
+export function createRest(config: DiscordConfig, fetchImpl?: typeof fetch): REST {
+  const rest = new REST({
+    api: config.apiBase,
+    // Short waits are handled here; a long one fails the call so delivery can reschedule it.
+    rejectOnRateLimit: (data: RateLimitData) => Math.max(data.retryAfter, data.timeToReset) > config.maxRateLimitWaitMs,
+    ...(fetchImpl && { makeRequest: fetchImpl as unknown as REST['options']['makeRequest'] }),
+  });
+  rest.setToken(config.token);
+  return rest;
+}
+
+/** Removes the bot token (verbatim, wherever it appears) and other credentials from a text. */
+export function scrubToken(text: string, token: string): string {
+  return redactSecrets(token ? text.split(token).join('[redacted-token]') : text);
+}
+
+/** The platform chat (channel) id of a conversation id of this channel. */
+export function channelIdOf(channelId: string, conversationId: string): string {
+  const prefix = `${channelId}:`;
+  const rest = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
+  if (!/^\d{1,25}$/.test(rest)) throw new InvalidInputError(`not a ${channelId} conversation id: ${conversationId}`);
+  return rest;
+}
+
+/** Builds the outbound side over `rest`. */
+export function createDiscordOutbound(channelId: string, config: DiscordConfig, rest: REST): ChannelOutbound {
+  const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
+    try {
+      return (await fn()) as T;
+    } catch (err) {
+      throw toChannelApiError(what, err, config.token);
+    }
+  };
+  const checkText = (text: string): void => {
+    // Delivery splits replies at maxMessageChars; anything longer reaching here is a bug upstream.
+    if (text.length === 0) throw new InvalidInputError('discord: message text is empty');
+    if (text.length > DISCORD_MAX_MESSAGE_CHARS) {
+      throw new InvalidInputError(`discord: message is ${text.length} characters, the limit is ${DISCORD_MAX_MESSAGE_CHARS} (delivery splits longer replies)`);
+    }
+  };
+
+  const outbound: ChannelOutbound = {
+    channelId,
+    maxMessageChars: DISCORD_MAX_MESSAGE_CHARS,
+
+    async send(conversationId: string, text: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
+      const channel = channelIdOf(channelId, conversationId);
+      checkText(text);
+      const body: Record<string, unknown> = {
+        content: text,
+        // Model output must never ping @everyone, roles or users; the person answered is pinged by the reply itself.
+        allowed_mentions: { parse: [], replied_user: true },
+      };
+      if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
+      const sent = await call<{ id: string }>('send', () => rest.post(Routes.channelMessages(channel), { body }));
+      return { messageId: sent.id };
+    },
+
+    async edit(conversationId: string, messageId: string, text: string): Promise<void> {
+      const channel = channelIdOf(channelId, conversationId);
+      checkText(text);
+      await call('edit', () => rest.patch(Routes.channelMessage(channel, messageId), { body: { content: text } }));
+    },
+
+    async typing(conversationId: string): Promise<void> {
+      const channel = channelIdOf(channelId, conversationId);
+      await call('typing', () => rest.post(Routes.channelTyping(channel)));
+    },
+  };
+  if (config.streaming) outbound.streamEditIntervalMs = () => DISCORD_STREAM_EDIT_INTERVAL_MS;
+  return outbound;
+}
+
+/** Maps a @discordjs/rest failure to ChannelApiError; the token never survives into the message. */
+export function toChannelApiError(what: string, err: unknown, token: string): ChannelApiError {
+  if (err instanceof ChannelApiError) return err;
+  if (err instanceof RateLimitError) {
+    const retryAfterMs = Math.ceil(Math.max(err.retryAfter, err.timeToReset));
+    return new ChannelApiError(scrubToken(`discord ${what}: rate limited on ${err.method.toUpperCase()} ${err.route} (retry after ${retryAfterMs} ms)`, token), {
+      status: 429,
+      retryAfterMs,
+    });
+  }
+  if (err instanceof DiscordAPIError) {
+    return new ChannelApiError(scrubToken(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message} (code ${err.code})`, token), {
+      status: err.status,
+    });
+  }
+  if (err instanceof HTTPError) {
+    return new ChannelApiError(scrubToken(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message}`, token), {
+      status: err.status,
+    });
+  }
+  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  // The cause is dropped on purpose: its fields (request options) could carry the token.
+  return new ChannelApiError(scrubToken(`discord ${what}: ${message}`, token));
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,17 @@
+--[[
+  Take a lease, or extend it when the caller already holds it. One owner at a
+  time: the key holds the owner id and expires with the lease.
+
+  KEYS[1] lease     string key, e.g. <prefix>:telegram:poller
+  ARGV[1] owner     id of the caller
+  ARGV[2] lease ms  how long the lease lasts from now
+
+  Returns { 1, lease ms }             the caller holds the lease (taken or extended)
+          { 0, ms left, holder id }   another owner holds it for ms left
+]]
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return { 1, tonumber(ARGV[2]) }
+end
+return { 0, redis.call('PTTL', KEYS[1]), holder }

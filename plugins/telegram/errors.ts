@@ -1,0 +1,32 @@
+/**
+ * grammY errors → ChannelApiError, with the bot token removed. grammY's own
+ * messages leave the token out, but the network error it wraps names the
+ * request URL (`…/bot<token>/sendMessage`), so nothing from it is kept raw.
+ */
+import { GrammyError, HttpError } from 'grammy';
+import { ChannelApiError } from '../../src/errors.js';
+
+/** Replaces every occurrence of `token` in `text`. */
+export function redactToken(text: string, token: string): string {
+  return token.length > 0 ? text.split(token).join('[redacted-token]') : text;
+}
+
+/** True when Telegram refused the call with this description (Telegram has no error codes finer than HTTP status). */
+export function isTelegramError(err: unknown, status: number, description: RegExp): boolean {
+  return err instanceof GrammyError && err.error_code === status && description.test(err.description);
+}
+
+/** Converts any error of an API call to a ChannelApiError that is safe to log: 429 carries `retryAfterMs`. */
+export function toChannelApiError(err: unknown, method: string, token: string): ChannelApiError {
+  if (err instanceof ChannelApiError) return err;
+  if (err instanceof GrammyError) {
+    const retryAfter = err.parameters.retry_after;
+    return new ChannelApiError(redactToken(`telegram ${method} failed: ${err.error_code} ${err.description}`, token), {
+      status: err.error_code,
+      ...(typeof retryAfter === 'number' && { retryAfterMs: retryAfter * 1000 }),
+    });
+  }
+  const inner = err instanceof HttpError ? err.error : err;
+  const reason = inner instanceof Error ? inner.message : String(inner);
+  return new ChannelApiError(redactToken(`telegram ${method} failed: network error: ${reason}`, token));
+}

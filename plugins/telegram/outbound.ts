@@ -1,0 +1,102 @@
+/**
+ * The outbound side of the Telegram channel: what delivery calls to send,
+ * edit and show typing, through grammY's `Api`.
+ */
+import type { Api } from 'grammy';
+import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import { InvalidInputError } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
+import { isTelegramError, toChannelApiError } from './errors.js';
+import { markdownToTelegramHtml } from './markdown.js';
+
+/** Telegram's limit on one message's text, in characters (after entity parsing). */
+export const TELEGRAM_MAX_MESSAGE_CHARS = 4096;
+
+/** Where a conversation's messages go. */
+export interface TelegramTarget {
+  chatId: number;
+  /** Forum topic (`message_thread_id`). */
+  threadId?: number;
+}
+
+/** Parses `<channel id>:<chat id>[:<topic id>]`; throws InvalidInputError for any other conversation. */
+export function parseConversationId(channelId: string, conversationId: string): TelegramTarget {
+  const prefix = `${channelId}:`;
+  const m = conversationId.startsWith(prefix) ? /^(-?\d+)(?::(\d+))?$/.exec(conversationId.slice(prefix.length)) : null;
+  if (!m) throw new InvalidInputError(`not a ${channelId} conversation: ${conversationId}`);
+  return { chatId: Number(m[1]), ...(m[2] !== undefined && { threadId: Number(m[2]) }) };
+}
+
+/** Options of `createTelegramOutbound`. */
+export interface TelegramOutboundOptions {
+  channelId: string;
+  api: Api;
+  /** The bot token, only to redact it from errors. */
+  token: string;
+  /** Offer streaming edits (`streamEditIntervalMs`). */
+  streaming: boolean;
+  logger: Logger;
+}
+
+const CANT_PARSE = /can't parse entities/i;
+const NOT_MODIFIED = /message is not modified/i;
+
+/** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
+export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOutbound {
+  const { api, token, channelId, logger } = opts;
+  const thread = (t: TelegramTarget) => (t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
+
+  async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toChannelApiError(err, method, token);
+    }
+  }
+
+  const outbound: ChannelOutbound = {
+    channelId,
+    maxMessageChars: TELEGRAM_MAX_MESSAGE_CHARS,
+
+    async send(conversationId: string, text: string, sendOpts: SendOptions = {}) {
+      const target = parseConversationId(channelId, conversationId);
+      const base = {
+        ...thread(target),
+        ...(sendOpts.replyTo !== undefined &&
+          /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
+      };
+      if (sendOpts.format === 'markdown') {
+        try {
+          const sent = await api.sendMessage(target.chatId, markdownToTelegramHtml(text), { ...base, parse_mode: 'HTML' });
+          return { messageId: String(sent.message_id) };
+        } catch (err) {
+          if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'sendMessage', token);
+          logger.debug({ conversationId }, 'telegram refused the formatted text; resending it as plain text');
+        }
+      }
+      const sent = await call('sendMessage', () => api.sendMessage(target.chatId, text, base));
+      return { messageId: String(sent.message_id) };
+    },
+
+    async edit(conversationId: string, messageId: string, text: string) {
+      const target = parseConversationId(channelId, conversationId);
+      try {
+        await api.editMessageText(target.chatId, Number(messageId), text);
+      } catch (err) {
+        // Editing to the same text is what the caller wanted already.
+        if (isTelegramError(err, 400, NOT_MODIFIED)) return;
+        throw toChannelApiError(err, 'editMessageText', token);
+      }
+    },
+
+    async typing(conversationId: string) {
+      const target = parseConversationId(channelId, conversationId);
+      await call('sendChatAction', () => api.sendChatAction(target.chatId, 'typing', thread(target)));
+    },
+  };
+  if (opts.streaming) {
+    // Private chats have positive ids; Telegram throttles edits in groups harder.
+    outbound.streamEditIntervalMs = (conversationId) => (parseConversationId(channelId, conversationId).chatId > 0 ? 1000 : 3000);
+  }
+  return outbound;
+}

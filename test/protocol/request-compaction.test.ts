@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
+
+describe('requestCompaction (/compact)', () => {
+  const fx = useProtocolFixture();
+
+  describe('when the conversation is idle', () => {
+    it('creates a compaction run of its own, with no inputs, and makes it active', async () => {
+      const dispatch = fx.dispatch();
+      const runs = fx.runs();
+      const r = await dispatch.requestCompaction(fx.source(1), { runId: 'run-compact' });
+      expect(r).toEqual({ kind: 'new-run', seq: 1, runId: 'run-compact' });
+      expect(await dispatch.status(CID)).toMatchObject({ activeRunId: 'run-compact', runState: 'queued', compactionRequestedSeq: 1 });
+      const acquired = await runs.acquire(CID, 'run-compact', 'w1');
+      expect(acquired).toMatchObject({ inputs: [], cause: 'compact' });
+      expect((await fx.record()).map((e) => e.kind)).toEqual(['command.received', 'run.started']);
+    });
+  });
+
+  describe('when a run is running', () => {
+    it('flags the request for the run and creates no run', async () => {
+      const { dispatch, runId } = await fx.running();
+      const r = await dispatch.requestCompaction(fx.source(1));
+      expect(r).toMatchObject({ kind: 'requested', runId });
+      expect(await dispatch.status(CID)).toMatchObject({ activeRunId: runId, compactionRequestedSeq: r.seq });
+    });
+  });
+
+  it('dedupes a repeated command', async () => {
+    const dispatch = fx.dispatch();
+    const first = await dispatch.requestCompaction(fx.source(1));
+    expect(await dispatch.requestCompaction(fx.source(1))).toEqual({ kind: 'duplicate', seq: first.seq });
+    expect(await fx.recordLength()).toBe(1);
+  });
+
+  it('refuses a bad run id and writes nothing', async () => {
+    const dispatch = fx.dispatch();
+    await expect(dispatch.requestCompaction(fx.source(1), { runId: 'bad:id' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    expect(await fx.allKeys()).toEqual([]);
+  });
+});
