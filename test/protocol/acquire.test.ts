@@ -25,6 +25,7 @@ describe('acquire', () => {
         inputs: [1, 2],
         stop: undefined,
         leaseUntilMs: expect.any(Number),
+        cause: 'ingest',
       });
       expect(run.leaseUntilMs).toBeGreaterThanOrEqual(before + 10_000);
       expect(run.leaseUntilMs).toBeLessThanOrEqual(after + 10_000);

@@ -1,0 +1,151 @@
+/**
+ * Long polling with one poller across hosts: whoever holds the Redis lease
+ * calls getUpdates, the others stand by and take over once it expires (or is
+ * given up on stop). The offset lives in memory only: after a takeover the
+ * new poller fetches the updates its predecessor had not confirmed yet, and
+ * the host's dedupe (`telegram:<update_id>`) drops the ones already ingested.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GrammyError, type Api } from 'grammy';
+import type { Logger } from '../../src/logger.js';
+import { toChannelApiError } from './errors.js';
+import type { RedisLease } from './lease.js';
+
+/** Options of a TelegramPoller. */
+export interface PollerOptions {
+  api: Api;
+  lease: RedisLease;
+  /** The bot token, only to redact it from logged errors. */
+  token: string;
+  /** Long-poll timeout of one getUpdates call, in seconds. */
+  pollTimeoutSeconds: number;
+  logger: Logger;
+  /**
+   * Handles one raw update. Throws only on a transient failure (Redis down):
+   * polling then backs off and fetches the same update again.
+   */
+  handle(update: unknown): Promise<void>;
+}
+
+const MAX_BACKOFF_MS = 5000;
+
+/** The polling loop and its lease. */
+export class TelegramPoller {
+  private stopped = false;
+  private holding = false;
+  private lastRenewedAt = 0;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private pollAbort: AbortController | undefined;
+  private readonly stopAbort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private offset: number | undefined;
+
+  constructor(private readonly opts: PollerOptions) {}
+
+  /** True while this instance holds the lease and polls. */
+  get polling(): boolean {
+    return this.holding;
+  }
+
+  /** Starts the loop in the background. */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops polling, waits for the update in hand, and gives the lease up. Never throws. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopAbort.abort();
+    this.pollAbort?.abort();
+    await this.loop;
+    const held = this.holding;
+    this.lose();
+    if (held) {
+      await this.opts.lease.release().catch((err: unknown) => this.opts.logger.warn({ err }, 'could not release the polling lease'));
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (!this.holding && !(await this.takeLease())) continue;
+        await this.pollOnce();
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        if (this.pollAbort?.signal.aborted) continue; // the lease was lost mid-poll
+        failures++;
+        const apiErr = toChannelApiError(err, 'getUpdates', this.opts.token);
+        const waitMs = apiErr.retryAfterMs ?? Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures - 1, 5));
+        this.opts.logger.warn({ err: apiErr, waitMs }, 'telegram polling failed; retrying');
+        await this.pause(waitMs);
+      }
+    }
+  }
+
+  /** Tries to take the lease; on success prepares for polling, else waits until it may be free. */
+  private async takeLease(): Promise<boolean> {
+    const { lease, api, logger } = this.opts;
+    const state = await lease.acquire();
+    if (!state.held) {
+      // A stopped poller releases at once; a dead one's lease runs out after msLeft.
+      await this.pause(Math.max(50, Math.min(state.msLeft, lease.leaseMs / 3)));
+      return false;
+    }
+    this.holding = true;
+    this.lastRenewedAt = Date.now();
+    this.offset = undefined;
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(100, Math.floor(lease.leaseMs / 3)));
+    logger.info({ owner: lease.owner }, 'took the telegram polling lease; polling');
+    // getUpdates is refused while a webhook is set.
+    await api.deleteWebhook({ drop_pending_updates: false });
+    return true;
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.holding) return;
+    try {
+      const state = await this.opts.lease.acquire();
+      if (state.held) this.lastRenewedAt = Date.now();
+      else this.lose(`host ${state.holder} took the polling lease`);
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'could not renew the telegram polling lease');
+      // Without a renewal for a whole lease another host may poll already.
+      if (Date.now() - this.lastRenewedAt >= this.opts.lease.leaseMs) this.lose('the polling lease could not be renewed');
+    }
+  }
+
+  /** Stops polling until the lease is taken again. */
+  private lose(why?: string): void {
+    if (why && this.holding) this.opts.logger.warn(why + '; standing by');
+    this.holding = false;
+    clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
+    this.pollAbort?.abort();
+  }
+
+  private async pollOnce(): Promise<void> {
+    const abort = new AbortController();
+    this.pollAbort = abort;
+    const updates = await this.opts.api.getUpdates(
+      { ...(this.offset !== undefined && { offset: this.offset }), timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] },
+      abort.signal,
+    );
+    for (const update of updates) {
+      // After losing the lease, leave the rest to the new poller.
+      if (!this.holding || this.stopped) return;
+      await this.opts.handle(update);
+      this.offset = update.update_id + 1;
+    }
+  }
+
+  private async pause(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.stopAbort.signal }).catch(() => undefined);
+  }
+}
+
+/** True for Telegram's "terminated by other getUpdates request" (two pollers on one token). */
+export function isPollingConflict(err: unknown): boolean {
+  return err instanceof GrammyError && err.error_code === 409;
+}

@@ -1,0 +1,172 @@
+/**
+ * Splits a reply into chunks a platform accepts (Telegram 4096 characters,
+ * Discord 2000). Each cut is at the best boundary that fits: a blank line,
+ * else a line break, else a space, outside code fences; only when none fits
+ * is a fenced block split — at a line break, closing the fence at the end of
+ * the chunk and reopening it (same info string) at the start of the next —
+ * and only when nothing else fits is a word cut. Nothing is ever dropped
+ * except the whitespace at a cut. Lengths are UTF-16 code units (what
+ * `String.length` and the Telegram / Discord limits count).
+ */
+
+/** One chunk: `prefix + text.slice(start, end) + suffix`. */
+export interface ChunkSpan {
+  /** First character of the original text in this chunk. */
+  start: number;
+  /** One past the last character of the original text in this chunk. */
+  end: number;
+  /** Fence line reopened at the start (`"```ts\n"`), or `''`. */
+  prefix: string;
+  /** Fence closed at the end (`"\n```"`), or `''`. */
+  suffix: string;
+}
+
+interface Fence {
+  /** Index of the first fence character of the opening line. */
+  start: number;
+  /** The opening line from its first fence character, e.g. "```ts". */
+  opener: string;
+  /** The fence characters of the opener, e.g. "```" — also what closes it. */
+  marker: string;
+  /** Index of the newline that ends the opening line. */
+  openerEnd: number;
+  /** Index where the closing line starts (text length when unclosed). */
+  closeStart: number;
+  /** Index where the closing line ends, before its newline (Infinity when unclosed: the fence runs to the end). */
+  closeEnd: number;
+}
+
+const OPEN_RE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
+const CLOSE_RE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+
+/** Finds the fenced code blocks (CommonMark-style ``` / ~~~ fences). */
+function findFences(text: string): Fence[] {
+  const fences: Fence[] = [];
+  let open: Omit<Fence, 'closeStart' | 'closeEnd'> | undefined;
+  let lineStart = 0;
+  while (lineStart <= text.length) {
+    const nl = text.indexOf('\n', lineStart);
+    const lineEnd = nl === -1 ? text.length : nl;
+    const line = text.slice(lineStart, lineEnd).replace(/\r$/, '');
+    if (open) {
+      const m = CLOSE_RE.exec(line);
+      if (m && m[1]![0] === open.marker[0] && m[1]!.length >= open.marker.length) {
+        fences.push({ ...open, closeStart: lineStart, closeEnd: lineStart + line.length });
+        open = undefined;
+      }
+    } else {
+      const m = OPEN_RE.exec(line);
+      // A backtick fence's info string may not contain backticks; a fence needs a body line.
+      if (m && nl !== -1 && !(m[2]![0] === '`' && m[3]!.includes('`'))) {
+        const start = lineStart + m[1]!.length;
+        open = { start, opener: line.slice(m[1]!.length).trimEnd(), marker: m[2]!, openerEnd: nl };
+      }
+    }
+    if (nl === -1) break;
+    lineStart = nl + 1;
+  }
+  if (open) fences.push({ ...open, closeStart: text.length, closeEnd: Infinity });
+  return fences;
+}
+
+/** The fence whose body contains position `pos` (a cut between `pos - 1` and `pos`), if any. */
+function fenceAt(fences: Fence[], pos: number): Fence | undefined {
+  for (const f of fences) {
+    if (f.start > pos) return undefined;
+    if (pos > f.openerEnd && pos < f.closeStart) return f;
+  }
+  return undefined;
+}
+
+/** True when the whitespace run [a, b) touches no fence. */
+function outsideFences(fences: Fence[], a: number, b: number): boolean {
+  for (const f of fences) {
+    if (f.start >= b) return true;
+    if (a < f.closeEnd) return false;
+  }
+  return true;
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
+/**
+ * Where each chunk of `splitMessage` comes from. Every chunk is at most
+ * `limit` long; consecutive spans are in order and what lies between them
+ * is whitespace only.
+ */
+export function splitMessageSpans(text: string, limit: number): ChunkSpan[] {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  if (text.length === 0) return [];
+  if (text.length <= limit) return [{ start: 0, end: text.length, prefix: '', suffix: '' }];
+  // A fence whose opener and closer leave no room for content cannot be kept balanced: treat it as text.
+  const fences = findFences(text).filter((f) => f.opener.length + f.marker.length + 3 <= limit);
+  const spans: ChunkSpan[] = [];
+  let pos = 0;
+  for (;;) {
+    const reopened = fenceAt(fences, pos);
+    const prefix = reopened ? `${reopened.opener}\n` : '';
+    if (prefix.length + text.length - pos <= limit) {
+      spans.push({ start: pos, end: text.length, prefix, suffix: '' });
+      return spans;
+    }
+    const cut = bestCut(text, fences, pos, limit - prefix.length);
+    const inside = fenceAt(fences, cut.end);
+    spans.push({ start: pos, end: cut.end, prefix, suffix: inside && cut.inFence ? `\n${inside.marker}` : '' });
+    pos = cut.next;
+  }
+}
+
+interface Cut {
+  /** The chunk ends here (exclusive). */
+  end: number;
+  /** The next chunk starts here; text between is whitespace. */
+  next: number;
+  /** The cut is inside a fence body: close and reopen it. */
+  inFence: boolean;
+}
+
+/** The best cut of `text` from `pos` for a chunk of at most `budget` characters of original text (plus a closing fence when it ends inside one). */
+function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cut {
+  const limitEnd = pos + budget;
+  // Best candidate per class: 0 paragraph, 1 line, 2 word (all outside fences), 3 line inside a fence.
+  const best: Array<Cut | undefined> = [undefined, undefined, undefined, undefined];
+  const ws = /\s+/g;
+  ws.lastIndex = pos;
+  for (let m = ws.exec(text); m && m.index < limitEnd; m = ws.exec(text)) {
+    const a = m.index;
+    const b = a + m[0].length;
+    if (a > pos && b < text.length && outsideFences(fences, a, b)) {
+      const newlines = m[0].split('\n').length - 1;
+      // Keep the next line's indentation; drop the rest of the run.
+      const next = newlines > 0 ? a + m[0].lastIndexOf('\n') + 1 : b;
+      best[newlines >= 2 ? 0 : newlines === 1 ? 1 : 2] = { end: a, next, inFence: false };
+    }
+    // Line breaks inside a fence body: the chunk gets "\n" + marker appended, so it must leave room for that.
+    for (let i = m[0].indexOf('\n'); i !== -1; i = m[0].indexOf('\n', i + 1)) {
+      const nl = a + i;
+      const f = fenceAt(fences, nl);
+      if (!f || nl <= f.openerEnd + 1 || nl + 1 >= f.closeStart || nl <= pos) continue;
+      if (nl + 1 + f.marker.length <= limitEnd) best[3] = { end: nl, next: nl + 1, inFence: true };
+    }
+  }
+  const found = best.find((c) => c !== undefined);
+  if (found) return found;
+  // Nothing fits: cut a word (or a code line) at the limit, leaving room for a closing fence.
+  let end = limitEnd;
+  const f = fenceAt(fences, end);
+  if (f) end = Math.max(pos + 1, end - f.marker.length - 1);
+  if (end - 1 > pos && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
+  return { end, next: end, inFence: fenceAt(fences, end) !== undefined };
+}
+
+/**
+ * Splits `text` into chunks of at most `limit` characters, at paragraph,
+ * then line, then word boundaries, keeping code fences balanced (a fenced
+ * block that must be split is closed at the end of a chunk and reopened with
+ * the same info string at the start of the next). Never truncates: the
+ * chunks, without the added fence lines, joined with the whitespace dropped
+ * at the cuts, give back `text`. Returns `[]` for an empty text.
+ */
+export function splitMessage(text: string, limit: number): string[] {
+  return splitMessageSpans(text, limit).map((s) => s.prefix + text.slice(s.start, s.end) + s.suffix);
+}
