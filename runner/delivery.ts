@@ -1,14 +1,22 @@
 /**
  * The delivery sink: sends a run's messages through the channel's outbound
- * side. Each outbound message has a stable delivery key (`<run id>:<n>`)
- * recorded in the conversation's outbox before it is sent, so a retried or
- * re-acquired run never sends an acknowledged message twice.
+ * side. A reply longer than the channel's `maxMessageChars` is split
+ * (`splitMessage`) and every chunk is its own outbound message with a stable
+ * delivery key (`<run id>:<n>`), recorded in the conversation's outbox before
+ * it is sent, so a retried or re-acquired run never sends an acknowledged
+ * message twice. Rate limits (`ChannelApiError.retryAfterMs`) and platform
+ * 5xx are retried a bounded number of times. When the channel can edit
+ * messages and streams, deltas are shown by editing one message in place
+ * (throttled to the channel's interval, identical edits skipped) and the
+ * final message edits it to the final text instead of sending a duplicate.
  */
 import type { Logger } from 'pino';
+import { ChannelApiError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
 import type { RedisClient } from '../src/scripts/index.js';
-import type { DeliverySink } from './plugin.js';
+import { splitMessage } from '../src/split-message.js';
 import type { ChannelOutbound } from '../src/channel.js';
+import type { DeliverySink } from './plugin.js';
 
 export type { ChannelOutbound } from '../src/channel.js';
 
@@ -17,6 +25,17 @@ export type OutboundResolver = (conversationId: string) => ChannelOutbound | und
 
 /** Outbox record states. */
 export type OutboxStatus = 'not-dispatched' | 'possibly-dispatched' | 'acknowledged';
+
+/** One outbox record (JSON in the conversation's outbox hash, field = delivery key). */
+export interface OutboxRecord {
+  status: OutboxStatus;
+  /** Platform message id, once acknowledged. */
+  messageId?: string;
+  /** The message is a streaming preview that has not been edited to its final text yet. */
+  streaming?: boolean;
+  /** Why the last attempt failed, when it is known not to have been sent. */
+  error?: string;
+}
 
 /** Options of a run's delivery sink. */
 export interface RunDeliveryOptions {
@@ -28,46 +47,106 @@ export interface RunDeliveryOptions {
   logger: Logger;
   /** How often typing is refreshed while the run is active, in ms. Default 4000. */
   typingIntervalMs?: number;
+  /** Most attempts of one send / edit that is rate-limited (429) or fails with a 5xx. Default 5. */
+  maxAttempts?: number;
+  /** First wait after a 5xx, in ms; doubles per attempt. Default 500. */
+  retryBaseMs?: number;
+  /** Longest wait between two attempts, in ms (a longer `retry_after` is cut to this). Default 30000. */
+  maxRetryDelayMs?: number;
+  /** Clock, ms since the epoch (streaming throttle). Default `Date.now`. */
+  now?: () => number;
+  /** Waits `ms` (tests make it instant). Default: a timer. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
-/** A delivery sink bound to one run; `close()` stops typing. */
+/** A message being streamed by editing it in place. */
+interface Stream {
+  /** Delivery key of the streamed message (the final text's first chunk reuses it). */
+  key: string;
+  /** Everything the plugin streamed so far. */
+  buffer: string;
+  /** Platform id of the streamed message, once sent. */
+  messageId: string | undefined;
+  /** Text the platform shows now. */
+  shown: string;
+  /** When the last send / edit happened, ms. */
+  lastAt: number;
+  /** `skip`: an earlier attempt delivered this message in full; `failed`: streaming gave up (the final text is sent normally). */
+  phase: 'live' | 'skip' | 'failed';
+  /** `message()` took over: no more edits from deltas. */
+  final: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** A flush is queued or running. */
+  queued: boolean;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** Whether a failed call is known not to have reached the user (a 4xx answer: the platform refused it). */
+const refused = (err: unknown) => err instanceof ChannelApiError && err.status !== undefined && err.status >= 400 && err.status < 500;
+
+/** A delivery sink bound to one run; `close()` stops typing and streaming. */
 export class RunDelivery implements DeliverySink {
   private n = 0;
   private typingTimer: NodeJS.Timeout | undefined;
   private readonly outbound: ChannelOutbound | undefined;
   private readonly outboxKey: string;
-  /** Number of messages handed to the channel by this sink. */
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** Serializes every platform call of this run, so edits and sends never overtake each other. */
+  private chain: Promise<void> = Promise.resolve();
+  private stream: Stream | undefined;
+  /** Number of messages handed to the channel by this sink (sends, not edits). */
   sent = 0;
 
   constructor(private readonly o: RunDeliveryOptions) {
     this.outbound = o.resolve(o.conversationId);
     this.outboxKey = conversationKeys(o.prefix, o.conversationId).outbox;
+    this.now = o.now ?? Date.now;
+    this.sleep = o.sleep ?? defaultSleep;
     if (!this.outbound) o.logger.warn({ conversationId: o.conversationId }, 'no outbound channel for conversation; replies are only recorded');
   }
 
+  /** Sends one complete message, split to the channel's limit; never throws (failures are logged and left in the outbox). */
   async message(text: string): Promise<void> {
-    const key = `${this.o.runId}:${this.n++}`;
-    const claimed = await this.o.client.hsetnx(this.outboxKey, key, JSON.stringify({ status: 'not-dispatched' }));
-    if (!claimed) {
-      const current = await this.o.client.hget(this.outboxKey, key);
-      if (current && (JSON.parse(current) as { status: OutboxStatus }).status === 'acknowledged') {
-        this.o.logger.info({ deliveryKey: key }, 'skipping a message already delivered by an earlier attempt');
-        return;
+    const out = this.outbound;
+    const chunks = out ? splitMessage(text, out.maxMessageChars) : text ? [text] : [];
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream) {
+      stream.final = true;
+      clearTimeout(stream.timer);
+    }
+    if (chunks.length === 0) return;
+    // Keys are taken now, in call order, whatever the queue does later.
+    const keys = chunks.map((_, i) => (i === 0 && stream ? stream.key : this.nextKey()));
+    await this.enqueue(async () => {
+      let from = 0;
+      if (stream?.phase === 'skip') from = 1;
+      else if (stream?.messageId !== undefined && stream.phase === 'live') {
+        if (await this.finishStream(stream, chunks[0]!)) from = 1;
       }
-    }
-    if (!this.outbound) return;
-    await this.o.client.hset(this.outboxKey, key, JSON.stringify({ status: 'possibly-dispatched' }));
-    try {
-      const { messageId } = await this.outbound.send(this.o.conversationId, text);
-      await this.o.client.hset(this.outboxKey, key, JSON.stringify({ status: 'acknowledged', messageId }));
-      this.sent++;
-    } catch (err) {
-      this.o.logger.error({ err, deliveryKey: key }, 'delivery failed');
-    }
+      for (let i = from; i < chunks.length; i++) await this.deliver(keys[i]!, chunks[i]!);
+    });
   }
 
-  delta(_text: string): void {
-    // Streaming edits arrive with the channel plugins; complete messages are always sent.
+  /** A streaming delta: shown by editing one message when the channel streams; ignored otherwise. */
+  delta(text: string): void {
+    const out = this.outbound;
+    if (!out?.edit || !out.streamEditIntervalMs || !text) return;
+    const s = (this.stream ??= {
+      key: this.nextKey(),
+      buffer: '',
+      messageId: undefined,
+      shown: '',
+      lastAt: 0,
+      phase: 'live',
+      final: false,
+      timer: undefined,
+      queued: false,
+    });
+    s.buffer += text;
+    this.scheduleFlush(s);
   }
 
   typing(): void {
@@ -79,9 +158,166 @@ export class RunDelivery implements DeliverySink {
     this.typingTimer.unref();
   }
 
-  /** Stops the typing indicator refresh. */
+  /** Stops the typing refresh and any pending streaming edit. */
   close(): void {
     if (this.typingTimer) clearInterval(this.typingTimer);
     this.typingTimer = undefined;
+    if (this.stream) {
+      this.stream.final = true;
+      clearTimeout(this.stream.timer);
+    }
+  }
+
+  private nextKey(): string {
+    return `${this.o.runId}:${this.n++}`;
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(task).catch((err: unknown) => this.o.logger.error({ err }, 'delivery failed'));
+    this.chain = run;
+    return run;
+  }
+
+  private async readRecord(key: string): Promise<OutboxRecord | undefined> {
+    const raw = await this.o.client.hget(this.outboxKey, key);
+    return raw ? (JSON.parse(raw) as OutboxRecord) : undefined;
+  }
+
+  private async writeRecord(key: string, record: OutboxRecord): Promise<void> {
+    await this.o.client.hset(this.outboxKey, key, JSON.stringify(record));
+  }
+
+  /**
+   * Claims a delivery key: records it as `not-dispatched` unless an earlier
+   * attempt already recorded it; returns the earlier record, if any.
+   */
+  private async claim(key: string): Promise<OutboxRecord | undefined> {
+    const claimed = await this.o.client.hsetnx(this.outboxKey, key, JSON.stringify({ status: 'not-dispatched' } satisfies OutboxRecord));
+    return claimed ? undefined : this.readRecord(key);
+  }
+
+  /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. */
+  private async deliver(key: string, text: string): Promise<void> {
+    const earlier = await this.claim(key);
+    const out = this.outbound;
+    if (earlier?.status === 'acknowledged') {
+      // A streaming preview left by an earlier attempt is finished in place rather than sent again.
+      if (earlier.streaming && earlier.messageId !== undefined && out?.edit) {
+        if (await this.finishStream({ key, messageId: earlier.messageId, shown: '' }, text)) return;
+      }
+      if (!earlier.streaming) {
+        this.o.logger.info({ deliveryKey: key }, 'skipping a message already delivered by an earlier attempt');
+        return;
+      }
+    }
+    if (!out) return;
+    await this.writeRecord(key, { status: 'possibly-dispatched' });
+    try {
+      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key }));
+      await this.writeRecord(key, { status: 'acknowledged', messageId });
+      this.sent++;
+    } catch (err) {
+      if (refused(err)) await this.writeRecord(key, { status: 'not-dispatched', error: (err as Error).message.slice(0, 200) });
+      this.o.logger.error({ err, deliveryKey: key }, 'delivery failed');
+    }
+  }
+
+  /** Edits a streamed message to its final text (first chunk); false when that failed and the chunk must be sent anew. */
+  private async finishStream(s: Pick<Stream, 'key' | 'messageId' | 'shown'>, text: string): Promise<boolean> {
+    const out = this.outbound!;
+    try {
+      if (text !== s.shown) await this.withRetry(s.key, () => out.edit!(this.o.conversationId, s.messageId!, text));
+      await this.writeRecord(s.key, { status: 'acknowledged', messageId: s.messageId! });
+      return true;
+    } catch (err) {
+      this.o.logger.warn({ err, deliveryKey: s.key }, 'final edit of a streamed message failed; sending the text as a new message');
+      // The key's record still says `streaming`; a plain record lets `deliver` send the chunk.
+      await this.writeRecord(s.key, { status: 'not-dispatched', error: 'final edit failed' });
+      return false;
+    }
+  }
+
+  private scheduleFlush(s: Stream): void {
+    if (s.final || s.phase !== 'live' || s.queued || s.timer) return;
+    const interval = this.outbound!.streamEditIntervalMs!(this.o.conversationId);
+    const wait = s.messageId === undefined && s.lastAt === 0 ? 0 : Math.max(0, s.lastAt + interval - this.now());
+    s.timer = setTimeout(() => {
+      s.timer = undefined;
+      s.queued = true;
+      void this.enqueue(() => this.flush(s)).finally(() => {
+        s.queued = false;
+        if (!s.final && s.phase === 'live' && this.preview(s.buffer) !== s.shown) this.scheduleFlush(s);
+      });
+    }, wait);
+    s.timer.unref();
+  }
+
+  /** What a streamed message shows for `buffer`: trimmed, cut to the limit (the final message carries the rest). */
+  private preview(buffer: string): string {
+    const max = this.outbound!.maxMessageChars;
+    const text = buffer.trim();
+    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  }
+
+  /** Sends the streamed message or edits it to the latest preview. Best effort: no retries, a failure ends streaming. */
+  private async flush(s: Stream): Promise<void> {
+    if (s.final || s.phase !== 'live') return;
+    const text = this.preview(s.buffer);
+    if (!text || text === s.shown) return;
+    const out = this.outbound!;
+    try {
+      if (s.messageId === undefined) {
+        const earlier = await this.claim(s.key);
+        if (earlier?.status === 'acknowledged' && !earlier.streaming) {
+          s.phase = 'skip';
+          return;
+        }
+        if (earlier?.status === 'acknowledged' && earlier.messageId !== undefined) {
+          s.messageId = earlier.messageId;
+        } else {
+          await this.writeRecord(s.key, { status: 'possibly-dispatched' });
+          const { messageId } = await out.send(this.o.conversationId, text, { deliveryKey: s.key });
+          s.messageId = messageId;
+          s.shown = text;
+          s.lastAt = this.now();
+          this.sent++;
+          await this.writeRecord(s.key, { status: 'acknowledged', messageId, streaming: true });
+          return;
+        }
+      }
+      await out.edit!(this.o.conversationId, s.messageId, text);
+      s.shown = text;
+      s.lastAt = this.now();
+    } catch (err) {
+      if (err instanceof ChannelApiError && err.retryAfterMs !== undefined && s.messageId !== undefined) {
+        // Rate-limited edit: skip it, try again after the platform's wait.
+        s.lastAt = this.now() + err.retryAfterMs;
+        return;
+      }
+      if (s.messageId === undefined && refused(err)) await this.writeRecord(s.key, { status: 'not-dispatched', error: (err as Error).message.slice(0, 200) });
+      s.phase = s.messageId === undefined ? 'failed' : s.phase;
+      this.o.logger.warn({ err, deliveryKey: s.key }, 'streaming update failed');
+      if (s.messageId !== undefined) s.lastAt = this.now();
+    }
+  }
+
+  /** Runs a platform call, retrying rate limits (after `retryAfterMs`) and 5xx (exponential backoff), at most `maxAttempts` times. */
+  private async withRetry<T>(key: string, call: () => Promise<T>): Promise<T> {
+    const maxAttempts = this.o.maxAttempts ?? 5;
+    const cap = this.o.maxRetryDelayMs ?? 30_000;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!(err instanceof ChannelApiError) || attempt >= maxAttempts) throw err;
+        let delay: number;
+        if (err.retryAfterMs !== undefined) delay = err.retryAfterMs;
+        else if (err.status !== undefined && err.status >= 500) delay = (this.o.retryBaseMs ?? 500) * 2 ** (attempt - 1);
+        else throw err;
+        delay = Math.min(Math.max(0, delay), cap);
+        this.o.logger.warn({ deliveryKey: key, attempt, delayMs: delay, status: err.status }, 'channel call failed; retrying');
+        await this.sleep(delay);
+      }
+    }
   }
 }

@@ -14,6 +14,8 @@ export interface SendOptions {
   replyTo?: string;
   /** `markdown`: try formatted text, fall back to plain when the platform refuses it. Default `plain`. */
   format?: 'markdown' | 'plain';
+  /** Stable delivery key of this message (`<run id>:<n>`), for platforms that take an idempotency key. */
+  deliveryKey?: string;
 }
 
 /** The outbound side of a channel: what delivery uses. Errors are ChannelApiError (with `retryAfterMs` on 429). */
@@ -65,6 +67,21 @@ export interface ChannelHost {
   /** Key prefix. */
   prefix: string;
   logger: Logger;
+}
+
+/**
+ * What a channel plugin factory gets besides its own config:
+ * `create<Name>Plugin(config, deps)`. Runners create plugins only for their
+ * outbound side and never call `start()`, so `outbound` must work unstarted.
+ */
+export interface ChannelDeps {
+  logger: Logger;
+  /** The shared command connection (not for blocking reads: `duplicate()` it). */
+  redis: import('./scripts/index.js').RedisClient;
+  /** Key prefix (config `redis.prefix`). */
+  prefix: string;
+  /** `fetch` for platform HTTP calls (tests, proxies). Default: the global `fetch`. */
+  fetch?: typeof fetch;
 }
 
 /** A channel plugin: `plugins/<name>/index.ts` exports `create<Name>Plugin(config)` returning this. */

@@ -3,6 +3,13 @@
  * Loading (file + environment overlay, error reporting) lives in `config.ts`.
  */
 import { z } from 'zod';
+// First: channel schemas below import INPUT_POLICIES from this module while it is still loading.
+import { INPUT_POLICIES } from './input-policies.js';
+import { discordConfigSchema } from '../plugins/discord/config.js';
+import { telegramConfigSchema } from '../plugins/telegram/config.js';
+import { WEBHOOK_NAME_RE, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+
+export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -34,11 +41,6 @@ const int = (min: number, max: number) =>
 
 const enumOf = <const T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: `expected one of ${values.join(', ')}` });
-
-/** Input policies of a conversation (see DESIGN.md, Dispatch). */
-export const INPUT_POLICIES = ['steer', 'followup', 'collect', 'interrupt', 'supersede'] as const;
-/** An input policy: what happens to a message that arrives while a run is active. */
-export type InputPolicy = (typeof INPUT_POLICIES)[number];
 
 /** Log levels accepted by `log.level` (pino's, plus `silent`). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -166,6 +168,21 @@ const modelSchema = z
     }
   });
 
+// Lazy: the channel schemas' modules import this one (INPUT_POLICIES); whichever loads first, neither is read before both exist.
+const channelsSchema = z.strictObject({
+  /** The Telegram channel (see plugins/telegram/config.ts). Default: unset (off). */
+  telegram: z.lazy(() => telegramConfigSchema).optional(),
+  /** The Discord channel (see plugins/discord/config.ts). Default: unset (off). */
+  discord: z.lazy(() => discordConfigSchema).optional(),
+  /** Generic webhook channels by name; channel id `webhook:<name>` (see plugins/webhook/config.ts). Default `{}`. */
+  webhooks: z
+    .record(
+      z.string().regex(WEBHOOK_NAME_RE, { error: 'webhook names are 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' }),
+      z.lazy(() => webhookChannelConfigSchema),
+    )
+    .default({}),
+});
+
 /** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */
 export const configSchema = z.strictObject({
   redis: redisSchema.prefault({}),
@@ -176,8 +193,8 @@ export const configSchema = z.strictObject({
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),
-  /** Channel instances by channel id; their schema belongs to each channel plugin. Default `{}`. */
-  channels: z.record(z.string(), z.unknown()).default({}),
+  /** Channel instances; each channel's schema belongs to its plugin. Default: no channels. */
+  channels: channelsSchema.prefault({}),
 });
 
 /** The validated configuration, defaults applied. */
@@ -196,6 +213,8 @@ export type RunsConfig = SteerbotConfig['runs'];
 export type RunnerConfig = SteerbotConfig['runner'];
 /** The `model` section. */
 export type ModelConfig = SteerbotConfig['model'];
+/** The `channels` section. */
+export type ChannelsConfig = SteerbotConfig['channels'];
 
 /** The configuration with every default and nothing set. */
 export const DEFAULT_CONFIG: Readonly<SteerbotConfig> = Object.freeze(configSchema.parse({}));

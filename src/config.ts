@@ -14,6 +14,7 @@ export {
   INPUT_POLICIES,
   LOG_LEVELS,
   MODEL_PROVIDERS,
+  type ChannelsConfig,
   type DispatchConfig,
   type HostPort,
   type HttpConfig,
@@ -39,6 +40,12 @@ export interface EnvBinding {
   kind: EnvKind;
   /** Its value must never be echoed in errors or logs. */
   secret?: boolean;
+  /**
+   * Applied only when this section exists (from the file or an earlier
+   * variable), e.g. `TELEGRAM_MODE` only for a channel that has a token:
+   * a channel is enabled by its token, not by its other settings.
+   */
+  onlyWith?: string;
 }
 
 /** Every environment variable steerbot reads, in documentation order. */
@@ -73,6 +80,12 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_MODEL', path: 'model.name', kind: 'string' },
   { env: 'STEERBOT_MODEL_CONTEXT_WINDOW', path: 'model.contextWindow', kind: 'int' },
   { env: 'STEERBOT_MODEL_OUTPUT_RESERVE', path: 'model.outputReserve', kind: 'int' },
+  { env: 'TELEGRAM_BOT_TOKEN', path: 'channels.telegram.token', kind: 'string', secret: true },
+  { env: 'TELEGRAM_MODE', path: 'channels.telegram.mode', kind: 'string', onlyWith: 'channels.telegram' },
+  { env: 'TELEGRAM_WEBHOOK_SECRET', path: 'channels.telegram.webhookSecret', kind: 'string', secret: true, onlyWith: 'channels.telegram' },
+  { env: 'TELEGRAM_API_ROOT', path: 'channels.telegram.apiRoot', kind: 'string', onlyWith: 'channels.telegram' },
+  { env: 'DISCORD_BOT_TOKEN', path: 'channels.discord.token', kind: 'string', secret: true },
+  { env: 'DISCORD_API_BASE', path: 'channels.discord.apiBase', kind: 'string', onlyWith: 'channels.discord' },
 ];
 
 /** Environment variable naming the JSON config file. */
@@ -126,6 +139,15 @@ function setPath(root: Json, path: string, value: unknown): void {
     node = next;
   }
   node[parts[parts.length - 1] as string] = value;
+}
+
+function hasPath(root: Json, path: string): boolean {
+  let node: unknown = root;
+  for (const part of path.split('.')) {
+    if (!isObject(node) || !(part in node)) return false;
+    node = node[part];
+  }
+  return isObject(node);
 }
 
 function readConfigFile(file: string, issues: ConfigIssue[]): Json {
@@ -209,6 +231,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): SteerbotConfig {
   for (const b of ENV_BINDINGS) {
     const text = env[b.env]?.trim();
     if (text === undefined || text === '') continue; // empty means unset, as in most deploy tools
+    if (b.onlyWith !== undefined && !hasPath(raw, b.onlyWith)) continue;
     const parsed = parseEnv(b.kind, text);
     if (!parsed.ok) {
       issues.push({ path: b.path, message: `expected ${parsed.expected} (${describeEnv(b, text)})` });
@@ -236,6 +259,10 @@ export function configSummary(config: SteerbotConfig): Record<string, unknown> {
     // Unset secrets are left out: a redacting logger would otherwise print `[redacted]` for a value that is not there.
     redis: { ...redis, ...(url && { url: redactSecrets(url) }), ...(password && { password: '[set]' }) },
     model: { ...model, ...(apiKey && { apiKey: '[set]' }) },
-    channels: Object.keys(config.channels),
+    channels: [
+      ...(config.channels.telegram ? ['telegram'] : []),
+      ...(config.channels.discord ? ['discord'] : []),
+      ...Object.keys(config.channels.webhooks).map((name) => `webhook:${name}`),
+    ],
   };
 }

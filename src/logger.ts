@@ -5,6 +5,7 @@
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { redactSecrets } from './errors.js';
 
+/** The logger type used across steerbot (pino's). */
 export type { Logger } from 'pino';
 
 /** Keys whose values are secrets wherever they appear. */
@@ -39,6 +40,17 @@ export const REDACT_PATHS: readonly string[] = [
   '*.headers["x-signature-ed25519"]',
   'headers["set-cookie"]',
   '*.headers["set-cookie"]',
+  'headers["x-steerbot-signature"]',
+  '*.headers["x-steerbot-signature"]',
+  // Channel settings nest deeper than the generic paths reach: `config.channels.webhooks.<name>.secret`.
+  'channels.*.token',
+  '*.channels.*.token',
+  'channels.*.webhookSecret',
+  '*.channels.*.webhookSecret',
+  'channels.webhooks.*.secret',
+  '*.channels.webhooks.*.secret',
+  'channels.webhooks.*.callbackSecret',
+  '*.channels.webhooks.*.callbackSecret',
   'redis.url',
   '*.redis.url',
   'redisUrl',

@@ -132,7 +132,7 @@ function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cu
   const best: Array<Cut | undefined> = [undefined, undefined, undefined, undefined];
   const ws = /\s+/g;
   ws.lastIndex = pos;
-  for (let m = ws.exec(text); m && m.index < limitEnd; m = ws.exec(text)) {
+  for (let m = ws.exec(text); m && m.index <= limitEnd; m = ws.exec(text)) {
     const a = m.index;
     const b = a + m[0].length;
     if (a > pos && b < text.length && outsideFences(fences, a, b)) {
@@ -151,8 +151,14 @@ function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cu
   }
   const found = best.find((c) => c !== undefined);
   if (found) return found;
-  // Nothing fits: cut a word (or a code line) at the limit, leaving room for a closing fence.
+  // Nothing fits: cut a word (or a code line) at the limit, never inside a fence's opening or closing line.
   let end = limitEnd;
+  for (const f of fences) {
+    if (f.start >= end) break;
+    if (end <= f.openerEnd && f.start > pos) end = f.start;
+    else if (end >= f.closeStart && end < f.closeEnd) end = f.closeStart - 1 > f.openerEnd ? f.closeStart - 1 : f.start > pos ? f.start : end;
+  }
+  // Leave room for the closing fence line.
   const f = fenceAt(fences, end);
   if (f) end = Math.max(pos + 1, end - f.marker.length - 1);
   if (end - 1 > pos && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;

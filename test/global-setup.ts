@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { ensureRedis } from '../src/local-redis.js';
+import { pingRedis } from '../src/redis.js';
+import { redactSecrets } from '../src/errors.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,8 +19,10 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const given = process.env.REDIS_URL || undefined;
+  if (given && !(await pingRedis(given, 2000))) throw new Error(`REDIS_URL is set but does not answer PING: ${redactSecrets(given)}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'steerbot-test-redis-'));
-  const redis = await ensureRedis({ url: process.env.REDIS_URL || undefined, dataDir, persistent: false });
+  const redis = await ensureRedis({ url: given, dataDir, persistent: false });
   project.provide('redisUrl', redis.url);
   // Workers are forked after global setup, so child processes the tests spawn see it too.
   process.env.REDIS_URL = redis.url;

@@ -33,6 +33,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
   const outbound = createDiscordOutbound(CHANNEL_ID, cfg, createRest(cfg, deps.fetch));
   let client: Client | undefined;
   let queue: InboundQueue | undefined;
+  let stopping = false;
 
   const onMessage = (host: ChannelHost, botId: string, m: Message): void => {
     let decision;
@@ -60,6 +61,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
 
     async start(host: ChannelHost): Promise<void> {
       if (client) throw new Error('discord: plugin already started');
+      stopping = false;
       queue = new InboundQueue({
         retryable: (err) => (err as { code?: unknown } | null)?.code === 'REDIS_UNAVAILABLE',
         initialDelayMs: cfg.ingestRetryDelayMs,
@@ -77,8 +79,12 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       const scrub = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
       c.on(Events.Error, (err) => logger.error({ error: scrub(err) }, 'discord: client error'));
       c.on(Events.Warn, (text) => logger.warn({ warning: scrubToken(text, cfg.token) }, 'discord: client warning'));
-      c.on(Events.ShardDisconnect, (ev, shard) => logger.warn({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect'));
-      c.on(Events.ShardReconnecting, (shard) => logger.info({ shard }, 'discord: gateway reconnecting'));
+      c.on(Events.ShardDisconnect, (ev, shard) => {
+        if (!stopping) logger.error({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect');
+      });
+      c.on(Events.ShardReconnecting, (shard) => {
+        if (!stopping) logger.info({ shard }, 'discord: gateway reconnecting');
+      });
       c.on(Events.ShardResume, (shard, replayed) => logger.info({ shard, replayed }, 'discord: gateway session resumed'));
       c.on(Events.MessageCreate, (m) => {
         if (c.user) onMessage(host, c.user.id, m);
@@ -98,6 +104,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
     async stop(): Promise<void> {
       const c = client;
       const q = queue;
+      stopping = true;
       client = undefined;
       queue = undefined;
       try {

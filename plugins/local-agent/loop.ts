@@ -69,7 +69,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
 
     if (ctx.signal.aborted) {
       // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
-      if (text) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+      // On shutdown or a lost lease nobody interrupted: the next attempt redoes the step instead.
+      if (text && ctx.stopRequested()) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
       return { outcome: 'completed' };
     }
     if (streamError !== undefined) {

@@ -73,16 +73,18 @@ const SAFE_URL_RE = /^(https?:\/\/|tg:\/\/|mailto:)/i;
 function inline(line: string): string {
   const held: string[] = [];
   const hold = (html: string) => `\uE000${held.push(html) - 1}\uE001`;
-  let s = line.replace(/`([^`]+)`/g, (_m, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
+  // The placeholder delimiters are private-use characters; drop any the text itself carries.
+  let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (_m, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
   s = escapeHtml(s);
   s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text: string, url: string) =>
     SAFE_URL_RE.test(url) ? hold(`<a href="${url.replace(/"/g, '&quot;')}">${text}</a>`) : m,
   );
+  // Content never holds a tag (`[^<]`), so the tags these insert cannot cross each other.
   s = s
-    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '<b>$1</b>')
-    .replace(/(^|[^\w])__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1<b>$2</b>')
-    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '<s>$1</s>')
-    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1<i>$2</i>')
-    .replace(/(^|[^\w])_(?=[^\s_])([^_]+?)(?<=[^\s_])_(?!\w)/g, '$1<i>$2</i>');
+    .replace(/\*\*(?=[^\s<])([^<]+?)(?<=[^\s<])\*\*/g, '<b>$1</b>')
+    .replace(/(^|[^\w])__(?=[^\s<])([^<]+?)(?<=[^\s<])__(?!\w)/g, '$1<b>$2</b>')
+    .replace(/~~(?=[^\s<])([^<]+?)(?<=[^\s<])~~/g, '<s>$1</s>')
+    .replace(/(^|[^\w*])\*(?=[^\s*<])([^*<]+?)(?<=[^\s*<])\*(?![\w*])/g, '$1<i>$2</i>')
+    .replace(/(^|[^\w])_(?=[^\s_<])([^_<]+?)(?<=[^\s_<])_(?!\w)/g, '$1<i>$2</i>');
   return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
 }

@@ -6,7 +6,7 @@
  * the host's dedupe (`telegram:<update_id>`) drops the ones already ingested.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GrammyError, type Api } from 'grammy';
+import type { Api } from 'grammy';
 import type { Logger } from '../../src/logger.js';
 import { toChannelApiError } from './errors.js';
 import type { RedisLease } from './lease.js';
@@ -39,6 +39,7 @@ export class TelegramPoller {
   private readonly stopAbort = new AbortController();
   private loop: Promise<void> | undefined;
   private offset: number | undefined;
+  private webhookCleared = false;
 
   constructor(private readonly opts: PollerOptions) {}
 
@@ -70,11 +71,15 @@ export class TelegramPoller {
     while (!this.stopped) {
       try {
         if (!this.holding && !(await this.takeLease())) continue;
+        if (!this.webhookCleared) {
+          // getUpdates is refused while a webhook is set.
+          await this.opts.api.deleteWebhook({ drop_pending_updates: false });
+          this.webhookCleared = true;
+        }
         await this.pollOnce();
         failures = 0;
       } catch (err) {
         if (this.stopped) break;
-        if (this.pollAbort?.signal.aborted) continue; // the lease was lost mid-poll
         failures++;
         const apiErr = toChannelApiError(err, 'getUpdates', this.opts.token);
         const waitMs = apiErr.retryAfterMs ?? Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures - 1, 5));
@@ -86,7 +91,7 @@ export class TelegramPoller {
 
   /** Tries to take the lease; on success prepares for polling, else waits until it may be free. */
   private async takeLease(): Promise<boolean> {
-    const { lease, api, logger } = this.opts;
+    const { lease, logger } = this.opts;
     const state = await lease.acquire();
     if (!state.held) {
       // A stopped poller releases at once; a dead one's lease runs out after msLeft.
@@ -97,9 +102,8 @@ export class TelegramPoller {
     this.lastRenewedAt = Date.now();
     this.offset = undefined;
     this.renewTimer = setInterval(() => void this.renew(), Math.max(100, Math.floor(lease.leaseMs / 3)));
+    this.webhookCleared = false;
     logger.info({ owner: lease.owner }, 'took the telegram polling lease; polling');
-    // getUpdates is refused while a webhook is set.
-    await api.deleteWebhook({ drop_pending_updates: false });
     return true;
   }
 
@@ -128,10 +132,19 @@ export class TelegramPoller {
   private async pollOnce(): Promise<void> {
     const abort = new AbortController();
     this.pollAbort = abort;
-    const updates = await this.opts.api.getUpdates(
-      { ...(this.offset !== undefined && { offset: this.offset }), timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] },
-      abort.signal,
-    );
+    let updates: Awaited<ReturnType<Api['getUpdates']>>;
+    try {
+      updates = await this.opts.api.getUpdates(
+        { ...(this.offset !== undefined && { offset: this.offset }), timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] },
+        // grammY types the signal as its polyfill's; it only listens for `abort`, which a native signal fires.
+        abort.signal as unknown as Parameters<Api['getUpdates']>[1],
+      );
+    } catch (err) {
+      if (abort.signal.aborted) return; // stopped, or the lease was lost mid-poll
+      throw err;
+    } finally {
+      this.pollAbort = undefined;
+    }
     for (const update of updates) {
       // After losing the lease, leave the rest to the new poller.
       if (!this.holding || this.stopped) return;
@@ -145,7 +158,3 @@ export class TelegramPoller {
   }
 }
 
-/** True for Telegram's "terminated by other getUpdates request" (two pollers on one token). */
-export function isPollingConflict(err: unknown): boolean {
-  return err instanceof GrammyError && err.error_code === 409;
-}

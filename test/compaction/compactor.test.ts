@@ -161,7 +161,7 @@ describe('compact', () => {
     it('is reset by a manual compaction', async () => {
       const c = await conversation();
       await threeIneffective(c);
-      const r = await compact(c.base(await c.load(), { trigger: 'manual', contextWindow: 50, keepRecentTurns: 0 }));
+      const r = await compact(c.base(await c.load(), { trigger: 'manual', contextWindow: 10, keepRecentTurns: 0 }));
       expect(r).toMatchObject({ kind: 'compacted', effective: false, breaker: { open: false, ineffective: 1 } });
       expect(JSON.parse((await fx.redis.hget(fx.keys().state, BREAKER_KEY))!)).toMatchObject({ schema_version: 1, open: false, ineffective: 1 });
     });
@@ -185,13 +185,13 @@ describe('compactIfNeeded', () => {
     const c = await conversation();
     const loaded = await c.load();
     const model = textModel('short summary');
-    const check = await compactIfNeeded({ ...c.base(loaded, { model, contextWindow: 400, threshold: 0.8 }), loaded });
-    expect(check.estimate.tokens).toBeGreaterThan(320);
+    const check = await compactIfNeeded({ ...c.base(loaded, { model, contextWindow: 1000, threshold: 0.8 }), loaded });
+    expect(check.estimate.tokens).toBeGreaterThan(800);
     expect(check.result).toMatchObject({ kind: 'compacted', effective: true });
     expect(model.doGenerateCalls).toHaveLength(1);
     expect(check.messages).toEqual((await c.load()).messages);
     // The compaction entry makes the old usage count stale: the next check estimates the new prompt and stays quiet.
-    const again = await compactIfNeeded({ ...c.base(check.loaded, { model, contextWindow: 400, threshold: 0.8 }), loaded: check.loaded });
+    const again = await compactIfNeeded({ ...c.base(check.loaded, { model, contextWindow: 1000, threshold: 0.8 }), loaded: check.loaded });
     expect(again.result).toBeUndefined();
     expect(again.estimate.basis).toBe('estimate');
     expect(model.doGenerateCalls).toHaveLength(1);

@@ -100,7 +100,7 @@ describe('estimateRequest', () => {
     const messages = project(entries);
     const r = estimateRequest({ entries, messages, project });
     const since = estimateMessages(project(entries.filter((e) => e.seq >= last.seq)));
-    expect(r).toEqual({ tokens: 100 + 2 + since, basis: 'usage' });
+    expect(r).toEqual({ tokens: 80 * 2 + 60 + since, basis: 'usage' });
   });
 
   it('adds messages not in the record yet, scaled by the ratio', () => {
@@ -108,7 +108,7 @@ describe('estimateRequest', () => {
     const added: ModelMessage[] = [{ role: 'user', content: SAMPLES.korean! }];
     const base = estimateRequest({ entries, messages: project(entries), project });
     const more = estimateRequest({ entries, messages: project(entries), project, added, ratio: 2 });
-    expect(more.tokens - 101).toBe(Math.ceil((base.tokens - 101 + estimateMessages(added)) * 2));
+    expect(more.tokens - 140).toBe(Math.ceil((base.tokens - 140 + estimateMessages(added)) * 2));
   });
 
   it('ignores usage reported before a compaction and estimates the prompt with its overhead', () => {

@@ -35,7 +35,7 @@ export function syntheticTurns(turns: number, startSeq = 1, first = 0): SeqEntry
         { role: 'assistant', content: [{ type: 'text', text: `answer ${t}: it is ${t % 30} degrees and clear in city ${t}.` }] },
       ],
       finishReason: 'stop',
-      usage: { inputTokens: 100 + t, outputTokens: 20 },
+      usage: { inputTokens: 80 * (t - first) + 60, outputTokens: 20 }, // about what this prompt would measure
       seq: seq++,
     });
     out.push({ v: 1, at: 1_700_000_000_000 + seq, kind: 'run.ended', run, attempt: 1, token: 1, outcome: 'completed', seq: seq++ });

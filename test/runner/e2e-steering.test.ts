@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { deferred, fakeModel, FetchTap, RunnerHarness, waitFor } from './harness.js';
+import { deferred, fakeModel, FetchTap, RunnerHarness } from './harness.js';
 
 let fake: FakeOpenAIServer;
 let h: RunnerHarness | undefined;
@@ -118,6 +118,6 @@ describe('runner end to end', () => {
     // Nothing else arrives: exactly one reply per message.
     await h.idle();
     expect(h.outbound.sent).toHaveLength(2);
-    expect(await waitFor(async () => (await h!.dispatch.status('telegram:42')).pendingDepth === 0)).toBe(true);
+    expect(await h.dispatch.status('telegram:42')).toMatchObject({ pendingDepth: 0, steeringDepth: 0 });
   });
 });

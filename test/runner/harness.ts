@@ -18,7 +18,7 @@ import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/redis.js';
 import { RunQueue } from '../../src/run-queue.js';
-import { closeTestContext, createTestContext, queueNameFor } from '../fixtures/runner-context.js';
+import { closeTestContext, createTestContext } from '../fixtures/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 /** The conversation the tests talk in (the recording outbound serves `telegram:`). */
@@ -247,5 +247,3 @@ export class RunnerHarness {
     await closeTestContext(this.ctx);
   }
 }
-
-export { queueNameFor };

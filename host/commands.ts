@@ -1,0 +1,141 @@
+/**
+ * Control commands every channel understands: `/stop`, `/new`, `/compact`,
+ * `/queue <mode>`, `/status`. Each is deduped by its update key (the
+ * protocol scripts record it; `/status`, which writes nothing else, sets the
+ * dedupe key itself), so a redelivered command gets no second reply.
+ */
+import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
+import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
+import { conversationKeys } from '../src/keys.js';
+import type { RedisClient } from '../src/redis.js';
+
+/** Names of the control commands, without the slash. */
+export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status'] as const;
+/** A control command name. */
+export type CommandName = (typeof COMMAND_NAMES)[number];
+
+/** A control command found in a message. */
+export interface ParsedCommand {
+  name: CommandName;
+  /** Text after the command, trimmed (`/queue followup` → `followup`). */
+  args: string;
+}
+
+// `/name`, an optional `@BotName` suffix (Telegram groups), then arguments.
+const COMMAND_RE = /^\/([A-Za-z]+)(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*))?$/;
+
+/** The control command in `text`, or undefined (other slash commands, e.g. `/start`, are ordinary messages). */
+export function parseCommand(text: string): ParsedCommand | undefined {
+  const m = COMMAND_RE.exec(text.trim());
+  if (!m) return undefined;
+  const name = m[1]!.toLowerCase();
+  if (!(COMMAND_NAMES as readonly string[]).includes(name)) return undefined;
+  return { name: name as CommandName, args: (m[2] ?? '').trim() };
+}
+
+/** What running a command needs. */
+export interface CommandDeps {
+  dispatch: Dispatch;
+  redis: RedisClient;
+  prefix: string;
+  /** Enqueues a run a command created (`/compact` when the conversation is idle). */
+  enqueue(conversationId: string, runId: string): Promise<void>;
+}
+
+/** The outcome of a command: the reply to send (empty for a duplicate). */
+export interface CommandOutcome {
+  reply: string;
+  /** The command's update was seen before: nothing was done, nothing is sent. */
+  duplicate: boolean;
+}
+
+const POLICY_HELP: Record<InputPolicy, string> = {
+  steer: 'new messages join the current run at its next step',
+  followup: 'each new message gets its own run after the current one',
+  collect: 'new messages are answered together after the current run',
+  interrupt: 'a new message stops the current run (its partial answer is kept) and is answered next',
+  supersede: 'a new message replaces the current run (its partial answer is dropped)',
+};
+
+const modesList = () => INPUT_POLICIES.map((p) => `• ${p}: ${POLICY_HELP[p]}`).join('\n');
+
+const DUPLICATE: CommandOutcome = { reply: '', duplicate: true };
+
+/**
+ * Runs one command for `source`. `channelPolicy` is the channel's configured
+ * policy (shown by `/status` and `/queue` when the conversation has no override).
+ * Throws what the protocol throws (InvalidInputError, Redis errors).
+ */
+export async function runCommand(deps: CommandDeps, command: ParsedCommand, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
+  const { dispatch } = deps;
+  switch (command.name) {
+    case 'stop': {
+      const r = await dispatch.requestStop(source, 'stop');
+      if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'idle') return { reply: 'Nothing to stop: no run is active.', duplicate: false };
+      return { reply: r.runState === 'queued' ? 'Cancelled the run before it started.' : 'Stopping the current run.', duplicate: false };
+    }
+    case 'new': {
+      const r = await dispatch.reset(source);
+      if (r.kind === 'duplicate') return DUPLICATE;
+      const stopped = r.stoppedRunId ? ' The current run was stopped.' : '';
+      return { reply: `Started a new conversation: earlier messages are no longer part of the context.${stopped}`, duplicate: false };
+    }
+    case 'compact': {
+      // Optional so the host keeps working against a protocol build without manual compaction.
+      const request = (dispatch as Partial<Pick<Dispatch, 'requestCompaction'>>).requestCompaction?.bind(dispatch);
+      if (!request) return { reply: 'Compaction will be available soon.', duplicate: false };
+      const r = await request(source);
+      if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'new-run') {
+        await deps.enqueue(source.conversationId, r.runId);
+        return { reply: 'Compacting the conversation.', duplicate: false };
+      }
+      return { reply: 'The conversation will be compacted at the next step of the current run.', duplicate: false };
+    }
+    case 'queue':
+      return queueCommand(deps, command.args, source, channelPolicy);
+    case 'status': {
+      if (!(await markSeen(deps, source))) return DUPLICATE;
+      return { reply: formatStatus(await dispatch.status(source.conversationId), channelPolicy ?? dispatch.options.defaultPolicy), duplicate: false };
+    }
+  }
+}
+
+async function queueCommand(deps: CommandDeps, args: string, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
+  const mode = args.toLowerCase();
+  if (mode === 'default' || mode === 'reset') {
+    const r = await deps.dispatch.setPolicy(source, undefined);
+    if (r.kind === 'duplicate') return DUPLICATE;
+    return { reply: `Queue mode reset to the channel default (${channelPolicy ?? deps.dispatch.options.defaultPolicy}).`, duplicate: false };
+  }
+  if ((INPUT_POLICIES as readonly string[]).includes(mode)) {
+    const r = await deps.dispatch.setPolicy(source, mode as InputPolicy);
+    if (r.kind === 'duplicate') return DUPLICATE;
+    return { reply: `Queue mode set to ${mode}: ${POLICY_HELP[mode as InputPolicy]}.`, duplicate: false };
+  }
+  // No or unknown mode: explain, write nothing.
+  const head = mode ? `Unknown queue mode "${args.slice(0, 40)}".` : 'Usage: /queue <mode>.';
+  return { reply: `${head} Modes:\n${modesList()}\n• default: back to the channel default`, duplicate: false };
+}
+
+/** Sets the dedupe key of a read-only command's update; false when it was already set. */
+async function markSeen(deps: CommandDeps, source: CommandSource): Promise<boolean> {
+  const key = conversationKeys(deps.prefix, source.conversationId).dedupe(source.updateKey);
+  const set = await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX');
+  return set === 'OK';
+}
+
+/** The `/status` reply. */
+export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy): string {
+  const lines: string[] = [];
+  if (s.activeRunId) {
+    lines.push(`Active run: ${s.activeRunId} (${s.runState ?? 'unknown'}${s.attempt > 1 ? `, attempt ${s.attempt}` : ''})`);
+    if (s.stop) lines.push(`Stop requested: ${s.stop}`);
+  } else {
+    lines.push('No active run.');
+  }
+  lines.push(`Steering queue: ${s.steeringDepth} · Pending: ${s.pendingDepth}`);
+  lines.push(s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`);
+  return lines.join('\n');
+}

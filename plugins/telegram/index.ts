@@ -1,0 +1,128 @@
+/**
+ * The Telegram channel (grammY): updates arrive by webhook or by long
+ * polling (one polling host across all hosts, by a Redis lease), are
+ * normalized and handed to the host; replies go out through `outbound`.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { Api } from 'grammy';
+import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { ConfigError, InvalidInputError } from '../../src/errors.js';
+import { telegramConfigSchema, type TelegramConfig, type TelegramConfigInput } from './config.js';
+import { toChannelApiError } from './errors.js';
+import { RedisLease } from './lease.js';
+import { normalizeUpdate, type BotIdentity } from './normalize.js';
+import { createTelegramOutbound } from './outbound.js';
+import { TelegramPoller } from './poller.js';
+import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
+import { registerWebhookRoute } from './webhook.js';
+
+export type { TelegramConfig, TelegramConfigInput } from './config.js';
+
+const CHANNEL_ID = 'telegram';
+
+/** The control commands shown in Telegram's command menu. */
+const COMMANDS = [
+  { command: 'stop', description: 'Stop the current answer' },
+  { command: 'new', description: 'Start a fresh conversation' },
+  { command: 'compact', description: 'Summarize the conversation so far' },
+  { command: 'queue', description: 'How messages sent while I work are handled: steer, followup, collect, interrupt, supersede' },
+  { command: 'status', description: 'What I am doing now' },
+];
+
+function parseConfig(config: TelegramConfigInput): TelegramConfig {
+  const parsed = telegramConfigSchema.safeParse(config);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', CHANNEL_ID, ...i.path].join('.'), message: i.message })));
+}
+
+/**
+ * Creates the Telegram channel plugin. `config` is validated here (defaults
+ * applied); throws ConfigError naming every bad field.
+ */
+export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelDeps): ChannelPlugin {
+  const cfg = parseConfig(config);
+  const logger = deps.logger.child({ channel: CHANNEL_ID });
+  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
+  const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger });
+  const allowedUsers = new Set(cfg.allowedUsers);
+  const allowedChats = new Set(cfg.allowedChats);
+  let poller: TelegramPoller | undefined;
+
+  async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toChannelApiError(err, method, cfg.token);
+    }
+  }
+
+  /** Normalizes one update and hands it to the host; the result is what the webhook answers. */
+  async function handleUpdate(host: ChannelHost, bot: BotIdentity, update: TelegramUpdate): Promise<Record<string, unknown>> {
+    const normalized = normalizeUpdate(update, { channelId: CHANNEL_ID, bot, groups: cfg.groups, allowedUsers, allowedChats });
+    if (normalized.kind === 'skip') {
+      logger.debug({ updateId: update.update_id, reason: normalized.reason }, 'telegram update ignored');
+      return { ok: true, ignored: normalized.reason };
+    }
+    const result = await host.receive(CHANNEL_ID, normalized.message);
+    return { ok: true, result: result.kind };
+  }
+
+  return {
+    id: CHANNEL_ID,
+    outbound,
+
+    async start(host: ChannelHost) {
+      const me = await call('getMe', () => api.getMe());
+      const bot: BotIdentity = { id: me.id, username: me.username };
+      if (cfg.registerCommands) {
+        await call('setMyCommands', () => api.setMyCommands(COMMANDS)).catch((err: unknown) =>
+          logger.warn({ err }, 'could not register the bot commands'),
+        );
+      }
+      if (cfg.mode === 'webhook') {
+        registerWebhookRoute(host.http, {
+          path: cfg.webhookPath,
+          secret: cfg.webhookSecret as string,
+          handle: (update) => handleUpdate(host, bot, update),
+        });
+        if (cfg.webhookUrl) {
+          await call('setWebhook', () =>
+            api.setWebhook(cfg.webhookUrl as string, { secret_token: cfg.webhookSecret as string, allowed_updates: ['message'] }),
+          );
+        }
+        logger.info({ path: cfg.webhookPath, bot: bot.username }, 'telegram webhook ready');
+        return;
+      }
+      const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+      poller = new TelegramPoller({
+        api,
+        lease: new RedisLease(deps.redis, `${deps.prefix}:${CHANNEL_ID}:poller`, owner, cfg.pollingLeaseMs),
+        token: cfg.token,
+        pollTimeoutSeconds: cfg.pollTimeoutSeconds,
+        logger,
+        handle: async (raw) => {
+          const parsed = telegramUpdateSchema.safeParse(raw);
+          if (!parsed.success) {
+            logger.warn({ issues: parsed.error.issues.slice(0, 3) }, 'telegram sent an update steerbot cannot read; skipped');
+            return;
+          }
+          try {
+            await handleUpdate(host, bot, parsed.data);
+          } catch (err) {
+            // Bad input stays bad on a retry: skip it. Anything else (Redis down) is retried.
+            if (!(err instanceof InvalidInputError)) throw err;
+            logger.warn({ err, updateId: parsed.data.update_id }, 'telegram update rejected; skipped');
+          }
+        },
+      });
+      poller.start();
+      logger.info({ bot: bot.username, owner }, 'telegram long polling started (one host polls at a time)');
+    },
+
+    async stop() {
+      await poller?.stop();
+      poller = undefined;
+    },
+  };
+}

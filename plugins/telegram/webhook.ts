@@ -1,0 +1,51 @@
+/**
+ * The webhook route: Telegram POSTs each update with the `secret_token` we
+ * registered in `X-Telegram-Bot-Api-Secret-Token`. Wrong or missing secret →
+ * 401 (checked before the body is parsed), malformed update → 400, accepted
+ * or ignored → 200; a RedisUnavailableError from the host becomes 503 in the
+ * server's error handler, so Telegram delivers the update again.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { HttpServer } from '../../host/http.js';
+import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
+
+/** Header Telegram carries the secret in. */
+export const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+/** Options of `registerWebhookRoute`. */
+export interface WebhookRouteOptions {
+  path: string;
+  secret: string;
+  /** Handles one validated update; its result is the 200 body. Must not include a `method` field (Telegram would run it). */
+  handle(update: TelegramUpdate): Promise<Record<string, unknown>>;
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** Compares in constant time: both sides are hashed to equal-length digests first, so the length leaks nothing either. */
+export function secretMatches(given: unknown, expected: string): boolean {
+  if (typeof given !== 'string') return false;
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** Registers `POST <path>` on the host's HTTP server (before it listens). */
+export function registerWebhookRoute(http: HttpServer, opts: WebhookRouteOptions): void {
+  http.post(
+    opts.path,
+    {
+      onRequest: async (req, reply) => {
+        if (!secretMatches(req.headers[SECRET_HEADER], opts.secret)) {
+          return reply.code(401).send({ error: 'missing or wrong X-Telegram-Bot-Api-Secret-Token' });
+        }
+      },
+    },
+    async (req, reply) => {
+      const parsed = telegramUpdateSchema.safeParse(req.body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        return reply.code(400).send({ error: `bad update: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` });
+      }
+      return reply.code(200).send(await opts.handle(parsed.data));
+    },
+  );
+}

@@ -1,0 +1,60 @@
+/**
+ * Configuration of one generic webhook channel (`channels.webhooks.<name>`
+ * in the config file), validated with zod at load.
+ */
+import { z } from 'zod';
+import { INPUT_POLICIES } from '../../src/input-policies.js';
+
+const int = (min: number, max: number) =>
+  z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(min, { error: `expected an integer >= ${min}` })
+    .max(max, { error: `expected an integer <= ${max}` });
+
+const secret = z
+  .string({ error: 'expected a secret of at least 16 characters' })
+  .min(16, { error: 'expected at least 16 characters' })
+  .max(512, { error: 'expected at most 512 characters' });
+
+/** Name of a webhook channel: its channel id is `webhook:<name>`. */
+export const WEBHOOK_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+/** Schema of one webhook channel's settings. Unknown keys are errors. */
+export const webhookChannelConfigSchema = z.strictObject({
+  /** HMAC-SHA256 key that signs requests (`X-Steerbot-Signature`) and authenticates the event stream. Secret. Required, at least 16 characters. */
+  secret,
+  /** Route of the channel. Default `/webhooks/<name>`. */
+  path: z.string().regex(/^\/[A-Za-z0-9/_.-]*[A-Za-z0-9_.-]$/, { error: 'expected a path like /webhooks/crm' }).optional(),
+  /** Replies are POSTed here, signed like requests. Default: unset (replies are only on the event stream). */
+  callbackUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+  /** Key that signs callbacks. Secret. Default: `secret`. */
+  callbackSecret: secret.optional(),
+  /** Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`. */
+  policy: z.enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` }).optional(),
+  /** Sender ids allowed to talk to the bot; empty allows everyone. Default `[]`. */
+  allowedSenders: z.array(z.string().min(1)).default([]),
+  /** Largest accepted clock difference of `X-Steerbot-Timestamp`, in seconds. Default 300. */
+  maxSkewSeconds: int(1, 3600).default(300),
+  /** Largest accepted request body, in bytes. Default 262 144 (256 KiB). */
+  maxBodyBytes: int(256, 16 * 1024 * 1024).default(262_144),
+  /** Longest reply message, in characters; longer replies are split. Default 16 000. */
+  maxMessageChars: int(64, 1_000_000).default(16_000),
+  /** Most attempts of one callback POST before delivery gives up on it. Default 6. */
+  callbackMaxAttempts: int(1, 30).default(6),
+  /** First wait after a failed callback, in ms; doubles per attempt (a `Retry-After` answer wins). Default 500. */
+  callbackRetryBaseMs: int(1, 600_000).default(500),
+  /** Longest wait between callback attempts, in ms. Default 30 000. */
+  callbackMaxDelayMs: int(1, 3_600_000).default(30_000),
+  /** Timeout of one callback POST, in ms. Default 10 000. */
+  callbackTimeoutMs: int(100, 300_000).default(10_000),
+  /** Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000. */
+  replyStreamMaxLen: int(10, 1_000_000).default(1000),
+  /** Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100. */
+  maxStreamClients: int(1, 10_000).default(100),
+});
+
+/** A webhook channel's settings, defaults applied. */
+export type WebhookChannelConfig = z.output<typeof webhookChannelConfigSchema>;
+/** A webhook channel's settings as written in a config file. */
+export type WebhookChannelConfigInput = z.input<typeof webhookChannelConfigSchema>;

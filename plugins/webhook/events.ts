@@ -1,0 +1,142 @@
+/**
+ * The webhook channel's event stream: `GET <path>/conversations/:conversation/events`
+ * streams a conversation's replies as Server-Sent Events, read from the
+ * conversation's reply stream in Redis (`XREAD BLOCK` on a connection of its
+ * own per client). Resumes after `Last-Event-ID` (header, or `lastEventId`
+ * query parameter); without one it starts with the next reply.
+ *
+ * Authentication: `Authorization: Bearer <secret>`, or (for browsers'
+ * EventSource, which cannot set headers) query parameters `ts=<unix seconds>`
+ * and `sig=sha256=<hex HMAC-SHA256(secret, "<ts>.<conversation>")>`, valid
+ * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
+ */
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { RedisUnavailableError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
+import type { RedisClient } from '../../src/redis.js';
+import type { WebhookChannelConfig } from './config.js';
+import { CONVERSATION_RE } from './inbound.js';
+import { safeEqual, sign } from './signature.js';
+
+/** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */
+export function repliesKey(prefix: string, conversationId: string): string {
+  return `${conversationKeys(prefix, conversationId).base}replies`;
+}
+
+/** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
+const BLOCK_MS = 15_000;
+const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
+
+export interface EventsOptions {
+  channelId: string;
+  config: WebhookChannelConfig;
+  redis: () => RedisClient;
+  prefix: string;
+  logger: Logger;
+  now: () => number;
+}
+
+/** Open event streams, so they can be ended on shutdown. */
+export class EventStreams {
+  private readonly open = new Set<() => void>();
+
+  constructor(private readonly o: EventsOptions) {}
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Ends every open stream (shutdown). */
+  closeAll(): void {
+    for (const end of [...this.open]) end();
+  }
+
+  /** Why the request may not open the stream, or undefined. */
+  private refuse(req: FastifyRequest, conversation: string): string | undefined {
+    const auth = req.headers.authorization;
+    if (typeof auth === 'string' && auth.startsWith('Bearer ')) {
+      return safeEqual(auth.slice('Bearer '.length), this.o.config.secret) ? undefined : 'bad bearer token';
+    }
+    const q = req.query as Record<string, unknown>;
+    if (typeof q.ts !== 'string' || typeof q.sig !== 'string') return 'missing Authorization: Bearer <secret> or signed ts & sig query';
+    if (!/^\d{1,12}$/.test(q.ts)) return 'ts must be unix seconds';
+    if (!safeEqual(sign(this.o.config.secret, q.ts, conversation), q.sig.toLowerCase())) return 'bad signature';
+    if (Math.abs(Math.floor(this.o.now() / 1000) - Number(q.ts)) > this.o.config.maxSkewSeconds) return 'stale timestamp';
+    return undefined;
+  }
+
+  /** The GET handler. */
+  handler() {
+    return async (req: FastifyRequest, reply: FastifyReply) => {
+      const conversation = (req.params as { conversation: string }).conversation;
+      if (!CONVERSATION_RE.test(conversation)) return reply.code(400).send({ error: 'bad conversation id' });
+      const refused = this.refuse(req, conversation);
+      if (refused) return reply.code(401).send({ error: refused });
+      const lastHeader = req.headers['last-event-id'] ?? (req.query as Record<string, unknown>).lastEventId;
+      if (lastHeader !== undefined && (typeof lastHeader !== 'string' || !STREAM_ID_RE.test(lastHeader))) {
+        return reply.code(400).send({ error: 'Last-Event-ID must be an event id from this stream' });
+      }
+      if (this.open.size >= this.o.config.maxStreamClients) return reply.code(503).send({ error: 'too many event stream clients' });
+
+      const key = repliesKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
+      // Resolve "from now" to a concrete id first, so no reply falls between two reads.
+      let from = lastHeader as string | undefined;
+      if (from === undefined) {
+        try {
+          const last = await this.o.redis().xrevrange(key, '+', '-', 'COUNT', 1);
+          from = last[0]?.[0] ?? '0-0';
+        } catch (err) {
+          throw new RedisUnavailableError('redis unreachable', { cause: err });
+        }
+      }
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      res.write(': connected\n\n');
+      void this.pump(res, key, from, req);
+    };
+  }
+
+  private async pump(res: ServerResponse, key: string, from: string, req: FastifyRequest): Promise<void> {
+    const conn = this.o.redis().duplicate();
+    conn.on('error', () => undefined); // reported through the failing XREAD
+    let open = true;
+    const end = () => {
+      if (!open) return;
+      open = false;
+      this.open.delete(end);
+      conn.disconnect();
+      res.end();
+    };
+    this.open.add(end);
+    req.raw.on('close', end);
+    res.on('close', end);
+    let cursor = from;
+    try {
+      while (open) {
+        const r = (await conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+        if (!open) break;
+        if (!r) {
+          res.write(': keep-alive\n\n');
+          continue;
+        }
+        for (const [id, fields] of r[0]?.[1] ?? []) {
+          const data = fields[fields.indexOf('data') + 1] ?? '{}';
+          res.write(`id: ${id}\ndata: ${data}\n\n`);
+          cursor = id;
+        }
+      }
+    } catch (err) {
+      if (open) this.o.logger.warn({ err }, 'event stream read failed; closing the stream (the client resumes with Last-Event-ID)');
+    } finally {
+      end();
+    }
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The webhook channel's inbound route: `POST <path>` with a signed JSON body.
+ * The signature is checked on the raw bytes before anything is parsed;
+ * a rejected request writes nothing.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { ChannelHost, InboundMessage } from '../../src/channel.js';
+import { attachmentSchema } from '../../src/record/entries.js';
+import type { WebhookChannelConfig } from './config.js';
+import { checkSignature } from './signature.js';
+
+/** Conversation names: URL-safe, so they can appear in the event-stream path. */
+export const CONVERSATION_RE = /^[A-Za-z0-9._~:@+=-]{1,128}$/;
+const ID_RE = /^[^\s{}]{1,200}$/;
+
+/** The request body. */
+export const webhookBodySchema = z
+  .object({
+    /** Identity of this message at the sender; a repeated id is a duplicate. */
+    id: z.string().regex(ID_RE, { error: 'expected 1-200 characters without whitespace or braces' }),
+    /** The sender's conversation (thread, ticket, chat) id. */
+    conversation: z.string().regex(CONVERSATION_RE, { error: 'expected 1-128 characters of A-Z a-z 0-9 . _ ~ : @ + = -' }),
+    sender: z.object({
+      id: z.string().min(1).max(128),
+      name: z.string().max(256).optional(),
+    }),
+    text: z.string(),
+    attachments: z.array(attachmentSchema).max(32).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((b) => b.text.trim() !== '' || (b.attachments?.length ?? 0) > 0, { error: 'text is empty and there are no attachments', path: ['text'] });
+
+/** A webhook request body. */
+export type WebhookBody = z.infer<typeof webhookBodySchema>;
+
+export interface InboundOptions {
+  name: string;
+  channelId: string;
+  config: WebhookChannelConfig;
+  host: () => ChannelHost;
+  now: () => number;
+}
+
+/** Builds the POST handler. */
+export function inboundHandler(o: InboundOptions) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), o.config.maxSkewSeconds);
+    if (refused) return reply.code(401).send({ error: refused });
+
+    let json: unknown;
+    try {
+      json = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return reply.code(400).send({ error: 'body is not valid JSON' });
+    }
+    const parsed = webhookBodySchema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return reply.code(400).send({ error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
+    }
+    const body = parsed.data;
+    const idempotencyKey = req.headers['idempotency-key'];
+    if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !ID_RE.test(idempotencyKey))) {
+      return reply.code(400).send({ error: 'Idempotency-Key must be 1-200 characters without whitespace or braces' });
+    }
+    const conversationId = `${o.channelId}:${body.conversation}`;
+    const message: InboundMessage = {
+      conversationId,
+      updateKey: `${o.channelId}:${idempotencyKey ?? body.id}`,
+      chatId: body.conversation,
+      sender: body.sender,
+      text: body.text,
+      messageId: body.id,
+      ...(body.attachments && { attachments: body.attachments }),
+      ...(body.metadata && { metadata: body.metadata }),
+    };
+    const result = await o.host().receive(o.channelId, message);
+    switch (result.kind) {
+      case 'ignored':
+        return reply.code(403).send({ error: result.reason === 'not-allowed' ? 'sender is not allowed on this channel' : `ignored: ${result.reason}` });
+      case 'command':
+        return result.duplicate
+          ? reply.code(200).send({ result: 'duplicate', command: result.command })
+          : reply.code(202).send({ result: 'command', command: result.command, reply: result.reply });
+      case 'ingested': {
+        const r = result.result;
+        if (r.kind === 'duplicate') return reply.code(200).send({ result: 'duplicate', seq: r.seq });
+        return reply.code(202).send({ result: r.kind, seq: r.seq, runId: r.runId });
+      }
+    }
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * The generic webhook channel: your system POSTs signed JSON messages to
+ * `<path>` (default `/webhooks/<name>`) and gets replies as signed POSTs to
+ * its callback URL and/or on a Server-Sent Events stream per conversation.
+ * Channel id `webhook:<name>`; conversation id `webhook:<name>:<conversation>`;
+ * update key `webhook:<name>:<Idempotency-Key header or body id>`.
+ * The wire format is in the README (channels section).
+ */
+import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { ConfigError } from '../../src/errors.js';
+import { WEBHOOK_NAME_RE, webhookChannelConfigSchema, type WebhookChannelConfig, type WebhookChannelConfigInput } from './config.js';
+import { EventStreams } from './events.js';
+import { inboundHandler } from './inbound.js';
+import { createWebhookOutbound } from './outbound.js';
+
+export type { WebhookChannelConfig, WebhookChannelConfigInput } from './config.js';
+
+function parseConfig(name: string, config: WebhookChannelConfigInput): WebhookChannelConfig {
+  const issues = [];
+  if (!WEBHOOK_NAME_RE.test(name)) issues.push({ path: `channels.webhooks.${name}`, message: 'name must be 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
+  const parsed = webhookChannelConfigSchema.safeParse(config);
+  if (!parsed.success) issues.push(...parsed.error.issues.map((i) => ({ path: ['channels', 'webhooks', name, ...i.path].join('.'), message: i.message })));
+  if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
+  return parsed.data;
+}
+
+/**
+ * Creates the webhook channel `name`. `config` is validated here (defaults
+ * applied); throws ConfigError naming every bad field.
+ */
+export function createWebhookPlugin(name: string, config: WebhookChannelConfigInput, deps: ChannelDeps): ChannelPlugin {
+  const cfg = parseConfig(name, config);
+  const channelId = `webhook:${name}`;
+  const path = cfg.path ?? `/webhooks/${name}`;
+  const logger = deps.logger.child({ channel: channelId });
+  const stopping = new AbortController();
+  const now = Date.now;
+  let host: ChannelHost | undefined;
+  const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
+  const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch, signal: stopping.signal });
+
+  return {
+    id: channelId,
+    outbound,
+    async start(h: ChannelHost) {
+      host = h;
+      await h.http.register(async (scope) => {
+        // The signature covers the raw bytes: take the body unparsed, whatever its content type.
+        scope.removeAllContentTypeParsers();
+        scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+        scope.post(path, { bodyLimit: cfg.maxBodyBytes }, inboundHandler({ name, channelId, config: cfg, host: () => host!, now }));
+        scope.get(`${path}/conversations/:conversation/events`, streams.handler());
+        // Open event streams would keep the server from closing.
+        scope.addHook('preClose', async () => streams.closeAll());
+      });
+      logger.info({ path }, 'webhook channel ready');
+    },
+    async stop() {
+      stopping.abort();
+      streams.closeAll();
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Harness of the Telegram channel tests: the real plugin (real grammY
+ * client) against the fake Bot API server, a host HTTP server, a channel
+ * host whose `receive` ingests through the real `Dispatch` on a random Redis
+ * prefix, and every log line captured in memory.
+ */
+import { Redis } from 'ioredis';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
+import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
+import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { Dispatch } from '../../src/protocol/dispatch.js';
+import { FAKE_TOKEN, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+/** The webhook secret the harness configures. */
+export const WEBHOOK_SECRET = 'whsec_0123456789abcdef';
+
+/** Log lines kept in memory. */
+export class MemoryLog {
+  readonly lines: string[] = [];
+  write(line: string): void {
+    this.lines.push(line);
+  }
+  get text(): string {
+    return this.lines.join('');
+  }
+}
+
+/** A receive that ingests through `Dispatch` (dedupe, record, routing) and records what it was given. */
+export function dispatchHost(opts: { redis: Redis; prefix: string; http: HttpServer; logger: Logger }): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
+  const dispatch = new Dispatch({ client: opts.redis, prefix: opts.prefix });
+  const received: InboundMessage[] = [];
+  const results: ReceiveResult[] = [];
+  return {
+    received,
+    results,
+    http: opts.http,
+    redis: opts.redis,
+    prefix: opts.prefix,
+    logger: opts.logger,
+    async receive(_channelId, message) {
+      received.push(message);
+      const { chatId: _chat, ...incoming } = message;
+      const result: ReceiveResult = { kind: 'ingested', result: await dispatch.ingest(incoming) };
+      results.push(result);
+      return result;
+    },
+  };
+}
+
+/** A started harness. */
+export interface TelegramHarness {
+  fake: FakeTelegram;
+  plugin: ChannelPlugin;
+  host: ReturnType<typeof dispatchHost>;
+  http: HttpServer;
+  redis: Redis;
+  prefix: string;
+  log: MemoryLog;
+  logger: Logger;
+  /** POSTs an update to the webhook with the right secret (override `headers` to test others). */
+  post(update: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+/** Starts the plugin in webhook mode (default) with `config` merged over the harness defaults. */
+export async function startTelegramHarness(config: Partial<TelegramConfigInput> = {}): Promise<TelegramHarness> {
+  const prefix = testPrefix();
+  const redis = new Redis(redisUrl());
+  const fake = await startFakeTelegram();
+  const log = new MemoryLog();
+  const logger = createLogger({ level: 'debug', destination: log });
+  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const host = dispatchHost({ redis, prefix, http, logger });
+  const plugin = createTelegramPlugin(
+    { token: FAKE_TOKEN, apiRoot: fake.apiRoot, mode: 'webhook', webhookSecret: WEBHOOK_SECRET, ...config },
+    { logger, redis, prefix },
+  );
+  await plugin.start(host);
+  await http.ready();
+  const path = config.webhookPath ?? '/telegram/webhook';
+  return {
+    fake,
+    plugin,
+    host,
+    http,
+    redis,
+    prefix,
+    log,
+    logger,
+    async post(update, headers = { 'x-telegram-bot-api-secret-token': WEBHOOK_SECRET }) {
+      const res = await http.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: typeof update === 'string' ? update : JSON.stringify(update),
+      });
+      return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
+    },
+    async close() {
+      await plugin.stop();
+      await http.close();
+      await fake.close();
+      await cleanupPrefix(redis, prefix);
+      await redis.quit();
+    },
+  };
+}

@@ -1,0 +1,279 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RunDelivery, type OutboxRecord } from '../../runner/delivery.js';
+import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
+import { createLogger } from '../../src/logger.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+const CID = 'fake:1';
+const logger = createLogger({ level: 'silent' });
+
+/** An outbound that records sends and edits and fails as scripted. */
+class FakeOutbound implements ChannelOutbound {
+  readonly channelId = 'fake';
+  sent: Array<{ text: string; opts?: SendOptions }> = [];
+  edits: Array<{ messageId: string; text: string }> = [];
+  /** Errors thrown by the next send calls, in order. */
+  sendFailures: Error[] = [];
+  /** Called inside `send`, before it succeeds. */
+  onSend?: (text: string, opts?: SendOptions) => Promise<void>;
+  edit?: ChannelOutbound['edit'];
+  streamEditIntervalMs?: ChannelOutbound['streamEditIntervalMs'];
+
+  constructor(
+    readonly maxMessageChars = 100,
+    stream?: { intervalMs: number },
+  ) {
+    if (stream) {
+      this.edit = async (_cid, messageId, text) => void this.edits.push({ messageId, text });
+      this.streamEditIntervalMs = () => stream.intervalMs;
+    }
+  }
+
+  async send(_cid: string, text: string, opts?: SendOptions): Promise<{ messageId: string }> {
+    const failure = this.sendFailures.shift();
+    if (failure) throw failure;
+    await this.onSend?.(text, opts);
+    this.sent.push({ text, ...(opts && { opts }) });
+    return { messageId: `m${this.sent.length}` };
+  }
+}
+
+let redis: Redis;
+let prefix: string;
+beforeAll(() => {
+  redis = new Redis(redisUrl());
+});
+afterAll(async () => {
+  await redis.quit();
+});
+beforeEach(() => {
+  prefix = testPrefix();
+});
+afterEach(async () => {
+  await cleanupPrefix(redis, prefix);
+});
+
+function delivery(out: ChannelOutbound | undefined, extra: { runId?: string; sleeps?: number[] } = {}): RunDelivery {
+  return new RunDelivery({
+    client: redis,
+    prefix,
+    conversationId: CID,
+    runId: extra.runId ?? 'run1',
+    resolve: () => out,
+    logger,
+    sleep: async (ms) => void extra.sleeps?.push(ms),
+  });
+}
+
+async function outbox(): Promise<Record<string, OutboxRecord>> {
+  const raw = await redis.hgetall(conversationKeys(prefix, CID).outbox);
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, JSON.parse(v) as OutboxRecord]));
+}
+
+const paragraphs = (n: number, words = 12) =>
+  Array.from({ length: n }, (_, i) => Array.from({ length: words }, (_, j) => `p${i}w${j}`).join(' ')).join('\n\n');
+
+describe('RunDelivery', () => {
+  describe('a reply over the channel limit', () => {
+    it('is sent as chunks within the limit, each under its own delivery key, complete', async () => {
+      const out = new FakeOutbound(100);
+      const text = paragraphs(5);
+      await delivery(out).message(text);
+
+      expect(out.sent.length).toBeGreaterThan(1);
+      for (const s of out.sent) expect(s.text.length).toBeLessThanOrEqual(100);
+      expect(out.sent.map((s) => s.text).join(' ').split(/\s+/)).toEqual(text.split(/\s+/));
+      expect(out.sent.map((s) => s.opts?.deliveryKey)).toEqual(out.sent.map((_, i) => `run1:${i}`));
+      const box = await outbox();
+      expect(Object.keys(box).sort()).toEqual(out.sent.map((_, i) => `run1:${i}`).sort());
+      expect(Object.values(box).every((r) => r.status === 'acknowledged')).toBe(true);
+      expect(box['run1:0']!.messageId).toBe('m1');
+    });
+
+    it('numbers the chunks of later messages after the earlier ones', async () => {
+      const out = new FakeOutbound(100);
+      const d = delivery(out);
+      await d.message(paragraphs(2));
+      await d.message('short');
+      expect(out.sent.at(-1)).toEqual({ text: 'short', opts: { deliveryKey: `run1:${out.sent.length - 1}` } });
+    });
+  });
+
+  describe('the outbox', () => {
+    it('records a message as possibly dispatched before the channel is called', async () => {
+      const out = new FakeOutbound();
+      const seen: Array<OutboxRecord | undefined> = [];
+      out.onSend = async () => void seen.push((await outbox())['run1:0']);
+      await delivery(out).message('hello');
+      expect(seen).toEqual([{ status: 'possibly-dispatched' }]);
+      expect((await outbox())['run1:0']).toEqual({ status: 'acknowledged', messageId: 'm1' });
+    });
+
+    it('never re-sends an acknowledged chunk when the run is retried, and sends the rest', async () => {
+      const out = new FakeOutbound(100);
+      const text = paragraphs(4);
+      // First attempt: the second chunk is refused, the others go through.
+      out.sendFailures = [];
+      let calls = 0;
+      out.onSend = async () => {
+        if (++calls === 2) throw new ChannelApiError('Bad Request', { status: 400 });
+      };
+      await delivery(out).message(text);
+      const firstAttempt = out.sent.map((s) => s.opts?.deliveryKey);
+      expect((await outbox())['run1:1']).toMatchObject({ status: 'not-dispatched' });
+
+      out.onSend = undefined;
+      out.sent = [];
+      await delivery(out).message(text);
+      expect(out.sent.map((s) => s.opts?.deliveryKey)).toEqual(['run1:1']);
+      expect(firstAttempt).not.toContain('run1:1');
+      expect(Object.values(await outbox()).every((r) => r.status === 'acknowledged')).toBe(true);
+    });
+
+    it('records replies when the conversation has no outbound channel', async () => {
+      await delivery(undefined).message('nowhere to go');
+      expect(await outbox()).toEqual({ 'run1:0': { status: 'not-dispatched' } });
+    });
+  });
+
+  describe('platform errors', () => {
+    it('waits the retry-after of a rate limit and tries again', async () => {
+      const out = new FakeOutbound();
+      out.sendFailures = [new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 1234 }), new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 2000 })];
+      const sleeps: number[] = [];
+      await delivery(out, { sleeps }).message('hello');
+      expect(sleeps).toEqual([1234, 2000]);
+      expect(out.sent.map((s) => s.text)).toEqual(['hello']);
+    });
+
+    it('backs off exponentially on 5xx', async () => {
+      const out = new FakeOutbound();
+      out.sendFailures = [new ChannelApiError('Bad Gateway', { status: 502 }), new ChannelApiError('Bad Gateway', { status: 502 })];
+      const sleeps: number[] = [];
+      await delivery(out, { sleeps }).message('hello');
+      expect(sleeps).toEqual([500, 1000]);
+      expect(out.sent).toHaveLength(1);
+    });
+
+    it('gives up after a bounded number of attempts without throwing, leaving the chunk not dispatched', async () => {
+      const out = new FakeOutbound();
+      out.sendFailures = Array.from({ length: 10 }, () => new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 10 }));
+      const sleeps: number[] = [];
+      await delivery(out, { sleeps }).message('hello');
+      expect(sleeps).toHaveLength(4);
+      expect(out.sent).toHaveLength(0);
+      expect((await outbox())['run1:0']).toMatchObject({ status: 'not-dispatched' });
+    });
+
+    it('does not retry a request the platform refused (4xx)', async () => {
+      const out = new FakeOutbound();
+      out.sendFailures = [new ChannelApiError('Forbidden', { status: 403 })];
+      const sleeps: number[] = [];
+      await delivery(out, { sleeps }).message('hello');
+      expect(sleeps).toEqual([]);
+      expect(out.sent).toHaveLength(0);
+    });
+  });
+
+  describe('streaming', () => {
+    it('sends the first delta, then edits the same message, and the final message edits it instead of sending again', async () => {
+      const out = new FakeOutbound(100, { intervalMs: 0 });
+      const d = delivery(out);
+      d.delta('Hel');
+      d.delta('lo');
+      d.delta(' wor');
+      await waitUntil(() => out.sent.length === 1);
+      d.delta('ld');
+      await d.message('Hello world!');
+
+      expect(out.sent.map((s) => s.text)).toHaveLength(1);
+      expect(out.sent[0]!.text.startsWith('Hel')).toBe(true);
+      expect(out.edits.at(-1)).toEqual({ messageId: 'm1', text: 'Hello world!' });
+      // Every edit changes what is shown.
+      const shown = [out.sent[0]!.text, ...out.edits.map((e) => e.text)];
+      for (let i = 1; i < shown.length; i++) expect(shown[i]).not.toBe(shown[i - 1]);
+      expect(await outbox()).toEqual({ 'run1:0': { status: 'acknowledged', messageId: 'm1' } });
+    });
+
+    it('does not edit more often than the channel interval', async () => {
+      const out = new FakeOutbound(100, { intervalMs: 3_600_000 });
+      const d = delivery(out);
+      d.delta('one');
+      await waitUntil(() => out.sent.length === 1);
+      d.delta(' two');
+      d.delta(' three');
+      await d.message('one two three');
+      // The only edit is the final one: the throttled preview edits never ran.
+      expect(out.edits).toEqual([{ messageId: 'm1', text: 'one two three' }]);
+    });
+
+    it('skips edits that would not change the text', async () => {
+      const out = new FakeOutbound(100, { intervalMs: 0 });
+      const d = delivery(out);
+      d.delta('Hello');
+      await waitUntil(() => out.sent.length === 1);
+      d.delta('   \n');
+      await d.message('Hello');
+      expect(out.sent.map((s) => s.text)).toEqual(['Hello']);
+      expect(out.edits).toEqual([]);
+    });
+
+    it('splits a final text over the limit: the streamed message gets the first chunk, the rest are sent', async () => {
+      const out = new FakeOutbound(100, { intervalMs: 0 });
+      const d = delivery(out);
+      d.delta('p0w0 p0w1');
+      await waitUntil(() => out.sent.length === 1);
+      const text = paragraphs(3);
+      await d.message(text);
+      expect(out.edits.at(-1)!.text.length).toBeLessThanOrEqual(100);
+      const finalTexts = [out.edits.at(-1)!.text, ...out.sent.slice(1).map((s) => s.text)];
+      expect(finalTexts.join(' ').split(/\s+/)).toEqual(text.split(/\s+/));
+      expect(out.sent.slice(1).map((s) => s.opts?.deliveryKey)).toEqual(finalTexts.slice(1).map((_, i) => `run1:${i + 1}`));
+    });
+
+    it('finishes a preview left by an earlier attempt by editing it, not by sending a second message', async () => {
+      const out = new FakeOutbound(100, { intervalMs: 3_600_000 });
+      const first = delivery(out);
+      first.delta('partial ans');
+      await waitUntil(async () => (await outbox())['run1:0']?.status === 'acknowledged');
+      first.close();
+
+      await delivery(out).message('the full answer');
+      expect(out.sent.map((s) => s.text)).toEqual(['partial ans']);
+      expect(out.edits).toEqual([{ messageId: 'm1', text: 'the full answer' }]);
+    });
+
+    it('ignores deltas when the channel cannot edit', async () => {
+      const out = new FakeOutbound(100);
+      const d = delivery(out);
+      d.delta('Hel');
+      d.delta('lo');
+      await d.message('Hello');
+      expect(out.sent.map((s) => s.text)).toEqual(['Hello']);
+    });
+  });
+
+  it('shows typing until closed', async () => {
+    const out = new FakeOutbound();
+    let typing = 0;
+    const d = new RunDelivery({ client: redis, prefix, conversationId: CID, runId: 'r', resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }), logger, typingIntervalMs: 5 });
+    d.typing();
+    await waitUntil(() => typing >= 2);
+    d.close();
+    const after = typing;
+    await d.message('done');
+    expect(typing).toBe(after);
+  });
+});
+
+/** Polls `check` until true; throws after 5 s. */
+async function waitUntil(check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5000 ms');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
