@@ -4,7 +4,9 @@
  */
 const BENCHES: Record<string, () => Promise<unknown>> = {
   ingest: () => import('./ingest.js').then((m) => m.main()),
+  resume: () => import('./resume.js').then((m) => m.main()),
   steering: () => import('./steering.js').then((m) => m.main()),
+  http: () => import('./http.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

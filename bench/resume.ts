@@ -22,7 +22,7 @@ import type { RecordEntry } from '../src/record/entries.js';
 import { privateRedis } from './private-redis.js';
 
 const SIZES = [1_000, 10_000, 100_000];
-const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 30);
+const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 100);
 const TAIL_ENTRIES = 2000;
 /** Entries after the checkpoint in the "with" conversations (10 turns). */
 const AFTER_CHECKPOINT = 40;

@@ -10,7 +10,7 @@ import { StaleRunError, RunEndedError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
 import { runLogger } from '../src/logger.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { readSeqs, readTail } from '../src/record/read.js';
+import { readSeqs } from '../src/record/read.js';
 import type { Runs, RunRef } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
@@ -19,7 +19,8 @@ import type { ControlListener } from './control.js';
 import { RunDelivery, type OutboundResolver } from './delivery.js';
 import { keepLease } from './lease.js';
 import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
-import { projectHistory } from './projection.js';
+import { Calibrator } from './compaction/estimate.js';
+import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -44,6 +45,8 @@ export interface ExecutorOptions {
   historyTailEntries?: number;
   /** Text sent to the user when a run fails unexpectedly. */
   failureMessage?: string;
+  /** Compaction settings (summarizer model, threshold, kept turns). */
+  compaction?: CompactionSettings;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */
@@ -56,6 +59,8 @@ export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answer
 /** Runs one run end to end. */
 export class RunExecutor {
   private readonly active = new Map<string, AbortController>();
+  // Learns each conversation's provider-tokens / estimated-tokens ratio from observed usage.
+  private readonly calibrator = new Calibrator();
 
   constructor(private readonly o: ExecutorOptions) {}
 
@@ -98,6 +103,17 @@ export class RunExecutor {
     try {
       logger.info({ inputs: acquired.inputs }, 'run started');
       let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);
+      if (acquired.cause === 'compact' && !stopKind) {
+        // `/compact` while idle: a run of its own that only compacts (any message that arrived meanwhile is handed back below).
+        const compacted = await this.compaction(ref, ac.signal, logger).manualOnly();
+        logger.info({ compacted }, 'manual compaction run');
+        const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? 'all' });
+        if (fin.kind === 'ended') {
+          if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
+          return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
+        }
+        inputs = fin.messages.filter(isMessage);
+      }
       for (;;) {
         let result: RunResult = { outcome: 'completed' };
         if (!stopKind) {
@@ -151,9 +167,8 @@ export class RunExecutor {
     logger: Logger,
   ): Promise<RunContext> {
     const o = this.o;
-    const k = conversationKeys(o.prefix, ref.conversationId);
-    const entries = await readTail(o.client, k.log, o.historyTailEntries ?? 2000);
-    const history = projectHistory(entries, { unclaimed: 'exclude' }).messages;
+    const compaction = this.compaction(ref, signal, logger);
+    const history = await compaction.initialPrompt();
     return {
       conversationId: ref.conversationId,
       runId: ref.runId,
@@ -185,7 +200,25 @@ export class RunExecutor {
       stopRequested,
       logger,
       model: o.model,
+      compaction,
     };
+  }
+
+  private compaction(ref: RunRef, signal: AbortSignal, logger: Logger): RunCompaction {
+    const o = this.o;
+    return new RunCompaction({
+      client: o.client,
+      prefix: o.prefix,
+      runs: o.runs,
+      state: o.state,
+      run: ref,
+      contextWindow: o.model.contextWindow - o.model.outputReserve,
+      tailEntries: o.historyTailEntries ?? 2000,
+      settings: o.compaction ?? {},
+      calibrator: this.calibrator,
+      signal,
+      logger,
+    });
   }
 }
 

@@ -9,6 +9,7 @@ import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
 import { RunQueue } from '../src/run-queue.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
+import { createChannels, outboundResolver } from '../host/channels.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';
 import { RunExecutor } from './executor.js';
@@ -19,8 +20,10 @@ import { RunWorker, workerIdentity } from './worker.js';
 export interface RunnerExtras {
   /** The runner plugin. Default: the local agent built from `config.model`. */
   plugin?: RunnerPlugin;
-  /** Channel outbound sides for delivery. Default: none (replies are recorded in the outbox only). */
+  /** Channel outbound sides for delivery. Default: the outbound sides of the channels in `config.channels`, by conversation id prefix. */
   resolveOutbound?: OutboundResolver;
+  /** `fetch` given to the channels created from config (platform API calls). Default: the global `fetch`. */
+  fetch?: typeof fetch;
   /** BullMQ lock / stalled-check timings, in ms (tests shorten them). */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
@@ -49,6 +52,8 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
   await control.start();
   const owner = workerIdentity();
   const plugin = extras.plugin ?? createLocalAgentPlugin();
+  // Runners use only the channels' outbound sides: the plugins are created, never started.
+  const channels = extras.resolveOutbound ? [] : createChannels(config, { logger, redis: ctx.redis, prefix, ...(extras.fetch && { fetch: extras.fetch }) });
   const executor = new RunExecutor({
     client: ctx.redis,
     prefix,
@@ -57,7 +62,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
     plugin,
     control,
     enqueue: (c, r) => queue.enqueue(c, r),
-    resolveOutbound: extras.resolveOutbound ?? (() => undefined),
+    resolveOutbound: extras.resolveOutbound ?? outboundResolver(channels),
     logger: logger.child({ part: 'runner' }),
     owner,
     leaseMs: config.runs.leaseMs,
@@ -82,6 +87,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
       logger.info(report, 'runner stopped');
       await control.close();
       await queue.close();
+      await Promise.all(channels.map((c) => c.stop().catch(() => undefined)));
       workerConn.disconnect();
       queueConn.disconnect();
       return report;

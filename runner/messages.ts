@@ -1,17 +1,9 @@
-/** Turning record entries into model messages. */
+/** Turning record entries into model messages (the same rendering as the projection). */
 import type { ModelMessage } from 'ai';
 import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+import { userMessage } from './projection.js';
 
-/** Renders a received message as the user turn the model sees. */
-export function userMessageText(entry: MessageReceived, opts: { senderNames?: boolean } = {}): string {
-  const lines: string[] = [];
-  if (entry.text) lines.push(entry.text);
-  for (const a of entry.attachments ?? []) lines.push(`[attachment: ${a.kind}${a.name ? ` ${a.name}` : ''}]`);
-  const body = lines.join('\n');
-  return opts.senderNames && entry.sender.name ? `${entry.sender.name}: ${body}` : body;
-}
-
-/** A user model message for one received message. */
+/** A user model message for one received message, rendered exactly as the projection renders it. */
 export function toUserMessage(entry: SeqEntry<MessageReceived> | MessageReceived, opts: { senderNames?: boolean } = {}): ModelMessage {
-  return { role: 'user', content: userMessageText(entry, opts) };
+  return userMessage(entry, opts.senderNames === true);
 }

@@ -64,13 +64,27 @@ export interface ModelSettings {
   outputReserve: number;
 }
 
+/** Compaction hooks for the agent loop. They throw only StaleRunError; other failures are logged and answered with undefined. */
+export interface CompactionHooks {
+  /** At a turn boundary (after the tool batch and steering): a replacement prompt when the next request would cross the threshold or /compact was asked, else undefined. */
+  atBoundary(messages: ModelMessage[]): Promise<ModelMessage[] | undefined>;
+  /** After a provider context-overflow error: compacts once (everything but this run); the prompt to retry with, or undefined. */
+  onOverflow(): Promise<ModelMessage[] | undefined>;
+  /** Reports the provider's input tokens for a request made with `messages` (calibrates the estimator); `overheadTokens` = system prompt + tool definitions. */
+  observe(messages: ModelMessage[], inputTokens: number, overheadTokens?: number): void;
+}
+
 /** Everything a plugin gets for one run (or one continuation of it). */
 export interface RunContext {
   conversationId: string;
   runId: string;
   /** 1 on the first attempt; more after a takeover from a dead worker. */
   attempt: number;
-  /** The prompt so far, projected from the record: earlier turns, this run's inputs and any steps already recorded. */
+  /**
+   * The prompt so far, projected from the record: the compaction summary (when
+   * there is a checkpoint), earlier turns, this run's inputs and any steps
+   * already recorded. Compacted first when it crossed the threshold.
+   */
   history: ModelMessage[];
   /** The user messages this invocation answers (the run's inputs, or messages handed back by finish). */
   inputs: Array<SeqEntry<MessageReceived>>;
@@ -93,6 +107,8 @@ export interface RunContext {
   stopRequested(): StopKind | undefined;
   logger: Logger;
   model: ModelSettings;
+  /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
+  compaction: CompactionHooks;
 }
 
 /** A runner plugin. */

@@ -140,7 +140,8 @@ function placements(live: SeqEntry[]): Map<number, number> {
   return placedAt;
 }
 
-function userMessage(m: MessageReceived, senderNames: boolean): UserModelMessage {
+/** The user turn the model sees for a received message (the runtime renders pulled steering the same way). */
+export function userMessage(m: MessageReceived, senderNames: boolean): UserModelMessage {
   const lines = m.text === '' ? [] : [m.text];
   for (const a of m.attachments ?? []) lines.push(attachmentLine(a));
   const body = lines.length > 0 ? lines.join('\n') : '[empty message]';

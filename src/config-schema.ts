@@ -5,11 +5,10 @@
 import { z } from 'zod';
 // First: channel schemas below import INPUT_POLICIES from this module while it is still loading.
 import { INPUT_POLICIES } from './input-policies.js';
+export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 import { discordConfigSchema } from '../plugins/discord/config.js';
 import { telegramConfigSchema } from '../plugins/telegram/config.js';
 import { WEBHOOK_NAME_RE, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
-
-export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -176,15 +175,16 @@ const channelsSchema = z.strictObject({
   discord: z.lazy(() => discordConfigSchema).optional(),
   /** Generic webhook channels by name; channel id `webhook:<name>` (see plugins/webhook/config.ts). Default `{}`. */
   webhooks: z
-    .record(
-      z.string().regex(WEBHOOK_NAME_RE, { error: 'webhook names are 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' }),
-      z.lazy(() => webhookChannelConfigSchema),
-    )
-    .default({}),
+    .record(z.string(), z.lazy(() => webhookChannelConfigSchema))
+    .default({})
+    .superRefine((hooks, ctx) => {
+      for (const name of Object.keys(hooks)) {
+        if (!WEBHOOK_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'bad webhook name: expected 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
+      }
+    }),
 });
 
-/** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */
-export const configSchema = z.strictObject({
+const baseSchema = z.strictObject({
   redis: redisSchema.prefault({}),
   http: httpSchema.prefault({}),
   dispatch: dispatchSchema.prefault({}),
@@ -193,6 +193,10 @@ export const configSchema = z.strictObject({
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),
+});
+
+/** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */
+export const configSchema = baseSchema.extend({
   /** Channel instances; each channel's schema belongs to its plugin. Default: no channels. */
   channels: channelsSchema.prefault({}),
 });
@@ -217,4 +221,5 @@ export type ModelConfig = SteerbotConfig['model'];
 export type ChannelsConfig = SteerbotConfig['channels'];
 
 /** The configuration with every default and nothing set. */
-export const DEFAULT_CONFIG: Readonly<SteerbotConfig> = Object.freeze(configSchema.parse({}));
+// Built without parsing `channels`: that would read the lazy channel schemas while their modules may still be loading.
+export const DEFAULT_CONFIG: Readonly<SteerbotConfig> = Object.freeze({ ...baseSchema.parse({}), channels: { webhooks: {} } });

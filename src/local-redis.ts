@@ -4,9 +4,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { access, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pingRedis } from './redis.js';
 
@@ -59,6 +60,13 @@ export async function ensureRedis(opts: EnsureRedisOptions): Promise<EnsuredRedi
     opts.logger?.info({ redis: probeUrl }, 'using the Redis that answers on the default address');
     return { url: probeUrl, stop: noop, started: false };
   }
+  if (opts.persistent) {
+    const orphan = await adoptOrphan(resolve(opts.dataDir));
+    if (orphan) {
+      opts.logger?.warn({ redis: orphan.url, dataDir: resolve(opts.dataDir) }, 'reusing the private redis-server a previous run left behind');
+      return orphan;
+    }
+  }
   const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
   if (!bin) throw new Error(NO_REDIS_HELP);
   const server = await startWithRetry(bin, opts);
@@ -75,6 +83,44 @@ async function startWithRetry(bin: string, opts: EnsureRedisOptions): Promise<En
       if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
     }
   }
+}
+
+/** File in the data directory naming the port of the private server that owns it. */
+const PORT_FILE = 'steerbot-redis.port';
+
+/**
+ * A persistent private server outlives a process killed with SIGKILL. Two
+ * servers must never share one AOF directory, so a live server that owns
+ * `dir` (same `CONFIG GET dir`) is adopted instead of starting a second one.
+ */
+async function adoptOrphan(dir: string): Promise<EnsuredRedis | undefined> {
+  const port = Number(await readFile(join(dir, PORT_FILE), 'utf8').catch(() => ''));
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  const url = `redis://127.0.0.1:${port}`;
+  if (!(await pingRedis(url, 500))) return undefined;
+  const client = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const reply = (await client.config('GET', 'dir')) as string[];
+    if (reply[1] !== (await realpath(dir))) return undefined; // redis reports its working directory with symlinks resolved
+  } catch {
+    return undefined;
+  } finally {
+    client.disconnect();
+  }
+  return { url, stop: () => shutdownByCommand(url, dir), started: true };
+}
+
+/** Stops a server we have no process handle for: SHUTDOWN, then wait until it no longer answers. */
+async function shutdownByCommand(url: string, dir: string): Promise<void> {
+  const client = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  await client.call('SHUTDOWN').catch(() => {}); // the server closes the connection instead of replying
+  client.disconnect();
+  const deadline = Date.now() + 10_000;
+  while ((await pingRedis(url, 250)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await rm(join(dir, PORT_FILE), { force: true });
 }
 
 async function findExecutable(nameOrPath: string): Promise<string | undefined> {
@@ -141,6 +187,7 @@ async function startRedisServer(bin: string, opts: EnsureRedisOptions): Promise<
   const stop = async () => {
     process.off('exit', killOnExit);
     if (!ended) await stopChild(child, exited);
+    if (opts.persistent) await rm(join(dir, PORT_FILE), { force: true });
   };
   const deadline = Date.now() + (opts.startTimeoutMs ?? 10_000);
   while (!(await pingRedis(url, 250))) {
@@ -150,6 +197,7 @@ async function startRedisServer(bin: string, opts: EnsureRedisOptions): Promise<
     }
     await Promise.race([exited, new Promise((r) => setTimeout(r, 50))]);
   }
+  if (opts.persistent) await writeFile(join(dir, PORT_FILE), String(port));
   return { url, stop, started: true };
 }
 

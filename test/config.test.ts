@@ -35,15 +35,15 @@ describe('loadConfig', () => {
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
     expect(config.model).toEqual({ provider: 'openai-compatible', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 });
-    expect(config.channels).toEqual({});
+    expect(config.channels).toEqual({ webhooks: {} });
   });
 
   it('reads the file named by STEERBOT_CONFIG', () => {
-    const file = writeConfig({ http: { port: 9001 }, channels: { telegram: { token: 'x' } } });
+    const file = writeConfig({ http: { port: 9001 }, channels: { telegram: { token: '123:abc' } } });
     const config = loadConfig({ env: { STEERBOT_CONFIG: file } });
     expect(config.http.port).toBe(9001);
     expect(config.http.host).toBe('0.0.0.0');
-    expect(config.channels).toEqual({ telegram: { token: 'x' } });
+    expect(config.channels.telegram).toMatchObject({ token: '123:abc', mode: 'polling' });
   });
 
   it('lets environment variables override the file', () => {
@@ -148,14 +148,62 @@ describe('loadConfig', () => {
 
 describe('configSummary', () => {
   it('hides secrets and channel settings', () => {
-    const file = writeConfig({ channels: { telegram: { botToken: '123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKlll' } } });
+    const file = writeConfig({
+      channels: { telegram: { token: '123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKlll' }, webhooks: { crm: { secret: 'whsec-0123456789abcdef' } } },
+    });
     const config = loadConfig({
       file,
-      env: { REDIS_URL: 'redis://:hunter2@redis:6379', REDIS_PASSWORD: 'pw-secret', OPENAI_API_KEY: 'sk-abcdefghijkl' },
+      env: { REDIS_URL: 'redis://:hunter2@redis:6379', REDIS_PASSWORD: 'pw-secret', OPENAI_API_KEY: 'sk-abcdefghijkl', DISCORD_BOT_TOKEN: 'discord-token-xyz' },
     });
     const text = JSON.stringify(configSummary(config));
-    for (const secret of ['hunter2', 'pw-secret', 'sk-abcdefghijkl', 'AAAbbb']) expect(text).not.toContain(secret);
+    for (const secret of ['hunter2', 'pw-secret', 'sk-abcdefghijkl', 'AAAbbb', 'whsec-0123456789abcdef', 'discord-token-xyz']) expect(text).not.toContain(secret);
     expect(text).toContain('redis:6379');
-    expect(configSummary(config).channels).toEqual(['telegram']);
+    expect(configSummary(config).channels).toEqual(['telegram', 'discord', 'webhook:crm']);
+  });
+});
+
+describe('channels config', () => {
+  it('enables a channel from its token variable and applies its other variables only then', () => {
+    const off = loadConfig({ env: { TELEGRAM_MODE: 'webhook', DISCORD_API_BASE: 'http://127.0.0.1:1/api' } });
+    expect(off.channels).toEqual({ webhooks: {} });
+
+    const on = loadConfig({
+      env: {
+        TELEGRAM_BOT_TOKEN: '123:abc',
+        TELEGRAM_MODE: 'webhook',
+        TELEGRAM_WEBHOOK_SECRET: 'secret-token-0123456789',
+        TELEGRAM_API_ROOT: 'http://127.0.0.1:9/tg',
+        DISCORD_BOT_TOKEN: 'dtoken',
+        DISCORD_API_BASE: 'http://127.0.0.1:9/api',
+      },
+    });
+    expect(on.channels.telegram).toMatchObject({ token: '123:abc', mode: 'webhook', webhookSecret: 'secret-token-0123456789', apiRoot: 'http://127.0.0.1:9/tg' });
+    expect(on.channels.discord).toMatchObject({ token: 'dtoken', apiBase: 'http://127.0.0.1:9/api' });
+  });
+
+  it('applies webhook defaults', () => {
+    const config = loadConfig({ file: writeConfig({ channels: { webhooks: { crm: { secret: '0123456789abcdef' } } } }), env: {} });
+    expect(config.channels.webhooks.crm).toMatchObject({ secret: '0123456789abcdef', maxSkewSeconds: 300, maxMessageChars: 16_000, allowedSenders: [] });
+  });
+
+  it('names every bad channel field, without echoing secrets', () => {
+    const file = writeConfig({
+      channels: {
+        webhooks: { crm: { secret: 'short-secret', callbackUrl: 'ftp://x', extra: 1 }, 'Bad Name': { secret: '0123456789abcdef' } },
+        telegram: { token: '123:abc', mode: 'webhook' },
+      },
+    });
+    const issues = issuesOf(() => loadConfig({ file, env: {} }));
+    expect(issues.map((i) => i.path).sort()).toEqual(
+      ['channels.telegram.webhookSecret', 'channels.webhooks.Bad Name', 'channels.webhooks.crm.callbackUrl', 'channels.webhooks.crm.extra', 'channels.webhooks.crm.secret'].sort(),
+    );
+    expect(JSON.stringify(issues)).not.toContain('short-secret');
+  });
+
+  it('does not echo a bad token from the environment', () => {
+    const issues = issuesOf(() => loadConfig({ env: { TELEGRAM_BOT_TOKEN: 'not a token with spaces' } }));
+    expect(issues.map((i) => i.path)).toEqual(['channels.telegram.token']);
+    expect(issues[0]!.message).toContain('env TELEGRAM_BOT_TOKEN');
+    expect(JSON.stringify(issues)).not.toContain('spaces');
   });
 });

@@ -62,6 +62,20 @@ describe('ensureRedis', () => {
     }
   });
 
+  it('reuses a persistent server a previous run left behind instead of starting a second one on its data', async () => {
+    const dataDir = tempDir();
+    const orphan = await ensureRedis({ dataDir, persistent: true, probeUrl: await deadUrl() });
+    // No stop(): as if the process that started it had been killed.
+    const next = await ensureRedis({ dataDir, persistent: true, probeUrl: await deadUrl() });
+    try {
+      expect(next).toMatchObject({ url: orphan.url, started: true });
+    } finally {
+      await next.stop();
+    }
+    expect(await pingRedis(orphan.url, 500)).toBe(false);
+    await orphan.stop(); // already gone: returns at once
+  });
+
   it('keeps nothing across restarts when not persistent', async () => {
     const dataDir = tempDir();
     const first = await ensureRedis({ dataDir, persistent: false, probeUrl: await deadUrl() });

@@ -18,6 +18,9 @@ describe('README configuration table', () => {
       expect(row, `no row for ${b.path}`).toBeDefined();
       expect(row?.[2]).toBe(`\`${b.env}\``);
       const value = b.path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], DEFAULT_CONFIG);
+      // Settings of a section that is absent by default (a channel) have no default to compare.
+      const section = b.path.split('.').slice(0, -1).reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], DEFAULT_CONFIG);
+      if (section === undefined) return;
       const expected = value === undefined ? '—' : Array.isArray(value) ? '`[]`' : `\`${String(value)}\``;
       expect(row?.[3]?.startsWith(expected)).toBe(true);
     });

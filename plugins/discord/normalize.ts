@@ -34,9 +34,13 @@ export function normalizeMessage(m: Message, channelId: string, botId: string, c
     if (!always && !addressesBot(m, botId)) return { kind: 'skip', reason: 'not-addressed' };
   }
   if (config.allowedUsers.length > 0 && !config.allowedUsers.includes(m.author.id)) return { kind: 'skip', reason: 'not-allowed' };
+  // The host checks `chatId` against the same allow-list, so it is the id that matched: the
+  // channel itself, a thread's parent channel, or the guild (most specific first).
+  let chatId = m.channelId;
   if (config.allowedChats.length > 0) {
-    const chats = [m.channelId, threadParentId, guildId].filter((c): c is string => c !== undefined);
-    if (!chats.some((c) => config.allowedChats.includes(c))) return { kind: 'skip', reason: 'not-allowed' };
+    const matched = [m.channelId, threadParentId, guildId].find((c) => c !== undefined && config.allowedChats.includes(c));
+    if (matched === undefined) return { kind: 'skip', reason: 'not-allowed' };
+    chatId = matched;
   }
 
   const text = stripLeadingMention(m.content, botId);
@@ -47,7 +51,7 @@ export function normalizeMessage(m: Message, channelId: string, botId: string, c
     // A thread is its own channel, so its id alone gives one conversation per thread.
     conversationId: `${channelId}:${m.channelId}`,
     updateKey: `${channelId}:${m.id}`,
-    chatId: m.channelId,
+    chatId,
     sender: { id: m.author.id, name: m.author.globalName ?? m.author.username, isBot: m.author.bot },
     text,
     messageId: m.id,

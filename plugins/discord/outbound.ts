@@ -4,6 +4,7 @@
  * short 429s itself. Works without the gateway (a runner-only process sends
  * through it too).
  */
+import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type RateLimitData } from 'discord.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
@@ -74,6 +75,12 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
         allowed_mentions: { parse: [], replied_user: true },
       };
       if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
+      if (opts.deliveryKey) {
+        // Discord returns the message already created with this nonce (for a few minutes) instead of
+        // posting it again, so a retry after a lost response (ours or @discordjs/rest's) cannot duplicate it.
+        body.nonce = nonceOf(opts.deliveryKey);
+        body.enforce_nonce = true;
+      }
       const sent = await call<{ id: string }>('send', () => rest.post(Routes.channelMessages(channel), { body }));
       return { messageId: sent.id };
     },
@@ -91,6 +98,11 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
   };
   if (config.streaming) outbound.streamEditIntervalMs = () => DISCORD_STREAM_EDIT_INTERVAL_MS;
   return outbound;
+}
+
+/** Discord's `nonce` for a delivery key: at most 25 characters, so a hash of the key. */
+export function nonceOf(deliveryKey: string): string {
+  return createHash('sha256').update(deliveryKey).digest('hex').slice(0, 25);
 }
 
 /** Maps a @discordjs/rest failure to ChannelApiError; the token never survives into the message. */

@@ -6,6 +6,8 @@
 import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
 import { toUserMessage } from '../../runner/messages.js';
+import { estimateTokens } from '../../runner/compaction/estimate.js';
+import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 
 /** Settings of one loop. */
@@ -39,8 +41,12 @@ function failureReason(err: unknown): string {
 export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<RunResult> {
   const messages: ModelMessage[] = [...ctx.history];
   const maxSteps = o.maxSteps ?? 24;
+  // Request tokens outside the messages, for the compaction estimate.
+  const overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
+  let overflowRetried = false;
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
+    const sent = [...messages];
     let text = '';
     let streamError: unknown;
     const result = streamText({
@@ -73,6 +79,17 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       if (text && ctx.stopRequested()) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
       return { outcome: 'completed' };
     }
+    if (streamError !== undefined && !overflowRetried && isContextOverflowError(streamError)) {
+      // The provider says the prompt is too long: compact once (everything but this run) and retry the step.
+      overflowRetried = true;
+      const compacted = await ctx.compaction.onOverflow();
+      if (compacted) {
+        ctx.logger.warn('context overflow: compacted; retrying the step');
+        messages.splice(0, messages.length, ...compacted);
+        step--;
+        continue;
+      }
+    }
     if (streamError !== undefined) {
       ctx.logger.error({ err: streamError }, 'model call failed');
       await ctx.delivery.message(o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE);
@@ -93,6 +110,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       },
     });
     messages.push(...responseMessages);
+    overflowRetried = false;
+    if (usage.inputTokens !== undefined) ctx.compaction.observe(sent, usage.inputTokens, overhead);
 
     if (finishReason !== 'tool-calls') {
       const answer = (await result.text) || text;
@@ -104,6 +123,9 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
     for (const m of steered) messages.push(toUserMessage(m));
     if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
+    // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
+    const compacted = await ctx.compaction.atBoundary(messages);
+    if (compacted) messages.splice(0, messages.length, ...compacted);
   }
   await ctx.delivery.message('I stopped after too many steps without an answer. Please rephrase or narrow the request.');
   return { outcome: 'failed', reason: 'step limit reached' };

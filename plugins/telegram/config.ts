@@ -36,11 +36,11 @@ export const telegramConfigSchema = z
       .default('https://api.telegram.org'),
     /** In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`. */
     groups: z.enum(['mention', 'always']).default('mention'),
-    /** Input policy of this channel's conversations. Default: the dispatch default (`steer`). */
+    /** Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`). */
     policy: z.enum(POLICIES).optional(),
-    /** Telegram user ids allowed to talk to the bot; empty allows everyone. Default `[]`. */
+    /** Telegram user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`. */
     allowedUsers: idList,
-    /** Chat ids the bot answers in; empty allows every chat. Default `[]`. */
+    /** Chat ids the bot answers in (the host applies it); empty allows every chat. Default `[]`. */
     allowedChats: idList,
     /** Stream replies by editing one message in place (throttled). Default false. */
     streaming: z.boolean().default(false),
@@ -49,7 +49,7 @@ export const telegramConfigSchema = z
     /** Polling mode: lease of the one polling host, in ms; a standby host takes over this long after the poller died. Default 30000. */
     pollingLeaseMs: z.number().int().min(1000).max(600_000).default(30_000),
     /** Polling mode: long-poll timeout of one getUpdates call, in seconds. Default 25. */
-    pollTimeoutSeconds: z.number().int().min(0).max(50).default(25),
+    pollTimeoutSeconds: z.number().int().min(1).max(50).default(25),
   })
   .superRefine((c, ctx) => {
     if (c.mode === 'webhook' && c.webhookSecret === undefined) {

@@ -16,10 +16,16 @@ export function isTelegramError(err: unknown, status: number, description: RegEx
   return err instanceof GrammyError && err.error_code === status && description.test(err.description);
 }
 
+/** True for the errors grammY throws for an API call. */
+export function isApiCallError(err: unknown): err is GrammyError | HttpError {
+  return err instanceof GrammyError || err instanceof HttpError;
+}
+
 /** Converts any error of an API call to a ChannelApiError that is safe to log: 429 carries `retryAfterMs`. */
 export function toChannelApiError(err: unknown, method: string, token: string): ChannelApiError {
   if (err instanceof ChannelApiError) return err;
   if (err instanceof GrammyError) {
+    method = err.method;
     const retryAfter = err.parameters.retry_after;
     return new ChannelApiError(redactToken(`telegram ${method} failed: ${err.error_code} ${err.description}`, token), {
       status: err.error_code,

@@ -45,8 +45,6 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
   const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger });
-  const allowedUsers = new Set(cfg.allowedUsers);
-  const allowedChats = new Set(cfg.allowedChats);
   let poller: TelegramPoller | undefined;
 
   async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
@@ -59,13 +57,13 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
 
   /** Normalizes one update and hands it to the host; the result is what the webhook answers. */
   async function handleUpdate(host: ChannelHost, bot: BotIdentity, update: TelegramUpdate): Promise<Record<string, unknown>> {
-    const normalized = normalizeUpdate(update, { channelId: CHANNEL_ID, bot, groups: cfg.groups, allowedUsers, allowedChats });
+    const normalized = normalizeUpdate(update, { channelId: CHANNEL_ID, bot, groups: cfg.groups });
     if (normalized.kind === 'skip') {
       logger.debug({ updateId: update.update_id, reason: normalized.reason }, 'telegram update ignored');
       return { ok: true, ignored: normalized.reason };
     }
     const result = await host.receive(CHANNEL_ID, normalized.message);
-    return { ok: true, result: result.kind };
+    return result.kind === 'ignored' ? { ok: true, ignored: result.reason } : { ok: true, result: result.kind };
   }
 
   return {

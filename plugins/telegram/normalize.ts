@@ -19,14 +19,10 @@ export interface NormalizeOptions {
   channelId: string;
   bot: BotIdentity;
   groups: 'mention' | 'always';
-  /** Allowed user ids; empty allows everyone. */
-  allowedUsers: ReadonlySet<string>;
-  /** Allowed chat ids; empty allows every chat. */
-  allowedChats: ReadonlySet<string>;
 }
 
-/** Why an update is not passed on. */
-export type SkipReason = 'not-a-message' | 'empty' | 'not-addressed' | 'not-allowed';
+/** Why an update is not passed on. (Allow-lists are the host's: `receive` applies them.) */
+export type SkipReason = 'not-a-message' | 'empty' | 'not-addressed';
 
 /** Result of `normalizeUpdate`. */
 export type Normalized = { kind: 'message'; message: InboundMessage } | { kind: 'skip'; reason: SkipReason };
@@ -38,9 +34,8 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
   const msg = update.message;
   if (!msg) return { kind: 'skip', reason: 'not-a-message' };
   const chatId = String(msg.chat.id);
+  // An anonymous group admin has no `from` of its own; the chat speaks.
   const senderId = String(msg.from?.id ?? msg.chat.id);
-  if (opts.allowedChats.size > 0 && !opts.allowedChats.has(chatId)) return { kind: 'skip', reason: 'not-allowed' };
-  if (opts.allowedUsers.size > 0 && !opts.allowedUsers.has(senderId)) return { kind: 'skip', reason: 'not-allowed' };
 
   let text = msg.text ?? msg.caption ?? '';
   const entities = msg.entities ?? msg.caption_entities ?? [];

@@ -8,7 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from 'grammy';
 import type { Logger } from '../../src/logger.js';
-import { toChannelApiError } from './errors.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { isApiCallError, toChannelApiError } from './errors.js';
 import type { RedisLease } from './lease.js';
 
 /** Options of a TelegramPoller. */
@@ -43,11 +44,6 @@ export class TelegramPoller {
 
   constructor(private readonly opts: PollerOptions) {}
 
-  /** True while this instance holds the lease and polls. */
-  get polling(): boolean {
-    return this.holding;
-  }
-
   /** Starts the loop in the background. */
   start(): void {
     this.loop ??= this.run();
@@ -81,9 +77,11 @@ export class TelegramPoller {
       } catch (err) {
         if (this.stopped) break;
         failures++;
-        const apiErr = toChannelApiError(err, 'getUpdates', this.opts.token);
-        const waitMs = apiErr.retryAfterMs ?? Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures - 1, 5));
-        this.opts.logger.warn({ err: apiErr, waitMs }, 'telegram polling failed; retrying');
+        // Telegram's errors are rebuilt without the token; Redis and host errors are logged as they are.
+        const safe = isApiCallError(err) ? toChannelApiError(err, 'getUpdates', this.opts.token) : err;
+        const retryAfterMs = safe instanceof ChannelApiError ? safe.retryAfterMs : undefined;
+        const waitMs = retryAfterMs ?? Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures - 1, 5));
+        this.opts.logger.warn({ err: safe, waitMs }, 'telegram polling failed; retrying');
         await this.pause(waitMs);
       }
     }
@@ -95,7 +93,8 @@ export class TelegramPoller {
     const state = await lease.acquire();
     if (!state.held) {
       // A stopped poller releases at once; a dead one's lease runs out after msLeft.
-      await this.pause(Math.max(50, Math.min(state.msLeft, lease.leaseMs / 3)));
+      const third = lease.leaseMs / 3;
+      await this.pause(state.msLeft > 0 ? Math.max(50, Math.min(state.msLeft, third)) : third);
       return false;
     }
     this.holding = true;
@@ -130,6 +129,8 @@ export class TelegramPoller {
   }
 
   private async pollOnce(): Promise<void> {
+    // Checked in the same tick as `pollAbort` is set, so `stop()` / `lose()` always abort a poll that started.
+    if (this.stopped || !this.holding) return;
     const abort = new AbortController();
     this.pollAbort = abort;
     let updates: Awaited<ReturnType<Api['getUpdates']>>;

@@ -12,6 +12,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { RedisUnavailableError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
@@ -105,7 +106,8 @@ export class EventStreams {
   }
 
   private async pump(res: ServerResponse, key: string, from: string, req: FastifyRequest): Promise<void> {
-    const conn = this.o.redis().duplicate();
+    const shared = this.o.redis();
+    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate();
     conn.on('error', () => undefined); // reported through the failing XREAD
     let open = true;
     const end = () => {

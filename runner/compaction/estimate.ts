@@ -239,8 +239,9 @@ export interface RequestEstimateOptions {
  * Estimated input tokens of the next request. When the last `model.step` in
  * `entries` reported input tokens and no compaction followed it, the answer is
  * that count plus the calibrated estimate of what came after its request (its
- * own response, later entries and `added`); otherwise the calibrated estimate
- * of the whole prompt plus `overheadTokens`.
+ * own response, later entries and `added`); otherwise (no usage, or a
+ * compaction or reset since) the calibrated estimate of the whole prompt plus
+ * `overheadTokens`.
  */
 export function estimateRequest(o: RequestEstimateOptions): RequestEstimate {
   const ratio = o.ratio ?? 1;
@@ -248,7 +249,8 @@ export function estimateRequest(o: RequestEstimateOptions): RequestEstimate {
   let usageAt = -1;
   for (let i = o.entries.length - 1; i >= 0; i--) {
     const e = o.entries[i]!;
-    if (e.kind === 'compaction') break; // a provider count from before a compaction includes what was summarized
+    // A provider count from before a compaction or a reset includes what is no longer in the prompt.
+    if (e.kind === 'compaction' || e.kind === 'conversation.reset') break;
     if (e.kind === 'model.step' && e.usage?.inputTokens !== undefined) {
       usageAt = i;
       break;

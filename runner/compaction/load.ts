@@ -45,19 +45,25 @@ export interface LoadedPrompt {
   entriesRead: number;
   /** Seq of the last entry read, or `covers_until` when nothing followed it (0 for an empty record). */
   lastSeq: number;
+  /**
+   * A `/compact` (meta `compact_requested`) not applied yet: newer than the
+   * checkpoint and than every `compaction` entry read. The run compacts with
+   * the `manual` trigger.
+   */
+  manualRequested: boolean;
 }
 
 /** Reads the checkpoint and the record after it, and projects the prompt. */
 export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   const k = conversationKeys(o.prefix, o.conversationId);
-  const [raw, resetRaw] = await Promise.all([
-    o.client.hget(k.state, CHECKPOINT_KEY),
-    o.resetSeq === undefined ? o.client.hget(k.meta, 'reset_seq') : Promise.resolve(String(o.resetSeq)),
-  ]);
+  const [raw, [resetRaw, requestedRaw]] = await Promise.all([o.client.hget(k.state, CHECKPOINT_KEY), o.client.hmget(k.meta, 'reset_seq', 'compact_requested')]);
   const stored = raw ?? undefined;
+  const requested = Number(requestedRaw ?? 0) || 0;
+  const manualRequested = (entries: SeqEntry[], coversUntil = 0) =>
+    requested > coversUntil && !entries.some((e) => e.kind === 'compaction' && e.seq > requested);
   const validation = await validateCheckpoint(stored, {
     conversationId: o.conversationId,
-    resetSeq: Number(resetRaw ?? 0) || 0,
+    resetSeq: o.resetSeq ?? (Number(resetRaw ?? 0) || 0),
     seqExists: async (seq) => (await o.client.xrange(k.log, `${seq}-0`, `${seq}-0`)).length > 0,
   });
   const projection: ProjectionOptions = { unclaimed: 'exclude', ...o.projection };
@@ -74,6 +80,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
       entries,
       entriesRead: entries.length,
       lastSeq: entries.length > 0 ? projected.lastSeq : checkpoint.covers_until,
+      manualRequested: manualRequested(entries, checkpoint.covers_until),
     };
   }
 
@@ -90,5 +97,6 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
     entries,
     entriesRead: entries.length,
     lastSeq: projected.lastSeq,
+    manualRequested: manualRequested(entries),
   };
 }

@@ -49,7 +49,8 @@ const INSTRUCTIONS = (maxChars: number) =>
 /** Summarizes `turns` merged with `previousSummary`. Never throws. */
 export async function summarize(o: SummarizeOptions): Promise<SummaryResult> {
   const maxChars = o.maxChars ?? DEFAULT_MAX_SUMMARY_CHARS;
-  if (o.model && !o.signal?.aborted) {
+  // Nothing new to merge (e.g. only failed runs were selected): the deterministic summary is exact.
+  if (o.model && !o.signal?.aborted && o.turns.length > 0) {
     try {
       const transcript = keepNewest(transcriptLines(o.turns, 2000), o.maxInputChars ?? 120_000).join('\n');
       const prompt = `${o.previousSummary ? `Previous summary:\n${o.previousSummary}\n\n` : ''}New part of the conversation:\n${transcript}`;

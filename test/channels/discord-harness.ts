@@ -1,11 +1,14 @@
 /**
- * Shared pieces of the Discord channel tests: ids of the fake guild, a host
- * whose `receive` the test supplies (usually the real `Dispatch.ingest`), and
- * a logger whose lines the test can read.
+ * Shared pieces of the Discord channel tests: ids of the fake guild, the
+ * real host `receive` (allow-lists, commands, `Dispatch.ingest` on real
+ * Redis) behind a recorder, and a logger whose lines the test can read.
  */
 import { Writable } from 'node:stream';
-import type { ChannelHost, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
+import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { RedisClient } from '../../src/redis.js';
 import { user } from '../fakes/discord-server.js';
 
 /** A token in Discord's format (base64 user id . timestamp . HMAC). Never to appear in errors or logs. */
@@ -110,4 +113,32 @@ export function captureLogger(): { logger: Logger; lines: string[] } {
     },
   });
   return { logger: createLogger({ level: 'debug', destination }), lines };
+}
+
+/** Options of `realHost`. */
+export interface RealHostOptions {
+  redis: RedisClient;
+  prefix: string;
+  logger: Logger;
+  /** The channel's settings (policy, allow-lists) as the host applies them. Default none. */
+  settings?: ChannelSettings;
+  /** The Discord outbound side, for command replies (resolved when a command runs). */
+  outbound: () => ChannelOutbound | undefined;
+}
+
+/** The real host `receive` (`createChannelHost`) with a real Dispatch; runs are ingested but not enqueued. */
+export function realHost(o: RealHostOptions): { receive: (m: InboundMessage) => Promise<ReceiveResult>; dispatch: Dispatch } {
+  const dispatch = new Dispatch({ client: o.redis, prefix: o.prefix });
+  const host = createChannelHost({
+    http: undefined as never,
+    redis: o.redis,
+    prefix: o.prefix,
+    logger: o.logger,
+    dispatch,
+    ingest: dispatch,
+    enqueue: async () => undefined,
+    settings: () => o.settings,
+    outbound: (id) => (id === 'discord' ? o.outbound() : undefined),
+  });
+  return { receive: (m) => host.receive('discord', m), dispatch };
 }

@@ -1,36 +1,35 @@
 /**
  * The Discord channel with the real discord.js client against the fake
- * Discord (REST + gateway), the host's `receive` backed by the real
- * `Dispatch.ingest` on real Redis. One client serves the whole file.
+ * Discord (REST + gateway), and the real host `receive` (createChannelHost,
+ * Dispatch.ingest on real Redis). One client serves the whole file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
 import { FakeDiscord, snowflake } from '../fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { ALWAYS_CHANNEL, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot } from './discord-harness.js';
+import { ALWAYS_CHANNEL, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
 
 let fake: FakeDiscord;
 let plugin: ChannelPlugin;
 let redis: RedisClient;
-let dispatch: Dispatch;
 let host: RecordingHost;
+let receive: ReturnType<typeof realHost>['receive'];
 let logs: string[];
 const prefix = testPrefix();
 
 beforeAll(async () => {
   redis = createRedis({ url: redisUrl() });
-  dispatch = new Dispatch({ client: redis, prefix });
   fake = await FakeDiscord.start({ token: TOKEN });
   fake.addGuild(guild);
   const captured = captureLogger();
   logs = captured.lines;
-  host = new RecordingHost(async (message) => ({ kind: 'ingested', result: await dispatch.ingest(message) }));
+  receive = realHost({ redis, prefix, logger: captured.logger, outbound: () => plugin.outbound }).receive;
+  host = new RecordingHost(receive);
   plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, alwaysChannels: [ALWAYS_CHANNEL] }, { logger: captured.logger, redis, prefix });
   await plugin.start(host.asHost(captured.logger));
 });
@@ -140,6 +139,14 @@ describe('discord inbound', () => {
     });
   });
 
+  it('answers a control command through Discord, as a reply to it', async () => {
+    const { message } = mention(CHANNEL, '/status');
+    const got = await host.waitFor((rs) => rs.find((r) => r.message.messageId === message.id));
+    expect(got.result).toMatchObject({ kind: 'command', command: 'status', duplicate: false });
+    const [reply] = await fake.waitForCalls('POST', new RegExp(`^/channels/${CHANNEL}/messages$`));
+    expect(reply?.body).toMatchObject({ content: expect.stringContaining('Queue mode: steer'), message_reference: { message_id: message.id } });
+  });
+
   describe('ignores', () => {
     it('the bot\'s own messages, other bots and system messages', async () => {
       fake.messageCreate({ channelId: DM, author: fake.bot, content: 'my own echo' });
@@ -182,7 +189,7 @@ describe('discord gateway resume', () => {
   });
 
   it('two hosts on one bot both get a MESSAGE_CREATE; the host dedupes it to one record entry', async () => {
-    const second = new RecordingHost(async (m) => ({ kind: 'ingested', result: await dispatch.ingest(m) }));
+    const second = new RecordingHost(receive);
     const { logger } = captureLogger();
     const other = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase }, { logger, redis, prefix });
     await other.start(second.asHost(logger));
@@ -210,6 +217,23 @@ describe('discord outbound', () => {
       message_reference: { message_id: '123456789012345678', channel_id: CHANNEL, fail_if_not_exists: false },
     });
     expect(fake.messages.get(messageId)?.content).toBe('the answer');
+  });
+
+  it('sends a delivery key as an enforced nonce: a retried send returns the same message', async () => {
+    const first = await plugin.outbound.send(`discord:${DM}`, 'exactly once', { deliveryKey: 'r1abc:0' });
+    const again = await plugin.outbound.send(`discord:${DM}`, 'exactly once', { deliveryKey: 'r1abc:0' });
+    expect(again.messageId).toBe(first.messageId);
+    const [call] = fake.callsTo('POST', /\/messages$/).slice(-1);
+    expect(call?.body).toMatchObject({ nonce: expect.stringMatching(/^[0-9a-f]{25}$/), enforce_nonce: true });
+    expect([...fake.messages.values()].filter((m) => m.content === 'exactly once')).toHaveLength(1);
+  });
+
+  it('does not duplicate a message when Discord created it but the response was lost (5xx, retried by the REST client)', async () => {
+    fake.fail('POST', /\/messages$/, { status: 502, body: { message: 'Bad Gateway', code: 0 }, commit: true });
+    const before = fake.callsTo('POST', /\/messages$/).length;
+    const { messageId } = await plugin.outbound.send(`discord:${DM}`, 'lost response', { deliveryKey: 'r1abc:1' });
+    expect(fake.callsTo('POST', /\/messages$/).slice(before).map((c) => c.status)).toEqual([502, 200]);
+    expect([...fake.messages.values()].filter((m) => m.content === 'lost response').map((m) => m.id)).toEqual([messageId]);
   });
 
   it('edits a sent message in place', async () => {

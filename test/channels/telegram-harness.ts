@@ -1,13 +1,15 @@
 /**
  * Harness of the Telegram channel tests: the real plugin (real grammY
- * client) against the fake Bot API server, a host HTTP server, a channel
- * host whose `receive` ingests through the real `Dispatch` on a random Redis
+ * client) against the fake Bot API server, a host HTTP server, the real
+ * channel host ingesting through the real `Dispatch` on a random Redis
  * prefix, and every log line captured in memory.
  */
 import { Redis } from 'ioredis';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
+import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import { telegramConfigSchema } from '../../plugins/telegram/config.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
-import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import { FAKE_TOKEN, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
@@ -27,22 +29,40 @@ export class MemoryLog {
   }
 }
 
-/** A receive that ingests through `Dispatch` (dedupe, record, routing) and records what it was given. */
-export function dispatchHost(opts: { redis: Redis; prefix: string; http: HttpServer; logger: Logger }): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
+/**
+ * The real channel host (`createChannelHost`: allow-lists, commands, policy)
+ * over the real `Dispatch` on Redis; runs are recorded, not enqueued (no
+ * runner here). Records what `receive` was given and returned.
+ */
+export function dispatchHost(opts: {
+  redis: Redis;
+  prefix: string;
+  http: HttpServer;
+  logger: Logger;
+  settings?: ChannelSettings;
+  outbound?: () => ChannelOutbound | undefined;
+}): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
   const dispatch = new Dispatch({ client: opts.redis, prefix: opts.prefix });
-  const received: InboundMessage[] = [];
-  const results: ReceiveResult[] = [];
-  return {
-    received,
-    results,
+  const inner = createChannelHost({
     http: opts.http,
     redis: opts.redis,
     prefix: opts.prefix,
     logger: opts.logger,
-    async receive(_channelId, message) {
+    dispatch,
+    ingest: { ingest: (message, o) => dispatch.ingest(message, o) },
+    enqueue: async () => undefined,
+    settings: () => opts.settings,
+    outbound: () => opts.outbound?.(),
+  });
+  const received: InboundMessage[] = [];
+  const results: ReceiveResult[] = [];
+  return {
+    ...inner,
+    received,
+    results,
+    async receive(channelId, message) {
       received.push(message);
-      const { chatId: _chat, ...incoming } = message;
-      const result: ReceiveResult = { kind: 'ingested', result: await dispatch.ingest(incoming) };
+      const result = await inner.receive(channelId, message);
       results.push(result);
       return result;
     },
@@ -64,19 +84,22 @@ export interface TelegramHarness {
   close(): Promise<void>;
 }
 
-/** Starts the plugin in webhook mode (default) with `config` merged over the harness defaults. */
-export async function startTelegramHarness(config: Partial<TelegramConfigInput> = {}): Promise<TelegramHarness> {
+/**
+ * Starts the plugin in webhook mode (default) with `config` merged over the
+ * harness defaults. `hostRedis`: the Redis the host ingests into (default the
+ * harness's; pass an unreachable one to test 503).
+ */
+export async function startTelegramHarness(config: Partial<TelegramConfigInput> = {}, opts: { hostRedis?: Redis } = {}): Promise<TelegramHarness> {
   const prefix = testPrefix();
   const redis = new Redis(redisUrl());
   const fake = await startFakeTelegram();
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
   const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
-  const host = dispatchHost({ redis, prefix, http, logger });
-  const plugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: fake.apiRoot, mode: 'webhook', webhookSecret: WEBHOOK_SECRET, ...config },
-    { logger, redis, prefix },
-  );
+  const cfg = telegramConfigSchema.parse({ token: FAKE_TOKEN, apiRoot: fake.apiRoot, mode: 'webhook', webhookSecret: WEBHOOK_SECRET, ...config });
+  const settings = { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats };
+  const plugin = createTelegramPlugin(cfg, { logger, redis, prefix });
+  const host = dispatchHost({ redis: opts.hostRedis ?? redis, prefix, http, logger, settings, outbound: () => plugin.outbound });
   await plugin.start(host);
   await http.ready();
   const path = config.webhookPath ?? '/telegram/webhook';

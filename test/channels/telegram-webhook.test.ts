@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RedisUnavailableError } from '../../src/errors.js';
+import { Redis } from 'ioredis';
 import { ALICE, messageUpdate, type TgUser } from '../fakes/telegram-server.js';
 import { startTelegramHarness, WEBHOOK_SECRET, type TelegramHarness } from './telegram-harness.js';
 
@@ -174,17 +174,23 @@ describe('telegram webhook', () => {
     expect(await h.redis.xlen(logKeys[0]!)).toBe(1);
   });
 
-  it('answers 503 when the host cannot reach Redis, so Telegram retries', async () => {
-    h.host.receive = async () => {
-      throw new RedisUnavailableError('connect ECONNREFUSED 127.0.0.1:6379');
-    };
-    const res = await h.post(messageUpdate({ text: 'hi' }));
-    expect(res.status).toBe(503);
-    expect(res.body).toEqual({ error: 'redis unreachable' });
-  });
 });
 
 describe('telegram webhook options', () => {
+  it('answers 503 when the host cannot reach Redis, so Telegram retries', async () => {
+    const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    dead.on('error', () => undefined); // the refused connection is the point of the test
+    const h = await startTelegramHarness({}, { hostRedis: dead });
+    try {
+      const res = await h.post(messageUpdate({ text: 'hi' }));
+      expect(res).toEqual({ status: 503, body: { error: 'redis unreachable' } });
+      expect(await redisKeys(h)).toEqual([]);
+    } finally {
+      await h.close();
+      dead.disconnect();
+    }
+  });
+
   it('answers every group message in `always` mode', async () => {
     const h = await startTelegramHarness({ groups: 'always' });
     try {
@@ -195,7 +201,7 @@ describe('telegram webhook options', () => {
     }
   });
 
-  it('passes only allowed users and chats', async () => {
+  it('lets the host apply the allow-lists of users and chats', async () => {
     const h = await startTelegramHarness({ allowedUsers: [String(ALICE.id)], allowedChats: [String(ALICE.id), GROUP] });
     try {
       const fromBob = await h.post(messageUpdate({ from: BOB, text: 'hi' }));
@@ -206,7 +212,11 @@ describe('telegram webhook options', () => {
         { ok: true, ignored: 'not-allowed' },
         { ok: true, ignored: 'not-allowed' },
       ]);
-      expect(h.host.received.map((m) => m.text)).toEqual(['hi from alice', '/status']);
+      const accepted = h.host.received.filter((_m, i) => h.host.results[i]?.kind !== 'ignored');
+      expect(accepted.map((m) => m.text)).toEqual(['hi from alice', '/status']);
+      expect(h.host.results.map((r) => r.kind)).toEqual(['ignored', 'ignored', 'ingested', 'command']);
+      // The command was answered in the group through the plugin's outbound side.
+      expect(h.fake.sent.map((m) => m.chatId)).toEqual([GROUP]);
     } finally {
       await h.close();
     }

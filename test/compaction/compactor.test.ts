@@ -114,6 +114,17 @@ describe('compact', () => {
     });
   });
 
+  it('applies a /compact request once: the load reports it until a compaction entry follows it', async () => {
+    const c = await conversation();
+    expect((await c.load()).manualRequested).toBe(false);
+    const req = await fx.dispatch().requestCompaction(fx.source(1));
+    expect(req.kind).toBe('requested');
+    const loaded = await c.load();
+    expect(loaded.manualRequested).toBe(true);
+    expect(await compact(c.base(loaded, { trigger: 'manual' }))).toMatchObject({ kind: 'compacted' });
+    expect((await c.load()).manualRequested).toBe(false);
+  });
+
   it('writes nothing for a run that lost its fence', async () => {
     const c = await conversation();
     const before = await fx.snapshot();

@@ -111,11 +111,11 @@ describe('estimateRequest', () => {
     expect(more.tokens - 140).toBe(Math.ceil((base.tokens - 140 + estimateMessages(added)) * 2));
   });
 
-  it('ignores usage reported before a compaction and estimates the prompt with its overhead', () => {
-    const entries: SeqEntry[] = [
-      ...syntheticTurns(2),
-      { v: 1, at: 1, kind: 'compaction', covers_until: 4, tokens_before: 900, tokens_after: 300, summarizer: 'llm', seq: 9 },
-    ];
+  it.each([
+    ['compaction', { v: 1, at: 1, kind: 'compaction', covers_until: 4, tokens_before: 900, tokens_after: 300, summarizer: 'llm', seq: 9 }],
+    ['reset', { v: 1, at: 1, kind: 'conversation.reset', seq: 9 }],
+  ] as const)('ignores usage reported before a %s and estimates the prompt with its overhead', (_, marker) => {
+    const entries: SeqEntry[] = [...syntheticTurns(2), marker, ...syntheticTurns(1, 10, 5).map((e) => (e.kind === 'model.step' ? { ...e, usage: {} } : e))];
     const messages = project(entries);
     expect(estimateRequest({ entries, messages, project, overheadTokens: 50, ratio: 1.5 })).toEqual({
       tokens: Math.ceil(estimateMessages(messages) * 1.5) + 50,

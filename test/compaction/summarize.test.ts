@@ -45,6 +45,12 @@ describe('summarize', () => {
     expect((await summarize({ model: hangingModel(), turns, maxChars: 500, timeoutMs: 20 })).summarizer).toBe('fallback');
   });
 
+  it('does not call the model when there is nothing new to merge', async () => {
+    const model = textModel('unused');
+    expect(await summarize({ model, previousSummary: 'Ann lives in Porto.', turns: [], maxChars: 500 })).toEqual({ summary: 'Ann lives in Porto.', summarizer: 'fallback' });
+    expect(model.doGenerateCalls).toHaveLength(0);
+  });
+
   it('writes the deterministic summary without a model', async () => {
     expect((await summarize({ turns, maxChars: 500 })).summarizer).toBe('fallback');
   });

@@ -83,6 +83,8 @@ interface RouteFault {
   method: string;
   path: RegExp;
   remaining: number;
+  /** Do what the route does first, then answer with the fault (a response lost after the fact). */
+  commit: boolean;
   status: number;
   headers: Record<string, string>;
   body: (call: RestCall) => unknown;
@@ -105,6 +107,7 @@ interface StoredMessage {
   channel_id: string;
   content: string;
   edits: number;
+  nonce?: string;
 }
 
 const DISCORD_EPOCH = 1420070400000n;
@@ -276,6 +279,7 @@ export class FakeDiscord extends EventEmitter {
       method,
       path,
       remaining: opts.count ?? 1,
+      commit: false,
       status: 429,
       headers: {
         'retry-after': String(opts.retryAfterSec),
@@ -286,13 +290,18 @@ export class FakeDiscord extends EventEmitter {
     });
   }
 
-  /** Answers the next `count` calls matching `method` + `path` with `status` and `body` (a function sees the call). */
-  fail(method: string, path: RegExp, opts: { status: number; body: Record<string, unknown> | ((call: RestCall) => Record<string, unknown>); count?: number }): void {
+  /**
+   * Answers the next `count` calls matching `method` + `path` with `status`
+   * and `body` (a function sees the call). With `commit`, the call takes
+   * effect first (a message is created) and only the response is the failure.
+   */
+  fail(method: string, path: RegExp, opts: { status: number; body: Record<string, unknown> | ((call: RestCall) => Record<string, unknown>); count?: number; commit?: boolean }): void {
     const body = opts.body;
     this.faults.push({
       method,
       path,
       remaining: opts.count ?? 1,
+      commit: opts.commit ?? false,
       status: opts.status,
       headers: {},
       body: typeof body === 'function' ? body : () => body,
@@ -505,6 +514,7 @@ export class FakeDiscord extends EventEmitter {
     const fault = this.faults.find((f) => f.remaining > 0 && f.method === method && f.path.test(path));
     if (fault) {
       fault.remaining--;
+      if (fault.commit) this.route(method, path, body, () => undefined);
       return answer(fault.status, fault.body(call), fault.headers);
     }
     this.route(method, path, body, answer);
@@ -521,7 +531,13 @@ export class FakeDiscord extends EventEmitter {
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === 'POST') {
       const invalid = checkContent(body?.content);
       if (invalid) return answer(400, invalid);
-      const stored: StoredMessage = { id: snowflake(), channel_id: m[1]!, content: body.content, edits: 0 };
+      if (body.nonce !== undefined && String(body.nonce).length > 25) return answer(400, { message: 'Invalid Form Body', code: 50035 });
+      if (body.enforce_nonce === true && body.nonce !== undefined) {
+        // Discord: the message created earlier with this nonce is returned, nothing new is created.
+        const earlier = [...this.messages.values()].find((x) => x.channel_id === m![1] && x.nonce === String(body.nonce));
+        if (earlier) return answer(200, this.messagePayload(earlier, body));
+      }
+      const stored: StoredMessage = { id: snowflake(), channel_id: m[1]!, content: body.content, edits: 0, ...(body.nonce !== undefined && { nonce: String(body.nonce) }) };
       this.messages.set(stored.id, stored);
       return answer(200, this.messagePayload(stored, body));
     }
@@ -563,6 +579,7 @@ export class FakeDiscord extends EventEmitter {
       embeds: [],
       pinned: false,
       type: body?.message_reference ? 19 : 0,
+      ...(stored.nonce !== undefined && { nonce: stored.nonce }),
       ...(body?.message_reference && { message_reference: body.message_reference }),
     };
   }

@@ -72,6 +72,8 @@ export interface FakeTelegram {
   conflicts: number;
   /** Queues an update for getUpdates; assigns `update_id` when missing. Returns the update. */
   pushUpdate(update: Record<string, unknown>): Record<string, any>;
+  /** Queues several updates at once, so a waiting long poll receives them in one batch. */
+  pushUpdates(updates: Array<Record<string, unknown>>): Array<Record<string, any>>;
   /** The next `times` calls of `method` fail with `failure`. */
   failNext(method: string, failure: ScriptedFailure, times?: number): void;
   /** Calls of one method. */
@@ -159,13 +161,19 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     commands: [],
     conflicts: 0,
     pushUpdate(update) {
-      const u: Record<string, any> = { ...update };
-      if (typeof u.update_id !== 'number') u.update_id = nextUpdateId++;
-      else nextUpdateId = Math.max(nextUpdateId, u.update_id + 1);
-      updates.push(u);
+      return fake.pushUpdates([update])[0]!;
+    },
+    pushUpdates(list) {
+      const added = list.map((update) => {
+        const u: Record<string, any> = { ...update };
+        if (typeof u.update_id !== 'number') u.update_id = nextUpdateId++;
+        else nextUpdateId = Math.max(nextUpdateId, u.update_id + 1);
+        updates.push(u);
+        return u;
+      });
       updates.sort((a, b) => a.update_id - b.update_id);
       if (poll) answerPoll(poll);
-      return u;
+      return added;
     },
     failNext(method, failure, times = 1) {
       const list = failures.get(method) ?? [];

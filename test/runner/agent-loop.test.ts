@@ -93,6 +93,7 @@ function fakeContext(waiting: Array<SeqEntry<MessageReceived>>, log: string[] = 
       },
     },
     state: { get: async () => undefined, set: async () => undefined },
+    compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
     recordStep: async (step) => steps.push(step),
     delivery: {
       message: async (text) => void delivered.push(text),

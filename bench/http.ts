@@ -1,0 +1,168 @@
+/**
+ * `npm run bench -- http`: webhook ingress over real HTTP. Signed webhook
+ * POSTs go through the whole ingest path (signature check on the raw body,
+ * zod, channel host, the ingest script, BullMQ enqueue of new runs) on the
+ * host's Fastify server; the same requests go to a bare route on the same
+ * server that only parses the JSON body and answers 202. Prints requests/s,
+ * p50/p99 latency of each, and their ratio (target >= 70 %).
+ *
+ * The server runs in a worker thread (its own event loop) so the client's
+ * work does not slow it down; the client is node:http with keep-alive over
+ * loopback. Redis is a private redis-server.
+ */
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { createHttpServer, listen } from '../host/http.js';
+import { startHost } from '../host/main.js';
+import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+import { signedHeaders } from '../plugins/webhook/signature.js';
+import type { AppContext } from '../src/app-context.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
+import { privateRedis } from './private-redis.js';
+
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 1_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECRET = 'bench-secret-0123456789abcdef';
+const WEBHOOK_PATH = '/webhooks/bench';
+const BARE_PATH = '/bench/bare';
+
+interface ServerInit {
+  redisUrl: string;
+  prefix: string;
+}
+
+/** The server side (worker thread): the host with one webhook channel, plus the bare route. */
+async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
+  const base = loadConfig({
+    env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, STEERBOT_RUNNER: 'false', LOG_LEVEL: 'silent' },
+  });
+  const config = { ...base, channels: { webhooks: { bench: webhookChannelConfigSchema.parse({ secret: SECRET, maxSkewSeconds: 3600 }) } } };
+  const logger = createLogger({ level: 'silent' });
+  const redis = createRedis({ url: redisUrl });
+  const ctx: AppContext = {
+    config,
+    logger,
+    redisUrl,
+    redisConnection: { url: redisUrl },
+    redis,
+    connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url: redisUrl }),
+  };
+  const http = createHttpServer({ config, redis, logger });
+  const host = await startHost({ ...ctx, http });
+  // The baseline: same server, same requests; Fastify parses the JSON body, nothing else happens.
+  http.post(BARE_PATH, async (_req, reply) => reply.code(202).send({ result: 'accepted' }));
+  const address = await listen(http, { host: '127.0.0.1', port: 0 });
+  parentPort!.on('message', async (m: unknown) => {
+    if (m !== 'stop') return;
+    await http.close();
+    await host.queue.queue.obliterate({ force: true }).catch(() => undefined);
+    await host.stop();
+    await closeRedis(redis);
+    parentPort!.postMessage({ stopped: true });
+  });
+  parentPort!.postMessage({ address });
+}
+
+interface Phase {
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Map<number, number>;
+}
+
+const WORDS = 'the quick brown fox jumps over a lazy dog while steering messages arrive during a long tool call'.split(' ');
+const text = () => Array.from({ length: 20 + Math.floor(Math.random() * 60) }, () => WORDS[Math.floor(Math.random() * WORDS.length)]).join(' ');
+
+/** Signed bodies, prepared before the clock starts. */
+function prepare(n: number, round: number): Array<{ body: Buffer; headers: Record<string, string> }> {
+  const now = Math.floor(Date.now() / 1000);
+  return Array.from({ length: n }, (_, i) => {
+    const body = Buffer.from(
+      JSON.stringify({ id: `r${round}-${i}`, conversation: `c${i % CONVERSATIONS}`, sender: { id: `u${i % CONVERSATIONS}`, name: 'Ada' }, text: text() }),
+    );
+    return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...signedHeaders(SECRET, body, now) } };
+  });
+}
+
+function post(agent: Agent, url: URL, path: string, req: { body: Buffer; headers: Record<string, string> }): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = request({ agent, host: url.hostname, port: url.port, path, method: 'POST', headers: req.headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    r.on('error', reject);
+    r.end(req.body);
+  });
+}
+
+async function phase(agent: Agent, url: URL, path: string, reqs: Array<{ body: Buffer; headers: Record<string, string> }>): Promise<Phase> {
+  const latencies = new Float64Array(reqs.length);
+  const statuses = new Map<number, number>();
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < reqs.length) {
+        const i = next++;
+        const start = performance.now();
+        const status = await post(agent, url, path, reqs[i]!);
+        latencies[i] = performance.now() - start;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    }),
+  );
+  const ms = performance.now() - t0;
+  latencies.sort();
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  return { rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
+}
+
+const fmt = (p: Phase) =>
+  `${p.rps.toFixed(0).padStart(7)} req/s   p50 ${p.p50.toFixed(2).padStart(6)} ms   p99 ${p.p99.toFixed(2).padStart(6)} ms   statuses ${[...p.statuses].map(([s, c]) => `${s}×${c}`).join(' ')}`;
+
+export async function main(): Promise<void> {
+  const redis = await privateRedis();
+  const prefix = `bench${randomBytes(3).toString('hex')}`;
+  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { redisUrl: redis.url, prefix } satisfies ServerInit });
+  const failed = new Promise<never>((_, reject) => worker.once('error', reject));
+  const address = await Promise.race([new Promise<string>((resolve) => worker.once('message', (m: { address: string }) => resolve(m.address))), failed]);
+  const url = new URL(address);
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  try {
+    // Warm-up: connections, JIT, script loading (EVALSHA miss), BullMQ.
+    await phase(agent, url, BARE_PATH, prepare(1000, 0));
+    await phase(agent, url, WEBHOOK_PATH, prepare(1000, 0));
+
+    console.log(`http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`);
+    const bare: Phase[] = [];
+    const hook: Phase[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const reqs = prepare(REQUESTS, round);
+      bare.push(await phase(agent, url, BARE_PATH, reqs));
+      hook.push(await phase(agent, url, WEBHOOK_PATH, reqs));
+      console.log(`  round ${round} bare route:      ${fmt(bare.at(-1)!)}`);
+      console.log(`  round ${round} signed webhook:  ${fmt(hook.at(-1)!)}`);
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const bareRps = median(bare.map((p) => p.rps));
+    const hookRps = median(hook.map((p) => p.rps));
+    console.log(`  median bare route:      ${bareRps.toFixed(0)} req/s   p50 ${median(bare.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(bare.map((p) => p.p99)).toFixed(2)} ms`);
+    console.log(`  median signed webhook:  ${hookRps.toFixed(0)} req/s   p50 ${median(hook.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(hook.map((p) => p.p99)).toFixed(2)} ms`);
+    console.log(`  ratio webhook / bare:   ${((hookRps / bareRps) * 100).toFixed(1)} %   (target >= 70 %)`);
+  } finally {
+    agent.destroy();
+    const stopped = new Promise((resolve) => worker.once('message', resolve));
+    worker.postMessage('stop');
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 5000))]);
+    await worker.terminate();
+    await redis.stop();
+  }
+}
+
+if (!isMainThread) await serve(workerData as ServerInit);

@@ -1,0 +1,10 @@
+import { Agent, request } from 'node:http';
+import { signedHeaders } from '../plugins/webhook/signature.js';
+const url = new URL(process.argv[2]!); const path = process.argv[3]!; const N = 15000;
+const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+const now = Math.floor(Date.now() / 1000);
+const reqs = Array.from({ length: N }, (_, i) => { const body = Buffer.from(JSON.stringify({ id: `x${i}-${Math.random()}`, conversation: `c${i % 1000}`, sender: { id: 'u', name: 'A' }, text: 'the quick brown fox jumps over a lazy dog while steering messages arrive during a long tool call '.repeat(3) })); return { body, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...signedHeaders('bench-secret-0123456789abcdef', body, now) } }; });
+let next = 0; const t0 = performance.now(); const st = new Map();
+await Promise.all(Array.from({ length: 32 }, async () => { while (next < N) { const r = reqs[next++]!; const s = await new Promise<number>((res, rej) => { const q = request({ agent, host: url.hostname, port: url.port, path, method: 'POST', headers: r.headers }, (x) => { x.resume(); x.on('end', () => res(x.statusCode!)); }); q.on('error', rej); q.end(r.body); }); st.set(s, (st.get(s) ?? 0) + 1); } }));
+console.log(path, (N / (performance.now() - t0) * 1000).toFixed(0), 'req/s', [...st]);
+agent.destroy();

@@ -1,0 +1,131 @@
+/**
+ * Compaction as a run sees it: the prompt a run starts from (checkpoint +
+ * the record after it, compacted first when over the threshold or when
+ * `/compact` was asked), and the hooks the agent loop calls at turn
+ * boundaries and on a provider context-overflow error.
+ */
+import type { LanguageModel, ModelMessage } from 'ai';
+import type { Logger } from 'pino';
+import { StaleRunError } from '../src/errors.js';
+import { conversationKeys } from '../src/keys.js';
+import type { Runs, RunRef } from '../src/protocol/runs.js';
+import type { ConversationState } from '../src/protocol/state.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import { Calibrator, estimateMessages } from './compaction/estimate.js';
+import { loadPrompt, type LoadedPrompt } from './compaction/load.js';
+import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
+import { shouldCompact, type CompactionTrigger } from './compaction/compactor.js';
+import type { CompactionHooks } from './plugin.js';
+
+/** Compaction settings of a runner. */
+export interface CompactionSettings {
+  /** Model that writes summaries; without one the deterministic fallback summary is used. */
+  model?: LanguageModel;
+  /** Fraction of the usable context window that triggers compaction. Default 0.8. */
+  threshold?: number;
+  /** Complete turns kept verbatim after the summary. Default 4. */
+  keepRecentTurns?: number;
+  /** Longest summary, in characters. Default 6000. */
+  maxSummaryChars?: number;
+}
+
+/** What one run needs to compact. */
+export interface RunCompactionOptions {
+  client: RedisClient;
+  prefix: string;
+  runs: Runs;
+  state: ConversationState;
+  run: RunRef;
+  /** Usable context: the model's window minus its output reserve, in tokens. */
+  contextWindow: number;
+  /** Bounded tail read when there is no valid checkpoint, in entries. */
+  tailEntries: number;
+  settings: CompactionSettings;
+  calibrator: Calibrator;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/** Compaction state of one run invocation. */
+export class RunCompaction implements CompactionHooks {
+  private overhead = 0;
+  private manualSeen = 0;
+
+  constructor(private readonly o: RunCompactionOptions) {}
+
+  private load(): Promise<LoadedPrompt> {
+    const o = this.o;
+    return loadPrompt({ client: o.client, prefix: o.prefix, conversationId: o.run.conversationId, tailEntries: o.tailEntries, logger: o.logger });
+  }
+
+  private async compactWith(trigger: CompactionTrigger, loaded: LoadedPrompt): Promise<PressureCheck | undefined> {
+    const o = this.o;
+    try {
+      return await compactIfNeeded({
+        run: o.run,
+        state: o.state,
+        runs: o.runs,
+        loaded,
+        trigger,
+        contextWindow: o.contextWindow,
+        ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }),
+        keepRecentTurns: trigger === 'overflow' ? 0 : o.settings.keepRecentTurns,
+        ...(o.settings.maxSummaryChars !== undefined && { maxSummaryChars: o.settings.maxSummaryChars }),
+        ...(o.settings.model && { model: o.settings.model }),
+        calibrator: o.calibrator,
+        overheadTokens: this.overhead,
+        signal: o.signal,
+        logger: o.logger,
+      });
+    } catch (err) {
+      if (err instanceof StaleRunError) throw err;
+      o.logger.warn({ err }, 'compaction failed; keeping the uncompacted prompt');
+      return undefined;
+    }
+  }
+
+  /** The prompt a run (or a continuation) starts from; compacts first when needed. */
+  async initialPrompt(): Promise<ModelMessage[]> {
+    const loaded = await this.load();
+    const requested = await this.requestedSeq();
+    const check = await this.compactWith(loaded.manualRequested ? 'manual' : 'pressure', loaded);
+    this.manualSeen = loaded.manualRequested ? requested : 0;
+    if (check?.result?.kind === 'compacted') this.o.logger.info({ trigger: loaded.manualRequested ? 'manual' : 'pressure' }, 'compacted at run start');
+    return check?.messages ?? loaded.messages;
+  }
+
+  /** A `/compact` run of its own (idle conversation): compact and return. */
+  async manualOnly(): Promise<boolean> {
+    const check = await this.compactWith('manual', await this.load());
+    return check?.result?.kind === 'compacted';
+  }
+
+  async atBoundary(messages: ModelMessage[]): Promise<ModelMessage[] | undefined> {
+    const o = this.o;
+    const requested = await this.requestedSeq();
+    const estimate = o.calibrator.calibrate(o.run.conversationId, estimateMessages(messages)) + this.overhead;
+    const manual = requested > this.manualSeen;
+    if (!manual && !shouldCompact({ estimate, contextWindow: o.contextWindow, ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }), breakerOpen: false, trigger: 'pressure' })) {
+      return undefined;
+    }
+    this.manualSeen = requested;
+    // O(tail): this run's steps and the steering it pulled are already in the record.
+    const check = await this.compactWith(manual ? 'manual' : 'pressure', await this.load());
+    return check?.result?.kind === 'compacted' ? check.messages : undefined;
+  }
+
+  async onOverflow(): Promise<ModelMessage[] | undefined> {
+    const check = await this.compactWith('overflow', await this.load());
+    return check?.result?.kind === 'compacted' ? check.messages : undefined;
+  }
+
+  observe(messages: ModelMessage[], inputTokens: number, overheadTokens = 0): void {
+    this.overhead = overheadTokens;
+    this.o.calibrator.observe(this.o.run.conversationId, inputTokens, estimateMessages(messages) + overheadTokens);
+  }
+
+  private async requestedSeq(): Promise<number> {
+    const k = conversationKeys(this.o.prefix, this.o.run.conversationId);
+    return Number(await this.o.client.hget(k.meta, 'compact_requested')) || 0;
+  }
+}

@@ -1,0 +1,25 @@
+/** The Discord channel passes the channel contract (real discord.js client against the fake Discord gateway + REST). */
+import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { FakeDiscord, user } from '../fakes/discord-server.js';
+import { runChannelContract, type ContractEnv, type ContractMessage } from './contract.js';
+import { TOKEN } from './discord-harness.js';
+
+runChannelContract(
+  'discord',
+  async (env: ContractEnv) => {
+    const fake = await FakeDiscord.start({ token: TOKEN });
+    const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
+    return {
+      plugin,
+      // A DM: the gateway delivers it to the client as a MESSAGE_CREATE (delivering it again is a gateway replay).
+      async inject(m: ContractMessage) {
+        fake.messageCreate({ id: m.updateId, channelId: m.chatId, author: user(m.sender.id, m.sender.name), content: m.text });
+      },
+      expected: (m: ContractMessage) => ({ updateKey: `discord:${m.updateId}`, conversationId: `discord:${m.chatId}` }),
+      received: async (chatId: string) => [...fake.messages.values()].filter((x) => x.channel_id === chatId).map((x) => x.content),
+      typingCount: async (chatId: string) => fake.callsTo('POST', new RegExp(`^/channels/${chatId}/typing$`)).length,
+      close: () => fake.close(),
+    };
+  },
+  { typing: true, edit: true },
+);

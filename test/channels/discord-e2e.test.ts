@@ -1,0 +1,139 @@
+/**
+ * End to end through the whole system: a MESSAGE_CREATE on the fake Discord
+ * gateway → the real discord.js client → the real host receive → Redis →
+ * BullMQ → a runner with the local agent on the real OpenAI-compatible
+ * provider (against the fake chat-completions server) → delivery → the
+ * Discord outbound → the fake Discord REST.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createChannelHost } from '../../host/receive.js';
+import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { startRunner } from '../../runner/main.js';
+import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { FakeDiscord, type RestCall } from '../fakes/discord-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
+import { fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
+import { RecordingHost, TOKEN, alice } from './discord-harness.js';
+
+/** The DM whose replies go through a streaming Discord outbound. */
+const STREAM_DM = '510000000000000009';
+/** A streamed answer: word by word, 120 ms apart (about 2.6 s, more than one edit interval). */
+const STREAMED = 'Streaming this answer word by word so that the message is edited in place while the model is still writing it out.';
+
+/** A reply of about 4 600 characters in paragraphs: Discord needs three messages for it. */
+const LONG_REPLY = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}. ${'All work and no play makes a long answer. '.repeat(9).trim()}`).join('\n\n');
+
+let discord: FakeDiscord;
+let model: FakeOpenAIServer;
+let h: RunnerHarness;
+let plugin: ChannelPlugin;
+let host: RecordingHost;
+let channelHost: ChannelHost;
+const extraPlugins: ChannelPlugin[] = [];
+
+beforeAll(async () => {
+  model = await startFakeOpenAI();
+  model.script((req) => {
+    const last = JSON.stringify(req.messages.at(-1)?.content ?? '');
+    if (last.includes('stream')) return { text: STREAMED, chunkDelayMs: 120 };
+    return { text: last.includes('long') ? LONG_REPLY : `You said: ${last.includes('hello') ? 'hello' : 'something'}.` };
+  });
+  discord = await FakeDiscord.start({ token: TOKEN });
+  h = await RunnerHarness.start();
+  const { ctx } = h;
+  plugin = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
+  channelHost = createChannelHost({
+    http: undefined as never,
+    redis: ctx.redis,
+    prefix: h.prefix,
+    logger: ctx.logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === 'discord' ? plugin.outbound : undefined),
+  });
+  host = new RecordingHost((m) => channelHost.receive('discord', m));
+  await plugin.start(host.asHost(ctx.logger));
+  // Runners only use outbound sides: this one is never started.
+  const streaming = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase, streaming: true }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
+  const runner = await startRunner(ctx, {
+    // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
+    plugin: createLocalAgentPlugin({ model: fakeModel(model.url), streaming: true }),
+    resolveOutbound: (cid) => (cid === `discord:${STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined),
+    lockDurationMs: 2000,
+    stalledIntervalMs: 500,
+  });
+  h.runners.push(runner);
+});
+
+afterAll(async () => {
+  await Promise.all(extraPlugins.map((p) => p.stop()));
+  await plugin?.stop();
+  await h?.close();
+  await discord?.close();
+  await model?.close();
+});
+
+const sentTo = (channel: string): RestCall[] => discord.callsTo('POST', new RegExp(`^/channels/${channel}/messages$`)).filter((c) => c.status === 200);
+
+describe('discord end to end', () => {
+  it('a DM gets a reply from the agent', async () => {
+    const dm = '510000000000000001';
+    discord.messageCreate({ channelId: dm, author: alice, content: 'hello bot' });
+    const [reply] = await discord.waitForCalls('POST', new RegExp(`^/channels/${dm}/messages$`));
+    expect(reply?.body.content).toBe('You said: hello.');
+    expect(model.requests.some((r) => JSON.stringify(r.body.messages).includes('hello bot'))).toBe(true);
+    await h.idle(10_000, `discord:${dm}`);
+    expect(sentTo(dm)).toHaveLength(1);
+  });
+
+  it('a reply over 2000 characters arrives split into messages Discord accepts, complete and in order', async () => {
+    const dm = '510000000000000002';
+    discord.messageCreate({ channelId: dm, author: alice, content: 'write something long' });
+    const squash = (s: string) => s.replace(/\s+/g, '');
+    const chunks = await waitFor(() => {
+      const texts = sentTo(dm).map((c) => c.body.content as string);
+      return squash(texts.join('')) === squash(LONG_REPLY) && texts;
+    }, 10_000, 'the whole long reply');
+    expect(LONG_REPLY.length).toBeGreaterThan(4000);
+    expect(chunks.length).toBe(3);
+    for (const c of chunks) expect(c.length).toBeLessThanOrEqual(2000);
+    // Cut at paragraph boundaries: every chunk starts a paragraph.
+    for (const c of chunks) expect(c).toMatch(/^Paragraph \d+\./);
+    await h.idle(10_000, `discord:${dm}`);
+    expect(sentTo(dm)).toHaveLength(3);
+  });
+
+  it('a message two hosts receive from the gateway gets one run and one reply', async () => {
+    const dm = '510000000000000003';
+    const second = new RecordingHost((m) => channelHost.receive('discord', m));
+    const other = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix });
+    extraPlugins.push(other);
+    await other.start(second.asHost(h.ctx.logger));
+    discord.messageCreate({ channelId: dm, author: alice, content: 'hello from two gateways' });
+    await discord.waitForCalls('POST', new RegExp(`^/channels/${dm}/messages$`));
+    await h.idle(10_000, `discord:${dm}`);
+    const handed = [...host.withText('hello from two gateways'), ...second.withText('hello from two gateways')];
+    const results = handed.map((r) => (r.result?.kind === 'ingested' ? r.result.result.kind : r.result?.kind));
+    expect(results.sort()).toEqual(['duplicate', 'new-run']);
+    expect(await h.entries('run.started', `discord:${dm}`)).toHaveLength(1);
+    expect(sentTo(dm)).toHaveLength(1);
+  });
+
+  it('with streaming on, a reply is posted once and edited in place to the full answer', async () => {
+    discord.messageCreate({ channelId: STREAM_DM, author: alice, content: 'please stream' });
+    await host.waitForText('please stream');
+    await h.idle(15_000, `discord:${STREAM_DM}`);
+    const posts = sentTo(STREAM_DM);
+    expect(posts).toHaveLength(1);
+    const preview = posts[0]!.body.content as string;
+    expect(STREAMED.startsWith(preview)).toBe(true);
+    expect(preview.length).toBeLessThan(STREAMED.length);
+    const messageId = [...discord.messages.values()].find((m) => m.channel_id === STREAM_DM)!.id;
+    const edits = discord.callsTo('PATCH', new RegExp(`^/channels/${STREAM_DM}/messages/${messageId}$`));
+    expect(edits.length).toBeGreaterThanOrEqual(1);
+    expect(edits.at(-1)?.body.content).toBe(STREAMED);
+    expect(discord.messages.get(messageId)?.content).toBe(STREAMED);
+  });
+});

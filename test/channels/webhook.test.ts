@@ -1,0 +1,336 @@
+/**
+ * The webhook channel at its edges: signatures, answers and status codes,
+ * nothing written for a rejected request, 503 when Redis is down, the event
+ * stream, and signed callbacks with retries.
+ */
+import { createHmac } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
+import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
+import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { freePort } from '../../src/local-redis.js';
+import { createLogger } from '../../src/logger.js';
+import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { RedisClient } from '../../src/redis.js';
+import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+const SECRET = 'whsec-test-0123456789abcdef';
+const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+interface Harness {
+  url: string;
+  plugin: ChannelPlugin;
+  prefix: string;
+  redis: Redis;
+  http: HttpServer;
+  settings: ChannelSettings;
+}
+
+let h: Harness;
+let callbacks: CallbackServer;
+const extraClients: RedisClient[] = [];
+
+/** Starts the plugin on a real HTTP server; `hostRedis` is what the host ingests into (default: a working one). */
+async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient): Promise<Harness> {
+  const redis = new Redis(redisUrl());
+  const prefix = testPrefix();
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  const ingestRedis = hostRedis ?? redis;
+  const dispatch = new Dispatch({ client: ingestRedis, prefix });
+  const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger, redis, prefix });
+  const settings: ChannelSettings = {};
+  const host = createChannelHost({
+    http,
+    redis: ingestRedis,
+    prefix,
+    logger,
+    dispatch,
+    ingest: { ingest: (m, o) => dispatch.ingest(m, o) },
+    enqueue: async () => undefined,
+    settings: () => settings,
+    outbound: () => plugin.outbound,
+  });
+  await plugin.start(host);
+  const url = await listen(http, { host: '127.0.0.1', port: 0 });
+  return { url, plugin, prefix, redis, http, settings };
+}
+
+beforeEach(async () => {
+  callbacks = await startCallbackServer(SECRET);
+});
+afterEach(async () => {
+  await h.plugin.stop();
+  await h.http.close();
+  await cleanupPrefix(h.redis, h.prefix);
+  await h.redis.quit();
+  await callbacks.close();
+  for (const c of extraClients.splice(0)) c.disconnect();
+});
+
+let ids = 0;
+const body = (over: Record<string, unknown> = {}) => ({ id: `m${++ids}`, conversation: 'ticket-7', sender: { id: 'u1', name: 'Ann' }, text: 'hello', ...over });
+
+async function post(payload: unknown, headers?: Record<string, string>, path = '/webhooks/crm') {
+  const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
+  const res = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(headers ?? signedHeaders(SECRET, raw)) }, body: raw });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Every key of the test with its type and content, to compare before/after. */
+async function snapshot(): Promise<string> {
+  const keys = (await h.redis.keys(`${h.prefix}:*`)).sort();
+  const parts = await Promise.all(keys.map(async (k) => `${k}=${await h.redis.type(k)}:${JSON.stringify(await h.redis.dump(k))}`));
+  return parts.join('\n');
+}
+
+describe('webhook channel', () => {
+  describe('a signed request', () => {
+    beforeEach(async () => {
+      h = await start();
+    });
+
+    it('is answered 202 with the dispatch result', async () => {
+      const res = await post(body());
+      expect(res.status).toBe(202);
+      expect(res.body).toMatchObject({ result: 'new-run', seq: expect.any(Number), runId: expect.any(String) });
+      const second = await post(body({ text: 'and more' }));
+      expect(second).toMatchObject({ status: 202, body: { result: 'joined', runId: res.body.runId } });
+    });
+
+    it('reusing an id is a duplicate: 200, nothing new written', async () => {
+      const b = body();
+      const first = await post(b);
+      const before = await snapshot();
+      const again = await post(b);
+      expect(again).toEqual({ status: 200, body: { result: 'duplicate', seq: first.body.seq } });
+      expect(await snapshot()).toBe(before);
+    });
+
+    it('uses the Idempotency-Key header over the body id', async () => {
+      const a = JSON.stringify(body());
+      const b = JSON.stringify(body());
+      const first = await post(a, { ...signedHeaders(SECRET, a), 'idempotency-key': 'key-1' });
+      const second = await post(b, { ...signedHeaders(SECRET, b), 'idempotency-key': 'key-1' });
+      expect(first.status).toBe(202);
+      expect(second).toMatchObject({ status: 200, body: { result: 'duplicate' } });
+    });
+
+    it('answers 403 for a sender outside allowedSenders, writing nothing', async () => {
+      h.settings.allowedUsers = ['boss'];
+      const before = await snapshot();
+      const res = await post(body());
+      expect(res.status).toBe(403);
+      expect(res.body.error).toMatch(/not allowed/);
+      expect(await snapshot()).toBe(before);
+    });
+
+    it('runs commands and answers them on the callback', async () => {
+      const res = await post(body({ text: '/queue followup' }));
+      expect(res).toMatchObject({ status: 202, body: { result: 'command', command: 'queue' } });
+      const [cb] = await callbacks.waitForAccepted(1);
+      expect(cb!.body).toMatchObject({ conversation: 'ticket-7', text: expect.stringContaining('followup') });
+    });
+  });
+
+  describe('a rejected request', () => {
+    beforeEach(async () => {
+      h = await start();
+      await post(body()); // some state to compare against
+    });
+
+    const cases: Array<[string, () => Promise<{ status: number; body: Record<string, unknown> }>, number, RegExp]> = [
+      ['no signature', () => post(JSON.stringify(body()), { 'x-steerbot-timestamp': String(Math.floor(Date.now() / 1000)) }), 401, /missing x-steerbot-signature/],
+      ['no timestamp', () => post(JSON.stringify(body()), { 'x-steerbot-signature': `sha256=${'0'.repeat(64)}` }), 401, /missing x-steerbot-timestamp/],
+      ['a bad signature', () => {
+        const raw = JSON.stringify(body());
+        return post(raw, signedHeaders('some-other-secret-0123', raw));
+      }, 401, /bad signature/],
+      ['a signature of another body', () => {
+        const raw = JSON.stringify(body());
+        return post(raw.replace('hello', 'HELLO'), signedHeaders(SECRET, raw));
+      }, 401, /bad signature/],
+      ['a stale timestamp', () => {
+        const raw = JSON.stringify(body());
+        return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) - 301));
+      }, 401, /stale timestamp/],
+      ['a timestamp from the future', () => {
+        const raw = JSON.stringify(body());
+        return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) + 301));
+      }, 401, /stale timestamp/],
+      ['malformed JSON', () => post('{"id": "x",'), 400, /not valid JSON/],
+      ['no sender', () => post({ id: 'x1', conversation: 'c', text: 'hi' }), 400, /sender/],
+      ['an empty text', () => post(body({ text: '  ' })), 400, /text/],
+      ['a bad conversation id', () => post(body({ conversation: 'has space' })), 400, /conversation/],
+      ['text over the dispatch limit', () => post(body({ text: 'x'.repeat(16_001) })), 400, /text/],
+    ];
+    for (const [what, send, status, error] of cases) {
+      it(`with ${what} gets ${status} and leaves Redis unchanged`, async () => {
+        const before = await snapshot();
+        const res = await send();
+        expect(res.status).toBe(status);
+        expect(res.body.error).toMatch(error);
+        expect(await snapshot()).toBe(before);
+      });
+    }
+
+    it('over maxBodyBytes gets 413', async () => {
+      await h.plugin.stop();
+      await h.http.close();
+      h = await start({ maxBodyBytes: 1024 });
+      const res = await post(body({ text: 'x'.repeat(2000) }));
+      expect(res.status).toBe(413);
+      expect(res.body.error).toEqual(expect.any(String));
+    });
+  });
+
+  it('answers 503 when Redis is unreachable', async () => {
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { maxRetriesPerRequest: 0, retryStrategy: () => 50, lazyConnect: true });
+    dead.on('error', () => undefined);
+    extraClients.push(dead);
+    h = await start({}, dead);
+    const res = await post(body());
+    expect(res).toEqual({ status: 503, body: { error: 'redis unreachable' } });
+  });
+
+  describe('replies', () => {
+    beforeEach(async () => {
+      h = await start();
+    });
+
+    it('are POSTed to the callback URL, signed, with the delivery key as message id', async () => {
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'your answer', { deliveryKey: 'r1:0', replyTo: 'm1' });
+      const [cb] = await callbacks.waitForAccepted(1);
+      expect(cb!.signed).toBe(true);
+      expect(cb!.body).toEqual({ conversation: 'ticket-7', text: 'your answer', messageId: 'r1:0', inReplyTo: 'm1' });
+      expect(cb!.headers['idempotency-key']).toBe('r1:0');
+    });
+
+    it('are retried until the callback answers 2xx, honouring Retry-After', async () => {
+      callbacks.failNext({ status: 503 }, { status: 429, retryAfter: 0 }, { status: 500 });
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'persistent');
+      expect(callbacks.requests.map((r) => r.status)).toEqual([503, 429, 500, 200]);
+      expect(new Set(callbacks.requests.map((r) => r.body.messageId)).size).toBe(1);
+    });
+
+    it('fail with ChannelApiError after the bounded attempts, and at once when the callback refuses (4xx)', async () => {
+      callbacks.failNext(...Array.from({ length: 6 }, () => ({ status: 502 })));
+      await expect(h.plugin.outbound.send('webhook:crm:ticket-7', 'lost')).rejects.toBeInstanceOf(ChannelApiError);
+      expect(callbacks.requests).toHaveLength(6);
+
+      callbacks.failNext({ status: 400 });
+      const err = await h.plugin.outbound.send('webhook:crm:ticket-7', 'refused').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChannelApiError);
+      expect((err as ChannelApiError).status).toBe(400);
+      expect(callbacks.requests).toHaveLength(7);
+    });
+  });
+
+  describe('the event stream', () => {
+    beforeEach(async () => {
+      h = await start();
+    });
+
+    const eventsUrl = (conversation = 'ticket-7', query = '') => `${h.url}/webhooks/crm/conversations/${conversation}/events${query}`;
+
+    it('streams a conversation\'s replies and resumes after Last-Event-ID', async () => {
+      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}` });
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'first');
+      await h.plugin.outbound.send('webhook:crm:other', 'not for this stream');
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'second');
+      const events = await stream.waitFor(2);
+      stream.close();
+      expect(events.map((e) => JSON.parse(e.data).text)).toEqual(['first', 'second']);
+      expect(JSON.parse(events[0]!.data)).toMatchObject({ conversation: 'ticket-7', messageId: expect.any(String) });
+
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'third');
+      const resumed = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}`, 'last-event-id': events[0]!.id });
+      const again = await resumed.waitFor(2);
+      resumed.close();
+      expect(again.map((e) => JSON.parse(e.data).text)).toEqual(['second', 'third']);
+    });
+
+    it('accepts a signed query instead of the bearer secret (for EventSource)', async () => {
+      const ts = Math.floor(Date.now() / 1000);
+      const stream = await openEvents(eventsUrl('ticket-7', `?ts=${ts}&sig=${encodeURIComponent(sign(SECRET, ts, 'ticket-7'))}`));
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'hi');
+      expect((await stream.waitFor(1)).map((e) => JSON.parse(e.data).text)).toEqual(['hi']);
+      stream.close();
+    });
+
+    it('refuses a missing or wrong secret, a query signed for another conversation, and a stale one', async () => {
+      const ts = Math.floor(Date.now() / 1000);
+      const other = `sha256=${createHmac('sha256', SECRET).update(`${ts}.ticket-8`).digest('hex')}`;
+      const statuses = await Promise.all([
+        fetch(eventsUrl()).then((r) => r.status),
+        fetch(eventsUrl(), { headers: { authorization: 'Bearer wrong-secret-000000' } }).then((r) => r.status),
+        fetch(eventsUrl('ticket-7', `?ts=${ts}&sig=${encodeURIComponent(other)}`)).then((r) => r.status),
+        fetch(eventsUrl('ticket-7', `?ts=${ts - 1000}&sig=${encodeURIComponent(sign(SECRET, ts - 1000, 'ticket-7'))}`)).then((r) => r.status),
+      ]);
+      expect(statuses).toEqual([401, 401, 401, 401]);
+    });
+
+    it('is ended when the plugin stops, so the server can close', async () => {
+      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}` });
+      await h.plugin.stop();
+      await stream.ended;
+    });
+  });
+});
+
+interface SseEvent {
+  id: string;
+  data: string;
+}
+
+/** Opens an SSE stream with fetch and parses its events. */
+async function openEvents(url: string, headers: Record<string, string> = {}) {
+  const ac = new AbortController();
+  const res = await fetch(url, { headers, signal: ac.signal });
+  if (res.status !== 200) throw new Error(`event stream answered ${res.status}: ${await res.text()}`);
+  const events: SseEvent[] = [];
+  let notify: (() => void) | undefined;
+  const ended = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+          if (fields.data !== undefined) events.push({ id: fields.id ?? '', data: fields.data });
+          notify?.();
+        }
+      }
+    } catch {
+      // aborted by close()
+    }
+  })();
+  return {
+    events,
+    ended,
+    close: () => ac.abort(),
+    async waitFor(n: number, timeoutMs = 5000): Promise<SseEvent[]> {
+      const deadline = Date.now() + timeoutMs;
+      while (events.length < n) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`expected ${n} events within ${timeoutMs} ms, got ${events.length}`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          notify = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return events.slice(0, n);
+    },
+  };
+}
