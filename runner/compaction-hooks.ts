@@ -87,9 +87,9 @@ export class RunCompaction implements CompactionHooks {
   /** The prompt a run (or a continuation) starts from; compacts first when needed. */
   async initialPrompt(): Promise<ModelMessage[]> {
     const loaded = await this.load();
-    const requested = await this.requestedSeq();
     const check = await this.compactWith(loaded.manualRequested ? 'manual' : 'pressure', loaded);
-    this.manualSeen = loaded.manualRequested ? requested : 0;
+    // The /compact the load saw is applied now or was by an earlier run: the boundaries react only to a newer one.
+    this.manualSeen = loaded.compactRequestedSeq;
     if (check?.result?.kind === 'compacted') this.o.logger.info({ trigger: loaded.manualRequested ? 'manual' : 'pressure' }, 'compacted at run start');
     return check?.messages ?? loaded.messages;
   }

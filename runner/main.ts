@@ -4,16 +4,20 @@
  * delivery through the channels' outbound sides.
  */
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import { ConfigError } from '../src/errors.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
 import { RunQueue } from '../src/run-queue.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
+import { modelFromSettings } from '../plugins/local-agent/model.js';
 import { createChannels, outboundResolver } from '../host/channels.js';
+import type { CompactionSettings } from './compaction-hooks.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';
 import { RunExecutor } from './executor.js';
-import type { RunnerPlugin } from './plugin.js';
+import type { ModelSettings, RunnerPlugin } from './plugin.js';
 import { RunWorker, workerIdentity } from './worker.js';
 
 /** Extra options of `startRunner` (tests and embedding). */
@@ -27,6 +31,8 @@ export interface RunnerExtras {
   /** BullMQ lock / stalled-check timings, in ms (tests shorten them). */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** Compaction settings. Default: summaries written by the model built from `config.model` (the local agent's model), default threshold and kept turns. */
+  compaction?: CompactionSettings;
 }
 
 /** A started runner, with its parts exposed for tests. */
@@ -52,6 +58,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
   await control.start();
   const owner = workerIdentity();
   const plugin = extras.plugin ?? createLocalAgentPlugin();
+  const compaction = extras.compaction ?? (await defaultCompaction(config.model, logger));
   // Runners use only the channels' outbound sides: the plugins are created, never started.
   const channels = extras.resolveOutbound ? [] : createChannels(config, { logger, redis: ctx.redis, prefix, ...(extras.fetch && { fetch: extras.fetch }) });
   const executor = new RunExecutor({
@@ -68,6 +75,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
     leaseMs: config.runs.leaseMs,
     heartbeatMs: config.runs.heartbeatMs,
     model: config.model,
+    compaction,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({
@@ -93,4 +101,15 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
       return report;
     })());
   return { executor, worker, owner, close, stop: async () => void (await close()) };
+}
+
+/** The summarizer is the model the local agent builds from config; without a usable one, summaries are the deterministic fallback. */
+async function defaultCompaction(settings: ModelSettings, logger: Logger): Promise<CompactionSettings> {
+  try {
+    return { model: await modelFromSettings(settings) };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    logger.warn({ err }, 'no summarizer model from config.model; compaction writes deterministic summaries');
+    return {};
+  }
 }

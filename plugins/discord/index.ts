@@ -7,7 +7,6 @@
  * Update identity is the message id, so a MESSAGE_CREATE replayed after a
  * gateway resume is a duplicate the host's dedupe drops.
  */
-import { once } from 'node:events';
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
@@ -89,12 +88,14 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       c.on(Events.MessageCreate, (m) => {
         if (c.user) onMessage(host, c.user.id, m);
       });
-      const ready = once(c, Events.ClientReady);
+      // Not events.once: it rejects on any 'error' event, and a transient shard error must not fail start.
+      const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
       try {
         await c.login(cfg.token);
         await ready;
       } catch (err) {
         client = undefined;
+        queue = undefined;
         await c.destroy().catch(() => undefined);
         throw toChannelApiError('login', err, cfg.token);
       }

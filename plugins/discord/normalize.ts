@@ -43,7 +43,7 @@ export function normalizeMessage(m: Message, channelId: string, botId: string, c
     chatId = matched;
   }
 
-  const text = stripLeadingMention(m.content, botId);
+  const text = stripLeadingMention(m.content, botId, m.guild?.roles.botRoleFor(botId)?.id);
   const attachments = attachmentsOf(m);
   if (text.length === 0 && attachments.length === 0) return { kind: 'skip', reason: 'empty' };
 
@@ -70,16 +70,23 @@ export function normalizeMessage(m: Message, channelId: string, botId: string, c
   return { kind: 'message', message };
 }
 
-/** A guild message addresses the bot when it mentions the bot or replies to one of its messages. */
+/**
+ * A guild message addresses the bot when it mentions the bot, or the bot's
+ * managed role (what Discord inserts when `@BotName` is picked as the role),
+ * or replies to one of the bot's messages.
+ */
 function addressesBot(m: Message, botId: string): boolean {
   if (m.mentions.users.has(botId)) return true;
   if (m.mentions.repliedUser?.id === botId) return true;
+  const role = m.guild?.roles.botRoleFor(botId);
+  if (role && m.mentions.roles.has(role.id)) return true;
   return new RegExp(`<@!?${botId}>`).test(m.content);
 }
 
-/** Removes the bot's mention (`<@id>` or the legacy `<@!id>`) from the start of the text. */
-export function stripLeadingMention(content: string, botId: string): string {
-  return content.replace(new RegExp(`^\\s*<@!?${botId}>[\\s,:]*`), '').trim();
+/** Removes the bot's mention (`<@id>`, the legacy `<@!id>`, or its role `<@&role>`) from the start of the text. */
+export function stripLeadingMention(content: string, botId: string, botRoleId?: string): string {
+  const target = botRoleId ? `(?:@!?${botId}|@&${botRoleId})` : `@!?${botId}`;
+  return content.replace(new RegExp(`^\\s*<${target}>[\\s,:]*`), '').trim();
 }
 
 function attachmentsOf(m: Message): Attachment[] {

@@ -51,6 +51,8 @@ export interface LoadedPrompt {
    * the `manual` trigger.
    */
   manualRequested: boolean;
+  /** Seq of the latest `/compact` (meta `compact_requested`), applied or not; 0 when none. */
+  compactRequestedSeq: number;
 }
 
 /** Reads the checkpoint and the record after it, and projects the prompt. */
@@ -81,6 +83,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
       entriesRead: entries.length,
       lastSeq: entries.length > 0 ? projected.lastSeq : checkpoint.covers_until,
       manualRequested: manualRequested(entries, checkpoint.covers_until),
+      compactRequestedSeq: requested,
     };
   }
 
@@ -98,5 +101,6 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
     entriesRead: entries.length,
     lastSeq: projected.lastSeq,
     manualRequested: manualRequested(entries),
+    compactRequestedSeq: requested,
   };
 }

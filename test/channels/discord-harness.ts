@@ -28,9 +28,13 @@ export const alice = user('400000000000000001', 'alice', { globalName: 'Alice' }
 export const bob = user('400000000000000002', 'bob');
 export const otherBot = user('400000000000000003', 'helperbot', { bot: true });
 
+/** The bot's managed role in GUILD. */
+export const BOT_ROLE = '600000000000000001';
+
 /** The guild the fake serves. */
 export const guild = {
   id: GUILD,
+  botRoleId: BOT_ROLE,
   name: 'test guild',
   channels: [{ id: CHANNEL, name: 'general' }, { id: ALWAYS_CHANNEL, name: 'ask-the-bot' }],
   threads: [{ id: THREAD, parentId: CHANNEL, name: 'a thread' }],

@@ -12,7 +12,7 @@ import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
 import { FakeDiscord, snowflake } from '../fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { ALWAYS_CHANNEL, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
+import { ALWAYS_CHANNEL, BOT_ROLE, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
 
 let fake: FakeDiscord;
 let plugin: ChannelPlugin;
@@ -99,6 +99,11 @@ describe('discord inbound', () => {
     it('accepts the legacy nickname mention form <@!id>', async () => {
       fake.messageCreate({ channelId: CHANNEL, guildId: GUILD, author: alice, content: `<@!${fake.bot.id}>, nickname form`, mentions: [fake.bot] });
       expect((await host.waitForText('nickname form')).message.conversationId).toBe(`discord:${CHANNEL}`);
+    });
+
+    it('takes a mention of the bot\'s managed role as a mention of the bot', async () => {
+      fake.messageCreate({ channelId: CHANNEL, guildId: GUILD, author: alice, content: `<@&${BOT_ROLE}> by role`, mentionRoles: [BOT_ROLE] });
+      expect((await host.waitForText('by role')).message.conversationId).toBe(`discord:${CHANNEL}`);
     });
 
     it('passes a reply to one of the bot\'s messages, with what it replies to', async () => {

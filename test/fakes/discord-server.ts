@@ -48,6 +48,8 @@ export interface FakeGuild {
   channels: Array<{ id: string; name?: string }>;
   /** Public threads (type 11) under one of `channels`. */
   threads?: Array<{ id: string; parentId: string; name?: string }>;
+  /** Id of the bot's managed role in this guild (tagged with the bot's id), if it has one. */
+  botRoleId?: string;
 }
 
 /** What `messageCreate` builds a MESSAGE_CREATE from. */
@@ -60,6 +62,8 @@ export interface MessageInput {
   id?: string;
   /** Users mentioned (the bot, to address it in a guild). */
   mentions?: FakeUser[];
+  /** Role ids mentioned. */
+  mentionRoles?: string[];
   /** A reply: the message answered. */
   replyTo?: { id: string; content: string; author: FakeUser };
   attachments?: Array<{ id?: string; filename: string; url: string; content_type?: string; size: number }>;
@@ -211,7 +215,7 @@ export class FakeDiscord extends EventEmitter {
       tts: false,
       mention_everyone: false,
       mentions: input.mentions ?? [],
-      mention_roles: [],
+      mention_roles: input.mentionRoles ?? [],
       attachments: (input.attachments ?? []).map((a) => ({ id: a.id ?? snowflake(), proxy_url: a.url, ...a })),
       embeds: [],
       pinned: false,
@@ -450,7 +454,12 @@ export class FakeDiscord extends EventEmitter {
       verification_level: 0,
       default_message_notifications: 0,
       explicit_content_filter: 0,
-      roles: [{ id: g.id, name: '@everyone', permissions: '1024', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
+      roles: [
+        { id: g.id, name: '@everyone', permissions: '1024', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
+        ...(g.botRoleId
+          ? [{ id: g.botRoleId, name: this.bot.username, permissions: '3072', position: 1, color: 0, hoist: false, managed: true, mentionable: true, flags: 0, tags: { bot_id: this.bot.id } }]
+          : []),
+      ],
       emojis: [],
       stickers: [],
       features: [],

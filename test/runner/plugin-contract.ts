@@ -13,6 +13,14 @@
  *
  * A plugin that talks to a model gets the fake OpenAI-compatible server at
  * `modelBaseURL`; by default it answers `re: <last user message>`.
+ *
+ * The contract: a well-formed manifest; one reply per message and a
+ * `completed` run; a message that arrives mid-run is steered into the same
+ * run (steering capability) or, without it, routed by `collect` to one
+ * successor run; a stop request ends the run `stopped` within a deadline and
+ * a plugin invoked after the stop sends nothing; a reported failure or a
+ * throw ends the run `failed` and the next message is answered; state set in
+ * one run is read in the next (state capability), else the plugin writes none.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IngestService } from '../../host/ingest.js';
