@@ -18,7 +18,7 @@ export interface RunWorkerOptions {
   connection: ConnectionOptions;
   /** Queue name. Default `steerbot-runs`. */
   queueName?: string;
-  /** BullMQ key prefix. Default `sb-bull`. */
+  /** BullMQ key prefix. Default `{sb-bull}` (one Cluster slot). */
   bullPrefix?: string;
   /** Runs executed at once by this process. Default 4. */
   concurrency?: number;
@@ -44,7 +44,7 @@ export class RunWorker {
       (job, token) => this.process(job, token),
       {
         connection: o.connection,
-        prefix: o.bullPrefix ?? 'sb-bull',
+        prefix: o.bullPrefix ?? '{sb-bull}',
         concurrency: o.concurrency ?? 4,
         lockDuration: o.lockDurationMs ?? 30_000,
         stalledInterval: o.stalledIntervalMs ?? 15_000,

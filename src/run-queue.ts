@@ -17,7 +17,7 @@ export interface RunQueueOptions {
   connection: ConnectionOptions;
   /** Queue name. Default `steerbot-runs`. */
   name?: string;
-  /** BullMQ key prefix. Default `sb-bull` (must hash to one slot in a Cluster: use `{sb-bull}`). */
+  /** BullMQ key prefix. Default `{sb-bull}`: a hash tag, so the whole queue is in one Cluster slot as BullMQ requires. */
   bullPrefix?: string;
 }
 
@@ -31,7 +31,7 @@ export class RunQueue {
   constructor(opts: RunQueueOptions) {
     this.queue = new Queue<RunJobData>(opts.name ?? 'steerbot-runs', {
       connection: opts.connection,
-      prefix: opts.bullPrefix ?? 'sb-bull',
+      prefix: opts.bullPrefix ?? '{sb-bull}',
     });
   }
 

@@ -74,7 +74,7 @@ afterEach(async () => {
     await sys.host.queue.queue.obliterate({ force: true });
     await sys.host.stop();
     await cleanupPrefix(sys.ctx.redis, sys.prefix);
-    await cleanupPrefix(sys.ctx.redis, `sb-bull:${sys.ctx.config.runs.queueName}`);
+    await cleanupPrefix(sys.ctx.redis, `{sb-bull}:${sys.ctx.config.runs.queueName}`);
     await closeTestContext(sys.ctx);
   }
   await callbacks.close();

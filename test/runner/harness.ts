@@ -243,7 +243,7 @@ export class RunnerHarness {
     await this.queue.close();
     this.queueConn.disconnect();
     await cleanupPrefix(this.ctx.redis, this.prefix);
-    await cleanupPrefix(this.ctx.redis, `sb-bull:${this.queueName}`);
+    await cleanupPrefix(this.ctx.redis, `{sb-bull}:${this.queueName}`);
     await closeTestContext(this.ctx);
   }
 }
