@@ -315,7 +315,7 @@ describe('compaction in the runtime', () => {
       for (let i = 1; i <= 5; i++) await say(i);
 
       const r = await h.dispatch.requestCompaction(h.source());
-      expect(r.kind).toBe('new-run');
+      if (r.kind !== 'new-run') throw new Error(`expected a compaction run, got ${r.kind}`);
       await h.queue.enqueue(CID, r.runId);
       expect((await h.runEnded(r.runId)).outcome).toBe('completed');
 
