@@ -75,7 +75,7 @@ export class Runs {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const r = checkReply(
       'append',
-      await runScript(this.options.client, 'append', [k.run(run.runId), k.log, k.meta], [run.token, JSON.stringify(parsed.data)]),
+      await runScript(this.options.client, 'append', [k.run(run.runId), k.log, k.meta], [run.token, JSON.stringify(parsed.data), entry.kind === 'compaction' ? 'compaction' : '']),
       run.runId,
     );
     return Number(r[1]);

@@ -75,7 +75,7 @@ export interface ConversationStatus {
   attempt: number;
   owner: string | undefined;
   leaseUntilMs: number;
-  /** Seq of a `/compact` not yet applied (0 when none). */
+  /** Seq of a `/compact` not yet applied (0 when none; cleared by the next compaction). */
   compactionRequestedSeq: number;
   /** The compaction circuit breaker's state (JSON from `runner.compaction.breaker`), when one was written. */
   compactionBreaker: string | undefined;

@@ -6,6 +6,8 @@
   KEYS[3] meta     conversation meta
   ARGV[1] token    fencing token
   ARGV[2] entry json
+  ARGV[3] 'compaction' when the entry is a `compaction`: a /compact requested
+          before it is then satisfied (meta `compact_requested` is cleared)
 
   Returns { 'ok', seq }
   Errors  { -1 }, { -2 }, { -3, current token }
@@ -14,4 +16,9 @@
 
 local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
-return { 'ok', append_entry(KEYS[2], KEYS[3], ARGV[2]) }
+local seq = append_entry(KEYS[2], KEYS[3], ARGV[2])
+if ARGV[3] == 'compaction' then
+  local requested = tonumber(redis.call('HGET', KEYS[3], 'compact_requested') or 0)
+  if requested > 0 and requested < seq then redis.call('HDEL', KEYS[3], 'compact_requested') end
+end
+return { 'ok', seq }

@@ -39,3 +39,22 @@ describe('requestCompaction (/compact)', () => {
     expect(await fx.allKeys()).toEqual([]);
   });
 });
+
+describe('append of a compaction entry', () => {
+  const fx = useProtocolFixture();
+
+  it('clears a /compact requested before it, so /status no longer shows it pending', async () => {
+    const { dispatch, runs, run } = await fx.running();
+    const req = await dispatch.requestCompaction(fx.source(1));
+    expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(req.seq);
+    await runs.append(run, { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' });
+    expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(0);
+  });
+
+  it('keeps a request when a model step is appended', async () => {
+    const { dispatch, runs, run } = await fx.running();
+    const req = await dispatch.requestCompaction(fx.source(1));
+    await runs.append(run, { v: 1, kind: 'model.step', at: 1, run: run.runId, token: run.token, step: 0, messages: [] });
+    expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(req.seq);
+  });
+});
