@@ -4,7 +4,9 @@
  * zod, channel host, the ingest script, BullMQ enqueue of new runs) on the
  * host's Fastify server; the same requests go to a bare route on the same
  * server that only parses the JSON body and answers 202. Prints requests/s,
- * p50/p99 latency of each, and their ratio (target >= 70 %).
+ * p50/p99 latency of each, and their ratio (target >= 70 %). A third route,
+ * the same ingest without the webhook edge (no signature, validation or
+ * channel host), attributes the gap between the ingest and the edge.
  *
  * The server runs in a worker thread (its own event loop) so the client's
  * work does not slow it down; the client is node:http with keep-alive over
@@ -31,6 +33,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECRET = 'bench-secret-0123456789abcdef';
 const WEBHOOK_PATH = '/webhooks/bench';
 const BARE_PATH = '/bench/bare';
+const INGEST_PATH = '/bench/ingest-only';
 
 interface ServerInit {
   redisUrl: string;
@@ -57,6 +60,12 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
   const host = await startHost({ ...ctx, http });
   // The baseline: same server, same requests; Fastify parses the JSON body, nothing else happens.
   http.post(BARE_PATH, async (_req, reply) => reply.code(202).send({ result: 'accepted' }));
+  // For attribution: the same ingest (IngestService) without signature, webhook validation or channel host.
+  http.post(INGEST_PATH, async (req, reply) => {
+    const b = req.body as { id: string; conversation: string; sender: { id: string; name?: string }; text: string };
+    const r = await host.ingest.ingest({ conversationId: `webhook:bench:${b.conversation}`, updateKey: `webhook:bench:ingest-only-${b.id}`, sender: b.sender, text: b.text });
+    return reply.code(r.kind === 'duplicate' ? 200 : 202).send({ result: r.kind, seq: r.seq });
+  });
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
   parentPort!.on('message', async (m: unknown) => {
     if (m === 'elu') return parentPort!.postMessage({ elu: performance.eventLoopUtilization() });
@@ -158,16 +167,20 @@ export async function main(): Promise<void> {
     // Warm-up: connections, JIT, script loading (EVALSHA miss), BullMQ.
     await phase(worker, agent, url, BARE_PATH, prepare(1000, 0));
     await phase(worker, agent, url, WEBHOOK_PATH, prepare(1000, 0));
+    await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0));
 
     console.log(`http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`);
     const bare: Phase[] = [];
     const hook: Phase[] = [];
+    const ingest: Phase[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const reqs = prepare(REQUESTS, round);
       bare.push(await phase(worker, agent, url, BARE_PATH, reqs));
       hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs));
+      ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs));
       console.log(`  round ${round} bare route:      ${fmt(bare.at(-1)!)}`);
       console.log(`  round ${round} signed webhook:  ${fmt(hook.at(-1)!)}   ratio ${((hook.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
+      console.log(`  round ${round} ingest only:     ${fmt(ingest.at(-1)!)}   ratio ${((ingest.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const bareRps = median(bare.map((p) => p.rps));
@@ -177,6 +190,10 @@ export async function main(): Promise<void> {
     // Each round's two phases ran back to back under the same machine load: their ratio is the steadier number.
     const ratios = bare.map((b, i) => hook[i]!.rps / b.rps);
     console.log(`  ratio webhook / bare:   ${(median(ratios) * 100).toFixed(1)} % median of rounds (${ratios.map((r) => (r * 100).toFixed(0)).join(', ')} %), ${((hookRps / bareRps) * 100).toFixed(1)} % of medians   (target >= 70 %)`);
+    // Where the gap comes from: the ingest itself (one EVALSHA + enqueue of new runs) vs the webhook edge (signature, validation, channel host).
+    const ingestRatios = bare.map((b, i) => ingest[i]!.rps / b.rps);
+    const edgeRatios = ingest.map((g, i) => hook[i]!.rps / g.rps);
+    console.log(`  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`);
   } finally {
     agent.destroy();
     const stopped = new Promise((resolve) => worker.once('message', resolve));

@@ -1,9 +1,16 @@
 import { randomBytes } from 'node:crypto';
 
+// One random process tag plus a counter: unique across processes without a
+// syscall per id (ingest asks for a candidate run id on every update).
+const PROCESS_TAG = randomBytes(6).toString('hex');
+let counter = 0;
+
 /**
- * A new run id: `r` + time + randomness in base 36. Usable as a BullMQ job id
- * (no `:`, never all digits) and sortable by creation time.
+ * A new run id: `r` + time, a random per-process tag and a counter, in base
+ * 36 / hex. Usable as a BullMQ job id (no `:`, never all digits), unique
+ * across processes, and sortable by creation time within a process.
  */
 export function newRunId(nowMs = Date.now()): string {
-  return `r${nowMs.toString(36)}${randomBytes(8).toString('hex')}`;
+  counter = (counter + 1) % 0x100000;
+  return `r${nowMs.toString(36)}${PROCESS_TAG}${counter.toString(36)}`;
 }
