@@ -190,6 +190,17 @@ describe('receive', () => {
       expect(r.reply).toBe(`Active run: ${runId} (queued)\nSteering queue: 0 · Pending: 0\nQueue mode: steer (set with /queue; channel default followup)`);
     });
 
+    it('/status shows a pending /compact and an open compaction breaker', async () => {
+      await host.receive('chan', msg('do something'));
+      await host.receive('chan', msg('/compact'));
+      const pending = (await host.receive('chan', msg('/status'))) as { reply: string };
+      expect(pending.reply).toContain('Compaction: /compact requested, applied at the next turn boundary');
+      expect(pending.reply).not.toContain('paused');
+      await redis.hset(`${prefix}:{c:${CID}}:state`, 'runner.compaction.breaker', JSON.stringify({ schema_version: 1, open: true, ineffective: 3, updated_at: 1 }));
+      const open = (await host.receive('chan', msg('/status'))) as { reply: string };
+      expect(open.reply).toContain('Compaction: paused after 3 ineffective compactions (/compact resumes it)');
+    });
+
     it('/compact asks the active run to compact, or creates and enqueues a compaction run when idle', async () => {
       const idle = await host.receive('chan', msg('/compact'));
       expect(idle).toMatchObject({ kind: 'command', command: 'compact', reply: 'Compacting the conversation.' });
