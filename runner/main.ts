@@ -58,7 +58,12 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
   await control.start();
   const owner = workerIdentity();
   const plugin = extras.plugin ?? createLocalAgentPlugin();
-  const compaction = extras.compaction ?? (await defaultCompaction(config.model, logger));
+  const compaction: CompactionSettings = {
+    threshold: config.compaction.threshold,
+    keepRecentTurns: config.compaction.keepRecentTurns,
+    maxSummaryChars: config.compaction.maxSummaryChars,
+    ...(extras.compaction ?? (await defaultCompaction(config.model, logger))),
+  };
   // Runners use only the channels' outbound sides: the plugins are created, never started.
   const channels = extras.resolveOutbound ? [] : createChannels(config, { logger, redis: ctx.redis, prefix, ...(extras.fetch && { fetch: extras.fetch }) });
   const executor = new RunExecutor({
@@ -76,6 +81,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
     heartbeatMs: config.runs.heartbeatMs,
     model: config.model,
     compaction,
+    historyTailEntries: config.compaction.tailEntries,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

@@ -167,6 +167,17 @@ const modelSchema = z
     }
   });
 
+const compactionSchema = z.strictObject({
+  /** Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8. */
+  threshold: z.number({ error: 'expected a number' }).gt(0, { error: 'expected a number above 0' }).max(1, { error: 'expected at most 1' }).default(0.8),
+  /** Complete turns kept verbatim after the summary. Default 4. */
+  keepRecentTurns: int(0, 1000).default(4),
+  /** Longest summary, in characters. Default 6000. */
+  maxSummaryChars: int(200, 200_000).default(6000),
+  /** Record entries read when there is no valid checkpoint (bounded tail). Default 2000. */
+  tailEntries: int(10, 1_000_000).default(2000),
+});
+
 // Lazy: the channel schemas' modules import this one (INPUT_POLICIES); whichever loads first, neither is read before both exist.
 const channelsSchema = z.strictObject({
   /** The Telegram channel (see plugins/telegram/config.ts). Default: unset (off). */
@@ -193,6 +204,7 @@ const baseSchema = z.strictObject({
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),
+  compaction: compactionSchema.prefault({}),
 });
 
 /** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */

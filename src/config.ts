@@ -28,7 +28,7 @@ export {
 } from './config-schema.js';
 
 /** How an environment variable's text becomes a config value. */
-export type EnvKind = 'string' | 'int' | 'bool' | 'list';
+export type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list';
 
 /** One environment variable and the setting it overrides. */
 export interface EnvBinding {
@@ -80,6 +80,10 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_MODEL', path: 'model.name', kind: 'string' },
   { env: 'STEERBOT_MODEL_CONTEXT_WINDOW', path: 'model.contextWindow', kind: 'int' },
   { env: 'STEERBOT_MODEL_OUTPUT_RESERVE', path: 'model.outputReserve', kind: 'int' },
+  { env: 'STEERBOT_COMPACTION_THRESHOLD', path: 'compaction.threshold', kind: 'number' },
+  { env: 'STEERBOT_COMPACTION_KEEP_TURNS', path: 'compaction.keepRecentTurns', kind: 'int' },
+  { env: 'STEERBOT_COMPACTION_MAX_SUMMARY_CHARS', path: 'compaction.maxSummaryChars', kind: 'int' },
+  { env: 'STEERBOT_COMPACTION_TAIL_ENTRIES', path: 'compaction.tailEntries', kind: 'int' },
   { env: 'TELEGRAM_BOT_TOKEN', path: 'channels.telegram.token', kind: 'string', secret: true },
   { env: 'TELEGRAM_MODE', path: 'channels.telegram.mode', kind: 'string', onlyWith: 'channels.telegram' },
   { env: 'TELEGRAM_WEBHOOK_SECRET', path: 'channels.telegram.webhookSecret', kind: 'string', secret: true, onlyWith: 'channels.telegram' },
@@ -111,6 +115,10 @@ function parseEnv(kind: EnvKind, text: string): Parsed {
     case 'int': {
       const n = Number(text);
       return /^[+-]?\d+$/.test(text) && Number.isSafeInteger(n) ? { ok: true, value: n } : { ok: false, expected: 'an integer' };
+    }
+    case 'number': {
+      const n = Number(text);
+      return text.trim() !== '' && Number.isFinite(n) ? { ok: true, value: n } : { ok: false, expected: 'a number' };
     }
     case 'bool': {
       const b = BOOLS[text.toLowerCase()];

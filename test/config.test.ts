@@ -207,3 +207,15 @@ describe('channels config', () => {
     expect(JSON.stringify(issues)).not.toContain('spaces');
   });
 });
+
+describe('compaction settings', () => {
+  it('default to threshold 0.8, 4 kept turns, 6000-character summaries and a 2000-entry tail', () => {
+    expect(loadConfig({ env: {} }).compaction).toEqual({ threshold: 0.8, keepRecentTurns: 4, maxSummaryChars: 6000, tailEntries: 2000 });
+  });
+
+  it('read fractional thresholds from the environment and name a bad one', () => {
+    expect(loadConfig({ env: { STEERBOT_COMPACTION_THRESHOLD: '0.65' } }).compaction.threshold).toBe(0.65);
+    expect(() => loadConfig({ env: { STEERBOT_COMPACTION_THRESHOLD: 'most' } })).toThrow(/compaction\.threshold.*STEERBOT_COMPACTION_THRESHOLD/s);
+    expect(() => loadConfig({ env: { STEERBOT_COMPACTION_THRESHOLD: '1.5' } })).toThrow(/compaction\.threshold/);
+  });
+});
