@@ -16,6 +16,7 @@ import { loadPrompt, type LoadedPrompt } from './compaction/load.js';
 import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
 import { shouldCompact, type CompactionTrigger } from './compaction/compactor.js';
 import type { CompactionHooks } from './plugin.js';
+import type { SeqEntry } from '../src/record/entries.js';
 
 /** Compaction settings of a runner. */
 export interface CompactionSettings {
@@ -84,9 +85,17 @@ export class RunCompaction implements CompactionHooks {
     }
   }
 
+  /**
+   * The newest user message this run has taken (its inputs, or steering it
+   * pulled or was handed), as of the last `initialPrompt`: the record-based
+   * anchor of delivery keys, stable across attempts of the same turn.
+   */
+  answerAnchor = 0;
+
   /** The prompt a run (or a continuation) starts from; compacts first when needed. */
   async initialPrompt(): Promise<ModelMessage[]> {
     const loaded = await this.load();
+    this.answerAnchor = lastTakenSeq(loaded.entries, this.o.run.runId);
     const check = await this.compactWith(loaded.manualRequested ? 'manual' : 'pressure', loaded);
     // The /compact the load saw is applied now or was by an earlier run: the boundaries react only to a newer one.
     this.manualSeen = loaded.compactRequestedSeq;
@@ -128,4 +137,14 @@ export class RunCompaction implements CompactionHooks {
     const k = conversationKeys(this.o.prefix, this.o.run.conversationId);
     return Number(await this.o.client.hget(k.meta, 'compact_requested')) || 0;
   }
+}
+
+/** Highest message seq the run took: its `run.started` inputs and every `steering.injected` for it. */
+function lastTakenSeq(entries: SeqEntry[], runId: string): number {
+  let max = 0;
+  for (const e of entries) {
+    const seqs = e.kind === 'run.started' && e.run === runId ? e.inputs : e.kind === 'steering.injected' && e.run === runId ? e.seqs : undefined;
+    for (const s of seqs ?? []) if (s > max) max = s;
+  }
+  return max;
 }

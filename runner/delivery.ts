@@ -2,7 +2,7 @@
  * The delivery sink: sends a run's messages through the channel's outbound
  * side. A reply longer than the channel's `maxMessageChars` is split
  * (`splitMessage`) and every chunk is its own outbound message with a stable
- * delivery key (`<run id>:<n>`), recorded in the conversation's outbox before
+ * delivery key (`<run id>:<answered seq>:<n>`), recorded in the conversation's outbox before
  * it is sent, so a retried or re-acquired run never sends an acknowledged
  * message twice. Rate limits (`ChannelApiError.retryAfterMs`) and platform
  * 5xx are retried a bounded number of times. When the channel can edit
@@ -168,8 +168,23 @@ export class RunDelivery implements DeliverySink {
     }
   }
 
+  /**
+   * Starts a new turn of the run: later delivery keys are
+   * `<run id>:<anchor>:<n>`, where `anchor` is the newest user message the
+   * turn answers (from the record). A new attempt answering the same message
+   * gets the same keys (an acknowledged reply is not sent again); an attempt
+   * that answers a newer message gets new ones (it is not mistaken for a
+   * reply that was already sent).
+   */
+  beginTurn(anchorSeq: number): void {
+    this.anchor = anchorSeq;
+    this.n = 0;
+  }
+
+  private anchor: number | undefined;
+
   private nextKey(): string {
-    return `${this.o.runId}:${this.n++}`;
+    return this.anchor === undefined ? `${this.o.runId}:${this.n++}` : `${this.o.runId}:${this.anchor}:${this.n++}`;
   }
 
   private enqueue(task: () => Promise<void>): Promise<void> {
@@ -213,7 +228,7 @@ export class RunDelivery implements DeliverySink {
     if (!out) return;
     await this.writeRecord(key, { status: 'possibly-dispatched' });
     try {
-      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key }));
+      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown' }));
       await this.writeRecord(key, { status: 'acknowledged', messageId });
       this.sent++;
     } catch (err) {
@@ -276,7 +291,7 @@ export class RunDelivery implements DeliverySink {
           s.messageId = earlier.messageId;
         } else {
           await this.writeRecord(s.key, { status: 'possibly-dispatched' });
-          const { messageId } = await out.send(this.o.conversationId, text, { deliveryKey: s.key });
+          const { messageId } = await out.send(this.o.conversationId, text, { deliveryKey: s.key, format: 'markdown' });
           s.messageId = messageId;
           s.shown = text;
           s.lastAt = this.now();

@@ -169,6 +169,7 @@ export class RunExecutor {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
     const history = await compaction.initialPrompt();
+    delivery.beginTurn(compaction.answerAnchor);
     return {
       conversationId: ref.conversationId,
       runId: ref.runId,

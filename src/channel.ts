@@ -14,7 +14,7 @@ export interface SendOptions {
   replyTo?: string;
   /** `markdown`: try formatted text, fall back to plain when the platform refuses it. Default `plain`. */
   format?: 'markdown' | 'plain';
-  /** Stable delivery key of this message (`<run id>:<n>`), for platforms that take an idempotency key. */
+  /** Stable delivery key of this message (`<run id>:<answered seq>:<n>`), for platforms that take an idempotency key. */
   deliveryKey?: string;
 }
 

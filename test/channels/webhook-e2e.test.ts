@@ -123,7 +123,7 @@ describe('webhook channel end to end', () => {
 
     const [cb] = await callbacks.waitForAccepted(1);
     expect(cb!.signed).toBe(true);
-    expect(cb!.body).toMatchObject({ conversation: CONVERSATION, text: 'Hello Ann, how can I help?', messageId: `${res.body.runId}:0` });
+    expect(cb!.body).toMatchObject({ conversation: CONVERSATION, text: 'Hello Ann, how can I help?', messageId: expect.stringMatching(new RegExp(`^${res.body.runId}:\\d+:0$`)) });
     expect((await runEnded(res.body.runId)).outcome).toBe('completed');
     expect(userTexts(0)).toEqual(['hi there']);
   });
@@ -139,7 +139,7 @@ describe('webhook channel end to end', () => {
     expect(texts.length).toBeGreaterThan(2);
     for (const t of texts) expect(t.length).toBeLessThanOrEqual(MAX_CHARS);
     expect(texts.join('\n\n')).toBe(long);
-    expect(callbacks.accepted().map((c) => c.body.messageId)).toEqual(texts.map((_, i) => `${res.body.runId}:${i}`));
+    expect(callbacks.accepted().map((c) => c.body.messageId)).toEqual(texts.map((_, i) => `${res.body.runId}:${res.body.seq}:${i}`));
   });
 
   it('answers an update posted three times once', async () => {

@@ -98,7 +98,7 @@ describe('RunDelivery', () => {
       const d = delivery(out);
       await d.message(paragraphs(2));
       await d.message('short');
-      expect(out.sent.at(-1)).toEqual({ text: 'short', opts: { deliveryKey: `run1:${out.sent.length - 1}` } });
+      expect(out.sent.at(-1)).toEqual({ text: 'short', opts: { deliveryKey: `run1:${out.sent.length - 1}`, format: 'markdown' } });
     });
   });
 
@@ -277,3 +277,31 @@ async function waitUntil(check: () => boolean | Promise<boolean>): Promise<void>
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe('RunDelivery › turns anchored on the record', () => {
+  it('does not resend a reply a dead attempt already delivered for the same message', async () => {
+    const out = new FakeOutbound(1000);
+    const first = delivery(out);
+    first.beginTurn(5);
+    await first.message('answer to message 5');
+    // Attempt 2 of the same run answers the same message again.
+    const second = delivery(out);
+    second.beginTurn(5);
+    await second.message('answer to message 5, regenerated');
+    expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5']);
+    expect(Object.keys(await outbox())).toEqual(['run1:5:0']);
+  });
+
+  it('sends the reply to a newer message that a dead attempt had been handed but not answered', async () => {
+    const out = new FakeOutbound(1000);
+    const first = delivery(out);
+    first.beginTurn(5);
+    await first.message('answer to message 5');
+    // Attempt 1 was handed message 9 by finish, then died before replying; attempt 2 answers it.
+    const second = delivery(out);
+    second.beginTurn(9);
+    await second.message('answer to message 9');
+    expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5', 'answer to message 9']);
+    expect(Object.keys(await outbox()).sort()).toEqual(['run1:5:0', 'run1:9:0']);
+  });
+});
