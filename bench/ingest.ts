@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { Dispatch } from '../src/protocol/index.js';
 import { conversationKeys } from '../src/keys.js';
 import { runScript } from '../src/scripts/index.js';
-import { commandCalls, privateRedis } from './private-redis.js';
+import { commandCalls, countSent, privateRedis } from './private-redis.js';
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 1_000);
@@ -31,16 +31,6 @@ async function pool(n: number, concurrency: number, task: (i: number) => Promise
   return performance.now() - t0;
 }
 
-/** Counts commands the client writes (each is one request on the wire; pipelining batches them). */
-function countSent(client: Redis): { count(): number } {
-  let n = 0;
-  const orig = client.sendCommand.bind(client);
-  client.sendCommand = ((...args: Parameters<typeof orig>) => {
-    n++;
-    return orig(...args);
-  }) as typeof client.sendCommand;
-  return { count: () => n };
-}
 
 export async function main(): Promise<void> {
   const redis = await privateRedis();

@@ -59,3 +59,14 @@ export async function commandCalls(client: Redis, commands: string[]): Promise<n
   }
   return total;
 }
+
+/** Counts commands the client writes (each is one request on the wire; pipelining batches them). */
+export function countSent(client: Redis): { count(): number } {
+  let n = 0;
+  const orig = client.sendCommand.bind(client);
+  client.sendCommand = ((...args: Parameters<typeof orig>) => {
+    n++;
+    return orig(...args);
+  }) as typeof client.sendCommand;
+  return { count: () => n };
+}

@@ -28,7 +28,7 @@ import { Dispatch, Runs, type RunRef } from '../src/protocol/index.js';
 import { readRange } from '../src/record/read.js';
 import { createRedis, redisFromConfig } from '../src/redis.js';
 import { RunQueue } from '../src/run-queue.js';
-import { commandCalls, privateRedis } from './private-redis.js';
+import { commandCalls, countSent, privateRedis } from './private-redis.js';
 
 const PULLS = Number(process.env.BENCH_PULLS ?? 2000);
 const STEP_MS = Number(process.env.BENCH_STEP_MS ?? 50);
@@ -36,16 +36,6 @@ const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 30);
 // Steps before the first sample: the first model steps of a process are slow (JIT, schema compilation).
 const WARMUP_STEPS = 3;
 
-/** Counts commands the client writes (each is one request on the wire). */
-function countSent(client: Redis): { count(): number } {
-  let n = 0;
-  const orig = client.sendCommand.bind(client);
-  client.sendCommand = ((...args: Parameters<typeof orig>) => {
-    n++;
-    return orig(...args);
-  }) as typeof client.sendCommand;
-  return { count: () => n };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

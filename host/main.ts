@@ -4,6 +4,8 @@
  * which register their routes on `ctx.http` before it listens.
  */
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import type { SteerbotConfig } from '../src/config.js';
+import type { RedisClient } from '../src/scripts/index.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { RunQueue } from '../src/run-queue.js';
@@ -38,13 +40,11 @@ export interface StartedHost extends Stoppable {
   channels: ChannelPlugin[];
 }
 
-/** Starts the host. On a failure part-way, stops what already started and rethrows. */
-export async function startHost(ctx: HostContext, extras: HostExtras = {}): Promise<StartedHost> {
-  const { config, logger } = ctx;
-  const prefix = config.redis.prefix;
-  const dispatch = new Dispatch({
-    client: ctx.redis,
-    prefix,
+/** The host's Dispatch (ingest and commands) for a configuration. */
+export function dispatchFromConfig(config: SteerbotConfig, client: RedisClient): Dispatch {
+  return new Dispatch({
+    client,
+    prefix: config.redis.prefix,
     dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
     steeringCap: config.dispatch.steeringCap,
     defaultPolicy: config.dispatch.defaultPolicy,
@@ -52,6 +52,13 @@ export async function startHost(ctx: HostContext, extras: HostExtras = {}): Prom
     maxMessageChars: config.dispatch.maxMessageChars,
     leaseMs: config.runs.leaseMs,
   });
+}
+
+/** Starts the host. On a failure part-way, stops what already started and rethrows. */
+export async function startHost(ctx: HostContext, extras: HostExtras = {}): Promise<StartedHost> {
+  const { config, logger } = ctx;
+  const prefix = config.redis.prefix;
+  const dispatch = dispatchFromConfig(config, ctx.redis);
   const channels =
     extras.channels ?? createChannels(config, { logger, redis: ctx.redis, prefix, ...(extras.fetch && { fetch: extras.fetch }) });
   const queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-host-queue' });

@@ -128,7 +128,7 @@ function lastResetIndex(entries: SeqEntry[]): number {
  * Where each moved user message goes: message seq → seq of the entry at which
  * the model first saw it. A steering injection wins over a run's inputs.
  */
-function placements(live: SeqEntry[]): Map<number, number> {
+export function placements(live: readonly SeqEntry[]): Map<number, number> {
   const received = new Set<number>();
   for (const e of live) if (e.kind === 'message.received') received.add(e.seq);
   const placedAt = new Map<number, number>();

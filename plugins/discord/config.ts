@@ -1,6 +1,6 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
 import { z } from 'zod';
-import { INPUT_POLICIES } from '../../src/config-schema.js';
+import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
 

@@ -20,7 +20,7 @@
  */
 import type { ModelMessage } from 'ai';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { projectHistory, type ProjectionOptions } from '../projection.js';
+import { placements, projectHistory, type ProjectionOptions } from '../projection.js';
 
 /** Complete turns kept verbatim after a compaction, by default. */
 export const DEFAULT_KEEP_RECENT_TURNS = 4;
@@ -104,15 +104,3 @@ function countUpTo(sortedSeqs: number[], seq: number): number {
   return n;
 }
 
-/** Where each user message was placed, as `projectHistory` places it: its first injection, else the run that took it as input. */
-function placements(live: readonly SeqEntry[]): Map<number, number> {
-  const received = new Set<number>();
-  for (const e of live) if (e.kind === 'message.received') received.add(e.seq);
-  const placedAt = new Map<number, number>();
-  const place = (seqs: number[] | undefined, at: number) => {
-    for (const s of seqs ?? []) if (received.has(s) && s < at && !placedAt.has(s)) placedAt.set(s, at);
-  };
-  for (const e of live) if (e.kind === 'steering.injected') place(e.seqs, e.seq);
-  for (const e of live) if (e.kind === 'run.started') place(e.inputs, e.seq);
-  return placedAt;
-}

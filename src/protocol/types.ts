@@ -1,10 +1,9 @@
 /** Plain types of the dispatch protocol (no zod inside). */
 import type { Attachment, Sender } from '../record/entries.js';
+import type { InputPolicy } from '../input-policies.js';
 
-/** How a message that arrives during a run is handled. See the README's dispatch table. */
-export type InputPolicy = 'steer' | 'followup' | 'collect' | 'interrupt' | 'supersede';
-/** Every input policy, in documentation order. */
-export const INPUT_POLICIES: readonly InputPolicy[] = ['steer', 'followup', 'collect', 'interrupt', 'supersede'];
+/** How a message that arrives during a run is handled (see the README's dispatch table), and every policy in documentation order. */
+export { INPUT_POLICIES, type InputPolicy } from '../input-policies.js';
 
 /** Kinds of stop request a run can receive. */
 export type StopKind = 'interrupt' | 'supersede' | 'stop';

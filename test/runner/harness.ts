@@ -7,6 +7,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import { IngestService } from '../../host/ingest.js';
+import { dispatchFromConfig } from '../../host/main.js';
 import type { ChannelOutbound } from '../../runner/delivery.js';
 import { startRunner, type StartedRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
@@ -165,16 +166,8 @@ export class RunnerHarness {
   ) {
     const { config } = ctx;
     this.queueName = config.runs.queueName;
-    this.dispatch = new Dispatch({
-      client: ctx.redis,
-      prefix,
-      dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
-      steeringCap: config.dispatch.steeringCap,
-      defaultPolicy: config.dispatch.defaultPolicy,
-      steeringCapable: config.runner.capabilities.steering,
-      maxMessageChars: config.dispatch.maxMessageChars,
-      leaseMs: config.runs.leaseMs,
-    });
+    // The prefix comes from the config the test context was built with.
+    this.dispatch = dispatchFromConfig(config, ctx.redis);
     this.queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-test-queue' });
     this.queue = new RunQueue({ connection: this.queueConn, name: this.queueName });
     this.ingestService = new IngestService(this.dispatch, this.queue);
