@@ -96,15 +96,9 @@ export class Dispatch {
     };
     const reply = checkReply(
       'ingest',
-      await runScript(this.options.client, 'ingest', [k.base, k.dedupe(m.updateKey), k.meta, k.log, k.active, k.pending], [
+      await runScript(this.options.client, 'ingest', [k.base, k.dedupe(m.updateKey)], [
         JSON.stringify(entry),
-        policy,
-        this.options.steeringCapable ? '1' : '0',
-        this.options.steeringCap,
-        this.options.dedupeTtlSeconds,
-        runId,
-        controlChannel(this.options.prefix),
-        m.conversationId,
+        `${policy}|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|${runId}`,
       ]),
     );
     const [kind, seq, replyRunId, a, b] = reply;

@@ -2,21 +2,22 @@
   Ingest one platform update: dedupe, append `message.received`, route it by
   the conversation's input policy. One atomic script, one round trip.
 
-  KEYS[1] base      conversation key prefix `<p>:{c:<id>}:` (run/steer keys derive from it)
+  KEYS[1] base      conversation key prefix `<p>:{c:<id>}:`; the conversation's
+                    `meta` (seq, policy override, policy_eff), `log` (the record
+                    stream), `active`, `pending` and the active run's `run:` /
+                    `steer:` keys derive from it (all in its slot)
   KEYS[2] dedupe    `<base>dedupe:<update key>`
-  KEYS[3] meta      hash: seq, policy (override), policy_eff
-  KEYS[4] log       stream: the conversation record
-  KEYS[5] active    string: active run id
-  KEYS[6] pending   list: seqs waiting for a successor run
 
-  ARGV[1] entry json       the complete `message.received` entry
-  ARGV[2] default policy   steer|followup|collect|interrupt|supersede
-  ARGV[3] steering         '1' when the runner declares the steering capability
-  ARGV[4] steering cap     max length of a run's steering list
-  ARGV[5] dedupe ttl       seconds
-  ARGV[6] run id           id to use if this update creates a run
-  ARGV[7] control channel  pub/sub channel for interrupt requests
-  ARGV[8] conversation id
+  ARGV[1] entry json   the complete `message.received` entry
+  ARGV[2] options      `<default policy>|<steering 1/0>|<steering cap>|<dedupe ttl s>|<run id>`:
+                       the policy when the conversation has no /queue override;
+                       steering: the runner declares the capability (else steer acts as
+                       collect); the cap of a run's steering list; how long the update
+                       is remembered; the id to use if this update creates a run
+                       (packed in one argument: ingest is the hot path and every
+                       argument costs the client time)
+
+  The control channel is `<p>:control`, the conversation id is `<id>`, both read from KEYS[1].
 
   Returns one of
     { 'duplicate', original seq }
@@ -29,18 +30,21 @@
 --- @include "common"
 --- @include "dedupe"
 
-local base, dedupe_key, meta_key, log_key, active_key, pending_key =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local base, dedupe_key = KEYS[1], KEYS[2]
+local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
+local default_policy, steering, cap, ttl, run_id = string.match(ARGV[2], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
+local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
+local control_channel = prefix .. ':control'
 
 local seen = dedupe_seen(dedupe_key)
 if seen then return { 'duplicate', seen } end
 
 local seq = append_entry(log_key, meta_key, ARGV[1])
-dedupe_mark(dedupe_key, seq, ARGV[5])
+dedupe_mark(dedupe_key, seq, ttl)
 
 local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
-local policy = pm[1] or ARGV[2]
-if policy == 'steer' and ARGV[3] ~= '1' then policy = 'collect' end
+local policy = pm[1] or default_policy
+if policy == 'steer' and steering ~= '1' then policy = 'collect' end
 -- The successor of a run takes pending by the latest effective policy (finish reads it).
 if pm[2] ~= policy then redis.call('HSET', meta_key, 'policy_eff', policy) end
 
@@ -52,8 +56,8 @@ if not active then
   for i = 1, #waiting do inputs[i] = tonumber(waiting[i]) end
   if #waiting > 0 then redis.call('DEL', pending_key) end
   inputs[#inputs + 1] = seq
-  create_run(base, active_key, ARGV[6], ARGV[8], inputs, 'ingest', now_ms())
-  return { 'new-run', seq, ARGV[6] }
+  create_run(base, active_key, run_id, conversation_id, inputs, 'ingest', now_ms())
+  return { 'new-run', seq, run_id }
 end
 
 local run_key = base .. 'run:' .. active
@@ -75,7 +79,7 @@ if policy == 'interrupt' or policy == 'supersede' then
     kind = policy
     redis.call('HSET', run_key, 'stop', kind)
     append_audit(log_key, meta_key, 'run.control', active, { seq }, { control = kind })
-    redis.call('PUBLISH', ARGV[7], cjson.encode({ conversation = ARGV[8], run = active, kind = kind }))
+    redis.call('PUBLISH', control_channel, cjson.encode({ conversation = conversation_id, run = active, kind = kind }))
   end
   local urgent = redis.call('HGET', run_key, 'urgent')
   if urgent and urgent ~= '' then urgent = urgent .. ',' .. seq else urgent = tostring(seq) end
@@ -86,9 +90,9 @@ end
 if policy == 'steer' then
   local steer_key = base .. 'steer:' .. active
   local depth = redis.call('LLEN', steer_key)
-  if depth >= tonumber(ARGV[4]) then
+  if depth >= tonumber(cap) then
     local n = redis.call('RPUSH', pending_key, seq)
-    append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(ARGV[4]) })
+    append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(cap) })
     return { 'pending', seq, active, n, 'overflow' }
   end
   -- While older messages wait in pending, newer ones queue behind them: answers keep message order.
