@@ -47,7 +47,12 @@ function describeError(err: FastifyError | Error): { status: number; error: stri
 
 /** Builds the HTTP server with `/healthz` and `/readyz`; it is not listening yet (see `listen`). */
 export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
-  const app = fastify({ loggerInstance: opts.logger, bodyLimit: opts.config.http.bodyLimitBytes });
+  const app = fastify({
+    loggerInstance: opts.logger,
+    bodyLimit: opts.config.http.bodyLimitBytes,
+    // Per-request "incoming request" / "request completed" lines cost every webhook call; errors are still logged.
+    disableRequestLogging: true,
+  });
   const readyTimeoutMs = opts.readyTimeoutMs ?? 1000;
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
