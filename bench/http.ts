@@ -24,6 +24,7 @@ import type { AppContext } from '../src/app-context.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
+import { Redis } from 'ioredis';
 import { privateRedis } from './private-redis.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 6_000);
@@ -82,6 +83,10 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
 interface Phase {
   /** Share of the phase the server's event loop was busy (1 = CPU-bound). */
   elu: number;
+  /** CPU of this process (client and server threads) per request, µs. */
+  nodeCpuUs: number;
+  /** CPU of redis-server per request, µs. */
+  redisCpuUs: number;
   rps: number;
   p50: number;
   p99: number;
@@ -127,8 +132,17 @@ function serverElu(worker: Worker): Promise<Elu> {
   });
 }
 
-async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs: Array<{ body: Buffer; headers: Record<string, string> }>): Promise<Phase> {
+/** redis-server's used CPU (user + system), in µs. */
+async function redisCpu(admin: Redis): Promise<number> {
+  const info = await admin.info('cpu');
+  const num = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return (num('used_cpu_user') + num('used_cpu_sys')) * 1e6;
+}
+
+async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs: Array<{ body: Buffer; headers: Record<string, string> }>, admin: Redis): Promise<Phase> {
   const elu0 = await serverElu(worker);
+  const cpu0 = process.cpuUsage();
+  const rcpu0 = await redisCpu(admin);
   const latencies = new Float64Array(reqs.length);
   const statuses = new Map<number, number>();
   let next = 0;
@@ -145,15 +159,17 @@ async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs:
     }),
   );
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const rcpu = (await redisCpu(admin)) - rcpu0;
   const elu1 = await serverElu(worker);
   const elu = (elu1.active - elu0.active) / (elu1.active + elu1.idle - elu0.active - elu0.idle);
   latencies.sort();
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { elu, rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
+  return { elu, nodeCpuUs: (cpu.user + cpu.system) / reqs.length, redisCpuUs: rcpu / reqs.length, rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
 }
 
 const fmt = (p: Phase) =>
-  `${p.rps.toFixed(0).padStart(7)} req/s   p50 ${p.p50.toFixed(2).padStart(6)} ms   p99 ${p.p99.toFixed(2).padStart(6)} ms   server loop busy ${(p.elu * 100).toFixed(0).padStart(3)} %   statuses ${[...p.statuses].map(([s, c]) => `${s}×${c}`).join(' ')}`;
+  `${p.rps.toFixed(0).padStart(7)} req/s   p50 ${p.p50.toFixed(2).padStart(6)} ms   p99 ${p.p99.toFixed(2).padStart(6)} ms   server loop busy ${(p.elu * 100).toFixed(0).padStart(3)} %   cpu/req node ${p.nodeCpuUs.toFixed(0).padStart(4)} µs redis ${p.redisCpuUs.toFixed(0).padStart(3)} µs   statuses ${[...p.statuses].map(([s, c]) => `${s}×${c}`).join(' ')}`;
 
 export async function main(): Promise<void> {
   const redis = await privateRedis();
@@ -163,11 +179,12 @@ export async function main(): Promise<void> {
   const address = await Promise.race([new Promise<string>((resolve) => worker.once('message', (m: { address: string }) => resolve(m.address))), failed]);
   const url = new URL(address);
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const admin = new Redis(redis.url);
   try {
     // Warm-up: connections, JIT, script loading (EVALSHA miss), BullMQ.
-    await phase(worker, agent, url, BARE_PATH, prepare(1000, 0));
-    await phase(worker, agent, url, WEBHOOK_PATH, prepare(1000, 0));
-    await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0));
+    await phase(worker, agent, url, BARE_PATH, prepare(1000, 0), admin);
+    await phase(worker, agent, url, WEBHOOK_PATH, prepare(1000, 0), admin);
+    await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0), admin);
 
     console.log(`http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`);
     const bare: Phase[] = [];
@@ -175,9 +192,9 @@ export async function main(): Promise<void> {
     const ingest: Phase[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const reqs = prepare(REQUESTS, round);
-      bare.push(await phase(worker, agent, url, BARE_PATH, reqs));
-      hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs));
-      ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs));
+      bare.push(await phase(worker, agent, url, BARE_PATH, reqs, admin));
+      hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs, admin));
+      ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs, admin));
       console.log(`  round ${round} bare route:      ${fmt(bare.at(-1)!)}`);
       console.log(`  round ${round} signed webhook:  ${fmt(hook.at(-1)!)}   ratio ${((hook.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
       console.log(`  round ${round} ingest only:     ${fmt(ingest.at(-1)!)}   ratio ${((ingest.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
@@ -196,6 +213,7 @@ export async function main(): Promise<void> {
     console.log(`  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`);
   } finally {
     agent.destroy();
+    admin.disconnect();
     const stopped = new Promise((resolve) => worker.once('message', resolve));
     worker.postMessage('stop');
     await Promise.race([stopped, new Promise((r) => setTimeout(r, 5000))]);
