@@ -115,7 +115,10 @@ async function defaultCompaction(settings: ModelSettings, logger: Logger): Promi
     return { model: await modelFromSettings(settings) };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    logger.warn({ err }, 'no summarizer model from config.model; compaction writes deterministic summaries');
+    logger.warn(
+      { err },
+      'no usable model in config.model (set OPENAI_BASE_URL, OPENAI_API_KEY and STEERBOT_MODEL): runs of the default agent will answer with a failure message, and compaction writes deterministic summaries',
+    );
     return {};
   }
 }
