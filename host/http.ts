@@ -2,7 +2,7 @@
  * The host's HTTP server (Fastify 5): health and readiness probes, JSON
  * errors everywhere. Webhook routes are registered on it by the channels.
  */
-import { fastify, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import { fastify, LogController, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import type { SteerbotConfig } from '../src/config.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
@@ -51,7 +51,7 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
     loggerInstance: opts.logger,
     bodyLimit: opts.config.http.bodyLimitBytes,
     // Per-request "incoming request" / "request completed" lines cost every webhook call; errors are still logged.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
   const readyTimeoutMs = opts.readyTimeoutMs ?? 1000;
 
