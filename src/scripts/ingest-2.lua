@@ -29,6 +29,7 @@
 ]]
 --- @include "common"
 --- @include "dedupe"
+--- @include "stop"
 
 local base, dedupe_key = KEYS[1], KEYS[2]
 local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
@@ -36,11 +37,8 @@ local default_policy, steering, cap, ttl, run_id = string.match(ARGV[2], '^([^|]
 local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
 local control_channel = prefix .. ':control'
 
-local seen = dedupe_seen(dedupe_key)
+local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, ARGV[1], ttl)
 if seen then return { 'duplicate', seen } end
-
-local seq = append_entry(log_key, meta_key, ARGV[1])
-dedupe_mark(dedupe_key, seq, ttl)
 
 local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
 local policy = pm[1] or default_policy
@@ -77,9 +75,7 @@ if policy == 'interrupt' or policy == 'supersede' then
   local kind = run[2]
   if not kind then
     kind = policy
-    redis.call('HSET', run_key, 'stop', kind)
-    append_audit(log_key, meta_key, 'run.control', active, { seq }, { control = kind })
-    redis.call('PUBLISH', control_channel, cjson.encode({ conversation = conversation_id, run = active, kind = kind }))
+    request_stop(run_key, log_key, meta_key, active, seq, kind, control_channel, conversation_id)
   end
   local urgent = redis.call('HGET', run_key, 'urgent')
   if urgent and urgent ~= '' then urgent = urgent .. ',' .. seq else urgent = tostring(seq) end

@@ -23,10 +23,8 @@
 --- @include "common"
 --- @include "dedupe"
 
-local seen = dedupe_seen(KEYS[2])
+local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
 if seen then return { 'duplicate', seen } end
-local seq = append_entry(KEYS[4], KEYS[5], ARGV[1])
-dedupe_mark(KEYS[2], seq, ARGV[2])
 redis.call('HSET', KEYS[5], 'compact_requested', seq)
 
 local active = redis.call('GET', KEYS[3])

@@ -23,21 +23,18 @@
 ]]
 --- @include "common"
 --- @include "dedupe"
+--- @include "stop"
 
 local KINDS = { interrupt = true, supersede = true, stop = true }
 if not KINDS[ARGV[1]] then return { ERR_BAD_ARG } end
 
-local seen = dedupe_seen(KEYS[2])
+local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[2], ARGV[3])
 if seen then return { 'duplicate', seen } end
-local seq = append_entry(KEYS[4], KEYS[5], ARGV[2])
-dedupe_mark(KEYS[2], seq, ARGV[3])
 
 local active = redis.call('GET', KEYS[3])
 if not active then return { 'idle', seq } end
 local run_key = KEYS[1] .. 'run:' .. active
 local f = redis.call('HMGET', run_key, 'state', 'stop')
 if f[2] then return { 'requested', seq, active, f[2], f[1] } end
-redis.call('HSET', run_key, 'stop', ARGV[1])
-append_audit(KEYS[4], KEYS[5], 'run.control', active, { seq }, { control = ARGV[1] })
-redis.call('PUBLISH', ARGV[4], cjson.encode({ conversation = ARGV[5], run = active, kind = ARGV[1] }))
+request_stop(run_key, KEYS[4], KEYS[5], active, seq, ARGV[1], ARGV[4], ARGV[5])
 return { 'requested', seq, active, ARGV[1], f[1] }

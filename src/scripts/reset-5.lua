@@ -17,19 +17,16 @@
 ]]
 --- @include "common"
 --- @include "dedupe"
+--- @include "stop"
 
-local seen = dedupe_seen(KEYS[2])
+local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
 if seen then return { 'duplicate', seen } end
-local seq = append_entry(KEYS[4], KEYS[5], ARGV[1])
-dedupe_mark(KEYS[2], seq, ARGV[2])
 redis.call('HSET', KEYS[5], 'reset_seq', seq)
 
 local active = redis.call('GET', KEYS[3])
 if not active then return { 'reset', seq, '' } end
 local run_key = KEYS[1] .. 'run:' .. active
 if not redis.call('HGET', run_key, 'stop') then
-  redis.call('HSET', run_key, 'stop', 'stop')
-  append_audit(KEYS[4], KEYS[5], 'run.control', active, { seq }, { control = 'stop' })
-  redis.call('PUBLISH', ARGV[3], cjson.encode({ conversation = ARGV[4], run = active, kind = 'stop' }))
+  request_stop(run_key, KEYS[4], KEYS[5], active, seq, 'stop', ARGV[3], ARGV[4])
 end
 return { 'reset', seq, active }

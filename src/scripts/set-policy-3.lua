@@ -18,9 +18,7 @@
 
 local POLICIES = { steer = true, followup = true, collect = true, interrupt = true, supersede = true }
 if ARGV[1] ~= '' and not POLICIES[ARGV[1]] then return { ERR_BAD_ARG } end
-local seen = dedupe_seen(KEYS[1])
+local seq, seen = dedupe_append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 if seen then return { 'duplicate', seen } end
-local seq = append_entry(KEYS[2], KEYS[3], ARGV[2])
-dedupe_mark(KEYS[1], seq, ARGV[3])
 if ARGV[1] == '' then redis.call('HDEL', KEYS[3], 'policy') else redis.call('HSET', KEYS[3], 'policy', ARGV[1]) end
 return { 'ok', seq }

@@ -13,3 +13,14 @@ end
 local function dedupe_mark(dedupe_key, seq, ttl)
   redis.call('SET', dedupe_key, seq, 'EX', ttl)
 end
+
+-- The start of every script that takes a platform update: dedupe it, append its
+-- entry, remember the seq it became. Returns seq, nil for a new update and
+-- nil, original seq for a duplicate (nothing is written then).
+local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
+  local seen = dedupe_seen(dedupe_key)
+  if seen then return nil, seen end
+  local seq = append_entry(log_key, meta_key, json)
+  dedupe_mark(dedupe_key, seq, ttl)
+  return seq, nil
+end
