@@ -70,14 +70,17 @@ export class Dispatch {
     const m = parsed.data;
     if (m.text.length === 0 && !m.attachments?.length) throw new InvalidInputError('bad message: text is empty and there are no attachments');
     assertUpdateKey(m.updateKey);
+    // Generated ids are valid by construction; only a caller's id needs checking (ingest is the hot path).
+    if (opts.runId !== undefined) assertRunId(opts.runId);
     const runId = opts.runId ?? newRunId();
-    assertRunId(runId);
-    let metadataBytes = 0;
+    // Metadata is serialized once: measured against its cap here, spliced into the entry below.
+    let metadataJson: string | undefined;
     try {
-      metadataBytes = m.metadata === undefined ? 0 : Buffer.byteLength(JSON.stringify(m.metadata));
+      metadataJson = m.metadata === undefined ? undefined : JSON.stringify(m.metadata);
     } catch {
       throw new InvalidInputError('bad message: metadata is not JSON-serializable');
     }
+    const metadataBytes = metadataJson === undefined ? 0 : Buffer.byteLength(metadataJson);
     if (metadataBytes > MAX_METADATA_BYTES) throw new InvalidInputError(`bad message: metadata is ${metadataBytes} bytes; the cap is ${MAX_METADATA_BYTES}`);
     const policy = opts.policy ?? this.options.defaultPolicy;
     if (!INPUT_POLICIES.includes(policy)) throw new InvalidInputError(`unknown policy ${String(policy)}`);
@@ -92,12 +95,13 @@ export class Dispatch {
       ...(m.messageId !== undefined && { messageId: m.messageId }),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       ...(m.attachments !== undefined && { attachments: m.attachments }),
-      ...(m.metadata !== undefined && { metadata: m.metadata }),
     };
+    const json = JSON.stringify(entry);
+    const entryJson = metadataJson === undefined ? json : `${json.slice(0, -1)},"metadata":${metadataJson}}`;
     const reply = checkReply(
       'ingest',
       await runScript(this.options.client, 'ingest', [k.base, k.dedupe(m.updateKey)], [
-        JSON.stringify(entry),
+        entryJson,
         `${policy}|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|${runId}`,
       ]),
     );

@@ -77,6 +77,21 @@ describe('ingest', () => {
       expect(err).toBeInstanceOf(InvalidInputError);
     });
 
+    it('records metadata with the message, readable back as the same value', async () => {
+      const d = fx.dispatch();
+      const metadata = { crm: { ticket: 7, tags: ['vip', 'é'] }, note: 'quote " and }' };
+      await d.ingest(fx.message(1, { metadata }));
+      const [entry] = await fx.record();
+      expect(entry).toMatchObject({ kind: 'message.received', text: 'message 1', metadata });
+    });
+
+    it('refuses metadata over its size cap and writes no key', async () => {
+      const d = fx.dispatch();
+      const err = await d.ingest(fx.message(1, { metadata: { blob: 'x'.repeat(9000) } })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidInputError);
+      expect(await fx.allKeys()).toEqual([]);
+    });
+
     it.each(['has:colon', '12345', 'x'])('refuses the run id %s (not a usable BullMQ job id) and writes no key', async (runId) => {
       const d = fx.dispatch();
       const err = await d.ingest(fx.message(1), { runId }).catch((e: unknown) => e);
