@@ -13,7 +13,8 @@
 import type { Logger } from 'pino';
 import { ChannelApiError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
-import type { RedisClient } from '../src/scripts/index.js';
+import { runScript, type RedisClient } from '../src/scripts/index.js';
+import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
 import type { ChannelOutbound } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
@@ -57,6 +58,8 @@ export interface RunDeliveryOptions {
   now?: () => number;
   /** Waits `ms` (tests make it instant). Default: a timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** The run's fencing token: claims of delivery keys are refused once another attempt owns the run. Default: unfenced. */
+  token?: number;
 }
 
 /** A message being streamed by editing it in place. */
@@ -193,40 +196,44 @@ export class RunDelivery implements DeliverySink {
     return run;
   }
 
-  private async readRecord(key: string): Promise<OutboxRecord | undefined> {
-    const raw = await this.o.client.hget(this.outboxKey, key);
-    return raw ? (JSON.parse(raw) as OutboxRecord) : undefined;
-  }
-
   private async writeRecord(key: string, record: OutboxRecord): Promise<void> {
     await this.o.client.hset(this.outboxKey, key, JSON.stringify(record));
   }
 
   /**
-   * Claims a delivery key: records it as `not-dispatched` unless an earlier
-   * attempt already recorded it; returns the earlier record, if any.
+   * Claims a delivery key in one script: `delivered` with the record when an
+   * earlier attempt got it acknowledged, else records `status` and answers
+   * `claimed`. Throws StaleRunError when the run's token moved on.
    */
-  private async claim(key: string): Promise<OutboxRecord | undefined> {
-    const claimed = await this.o.client.hsetnx(this.outboxKey, key, JSON.stringify({ status: 'not-dispatched' } satisfies OutboxRecord));
-    return claimed ? undefined : this.readRecord(key);
+  private async claim(key: string, status: 'possibly-dispatched' | 'not-dispatched'): Promise<{ claimed: true } | { claimed: false; record: OutboxRecord }> {
+    const k = conversationKeys(this.o.prefix, this.o.conversationId);
+    const reply = checkReply(
+      'outbox-claim',
+      await runScript(this.o.client, 'outbox-claim', [this.outboxKey, k.run(this.o.runId)], [
+        key,
+        this.o.token === undefined ? '' : this.o.token,
+        JSON.stringify({ status } satisfies OutboxRecord),
+      ]),
+      this.o.runId,
+    );
+    return reply[0] === 'delivered' ? { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord } : { claimed: true };
   }
 
   /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. */
   private async deliver(key: string, text: string): Promise<void> {
-    const earlier = await this.claim(key);
     const out = this.outbound;
-    if (earlier?.status === 'acknowledged') {
-      // A streaming preview left by an earlier attempt is finished in place rather than sent again.
-      if (earlier.streaming && earlier.messageId !== undefined && out?.edit) {
-        if (await this.finishStream({ key, messageId: earlier.messageId, shown: '' }, text)) return;
-      }
+    const claim = await this.claim(key, out ? 'possibly-dispatched' : 'not-dispatched');
+    if (!out) return;
+    if (!claim.claimed) {
+      const earlier = claim.record;
       if (!earlier.streaming) {
         this.o.logger.info({ deliveryKey: key }, 'skipping a message already delivered by an earlier attempt');
         return;
       }
+      // A streaming preview left by an earlier attempt is finished in place rather than sent again.
+      if (earlier.messageId !== undefined && out.edit && (await this.finishStream({ key, messageId: earlier.messageId, shown: '' }, text))) return;
+      await this.writeRecord(key, { status: 'possibly-dispatched' });
     }
-    if (!out) return;
-    await this.writeRecord(key, { status: 'possibly-dispatched' });
     try {
       const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown' }));
       await this.writeRecord(key, { status: 'acknowledged', messageId });
@@ -282,15 +289,14 @@ export class RunDelivery implements DeliverySink {
     const out = this.outbound!;
     try {
       if (s.messageId === undefined) {
-        const earlier = await this.claim(s.key);
-        if (earlier?.status === 'acknowledged' && !earlier.streaming) {
+        const claim = await this.claim(s.key, 'possibly-dispatched');
+        if (!claim.claimed && !claim.record.streaming) {
           s.phase = 'skip';
           return;
         }
-        if (earlier?.status === 'acknowledged' && earlier.messageId !== undefined) {
-          s.messageId = earlier.messageId;
+        if (!claim.claimed && claim.record.messageId !== undefined) {
+          s.messageId = claim.record.messageId;
         } else {
-          await this.writeRecord(s.key, { status: 'possibly-dispatched' });
           const { messageId } = await out.send(this.o.conversationId, text, { deliveryKey: s.key, format: 'markdown' });
           s.messageId = messageId;
           s.shown = text;

@@ -99,7 +99,7 @@ export class RunExecutor {
       lost = true;
       ac.abort('lost');
     } });
-    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, resolve: o.resolveOutbound, logger });
+    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, token: acquired.token, resolve: o.resolveOutbound, logger });
     try {
       logger.info({ inputs: acquired.inputs }, 'run started');
       let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);

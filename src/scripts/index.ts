@@ -27,6 +27,7 @@ export type ScriptName =
   | 'set-policy'
   | 'status'
   | 'state-set'
+  | 'outbox-claim'
   | 'noop';
 
 interface LoadedScript {

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RunDelivery, type OutboxRecord } from '../../runner/delivery.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
+import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -303,5 +304,28 @@ describe('RunDelivery › turns anchored on the record', () => {
     await second.message('answer to message 9');
     expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5', 'answer to message 9']);
     expect(Object.keys(await outbox()).sort()).toEqual(['run1:5:0', 'run1:9:0']);
+  });
+});
+
+describe('RunDelivery › fenced by the run token', () => {
+  it('refuses to send for an attempt that lost its run, and sends for the attempt that owns it', async () => {
+    const dispatch = new Dispatch({ client: redis, prefix });
+    const runs = new Runs({ client: redis, prefix });
+    const first = await dispatch.ingest({ conversationId: CID, updateKey: 'fake:u1', sender: { id: 'u1' }, text: 'hi' });
+    if (first.kind !== 'new-run') throw new Error('expected a new run');
+    const dead = await runs.acquire(CID, first.runId, 'worker-a');
+    // The first worker's lease runs out; another takes the run over.
+    await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
+    const live = await runs.acquire(CID, first.runId, 'worker-b');
+
+    const out = new FakeOutbound(1000);
+    const make = (token: number) =>
+      new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined });
+    await make(dead.token).message('late answer from the dead attempt');
+    expect(out.sent).toEqual([]);
+    expect(await outbox()).toEqual({});
+
+    await make(live.token).message('answer');
+    expect(out.sent.map((s) => s.text)).toEqual(['answer']);
   });
 });

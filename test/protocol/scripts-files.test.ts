@@ -11,6 +11,7 @@ const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));
 const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
 const ALL_NAMES: ScriptName[] = [
   'request-compaction',
+  'outbox-claim',
   'ingest',
   'acquire',
   'heartbeat',

@@ -1,0 +1,28 @@
+--[[
+  Claim one outbound message's delivery key before sending it, in one step:
+  a message an earlier attempt got acknowledged is reported, not claimed; any
+  other is recorded with the given status (`possibly-dispatched` right before
+  the send, `not-dispatched` when there is no channel to send through).
+  Fenced when a token is given, so an attempt that lost its run cannot send.
+
+  KEYS[1] outbox   conversation outbox hash (field = delivery key, value = JSON record)
+  KEYS[2] run      run record hash (for the fencing check)
+
+  ARGV[1] delivery key
+  ARGV[2] token     fencing token, or '' for an unfenced claim
+  ARGV[3] record    JSON to store when claiming
+
+  Returns { 'claimed', earlier record JSON or '' }
+          { 'delivered', current record JSON }   acknowledged by an earlier attempt; nothing written
+  Errors  { -1 }, { -2 }, { -3, current token } (fenced claims only)
+]]
+--- @include "common"
+
+if ARGV[2] ~= '' then
+  local _, err = fenced_run(KEYS[2], ARGV[2])
+  if err then return err end
+end
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and cjson.decode(current).status == 'acknowledged' then return { 'delivered', current } end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return { 'claimed', current or '' }
