@@ -39,6 +39,16 @@ function masters(client: Redis | Cluster): Redis[] {
     : [client as Redis];
 }
 
+/** Runs `commands` in one pipeline on `node`; a failed command fails the pass. */
+async function pipelined(node: Redis, commands: Array<[string, ...string[]]>): Promise<unknown[]> {
+  if (commands.length === 0) return [];
+  const results = (await node.pipeline(commands).exec()) ?? [];
+  return results.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
 /** One reconcile pass. */
 export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileReport> {
   const prefix = opts.prefix ?? 'sb';
@@ -50,13 +60,21 @@ export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileR
     do {
       const [next, keys] = await node.scan(cursor, 'MATCH', activeKeyPattern(prefix), 'COUNT', opts.scanCount ?? 500);
       cursor = next;
-      for (const key of keys) {
+      // One pipeline per page for the run ids, one for their records: not two round trips per conversation.
+      // They go to the master the page came from, which holds all of its keys (a Cluster pipeline must stay on one node).
+      const found = keys.flatMap((key) => {
         const conversationId = conversationIdFromKey(prefix, key);
-        if (!conversationId) continue;
-        const runId = await opts.client.get(key);
-        if (!runId) continue;
+        return conversationId ? [{ key, conversationId }] : [];
+      });
+      const runIds = await pipelined(node, found.map(({ key }) => ['get', key]));
+      const active = found.flatMap((f, i) => (typeof runIds[i] === 'string' ? [{ ...f, runId: runIds[i] as string }] : []));
+      const records = await pipelined(
+        node,
+        active.map((a) => ['hmget', conversationKeys(prefix, a.conversationId).run(a.runId), 'state', 'lease_until']),
+      );
+      for (const [i, { conversationId, runId }] of active.entries()) {
         report.scanned++;
-        const [state, leaseUntil] = await opts.client.hmget(conversationKeys(prefix, conversationId).run(runId), 'state', 'lease_until');
+        const [state, leaseUntil] = (records[i] ?? []) as Array<string | null>;
         const expired = state === 'running' && Number(leaseUntil ?? 0) <= nowMs;
         if (state !== 'queued' && !expired) continue;
         if (await opts.queue.ensureJob(conversationId, runId)) {
