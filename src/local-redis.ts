@@ -67,15 +67,26 @@ export async function ensureRedis(opts: EnsureRedisOptions): Promise<EnsuredRedi
       return orphan;
     }
   }
-  const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
-  if (!bin) throw new Error(NO_REDIS_HELP);
-  const server = await startWithRetry(bin, opts);
+  const server = await startPrivateRedis(opts);
   opts.logger?.info({ redis: server.url, dataDir: resolve(opts.dataDir), persistent: opts.persistent }, 'started a private redis-server');
   return server;
 }
 
+/**
+ * Starts a private `redis-server` on a free port, without probing for another
+ * Redis first (benchmarks want their own, unshared server).
+ * @throws Error with installation help when there is no `redis-server`.
+ */
+export async function startPrivateRedis(
+  opts: Pick<EnsureRedisOptions, 'dataDir' | 'persistent' | 'redisServerBin' | 'startTimeoutMs'>,
+): Promise<EnsuredRedis> {
+  const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
+  if (!bin) throw new Error(NO_REDIS_HELP);
+  return startWithRetry(bin, opts);
+}
+
 // The free port can be taken between probe and bind (parallel test workers); try another.
-async function startWithRetry(bin: string, opts: EnsureRedisOptions): Promise<EnsuredRedis> {
+async function startWithRetry(bin: string, opts: Parameters<typeof startPrivateRedis>[0]): Promise<EnsuredRedis> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startRedisServer(bin, opts);
@@ -152,7 +163,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function startRedisServer(bin: string, opts: EnsureRedisOptions): Promise<EnsuredRedis> {
+async function startRedisServer(bin: string, opts: Parameters<typeof startPrivateRedis>[0]): Promise<EnsuredRedis> {
   const dir = resolve(opts.dataDir);
   await mkdir(dir, { recursive: true });
   const port = await freePort();
