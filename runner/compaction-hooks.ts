@@ -109,9 +109,18 @@ export class RunCompaction implements CompactionHooks {
     return check?.result?.kind === 'compacted';
   }
 
+  /** The `/compact` seq a steering pull just read (pull and check share one round trip). */
+  noteRequested(seq: number): void {
+    this.pulledRequest = seq;
+  }
+
+  private pulledRequest: number | undefined;
+
   async atBoundary(messages: ModelMessage[]): Promise<ModelMessage[] | undefined> {
     const o = this.o;
-    const requested = await this.requestedSeq();
+    // Normally the pull at this boundary already read it; a plugin that did not pull costs one read.
+    const requested = this.pulledRequest ?? (await this.requestedSeq());
+    this.pulledRequest = undefined;
     const estimate = o.calibrator.calibrate(o.run.conversationId, estimateMessages(messages)) + this.overhead;
     const manual = requested > this.manualSeen;
     if (!manual && !shouldCompact({ estimate, contextWindow: o.contextWindow, ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }), breakerOpen: false, trigger: 'pressure' })) {

@@ -177,7 +177,11 @@ export class RunExecutor {
       history,
       inputs,
       steering: {
-        pull: async (mode) => (await o.runs.pull(ref, mode ?? o.steeringMode ?? 'all')).filter(isMessage),
+        pull: async (mode) => {
+          const pulled = await o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all');
+          compaction.noteRequested(pulled.compactionRequestedSeq);
+          return pulled.messages.filter(isMessage);
+        },
       },
       state: {
         get: (key) => o.state.get(ref.conversationId, key),

@@ -86,13 +86,21 @@ export class Runs {
    * first (`one`). Returns [] when none wait or a stop was requested.
    */
   async pull(run: RunRef, mode: SteeringMode = 'all'): Promise<SeqEntry[]> {
+    return (await this.pullAtBoundary(run, mode)).messages;
+  }
+
+  /**
+   * `pull`, plus the seq of a `/compact` not yet applied (0 when none), read
+   * in the same script: everything a turn boundary needs in one round trip.
+   */
+  async pullAtBoundary(run: RunRef, mode: SteeringMode = 'all'): Promise<{ messages: SeqEntry[]; compactionRequestedSeq: number }> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const r = checkReply(
       'pull',
       await runScript(this.options.client, 'pull', [k.run(run.runId), k.steer(run.runId), k.log, k.meta], [run.token, mode, run.runId]),
       run.runId,
     );
-    return entriesFrom(r);
+    return { messages: entriesFrom(r), compactionRequestedSeq: Number(r[2 + 2 * Number(r[1])] || 0) };
   }
 
   /**

@@ -12,15 +12,20 @@
   ARGV[2] mode     'all' | 'one'
   ARGV[3] run id
 
-  Returns { 'ok', n, seq1, json1, seq2, json2, ... }
+  Returns { 'ok', n, seq1, json1, seq2, json2, ..., compaction requested seq or '' }
+          (the last element is meta `compact_requested`: the boundary's /compact
+          check rides on the pull instead of costing a round trip of its own)
   Errors  { -1 }, { -2 }, { -3, current token }
 ]]
 --- @include "common"
 
 local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
-if redis.call('HEXISTS', KEYS[1], 'stop') == 1 then return { 'ok', 0 } end
+local requested = redis.call('HGET', KEYS[4], 'compact_requested') or ''
+if redis.call('HEXISTS', KEYS[1], 'stop') == 1 then return { 'ok', 0, requested } end
 local seqs = pop_steering(KEYS[2], ARGV[2])
-if #seqs == 0 then return { 'ok', 0 } end
+if #seqs == 0 then return { 'ok', 0, requested } end
 append_audit(KEYS[3], KEYS[4], 'steering.injected', ARGV[3], seqs)
-return read_entries(KEYS[3], seqs, { 'ok', #seqs })
+local out = read_entries(KEYS[3], seqs, { 'ok', #seqs })
+out[#out + 1] = requested
+return out

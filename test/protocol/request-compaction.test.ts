@@ -58,3 +58,17 @@ describe('append of a compaction entry', () => {
     expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(req.seq);
   });
 });
+
+describe('pullAtBoundary', () => {
+  const fx = useProtocolFixture();
+
+  it('reports a pending /compact with the steering, in the same call', async () => {
+    const { dispatch, runs, run } = await fx.running();
+    expect(await runs.pullAtBoundary(run)).toEqual({ messages: [], compactionRequestedSeq: 0 });
+    const steered = await dispatch.ingest(fx.message(1));
+    const req = await dispatch.requestCompaction(fx.source(2));
+    const pulled = await runs.pullAtBoundary(run);
+    expect(pulled.messages.map((e) => e.seq)).toEqual([steered.seq]);
+    expect(pulled.compactionRequestedSeq).toBe(req.seq);
+  });
+});
