@@ -5,7 +5,7 @@
  */
 import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
-import { toUserMessage } from '../../runner/messages.js';
+import { userMessage } from '../../runner/projection.js';
 import { estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
@@ -121,7 +121,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     }
     // Turn boundary: the whole tool batch is done; steering joins the next request.
     const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
-    for (const m of steered) messages.push(toUserMessage(m));
+    // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
+    for (const m of steered) messages.push(userMessage(m, false));
     if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
     // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
     const compacted = await ctx.compaction.atBoundary(messages);
