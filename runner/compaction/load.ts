@@ -46,12 +46,12 @@ export interface LoadedPrompt {
   /** Seq of the last entry read, or `covers_until` when nothing followed it (0 for an empty record). */
   lastSeq: number;
   /**
-   * A `/compact` (meta `compact_requested`) not applied yet: newer than the
-   * checkpoint and than every `compaction` entry read. The run compacts with
-   * the `manual` trigger.
+   * A `/compact` (meta `compact_requested`) not applied yet: the next
+   * `compaction` entry's append clears it. The run compacts with the
+   * `manual` trigger.
    */
   manualRequested: boolean;
-  /** Seq of the latest `/compact` (meta `compact_requested`), applied or not; 0 when none. */
+  /** Seq of the pending `/compact` (meta `compact_requested`); 0 when none. */
   compactRequestedSeq: number;
 }
 
@@ -61,8 +61,8 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   const [raw, [resetRaw, requestedRaw]] = await Promise.all([o.client.hget(k.state, CHECKPOINT_KEY), o.client.hmget(k.meta, 'reset_seq', 'compact_requested')]);
   const stored = raw ?? undefined;
   const requested = Number(requestedRaw ?? 0) || 0;
-  const manualRequested = (entries: SeqEntry[], coversUntil = 0) =>
-    requested > coversUntil && !entries.some((e) => e.kind === 'compaction' && e.seq > requested);
+  // `compact_requested` is cleared by the append of the next compaction entry, so it is pending exactly while set.
+  const manualRequested = requested > 0;
   const validation = await validateCheckpoint(stored, {
     conversationId: o.conversationId,
     resetSeq: o.resetSeq ?? (Number(resetRaw ?? 0) || 0),
@@ -82,7 +82,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
       entries,
       entriesRead: entries.length,
       lastSeq: entries.length > 0 ? projected.lastSeq : checkpoint.covers_until,
-      manualRequested: manualRequested(entries, checkpoint.covers_until),
+      manualRequested,
       compactRequestedSeq: requested,
     };
   }
@@ -100,7 +100,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
     entries,
     entriesRead: entries.length,
     lastSeq: projected.lastSeq,
-    manualRequested: manualRequested(entries),
+    manualRequested,
     compactRequestedSeq: requested,
   };
 }
