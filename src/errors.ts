@@ -77,6 +77,16 @@ export class RunEndedError extends ScriptError {
   }
 }
 
+/** A compare-and-set lost to a concurrent writer; `current` is the value that won. */
+export class CasConflictError extends ScriptError {
+  /** The stored value that won, when there was one. */
+  readonly current: string | undefined;
+  constructor(script: string, current: string | undefined) {
+    super(script, 'compare-and-set conflict: the value changed since it was read', 'SCRIPT');
+    this.current = current;
+  }
+}
+
 /** Another worker holds a live lease on the run; retry once `leaseUntilMs` has passed. */
 export class LeaseHeldError extends ScriptError {
   /** When the current lease expires, ms since the epoch (Redis clock). */

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { RunRef, Runs } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { CasConflictError } from '../../src/scripts/results.js';
+import { CasConflictError } from '../../src/errors.js';
 import { projectHistory, type ProjectionOptions } from '../projection.js';
 import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, summaryMessages, type Checkpoint } from './checkpoint.js';
 import { estimateMessages } from './estimate.js';

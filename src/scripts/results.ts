@@ -3,6 +3,7 @@
  * whose first element is a negative code on refusal (see includes/common.lua).
  */
 import {
+  CasConflictError,
   InvalidInputError,
   LeaseHeldError,
   RunEndedError,
@@ -24,14 +25,8 @@ export const SCRIPT_ERRORS = {
   TOO_LARGE: -7,
 } as const;
 
-/** A compare-and-set lost to a concurrent writer; `current` is the value that won. */
-export class CasConflictError extends ScriptError {
-  readonly current: string | undefined;
-  constructor(script: string, current: string | undefined) {
-    super(script, 'compare-and-set conflict: the value changed since it was read', 'SCRIPT');
-    this.current = current;
-  }
-}
+// Lives with the other typed errors; re-exported for existing importers.
+export { CasConflictError } from '../errors.js';
 
 /** Throws the typed error a refusal stands for; returns the reply otherwise. */
 export function checkReply(script: ScriptName, reply: ScriptReply, runId = '?'): ScriptReply {
