@@ -71,6 +71,31 @@ describe('http server', () => {
   });
 });
 
+describe('request error logs', () => {
+  it('name the request id, method and path (no query string) once per failed request, with secrets redacted', async () => {
+    const chunks: string[] = [];
+    const memory = createLogger({ level: 'info', destination: { write: (s: string) => void chunks.push(s) } });
+    const redis = new Redis(redisUrl());
+    const app = createHttpServer({ config, redis, logger: memory });
+    app.get('/fails', async () => {
+      throw new Error('upstream said token=123456:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789');
+    });
+    try {
+      const ok = await app.inject({ method: 'GET', url: '/healthz' });
+      const res = await app.inject({ method: 'GET', url: '/fails?key=abc' });
+      expect([ok.statusCode, res.statusCode]).toEqual([200, 500]);
+      const lines = chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+      // Successful requests write no log line at all; the failed one writes exactly one.
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ msg: 'request failed', method: 'GET', url: '/fails', reqId: expect.any(String) });
+      expect(JSON.stringify(lines[0])).not.toContain('ABCdefGHI');
+    } finally {
+      await app.close();
+      await redis.quit();
+    }
+  });
+});
+
 describe('GET /readyz with Redis unreachable', () => {
   it('answers 503 within about the ready timeout', async () => {
     const redis = new Redis(`redis://127.0.0.1:${await freePort()}`, { retryStrategy: () => 50 });
