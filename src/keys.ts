@@ -57,22 +57,37 @@ export interface ConversationKeys {
   dedupe(updateKey: string): string;
 }
 
+/** Key names of one conversation; per-run and per-update names are methods, so building one allocates no closures (ingest builds one per update). */
+class Keys implements ConversationKeys {
+  readonly log: string;
+  readonly meta: string;
+  readonly active: string;
+  readonly pending: string;
+  readonly state: string;
+  readonly outbox: string;
+  constructor(readonly base: string) {
+    this.log = `${base}log`;
+    this.meta = `${base}meta`;
+    this.active = `${base}active`;
+    this.pending = `${base}pending`;
+    this.state = `${base}state`;
+    this.outbox = `${base}outbox`;
+  }
+  run(runId: string): string {
+    return `${this.base}run:${runId}`;
+  }
+  steer(runId: string): string {
+    return `${this.base}steer:${runId}`;
+  }
+  dedupe(updateKey: string): string {
+    return `${this.base}dedupe:${updateKey}`;
+  }
+}
+
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {
   assertConversationId(conversationId);
-  const base = `${prefix}:{c:${conversationId}}:`;
-  return {
-    base,
-    log: `${base}log`,
-    meta: `${base}meta`,
-    active: `${base}active`,
-    pending: `${base}pending`,
-    state: `${base}state`,
-    outbox: `${base}outbox`,
-    run: (runId) => `${base}run:${runId}`,
-    steer: (runId) => `${base}steer:${runId}`,
-    dedupe: (updateKey) => `${base}dedupe:${updateKey}`,
-  };
+  return new Keys(`${prefix}:{c:${conversationId}}:`);
 }
 
 /** Pattern that matches every conversation's `active` key (used by the reconciler's SCAN). */
