@@ -34,8 +34,11 @@
 local base, dedupe_key = KEYS[1], KEYS[2]
 local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
 local default_policy, steering, cap, ttl, run_id = string.match(ARGV[2], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
-local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
-local control_channel = prefix .. ':control'
+-- `<prefix>`, `<conversation id>` from the base key; only creating or stopping a run needs them.
+local function names()
+  local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
+  return prefix .. ':control', conversation_id
+end
 
 local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, ARGV[1], ttl)
 if seen then return { 'duplicate', seen } end
@@ -54,6 +57,7 @@ if not active then
   for i = 1, #waiting do inputs[i] = tonumber(waiting[i]) end
   if #waiting > 0 then redis.call('DEL', pending_key) end
   inputs[#inputs + 1] = seq
+  local _, conversation_id = names()
   create_run(base, active_key, run_id, conversation_id, inputs, 'ingest', now_ms())
   return { 'new-run', seq, run_id }
 end
@@ -75,6 +79,7 @@ if policy == 'interrupt' or policy == 'supersede' then
   local kind = run[2]
   if not kind then
     kind = policy
+    local control_channel, conversation_id = names()
     request_stop(run_key, log_key, meta_key, active, seq, kind, control_channel, conversation_id)
   end
   local urgent = redis.call('HGET', run_key, 'urgent')
