@@ -38,6 +38,9 @@ export interface OutboxRecord {
   error?: string;
 }
 
+/** Default lifetime of a conversation's outbox after its last write, in seconds (7 days). */
+export const DEFAULT_OUTBOX_TTL_SECONDS = 604_800;
+
 /** Options of a run's delivery sink. */
 export interface RunDeliveryOptions {
   client: RedisClient;
@@ -58,6 +61,8 @@ export interface RunDeliveryOptions {
   now?: () => number;
   /** Waits `ms` (tests make it instant). Default: a timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** The outbox expires this long after its last write, in seconds (every write renews it). Default 604 800 (7 days). */
+  outboxTtlSeconds?: number;
   /** The run's fencing token: claims of delivery keys are refused once another attempt owns the run. Default: unfenced. */
   token?: number;
 }
@@ -197,7 +202,14 @@ export class RunDelivery implements DeliverySink {
   }
 
   private async writeRecord(key: string, record: OutboxRecord): Promise<void> {
-    await this.o.client.hset(this.outboxKey, key, JSON.stringify(record));
+    // One round trip; the EXPIRE keeps a record written after the outbox expired from living forever.
+    const replies = await this.o.client.multi().hset(this.outboxKey, key, JSON.stringify(record)).expire(this.outboxKey, this.outboxTtl).exec();
+    const failed = replies?.find(([err]) => err);
+    if (!replies || failed) throw failed?.[0] ?? new Error('outbox write aborted');
+  }
+
+  private get outboxTtl(): number {
+    return this.o.outboxTtlSeconds ?? DEFAULT_OUTBOX_TTL_SECONDS;
   }
 
   /**
@@ -213,6 +225,7 @@ export class RunDelivery implements DeliverySink {
         key,
         this.o.token === undefined ? '' : this.o.token,
         JSON.stringify({ status } satisfies OutboxRecord),
+        this.outboxTtl,
       ]),
       this.o.runId,
     );

@@ -47,6 +47,8 @@ export interface ExecutorOptions {
   failureMessage?: string;
   /** Compaction settings (summarizer model, threshold, kept turns). */
   compaction?: CompactionSettings;
+  /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
+  outboxTtlSeconds?: number;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */
@@ -99,7 +101,7 @@ export class RunExecutor {
       lost = true;
       ac.abort('lost');
     } });
-    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, token: acquired.token, resolve: o.resolveOutbound, logger });
+    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, token: acquired.token, resolve: o.resolveOutbound, logger, ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }) });
     try {
       logger.info({ inputs: acquired.inputs }, 'run started');
       let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);

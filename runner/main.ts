@@ -82,6 +82,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
     model: config.model,
     compaction,
     historyTailEntries: config.compaction.tailEntries,
+    outboxTtlSeconds: config.runner.outboxTtlSeconds,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

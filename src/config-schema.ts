@@ -127,6 +127,12 @@ const runnerSchema = z.strictObject({
   concurrency: int(1, 1000).default(4),
   /** How long active runs get to finish on shutdown before they are aborted, in ms. Default 10 000. */
   shutdownGraceMs: int(0, 600_000).default(10_000),
+  /**
+   * How long a conversation's outbox (delivery records) is kept after its last
+   * delivery, in seconds. A retried run needs the records only for as long as
+   * it can be retried (minutes); they are not history. Default 604 800 (7 days).
+   */
+  outboxTtlSeconds: int(3600, 365 * 86_400).default(604_800),
   /** What this runner declares to the host. */
   capabilities: z
     .strictObject({

@@ -71,6 +71,7 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_RUNNER', path: 'runner.enabled', kind: 'bool' },
   { env: 'STEERBOT_RUNNER_CONCURRENCY', path: 'runner.concurrency', kind: 'int' },
   { env: 'STEERBOT_RUNNER_SHUTDOWN_GRACE_MS', path: 'runner.shutdownGraceMs', kind: 'int' },
+  { env: 'STEERBOT_OUTBOX_TTL_SECONDS', path: 'runner.outboxTtlSeconds', kind: 'int' },
   { env: 'STEERBOT_RUNNER_STEERING', path: 'runner.capabilities.steering', kind: 'bool' },
   { env: 'STEERBOT_HOST', path: 'host.enabled', kind: 'bool' },
   { env: 'LOG_LEVEL', path: 'log.level', kind: 'string' },

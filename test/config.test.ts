@@ -31,7 +31,7 @@ describe('loadConfig', () => {
     expect(config.http).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
     expect(config.dispatch).toEqual({ defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000 });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
-    expect(config.runner).toEqual({ enabled: true, concurrency: 4, shutdownGraceMs: 10_000, capabilities: { steering: true } });
+    expect(config.runner).toEqual({ enabled: true, concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800, capabilities: { steering: true } });
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
     expect(config.model).toEqual({ provider: 'openai-compatible', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 });
@@ -90,6 +90,12 @@ describe('loadConfig', () => {
     const issues = issuesOf(() => loadConfig({ env: { REDIS_URL: 'http://user:hunter2@example.com' } }));
     expect(issues).toEqual([{ path: 'redis.url', message: expect.stringContaining('env REDIS_URL') }]);
     expect(JSON.stringify(issues)).not.toContain('hunter2');
+  });
+
+  it('reads the outbox TTL and refuses one under an hour', () => {
+    expect(loadConfig({ env: { STEERBOT_OUTBOX_TTL_SECONDS: '86400' } }).runner.outboxTtlSeconds).toBe(86_400);
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_OUTBOX_TTL_SECONDS: '60' } }));
+    expect(issues).toEqual([{ path: 'runner.outboxTtlSeconds', message: expect.stringMatching(/>= 3600.*STEERBOT_OUTBOX_TTL_SECONDS/) }]);
   });
 
   it('rejects a heartbeat not below the lease, naming runs.heartbeatMs', () => {

@@ -11,6 +11,7 @@
   ARGV[1] delivery key
   ARGV[2] token     fencing token, or '' for an unfenced claim
   ARGV[3] record    JSON to store when claiming
+  ARGV[4] ttl       seconds the outbox lives after this write (renewed on every claim)
 
   Returns { 'claimed', earlier record JSON or '' }
           { 'delivered', current record JSON }   acknowledged by an earlier attempt; nothing written
@@ -25,4 +26,5 @@ end
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current and cjson.decode(current).status == 'acknowledged' then return { 'delivered', current } end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
 return { 'claimed', current or '' }

@@ -37,6 +37,9 @@ interface System {
   url: string;
 }
 
+/** Not the default, so the first test shows the setting reaches delivery. */
+const OUTBOX_TTL = 86_400;
+
 let fake: FakeOpenAIServer;
 let callbacks: CallbackServer;
 let sys: System;
@@ -47,6 +50,7 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
   const base = createTestContext({ redisUrl: redisUrl(), prefix });
   const config = {
     ...base.config,
+    runner: { ...base.config.runner, outboxTtlSeconds: OUTBOX_TTL },
     channels: { webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: callbacks.url, maxMessageChars: MAX_CHARS, callbackRetryBaseMs: 10 }) } },
   };
   const ctx: AppContext = { ...base, config };
@@ -126,6 +130,9 @@ describe('webhook channel end to end', () => {
     expect(cb!.body).toMatchObject({ conversation: CONVERSATION, text: 'Hello Ann, how can I help?', messageId: expect.stringMatching(new RegExp(`^${res.body.runId}:\\d+:0$`)) });
     expect((await runEnded(res.body.runId)).outcome).toBe('completed');
     expect(userTexts(0)).toEqual(['hi there']);
+    const outboxTtl = await sys.ctx.redis.ttl(conversationKeys(sys.prefix, CID).outbox);
+    expect(outboxTtl).toBeGreaterThan(OUTBOX_TTL - 100);
+    expect(outboxTtl).toBeLessThanOrEqual(OUTBOX_TTL);
   });
 
   it('delivers a reply over the channel limit split, in order and complete', async () => {

@@ -57,8 +57,9 @@ afterEach(async () => {
   await cleanupPrefix(redis, prefix);
 });
 
-function delivery(out: ChannelOutbound | undefined, extra: { runId?: string; sleeps?: number[] } = {}): RunDelivery {
+function delivery(out: ChannelOutbound | undefined, extra: { runId?: string; sleeps?: number[]; outboxTtlSeconds?: number } = {}): RunDelivery {
   return new RunDelivery({
+    ...(extra.outboxTtlSeconds !== undefined && { outboxTtlSeconds: extra.outboxTtlSeconds }),
     client: redis,
     prefix,
     conversationId: CID,
@@ -132,6 +133,29 @@ describe('RunDelivery', () => {
       expect(out.sent.map((s) => s.opts?.deliveryKey)).toEqual(['run1:1']);
       expect(firstAttempt).not.toContain('run1:1');
       expect(Object.values(await outbox()).every((r) => r.status === 'acknowledged')).toBe(true);
+    });
+
+    it('expires a conversation outbox after its TTL, renewed by every write (claims and acknowledgements)', async () => {
+      const key = conversationKeys(prefix, CID).outbox;
+      const out = new FakeOutbound();
+      const ttlDuringSend: number[] = [];
+      out.onSend = async () => void ttlDuringSend.push(await redis.ttl(key));
+      await delivery(out, { outboxTtlSeconds: 7200 }).message('first');
+      expect(ttlDuringSend[0]).toBeGreaterThan(7100); // set by the claim, before the send
+      expect(await redis.ttl(key)).toBeGreaterThan(7100);
+      // A record written while the outbox has no TTL (as after it expired mid-send) gets one again.
+      await redis.persist(key);
+      out.onSend = async () => void (await redis.persist(key));
+      await delivery(out, { outboxTtlSeconds: 7200, runId: 'run2' }).message('second');
+      expect(await redis.ttl(key)).toBeGreaterThan(7100);
+      expect(Object.keys(await outbox()).sort()).toEqual(['run1:0', 'run2:0']);
+    });
+
+    it('keeps the outbox 7 days by default', async () => {
+      await delivery(new FakeOutbound()).message('hello');
+      const ttl = await redis.ttl(conversationKeys(prefix, CID).outbox);
+      expect(ttl).toBeGreaterThan(604_800 - 100);
+      expect(ttl).toBeLessThanOrEqual(604_800);
     });
 
     it('records replies when the conversation has no outbound channel', async () => {
