@@ -6,14 +6,15 @@
  * Discord outbound → the fake Discord REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../fakes/discord-server.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
+import { deferred, fakeModel, FetchTap, RunnerHarness, waitFor } from '../runner/harness.js';
 import { RecordingHost, TOKEN, alice } from './discord-harness.js';
 
 /** The DM whose replies go through a streaming Discord outbound. */
@@ -24,6 +25,23 @@ const STREAMED = 'Streaming this answer word by word so that the message is edit
 /** A reply of about 4 600 characters in paragraphs: Discord needs three messages for it. */
 const LONG_REPLY = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}. ${'All work and no play makes a long answer. '.repeat(9).trim()}`).join('\n\n');
 
+/** An answer that streams slowly enough to be stopped in the middle. */
+const SLOW_STORY = 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima';
+
+/** The `lookup` tool: it tells `lookupStarted` when called and answers once `releaseLookup` is called. */
+let lookupStarted = deferred();
+let lookupGate = deferred<string>();
+const lookupTool: AgentTool = {
+  name: 'lookup',
+  description: 'a slow lookup',
+  inputSchema: z.object({}),
+  async execute() {
+    lookupStarted.resolve();
+    return { value: await lookupGate.promise };
+  },
+};
+
+const tap = new FetchTap();
 let discord: FakeDiscord;
 let model: FakeOpenAIServer;
 let h: RunnerHarness;
@@ -35,7 +53,14 @@ const extraPlugins: ChannelPlugin[] = [];
 beforeAll(async () => {
   model = await startFakeOpenAI();
   model.script((req) => {
+    const all = JSON.stringify(req.messages);
     const last = JSON.stringify(req.messages.at(-1)?.content ?? '');
+    if (all.includes('look up the schedule')) {
+      return req.messages.some((m: { role: string }) => m.role === 'tool') ? { text: 'Here is the schedule, weekend included.' } : { toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] };
+    }
+    if (last.includes('long story')) return { text: SLOW_STORY, chunkDelayMs: 150 };
+    if (last.includes('my name is')) return { text: 'Noted.' };
+    if (last.includes('what is my name')) return { text: 'I do not know your name yet.' };
     if (last.includes('stream')) return { text: STREAMED, chunkDelayMs: 120 };
     return { text: last.includes('long') ? LONG_REPLY : `You said: ${last.includes('hello') ? 'hello' : 'something'}.` };
   });
@@ -59,7 +84,7 @@ beforeAll(async () => {
   const streaming = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase, streaming: true }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
   const runner = await startRunner(ctx, {
     // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
-    plugin: createLocalAgentPlugin({ model: fakeModel(model.url), streaming: true }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookupTool], builtins: { currentTime: false } }),
     resolveOutbound: (cid) => (cid === `discord:${STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
@@ -74,6 +99,13 @@ afterAll(async () => {
   await discord?.close();
   await model?.close();
 });
+
+/** User texts of every model request whose messages mention `marker`, in order. */
+const userTextsOf = (marker: string): unknown[][] =>
+  model.requests
+    .filter((r) => JSON.stringify(r.body.messages).includes(marker))
+    .map((r) => r.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content));
+const runsIn = async (dm: string) => (await h.entries('run.started', `discord:${dm}`)).map((e) => e.run);
 
 const sentTo = (channel: string): RestCall[] => discord.callsTo('POST', new RegExp(`^/channels/${channel}/messages$`)).filter((c) => c.status === 200);
 
@@ -135,5 +167,50 @@ describe('discord end to end', () => {
     expect(edits.length).toBeGreaterThanOrEqual(1);
     expect(edits.at(-1)?.body.content).toBe(STREAMED);
     expect(discord.messages.get(messageId)?.content).toBe(STREAMED);
+  });
+
+  it('steers a message sent while the agent runs a tool into the same run, and the reply answers it', async () => {
+    const dm = '510000000000000004';
+    lookupStarted = deferred();
+    lookupGate = deferred<string>();
+    discord.messageCreate({ channelId: dm, author: alice, content: 'look up the schedule' });
+    await lookupStarted.promise;
+    discord.messageCreate({ channelId: dm, author: alice, content: 'also the weekend please' });
+    await waitFor(async () => (await h.entries('steering.queued', `discord:${dm}`)).length === 1, 10_000, 'the message steered');
+    lookupGate.resolve('SCHEDULE');
+
+    await waitFor(() => sentTo(dm).length >= 1, 10_000, 'the reply');
+    await h.idle(10_000, `discord:${dm}`);
+    expect(sentTo(dm).map((c) => c.body.content)).toEqual(['Here is the schedule, weekend included.']);
+    const requests = userTextsOf('look up the schedule');
+    expect(requests).toHaveLength(2);
+    expect(requests[1]).toEqual(['look up the schedule', 'also the weekend please']);
+    expect(await runsIn(dm)).toHaveLength(1);
+  });
+
+  it('/stop cuts off a running answer', async () => {
+    const dm = '510000000000000005';
+    discord.messageCreate({ channelId: dm, author: alice, content: 'tell me a long story' });
+    const [run] = await waitFor(async () => { const r = await runsIn(dm); return r.length === 1 && r; }, 10_000, 'the run started');
+    await tap.waitForText('BRAVO');
+    discord.messageCreate({ channelId: dm, author: alice, content: '/stop' });
+    expect((await h.runEnded(run!, 10_000, `discord:${dm}`)).outcome).toBe('stopped');
+    await h.idle(10_000, `discord:${dm}`);
+    expect(sentTo(dm).map((c) => c.body.content)).toEqual(['Stopping the current run.']);
+  });
+
+  it('/new starts a fresh context', async () => {
+    const dm = '510000000000000006';
+    discord.messageCreate({ channelId: dm, author: alice, content: 'my name is Alice' });
+    await waitFor(() => sentTo(dm).length >= 1, 10_000, 'the first reply');
+    await h.idle(10_000, `discord:${dm}`);
+    discord.messageCreate({ channelId: dm, author: alice, content: '/new' });
+    await waitFor(() => sentTo(dm).length >= 2, 10_000, 'the /new reply');
+    discord.messageCreate({ channelId: dm, author: alice, content: 'what is my name?' });
+    await waitFor(() => sentTo(dm).length >= 3, 10_000, 'the second reply');
+    await h.idle(10_000, `discord:${dm}`);
+
+    expect(sentTo(dm).map((c) => c.body.content)).toEqual(['Noted.', expect.stringMatching(/^Started a new conversation/), 'I do not know your name yet.']);
+    expect(userTextsOf('what is my name')).toEqual([['what is my name?']]);
   });
 });

@@ -5,15 +5,16 @@
  * server → delivery → the plugin's outbound → the fake Telegram Bot API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
+import { deferred, fakeModel, FetchTap, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -23,10 +24,32 @@ let tg: FakeTelegram;
 let h: RunnerHarness;
 let http: HttpServer;
 let plugin: ChannelPlugin;
+let tap: FetchTap;
+/** The `lookup` tool of the current test: `started` once the model called it; it answers when `release` is called. */
+let lookup: { started: Promise<void>; release(value: string): void };
+
+const lookupTool: AgentTool = {
+  name: 'lookup',
+  description: 'a slow lookup',
+  inputSchema: z.object({}),
+  async execute() {
+    return { value: await lookupValue() };
+  },
+};
+let lookupValue: () => Promise<string>;
+
+function newLookup(): void {
+  const started = deferred();
+  const gate = deferred<string>();
+  lookupValue = () => (started.resolve(), gate.promise);
+  lookup = { started: started.promise, release: (v) => gate.resolve(v) };
+}
 
 beforeEach(async () => {
   ai = await startFakeOpenAI();
   tg = await startFakeTelegram();
+  tap = new FetchTap();
+  newLookup();
   h = await RunnerHarness.start();
   const { logger, redis } = h.ctx;
   http = createHttpServer({ config: h.ctx.config, redis, logger });
@@ -47,7 +70,7 @@ beforeEach(async () => {
   await plugin.start(host);
   await http.ready();
   const runner = await startRunner(h.ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url) }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url, tap), tools: [lookupTool], builtins: { currentTime: false } }),
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
@@ -74,6 +97,8 @@ async function post(update: unknown): Promise<number> {
 }
 
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
+const userTexts = (i: number): unknown[] => ai.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
+const runStarted = (n: number) => waitFor(async () => { const started = await h.entries('run.started', CONVERSATION); return started.length >= n && started; }, 15_000, `${n} run(s) started`);
 
 describe('telegram end to end', () => {
   it('answers a private message in its chat', async () => {
@@ -113,5 +138,78 @@ describe('telegram end to end', () => {
     expect(tg.sent.map((m) => m.text)).toEqual(['Only once.']);
     expect(ai.requests).toHaveLength(1);
     expect(await h.entries('message.received', CONVERSATION)).toHaveLength(1);
+  });
+
+  it('steers a message sent while the agent runs a tool into the same run, and the reply answers it', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] }, { text: 'Here is the schedule, weekend included.' }] satisfies FakeTurn[]);
+    expect(await post(messageUpdate({ text: 'look up the schedule' }))).toBe(200);
+    await lookup.started;
+
+    expect(await post(messageUpdate({ text: 'also the weekend please' }))).toBe(200);
+    const [steered] = await h.entries('steering.queued', CONVERSATION);
+    expect(steered).toBeDefined();
+    lookup.release('SCHEDULE');
+
+    await h.idle(15_000, CONVERSATION);
+    expect(ai.requests).toHaveLength(2);
+    expect(userTexts(1)).toEqual(['look up the schedule', 'also the weekend please']);
+    expect(tg.sent.map((m) => m.text)).toEqual(['Here is the schedule, weekend included.']);
+    const runs = await h.entries('run.started', CONVERSATION);
+    expect(runs.map((e) => e.run)).toEqual([steered!.run]);
+  });
+
+  it('/stop cuts off a running answer', async () => {
+    ai.script((_req, i) => (i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' }));
+    await post(messageUpdate({ text: 'write a long story' }));
+    const [run] = await runStarted(1);
+    await tap.waitForText('BRAVO');
+
+    expect(await post(messageUpdate({ text: '/stop' }))).toBe(200);
+    expect((await h.runEnded(run!.run, 15_000, CONVERSATION)).outcome).toBe('stopped');
+    expect(tg.sent.map((m) => m.text)).toEqual(['Stopping the current run.']);
+    expect(ai.requests).toHaveLength(1);
+  });
+
+  it('/new starts a fresh context', async () => {
+    ai.script([{ text: 'Noted: your name is Alice.' }, { text: 'Hello!' }]);
+    await post(messageUpdate({ text: 'my name is Alice' }));
+    await tg.waitUntil(() => tg.sent.length >= 1, 15_000, 'the first reply');
+    await h.idle(15_000, CONVERSATION);
+
+    expect(await post(messageUpdate({ text: '/new' }))).toBe(200);
+    await post(messageUpdate({ text: 'what is my name?' }));
+    await tg.waitUntil(() => tg.sent.length >= 3, 15_000, 'the second reply');
+    await h.idle(15_000, CONVERSATION);
+
+    expect(userTexts(1)).toEqual(['what is my name?']);
+    expect(tg.sent.map((m) => m.text)).toEqual(['Noted: your name is Alice.', expect.stringMatching(/^Started a new conversation/), 'Hello!']);
+  });
+
+  it('refuses a wrong or missing secret (401) and a malformed update (400), leaving Redis unchanged', async () => {
+    ai.script([{ text: 'ok' }]);
+    await post(messageUpdate({ text: 'some history first' }));
+    await tg.waitUntil(() => tg.sent.length >= 1, 15_000, 'the first reply');
+    await h.idle(15_000, CONVERSATION);
+
+    const snapshot = async () => {
+      const keys = (await h.ctx.redis.keys(`${h.prefix}:*`)).sort();
+      const dumps = await Promise.all(keys.map(async (k) => `${k} ${JSON.stringify(await h.ctx.redis.dump(k))}`));
+      return { keys: dumps.join('\n'), jobs: await h.queue.queue.getJobCounts() };
+    };
+    const before = await snapshot();
+    const send = (payload: string, secret?: string) =>
+      http.inject({
+        method: 'POST',
+        url: '/telegram/webhook',
+        headers: { 'content-type': 'application/json', ...(secret !== undefined && { 'x-telegram-bot-api-secret-token': secret }) },
+        payload,
+      });
+    const update = JSON.stringify(messageUpdate({ text: 'sneaky' }));
+    const results = [await send(update, 'e2e_secret_0123456788'), await send(update), await send('{"update_id": 1, "message": ', SECRET)];
+    expect(results.map((r) => r.statusCode)).toEqual([401, 401, 400]);
+    for (const r of results) expect(r.json()).toEqual({ error: expect.any(String) });
+    expect(await snapshot()).toEqual(before);
+    expect(ai.requests).toHaveLength(1);
+    expect(tg.sent.map((m) => m.text)).toEqual(['ok']);
   });
 });
