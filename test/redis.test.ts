@@ -92,22 +92,23 @@ describe('createRedis', () => {
 });
 
 describe('coalesceTurnWrites', () => {
-  /** A connected client whose socket counts the writes it hands to the OS (one per `_write`, one per `_writev` batch). */
-  async function countingClient(): Promise<{ client: Redis; prefix: string; flushes: () => number }> {
-    const client = new Redis(redisUrl());
-    clients.push(client);
-    await client.ping();
+  /** Counts the writes the socket hands to the OS (one per `_write`, one per `_writev` batch). */
+  function countFlushes(client: Redis): { flushes: () => number } {
     const stream = client.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown };
     let n = 0;
     const write = stream._write.bind(stream);
     const writev = stream._writev?.bind(stream);
     stream._write = (...a) => (n++, write(...a));
     if (writev) stream._writev = (...a) => (n++, writev(...a));
-    return { client, prefix: testPrefix(), flushes: () => n };
+    return { flushes: () => n };
   }
 
   it('sends the commands of one turn in one write, and every reply still reaches its caller', async () => {
-    const { client, prefix, flushes } = await countingClient();
+    const prefix = testPrefix();
+    const client = new Redis(redisUrl());
+    clients.push(client);
+    await client.ping();
+    const counter = countFlushes(client);
     const sent = Array.from({ length: 50 }, (_, i) => {
       coalesceTurnWrites(client);
       return client.set(`${prefix}:k${i}`, `v${i}`).then(() => {
@@ -115,19 +116,23 @@ describe('coalesceTurnWrites', () => {
         return client.get(`${prefix}:k${i}`);
       });
     });
-    expect(flushes()).toBe(0); // corked until the turn ends
+    expect(counter.flushes()).toBe(0); // corked until the turn ends
     await new Promise((resolve) => setImmediate(resolve));
-    expect(flushes()).toBe(1); // the 50 SETs, together
+    expect(counter.flushes()).toBe(1); // the 50 SETs, together
     expect(await Promise.all(sent)).toEqual(Array.from({ length: 50 }, (_, i) => `v${i}`));
     // The GETs are issued as the SET replies arrive, a write per batch of replies read.
-    expect(flushes()).toBeLessThan(10);
+    expect(counter.flushes()).toBeLessThan(10);
     await cleanupPrefix(client, prefix);
   });
 
   it('without it each command is its own write (the baseline the test above beats)', async () => {
-    const { client, prefix, flushes } = await countingClient();
+    const prefix = testPrefix();
+    const client = new Redis(redisUrl());
+    clients.push(client);
+    await client.ping();
+    const counter = countFlushes(client);
     const sent = Array.from({ length: 50 }, (_, i) => client.set(`${prefix}:k${i}`, 'v'));
-    expect(flushes()).toBe(50);
+    expect(counter.flushes()).toBe(50);
     await Promise.all(sent);
     await cleanupPrefix(client, prefix);
   });
