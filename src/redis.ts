@@ -147,25 +147,6 @@ export async function pingRedis(url: string, timeoutMs = 1000): Promise<boolean>
   }
 }
 
-/**
- * Corks `client`'s socket until the end of this event-loop turn (a
- * `setImmediate`), so the commands issued during the turn leave in one write.
- * Under load a host's turn handles several requests, and a write syscall on
- * loopback costs more than the rest of a script call; Redis then also reads
- * them, and answers them, in one go. Adds at most one turn of latency. A no-op
- * on a Cluster (its commands go to several sockets), before the socket
- * exists, and when it is already corked.
- */
-export function coalesceTurnWrites(client: RedisClient): void {
-  if (client instanceof Cluster) return;
-  const stream = client.stream as NetStream | undefined;
-  if (!stream || stream.writableCorked > 0 || stream.destroyed) return;
-  stream.cork();
-  setImmediate(() => stream.uncork());
-}
-
-type NetStream = Redis['stream'];
-
 /** Closes a client we own and resolves once its socket is closed: QUIT when connected (pending replies arrive first), else drop it. */
 export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;

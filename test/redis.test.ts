@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../src/local-redis.js';
-import { closeRedis, coalesceTurnWrites, createRedis, pingRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, type RedisClient } from '../src/redis.js';
+import { closeRedis, createRedis, pingRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, type RedisClient } from '../src/redis.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
@@ -87,65 +87,6 @@ describe('createRedis', () => {
     const cluster = createRedis({ mode: 'cluster', nodes: [{ host: '127.0.0.1', port: 1 }], forBullmq: true });
     expect(cluster.isCluster).toBe(true);
     cluster.on('error', () => {});
-    cluster.disconnect();
-  });
-});
-
-describe('coalesceTurnWrites', () => {
-  /** Counts the writes the socket hands to the OS (one per `_write`, one per `_writev` batch). */
-  function countFlushes(client: Redis): { flushes: () => number } {
-    const stream = client.stream as unknown as { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown };
-    let n = 0;
-    const write = stream._write.bind(stream);
-    const writev = stream._writev?.bind(stream);
-    stream._write = (...a) => (n++, write(...a));
-    if (writev) stream._writev = (...a) => (n++, writev(...a));
-    return { flushes: () => n };
-  }
-
-  it('sends the commands of one turn in one write, and every reply still reaches its caller', async () => {
-    const prefix = testPrefix();
-    const client = new Redis(redisUrl());
-    clients.push(client);
-    await client.ping();
-    const counter = countFlushes(client);
-    const sent = Array.from({ length: 50 }, (_, i) => {
-      coalesceTurnWrites(client);
-      return client.set(`${prefix}:k${i}`, `v${i}`).then(() => {
-        coalesceTurnWrites(client);
-        return client.get(`${prefix}:k${i}`);
-      });
-    });
-    expect(counter.flushes()).toBe(0); // corked until the turn ends
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(counter.flushes()).toBe(1); // the 50 SETs, together
-    expect(await Promise.all(sent)).toEqual(Array.from({ length: 50 }, (_, i) => `v${i}`));
-    // The GETs are issued as the SET replies arrive, a write per batch of replies read.
-    expect(counter.flushes()).toBeLessThan(10);
-    await cleanupPrefix(client, prefix);
-  });
-
-  it('without it each command is its own write (the baseline the test above beats)', async () => {
-    const prefix = testPrefix();
-    const client = new Redis(redisUrl());
-    clients.push(client);
-    await client.ping();
-    const counter = countFlushes(client);
-    const sent = Array.from({ length: 50 }, (_, i) => client.set(`${prefix}:k${i}`, 'v'));
-    expect(counter.flushes()).toBe(50);
-    await Promise.all(sent);
-    await cleanupPrefix(client, prefix);
-  });
-
-  it('is a no-op before the socket exists and on a cluster client', async () => {
-    const lazy = new Redis(redisUrl(), { lazyConnect: true });
-    clients.push(lazy);
-    expect(() => coalesceTurnWrites(lazy)).not.toThrow();
-    await lazy.connect();
-    coalesceTurnWrites(lazy);
-    expect(await lazy.ping()).toBe('PONG');
-    const cluster = createRedis({ mode: 'cluster', nodes: [{ host: '127.0.0.1', port: await freePort() }] });
-    expect(() => coalesceTurnWrites(cluster)).not.toThrow();
     cluster.disconnect();
   });
 });

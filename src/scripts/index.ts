@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { ScriptError } from '../errors.js';
-import { coalesceTurnWrites } from '../redis.js';
 
 /** Any ioredis client steerbot can run scripts on. */
 export type RedisClient = Redis | Cluster;
@@ -114,7 +113,6 @@ export async function runScript(
   defineScripts(client);
   const fn = (client as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
   if (!fn) throw new ScriptError(name, 'not registered on this client');
-  coalesceTurnWrites(client);
   const reply = await fn.call(client, ...keys, ...args);
   if (!Array.isArray(reply)) throw new ScriptError(name, `unexpected reply ${JSON.stringify(reply)}`);
   return reply as ScriptReply;
