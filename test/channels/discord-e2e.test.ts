@@ -6,15 +6,14 @@
  * Discord outbound → the fake Discord REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../fakes/discord-server.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { deferred, fakeModel, FetchTap, RunnerHarness, waitFor } from '../runner/harness.js';
+import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 import { RecordingHost, TOKEN, alice } from './discord-harness.js';
 
 /** The DM whose replies go through a streaming Discord outbound. */
@@ -28,18 +27,8 @@ const LONG_REPLY = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}. ${'
 /** An answer that streams slowly enough to be stopped in the middle. */
 const SLOW_STORY = 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima';
 
-/** The `lookup` tool: it tells `lookupStarted` when called and answers once `releaseLookup` is called. */
-let lookupStarted = deferred();
-let lookupGate = deferred<string>();
-const lookupTool: AgentTool = {
-  name: 'lookup',
-  description: 'a slow lookup',
-  inputSchema: z.object({}),
-  async execute() {
-    lookupStarted.resolve();
-    return { value: await lookupGate.promise };
-  },
-};
+/** The `lookup` tool, shared by the tests of this file (`reset()` arms it for the next one). */
+const lookup = gatedTool();
 
 const tap = new FetchTap();
 let discord: FakeDiscord;
@@ -84,7 +73,7 @@ beforeAll(async () => {
   const streaming = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase, streaming: true }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
   const runner = await startRunner(ctx, {
     // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
-    plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookupTool], builtins: { currentTime: false } }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookup.tool], builtins: { currentTime: false } }),
     resolveOutbound: (cid) => (cid === `discord:${STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
@@ -171,13 +160,12 @@ describe('discord end to end', () => {
 
   it('steers a message sent while the agent runs a tool into the same run, and the reply answers it', async () => {
     const dm = '510000000000000004';
-    lookupStarted = deferred();
-    lookupGate = deferred<string>();
+    lookup.reset();
     discord.messageCreate({ channelId: dm, author: alice, content: 'look up the schedule' });
-    await lookupStarted.promise;
+    await lookup.started;
     discord.messageCreate({ channelId: dm, author: alice, content: 'also the weekend please' });
     await waitFor(async () => (await h.entries('steering.queued', `discord:${dm}`)).length === 1, 10_000, 'the message steered');
-    lookupGate.resolve('SCHEDULE');
+    lookup.release('SCHEDULE');
 
     await waitFor(() => sentTo(dm).length >= 1, 10_000, 'the reply');
     await h.idle(10_000, `discord:${dm}`);

@@ -5,16 +5,15 @@
  * server → delivery → the plugin's outbound → the fake Telegram Bot API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
-import { deferred, fakeModel, FetchTap, RunnerHarness, waitFor } from '../runner/harness.js';
+import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -25,31 +24,14 @@ let h: RunnerHarness;
 let http: HttpServer;
 let plugin: ChannelPlugin;
 let tap: FetchTap;
-/** The `lookup` tool of the current test: `started` once the model called it; it answers when `release` is called. */
-let lookup: { started: Promise<void>; release(value: string): void };
-
-const lookupTool: AgentTool = {
-  name: 'lookup',
-  description: 'a slow lookup',
-  inputSchema: z.object({}),
-  async execute() {
-    return { value: await lookupValue() };
-  },
-};
-let lookupValue: () => Promise<string>;
-
-function newLookup(): void {
-  const started = deferred();
-  const gate = deferred<string>();
-  lookupValue = () => (started.resolve(), gate.promise);
-  lookup = { started: started.promise, release: (v) => gate.resolve(v) };
-}
+/** The `lookup` tool of the current test (a new one per test). */
+let lookup: ReturnType<typeof gatedTool>;
 
 beforeEach(async () => {
   ai = await startFakeOpenAI();
   tg = await startFakeTelegram();
   tap = new FetchTap();
-  newLookup();
+  lookup = gatedTool();
   h = await RunnerHarness.start();
   const { logger, redis } = h.ctx;
   http = createHttpServer({ config: h.ctx.config, redis, logger });
@@ -70,7 +52,7 @@ beforeEach(async () => {
   await plugin.start(host);
   await http.ready();
   const runner = await startRunner(h.ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url, tap), tools: [lookupTool], builtins: { currentTime: false } }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url, tap), tools: [lookup.tool], builtins: { currentTime: false } }),
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,

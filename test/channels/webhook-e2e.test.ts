@@ -6,7 +6,6 @@
  * (created from config) → signed callbacks to a local receiver.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import { startHost, type StartedHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
@@ -21,7 +20,7 @@ import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
 import { closeTestContext, createTestContext } from '../fixtures/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { deferred, fakeModel, FetchTap, waitFor } from '../runner/harness.js';
+import { fakeModel, FetchTap, gatedTool, waitFor } from '../runner/harness.js';
 
 const SECRET = 'whsec-e2e-0123456789abcdef';
 const MAX_CHARS = 400;
@@ -101,22 +100,6 @@ async function entries<K extends RecordEntry['kind']>(kind: K): Promise<Array<Se
 }
 const runEnded = (runId: string) => waitFor(async () => (await entries('run.ended')).find((e) => e.run === runId), 10_000, `run.ended of ${runId}`);
 const userTexts = (i: number): unknown[] => fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
-
-/** A tool that blocks until the test opens its gate. */
-function slowTool() {
-  const started = deferred();
-  const gate = deferred<string>();
-  const tool: AgentTool = {
-    name: 'lookup',
-    description: 'a slow lookup',
-    inputSchema: z.object({}),
-    async execute() {
-      started.resolve();
-      return { value: await gate.promise };
-    },
-  };
-  return { tool, started: started.promise, release: (v: string) => gate.resolve(v) };
-}
 
 describe('webhook channel end to end', () => {
   it('answers a message with a signed callback', async () => {
@@ -217,7 +200,7 @@ describe('webhook channel end to end', () => {
   });
 
   it('steers a message sent while the agent runs a tool into the same run', async () => {
-    const slow = slowTool();
+    const slow = gatedTool();
     sys = await startSystem([slow.tool]);
     fake.script([{ toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] }, { text: 'Found it, and I will include the weekend.' }] satisfies FakeTurn[]);
     const first = await post(message('look up the schedule'));

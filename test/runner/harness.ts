@@ -6,8 +6,10 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
+import { z } from 'zod';
 import { IngestService } from '../../host/ingest.js';
 import { dispatchFromConfig } from '../../host/main.js';
+import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { ChannelOutbound } from '../../runner/delivery.js';
 import { startRunner, type StartedRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
@@ -41,6 +43,36 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve(v: T): void
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/**
+ * An agent tool `lookup` that blocks until the test releases it: `started`
+ * resolves when the model calls it, `release(value)` answers the call.
+ * `reset()` arms a fresh gate, for a tool shared by several tests.
+ */
+export function gatedTool(): { tool: AgentTool; readonly started: Promise<void>; release(value: string): void; reset(): void } {
+  let started = deferred();
+  let gate = deferred<string>();
+  const tool: AgentTool = {
+    name: 'lookup',
+    description: 'a slow lookup',
+    inputSchema: z.object({}),
+    async execute() {
+      started.resolve();
+      return { value: await gate.promise };
+    },
+  };
+  return {
+    tool,
+    get started() {
+      return started.promise;
+    },
+    release: (value) => gate.resolve(value),
+    reset() {
+      started = deferred();
+      gate = deferred<string>();
+    },
+  };
 }
 
 /** One message the recording outbound was asked to send. */
