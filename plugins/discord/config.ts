@@ -42,6 +42,14 @@ export const discordConfigSchema = z.strictObject({
   ingestRetryDelayMs: int(1, 60_000).default(500),
   /** Most inbound messages held in memory while the host cannot take them; more are dropped (logged). Default 1000. */
   ingestRetryBacklog: int(1, 100_000).default(1000),
+  /**
+   * At start, messages sent while no host was connected are read back over
+   * REST if they are at most this old, in seconds; 0 turns catch-up off.
+   * Default 86 400 (24 h, as long as Telegram keeps undelivered updates).
+   */
+  catchUpMaxAgeSeconds: int(0, 14 * 86_400).default(86_400),
+  /** Channels read back at start, the most recently active first (one REST call each). Default 100. */
+  catchUpChannels: int(1, 10_000).default(100),
 });
 
 /** The Discord channel's configuration, defaults applied. */

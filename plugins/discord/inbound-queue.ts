@@ -2,8 +2,8 @@
  * Hands gateway messages to the host one conversation at a time, in arrival
  * order, and keeps retrying a message the host could not take because Redis
  * was unreachable. The gateway has no way to ask Discord for a redelivery
- * (unlike a webhook's 503), so this in-memory backlog is the only second
- * chance a message gets; it does not survive the process.
+ * (unlike a webhook's 503); this in-memory backlog does not survive the
+ * process, and what it still held is read back by the next start's catch-up.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -70,7 +70,7 @@ export class InboundQueue {
     for (let attempt = 1; ; attempt++) {
       if (this.abort.signal.aborted) {
         this.dropped++;
-        this.o.logger.error(label, 'discord: shutting down; inbound message not handed to the host (Discord will not redeliver it)');
+        this.o.logger.error(label, 'discord: shutting down; inbound message not handed to the host (the next start catches up on it, within catchUpMaxAgeSeconds)');
         return;
       }
       try {

@@ -5,12 +5,14 @@
  * Inbound answers DMs, guild messages that mention the bot (or reply to it),
  * every message in `alwaysChannels`, and threads as their own conversations.
  * Update identity is the message id, so a MESSAGE_CREATE replayed after a
- * gateway resume is a duplicate the host's dedupe drops.
+ * gateway resume is a duplicate the host's dedupe drops. Messages sent while
+ * no host was connected are read back over REST at start (`catch-up.ts`).
  */
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
+import { advanceCursor, cursorsKey, missedMessages } from './catch-up.js';
 import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
 import { createDiscordOutbound, createRest, scrubToken, toChannelApiError } from './outbound.js';
@@ -51,7 +53,27 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
     queue?.push(message.conversationId, label, async () => {
       const result = await host.receive(CHANNEL_ID, message);
       logger.debug({ ...label, result: result.kind === 'ingested' ? result.result.kind : result.kind }, 'discord: message received');
+      // The host has it (or a duplicate of it): catch-up after a restart starts after it.
+      await advanceCursor(deps.redis, deps.prefix, m.channelId, m.id).catch((err: unknown) =>
+        logger.warn({ ...label, error: describe(err) }, 'discord: could not record the catch-up cursor'),
+      );
     });
+  };
+
+  const describe = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
+
+  /** Hands the messages missed while no host was connected to the host; never throws. */
+  const catchUp = async (c: Client, host: ChannelHost, botId: string): Promise<void> => {
+    try {
+      if (cfg.catchUpMaxAgeSeconds > 0) {
+        const cursors = await deps.redis.hgetall(cursorsKey(deps.prefix));
+        const missed = await missedMessages(c, { cursors, maxChannels: cfg.catchUpChannels, notBefore: Date.now() - cfg.catchUpMaxAgeSeconds * 1000, logger, describe });
+        if (missed.length > 0) logger.info({ messages: missed.length }, 'discord: catching up on messages sent while no host was connected');
+        for (const m of missed) onMessage(host, botId, m);
+      }
+    } catch (err) {
+      logger.warn({ error: describe(err) }, 'discord: catch-up failed; messages sent while no host was connected may be missing');
+    }
   };
 
   return {
@@ -75,8 +97,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         rest: { api: cfg.apiBase, ...(deps.fetch && { makeRequest: deps.fetch as never }) },
       });
       client = c;
-      const scrub = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
-      c.on(Events.Error, (err) => logger.error({ error: scrub(err) }, 'discord: client error'));
+      c.on(Events.Error, (err) => logger.error({ error: describe(err) }, 'discord: client error'));
       c.on(Events.Warn, (text) => logger.warn({ warning: scrubToken(text, cfg.token) }, 'discord: client warning'));
       c.on(Events.ShardDisconnect, (ev, shard) => {
         if (!stopping) logger.error({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect');
@@ -85,8 +106,12 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         if (!stopping) logger.info({ shard }, 'discord: gateway reconnecting');
       });
       c.on(Events.ShardResume, (shard, replayed) => logger.info({ shard, replayed }, 'discord: gateway session resumed'));
+      // Until catch-up has handed the missed messages over, gateway messages wait, so each conversation keeps its order.
+      let held: Message[] | undefined = [];
       c.on(Events.MessageCreate, (m) => {
-        if (c.user) onMessage(host, c.user.id, m);
+        if (!c.user) return;
+        if (held) held.push(m);
+        else onMessage(host, c.user.id, m);
       });
       // Not events.once: it rejects on any 'error' event, and a transient shard error must not fail start.
       const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
@@ -100,6 +125,13 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         throw toChannelApiError('login', err, cfg.token);
       }
       logger.info({ botId: c.user?.id, guilds: c.guilds.cache.size }, 'discord: gateway ready');
+      const botId = c.user!.id;
+      void catchUp(c, host, botId).finally(() => {
+        // In one synchronous step: later gateway messages go straight through.
+        const waiting = held ?? [];
+        held = undefined;
+        for (const m of waiting) onMessage(host, botId, m);
+      });
     },
 
     async stop(): Promise<void> {
@@ -115,7 +147,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         logger.warn({ error: scrubToken(String(err), cfg.token) }, 'discord: error while closing the gateway');
       }
       const dropped = (await q?.close()) ?? 0;
-      if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (Discord will not redeliver them)');
+      if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (the next start catches up on them, within catchUpMaxAgeSeconds)');
     },
   };
 }

@@ -28,6 +28,7 @@ export type ScriptName =
   | 'status'
   | 'state-set'
   | 'outbox-claim'
+  | 'cursor-advance'
   | 'noop';
 
 interface LoadedScript {

@@ -143,11 +143,16 @@ export class FakeDiscord extends EventEmitter {
   readonly connections: string[] = [];
   /** Messages created through REST, by id. */
   readonly messages = new Map<string, StoredMessage>();
+  /** The sequence number each heartbeat carried: the newest event the client had received. */
+  readonly heartbeats: Array<number | null> = [];
+  /** Every MESSAGE_CREATE payload by channel id, in order: what `GET /channels/:id/messages` reads. */
+  readonly history = new Map<string, Array<Record<string, any>>>();
 
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly guilds: FakeGuild[] = [];
   private readonly faults: RouteFault[] = [];
+  private readonly holds: Array<{ method: string; path: RegExp; arrive(): void; released: Promise<void> }> = [];
   private readonly sessions = new Map<string, Session>();
   private port = 0;
 
@@ -242,6 +247,9 @@ export class FakeDiscord extends EventEmitter {
         type: 0,
       };
     }
+    const channelHistory = this.history.get(input.channelId) ?? [];
+    channelHistory.push(message);
+    this.history.set(input.channelId, channelHistory);
     return { seq: this.dispatch('MESSAGE_CREATE', message), message };
   }
 
@@ -312,6 +320,19 @@ export class FakeDiscord extends EventEmitter {
     });
   }
 
+  /**
+   * Holds the calls matching `method` + `path` until the returned function is
+   * called; `arrived` resolves when the first one comes in.
+   */
+  hold(method: string, path: RegExp): { arrived: Promise<void>; release(): void } {
+    let arrive!: () => void;
+    let release!: () => void;
+    const arrived = new Promise<void>((r) => (arrive = r));
+    const released = new Promise<void>((r) => (release = r));
+    this.holds.push({ method, path, arrive, released });
+    return { arrived, release };
+  }
+
   /** REST calls matching `method` and `path`. */
   callsTo(method: string, path: RegExp): RestCall[] {
     return this.calls.filter((c) => c.method === method && path.test(c.path));
@@ -365,6 +386,7 @@ export class FakeDiscord extends EventEmitter {
     }
     switch (payload.op) {
       case 1:
+        this.heartbeats.push(typeof payload.d === 'number' ? payload.d : null);
         this.send(ws, { op: 11, d: null, s: null, t: null });
         return;
       case 2:
@@ -520,16 +542,21 @@ export class FakeDiscord extends EventEmitter {
     };
 
     if (req.headers.authorization !== `Bot ${this.opts.token}`) return answer(401, { message: '401: Unauthorized', code: 0 });
+    const held = this.holds.find((h) => h.method === method && h.path.test(path));
+    if (held) {
+      held.arrive();
+      await held.released;
+    }
     const fault = this.faults.find((f) => f.remaining > 0 && f.method === method && f.path.test(path));
     if (fault) {
       fault.remaining--;
-      if (fault.commit) this.route(method, path, body, () => undefined);
+      if (fault.commit) this.route(method, path, body, () => undefined, url.searchParams);
       return answer(fault.status, fault.body(call), fault.headers);
     }
-    this.route(method, path, body, answer);
+    this.route(method, path, body, answer, url.searchParams);
   }
 
-  private route(method: string, path: string, body: any, answer: (status: number, payload?: unknown) => void): void {
+  private route(method: string, path: string, body: any, answer: (status: number, payload?: unknown) => void, query: URLSearchParams): void {
     let m: RegExpExecArray | null;
     if (method === 'GET' && path === '/gateway/bot') {
       return answer(200, { url: this.gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
@@ -537,6 +564,17 @@ export class FakeDiscord extends EventEmitter {
     if (method === 'GET' && path === '/gateway') return answer(200, { url: this.gatewayUrl });
     if (method === 'GET' && path === '/users/@me') return answer(200, this.bot);
     if ((m = /^\/channels\/(\d+)\/typing$/.exec(path)) && method === 'POST') return answer(204);
+    if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === 'GET') {
+      // Discord: newest first, at most `limit` (1-100, default 50), optionally only before / after an id.
+      const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 50)));
+      const after = query.get('after');
+      const before = query.get('before');
+      const bySnowflake = (a: Record<string, any>, b: Record<string, any>) => (BigInt(a.id) < BigInt(b.id) ? 1 : -1);
+      const all = [...(this.history.get(m[1]!) ?? [])]
+        .filter((x) => (after === null || BigInt(x.id) > BigInt(after)) && (before === null || BigInt(x.id) < BigInt(before)))
+        .sort(bySnowflake);
+      return answer(200, all.slice(0, limit));
+    }
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === 'POST') {
       const invalid = checkContent(body?.content);
       if (invalid) return answer(400, invalid);

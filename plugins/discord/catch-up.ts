@@ -1,0 +1,76 @@
+/**
+ * Catch-up after downtime. A gateway session gets no events from before it
+ * started, so a message sent while no host was connected would never arrive.
+ * The channel therefore keeps, per Discord channel, the newest message id it
+ * handed to the host (hash `<prefix>:discord:cursors`, moved only forward by
+ * the `cursor-advance` script). A starting host reads, over REST, the recent
+ * messages after the cursors of the most recently active channels and hands
+ * them to the host like gateway messages; the host's dedupe drops any that a
+ * host still connected took already.
+ */
+import type { Client, Message } from 'discord.js';
+import type { Logger } from 'pino';
+import { runScript, type RedisClient } from '../../src/scripts/index.js';
+
+/** Discord's epoch (2015-01-01) in ms: a snowflake's top bits count ms from it. */
+const DISCORD_EPOCH_MS = 1_420_070_400_000n;
+/** Most messages one REST call returns. */
+export const CATCH_UP_PAGE = 100;
+
+/** The hash of per-channel cursors under `prefix`. */
+export const cursorsKey = (prefix: string): string => `${prefix}:discord:cursors`;
+
+/** When a snowflake was made, in ms since the Unix epoch. */
+export function snowflakeTime(id: string): number {
+  return Number((BigInt(id) >> 22n) + DISCORD_EPOCH_MS);
+}
+
+/** Orders snowflakes as numbers. */
+export function compareSnowflakes(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** Records that the message `messageId` of `channelId` was handed to the host (never moves the cursor back). */
+export async function advanceCursor(redis: RedisClient, prefix: string, channelId: string, messageId: string): Promise<void> {
+  await runScript(redis, 'cursor-advance', [cursorsKey(prefix)], [channelId, messageId]);
+}
+
+/** What `missedMessages` looks at. */
+export interface CatchUpOptions {
+  /** Cursors by channel id (`HGETALL` of `cursorsKey`). */
+  cursors: Record<string, string>;
+  /** Channels read at most, the most recently active first. */
+  maxChannels: number;
+  /** Messages older than this (ms since the epoch) are left alone. */
+  notBefore: number;
+  logger: Logger;
+  /** An error as log text (the channel scrubs its token from it). */
+  describe(err: unknown): string;
+}
+
+/**
+ * The messages after each cursor, oldest first per channel, from the newest
+ * page of each channel (up to 100 messages; when more were missed, the older
+ * ones are skipped and a warning says so). A channel that cannot be read is
+ * logged and skipped.
+ */
+export async function missedMessages(client: Client, o: CatchUpOptions): Promise<Message[]> {
+  const channels = Object.entries(o.cursors)
+    .filter(([, id]) => /^\d{1,25}$/.test(id))
+    .sort(([, a], [, b]) => compareSnowflakes(b, a))
+    .slice(0, o.maxChannels);
+  const out: Message[] = [];
+  for (const [channelId, cursor] of channels) {
+    try {
+      const channel = await client.channels.fetch(channelId);
+      if (!channel || !channel.isTextBased()) continue;
+      const page = await channel.messages.fetch({ limit: CATCH_UP_PAGE, cache: false });
+      const newer = [...page.values()].filter((m) => compareSnowflakes(m.id, cursor) > 0).sort((a, b) => compareSnowflakes(a.id, b.id));
+      if (newer.length === CATCH_UP_PAGE) o.logger.warn({ channelId, after: cursor }, 'discord: more messages were missed than one page holds; only the newest are caught up');
+      out.push(...newer.filter((m) => m.createdTimestamp >= o.notBefore));
+    } catch (err) {
+      o.logger.warn({ channelId, error: o.describe(err) }, 'discord: could not read missed messages of a channel');
+    }
+  }
+  return out;
+}

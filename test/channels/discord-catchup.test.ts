@@ -1,0 +1,153 @@
+/**
+ * Catch-up after downtime: messages sent while no host had a gateway session
+ * are read back over REST when a host starts, with the real discord.js client
+ * against the fake Discord and the real host `receive` on real Redis.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { advanceCursor, cursorsKey } from '../../plugins/discord/catch-up.js';
+import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/index.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { conversationKeys } from '../../src/keys.js';
+import { readRange } from '../../src/record/read.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
+import { FakeDiscord } from '../fakes/discord-server.js';
+import type { Logger } from '../../src/logger.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { waitFor } from '../runner/harness.js';
+import { DM, RecordingHost, TOKEN, alice, captureLogger, realHost } from './discord-harness.js';
+
+const DISCORD_EPOCH = 1_420_070_400_000n;
+/** A snowflake made `ageMs` ago. */
+const snowflakeAgo = (ageMs: number, n = 1) => (((BigInt(Date.now() - ageMs) - DISCORD_EPOCH) << 22n) | BigInt(n)).toString();
+
+let fake: FakeDiscord;
+let redis: RedisClient;
+let prefix: string;
+let logs: string[];
+let logger: Logger;
+let receive: ReturnType<typeof realHost>['receive'];
+const plugins: ChannelPlugin[] = [];
+
+beforeEach(async () => {
+  redis = createRedis({ url: redisUrl() });
+  prefix = testPrefix();
+  // Heartbeats every 50 ms tell the test which events the client has received.
+  fake = await FakeDiscord.start({ token: TOKEN, heartbeatIntervalMs: 50 });
+  const captured = captureLogger();
+  logs = captured.lines;
+  logger = captured.logger;
+  receive = realHost({ redis, prefix, logger, outbound: () => undefined as never }).receive;
+});
+
+afterEach(async () => {
+  await Promise.all(plugins.splice(0).map((p) => p.stop()));
+  await fake.close();
+  await cleanupPrefix(redis, prefix);
+  await closeRedis(redis);
+});
+
+/** Starts a Discord channel (a host coming up) whose received messages are recorded. */
+async function startHost(config: Partial<DiscordConfigInput> = {}): Promise<{ plugin: ChannelPlugin; host: RecordingHost }> {
+  const host = new RecordingHost(receive);
+  const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, ...config }, { logger, redis, prefix });
+  plugins.push(plugin);
+  await plugin.start(host.asHost(logger));
+  return { plugin, host };
+}
+
+async function stopHost(plugin: ChannelPlugin): Promise<void> {
+  plugins.splice(plugins.indexOf(plugin), 1);
+  await plugin.stop();
+}
+
+const recordedTexts = async () =>
+  (await readRange(redis, conversationKeys(prefix, `discord:${DM}`).log)).flatMap((e) => (e.kind === 'message.received' ? [e.text] : []));
+const texts = (host: RecordingHost) => host.received.map((r) => r.message.text);
+
+describe('discord catch-up', () => {
+  it('hands the messages sent while no host was connected to the next host, in order, once', async () => {
+    const first = await startHost();
+    const { message: seen } = fake.messageCreate({ channelId: DM, author: alice, content: 'before the restart' });
+    await first.host.waitForText('before the restart');
+    // The cursor follows what the host took.
+    await waitFor(async () => (await redis.hget(cursorsKey(prefix), DM)) === seen.id || undefined, 5000, 'the cursor');
+    await stopHost(first.plugin);
+
+    fake.messageCreate({ channelId: DM, author: alice, content: 'while down 1' });
+    fake.messageCreate({ channelId: DM, author: alice, content: 'while down 2' });
+
+    const second = await startHost();
+    await second.host.waitForText('while down 2');
+    expect(texts(second.host)).toEqual(['while down 1', 'while down 2']);
+    expect(await recordedTexts()).toEqual(['before the restart', 'while down 1', 'while down 2']);
+
+    // Another restart finds nothing new: the cursor moved past what catch-up handed over.
+    await stopHost(second.plugin);
+    const third = await startHost();
+    fake.messageCreate({ channelId: DM, author: alice, content: 'after the second restart' });
+    await third.host.waitForText('after the second restart');
+    expect(texts(third.host)).toEqual(['after the second restart']);
+    expect(await recordedTexts()).toHaveLength(4);
+  });
+
+  it('hands gateway messages that arrive during catch-up after the missed ones', async () => {
+    await advanceCursor(redis, prefix, DM, snowflakeAgo(60_000));
+    fake.messageCreate({ channelId: DM, author: alice, content: 'missed' });
+    const held = fake.hold('GET', new RegExp(`^/channels/${DM}/messages$`));
+    const started = startHost();
+    await held.arrived;
+    const { host } = await started;
+    const { seq } = fake.messageCreate({ channelId: DM, author: alice, content: 'live' });
+    // The client has the live message (its heartbeat says so) while catch-up still waits for its read.
+    await waitFor(() => fake.heartbeats.some((s) => s !== null && s >= seq) || undefined, 5000, 'the live message received');
+    expect(host.received).toEqual([]);
+    held.release();
+    await host.waitForText('live');
+    expect(texts(host)).toEqual(['missed', 'live']);
+  });
+
+  it('leaves messages older than catchUpMaxAgeSeconds alone, and reads nothing when it is 0', async () => {
+    await advanceCursor(redis, prefix, DM, snowflakeAgo(3 * 3600_000));
+    fake.messageCreate({ id: snowflakeAgo(2 * 3600_000), channelId: DM, author: alice, content: 'two hours ago' });
+    fake.messageCreate({ channelId: DM, author: alice, content: 'just now' });
+
+    const off = await startHost({ catchUpMaxAgeSeconds: 0 });
+    fake.messageCreate({ channelId: DM, author: alice, content: 'live while off' });
+    await off.host.waitForText('live while off');
+    expect(texts(off.host)).toEqual(['live while off']);
+    expect(fake.callsTo('GET', new RegExp(`^/channels/${DM}/messages$`))).toHaveLength(0);
+    await stopHost(off.plugin);
+
+    await redis.hset(cursorsKey(prefix), DM, snowflakeAgo(3 * 3600_000));
+    const { host } = await startHost({ catchUpMaxAgeSeconds: 3600 });
+    await host.waitForText('just now');
+    expect(texts(host)).not.toContain('two hours ago');
+  });
+
+  it('logs and skips a channel it cannot read, and still catches up on the others', async () => {
+    const OTHER_DM = '500000000000000077';
+    await advanceCursor(redis, prefix, DM, snowflakeAgo(60_000, 1));
+    await advanceCursor(redis, prefix, OTHER_DM, snowflakeAgo(60_000, 2));
+    fake.messageCreate({ channelId: DM, author: alice, content: 'in the broken channel' });
+    fake.messageCreate({ channelId: OTHER_DM, author: alice, content: 'in the good channel' });
+    fake.fail('GET', new RegExp(`^/channels/${DM}/messages$`), { status: 403, body: { message: 'Missing Access', code: 50001 } });
+
+    const { host } = await startHost();
+    await host.waitForText('in the good channel');
+    expect(texts(host)).toEqual(['in the good channel']);
+    await waitFor(() => logs.some((l) => l.includes('could not read missed messages')) || undefined, 5000, 'the warning');
+    expect(logs.join('\n')).not.toContain(TOKEN);
+  });
+});
+
+describe('the catch-up cursor', () => {
+  it('only moves forward, comparing ids as numbers', async () => {
+    await advanceCursor(redis, prefix, DM, '999');
+    await advanceCursor(redis, prefix, DM, '1000');
+    await advanceCursor(redis, prefix, DM, '999');
+    await advanceCursor(redis, prefix, DM, '0998');
+    expect(await redis.hget(cursorsKey(prefix), DM)).toBe('1000');
+    await advanceCursor(redis, prefix, DM, '1001');
+    expect(await redis.hget(cursorsKey(prefix), DM)).toBe('1001');
+  });
+});
