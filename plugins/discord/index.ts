@@ -106,12 +106,28 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         if (!stopping) logger.info({ shard }, 'discord: gateway reconnecting');
       });
       c.on(Events.ShardResume, (shard, replayed) => logger.info({ shard, replayed }, 'discord: gateway session resumed'));
-      // Until catch-up has handed the missed messages over, gateway messages wait, so each conversation keeps its order.
+      // Each new gateway session (the first, and any after Discord refused a resume) starts with a
+      // catch-up; until it has handed the missed messages over, gateway messages wait, so each
+      // conversation keeps its order.
       let held: Message[] | undefined = [];
+      let catchingUp = false;
       c.on(Events.MessageCreate, (m) => {
         if (!c.user) return;
         if (held) held.push(m);
         else onMessage(host, c.user.id, m);
+      });
+      c.on(Events.ShardReady, () => {
+        if (catchingUp || !c.user || stopping) return;
+        const botId = c.user.id;
+        catchingUp = true;
+        held ??= [];
+        void catchUp(c, host, botId).finally(() => {
+          // In one synchronous step: later gateway messages go straight through.
+          const waiting = held ?? [];
+          held = undefined;
+          catchingUp = false;
+          for (const m of waiting) onMessage(host, botId, m);
+        });
       });
       // Not events.once: it rejects on any 'error' event, and a transient shard error must not fail start.
       const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
@@ -125,13 +141,6 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         throw toChannelApiError('login', err, cfg.token);
       }
       logger.info({ botId: c.user?.id, guilds: c.guilds.cache.size }, 'discord: gateway ready');
-      const botId = c.user!.id;
-      void catchUp(c, host, botId).finally(() => {
-        // In one synchronous step: later gateway messages go straight through.
-        const waiting = held ?? [];
-        held = undefined;
-        for (const m of waiting) onMessage(host, botId, m);
-      });
     },
 
     async stop(): Promise<void> {

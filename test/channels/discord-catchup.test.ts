@@ -90,6 +90,22 @@ describe('discord catch-up', () => {
     expect(await recordedTexts()).toHaveLength(4);
   });
 
+  it('catches up when Discord refuses to resume the session and the client starts a new one', async () => {
+    const { host } = await startHost();
+    fake.messageCreate({ channelId: DM, author: alice, content: 'before the drop' });
+    await host.waitForText('before the drop');
+    await waitFor(async () => (await redis.hget(cursorsKey(prefix), DM)) !== null || undefined, 5000, 'the cursor');
+    const identifies = fake.identifies.length;
+
+    fake.expireSessions();
+    // No session exists now: this message is not sent over the gateway to anyone.
+    fake.messageCreate({ channelId: DM, author: alice, content: 'in the gap' });
+
+    await host.waitForText('in the gap', 15_000);
+    expect(fake.identifies.length).toBe(identifies + 1);
+    expect(texts(host)).toEqual(['before the drop', 'in the gap']);
+  });
+
   it('hands gateway messages that arrive during catch-up after the missed ones', async () => {
     await advanceCursor(redis, prefix, DM, snowflakeAgo(60_000));
     fake.messageCreate({ channelId: DM, author: alice, content: 'missed' });

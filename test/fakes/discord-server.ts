@@ -254,6 +254,17 @@ export class FakeDiscord extends EventEmitter {
   }
 
   /**
+   * Forgets every session and closes its connection: the client's resume is
+   * refused (op 9), so it identifies again and gets a new session without the
+   * events in between, as when Discord drops a session.
+   */
+  expireSessions(): void {
+    const sockets = [...this.sessions.values()].flatMap((s) => (s.socket ? [s.socket] : []));
+    this.sessions.clear();
+    for (const ws of sockets) ws.close(4000, 'fake: session expired');
+  }
+
+  /**
    * Closes every gateway connection with `code` (4000: the client resumes).
    * With `replayFrom`, the next RESUME replays every event from that sequence
    * number on, including ones the client already received (Discord may do so).
