@@ -7,10 +7,11 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import { ConfigError } from '../src/errors.js';
+import type { SteerbotConfig } from '../src/config.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
 import { RunQueue } from '../src/run-queue.js';
-import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
+import { createLocalAgentPlugin, type LocalAgentConfig } from '../plugins/local-agent/index.js';
 import { modelFromSettings } from '../plugins/local-agent/model.js';
 import { createChannels, outboundResolver } from '../host/channels.js';
 import type { CompactionSettings } from './compaction-hooks.js';
@@ -57,7 +58,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
   const control = new ControlListener(subscriber, prefix, logger);
   await control.start();
   const owner = workerIdentity();
-  const plugin = extras.plugin ?? createLocalAgentPlugin();
+  const plugin = extras.plugin ?? createLocalAgentPlugin(localAgentConfig(config.agent));
   const compaction: CompactionSettings = {
     threshold: config.compaction.threshold,
     keepRecentTurns: config.compaction.keepRecentTurns,
@@ -83,6 +84,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerExtras = {}): P
     compaction,
     historyTailEntries: config.compaction.tailEntries,
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
+    steeringMode: config.agent.steeringMode,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({
@@ -122,4 +124,15 @@ async function defaultCompaction(settings: ModelSettings, logger: Logger): Promi
     );
     return {};
   }
+}
+
+/** The default agent's settings from the `agent` config section. */
+export function localAgentConfig(agent: SteerbotConfig['agent']): LocalAgentConfig {
+  return {
+    ...(agent.systemPrompt !== undefined && { system: agent.systemPrompt }),
+    streaming: agent.streaming,
+    builtins: { currentTime: agent.currentTime, httpFetch: agent.httpFetch },
+    steeringMode: agent.steeringMode,
+    maxSteps: agent.maxSteps,
+  };
 }

@@ -142,6 +142,24 @@ const runnerSchema = z.strictObject({
     .prefault({}),
 });
 
+const agentSchema = z.strictObject({
+  /** System prompt of the default agent (`plugins/local-agent`). Default: a short helpful-assistant prompt. */
+  systemPrompt: z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' }).optional(),
+  /**
+   * Send the answer as it is written to channels that stream (their own
+   * `streaming` setting); other channels get whole messages either way. Default true.
+   */
+  streaming: z.boolean({ error: 'expected true or false' }).default(true),
+  /** The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false. */
+  httpFetch: z.boolean({ error: 'expected true or false' }).default(false),
+  /** The built-in `current_time` tool. Default true. */
+  currentTime: z.boolean({ error: 'expected true or false' }).default(true),
+  /** Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`. */
+  steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default('all'),
+  /** Most model steps per run invocation. Default 24. */
+  maxSteps: int(1, 1000).default(24),
+});
+
 const hostSchema = z.strictObject({
   /** Run the host (HTTP ingress, channels, reconciler) in this process. Default true. */
   enabled: z.boolean({ error: 'expected true or false' }).default(true),
@@ -207,6 +225,7 @@ const baseSchema = z.strictObject({
   dispatch: dispatchSchema.prefault({}),
   runs: runsSchema.prefault({}),
   runner: runnerSchema.prefault({}),
+  agent: agentSchema.prefault({}),
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configSummary, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
+import { configSchema } from '../src/config-schema.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'steerbot-config-'));
@@ -32,6 +33,7 @@ describe('loadConfig', () => {
     expect(config.dispatch).toEqual({ defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000 });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
     expect(config.runner).toEqual({ enabled: true, concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800, capabilities: { steering: true } });
+    expect(config.agent).toEqual({ streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24 });
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
     expect(config.model).toEqual({ provider: 'openai-compatible', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 });
@@ -90,6 +92,16 @@ describe('loadConfig', () => {
     const issues = issuesOf(() => loadConfig({ env: { REDIS_URL: 'http://user:hunter2@example.com' } }));
     expect(issues).toEqual([{ path: 'redis.url', message: expect.stringContaining('env REDIS_URL') }]);
     expect(JSON.stringify(issues)).not.toContain('hunter2');
+  });
+
+  it('reads the agent section from the environment and names a bad steering mode or an empty prompt', () => {
+    const agent = loadConfig({ env: { STEERBOT_SYSTEM_PROMPT: '  Be brief.  ', STEERBOT_AGENT_HTTP_FETCH: '1', STEERBOT_AGENT_STEERING_MODE: 'one', STEERBOT_AGENT_MAX_STEPS: '8' } }).agent;
+    expect(agent).toEqual({ systemPrompt: 'Be brief.', streaming: true, httpFetch: true, currentTime: true, steeringMode: 'one', maxSteps: 8 });
+    const issues = issuesOf(() => loadConfig({ env: { STEERBOT_AGENT_STEERING_MODE: 'some', STEERBOT_AGENT_MAX_STEPS: '0' } }));
+    expect(issues.map((i) => i.path).sort()).toEqual(['agent.maxSteps', 'agent.steeringMode']);
+    expect(issues.find((i) => i.path === 'agent.steeringMode')?.message).toMatch(/all or one.*STEERBOT_AGENT_STEERING_MODE/);
+    // In a config file, a prompt of spaces is an error (in the environment, blank means unset).
+    expect(configSchema.safeParse({ agent: { systemPrompt: '   ' } }).error?.issues.map((i) => i.path.join('.'))).toEqual(['agent.systemPrompt']);
   });
 
   it('reads the outbox TTL and refuses one under an hour', () => {
