@@ -3,25 +3,14 @@
  * `npm start` runs): system prompt, built-in tools, streaming to channels that
  * stream. Through the real provider against the fake OpenAI server.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { CID, RunnerHarness } from './harness.js';
+import { CID, perTestModel, RunnerHarness } from './harness.js';
 
-let fake: FakeOpenAIServer;
-let h: RunnerHarness | undefined;
-
-beforeEach(async () => {
-  fake = await startFakeOpenAI();
-});
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  await fake.close();
-});
+const t = perTestModel();
 
 /** A Telegram-like outbound that can edit, streaming every 10 ms; records sends and edits. */
 class StreamingOutbound implements ChannelOutbound {
@@ -45,32 +34,32 @@ class StreamingOutbound implements ChannelOutbound {
 async function runnerFromConfig(env: Record<string, string>, outbound: ChannelOutbound): Promise<RunnerHarness> {
   const harness = await RunnerHarness.start();
   const agent = loadConfig({ env }).agent;
-  const ctx: AppContext = { ...harness.ctx, config: { ...harness.ctx.config, agent, model: { ...harness.ctx.config.model, baseURL: fake.url } } };
+  const ctx: AppContext = { ...harness.ctx, config: { ...harness.ctx.config, agent, model: { ...harness.ctx.config.model, baseURL: t.fake.url } } };
   harness.runners.push(await startRunner(ctx, { resolveOutbound: () => outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
   return harness;
 }
 
-const toolNames = (i: number): string[] => (fake.requests[i]!.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name).sort();
-const systemPrompt = (i: number): unknown => fake.requests[i]!.body.messages.find((m: { role: string }) => m.role === 'system')?.content;
+const toolNames = (i: number): string[] => (t.fake.requests[i]!.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name).sort();
+const systemPrompt = (i: number): unknown => t.fake.requests[i]!.body.messages.find((m: { role: string }) => m.role === 'system')?.content;
 
 describe('the default agent from config', () => {
   it('uses the configured system prompt and built-in tools', async () => {
     const out = new StreamingOutbound();
-    h = await runnerFromConfig({ STEERBOT_SYSTEM_PROMPT: 'You are Zed, terse.', STEERBOT_AGENT_HTTP_FETCH: 'true', STEERBOT_AGENT_CURRENT_TIME: 'false' }, out);
-    fake.script([{ text: 'Hi.' }]);
-    await h.ingest('hello');
-    await h.idle(10_000, CID);
+    t.h = await runnerFromConfig({ STEERBOT_SYSTEM_PROMPT: 'You are Zed, terse.', STEERBOT_AGENT_HTTP_FETCH: 'true', STEERBOT_AGENT_CURRENT_TIME: 'false' }, out);
+    t.fake.script([{ text: 'Hi.' }]);
+    await t.h.ingest('hello');
+    await t.h.idle(10_000, CID);
     expect(systemPrompt(0)).toBe('You are Zed, terse.');
     expect(toolNames(0)).toEqual(['http_fetch']);
   });
 
   it('has the clock and no network tool, and streams into channels that stream, by default', async () => {
     const out = new StreamingOutbound();
-    h = await runnerFromConfig({}, out);
+    t.h = await runnerFromConfig({}, out);
     const answer = 'one two three four five six seven eight';
-    fake.script([{ text: answer, chunkDelayMs: 30 }]);
-    await h.ingest('count please');
-    await h.idle(10_000, CID);
+    t.fake.script([{ text: answer, chunkDelayMs: 30 }]);
+    await t.h.ingest('count please');
+    await t.h.idle(10_000, CID);
     expect(toolNames(0)).toEqual(['current_time']);
     expect(systemPrompt(0)).toEqual(expect.stringContaining('helpful assistant'));
     // One message, shown early and edited up to the full answer.
@@ -81,11 +70,11 @@ describe('the default agent from config', () => {
 
   it('sends whole messages only when agent.streaming is false', async () => {
     const out = new StreamingOutbound();
-    h = await runnerFromConfig({ STEERBOT_AGENT_STREAMING: 'false' }, out);
+    t.h = await runnerFromConfig({ STEERBOT_AGENT_STREAMING: 'false' }, out);
     const answer = 'one two three four five six seven eight';
-    fake.script([{ text: answer, chunkDelayMs: 30 }]);
-    await h.ingest('count please');
-    await h.idle(10_000, CID);
+    t.fake.script([{ text: answer, chunkDelayMs: 30 }]);
+    await t.h.ingest('count please');
+    await t.h.idle(10_000, CID);
     expect(out.sent).toEqual([answer]);
     expect(out.edits).toEqual([]);
   });

@@ -6,6 +6,7 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
+import { afterEach, beforeEach } from 'vitest';
 import { z } from 'zod';
 import { IngestService } from '../../host/ingest.js';
 import { dispatchFromConfig } from '../../host/main.js';
@@ -21,6 +22,7 @@ import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/redis.js';
 import { RunQueue } from '../../src/run-queue.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
 import { closeTestContext, createTestContext } from '../fixtures/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
@@ -36,6 +38,31 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false> | T
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The fake model server and the harness of the running test (see `perTestModel`). */
+export interface PerTest {
+  fake: FakeOpenAIServer;
+  /** Set by the test when it starts one; closed after the test. */
+  h: RunnerHarness | undefined;
+}
+
+/**
+ * Registers hooks for the calling test file: a fresh fake OpenAI server
+ * before each test; after it, the harness the test put in `h` (if any) and
+ * then the server are closed.
+ */
+export function perTestModel(): PerTest {
+  const t = { h: undefined } as PerTest;
+  beforeEach(async () => {
+    t.fake = await startFakeOpenAI();
+  });
+  afterEach(async () => {
+    await t.h?.close();
+    t.h = undefined;
+    await t.fake.close();
+  });
+  return t;
 }
 
 /** A resolvable promise (a gate the test opens). */

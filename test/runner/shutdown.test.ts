@@ -4,23 +4,12 @@
  * finishing them. An aborted run stays `running` in Redis under its old
  * owner and is taken over by another runner once its lease expires.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { IngestResult } from '../../src/protocol/types.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { CID, fakeModel, FetchTap, RunnerHarness, waitFor } from './harness.js';
+import { CID, fakeModel, FetchTap, perTestModel, RunnerHarness, waitFor } from './harness.js';
 
-let fake: FakeOpenAIServer;
-let h: RunnerHarness | undefined;
-
-beforeEach(async () => {
-  fake = await startFakeOpenAI();
-});
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  await fake.close();
-});
+const t = perTestModel();
 
 const runIdOf = (r: IngestResult): string => {
   expect(r.kind, JSON.stringify(r)).toBe('new-run');
@@ -30,63 +19,63 @@ const runIdOf = (r: IngestResult): string => {
 describe('runner shutdown', () => {
   it('aborts a run still working when the grace period ends, leaves it running in Redis, and a second runner completes it after the lease', async () => {
     // Attempt 1's model call hangs until its client goes away; attempt 2 is answered.
-    fake.script((_req, index) => (index === 0 ? { text: 'never sent', delayMs: 60_000 } : { text: 'Answered after the restart.' }));
-    h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }) });
-    const first = h.runners[0]!;
+    t.fake.script((_req, index) => (index === 0 ? { text: 'never sent', delayMs: 60_000 } : { text: 'Answered after the restart.' }));
+    t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0 }) });
+    const first = t.h.runners[0]!;
 
-    const runId = runIdOf(await h.ingest('a question before shutdown'));
-    await fake.waitForRequests(1);
-    expect(await h.dispatch.status(CID)).toMatchObject({ activeRunId: runId, runState: 'running', attempt: 1, owner: first.owner });
+    const runId = runIdOf(await t.h.ingest('a question before shutdown'));
+    await t.fake.waitForRequests(1);
+    expect(await t.h.dispatch.status(CID)).toMatchObject({ activeRunId: runId, runState: 'running', attempt: 1, owner: first.owner });
 
     expect(await first.close(100)).toEqual({ abortedInFlight: 1 });
 
     // Not finished: still running under the old owner, nothing ended, nothing sent, nothing half-recorded.
-    const left = await h.dispatch.status(CID);
+    const left = await t.h.dispatch.status(CID);
     expect(left).toMatchObject({ activeRunId: runId, runState: 'running', attempt: 1, owner: first.owner, pendingDepth: 0 });
-    expect(await h.entries('run.ended')).toEqual([]);
-    expect(await h.entries('model.step')).toEqual([]);
-    expect(h.outbound.sent).toEqual([]);
-    await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'the hanging model request aborted');
+    expect(await t.h.entries('run.ended')).toEqual([]);
+    expect(await t.h.entries('model.step')).toEqual([]);
+    expect(t.h.outbound.sent).toEqual([]);
+    await waitFor(() => t.fake.requests[0]!.aborted === true, 5000, 'the hanging model request aborted');
 
-    const second = await h.startRunner(createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }));
-    expect((await h.runEnded(runId, 20_000)).outcome).toBe('completed');
-    await h.idle();
+    const second = await t.h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0 }));
+    expect((await t.h.runEnded(runId, 20_000)).outcome).toBe('completed');
+    await t.h.idle();
 
-    const started = await h.entries('run.started');
+    const started = await t.h.entries('run.started');
     expect(started.map((e) => ({ run: e.run, attempt: e.attempt, token: e.token, owner: e.owner }))).toEqual([
       { run: runId, attempt: 1, token: 1, owner: first.owner },
       { run: runId, attempt: 2, token: 2, owner: second.owner },
     ]);
     // Taken over only once the old lease had run out (both times on the Redis clock).
     expect(started[1]!.at).toBeGreaterThanOrEqual(left.leaseUntilMs);
-    expect(h.outbound.texts).toEqual(['Answered after the restart.']);
-    expect(fake.requests).toHaveLength(2);
+    expect(t.h.outbound.texts).toEqual(['Answered after the restart.']);
+    expect(t.fake.requests).toHaveLength(2);
   });
 
   it('lets a run that finishes within the grace period complete, and takes no new run after closing', async () => {
     const tap = new FetchTap();
-    fake.script([{ text: 'Finished during shutdown.' }, { text: 'Answered by the next runner.' }]);
-    h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap), maxRetries: 0 }) });
-    const first = h.runners[0]!;
+    t.fake.script([{ text: 'Finished during shutdown.' }, { text: 'Answered by the next runner.' }]);
+    t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url, tap), maxRetries: 0 }) });
+    const first = t.h.runners[0]!;
     const release = tap.hold(0); // the model's answer waits until shutdown has begun
 
-    const runId = runIdOf(await h.ingest('a question answered while shutting down'));
-    await fake.waitForRequests(1);
+    const runId = runIdOf(await t.h.ingest('a question answered while shutting down'));
+    await t.fake.waitForRequests(1);
     const closing = first.close(20_000);
     release();
 
     expect(await closing).toEqual({ abortedInFlight: 0 });
     // close() resolved only after the run ended.
-    expect((await h.entries('run.ended')).map((e) => ({ run: e.run, outcome: e.outcome }))).toEqual([{ run: runId, outcome: 'completed' }]);
-    expect(h.outbound.texts).toEqual(['Finished during shutdown.']);
+    expect((await t.h.entries('run.ended')).map((e) => ({ run: e.run, outcome: e.outcome }))).toEqual([{ run: runId, outcome: 'completed' }]);
+    expect(t.h.outbound.texts).toEqual(['Finished during shutdown.']);
 
     // The closed runner takes nothing more: the next run waits for another runner.
-    const next = runIdOf(await h.ingest('a question after shutdown'));
-    expect(await h.dispatch.status(CID)).toMatchObject({ activeRunId: next, runState: 'queued' });
-    const second = await h.startRunner(createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }));
-    expect((await h.runEnded(next)).outcome).toBe('completed');
-    const started = (await h.entries('run.started')).find((e) => e.run === next);
+    const next = runIdOf(await t.h.ingest('a question after shutdown'));
+    expect(await t.h.dispatch.status(CID)).toMatchObject({ activeRunId: next, runState: 'queued' });
+    const second = await t.h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0 }));
+    expect((await t.h.runEnded(next)).outcome).toBe('completed');
+    const started = (await t.h.entries('run.started')).find((e) => e.run === next);
     expect(started).toMatchObject({ attempt: 1, owner: second.owner });
-    expect(h.outbound.texts).toEqual(['Finished during shutdown.', 'Answered by the next runner.']);
+    expect(t.h.outbound.texts).toEqual(['Finished during shutdown.', 'Answered by the next runner.']);
   });
 });
