@@ -40,12 +40,18 @@ export const webhookChannelConfigSchema = z.strictObject({
   maxBodyBytes: int(256, 16 * 1024 * 1024).default(262_144),
   /** Longest reply message, in characters; longer replies are split. Default 16 000. */
   maxMessageChars: int(64, 1_000_000).default(16_000),
-  /** Most attempts of one callback POST before delivery gives up on it. Default 6. */
-  callbackMaxAttempts: int(1, 30).default(6),
+  /**
+   * Most attempts of one reply's callback before it is given up (logged) and
+   * the conversation's next reply is sent. Default 20 (about 8 minutes with
+   * the default delays).
+   */
+  callbackMaxAttempts: int(1, 10_000).default(20),
   /** First wait after a failed callback, in ms; doubles per attempt (a `Retry-After` answer wins). Default 500. */
   callbackRetryBaseMs: int(1, 600_000).default(500),
   /** Longest wait between callback attempts, in ms. Default 30 000. */
   callbackMaxDelayMs: int(1, 3_600_000).default(30_000),
+  /** How often a host looks for conversations with replies to call back, in ms. Default 100. */
+  callbackPollMs: int(10, 60_000).default(100),
   /** Timeout of one callback POST, in ms. Default 10 000. */
   callbackTimeoutMs: int(100, 300_000).default(10_000),
   /** Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000. */

@@ -9,6 +9,7 @@
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { WEBHOOK_NAME_RE, webhookChannelConfigSchema, type WebhookChannelConfig, type WebhookChannelConfigInput } from './config.js';
+import { CallbackPump } from './callbacks.js';
 import { EventStreams } from './events.js';
 import { inboundHandler } from './inbound.js';
 import { createWebhookOutbound } from './outbound.js';
@@ -33,11 +34,12 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
   const channelId = `webhook:${name}`;
   const path = cfg.path ?? `/webhooks/${name}`;
   const logger = deps.logger.child({ channel: channelId });
-  const stopping = new AbortController();
   const now = Date.now;
   let host: ChannelHost | undefined;
   const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
-  const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch, signal: stopping.signal });
+  const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix });
+  // Only started channels (hosts) POST callbacks; runners only store replies.
+  const pump = cfg.callbackUrl ? new CallbackPump({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch }) : undefined;
 
   return {
     id: channelId,
@@ -53,11 +55,12 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
         // Open event streams would keep the server from closing.
         scope.addHook('preClose', async () => streams.closeAll());
       });
-      logger.info({ path }, 'webhook channel ready');
+      pump?.start();
+      logger.info({ path, callbacks: pump !== undefined }, 'webhook channel ready');
     },
     async stop() {
-      stopping.abort();
       streams.closeAll();
+      await pump?.stop();
     },
   };
 }

@@ -29,6 +29,7 @@ export type ScriptName =
   | 'state-set'
   | 'outbox-claim'
   | 'cursor-advance'
+  | 'lock-release'
   | 'noop';
 
 interface LoadedScript {

@@ -10,6 +10,7 @@ import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import { startHost, type StartedHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { startRunner, type StartedRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
@@ -99,6 +100,8 @@ async function entries<K extends RecordEntry['kind']>(kind: K): Promise<Array<Se
   return (await record()).filter((e): e is SeqEntry<Extract<RecordEntry, { kind: K }>> => e.kind === kind);
 }
 const runEnded = (runId: string) => waitFor(async () => (await entries('run.ended')).find((e) => e.run === runId), 10_000, `run.ended of ${runId}`);
+/** Waits until the host has POSTed every reply stored so far (the channel has no conversation pending). */
+const callbacksDrained = () => waitFor(async () => (await sys.ctx.redis.scard(pendingKey(sys.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
 const userTexts = (i: number): unknown[] => fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
 
 describe('webhook channel end to end', () => {
@@ -125,6 +128,7 @@ describe('webhook channel end to end', () => {
     const res = await post(message('tell me everything'));
     await runEnded(res.body.runId);
 
+    await callbacksDrained();
     const texts = callbacks.texts(CONVERSATION);
     expect(texts.length).toBeGreaterThan(2);
     for (const t of texts) expect(t.length).toBeLessThanOrEqual(MAX_CHARS);
@@ -141,6 +145,7 @@ describe('webhook channel end to end', () => {
     expect(answers.map((a) => a.body.result)).toEqual(['new-run', 'duplicate', 'duplicate']);
 
     await runEnded(answers[0]!.body.runId);
+    await callbacksDrained();
     expect(callbacks.texts(CONVERSATION)).toEqual(['Only once.']);
     expect(fake.requests).toHaveLength(1);
     expect(await entries('message.received')).toHaveLength(1);
@@ -180,6 +185,7 @@ describe('webhook channel end to end', () => {
     const stop = await post(message('/stop'));
     expect(stop).toMatchObject({ status: 202, body: { result: 'command', command: 'stop' } });
     expect((await runEnded(first.body.runId)).outcome).toBe('stopped');
+    await callbacksDrained();
     expect(callbacks.texts(CONVERSATION)).toEqual(['Stopping the current run.']);
     expect(fake.requests).toHaveLength(1);
   });
@@ -196,6 +202,7 @@ describe('webhook channel end to end', () => {
     await runEnded(second.body.runId);
 
     expect(userTexts(1)).toEqual(['what is my name?']);
+    await callbacksDrained();
     expect(callbacks.texts(CONVERSATION)).toEqual(['Noted: your name is Ann.', expect.stringMatching(/^Started a new conversation/), 'Hello!']);
   });
 
@@ -213,6 +220,7 @@ describe('webhook channel end to end', () => {
     expect((await runEnded(first.body.runId)).outcome).toBe('completed');
     expect(fake.requests).toHaveLength(2);
     expect(userTexts(1)).toEqual(['look up the schedule', 'also the weekend please']);
+    await callbacksDrained();
     expect(callbacks.texts(CONVERSATION)).toEqual(['Found it, and I will include the weekend.']);
     expect(new Set((await entries('run.started')).map((e) => e.run))).toEqual(new Set([first.body.runId]));
   });

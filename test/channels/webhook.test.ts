@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
+import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
@@ -18,6 +19,7 @@ import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { waitFor } from '../runner/harness.js';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -36,9 +38,8 @@ let callbacks: CallbackServer;
 const extraClients: RedisClient[] = [];
 
 /** Starts the plugin on a real HTTP server; `hostRedis` is what the host ingests into (default: a working one). */
-async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient): Promise<Harness> {
+async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient, prefix = testPrefix()): Promise<Harness> {
   const redis = new Redis(redisUrl());
-  const prefix = testPrefix();
   const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
   const ingestRedis = hostRedis ?? redis;
   const dispatch = new Dispatch({ client: ingestRedis, prefix });
@@ -210,23 +211,76 @@ describe('webhook channel', () => {
       expect(cb!.headers['idempotency-key']).toBe('r1:0');
     });
 
-    it('are retried until the callback answers 2xx, honouring Retry-After', async () => {
+    it('are stored at once, without waiting for a receiver that fails, then retried until it answers 2xx, honouring Retry-After', async () => {
       callbacks.failNext({ status: 503 }, { status: 429, retryAfter: 0 }, { status: 500 });
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'persistent');
+      expect(callbacks.requests.filter((r) => r.status < 300)).toHaveLength(0);
+      await callbacks.waitForAccepted(1);
       expect(callbacks.requests.map((r) => r.status)).toEqual([503, 429, 500, 200]);
       expect(new Set(callbacks.requests.map((r) => r.body.messageId)).size).toBe(1);
     });
 
-    it('fail with ChannelApiError after the bounded attempts, and at once when the callback refuses (4xx)', async () => {
-      callbacks.failNext(...Array.from({ length: 6 }, () => ({ status: 502 })));
-      await expect(h.plugin.outbound.send('webhook:crm:ticket-7', 'lost')).rejects.toBeInstanceOf(ChannelApiError);
-      expect(callbacks.requests).toHaveLength(6);
+    it('keep their order: a later reply waits while an earlier one is retried', async () => {
+      callbacks.failNext({ status: 502 }, { status: 502 });
+      for (const text of ['first', 'second', 'third']) await h.plugin.outbound.send('webhook:crm:ticket-7', text);
+      await callbacks.waitForAccepted(3);
+      expect(callbacks.texts('ticket-7')).toEqual(['first', 'second', 'third']);
+      expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['first:502', 'first:502', 'first:200', 'second:200', 'third:200']);
+    });
 
-      callbacks.failNext({ status: 400 });
-      const err = await h.plugin.outbound.send('webhook:crm:ticket-7', 'refused').catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(ChannelApiError);
-      expect((err as ChannelApiError).status).toBe(400);
-      expect(callbacks.requests).toHaveLength(7);
+    it('give a reply up after callbackMaxAttempts (and at once when refused with a 4xx), then go on with the next', async () => {
+      await h.plugin.stop();
+      await h.http.close();
+      await h.redis.quit();
+      h = await start({ callbackMaxAttempts: 3 });
+      callbacks.failNext({ status: 502 }, { status: 502 }, { status: 502 }, { status: 400 });
+      for (const text of ['lost', 'refused', 'delivered']) await h.plugin.outbound.send('webhook:crm:ticket-7', text);
+      await callbacks.waitForAccepted(1);
+      expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['lost:502', 'lost:502', 'lost:502', 'refused:400', 'delivered:200']);
+    });
+
+    it('with two hosts, go out once each and in order per conversation', async () => {
+      const other = await start({}, undefined, h.prefix);
+      const conversations = ['a', 'b', 'c', 'd'];
+      try {
+        const sends = conversations.map(async (c) => {
+          for (let i = 0; i < 5; i++) await (i % 2 ? other : h).plugin.outbound.send(`webhook:crm:${c}`, `${c}${i}`, { deliveryKey: `${c}:${i}` });
+        });
+        // A slow receiver: a host's pass over a conversation lasts longer than the other host's poll period.
+        callbacks.delay(40);
+        callbacks.failNext({ status: 503 }, { status: 503 });
+        await Promise.all(sends);
+        await callbacks.waitForAccepted(20);
+        // Every stored reply has gone out (nothing pending): no duplicate can still be on its way.
+        await waitFor(async () => (await h.redis.scard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
+        for (const c of conversations) expect(callbacks.texts(c)).toEqual([0, 1, 2, 3, 4].map((i) => `${c}${i}`));
+        expect(callbacks.accepted()).toHaveLength(20);
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
+    it('are sent by the next host to start when the receiver was down while the last one ran', async () => {
+      callbacks.failNext(...Array.from({ length: 50 }, () => ({ status: 503 })));
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'kept across a restart');
+      await waitFor(() => callbacks.requests.length >= 1 || undefined, 5000, 'a first attempt');
+      const first = h;
+      await first.plugin.stop();
+      await first.http.close();
+      extraClients.push(first.redis);
+      const attemptsWhileDown = callbacks.requests.length;
+      callbacks.clearFailures();
+
+      // A runner's outbound (its channel is never started) only stores replies; nobody POSTs them yet.
+      const runnerSide = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url }, { logger, redis: first.redis, prefix: first.prefix });
+      await runnerSide.outbound.send('webhook:crm:ticket-7', 'sent by a runner');
+      expect(callbacks.requests).toHaveLength(attemptsWhileDown);
+
+      h = await start({}, undefined, first.prefix);
+      await callbacks.waitForAccepted(2);
+      expect(callbacks.texts('ticket-7')).toEqual(['kept across a restart', 'sent by a runner']);
     });
   });
 

@@ -26,6 +26,10 @@ export interface CallbackServer {
   texts(conversation: string): string[];
   /** Answers the next requests with these statuses (then 200). A `retryAfter` adds a Retry-After header (seconds). */
   failNext(...answers: Array<{ status: number; retryAfter?: number }>): void;
+  /** Drops the failures still queued by `failNext`: from now on every request is answered 200. */
+  clearFailures(): void;
+  /** Answers every request `ms` late (a slow receiver). */
+  delay(ms: number): void;
   /** Resolves once `n` callbacks were accepted; rejects after `timeoutMs`. */
   waitForAccepted(n: number, timeoutMs?: number): Promise<ReceivedCallback[]>;
   close(): Promise<void>;
@@ -35,10 +39,12 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
   const requests: ReceivedCallback[] = [];
   const failures: Array<{ status: number; retryAfter?: number }> = [];
   let waiters: Array<() => void> = [];
+  let delayMs = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       const raw = Buffer.concat(chunks);
       const fail = failures.shift();
       const status = fail?.status ?? 200;
@@ -64,6 +70,8 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
     accepted,
     texts: (conversation) => accepted().filter((r) => r.body.conversation === conversation).map((r) => r.body.text),
     failNext: (...answers) => void failures.push(...answers),
+    clearFailures: () => void failures.splice(0),
+    delay: (ms) => void (delayMs = ms),
     async waitForAccepted(n, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (accepted().length < n) {

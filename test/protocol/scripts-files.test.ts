@@ -13,6 +13,7 @@ const ALL_NAMES: ScriptName[] = [
   'request-compaction',
   'outbox-claim',
   'cursor-advance',
+  'lock-release',
   'ingest',
   'acquire',
   'heartbeat',

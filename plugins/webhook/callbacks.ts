@@ -1,0 +1,200 @@
+/**
+ * Callback delivery, apart from runs. `send` appends a reply to the
+ * conversation's reply stream and marks the conversation pending; the pump,
+ * on every host that started the channel, POSTs each pending conversation's
+ * replies to the callback URL in stream order, retrying with backoff until
+ * the receiver answers 2xx. The id of the last reply the receiver took is
+ * kept per conversation in Redis, so a restart (or another host) goes on
+ * from there; a lock keeps one host at a time on a conversation. A receiver
+ * that is down therefore holds no run and no runner slot.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { conversationKeys } from '../../src/keys.js';
+import { runScript, type RedisClient } from '../../src/scripts/index.js';
+import type { WebhookChannelConfig } from './config.js';
+import { repliesKey } from './events.js';
+import type { WebhookReply } from './outbound.js';
+import { signedHeaders } from './signature.js';
+
+/** Conversations of the channel with replies not yet taken by the callback receiver. */
+export const pendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks`;
+/** Stream id of the last reply of the conversation the receiver took. */
+export const cursorKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_cursor`;
+const lockKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_lock`;
+
+/** Replies read per round trip. */
+const BATCH = 50;
+/** Conversations pumped at once by one host. */
+const PARALLEL = 8;
+
+/** A status worth retrying: the receiver may accept the same request later. */
+const retryable = (status: number) => status === 408 || status === 425 || status === 429 || status >= 500;
+
+/** Wait asked by a `Retry-After` header (seconds or an HTTP date), in ms. */
+function retryAfterMs(res: Response, now: number): number | undefined {
+  const h = res.headers.get('retry-after');
+  if (!h) return undefined;
+  if (/^\d+$/.test(h)) return Number(h) * 1000;
+  const at = Date.parse(h);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** How one POST ended. */
+type Outcome = { kind: 'taken' } | { kind: 'refused'; status: number } | { kind: 'failed'; why: string; retryAfterMs?: number };
+
+export interface CallbackPumpOptions {
+  channelId: string;
+  config: WebhookChannelConfig;
+  redis: RedisClient;
+  prefix: string;
+  logger: Logger;
+  fetch: typeof fetch;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** POSTs pending replies to the callback URL until stopped. */
+export class CallbackPump {
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** Per conversation: consecutive failures of its oldest reply, and when to try again. */
+  private readonly failures = new Map<string, { count: number; retryAt: number }>();
+  private readonly now: () => number;
+  private readonly url: string;
+  private readonly secret: string;
+
+  constructor(private readonly o: CallbackPumpOptions) {
+    this.now = o.now ?? Date.now;
+    this.url = o.config.callbackUrl ?? '';
+    this.secret = o.config.callbackSecret ?? o.config.secret;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops after the POST in flight (if any) ends or is aborted. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      try {
+        const pending = await this.o.redis.smembers(pendingKey(this.o.prefix, this.o.channelId));
+        const now = this.now();
+        const due = pending.filter((c) => (this.failures.get(c)?.retryAt ?? 0) <= now);
+        for (let i = 0; i < due.length && !signal.aborted; i += PARALLEL) {
+          await Promise.all(due.slice(i, i + PARALLEL).map((c) => this.pump(c)));
+        }
+      } catch (err) {
+        this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
+      }
+      await sleep(this.o.config.callbackPollMs, signal);
+    }
+  }
+
+  /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. */
+  private async pump(conversationId: string): Promise<void> {
+    const redis = this.o.redis;
+    const lock = lockKey(this.o.prefix, conversationId);
+    const token = randomBytes(8).toString('hex');
+    const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
+    if ((await redis.set(lock, token, 'PX', lockMs, 'NX')) === null) return;
+    let hold = false;
+    try {
+      const cursorAt = cursorKey(this.o.prefix, conversationId);
+      const stream = repliesKey(this.o.prefix, conversationId);
+      let cursor = (await redis.get(cursorAt)) ?? '0-0';
+      for (;;) {
+        const entries = await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', BATCH);
+        if (entries.length === 0) {
+          // A reply appended after the read above re-marks the conversation itself; one appended
+          // between that read and this SREM would not, so look once more after it.
+          await redis.srem(pendingKey(this.o.prefix, this.o.channelId), conversationId);
+          if ((await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', 1)).length > 0) await redis.sadd(pendingKey(this.o.prefix, this.o.channelId), conversationId);
+          return;
+        }
+        for (const [id, fields] of entries) {
+          if (this.stopping.signal.aborted) return;
+          const reply = parseReply(fields);
+          const outcome = reply ? await this.post(reply) : ({ kind: 'refused', status: 0 } as const);
+          if (outcome.kind === 'failed') {
+            const wait = this.retryWait(conversationId, id, outcome);
+            if (wait !== undefined) {
+              // The lock outlives this attempt until the retry is due, so no other host retries sooner.
+              hold = (await redis.pexpire(lock, Math.max(1, wait))) === 1;
+              return;
+            }
+          }
+          if (outcome.kind === 'refused') this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
+          this.failures.delete(conversationId);
+          await redis.set(cursorAt, id);
+          await redis.pexpire(lock, lockMs);
+          cursor = id;
+        }
+      }
+    } finally {
+      if (!hold) await runScript(redis, 'lock-release', [lock], [token]).catch(() => undefined);
+    }
+  }
+
+  /** Counts a failure of the conversation's oldest reply: how long to wait before the next attempt, or undefined when it is given up (attempts used up). */
+  private retryWait(conversationId: string, replyId: string, outcome: Extract<Outcome, { kind: 'failed' }>): number | undefined {
+    const cfg = this.o.config;
+    const count = (this.failures.get(conversationId)?.count ?? 0) + 1;
+    if (count >= cfg.callbackMaxAttempts) {
+      this.o.logger.error({ conversationId, replyId, attempts: count, last: outcome.why }, 'webhook callback failed on every attempt; going on with the next reply');
+      return undefined;
+    }
+    const backoff = Math.min(cfg.callbackRetryBaseMs * 2 ** (count - 1), cfg.callbackMaxDelayMs);
+    const wait = Math.min(outcome.retryAfterMs ?? backoff, cfg.callbackMaxDelayMs);
+    this.failures.set(conversationId, { count, retryAt: this.now() + wait });
+    this.o.logger.warn({ conversationId, replyId, attempt: count, waitMs: wait, last: outcome.why }, 'webhook callback failed; retrying');
+    return wait;
+  }
+
+  private async post(reply: WebhookReply): Promise<Outcome> {
+    const body = JSON.stringify(reply);
+    try {
+      const res = await this.o.fetch(this.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': reply.messageId, ...signedHeaders(this.secret, body) },
+        body,
+        signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.o.config.callbackTimeoutMs)]),
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.ok) return { kind: 'taken' };
+      if (!retryable(res.status)) return { kind: 'refused', status: res.status };
+      const after = retryAfterMs(res, this.now());
+      return { kind: 'failed', why: `HTTP ${res.status}`, ...(after !== undefined && { retryAfterMs: after }) };
+    } catch (err) {
+      return { kind: 'failed', why: (err as Error).name === 'TimeoutError' ? 'timeout' : `network error (${(err as Error).message})` };
+    }
+  }
+}
+
+function parseReply(fields: string[]): WebhookReply | undefined {
+  const i = fields.indexOf('data');
+  try {
+    return i >= 0 ? (JSON.parse(fields[i + 1]!) as WebhookReply) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
