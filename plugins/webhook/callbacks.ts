@@ -60,6 +60,8 @@ export class CallbackPump {
   private loop: Promise<void> | undefined;
   /** Per conversation: consecutive failures of its oldest reply, and when to try again. */
   private readonly failures = new Map<string, { count: number; retryAt: number }>();
+  /** Conversations another host holds, until when (the lock's expiry): not asked for again before. */
+  private readonly heldElsewhere = new Map<string, number>();
   private readonly now: () => number;
   private readonly url: string;
   private readonly secret: string;
@@ -86,7 +88,10 @@ export class CallbackPump {
       try {
         const pending = await this.o.redis.smembers(pendingKey(this.o.prefix, this.o.channelId));
         const now = this.now();
-        const due = pending.filter((c) => (this.failures.get(c)?.retryAt ?? 0) <= now);
+        // Forget conversations that are no longer pending (delivered by this host or another).
+        const still = new Set(pending);
+        for (const map of [this.failures, this.heldElsewhere]) for (const c of map.keys()) if (!still.has(c)) map.delete(c);
+        const due = pending.filter((c) => Math.max(this.failures.get(c)?.retryAt ?? 0, this.heldElsewhere.get(c) ?? 0) <= now);
         for (let i = 0; i < due.length && !signal.aborted; i += PARALLEL) {
           await Promise.all(due.slice(i, i + PARALLEL).map((c) => this.pump(c)));
         }
@@ -103,7 +108,13 @@ export class CallbackPump {
     const lock = lockKey(this.o.prefix, conversationId);
     const token = randomBytes(8).toString('hex');
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
-    if ((await redis.set(lock, token, 'PX', lockMs, 'NX')) === null) return;
+    if ((await redis.set(lock, token, 'PX', lockMs, 'NX')) === null) {
+      // Another host is on it, or waits out a retry: look again when its lock runs out.
+      const ttl = await redis.pttl(lock);
+      this.heldElsewhere.set(conversationId, this.now() + Math.max(ttl, this.o.config.callbackPollMs));
+      return;
+    }
+    this.heldElsewhere.delete(conversationId);
     let hold = false;
     try {
       const cursorAt = cursorKey(this.o.prefix, conversationId);
