@@ -85,6 +85,7 @@ export class CallbackPump {
   private async run(): Promise<void> {
     const signal = this.stopping.signal;
     while (!signal.aborted) {
+      let pause = this.o.config.callbackPollMs;
       try {
         const pending = await this.o.redis.smembers(pendingKey(this.o.prefix, this.o.channelId));
         const now = this.now();
@@ -97,8 +98,9 @@ export class CallbackPump {
         }
       } catch (err) {
         this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
+        pause = Math.max(pause, 1000);
       }
-      await sleep(this.o.config.callbackPollMs, signal);
+      await sleep(pause, signal);
     }
   }
 
@@ -133,6 +135,8 @@ export class CallbackPump {
           if (this.stopping.signal.aborted) return;
           const reply = parseReply(fields);
           const outcome = reply ? await this.post(reply) : ({ kind: 'refused', status: 0 } as const);
+          // Stopped mid-request: not the receiver's failure; the next host sends this reply again.
+          if (this.stopping.signal.aborted) return;
           if (outcome.kind === 'failed') {
             const wait = this.retryWait(conversationId, id, outcome);
             if (wait !== undefined) {
