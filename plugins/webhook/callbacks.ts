@@ -135,8 +135,8 @@ export class CallbackPump {
           if (this.stopping.signal.aborted) return;
           const reply = parseReply(fields);
           const outcome = reply ? await this.post(reply) : ({ kind: 'refused', status: 0 } as const);
-          // Stopped mid-request: not the receiver's failure; the next host sends this reply again.
-          if (this.stopping.signal.aborted) return;
+          // Cut off by shutdown: not the receiver's failure; the next host sends this reply again.
+          if (outcome.kind === 'failed' && this.stopping.signal.aborted) return;
           if (outcome.kind === 'failed') {
             const wait = this.retryWait(conversationId, id, outcome);
             if (wait !== undefined) {
