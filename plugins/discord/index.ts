@@ -5,8 +5,9 @@
  * Inbound answers DMs, guild messages that mention the bot (or reply to it),
  * every message in `alwaysChannels`, and threads as their own conversations.
  * Update identity is the message id, so a MESSAGE_CREATE replayed after a
- * gateway resume is a duplicate the host's dedupe drops. Messages sent while
- * no host was connected are read back over REST at start (`catch-up.ts`).
+ * gateway resume is a duplicate the host's dedupe drops. Messages that never
+ * came over the gateway (no host connected, or a session Discord would not
+ * resume) are read back over REST at each new session (`catch-up.ts`).
  */
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
