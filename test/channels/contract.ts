@@ -32,6 +32,7 @@ import { createLogger, type Logger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import { readRange } from '../../src/record/read.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** What `makeHarness` gets. */
 export interface ContractEnv {
@@ -81,16 +82,6 @@ interface Recorded {
   error?: unknown;
 }
 
-/** Polls `check` every 10 ms until it returns something truthy; throws after `timeoutMs`. */
-async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const words = (texts: string[]) => texts.join(' ').split(/\s+/).filter(Boolean);
 
@@ -114,7 +105,7 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
     });
     const callsFor = (updateKey: string) => calls.filter((c) => c.message.updateKey === updateKey && (c.result || c.error));
     const waitForReceive = (m: ContractMessage) =>
-      until(() => callsFor(harness.expected(m).updateKey)[0], `receive of update ${m.updateId}`);
+      waitFor(() => callsFor(harness.expected(m).updateKey)[0], 10_000, `receive of update ${m.updateId}`);
     const recordOf = async (conversationId: string) => readRange(redis, conversationKeys(prefix, conversationId).log);
     const keys = async () => (await redis.keys(`${prefix}:*`)).filter((k) => k.includes('{c:')).sort();
 
@@ -213,10 +204,10 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
       const barrier = msg('after the command');
       await harness.inject(barrier);
       await waitForReceive(barrier);
-      const replies = await until(async () => {
+      const replies = await waitFor(async () => {
         const texts = (await harness.received(m.chatId)).filter((t) => t.startsWith('No active run.'));
         return texts.length > 0 && texts;
-      }, '/status reply');
+      }, 10_000, '/status reply');
       expect(replies).toHaveLength(1);
       expect(callsFor(harness.expected(m).updateKey)[0]?.result).toMatchObject({ kind: 'command', command: 'status', duplicate: false });
     });
@@ -227,7 +218,7 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
       const { messageId } = await harness.plugin.outbound.send(conversationId, 'hello from the bot');
       expect(typeof messageId).toBe('string');
       expect(messageId.length).toBeGreaterThan(0);
-      expect(await until(async () => (await harness.received(m.chatId)).includes('hello from the bot'), 'sent text')).toBe(true);
+      expect(await waitFor(async () => (await harness.received(m.chatId)).includes('hello from the bot'), 10_000, 'sent text')).toBe(true);
     });
 
     it('gets a reply over maxMessageChars through delivery as messages within the limit, nothing lost', async () => {
@@ -240,10 +231,10 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
       const { conversationId } = harness.expected(m);
       const delivery = new RunDelivery({ client: redis, prefix, conversationId, runId: 'rcontract', resolve: () => harness.plugin.outbound, logger: createLogger({ level: 'silent' }) });
       await delivery.message(text);
-      const got = await until(async () => {
+      const got = await waitFor(async () => {
         const texts = await harness.received(m.chatId);
         return words(texts).length >= words([text]).length && texts;
-      }, 'split reply');
+      }, 10_000, 'split reply');
       expect(got.length).toBeGreaterThanOrEqual(3);
       for (const t of got) expect(t.length).toBeLessThanOrEqual(max);
       expect(words(got)).toEqual(words([text]));
@@ -254,7 +245,7 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
         const m = msg('hi');
         expect(harness.plugin.outbound.typing).toBeTypeOf('function');
         await harness.plugin.outbound.typing!(harness.expected(m).conversationId);
-        expect(await until(async () => (await harness.typingCount!(m.chatId)) > 0, 'typing')).toBe(true);
+        expect(await waitFor(async () => (await harness.typingCount!(m.chatId)) > 0, 10_000, 'typing')).toBe(true);
       });
     }
 
@@ -265,10 +256,10 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
         expect(harness.plugin.outbound.edit).toBeTypeOf('function');
         const { messageId } = await harness.plugin.outbound.send(conversationId, 'draft answer');
         await harness.plugin.outbound.edit!(conversationId, messageId, 'final answer');
-        const texts = await until(async () => {
+        const texts = await waitFor(async () => {
           const t = await harness.received(m.chatId);
           return t.includes('final answer') && t;
-        }, 'edited text');
+        }, 10_000, 'edited text');
         expect(texts).not.toContain('draft answer');
       });
     }

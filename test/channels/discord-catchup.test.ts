@@ -13,7 +13,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
 import { FakeDiscord } from '../fakes/discord-server.js';
 import type { Logger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { waitFor } from '../runner/harness.js';
+import { waitFor } from '../helpers/wait.js';
 import { DM, RecordingHost, TOKEN, alice, captureLogger, realHost } from './discord-harness.js';
 
 const DISCORD_EPOCH = 1_420_070_400_000n;

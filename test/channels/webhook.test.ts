@@ -19,7 +19,7 @@ import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { waitFor } from '../runner/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });

@@ -7,6 +7,7 @@ import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CID = 'fake:1';
 const logger = createLogger({ level: 'silent' });
@@ -210,7 +211,7 @@ describe('RunDelivery', () => {
       d.delta('Hel');
       d.delta('lo');
       d.delta(' wor');
-      await waitUntil(() => out.sent.length === 1);
+      await waitFor(() => out.sent.length === 1);
       d.delta('ld');
       await d.message('Hello world!');
 
@@ -227,7 +228,7 @@ describe('RunDelivery', () => {
       const out = new FakeOutbound(100, { intervalMs: 3_600_000 });
       const d = delivery(out);
       d.delta('one');
-      await waitUntil(() => out.sent.length === 1);
+      await waitFor(() => out.sent.length === 1);
       d.delta(' two');
       d.delta(' three');
       await d.message('one two three');
@@ -239,7 +240,7 @@ describe('RunDelivery', () => {
       const out = new FakeOutbound(100, { intervalMs: 0 });
       const d = delivery(out);
       d.delta('Hello');
-      await waitUntil(() => out.sent.length === 1);
+      await waitFor(() => out.sent.length === 1);
       d.delta('   \n');
       await d.message('Hello');
       expect(out.sent.map((s) => s.text)).toEqual(['Hello']);
@@ -250,7 +251,7 @@ describe('RunDelivery', () => {
       const out = new FakeOutbound(100, { intervalMs: 0 });
       const d = delivery(out);
       d.delta('p0w0 p0w1');
-      await waitUntil(() => out.sent.length === 1);
+      await waitFor(() => out.sent.length === 1);
       const text = paragraphs(3);
       await d.message(text);
       expect(out.edits.at(-1)!.text.length).toBeLessThanOrEqual(100);
@@ -263,7 +264,7 @@ describe('RunDelivery', () => {
       const out = new FakeOutbound(100, { intervalMs: 3_600_000 });
       const first = delivery(out);
       first.delta('partial ans');
-      await waitUntil(async () => (await outbox())['run1:0']?.status === 'acknowledged');
+      await waitFor(async () => (await outbox())['run1:0']?.status === 'acknowledged');
       first.close();
 
       await delivery(out).message('the full answer');
@@ -286,7 +287,7 @@ describe('RunDelivery', () => {
     let typing = 0;
     const d = new RunDelivery({ client: redis, prefix, conversationId: CID, runId: 'r', resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }), logger, typingIntervalMs: 5 });
     d.typing();
-    await waitUntil(() => typing >= 2);
+    await waitFor(() => typing >= 2);
     d.close();
     const after = typing;
     await d.message('done');
@@ -294,14 +295,6 @@ describe('RunDelivery', () => {
   });
 });
 
-/** Polls `check` until true; throws after 5 s. */
-async function waitUntil(check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5000 ms');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('RunDelivery › turns anchored on the record', () => {
   it('does not resend a reply a dead attempt already delivered for the same message', async () => {

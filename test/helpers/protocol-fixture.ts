@@ -225,14 +225,6 @@ export function expectKind<K extends IngestResult['kind']>(r: IngestResult, kind
   return r as Extract<IngestResult, { kind: K }>;
 }
 
-/** Polls `check` until it returns true; throws after `timeoutMs`. */
-export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 2000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** Registers the per-file connection and per-test prefix hooks; returns the fixture. */
 export function useProtocolFixture(): ProtocolFixture {

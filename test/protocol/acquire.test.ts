@@ -1,7 +1,8 @@
 /** acquire: queued -> running with a fencing token and a lease; takeover once the lease expires. */
 import { describe, expect, it } from 'vitest';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../../src/errors.js';
-import { CID, expectKind, useProtocolFixture, waitUntil } from '../helpers/protocol-fixture.js';
+import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('acquire', () => {
   const fx = useProtocolFixture();
@@ -96,7 +97,7 @@ describe('acquire', () => {
   describe('when the lease has expired', () => {
     it('lets another owner take the run over with token 2 and attempt 2', async () => {
       const { dispatch, runs, runId } = await fx.running({}, CID, 50);
-      await waitUntil(
+      await waitFor(
         async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs,
         2000,
         'lease expiry on the Redis clock',

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { StaleRunError } from '../../src/errors.js';
 import type { RunRef, Runs, ConversationState } from '../../src/protocol/index.js';
 import type { RecordEntry } from '../../src/record/entries.js';
-import { CID, expectKind, useProtocolFixture, waitUntil } from '../helpers/protocol-fixture.js';
+import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
+import { waitFor } from '../helpers/wait.js';
 
 const STATE_KEY = 'runner.compaction.checkpoint';
 
@@ -35,7 +36,7 @@ describe('fencing', () => {
     const state = fx.state();
     await state.set(stale, STATE_KEY, { covers_until: 1 });
     expectKind(await dispatch.ingest(fx.message(1)), 'steered');
-    await waitUntil(async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs, 2000, 'lease expiry');
+    await waitFor(async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs, 2000, 'lease expiry');
     const current = await runs.acquire(CID, runId, 'worker-2');
     expect(current.token).toBe(2);
     return { dispatch, runs, state, stale, current, runId };

@@ -29,16 +29,9 @@ import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 /** The conversation the tests talk in (the recording outbound serves `telegram:`). */
 export const CID = 'telegram:42';
 
-/** Polls `check` every 20 ms until it returns a value other than undefined / false; throws after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor } from '../helpers/wait.js';
+
+export { waitFor };
 
 /** The fake model server and the harness of the running test (see `perTestModel`). */
 export interface PerTest {
