@@ -24,13 +24,13 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import type { ChannelSettings } from '../../host/receive.js';
 import { RunDelivery } from '../../runner/delivery.js';
 import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
 import { readRange } from '../../src/record/read.js';
+import { ingestOnlyHost } from '../helpers/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -116,19 +116,8 @@ export function runChannelContract(name: string, makeHarness: MakeHarness, capab
       settings = {};
       const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
       http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
-      const dispatch = new Dispatch({ client: redis, prefix });
       let plugin: ChannelPlugin | undefined;
-      const inner = createChannelHost({
-        http,
-        redis,
-        prefix,
-        logger,
-        dispatch,
-        ingest: { ingest: (m, o) => dispatch.ingest(m, o) },
-        enqueue: async () => undefined,
-        settings: () => settings,
-        outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined),
-      });
+      const { host: inner } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => settings, outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined) });
       const host: ChannelHost = {
         ...inner,
         async receive(channelId, message) {

@@ -4,11 +4,12 @@
  * Redis) behind a recorder, and a logger whose lines the test can read.
  */
 import { Writable } from 'node:stream';
-import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import type { ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
+import { ingestOnlyHost } from '../helpers/channel-host.js';
 import { user } from '../fakes/discord-server.js';
 
 /** A token in Discord's format (base64 user id . timestamp . HMAC). Never to appear in errors or logs. */
@@ -132,15 +133,10 @@ export interface RealHostOptions {
 
 /** The real host `receive` (`createChannelHost`) with a real Dispatch; runs are ingested but not enqueued. */
 export function realHost(o: RealHostOptions): { receive: (m: InboundMessage) => Promise<ReceiveResult>; dispatch: Dispatch } {
-  const dispatch = new Dispatch({ client: o.redis, prefix: o.prefix });
-  const host = createChannelHost({
-    http: undefined as never,
+  const { host, dispatch } = ingestOnlyHost({
     redis: o.redis,
     prefix: o.prefix,
     logger: o.logger,
-    dispatch,
-    ingest: dispatch,
-    enqueue: async () => undefined,
     settings: () => o.settings,
     outbound: (id) => (id === 'discord' ? o.outbound() : undefined),
   });

@@ -7,13 +7,14 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseCommand } from '../../host/commands.js';
 import { createHttpServer } from '../../host/http.js';
-import { createChannelHost, isRedisUnavailable, type ChannelSettings } from '../../host/receive.js';
+import { isRedisUnavailable, type ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
+import { ingestOnlyHost } from '../helpers/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -39,18 +40,17 @@ let host: ChannelHost;
 let n = 0;
 
 function hostOn(client: RedisClient): ChannelHost {
-  dispatch = new Dispatch({ client, prefix });
-  return createChannelHost({
+  const made = ingestOnlyHost({
     http: createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis: client, logger }),
     redis: client,
     prefix,
     logger,
-    dispatch,
-    ingest: { ingest: (m, o) => dispatch.ingest(m, o) },
-    enqueue: async (c, r) => void enqueued.push([c, r]),
     settings: (id) => (id === 'chan' ? settings : undefined),
     outbound: (id) => (id === 'chan' ? out : undefined),
   });
+  dispatch = made.dispatch;
+  enqueued = made.enqueued;
+  return made.host;
 }
 
 const msg = (text: string, over: Partial<InboundMessage> = {}): InboundMessage => ({
@@ -75,7 +75,6 @@ beforeEach(() => {
   prefix = testPrefix();
   out = new RecordingOutbound();
   settings = {};
-  enqueued = [];
   host = hostOn(redis);
 });
 afterEach(async () => {

@@ -6,13 +6,13 @@
  */
 import { Redis } from 'ioredis';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
-import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import type { ChannelSettings } from '../../host/receive.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
 import { FAKE_TOKEN, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
+import { ingestOnlyHost } from '../helpers/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 /** The webhook secret the harness configures. */
@@ -42,18 +42,7 @@ export function dispatchHost(opts: {
   settings?: ChannelSettings;
   outbound?: () => ChannelOutbound | undefined;
 }): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
-  const dispatch = new Dispatch({ client: opts.redis, prefix: opts.prefix });
-  const inner = createChannelHost({
-    http: opts.http,
-    redis: opts.redis,
-    prefix: opts.prefix,
-    logger: opts.logger,
-    dispatch,
-    ingest: { ingest: (message, o) => dispatch.ingest(message, o) },
-    enqueue: async () => undefined,
-    settings: () => opts.settings,
-    outbound: () => opts.outbound?.(),
-  });
+  const { host: inner } = ingestOnlyHost({ ...opts, settings: () => opts.settings, outbound: () => opts.outbound?.() });
   const received: InboundMessage[] = [];
   const results: ReceiveResult[] = [];
   return {

@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { createChannelHost, type ChannelSettings } from '../../host/receive.js';
+import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
@@ -15,9 +15,9 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
+import { ingestOnlyHost } from '../helpers/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -42,20 +42,9 @@ async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?
   const redis = new Redis(redisUrl());
   const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
   const ingestRedis = hostRedis ?? redis;
-  const dispatch = new Dispatch({ client: ingestRedis, prefix });
   const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger, redis, prefix });
   const settings: ChannelSettings = {};
-  const host = createChannelHost({
-    http,
-    redis: ingestRedis,
-    prefix,
-    logger,
-    dispatch,
-    ingest: { ingest: (m, o) => dispatch.ingest(m, o) },
-    enqueue: async () => undefined,
-    settings: () => settings,
-    outbound: () => plugin.outbound,
-  });
+  const { host } = ingestOnlyHost({ http, redis: ingestRedis, prefix, logger, settings: () => settings, outbound: () => plugin.outbound });
   await plugin.start(host);
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { url, plugin, prefix, redis, http, settings };
