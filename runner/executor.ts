@@ -106,15 +106,18 @@ export class RunExecutor {
       logger.info({ inputs: acquired.inputs }, 'run started');
       let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);
       if (acquired.cause === 'compact' && !stopKind) {
-        // `/compact` while idle: a run of its own that only compacts (any message that arrived meanwhile is handed back below).
+        // `/compact` while idle: a run of its own that compacts first. Messages that joined it while it
+        // was queued are its inputs and are answered below, as is steering finish hands back.
         const compacted = await this.compaction(ref, ac.signal, logger).manualOnly();
-        logger.info({ compacted }, 'manual compaction run');
-        const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? 'all' });
-        if (fin.kind === 'ended') {
-          if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
-          return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
+        logger.info({ compacted, inputs: inputs.length }, 'manual compaction run');
+        if (inputs.length === 0 && !stopKind) {
+          const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? 'all' });
+          if (fin.kind === 'ended') {
+            if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
+            return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
+          }
+          inputs = fin.messages.filter(isMessage);
         }
-        inputs = fin.messages.filter(isMessage);
       }
       for (;;) {
         let result: RunResult = { outcome: 'completed' };

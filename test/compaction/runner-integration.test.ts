@@ -338,6 +338,27 @@ describe('compaction in the runtime', () => {
       expect(await h.entries('compaction')).toHaveLength(1);
     });
 
+    it('when idle, answers a message that joined the queued compaction run, in that run', async () => {
+      script();
+      await start();
+      for (let i = 1; i <= 5; i++) await say(i);
+      const replies = h.outbound.texts.length;
+
+      const r = await h.dispatch.requestCompaction(h.source());
+      if (r.kind !== 'new-run') throw new Error(`expected a compaction run, got ${r.kind}`);
+      // The message arrives before any runner took the run: it joins it.
+      const joined = await h.ingest(userText(6));
+      expect(joined).toMatchObject({ kind: 'joined', runId: r.runId });
+      await h.queue.enqueue(CID, r.runId);
+      expect((await h.runEnded(r.runId)).outcome).toBe('completed');
+
+      expect(summarizerRequests()).toHaveLength(1);
+      expect(agentRequests()).toHaveLength(6);
+      expect(text(agentRequests()[5]!)).toContain(userText(6));
+      expect(h.outbound.texts).toHaveLength(replies + 1);
+      expect(await h.entries('run.started')).toHaveLength(6);
+    });
+
     it('during a run, is applied at the next turn boundary (after the tool the run is waiting for)', async () => {
       const toolStarted = deferred();
       const toolGate = deferred();
