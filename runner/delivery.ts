@@ -99,6 +99,7 @@ export class RunDelivery implements DeliverySink {
   private typingTimer: NodeJS.Timeout | undefined;
   private readonly outbound: ChannelOutbound | undefined;
   private readonly outboxKey: string;
+  private readonly runKey: string;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   /** Serializes every platform call of this run, so edits and sends never overtake each other. */
@@ -109,7 +110,9 @@ export class RunDelivery implements DeliverySink {
 
   constructor(private readonly o: RunDeliveryOptions) {
     this.outbound = o.resolve(o.conversationId);
-    this.outboxKey = conversationKeys(o.prefix, o.conversationId).outbox;
+    const keys = conversationKeys(o.prefix, o.conversationId);
+    this.outboxKey = keys.outbox;
+    this.runKey = keys.run(o.runId);
     this.now = o.now ?? Date.now;
     this.sleep = o.sleep ?? defaultSleep;
     if (!this.outbound) o.logger.warn({ conversationId: o.conversationId }, 'no outbound channel for conversation; replies are only recorded');
@@ -201,11 +204,14 @@ export class RunDelivery implements DeliverySink {
     return run;
   }
 
+  /** Records a message's outcome, fenced like the claim (a stale attempt's write throws StaleRunError). */
   private async writeRecord(key: string, record: OutboxRecord): Promise<void> {
-    // One round trip; the EXPIRE keeps a record written after the outbox expired from living forever.
-    const replies = await this.o.client.multi().hset(this.outboxKey, key, JSON.stringify(record)).expire(this.outboxKey, this.outboxTtl).exec();
-    const failed = replies?.find(([err]) => err);
-    if (!replies || failed) throw failed?.[0] ?? new Error('outbox write aborted');
+    checkReply('outbox-set', await runScript(this.o.client, 'outbox-set', [this.outboxKey, this.runKey], [key, this.token, JSON.stringify(record), this.outboxTtl]), this.o.runId);
+  }
+
+  /** The fencing token as the outbox scripts take it ('' for an unfenced sink). */
+  private get token(): string {
+    return this.o.token === undefined ? '' : String(this.o.token);
   }
 
   private get outboxTtl(): number {
@@ -218,12 +224,11 @@ export class RunDelivery implements DeliverySink {
    * `claimed`. Throws StaleRunError when the run's token moved on.
    */
   private async claim(key: string, status: 'possibly-dispatched' | 'not-dispatched'): Promise<{ claimed: true } | { claimed: false; record: OutboxRecord }> {
-    const k = conversationKeys(this.o.prefix, this.o.conversationId);
     const reply = checkReply(
       'outbox-claim',
-      await runScript(this.o.client, 'outbox-claim', [this.outboxKey, k.run(this.o.runId)], [
+      await runScript(this.o.client, 'outbox-claim', [this.outboxKey, this.runKey], [
         key,
-        this.o.token === undefined ? '' : this.o.token,
+        this.token,
         JSON.stringify({ status } satisfies OutboxRecord),
         this.outboxTtl,
       ]),

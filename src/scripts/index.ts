@@ -28,6 +28,7 @@ export type ScriptName =
   | 'status'
   | 'state-set'
   | 'outbox-claim'
+  | 'outbox-set'
   | 'cursor-advance'
   | 'lock-release'
   | 'noop';

@@ -345,4 +345,29 @@ describe('RunDelivery › fenced by the run token', () => {
     await make(live.token).message('answer');
     expect(out.sent.map((s) => s.text)).toEqual(['answer']);
   });
+
+  it('does not let an attempt that lost its run mid-send overwrite the record of the attempt that took it over', async () => {
+    const dispatch = new Dispatch({ client: redis, prefix });
+    const runs = new Runs({ client: redis, prefix });
+    const first = await dispatch.ingest({ conversationId: CID, updateKey: 'fake:u2', sender: { id: 'u1' }, text: 'hi' });
+    if (first.kind !== 'new-run') throw new Error('expected a new run');
+    const dead = await runs.acquire(CID, first.runId, 'worker-a');
+    const out = new FakeOutbound(1000);
+    const make = (token: number) =>
+      new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined });
+    let live: RunDelivery | undefined;
+    // The first attempt's send is slow: meanwhile its lease runs out, another attempt takes the run over and delivers.
+    out.onSend = async (text) => {
+      if (text !== 'slow answer') return;
+      out.onSend = undefined;
+      await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
+      live = make((await runs.acquire(CID, first.runId, 'worker-b')).token);
+      await live.message('answer');
+    };
+    await make(dead.token).message('slow answer');
+    expect(live).toBeDefined();
+    // Both went out (the platform took both), but the outbox holds the live attempt's message id: its acknowledgement stands.
+    expect(out.sent.map((s) => s.text)).toEqual(['answer', 'slow answer']);
+    expect(await outbox()).toEqual({ [`${first.runId}:0`]: { status: 'acknowledged', messageId: 'm1' } });
+  });
 });

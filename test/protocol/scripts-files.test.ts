@@ -12,6 +12,7 @@ const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
 const ALL_NAMES: ScriptName[] = [
   'request-compaction',
   'outbox-claim',
+  'outbox-set',
   'cursor-advance',
   'lock-release',
   'ingest',
