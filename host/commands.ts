@@ -7,8 +7,6 @@
 import { z } from 'zod';
 import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
 import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
-import { conversationKeys } from '../src/keys.js';
-import type { RedisClient } from '../src/redis.js';
 
 /** Names of the control commands, without the slash. */
 export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status'] as const;
@@ -37,8 +35,6 @@ export function parseCommand(text: string): ParsedCommand | undefined {
 /** What running a command needs. */
 export interface CommandDeps {
   dispatch: Dispatch;
-  redis: RedisClient;
-  prefix: string;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
 }
@@ -83,10 +79,7 @@ export async function runCommand(deps: CommandDeps, command: ParsedCommand, sour
       return { reply: `Started a new conversation: earlier messages are no longer part of the context.${stopped}`, duplicate: false };
     }
     case 'compact': {
-      // Optional so the host keeps working against a protocol build without manual compaction.
-      const request = (dispatch as Partial<Pick<Dispatch, 'requestCompaction'>>).requestCompaction?.bind(dispatch);
-      if (!request) return { reply: 'Compaction will be available soon.', duplicate: false };
-      const r = await request(source);
+      const r = await dispatch.requestCompaction(source);
       if (r.kind === 'duplicate') return DUPLICATE;
       if (r.kind === 'new-run') {
         await deps.enqueue(source.conversationId, r.runId);
@@ -97,8 +90,9 @@ export async function runCommand(deps: CommandDeps, command: ParsedCommand, sour
     case 'queue':
       return queueCommand(deps, command.args, source, channelPolicy);
     case 'status': {
-      if (!(await markSeen(deps, source))) return DUPLICATE;
-      return { reply: formatStatus(await dispatch.status(source.conversationId), channelPolicy ?? dispatch.options.defaultPolicy), duplicate: false };
+      const r = await dispatch.statusCommand(source);
+      if (r.kind === 'duplicate') return DUPLICATE;
+      return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy), duplicate: false };
     }
   }
 }
@@ -118,13 +112,6 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
   // No or unknown mode: explain, write nothing.
   const head = mode ? `Unknown queue mode "${args.slice(0, 40)}".` : 'Usage: /queue <mode>.';
   return { reply: `${head} Modes:\n${modesList()}\n• default: back to the channel default`, duplicate: false };
-}
-
-/** Sets the dedupe key of a read-only command's update; false when it was already set. */
-async function markSeen(deps: CommandDeps, source: CommandSource): Promise<boolean> {
-  const key = conversationKeys(deps.prefix, source.conversationId).dedupe(source.updateKey);
-  const set = await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX');
-  return set === 'OK';
 }
 
 /** The `/status` reply. */

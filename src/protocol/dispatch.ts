@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
 import { attachmentSchema, senderSchema } from '../record/entries.js';
-import { runScript } from '../scripts/index.js';
+import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { newRunId } from './ids.js';
 import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
@@ -205,24 +205,14 @@ export class Dispatch {
   /** `/status`: the active run, steering depth, pending depth and policy, in one round trip. */
   async status(conversationId: string): Promise<ConversationStatus> {
     const k = conversationKeys(this.options.prefix, conversationId);
-    const r = await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []);
-    const str = (v: unknown) => (v === '' || v === undefined || v === null ? undefined : String(v));
-    return {
-      activeRunId: str(r[0]),
-      runState: str(r[1]) as ConversationStatus['runState'],
-      stop: str(r[2]) as StopKind | undefined,
-      steeringDepth: Number(r[3]),
-      pendingDepth: Number(r[4]),
-      policyOverride: str(r[5]) as InputPolicy | undefined,
-      effectivePolicy: str(r[6]) as InputPolicy | undefined,
-      lastSeq: Number(r[7]),
-      resetSeq: Number(r[8]),
-      attempt: Number(r[9]),
-      owner: str(r[10]),
-      leaseUntilMs: Number(r[11]),
-      compactionRequestedSeq: Number(r[12] ?? 0),
-      compactionBreaker: str(r[13]),
-    };
+    return statusOf(await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []));
+  }
+
+  /** `/status`: the snapshot, or `duplicate` when the command's update was seen before (deduped in the same script). */
+  async statusCommand(source: CommandSource): Promise<{ kind: 'duplicate' } | { kind: 'status'; status: ConversationStatus }> {
+    const k = this.commandKeys(source);
+    const r = await runScript(this.options.client, 'status-command', [k.base, k.active, k.pending, k.meta, k.dedupe(source.updateKey)], [this.options.dedupeTtlSeconds]);
+    return r[0] === 'duplicate' ? { kind: 'duplicate' } : { kind: 'status', status: statusOf(r.slice(1)) };
   }
 
   private commandKeys(source: CommandSource) {
@@ -243,4 +233,25 @@ export class Dispatch {
       ...(args !== undefined && { args }),
     };
   }
+}
+
+/** Maps the snapshot the status scripts return (includes/snapshot.lua). */
+function statusOf(r: ScriptReply): ConversationStatus {
+  const str = (v: unknown) => (v === '' || v === undefined || v === null ? undefined : String(v));
+  return {
+    activeRunId: str(r[0]),
+    runState: str(r[1]) as ConversationStatus['runState'],
+    stop: str(r[2]) as StopKind | undefined,
+    steeringDepth: Number(r[3]),
+    pendingDepth: Number(r[4]),
+    policyOverride: str(r[5]) as InputPolicy | undefined,
+    effectivePolicy: str(r[6]) as InputPolicy | undefined,
+    lastSeq: Number(r[7]),
+    resetSeq: Number(r[8]),
+    attempt: Number(r[9]),
+    owner: str(r[10]),
+    leaseUntilMs: Number(r[11]),
+    compactionRequestedSeq: Number(r[12] ?? 0),
+    compactionBreaker: str(r[13]),
+  };
 }

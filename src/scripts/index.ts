@@ -26,6 +26,7 @@ export type ScriptName =
   | 'request-compaction'
   | 'set-policy'
   | 'status'
+  | 'status-command'
   | 'state-set'
   | 'outbox-claim'
   | 'outbox-set'

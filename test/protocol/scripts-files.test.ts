@@ -25,6 +25,7 @@ const ALL_NAMES: ScriptName[] = [
   'reset',
   'set-policy',
   'status',
+  'status-command',
   'state-set',
   'noop',
 ];

@@ -170,3 +170,20 @@ describe('reset', () => {
     });
   });
 });
+
+describe('statusCommand', () => {
+  const fx = useProtocolFixture();
+
+  it('answers the snapshot once per update, deduping in the same script, and writes only the dedupe key', async () => {
+    const { dispatch, runId } = await fx.running();
+    const before = await fx.snapshot();
+    const first = await dispatch.statusCommand(fx.source(7));
+    expect(first).toEqual({ kind: 'status', status: await dispatch.status(CID) });
+    expect(first.kind === 'status' && first.status.activeRunId).toBe(runId);
+    expect(await dispatch.statusCommand(fx.source(7))).toEqual({ kind: 'duplicate' });
+    const after = await fx.snapshot();
+    const added = Object.keys(after).filter((k) => !(k in before));
+    expect(added).toEqual([fx.keys().dedupe(fx.source(7).updateKey)]);
+    expect({ ...after, [added[0]!]: undefined }).toEqual({ ...before, [added[0]!]: undefined });
+  });
+});
