@@ -39,7 +39,7 @@ export class InboundQueue {
   push(key: string, label: Record<string, unknown>, task: () => Promise<void>): boolean {
     if (this.abort.signal.aborted) return false;
     if (this.inFlight >= this.o.backlog) {
-      this.o.logger.error({ ...label, backlog: this.o.backlog }, 'discord: inbound backlog is full; message dropped (Discord will not redeliver it)');
+      this.o.logger.error({ ...label, backlog: this.o.backlog }, 'discord: inbound backlog is full; message dropped (the next start catches up on it, within catchUpMaxAgeSeconds)');
       return false;
     }
     this.inFlight++;

@@ -36,6 +36,8 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
   let client: Client | undefined;
   let queue: InboundQueue | undefined;
   let stopping = false;
+  /** Channels where this process dropped a message (backlog full): their cursor stays put until the next start catches up. */
+  const gaps = new Set<string>();
 
   const onMessage = (host: ChannelHost, botId: string, m: Message): void => {
     let decision;
@@ -51,14 +53,17 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
     }
     const message = decision.message;
     const label = { updateKey: message.updateKey, conversationId: message.conversationId };
-    queue?.push(message.conversationId, label, async () => {
+    const queued = queue?.push(message.conversationId, label, async () => {
       const result = await host.receive(CHANNEL_ID, message);
       logger.debug({ ...label, result: result.kind === 'ingested' ? result.result.kind : result.kind }, 'discord: message received');
-      // The host has it (or a duplicate of it): catch-up after a restart starts after it.
+      // The host has it (or a duplicate of it): catch-up after a restart starts after it, unless an
+      // earlier message of the channel was dropped here (the cursor stays before it for catch-up).
+      if (gaps.has(m.channelId)) return;
       await advanceCursor(deps.redis, deps.prefix, m.channelId, m.id).catch((err: unknown) =>
         logger.warn({ ...label, error: describe(err) }, 'discord: could not record the catch-up cursor'),
       );
     });
+    if (queued === false) gaps.add(m.channelId);
   };
 
   const describe = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
@@ -82,6 +87,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
     outbound,
 
     async start(host: ChannelHost): Promise<void> {
+      gaps.clear(); // this start's catch-up reads from the cursors, gaps included
       if (client) throw new Error('discord: plugin already started');
       stopping = false;
       queue = new InboundQueue({

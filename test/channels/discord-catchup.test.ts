@@ -14,6 +14,7 @@ import { FakeDiscord } from '../fakes/discord-server.js';
 import type { Logger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
+import { deferred } from '../runner/harness.js';
 import { DM, RecordingHost, TOKEN, alice, captureLogger, realHost } from './discord-harness.js';
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
@@ -47,8 +48,8 @@ afterEach(async () => {
 });
 
 /** Starts a Discord channel (a host coming up) whose received messages are recorded. */
-async function startHost(config: Partial<DiscordConfigInput> = {}): Promise<{ plugin: ChannelPlugin; host: RecordingHost }> {
-  const host = new RecordingHost(receive);
+async function startHost(config: Partial<DiscordConfigInput> = {}, handle = receive): Promise<{ plugin: ChannelPlugin; host: RecordingHost }> {
+  const host = new RecordingHost(handle);
   const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, ...config }, { logger, redis, prefix });
   plugins.push(plugin);
   await plugin.start(host.asHost(logger));
@@ -104,6 +105,30 @@ describe('discord catch-up', () => {
     await host.waitForText('in the gap', 15_000);
     expect(fake.identifies.length).toBe(identifies + 1);
     expect(texts(host)).toEqual(['before the drop', 'in the gap']);
+  });
+
+  it('keeps the cursor before a message dropped on a full backlog, so the next start catches up on it', async () => {
+    await advanceCursor(redis, prefix, DM, snowflakeAgo(60_000));
+    const gate = deferred();
+    const first = await startHost({ ingestRetryBacklog: 1 }, async (m) => {
+      if (m.text === 'slow') await gate.promise;
+      return receive(m);
+    });
+    fake.messageCreate({ channelId: DM, author: alice, content: 'slow' });
+    await waitFor(() => first.host.received.some((r) => r.message.text === 'slow') || undefined, 5000, 'the slow message in flight');
+    // The backlog (1) is full while the first message is in flight: this one is dropped.
+    const { seq } = fake.messageCreate({ channelId: DM, author: alice, content: 'dropped' });
+    await waitFor(() => fake.heartbeats.some((s) => s !== null && s >= seq) || undefined, 5000, 'the dropped message received');
+    gate.resolve();
+    await first.host.waitForText('slow');
+    fake.messageCreate({ channelId: DM, author: alice, content: 'after the drop' });
+    await first.host.waitForText('after the drop');
+    expect(texts(first.host)).toEqual(['slow', 'after the drop']);
+    await stopHost(first.plugin);
+
+    const second = await startHost();
+    await second.host.waitForText('dropped');
+    expect((await recordedTexts()).sort()).toEqual(['after the drop', 'dropped', 'slow']);
   });
 
   it('hands gateway messages that arrive during catch-up after the missed ones', async () => {
