@@ -141,20 +141,30 @@ export class CallbackPump {
             const wait = this.retryWait(conversationId, id, outcome);
             if (wait !== undefined) {
               // The lock outlives this attempt until the retry is due, so no other host retries sooner.
-              hold = (await redis.pexpire(lock, Math.max(1, wait))) === 1;
+              hold = await this.advance(lock, cursorAt, token, '', Math.max(1, wait));
               return;
             }
           }
           if (outcome.kind === 'refused') this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
           this.failures.delete(conversationId);
-          await redis.set(cursorAt, id);
-          await redis.pexpire(lock, lockMs);
+          // Lost the lock (it ran out and another host took the conversation): stop; that host goes on.
+          if (!(await this.advance(lock, cursorAt, token, id, lockMs))) {
+            this.o.logger.warn({ conversationId, replyId: id }, 'webhook callbacks: lost the lock of a conversation to another host; leaving it to that host');
+            hold = true;
+            return;
+          }
           cursor = id;
         }
       }
     } finally {
       if (!hold) await runScript(redis, 'lock-release', [lock], [token]).catch(() => undefined);
     }
+  }
+
+  /** Moves the conversation's cursor to `id` ('' keeps it) and keeps the lock `ms` longer, if the lock is still `token`'s; false when it is not. */
+  private async advance(lock: string, cursorAt: string, token: string, id: string, ms: number): Promise<boolean> {
+    const [done] = await runScript(this.o.redis, 'callback-advance', [lock, cursorAt], [token, id, ms]);
+    return done === 1;
   }
 
   /** Counts a failure of the conversation's oldest reply: how long to wait before the next attempt, or undefined when it is given up (attempts used up). */

@@ -31,6 +31,7 @@ export type ScriptName =
   | 'outbox-claim'
   | 'outbox-set'
   | 'cursor-advance'
+  | 'callback-advance'
   | 'lock-release'
   | 'noop';
 

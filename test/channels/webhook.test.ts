@@ -9,10 +9,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
-import { pendingKey } from '../../plugins/webhook/callbacks.js';
+import { cursorKey, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { RedisClient } from '../../src/redis.js';
@@ -38,11 +39,11 @@ let callbacks: CallbackServer;
 const extraClients: RedisClient[] = [];
 
 /** Starts the plugin on a real HTTP server; `hostRedis` is what the host ingests into (default: a working one). */
-async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient, prefix = testPrefix()): Promise<Harness> {
+async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient, prefix = testPrefix(), log = logger): Promise<Harness> {
   const redis = new Redis(redisUrl());
   const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
   const ingestRedis = hostRedis ?? redis;
-  const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger, redis, prefix });
+  const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger: log, redis, prefix });
   const settings: ChannelSettings = {};
   const { host } = ingestOnlyHost({ http, redis: ingestRedis, prefix, logger, settings: () => settings, outbound: () => plugin.outbound });
   await plugin.start(host);
@@ -249,6 +250,26 @@ describe('webhook channel', () => {
         await other.http.close();
         extraClients.push(other.redis);
       }
+    });
+
+    it('stop, without moving the cursor, on a host whose conversation lock was taken over by another host', async () => {
+      const lines: string[] = [];
+      const log = createLogger({ level: 'warn', destination: { write: (l: string) => void lines.push(l) } });
+      await h.plugin.stop();
+      await h.http.close();
+      extraClients.push(h.redis);
+      h = await start({}, undefined, h.prefix, log);
+      const lock = `${conversationKeys(h.prefix, 'webhook:crm:ticket-7').base}callback_lock`;
+      callbacks.delay(200);
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'one');
+      await waitFor(async () => (await h.redis.get(lock)) ?? undefined, 5000, 'the pump holding the lock');
+      // Its lock runs out during the slow POST and another host takes the conversation.
+      await h.redis.set(lock, 'another-host', 'PX', 5000);
+      await callbacks.waitForAccepted(1);
+      await waitFor(() => lines.some((l) => l.includes('lost the lock')) || undefined, 5000, 'the pump noticing');
+      expect(await h.redis.get(cursorKey(h.prefix, 'webhook:crm:ticket-7'))).toBeNull();
+      expect(await h.redis.get(lock)).toBe('another-host');
+      expect(await h.redis.pttl(lock)).toBeLessThanOrEqual(5000);
     });
 
     it('are sent by the next host to start when the receiver was down while the last one ran', async () => {

@@ -14,6 +14,7 @@ const ALL_NAMES: ScriptName[] = [
   'outbox-claim',
   'outbox-set',
   'cursor-advance',
+  'callback-advance',
   'lock-release',
   'ingest',
   'acquire',
