@@ -9,6 +9,7 @@
  * that is down therefore holds no run and no runner slot.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
 import { runScript, type RedisClient } from '../../src/scripts/index.js';
@@ -100,7 +101,7 @@ export class CallbackPump {
         this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
         pause = Math.max(pause, 1000);
       }
-      await sleep(pause, signal);
+      await sleep(pause, undefined, { signal }).catch(() => undefined); // aborted: the loop ends
     }
   }
 
@@ -134,7 +135,8 @@ export class CallbackPump {
         for (const [id, fields] of entries) {
           if (this.stopping.signal.aborted) return;
           const reply = parseReply(fields);
-          const outcome = reply ? await this.post(reply) : ({ kind: 'refused', status: 0 } as const);
+          if (!reply) this.o.logger.error({ conversationId, replyId: id }, 'webhook callbacks: a stored reply is not readable; skipped');
+          const outcome = reply ? await this.post(reply) : ({ kind: 'taken' } as const);
           // Cut off by shutdown: not the receiver's failure; the next host sends this reply again.
           if (outcome.kind === 'failed' && this.stopping.signal.aborted) return;
           if (outcome.kind === 'failed') {
@@ -209,17 +211,4 @@ function parseReply(fields: string[]): WebhookReply | undefined {
   } catch {
     return undefined;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
