@@ -111,10 +111,10 @@ export class CallbackPump {
     const lock = lockKey(this.o.prefix, conversationId);
     const token = randomBytes(8).toString('hex');
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
-    if ((await redis.set(lock, token, 'PX', lockMs, 'NX')) === null) {
+    const taken = await runScript(redis, 'lease-acquire', [lock], [token, lockMs]);
+    if (taken[0] !== 1) {
       // Another host is on it, or waits out a retry: look again when its lock runs out.
-      const ttl = await redis.pttl(lock);
-      this.heldElsewhere.set(conversationId, this.now() + Math.max(ttl, this.o.config.callbackPollMs));
+      this.heldElsewhere.set(conversationId, this.now() + Math.max(Number(taken[1]), this.o.config.callbackPollMs));
       return;
     }
     this.heldElsewhere.delete(conversationId);

@@ -33,6 +33,7 @@ export type ScriptName =
   | 'cursor-advance'
   | 'callback-advance'
   | 'lock-release'
+  | 'lease-acquire'
   | 'noop';
 
 interface LoadedScript {

@@ -1,5 +1,5 @@
 --[[
-  Release a lock taken with `SET key token NX PX ms`, only if it still holds
+  Release a lock (a lease taken with `lease-acquire`), only if it still holds
   this token (it may have expired and been taken by someone else).
 
   KEYS[1] lock   the lock key

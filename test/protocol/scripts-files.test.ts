@@ -16,6 +16,7 @@ const ALL_NAMES: ScriptName[] = [
   'cursor-advance',
   'callback-advance',
   'lock-release',
+  'lease-acquire',
   'ingest',
   'acquire',
   'heartbeat',

@@ -1,6 +1,7 @@
 --[[
-  Take a lease, or extend it when the caller already holds it. One owner at a
-  time: the key holds the owner id and expires with the lease.
+  Take a lease (a lock), or extend it when the caller already holds it. One
+  owner at a time: the key holds the owner id and expires with the lease.
+  Given up with `lock-release`.
 
   KEYS[1] lease     string key, e.g. <prefix>:telegram:poller
   ARGV[1] owner     id of the caller
