@@ -10,9 +10,6 @@ import type { ChannelDeps, ChannelOutbound, ChannelPlugin } from '../src/channel
 import type { SteerbotConfig } from '../src/config.js';
 import type { ChannelSettings } from './receive.js';
 
-/** The channels section of the configuration. */
-export type ChannelsConfig = SteerbotConfig['channels'];
-
 /** Creates one plugin per configured channel (not started). Throws ConfigError on a bad channel config. */
 export function createChannels(config: Pick<SteerbotConfig, 'channels'>, deps: ChannelDeps): ChannelPlugin[] {
   const c = config.channels;

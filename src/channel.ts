@@ -96,10 +96,3 @@ export interface ChannelPlugin {
   stop(): Promise<void>;
 }
 
-/** What a channel plugin gets from the process that creates it. */
-export interface ChannelDeps {
-  logger: Logger;
-  redis: import('./scripts/index.js').RedisClient;
-  prefix: string;
-  fetch?: typeof fetch;
-}

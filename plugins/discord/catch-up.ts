@@ -12,18 +12,11 @@ import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
 import { runScript, type RedisClient } from '../../src/scripts/index.js';
 
-/** Discord's epoch (2015-01-01) in ms: a snowflake's top bits count ms from it. */
-const DISCORD_EPOCH_MS = 1_420_070_400_000n;
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;
 
 /** The hash of per-channel cursors under `prefix`. */
 export const cursorsKey = (prefix: string): string => `${prefix}:discord:cursors`;
-
-/** When a snowflake was made, in ms since the Unix epoch. */
-export function snowflakeTime(id: string): number {
-  return Number((BigInt(id) >> 22n) + DISCORD_EPOCH_MS);
-}
 
 /** Orders snowflakes as numbers. */
 export function compareSnowflakes(a: string, b: string): number {

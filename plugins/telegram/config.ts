@@ -3,8 +3,8 @@
  * file), validated with zod at load.
  */
 import { z } from 'zod';
+import { INPUT_POLICIES } from '../../src/input-policies.js';
 
-const POLICIES = ['steer', 'followup', 'collect', 'interrupt', 'supersede'] as const;
 
 const idList = z
   .array(z.union([z.string().regex(/^-?\d{1,20}$/, { error: 'expected a numeric Telegram id' }), z.number().int()]))
@@ -37,7 +37,7 @@ export const telegramConfigSchema = z
     /** In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`. */
     groups: z.enum(['mention', 'always']).default('mention'),
     /** Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`). */
-    policy: z.enum(POLICIES).optional(),
+    policy: z.enum(INPUT_POLICIES).optional(),
     /** Telegram user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`. */
     allowedUsers: idList,
     /** Chat ids the bot answers in (the host applies it); empty allows every chat. Default `[]`. */

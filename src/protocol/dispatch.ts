@@ -22,7 +22,6 @@ import {
 /** Largest `metadata` of a message, in bytes of JSON. */
 export const MAX_METADATA_BYTES = 8192;
 
-const policySchema = z.enum(['steer', 'followup', 'collect', 'interrupt', 'supersede']);
 
 /** Who sent a control command, and which update carried it. */
 export interface CommandSource {
@@ -161,7 +160,7 @@ export class Dispatch {
 
   /** `/queue <mode>`: sets the conversation's policy override (`undefined` clears it). */
   async setPolicy(source: CommandSource, policy: InputPolicy | undefined): Promise<{ kind: 'duplicate' | 'ok'; seq: number }> {
-    if (policy !== undefined && !policySchema.safeParse(policy).success) {
+    if (policy !== undefined && !INPUT_POLICIES.includes(policy)) {
       throw new InvalidInputError(`unknown policy "${String(policy)}"; expected one of ${INPUT_POLICIES.join(', ')}`);
     }
     const k = this.commandKeys(source);

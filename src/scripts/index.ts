@@ -7,11 +7,11 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import type { Cluster, Redis } from 'ioredis';
 import { ScriptError } from '../errors.js';
 
-/** Any ioredis client steerbot can run scripts on. */
-export type RedisClient = Redis | Cluster;
+import type { RedisClient } from '../redis.js';
+
+export type { RedisClient } from '../redis.js';
 
 /** Names of the scripts in this folder. */
 export type ScriptName =

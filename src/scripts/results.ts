@@ -25,8 +25,6 @@ export const SCRIPT_ERRORS = {
   TOO_LARGE: -7,
 } as const;
 
-// Lives with the other typed errors; re-exported for existing importers.
-export { CasConflictError } from '../errors.js';
 
 /** Throws the typed error a refusal stands for; returns the reply otherwise. */
 export function checkReply(script: ScriptName, reply: ScriptReply, runId = '?'): ScriptReply {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, RunEndedError } from '../../src/errors.js';
 import { assertStateKey } from '../../src/protocol/index.js';
 import { runScript } from '../../src/scripts/index.js';
-import { CasConflictError, checkReply } from '../../src/scripts/results.js';
+import { CasConflictError } from '../../src/errors.js';
+import { checkReply } from '../../src/scripts/results.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const KEY = 'runner.compaction.checkpoint';
