@@ -159,7 +159,6 @@ async function consecutiveRuns(client: Redis, prefix: string): Promise<void> {
     const check = await compactIfNeeded({
       run,
       state,
-      runs,
       loaded,
       trigger: 'pressure',
       contextWindow: CONTEXT_WINDOW,

@@ -65,7 +65,6 @@ export class RunCompaction implements CompactionHooks {
       return await compactIfNeeded({
         run: o.run,
         state: o.state,
-        runs: o.runs,
         loaded,
         trigger,
         contextWindow: o.contextWindow,

@@ -7,7 +7,7 @@
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { RunRef, Runs } from '../../src/protocol/runs.js';
+import type { RunRef } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { CasConflictError } from '../../src/errors.js';
@@ -88,7 +88,6 @@ export interface LoadedBase {
 export interface CompactOptions {
   run: RunRef;
   state: ConversationState;
-  runs: Runs;
   /** What the run loaded; reload (loadPrompt) before compacting mid-run so the run's own steps are in `entries`. */
   loaded: LoadedBase;
   trigger: CompactionTrigger;
@@ -177,13 +176,6 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     created_at: now(),
     summarizer,
   };
-  try {
-    await o.state.set(o.run, CHECKPOINT_KEY, checkpoint, o.loaded.raw === undefined ? { kind: 'absent' } : { kind: 'equals', raw: o.loaded.raw });
-  } catch (err) {
-    if (!(err instanceof CasConflictError)) throw err;
-    o.logger.info({ coversUntil: checkpoint.covers_until }, 'a concurrent compaction won; discarding this checkpoint');
-    return { kind: 'conflict', current: err.current };
-  }
   const entry = {
     v: 1,
     kind: 'compaction',
@@ -194,12 +186,23 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     tokens_after: checkpoint.tokens_after,
     summarizer,
   } as const;
-  const seq = await o.runs.append(o.run, entry);
-
   const effective = tokensAfter <= (o.threshold ?? DEFAULT_THRESHOLD) * o.contextWindow;
   const ineffective = effective ? 0 : breaker.ineffective + 1;
   const next: BreakerState = { ineffective, open: ineffective >= BREAKER_LIMIT };
-  if (next.ineffective !== stored.ineffective || next.open !== stored.open) await writeBreaker(o, next, now());
+  const breakerChanged = next.ineffective !== stored.ineffective || next.open !== stored.open;
+  let seq: number;
+  try {
+    // Checkpoint, record entry and breaker in one fenced script.
+    seq = await o.state.commitCompaction(o.run, {
+      checkpoint: { key: CHECKPOINT_KEY, value: checkpoint, expect: o.loaded.raw === undefined ? { kind: 'absent' } : { kind: 'equals', raw: o.loaded.raw } },
+      entry,
+      ...(breakerChanged && { breaker: { key: BREAKER_KEY, value: breakerValue(next, checkpoint.created_at) } }),
+    });
+  } catch (err) {
+    if (!(err instanceof CasConflictError)) throw err;
+    o.logger.info({ coversUntil: checkpoint.covers_until }, 'a concurrent compaction won; discarding this checkpoint');
+    return { kind: 'conflict', current: err.current };
+  }
   o.logger.info(
     { trigger: o.trigger, coversUntil: checkpoint.covers_until, turns: selection.turns, tokensBefore: checkpoint.tokens_before, tokensAfter, summarizer, effective, breakerOpen: next.open },
     'compacted the conversation',
@@ -208,5 +211,10 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
 }
 
 async function writeBreaker(o: Pick<CompactOptions, 'state' | 'run'>, b: BreakerState, at: number): Promise<void> {
-  await o.state.set(o.run, BREAKER_KEY, { schema_version: 1, ineffective: b.ineffective, open: b.open, updated_at: at });
+  await o.state.set(o.run, BREAKER_KEY, breakerValue(b, at));
+}
+
+/** The stored form of the breaker. */
+function breakerValue(b: BreakerState, at: number) {
+  return { schema_version: 1, ineffective: b.ineffective, open: b.open, updated_at: at };
 }

@@ -8,6 +8,7 @@ import { conversationKeys } from '../keys.js';
 import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
+import { recordEntrySchema, type RecordEntry } from '../record/entries.js';
 import type { RunRef } from './runs.js';
 
 /** Longest state key, in characters. */
@@ -61,6 +62,52 @@ export class ConversationState {
    */
   async set(run: RunRef, key: string, value: unknown, expect: StateExpectation = { kind: 'any' }): Promise<void> {
     assertStateKey(key);
+    await this.write(run, key, 'set', this.json(key, value), expect);
+  }
+
+  /** Deletes `key` for the run (fenced). */
+  async delete(run: RunRef, key: string, expect: StateExpectation = { kind: 'any' }): Promise<void> {
+    assertStateKey(key);
+    await this.write(run, key, 'del', '', expect);
+  }
+
+  /**
+   * Commits a compaction in one fenced script: sets the checkpoint under
+   * `checkpoint.key` if `checkpoint.expect` still holds, appends `entry` (a
+   * `compaction` entry) and, when given, sets the breaker. Returns the entry's
+   * seq. Throws CasConflictError (nothing written) when another compaction
+   * won, StaleRunError for a stale token, InvalidInputError for bad input.
+   */
+  async commitCompaction(
+    run: RunRef,
+    c: { checkpoint: { key: string; value: unknown; expect: { kind: 'absent' } | { kind: 'equals'; raw: string } }; entry: RecordEntry; breaker?: { key: string; value: unknown } },
+  ): Promise<number> {
+    assertStateKey(c.checkpoint.key);
+    if (c.breaker) assertStateKey(c.breaker.key);
+    if (c.entry.kind !== 'compaction') throw new InvalidInputError(`commitCompaction takes a compaction entry, not ${c.entry.kind}`);
+    const parsed = recordEntrySchema.safeParse(c.entry);
+    if (!parsed.success) throw new InvalidInputError(`bad compaction entry: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const r = checkReply(
+      'compaction-commit',
+      await runScript(this.options.client, 'compaction-commit', [k.run(run.runId), k.state, k.log, k.meta], [
+        run.token,
+        c.checkpoint.key,
+        this.json(c.checkpoint.key, c.checkpoint.value),
+        c.checkpoint.expect.kind,
+        c.checkpoint.expect.kind === 'equals' ? c.checkpoint.expect.raw : '',
+        this.options.maxStateBytes,
+        JSON.stringify(parsed.data),
+        c.breaker?.key ?? '',
+        c.breaker ? this.json(c.breaker.key, c.breaker.value) : '',
+      ]),
+      run.runId,
+    );
+    return Number(r[1]);
+  }
+
+  /** `value` as JSON within the size cap; InvalidInputError otherwise. */
+  private json(key: string, value: unknown): string {
     let json: string | undefined;
     try {
       json = JSON.stringify(value);
@@ -71,13 +118,7 @@ export class ConversationState {
     if (Buffer.byteLength(json) > this.options.maxStateBytes) {
       throw new InvalidInputError(`state value for ${key} is ${Buffer.byteLength(json)} bytes; the cap is ${this.options.maxStateBytes}`);
     }
-    await this.write(run, key, 'set', json, expect);
-  }
-
-  /** Deletes `key` for the run (fenced). */
-  async delete(run: RunRef, key: string, expect: StateExpectation = { kind: 'any' }): Promise<void> {
-    assertStateKey(key);
-    await this.write(run, key, 'del', '', expect);
+    return json;
   }
 
   private async write(run: RunRef, key: string, op: 'set' | 'del', json: string, expect: StateExpectation): Promise<void> {

@@ -17,8 +17,5 @@
 local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
 local seq = append_entry(KEYS[2], KEYS[3], ARGV[2])
-if ARGV[3] == 'compaction' then
-  local requested = tonumber(redis.call('HGET', KEYS[3], 'compact_requested') or 0)
-  if requested > 0 and requested < seq then redis.call('HDEL', KEYS[3], 'compact_requested') end
-end
+if ARGV[3] == 'compaction' then satisfy_compact_request(KEYS[3], seq) end
 return { 'ok', seq }

@@ -28,6 +28,7 @@ export type ScriptName =
   | 'status'
   | 'status-command'
   | 'state-set'
+  | 'compaction-commit'
   | 'outbox-claim'
   | 'outbox-set'
   | 'cursor-advance'

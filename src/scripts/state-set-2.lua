@@ -23,10 +23,7 @@ local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
 if ARGV[3] ~= 'set' and ARGV[3] ~= 'del' then return { ERR_BAD_ARG } end
 if ARGV[3] == 'set' and #ARGV[4] > tonumber(ARGV[7]) then return { ERR_TOO_LARGE, tonumber(ARGV[7]) } end
-if ARGV[5] ~= 'any' then
-  local cur = redis.call('HGET', KEYS[2], ARGV[2])
-  if ARGV[5] == 'absent' and cur then return { ERR_CONFLICT, cur } end
-  if ARGV[5] == 'equals' and cur ~= ARGV[6] then return { ERR_CONFLICT, cur or '' } end
-end
+local conflict = state_expect(KEYS[2], ARGV[2], ARGV[5], ARGV[6])
+if conflict then return conflict end
 if ARGV[3] == 'del' then redis.call('HDEL', KEYS[2], ARGV[2]) else redis.call('HSET', KEYS[2], ARGV[2], ARGV[4]) end
 return { 'ok' }

@@ -24,7 +24,6 @@ async function conversation(turns = 20) {
   const base = (loaded: LoadedBase, over: Partial<CompactOptions> = {}): CompactOptions => ({
     run: ref,
     state,
-    runs,
     loaded,
     trigger: 'pressure',
     tokensBefore: 5000,
@@ -103,7 +102,7 @@ describe('compact', () => {
       const clients = fx.connections(2);
       const results = await Promise.all(
         clients.map((client, i) =>
-          compact(c.base(loaded, { trigger: 'manual', keepRecentTurns: 2 + i, state: fx.state({}, client), runs: fx.runs({}, client), model: textModel(`writer ${i}`) })),
+          compact(c.base(loaded, { trigger: 'manual', keepRecentTurns: 2 + i, state: fx.state({}, client), model: textModel(`writer ${i}`) })),
         ),
       );
       const won = results.filter((r) => r.kind === 'compacted');

@@ -29,6 +29,7 @@ const ALL_NAMES: ScriptName[] = [
   'status',
   'status-command',
   'state-set',
+  'compaction-commit',
   'noop',
 ];
 

@@ -1,6 +1,6 @@
 /** Conversation state: namespaced keys, a size cap, fenced writes and compare-and-set. */
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, RunEndedError } from '../../src/errors.js';
+import { InvalidInputError, RunEndedError, StaleRunError } from '../../src/errors.js';
 import { assertStateKey } from '../../src/protocol/index.js';
 import { runScript } from '../../src/scripts/index.js';
 import { CasConflictError } from '../../src/errors.js';
@@ -164,6 +164,31 @@ describe('conversation state', () => {
       await runs.finish(run, 'completed');
       await expect(fx.state().set(run, KEY, 1)).rejects.toBeInstanceOf(RunEndedError);
       expect(await fx.redis.exists(fx.keys().state)).toBe(0);
+    });
+  });
+
+  describe('commitCompaction', () => {
+    const BREAKER = 'runner.compaction.breaker';
+    const entry = (run: { runId: string }) => ({ v: 1 as const, kind: 'compaction' as const, at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'llm' as const });
+
+    it('writes the checkpoint, the compaction entry and the breaker together, and satisfies an earlier /compact', async () => {
+      const { dispatch, run, runId } = await fx.running();
+      await dispatch.requestCompaction(fx.source(9));
+      const seq = await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: false } } });
+      expect(await fx.state().get(CID, KEY)).toEqual({ summary: 's' });
+      expect(await fx.state().get(CID, BREAKER)).toEqual({ open: false });
+      expect((await fx.record()).at(-1)).toMatchObject({ seq, kind: 'compaction' });
+      expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(0);
+    });
+
+    it('writes nothing when another compaction won (CAS) or the token is stale', async () => {
+      const { run, runId } = await fx.running();
+      await fx.state().set(run, KEY, { summary: 'theirs' });
+      const before = await fx.snapshot();
+      const commit = (r: typeof run) => fx.state().commitCompaction(r, { checkpoint: { key: KEY, value: { summary: 'mine' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: true } } });
+      await expect(commit(run)).rejects.toBeInstanceOf(CasConflictError);
+      await expect(commit({ ...run, token: run.token + 1 })).rejects.toBeInstanceOf(StaleRunError);
+      expect(await fx.snapshot()).toEqual(before);
     });
   });
 });

@@ -27,6 +27,23 @@ local function append_entry(log_key, meta_key, json)
   return seq
 end
 
+-- A `compaction` entry at `seq` satisfies a /compact requested before it (meta
+-- `compact_requested` holds the seq of the request).
+local function satisfy_compact_request(meta_key, seq)
+  local requested = tonumber(redis.call('HGET', meta_key, 'compact_requested') or 0)
+  if requested > 0 and requested < seq then redis.call('HDEL', meta_key, 'compact_requested') end
+end
+
+-- Compare-and-set precondition on one conversation state field: nil when
+-- `expect` ('any' | 'absent' | 'equals') holds, else the conflict error.
+local function state_expect(state_key, field, expect, expected)
+  if expect == 'any' then return nil end
+  local cur = redis.call('HGET', state_key, field)
+  if expect == 'absent' and cur then return { ERR_CONFLICT, cur } end
+  if expect == 'equals' and cur ~= expected then return { ERR_CONFLICT, cur or '' } end
+  return nil
+end
+
 -- Appends an audit entry built from a Lua table; `seqs` must not be empty.
 local function append_audit(log_key, meta_key, kind, run_id, seqs, extra)
   local entry = { v = 1, kind = kind, at = now_ms(), run = run_id, seqs = seqs }
