@@ -7,10 +7,9 @@
  */
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from '../src/channel.js';
-import { RedisUnavailableError, SteerbotError } from '../src/errors.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
-import type { RedisClient } from '../src/redis.js';
+import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
 import { parseCommand, runCommand } from './commands.js';
 import type { HttpServer } from './http.js';
 
@@ -39,25 +38,6 @@ export interface ChannelHostDeps {
   settings?(channelId: string): ChannelSettings | undefined;
   /** Outbound side of a channel by its id, for command replies. */
   outbound(channelId: string): ChannelOutbound | undefined;
-}
-
-// ioredis reports a lost connection by these error names and socket codes, and by
-// messages only (no code) for a closed or unwritable stream.
-const REDIS_DOWN_NAMES = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
-const REDIS_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const REDIS_DOWN_MESSAGES = /Connection is closed|Stream isn't writeable|Command timed out|^(LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
-
-/** True when `err` says Redis cannot be reached (as opposed to a refused command). */
-export function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error) || err instanceof SteerbotError) return err instanceof RedisUnavailableError;
-  const code = (err as NodeJS.ErrnoException).code;
-  return REDIS_DOWN_NAMES.has(err.name) || (code !== undefined && REDIS_DOWN_CODES.has(code)) || REDIS_DOWN_MESSAGES.test(err.message);
-}
-
-/** Rethrows a Redis connection failure as RedisUnavailableError; other errors unchanged. */
-function asRedisUnavailable(err: unknown): unknown {
-  if (err instanceof RedisUnavailableError || !isRedisUnavailable(err)) return err;
-  return new RedisUnavailableError(`redis unreachable: ${(err as Error).message}`, { cause: err });
 }
 
 const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);

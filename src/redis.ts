@@ -7,7 +7,7 @@
  * exactly as with RESP2. Code and Lua wrappers may rely on that.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { ConfigError, redactSecrets } from './errors.js';
+import { ConfigError, redactSecrets, RedisUnavailableError, SteerbotError } from './errors.js';
 import type { HostPort, RedisConfig } from './config-schema.js';
 
 /** A Redis client of any topology. Both expose the same command API. */
@@ -160,4 +160,23 @@ export async function closeRedis(client: RedisClient): Promise<void> {
   const socketOpen = client.status === 'connecting' || client.status === 'connect';
   client.disconnect();
   if (socketOpen) await ended;
+}
+
+// ioredis reports a lost connection by these error names and socket codes, and by
+// messages only (no code) for a closed or unwritable stream.
+const REDIS_DOWN_NAMES = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
+const REDIS_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const REDIS_DOWN_MESSAGES = /Connection is closed|Stream isn't writeable|Command timed out|^(LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
+
+/** True when `err` says Redis cannot be reached (as opposed to a refused command). */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error) || err instanceof SteerbotError) return err instanceof RedisUnavailableError;
+  const code = (err as NodeJS.ErrnoException).code;
+  return REDIS_DOWN_NAMES.has(err.name) || (code !== undefined && REDIS_DOWN_CODES.has(code)) || REDIS_DOWN_MESSAGES.test(err.message);
+}
+
+/** Rethrows a Redis connection failure as RedisUnavailableError; other errors unchanged. */
+export function asRedisUnavailable(err: unknown): unknown {
+  if (err instanceof RedisUnavailableError || !isRedisUnavailable(err)) return err;
+  return new RedisUnavailableError(`redis unreachable: ${(err as Error).message}`, { cause: err });
 }

@@ -14,9 +14,8 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
-import { RedisUnavailableError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
-import type { RedisClient } from '../../src/redis.js';
+import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { safeEqual, sign } from './signature.js';
@@ -89,7 +88,7 @@ export class EventStreams {
           const last = await this.o.redis().xrevrange(key, '+', '-', 'COUNT', 1);
           from = last[0]?.[0] ?? '0-0';
         } catch (err) {
-          throw new RedisUnavailableError('redis unreachable', { cause: err });
+          throw asRedisUnavailable(err);
         }
       }
       reply.hijack();
