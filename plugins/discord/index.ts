@@ -11,12 +11,12 @@
  */
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError, redactSecrets } from '../../src/errors.js';
 import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
 import { advanceCursor, cursorsKey, missedMessages } from './catch-up.js';
 import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
-import { createDiscordOutbound, createRest, scrubToken, toChannelApiError } from './outbound.js';
+import { createDiscordOutbound, createRest, toChannelApiError } from './outbound.js';
 
 export type { DiscordConfig, DiscordConfigInput } from './config.js';
 
@@ -66,7 +66,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
     if (queued === false) gaps.add(m.channelId);
   };
 
-  const describe = (err: unknown) => (err instanceof Error ? scrubToken(`${err.name}: ${err.message}`, cfg.token) : scrubToken(String(err), cfg.token));
+  const describe = (err: unknown) => (err instanceof Error ? redactSecrets(`${err.name}: ${err.message}`, cfg.token) : redactSecrets(String(err), cfg.token));
 
   /** Hands the messages missed while no host was connected to the host; never throws. */
   const catchUp = async (c: Client, host: ChannelHost, botId: string): Promise<void> => {
@@ -105,7 +105,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       });
       client = c;
       c.on(Events.Error, (err) => logger.error({ error: describe(err) }, 'discord: client error'));
-      c.on(Events.Warn, (text) => logger.warn({ warning: scrubToken(text, cfg.token) }, 'discord: client warning'));
+      c.on(Events.Warn, (text) => logger.warn({ warning: redactSecrets(text, cfg.token) }, 'discord: client warning'));
       c.on(Events.ShardDisconnect, (ev, shard) => {
         if (!stopping) logger.error({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect');
       });
@@ -160,7 +160,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         // Stop the gateway first so nothing new arrives, then give up on what still waits.
         await c?.destroy();
       } catch (err) {
-        logger.warn({ error: scrubToken(String(err), cfg.token) }, 'discord: error while closing the gateway');
+        logger.warn({ error: redactSecrets(String(err), cfg.token) }, 'discord: error while closing the gateway');
       }
       const dropped = (await q?.close()) ?? 0;
       if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (the next start catches up on them, within catchUpMaxAgeSeconds)');

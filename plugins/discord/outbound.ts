@@ -32,11 +32,6 @@ export function createRest(config: DiscordConfig, fetchImpl?: typeof fetch): RES
   return rest;
 }
 
-/** Removes the bot token (verbatim, wherever it appears) and other credentials from a text. */
-export function scrubToken(text: string, token: string): string {
-  return redactSecrets(token ? text.split(token).join('[redacted-token]') : text);
-}
-
 /** The platform chat (channel) id of a conversation id of this channel. */
 export function channelIdOf(channelId: string, conversationId: string): string {
   const prefix = `${channelId}:`;
@@ -110,24 +105,24 @@ export function toChannelApiError(what: string, err: unknown, token: string): Ch
   if (err instanceof ChannelApiError) return err;
   if (err instanceof RateLimitError) {
     const retryAfterMs = Math.ceil(Math.max(err.retryAfter, err.timeToReset));
-    return new ChannelApiError(scrubToken(`discord ${what}: rate limited on ${err.method.toUpperCase()} ${err.route} (retry after ${retryAfterMs} ms)`, token), {
+    return new ChannelApiError(redactSecrets(`discord ${what}: rate limited on ${err.method.toUpperCase()} ${err.route} (retry after ${retryAfterMs} ms)`, token), {
       status: 429,
       retryAfterMs,
     });
   }
   if (err instanceof DiscordAPIError) {
-    return new ChannelApiError(scrubToken(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message} (code ${err.code})`, token), {
+    return new ChannelApiError(redactSecrets(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message} (code ${err.code})`, token), {
       status: err.status,
     });
   }
   if (err instanceof HTTPError) {
-    return new ChannelApiError(scrubToken(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message}`, token), {
+    return new ChannelApiError(redactSecrets(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message}`, token), {
       status: err.status,
     });
   }
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   // The cause is dropped on purpose: its fields (request options) could carry the token.
-  return new ChannelApiError(scrubToken(`discord ${what}: ${message}`, token));
+  return new ChannelApiError(redactSecrets(`discord ${what}: ${message}`, token));
 }
 
 function pathOf(url: string): string {

@@ -4,12 +4,7 @@
  * request URL (`…/bot<token>/sendMessage`), so nothing from it is kept raw.
  */
 import { GrammyError, HttpError } from 'grammy';
-import { ChannelApiError } from '../../src/errors.js';
-
-/** Replaces every occurrence of `token` in `text`. */
-export function redactToken(text: string, token: string): string {
-  return token.length > 0 ? text.split(token).join('[redacted-token]') : text;
-}
+import { ChannelApiError, redactSecrets } from '../../src/errors.js';
 
 /** True when Telegram refused the call with this description (Telegram has no error codes finer than HTTP status). */
 export function isTelegramError(err: unknown, status: number, description: RegExp): boolean {
@@ -27,12 +22,12 @@ export function toChannelApiError(err: unknown, method: string, token: string): 
   if (err instanceof GrammyError) {
     method = err.method;
     const retryAfter = err.parameters.retry_after;
-    return new ChannelApiError(redactToken(`telegram ${method} failed: ${err.error_code} ${err.description}`, token), {
+    return new ChannelApiError(redactSecrets(`telegram ${method} failed: ${err.error_code} ${err.description}`, token), {
       status: err.error_code,
       ...(typeof retryAfter === 'number' && { retryAfterMs: retryAfter * 1000 }),
     });
   }
   const inner = err instanceof HttpError ? err.error : err;
   const reason = inner instanceof Error ? inner.message : String(inner);
-  return new ChannelApiError(redactToken(`telegram ${method} failed: network error: ${reason}`, token));
+  return new ChannelApiError(redactSecrets(`telegram ${method} failed: network error: ${reason}`, token));
 }
