@@ -7,7 +7,7 @@ import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { readAfter, readTail } from '../../src/record/read.js';
+import { readAfter, readRange, readTail } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/scripts/index.js';
 import { projectHistory, type ProjectionOptions } from '../projection.js';
 import { CHECKPOINT_KEY, summaryMessages, validateCheckpoint, type Checkpoint, type CheckpointRejection } from './checkpoint.js';
@@ -63,17 +63,23 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   const requested = Number(requestedRaw ?? 0) || 0;
   // `compact_requested` is cleared by the append of the next compaction entry, so it is pending exactly while set.
   const manualRequested = requested > 0;
+  const pageSize = o.pageSize ?? 500;
+  // The existence check of the checkpoint's last entry reads the first page after it too: one round trip for both.
+  let head: SeqEntry[] = [];
   const validation = await validateCheckpoint(stored, {
     conversationId: o.conversationId,
     resetSeq: o.resetSeq ?? (Number(resetRaw ?? 0) || 0),
-    seqExists: async (seq) => (await o.client.xrange(k.log, `${seq}-0`, `${seq}-0`)).length > 0,
+    seqExists: async (seq) => {
+      head = await readRange(o.client, k.log, { fromSeq: seq, count: pageSize + 1 });
+      return head[0]?.seq === seq;
+    },
   });
   const projection: ProjectionOptions = { unclaimed: 'exclude', ...o.projection };
 
   if (validation.ok) {
     const { checkpoint } = validation;
-    const entries: SeqEntry[] = [];
-    for await (const page of readAfter(o.client, k.log, checkpoint.covers_until, o.pageSize ?? 500)) entries.push(...page);
+    const entries = head.slice(1);
+    if (head.length === pageSize + 1) for await (const page of readAfter(o.client, k.log, entries.at(-1)!.seq, pageSize)) entries.push(...page);
     const projected = projectHistory(entries, projection);
     return {
       messages: [...summaryMessages(checkpoint), ...projected.messages],
