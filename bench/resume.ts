@@ -19,7 +19,7 @@ import { compactIfNeeded } from '../runner/compaction/pressure.js';
 import { conversationKeys } from '../src/keys.js';
 import { ConversationState, Dispatch, Runs } from '../src/protocol/index.js';
 import type { RecordEntry } from '../src/record/entries.js';
-import { privateRedis } from './private-redis.js';
+import { countSent, privateRedis } from './private-redis.js';
 
 const SIZES = [1_000, 10_000, 100_000];
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 100);
@@ -111,10 +111,18 @@ async function assemblyTimes(client: Redis, prefix: string): Promise<void> {
       read.set(c.id, loaded.entriesRead);
     }
   }
-  console.log(`prompt assembly (loadPrompt), median of ${ITERATIONS}, tail fallback ${TAIL_ENTRIES} entries:`);
-  console.log('  record entries | checkpoint | entries read | median ms');
+  // Redis commands one assembly sends (pipelined commands count one each; commands sent together overlap in one round trip).
+  const sent = countSent(client);
+  const commands = new Map<string, number>();
   for (const c of cases) {
-    console.log(`  ${String(c.size).padStart(14)} | ${(c.checkpoint ? 'valid' : 'none').padEnd(10)} | ${String(read.get(c.id)).padStart(12)} | ${median(times.get(c.id)!).toFixed(2).padStart(9)}`);
+    const before = sent.count();
+    await load(c.id);
+    commands.set(c.id, sent.count() - before);
+  }
+  console.log(`prompt assembly (loadPrompt), median of ${ITERATIONS}, tail fallback ${TAIL_ENTRIES} entries:`);
+  console.log('  record entries | checkpoint | entries read | commands | median ms');
+  for (const c of cases) {
+    console.log(`  ${String(c.size).padStart(14)} | ${(c.checkpoint ? 'valid' : 'none').padEnd(10)} | ${String(read.get(c.id)).padStart(12)} | ${String(commands.get(c.id)).padStart(8)} | ${median(times.get(c.id)!).toFixed(2).padStart(9)}`);
   }
   for (const checkpoint of [true, false]) {
     const small = median(times.get(`bench:${SIZES[0]}:${checkpoint ? 'with' : 'without'}`)!);
