@@ -18,6 +18,7 @@ import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
 import type { ChannelOutbound } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
+import { backoffMs } from '../src/backoff.js';
 
 export type { ChannelOutbound } from '../src/channel.js';
 
@@ -351,7 +352,7 @@ export class RunDelivery implements DeliverySink {
         if (!(err instanceof ChannelApiError) || attempt >= maxAttempts) throw err;
         let delay: number;
         if (err.retryAfterMs !== undefined) delay = err.retryAfterMs;
-        else if (err.status !== undefined && err.status >= 500) delay = (this.o.retryBaseMs ?? 500) * 2 ** (attempt - 1);
+        else if (err.status !== undefined && err.status >= 500) delay = backoffMs(attempt, this.o.retryBaseMs ?? 500);
         else throw err;
         delay = Math.min(Math.max(0, delay), cap);
         this.o.logger.warn({ deliveryKey: key, attempt, delayMs: delay, status: err.status }, 'channel call failed; retrying');

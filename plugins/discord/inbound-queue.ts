@@ -7,6 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { backoffMs } from '../../src/backoff.js';
 
 /** Options of an InboundQueue. */
 export interface InboundQueueOptions {
@@ -66,7 +67,6 @@ export class InboundQueue {
   }
 
   private async runWithRetry(label: Record<string, unknown>, task: () => Promise<void>): Promise<void> {
-    let delay = this.o.initialDelayMs;
     for (let attempt = 1; ; attempt++) {
       if (this.abort.signal.aborted) {
         this.dropped++;
@@ -82,6 +82,7 @@ export class InboundQueue {
           this.o.logger.warn({ ...label, err }, 'discord: host refused the inbound message; dropped');
           return;
         }
+        const delay = backoffMs(attempt, this.o.initialDelayMs, this.o.maxDelayMs);
         const log = attempt === 1 ? this.o.logger.error.bind(this.o.logger) : this.o.logger.warn.bind(this.o.logger);
         log({ ...label, err, attempt, retryInMs: delay }, 'discord: host cannot take the inbound message (Redis unreachable); retrying in memory');
         try {
@@ -89,7 +90,6 @@ export class InboundQueue {
         } catch {
           // aborted: reported at the top of the loop
         }
-        delay = Math.min(delay * 2, this.o.maxDelayMs);
       }
     }
   }

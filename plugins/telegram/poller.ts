@@ -11,6 +11,7 @@ import type { Logger } from '../../src/logger.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { isApiCallError, toChannelApiError } from './errors.js';
 import type { RedisLease } from './lease.js';
+import { backoffMs } from '../../src/backoff.js';
 
 /** Options of a TelegramPoller. */
 export interface PollerOptions {
@@ -80,7 +81,7 @@ export class TelegramPoller {
         // Telegram's errors are rebuilt without the token; Redis and host errors are logged as they are.
         const safe = isApiCallError(err) ? toChannelApiError(err, 'getUpdates', this.opts.token) : err;
         const retryAfterMs = safe instanceof ChannelApiError ? safe.retryAfterMs : undefined;
-        const waitMs = retryAfterMs ?? Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(failures - 1, 5));
+        const waitMs = retryAfterMs ?? backoffMs(Math.min(failures, 6), 250, MAX_BACKOFF_MS);
         this.opts.logger.warn({ err: safe, waitMs }, 'telegram polling failed; retrying');
         await this.pause(waitMs);
       }

@@ -17,6 +17,7 @@ import type { WebhookChannelConfig } from './config.js';
 import { repliesKey } from './events.js';
 import type { WebhookReply } from './outbound.js';
 import { signedHeaders } from './signature.js';
+import { backoffMs } from '../../src/backoff.js';
 
 /** Conversations of the channel with replies not yet taken by the callback receiver. */
 export const pendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks`;
@@ -177,7 +178,7 @@ export class CallbackPump {
       this.o.logger.error({ conversationId, replyId, attempts: count, last: outcome.why }, 'webhook callback failed on every attempt; going on with the next reply');
       return undefined;
     }
-    const backoff = Math.min(cfg.callbackRetryBaseMs * 2 ** (count - 1), cfg.callbackMaxDelayMs);
+    const backoff = backoffMs(count, cfg.callbackRetryBaseMs, cfg.callbackMaxDelayMs);
     const wait = Math.min(outcome.retryAfterMs ?? backoff, cfg.callbackMaxDelayMs);
     this.failures.set(conversationId, { count, retryAt: this.now() + wait });
     this.o.logger.warn({ conversationId, replyId, attempt: count, waitMs: wait, last: outcome.why }, 'webhook callback failed; retrying');
