@@ -69,9 +69,7 @@ local state = run[1]
 -- A queued run takes more input unless it was already told to stop (its inputs
 -- would end unanswered) or the policy answers each message on its own.
 if state == 'queued' and not run[2] and policy ~= 'followup' then
-  local inputs = run[3]
-  if inputs and inputs ~= '' then inputs = inputs .. ',' .. seq else inputs = tostring(seq) end
-  redis.call('HSET', run_key, 'inputs', inputs)
+  redis.call('HSET', run_key, 'inputs', append_id(run[3], seq))
   return { 'joined', seq, active }
 end
 
@@ -82,9 +80,7 @@ if policy == 'interrupt' or policy == 'supersede' then
     local control_channel, conversation_id = names()
     request_stop(run_key, log_key, meta_key, active, seq, kind, control_channel, conversation_id)
   end
-  local urgent = redis.call('HGET', run_key, 'urgent')
-  if urgent and urgent ~= '' then urgent = urgent .. ',' .. seq else urgent = tostring(seq) end
-  redis.call('HSET', run_key, 'urgent', urgent)
+  redis.call('HSET', run_key, 'urgent', append_id(redis.call('HGET', run_key, 'urgent'), seq))
   return { 'interrupting', seq, active, kind }
 end
 

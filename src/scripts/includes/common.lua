@@ -51,6 +51,12 @@ local function append_audit(log_key, meta_key, kind, run_id, seqs, extra)
   return append_entry(log_key, meta_key, cjson.encode(entry))
 end
 
+-- A comma-separated id list (false / '' when empty) with `id` added at the end.
+local function append_id(csv, id)
+  if csv and csv ~= '' then return csv .. ',' .. id end
+  return tostring(id)
+end
+
 -- Comma-separated id lists (run inputs, urgent seqs) <-> Lua arrays of numbers.
 local function split_ids(csv)
   local out = {}
