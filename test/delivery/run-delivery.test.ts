@@ -325,19 +325,29 @@ describe('RunDelivery › turns anchored on the record', () => {
 });
 
 describe('RunDelivery › fenced by the run token', () => {
-  it('refuses to send for an attempt that lost its run, and sends for the attempt that owns it', async () => {
-    const dispatch = new Dispatch({ client: redis, prefix });
+  /** A run acquired by a first worker, a way to take it over, and delivery sinks of the run by token. */
+  async function acquiredRun() {
     const runs = new Runs({ client: redis, prefix });
-    const first = await dispatch.ingest({ conversationId: CID, updateKey: 'fake:u1', sender: { id: 'u1' }, text: 'hi' });
+    const first = await new Dispatch({ client: redis, prefix }).ingest({ conversationId: CID, updateKey: 'fake:u1', sender: { id: 'u1' }, text: 'hi' });
     if (first.kind !== 'new-run') throw new Error('expected a new run');
     const dead = await runs.acquire(CID, first.runId, 'worker-a');
-    // The first worker's lease runs out; another takes the run over.
-    await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
-    const live = await runs.acquire(CID, first.runId, 'worker-b');
-
     const out = new FakeOutbound(1000);
-    const make = (token: number) =>
-      new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined });
+    return {
+      runId: first.runId,
+      dead,
+      out,
+      /** The first worker's lease runs out; another takes the run over. */
+      takeOver: async () => {
+        await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
+        return runs.acquire(CID, first.runId, 'worker-b');
+      },
+      make: (token: number) => new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined }),
+    };
+  }
+
+  it('refuses to send for an attempt that lost its run, and sends for the attempt that owns it', async () => {
+    const { dead, out, takeOver, make } = await acquiredRun();
+    const live = await takeOver();
     await make(dead.token).message('late answer from the dead attempt');
     expect(out.sent).toEqual([]);
     expect(await outbox()).toEqual({});
@@ -347,27 +357,19 @@ describe('RunDelivery › fenced by the run token', () => {
   });
 
   it('does not let an attempt that lost its run mid-send overwrite the record of the attempt that took it over', async () => {
-    const dispatch = new Dispatch({ client: redis, prefix });
-    const runs = new Runs({ client: redis, prefix });
-    const first = await dispatch.ingest({ conversationId: CID, updateKey: 'fake:u2', sender: { id: 'u1' }, text: 'hi' });
-    if (first.kind !== 'new-run') throw new Error('expected a new run');
-    const dead = await runs.acquire(CID, first.runId, 'worker-a');
-    const out = new FakeOutbound(1000);
-    const make = (token: number) =>
-      new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined });
+    const { runId, dead, out, takeOver, make } = await acquiredRun();
     let live: RunDelivery | undefined;
     // The first attempt's send is slow: meanwhile its lease runs out, another attempt takes the run over and delivers.
     out.onSend = async (text) => {
       if (text !== 'slow answer') return;
       out.onSend = undefined;
-      await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
-      live = make((await runs.acquire(CID, first.runId, 'worker-b')).token);
+      live = make((await takeOver()).token);
       await live.message('answer');
     };
     await make(dead.token).message('slow answer');
     expect(live).toBeDefined();
     // Both went out (the platform took both), but the outbox holds the live attempt's message id: its acknowledgement stands.
     expect(out.sent.map((s) => s.text)).toEqual(['answer', 'slow answer']);
-    expect(await outbox()).toEqual({ [`${first.runId}:0`]: { status: 'acknowledged', messageId: 'm1' } });
+    expect(await outbox()).toEqual({ [`${runId}:0`]: { status: 'acknowledged', messageId: 'm1' } });
   });
 });
