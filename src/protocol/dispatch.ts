@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
 import { attachmentSchema, senderSchema } from '../record/entries.js';
+import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { newRunId } from './ids.js';
@@ -40,9 +41,12 @@ export type StopResult =
 export class Dispatch {
   readonly options: ResolvedProtocolOptions;
   private readonly messageSchema: z.ZodType<IncomingMessage>;
+  /** Updates ingested in one event-loop turn share one script call (group commit). */
+  readonly ingestBatch: ScriptBatcher;
 
   constructor(options: ProtocolOptions) {
     this.options = resolveOptions(options);
+    this.ingestBatch = new ScriptBatcher(this.options.client, 'ingest');
     this.messageSchema = z.object({
       conversationId: z.string().min(1),
       updateKey: z.string().min(1),
@@ -99,7 +103,7 @@ export class Dispatch {
     const entryJson = metadataJson === undefined ? json : `${json.slice(0, -1)},"metadata":${metadataJson}}`;
     const reply = checkReply(
       'ingest',
-      await runScript(this.options.client, 'ingest', [k.base, k.dedupe(m.updateKey)], [
+      await this.ingestBatch.run([k.base, k.dedupe(m.updateKey)], [
         entryJson,
         `${policy}|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|${runId}`,
       ]),

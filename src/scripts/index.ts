@@ -1,8 +1,10 @@
 /**
  * Loads the Lua scripts of this folder once per client with `defineCommand`
  * and calls them through one typed wrapper. A script file is named
- * `<verb>-<numKeys>.lua`; `--- @include "<name>"` lines are replaced by
- * `includes/<name>.lua` (each include at most once per script).
+ * `<verb>-<numKeys>.lua`, or `<verb>-<numKeys>n.lua` for a script that takes
+ * any number of items of `numKeys` keys each (see `ScriptBatcher`);
+ * `--- @include "<name>"` lines are replaced by `includes/<name>.lua` (each
+ * include at most once per script).
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +43,10 @@ interface LoadedScript {
   name: ScriptName;
   /** Command name registered on the client. */
   command: string;
+  /** Keys per call, or per item of a batch script. */
   numberOfKeys: number;
+  /** A batch script (`-<n>n.lua`): any number of items, `numberOfKeys` keys each. */
+  batch: boolean;
   lua: string;
 }
 
@@ -64,11 +69,11 @@ function resolveIncludes(source: string, file: string): string {
 function loadScripts(): Map<ScriptName, LoadedScript> {
   const out = new Map<ScriptName, LoadedScript>();
   for (const file of readdirSync(DIR)) {
-    const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
+    const m = /^([a-z-]+)-(\d+)(n?)\.lua$/.exec(file);
     if (!m) continue;
     const name = m[1] as ScriptName;
     const lua = resolveIncludes(readFileSync(join(DIR, file), 'utf8'), file);
-    out.set(name, { name, command: `sb_${name.replace(/-/g, '_')}`, numberOfKeys: Number(m[2]), lua });
+    out.set(name, { name, command: `sb_${name.replace(/-/g, '_')}`, numberOfKeys: Number(m[2]), batch: m[3] === 'n', lua });
   }
   return out;
 }
@@ -80,7 +85,8 @@ const defined = new WeakSet<object>();
 export function defineScripts(client: RedisClient): void {
   if (defined.has(client)) return;
   for (const s of SCRIPTS.values()) {
-    client.defineCommand(s.command, { lua: s.lua, numberOfKeys: s.numberOfKeys });
+    // A batch script's key count varies: the caller passes it first.
+    client.defineCommand(s.command, s.batch ? { lua: s.lua } : { lua: s.lua, numberOfKeys: s.numberOfKeys });
   }
   defined.add(client);
 }
@@ -92,7 +98,7 @@ export function scriptSource(name: ScriptName): string {
   return s.lua;
 }
 
-/** Number of KEYS a script takes (from its file name). */
+/** Number of KEYS a script takes, per item for a batch script (from its file name). */
 export function scriptKeyCount(name: ScriptName): number {
   const s = SCRIPTS.get(name);
   if (!s) throw new ScriptError(name, 'no such script');
@@ -102,9 +108,17 @@ export function scriptKeyCount(name: ScriptName): number {
 /** A raw script reply: a status string or a negative error code first. */
 export type ScriptReply = Array<string | number>;
 
+/** Whether a script takes any number of items (`-<n>n.lua`). */
+export function isBatchScript(name: ScriptName): boolean {
+  const s = SCRIPTS.get(name);
+  if (!s) throw new ScriptError(name, 'no such script');
+  return s.batch;
+}
+
 /**
  * Runs one script with `keys` and `args`. The number of keys must match the
- * script's file name. Returns the raw reply; decode it with `results.ts`.
+ * script's file name (a positive multiple of it for a batch script, whose
+ * reply is one reply per item). Returns the raw reply; decode it with `results.ts`.
  */
 export async function runScript(
   client: RedisClient,
@@ -114,13 +128,13 @@ export async function runScript(
 ): Promise<ScriptReply> {
   const s = SCRIPTS.get(name);
   if (!s) throw new ScriptError(name, 'no such script');
-  if (keys.length !== s.numberOfKeys) {
-    throw new ScriptError(name, `expects ${s.numberOfKeys} keys, got ${keys.length}`);
+  if (s.batch ? keys.length === 0 || keys.length % s.numberOfKeys !== 0 : keys.length !== s.numberOfKeys) {
+    throw new ScriptError(name, `expects ${s.batch ? 'a positive multiple of ' : ''}${s.numberOfKeys} keys, got ${keys.length}`);
   }
   defineScripts(client);
   const fn = (client as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
   if (!fn) throw new ScriptError(name, 'not registered on this client');
-  const reply = await fn.call(client, ...keys, ...args);
+  const reply = s.batch ? await fn.call(client, keys.length, ...keys, ...args) : await fn.call(client, ...keys, ...args);
   if (!Array.isArray(reply)) throw new ScriptError(name, `unexpected reply ${JSON.stringify(reply)}`);
   return reply as ScriptReply;
 }

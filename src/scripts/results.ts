@@ -23,6 +23,8 @@ export const SCRIPT_ERRORS = {
   BAD_ARG: -5,
   CONFLICT: -6,
   TOO_LARGE: -7,
+  /** One item of a batch script failed (its message follows); the other items stand. */
+  SCRIPT: -8,
 } as const;
 
 
@@ -49,6 +51,8 @@ function errorFor(script: ScriptName, code: number, reply: ScriptReply, runId: s
       return new CasConflictError(script, reply[1] === '' ? undefined : String(reply[1]));
     case SCRIPT_ERRORS.TOO_LARGE:
       return new InvalidInputError(`${script}: value larger than ${reply[1]} bytes`);
+    case SCRIPT_ERRORS.SCRIPT:
+      return new ScriptError(script, String(reply[1]));
     default:
       return new ScriptError(script, `unknown error code ${code}`);
   }

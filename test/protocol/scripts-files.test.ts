@@ -1,4 +1,4 @@
-/** The Lua script files follow the BullMQ convention: `<verb>-<numKeys>.lua`, a documented header, keys that match. */
+/** The Lua script files follow the BullMQ convention: `<verb>-<numKeys>.lua` (`-<numKeys>n.lua`: per item of a batch), a documented header, keys that match. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ import { runScript, scriptKeyCount, scriptSource, type ScriptName } from '../../
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));
-const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)\.lua$/;
+const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)(n?)\.lua$/;
 const ALL_NAMES: ScriptName[] = [
   'request-compaction',
   'outbox-claim',
@@ -60,7 +60,7 @@ describe('script files', () => {
     const numKeys = Number(m?.[2]);
     const { header, body } = split(source);
 
-    it('is named <verb>-<numKeys>.lua', () => {
+    it('is named <verb>-<numKeys>.lua or <verb>-<numKeys>n.lua', () => {
       expect(file).toMatch(FILE_RE);
     });
 
@@ -109,6 +109,11 @@ describe('script files', () => {
   describe('runScript', () => {
     it('refuses a call with the wrong number of keys before touching Redis', async () => {
       await expect(runScript(fx.redis, 'heartbeat', ['a', 'b'], [1, 1])).rejects.toBeInstanceOf(ScriptError);
+    });
+
+    it('refuses a batch call whose keys are not whole items, or no item', async () => {
+      await expect(runScript(fx.redis, 'ingest', ['a', 'b', 'c'], ['x', 'y'])).rejects.toThrow(/positive multiple of 2 keys, got 3/);
+      await expect(runScript(fx.redis, 'ingest', [], [])).rejects.toThrow(/got 0/);
     });
   });
 });

@@ -13,6 +13,7 @@ local ERR_LEASE_HELD = -4
 local ERR_BAD_ARG = -5
 local ERR_CONFLICT = -6
 local ERR_TOO_LARGE = -7
+local ERR_SCRIPT = -8
 
 -- Milliseconds since the epoch on the Redis clock (one clock for every process).
 local function now_ms()

@@ -1,0 +1,125 @@
+--[[
+  Ingest platform updates, one or more per call: for each, dedupe, append
+  `message.received`, route it by the conversation's input policy. Each update
+  is handled atomically and in the order given, one round trip for them all
+  (the host batches the updates that arrive in one event-loop turn). The
+  `-2n` name: 2 keys and 2 arguments per update.
+
+  Update i takes KEYS[2i-1], KEYS[2i] and ARGV[2i-1], ARGV[2i]; for the first:
+  KEYS[1] base      conversation key prefix `<p>:{c:<id>}:`; the conversation's
+                    `meta` (seq, policy override, policy_eff), `log` (the record
+                    stream), `active`, `pending` and the active run's `run:` /
+                    `steer:` keys derive from it (all in its slot)
+  KEYS[2] dedupe    `<base>dedupe:<update key>`
+
+  ARGV[1] entry json   the complete `message.received` entry
+  ARGV[2] options      `<default policy>|<steering 1/0>|<steering cap>|<dedupe ttl s>|<run id>`:
+                       the policy when the conversation has no /queue override;
+                       steering: the runner declares the capability (else steer acts as
+                       collect); the cap of a run's steering list; how long the update
+                       is remembered; the id to use if this update creates a run
+                       (packed in one argument: ingest is the hot path and every
+                       argument costs the client time)
+
+  The control channel is `<p>:control`, the conversation id is `<id>`, both read from the base key.
+
+  Returns one reply per update, in order, each one of
+    { 'duplicate', original seq }
+    { 'new-run', seq, run id }
+    { 'joined', seq, run id }                      active run still queued (not stopped; not followup)
+    { 'steered', seq, run id, steering depth }
+    { 'pending', seq, run id, pending depth, 'policy'|'overflow'|'order' }   order: queued behind older pending messages
+    { 'interrupting', seq, run id, stop kind }         the run's stop kind (interrupt|supersede, or stop after /stop)
+    { ERR_SCRIPT, message }                          this update failed (e.g. a key of the wrong type); the others stand
+]]
+--- @include "common"
+--- @include "dedupe"
+--- @include "stop"
+
+local function ingest_one(base, dedupe_key, entry_json, options)
+  local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
+  local default_policy, steering, cap, ttl, run_id = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
+  -- `<prefix>`, `<conversation id>` from the base key; only creating or stopping a run needs them.
+  local function names()
+    local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
+    return prefix .. ':control', conversation_id
+  end
+
+  local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, entry_json, ttl)
+  if seen then return { 'duplicate', seen } end
+
+  local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
+  local policy = pm[1] or default_policy
+  if policy == 'steer' and steering ~= '1' then policy = 'collect' end
+  -- The successor of a run takes pending by the latest effective policy (finish reads it).
+  if pm[2] ~= policy then redis.call('HSET', meta_key, 'policy_eff', policy) end
+
+  local active = redis.call('GET', active_key)
+  if not active then
+    -- Pending is empty whenever no run is active; take it anyway so nothing can strand.
+    local inputs = {}
+    local waiting = redis.call('LRANGE', pending_key, 0, -1)
+    for i = 1, #waiting do inputs[i] = tonumber(waiting[i]) end
+    if #waiting > 0 then redis.call('DEL', pending_key) end
+    inputs[#inputs + 1] = seq
+    local _, conversation_id = names()
+    create_run(base, active_key, run_id, conversation_id, inputs, 'ingest', now_ms())
+    return { 'new-run', seq, run_id }
+  end
+
+  local run_key = base .. 'run:' .. active
+  local run = redis.call('HMGET', run_key, 'state', 'stop', 'inputs')
+  local state = run[1]
+
+  -- A queued run takes more input unless it was already told to stop (its inputs
+  -- would end unanswered) or the policy answers each message on its own.
+  if state == 'queued' and not run[2] and policy ~= 'followup' then
+    redis.call('HSET', run_key, 'inputs', append_id(run[3], seq))
+    return { 'joined', seq, active }
+  end
+
+  if policy == 'interrupt' or policy == 'supersede' then
+    local kind = run[2]
+    if not kind then
+      kind = policy
+      local control_channel, conversation_id = names()
+      request_stop(run_key, log_key, meta_key, active, seq, kind, control_channel, conversation_id)
+    end
+    redis.call('HSET', run_key, 'urgent', append_id(redis.call('HGET', run_key, 'urgent'), seq))
+    return { 'interrupting', seq, active, kind }
+  end
+
+  if policy == 'steer' then
+    local steer_key = base .. 'steer:' .. active
+    local depth = redis.call('LLEN', steer_key)
+    if depth >= tonumber(cap) then
+      local n = redis.call('RPUSH', pending_key, seq)
+      append_audit(log_key, meta_key, 'steering.overflow', active, { seq }, { cap = tonumber(cap) })
+      return { 'pending', seq, active, n, 'overflow' }
+    end
+    -- While older messages wait in pending, newer ones queue behind them: answers keep message order.
+    local waiting = redis.call('LLEN', pending_key)
+    if waiting > 0 then
+      return { 'pending', seq, active, redis.call('RPUSH', pending_key, seq), 'order' }
+    end
+    depth = redis.call('RPUSH', steer_key, seq)
+    append_audit(log_key, meta_key, 'steering.queued', active, { seq })
+    return { 'steered', seq, active, depth }
+  end
+
+  -- followup and collect wait for a successor run.
+  local n = redis.call('RPUSH', pending_key, seq)
+  return { 'pending', seq, active, n, 'policy' }
+end
+
+local out = {}
+for i = 1, #KEYS / 2 do
+  -- One update's failure (a Lua or command error) is its own reply; the updates before and after it stand.
+  local ok, reply = pcall(ingest_one, KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i - 1], ARGV[2 * i])
+  if ok then
+    out[i] = reply
+  else
+    out[i] = { ERR_SCRIPT, type(reply) == 'table' and (reply.err or cjson.encode(reply)) or tostring(reply) }
+  end
+end
+return out
