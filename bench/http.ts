@@ -6,7 +6,10 @@
  * server that only parses the JSON body and answers 202. Prints requests/s,
  * p50/p99 latency of each, and their ratio (target >= 70 %). A third route,
  * the same ingest without the webhook edge (no signature, validation or
- * channel host), attributes the gap between the ingest and the edge.
+ * channel host), attributes the gap between the ingest and the edge; a
+ * fourth, the bare route plus one no-op EVALSHA per request, shows what a
+ * Redis round trip alone costs. Ingest phases also print how many updates
+ * each ingest script call carried (group commit, `src/scripts/batch.ts`).
  *
  * The server runs in a worker thread (its own event loop) so the client's
  * work does not slow it down; the client is node:http with keep-alive over
@@ -25,6 +28,8 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
 import { Redis } from 'ioredis';
+import { conversationKeys } from '../src/keys.js';
+import { runScript } from '../src/scripts/index.js';
 import { privateRedis } from './private-redis.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 6_000);
@@ -35,6 +40,7 @@ const SECRET = 'bench-secret-0123456789abcdef';
 const WEBHOOK_PATH = '/webhooks/bench';
 const BARE_PATH = '/bench/bare';
 const INGEST_PATH = '/bench/ingest-only';
+const ROUND_TRIP_PATH = '/bench/round-trip';
 
 interface ServerInit {
   redisUrl: string;
@@ -67,9 +73,15 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
     const r = await host.ingest.ingest({ conversationId: `webhook:bench:${b.conversation}`, updateKey: `webhook:bench:ingest-only-${b.id}`, sender: b.sender, text: b.text });
     return reply.code(r.kind === 'duplicate' ? 200 : 202).send({ result: r.kind, seq: r.seq });
   });
+  // What one Redis round trip alone costs a route: the bare route plus one no-op EVALSHA per request on the host's connection.
+  const noopKey = conversationKeys(prefix, 'webhook:bench:floor').meta;
+  http.post(ROUND_TRIP_PATH, async (_req, reply) => {
+    await runScript(redis, 'noop', [noopKey], []);
+    return reply.code(202).send({ result: 'accepted' });
+  });
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
   parentPort!.on('message', async (m: unknown) => {
-    if (m === 'elu') return parentPort!.postMessage({ elu: performance.eventLoopUtilization() });
+    if (m === 'elu') return parentPort!.postMessage({ elu: performance.eventLoopUtilization(), batch: { ...host.dispatch.ingestBatch.stats } });
     if (m !== 'stop') return;
     await http.close();
     await host.queue.queue.obliterate({ force: true }).catch(() => undefined);
@@ -83,6 +95,8 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
 interface Phase {
   /** Share of the phase the server's event loop was busy (1 = CPU-bound). */
   elu: number;
+  /** Updates per ingest script call (group commit), when the phase ingested. */
+  perCall: number;
   /** CPU of this process (client and server threads) per request, µs. */
   nodeCpuUs: number;
   /** CPU of redis-server per request, µs. */
@@ -119,13 +133,14 @@ function post(agent: Agent, url: URL, path: string, req: { body: Buffer; headers
 }
 
 type Elu = { idle: number; active: number };
-/** The server thread's event-loop utilization counters. */
-function serverElu(worker: Worker): Promise<Elu> {
+type Counters = { elu: Elu; batch: { calls: number; items: number } };
+/** The server thread's event-loop utilization counters and ingest batch counts. */
+function serverElu(worker: Worker): Promise<Counters> {
   return new Promise((resolve) => {
-    const on = (m: { elu?: Elu }) => {
-      if (!m.elu) return;
+    const on = (m: Partial<Counters>) => {
+      if (!m.elu || !m.batch) return;
       worker.off('message', on);
-      resolve(m.elu);
+      resolve(m as Counters);
     };
     worker.on('message', on);
     worker.postMessage('elu');
@@ -140,7 +155,7 @@ async function redisCpu(admin: Redis): Promise<number> {
 }
 
 async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs: Array<{ body: Buffer; headers: Record<string, string> }>, admin: Redis): Promise<Phase> {
-  const elu0 = await serverElu(worker);
+  const { elu: elu0, batch: batch0 } = await serverElu(worker);
   const cpu0 = process.cpuUsage();
   const rcpu0 = await redisCpu(admin);
   const latencies = new Float64Array(reqs.length);
@@ -161,15 +176,16 @@ async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs:
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const rcpu = (await redisCpu(admin)) - rcpu0;
-  const elu1 = await serverElu(worker);
+  const { elu: elu1, batch: batch1 } = await serverElu(worker);
   const elu = (elu1.active - elu0.active) / (elu1.active + elu1.idle - elu0.active - elu0.idle);
+  const perCall = (batch1.items - batch0.items) / Math.max(1, batch1.calls - batch0.calls);
   latencies.sort();
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { elu, nodeCpuUs: (cpu.user + cpu.system) / reqs.length, redisCpuUs: rcpu / reqs.length, rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
+  return { elu, perCall, nodeCpuUs: (cpu.user + cpu.system) / reqs.length, redisCpuUs: rcpu / reqs.length, rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
 }
 
 const fmt = (p: Phase) =>
-  `${p.rps.toFixed(0).padStart(7)} req/s   p50 ${p.p50.toFixed(2).padStart(6)} ms   p99 ${p.p99.toFixed(2).padStart(6)} ms   server loop busy ${(p.elu * 100).toFixed(0).padStart(3)} %   cpu/req node ${p.nodeCpuUs.toFixed(0).padStart(4)} µs redis ${p.redisCpuUs.toFixed(0).padStart(3)} µs   statuses ${[...p.statuses].map(([s, c]) => `${s}×${c}`).join(' ')}`;
+  `${p.rps.toFixed(0).padStart(7)} req/s   p50 ${p.p50.toFixed(2).padStart(6)} ms   p99 ${p.p99.toFixed(2).padStart(6)} ms   server loop busy ${(p.elu * 100).toFixed(0).padStart(3)} %   cpu/req node ${p.nodeCpuUs.toFixed(0).padStart(4)} µs redis ${p.redisCpuUs.toFixed(0).padStart(3)} µs   ${p.perCall > 0 ? `${p.perCall.toFixed(1).padStart(4)} updates/script call` : '                        '}   statuses ${[...p.statuses].map(([s, c]) => `${s}×${c}`).join(' ')}`;
 
 export async function main(): Promise<void> {
   const redis = await privateRedis();
@@ -185,19 +201,23 @@ export async function main(): Promise<void> {
     await phase(worker, agent, url, BARE_PATH, prepare(1000, 0), admin);
     await phase(worker, agent, url, WEBHOOK_PATH, prepare(1000, 0), admin);
     await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0), admin);
+    await phase(worker, agent, url, ROUND_TRIP_PATH, prepare(1000, 0), admin);
 
     console.log(`http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`);
     const bare: Phase[] = [];
     const hook: Phase[] = [];
     const ingest: Phase[] = [];
+    const trip: Phase[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const reqs = prepare(REQUESTS, round);
       bare.push(await phase(worker, agent, url, BARE_PATH, reqs, admin));
       hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs, admin));
       ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs, admin));
+      trip.push(await phase(worker, agent, url, ROUND_TRIP_PATH, reqs, admin));
       console.log(`  round ${round} bare route:      ${fmt(bare.at(-1)!)}`);
       console.log(`  round ${round} signed webhook:  ${fmt(hook.at(-1)!)}   ratio ${((hook.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
       console.log(`  round ${round} ingest only:     ${fmt(ingest.at(-1)!)}   ratio ${((ingest.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
+      console.log(`  round ${round} no-op round trip: ${fmt(trip.at(-1)!)}   ratio ${((trip.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const bareRps = median(bare.map((p) => p.rps));
@@ -211,6 +231,8 @@ export async function main(): Promise<void> {
     const ingestRatios = bare.map((b, i) => ingest[i]!.rps / b.rps);
     const edgeRatios = ingest.map((g, i) => hook[i]!.rps / g.rps);
     console.log(`  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`);
+    const tripRatios = bare.map((b, i) => trip[i]!.rps / b.rps);
+    console.log(`  round trip alone:       bare + one no-op EVALSHA per request / bare ${(median(tripRatios) * 100).toFixed(1)} % (${tripRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %)`);
   } finally {
     agent.destroy();
     admin.disconnect();
