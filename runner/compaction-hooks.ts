@@ -96,6 +96,7 @@ export class RunCompaction implements CompactionHooks {
     const loaded = await this.load();
     this.answerAnchor = lastTakenSeq(loaded.entries, this.o.run.runId);
     const check = await this.compactWith(loaded.manualRequested ? 'manual' : 'pressure', loaded);
+    if (loaded.manualRequested) await this.settleManual(check, loaded.compactRequestedSeq);
     // The /compact the load saw is applied now or was by an earlier run: the boundaries react only to a newer one.
     this.manualSeen = loaded.compactRequestedSeq;
     if (check?.result?.kind === 'compacted') this.o.logger.info({ trigger: loaded.manualRequested ? 'manual' : 'pressure' }, 'compacted at run start');
@@ -104,7 +105,9 @@ export class RunCompaction implements CompactionHooks {
 
   /** A `/compact` run of its own (idle conversation): compact and return. */
   async manualOnly(): Promise<boolean> {
-    const check = await this.compactWith('manual', await this.load());
+    const loaded = await this.load();
+    const check = await this.compactWith('manual', loaded);
+    await this.settleManual(check, loaded.compactRequestedSeq);
     return check?.result?.kind === 'compacted';
   }
 
@@ -128,7 +131,23 @@ export class RunCompaction implements CompactionHooks {
     this.manualSeen = requested;
     // O(tail): this run's steps and the steering it pulled are already in the record.
     const check = await this.compactWith(manual ? 'manual' : 'pressure', await this.load());
+    if (manual) await this.settleManual(check, requested);
     return check?.result?.kind === 'compacted' ? check.messages : undefined;
+  }
+
+  /**
+   * A `/compact` that found nothing to compact is done: clear it (up to the
+   * seq this run read), so `/status` stops reporting it and later runs stop
+   * retrying it. A failure to clear only leaves it pending.
+   */
+  private async settleManual(check: PressureCheck | undefined, seenSeq: number): Promise<void> {
+    if (seenSeq <= 0 || check?.result?.kind !== 'skipped' || check.result.reason !== 'nothing-to-compact') return;
+    try {
+      await this.o.state.clearCompactRequest(this.o.run, seenSeq);
+    } catch (err) {
+      if (err instanceof StaleRunError) throw err;
+      this.o.logger.warn({ err }, 'could not clear a /compact that found nothing to compact; it stays requested');
+    }
   }
 
   async onOverflow(): Promise<ModelMessage[] | undefined> {

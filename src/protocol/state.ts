@@ -106,6 +106,17 @@ export class ConversationState {
     return Number(r[1]);
   }
 
+  /**
+   * Clears a `/compact` request that found nothing to compact, if it is the
+   * one the run read (`seenSeq`) or older; a newer request stays. Fenced.
+   * Returns whether a request was cleared.
+   */
+  async clearCompactRequest(run: RunRef, seenSeq: number): Promise<boolean> {
+    const k = conversationKeys(this.options.prefix, run.conversationId);
+    const r = checkReply('compact-request-clear', await runScript(this.options.client, 'compact-request-clear', [k.run(run.runId), k.meta], [run.token, seenSeq]), run.runId);
+    return r[1] === 1;
+  }
+
   /** `value` as JSON within the size cap; InvalidInputError otherwise. */
   private json(key: string, value: unknown): string {
     let json: string | undefined;

@@ -31,6 +31,7 @@ export type ScriptName =
   | 'status-command'
   | 'state-set'
   | 'compaction-commit'
+  | 'compact-request-clear'
   | 'outbox-claim'
   | 'outbox-set'
   | 'cursor-advance'

@@ -338,6 +338,45 @@ describe('compaction in the runtime', () => {
       expect(await h.entries('compaction')).toHaveLength(1);
     });
 
+    it('when idle with nothing to compact, clears the request: /status stops reporting it and later runs do not retry it', async () => {
+      script();
+      await start();
+      await say(1); // one turn: fewer than the 4 kept verbatim
+
+      const r = await h.dispatch.requestCompaction(h.source());
+      if (r.kind !== 'new-run') throw new Error(`expected a compaction run, got ${r.kind}`);
+      expect((await h.dispatch.status(CID)).compactionRequestedSeq).toBe(r.seq);
+      await h.queue.enqueue(CID, r.runId);
+      expect((await h.runEnded(r.runId)).outcome).toBe('completed');
+
+      expect(summarizerRequests()).toHaveLength(0);
+      expect(await h.entries('compaction')).toHaveLength(0);
+      expect((await h.dispatch.status(CID)).compactionRequestedSeq).toBe(0);
+      // The next run starts from the plain record, with no compaction attempt of its own.
+      const next = await say(2);
+      expect(next.outcome).toBe('completed');
+      expect(summarizerRequests()).toHaveLength(0);
+      expect(lastUserMarker(chat(next.first()))).toBe(2);
+    });
+
+    it('during a run with nothing to compact, clears the request at the next turn boundary', async () => {
+      const gate = deferred();
+      const entered = deferred();
+      script();
+      await start({ tools: [slowTool(async () => { entered.resolve(); await gate.promise; })] });
+
+      const r = await h.ingest(userText(1, TOOL_ASK));
+      const runId = (r as { runId: string }).runId;
+      await entered.promise;
+      const first = await h.dispatch.requestCompaction(h.source());
+      expect(first.kind).toBe('requested');
+      gate.resolve();
+      expect((await h.runEnded(runId)).outcome).toBe('completed');
+
+      expect(summarizerRequests()).toHaveLength(0);
+      expect((await h.dispatch.status(CID)).compactionRequestedSeq).toBe(0);
+    });
+
     it('when idle, answers a message that joined the queued compaction run, in that run', async () => {
       script();
       await start();

@@ -30,6 +30,7 @@ const ALL_NAMES: ScriptName[] = [
   'status-command',
   'state-set',
   'compaction-commit',
+  'compact-request-clear',
   'noop',
 ];
 
