@@ -7,6 +7,13 @@
  * kept per conversation in Redis, so a restart (or another host) goes on
  * from there; a lock keeps one host at a time on a conversation. A receiver
  * that is down therefore holds no run and no runner slot.
+ *
+ * Pending conversations are a sorted set scored by when each is due: 0 (now)
+ * when marked; the expiry of its lock while a host works on it; the retry time
+ * while it waits out a failure. Only the host holding a conversation's lock
+ * changes its score. A poll reads only due conversations, a page at a time, so
+ * a receiver that is down for thousands of conversations costs a poll no more
+ * than one page, and every host sees the same retry schedule.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,14 +26,23 @@ import type { WebhookReply } from './outbound.js';
 import { signedHeaders } from './signature.js';
 import { backoffMs } from '../../src/backoff.js';
 
-/** Conversations of the channel with replies not yet taken by the callback receiver. */
-export const pendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks`;
+/** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
+export const pendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks_due`;
+/** The unscored set of pending conversations of earlier versions; a pump moves it into `pendingKey` when it starts. */
+export const legacyPendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks`;
+
+/** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
+export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
+  await redis.zadd(pendingKey(prefix, channelId), 'NX', 0, conversationId);
+}
 /** Stream id of the last reply of the conversation the receiver took. */
 export const cursorKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_cursor`;
 const lockKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_lock`;
 
 /** Replies read per round trip. */
 const BATCH = 50;
+/** Due conversations read per poll. */
+export const DUE_PAGE = 100;
 /** Conversations pumped at once by one host. */
 const PARALLEL = 8;
 
@@ -60,10 +76,8 @@ export interface CallbackPumpOptions {
 export class CallbackPump {
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
-  /** Per conversation: consecutive failures of its oldest reply, and when to try again. */
-  private readonly failures = new Map<string, { count: number; retryAt: number }>();
-  /** Conversations another host holds, until when (the lock's expiry): not asked for again before. */
-  private readonly heldElsewhere = new Map<string, number>();
+  /** Per conversation: consecutive failures of its oldest reply (counted again from 1 for another reply). */
+  private readonly failures = new Map<string, { replyId: string; count: number }>();
   private readonly now: () => number;
   private readonly url: string;
   private readonly secret: string;
@@ -84,20 +98,36 @@ export class CallbackPump {
     await this.loop;
   }
 
+  /** Moves the pending set of earlier versions into the schedule, due now. */
+  private async migrateLegacy(): Promise<void> {
+    const legacy = legacyPendingKey(this.o.prefix, this.o.channelId);
+    if ((await this.o.redis.type(legacy)) !== 'set') return;
+    const members = await this.o.redis.smembers(legacy);
+    for (const c of members) await markPending(this.o.redis, this.o.prefix, this.o.channelId, c);
+    await this.o.redis.srem(legacy, ...members);
+  }
+
+  /** Sets when a pending conversation is due next (ms since the epoch), if it is still pending. Only the lock holder calls it. */
+  private async schedule(conversationId: string, at: number): Promise<void> {
+    await this.o.redis.zadd(pendingKey(this.o.prefix, this.o.channelId), 'XX', Math.round(at), conversationId);
+  }
+
   private async run(): Promise<void> {
     const signal = this.stopping.signal;
+    let migrated = false;
     while (!signal.aborted) {
       let pause = this.o.config.callbackPollMs;
       try {
-        const pending = await this.o.redis.smembers(pendingKey(this.o.prefix, this.o.channelId));
-        const now = this.now();
-        // Forget conversations that are no longer pending (delivered by this host or another).
-        const still = new Set(pending);
-        for (const map of [this.failures, this.heldElsewhere]) for (const c of map.keys()) if (!still.has(c)) map.delete(c);
-        const due = pending.filter((c) => Math.max(this.failures.get(c)?.retryAt ?? 0, this.heldElsewhere.get(c) ?? 0) <= now);
+        if (!migrated) {
+          await this.migrateLegacy();
+          migrated = true;
+        }
+        const due = await this.o.redis.zrangebyscore(pendingKey(this.o.prefix, this.o.channelId), '-inf', this.now(), 'LIMIT', 0, DUE_PAGE);
         for (let i = 0; i < due.length && !signal.aborted; i += PARALLEL) {
           await Promise.all(due.slice(i, i + PARALLEL).map((c) => this.pump(c)));
         }
+        // A full page: more may be due; look again at once.
+        if (due.length === DUE_PAGE) pause = 0;
       } catch (err) {
         this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
         pause = Math.max(pause, 1000);
@@ -113,13 +143,13 @@ export class CallbackPump {
     const token = randomBytes(8).toString('hex');
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
     const taken = await runScript(redis, 'lease-acquire', [lock], [token, lockMs]);
-    if (taken[0] !== 1) {
-      // Another host is on it, or waits out a retry: look again when its lock runs out.
-      this.heldElsewhere.set(conversationId, this.now() + Math.max(Number(taken[1]), this.o.config.callbackPollMs));
-      return;
-    }
-    this.heldElsewhere.delete(conversationId);
+    // Another host is on it (it rescheduled the conversation when it took the lock; this poll read it before).
+    if (taken[0] !== 1) return;
+    // Not due for anyone while this host holds it; if this host dies, due again when the lock runs out.
+    await this.schedule(conversationId, this.now() + lockMs);
     let hold = false;
+    /** The conversation's score says what comes next (done, retry time, another host's); else it is due again now. */
+    let settled = false;
     try {
       const cursorAt = cursorKey(this.o.prefix, conversationId);
       const stream = repliesKey(this.o.prefix, conversationId);
@@ -129,8 +159,9 @@ export class CallbackPump {
         if (entries.length === 0) {
           // A reply appended after the read above re-marks the conversation itself; one appended
           // between that read and this SREM would not, so look once more after it.
-          await redis.srem(pendingKey(this.o.prefix, this.o.channelId), conversationId);
-          if ((await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', 1)).length > 0) await redis.sadd(pendingKey(this.o.prefix, this.o.channelId), conversationId);
+          await redis.zrem(pendingKey(this.o.prefix, this.o.channelId), conversationId);
+          if ((await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', 1)).length > 0) await markPending(redis, this.o.prefix, this.o.channelId, conversationId);
+          settled = true;
           return;
         }
         for (const [id, fields] of entries) {
@@ -143,8 +174,11 @@ export class CallbackPump {
           if (outcome.kind === 'failed') {
             const wait = this.retryWait(conversationId, id, outcome);
             if (wait !== undefined) {
-              // The lock outlives this attempt until the retry is due, so no other host retries sooner.
+              // The schedule says when the retry is due, and the lock outlives this attempt until then,
+              // so no host retries sooner.
+              await this.schedule(conversationId, this.now() + wait);
               hold = await this.advance(lock, cursorAt, token, '', Math.max(1, wait));
+              settled = true;
               return;
             }
           }
@@ -154,12 +188,15 @@ export class CallbackPump {
           if (!(await this.advance(lock, cursorAt, token, id, lockMs))) {
             this.o.logger.warn({ conversationId, replyId: id }, 'webhook callbacks: lost the lock of a conversation to another host; leaving it to that host');
             hold = true;
+            settled = true;
             return;
           }
           cursor = id;
         }
       }
     } finally {
+      // Cut off by shutdown or an error: due again at once, for this host's next poll or another host.
+      if (!settled) await this.schedule(conversationId, 0).catch(() => undefined);
       if (!hold) await runScript(redis, 'lock-release', [lock], [token]).catch(() => undefined);
     }
   }
@@ -173,14 +210,15 @@ export class CallbackPump {
   /** Counts a failure of the conversation's oldest reply: how long to wait before the next attempt, or undefined when it is given up (attempts used up). */
   private retryWait(conversationId: string, replyId: string, outcome: Extract<Outcome, { kind: 'failed' }>): number | undefined {
     const cfg = this.o.config;
-    const count = (this.failures.get(conversationId)?.count ?? 0) + 1;
+    const last = this.failures.get(conversationId);
+    const count = (last?.replyId === replyId ? last.count : 0) + 1;
     if (count >= cfg.callbackMaxAttempts) {
       this.o.logger.error({ conversationId, replyId, attempts: count, last: outcome.why }, 'webhook callback failed on every attempt; going on with the next reply');
       return undefined;
     }
     const backoff = backoffMs(count, cfg.callbackRetryBaseMs, cfg.callbackMaxDelayMs);
     const wait = Math.min(outcome.retryAfterMs ?? backoff, cfg.callbackMaxDelayMs);
-    this.failures.set(conversationId, { count, retryAt: this.now() + wait });
+    this.failures.set(conversationId, { replyId, count });
     this.o.logger.warn({ conversationId, replyId, attempt: count, waitMs: wait, last: outcome.why }, 'webhook callback failed; retrying');
     return wait;
   }

@@ -13,7 +13,7 @@ import { ChannelApiError } from '../../src/errors.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey } from './events.js';
-import { pendingKey } from './callbacks.js';
+import { markPending } from './callbacks.js';
 
 /** The JSON body of a callback (and the `data` of an event-stream event). */
 export interface WebhookReply {
@@ -49,7 +49,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       // The stream first, then the mark (two keys in two slots, so two commands): the pump never
       // finds a mark without its reply, and a crash in between leaves the reply to the next mark.
       await o.redis.xadd(repliesKey(o.prefix, conversationId), 'MAXLEN', '~', cfg.replyStreamMaxLen, '*', 'data', JSON.stringify(reply));
-      if (cfg.callbackUrl) await o.redis.sadd(pendingKey(o.prefix, o.channelId), conversationId);
+      if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
     },
   };

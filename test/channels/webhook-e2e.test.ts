@@ -101,7 +101,7 @@ async function entries<K extends RecordEntry['kind']>(kind: K): Promise<Array<Se
 }
 const runEnded = (runId: string) => waitFor(async () => (await entries('run.ended')).find((e) => e.run === runId), 10_000, `run.ended of ${runId}`);
 /** Waits until the host has POSTed every reply stored so far (the channel has no conversation pending). */
-const callbacksDrained = () => waitFor(async () => (await sys.ctx.redis.scard(pendingKey(sys.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
+const callbacksDrained = () => waitFor(async () => (await sys.ctx.redis.zcard(pendingKey(sys.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
 const userTexts = (i: number): unknown[] => fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
 
 describe('webhook channel end to end', () => {

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
-import { cursorKey, pendingKey } from '../../plugins/webhook/callbacks.js';
+import { cursorKey, DUE_PAGE, legacyPendingKey, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
@@ -229,6 +229,68 @@ describe('webhook channel', () => {
       expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['lost:502', 'lost:502', 'lost:502', 'refused:400', 'delivered:200']);
     });
 
+    it(`reach every conversation when more than a poll's page (${DUE_PAGE}) is pending`, async () => {
+      const n = DUE_PAGE * 2 + 50;
+      // Stored while the pump is away, so all of them are pending at once.
+      await h.plugin.stop();
+      for (let i = 0; i < n; i++) await h.plugin.outbound.send(`webhook:crm:t${i}`, `r${i}`);
+      expect(await h.redis.zcard(pendingKey(h.prefix, 'webhook:crm'))).toBe(n);
+      const other = await start({}, undefined, h.prefix);
+      try {
+        await callbacks.waitForAccepted(n, 20_000);
+        for (let i = 0; i < n; i++) expect(callbacks.texts(`t${i}`)).toEqual([`r${i}`]);
+        await waitFor(async () => (await h.redis.zcard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
+    it('wait out a retry in the shared schedule: the conversation is not due for any host before its Retry-After', async () => {
+      callbacks.failNext({ status: 503, retryAfter: 20 });
+      const before = Date.now();
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'later');
+      const key = pendingKey(h.prefix, 'webhook:crm');
+      // While the host holds the conversation its score is the lock's expiry (30 s); after the 503, the retry time.
+      const score = await waitFor(async () => {
+        const s = Number(await h.redis.zscore(key, 'webhook:crm:ticket-7'));
+        return s >= before + 19_000 && s < before + 30_000 ? s : undefined;
+      }, 5000, 'retry scheduled at the Retry-After');
+      expect(callbacks.requests.map((r) => r.status)).toEqual([503]);
+      expect(await h.redis.zrangebyscore(key, '-inf', Date.now())).toEqual([]);
+      // A second host with no memory of the failure leaves it alone too: the schedule is in Redis.
+      const other = await start({}, undefined, h.prefix);
+      try {
+        await h.plugin.outbound.send('webhook:crm:ticket-8', 'now');
+        await callbacks.waitForAccepted(1);
+        expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['later:503', 'now:200']);
+        expect(Number(await h.redis.zscore(key, 'webhook:crm:ticket-7'))).toBe(score);
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
+    it('pick up conversations marked pending by an earlier version (a plain set) when the pump starts', async () => {
+      await h.plugin.stop();
+      // Stored as an earlier version did: the reply in the stream, the mark in the unscored set.
+      await h.plugin.outbound.send('webhook:crm:old-1', 'from before the upgrade');
+      await h.redis.zrem(pendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-1');
+      await h.redis.sadd(legacyPendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-1');
+      const other = await start({}, undefined, h.prefix);
+      try {
+        await callbacks.waitForAccepted(1);
+        expect(callbacks.texts('old-1')).toEqual(['from before the upgrade']);
+        expect(await h.redis.exists(legacyPendingKey(h.prefix, 'webhook:crm'))).toBe(0);
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
     it('with two hosts, go out once each and in order per conversation', async () => {
       const other = await start({}, undefined, h.prefix);
       const conversations = ['a', 'b', 'c', 'd'];
@@ -242,7 +304,7 @@ describe('webhook channel', () => {
         await Promise.all(sends);
         await callbacks.waitForAccepted(20);
         // Every stored reply has gone out (nothing pending): no duplicate can still be on its way.
-        await waitFor(async () => (await h.redis.scard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
+        await waitFor(async () => (await h.redis.zcard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
         for (const c of conversations) expect(callbacks.texts(c)).toEqual([0, 1, 2, 3, 4].map((i) => `${c}${i}`));
         expect(callbacks.accepted()).toHaveLength(20);
       } finally {
@@ -270,6 +332,26 @@ describe('webhook channel', () => {
       expect(await h.redis.get(cursorKey(h.prefix, 'webhook:crm:ticket-7'))).toBeNull();
       expect(await h.redis.get(lock)).toBe('another-host');
       expect(await h.redis.pttl(lock)).toBeLessThanOrEqual(5000);
+    });
+
+    it('are due again at once when a host stops in the middle of a POST, so the next host does not wait out the lock', async () => {
+      callbacks.delay(1500);
+      const key = pendingKey(h.prefix, 'webhook:crm');
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'cut off');
+      // The host holds the conversation: its score is the lock's expiry, about 30 s ahead.
+      await waitFor(async () => Number(await h.redis.zscore(key, 'webhook:crm:ticket-7')) > Date.now() + 20_000 || undefined, 5000, 'the host taking the conversation');
+      const first = h;
+      await first.plugin.stop();
+      await first.http.close();
+      extraClients.push(first.redis);
+      expect(await first.redis.zscore(key, 'webhook:crm:ticket-7')).toBe('0');
+      expect(await first.redis.exists(`${conversationKeys(first.prefix, 'webhook:crm:ticket-7').base}callback_lock`)).toBe(0);
+
+      callbacks.delay(0);
+      h = await start({}, undefined, first.prefix);
+      // The cut-off request is still answered by the receiver (it did not see the abort), and the next host sends it again.
+      await waitFor(() => callbacks.requests.filter((r) => r.body.text === 'cut off').length >= 2 || undefined, 5000, 'sent again by the next host');
+      await waitFor(async () => (await h.redis.zcard(key)) === 0 || undefined, 5000, 'nothing pending');
     });
 
     it('are sent by the next host to start when the receiver was down while the last one ran', async () => {
