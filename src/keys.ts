@@ -53,6 +53,8 @@ export interface ConversationKeys {
   run(runId: string): string;
   /** Steering list of `runId`. */
   steer(runId: string): string;
+  /** Input seqs of a run: the messages it was created for and those that joined it while queued (comma-separated, appended to). */
+  inputs(runId: string): string;
   /** Dedupe key of one platform update. */
   dedupe(updateKey: string): string;
 }
@@ -78,6 +80,9 @@ class Keys implements ConversationKeys {
   }
   steer(runId: string): string {
     return `${this.base}steer:${runId}`;
+  }
+  inputs(runId: string): string {
+    return `${this.base}inputs:${runId}`;
   }
   dedupe(updateKey: string): string {
     return `${this.base}dedupe:${updateKey}`;

@@ -40,7 +40,7 @@ export class Runs {
     const k = conversationKeys(this.options.prefix, conversationId);
     const r = checkReply(
       'acquire',
-      await runScript(this.options.client, 'acquire', [k.run(runId), k.log, k.meta, k.active], [runId, owner, leaseMs]),
+      await runScript(this.options.client, 'acquire', [k.run(runId), k.log, k.meta, k.active, k.inputs(runId)], [runId, owner, leaseMs]),
       runId,
     );
     return {

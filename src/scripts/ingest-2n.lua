@@ -9,7 +9,7 @@
   KEYS[1] base      conversation key prefix `<p>:{c:<id>}:`; the conversation's
                     `meta` (seq, policy override, policy_eff), `log` (the record
                     stream), `active`, `pending` and the active run's `run:` /
-                    `steer:` keys derive from it (all in its slot)
+                    `steer:` / `inputs:` keys derive from it (all in its slot)
   KEYS[2] dedupe    `<base>dedupe:<update key>`
 
   ARGV[1] entry json   the complete `message.received` entry
@@ -68,13 +68,13 @@ local function ingest_one(base, dedupe_key, entry_json, options)
   end
 
   local run_key = base .. 'run:' .. active
-  local run = redis.call('HMGET', run_key, 'state', 'stop', 'inputs')
+  local run = redis.call('HMGET', run_key, 'state', 'stop')
   local state = run[1]
 
   -- A queued run takes more input unless it was already told to stop (its inputs
   -- would end unanswered) or the policy answers each message on its own.
   if state == 'queued' and not run[2] and policy ~= 'followup' then
-    redis.call('HSET', run_key, 'inputs', append_id(run[3], seq))
+    redis.call('APPEND', base .. 'inputs:' .. active, ',' .. seq)
     return { 'joined', seq, active }
   end
 

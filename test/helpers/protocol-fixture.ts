@@ -150,10 +150,10 @@ export class ProtocolFixture {
     return this.redis.hgetall(this.keys(conversationId).run(runId));
   }
 
-  /** Seqs in a run's `inputs` field. */
+  /** Seqs in a run's `inputs` key. */
   async inputs(runId: string, conversationId = CID): Promise<number[]> {
-    const csv = await this.redis.hget(this.keys(conversationId).run(runId), 'inputs');
-    return csv ? csv.split(',').map(Number) : [];
+    const csv = await this.redis.get(this.keys(conversationId).inputs(runId));
+    return csv ? csv.split(',').filter((s) => s !== '').map(Number) : [];
   }
 
   /** Every key under the test prefix, sorted. */

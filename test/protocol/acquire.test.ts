@@ -8,6 +8,31 @@ describe('acquire', () => {
   const fx = useProtocolFixture();
 
   describe('when the run is queued', () => {
+    it('takes every message that joined it, in order, also after a backlog of 3 000 joins', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      for (let i = 2; i <= 3000; i += 100) {
+        const joined = await Promise.all(Array.from({ length: 100 }, (_, j) => d.ingest(fx.message(i + j))));
+        expect(joined.every((r) => r.kind === 'joined')).toBe(true);
+      }
+      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1');
+      expect(run.inputs).toEqual(Array.from({ length: 3001 }, (_, i) => i + 1));
+    });
+
+    it('takes the inputs a run created by an earlier version kept in its hash, then the ones that joined since', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      // As an earlier version stored it: the inputs in the run hash, no inputs key.
+      await fx.redis.del(fx.keys().inputs(first.runId));
+      await fx.redis.hset(fx.keys().run(first.runId), 'inputs', '1');
+      expectKind(await d.ingest(fx.message(2)), 'joined');
+      expectKind(await d.ingest(fx.message(3)), 'joined');
+
+      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1');
+      expect(run.inputs).toEqual([1, 2, 3]);
+      expect((await fx.record()).at(-1)).toMatchObject({ kind: 'run.started', inputs: [1, 2, 3] });
+    });
+
     it('makes it running with token 1, attempt 1, its inputs and a lease on the Redis clock', async () => {
       const d = fx.dispatch();
       const runs = fx.runs({ leaseMs: 10_000 });

@@ -106,11 +106,11 @@ describe('finish', () => {
         id: 'run-succ',
         conversation: CID,
         state: 'queued',
-        inputs: '3,5,7',
         token: '0',
         attempt: '0',
         cause: 'successor',
       });
+      expect(await fx.inputs('run-succ')).toEqual([3, 5, 7]);
       expect(await dispatch.status(CID)).toMatchObject({ activeRunId: 'run-succ', runState: 'queued' });
       expect((await runs.acquire(CID, 'run-succ', 'worker-2')).inputs).toEqual([3, 5, 7]);
     });

@@ -18,11 +18,11 @@ describe('ingest', () => {
           id: r.runId,
           conversation: CID,
           state: 'queued',
-          inputs: '1',
           token: '0',
           attempt: '0',
           cause: 'ingest',
         });
+        expect(await fx.inputs(r.runId)).toEqual([1]);
         const st = await d.status(CID);
         expect(st).toMatchObject({ activeRunId: r.runId, runState: 'queued', steeringDepth: 0, pendingDepth: 0, lastSeq: 1 });
         expect(await fx.kinds()).toEqual(['message.received']);

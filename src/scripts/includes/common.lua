@@ -83,12 +83,14 @@ local function fenced_run(run_key, token)
 end
 
 -- Creates a queued run record with the given input seqs and makes it active.
+-- The inputs live in `<base>inputs:<run id>`, a comma-separated string that
+-- messages joining the queued run APPEND to (constant work per join).
 local function create_run(base, active_key, run_id, conversation_id, inputs, cause, at)
   local run_key = base .. 'run:' .. run_id
   redis.call('HSET', run_key,
     'id', run_id, 'conversation', conversation_id, 'state', 'queued',
-    'inputs', join_ids(inputs), 'token', 0, 'attempt', 0,
-    'created_at', at, 'cause', cause)
+    'token', 0, 'attempt', 0, 'created_at', at, 'cause', cause)
+  if #inputs > 0 then redis.call('SET', base .. 'inputs:' .. run_id, join_ids(inputs)) end
   redis.call('SET', active_key, run_id)
   return run_key
 end

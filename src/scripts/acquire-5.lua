@@ -7,6 +7,7 @@
   KEYS[2] log      conversation record
   KEYS[3] meta     conversation meta
   KEYS[4] active   active run id
+  KEYS[5] inputs   the run's input seqs (comma-separated; joins append to it)
 
   ARGV[1] run id
   ARGV[2] owner     worker identity (host/pid/worker id)
@@ -18,7 +19,7 @@
 ]]
 --- @include "common"
 
-local run_key, log_key, meta_key, active_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local run_key, log_key, meta_key, active_key, inputs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'inputs', 'stop', 'urgent', 'cause')
 local state = f[1]
 if not state then return { ERR_NOT_FOUND } end
@@ -37,10 +38,11 @@ redis.call('HSET', run_key, 'state', 'running', 'token', token, 'attempt', attem
 -- A run is only ever acquired while it is the active one; repair a lost pointer.
 if not redis.call('GET', active_key) then redis.call('SET', active_key, ARGV[1]) end
 
-local inputs = split_ids(f[5])
+-- A run created by an earlier version keeps its inputs in the hash; joins since the upgrade are in the key.
+local inputs = split_ids((f[5] or '') .. ',' .. (redis.call('GET', inputs_key) or ''))
 local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = attempt,
   token = token, owner = ARGV[2] }
 if #inputs > 0 then entry.inputs = inputs end
 append_entry(log_key, meta_key, cjson.encode(entry))
 
-return { 'acquired', token, attempt, f[5] or '', f[6] or '', lease_until, f[7] or '', f[8] or 'ingest' }
+return { 'acquired', token, attempt, join_ids(inputs), f[6] or '', lease_until, f[7] or '', f[8] or 'ingest' }
