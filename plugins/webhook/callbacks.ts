@@ -43,6 +43,10 @@ const lockKey = (prefix: string, conversationId: string): string => `${conversat
 const BATCH = 50;
 /** Due conversations read per poll. */
 export const DUE_PAGE = 100;
+/** Pages one poll reads past, when every conversation on them is held by another host. */
+const MAX_PAGES = 10;
+/** Polls between looks at the pending set of earlier versions. */
+const LEGACY_EVERY = 10;
 /** Conversations pumped at once by one host. */
 const PARALLEL = 8;
 
@@ -76,8 +80,10 @@ export interface CallbackPumpOptions {
 export class CallbackPump {
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
-  /** Per conversation: consecutive failures of its oldest reply (counted again from 1 for another reply). */
+  /** Per conversation: consecutive failures of its oldest reply on this host (counted again from 1 for another reply). */
   private readonly failures = new Map<string, { replyId: string; count: number }>();
+  /** Conversations whose lock another host holds, until when (the lock's expiry): not asked for again before. */
+  private readonly heldElsewhere = new Map<string, number>();
   private readonly now: () => number;
   private readonly url: string;
   private readonly secret: string;
@@ -98,11 +104,16 @@ export class CallbackPump {
     await this.loop;
   }
 
-  /** Moves the pending set of earlier versions into the schedule, due now. */
+  /**
+   * Moves marks of earlier versions (an unscored set; runners of an earlier
+   * version go on writing it during a rolling upgrade) into the schedule, due
+   * now, a page at a time. Marked first, removed after: a crash in between
+   * only marks twice.
+   */
   private async migrateLegacy(): Promise<void> {
     const legacy = legacyPendingKey(this.o.prefix, this.o.channelId);
-    if ((await this.o.redis.type(legacy)) !== 'set') return;
-    const members = await this.o.redis.smembers(legacy);
+    const members = await this.o.redis.srandmember(legacy, DUE_PAGE);
+    if (members.length === 0) return;
     for (const c of members) await markPending(this.o.redis, this.o.prefix, this.o.channelId, c);
     await this.o.redis.srem(legacy, ...members);
   }
@@ -114,20 +125,28 @@ export class CallbackPump {
 
   private async run(): Promise<void> {
     const signal = this.stopping.signal;
-    let migrated = false;
-    while (!signal.aborted) {
+    for (let poll = 0; !signal.aborted; poll++) {
       let pause = this.o.config.callbackPollMs;
       try {
-        if (!migrated) {
-          await this.migrateLegacy();
-          migrated = true;
+        // At start, then about once a second.
+        if (poll % LEGACY_EVERY === 0) await this.migrateLegacy();
+        const now = this.now();
+        for (const [c, until] of this.heldElsewhere) if (until <= now) this.heldElsewhere.delete(c);
+        let took = false;
+        let full = false;
+        for (let page = 0; page < MAX_PAGES && !signal.aborted; page++) {
+          const due = await this.o.redis.zrangebyscore(pendingKey(this.o.prefix, this.o.channelId), '-inf', now, 'LIMIT', page * DUE_PAGE, DUE_PAGE);
+          const mine = due.filter((c) => !this.heldElsewhere.has(c));
+          for (let i = 0; i < mine.length && !signal.aborted; i += PARALLEL) {
+            const taken = await Promise.all(mine.slice(i, i + PARALLEL).map((c) => this.pump(c)));
+            took ||= taken.includes(true);
+          }
+          full = due.length === DUE_PAGE;
+          // Past a page only when all of it is held by other hosts (an earlier version's, or one that died): the rest must not starve.
+          if (!full || mine.length > 0) break;
         }
-        const due = await this.o.redis.zrangebyscore(pendingKey(this.o.prefix, this.o.channelId), '-inf', this.now(), 'LIMIT', 0, DUE_PAGE);
-        for (let i = 0; i < due.length && !signal.aborted; i += PARALLEL) {
-          await Promise.all(due.slice(i, i + PARALLEL).map((c) => this.pump(c)));
-        }
-        // A full page: more may be due; look again at once.
-        if (due.length === DUE_PAGE) pause = 0;
+        // A full page this host made progress on: more may be due; look again at once.
+        if (full && took) pause = 0;
       } catch (err) {
         this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
         pause = Math.max(pause, 1000);
@@ -136,16 +155,21 @@ export class CallbackPump {
     }
   }
 
-  /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. */
-  private async pump(conversationId: string): Promise<void> {
+  /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. False when another host holds it. */
+  private async pump(conversationId: string): Promise<boolean> {
     const redis = this.o.redis;
     const lock = lockKey(this.o.prefix, conversationId);
     const token = randomBytes(8).toString('hex');
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
     const taken = await runScript(redis, 'lease-acquire', [lock], [token, lockMs]);
-    // Another host is on it (it rescheduled the conversation when it took the lock; this poll read it before).
-    if (taken[0] !== 1) return;
-    // Not due for anyone while this host holds it; if this host dies, due again when the lock runs out.
+    if (taken[0] !== 1) {
+      // Another host is on it; it keeps the score (only the holder writes it). Not asked for again before its lock runs out.
+      this.heldElsewhere.set(conversationId, this.now() + Math.max(Number(taken[1]), this.o.config.callbackPollMs));
+      this.failures.delete(conversationId);
+      return false;
+    }
+    this.heldElsewhere.delete(conversationId);
+    // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
     await this.schedule(conversationId, this.now() + lockMs);
     let hold = false;
     /** The conversation's score says what comes next (done, retry time, another host's); else it is due again now. */
@@ -161,25 +185,27 @@ export class CallbackPump {
           // between that read and this SREM would not, so look once more after it.
           await redis.zrem(pendingKey(this.o.prefix, this.o.channelId), conversationId);
           if ((await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', 1)).length > 0) await markPending(redis, this.o.prefix, this.o.channelId, conversationId);
+          this.failures.delete(conversationId);
           settled = true;
-          return;
+          return true;
         }
         for (const [id, fields] of entries) {
-          if (this.stopping.signal.aborted) return;
+          if (this.stopping.signal.aborted) return true;
           const reply = parseReply(fields);
           if (!reply) this.o.logger.error({ conversationId, replyId: id }, 'webhook callbacks: a stored reply is not readable; skipped');
           const outcome = reply ? await this.post(reply) : ({ kind: 'taken' } as const);
           // Cut off by shutdown: not the receiver's failure; the next host sends this reply again.
-          if (outcome.kind === 'failed' && this.stopping.signal.aborted) return;
+          if (outcome.kind === 'failed' && this.stopping.signal.aborted) return true;
           if (outcome.kind === 'failed') {
             const wait = this.retryWait(conversationId, id, outcome);
             if (wait !== undefined) {
               // The schedule says when the retry is due, and the lock outlives this attempt until then,
               // so no host retries sooner.
-              await this.schedule(conversationId, this.now() + wait);
               hold = await this.advance(lock, cursorAt, token, '', Math.max(1, wait));
+              // The lock first, then the score: the conversation is not due before its lock runs out.
+              if (hold) await this.schedule(conversationId, this.now() + wait);
               settled = true;
-              return;
+              return true;
             }
           }
           if (outcome.kind === 'refused') this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
@@ -189,8 +215,10 @@ export class CallbackPump {
             this.o.logger.warn({ conversationId, replyId: id }, 'webhook callbacks: lost the lock of a conversation to another host; leaving it to that host');
             hold = true;
             settled = true;
-            return;
+            return true;
           }
+          // The lock was renewed: so is the score, or a long backlog would fall due while this host still sends it.
+          await this.schedule(conversationId, this.now() + lockMs);
           cursor = id;
         }
       }

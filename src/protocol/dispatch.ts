@@ -1,6 +1,8 @@
 /**
  * The host half of the protocol: ingest and the control commands. Each call
- * is one Lua script, one round trip, and writes nothing when its input is bad.
+ * is one Lua script, one round trip (ingest's may share its call with the
+ * other updates of the same event-loop turn), and writes nothing when its
+ * input is bad.
  */
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';

@@ -12,7 +12,7 @@
  */
 import { ScriptError } from '../errors.js';
 import type { RedisClient } from '../redis.js';
-import { isBatchScript, runScript, type ScriptName, type ScriptReply } from './index.js';
+import { isBatchScript, runScript, scriptKeyCount, type ScriptName, type ScriptReply } from './index.js';
 
 /** Most items in one script call: bounds how long one call holds Redis (about 20 µs per ingest), and a full call leaves without waiting for the turn to end. */
 export const DEFAULT_MAX_BATCH = 16;
@@ -42,6 +42,7 @@ export function hashTag(key: string): string {
 export class ScriptBatcher {
   private queue: Item[] = [];
   private readonly maxItems: number;
+  private readonly keysPerItem: number;
   readonly stats: BatchStats = { calls: 0, items: 0 };
 
   constructor(
@@ -51,10 +52,16 @@ export class ScriptBatcher {
   ) {
     if (!isBatchScript(name)) throw new ScriptError(name, 'is not a batch script');
     this.maxItems = opts.maxItems ?? DEFAULT_MAX_BATCH;
+    if (!Number.isInteger(this.maxItems) || this.maxItems < 1) throw new ScriptError(name, `maxItems must be a positive integer, got ${this.maxItems}`);
+    this.keysPerItem = scriptKeyCount(name);
   }
 
   /** Runs one item; resolves with its reply once the call that carried it answers. */
   run(keys: string[], args: Array<string | number>): Promise<ScriptReply> {
+    // A malformed item is refused alone, before it can spoil a call it shares.
+    if (keys.length !== this.keysPerItem || keys.some((k) => k === '')) {
+      return Promise.reject(new ScriptError(this.name, `an item takes ${this.keysPerItem} non-empty keys, got ${JSON.stringify(keys)}`));
+    }
     return new Promise<ScriptReply>((resolve, reject) => {
       if (this.queue.length === 0) setImmediate(() => this.flush());
       this.queue.push({ keys, args, resolve, reject });

@@ -31,6 +31,8 @@
     { 'pending', seq, run id, pending depth, 'policy'|'overflow'|'order' }   order: queued behind older pending messages
     { 'interrupting', seq, run id, stop kind }         the run's stop kind (interrupt|supersede, or stop after /stop)
     { ERR_SCRIPT, message }                          this update failed (e.g. a key of the wrong type); the others stand
+                                                     (what it wrote before the error stays, as in a call of its own)
+  Errors  { { -5 } } for the whole call when KEYS and ARGV do not pair up
 ]]
 --- @include "common"
 --- @include "dedupe"
@@ -112,6 +114,7 @@ local function ingest_one(base, dedupe_key, entry_json, options)
   return { 'pending', seq, active, n, 'policy' }
 end
 
+if #KEYS == 0 or #KEYS % 2 ~= 0 or #ARGV ~= #KEYS then return { { ERR_BAD_ARG } } end
 local out = {}
 for i = 1, #KEYS / 2 do
   -- One update's failure (a Lua or command error) is its own reply; the updates before and after it stand.

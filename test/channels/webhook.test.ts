@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
+import { repliesKey } from '../../plugins/webhook/events.js';
 import { cursorKey, DUE_PAGE, legacyPendingKey, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
@@ -271,6 +272,44 @@ describe('webhook channel', () => {
         await other.http.close();
         extraClients.push(other.redis);
       }
+    });
+
+    it(`go on past a page (${DUE_PAGE}) of conversations another host holds, without touching them`, async () => {
+      await h.plugin.stop();
+      const key = pendingKey(h.prefix, 'webhook:crm');
+      const lockOf = (c: string) => `${conversationKeys(h.prefix, c).base}callback_lock`;
+      // A page of due conversations whose locks another host holds for 10 s and never rescheduled (an earlier version, say).
+      for (let i = 0; i < DUE_PAGE; i++) {
+        await h.plugin.outbound.send(`webhook:crm:held-${i}`, `held ${i}`);
+        await h.redis.set(lockOf(`webhook:crm:held-${i}`), 'another-host', 'PX', 10_000);
+      }
+      // Due too, but after all of them.
+      await h.plugin.outbound.send('webhook:crm:free', 'free');
+      await h.redis.zadd(key, 'XX', 1, 'webhook:crm:free');
+
+      const other = await start({}, undefined, h.prefix);
+      try {
+        await callbacks.waitForAccepted(1, 5000);
+        expect(callbacks.accepted().map((r) => r.body.text)).toEqual(['free']);
+        for (let i = 0; i < DUE_PAGE; i += 33) expect(await h.redis.get(lockOf(`webhook:crm:held-${i}`))).toBe('another-host');
+        expect(await h.redis.zscore(key, 'webhook:crm:held-0')).toBe('0');
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
+    it('pick up marks an earlier version (a plain set) writes while the pump runs, as in a rolling upgrade', async () => {
+      // A runner of an earlier version: the reply in the stream, the mark in the unscored set.
+      await h.plugin.outbound.send('webhook:crm:old-2', 'from an old runner');
+      await callbacks.waitForAccepted(1);
+      await h.redis.xadd(repliesKey(h.prefix, 'webhook:crm:old-2'), '*', 'data', JSON.stringify({ conversation: 'old-2', text: 'marked the old way', messageId: 'm-old' }));
+      await h.redis.sadd(legacyPendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-2');
+
+      await callbacks.waitForAccepted(2);
+      expect(callbacks.texts('old-2')).toEqual(['from an old runner', 'marked the old way']);
+      await waitFor(async () => (await h.redis.exists(legacyPendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'legacy set emptied');
     });
 
     it('pick up conversations marked pending by an earlier version (a plain set) when the pump starts', async () => {

@@ -33,6 +33,18 @@ describe('acquire', () => {
       expect((await fx.record()).at(-1)).toMatchObject({ kind: 'run.started', inputs: [1, 2, 3] });
     });
 
+    it('takes the inputs in message order while hosts of both versions join messages (hash and key)', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      expectKind(await d.ingest(fx.message(2)), 'joined');
+      // A host of the earlier version joined seq 3 into the hash field; this version's joins (2, then 4) are in the key.
+      await fx.redis.hset(fx.keys().run(first.runId), 'inputs', '3');
+      await fx.redis.append(fx.keys().inputs(first.runId), ',4');
+
+      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1');
+      expect(run.inputs).toEqual([1, 2, 3, 4]);
+    });
+
     it('makes it running with token 1, attempt 1, its inputs and a lease on the Redis clock', async () => {
       const d = fx.dispatch();
       const runs = fx.runs({ leaseMs: 10_000 });

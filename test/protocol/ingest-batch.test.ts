@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ScriptError } from '../../src/errors.js';
 import { DEFAULT_MAX_BATCH, ScriptBatcher, hashTag } from '../../src/scripts/batch.js';
+import { runScript } from '../../src/scripts/index.js';
+import { SCRIPT_ERRORS } from '../../src/scripts/results.js';
 import { Redis } from 'ioredis';
 import { freePort } from '../../src/local-redis.js';
 import { Dispatch } from '../../src/protocol/index.js';
@@ -118,8 +120,34 @@ describe('ingest batching', () => {
     });
   });
 
-  it('refuses a script that is not a batch script', () => {
+  it('refuses a script that is not a batch script, and a call size below 1', () => {
     expect(() => new ScriptBatcher(fx.redis, 'heartbeat')).toThrow(/not a batch script/);
+    expect(() => new ScriptBatcher(fx.redis, 'ingest', { maxItems: 0 })).toThrow(/maxItems must be a positive integer/);
+  });
+
+  describe('when one item of a turn is malformed', () => {
+    it('refuses that item alone, before Redis; the others of the turn share a call', async () => {
+      const batcher = new ScriptBatcher(fx.redis, 'ingest');
+      const k = fx.keys(CID);
+      const item = (i: number) => [JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: `u${i}`, sender: { id: '1' }, text: `m${i}` }), `steer|1|20|60|r${i}`];
+      const settled = await Promise.allSettled([
+        batcher.run([k.base, k.dedupe('u1')], item(1)),
+        batcher.run([k.base, k.dedupe('u2'), 'extra'], item(2)),
+        batcher.run([k.base, ''], item(3)),
+        batcher.run([k.base, k.dedupe('u4')], item(4)),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/an item takes 2 non-empty keys/);
+      expect(batcher.stats).toEqual({ calls: 1, items: 2 });
+      expect(await fx.recordLength()).toBe(2);
+    });
+  });
+
+  it('the script refuses a call whose keys and arguments do not pair up, writing nothing', async () => {
+    const k = fx.keys(CID);
+    const reply = await runScript(fx.redis, 'ingest', [k.base, k.dedupe('u1')], ['{}']);
+    expect(reply).toEqual([[SCRIPT_ERRORS.BAD_ARG]]);
+    expect(await fx.recordLength()).toBe(0);
   });
 });
 
