@@ -1,6 +1,6 @@
 /**
- * The webhook channel's outbound side. Every reply is appended to the
- * conversation's reply stream in Redis (read by the event stream and by the
+ * The webhook channel's outbound side. Every reply is appended, once per
+ * delivery key, to the conversation's reply stream in Redis (read by the event stream and by the
  * callback pump, `callbacks.ts`); with a callback URL configured the
  * conversation is marked pending, and a host POSTs the reply there signed like
  * requests (`X-Steerbot-Timestamp`, `X-Steerbot-Signature`), retried with
@@ -14,6 +14,8 @@ import type { RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey } from './events.js';
 import { markPending } from './callbacks.js';
+import { conversationKeys } from '../../src/keys.js';
+import { runScript } from '../../src/scripts/index.js';
 
 /** The JSON body of a callback (and the `data` of an event-stream event). */
 export interface WebhookReply {
@@ -47,8 +49,13 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
         ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
       };
       // The stream first, then the mark (two keys in two slots, so two commands): the pump never
-      // finds a mark without its reply, and a crash in between leaves the reply to the next mark.
-      await o.redis.xadd(repliesKey(o.prefix, conversationId), 'MAXLEN', '~', cfg.replyStreamMaxLen, '*', 'data', JSON.stringify(reply));
+      // finds a mark without its reply. A reply stored before (same delivery key: a retried run
+      // attempt) is not stored again, but marked again, in case the crash came between the two.
+      await runScript(o.redis, 'reply-store', [repliesKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${reply.messageId}`], [
+        JSON.stringify(reply),
+        cfg.replyStreamMaxLen,
+        cfg.replyDedupeSeconds,
+      ]);
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
     },

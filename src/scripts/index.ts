@@ -32,6 +32,7 @@ export type ScriptName =
   | 'state-set'
   | 'compaction-commit'
   | 'compact-request-clear'
+  | 'reply-store'
   | 'outbox-claim'
   | 'outbox-set'
   | 'cursor-advance'

@@ -230,6 +230,36 @@ describe('webhook channel', () => {
       expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['lost:502', 'lost:502', 'lost:502', 'refused:400', 'delivered:200']);
     });
 
+    it('are stored once per delivery key: sent again with the same key, nothing new is stored or called back', async () => {
+      const first = await h.plugin.outbound.send('webhook:crm:ticket-7', 'once', { deliveryKey: 'r1:5:0' });
+      const again = await h.plugin.outbound.send('webhook:crm:ticket-7', 'once, regenerated', { deliveryKey: 'r1:5:0' });
+      expect(again).toEqual(first);
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'next', { deliveryKey: 'r1:6:0' });
+      await callbacks.waitForAccepted(2);
+      await waitFor(async () => (await h.redis.zcard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
+      expect(callbacks.texts('ticket-7')).toEqual(['once', 'next']);
+      expect((await h.redis.xrange(repliesKey(h.prefix, 'webhook:crm:ticket-7'), '-', '+')).length).toBe(2);
+    });
+
+    it('are marked pending again when sent again after a crash between storing and marking', async () => {
+      await h.plugin.stop();
+      // Stored, not marked (the sender died in between).
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'stored, never marked', { deliveryKey: 'r1:5:0' });
+      await h.redis.zrem(pendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:ticket-7');
+      // The retried attempt sends it again: not stored twice, but marked.
+      await h.plugin.outbound.send('webhook:crm:ticket-7', 'stored, never marked', { deliveryKey: 'r1:5:0' });
+      expect(await h.redis.zscore(pendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:ticket-7')).toBe('0');
+      const other = await start({}, undefined, h.prefix);
+      try {
+        await callbacks.waitForAccepted(1);
+        expect(callbacks.texts('ticket-7')).toEqual(['stored, never marked']);
+      } finally {
+        await other.plugin.stop();
+        await other.http.close();
+        extraClients.push(other.redis);
+      }
+    });
+
     it(`reach every conversation when more than a poll's page (${DUE_PAGE}) is pending`, async () => {
       const n = DUE_PAGE * 2 + 50;
       // Stored while the pump is away, so all of them are pending at once.

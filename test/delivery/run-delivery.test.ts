@@ -1,6 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunDelivery, type OutboxRecord } from '../../runner/delivery.js';
+import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { repliesKey } from '../../plugins/webhook/events.js';
+import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { Dispatch, Runs } from '../../src/protocol/index.js';
@@ -371,5 +374,41 @@ describe('RunDelivery › fenced by the run token', () => {
     // Both went out (the platform took both), but the outbox holds the live attempt's message id: its acknowledgement stands.
     expect(out.sent.map((s) => s.text)).toEqual(['answer', 'slow answer']);
     expect(await outbox()).toEqual({ [`${runId}:0`]: { status: 'acknowledged', messageId: 'm1' } });
+  });
+});
+
+describe('RunDelivery › webhook channel', () => {
+  const WCID = 'webhook:crm:t1';
+  const make = (out: ChannelOutbound) =>
+    new RunDelivery({ client: redis, prefix, conversationId: WCID, runId: 'run1', resolve: () => out, logger, sleep: async () => undefined });
+
+  it('stores a reply once when an attempt died after the channel stored it, before the outbox recorded it', async () => {
+    const hook = createWebhookOutbound({ channelId: 'webhook:crm', config: webhookChannelConfigSchema.parse({ secret: 'a-long-enough-secret' }), redis, prefix });
+    // Attempt 1: the reply is stored, then the runner dies before it records the send (its send never returns).
+    let stored!: () => void;
+    const storedOnce = new Promise<void>((resolve) => (stored = resolve));
+    const dying: ChannelOutbound = {
+      ...hook,
+      send: async (cid, text, opts) => {
+        await hook.send(cid, text, opts);
+        stored();
+        return new Promise<never>(() => undefined);
+      },
+    };
+    const first = make(dying);
+    first.beginTurn(5);
+    void first.message('the answer');
+    await storedOnce;
+    const records = async () => Object.values(await redis.hgetall(conversationKeys(prefix, WCID).outbox)).map((v) => JSON.parse(v) as OutboxRecord);
+    expect(await records()).toEqual([{ status: 'possibly-dispatched' }]);
+
+    // Attempt 2 answers the same message again: the channel finds the reply stored under its delivery key.
+    const second = make(hook);
+    second.beginTurn(5);
+    await second.message('the answer, regenerated');
+
+    const entries = await redis.xrange(repliesKey(prefix, WCID), '-', '+');
+    expect(entries.map(([, fields]) => JSON.parse(fields[1]!).text)).toEqual(['the answer']);
+    expect(await records()).toEqual([{ status: 'acknowledged', messageId: 'run1:5:0' }]);
   });
 });

@@ -31,6 +31,7 @@ const ALL_NAMES: ScriptName[] = [
   'state-set',
   'compaction-commit',
   'compact-request-clear',
+  'reply-store',
   'noop',
 ];
 

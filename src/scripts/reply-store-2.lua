@@ -1,0 +1,19 @@
+--[[
+  Store one webhook reply in the conversation's reply stream, once per
+  delivery key: a run attempt that died after storing a reply but before its
+  outbox recorded it sends it again with the same key, and finds it stored.
+
+  KEYS[1] replies   the conversation's reply stream
+  KEYS[2] stored    `<base>reply_stored:<delivery key>` (its stream id, for a while)
+
+  ARGV[1] data json     the reply
+  ARGV[2] max length    approximate length cap of the stream (`MAXLEN ~`)
+  ARGV[3] ttl s         how long the delivery key is remembered
+
+  Returns { 'stored', stream id } or { 'duplicate', stream id of the first copy }
+]]
+local id = redis.call('GET', KEYS[2])
+if id then return { 'duplicate', id } end
+id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'data', ARGV[1])
+redis.call('SET', KEYS[2], id, 'EX', ARGV[3])
+return { 'stored', id }
