@@ -78,7 +78,10 @@ export async function ensureRedis(opts: EnsureRedisOptions): Promise<EnsuredRedi
  * @throws Error with installation help when there is no `redis-server`.
  */
 export async function startPrivateRedis(
-  opts: Pick<EnsureRedisOptions, 'dataDir' | 'persistent' | 'redisServerBin' | 'startTimeoutMs'>,
+  opts: Pick<EnsureRedisOptions, 'dataDir' | 'persistent' | 'redisServerBin' | 'startTimeoutMs'> & {
+    /** More `redis-server` arguments (e.g. a Cluster node's). */
+    extraArgs?: string[];
+  },
 ): Promise<EnsuredRedis> {
   const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
   if (!bin) throw new Error(NO_REDIS_HELP);
@@ -168,7 +171,7 @@ async function startRedisServer(bin: string, opts: Parameters<typeof startPrivat
   await mkdir(dir, { recursive: true });
   const port = await freePort();
   const persistence = opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--save', '', '--appendonly', 'no'];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence, ...(opts.extraArgs ?? [])];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
