@@ -81,6 +81,8 @@ export async function startPrivateRedis(
   opts: Pick<EnsureRedisOptions, 'dataDir' | 'persistent' | 'redisServerBin' | 'startTimeoutMs'> & {
     /** More `redis-server` arguments (e.g. a Cluster node's). */
     extraArgs?: string[];
+    /** A config file, read first (a Sentinel needs one it can rewrite). */
+    configFile?: string;
   },
 ): Promise<EnsuredRedis> {
   const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
@@ -171,7 +173,7 @@ async function startRedisServer(bin: string, opts: Parameters<typeof startPrivat
   await mkdir(dir, { recursive: true });
   const port = await freePort();
   const persistence = opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--save', '', '--appendonly', 'no'];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence, ...(opts.extraArgs ?? [])];
+  const args = [...(opts.configFile ? [opts.configFile] : []), '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence, ...(opts.extraArgs ?? [])];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {

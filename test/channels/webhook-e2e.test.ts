@@ -6,13 +6,13 @@
  * (created from config) → signed callbacks to a local receiver.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { startHost, type StartedHost } from '../../host/main.js';
+import { createHttpServer, listen } from '../../host/http.js';
+import { startHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import { startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
@@ -21,6 +21,7 @@ import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
 import { closeTestContext, createTestContext } from '../fixtures/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import type { SystemParts } from '../helpers/webhook-system.js';
 import { fakeModel, FetchTap, gatedTool, waitFor } from '../runner/harness.js';
 
 const SECRET = 'whsec-e2e-0123456789abcdef';
@@ -28,14 +29,7 @@ const MAX_CHARS = 400;
 const CONVERSATION = 'ticket-1';
 const CID = `webhook:e2e:${CONVERSATION}`;
 
-interface System {
-  ctx: AppContext;
-  prefix: string;
-  http: HttpServer;
-  host: StartedHost;
-  runner: StartedRunner;
-  url: string;
-}
+type System = SystemParts;
 
 /** Not the default, so the first test shows the setting reaches delivery. */
 const OUTBOX_TTL = 86_400;

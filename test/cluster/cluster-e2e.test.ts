@@ -6,47 +6,26 @@
  * reconciler scans each master for runs that lost their job.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { startHost, type StartedHost } from '../../host/main.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
-import { pendingKey } from '../../plugins/webhook/callbacks.js';
-import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { AppContext } from '../../src/app-context.js';
-import { loadConfig } from '../../src/config.js';
 import { conversationKeys } from '../../src/keys.js';
-import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/index.js';
-import type { SeqEntry } from '../../src/record/entries.js';
-import { readRange } from '../../src/record/read.js';
-import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig } from '../../src/redis.js';
 import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/openai-server.js';
 import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
 import { startPrivateCluster, type PrivateCluster } from '../helpers/private-cluster.js';
 import { testPrefix } from '../helpers/redis.js';
-import { gatedTool, waitFor } from '../runner/harness.js';
-
-const SECRET = 'whsec-cluster-0123456789abcdef';
-
-interface System {
-  ctx: AppContext;
-  prefix: string;
-  http: HttpServer;
-  host: StartedHost;
-  runner: StartedRunner;
-  url: string;
-}
+import { startWebhookSystem, WEBHOOK_SECRET, type WebhookSystem } from '../helpers/webhook-system.js';
+import { gatedTool } from '../runner/harness.js';
 
 let cluster: PrivateCluster;
 let fake: FakeOpenAIServer;
 let callbacks: CallbackServer;
-let sys: System | undefined;
+let sys: WebhookSystem | undefined;
 
 beforeAll(async () => {
   cluster = await startPrivateCluster(3);
   fake = await startFakeOpenAI();
-  callbacks = await startCallbackServer(SECRET);
+  callbacks = await startCallbackServer(WEBHOOK_SECRET);
 }, 30_000);
 afterAll(async () => {
   await callbacks?.close();
@@ -54,60 +33,17 @@ afterAll(async () => {
   await cluster?.stop();
 });
 afterEach(async () => {
-  if (!sys) return;
-  await sys.http.close();
-  await sys.runner.close(1000);
-  await sys.host.queue.queue.obliterate({ force: true });
-  await sys.host.stop();
-  await closeRedis(sys.ctx.redis);
+  await sys?.stop();
   sys = undefined;
   fake.requests.length = 0;
   callbacks.requests.length = 0;
 });
 
-/** A context as `npm start` builds it in cluster mode; `prepare` runs before host and runner start. */
-async function startSystem(o: { tools?: AgentTool[]; prefix?: string; prepare?: (ctx: AppContext) => Promise<void> } = {}): Promise<System> {
-  const prefix = o.prefix ?? testPrefix();
-  const base = loadConfig({
-    env: {
-      REDIS_MODE: 'cluster',
-      REDIS_CLUSTER_NODES: cluster.nodes.join(','),
-      STEERBOT_PREFIX: prefix,
-      STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-      STEERBOT_LEASE_MS: '1500',
-      STEERBOT_HEARTBEAT_MS: '300',
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-      STEERBOT_MODEL: 'm',
-      OPENAI_API_KEY: 'k',
-      OPENAI_BASE_URL: fake.url,
-    },
-  });
-  const config = { ...base, channels: { webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }) } } };
-  const logger = createLogger({ level: config.log.level });
-  const redisConnection = redisOptionsFromConfig(config.redis, {});
-  const ctx: AppContext = { config, logger, redisUrl: undefined, redisConnection, redis: createRedis(redisConnection), connectRedis: (c = {}) => redisFromConfig(config.redis, c) };
-  await o.prepare?.(ctx);
-  const http = createHttpServer({ config, redis: ctx.redis, logger });
-  const host = await startHost({ ...ctx, http });
-  const runner = await startRunner(ctx, {
-    plugin: createLocalAgentPlugin({ tools: o.tools ?? [], builtins: { currentTime: false } }),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-  });
-  const url = await listen(http, { host: '127.0.0.1', port: 0 });
-  return { ctx, prefix, http, host, runner, url };
-}
+const startSystem = (o: { tools?: AgentTool[]; prefix?: string; prepare?: (ctx: AppContext) => Promise<void> } = {}) =>
+  startWebhookSystem({ redisEnv: { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }, modelBaseURL: fake.url, callbackUrl: callbacks.url, ...o });
 
-async function post(s: System, payload: Record<string, unknown>) {
-  const raw = JSON.stringify({ sender: { id: 'ann', name: 'Ann' }, ...payload });
-  const res = await fetch(`${s.url}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) }, body: raw });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-const record = (s: System, conversation: string): Promise<SeqEntry[]> => readRange(s.ctx.redis, conversationKeys(s.prefix, `webhook:e2e:${conversation}`).log);
-const drained = (s: System) => waitFor(async () => (await s.ctx.redis.zcard(pendingKey(s.prefix, 'webhook:e2e'))) === 0 || undefined, 15_000, 'every reply called back');
 /** Which master holds a key (the masters own equal slot ranges in order). */
-async function masterOf(s: System, key: string): Promise<number> {
+async function masterOf(s: WebhookSystem, key: string): Promise<number> {
   const slot = Number(await s.ctx.redis.cluster('KEYSLOT', key));
   return Math.floor(slot / Math.ceil(16384 / cluster.nodes.length));
 }
@@ -118,13 +54,13 @@ describe('on Redis Cluster', () => {
     fake.script((body: any) => ({ text: `answer to ${String(body.messages.at(-1).content)}` }) satisfies FakeTurn);
     const n = 30;
 
-    const results = await Promise.all(Array.from({ length: n * 2 }, (_, i) => post(s, { id: `m${i % n}`, conversation: `c${i % n}`, text: `question ${i % n}` })));
+    const results = await Promise.all(Array.from({ length: n * 2 }, (_, i) => s.post({ id: `m${i % n}`, conversation: `c${i % n}`, text: `question ${i % n}` })));
 
     const kinds = results.map((r) => `${r.status} ${r.body.result}`);
     expect(kinds.filter((k) => k === '202 new-run')).toHaveLength(n);
     expect(kinds.filter((k) => k === '200 duplicate')).toHaveLength(n);
     await callbacks.waitForAccepted(n, 20_000);
-    await drained(s);
+    await s.drained();
     for (let i = 0; i < n; i++) expect(callbacks.texts(`c${i}`)).toEqual([`answer to question ${i}`]);
     const masters = await Promise.all(Array.from({ length: n }, (_, i) => masterOf(s, conversationKeys(s.prefix, `webhook:e2e:c${i}`).base)));
     expect(new Set(masters)).toEqual(new Set([0, 1, 2]));
@@ -149,11 +85,11 @@ describe('on Redis Cluster', () => {
     const slow = gatedTool();
     const s = (sys = await startSystem({ tools: [slow.tool] }));
     fake.script([{ toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] }, { text: 'Found it, weekend included.' }] satisfies FakeTurn[]);
-    const first = await post(s, { id: 's1', conversation: 'steer', text: 'look up the schedule' });
+    const first = await s.post({ id: 's1', conversation: 'steer', text: 'look up the schedule' });
     expect(first).toMatchObject({ status: 202, body: { result: 'new-run' } });
     await slow.started;
 
-    const second = await post(s, { id: 's2', conversation: 'steer', text: 'also the weekend please' });
+    const second = await s.post({ id: 's2', conversation: 'steer', text: 'also the weekend please' });
     expect(second).toMatchObject({ status: 202, body: { result: 'steered', runId: first.body.runId } });
     slow.release('SCHEDULE');
 
@@ -161,7 +97,7 @@ describe('on Redis Cluster', () => {
     expect(callbacks.texts('steer')).toEqual(['Found it, weekend included.']);
     const users = fake.requests[1]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
     expect(users).toEqual(['look up the schedule', 'also the weekend please']);
-    const started = (await record(s, 'steer')).filter((e) => e.kind === 'run.started');
+    const started = (await s.record('steer')).filter((e) => e.kind === 'run.started');
     expect(started.map((e) => (e as { run: string }).run)).toEqual([first.body.runId]);
   });
 

@@ -3,11 +3,7 @@
  * the system in `cluster` mode. Needs `redis-server` (fails with how to get
  * it otherwise); the nodes keep nothing on disk and stop with `stop()`.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { startPrivateRedis, type EnsuredRedis } from '../../src/local-redis.js';
+import { PrivateServers } from './private-servers.js';
 import { waitFor } from './wait.js';
 
 export interface PrivateCluster {
@@ -19,22 +15,12 @@ export interface PrivateCluster {
 const SLOTS = 16384;
 
 export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> {
-  const root = await mkdtemp(join(tmpdir(), 'steerbot-cluster-'));
-  const servers: EnsuredRedis[] = [];
-  const clients: Redis[] = [];
-  const stop = async () => {
-    for (const c of clients) c.disconnect();
-    await Promise.all(servers.map((s) => s.stop()));
-    await rm(root, { recursive: true, force: true });
-  };
+  const group = await PrivateServers.create('cluster');
   try {
-    for (let i = 0; i < masters; i++) {
-      servers.push(
-        await startPrivateRedis({ dataDir: join(root, String(i)), persistent: false, extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }),
-      );
-    }
+    const servers = [];
+    for (let i = 0; i < masters; i++) servers.push(await group.start(String(i), { extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
     const nodes = servers.map((s) => new URL(s.url).host);
-    clients.push(...servers.map((s) => new Redis(s.url)));
+    const clients = servers.map((s) => group.client(s.url));
     // Each master takes an equal range of slots, then they meet.
     const per = Math.ceil(SLOTS / masters);
     await Promise.all(clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', i * per, Math.min(SLOTS, (i + 1) * per) - 1)));
@@ -50,9 +36,9 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
       15_000,
       'the private cluster to agree on its slots',
     );
-    return { nodes, stop };
+    return { nodes, stop: () => group.stop() };
   } catch (err) {
-    await stop();
+    await group.stop();
     throw err;
   }
 }
