@@ -407,8 +407,9 @@ describe('webhook channel', () => {
       callbacks.delay(1500);
       const key = pendingKey(h.prefix, 'webhook:crm');
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'cut off');
-      // The host holds the conversation: its score is the lock's expiry, about 30 s ahead.
-      await waitFor(async () => Number(await h.redis.zscore(key, 'webhook:crm:ticket-7')) > Date.now() + 20_000 || undefined, 5000, 'the host taking the conversation');
+      // The host holds the conversation (its score is the lock's expiry, about 30 s ahead) and its POST has reached the receiver.
+      await waitFor(() => callbacks.received() === 1 || undefined, 5000, 'the POST reaching the receiver');
+      expect(Number(await h.redis.zscore(key, 'webhook:crm:ticket-7'))).toBeGreaterThan(Date.now() + 20_000);
       const first = h;
       await first.plugin.stop();
       await first.http.close();

@@ -20,6 +20,8 @@ export interface CallbackServer {
   url: string;
   /** Every request, answered ones and failed ones. */
   requests: ReceivedCallback[];
+  /** Requests whose body has arrived, answered or not yet (a `delay` holds the answer). */
+  received(): number;
   /** Accepted (2xx) callbacks. */
   accepted(): ReceivedCallback[];
   /** Texts accepted for `conversation`, in order. */
@@ -40,10 +42,12 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
   const failures: Array<{ status: number; retryAfter?: number }> = [];
   let waiters: Array<() => void> = [];
   let delayMs = 0;
+  let received = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
+      received++;
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       const raw = Buffer.concat(chunks);
       const fail = failures.shift();
@@ -67,6 +71,7 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
   return {
     url: `http://127.0.0.1:${port}/callback`,
     requests,
+    received: () => received,
     accepted,
     texts: (conversation) => accepted().filter((r) => r.body.conversation === conversation).map((r) => r.body.text),
     failNext: (...answers) => void failures.push(...answers),
