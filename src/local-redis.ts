@@ -83,6 +83,8 @@ export async function startPrivateRedis(
     extraArgs?: string[];
     /** A config file, read first (a Sentinel needs one it can rewrite). */
     configFile?: string;
+    /** Highest port to listen on (a Cluster node's bus listens 10000 above and must be <= 65535). */
+    maxPort?: number;
   },
 ): Promise<EnsuredRedis> {
   const bin = await findExecutable(opts.redisServerBin ?? 'redis-server');
@@ -171,7 +173,11 @@ export async function freePort(): Promise<number> {
 async function startRedisServer(bin: string, opts: Parameters<typeof startPrivateRedis>[0]): Promise<EnsuredRedis> {
   const dir = resolve(opts.dataDir);
   await mkdir(dir, { recursive: true });
-  const port = await freePort();
+  let port = await freePort();
+  for (let tries = 1; opts.maxPort !== undefined && port > opts.maxPort; tries++) {
+    if (tries >= 100) throw new Error(`no free port at or below ${opts.maxPort}`);
+    port = await freePort();
+  }
   const persistence = opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--save', '', '--appendonly', 'no'];
   const args = [...(opts.configFile ? [opts.configFile] : []), '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence, ...(opts.extraArgs ?? [])];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -45,6 +45,8 @@ const BATCH = 50;
 export const DUE_PAGE = 100;
 /** Pages one poll reads past, when every conversation on them is held by another host. */
 const MAX_PAGES = 10;
+/** Longest a host leaves alone a conversation whose lock another host holds, in ms. */
+const HELD_ELSEWHERE_MAX_MS = 1000;
 /** Polls between looks at the pending set of earlier versions. */
 const LEGACY_EVERY = 10;
 /** Conversations pumped at once by one host. */
@@ -105,17 +107,21 @@ export class CallbackPump {
   }
 
   /**
-   * Moves marks of earlier versions (an unscored set; runners of an earlier
-   * version go on writing it during a rolling upgrade) into the schedule, due
-   * now, a page at a time. Marked first, removed after: a crash in between
-   * only marks twice.
+   * Moves marks of earlier versions (an unscored set, which runners of an
+   * earlier version write while a rollout is under way) into the schedule,
+   * due now, a page at a time. Marked, removed, marked again: a reply an old
+   * runner stored and marked (a no-op SADD, the member was there) while this
+   * ran still has its mark; a crash in between only marks twice.
    */
   private async migrateLegacy(): Promise<void> {
     const legacy = legacyPendingKey(this.o.prefix, this.o.channelId);
     const members = await this.o.redis.srandmember(legacy, DUE_PAGE);
     if (members.length === 0) return;
-    for (const c of members) await markPending(this.o.redis, this.o.prefix, this.o.channelId, c);
+    const due = pendingKey(this.o.prefix, this.o.channelId);
+    const marks = members.flatMap((c) => [0, c]);
+    await this.o.redis.zadd(due, 'NX', ...marks);
     await this.o.redis.srem(legacy, ...members);
+    await this.o.redis.zadd(due, 'NX', ...marks);
   }
 
   /** Sets when a pending conversation is due next (ms since the epoch), if it is still pending. Only the lock holder calls it. */
@@ -138,8 +144,11 @@ export class CallbackPump {
           const due = await this.o.redis.zrangebyscore(pendingKey(this.o.prefix, this.o.channelId), '-inf', now, 'LIMIT', page * DUE_PAGE, DUE_PAGE);
           const mine = due.filter((c) => !this.heldElsewhere.has(c));
           for (let i = 0; i < mine.length && !signal.aborted; i += PARALLEL) {
-            const taken = await Promise.all(mine.slice(i, i + PARALLEL).map((c) => this.pump(c)));
-            took ||= taken.includes(true);
+            const outcomes = await Promise.allSettled(mine.slice(i, i + PARALLEL).map((c) => this.pump(c)));
+            for (const o of outcomes) {
+              if (o.status === 'fulfilled') took ||= o.value;
+              else throw o.reason; // after the others of the group ended: none outlives the poll
+            }
           }
           full = due.length === DUE_PAGE;
           // Past a page only when all of it is held by other hosts (an earlier version's, or one that died): the rest must not starve.
@@ -163,18 +172,19 @@ export class CallbackPump {
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
     const taken = await runScript(redis, 'lease-acquire', [lock], [token, lockMs]);
     if (taken[0] !== 1) {
-      // Another host is on it; it keeps the score (only the holder writes it). Not asked for again before its lock runs out.
-      this.heldElsewhere.set(conversationId, this.now() + Math.max(Number(taken[1]), this.o.config.callbackPollMs));
+      // Another host is on it; it keeps the score (only the holder writes it). Not asked for again for a
+      // while: until its lock runs out, at most a second (it may hand the conversation back sooner).
+      this.heldElsewhere.set(conversationId, this.now() + Math.min(HELD_ELSEWHERE_MAX_MS, Math.max(Number(taken[1]), this.o.config.callbackPollMs)));
       this.failures.delete(conversationId);
       return false;
     }
     this.heldElsewhere.delete(conversationId);
-    // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
-    await this.schedule(conversationId, this.now() + lockMs);
     let hold = false;
     /** The conversation's score says what comes next (done, retry time, another host's); else it is due again now. */
     let settled = false;
     try {
+      // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
+      await this.schedule(conversationId, this.now() + lockMs);
       const cursorAt = cursorKey(this.o.prefix, conversationId);
       const stream = repliesKey(this.o.prefix, conversationId);
       let cursor = (await redis.get(cursorAt)) ?? '0-0';
@@ -245,7 +255,8 @@ export class CallbackPump {
       return undefined;
     }
     const backoff = backoffMs(count, cfg.callbackRetryBaseMs, cfg.callbackMaxDelayMs);
-    const wait = Math.min(outcome.retryAfterMs ?? backoff, cfg.callbackMaxDelayMs);
+    // A Retry-After shorter than the backoff (0, a date in the past) does not make the retries hot.
+    const wait = Math.min(Math.max(outcome.retryAfterMs ?? 0, backoff), cfg.callbackMaxDelayMs);
     this.failures.set(conversationId, { replyId, count });
     this.o.logger.warn({ conversationId, replyId, attempt: count, waitMs: wait, last: outcome.why }, 'webhook callback failed; retrying');
     return wait;

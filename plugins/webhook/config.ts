@@ -56,8 +56,8 @@ export const webhookChannelConfigSchema = z.strictObject({
   callbackTimeoutMs: int(100, 300_000).default(10_000),
   /** Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000. */
   replyStreamMaxLen: int(10, 1_000_000).default(1000),
-  /** How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 86400. */
-  replyDedupeSeconds: int(60, 30 * 86_400).default(86_400),
+  /** How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live. */
+  replyDedupeSeconds: int(60, 30 * 86_400).default(604_800),
   /** Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100. */
   maxStreamClients: int(1, 10_000).default(100),
 });

@@ -54,7 +54,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       await runScript(o.redis, 'reply-store', [repliesKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${reply.messageId}`], [
         JSON.stringify(reply),
         cfg.replyStreamMaxLen,
-        cfg.replyDedupeSeconds,
+        opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds,
       ]);
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };

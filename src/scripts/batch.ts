@@ -58,9 +58,12 @@ export class ScriptBatcher {
 
   /** Runs one item; resolves with its reply once the call that carried it answers. */
   run(keys: string[], args: Array<string | number>): Promise<ScriptReply> {
-    // A malformed item is refused alone, before it can spoil a call it shares.
+    // A malformed item is refused alone, before it can spoil a call it shares (its arguments would shift onto the next item's).
     if (keys.length !== this.keysPerItem || keys.some((k) => k === '')) {
       return Promise.reject(new ScriptError(this.name, `an item takes ${this.keysPerItem} non-empty keys, got ${JSON.stringify(keys)}`));
+    }
+    if (args.length !== this.keysPerItem) {
+      return Promise.reject(new ScriptError(this.name, `an item takes ${this.keysPerItem} arguments, got ${args.length}`));
     }
     return new Promise<ScriptReply>((resolve, reject) => {
       if (this.queue.length === 0) setImmediate(() => this.flush());

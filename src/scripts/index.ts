@@ -2,7 +2,8 @@
  * Loads the Lua scripts of this folder once per client with `defineCommand`
  * and calls them through one typed wrapper. A script file is named
  * `<verb>-<numKeys>.lua`, or `<verb>-<numKeys>n.lua` for a script that takes
- * any number of items of `numKeys` keys each (see `ScriptBatcher`);
+ * any number of items of `numKeys` keys and as many arguments each (see
+ * `ScriptBatcher`);
  * `--- @include "<name>"` lines are replaced by `includes/<name>.lua` (each
  * include at most once per script).
  */

@@ -8,12 +8,16 @@
 
   ARGV[1] data json     the reply
   ARGV[2] max length    approximate length cap of the stream (`MAXLEN ~`)
-  ARGV[3] ttl s         how long the delivery key is remembered
+  ARGV[3] ttl s         how long the delivery key is remembered; 0: a reply without a
+                        delivery key, stored without dedupe (KEYS[2] is not touched)
 
   Returns { 'stored', stream id } or { 'duplicate', stream id of the first copy }
 ]]
-local id = redis.call('GET', KEYS[2])
-if id then return { 'duplicate', id } end
-id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'data', ARGV[1])
-redis.call('SET', KEYS[2], id, 'EX', ARGV[3])
+local remember = ARGV[3] ~= '0'
+if remember then
+  local id = redis.call('GET', KEYS[2])
+  if id then return { 'duplicate', id } end
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'data', ARGV[1])
+if remember then redis.call('SET', KEYS[2], id, 'EX', ARGV[3]) end
 return { 'stored', id }

@@ -32,6 +32,8 @@ export interface CallbackServer {
   clearFailures(): void;
   /** Answers every request `ms` late (a slow receiver). */
   delay(ms: number): void;
+  /** Holds the answers of requests arriving from now on until the returned function is called. */
+  hold(): () => void;
   /** Resolves once `n` callbacks were accepted; rejects after `timeoutMs`. */
   waitForAccepted(n: number, timeoutMs?: number): Promise<ReceivedCallback[]>;
   close(): Promise<void>;
@@ -43,12 +45,14 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
   let waiters: Array<() => void> = [];
   let delayMs = 0;
   let received = 0;
+  let gate: Promise<void> | undefined;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       received++;
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      if (gate) await gate;
       const raw = Buffer.concat(chunks);
       const fail = failures.shift();
       const status = fail?.status ?? 200;
@@ -77,6 +81,14 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
     failNext: (...answers) => void failures.push(...answers),
     clearFailures: () => void failures.splice(0),
     delay: (ms) => void (delayMs = ms),
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((r) => (release = r));
+      return () => {
+        gate = undefined;
+        release();
+      };
+    },
     async waitForAccepted(n, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (accepted().length < n) {

@@ -18,12 +18,19 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
   const group = await PrivateServers.create('cluster');
   try {
     const servers = [];
-    for (let i = 0; i < masters; i++) servers.push(await group.start(String(i), { extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
+    // A node's cluster bus listens 10000 above its port.
+    for (let i = 0; i < masters; i++) servers.push(await group.start(String(i), { maxPort: 55_535, extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
     const nodes = servers.map((s) => new URL(s.url).host);
     const clients = servers.map((s) => group.client(s.url));
-    // Each master takes an equal range of slots, then they meet.
+    // Each master takes an equal range of slots (ADDSLOTS, not ADDSLOTSRANGE: Redis before 7 has only the former), then they meet.
     const per = Math.ceil(SLOTS / masters);
-    await Promise.all(clients.map((c, i) => c.call('CLUSTER', 'ADDSLOTSRANGE', i * per, Math.min(SLOTS, (i + 1) * per) - 1)));
+    await Promise.all(
+      clients.map((c, i) => {
+        const first = i * per;
+        const slots = Array.from({ length: Math.min(SLOTS, first + per) - first }, (_, j) => first + j);
+        return c.call('CLUSTER', 'ADDSLOTS', ...slots);
+      }),
+    );
     for (const node of nodes.slice(1)) {
       const [host, port] = node.split(':');
       await clients[0]!.call('CLUSTER', 'MEET', host!, port!);

@@ -20,7 +20,7 @@ export class PrivateServers {
   }
 
   /** Starts one in its own subdirectory `dir` (nothing kept on disk). */
-  async start(dir: string, opts: { extraArgs?: string[]; configFile?: string } = {}): Promise<EnsuredRedis> {
+  async start(dir: string, opts: { extraArgs?: string[]; configFile?: string; maxPort?: number } = {}): Promise<EnsuredRedis> {
     const server = await startPrivateRedis({ dataDir: join(this.root, dir), persistent: false, ...opts });
     this.servers.push(server);
     return server;

@@ -134,10 +134,12 @@ describe('ingest batching', () => {
         batcher.run([k.base, k.dedupe('u1')], item(1)),
         batcher.run([k.base, k.dedupe('u2'), 'extra'], item(2)),
         batcher.run([k.base, ''], item(3)),
-        batcher.run([k.base, k.dedupe('u4')], item(4)),
+        batcher.run([k.base, k.dedupe('u4')], [...item(4), 'extra']),
+        batcher.run([k.base, k.dedupe('u5')], item(5)),
       ]);
-      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled']);
       expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/an item takes 2 non-empty keys/);
+      expect(String((settled[3] as PromiseRejectedResult).reason)).toMatch(/an item takes 2 arguments, got 3/);
       expect(batcher.stats).toEqual({ calls: 1, items: 2 });
       expect(await fx.recordLength()).toBe(2);
     });

@@ -16,12 +16,15 @@ let sentinel: PrivateSentinel;
 let fake: FakeOpenAIServer;
 let callbacks: CallbackServer;
 let sys: WebhookSystem | undefined;
+const env = () => ({ REDIS_MODE: 'sentinel', REDIS_SENTINELS: sentinel.sentinels.join(','), REDIS_SENTINEL_NAME: sentinel.name });
 
+/** One system for the file: the second test fails over under it. */
 beforeAll(async () => {
   sentinel = await startPrivateSentinel();
   fake = await startFakeOpenAI();
   callbacks = await startCallbackServer(WEBHOOK_SECRET);
   fake.script((body: any) => ({ text: `answer to ${String(body.messages.at(-1).content)}` }) satisfies FakeTurn);
+  sys = await startWebhookSystem({ redisEnv: env(), modelBaseURL: fake.url, callbackUrl: callbacks.url });
 }, 30_000);
 afterAll(async () => {
   await sys?.stop();
@@ -33,11 +36,9 @@ afterEach(() => {
   callbacks.requests.length = 0;
 });
 
-const env = () => ({ REDIS_MODE: 'sentinel', REDIS_SENTINELS: sentinel.sentinels.join(','), REDIS_SENTINEL_NAME: sentinel.name });
-
 describe('through Redis Sentinel', () => {
   it('finds the master and answers every message once', async () => {
-    const s = (sys = await startWebhookSystem({ redisEnv: env(), modelBaseURL: fake.url, callbackUrl: callbacks.url }));
+    const s = sys!;
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => s.post({ id: `m${i % 10}`, conversation: `c${i % 10}`, text: `question ${i % 10}` })));
     expect(results.filter((r) => r.status === 202 && r.body.result === 'new-run')).toHaveLength(10);
     expect(results.filter((r) => r.status === 200 && r.body.result === 'duplicate')).toHaveLength(10);
