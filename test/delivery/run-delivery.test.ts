@@ -300,28 +300,27 @@ describe('RunDelivery', () => {
 
 
 describe('RunDelivery › turns anchored on the record', () => {
+  /** One attempt of run1 answering the message with seq `anchor`. */
+  async function attempt(out: FakeOutbound, anchor: number, text: string): Promise<void> {
+    const d = delivery(out);
+    d.beginTurn(anchor);
+    await d.message(text);
+  }
+
   it('does not resend a reply a dead attempt already delivered for the same message', async () => {
     const out = new FakeOutbound(1000);
-    const first = delivery(out);
-    first.beginTurn(5);
-    await first.message('answer to message 5');
+    await attempt(out, 5, 'answer to message 5');
     // Attempt 2 of the same run answers the same message again.
-    const second = delivery(out);
-    second.beginTurn(5);
-    await second.message('answer to message 5, regenerated');
+    await attempt(out, 5, 'answer to message 5, regenerated');
     expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5']);
     expect(Object.keys(await outbox())).toEqual(['run1:5:0']);
   });
 
   it('sends the reply to a newer message that a dead attempt had been handed but not answered', async () => {
     const out = new FakeOutbound(1000);
-    const first = delivery(out);
-    first.beginTurn(5);
-    await first.message('answer to message 5');
+    await attempt(out, 5, 'answer to message 5');
     // Attempt 1 was handed message 9 by finish, then died before replying; attempt 2 answers it.
-    const second = delivery(out);
-    second.beginTurn(9);
-    await second.message('answer to message 9');
+    await attempt(out, 9, 'answer to message 9');
     expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5', 'answer to message 9']);
     expect(Object.keys(await outbox()).sort()).toEqual(['run1:5:0', 'run1:9:0']);
   });
