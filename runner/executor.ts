@@ -185,7 +185,11 @@ export class RunExecutor {
         pull: async (mode) => {
           const pulled = await o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all');
           compaction.noteRequested(pulled.compactionRequestedSeq);
-          return pulled.messages.filter(isMessage);
+          const messages = pulled.messages.filter(isMessage);
+          // What follows answers the newest message taken: the anchor a retried attempt reads from the
+          // record (its `steering.injected`), so both attempts deliver under the same keys.
+          if (pulled.messages.length > 0) delivery.beginTurn(Math.max(...pulled.messages.map((m) => m.seq)));
+          return messages;
         },
       },
       state: {

@@ -14,7 +14,8 @@ import type { ModelStep } from '../../src/record/entries.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
 import { contextEnv } from '../fixtures/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
-import { CID, fakeModel, RunnerHarness, waitFor } from './harness.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import { CID, deferred, fakeModel, RunnerHarness, waitFor } from './harness.js';
 
 const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.meta.url));
 
@@ -136,5 +137,46 @@ describe('runner recovery', () => {
     await h.outbound.waitForMessages(2);
     expect(h.outbound.texts).toEqual([DEFAULT_MODEL_FAILURE_MESSAGE, 'Working again.']);
     expect(userTexts(fake.requests.length - 1).at(-1)).toBe('second question');
+  });
+});
+
+describe('an attempt that answered steering it pulled, then died before finishing', () => {
+  it('is not answered again by the attempt that takes the run over', async () => {
+    const steered = deferred();
+    const pulled = deferred();
+    const delivered = deferred();
+    // Attempt 1 pulls the steered message at a boundary, answers it and then hangs until shutdown aborts it;
+    // attempt 2 writes the same answer again (a retried model call would).
+    const plugin: RunnerPlugin = {
+      manifest: { name: 'steer-then-die', version: '1.0.0', capabilities: { steering: true, state: false, streaming: false } },
+      async run(ctx) {
+        if (ctx.attempt === 1) {
+          pulled.resolve();
+          await steered.promise;
+          const messages = await ctx.steering.pull();
+          expect(messages.map((m) => m.text)).toEqual(['also this']);
+          await ctx.delivery.message('one answer to both');
+          delivered.resolve();
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          return { outcome: 'completed' };
+        }
+        await ctx.delivery.message('one answer to both');
+        return { outcome: 'completed' };
+      },
+    };
+    h = await RunnerHarness.start({ plugin });
+    const first = await h.ingest('a question');
+    const runId = (first as { runId: string }).runId;
+    await pulled.promise;
+    expect(await h.ingest('also this')).toMatchObject({ kind: 'steered', runId });
+    steered.resolve();
+    await delivered.promise;
+    // The first worker goes away without finishing the run; another takes it over after its lease.
+    await h.runners[0]!.close(0);
+    await h.startRunner(plugin);
+
+    expect((await h.runEnded(runId)).outcome).toBe('completed');
+    expect((await h.entries('run.started')).map((e) => e.attempt)).toEqual([1, 2]);
+    expect(h.outbound.texts).toEqual(['one answer to both']);
   });
 });
