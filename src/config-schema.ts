@@ -233,10 +233,23 @@ const baseSchema = z.strictObject({
 });
 
 /** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */
-export const configSchema = baseSchema.extend({
-  /** Channel instances; each channel's schema belongs to its plugin. Default: no channels. */
-  channels: channelsSchema.prefault({}),
-});
+export const configSchema = baseSchema
+  .extend({
+    /** Channel instances; each channel's schema belongs to its plugin. Default: no channels. */
+    channels: channelsSchema.prefault({}),
+  })
+  .superRefine((c, ctx) => {
+    // Discord catch-up hands the host messages up to this old again; older than the dedupe keys, an
+    // answered message would no longer be a duplicate and would be answered twice.
+    const catchUp = c.channels.discord?.catchUpMaxAgeSeconds ?? 0;
+    if (catchUp > c.dispatch.dedupeTtlSeconds) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['channels', 'discord', 'catchUpMaxAgeSeconds'],
+        message: `must not exceed dispatch.dedupeTtlSeconds (${c.dispatch.dedupeTtlSeconds}): older messages would no longer be recognised as answered`,
+      });
+    }
+  });
 
 /** The validated configuration, defaults applied. */
 export type SteerbotConfig = z.output<typeof configSchema>;

@@ -110,6 +110,13 @@ describe('loadConfig', () => {
     expect(issues).toEqual([{ path: 'runner.outboxTtlSeconds', message: expect.stringMatching(/>= 3600.*STEERBOT_OUTBOX_TTL_SECONDS/) }]);
   });
 
+  it('refuses a Discord catch-up reaching further back than the dedupe keys last', () => {
+    const env = { DISCORD_BOT_TOKEN: 'token-of-the-bot', STEERBOT_DEDUPE_TTL_SECONDS: '3600' };
+    const issues = issuesOf(() => loadConfig({ env }));
+    expect(issues).toEqual([{ path: 'channels.discord.catchUpMaxAgeSeconds', message: expect.stringMatching(/must not exceed dispatch.dedupeTtlSeconds \(3600\)/) }]);
+    expect(loadConfig({ env: { ...env, STEERBOT_DEDUPE_TTL_SECONDS: '86400' } }).channels.discord?.catchUpMaxAgeSeconds).toBe(86_400);
+  });
+
   it('rejects a heartbeat not below the lease, naming runs.heartbeatMs', () => {
     const issues = issuesOf(() => loadConfig({ env: { STEERBOT_LEASE_MS: '5000', STEERBOT_HEARTBEAT_MS: '5000' } }));
     expect(issues).toEqual([{ path: 'runs.heartbeatMs', message: expect.stringMatching(/less than runs.leaseMs.*STEERBOT_HEARTBEAT_MS/) }]);
