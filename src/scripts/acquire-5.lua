@@ -38,10 +38,14 @@ redis.call('HSET', run_key, 'state', 'running', 'token', token, 'attempt', attem
 -- A run is only ever acquired while it is the active one; repair a lost pointer.
 if not redis.call('GET', active_key) then redis.call('SET', active_key, ARGV[1]) end
 
--- A run created by an earlier version keeps its inputs in the hash; joins since the upgrade are in the key
--- (and, while hosts of both versions run, in either): seqs are message order, so sort them.
-local inputs = split_ids((f[5] or '') .. ',' .. (redis.call('GET', inputs_key) or ''))
-table.sort(inputs)
+local inputs = split_ids(redis.call('GET', inputs_key))
+-- A run created by an earlier version keeps its inputs in the hash, and joins since the upgrade are in the
+-- key (while hosts of both versions run, in either): merged, in message order. A run of this version keeps
+-- the order it was created with (a successor's urgent messages first).
+if f[5] then
+  for _, seq in ipairs(split_ids(f[5])) do inputs[#inputs + 1] = seq end
+  table.sort(inputs)
+end
 local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = attempt,
   token = token, owner = ARGV[2] }
 if #inputs > 0 then entry.inputs = inputs end

@@ -15,7 +15,7 @@
   KEYS[4] meta     conversation meta
   KEYS[5] active   active run id
   KEYS[6] pending  seqs waiting for a successor
-  KEYS[7] base     conversation key prefix (successor keys derive from it)
+  KEYS[7] base     conversation key prefix (the run's `inputs:` key and successor keys derive from it)
 
   ARGV[1] token          fencing token
   ARGV[2] run id
@@ -52,6 +52,8 @@ end
 
 local now = now_ms()
 redis.call('HSET', run_key, 'state', 'ended', 'outcome', outcome, 'reason', ARGV[4], 'ended_at', now)
+-- Only acquire reads the inputs key, and an ended run is never acquired again (`run.started` keeps them).
+redis.call('DEL', base .. 'inputs:' .. run_id)
 local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[2]),
   token = tonumber(ARGV[1]), outcome = outcome }
 if ARGV[4] ~= '' then ended.reason = ARGV[4] end

@@ -19,6 +19,23 @@ describe('acquire', () => {
       expect(run.inputs).toEqual(Array.from({ length: 3001 }, (_, i) => i + 1));
     });
 
+    it('takes a successor\'s inputs in the order finish gave them: the message that interrupted first', async () => {
+      const d = fx.dispatch();
+      const runs = fx.runs();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      const acquired = await runs.acquire(CID, first.runId, 'host-a/1');
+      const waiting = await d.ingest(fx.message(2), { policy: 'collect' }); // waits in pending
+      const urgent = await d.ingest(fx.message(3), { policy: 'interrupt' });
+      expect(urgent.kind).toBe('interrupting');
+      const fin = await runs.finish({ conversationId: CID, runId: first.runId, token: acquired.token }, 'interrupted');
+      if (fin.kind !== 'ended' || !fin.successor) throw new Error('expected a successor');
+      expect(fin.successor.inputs).toEqual([urgent.seq, waiting.seq]);
+
+      expect((await runs.acquire(CID, fin.successor.runId, 'host-a/1')).inputs).toEqual([urgent.seq, waiting.seq]);
+      // The ended run's inputs key is gone: only acquire reads it, and the run is never acquired again.
+      expect(await fx.redis.exists(fx.keys().inputs(first.runId))).toBe(0);
+    });
+
     it('takes the inputs a run created by an earlier version kept in its hash, then the ones that joined since', async () => {
       const d = fx.dispatch();
       const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
