@@ -82,6 +82,8 @@ export interface LoadedBase {
   raw: string | undefined;
   /** Record entries after the checkpoint (or the bounded tail), in seq order, up to now. */
   entries: SeqEntry[];
+  /** Seq of the `/compact` read with them (0 or absent: none); a compaction of these entries satisfies it. */
+  compactRequestedSeq?: number;
 }
 
 /** Options of `compact`. */
@@ -197,6 +199,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
       checkpoint: { key: CHECKPOINT_KEY, value: checkpoint, expect: o.loaded.raw === undefined ? { kind: 'absent' } : { kind: 'equals', raw: o.loaded.raw } },
       entry,
       ...(breakerChanged && { breaker: { key: BREAKER_KEY, value: breakerValue(next, checkpoint.created_at) } }),
+      compactRequestedSeq: o.loaded.compactRequestedSeq ?? 0,
     });
   } catch (err) {
     if (!(err instanceof CasConflictError)) throw err;

@@ -21,8 +21,8 @@ export interface RunRef {
   token: number;
 }
 
-/** Entry kinds a runner may append itself; the rest are written by the scripts. */
-const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step', 'compaction']);
+/** Entry kinds a runner may append itself; the rest are written by the scripts (a `compaction` with its checkpoint: `ConversationState.commitCompaction`). */
+const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step']);
 
 /** Acquire, heartbeat, append, pull and finish (runner side). */
 export class Runs {
@@ -75,7 +75,7 @@ export class Runs {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const r = checkReply(
       'append',
-      await runScript(this.options.client, 'append', [k.run(run.runId), k.log, k.meta], [run.token, JSON.stringify(parsed.data), entry.kind === 'compaction' ? 'compaction' : '']),
+      await runScript(this.options.client, 'append', [k.run(run.runId), k.log, k.meta], [run.token, JSON.stringify(parsed.data)]),
       run.runId,
     );
     return Number(r[1]);

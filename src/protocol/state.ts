@@ -74,13 +74,20 @@ export class ConversationState {
   /**
    * Commits a compaction in one fenced script: sets the checkpoint under
    * `checkpoint.key` if `checkpoint.expect` still holds, appends `entry` (a
-   * `compaction` entry) and, when given, sets the breaker. Returns the entry's
+   * `compaction` entry), satisfies the `/compact` requests up to
+   * `compactRequestedSeq` (the one the compaction read; 0 for none) and, when
+   * given, sets the breaker. Returns the entry's
    * seq. Throws CasConflictError (nothing written) when another compaction
    * won, StaleRunError for a stale token, InvalidInputError for bad input.
    */
   async commitCompaction(
     run: RunRef,
-    c: { checkpoint: { key: string; value: unknown; expect: { kind: 'absent' } | { kind: 'equals'; raw: string } }; entry: RecordEntry; breaker?: { key: string; value: unknown } },
+    c: {
+      checkpoint: { key: string; value: unknown; expect: { kind: 'absent' } | { kind: 'equals'; raw: string } };
+      entry: RecordEntry;
+      breaker?: { key: string; value: unknown };
+      compactRequestedSeq: number;
+    },
   ): Promise<number> {
     assertStateKey(c.checkpoint.key);
     if (c.breaker) assertStateKey(c.breaker.key);
@@ -100,6 +107,7 @@ export class ConversationState {
         JSON.stringify(parsed.data),
         c.breaker?.key ?? '',
         c.breaker ? this.json(c.breaker.key, c.breaker.value) : '',
+        c.compactRequestedSeq,
       ]),
       run.runId,
     );

@@ -6,8 +6,6 @@
   KEYS[3] meta     conversation meta
   ARGV[1] token    fencing token
   ARGV[2] entry json
-  ARGV[3] 'compaction' when the entry is a `compaction`: a /compact requested
-          before it is then satisfied (meta `compact_requested` is cleared)
 
   Returns { 'ok', seq }
   Errors  { -1 }, { -2 }, { -3, current token }
@@ -16,6 +14,4 @@
 
 local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
-local seq = append_entry(KEYS[2], KEYS[3], ARGV[2])
-if ARGV[3] == 'compaction' then satisfy_compact_request(KEYS[3], seq) end
-return { 'ok', seq }
+return { 'ok', append_entry(KEYS[2], KEYS[3], ARGV[2]) }

@@ -17,9 +17,5 @@
 
 local _, err = fenced_run(KEYS[1], ARGV[1])
 if err then return err end
-local requested = tonumber(redis.call('HGET', KEYS[2], 'compact_requested') or 0)
-if requested > 0 and requested <= tonumber(ARGV[2]) then
-  redis.call('HDEL', KEYS[2], 'compact_requested')
-  return { 'ok', 1 }
-end
+if clear_compact_request(KEYS[2], ARGV[2]) then return { 'ok', 1 } end
 return { 'ok', 0 }

@@ -1,7 +1,7 @@
 --[[
   Commit a compaction in one step, fenced: the checkpoint (compare-and-set
   against the one the compaction started from), the `compaction` record entry
-  (which satisfies a /compact requested before it) and, when it changed, the
+  (which satisfies the /compact the compaction read) and, when it changed, the
   circuit breaker. A crash can no longer leave a checkpoint without its entry.
 
   KEYS[1] run      run record hash
@@ -18,6 +18,8 @@
   ARGV[7] entry json       the `compaction` entry
   ARGV[8] breaker field    state key of the circuit breaker
   ARGV[9] breaker json     its new value, or '' to leave it
+  ARGV[10] request seq     the /compact the compaction read (0: none); it and older ones are
+                           satisfied, one that arrived while it summarized stays
 
   Returns { 'ok', seq of the compaction entry }
   Errors  { -1 }, { -2 }, { -3, current token }, { -6, current checkpoint or '' } CAS conflict,
@@ -33,6 +35,6 @@ local conflict = state_expect(KEYS[2], ARGV[2], ARGV[4], ARGV[5])
 if conflict then return conflict end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 local seq = append_entry(KEYS[3], KEYS[4], ARGV[7])
-satisfy_compact_request(KEYS[4], seq)
+clear_compact_request(KEYS[4], ARGV[10])
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[2], ARGV[8], ARGV[9]) end
 return { 'ok', seq }

@@ -40,15 +40,24 @@ describe('requestCompaction (/compact)', () => {
   });
 });
 
-describe('append of a compaction entry', () => {
+describe('a compaction entry', () => {
   const fx = useProtocolFixture();
 
   it('clears a /compact requested before it, so /status no longer shows it pending', async () => {
-    const { dispatch, runs, run } = await fx.running();
+    const { dispatch, run } = await fx.running();
     const req = await dispatch.requestCompaction(fx.source(1));
     expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(req.seq);
-    await runs.append(run, { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' });
+    await fx.state().commitCompaction(run, {
+      checkpoint: { key: 'runner.compaction.checkpoint', value: { summary: 's' }, expect: { kind: 'absent' } },
+      entry: { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' },
+      compactRequestedSeq: req.seq,
+    });
     expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(0);
+  });
+
+  it('is written with its checkpoint only: a runner may not append one on its own', async () => {
+    const { runs, run } = await fx.running();
+    await expect(runs.append(run, { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
   });
 
   it('keeps a request when a model step is appended', async () => {

@@ -173,19 +173,28 @@ describe('conversation state', () => {
 
     it('writes the checkpoint, the compaction entry and the breaker together, and satisfies an earlier /compact', async () => {
       const { dispatch, run, runId } = await fx.running();
-      await dispatch.requestCompaction(fx.source(9));
-      const seq = await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: false } } });
+      const req = await dispatch.requestCompaction(fx.source(9));
+      const seq = await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: false } }, compactRequestedSeq: req.seq });
       expect(await fx.state().get(CID, KEY)).toEqual({ summary: 's' });
       expect(await fx.state().get(CID, BREAKER)).toEqual({ open: false });
       expect((await fx.record()).at(-1)).toMatchObject({ seq, kind: 'compaction' });
       expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(0);
     });
 
+    it('leaves a /compact that arrived after the one the compaction read', async () => {
+      const { dispatch, run, runId } = await fx.running();
+      const read = await dispatch.requestCompaction(fx.source(9));
+      // Sent while the summarizer was working: this compaction never saw it.
+      const later = await dispatch.requestCompaction(fx.source(10));
+      await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), compactRequestedSeq: read.seq });
+      expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(later.seq);
+    });
+
     it('writes nothing when another compaction won (CAS) or the token is stale', async () => {
       const { run, runId } = await fx.running();
       await fx.state().set(run, KEY, { summary: 'theirs' });
       const before = await fx.snapshot();
-      const commit = (r: typeof run) => fx.state().commitCompaction(r, { checkpoint: { key: KEY, value: { summary: 'mine' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: true } } });
+      const commit = (r: typeof run) => fx.state().commitCompaction(r, { checkpoint: { key: KEY, value: { summary: 'mine' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: true } }, compactRequestedSeq: 0 });
       await expect(commit(run)).rejects.toBeInstanceOf(CasConflictError);
       await expect(commit({ ...run, token: run.token + 1 })).rejects.toBeInstanceOf(StaleRunError);
       expect(await fx.snapshot()).toEqual(before);

@@ -28,11 +28,16 @@ local function append_entry(log_key, meta_key, json)
   return seq
 end
 
--- A `compaction` entry at `seq` satisfies a /compact requested before it (meta
--- `compact_requested` holds the seq of the request).
-local function satisfy_compact_request(meta_key, seq)
+-- Clears the /compact request (meta `compact_requested` holds its seq) if it
+-- is at or before `upto`, the request the run read before compacting (or
+-- finding nothing to compact); a newer one stays. Returns whether it cleared.
+local function clear_compact_request(meta_key, upto)
   local requested = tonumber(redis.call('HGET', meta_key, 'compact_requested') or 0)
-  if requested > 0 and requested < seq then redis.call('HDEL', meta_key, 'compact_requested') end
+  if requested > 0 and requested <= tonumber(upto) then
+    redis.call('HDEL', meta_key, 'compact_requested')
+    return true
+  end
+  return false
 end
 
 -- Compare-and-set precondition on one conversation state field: nil when
