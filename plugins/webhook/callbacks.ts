@@ -185,6 +185,7 @@ export class CallbackPump {
     try {
       // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
       await this.schedule(conversationId, this.now() + lockMs);
+      let scoredAt = this.now();
       const cursorAt = cursorKey(this.o.prefix, conversationId);
       const stream = repliesKey(this.o.prefix, conversationId);
       let cursor = (await redis.get(cursorAt)) ?? '0-0';
@@ -227,8 +228,12 @@ export class CallbackPump {
             settled = true;
             return true;
           }
-          // The lock was renewed: so is the score, or a long backlog would fall due while this host still sends it.
-          await this.schedule(conversationId, this.now() + lockMs);
+          // The lock was renewed; the score follows once half of it has passed (not per reply), so a long
+          // backlog never falls due while this host still sends it.
+          if (this.now() - scoredAt >= lockMs / 2) {
+            scoredAt = this.now();
+            await this.schedule(conversationId, scoredAt + lockMs);
+          }
           cursor = id;
         }
       }
