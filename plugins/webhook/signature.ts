@@ -10,12 +10,14 @@ export const TIMESTAMP_HEADER = 'x-steerbot-timestamp';
 /** Header carrying `sha256=<hex>`. */
 export const SIGNATURE_HEADER = 'x-steerbot-signature';
 
+/** The raw HMAC-SHA256(secret, "<timestamp>.<body>"): what is signed, in one place. */
+function mac(secret: string, timestamp: number | string, body: string | Buffer): Buffer {
+  return createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
+}
+
 /** `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`. */
 export function sign(secret: string, timestamp: number | string, body: string | Buffer): string {
-  const mac = createHmac('sha256', secret);
-  mac.update(`${timestamp}.`);
-  mac.update(body);
-  return `sha256=${mac.digest('hex')}`;
+  return `sha256=${mac(secret, timestamp, body).toString('hex')}`;
 }
 
 /** Headers of a signed request of `body` at `nowSeconds`. */
@@ -48,8 +50,7 @@ export function checkSignature(
   if (!/^\d{1,12}$/.test(ts)) return `${TIMESTAMP_HEADER} must be unix seconds`;
   if (!SIGNATURE_RE.test(sig)) return `${SIGNATURE_HEADER} must be sha256=<64 hex digits>`;
   // Compared as 32 raw bytes (hex case does not matter); every request pays this, so no hex strings are built.
-  const mac = createHmac('sha256', secret).update(ts).update('.').update(body).digest();
-  if (!timingSafeEqual(mac, Buffer.from(sig.slice(7), 'hex'))) return 'bad signature';
+  if (!timingSafeEqual(mac(secret, ts, body), Buffer.from(sig.slice(7), 'hex'))) return 'bad signature';
   if (Math.abs(nowSeconds - Number(ts)) > maxSkewSeconds) return `stale timestamp: more than ${maxSkewSeconds} s from the server clock`;
   return undefined;
 }
