@@ -4,9 +4,9 @@
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply.
  */
-import { z } from 'zod';
 import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
 import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
+import { parseBreaker } from '../src/record/breaker.js';
 
 /** Names of the control commands, without the slash. */
 export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status'] as const;
@@ -126,15 +126,10 @@ export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy):
   lines.push(`Steering queue: ${s.steeringDepth} · Pending: ${s.pendingDepth}`);
   lines.push(s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`);
   if (s.compactionRequestedSeq > 0) lines.push('Compaction: /compact requested, applied at the next turn boundary');
-  const breaker = breakerSchema.safeParse(parseJson(s.compactionBreaker));
-  if (breaker.success && breaker.data.open) {
-    lines.push(`Compaction: paused after ${breaker.data.ineffective} ineffective compactions (/compact resumes it)`);
-  }
+  const breaker = parseBreaker(parseJson(s.compactionBreaker));
+  if (breaker.open) lines.push(`Compaction: paused after ${breaker.ineffective} ineffective compactions (/compact resumes it)`);
   return lines.join('\n');
 }
-
-// The breaker's JSON comes back from Redis: read it defensively.
-const breakerSchema = z.object({ open: z.boolean(), ineffective: z.number().int().nonnegative() });
 
 function parseJson(raw: string | undefined): unknown {
   if (raw === undefined) return undefined;

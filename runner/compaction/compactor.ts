@@ -6,10 +6,10 @@
  */
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import type { RunRef } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';
 import type { SeqEntry } from '../../src/record/entries.js';
+import { breakerValue, parseBreaker, type BreakerState } from '../../src/record/breaker.js';
 import { CasConflictError } from '../../src/errors.js';
 import { projectHistory, type ProjectionOptions } from '../projection.js';
 import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, summaryMessages, type Checkpoint } from './checkpoint.js';
@@ -50,28 +50,12 @@ export function shouldCompact(i: ShouldCompactInput): boolean {
   return !i.breakerOpen && i.estimate > (i.threshold ?? DEFAULT_THRESHOLD) * i.contextWindow;
 }
 
-const breakerSchema = z.object({
-  schema_version: z.literal(1),
-  /** Consecutive compactions that left the estimate over the threshold. */
-  ineffective: z.number().int().nonnegative(),
-  open: z.boolean(),
-  /** ms since the epoch. */
-  updated_at: z.number().int().nonnegative(),
-});
-
-/** The circuit breaker of one conversation. */
-export interface BreakerState {
-  open: boolean;
-  /** Consecutive ineffective compactions so far. */
-  ineffective: number;
-}
 
 const CLOSED: BreakerState = { open: false, ineffective: 0 };
 
 /** Reads the breaker; an absent or unreadable value is a closed breaker. */
 export async function readBreaker(state: ConversationState, conversationId: string): Promise<BreakerState> {
-  const parsed = breakerSchema.safeParse(await state.get(conversationId, BREAKER_KEY));
-  return parsed.success ? { open: parsed.data.open, ineffective: parsed.data.ineffective } : { ...CLOSED };
+  return parseBreaker(await state.get(conversationId, BREAKER_KEY));
 }
 
 /** The prompt a run loaded, as `loadPrompt` returns it. */
@@ -218,6 +202,3 @@ async function writeBreaker(o: Pick<CompactOptions, 'state' | 'run'>, b: Breaker
 }
 
 /** The stored form of the breaker. */
-function breakerValue(b: BreakerState, at: number) {
-  return { schema_version: 1, ineffective: b.ineffective, open: b.open, updated_at: at };
-}
