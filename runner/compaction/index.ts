@@ -14,6 +14,7 @@ export type { CalibratorOptions, RequestEstimate, RequestEstimateOptions } from 
 export { DEFAULT_KEEP_RECENT_TURNS, selectTurns, turnBoundaries, type SelectOptions, type Selection } from './select.js';
 export { DEFAULT_MAX_SUMMARY_CHARS, fallbackSummary, summarize, type SummarizeOptions, type SummaryResult } from './summarize.js';
 export { BREAKER_KEY, BREAKER_LIMIT, DEFAULT_THRESHOLD, compact, readBreaker, shouldCompact } from './compactor.js';
-export type { BreakerState, CompactOptions, CompactResult, CompactionTrigger, LoadedBase, ShouldCompactInput } from './compactor.js';
+export type { CompactOptions, CompactResult, CompactionTrigger, LoadedBase, ShouldCompactInput } from './compactor.js';
+export type { BreakerState } from '../../src/record/breaker.js';
 export { compactIfNeeded, type CompactIfNeededOptions, type PressureCheck } from './pressure.js';
 export { isContextOverflowError } from './overflow.js';
