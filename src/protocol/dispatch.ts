@@ -45,10 +45,13 @@ export class Dispatch {
   private readonly messageSchema: z.ZodType<IncomingMessage>;
   /** Updates ingested in one event-loop turn share one script call (group commit). */
   readonly ingestBatch: ScriptBatcher;
+  /** The part of ingest's packed options argument that is the same for every update. */
+  private readonly ingestOptionsMiddle: string;
 
   constructor(options: ProtocolOptions) {
     this.options = resolveOptions(options);
     this.ingestBatch = new ScriptBatcher(this.options.client, 'ingest');
+    this.ingestOptionsMiddle = `|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|`;
     this.messageSchema = z.object({
       conversationId: z.string().min(1),
       updateKey: z.string().min(1),
@@ -107,7 +110,7 @@ export class Dispatch {
       'ingest',
       await this.ingestBatch.run([k.base, k.dedupe(m.updateKey)], [
         entryJson,
-        `${policy}|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|${runId}`,
+        `${policy}${this.ingestOptionsMiddle}${runId}`,
       ]),
     );
     const [kind, seq, replyRunId, a, b] = reply;
