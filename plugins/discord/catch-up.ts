@@ -25,7 +25,44 @@ export function compareSnowflakes(a: string, b: string): number {
 
 /** Records that the message `messageId` of `channelId` was handed to the host (never moves the cursor back). */
 export async function advanceCursor(redis: RedisClient, prefix: string, channelId: string, messageId: string): Promise<void> {
-  await runScript(redis, 'cursor-advance', [cursorsKey(prefix)], [channelId, messageId]);
+  await advanceCursors(redis, prefix, new Map([[channelId, messageId]]));
+}
+
+/** `advanceCursor` for several channels in one call: newest message id by channel id. */
+export async function advanceCursors(redis: RedisClient, prefix: string, newest: ReadonlyMap<string, string>): Promise<void> {
+  if (newest.size === 0) return;
+  await runScript(redis, 'cursor-advance', [cursorsKey(prefix)], [...newest].flat());
+}
+
+/**
+ * The cursors of one process, kept in memory and written about once a second
+ * (and on `flush()`), so a message costs the host no extra round trip. A
+ * cursor left behind by a crash only makes the next catch-up read again what
+ * dedupe then drops.
+ */
+export class CursorBuffer {
+  private newest = new Map<string, string>();
+
+  constructor(private readonly o: { redis: RedisClient; prefix: string; logger: Logger; describe(err: unknown): string }) {}
+
+  /** Notes that `messageId` of `channelId` was handed to the host. */
+  note(channelId: string, messageId: string): void {
+    const current = this.newest.get(channelId);
+    if (current === undefined || compareSnowflakes(messageId, current) > 0) this.newest.set(channelId, messageId);
+  }
+
+  /** Writes the noted cursors in one call; on failure keeps them for the next. Never throws. */
+  async flush(): Promise<void> {
+    const batch = this.newest;
+    if (batch.size === 0) return;
+    this.newest = new Map();
+    try {
+      await advanceCursors(this.o.redis, this.o.prefix, batch);
+    } catch (err) {
+      for (const [channel, id] of batch) this.note(channel, id);
+      this.o.logger.warn({ channels: batch.size, error: this.o.describe(err) }, 'discord: could not record the catch-up cursors; trying again');
+    }
+  }
 }
 
 /** What `missedMessages` looks at. */

@@ -13,7 +13,7 @@ import { Client, Events, GatewayIntentBits, Partials, type Message } from 'disco
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { ConfigError, redactSecrets } from '../../src/errors.js';
 import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
-import { advanceCursor, cursorsKey, missedMessages } from './catch-up.js';
+import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
 import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
 import { createDiscordOutbound, createRest, toChannelApiError } from './outbound.js';
@@ -24,6 +24,8 @@ export type { DiscordConfig, DiscordConfigInput } from './config.js';
 const CHANNEL_ID = 'discord';
 /** Longest wait between two attempts to hand a message to the host, in ms. */
 const MAX_INGEST_RETRY_DELAY_MS = 30_000;
+/** How often the catch-up cursors are written, in ms. */
+const CURSOR_FLUSH_MS = 1000;
 
 /**
  * Creates the Discord channel plugin. `config` is validated (defaults
@@ -38,6 +40,9 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
   let stopping = false;
   /** Channels where this process dropped a message (backlog full): their cursor stays put until the next start catches up. */
   const gaps = new Set<string>();
+  const describe = (err: unknown) => (err instanceof Error ? redactSecrets(`${err.name}: ${err.message}`, cfg.token) : redactSecrets(String(err), cfg.token));
+  const cursors = new CursorBuffer({ redis: deps.redis, prefix: deps.prefix, logger, describe });
+  let cursorTimer: NodeJS.Timeout | undefined;
 
   const onMessage = (host: ChannelHost, botId: string, m: Message): void => {
     let decision;
@@ -58,22 +63,18 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       logger.debug({ ...label, result: result.kind === 'ingested' ? result.result.kind : result.kind }, 'discord: message received');
       // The host has it (or a duplicate of it): catch-up after a restart starts after it, unless an
       // earlier message of the channel was dropped here (the cursor stays before it for catch-up).
-      if (gaps.has(m.channelId)) return;
-      await advanceCursor(deps.redis, deps.prefix, m.channelId, m.id).catch((err: unknown) =>
-        logger.warn({ ...label, error: describe(err) }, 'discord: could not record the catch-up cursor'),
-      );
+      if (!gaps.has(m.channelId)) cursors.note(m.channelId, m.id);
     });
     if (queued === false) gaps.add(m.channelId);
   };
-
-  const describe = (err: unknown) => (err instanceof Error ? redactSecrets(`${err.name}: ${err.message}`, cfg.token) : redactSecrets(String(err), cfg.token));
 
   /** Hands the messages missed while no host was connected to the host; never throws. */
   const catchUp = async (c: Client, host: ChannelHost, botId: string): Promise<void> => {
     try {
       if (cfg.catchUpMaxAgeSeconds > 0) {
-        const cursors = await deps.redis.hgetall(cursorsKey(deps.prefix));
-        const missed = await missedMessages(c, { cursors, maxChannels: cfg.catchUpChannels, notBefore: Date.now() - cfg.catchUpMaxAgeSeconds * 1000, logger, describe });
+        await cursors.flush();
+        const stored = await deps.redis.hgetall(cursorsKey(deps.prefix));
+        const missed = await missedMessages(c, { cursors: stored, maxChannels: cfg.catchUpChannels, notBefore: Date.now() - cfg.catchUpMaxAgeSeconds * 1000, logger, describe });
         if (missed.length > 0) logger.info({ messages: missed.length }, 'discord: catching up on messages sent while no host was connected');
         for (const m of missed) onMessage(host, botId, m);
       }
@@ -90,6 +91,8 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       gaps.clear(); // this start's catch-up reads from the cursors, gaps included
       if (client) throw new Error('discord: plugin already started');
       stopping = false;
+      cursorTimer = setInterval(() => void cursors.flush(), CURSOR_FLUSH_MS);
+      cursorTimer.unref();
       queue = new InboundQueue({
         retryable: (err) => (err as { code?: unknown } | null)?.code === 'REDIS_UNAVAILABLE',
         initialDelayMs: cfg.ingestRetryDelayMs,
@@ -144,6 +147,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       } catch (err) {
         client = undefined;
         queue = undefined;
+        clearInterval(cursorTimer);
         await c.destroy().catch(() => undefined);
         throw toChannelApiError('login', err, cfg.token);
       }
@@ -163,6 +167,9 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         logger.warn({ error: redactSecrets(String(err), cfg.token) }, 'discord: error while closing the gateway');
       }
       const dropped = (await q?.close()) ?? 0;
+      clearInterval(cursorTimer);
+      cursorTimer = undefined;
+      await cursors.flush();
       if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (the next start catches up on them, within catchUpMaxAgeSeconds)');
     },
   };

@@ -4,7 +4,9 @@
  * against the fake Discord and the real host `receive` on real Redis.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { advanceCursor, cursorsKey } from '../../plugins/discord/catch-up.js';
+import type { Redis } from 'ioredis';
+import { countSent } from '../../bench/private-redis.js';
+import { advanceCursor, CursorBuffer, cursorsKey } from '../../plugins/discord/catch-up.js';
 import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/index.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
@@ -190,5 +192,27 @@ describe('the catch-up cursor', () => {
     expect(await redis.hget(cursorsKey(prefix), DM)).toBe('1000');
     await advanceCursor(redis, prefix, DM, '1001');
     expect(await redis.hget(cursorsKey(prefix), DM)).toBe('1001');
+  });
+
+  it('is written from memory, newest per channel, every channel in one call', async () => {
+    const client = createRedis({ url: redisUrl() });
+    try {
+      await client.ping(); // connected: the handshake's commands are not counted
+      const sent = countSent(client as Redis);
+      const buffer = new CursorBuffer({ redis: client, prefix, logger: captureLogger().logger, describe: String });
+      await advanceCursor(redis, prefix, 'elsewhere', '500');
+      for (const id of ['1000', '1002', '1001']) buffer.note(DM, id);
+      buffer.note('elsewhere', '400'); // behind what Redis has: stays at 500
+      buffer.note('third', '7');
+      expect(sent.count()).toBe(0);
+
+      await buffer.flush();
+      expect(sent.count()).toBe(1);
+      expect(await redis.hgetall(cursorsKey(prefix))).toEqual({ [DM]: '1002', elsewhere: '500', third: '7' });
+      await buffer.flush(); // nothing new: no call
+      expect(sent.count()).toBe(1);
+    } finally {
+      await closeRedis(client);
+    }
   });
 });
