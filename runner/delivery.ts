@@ -16,7 +16,7 @@ import { conversationKeys } from '../src/keys.js';
 import { runScript, type RedisClient } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
-import type { ChannelOutbound } from '../src/channel.js';
+import { DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
 import { backoffMs } from '../src/backoff.js';
 
@@ -39,8 +39,6 @@ export interface OutboxRecord {
   error?: string;
 }
 
-/** Default lifetime of a conversation's outbox after its last write, in seconds (7 days). */
-export const DEFAULT_OUTBOX_TTL_SECONDS = 604_800;
 
 /** Options of a run's delivery sink. */
 export interface RunDeliveryOptions {
@@ -216,7 +214,7 @@ export class RunDelivery implements DeliverySink {
   }
 
   private get outboxTtl(): number {
-    return this.o.outboxTtlSeconds ?? DEFAULT_OUTBOX_TTL_SECONDS;
+    return this.o.outboxTtlSeconds ?? DEFAULT_DELIVERY_KEY_TTL_SECONDS;
   }
 
   /**

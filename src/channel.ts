@@ -9,6 +9,13 @@ import type { Logger } from 'pino';
 import type { IncomingMessage, IngestResult } from './protocol/types.js';
 
 /** Options of one outbound send. */
+/**
+ * How long a delivery key is remembered by default, in seconds (7 days): the
+ * runner's outbox records (`runner.outboxTtlSeconds`) and a channel's own
+ * dedupe of sends (the webhook channel's `replyDedupeSeconds`).
+ */
+export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 604_800;
+
 export interface SendOptions {
   /** Platform message id to reply to. */
   replyTo?: string;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 // First: channel schemas below import INPUT_POLICIES from this module while it is still loading.
+import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './channel.js';
 import { INPUT_POLICIES } from './input-policies.js';
 export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 import { discordConfigSchema } from '../plugins/discord/config.js';
@@ -132,7 +133,7 @@ const runnerSchema = z.strictObject({
    * delivery, in seconds. A retried run needs the records only for as long as
    * it can be retried (minutes); they are not history. Default 604 800 (7 days).
    */
-  outboxTtlSeconds: int(3600, 365 * 86_400).default(604_800),
+  outboxTtlSeconds: int(3600, 365 * 86_400).default(DEFAULT_DELIVERY_KEY_TTL_SECONDS),
   /** What this runner declares to the host. */
   capabilities: z
     .strictObject({

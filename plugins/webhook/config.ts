@@ -3,6 +3,7 @@
  * in the config file), validated with zod at load.
  */
 import { z } from 'zod';
+import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const int = (min: number, max: number) =>
@@ -57,7 +58,7 @@ export const webhookChannelConfigSchema = z.strictObject({
   /** Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000. */
   replyStreamMaxLen: int(10, 1_000_000).default(1000),
   /** How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live. */
-  replyDedupeSeconds: int(60, 30 * 86_400).default(604_800),
+  replyDedupeSeconds: int(60, 30 * 86_400).default(DEFAULT_DELIVERY_KEY_TTL_SECONDS),
   /** Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100. */
   maxStreamClients: int(1, 10_000).default(100),
 });
