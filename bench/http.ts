@@ -20,11 +20,12 @@ import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { createHttpServer, listen } from '../host/http.js';
+import { createChannels } from '../app/start.js';
 import { startHost } from '../host/main.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import type { AppContext } from '../src/app-context.js';
-import { loadConfig } from '../src/config.js';
+import { readConfig } from '../app/config.js';
 import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
 import { Redis } from 'ioredis';
@@ -49,7 +50,7 @@ interface ServerInit {
 
 /** The server side (worker thread): the host with one webhook channel, plus the bare route. */
 async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
-  const base = loadConfig({
+  const base = readConfig({
     env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, STEERBOT_RUNNER: 'false', LOG_LEVEL: 'silent' },
   });
   const config = { ...base, channels: { webhooks: { bench: webhookChannelConfigSchema.parse({ secret: SECRET, maxSkewSeconds: 3600 }) } } };
@@ -64,7 +65,7 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
     connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url: redisUrl }),
   };
   const http = createHttpServer({ config, redis, logger });
-  const host = await startHost({ ...ctx, http });
+  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, { logger, redis, prefix: config.redis.prefix }), steeringCapable: true });
   // The baseline: same server, same requests; Fastify parses the JSON body, nothing else happens.
   http.post(BARE_PATH, async (_req, reply) => reply.code(202).send({ result: 'accepted' }));
   // For attribution: the same ingest (IngestService) without signature, webhook validation or channel host.

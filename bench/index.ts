@@ -7,6 +7,8 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   resume: () => import('./resume.js').then((m) => m.main()),
   steering: () => import('./steering.js').then((m) => m.main()),
   http: () => import('./http.js').then((m) => m.main()),
+  recovery: () => import('./recovery.js').then((m) => m.main()),
+  memory: () => import('./memory.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

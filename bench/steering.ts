@@ -21,13 +21,13 @@ import { IngestService } from '../host/ingest.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { startRunner } from '../runner/main.js';
 import type { AppContext } from '../src/app-context.js';
-import { loadConfig } from '../src/config.js';
+import { readConfig } from '../app/config.js';
 import { conversationKeys } from '../src/keys.js';
 import { createLogger } from '../src/logger.js';
 import { Dispatch, Runs, type RunRef } from '../src/protocol/index.js';
 import { readRange } from '../src/record/read.js';
 import { createRedis, redisFromConfig } from '../src/redis.js';
-import { RunQueue } from '../src/run-queue.js';
+import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { commandCalls, countSent, privateRedis } from './private-redis.js';
 
 const PULLS = Number(process.env.BENCH_PULLS ?? 2000);
@@ -142,13 +142,13 @@ function stepModel(onRequest: (userTexts: string[], atMs: number) => void, done:
 
 /** (b) ingest → model request delay over SAMPLES steering messages, through host + runner. */
 async function measureDelay(url: string, prefix: string): Promise<{ delays: number[]; periods: number[] }> {
-  const config = loadConfig({ env: { REDIS_URL: url, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, LOG_LEVEL: 'error' } });
+  const config = readConfig({ env: { REDIS_URL: url, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, LOG_LEVEL: 'error' } });
   const logger = createLogger({ level: config.log.level });
   const redis = createRedis({ url });
   const ctx: AppContext = { config, logger, redisUrl: url, redisConnection: { url }, redis, connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url }) };
   const dispatch = new Dispatch({ client: redis, prefix });
   const queueConn = ctx.connectRedis({ forBullmq: true });
-  const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName });
+  const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix) });
   const ingest = new IngestService(dispatch, queue);
 
   const seenAt = new Map<number, number>();

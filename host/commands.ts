@@ -1,15 +1,17 @@
 /**
  * Control commands every channel understands: `/stop`, `/new`, `/compact`,
- * `/queue <mode>`, `/status`. Each is deduped by its update key (the
+ * `/queue <mode>`, `/status`, `/purge` (admins). Each is deduped by its update key (the
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply.
  */
 import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
 import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
 import { parseBreaker } from '../src/record/breaker.js';
+import { purgeConversation } from '../src/protocol/purge.js';
+import { readUnanswered, unansweredStatusLine, type UnansweredNote } from '../src/record/unanswered.js';
 
 /** Names of the control commands, without the slash. */
-export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status'] as const;
+export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge'] as const;
 /** A control command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -92,8 +94,11 @@ export async function runCommand(deps: CommandDeps, command: ParsedCommand, sour
     case 'status': {
       const r = await dispatch.statusCommand(source);
       if (r.kind === 'duplicate') return DUPLICATE;
-      return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy), duplicate: false };
+      const unanswered = await readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId);
+      return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), duplicate: false };
     }
+    case 'purge':
+      return purgeCommand(deps, command.args, source);
   }
 }
 
@@ -114,8 +119,41 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
   return { reply: `${head} Modes:\n${modesList()}\n• default: back to the channel default`, duplicate: false };
 }
 
-/** The `/status` reply. */
-export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy): string {
+/** The answer to a message for a conversation purged with `afterPurge: 'refuse'`, while its tombstone stands. */
+export const PURGED_NOTICE = 'This conversation was deleted; new messages here are not accepted for now.';
+
+/**
+ * `/purge` (`/purge stop`: stop an active run first): deletes everything
+ * stored for the conversation, in one atomic step (`purgeConversation`).
+ * Deduped by the command's update key like every command.
+ */
+async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
+  const o = deps.dispatch.options;
+  const r = await purgeConversation(o.client, o.prefix, source.conversationId, {
+    stopActive: args.toLowerCase() === 'stop',
+    afterPurge: o.afterPurge,
+    tombstoneTtlSeconds: o.retention.tombstoneTtlSeconds,
+    dedupeTtlSeconds: o.dedupeTtlSeconds,
+    updateKey: source.updateKey,
+  });
+  switch (r.kind) {
+    case 'duplicate':
+      return DUPLICATE;
+    case 'active':
+      return { reply: 'A run is active. Send /purge stop to stop it and delete this conversation.', duplicate: false };
+    case 'not_found':
+      return { reply: 'Nothing is stored for this conversation.', duplicate: false };
+    case 'already_purged':
+      return { reply: 'This conversation was already deleted.', duplicate: false };
+    case 'purged': {
+      const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
+      return { reply: `Deleted this conversation: its messages, runs, state and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`, duplicate: false };
+    }
+  }
+}
+
+/** The `/status` reply; `unanswered`: steered messages the last failed or stopped run took and did not answer. */
+export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, unanswered?: UnansweredNote): string {
   const lines: string[] = [];
   if (s.activeRunId) {
     lines.push(`Active run: ${s.activeRunId} (${s.runState ?? 'unknown'}${s.attempt > 1 ? `, attempt ${s.attempt}` : ''})`);
@@ -128,6 +166,7 @@ export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy):
   if (s.compactionRequestedSeq > 0) lines.push('Compaction: /compact requested, applied at the next turn boundary');
   const breaker = parseBreaker(parseJson(s.compactionBreaker));
   if (breaker.open) lines.push(`Compaction: paused after ${breaker.ineffective} ineffective compactions (/compact resumes it)`);
+  if (unanswered) lines.push(unansweredStatusLine(unanswered));
   return lines.join('\n');
 }
 

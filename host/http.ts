@@ -2,8 +2,10 @@
  * The host's HTTP server (Fastify 5): health and readiness probes, JSON
  * errors everywhere. Webhook routes are registered on it by the channels.
  */
-import { fastify, LogController, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
-import type { SteerbotConfig } from '../src/config.js';
+import { once } from 'node:events';
+import { fastify, LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import type { CoreConfig } from '../src/config.js';
+import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http-routes.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis.js';
@@ -14,7 +16,7 @@ export type HttpServer = FastifyInstance<RawServerDefault, RawRequestDefaultExpr
 /** Options of `createHttpServer`. */
 export interface CreateHttpServerOptions {
   /** Uses `http.bodyLimitBytes`. */
-  config: Pick<SteerbotConfig, 'http'>;
+  config: Pick<CoreConfig, 'http'>;
   /** Probed by `/readyz`. */
   redis: RedisClient;
   /** Request logs go here. */
@@ -61,7 +63,9 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const { status, error } = describeError(err);
-    if (status >= 500) req.log.error({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed');
+    // Redis down: every request in the outage gets 503; the outage itself is logged once per process (watchRedis).
+    if (err instanceof RedisUnavailableError) req.log.debug({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed: redis unreachable');
+    else if (status >= 500) req.log.error({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed');
     return reply.status(status).send({ error });
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send({ error: `no route for ${req.method} ${req.url.split('?')[0]}` }));
@@ -77,4 +81,77 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
 /** Starts listening; resolves with the bound address, e.g. `http://127.0.0.1:8080`. */
 export async function listen(app: HttpServer, at: { host: string; port: number }): Promise<string> {
   return app.listen({ host: at.host, port: at.port });
+}
+
+function firstValues(query: unknown): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries((query ?? {}) as Record<string, unknown>)) out[k] = Array.isArray(v) ? String(v[0]) : typeof v === 'string' ? v : undefined;
+  return out;
+}
+
+async function send(reply: FastifyReply, res: RouteResponse, signal: AbortSignal): Promise<unknown> {
+  if ('stream' in res) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(res.status, res.headers);
+    try {
+      for await (const chunk of res.stream) {
+        if (signal.aborted) break;
+        if (!raw.write(chunk)) await once(raw, 'drain', { signal }).catch(() => undefined);
+      }
+    } finally {
+      raw.end();
+    }
+    return reply;
+  }
+  if (res.headers) reply.headers(res.headers);
+  reply.code(res.status);
+  return 'json' in res ? reply.send(res.json) : reply.send(res.body ?? '');
+}
+
+/**
+ * The route registry plugins use, served by `app`: every route gets its body
+ * raw (signatures are computed over the bytes), whatever its content type.
+ */
+export function routeRegistry(app: HttpServer): RouteRegistry {
+  const routes: HttpRoute[] = [];
+  const open = new Set<AbortController>();
+  // Open streams (server-sent events) would keep the server from closing: end them first.
+  app.addHook('preClose', async () => {
+    for (const ac of open) ac.abort();
+  });
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    for (const route of routes.splice(0)) serve(scope, route, open);
+    register = (route) => serve(scope, route, open); // throws once the server is ready, as Fastify does
+  });
+  let register: (route: HttpRoute) => void = (route) => routes.push(route);
+  return { add: (route) => register(route) };
+}
+
+function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortController>): void {
+  scope.route({
+    method: route.method,
+    url: route.path,
+    ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
+    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      const ac = new AbortController();
+      open.add(ac);
+      reply.raw.on('close', () => {
+        open.delete(ac);
+        ac.abort();
+      });
+      const res = await route.handle({
+        method: req.method,
+        path: req.url.split('?')[0] ?? req.url,
+        params: (req.params ?? {}) as Record<string, string>,
+        query: firstValues(req.query),
+        headers: req.headers,
+        body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+        signal: ac.signal,
+      });
+      return send(reply, res, ac.signal);
+    },
+  });
 }

@@ -1,16 +1,18 @@
 /**
  * Starts the host's parts other than the HTTP server itself: dispatch
- * (ingest), the run queue, the reconciler and the configured channels,
- * which register their routes on `ctx.http` before it listens.
+ * (ingest), the run queue, the reconciler and the channels it is given,
+ * which register their routes before the server listens.
  */
+import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import type { SteerbotConfig } from '../src/config.js';
+import type { CoreConfig } from '../src/config.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
-import { RunQueue } from '../src/run-queue.js';
-import { channelSettings, createChannels } from './channels.js';
-import type { HttpServer } from './http.js';
+import { retentionOptions } from '../src/protocol/retention.js';
+import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
+import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
+import { routeRegistry, type HttpServer } from './http.js';
 import { IngestService } from './ingest.js';
 import { createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';
@@ -21,12 +23,12 @@ export interface HostContext extends AppContext {
   http: HttpServer;
 }
 
-/** Extra options of `startHost` (tests and embedding). */
-export interface HostExtras {
-  /** The channel plugins. Default: created from `config.channels`. */
-  channels?: ChannelPlugin[];
-  /** `fetch` given to the channels created from config (platform API calls). Default: the global `fetch`. */
-  fetch?: typeof fetch;
+/** What the composition gives the host besides the context. */
+export interface HostParts {
+  /** The channel plugins to start (created, not started). */
+  channels: ChannelPlugin[];
+  /** The runner plugin pulls steering (its manifest's `steering` capability); without it messages sent during a run are routed with `collect`. */
+  steeringCapable: boolean;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -41,33 +43,37 @@ export interface StartedHost extends Stoppable {
 }
 
 /** The host's Dispatch (ingest and commands) for a configuration. */
-export function dispatchFromConfig(config: SteerbotConfig, client: RedisClient): Dispatch {
+export function dispatchFromConfig(config: CoreConfig, client: RedisClient, steeringCapable: boolean): Dispatch {
   return new Dispatch({
     client,
     prefix: config.redis.prefix,
     dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
     steeringCap: config.dispatch.steeringCap,
     defaultPolicy: config.dispatch.defaultPolicy,
-    steeringCapable: config.runner.capabilities.steering,
+    steeringCapable,
     maxMessageChars: config.dispatch.maxMessageChars,
     leaseMs: config.runs.leaseMs,
+    rateLimit: config.dispatch.rateLimit,
+    afterPurge: config.dispatch.afterPurge,
+    retention: retentionOptions(config.retention),
   });
 }
 
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
-export async function startHost(ctx: HostContext, extras: HostExtras = {}): Promise<StartedHost> {
+export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
   const { config, logger } = ctx;
   const prefix = config.redis.prefix;
-  const dispatch = dispatchFromConfig(config, ctx.redis);
-  const channels =
-    extras.channels ?? createChannels(config, { logger, redis: ctx.redis, prefix, ...(extras.fetch && { fetch: extras.fetch }) });
-  const queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-host-queue' });
-  const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName });
+  // Ingress fails fast while Redis is down (503, the platform retries) instead of waiting for it.
+  const ingressConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-ingress' });
+  const dispatch = dispatchFromConfig(config, ingressConn, parts.steeringCapable);
+  const { channels } = parts;
+  const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
+  const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
-  const settings = channelSettings(config);
+  const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
   const channelHost = createChannelHost({
-    http: ctx.http,
+    routes: routeRegistry(ctx.http),
     redis: ctx.redis,
     prefix,
     logger,
@@ -92,8 +98,11 @@ export async function startHost(ctx: HostContext, extras: HostExtras = {}): Prom
     await reconciler.stop();
     await queue.close();
     queueConn.disconnect();
+    ingressConn.disconnect();
   };
   try {
+    // Without an offline queue, a command sent before the connection is ready fails: wait for it once.
+    if (ingressConn.status !== 'ready') await once(ingressConn, 'ready');
     for (const plugin of channels) {
       await plugin.start(channelHost);
       started.push(plugin);

@@ -1,31 +1,26 @@
 /**
  * The host side of the channel contract: `ChannelHost.receive` applies the
  * channel's allow-lists, runs control commands (answered through the
- * channel's outbound side) and ingests everything else with the channel's
- * policy. Redis connection failures become RedisUnavailableError so
- * ingress answers 503 and the platform retries.
+ * channel's outbound side; in group chats the ones that affect everyone only
+ * for admins) and ingests everything else with the channel's policy; a
+ * message over a rate limit gets a short notice. Redis connection failures
+ * become RedisUnavailableError so ingress answers 503 and the platform retries.
  */
 import type { Logger } from 'pino';
-import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from '../src/channel.js';
+import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
+import type { RouteRegistry } from '../src/http-routes.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
+import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
-import { parseCommand, runCommand } from './commands.js';
-import type { HttpServer } from './http.js';
+import { ADMIN_COMMANDS, createAdminCheck, type AdminCheck } from './admins.js';
+import { parseCommand, PURGED_NOTICE, runCommand, type ParsedCommand } from './commands.js';
 
-/** Per-channel settings the host applies. */
-export interface ChannelSettings {
-  /** Input policy of the channel's conversations. Default: the dispatch default. */
-  policy?: InputPolicy;
-  /** Sender ids allowed to talk to the bot; empty or absent allows everyone. */
-  allowedUsers?: readonly string[];
-  /** Chat ids the bot answers in; empty or absent allows every chat. */
-  allowedChats?: readonly string[];
-}
+export type { ChannelSettings } from '../src/channel.js';
 
 /** What `createChannelHost` needs. */
 export interface ChannelHostDeps {
-  http: HttpServer;
+  routes: RouteRegistry;
   redis: RedisClient;
   prefix: string;
   logger: Logger;
@@ -38,6 +33,8 @@ export interface ChannelHostDeps {
   settings?(channelId: string): ChannelSettings | undefined;
   /** Outbound side of a channel by its id, for command replies. */
   outbound(channelId: string): ChannelOutbound | undefined;
+  /** Who is an admin of a group chat. Default: `createAdminCheck()` (platform answers cached 60 s). */
+  admins?: AdminCheck;
 }
 
 const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);
@@ -45,6 +42,7 @@ const allowed = (list: readonly string[] | undefined, id: string) => !list || li
 /** Builds the ChannelHost channel plugins start with. */
 export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const logger = deps.logger.child({ part: 'receive' });
+  const admins = deps.admins ?? createAdminCheck();
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
     const settings = deps.settings?.(channelId) ?? {};
     if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {
@@ -56,16 +54,46 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     try {
       if (command) {
         const source = { conversationId: message.conversationId, updateKey: message.updateKey, sender: message.sender };
+        if (message.group && ADMIN_COMMANDS.has(command.name)) {
+          const refusal = await adminRefusal(channelId, settings, message, command);
+          if (refusal) return refusal;
+        }
         const outcome = await runCommand(deps, command, source, settings.policy);
         if (!outcome.duplicate) await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
         return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate };
       }
-      const { chatId: _chatId, ...incoming } = message;
+      const { chatId: _chatId, group: _group, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy } : {});
+      // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.
+      if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
+      if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);
       return { kind: 'ingested', result };
     } catch (err) {
       throw asRedisUnavailable(err);
     }
+  }
+
+  /**
+   * Undefined when the sender may run `command` in this group chat; else the
+   * refusal, answered once per update (its dedupe key is set, so a redelivery
+   * is a duplicate and gets no second answer).
+   */
+  async function adminRefusal(channelId: string, settings: ChannelSettings, message: InboundMessage, command: ParsedCommand): Promise<ReceiveResult | undefined> {
+    const verdict = await admins.check(deps.outbound(channelId), settings.admins, message.conversationId, message.sender.id);
+    if (verdict.kind === 'admin') return undefined;
+    if (verdict.kind === 'unknown') {
+      logger.warn({ err: verdict.error, channelId, conversationId: message.conversationId }, 'could not ask the platform whether the sender is a chat admin');
+    }
+    const reply =
+      verdict.kind === 'not-admin'
+        ? `Only admins can use /${command.name} here.`
+        : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
+    assertUpdateKey(message.updateKey);
+    const key = conversationKeys(deps.prefix, message.conversationId).dedupe(message.updateKey);
+    // Seq 0: the update became no record entry.
+    const fresh = (await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX')) === 'OK';
+    if (fresh) await replyTo(channelId, message.conversationId, reply, message.messageId);
+    return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
   }
 
   /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
@@ -82,5 +110,12 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     }
   }
 
-  return { receive, http: deps.http, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+  return { receive, routes: deps.routes, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+}
+
+/** The short answer to a message over a rate limit. */
+export function refusalNotice(limit: 'user' | 'conversation', retryAfterMs: number): string {
+  const wait = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const who = limit === 'user' ? 'You are sending messages faster than this bot answers them' : 'This chat is sending messages faster than this bot answers them';
+  return `${who}; this one was not answered. Try again in ${wait} s.`;
 }

@@ -5,18 +5,25 @@
  * `running` run whose lease expired and whose job is no longer live would
  * otherwise never be re-acquired. It scans `active` keys (one SCAN per
  * master in a Cluster), so it is cheap when idle and runs at start-up and
- * every `intervalMs`.
+ * every `intervalMs`, and at once whenever the client reconnects: a Redis
+ * restart is exactly when jobs go missing (an enqueue that failed while it
+ * was down, BullMQ keys lost with it), so those runs are found within
+ * seconds, not at the next interval. A pass that fails (Redis still coming
+ * back) is retried after `retryMs`.
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../src/keys.js';
-import type { RunQueue } from '../src/run-queue.js';
+import { ConfigError } from '../src/errors.js';
+import { isRedisUnavailable } from '../src/redis.js';
+import { bullPrefixFor, type RunQueue } from '../src/run-queue.js';
 
 /** Options of the reconciler. */
 export interface ReconcilerOptions {
   client: Redis | Cluster;
-  /** Key prefix. Default `sb`. */
-  prefix?: string;
+  /** Key prefix (`redis.prefix`). Required: the queue and the keys scanned belong to one deployment. */
+  prefix: string;
+  /** The run queue; its `bullPrefix` must be `bullPrefixFor(prefix)`. */
   queue: RunQueue;
   logger?: Logger;
   /** SCAN batch size. Default 500. */
@@ -51,7 +58,8 @@ async function pipelined(node: Redis, commands: Array<[string, ...string[]]>): P
 
 /** One reconcile pass. */
 export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileReport> {
-  const prefix = opts.prefix ?? 'sb';
+  const prefix = opts.prefix;
+  assertQueueOfPrefix(opts);
   const report: ReconcileReport = { scanned: 0, requeued: 0, expired: 0 };
   const [sec, usec] = (await opts.client.time()) as [string | number, string | number];
   const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
@@ -88,26 +96,89 @@ export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileR
   return report;
 }
 
-/** Runs `reconcileOnce` now and every `intervalMs`; `stop()` ends it. */
-export function startReconciler(opts: ReconcilerOptions & { intervalMs: number }): { stop(): Promise<void> } {
-  let running: Promise<unknown> = Promise.resolve();
+/**
+ * A reconciler of one deployment must never re-enqueue its runs into another
+ * deployment's queue (its workers would take them).
+ * @throws ConfigError when the queue is not under `bullPrefixFor(prefix)`.
+ */
+function assertQueueOfPrefix(opts: ReconcilerOptions): void {
+  const want = bullPrefixFor(opts.prefix);
+  if (opts.queue.bullPrefix !== want) {
+    throw new ConfigError([{ path: 'runs', message: `reconciler of prefix ${opts.prefix} given a queue under ${opts.queue.bullPrefix}, expected ${want}` }]);
+  }
+}
+
+/** Options of `startReconciler`. */
+export interface StartReconcilerOptions extends ReconcilerOptions {
+  /** Time between routine passes, in ms (`runs.reconcileIntervalMs`). */
+  intervalMs: number;
+  /** Delay before retrying a failed pass, in ms. Default 1000. */
+  retryMs?: number;
+  /** Called after each successful pass (tests, metrics); must not throw. */
+  onPass?(report: ReconcileReport): void;
+}
+
+/**
+ * Runs `reconcileOnce` now, every `intervalMs`, and at once after the client
+ * reconnects; a failed pass is retried after `retryMs`. Passes never overlap:
+ * a request while one runs queues one more. `stop()` ends it.
+ */
+export function startReconciler(opts: StartReconcilerOptions): { stop(): Promise<void> } {
+  assertQueueOfPrefix(opts);
+  const retryMs = opts.retryMs ?? 1000;
+  let running: Promise<void> | undefined;
+  let again = false;
   let stopped = false;
-  const tick = () => {
-    running = reconcileOnce(opts)
-      .then((r) => {
-        if (r.requeued || r.expired) opts.logger?.info(r, 'reconcile pass');
-      })
-      .catch((err: unknown) => opts.logger?.error({ err }, 'reconcile pass failed'));
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failing = false;
+  const pass = async (): Promise<void> => {
+    try {
+      const r = await reconcileOnce(opts);
+      if (failing) opts.logger?.info('reconcile pass succeeded again');
+      failing = false;
+      opts.onPass?.(r);
+      if (r.requeued || r.expired) opts.logger?.info(r, 'reconcile pass');
+    } catch (err) {
+      // While Redis is down every pass fails: say so once, at debug (the connection watcher reports the outage).
+      if (!isRedisUnavailable(err)) opts.logger?.error({ err }, 'reconcile pass failed');
+      else if (!failing) opts.logger?.debug({ err }, 'reconcile pass failed: redis unavailable; retrying');
+      failing = true;
+      if (!stopped) {
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(tick, retryMs);
+        retryTimer.unref();
+      }
+    }
   };
+  const tick = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = pass().finally(() => {
+      running = undefined;
+      if (again && !stopped) {
+        again = false;
+        tick();
+      }
+    });
+  };
+  // 'ready' follows every (re)connect (a pass more at start-up is cheap).
+  const onReady = () => {
+    opts.logger?.debug('redis (re)connected: reconcile pass now');
+    tick();
+  };
+  opts.client.on('ready', onReady);
   tick();
-  const timer = setInterval(() => {
-    if (!stopped) tick();
-  }, opts.intervalMs);
+  const timer = setInterval(tick, opts.intervalMs);
   timer.unref();
   return {
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearTimeout(retryTimer);
+      opts.client.off('ready', onReady);
       await running;
     },
   };

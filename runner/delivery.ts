@@ -19,6 +19,7 @@ import { splitMessage } from '../src/split-message.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
 import { backoffMs } from '../src/backoff.js';
+import { heldUntil, holdUntil } from './rate-hold.js';
 
 export type { ChannelOutbound } from '../src/channel.js';
 
@@ -162,7 +163,14 @@ export class RunDelivery implements DeliverySink {
   typing(): void {
     const out = this.outbound;
     if (!out?.typing || this.typingTimer) return;
-    const fire = () => void out.typing!(this.o.conversationId).catch((err: unknown) => this.o.logger.debug({ err }, 'typing failed'));
+    const fire = () => {
+      // Typing is a platform call like any other: none while a 429 holds the conversation.
+      if (heldUntil(out, this.o.conversationId, this.now()) !== 0) return;
+      void out.typing!(this.o.conversationId).catch((err: unknown) => {
+        if (err instanceof ChannelApiError && err.retryAfterMs !== undefined) this.hold(err.retryAfterMs);
+        this.o.logger.debug({ err }, 'typing failed');
+      });
+    };
     fire();
     this.typingTimer = setInterval(fire, this.o.typingIntervalMs ?? 4000);
     this.typingTimer.unref();
@@ -265,7 +273,8 @@ export class RunDelivery implements DeliverySink {
   private async finishStream(s: Pick<Stream, 'key' | 'messageId' | 'shown'>, text: string): Promise<boolean> {
     const out = this.outbound!;
     try {
-      if (text !== s.shown) await this.withRetry(s.key, () => out.edit!(this.o.conversationId, s.messageId!, text));
+      // Formatted like a message sent whole, so a streamed reply ends looking the same.
+      if (text !== s.shown) await this.withRetry(s.key, () => out.edit!(this.o.conversationId, s.messageId!, text, { format: 'markdown' }));
       await this.writeRecord(s.key, { status: 'acknowledged', messageId: s.messageId! });
       return true;
     } catch (err) {
@@ -300,6 +309,7 @@ export class RunDelivery implements DeliverySink {
 
   /** Sends the streamed message or edits it to the latest preview. Best effort: no retries, a failure ends streaming. */
   private async flush(s: Stream): Promise<void> {
+    await this.waitHold();
     if (s.final || s.phase !== 'live') return;
     const text = this.preview(s.buffer);
     if (!text || text === s.shown) return;
@@ -323,10 +333,11 @@ export class RunDelivery implements DeliverySink {
           return;
         }
       }
-      await out.edit!(this.o.conversationId, s.messageId, text);
+      await out.edit!(this.o.conversationId, s.messageId, text, { format: 'markdown' });
       s.shown = text;
       s.lastAt = this.now();
     } catch (err) {
+      if (err instanceof ChannelApiError && err.retryAfterMs !== undefined) this.hold(err.retryAfterMs);
       if (err instanceof ChannelApiError && err.retryAfterMs !== undefined && s.messageId !== undefined) {
         // Rate-limited edit: skip it, try again after the platform's wait.
         s.lastAt = this.now() + err.retryAfterMs;
@@ -339,17 +350,42 @@ export class RunDelivery implements DeliverySink {
     }
   }
 
+  /**
+   * Holds every later platform call of this conversation for a 429's
+   * `retryAfterMs` (cut to `maxRetryDelayMs`); returns the wait in ms.
+   */
+  private hold(retryAfterMs: number): number {
+    const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? 30_000);
+    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait);
+    return wait;
+  }
+
+  /** Waits until no 429 holds this conversation (set by any call of this run, or of an earlier run in this process). */
+  private async waitHold(): Promise<void> {
+    if (!this.outbound) return;
+    // Checked again after the wait: a timer may fire a millisecond early on the wall clock. Bounded, for injected clocks.
+    for (let i = 0; i < 3; i++) {
+      const until = heldUntil(this.outbound, this.o.conversationId, this.now());
+      if (until === 0) return;
+      await this.sleep(until - this.now());
+    }
+  }
+
   /** Runs a platform call, retrying rate limits (after `retryAfterMs`) and 5xx (exponential backoff), at most `maxAttempts` times. */
   private async withRetry<T>(key: string, call: () => Promise<T>): Promise<T> {
     const maxAttempts = this.o.maxAttempts ?? 5;
     const cap = this.o.maxRetryDelayMs ?? 30_000;
     for (let attempt = 1; ; attempt++) {
+      // Later attempts come after this loop's own wait; the first waits out a hold set by any earlier call.
+      if (attempt === 1) await this.waitHold();
       try {
         return await call();
       } catch (err) {
+        // A 429 holds every later call of the conversation, also when this one gives up.
+        const held = err instanceof ChannelApiError && err.retryAfterMs !== undefined ? this.hold(err.retryAfterMs) : undefined;
         if (!(err instanceof ChannelApiError) || attempt >= maxAttempts) throw err;
         let delay: number;
-        if (err.retryAfterMs !== undefined) delay = err.retryAfterMs;
+        if (held !== undefined) delay = held;
         else if (err.status !== undefined && err.status >= 500) delay = backoffMs(attempt, this.o.retryBaseMs ?? 500);
         else throw err;
         delay = Math.min(Math.max(0, delay), cap);

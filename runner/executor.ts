@@ -4,13 +4,21 @@
  * back steering that arrived after the plugin's last pull, the plugin is
  * invoked again with those messages: nothing falls between the last look
  * and the end of the run.
+ *
+ * An attempt that takes a run over reads what the earlier one left in the
+ * record first: a final answer recorded but perhaps never delivered is
+ * delivered (same delivery keys, so one already acknowledged is not sent
+ * again) instead of asking the model again. Steered messages a run took and
+ * then did not answer (it failed or was stopped) are named in the message
+ * the user gets and kept for `/status`.
  */
 import type { Logger } from 'pino';
-import { StaleRunError, RunEndedError } from '../src/errors.js';
+import { CasConflictError, StaleRunError, RunEndedError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
 import { runLogger } from '../src/logger.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { readSeqs } from '../src/record/read.js';
+import { readSeqs, readTail } from '../src/record/read.js';
+import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
 import type { Runs, RunRef } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
@@ -21,6 +29,8 @@ import { keepLease } from './lease.js';
 import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
 import { Calibrator } from './compaction/estimate.js';
 import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
+import { isFinalStep } from './projection.js';
+import { runProgress, type RecordedAnswer } from './takeover.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -41,7 +51,7 @@ export interface ExecutorOptions {
   model: ModelSettings;
   /** Steering mode of continuations handed back by finish. Default `all`. */
   steeringMode?: SteeringMode;
-  /** Most record entries read to build a prompt (bounded tail). Default 2000. */
+  /** Most record entries read to build a prompt (bounded tail), and read by an attempt taking a run over. Default 2000. */
   historyTailEntries?: number;
   /** Text sent to the user when a run fails unexpectedly. */
   failureMessage?: string;
@@ -102,9 +112,28 @@ export class RunExecutor {
       ac.abort('lost');
     } });
     const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, token: acquired.token, resolve: o.resolveOutbound, logger, ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }) });
+    // Steered messages the run took and has not answered yet: a final answer step clears them.
+    let unanswered: Array<SeqEntry<MessageReceived>> = [];
+    const taken = { add: (m: Array<SeqEntry<MessageReceived>>) => unanswered.push(...m), answered: () => (unanswered = []) };
     try {
       logger.info({ inputs: acquired.inputs }, 'run started');
-      let inputs = (await readSeqs(o.client, conversationKeys(o.prefix, conversationId).log, acquired.inputs)).filter(isMessage);
+      const log = conversationKeys(o.prefix, conversationId).log;
+      // Pipelined: the note read and a takeover's record read cost no round trip of their own.
+      const [inputEntries, noteRaw, takeover] = await Promise.all([
+        readSeqs(o.client, log, acquired.inputs),
+        o.state.getRaw(conversationId, UNANSWERED_KEY),
+        acquired.attempt > 1 ? this.readProgress(conversationId, runId) : undefined,
+      ]);
+      let inputs = inputEntries.filter(isMessage);
+      let note = noteRaw;
+      let recorded: RecordedAnswer | undefined;
+      if (takeover) {
+        // Keys of anything sent before a plugin runs (a recorded answer, a notice) are the earlier attempt's.
+        delivery.beginTurn(takeover.anchor);
+        recorded = takeover.answer;
+        unanswered = takeover.unanswered;
+        logger.info({ recordedAnswer: recorded?.stepSeq, unansweredSteered: unanswered.map((m) => m.seq) }, 'taking over the run');
+      }
       if (acquired.cause === 'compact' && !stopKind) {
         // `/compact` while idle: a run of its own that compacts first. Messages that joined it while it
         // was queued are its inputs and are answered below, as is steering finish hands back.
@@ -117,31 +146,38 @@ export class RunExecutor {
             return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
           }
           inputs = fin.messages.filter(isMessage);
+          taken.add(inputs);
         }
       }
       for (;;) {
         let result: RunResult = { outcome: 'completed' };
-        if (!stopKind) {
+        if (recorded) {
+          // The turn is answered in the record; an earlier attempt died before (or while) delivering it.
+          // Asking the model again would answer an answered prompt: deliver what was recorded.
+          logger.info({ stepSeq: recorded.stepSeq }, 'delivering the answer an earlier attempt recorded, without calling the model');
+          if (recorded.text.trim()) await delivery.message(recorded.text);
+          recorded = undefined;
+        } else if (!stopKind) {
           delivery.typing();
-          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger);
+          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken);
           try {
             result = await o.plugin.run(ctx);
           } catch (err) {
             if (err instanceof StaleRunError) throw err;
-            if (!ac.signal.aborted) {
-              logger.error({ err }, 'runner plugin threw');
-              await delivery.message(o.failureMessage ?? DEFAULT_FAILURE_MESSAGE);
-            }
-            result = { outcome: 'failed', reason: 'runner plugin error' };
+            const aborted = ac.signal.aborted;
+            if (!aborted) logger.error({ err }, 'runner plugin threw');
+            result = { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: o.failureMessage ?? DEFAULT_FAILURE_MESSAGE }) };
           }
         }
         if (lost) return { kind: 'lost' };
         if (ac.signal.aborted && ac.signal.reason === 'shutdown') return { kind: 'aborted' };
         const outcome = stopKind ? OUTCOME_OF_STOP[stopKind] : result.outcome;
+        note = await this.settleUnanswered(ref, delivery, outcome, result.notice, unanswered, note, logger);
         const fin = await o.runs.finish(ref, outcome, { reason: result.reason ?? '', mode: o.steeringMode ?? 'all' });
         if (fin.kind === 'continue') {
           logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
           inputs = fin.messages.filter(isMessage);
+          taken.add(inputs);
           continue;
         }
         logger.info({ outcome, successor: fin.successor?.runId }, 'run ended');
@@ -170,6 +206,7 @@ export class RunExecutor {
     stopRequested: () => StopKind | undefined,
     delivery: RunDelivery,
     logger: Logger,
+    taken: UnansweredTracker,
   ): Promise<RunContext> {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
@@ -186,6 +223,7 @@ export class RunExecutor {
           const pulled = await o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all');
           compaction.noteRequested(pulled.compactionRequestedSeq);
           const messages = pulled.messages.filter(isMessage);
+          taken.add(messages);
           // What follows answers the newest message taken: the anchor a retried attempt reads from the
           // record (its `steering.injected`), so both attempts deliver under the same keys.
           if (pulled.messages.length > 0) delivery.beginTurn(Math.max(...pulled.messages.map((m) => m.seq)));
@@ -196,19 +234,23 @@ export class RunExecutor {
         get: (key) => o.state.get(ref.conversationId, key),
         set: (key, value) => o.state.set(ref, key, value),
       },
-      recordStep: (step) =>
-        o.runs.append(ref, {
+      recordStep: async (step) => {
+        const messages = step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>;
+        const seq = await o.runs.append(ref, {
           v: 1,
           kind: 'model.step',
           at: Date.now(),
           run: ref.runId,
           token: ref.token,
           step: 0,
-          messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
+          messages,
           ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
           ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
           ...(step.partial && { partial: true }),
-        }),
+        });
+        if (isFinalStep({ messages, finishReason: step.finishReason, partial: step.partial })) taken.answered();
+        return seq;
+      },
       delivery,
       signal,
       stopRequested,
@@ -216,6 +258,53 @@ export class RunExecutor {
       model: o.model,
       compaction,
     };
+  }
+
+  /**
+   * What earlier attempts left in the record (a takeover): the turn's anchor,
+   * a recorded final answer, and the steered messages taken since the last
+   * answer. Reads a bounded tail: the run's last entries are at its end.
+   */
+  private async readProgress(conversationId: string, runId: string): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
+    const log = conversationKeys(this.o.prefix, conversationId).log;
+    const progress = runProgress(await readTail(this.o.client, log, this.o.historyTailEntries ?? 2000), runId);
+    const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
+    return { anchor: progress.anchor, answer: progress.answer, unanswered };
+  }
+
+  /**
+   * At the end of one invocation: a failed or stopped one sends the plugin's
+   * notice and names the steered messages it took and did not answer (kept in
+   * state for `/status`); a completed one clears a note an earlier run left.
+   * Returns the note now stored (raw), if any.
+   */
+  private async settleUnanswered(
+    ref: RunRef,
+    delivery: RunDelivery,
+    outcome: RunOutcome,
+    notice: string | undefined,
+    unanswered: ReadonlyArray<SeqEntry<MessageReceived>>,
+    stored: string | undefined,
+    logger: Logger,
+  ): Promise<string | undefined> {
+    const o = this.o;
+    if (outcome === 'completed') {
+      if (notice) await delivery.message(notice);
+      if (stored === undefined) return undefined;
+      try {
+        await o.state.delete(ref, UNANSWERED_KEY, { kind: 'equals', raw: stored });
+      } catch (err) {
+        if (!(err instanceof CasConflictError)) throw err;
+      }
+      return undefined;
+    }
+    const note = (outcome === 'failed' || outcome === 'stopped') && unanswered.length > 0 ? unansweredNote(ref.runId, outcome, unanswered, Date.now()) : undefined;
+    const text = [notice, note && unansweredNotice(note)].filter((t): t is string => !!t).join('\n\n');
+    if (note) logger.warn({ seqs: unanswered.map((m) => m.seq), outcome }, 'run ended without answering steered messages it took');
+    if (text) await delivery.message(text);
+    if (!note) return stored;
+    await o.state.set(ref, UNANSWERED_KEY, note);
+    return JSON.stringify(note);
   }
 
   private compaction(ref: RunRef, signal: AbortSignal, logger: Logger): RunCompaction {
@@ -234,6 +323,13 @@ export class RunExecutor {
       logger,
     });
   }
+}
+
+/** Bookkeeping of the steered messages a run took (pulled or handed back) and the answers that cover them. */
+interface UnansweredTracker {
+  add(messages: Array<SeqEntry<MessageReceived>>): void;
+  /** A final answer was recorded: everything taken so far is answered. */
+  answered(): void;
 }
 
 function isMessage(e: SeqEntry): e is SeqEntry<MessageReceived> {

@@ -3,19 +3,20 @@
  * RunContext (history, inputs, steering, state, delivery, abort signal) and
  * returns how the run went. It never talks to Redis or to a platform.
  */
-import type { ModelMessage } from 'ai';
+import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { ModelProvider } from '../src/defaults.js';
+import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { SeqEntry, MessageReceived } from '../src/record/entries.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 
 /** What a runner plugin can do; the host and runtime adapt to it. */
 export interface RunnerCapabilities {
-  /** Pulls steering at turn boundaries. Without it the host uses the `collect` policy. */
+  /** Pulls steering at turn boundaries. Without it the host routes messages sent during a run with the `collect` policy. */
   steering: boolean;
-  /** Uses conversation state. */
-  state: boolean;
-  /** Emits streaming deltas. */
-  streaming: boolean;
+  /** Uses conversation state (the contract suite then checks state round trips). Default false. */
+  state?: boolean;
 }
 
 /** A runner plugin's manifest. */
@@ -23,6 +24,8 @@ export interface RunnerManifest {
   name: string;
   version: string;
   capabilities: RunnerCapabilities;
+  /** Steering a continuation takes when finish hands messages back: `all` or `one`. Default `all`. */
+  steeringMode?: SteeringMode;
 }
 
 /** How a plugin says a run went. Failures are data, not exceptions. */
@@ -30,6 +33,12 @@ export interface RunResult {
   outcome: 'completed' | 'failed';
   /** Short terminal reason (no secrets, no stack traces). */
   reason?: string;
+  /**
+   * What to tell the user about a failure (no secrets). The runtime sends it,
+   * followed by the steered messages the run took and did not answer, so
+   * none is dropped silently. A plugin may also send its own message instead.
+   */
+  notice?: string;
 }
 
 /** The delivery sink: how a plugin talks to the user. Never throws to the plugin. */
@@ -53,7 +62,7 @@ export interface StepRecord {
 
 /** Model settings from config. */
 export interface ModelSettings {
-  provider: 'openai-compatible' | 'anthropic' | 'google';
+  provider: ModelProvider;
   name: string;
   baseURL?: string;
   /** Never logged. */
@@ -98,7 +107,13 @@ export interface RunContext {
     /** Sets a value (JSON, size-capped), fenced by this run. */
     set(key: string, value: unknown): Promise<void>;
   };
-  /** Appends a completed model step to the record; returns its seq. */
+  /**
+   * Appends a completed model step to the record; returns its seq. A step that
+   * is not a tool-call step (nor partial) is the turn's final answer: the
+   * plugin must deliver its text (its assistant text parts, joined) next, and
+   * nothing else, because an attempt that takes the run over after a crash
+   * delivers that text from the record instead of invoking the plugin again.
+   */
   recordStep(step: StepRecord): Promise<number>;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
@@ -116,4 +131,22 @@ export interface RunnerPlugin {
   manifest: RunnerManifest;
   /** Executes the run. Should return (not throw) on model or tool failure. */
   run(ctx: RunContext): Promise<RunResult>;
+}
+
+/** What a runner plugin's factory gets besides its own settings. */
+export interface RunnerPluginDeps {
+  /** The process logger. */
+  logger: Logger;
+  /** The configured model settings (`model.*`). */
+  model: ModelSettings;
+  /** Builds the configured model (or the one `settings` name) through the runner's model factory. Throws ConfigError when it cannot. */
+  createModel(settings?: ModelSettings): LanguageModel;
+}
+
+/** A runner plugin module's definition. */
+export type RunnerPluginDefinition<S extends z.ZodType = z.ZodType> = PluginDefinition<'runner', S, RunnerPluginDeps, RunnerPlugin>;
+
+/** Types a runner plugin definition (identity at run time). */
+export function defineRunnerPlugin<S extends z.ZodType>(definition: RunnerPluginDefinition<S>): RunnerPluginDefinition<S> {
+  return definition;
 }

@@ -251,3 +251,30 @@ function withMarker(message: AssistantModelMessage, marker: string): AssistantMo
   else content.push({ type: 'text', text: marker });
   return { ...message, content };
 }
+
+/**
+ * The answer text of a model step's messages: the text parts of its
+ * assistant messages, joined (what the AI SDK reports as the step's `text`).
+ * The agent loop delivers exactly this, so a takeover that finds the step
+ * recorded delivers the same text under the same delivery keys.
+ */
+export function answerText(messages: ReadonlyArray<{ role: string; content: unknown }>): string {
+  let text = '';
+  for (const m of messages) {
+    if (m.role !== 'assistant') continue;
+    if (typeof m.content === 'string') text += m.content;
+    else if (Array.isArray(m.content)) for (const p of m.content as Part[]) if (p.type === 'text' && typeof p.text === 'string') text += p.text;
+  }
+  return text;
+}
+
+/**
+ * Whether a recorded step ends its turn with an answer: not cut off by a stop
+ * (`partial`), and not a tool-call step (`finishReason` `tool-calls`, or, when
+ * a plugin recorded no finish reason, a tool call in its messages).
+ */
+export function isFinalStep(step: Pick<ModelStep, 'finishReason' | 'partial' | 'messages'>): boolean {
+  if (step.partial === true || step.finishReason === 'tool-calls') return false;
+  if (step.finishReason !== undefined) return true;
+  return !step.messages.some((m) => Array.isArray(m.content) && (m.content as Part[]).some((p) => p?.type === 'tool-call'));
+}

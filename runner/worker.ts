@@ -2,13 +2,18 @@
  * The BullMQ worker that executes runs. A job only names a run; the run's
  * state lives in Redis. A run whose lease is held elsewhere is delayed until
  * the lease expires; an ended or missing run completes the job as a no-op.
+ *
+ * BullMQ's job lock and stalled check are derived from the run lease, so a
+ * run whose runner died is redelivered within about `leaseMs` plus one
+ * stalled-check interval (see `bullTimingsForLease`), not after BullMQ's
+ * fixed 30 s lock.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../src/errors.js';
-import type { RunJobData } from '../src/run-queue.js';
+import { logQueueError, type RunJobData } from '../src/run-queue.js';
 import type { ExecutionResult, RunExecutor } from './executor.js';
 
 /** Options of the run worker. */
@@ -18,15 +23,41 @@ export interface RunWorkerOptions {
   connection: ConnectionOptions;
   /** Queue name. Default `steerbot-runs`. */
   queueName?: string;
-  /** BullMQ key prefix. Default `{sb-bull}` (one Cluster slot). */
-  bullPrefix?: string;
+  /** BullMQ key prefix: `bullPrefixFor(redis.prefix)` (src/run-queue.ts). Required: the queue is per deployment. */
+  bullPrefix: string;
+  /** The run lease (`runs.leaseMs`), in ms: BullMQ's lock and stalled check derive from it. */
+  leaseMs: number;
   /** Runs executed at once by this process. Default 4. */
   concurrency?: number;
-  /** BullMQ job lock, in ms (a dead worker's job is redelivered after it). Default 30000. */
+  /** BullMQ job lock, in ms (a dead worker's job is redelivered after it). Default: `leaseMs`. */
   lockDurationMs?: number;
-  /** How often BullMQ checks for stalled jobs, in ms. Default 15000. */
+  /** How often BullMQ checks for stalled jobs, in ms. Default: from `leaseMs` (`bullTimingsForLease`). */
   stalledIntervalMs?: number;
   logger: Logger;
+}
+
+/** BullMQ timings derived from a run lease, in ms. */
+export interface BullTimings {
+  /** Job lock: `leaseMs`, so a dead worker's lock lapses when its run lease does. */
+  lockDuration: number;
+  /**
+   * Stalled check: a quarter of the lease, between 250 ms and 1 s. One check
+   * runs per interval across all workers of a queue (BullMQ guards it with a
+   * key), so a short interval costs one small script per interval.
+   */
+  stalledInterval: number;
+}
+
+/**
+ * BullMQ's lock and stalled-check timings for a run lease. A job whose worker
+ * died is moved back to wait at most `lockDuration + stalledInterval` after
+ * the worker's last lock renewal; the worker that picks it up acquires the run
+ * once its lease has expired (delaying the job until then if needed). So a
+ * dead runner's run is taken over within `leaseMs + stalledInterval` plus
+ * pickup, whatever the lease.
+ */
+export function bullTimingsForLease(leaseMs: number): BullTimings {
+  return { lockDuration: leaseMs, stalledInterval: Math.min(1000, Math.max(250, Math.floor(leaseMs / 4))) };
 }
 
 /** A fresh worker identity: host, pid and a random suffix. */
@@ -39,20 +70,23 @@ export class RunWorker {
   readonly worker: Worker<RunJobData, string>;
 
   constructor(private readonly o: RunWorkerOptions) {
+    const timings = bullTimingsForLease(o.leaseMs);
     this.worker = new Worker<RunJobData, string>(
       o.queueName ?? 'steerbot-runs',
       (job, token) => this.process(job, token),
       {
         connection: o.connection,
-        prefix: o.bullPrefix ?? '{sb-bull}',
+        prefix: o.bullPrefix,
         concurrency: o.concurrency ?? 4,
-        lockDuration: o.lockDurationMs ?? 30_000,
-        stalledInterval: o.stalledIntervalMs ?? 15_000,
+        lockDuration: o.lockDurationMs ?? timings.lockDuration,
+        stalledInterval: o.stalledIntervalMs ?? timings.stalledInterval,
         // A run can be redelivered many times (crashes, takeovers); the fencing token keeps that safe.
         maxStalledCount: 1000,
       },
     );
-    this.worker.on('error', (err) => o.logger.error({ err }, 'run worker error'));
+    // Connection errors (a Redis restart: one per reconnect attempt, on two connections) are the
+    // process's connection watcher's to report once; anything else is worth a warning.
+    this.worker.on('error', (err) => logQueueError(o.logger, err, 'run worker error'));
   }
 
   private async process(job: Job<RunJobData, string>, token?: string): Promise<string> {

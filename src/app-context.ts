@@ -2,14 +2,14 @@
  * What the host and the runner get when they start: configuration, logger
  * and Redis, all owned by the process entry (they must not close them).
  */
-import type { SteerbotConfig } from './config.js';
+import type { CoreConfig } from './config.js';
 import type { Logger } from './logger.js';
 import type { RedisClient, RedisCommonOptions, RedisConnectionOptions } from './redis.js';
 
 /** Shared services of one steerbot process. */
 export interface AppContext {
   /** The validated configuration. */
-  config: SteerbotConfig;
+  config: CoreConfig;
   /** The process logger; derive children with `conversationLogger` / `runLogger`. */
   logger: Logger;
   /** URL of the Redis in `single` mode (possibly a private server the CLI started); undefined in `sentinel` / `cluster` mode. */

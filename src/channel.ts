@@ -6,16 +6,20 @@
  * `test/channels/contract.ts`.
  */
 import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { RouteRegistry } from './http-routes.js';
+import type { InputPolicy } from './input-policies.js';
+import type { PluginDefinition } from './plugin-definition.js';
 import type { IncomingMessage, IngestResult } from './protocol/types.js';
+import type { RedisClient } from './scripts/index.js';
+
+export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
+export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './errors.js';
+export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
+export { json } from './http-routes.js';
+export { splitMessage } from './split-message.js';
 
 /** Options of one outbound send. */
-/**
- * How long a delivery key is remembered by default, in seconds (7 days): the
- * runner's outbox records (`runner.outboxTtlSeconds`) and a channel's own
- * dedupe of sends (the webhook channel's `replyDedupeSeconds`).
- */
-export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 604_800;
-
 export interface SendOptions {
   /** Platform message id to reply to. */
   replyTo?: string;
@@ -23,6 +27,12 @@ export interface SendOptions {
   format?: 'markdown' | 'plain';
   /** Stable delivery key of this message (`<run id>:<answered seq>:<n>`), for platforms that take an idempotency key. */
   deliveryKey?: string;
+}
+
+/** Options of one outbound edit. */
+export interface EditOptions {
+  /** `markdown`: try formatted text, fall back to plain when the platform refuses it. Default `plain`. */
+  format?: 'markdown' | 'plain';
 }
 
 /** The outbound side of a channel: what delivery uses. Errors are ChannelApiError (with `retryAfterMs` on 429). */
@@ -33,10 +43,22 @@ export interface ChannelOutbound {
   maxMessageChars: number;
   /** Sends one message (at most `maxMessageChars`); returns the platform's message id. */
   send(conversationId: string, text: string, opts?: SendOptions): Promise<{ messageId: string }>;
-  /** Replaces the text of a message sent earlier (streaming). Absent when the platform cannot edit. */
-  edit?(conversationId: string, messageId: string, text: string): Promise<void>;
+  /**
+   * Replaces the text of a message sent earlier (streaming). `opts.format` as in
+   * `send`, so a streamed reply ends formatted like one sent whole. Absent when
+   * the platform cannot edit.
+   */
+  edit?(conversationId: string, messageId: string, text: string, opts?: EditOptions): Promise<void>;
   /** Shows a typing indicator once; delivery refreshes it while a run is active. */
   typing?(conversationId: string): Promise<void>;
+  /**
+   * Whether `userId` administers the chat of `conversationId` on the platform
+   * (Telegram: creator or administrator; Discord: Administrator, Manage Guild
+   * or Manage Messages). The host asks it only for control commands sent in
+   * group chats, and caches answers briefly. Throws ChannelApiError when the
+   * platform cannot tell. Absent: only the channel's configured `admins` count.
+   */
+  isAdmin?(conversationId: string, userId: string): Promise<boolean>;
   /**
    * Least time between two streaming edits of one message in this
    * conversation, in ms (Telegram: 1000 in private chats, 3000 in groups).
@@ -55,6 +77,11 @@ export type ReceiveResult =
 export interface InboundMessage extends IncomingMessage {
   /** The platform chat id (for allow-lists). */
   chatId: string;
+  /**
+   * Sent in a group chat (several people share the conversation): control
+   * commands that affect everyone are then for admins only. Default false (1:1).
+   */
+  group?: boolean;
 }
 
 /** The host services a channel's inbound side calls. */
@@ -67,10 +94,10 @@ export interface ChannelHost {
    * Redis cannot be reached (ingress answers 503 so the platform retries).
    */
   receive(channelId: string, message: InboundMessage): Promise<ReceiveResult>;
-  /** The host's HTTP server, to register webhook routes on (before it listens). */
-  http: import('../host/http.js').HttpServer;
+  /** The host's HTTP routes, to register webhook routes on (before it listens). */
+  routes: RouteRegistry;
   /** Redis, for channel-level leases (e.g. one long-polling host). */
-  redis: import('./scripts/index.js').RedisClient;
+  redis: RedisClient;
   /** Key prefix. */
   prefix: string;
   logger: Logger;
@@ -84,17 +111,31 @@ export interface ChannelHost {
 export interface ChannelDeps {
   logger: Logger;
   /** The shared command connection (not for blocking reads: `duplicate()` it). */
-  redis: import('./scripts/index.js').RedisClient;
+  redis: RedisClient;
   /** Key prefix (config `redis.prefix`). */
   prefix: string;
   /** `fetch` for platform HTTP calls (tests, proxies). Default: the global `fetch`. */
   fetch?: typeof fetch;
 }
 
-/** A channel plugin: `plugins/<name>/index.ts` exports `create<Name>Plugin(config)` returning this. */
+/** What the host applies to a channel's inbound messages. */
+export interface ChannelSettings {
+  /** Input policy of the channel's conversations. Default: the dispatch default. */
+  policy?: InputPolicy;
+  /** Sender ids allowed to talk to the bot; empty or absent allows everyone. */
+  allowedUsers?: readonly string[];
+  /** Chat ids the bot answers in; empty or absent allows every chat. */
+  allowedChats?: readonly string[];
+  /** Sender ids that may use `/stop`, `/new`, `/queue`, `/compact` and `/purge` in group chats, besides the platform's chat admins. */
+  admins?: readonly string[];
+}
+
+/** A channel instance, created by its plugin definition's factory. */
 export interface ChannelPlugin {
   /** Channel id (the conversation id prefix). */
   id: string;
+  /** Policy and allow-lists the host applies to this channel. Default: none (the dispatch default, everyone allowed). */
+  settings?: ChannelSettings;
   /** Outbound side; used by runners (and by the host for command replies). */
   outbound: ChannelOutbound;
   /** Host side: starts receiving (registers routes, starts polling or the gateway). */
@@ -103,3 +144,30 @@ export interface ChannelPlugin {
   stop(): Promise<void>;
 }
 
+
+/** A channel plugin module's definition: `create` builds one instance, or several (one per named webhook). */
+export type ChannelPluginDefinition<S extends z.ZodType = z.ZodType> = PluginDefinition<'channel', S, ChannelDeps, ChannelPlugin | ChannelPlugin[]>;
+
+/** Types a channel plugin definition (identity at run time). */
+export function defineChannelPlugin<S extends z.ZodType>(definition: ChannelPluginDefinition<S>): ChannelPluginDefinition<S> {
+  return definition;
+}
+
+/**
+ * The channel id of a conversation id: everything before the first `:`,
+ * except `webhook:<name>`, which is the first two segments.
+ */
+export function channelIdOf(conversationId: string): string {
+  const first = conversationId.indexOf(':');
+  if (first === -1) return conversationId;
+  const head = conversationId.slice(0, first);
+  if (head !== 'webhook') return head;
+  const second = conversationId.indexOf(':', first + 1);
+  return second === -1 ? conversationId : conversationId.slice(0, second);
+}
+
+/** Finds a conversation's outbound side among `plugins` (by its channel id). */
+export function outboundResolver(plugins: readonly ChannelPlugin[]): (conversationId: string) => ChannelOutbound | undefined {
+  const byId = new Map(plugins.map((p) => [p.id, p.outbound]));
+  return (conversationId) => byId.get(channelIdOf(conversationId));
+}

@@ -1,15 +1,14 @@
 /**
- * The configuration schema: one zod schema for every setting, with defaults.
- * Loading (file + environment overlay, error reporting) lives in `config.ts`.
+ * The core configuration schema: the sections every process reads, with
+ * defaults from `defaults.ts`. Plugin sections (`channels.*`, `agents.*`) are
+ * validated by each plugin's own schema; the composition (`app/config.ts`)
+ * assembles the whole. Loading (file + environment overlay) is `config.ts`.
  */
 import { z } from 'zod';
-// First: channel schemas below import INPUT_POLICIES from this module while it is still loading.
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './channel.js';
+import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
 export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
-import { discordConfigSchema } from '../plugins/discord/config.js';
-import { telegramConfigSchema } from '../plugins/telegram/config.js';
-import { WEBHOOK_NAME_RE, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+export { MODEL_PROVIDERS } from './defaults.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -32,41 +31,35 @@ const hostPort = z.string().transform((text, ctx): HostPort => {
   return { host: (m[1] ?? m[2]) as string, port };
 });
 
-const int = (min: number, max: number) =>
+/** An integer setting between `min` and `max`, with errors that name the bounds. */
+export const int = (min: number, max: number) =>
   z
     .number({ error: 'expected a number' })
     .int({ error: 'expected an integer' })
     .min(min, { error: `expected an integer >= ${min}` })
     .max(max, { error: `expected an integer <= ${max}` });
 
-const enumOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+/** One of `values`, with an error that lists them. */
+export const enumOf = <const T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
 /** Log levels accepted by `log.level` (pino's, plus `silent`). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** Model providers the default runner plugin can talk to. */
-export const MODEL_PROVIDERS = ['openai-compatible', 'anthropic', 'google'] as const;
 
 const redisSchema = z
   .strictObject({
-    /** Redis URL (`redis://` or `rediss://`) in `single` mode. Default: unset — the CLI finds or starts a local Redis. */
-    url: z.url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' }).optional(),
-    /** Topology. Default `single`. */
-    mode: enumOf(['single', 'sentinel', 'cluster']).default('single'),
-    /** Sentinel addresses, `sentinel` mode only. Default `[]`. */
-    sentinels: z.array(hostPort).default([]),
-    /** Name of the master group the Sentinels watch, `sentinel` mode only. */
-    sentinelName: z.string().min(1, { error: 'expected a non-empty name' }).optional(),
-    /** Seed nodes, `cluster` mode only. Default `[]`. */
-    clusterNodes: z.array(hostPort).default([]),
-    /** Prefix of every steerbot key. Default `sb`. */
+    url: z.url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' }).optional().describe('Redis URL (`redis://` or `rediss://`) in `single` mode. Default: unset — the CLI finds or starts a local Redis.'),
+    mode: enumOf(['single', 'sentinel', 'cluster']).default(DEFAULTS.redis.mode).describe('Topology. Default `single`.'),
+    sentinels: z.array(hostPort).default([]).describe('Sentinel addresses, `sentinel` mode only. Default `[]`.'),
+    sentinelName: z.string().min(1, { error: 'expected a non-empty name' }).optional().describe('Name of the master group the Sentinels watch, `sentinel` mode only.'),
+    clusterNodes: z.array(hostPort).default([]).describe('Seed nodes, `cluster` mode only. Default `[]`.'),
     prefix: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,32}$/, { error: 'expected 1-32 characters of [A-Za-z0-9_-]' })
-      .default('sb'),
-    /** Redis password (overrides one in `url`). Secret. Default: unset. */
-    password: z.string().min(1, { error: 'expected a non-empty password' }).optional(),
+      .default(DEFAULTS.redis.prefix)
+      .describe('Prefix of every steerbot key, the BullMQ queue included. Default `sb`.'),
+    password: z.string().min(1, { error: 'expected a non-empty password' }).optional().describe('Redis password (overrides one in `url`). Secret. Default: unset.'),
   })
   .superRefine((r, ctx) => {
     if (r.mode === 'sentinel') {
@@ -82,38 +75,47 @@ const redisSchema = z
   });
 
 const httpSchema = z.strictObject({
-  /** Interface the HTTP server binds. Default `0.0.0.0`. */
-  host: z.string().min(1, { error: 'expected a host name or address' }).default('0.0.0.0'),
-  /** TCP port of the HTTP server, 1..65535. Default 8080. */
-  port: int(1, 65535).default(8080),
-  /** Largest accepted request body, in bytes. Default 1 048 576 (1 MiB). */
-  bodyLimitBytes: int(1024, 64 * 1024 * 1024).default(1_048_576),
+  host: z.string().min(1, { error: 'expected a host name or address' }).default(DEFAULTS.http.host).describe('Interface the HTTP server binds. Default `0.0.0.0`.'),
+  port: int(1, 65535).default(DEFAULTS.http.port).describe('TCP port of the HTTP server, 1..65535. Default 8080.'),
+  bodyLimitBytes: int(1024, 64 * 1024 * 1024).default(DEFAULTS.http.bodyLimitBytes).describe('Largest accepted request body, in bytes. Default 1 048 576 (1 MiB).'),
+});
+
+const tokenBucketSchema = z.strictObject({
+  capacity: int(1, 1_000_000).describe('Most messages accepted in a burst. Required.'),
+  refillPerMinute: z
+    .number({ error: 'expected a number' })
+    .gt(0, { error: 'expected a number above 0' })
+    .max(1_000_000, { error: 'expected at most 1 000 000' })
+    .describe('Messages the bucket regains per minute (fractions allowed). Required.'),
 });
 
 const dispatchSchema = z.strictObject({
-  /** Input policy of a conversation that has no override. Default `steer`. */
-  defaultPolicy: enumOf(INPUT_POLICIES).default('steer'),
-  /** Most messages a run's steering list holds; more go to `pending`. Default 20. */
-  steeringCap: int(1, 1000).default(20),
-  /** How long a platform update is remembered for dedupe, in seconds. Default 86 400 (24 h). */
-  dedupeTtlSeconds: int(60, 30 * 86_400).default(86_400),
-  /** Longest accepted message text, in characters. Default 16 000. */
-  maxMessageChars: int(1, 1_000_000).default(16_000),
+  defaultPolicy: enumOf(INPUT_POLICIES).default(DEFAULTS.dispatch.defaultPolicy).describe('Input policy of a conversation that has no override. Default `steer`.'),
+  steeringCap: int(1, 1000).default(DEFAULTS.dispatch.steeringCap).describe("Most messages a run's steering list holds; more go to `pending`. Default 20."),
+  dedupeTtlSeconds: int(60, 30 * 86_400).default(DEFAULTS.dispatch.dedupeTtlSeconds).describe('How long a platform update is remembered for dedupe, in seconds. Default 86 400 (24 h).'),
+  maxMessageChars: int(1, 1_000_000).default(DEFAULTS.dispatch.maxMessageChars).describe('Longest accepted message text, in characters. Default 16 000.'),
+  rateLimit: z
+    .strictObject({
+      user: tokenBucketSchema.optional().describe('Per sender, within one conversation. Default: unset (no limit).'),
+      conversation: tokenBucketSchema.optional().describe('Per conversation, all senders together. Default: unset (no limit).'),
+    })
+    .prefault({})
+    .describe('Token buckets checked inside ingest (no extra round trip); a message over a limit is recorded as refused and answered once with a short notice. Default: off.'),
+  afterPurge: enumOf(['refuse', 'restart'])
+    .default('refuse')
+    .describe('What a message for a purged conversation (`/purge`) gets while its tombstone stands: `refuse` (a short notice, nothing recorded) or `restart` (a new, empty conversation). Default `refuse`.'),
 });
 
 const runsSchema = z
   .strictObject({
-    /** How long a runner owns a run without renewing, in ms. Default 30 000. */
-    leaseMs: int(1000, 3_600_000).default(30_000),
-    /** How often a runner renews its lease, in ms; must be below `leaseMs`. Default 10 000. */
-    heartbeatMs: int(100, 3_600_000).default(10_000),
-    /** How often the reconciler looks for runs left without a job, in ms. Default 60 000. */
-    reconcileIntervalMs: int(1000, 86_400_000).default(60_000),
-    /** BullMQ queue name for runs. Default `steerbot-runs`. */
+    leaseMs: int(1000, 3_600_000).default(DEFAULTS.runs.leaseMs).describe('How long a runner owns a run without renewing, in ms. Default 30 000.'),
+    heartbeatMs: int(100, 3_600_000).default(DEFAULTS.runs.heartbeatMs).describe('How often a runner renews its lease, in ms; must be below `leaseMs`. Default 10 000.'),
+    reconcileIntervalMs: int(1000, 86_400_000).default(DEFAULTS.runs.reconcileIntervalMs).describe('How often the reconciler looks for runs left without a job, in ms. Default 60 000.'),
     queueName: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' })
-      .default('steerbot-runs'),
+      .default(DEFAULTS.runs.queueName)
+      .describe('BullMQ queue name for runs (under the key prefix). Default `steerbot-runs`.'),
   })
   .superRefine((r, ctx) => {
     if (r.heartbeatMs >= r.leaseMs) {
@@ -122,69 +124,30 @@ const runsSchema = z
   });
 
 const runnerSchema = z.strictObject({
-  /** Run the runner in this process. Default true. */
-  enabled: z.boolean({ error: 'expected true or false' }).default(true),
-  /** Runs this process executes at once. Default 4. */
-  concurrency: int(1, 1000).default(4),
-  /** How long active runs get to finish on shutdown before they are aborted, in ms. Default 10 000. */
-  shutdownGraceMs: int(0, 600_000).default(10_000),
-  /**
-   * How long a conversation's outbox (delivery records) is kept after its last
-   * delivery, in seconds. A retried run needs the records only for as long as
-   * it can be retried (minutes); they are not history. Default 604 800 (7 days).
-   */
-  outboxTtlSeconds: int(3600, 365 * 86_400).default(DEFAULT_DELIVERY_KEY_TTL_SECONDS),
-  /** What this runner declares to the host. */
-  capabilities: z
-    .strictObject({
-      /** Runner pulls steering messages at turn boundaries; without it the host uses `collect`. Default true. */
-      steering: z.boolean({ error: 'expected true or false' }).default(true),
-    })
-    .prefault({}),
-});
-
-const agentSchema = z.strictObject({
-  /** System prompt of the default agent (`plugins/local-agent`). Default: a short helpful-assistant prompt. */
-  systemPrompt: z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' }).optional(),
-  /**
-   * Send the answer as it is written to channels that stream (their own
-   * `streaming` setting); other channels get whole messages either way. Default true.
-   */
-  streaming: z.boolean({ error: 'expected true or false' }).default(true),
-  /** The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false. */
-  httpFetch: z.boolean({ error: 'expected true or false' }).default(false),
-  /** The built-in `current_time` tool. Default true. */
-  currentTime: z.boolean({ error: 'expected true or false' }).default(true),
-  /** Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`. */
-  steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default('all'),
-  /** Most model steps per run invocation. Default 24. */
-  maxSteps: int(1, 1000).default(24),
+  enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.runner.enabled).describe('Run the runner in this process. Default true.'),
+  plugin: z.string().trim().min(1, { error: 'expected a plugin id or module' }).default(DEFAULTS.runner.plugin).describe('The runner plugin: a registered id (`local-agent`) or a module specifier (`./my-agent.js`, `my-agent-package`) loaded at start. Its settings live under `agents.<id>`. Default `local-agent`.'),
+  concurrency: int(1, 1000).default(DEFAULTS.runner.concurrency).describe('Runs this process executes at once. Default 4.'),
+  shutdownGraceMs: int(0, 600_000).default(DEFAULTS.runner.shutdownGraceMs).describe('How long active runs get to finish on shutdown before they are aborted, in ms. Default 10 000.'),
+  outboxTtlSeconds: int(3600, 365 * 86_400).default(DEFAULTS.runner.outboxTtlSeconds).describe("How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 604 800 (7 days)."),
 });
 
 const hostSchema = z.strictObject({
-  /** Run the host (HTTP ingress, channels, reconciler) in this process. Default true. */
-  enabled: z.boolean({ error: 'expected true or false' }).default(true),
+  enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.host.enabled).describe('Run the host (HTTP ingress, channels, reconciler) in this process. Default true.'),
 });
 
 const logSchema = z.strictObject({
-  /** Minimum level written. Default `info`. */
-  level: enumOf(LOG_LEVELS).default('info'),
+  level: enumOf(LOG_LEVELS).default(DEFAULTS.log.level).describe('Minimum level written. Default `info`.'),
+  format: enumOf(['auto', 'pretty', 'json']).default(DEFAULTS.log.format).describe('Line format: `pretty` (human-readable), `json`, or `auto` (pretty when stdout is a terminal). Default `auto`.'),
 });
 
 const modelSchema = z
   .strictObject({
-    /** Provider of the default agent's model. Default `openai-compatible`. */
-    provider: enumOf(MODEL_PROVIDERS).default('openai-compatible'),
-    /** Base URL of the provider's API. Default: the provider's own. */
-    baseURL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
-    /** API key. Secret. Default: unset. */
-    apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional(),
-    /** Model name. Default `gpt-4o-mini`. */
-    name: z.string().min(1, { error: 'expected a model name' }).default('gpt-4o-mini'),
-    /** The model's context window, in tokens. Default 128 000. */
-    contextWindow: int(1024, 10_000_000).default(128_000),
-    /** Tokens kept free for the model's answer, in tokens. Default 4096. */
-    outputReserve: int(1, 1_000_000).default(4096),
+    provider: enumOf(MODEL_PROVIDERS).default(DEFAULTS.model.provider).describe("Provider of the runner's model: `openai`, `anthropic`, `google`, or `openai-compatible` (any OpenAI-style `baseURL`: Ollama, vLLM). Default `openai`."),
+    baseURL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe("Base URL of the provider's API. Default: the provider's own."),
+    apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: unset.'),
+    name: z.string().min(1, { error: 'expected a model name' }).default(DEFAULTS.model.name).describe('Model name. Default `gpt-4o-mini`.'),
+    contextWindow: int(1024, 10_000_000).default(DEFAULTS.model.contextWindow).describe("The model's context window, in tokens. Default 128 000."),
+    outputReserve: int(1, 1_000_000).default(DEFAULTS.model.outputReserve).describe("Tokens kept free for the model's answer, in tokens. Default 4096."),
   })
   .superRefine((m, ctx) => {
     if (m.outputReserve >= m.contextWindow) {
@@ -193,32 +156,33 @@ const modelSchema = z
   });
 
 const compactionSchema = z.strictObject({
-  /** Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8. */
-  threshold: z.number({ error: 'expected a number' }).gt(0, { error: 'expected a number above 0' }).max(1, { error: 'expected at most 1' }).default(0.8),
-  /** Complete turns kept verbatim after the summary. Default 4. */
-  keepRecentTurns: int(0, 1000).default(4),
-  /** Longest summary, in characters. Default 6000. */
-  maxSummaryChars: int(200, 200_000).default(6000),
-  /** Record entries read when there is no valid checkpoint (bounded tail). Default 2000. */
-  tailEntries: int(10, 1_000_000).default(2000),
+  threshold: z.number({ error: 'expected a number' }).gt(0, { error: 'expected a number above 0' }).max(1, { error: 'expected at most 1' }).default(DEFAULTS.compaction.threshold).describe('Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8.'),
+  keepRecentTurns: int(0, 1000).default(DEFAULTS.compaction.keepRecentTurns).describe('Complete turns kept verbatim after the summary. Default 4.'),
+  maxSummaryChars: int(200, 200_000).default(DEFAULTS.compaction.maxSummaryChars).describe('Longest summary, in characters. Default 6000.'),
+  tailEntries: int(10, 1_000_000).default(DEFAULTS.compaction.tailEntries).describe('Record entries read when there is no valid checkpoint (bounded tail). Default 2000.'),
 });
 
-// Lazy: the channel schemas' modules import this one (INPUT_POLICIES); whichever loads first, neither is read before both exist.
-const channelsSchema = z.strictObject({
-  /** The Telegram channel (see plugins/telegram/config.ts). Default: unset (off). */
-  telegram: z.lazy(() => telegramConfigSchema).optional(),
-  /** The Discord channel (see plugins/discord/config.ts). Default: unset (off). */
-  discord: z.lazy(() => discordConfigSchema).optional(),
-  /** Generic webhook channels by name; channel id `webhook:<name>` (see plugins/webhook/config.ts). Default `{}`. */
-  webhooks: z
-    .record(z.string(), z.lazy(() => webhookChannelConfigSchema))
-    .default({})
-    .superRefine((hooks, ctx) => {
-      for (const name of Object.keys(hooks)) {
-        if (!WEBHOOK_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'bad webhook name: expected 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
-      }
-    }),
+/** Retention: what is removed, and when. Everything that would lose history a user expects is off by default. */
+const retentionSchema = z.strictObject({
+  endedRunTtlSeconds: int(0, 365 * 86_400)
+    .default(DEFAULTS.retention.endedRunTtlSeconds)
+    .describe("How long an ended run's record (hash, about 440 B) is kept, in seconds; 0 keeps it forever. The conversation record keeps the run's history either way. Default 259 200 (3 days)."),
+  recordTrimAfterEntries: int(0, 1_000_000_000)
+    .default(DEFAULTS.retention.recordTrimAfterEntries)
+    .describe('Trim conversation record entries behind the compaction checkpoint once this many newer entries exist; 0: off. Entries from the checkpoint on, and messages a live run or a waiting message needs, always stay. Default 0 (the whole record is kept).'),
+  recordTrimAfterDays: int(0, 36_500)
+    .default(DEFAULTS.retention.recordTrimAfterDays)
+    .describe('Trim conversation record entries behind the compaction checkpoint once older than this many days; 0: off. Same guarantees as `recordTrimAfterEntries`. Default 0.'),
+  idleTtlSeconds: int(0, 10 * 365 * 86_400)
+    .default(DEFAULTS.retention.idleTtlSeconds)
+    .describe('An idle conversation (no active run, nothing waiting) is deleted this long after its last run ended, in seconds; a new message before then keeps it. 0: never. Default 0.'),
+  tombstoneTtlSeconds: int(60, 365 * 86_400)
+    .default(DEFAULTS.retention.tombstoneTtlSeconds)
+    .describe("How long a purged conversation's tombstone stands (`dispatch.afterPurge` applies meanwhile), in seconds; never shorter than `dispatch.dedupeTtlSeconds`. Default 604 800 (7 days)."),
 });
+
+/** Module specifiers: a relative path (against the working directory) or a package name. */
+const moduleList = z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]);
 
 const baseSchema = z.strictObject({
   redis: redisSchema.prefault({}),
@@ -226,51 +190,39 @@ const baseSchema = z.strictObject({
   dispatch: dispatchSchema.prefault({}),
   runs: runsSchema.prefault({}),
   runner: runnerSchema.prefault({}),
-  agent: agentSchema.prefault({}),
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),
   compaction: compactionSchema.prefault({}),
+  retention: retentionSchema.prefault({}),
+  plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });
 
-/** The whole configuration. Unknown keys are errors (a typo must not be silently ignored). */
-export const configSchema = baseSchema
-  .extend({
-    /** Channel instances; each channel's schema belongs to its plugin. Default: no channels. */
-    channels: channelsSchema.prefault({}),
-  })
-  .superRefine((c, ctx) => {
-    // Discord catch-up hands the host messages up to this old again; older than the dedupe keys, an
-    // answered message would no longer be a duplicate and would be answered twice.
-    const catchUp = c.channels.discord?.catchUpMaxAgeSeconds ?? 0;
-    if (catchUp > c.dispatch.dedupeTtlSeconds) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['channels', 'discord', 'catchUpMaxAgeSeconds'],
-        message: `must not exceed dispatch.dedupeTtlSeconds (${c.dispatch.dedupeTtlSeconds}): older messages would no longer be recognised as answered`,
-      });
-    }
-  });
+/**
+ * The core sections. The composition extends it with `channels` and `agents`,
+ * each plugin's section validated by that plugin's schema.
+ */
+export const coreConfigSchema = baseSchema.extend({
+  channels: z.record(z.string(), z.unknown()).default({}).describe('Channel plugin settings by plugin id; a channel runs when its section is present.'),
+  agents: z.record(z.string(), z.unknown()).default({}).describe('Runner plugin settings by plugin id.'),
+});
 
-/** The validated configuration, defaults applied. */
-export type SteerbotConfig = z.output<typeof configSchema>;
-/** What a config file may contain: every key optional. */
-export type SteerbotConfigInput = z.input<typeof configSchema>;
+/** The configuration every process part reads (plugin sections unparsed). */
+export type CoreConfig = z.output<typeof coreConfigSchema>;
 /** The `redis` section. */
-export type RedisConfig = SteerbotConfig['redis'];
+export type RedisConfig = CoreConfig['redis'];
 /** The `http` section. */
-export type HttpConfig = SteerbotConfig['http'];
+export type HttpConfig = CoreConfig['http'];
 /** The `dispatch` section. */
-export type DispatchConfig = SteerbotConfig['dispatch'];
+export type DispatchConfig = CoreConfig['dispatch'];
 /** The `runs` section. */
-export type RunsConfig = SteerbotConfig['runs'];
+export type RunsConfig = CoreConfig['runs'];
 /** The `runner` section. */
-export type RunnerConfig = SteerbotConfig['runner'];
+export type RunnerConfig = CoreConfig['runner'];
 /** The `model` section. */
-export type ModelConfig = SteerbotConfig['model'];
-/** The `channels` section. */
-export type ChannelsConfig = SteerbotConfig['channels'];
+export type ModelConfig = CoreConfig['model'];
+/** The `retention` section. */
+export type RetentionConfig = CoreConfig['retention'];
 
-/** The configuration with every default and nothing set. */
-// Built without parsing `channels`: that would read the lazy channel schemas while their modules may still be loading.
-export const DEFAULT_CONFIG: Readonly<SteerbotConfig> = Object.freeze({ ...baseSchema.parse({}), channels: { webhooks: {} } });
+/** The core configuration with every default and nothing set. */
+export const DEFAULT_CORE_CONFIG: Readonly<CoreConfig> = Object.freeze(coreConfigSchema.parse({}));

@@ -1,20 +1,22 @@
 /**
- * Loads the configuration: an optional JSON file, then environment variables
- * on top, then one validation that reports every bad field at once.
+ * Configuration loading mechanics: a JSON file, environment variables on top
+ * (each binding names the setting it overrides), then one validation that
+ * reports every bad field at once. The composition supplies the schema and
+ * the bindings (core ones here, plugin ones from each plugin definition).
  */
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, type ConfigIssue, redactSecrets } from './errors.js';
-import { configSchema, type SteerbotConfig } from './config-schema.js';
+import { ConfigError, type ConfigIssue } from './errors.js';
+import { DEFAULTS, MODEL_PROVIDER_KEY_ENV } from './defaults.js';
 
 export {
-  configSchema,
-  DEFAULT_CONFIG,
+  coreConfigSchema,
+  DEFAULT_CORE_CONFIG,
   INPUT_POLICIES,
   LOG_LEVELS,
   MODEL_PROVIDERS,
-  type ChannelsConfig,
+  type CoreConfig,
   type DispatchConfig,
   type HostPort,
   type HttpConfig,
@@ -23,8 +25,6 @@ export {
   type RedisConfig,
   type RunnerConfig,
   type RunsConfig,
-  type SteerbotConfig,
-  type SteerbotConfigInput,
 } from './config-schema.js';
 
 /** How an environment variable's text becomes a config value. */
@@ -46,10 +46,25 @@ export interface EnvBinding {
    * a channel is enabled by its token, not by its other settings.
    */
   onlyWith?: string;
+  /** Applied only when the setting at `path` (or its default) is one of `values`, e.g. a provider's key variable. */
+  onlyWhen?: { path: string; values: readonly string[]; default: string };
 }
 
-/** Every environment variable steerbot reads, in documentation order. */
-export const ENV_BINDINGS: readonly EnvBinding[] = [
+/** A provider's conventional key variable, applied when that provider is selected. */
+const keyBinding = (env: string): EnvBinding => ({
+  env,
+  path: 'model.apiKey',
+  kind: 'string',
+  secret: true,
+  onlyWhen: {
+    path: 'model.provider',
+    values: Object.entries(MODEL_PROVIDER_KEY_ENV).filter(([, v]) => v === env).map(([p]) => p),
+    default: DEFAULTS.model.provider,
+  },
+});
+
+/** The environment variables of the core sections, in documentation order. Plugins declare their own. */
+export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'REDIS_URL', path: 'redis.url', kind: 'string', secret: true },
   { env: 'REDIS_MODE', path: 'redis.mode', kind: 'string' },
   { env: 'REDIS_SENTINELS', path: 'redis.sentinels', kind: 'list' },
@@ -64,26 +79,27 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_STEERING_CAP', path: 'dispatch.steeringCap', kind: 'int' },
   { env: 'STEERBOT_DEDUPE_TTL_SECONDS', path: 'dispatch.dedupeTtlSeconds', kind: 'int' },
   { env: 'STEERBOT_MAX_MESSAGE_CHARS', path: 'dispatch.maxMessageChars', kind: 'int' },
+  { env: 'STEERBOT_RATE_LIMIT_USER_CAPACITY', path: 'dispatch.rateLimit.user.capacity', kind: 'int' },
+  { env: 'STEERBOT_RATE_LIMIT_USER_PER_MINUTE', path: 'dispatch.rateLimit.user.refillPerMinute', kind: 'number' },
+  { env: 'STEERBOT_RATE_LIMIT_CONVERSATION_CAPACITY', path: 'dispatch.rateLimit.conversation.capacity', kind: 'int' },
+  { env: 'STEERBOT_RATE_LIMIT_CONVERSATION_PER_MINUTE', path: 'dispatch.rateLimit.conversation.refillPerMinute', kind: 'number' },
   { env: 'STEERBOT_LEASE_MS', path: 'runs.leaseMs', kind: 'int' },
   { env: 'STEERBOT_HEARTBEAT_MS', path: 'runs.heartbeatMs', kind: 'int' },
   { env: 'STEERBOT_RECONCILE_INTERVAL_MS', path: 'runs.reconcileIntervalMs', kind: 'int' },
   { env: 'STEERBOT_QUEUE_NAME', path: 'runs.queueName', kind: 'string' },
   { env: 'STEERBOT_RUNNER', path: 'runner.enabled', kind: 'bool' },
+  { env: 'STEERBOT_RUNNER_PLUGIN', path: 'runner.plugin', kind: 'string' },
   { env: 'STEERBOT_RUNNER_CONCURRENCY', path: 'runner.concurrency', kind: 'int' },
   { env: 'STEERBOT_RUNNER_SHUTDOWN_GRACE_MS', path: 'runner.shutdownGraceMs', kind: 'int' },
   { env: 'STEERBOT_OUTBOX_TTL_SECONDS', path: 'runner.outboxTtlSeconds', kind: 'int' },
-  { env: 'STEERBOT_RUNNER_STEERING', path: 'runner.capabilities.steering', kind: 'bool' },
-  { env: 'STEERBOT_SYSTEM_PROMPT', path: 'agent.systemPrompt', kind: 'string' },
-  { env: 'STEERBOT_AGENT_STREAMING', path: 'agent.streaming', kind: 'bool' },
-  { env: 'STEERBOT_AGENT_HTTP_FETCH', path: 'agent.httpFetch', kind: 'bool' },
-  { env: 'STEERBOT_AGENT_CURRENT_TIME', path: 'agent.currentTime', kind: 'bool' },
-  { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'agent.steeringMode', kind: 'string' },
-  { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'agent.maxSteps', kind: 'int' },
   { env: 'STEERBOT_HOST', path: 'host.enabled', kind: 'bool' },
   { env: 'LOG_LEVEL', path: 'log.level', kind: 'string' },
+  { env: 'LOG_FORMAT', path: 'log.format', kind: 'string' },
   { env: 'STEERBOT_MODEL_PROVIDER', path: 'model.provider', kind: 'string' },
-  { env: 'OPENAI_BASE_URL', path: 'model.baseURL', kind: 'string' },
-  { env: 'OPENAI_API_KEY', path: 'model.apiKey', kind: 'string', secret: true },
+  { env: 'OPENAI_BASE_URL', path: 'model.baseURL', kind: 'string', onlyWhen: { path: 'model.provider', values: ['openai', 'openai-compatible'], default: DEFAULTS.model.provider } },
+  keyBinding('OPENAI_API_KEY'),
+  keyBinding('ANTHROPIC_API_KEY'),
+  keyBinding('GOOGLE_GENERATIVE_AI_API_KEY'),
   { env: 'STEERBOT_MODEL', path: 'model.name', kind: 'string' },
   { env: 'STEERBOT_MODEL_CONTEXT_WINDOW', path: 'model.contextWindow', kind: 'int' },
   { env: 'STEERBOT_MODEL_OUTPUT_RESERVE', path: 'model.outputReserve', kind: 'int' },
@@ -91,18 +107,19 @@ export const ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_COMPACTION_KEEP_TURNS', path: 'compaction.keepRecentTurns', kind: 'int' },
   { env: 'STEERBOT_COMPACTION_MAX_SUMMARY_CHARS', path: 'compaction.maxSummaryChars', kind: 'int' },
   { env: 'STEERBOT_COMPACTION_TAIL_ENTRIES', path: 'compaction.tailEntries', kind: 'int' },
-  { env: 'TELEGRAM_BOT_TOKEN', path: 'channels.telegram.token', kind: 'string', secret: true },
-  { env: 'TELEGRAM_MODE', path: 'channels.telegram.mode', kind: 'string', onlyWith: 'channels.telegram' },
-  { env: 'TELEGRAM_WEBHOOK_SECRET', path: 'channels.telegram.webhookSecret', kind: 'string', secret: true, onlyWith: 'channels.telegram' },
-  { env: 'TELEGRAM_API_ROOT', path: 'channels.telegram.apiRoot', kind: 'string', onlyWith: 'channels.telegram' },
-  { env: 'DISCORD_BOT_TOKEN', path: 'channels.discord.token', kind: 'string', secret: true },
-  { env: 'DISCORD_API_BASE', path: 'channels.discord.apiBase', kind: 'string', onlyWith: 'channels.discord' },
+  { env: 'STEERBOT_AFTER_PURGE', path: 'dispatch.afterPurge', kind: 'string' },
+  { env: 'STEERBOT_ENDED_RUN_TTL_SECONDS', path: 'retention.endedRunTtlSeconds', kind: 'int' },
+  { env: 'STEERBOT_RECORD_TRIM_AFTER_ENTRIES', path: 'retention.recordTrimAfterEntries', kind: 'int' },
+  { env: 'STEERBOT_RECORD_TRIM_AFTER_DAYS', path: 'retention.recordTrimAfterDays', kind: 'int' },
+  { env: 'STEERBOT_IDLE_TTL_SECONDS', path: 'retention.idleTtlSeconds', kind: 'int' },
+  { env: 'STEERBOT_TOMBSTONE_TTL_SECONDS', path: 'retention.tombstoneTtlSeconds', kind: 'int' },
+  { env: 'STEERBOT_PLUGINS', path: 'plugins', kind: 'list' },
 ];
 
 /** Environment variable naming the JSON config file. */
 export const CONFIG_FILE_ENV = 'STEERBOT_CONFIG';
 
-/** Where `loadConfig` reads from. */
+/** Where configuration is read from. */
 export interface LoadConfigOptions {
   /** Environment to read. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
@@ -165,7 +182,7 @@ function hasPath(root: Json, path: string): boolean {
   return isObject(node);
 }
 
-function readConfigFile(file: string, issues: ConfigIssue[]): Json {
+function readJsonFile(file: string, issues: ConfigIssue[]): Json {
   const where = `config file ${file}`;
   let text: string;
   try {
@@ -190,10 +207,10 @@ function readConfigFile(file: string, issues: ConfigIssue[]): Json {
 }
 
 /** Which env var (with its text) set each dotted path. */
-type EnvSources = Map<string, string>;
+export type EnvSources = Map<string, string>;
 
 /** The config file's contents and name, when there is one. */
-interface FileSource {
+export interface FileSource {
   name: string;
   json: Json;
 }
@@ -230,54 +247,74 @@ function toIssues(error: z.ZodError, envSources: EnvSources, file: FileSource | 
   return out;
 }
 
-/**
- * Reads, overlays and validates the configuration.
- * @throws ConfigError naming every bad field (dotted path, env var when it came from one, what was expected).
- */
-export function loadConfig(opts: LoadConfigOptions = {}): SteerbotConfig {
+function getPath(root: Json, path: string): unknown {
+  let node: unknown = root;
+  for (const part of path.split('.')) {
+    if (!isObject(node)) return undefined;
+    node = node[part];
+  }
+  return node;
+}
+
+/** A configuration being assembled: the file's contents with environment variables applied on top. */
+export interface ConfigLayers {
+  /** The raw settings (file, then env). */
+  raw: Json;
+  /** Problems found so far (unreadable file, unparsable variables). */
+  issues: ConfigIssue[];
+  /** Which variable set each dotted path (for error messages). */
+  envSources: EnvSources;
+  /** The config file, when there is one. */
+  file: FileSource | undefined;
+  /** Directory module specifiers in the file resolve against: the file's own, else the working directory. */
+  baseDir: string;
+}
+
+/** Reads the config file (`opts.file`, else `STEERBOT_CONFIG`, else none). */
+export function readConfigFile(opts: LoadConfigOptions = {}): ConfigLayers {
   const env = opts.env ?? process.env;
   const issues: ConfigIssue[] = [];
   const fileOpt = opts.file ?? (env[CONFIG_FILE_ENV] || undefined);
   const file = fileOpt === undefined ? undefined : resolve(fileOpt);
-  const fileJson: Json = file === undefined ? {} : readConfigFile(file, issues);
-  const raw = structuredClone(fileJson);
-
-  const envSources: EnvSources = new Map();
-  for (const b of ENV_BINDINGS) {
-    const text = env[b.env]?.trim();
-    if (text === undefined || text === '') continue; // empty means unset, as in most deploy tools
-    if (b.onlyWith !== undefined && !hasPath(raw, b.onlyWith)) continue;
-    const parsed = parseEnv(b.kind, text);
-    if (!parsed.ok) {
-      issues.push({ path: b.path, message: `expected ${parsed.expected} (${describeEnv(b, text)})` });
-      continue;
-    }
-    envSources.set(b.path, describeEnv(b, text));
-    setPath(raw, b.path, parsed.value);
-  }
-
-  const result = configSchema.safeParse(raw);
-  if (!result.success) issues.push(...toIssues(result.error, envSources, file === undefined ? undefined : { name: file, json: fileJson }));
-  else if (!result.data.host.enabled && !result.data.runner.enabled) {
-    issues.push({ path: 'host.enabled', message: 'host and runner are both disabled; enable at least one (STEERBOT_HOST / STEERBOT_RUNNER)' });
-  }
-  if (issues.length > 0 || !result.success) throw new ConfigError(issues);
-  return result.data;
+  const json: Json = file === undefined ? {} : readJsonFile(file, issues);
+  return {
+    raw: structuredClone(json),
+    issues,
+    envSources: new Map(),
+    file: file === undefined ? undefined : { name: file, json },
+    baseDir: file === undefined ? process.cwd() : dirname(file),
+  };
 }
 
-/** A log-safe copy of the configuration: secrets shown only as `[set]`, channel settings reduced to their ids. */
-export function configSummary(config: SteerbotConfig): Record<string, unknown> {
-  const { url, password, ...redis } = config.redis;
-  const { apiKey, ...model } = config.model;
-  return {
-    ...config,
-    // Unset secrets are left out: a redacting logger would otherwise print `[redacted]` for a value that is not there.
-    redis: { ...redis, ...(url && { url: redactSecrets(url) }), ...(password && { password: '[set]' }) },
-    model: { ...model, ...(apiKey && { apiKey: '[set]' }) },
-    channels: [
-      ...(config.channels.telegram ? ['telegram'] : []),
-      ...(config.channels.discord ? ['discord'] : []),
-      ...Object.keys(config.channels.webhooks).map((name) => `webhook:${name}`),
-    ],
-  };
+/** Applies the variables of `bindings` found in `env` to `layers.raw` (in order: a later binding sees earlier ones). */
+export function applyEnv(layers: ConfigLayers, bindings: readonly EnvBinding[], env: NodeJS.ProcessEnv = process.env): void {
+  for (const b of bindings) {
+    const text = env[b.env]?.trim();
+    if (text === undefined || text === '') continue; // empty means unset, as in most deploy tools
+    if (b.onlyWith !== undefined && !hasPath(layers.raw, b.onlyWith)) continue;
+    if (b.onlyWhen !== undefined) {
+      const current = getPath(layers.raw, b.onlyWhen.path) ?? b.onlyWhen.default;
+      if (!b.onlyWhen.values.includes(String(current))) continue;
+    }
+    if (layers.envSources.has(b.path)) continue; // the first variable that sets a path wins
+    const parsed = parseEnv(b.kind, text);
+    if (!parsed.ok) {
+      layers.issues.push({ path: b.path, message: `expected ${parsed.expected} (${describeEnv(b, text)})` });
+      continue;
+    }
+    layers.envSources.set(b.path, describeEnv(b, text));
+    setPath(layers.raw, b.path, parsed.value);
+  }
+}
+
+/**
+ * Validates the assembled settings with `schema`.
+ * @throws ConfigError naming every bad field (dotted path, the variable or file it came from, what was expected).
+ */
+export function validateConfig<S extends z.ZodType>(schema: S, layers: ConfigLayers): z.output<S> {
+  const result = schema.safeParse(layers.raw);
+  const issues = [...layers.issues];
+  if (!result.success) issues.push(...toIssues(result.error, layers.envSources, layers.file));
+  if (issues.length > 0 || !result.success) throw new ConfigError(issues);
+  return result.data;
 }

@@ -138,6 +138,8 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/(Bearer|Bot)\s+[A-Za-z0-9._~+/=-]{8,}/g, '$1 [redacted]'],
   [/\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, '[redacted-key]'],
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)[^@\s]+@/gi, '$1[redacted]@'],
+  // A URL whose credentials are a user name alone (`https://<token>@host`).
+  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^:/@\s[\]]+@/gi, '$1[redacted]@'],
   // `token=…` (queries, env dumps) and `"token": "…"` (JSON); not prose such as `secret: expected a string`.
   [/((?:api[_-]?key|token|secret|password)(?:=|["']\s*:\s*["']))[^"'\s,&]+/gi, '$1[redacted]'],
 ];

@@ -49,6 +49,12 @@ export interface ConversationKeys {
   pending: string;
   state: string;
   outbox: string;
+  /** Delivery keys of the outbox by the time they were first claimed (sorted set, ms): entries older than the outbox TTL are pruned. */
+  outboxIndex: string;
+  /** Ids of the conversation's runs (sorted set; score: ms when the run's keys expire, `+inf` while not ended): what purge deletes. */
+  runs: string;
+  /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
+  tombstone: string;
   /** Run record of `runId`. */
   run(runId: string): string;
   /** Steering list of `runId`. */
@@ -67,6 +73,9 @@ class Keys implements ConversationKeys {
   readonly pending: string;
   readonly state: string;
   readonly outbox: string;
+  readonly outboxIndex: string;
+  readonly runs: string;
+  readonly tombstone: string;
   constructor(readonly base: string) {
     this.log = `${base}log`;
     this.meta = `${base}meta`;
@@ -74,6 +83,9 @@ class Keys implements ConversationKeys {
     this.pending = `${base}pending`;
     this.state = `${base}state`;
     this.outbox = `${base}outbox`;
+    this.outboxIndex = `${base}outbox_at`;
+    this.runs = `${base}runs`;
+    this.tombstone = `${base}tombstone`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -89,10 +101,50 @@ class Keys implements ConversationKeys {
   }
 }
 
+/**
+ * Suffixes (after the base `<prefix>:{c:<id>}:`) of every key a conversation
+ * has once, besides the per-run (`run:`, `steer:`, `inputs:`) and per-update
+ * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
+ * stores a key of its own per conversation adds its suffix here (`replies`,
+ * `callback_cursor`, `callback_lock`: the webhook channel; `rate`: ingest's
+ * rate limits). The webhook's `reply_stored:<delivery key>` keys are found
+ * from the outbox's delivery keys.
+ */
+export const CONVERSATION_KEY_SUFFIXES = [
+  'log',
+  'meta',
+  'active',
+  'pending',
+  'state',
+  'outbox',
+  'outbox_at',
+  'runs',
+  'rate',
+  'replies',
+  'callback_cursor',
+  'callback_lock',
+] as const;
+
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {
   assertConversationId(conversationId);
   return new Keys(`${prefix}:{c:${conversationId}}:`);
+}
+
+/** Keys a channel keeps outside any one conversation. */
+export interface ChannelKeys {
+  /** Lease of the one host that long-polls the platform (Telegram polling mode). */
+  poller: string;
+  /** Catch-up cursors: the last message seen per platform channel (Discord). */
+  cursors: string;
+  /** Conversations with replies waiting for the callback receiver, scored by when they are due (webhook channels). */
+  callbacksDue: string;
+}
+
+/** Key names of channel `channelId` (e.g. `telegram`, `webhook:crm`) under `prefix`. */
+export function channelKeys(prefix: string, channelId: string): ChannelKeys {
+  const base = `${prefix}:${channelId}:`;
+  return { poller: `${base}poller`, cursors: `${base}cursors`, callbacksDue: `${base}callbacks_due` };
 }
 
 /** Pattern that matches every conversation's `active` key (used by the reconciler's SCAN). */

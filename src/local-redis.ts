@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { ConfigError } from './errors.js';
 import { pingRedis } from './redis.js';
 
 /** Where Redis usually answers on a developer machine. */
@@ -36,6 +37,8 @@ export interface EnsureRedisOptions {
   redisServerBin?: string;
   /** How long a private server gets to answer PING, in ms. Default 10 000. */
   startTimeoutMs?: number;
+  /** When set and no `url` is given, throw this message instead of probing for or starting a Redis. Default: unset. */
+  refuseToStart?: string;
 }
 
 /** The Redis to use. */
@@ -55,6 +58,7 @@ export interface EnsuredRedis {
 export async function ensureRedis(opts: EnsureRedisOptions): Promise<EnsuredRedis> {
   const noop = async () => {};
   if (opts.url) return { url: opts.url, stop: noop, started: false };
+  if (opts.refuseToStart !== undefined) throw new ConfigError([{ path: 'redis.url', message: opts.refuseToStart }]);
   const probeUrl = opts.probeUrl ?? DEFAULT_PROBE_URL;
   if (await pingRedis(probeUrl, 500)) {
     opts.logger?.info({ redis: probeUrl }, 'using the Redis that answers on the default address');

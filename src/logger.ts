@@ -1,6 +1,9 @@
 /**
- * The pino logger: secrets redacted by key path, and by pattern inside error
- * messages, stacks and log messages, so a token never reaches a log line.
+ * The pino logger: secrets redacted by key path, by pattern inside error
+ * messages, stacks and log messages, Redis command arguments stripped from
+ * errors (ioredis attaches the failed command: `HELLO 3 AUTH <user> <password>`),
+ * and every configured secret value scrubbed from each line before it is
+ * written, so a secret never reaches a log line at any level.
  */
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { redactSecrets } from './errors.js';
@@ -9,7 +12,7 @@ import { redactSecrets } from './errors.js';
 export type { Logger } from 'pino';
 
 /** Keys whose values are secrets wherever they appear. */
-const SECRET_KEYS = [
+export const SECRET_KEYS = [
   'apiKey',
   'api_key',
   'token',
@@ -65,37 +68,150 @@ export interface CreateLoggerOptions {
   destination?: DestinationStream;
   /** Fields on every line, e.g. `{ service: 'host' }`. Default: pino's (`pid`, `hostname`). */
   base?: Record<string, unknown>;
+  /**
+   * Secret values removed from every line wherever they appear (tokens,
+   * passwords, keys; see `secretValues(config)`). Values shorter than
+   * `MIN_SCRUBBED_SECRET_CHARS` are left to the other redactions: they would
+   * match everywhere. Default: none.
+   */
+  secrets?: readonly string[];
 }
+
+/** Shortest secret value scrubbed from whole lines. */
+export const MIN_SCRUBBED_SECRET_CHARS = 4;
+
+/** What a scrubbed secret value becomes. */
+const SCRUBBED = '[redacted]';
 
 type SerializedError = ReturnType<typeof stdSerializers.err>;
 
-/** Serializes an Error with pino's serializer, then redacts secrets from its message and stack (causes included). */
-export function serializeError(err: unknown): SerializedError | unknown {
+/**
+ * Serializes an Error with pino's serializer, then redacts secrets from its
+ * message and stack (causes included) and drops the arguments of Redis
+ * commands it carries (`command.args`, also inside `previousErrors` and
+ * causes): they hold passwords (`AUTH`, `HELLO … AUTH`) and user data.
+ * `known`: secret values to remove as well.
+ */
+export function serializeError(err: unknown, known: readonly string[] = []): SerializedError | unknown {
   if (!(err instanceof Error)) return err;
-  return redactErrorStrings(stdSerializers.err(err), new WeakSet());
+  return redactErrorFields(stdSerializers.err(err), new WeakSet(), known);
 }
 
-function redactErrorStrings<T>(value: T, seen: WeakSet<object>): T {
-  if (typeof value === 'string') return redactSecrets(value) as T;
+function redactErrorFields<T>(value: T, seen: WeakSet<object>, known: readonly string[]): T {
+  if (typeof value === 'string') return redactSecrets(value, ...known) as T;
   if (typeof value !== 'object' || value === null || seen.has(value)) return value;
   seen.add(value);
+  if (value instanceof Error) return serializeError(value, known) as T; // e.g. inside `previousErrors`
   const out: Record<string, unknown> = Array.isArray(value) ? ([] as unknown as Record<string, unknown>) : {};
-  for (const [k, v] of Object.entries(value)) out[k] = redactErrorStrings(v, seen);
+  for (const [k, v] of Object.entries(value)) {
+    if (k === 'command' && isRedisCommand(v)) {
+      // Keep what was called, not with what: `{ name: 'hello', args: '[3 redacted]' }`.
+      out[k] = { name: v.name, args: `[${Array.isArray(v.args) ? v.args.length : 0} redacted]` };
+      continue;
+    }
+    out[k] = redactErrorFields(v, seen, known);
+  }
   return out as T;
+}
+
+function isRedisCommand(v: unknown): v is { name: unknown; args?: unknown } {
+  return typeof v === 'object' && v !== null && 'name' in v && 'args' in v;
+}
+
+/**
+ * Every secret value in a configuration (or any object): strings under a
+ * secret-looking key (`token`, `password`, `apiKey`, `secret`, …, at any
+ * depth) and the credentials of URLs (`redis://user:pass@…`,
+ * `https://user:pass@…` anywhere). Give them to `createLogger({ secrets })`.
+ */
+export function secretValues(config: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (value: unknown, key: string, depth: number): void => {
+    if (depth > 12) return;
+    if (typeof value === 'string') {
+      if (SECRET_KEY_RE.test(key) && value.length > 0) out.add(value);
+      for (const c of urlCredentials(value)) out.add(c);
+      return;
+    }
+    if (typeof value !== 'object' || value === null) return;
+    for (const [k, v] of Object.entries(value)) walk(v, Array.isArray(value) ? key : k, depth + 1);
+  };
+  walk(config, '', 0);
+  return [...out];
+}
+
+// `token`, `botToken`, `webhookSecret`, `callbackSecret`, `password`, `apiKey`, `api_key`, `privateKey`, …
+const SECRET_KEY_RE = /(token|secret|passw(or)?d|api[_-]?key|private[_-]?key|credential)s?$/i;
+
+/** User name and password of a URL with credentials, raw and decoded. */
+function urlCredentials(text: string): string[] {
+  if (!text.includes('@') || !text.includes('://')) return [];
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const part of [url.password, url.password ? undefined : url.username]) {
+    if (!part) continue;
+    found.push(part);
+    try {
+      const decoded = decodeURIComponent(part);
+      if (decoded !== part) found.push(decoded);
+    } catch {
+      // not %-encoded
+    }
+  }
+  return found;
+}
+
+/** Replaces each secret (as written, and as JSON escapes it) in a serialized line. */
+function lineScrubber(secrets: readonly string[]): ((line: string) => string) | undefined {
+  const forms = new Set<string>();
+  for (const s of secrets) {
+    if (s.length < MIN_SCRUBBED_SECRET_CHARS) continue;
+    forms.add(s);
+    forms.add(JSON.stringify(s).slice(1, -1));
+  }
+  // Longest first: a secret that contains another is replaced whole.
+  const list = [...forms].sort((a, b) => b.length - a.length);
+  if (list.length === 0) return undefined;
+  return (line) => {
+    let out = line;
+    for (const f of list) if (out.includes(f)) out = out.split(f).join(SCRUBBED);
+    return out;
+  };
 }
 
 /** Creates the process logger. Never throws on a bad level: config validation catches those first. */
 export function createLogger(opts: CreateLoggerOptions = {}): Logger {
+  const known = (opts.secrets ?? []).filter((s) => s.length >= MIN_SCRUBBED_SECRET_CHARS);
+  const errSerializer = (err: unknown) => serializeError(err, known);
+  const scrub = lineScrubber(known);
   const options: LoggerOptions = {
     level: opts.level ?? 'info',
     ...(opts.base ? { base: opts.base } : {}),
     redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
-    serializers: { err: serializeError, error: serializeError },
+    serializers: { err: errSerializer, error: errSerializer },
+    formatters: {
+      // An Error under any other key (`{ cause: err }`) is serialized like `err`: JSON alone would keep its
+      // enumerable fields (an ioredis error's `command.args`) and lose its message.
+      log(object) {
+        let out: Record<string, unknown> | undefined;
+        for (const [k, v] of Object.entries(object)) {
+          if (v instanceof Error && k !== 'err' && k !== 'error') (out ??= { ...object })[k] = errSerializer(v);
+        }
+        return out ?? object;
+      },
+    },
     hooks: {
       // A secret can also arrive inside the message text (`log.info('sent %s', url)`).
       logMethod(args, method) {
-        method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecrets(a) : a)) as Parameters<typeof method>);
+        method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecrets(a, ...known) : a)) as Parameters<typeof method>);
       },
+      // Last line of defence: a configured secret anywhere in the line (any field, any depth).
+      ...(scrub && { streamWrite: scrub }),
     },
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);

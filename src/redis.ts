@@ -9,9 +9,16 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError, redactSecrets, RedisUnavailableError, SteerbotError } from './errors.js';
 import type { HostPort, RedisConfig } from './config-schema.js';
+import type { Logger } from './logger.js';
 
 /** A Redis client of any topology. Both expose the same command API. */
 export type RedisClient = Redis | Cluster;
+
+/**
+ * Command timeout of the ingress connections (`failFastMs`), in ms: a webhook
+ * answers 503 within about this long when Redis hangs, at once when it is down.
+ */
+export const INGRESS_COMMAND_TIMEOUT_MS = 1000;
 
 /** Options every connection form shares. */
 export interface RedisCommonOptions {
@@ -25,6 +32,14 @@ export interface RedisCommonOptions {
   connectionName?: string;
   /** Password; overrides one in a URL. Default: none. */
   password?: string;
+  /**
+   * Fail fast, for request paths (webhook ingress) that must answer 503 rather
+   * than wait for Redis: no offline queue (a command while disconnected fails
+   * at once), no retry of a command cut off by a disconnect, and every command
+   * times out after this many ms. Not with `forBullmq` workers (blocking
+   * commands). Default: unset (commands wait for a reconnect).
+   */
+  failFastMs?: number;
 }
 
 /** How to get a Redis client. */
@@ -42,19 +57,75 @@ function baseOptions(opts: RedisCommonOptions): RedisOptions {
   return {
     connectionName: opts.connectionName ?? 'steerbot',
     ...(opts.forBullmq ? { maxRetriesPerRequest: null } : {}),
+    ...(opts.failFastMs !== undefined ? { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: opts.failFastMs } : {}),
     ...(opts.password !== undefined ? { password: opts.password } : {}),
   };
 }
 
-/** Creates a client (connecting in the background), or returns the given one. */
+/**
+ * Creates a client (connecting in the background), or returns the given one.
+ * A created client always has an `error` listener: without one ioredis
+ * prints every connection error to stderr, outside the logger and its
+ * redaction. Connection state is reported by `watchRedis`.
+ */
 export function createRedis(opts: RedisConnectionOptions): RedisClient {
   if ('client' in opts) return opts.client;
-  if ('url' in opts) return new Redis(opts.url, baseOptions(opts));
-  if (opts.mode === 'sentinel') {
-    return new Redis({ ...baseOptions(opts), sentinels: opts.sentinels, name: opts.name });
+  let client: RedisClient;
+  // ioredis lets the URL's credentials win over `password`; the configured one must (config `redis.password`).
+  if ('url' in opts && opts.password !== undefined) {
+    const { url, username } = withoutCredentials(opts.url);
+    client = new Redis(url, { ...baseOptions(opts), ...(username && { username }) });
+  } else if ('url' in opts) client = new Redis(opts.url, baseOptions(opts));
+  else if (opts.mode === 'sentinel') client = new Redis({ ...baseOptions(opts), sentinels: opts.sentinels, name: opts.name });
+  else {
+    const clusterOptions: ClusterOptions = {
+      redisOptions: baseOptions(opts),
+      ...(opts.failFastMs !== undefined && { enableOfflineQueue: false }),
+    };
+    client = new Cluster(opts.nodes, clusterOptions);
   }
-  const clusterOptions: ClusterOptions = { redisOptions: baseOptions(opts) };
-  return new Cluster(opts.nodes, clusterOptions);
+  client.on('error', ignoreError);
+  return client;
+}
+
+function ignoreError(): void {
+  // Failures reach callers through their commands; outages through `watchRedis`.
+}
+
+/** What `watchRedis` reports through. */
+export type RedisWatchLogger = Pick<Logger, 'warn' | 'info'>;
+
+/**
+ * Reports a client's connection state changes, once each: a warning when an
+ * established connection is lost (not one per reconnect attempt), an info
+ * line when it is back. Also makes sure the client has an `error` listener.
+ * Returns a function that stops watching.
+ */
+export function watchRedis(client: RedisClient, logger: RedisWatchLogger, name = 'redis'): () => void {
+  let down = false;
+  let since = 0;
+  const lost = (err?: unknown) => {
+    if (down) return;
+    down = true;
+    since = Date.now();
+    logger.warn({ redis: name, ...(err !== undefined && { err }) }, 'redis connection lost; retrying (requests answer 503 meanwhile)');
+  };
+  const onError = (err: unknown) => lost(err);
+  // 'reconnecting' follows an unexpected close only (a graceful server shutdown closes without an error).
+  const onClose = () => lost();
+  const onReady = () => {
+    if (!down) return;
+    down = false;
+    logger.info({ redis: name, downMs: Date.now() - since }, 'redis connection restored');
+  };
+  client.on('error', onError);
+  client.on('reconnecting', onClose);
+  client.on('ready', onReady);
+  return () => {
+    client.off('error', onError);
+    client.off('reconnecting', onClose);
+    client.off('ready', onReady);
+  };
 }
 
 /**
@@ -69,6 +140,7 @@ export function redisOptionsFromConfig(
   const common: RedisCommonOptions = {
     ...(extra.forBullmq !== undefined ? { forBullmq: extra.forBullmq } : {}),
     ...(extra.connectionName !== undefined ? { connectionName: extra.connectionName } : {}),
+    ...(extra.failFastMs !== undefined ? { failFastMs: extra.failFastMs } : {}),
     ...(cfg.password !== undefined ? { password: cfg.password } : {}),
   };
   switch (cfg.mode) {
@@ -87,6 +159,20 @@ export function redisOptionsFromConfig(
 /** `createRedis(redisOptionsFromConfig(cfg, extra))`. */
 export function redisFromConfig(cfg: RedisConfig, extra: { url?: string } & Omit<RedisCommonOptions, 'password'> = {}): RedisClient {
   return createRedis(redisOptionsFromConfig(cfg, extra));
+}
+
+/** `url` without its credentials, and the user name it named (it picks the ACL user). */
+function withoutCredentials(url: string): { url: string; username?: string } {
+  try {
+    const u = new URL(url);
+    if (!u.password && !u.username) return { url };
+    const username = decodeURIComponent(u.username);
+    u.username = '';
+    u.password = '';
+    return { url: u.toString(), ...(username && { username }) };
+  } catch {
+    return { url };
+  }
 }
 
 /** A one-line, log-safe description of a connection: no password. */

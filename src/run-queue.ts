@@ -4,6 +4,8 @@
  */
 import { Queue, type ConnectionOptions, type Job } from 'bullmq';
 import { assertRunId } from './keys.js';
+import type { Logger } from './logger.js';
+import { isRedisUnavailable } from './redis.js';
 
 /** What a run job carries. */
 export interface RunJobData {
@@ -17,8 +19,25 @@ export interface RunQueueOptions {
   connection: ConnectionOptions;
   /** Queue name. Default `steerbot-runs`. */
   name?: string;
-  /** BullMQ key prefix. Default `{sb-bull}`: a hash tag, so the whole queue is in one Cluster slot as BullMQ requires. */
-  bullPrefix?: string;
+  /**
+   * BullMQ key prefix: `bullPrefixFor(redis.prefix)`. Required, so two
+   * deployments on one Redis with different key prefixes never share a queue.
+   */
+  bullPrefix: string;
+  /**
+   * Where the queue's errors go: connection errors at debug (the process
+   * reports an outage once, see `watchRedis`), others at error. Default: dropped.
+   */
+  logger?: Logger;
+}
+
+/**
+ * The BullMQ key prefix of a steerbot key prefix: `{<prefix>-bull}`, a hash
+ * tag, so the whole queue is in one Cluster slot as BullMQ requires
+ * (`{sb-bull}` for the default prefix `sb`).
+ */
+export function bullPrefixFor(prefix: string): string {
+  return `{${prefix}-bull}`;
 }
 
 /** Job states in which a run's job will still be processed without help. */
@@ -27,12 +46,17 @@ const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'wai
 /** The BullMQ queue of runs. */
 export class RunQueue {
   readonly queue: Queue<RunJobData>;
+  /** The BullMQ key prefix the queue lives under. */
+  readonly bullPrefix: string;
 
   constructor(opts: RunQueueOptions) {
+    this.bullPrefix = opts.bullPrefix;
     this.queue = new Queue<RunJobData>(opts.name ?? 'steerbot-runs', {
       connection: opts.connection,
-      prefix: opts.bullPrefix ?? '{sb-bull}',
+      prefix: opts.bullPrefix,
     });
+    // Without a listener BullMQ prints every connection error to stderr, outside the logger and its redaction.
+    this.queue.on('error', (err) => logQueueError(opts.logger, err, 'run queue error'));
   }
 
   /** Enqueues the run's job (idempotent while the job exists). */
@@ -64,4 +88,10 @@ export class RunQueue {
   async close(): Promise<void> {
     await this.queue.close();
   }
+}
+
+/** Logs a BullMQ error event: connection errors at debug (an outage is reported once per process), others at error. */
+export function logQueueError(logger: Logger | undefined, err: unknown, msg: string): void {
+  if (isRedisUnavailable(err)) logger?.debug({ err }, msg);
+  else logger?.error({ err }, msg);
 }

@@ -1,10 +1,11 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { startApp, type StartHook } from '../src/app.js';
+import { DEFAULT_CONFIG, type SteerbotConfig } from '../app/config.js';
+import { startApp, type StartHook } from '../app/start.js';
 import type { AppContext } from '../src/app-context.js';
-import { DEFAULT_CONFIG, type SteerbotConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import type { HostContext } from '../host/main.js';
+import type { HostContext, HostParts } from '../host/main.js';
+import type { RunnerParts } from '../runner/main.js';
 import { redisUrl } from './helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -20,7 +21,7 @@ function testConfig(over: Partial<SteerbotConfig> = {}): SteerbotConfig {
 
 /** Hooks that record when they start and stop. */
 function recordingHooks(events: string[], runnerStop: () => Promise<void> = async () => {}) {
-  const startRunner: StartHook<AppContext> = async (ctx) => {
+  const startRunner: StartHook<AppContext, RunnerParts> = async (ctx) => {
     events.push(`runner:start ${await ctx.redis.ping()}`);
     return {
       stop: async () => {
@@ -29,7 +30,7 @@ function recordingHooks(events: string[], runnerStop: () => Promise<void> = asyn
       },
     };
   };
-  const startHost: StartHook<HostContext> = async (ctx) => {
+  const startHost: StartHook<HostContext, HostParts> = async (ctx) => {
     ctx.http.get('/hello', async () => ({ hello: 'from host' }));
     events.push('host:start');
     return { stop: async () => void events.push('host:stop') };
@@ -101,7 +102,7 @@ describe('startApp', () => {
     }
   });
 
-  it('loads host/main and runner/main by default', async () => {
+  it('starts the real host and runner by default', async () => {
     const app = await startApp({ config: testConfig(), logger });
     expect((await fetch(`${app.address}/healthz`)).status).toBe(200);
     await app.stop();

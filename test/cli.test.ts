@@ -11,8 +11,8 @@ interface Proc {
 }
 
 /** Runs `npm start`'s entry with the given environment (nothing inherited but PATH). */
-function startCli(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
+function startCli(env: Record<string, string>, args: string[] = []): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../src/local-redis.js';
 import { closeRedis, createRedis, pingRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, type RedisClient } from '../src/redis.js';
-import { DEFAULT_CONFIG } from '../src/config.js';
+import { DEFAULT_CONFIG } from '../app/config.js';
 import { ConfigError } from '../src/errors.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
 

@@ -11,12 +11,13 @@
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
 import { runScript, type RedisClient } from '../../src/scripts/index.js';
+import { channelKeys } from '../../src/keys.js';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;
 
 /** The hash of per-channel cursors under `prefix`. */
-export const cursorsKey = (prefix: string): string => `${prefix}:discord:cursors`;
+export const cursorsKey = (prefix: string): string => channelKeys(prefix, 'discord').cursors;
 
 /** Orders snowflakes as numbers. */
 export function compareSnowflakes(a: string, b: string): number {

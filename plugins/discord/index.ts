@@ -10,7 +10,7 @@
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
 import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
-import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
 import { ConfigError, redactSecrets } from '../../src/errors.js';
 import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
@@ -85,6 +85,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
 
   return {
     id: CHANNEL_ID,
+    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins },
     outbound,
 
     async start(host: ChannelHost): Promise<void> {
@@ -180,3 +181,16 @@ function parseConfig(config: DiscordConfigInput): DiscordConfig {
   if (parsed.success) return parsed.data;
   throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', 'discord', ...i.path.map(String)].join('.'), message: i.message })));
 }
+
+/** The Discord channel (`channels.discord`), on when `DISCORD_BOT_TOKEN` is set. */
+export default defineChannelPlugin({
+  id: CHANNEL_ID,
+  kind: 'channel',
+  description: 'Discord bots through the gateway and REST API (discord.js).',
+  configSchema: discordConfigSchema,
+  env: [
+    { env: 'DISCORD_BOT_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
+    { env: 'DISCORD_API_BASE', path: 'apiBase', kind: 'string' },
+  ],
+  create: (config, deps) => createDiscordPlugin(config, deps),
+});

@@ -55,6 +55,7 @@ export function normalizeMessage(m: Message, channelId: string, botId: string, c
     sender: { id: m.author.id, name: m.author.globalName ?? m.author.username, isBot: m.author.bot },
     text,
     messageId: m.id,
+    ...(guildId !== undefined && { group: true }),
   };
   const ref = m.reference?.messageId;
   if (ref) {

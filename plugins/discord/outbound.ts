@@ -6,9 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type RateLimitData } from 'discord.js';
-import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
 import type { DiscordConfig } from './config.js';
+import { isGuildAdmin } from './admins.js';
 
 /** Discord's limit on a message's `content`, in characters. */
 export const DISCORD_MAX_MESSAGE_CHARS = 2000;
@@ -80,7 +81,8 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
       return { messageId: sent.id };
     },
 
-    async edit(conversationId: string, messageId: string, text: string): Promise<void> {
+    // Discord renders Markdown in `content` itself: `markdown` and `plain` send the same text.
+    async edit(conversationId: string, messageId: string, text: string, _opts?: EditOptions): Promise<void> {
       const channel = channelIdOf(channelId, conversationId);
       checkText(text);
       await call('edit', () => rest.patch(Routes.channelMessage(channel, messageId), { body: { content: text } }));
@@ -90,6 +92,8 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
       const channel = channelIdOf(channelId, conversationId);
       await call('typing', () => rest.post(Routes.channelTyping(channel)));
     },
+
+    isAdmin: (conversationId: string, userId: string) => isGuildAdmin(rest, channelIdOf(channelId, conversationId), userId, call),
   };
   if (config.streaming) outbound.streamEditIntervalMs = () => DISCORD_STREAM_EDIT_INTERVAL_MS;
   return outbound;

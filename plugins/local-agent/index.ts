@@ -2,16 +2,37 @@
  * The default runner plugin: an agent on the Vercel AI SDK with a tool loop
  * that takes steering at every turn boundary.
  */
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import type { LanguageModel } from 'ai';
-import type { RunnerPlugin } from '../../runner/plugin.js';
+import { z } from 'zod';
+import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
+import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
+import { createModel } from '../../runner/model.js';
+import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
 import { runAgentLoop } from './loop.js';
-import { modelFromSettings } from './model.js';
 import { currentTimeTool, httpFetchTool, toToolSet, type AgentTool, type HttpFetchToolOptions } from './tools.js';
 
 export type { AgentTool } from './tools.js';
 
-/** Configuration of the local agent. */
+const bool = z.boolean({ error: 'expected true or false' });
+
+/** Settings of the local agent (`agents.local-agent`). */
+export const localAgentConfigSchema = z.strictObject({
+  systemPrompt: z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' }).optional().describe('System prompt. Default: a short helpful-assistant prompt.'),
+  streaming: bool.default(DEFAULTS.agent.streaming).describe('Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way. Default true.'),
+  httpFetch: bool.default(DEFAULTS.agent.httpFetch).describe('The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false.'),
+  currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
+  steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default(DEFAULTS.agent.steeringMode).describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
+  maxSteps: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1, { error: 'expected an integer >= 1' }).max(1000, { error: 'expected an integer <= 1000' }).default(DEFAULTS.agent.maxSteps).describe('Most model steps per run invocation. Default 24.'),
+  toolModules: z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]).describe('Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.'),
+});
+
+/** The local agent's settings as written in a config file. */
+export type LocalAgentSettings = z.input<typeof localAgentConfigSchema>;
+
+/** Configuration of the local agent when it is created in code. */
 export interface LocalAgentConfig {
   /** A ready model (tests, custom providers). Default: built from the run's model settings (config `model.*`). */
   model?: LanguageModel;
@@ -29,39 +50,78 @@ export interface LocalAgentConfig {
   maxRetries?: number;
   /** Stream deltas to channels that support it. Default false. */
   streaming?: boolean;
-  /** `fetch` used by the provider (tests, proxies). */
-  fetch?: typeof fetch;
+  /** Builds the model from the run's model settings when `model` is not given. Default: the runner's model factory. */
+  createModel?: (settings: ModelSettings) => LanguageModel;
 }
-
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are a helpful assistant in a chat. Users may send new messages while you work; when one arrives, take it into account and adjust course.';
 
 /** Creates the local agent runner plugin. */
 export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlugin {
   const tools: AgentTool[] = [];
-  if (config.builtins?.currentTime ?? true) tools.push(currentTimeTool);
+  if (config.builtins?.currentTime ?? DEFAULTS.agent.currentTime) tools.push(currentTimeTool);
   const fetchOpt = config.builtins?.httpFetch;
   if (fetchOpt) tools.push(httpFetchTool(typeof fetchOpt === 'object' ? fetchOpt : {}));
   tools.push(...(config.tools ?? []));
   let model: LanguageModel | undefined = config.model;
   return {
-    manifest: {
-      name: 'local-agent',
-      version: '0.1.0',
-      capabilities: { steering: true, state: true, streaming: config.streaming ?? false },
-    },
+    manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
     async run(ctx) {
-      model ??= await modelFromSettings(ctx.model, config.fetch);
+      model ??= (config.createModel ?? createModel)(ctx.model);
       const toolSet = toToolSet(tools, (name, err) => ctx.logger.warn({ tool: name, err }, 'tool failed'));
       return runAgentLoop(ctx, {
         model,
         tools: toolSet,
         system: config.system ?? DEFAULT_SYSTEM_PROMPT,
-        steeringMode: config.steeringMode ?? 'all',
-        maxSteps: config.maxSteps ?? 24,
-        maxRetries: config.maxRetries ?? 2,
+        steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
+        maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
+        maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
         streaming: config.streaming ?? false,
       });
     },
   };
 }
+
+const isTool = (v: unknown): v is AgentTool =>
+  typeof v === 'object' && v !== null && typeof (v as AgentTool).name === 'string' && typeof (v as AgentTool).execute === 'function';
+
+/** Loads the tools a module exports (default export, `tool`, or `tools`). */
+async function loadToolModule(specifier: string, index: number): Promise<AgentTool[]> {
+  const path = `agents.local-agent.toolModules.${index}`;
+  const target = specifier.startsWith('.') || specifier.startsWith('/') ? pathToFileURL(resolve(specifier)).href : specifier;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(target)) as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError([{ path, message: `cannot load ${specifier}: ${(err as Error).message}` }]);
+  }
+  const found = [mod.default, mod.tool, ...(Array.isArray(mod.tools) ? mod.tools : [])].filter(isTool);
+  if (found.length === 0) throw new ConfigError([{ path, message: `${specifier} exports no tool (expected a default export, \`tool\` or \`tools\` with name, description, inputSchema, execute)` }]);
+  return found;
+}
+
+/** The local agent: a tool loop on the AI SDK, steering at every turn boundary. */
+export default defineRunnerPlugin({
+  id: 'local-agent',
+  kind: 'runner',
+  description: 'An agent on the Vercel AI SDK with tools, taking steering at every turn boundary.',
+  configSchema: localAgentConfigSchema,
+  env: [
+    { env: 'STEERBOT_SYSTEM_PROMPT', path: 'systemPrompt', kind: 'string' },
+    { env: 'STEERBOT_AGENT_STREAMING', path: 'streaming', kind: 'bool' },
+    { env: 'STEERBOT_AGENT_HTTP_FETCH', path: 'httpFetch', kind: 'bool' },
+    { env: 'STEERBOT_AGENT_CURRENT_TIME', path: 'currentTime', kind: 'bool' },
+    { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
+    { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
+  ],
+  async create(settings, deps) {
+    const tools = (await Promise.all(settings.toolModules.map(loadToolModule))).flat();
+    return createLocalAgentPlugin({
+      ...(settings.systemPrompt !== undefined && { system: settings.systemPrompt }),
+      streaming: settings.streaming,
+      builtins: { currentTime: settings.currentTime, httpFetch: settings.httpFetch },
+      steeringMode: settings.steeringMode,
+      maxSteps: settings.maxSteps,
+      tools,
+      createModel: (s) => deps.createModel(s),
+    });
+  },
+});

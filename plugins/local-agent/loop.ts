@@ -5,7 +5,7 @@
  */
 import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
-import { userMessage } from '../../runner/projection.js';
+import { answerText, userMessage } from '../../runner/projection.js';
 import { estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
@@ -24,11 +24,14 @@ export interface LoopOptions {
   maxRetries?: number;
   /** Stream deltas to the delivery sink. Default false. */
   streaming?: boolean;
-  /** Text sent when the model fails. */
+  /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
   modelFailureMessage?: string;
 }
 
 export const DEFAULT_MODEL_FAILURE_MESSAGE = 'Sorry, the model failed to answer. Please try again in a moment.';
+
+/** Text sent when the loop gave up after `maxSteps` tool steps. */
+export const STEP_LIMIT_MESSAGE = 'I stopped after too many steps without an answer. Please rephrase or narrow the request.';
 
 /** A short, log- and user-safe description of a model failure. */
 function failureReason(err: unknown): string {
@@ -92,8 +95,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     }
     if (streamError !== undefined) {
       ctx.logger.error({ err: streamError }, 'model call failed');
-      await ctx.delivery.message(o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE);
-      return { outcome: 'failed', reason: failureReason(streamError) };
+      return { outcome: 'failed', reason: failureReason(streamError), notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE };
     }
 
     const responseMessages = (await result.responseMessages) as ModelMessage[];
@@ -114,7 +116,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     if (usage.inputTokens !== undefined) ctx.compaction.observe(sent, usage.inputTokens, overhead);
 
     if (finishReason !== 'tool-calls') {
-      const answer = (await result.text) || text;
+      // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
+      const answer = answerText(responseMessages) || text;
       if (answer.trim()) await ctx.delivery.message(answer);
       // Anything that arrived during this last step is handed back by `finish`.
       return { outcome: 'completed' };
@@ -128,6 +131,5 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const compacted = await ctx.compaction.atBoundary(messages);
     if (compacted) messages.splice(0, messages.length, ...compacted);
   }
-  await ctx.delivery.message('I stopped after too many steps without an answer. Please rephrase or narrow the request.');
-  return { outcome: 'failed', reason: 'step limit reached' };
+  return { outcome: 'failed', reason: 'step limit reached', notice: STEP_LIMIT_MESSAGE };
 }

@@ -6,8 +6,9 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Api } from 'grammy';
-import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
 import { ConfigError, InvalidInputError } from '../../src/errors.js';
+import { channelKeys } from '../../src/keys.js';
 import { telegramConfigSchema, type TelegramConfig, type TelegramConfigInput } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { RedisLease } from './lease.js';
@@ -68,6 +69,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
 
   return {
     id: CHANNEL_ID,
+    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins },
     outbound,
 
     async start(host: ChannelHost) {
@@ -79,7 +81,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
         );
       }
       if (cfg.mode === 'webhook') {
-        registerWebhookRoute(host.http, {
+        registerWebhookRoute(host.routes, {
           path: cfg.webhookPath,
           secret: cfg.webhookSecret as string,
           handle: (update) => handleUpdate(host, bot, update),
@@ -95,7 +97,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
       const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
       poller = new TelegramPoller({
         api,
-        lease: new RedisLease(deps.redis, `${deps.prefix}:${CHANNEL_ID}:poller`, owner, cfg.pollingLeaseMs),
+        lease: new RedisLease(deps.redis, channelKeys(deps.prefix, CHANNEL_ID).poller, owner, cfg.pollingLeaseMs),
         token: cfg.token,
         pollTimeoutSeconds: cfg.pollTimeoutSeconds,
         logger,
@@ -124,3 +126,18 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
     },
   };
 }
+
+/** The Telegram channel (`channels.telegram`), on when `TELEGRAM_BOT_TOKEN` is set. */
+export default defineChannelPlugin({
+  id: CHANNEL_ID,
+  kind: 'channel',
+  description: 'Telegram bots through the Bot API (grammY): webhook or long polling.',
+  configSchema: telegramConfigSchema,
+  env: [
+    { env: 'TELEGRAM_BOT_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
+    { env: 'TELEGRAM_MODE', path: 'mode', kind: 'string' },
+    { env: 'TELEGRAM_WEBHOOK_SECRET', path: 'webhookSecret', kind: 'string', secret: true },
+    { env: 'TELEGRAM_API_ROOT', path: 'apiRoot', kind: 'string' },
+  ],
+  create: (config, deps) => createTelegramPlugin(config, deps),
+});

@@ -61,6 +61,7 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
     sender: senderOf(msg.from, senderId),
     text,
     messageId: String(msg.message_id),
+    ...(isGroup && { group: true }),
   };
   const replied = msg.reply_to_message;
   // In a forum topic every message "replies" to the topic's service message; that is not a reply.

@@ -3,7 +3,7 @@
  * edit and show typing, through grammY's `Api`.
  */
 import type { Api } from 'grammy';
-import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import { isTelegramError, toChannelApiError } from './errors.js';
@@ -37,6 +37,9 @@ export interface TelegramOutboundOptions {
   streaming: boolean;
   logger: Logger;
 }
+
+/** The user Telegram shows as the sender of an anonymous group admin's messages (@GroupAnonymousBot). */
+const GROUP_ANONYMOUS_BOT_ID = '1087968824';
 
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;
@@ -78,10 +81,22 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
       return { messageId: String(sent.message_id) };
     },
 
-    async edit(conversationId: string, messageId: string, text: string) {
+    async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
       const target = parseConversationId(channelId, conversationId);
+      const id = Number(messageId);
+      if (editOpts.format === 'markdown') {
+        // As `send`: formatted first, plain when Telegram cannot parse what the converter made of the text.
+        try {
+          await api.editMessageText(target.chatId, id, markdownToTelegramHtml(text), { parse_mode: 'HTML' });
+          return;
+        } catch (err) {
+          if (isTelegramError(err, 400, NOT_MODIFIED)) return;
+          if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'editMessageText', token);
+          logger.debug({ conversationId }, 'telegram refused the formatted edit; editing to plain text');
+        }
+      }
       try {
-        await api.editMessageText(target.chatId, Number(messageId), text);
+        await api.editMessageText(target.chatId, id, text);
       } catch (err) {
         // Editing to the same text is what the caller wanted already.
         if (isTelegramError(err, 400, NOT_MODIFIED)) return;
@@ -92,6 +107,15 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
     async typing(conversationId: string) {
       const target = parseConversationId(channelId, conversationId);
       await call('sendChatAction', () => api.sendChatAction(target.chatId, 'typing', thread(target)));
+    },
+
+    async isAdmin(conversationId: string, userId: string) {
+      const { chatId } = parseConversationId(channelId, conversationId);
+      // An anonymous admin writes as the chat itself (or as @GroupAnonymousBot): only admins can.
+      if (userId === String(chatId) || userId === GROUP_ANONYMOUS_BOT_ID) return true;
+      if (!/^\d{1,20}$/.test(userId)) return false;
+      const member = await call('getChatMember', () => api.getChatMember(chatId, Number(userId)));
+      return member.status === 'creator' || member.status === 'administrator';
     },
   };
   if (opts.streaming) {

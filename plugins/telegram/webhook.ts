@@ -6,7 +6,7 @@
  * server's error handler, so Telegram delivers the update again.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { HttpServer } from '../../host/http.js';
+import { json, type RouteRegistry } from '../../src/http-routes.js';
 import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
 
 /** Header Telegram carries the secret in. */
@@ -28,24 +28,25 @@ export function secretMatches(given: unknown, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** Registers `POST <path>` on the host's HTTP server (before it listens). */
-export function registerWebhookRoute(http: HttpServer, opts: WebhookRouteOptions): void {
-  http.post(
-    opts.path,
-    {
-      onRequest: async (req, reply) => {
-        if (!secretMatches(req.headers[SECRET_HEADER], opts.secret)) {
-          return reply.code(401).send({ error: 'missing or wrong X-Telegram-Bot-Api-Secret-Token' });
-        }
-      },
-    },
-    async (req, reply) => {
-      const parsed = telegramUpdateSchema.safeParse(req.body);
+/** Registers `POST <path>` with the host's routes (before it listens). */
+export function registerWebhookRoute(routes: RouteRegistry, opts: WebhookRouteOptions): void {
+  routes.add({
+    method: 'POST',
+    path: opts.path,
+    async handle(req) {
+      if (!secretMatches(req.headers[SECRET_HEADER], opts.secret)) return json(401, { error: 'missing or wrong X-Telegram-Bot-Api-Secret-Token' });
+      let body: unknown;
+      try {
+        body = JSON.parse(req.body.toString('utf8'));
+      } catch {
+        return json(400, { error: 'body is not valid JSON' });
+      }
+      const parsed = telegramUpdateSchema.safeParse(body);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        return reply.code(400).send({ error: `bad update: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` });
+        return json(400, { error: `bad update: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` });
       }
-      return reply.code(200).send(await opts.handle(parsed.data));
+      return json(200, await opts.handle(parsed.data));
     },
-  );
+  });
 }

@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { conversationKeys } from '../../src/keys.js';
+import { channelKeys, conversationKeys } from '../../src/keys.js';
 import { runScript, type RedisClient } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey } from './events.js';
@@ -27,9 +27,7 @@ import { signedHeaders } from './signature.js';
 import { backoffMs } from '../../src/backoff.js';
 
 /** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
-export const pendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks_due`;
-/** The unscored set of pending conversations of earlier versions; a pump moves it into `pendingKey` when it starts. */
-export const legacyPendingKey = (prefix: string, channelId: string): string => `${prefix}:${channelId}:callbacks`;
+export const pendingKey = (prefix: string, channelId: string): string => channelKeys(prefix, channelId).callbacksDue;
 
 /** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
 export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
@@ -47,8 +45,6 @@ export const DUE_PAGE = 100;
 const MAX_PAGES = 10;
 /** Longest a host leaves alone a conversation whose lock another host holds, in ms. */
 const HELD_ELSEWHERE_MAX_MS = 1000;
-/** Polls between looks at the pending set of earlier versions. */
-const LEGACY_EVERY = 10;
 /** Conversations pumped at once by one host. */
 const PARALLEL = 8;
 
@@ -88,11 +84,13 @@ export class CallbackPump {
   private readonly heldElsewhere = new Map<string, number>();
   private readonly now: () => number;
   private readonly url: string;
+  /** `Authorization: Basic …` from the credentials of `callbackUrl` (fetch refuses a URL that carries them). */
+  private readonly auth: Record<string, string>;
   private readonly secret: string;
 
   constructor(private readonly o: CallbackPumpOptions) {
     this.now = o.now ?? Date.now;
-    this.url = o.config.callbackUrl ?? '';
+    ({ url: this.url, auth: this.auth } = splitCredentials(o.config.callbackUrl ?? ''));
     this.secret = o.config.callbackSecret ?? o.config.secret;
   }
 
@@ -106,24 +104,6 @@ export class CallbackPump {
     await this.loop;
   }
 
-  /**
-   * Moves marks of earlier versions (an unscored set, which runners of an
-   * earlier version write while a rollout is under way) into the schedule,
-   * due now, a page at a time. Marked, removed, marked again: a reply an old
-   * runner stored and marked (a no-op SADD, the member was there) while this
-   * ran still has its mark; a crash in between only marks twice.
-   */
-  private async migrateLegacy(): Promise<void> {
-    const legacy = legacyPendingKey(this.o.prefix, this.o.channelId);
-    const members = await this.o.redis.srandmember(legacy, DUE_PAGE);
-    if (members.length === 0) return;
-    const due = pendingKey(this.o.prefix, this.o.channelId);
-    const marks = members.flatMap((c) => [0, c]);
-    await this.o.redis.zadd(due, 'NX', ...marks);
-    await this.o.redis.srem(legacy, ...members);
-    await this.o.redis.zadd(due, 'NX', ...marks);
-  }
-
   /** Sets when a pending conversation is due next (ms since the epoch), if it is still pending. Only the lock holder calls it. */
   private async schedule(conversationId: string, at: number): Promise<void> {
     await this.o.redis.zadd(pendingKey(this.o.prefix, this.o.channelId), 'XX', Math.round(at), conversationId);
@@ -131,11 +111,9 @@ export class CallbackPump {
 
   private async run(): Promise<void> {
     const signal = this.stopping.signal;
-    for (let poll = 0; !signal.aborted; poll++) {
+    while (!signal.aborted) {
       let pause = this.o.config.callbackPollMs;
       try {
-        // At start, then about once a second.
-        if (poll % LEGACY_EVERY === 0) await this.migrateLegacy();
         const now = this.now();
         for (const [c, until] of this.heldElsewhere) if (until <= now) this.heldElsewhere.delete(c);
         let took = false;
@@ -272,7 +250,7 @@ export class CallbackPump {
     try {
       const res = await this.o.fetch(this.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': reply.messageId, ...signedHeaders(this.secret, body) },
+        headers: { 'content-type': 'application/json', 'idempotency-key': reply.messageId, ...this.auth, ...signedHeaders(this.secret, body) },
         body,
         signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.o.config.callbackTimeoutMs)]),
       });
@@ -285,6 +263,22 @@ export class CallbackPump {
       return { kind: 'failed', why: (err as Error).name === 'TimeoutError' ? 'timeout' : `network error (${(err as Error).message})` };
     }
   }
+}
+
+/** A URL without its user name and password, and those as a Basic `authorization` header. */
+function splitCredentials(raw: string): { url: string; auth: Record<string, string> } {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return { url: raw, auth: {} };
+  }
+  if (!u.username && !u.password) return { url: raw, auth: {} };
+  const user = decodeURIComponent(u.username);
+  const password = decodeURIComponent(u.password);
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), auth: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` } };
 }
 
 function parseReply(fields: string[]): WebhookReply | undefined {

@@ -10,10 +10,9 @@
  * and `sig=sha256=<hex HMAC-SHA256(secret, "<ts>.<conversation>")>`, valid
  * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
  */
-import type { ServerResponse } from 'node:http';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
+import { json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { conversationKeys } from '../../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
@@ -54,12 +53,12 @@ export class EventStreams {
   }
 
   /** Why the request may not open the stream, or undefined. */
-  private refuse(req: FastifyRequest, conversation: string): string | undefined {
+  private refuse(req: RouteRequest, conversation: string): string | undefined {
     const auth = req.headers.authorization;
     if (typeof auth === 'string' && auth.startsWith('Bearer ')) {
       return safeEqual(auth.slice('Bearer '.length), this.o.config.secret) ? undefined : 'bad bearer token';
     }
-    const q = req.query as Record<string, unknown>;
+    const q = req.query;
     if (typeof q.ts !== 'string' || typeof q.sig !== 'string') return 'missing Authorization: Bearer <secret> or signed ts & sig query';
     if (!/^\d{1,12}$/.test(q.ts)) return 'ts must be unix seconds';
     if (!safeEqual(sign(this.o.config.secret, q.ts, conversation), q.sig.toLowerCase())) return 'bad signature';
@@ -69,16 +68,16 @@ export class EventStreams {
 
   /** The GET handler. */
   handler() {
-    return async (req: FastifyRequest, reply: FastifyReply) => {
-      const conversation = (req.params as { conversation: string }).conversation;
-      if (!CONVERSATION_RE.test(conversation)) return reply.code(400).send({ error: 'bad conversation id' });
+    return async (req: RouteRequest): Promise<RouteResponse> => {
+      const conversation = req.params.conversation ?? '';
+      if (!CONVERSATION_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
       const refused = this.refuse(req, conversation);
-      if (refused) return reply.code(401).send({ error: refused });
-      const lastHeader = req.headers['last-event-id'] ?? (req.query as Record<string, unknown>).lastEventId;
+      if (refused) return json(401, { error: refused });
+      const lastHeader = req.headers['last-event-id'] ?? req.query.lastEventId;
       if (lastHeader !== undefined && (typeof lastHeader !== 'string' || !STREAM_ID_RE.test(lastHeader))) {
-        return reply.code(400).send({ error: 'Last-Event-ID must be an event id from this stream' });
+        return json(400, { error: 'Last-Event-ID must be an event id from this stream' });
       }
-      if (this.open.size >= this.o.config.maxStreamClients) return reply.code(503).send({ error: 'too many event stream clients' });
+      if (this.open.size >= this.o.config.maxStreamClients) return json(503, { error: 'too many event stream clients' });
 
       const key = repliesKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
       // Resolve "from now" to a concrete id first, so no reply falls between two reads.
@@ -91,52 +90,53 @@ export class EventStreams {
           throw asRedisUnavailable(err);
         }
       }
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      res.write(': connected\n\n');
-      void this.pump(res, key, from, req);
+      return {
+        status: 200,
+        headers: {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        },
+        stream: this.pump(key, from, req.signal),
+      };
     };
   }
 
-  private async pump(res: ServerResponse, key: string, from: string, req: FastifyRequest): Promise<void> {
+  private async *pump(key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
     const shared = this.o.redis();
     const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate();
     conn.on('error', () => undefined); // reported through the failing XREAD
     let open = true;
+    // Ending disconnects the connection, which ends a blocked XREAD at once.
     const end = () => {
       if (!open) return;
       open = false;
       this.open.delete(end);
       conn.disconnect();
-      res.end();
     };
     this.open.add(end);
-    req.raw.on('close', end);
-    res.on('close', end);
+    signal.addEventListener('abort', end, { once: true });
     let cursor = from;
     try {
+      yield ': connected\n\n';
       while (open) {
         const r = (await conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
         if (!open) break;
         if (!r) {
-          res.write(': keep-alive\n\n');
+          yield ': keep-alive\n\n';
           continue;
         }
         for (const [id, fields] of r[0]?.[1] ?? []) {
           const data = fields[fields.indexOf('data') + 1] ?? '{}';
-          res.write(`id: ${id}\ndata: ${data}\n\n`);
+          yield `id: ${id}\ndata: ${data}\n\n`;
           cursor = id;
         }
       }
     } catch (err) {
       if (open) this.o.logger.warn({ err }, 'event stream read failed; closing the stream (the client resumes with Last-Event-ID)');
     } finally {
+      signal.removeEventListener('abort', end);
       end();
     }
   }

@@ -3,9 +3,9 @@
  * The signature is checked on the raw bytes before anything is parsed;
  * a rejected request writes nothing.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ChannelHost, InboundMessage } from '../../src/channel.js';
+import { json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { attachmentSchema } from '../../src/record/entries.js';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';
@@ -28,6 +28,8 @@ export const webhookBodySchema = z
     text: z.string(),
     attachments: z.array(attachmentSchema).max(32).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    /** Several people share this conversation: /stop, /new, /queue, /compact and /purge are then for the channel's `admins` only. Default false (1:1). */
+    group: z.boolean().optional(),
   })
   .refine((b) => b.text.trim() !== '' || (b.attachments?.length ?? 0) > 0, { error: 'text is empty and there are no attachments', path: ['text'] });
 
@@ -44,26 +46,26 @@ export interface InboundOptions {
 
 /** Builds the POST handler. */
 export function inboundHandler(o: InboundOptions) {
-  return async (req: FastifyRequest, reply: FastifyReply) => {
-    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  return async (req: RouteRequest): Promise<RouteResponse> => {
+    const raw = req.body;
     const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), o.config.maxSkewSeconds);
-    if (refused) return reply.code(401).send({ error: refused });
+    if (refused) return json(401, { error: refused });
 
-    let json: unknown;
+    let value: unknown;
     try {
-      json = JSON.parse(raw.toString('utf8'));
+      value = JSON.parse(raw.toString('utf8'));
     } catch {
-      return reply.code(400).send({ error: 'body is not valid JSON' });
+      return json(400, { error: 'body is not valid JSON' });
     }
-    const parsed = webhookBodySchema.safeParse(json);
+    const parsed = webhookBodySchema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return reply.code(400).send({ error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
+      return json(400, { error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
     }
     const body = parsed.data;
     const idempotencyKey = req.headers['idempotency-key'];
     if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !ID_RE.test(idempotencyKey))) {
-      return reply.code(400).send({ error: 'Idempotency-Key must be 1-200 characters without whitespace or braces' });
+      return json(400, { error: 'Idempotency-Key must be 1-200 characters without whitespace or braces' });
     }
     const conversationId = `${o.channelId}:${body.conversation}`;
     const message: InboundMessage = {
@@ -75,19 +77,24 @@ export function inboundHandler(o: InboundOptions) {
       messageId: body.id,
       ...(body.attachments && { attachments: body.attachments }),
       ...(body.metadata && { metadata: body.metadata }),
+      ...(body.group === true && { group: true }),
     };
     const result = await o.host().receive(o.channelId, message);
     switch (result.kind) {
       case 'ignored':
-        return reply.code(403).send({ error: result.reason === 'not-allowed' ? 'sender is not allowed on this channel' : `ignored: ${result.reason}` });
+        return json(403, { error: result.reason === 'not-allowed' ? 'sender is not allowed on this channel' : `ignored: ${result.reason}` });
       case 'command':
         return result.duplicate
-          ? reply.code(200).send({ result: 'duplicate', command: result.command })
-          : reply.code(202).send({ result: 'command', command: result.command, reply: result.reply });
+          ? json(200, { result: 'duplicate', command: result.command })
+          : json(202, { result: 'command', command: result.command, reply: result.reply });
       case 'ingested': {
         const r = result.result;
-        if (r.kind === 'duplicate') return reply.code(200).send({ result: 'duplicate', seq: r.seq });
-        return reply.code(202).send({ result: r.kind, seq: r.seq, runId: r.runId });
+        if (r.kind === 'duplicate') return json(200, { result: 'duplicate', seq: r.seq });
+        // Recorded (a 2xx: do not resend), not answered by a run; the notice goes out like a reply.
+        if (r.kind === 'refused') return json(202, { result: 'refused', seq: r.seq, limit: r.limit, retryAfterMs: r.retryAfterMs });
+        // The conversation was purged and refuses updates while its tombstone stands: gone, do not resend.
+        if (r.kind === 'purged') return json(410, { result: 'purged', error: 'this conversation was deleted; new messages are not accepted for now' });
+        return json(202, { result: r.kind, seq: r.seq, runId: r.runId });
       }
     }
   };

@@ -6,7 +6,8 @@
  * update key `webhook:<name>:<Idempotency-Key header or body id>`.
  * The wire format is in the README (channels section).
  */
-import type { ChannelDeps, ChannelHost, ChannelPlugin } from '../../src/channel.js';
+import { z } from 'zod';
+import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { WEBHOOK_NAME_RE, webhookChannelConfigSchema, type WebhookChannelConfig, type WebhookChannelConfigInput } from './config.js';
 import { CallbackPump } from './callbacks.js';
@@ -43,18 +44,12 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
 
   return {
     id: channelId,
+    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedSenders, admins: cfg.admins },
     outbound,
     async start(h: ChannelHost) {
       host = h;
-      await h.http.register(async (scope) => {
-        // The signature covers the raw bytes: take the body unparsed, whatever its content type.
-        scope.removeAllContentTypeParsers();
-        scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-        scope.post(path, { bodyLimit: cfg.maxBodyBytes }, inboundHandler({ name, channelId, config: cfg, host: () => host!, now }));
-        scope.get(`${path}/conversations/:conversation/events`, streams.handler());
-        // Open event streams would keep the server from closing.
-        scope.addHook('preClose', async () => streams.closeAll());
-      });
+      h.routes.add({ method: 'POST', path, bodyLimitBytes: cfg.maxBodyBytes, handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }) });
+      h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
       pump?.start();
       logger.info({ path, callbacks: pump !== undefined }, 'webhook channel ready');
     },
@@ -64,3 +59,19 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
     },
   };
 }
+
+/** Settings of every webhook channel by name (`channels.webhooks.<name>`). */
+const webhooksConfigSchema = z.record(z.string(), webhookChannelConfigSchema).superRefine((hooks, ctx) => {
+  for (const name of Object.keys(hooks)) {
+    if (!WEBHOOK_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'bad webhook name: expected 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
+  }
+});
+
+/** Generic webhook channels (`channels.webhooks.<name>`): one channel `webhook:<name>` per entry. */
+export default defineChannelPlugin({
+  id: 'webhooks',
+  kind: 'channel',
+  description: 'Generic signed-JSON webhook channels with callbacks and an event stream, one per name.',
+  configSchema: webhooksConfigSchema,
+  create: (config, deps) => Object.entries(config).map(([name, cfg]) => createWebhookPlugin(name, cfg, deps)),
+});

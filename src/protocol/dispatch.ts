@@ -12,7 +12,7 @@ import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { newRunId } from './ids.js';
-import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
+import { resolveOptions, type ProtocolOptions, type RateLimitOptions, type ResolvedProtocolOptions, type TokenBucketOptions } from './options.js';
 import {
   INPUT_POLICIES,
   type ConversationStatus,
@@ -47,11 +47,14 @@ export class Dispatch {
   readonly ingestBatch: ScriptBatcher;
   /** The part of ingest's packed options argument that is the same for every update. */
   private readonly ingestOptionsMiddle: string;
+  /** `|<user cap>,<user rate>,<conversation cap>,<conversation rate>,` before the sender id, or '' without limits (includes/rate-limit.lua). */
+  private readonly rateLimitSpec: string;
 
   constructor(options: ProtocolOptions) {
     this.options = resolveOptions(options);
     this.ingestBatch = new ScriptBatcher(this.options.client, 'ingest');
     this.ingestOptionsMiddle = `|${this.options.steeringCapable ? '1' : '0'}|${this.options.steeringCap}|${this.options.dedupeTtlSeconds}|`;
+    this.rateLimitSpec = rateLimitSpec(this.options.rateLimit);
     this.messageSchema = z.object({
       conversationId: z.string().min(1),
       updateKey: z.string().min(1),
@@ -110,7 +113,7 @@ export class Dispatch {
       'ingest',
       await this.ingestBatch.run([k.base, k.dedupe(m.updateKey)], [
         entryJson,
-        `${policy}${this.ingestOptionsMiddle}${runId}`,
+        `${policy}${this.ingestOptionsMiddle}${runId}${this.rateLimitSpec && `${this.rateLimitSpec}${m.sender.id}`}`,
       ]),
     );
     const [kind, seq, replyRunId, a, b] = reply;
@@ -126,6 +129,11 @@ export class Dispatch {
         return { kind, seq: Number(seq), runId: String(replyRunId), depth: Number(a), reason: b === 'overflow' || b === 'order' ? b : 'policy' };
       case 'interrupting':
         return { kind, seq: Number(seq), runId: String(replyRunId), stop: a as StopKind };
+      case 'refused':
+        // The reply's third element is the bucket, not a run id.
+        return { kind, seq: Number(seq), limit: replyRunId === 'conversation' ? 'conversation' : 'user', retryAfterMs: Number(a) };
+      case 'purged':
+        return { kind, seq: 0 };
       default:
         throw new InvalidInputError(`ingest: unexpected reply ${JSON.stringify(reply)}`);
     }
@@ -241,6 +249,19 @@ export class Dispatch {
       ...(args !== undefined && { args }),
     };
   }
+}
+
+/** The rate-limit part of ingest's options argument (without the sender id), '' when nothing limits. Throws InvalidInputError on a bad bucket. */
+function rateLimitSpec(limits: RateLimitOptions | undefined): string {
+  const part = (name: string, b: TokenBucketOptions | undefined): string => {
+    if (b === undefined) return '0,0';
+    if (!Number.isInteger(b.capacity) || b.capacity < 1 || !Number.isFinite(b.refillPerMinute) || b.refillPerMinute <= 0) {
+      throw new InvalidInputError(`rateLimit.${name}: expected an integer capacity >= 1 and a refillPerMinute > 0`);
+    }
+    return `${b.capacity},${b.refillPerMinute}`;
+  };
+  if (!limits?.user && !limits?.conversation) return '';
+  return `|${part('user', limits.user)},${part('conversation', limits.conversation)},`;
 }
 
 /** Maps the snapshot the status scripts return (includes/snapshot.lua). */

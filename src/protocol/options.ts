@@ -1,5 +1,6 @@
 import type { RedisClient } from '../scripts/index.js';
 import type { InputPolicy } from './types.js';
+import { resolveRetention, type AfterPurge, type ResolvedRetention, type RetentionOptions } from './retention.js';
 
 /** Options shared by the host and runner halves of the protocol. */
 export interface ProtocolOptions {
@@ -23,10 +24,32 @@ export interface ProtocolOptions {
   maxStateBytes?: number;
   /** Clock for entry timestamps, ms since the epoch. Default `Date.now`. */
   now?: () => number;
+  /** Token-bucket limits checked inside ingest (per sender within a conversation, and per conversation). Default: none. */
+  rateLimit?: RateLimitOptions;
+  /** How long ended runs, the record and idle conversations are kept (`RetentionOptions`). Default: ended runs 3 days, the rest kept. */
+  retention?: RetentionOptions;
+  /** What an update for a purged conversation gets while its tombstone stands: `refuse`, or `restart` (a new, empty conversation). Default `refuse`. */
+  afterPurge?: AfterPurge;
+}
+
+/** One token bucket: `capacity` messages at once, refilled at `refillPerMinute`. */
+export interface TokenBucketOptions {
+  /** Most messages accepted in a burst. */
+  capacity: number;
+  /** Tokens added per minute (fractions allowed). */
+  refillPerMinute: number;
+}
+
+/** Rate limits of ingest; an absent bucket does not limit. */
+export interface RateLimitOptions {
+  /** Per sender, within one conversation. */
+  user?: TokenBucketOptions;
+  /** Per conversation, all senders together. */
+  conversation?: TokenBucketOptions;
 }
 
 /** Options with defaults applied. */
-export type ResolvedProtocolOptions = Required<ProtocolOptions>;
+export type ResolvedProtocolOptions = Required<Omit<ProtocolOptions, 'rateLimit' | 'retention'>> & Pick<ProtocolOptions, 'rateLimit'> & { retention: ResolvedRetention };
 
 export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
   return {
@@ -40,5 +63,8 @@ export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
     maxMessageChars: o.maxMessageChars ?? 16_000,
     maxStateBytes: o.maxStateBytes ?? 262_144,
     now: o.now ?? Date.now,
+    ...(o.rateLimit !== undefined && { rateLimit: o.rateLimit }),
+    retention: resolveRetention(o.retention),
+    afterPurge: o.afterPurge ?? 'refuse',
   };
 }

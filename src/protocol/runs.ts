@@ -10,6 +10,7 @@ import { parseEntry } from '../record/read.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply, pairsFrom, seqList } from '../scripts/results.js';
 import { newRunId } from './ids.js';
+import { retainConversation, retentionActive } from './retention.js';
 import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
 import type { AcquiredRun, FinishResult, SteeringMode, StopKind } from './types.js';
 
@@ -124,11 +125,15 @@ export class Runs {
         this.options.client,
         'finish',
         [k.run(run.runId), k.steer(run.runId), k.log, k.meta, k.active, k.pending, k.base],
-        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? 'all', run.conversationId],
+        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? 'all', run.conversationId, this.options.retention.endedRunTtlSeconds],
       ),
       run.runId,
     );
     if (r[0] === 'continue') return { kind: 'continue', messages: entriesFrom(r) };
+    if (retentionActive(this.options.retention)) {
+      // Best effort: the run has ended either way, and the caller must still enqueue the successor; the next run end retries.
+      await retainConversation(this.options.client, this.options.prefix, run.conversationId, this.options.retention).catch(() => undefined);
+    }
     const successor = r[1] ? { runId: String(r[1]), inputs: seqList(r[2]) } : undefined;
     return { kind: 'ended', successor };
   }

@@ -35,7 +35,11 @@ export type IngestResult =
   | { kind: 'steered'; seq: number; runId: string; depth: number }
   /** `policy`: followup/collect wait for a successor; `overflow`: the steering list was full; `order`: older messages already wait in pending, so this one queues behind them. */
   | { kind: 'pending'; seq: number; runId: string; depth: number; reason: 'policy' | 'overflow' | 'order' }
-  | { kind: 'interrupting'; seq: number; runId: string; stop: StopKind };
+  | { kind: 'interrupting'; seq: number; runId: string; stop: StopKind }
+  /** Over a rate limit (`ProtocolOptions.rateLimit`): recorded as `message.refused`, no run; `retryAfterMs` until the empty bucket has a token. */
+  | { kind: 'refused'; seq: number; limit: 'user' | 'conversation'; retryAfterMs: number }
+  /** The conversation was purged and its tombstone refuses updates (`afterPurge: 'refuse'`): nothing recorded (`seq` is always 0). */
+  | { kind: 'purged'; seq: 0 };
 
 /** A run taken by a worker. */
 export interface AcquiredRun {

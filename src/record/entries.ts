@@ -36,6 +36,20 @@ export const messageReceivedSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
+/**
+ * A message refused by a rate limit (`dispatch.rateLimit`): recorded with the
+ * message inside, never answered by a run and never projected; the sender got a notice.
+ */
+export const messageRefusedSchema = z.object({
+  ...base,
+  kind: z.literal('message.refused'),
+  /** Which bucket was empty. */
+  limit: z.enum(['user', 'conversation']),
+  /** When the bucket has a token again, in ms from `at`. */
+  retryAfterMs: z.number().int().nonnegative(),
+  message: messageReceivedSchema,
+});
+
 export const commandReceivedSchema = z.object({
   ...base,
   kind: z.literal('command.received'),
@@ -130,6 +144,7 @@ export const conversationResetSchema = z.object({
 /** Every entry kind this build can read. */
 export const recordEntrySchema = z.discriminatedUnion('kind', [
   messageReceivedSchema,
+  messageRefusedSchema,
   commandReceivedSchema,
   steeringQueuedSchema,
   steeringInjectedSchema,
@@ -146,6 +161,7 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type CommandReceived = z.infer<typeof commandReceivedSchema>;
+export type MessageRefused = z.infer<typeof messageRefusedSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
 export type Sender = z.infer<typeof senderSchema>;
 export type Attachment = z.infer<typeof attachmentSchema>;

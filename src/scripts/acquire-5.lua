@@ -20,7 +20,7 @@
 --- @include "common"
 
 local run_key, log_key, meta_key, active_key, inputs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'inputs', 'stop', 'urgent', 'cause')
+local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'stop', 'urgent', 'cause')
 local state = f[1]
 if not state then return { ERR_NOT_FOUND } end
 if state == 'ended' then return { ERR_ENDED } end
@@ -39,16 +39,9 @@ redis.call('HSET', run_key, 'state', 'running', 'token', token, 'attempt', attem
 if not redis.call('GET', active_key) then redis.call('SET', active_key, ARGV[1]) end
 
 local inputs = split_ids(redis.call('GET', inputs_key))
--- A run created by an earlier version keeps its inputs in the hash, and joins since the upgrade are in the
--- key (while hosts of both versions run, in either): merged, in message order. A run of this version keeps
--- the order it was created with (a successor's urgent messages first).
-if f[5] then
-  for _, seq in ipairs(split_ids(f[5])) do inputs[#inputs + 1] = seq end
-  table.sort(inputs)
-end
 local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = attempt,
   token = token, owner = ARGV[2] }
 if #inputs > 0 then entry.inputs = inputs end
 append_entry(log_key, meta_key, cjson.encode(entry))
 
-return { 'acquired', token, attempt, join_ids(inputs), f[6] or '', lease_until, f[7] or '', f[8] or 'ingest' }
+return { 'acquired', token, attempt, join_ids(inputs), f[5] or '', lease_until, f[6] or '', f[7] or 'ingest' }

@@ -5,9 +5,11 @@
   - outcome `completed`, no stop requested, steering waiting: the steering is
     handed back (recorded as `steering.injected`) and the run stays running;
   - otherwise the run ends: `run.ended` is recorded, `active` is cleared,
-    unpulled steering goes to the front of `pending` (`steering.requeued`),
-    messages that asked for an interrupt go in front of those, and when
-    `pending` is not empty a successor run is created and made active.
+    unpulled steering goes to the front of `pending` (`steering.requeued`);
+    messages that asked for an interrupt become a successor run of their own
+    (they run next, alone: ordinary messages waiting in `pending` are not
+    merged into it and get their own successor when it ends); otherwise,
+    when `pending` is not empty, a successor takes from it by the policy.
 
   KEYS[1] run      run record hash
   KEYS[2] steer    the run's steering list
@@ -24,6 +26,7 @@
   ARGV[5] successor id   id to use if a successor run is created
   ARGV[6] mode           'all' | 'one' (how much steering a continuation takes)
   ARGV[7] conversation id
+  ARGV[8] ended ttl      seconds an ended run's hash is kept (0 or absent: forever)
 
   Returns { 'continue', n, seq1, json1, ... }
           { 'ended', successor id or '', successor inputs csv }
@@ -54,6 +57,7 @@ local now = now_ms()
 redis.call('HSET', run_key, 'state', 'ended', 'outcome', outcome, 'reason', ARGV[4], 'ended_at', now)
 -- Only acquire reads the inputs key, and an ended run is never acquired again (`run.started` keeps them).
 redis.call('DEL', base .. 'inputs:' .. run_id)
+expire_ended_run(base, run_key, run_id, ARGV[8], now)
 local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[2]),
   token = tonumber(ARGV[1]), outcome = outcome }
 if ARGV[4] ~= '' then ended.reason = ARGV[4] end
@@ -69,19 +73,19 @@ if #left > 0 then
   for i = 1, #left do seqs[i] = tonumber(left[i]) end
   append_audit(log_key, meta_key, 'steering.requeued', run_id, seqs)
 end
--- Messages that interrupted this run run next, before everything else.
-local urgent = split_ids(f[3])
-for i = #urgent, 1, -1 do redis.call('LPUSH', pending_key, urgent[i]) end
-
-local waiting = redis.call('LLEN', pending_key)
-if waiting == 0 then return { 'ended', '', '' } end
-
-local take = waiting
--- The conversation's current policy: a /queue override made after the messages arrived wins.
-local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
-if #urgent == 0 and (pm[1] or pm[2]) == 'followup' then take = 1 end
-local popped = redis.call('LPOP', pending_key, take)
-local inputs = {}
-for i = 1, #popped do inputs[i] = tonumber(popped[i]) end
+-- Messages that interrupted this run run next and alone: merged with the ordinary messages
+-- waiting in pending, the answer would address those too, and the interrupt would lose its point.
+-- Pending stays for the successor of that run.
+local inputs = split_ids(f[3])
+if #inputs == 0 then
+  local waiting = redis.call('LLEN', pending_key)
+  if waiting == 0 then return { 'ended', '', '' } end
+  local take = waiting
+  -- The conversation's current policy: a /queue override made after the messages arrived wins.
+  local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
+  if (pm[1] or pm[2]) == 'followup' then take = 1 end
+  local popped = redis.call('LPOP', pending_key, take)
+  for i = 1, #popped do inputs[i] = tonumber(popped[i]) end
+end
 create_run(base, active_key, ARGV[5], ARGV[7], inputs, 'successor', now)
 return { 'ended', ARGV[5], join_ids(inputs) }

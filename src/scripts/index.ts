@@ -40,6 +40,8 @@ export type ScriptName =
   | 'callback-advance'
   | 'lock-release'
   | 'lease-acquire'
+  | 'purge'
+  | 'retain'
   | 'noop';
 
 interface LoadedScript {

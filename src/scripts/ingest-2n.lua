@@ -19,14 +19,19 @@
                        collect); the cap of a run's steering list; how long the update
                        is remembered; the id to use if this update creates a run
                        (packed in one argument: ingest is the hot path and every
-                       argument costs the client time)
+                       argument costs the client time); optionally followed by
+                       `|<rate limit spec>` (includes/rate-limit.lua; absent: no limits)
 
   The control channel is `<p>:control`, the conversation id is `<id>`, both read from the base key.
 
   Returns one reply per update, in order, each one of
     { 'duplicate', original seq }
+    { 'refused', seq, 'user'|'conversation', retry after ms }   over a rate limit: recorded as `message.refused`, nothing else
+    { 'purged' }                                     the conversation was purged and its tombstone refuses updates
+                                                     (only the dedupe key is written)
     { 'new-run', seq, run id }
-    { 'joined', seq, run id }                      active run still queued (not stopped; not followup)
+    { 'joined', seq, run id }                      active run still queued (not stopped; not followup;
+                                                     pending empty unless the message interrupts)
     { 'steered', seq, run id, steering depth }
     { 'pending', seq, run id, pending depth, 'policy'|'overflow'|'order' }   order: queued behind older pending messages
     { 'interrupting', seq, run id, stop kind }         the run's stop kind (interrupt|supersede, or stop after /stop)
@@ -37,15 +42,22 @@
 --- @include "common"
 --- @include "dedupe"
 --- @include "stop"
+--- @include "rate-limit"
 
 local function ingest_one(base, dedupe_key, entry_json, options)
   local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
-  local default_policy, steering, cap, ttl, run_id = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
+  local default_policy, steering, cap, ttl, run_id, rate = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)|?(.*)$')
   -- `<prefix>`, `<conversation id>` from the base key; only creating or stopping a run needs them.
   local function names()
     local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
     return prefix .. ':control', conversation_id
   end
+
+  -- A purged conversation (includes/dedupe.lua): refused, or restarted; before the rate limits, which write.
+  if purge_refuses(meta_key, dedupe_key, ttl) then return { 'purged' } end
+  -- Rate limits (includes/rate-limit.lua): a duplicate or a refusal is the whole answer.
+  local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
+  if limited then return limited end
 
   local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, entry_json, ttl)
   if seen then return { 'duplicate', seen } end
@@ -74,13 +86,17 @@ local function ingest_one(base, dedupe_key, entry_json, options)
   local state = run[1]
 
   -- A queued run takes more input unless it was already told to stop (its inputs
-  -- would end unanswered) or the policy answers each message on its own.
-  if state == 'queued' and not run[2] and policy ~= 'followup' then
+  -- would end unanswered) or the policy answers each message on its own. While
+  -- older messages wait in pending (the queued run is an interrupting message's,
+  -- which runs alone), only another interrupting message joins it; others queue behind.
+  local urgent = policy == 'interrupt' or policy == 'supersede'
+  if state == 'queued' and not run[2] and policy ~= 'followup'
+    and (urgent or redis.call('LLEN', pending_key) == 0) then
     redis.call('APPEND', base .. 'inputs:' .. active, ',' .. seq)
     return { 'joined', seq, active }
   end
 
-  if policy == 'interrupt' or policy == 'supersede' then
+  if urgent then
     local kind = run[2]
     if not kind then
       kind = policy

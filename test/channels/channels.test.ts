@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { readConfig } from '../../app/config.js';
+import { createChannels } from '../../app/start.js';
+import { channelIds } from '../../app/summary.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { channelIdOf, channelIds, channelSettings, createChannels, outboundResolver } from '../../host/channels.js';
-import { loadConfig } from '../../src/config.js';
+import { channelIdOf, outboundResolver } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -11,8 +13,9 @@ const redis = new Redis(redisUrl(), { lazyConnect: true });
 const deps = { logger: createLogger({ level: 'silent' }), redis, prefix: 'tchannels' };
 afterAll(() => redis.disconnect());
 
-const config = loadConfig({ env: { TELEGRAM_BOT_TOKEN: '123456:abcdef', DISCORD_BOT_TOKEN: 'discord-token' } });
+const config = readConfig({ env: { TELEGRAM_BOT_TOKEN: '123456:abcdef', DISCORD_BOT_TOKEN: 'discord-token' } });
 const withWebhooks = {
+  ...config,
   channels: {
     ...config.channels,
     webhooks: {
@@ -26,15 +29,15 @@ function loadWebhook() {
 }
 
 describe('channels from config', () => {
-  it('creates one plugin per configured channel, none when none is configured', () => {
-    expect(createChannels(loadConfig({ env: {} }), deps)).toEqual([]);
-    const plugins = createChannels(withWebhooks, deps);
+  it('creates one plugin per configured channel, none when none is configured', async () => {
+    expect(await createChannels(readConfig({ env: {} }), deps)).toEqual([]);
+    const plugins = await createChannels(withWebhooks, deps);
     expect(plugins.map((p) => p.id)).toEqual(['telegram', 'discord', 'webhook:crm', 'webhook:shop']);
     expect(channelIds(withWebhooks)).toEqual(['telegram', 'discord', 'webhook:crm', 'webhook:shop']);
   });
 
-  it('finds a conversation\'s outbound side by its channel id', () => {
-    const resolve = outboundResolver(createChannels(withWebhooks, deps));
+  it("finds a conversation's outbound side by its channel id", async () => {
+    const resolve = outboundResolver(await createChannels(withWebhooks, deps));
     expect(resolve('telegram:42')?.channelId).toBe('telegram');
     expect(resolve('telegram:-100:7')?.channelId).toBe('telegram');
     expect(resolve('discord:9:10')?.channelId).toBe('discord');
@@ -49,13 +52,13 @@ describe('channels from config', () => {
     expect(channelIdOf('webhook')).toBe('webhook');
   });
 
-  it('maps each channel\'s policy and allow-lists to host settings', () => {
-    const s = channelSettings(withWebhooks);
-    expect(s.get('webhook:crm')).toEqual({ policy: 'collect', allowedUsers: ['a'] });
-    expect(s.get('telegram')).toEqual({ allowedUsers: [], allowedChats: [] });
+  it("carries each channel's policy and allow-lists as the settings the host applies", async () => {
+    const byId = new Map((await createChannels(withWebhooks, deps)).map((p) => [p.id, p.settings]));
+    expect(byId.get('webhook:crm')).toEqual({ policy: 'collect', allowedUsers: ['a'], admins: [] });
+    expect(byId.get('telegram')).toEqual({ allowedUsers: [], allowedChats: [], admins: [] });
   });
 
-  it('refuses a bad webhook name with ConfigError naming it', () => {
-    expect(() => createChannels({ channels: { webhooks: { 'Bad Name': loadWebhook() } } }, deps)).toThrow(ConfigError);
+  it('refuses a bad webhook name with ConfigError naming it', async () => {
+    await expect(createChannels({ channels: { webhooks: { 'Bad Name': loadWebhook() } } }, deps)).rejects.toThrow(ConfigError);
   });
 });

@@ -12,10 +12,10 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
-import { FakeDiscord } from '../fakes/discord-server.js';
+import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import type { Logger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 import { deferred } from '../runner/harness.js';
 import { DM, RecordingHost, TOKEN, alice, captureLogger, realHost } from './discord-harness.js';
 

@@ -1,12 +1,15 @@
 /** The Discord channel passes the channel contract (real discord.js client against the fake Discord gateway + REST). */
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { FakeDiscord, user } from '../fakes/discord-server.js';
-import { runChannelContract, type ContractEnv, type ContractMessage } from './contract.js';
+import { channelPluginContract, type ChannelContractEnv, type ContractMessage } from '../../testing/channel-contract.js';
+import { FakeDiscord, user } from '../../testing/fakes/discord-server.js';
+import { redisUrl } from '../helpers/redis.js';
 import { TOKEN } from './discord-harness.js';
 
-runChannelContract(
-  'discord',
-  async (env: ContractEnv) => {
+channelPluginContract({
+  name: 'discord',
+  redisUrl: redisUrl(),
+  capabilities: { typing: true, edit: true },
+  makeHarness: async (env: ChannelContractEnv) => {
     const fake = await FakeDiscord.start({ token: TOKEN });
     const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
     return {
@@ -21,5 +24,4 @@ runChannelContract(
       close: () => fake.close(),
     };
   },
-  { typing: true, edit: true },
-);
+});

@@ -11,8 +11,8 @@ import { createDiscordPlugin } from '../../plugins/discord/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
-import { FakeDiscord, type RestCall } from '../fakes/discord-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
+import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 import { RecordingHost, TOKEN, alice } from './discord-harness.js';
 
@@ -58,7 +58,7 @@ beforeAll(async () => {
   const { ctx } = h;
   plugin = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
   channelHost = createChannelHost({
-    http: undefined as never,
+    routes: undefined as never,
     redis: ctx.redis,
     prefix: h.prefix,
     logger: ctx.logger,

@@ -9,8 +9,8 @@ import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
-import { ingestOnlyHost } from '../helpers/channel-host.js';
-import { user } from '../fakes/discord-server.js';
+import { ingestOnlyHost } from '../../testing/channel-host.js';
+import { user } from '../../testing/fakes/discord-server.js';
 
 /** A token in Discord's format (base64 user id . timestamp . HMAC). Never to appear in errors or logs. */
 export const TOKEN = 'MTAwMDAwMDAwMDAwMDAwMDAx.GkQ7xZ.Vq3nT9sLwPzR8yHcJ2mA5bE1uK4oXfDgNiW6';
@@ -74,7 +74,7 @@ export class RecordingHost {
       logger,
       redis: undefined as never,
       prefix: 'unused',
-      http: undefined as never,
+      routes: undefined as never,
     };
   }
 

@@ -10,7 +10,7 @@ import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/disc
 import type { ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { ChannelApiError, ConfigError, InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
 import { closeRedis, createRedis } from '../../src/redis.js';
-import { FakeDiscord } from '../fakes/discord-server.js';
+import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
 

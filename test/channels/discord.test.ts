@@ -10,7 +10,7 @@ import { InvalidInputError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
-import { FakeDiscord, snowflake } from '../fakes/discord-server.js';
+import { FakeDiscord, snowflake } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { ALWAYS_CHANNEL, BOT_ROLE, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
 

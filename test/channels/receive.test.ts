@@ -15,7 +15,7 @@ import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
-import { ingestOnlyHost } from '../helpers/channel-host.js';
+import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });

@@ -1,7 +1,8 @@
 /** The Telegram channel passes the channel contract, in webhook mode and in long-polling mode (real grammY against the fake Bot API). */
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
-import { FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
-import { runChannelContract, type ContractEnv, type ContractMessage } from './contract.js';
+import { FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { channelPluginContract, type ChannelContractEnv, type ContractMessage } from '../../testing/channel-contract.js';
+import { redisUrl } from '../helpers/redis.js';
 
 const SECRET = 'contract_secret_0123456789';
 
@@ -16,7 +17,7 @@ function update(m: ContractMessage): Record<string, unknown> {
 }
 
 function harnessFor(mode: 'webhook' | 'polling') {
-  return async (env: ContractEnv) => {
+  return async (env: ChannelContractEnv) => {
     const tg: FakeTelegram = await startFakeTelegram();
     const config: TelegramConfigInput =
       mode === 'webhook'
@@ -45,5 +46,5 @@ function harnessFor(mode: 'webhook' | 'polling') {
   };
 }
 
-runChannelContract('telegram (webhook)', harnessFor('webhook'), { typing: true, edit: true });
-runChannelContract('telegram (polling)', harnessFor('polling'), { typing: true, edit: true });
+channelPluginContract({ name: 'telegram (webhook)', redisUrl: redisUrl(), makeHarness: harnessFor('webhook'), capabilities: { typing: true, edit: true } });
+channelPluginContract({ name: 'telegram (polling)', redisUrl: redisUrl(), makeHarness: harnessFor('polling'), capabilities: { typing: true, edit: true } });

@@ -5,14 +5,14 @@
  * server → delivery → the plugin's outbound → the fake Telegram Bot API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, type HttpServer } from '../../host/http.js';
+import { createHttpServer, routeRegistry, type HttpServer } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../../testing/fakes/openai-server.js';
+import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -40,7 +40,7 @@ beforeEach(async () => {
     { logger, redis, prefix: h.prefix },
   );
   const host = createChannelHost({
-    http,
+    routes: routeRegistry(http),
     redis,
     prefix: h.prefix,
     logger,

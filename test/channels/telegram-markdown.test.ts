@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { markdownToTelegramHtml } from '../../plugins/telegram/markdown.js';
-import { parseTelegramHtml } from '../fakes/telegram-server.js';
+import { parseTelegramHtml } from '../../testing/fakes/telegram-server.js';
 
 function visible(md: string): string {
   const parsed = parseTelegramHtml(markdownToTelegramHtml(md));

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer } from '../../host/http.js';
+import { createHttpServer, routeRegistry } from '../../host/http.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { ChannelApiError, ConfigError, InvalidInputError } from '../../src/errors.js';
-import { FAKE_TOKEN } from '../fakes/telegram-server.js';
+import { FAKE_TOKEN } from '../../testing/fakes/telegram-server.js';
 import { startTelegramHarness, type TelegramHarness } from './telegram-harness.js';
 
 const PRIVATE = 'telegram:1001';
@@ -206,7 +206,7 @@ describe('telegram start', () => {
     // The harness's server already listens; this plugin registers its route on a fresh one.
     const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis: h.redis, logger: h.logger });
     try {
-      await expect(plugin.start({ ...h.host, http })).resolves.toBeUndefined();
+      await expect(plugin.start({ ...h.host, routes: routeRegistry(http) })).resolves.toBeUndefined();
       expect(h.log.text).toContain('could not register the bot commands');
     } finally {
       await plugin.stop();

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ALICE, messageUpdate, type TgUser } from '../fakes/telegram-server.js';
+import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { startTelegramHarness, WEBHOOK_SECRET, type TelegramHarness } from './telegram-harness.js';
 
 const BOB: TgUser = { id: 2002, is_bot: false, first_name: 'Bob' };

@@ -1,12 +1,13 @@
 /** The webhook channel passes the channel contract (plain HTTP in, signed callbacks out). */
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startCallbackServer } from '../fakes/webhook-callback-server.js';
-import { runChannelContract } from './contract.js';
+import { channelPluginContract } from '../../testing/channel-contract.js';
+import { startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { redisUrl } from '../helpers/redis.js';
 
 const SECRET = 'whsec-contract-0123456789';
 
-runChannelContract('webhook', async (env) => {
+channelPluginContract({ name: 'webhook', redisUrl: redisUrl(), makeHarness: async (env) => {
   const callbacks = await startCallbackServer(SECRET);
   const plugin = createWebhookPlugin('contract', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
   return {
@@ -20,4 +21,4 @@ runChannelContract('webhook', async (env) => {
     received: async (chatId) => callbacks.texts(chatId),
     close: () => callbacks.close(),
   };
-});
+} });

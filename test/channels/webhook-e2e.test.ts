@@ -7,6 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen } from '../../host/http.js';
+import { createChannels } from '../../app/start.js';
 import { startHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
@@ -17,9 +18,10 @@ import type { AppContext } from '../../src/app-context.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../fakes/openai-server.js';
-import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
-import { closeTestContext, createTestContext } from '../fixtures/runner-context.js';
+import { bullPrefixFor } from '../../src/run-queue.js';
+import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../../testing/fakes/openai-server.js';
+import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { closeTestContext, createTestContext } from '../../testing/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import type { SystemParts } from '../helpers/webhook-system.js';
 import { fakeModel, FetchTap, gatedTool, waitFor } from '../runner/harness.js';
@@ -49,9 +51,11 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
   };
   const ctx: AppContext = { ...base, config };
   const http = createHttpServer({ config, redis: ctx.redis, logger: ctx.logger });
-  const host = await startHost({ ...ctx, http });
+  const channelDeps = { logger: ctx.logger, redis: ctx.redis, prefix: config.redis.prefix };
+  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true });
   // No resolveOutbound: the runner delivers through the channels created from config.
   const runner = await startRunner(ctx, {
+    channels: await createChannels(config, channelDeps),
     plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap), tools, builtins: { currentTime: false } }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
@@ -72,7 +76,7 @@ afterEach(async () => {
     await sys.host.queue.queue.obliterate({ force: true });
     await sys.host.stop();
     await cleanupPrefix(sys.ctx.redis, sys.prefix);
-    await cleanupPrefix(sys.ctx.redis, `{sb-bull}:${sys.ctx.config.runs.queueName}`);
+    await cleanupPrefix(sys.ctx.redis, `${bullPrefixFor(sys.prefix)}:${sys.ctx.config.runs.queueName}`);
     await closeTestContext(sys.ctx);
   }
   await callbacks.close();

@@ -10,7 +10,7 @@ import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { repliesKey } from '../../plugins/webhook/events.js';
-import { cursorKey, DUE_PAGE, legacyPendingKey, pendingKey } from '../../plugins/webhook/callbacks.js';
+import { cursorKey, DUE_PAGE, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
@@ -18,10 +18,10 @@ import { conversationKeys } from '../../src/keys.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { RedisClient } from '../../src/redis.js';
-import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
-import { ingestOnlyHost } from '../helpers/channel-host.js';
+import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -323,36 +323,6 @@ describe('webhook channel', () => {
         expect(callbacks.accepted().map((r) => r.body.text)).toEqual(['free']);
         for (let i = 0; i < DUE_PAGE; i += 33) expect(await h.redis.get(lockOf(`webhook:crm:held-${i}`))).toBe('another-host');
         expect(await h.redis.zscore(key, 'webhook:crm:held-0')).toBe('0');
-      } finally {
-        await other.plugin.stop();
-        await other.http.close();
-        extraClients.push(other.redis);
-      }
-    });
-
-    it('pick up marks an earlier version (a plain set) writes while the pump runs, as in a rolling upgrade', async () => {
-      // A runner of an earlier version: the reply in the stream, the mark in the unscored set.
-      await h.plugin.outbound.send('webhook:crm:old-2', 'from an old runner');
-      await callbacks.waitForAccepted(1);
-      await h.redis.xadd(repliesKey(h.prefix, 'webhook:crm:old-2'), '*', 'data', JSON.stringify({ conversation: 'old-2', text: 'marked the old way', messageId: 'm-old' }));
-      await h.redis.sadd(legacyPendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-2');
-
-      await callbacks.waitForAccepted(2);
-      expect(callbacks.texts('old-2')).toEqual(['from an old runner', 'marked the old way']);
-      await waitFor(async () => (await h.redis.exists(legacyPendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'legacy set emptied');
-    });
-
-    it('pick up conversations marked pending by an earlier version (a plain set) when the pump starts', async () => {
-      await h.plugin.stop();
-      // Stored as an earlier version did: the reply in the stream, the mark in the unscored set.
-      await h.plugin.outbound.send('webhook:crm:old-1', 'from before the upgrade');
-      await h.redis.zrem(pendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-1');
-      await h.redis.sadd(legacyPendingKey(h.prefix, 'webhook:crm'), 'webhook:crm:old-1');
-      const other = await start({}, undefined, h.prefix);
-      try {
-        await callbacks.waitForAccepted(1);
-        expect(callbacks.texts('old-1')).toEqual(['from before the upgrade']);
-        expect(await h.redis.exists(legacyPendingKey(h.prefix, 'webhook:crm'))).toBe(0);
       } finally {
         await other.plugin.stop();
         await other.http.close();

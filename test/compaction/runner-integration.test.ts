@@ -13,10 +13,10 @@ import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js
 import { CHECKPOINT_KEY, SUMMARY_HEADER, checkpointSchema, type Checkpoint } from '../../runner/compaction/checkpoint.js';
 import { turnBoundaries } from '../../runner/compaction/select.js';
 import { startRunner } from '../../runner/main.js';
-import { loadConfig } from '../../src/config.js';
+import { readConfig } from '../../app/config.js';
 import { conversationKeys } from '../../src/keys.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeRequest, type FakeTurn } from '../fakes/openai-server.js';
-import { contextEnv } from '../fixtures/runner-context.js';
+import { startFakeOpenAI, type FakeOpenAIServer, type FakeRequest, type FakeTurn } from '../../testing/fakes/openai-server.js';
+import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
 import { CID, deferred, RunnerHarness } from '../runner/harness.js';
 
@@ -119,7 +119,7 @@ async function start(o: { contextWindow?: number; outputReserve?: number; tools?
     ...(o.contextWindow !== undefined && { STEERBOT_MODEL_CONTEXT_WINDOW: String(o.contextWindow) }),
     ...(o.outputReserve !== undefined && { STEERBOT_MODEL_OUTPUT_RESERVE: String(o.outputReserve) }),
   };
-  Object.assign(h.ctx.config.model, loadConfig({ env }).model);
+  Object.assign(h.ctx.config.model, readConfig({ env }).model);
   const runner = await startRunner(h.ctx, {
     plugin: createLocalAgentPlugin({ tools: o.tools ?? [slowTool()], builtins: { currentTime: false } }),
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),

@@ -10,7 +10,7 @@ import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 const CID = 'fake:1';
 const logger = createLogger({ level: 'silent' });

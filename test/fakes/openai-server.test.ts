@@ -2,7 +2,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, stepCountIs, streamText, tool } from 'ai';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { startFakeOpenAI, type FakeOpenAIServer } from './openai-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 
 let server: FakeOpenAIServer;
 beforeEach(async () => {

@@ -4,7 +4,7 @@
  * it otherwise); the nodes keep nothing on disk and stop with `stop()`.
  */
 import { PrivateServers } from './private-servers.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 export interface PrivateCluster {
   /** `host:port` of every master, for `REDIS_CLUSTER_NODES`. */

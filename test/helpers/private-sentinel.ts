@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PrivateServers } from './private-servers.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 export const SENTINEL_MASTER_NAME = 'steerbot-test';
 

@@ -1,36 +1,9 @@
-/** Redis helpers for integration tests: the shared URL, a per-test key prefix, and cleanup. */
-import { randomBytes } from 'node:crypto';
-import { Cluster } from 'ioredis';
+/** Redis helpers for our tests: the URL global setup provides, plus the test kit's prefix and cleanup. */
 import { inject } from 'vitest';
-import type { RedisClient } from '../../src/redis.js';
+
+export { cleanupPrefix, testPrefix } from '../../testing/redis.js';
 
 /** URL of the test Redis (provided by `test/global-setup.ts`). */
 export function redisUrl(): string {
   return inject('redisUrl');
-}
-
-/** A fresh key prefix, unique per call, e.g. `t3f9a0c1d2e`. Matches the config's prefix rule. */
-export function testPrefix(): string {
-  return `t${randomBytes(5).toString('hex')}`;
-}
-
-/** Deletes every key under `prefix:` (SCAN + UNLINK in batches of up to 500). */
-export async function cleanupPrefix(client: RedisClient, prefix: string): Promise<number> {
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
-  let deleted = 0;
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
-      cursor = next;
-      // In a cluster, keys of one batch may live in different slots: unlink one by one there.
-      if (keys.length > 0) deleted += node === client ? await client.unlink(...keys) : await unlinkEach(client, keys);
-    } while (cursor !== '0');
-  }
-  return deleted;
-}
-
-async function unlinkEach(client: RedisClient, keys: string[]): Promise<number> {
-  const counts = await Promise.all(keys.map((k) => client.unlink(k)));
-  return counts.reduce((a, b) => a + b, 0);
 }

@@ -5,6 +5,7 @@
  * For the tests that run it against a Redis Cluster or through Sentinel.
  */
 import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
+import { createChannels } from '../../app/start.js';
 import { startHost, type StartedHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
@@ -12,14 +13,14 @@ import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { startRunner, type StartedRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
-import { loadConfig } from '../../src/config.js';
+import { readConfig } from '../../app/config.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig } from '../../src/redis.js';
 import { testPrefix } from './redis.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 export const WEBHOOK_SECRET = 'whsec-system-0123456789abcdef';
 /** The channel id: conversations are `webhook:e2e:<name>`. */
@@ -58,7 +59,7 @@ export interface WebhookSystemOptions {
 
 export async function startWebhookSystem(o: WebhookSystemOptions): Promise<WebhookSystem> {
   const prefix = o.prefix ?? testPrefix();
-  const base = loadConfig({
+  const base = readConfig({
     env: {
       ...o.redisEnv,
       STEERBOT_PREFIX: prefix,
@@ -78,8 +79,10 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
   ctx.redis.on('error', () => undefined); // failovers are expected in these tests; commands still report their errors
   await o.prepare?.(ctx);
   const http = createHttpServer({ config, redis: ctx.redis, logger });
-  const host = await startHost({ ...ctx, http });
+  const channelDeps = { logger, redis: ctx.redis, prefix: config.redis.prefix };
+  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true });
   const runner = await startRunner(ctx, {
+    channels: await createChannels(config, channelDeps),
     plugin: createLocalAgentPlugin({ tools: o.tools ?? [], builtins: { currentTime: false } }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,

@@ -1,9 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { reconcileOnce } from '../../host/reconciler.js';
+import { reconcileOnce, startReconciler, type ReconcileReport } from '../../host/reconciler.js';
 import { Dispatch, Runs } from '../../src/protocol/index.js';
-import { RunQueue } from '../../src/run-queue.js';
+import { ConfigError } from '../../src/errors.js';
+import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { waitFor } from '../../testing/wait.js';
 
 let redis: Redis;
 let queueConn: Redis;
@@ -16,7 +18,7 @@ beforeEach(() => {
   redis = new Redis(redisUrl());
   queueConn = new Redis(redisUrl(), { maxRetriesPerRequest: null });
   prefix = testPrefix();
-  queue = new RunQueue({ connection: queueConn, name: `reconcile-${prefix}` });
+  queue = new RunQueue({ connection: queueConn, name: `reconcile-${prefix}`, bullPrefix: bullPrefixFor(prefix) });
   dispatch = new Dispatch({ client: redis, prefix });
   runs = new Runs({ client: redis, prefix });
 });
@@ -90,5 +92,40 @@ describe('reconcileOnce', () => {
     const jobs = await Promise.all(ids.map((id) => queue.queue.getJob(id)));
     expect(jobs.every((j) => j !== undefined)).toBe(true);
     expect(await queue.queue.getJob(idle)).toBeUndefined();
+  });
+
+  it('refuses a queue of another prefix, and writes nothing', async () => {
+    await newRun('telegram:1');
+    const foreign = new RunQueue({ connection: queueConn, name: `reconcile-${prefix}`, bullPrefix: bullPrefixFor(`${prefix}x`) });
+    try {
+      await expect(reconcileOnce({ client: redis, prefix, queue: foreign })).rejects.toBeInstanceOf(ConfigError);
+      expect(() => startReconciler({ client: redis, prefix, queue: foreign, intervalMs: 60_000 })).toThrow(ConfigError);
+      expect(await foreign.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+    } finally {
+      await foreign.close();
+    }
+  });
+});
+
+describe('startReconciler', () => {
+  it('passes again at once when the client reconnects, not at the next interval', async () => {
+    const client = new Redis(redisUrl());
+    await new Promise((resolve) => client.once('ready', resolve));
+    const reports: ReconcileReport[] = [];
+    const reconciler = startReconciler({ client, prefix, queue, intervalMs: 3_600_000, onPass: (r) => reports.push(r) });
+    try {
+      // The pass at start found nothing; a run then loses its job (the host died before enqueueing).
+      await waitFor(() => reports.length > 0, 5000, 'first pass');
+      expect(reports[0]).toEqual({ scanned: 0, requeued: 0, expired: 0 });
+      const runId = await newRun('telegram:1');
+      expect(await queue.queue.getJob(runId)).toBeUndefined();
+      // The connection drops and comes back (as after a Redis restart): the reconnect triggers a pass.
+      client.disconnect(true);
+      await waitFor(() => queue.queue.getJob(runId), 10_000, 'job re-added after the reconnect');
+      expect(reports.at(-1)).toEqual({ scanned: 1, requeued: 1, expired: 0 });
+    } finally {
+      await reconciler.stop();
+      client.disconnect();
+    }
   });
 });

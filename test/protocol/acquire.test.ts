@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../../src/errors.js';
 import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 describe('acquire', () => {
   const fx = useProtocolFixture();
@@ -19,7 +19,7 @@ describe('acquire', () => {
       expect(run.inputs).toEqual(Array.from({ length: 3001 }, (_, i) => i + 1));
     });
 
-    it('takes a successor\'s inputs in the order finish gave them: the message that interrupted first', async () => {
+    it('takes an interrupting successor\'s inputs: only the message that interrupted', async () => {
       const d = fx.dispatch();
       const runs = fx.runs();
       const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
@@ -29,37 +29,12 @@ describe('acquire', () => {
       expect(urgent.kind).toBe('interrupting');
       const fin = await runs.finish({ conversationId: CID, runId: first.runId, token: acquired.token }, 'interrupted');
       if (fin.kind !== 'ended' || !fin.successor) throw new Error('expected a successor');
-      expect(fin.successor.inputs).toEqual([urgent.seq, waiting.seq]);
+      expect(fin.successor.inputs).toEqual([urgent.seq]);
 
-      expect((await runs.acquire(CID, fin.successor.runId, 'host-a/1')).inputs).toEqual([urgent.seq, waiting.seq]);
+      expect((await runs.acquire(CID, fin.successor.runId, 'host-a/1')).inputs).toEqual([urgent.seq]);
+      expect(await fx.pending()).toEqual([waiting.seq]);
       // The ended run's inputs key is gone: only acquire reads it, and the run is never acquired again.
       expect(await fx.redis.exists(fx.keys().inputs(first.runId))).toBe(0);
-    });
-
-    it('takes the inputs a run created by an earlier version kept in its hash, then the ones that joined since', async () => {
-      const d = fx.dispatch();
-      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
-      // As an earlier version stored it: the inputs in the run hash, no inputs key.
-      await fx.redis.del(fx.keys().inputs(first.runId));
-      await fx.redis.hset(fx.keys().run(first.runId), 'inputs', '1');
-      expectKind(await d.ingest(fx.message(2)), 'joined');
-      expectKind(await d.ingest(fx.message(3)), 'joined');
-
-      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1');
-      expect(run.inputs).toEqual([1, 2, 3]);
-      expect((await fx.record()).at(-1)).toMatchObject({ kind: 'run.started', inputs: [1, 2, 3] });
-    });
-
-    it('takes the inputs in message order while hosts of both versions join messages (hash and key)', async () => {
-      const d = fx.dispatch();
-      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
-      expectKind(await d.ingest(fx.message(2)), 'joined');
-      // A host of the earlier version joined seq 3 into the hash field; this version's joins (2, then 4) are in the key.
-      await fx.redis.hset(fx.keys().run(first.runId), 'inputs', '3');
-      await fx.redis.append(fx.keys().inputs(first.runId), ',4');
-
-      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1');
-      expect(run.inputs).toEqual([1, 2, 3, 4]);
     });
 
     it('makes it running with token 1, attempt 1, its inputs and a lease on the Redis clock', async () => {

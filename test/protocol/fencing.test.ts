@@ -4,7 +4,7 @@ import { StaleRunError } from '../../src/errors.js';
 import type { RunRef, Runs, ConversationState } from '../../src/protocol/index.js';
 import type { RecordEntry } from '../../src/record/entries.js';
 import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 const STATE_KEY = 'runner.compaction.checkpoint';
 

@@ -210,7 +210,7 @@ describe('finish', () => {
   describe.each(['interrupt', 'supersede'] as const)('with policy %s', (policy) => {
     const outcome = policy === 'interrupt' ? 'interrupted' : 'superseded';
 
-    it('runs the interrupting messages first, then requeued steering, then older pending', async () => {
+    it('runs the interrupting messages next and alone; requeued steering and older pending get the successor after it', async () => {
       const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'steer', steeringCap: 1 });
       expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3 (+4 queued)
       expectKind(await dispatch.ingest(fx.message(2)), 'pending'); // 5 (+6 overflow)
@@ -219,17 +219,30 @@ describe('finish', () => {
       expectKind(await dispatch.ingest(fx.message(4)), 'interrupting'); // 10
 
       const fin = await runs.finish(run, outcome, { successorId: 'run-next' });
-      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [8, 10, 3, 5] } });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [8, 10] } });
+      expect(await fx.pending()).toEqual([3, 5]);
+
+      const next = await runs.acquire(CID, 'run-next', 'worker-1');
+      expect(await runs.finish(next, 'completed', { successorId: 'run-after' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-after', inputs: [3, 5] },
+      });
       expect(await fx.pending()).toEqual([]);
     });
 
-    it('makes the interrupting message the successor’s first input ahead of collected pending', async () => {
+    it('runs the interrupting message alone, then the collected pending in a successor of its own', async () => {
       const { dispatch, runs, run } = await fx.running({ defaultPolicy: 'collect' });
       expectKind(await dispatch.ingest(fx.message(1)), 'pending'); // 3
       expectKind(await dispatch.ingest(fx.message(2), { policy: policy as InputPolicy }), 'interrupting'); // 4
 
       const fin = await runs.finish(run, outcome, { successorId: 'run-next' });
-      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [4, 3] } });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-next', inputs: [4] } });
+      const next = await runs.acquire(CID, 'run-next', 'worker-1');
+      expect(next.inputs).toEqual([4]);
+      expect(await runs.finish(next, 'completed', { successorId: 'run-after' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-after', inputs: [3] },
+      });
     });
   });
 

@@ -33,6 +33,8 @@ const ALL_NAMES: ScriptName[] = [
   'compact-request-clear',
   'reply-store',
   'noop',
+  'purge',
+  'retain',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));

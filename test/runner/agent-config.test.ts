@@ -1,5 +1,5 @@
 /**
- * The runner's default agent is built from the `agent` config section (what
+ * The runner's default agent is built from its `agents.local-agent` config section (what
  * `npm start` runs): system prompt, built-in tools, streaming to channels that
  * stream. Through the real provider against the fake OpenAI server.
  */
@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import type { AppContext } from '../../src/app-context.js';
-import { loadConfig } from '../../src/config.js';
+import { readConfig } from '../../app/config.js';
+import localAgent from '../../plugins/local-agent/index.js';
+import { createModel } from '../../runner/model.js';
 import { CID, perTestModel, RunnerHarness } from './harness.js';
 
 const t = perTestModel();
@@ -30,12 +32,18 @@ class StreamingOutbound implements ChannelOutbound {
   }
 }
 
-/** Starts a runner with no plugin given, on a config whose `agent` section comes from `env`. */
+/** Starts a runner with the local agent built by its definition from a config whose agent settings come from `env`. */
 async function runnerFromConfig(env: Record<string, string>, outbound: ChannelOutbound): Promise<RunnerHarness> {
   const harness = await RunnerHarness.start();
-  const agent = loadConfig({ env }).agent;
-  const ctx: AppContext = { ...harness.ctx, config: { ...harness.ctx.config, agent, model: { ...harness.ctx.config.model, baseURL: t.fake.url } } };
-  harness.runners.push(await startRunner(ctx, { resolveOutbound: () => outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+  const config = readConfig({ env });
+  const model = { ...harness.ctx.config.model, baseURL: t.fake.url };
+  const ctx: AppContext = { ...harness.ctx, config: { ...harness.ctx.config, model } };
+  const plugin = await localAgent.create(localAgent.configSchema.parse(config.agents['local-agent']), {
+    logger: harness.ctx.logger,
+    model,
+    createModel: (s = model) => createModel(s),
+  });
+  harness.runners.push(await startRunner(ctx, { plugin, resolveOutbound: () => outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
   return harness;
 }
 

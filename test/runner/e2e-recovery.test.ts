@@ -11,8 +11,8 @@ import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js
 import { StaleRunError } from '../../src/errors.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { ModelStep } from '../../src/record/entries.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { contextEnv } from '../fixtures/runner-context.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { CID, deferred, fakeModel, RunnerHarness, waitFor } from './harness.js';
@@ -148,7 +148,7 @@ describe('an attempt that answered steering it pulled, then died before finishin
     // Attempt 1 pulls the steered message at a boundary, answers it and then hangs until shutdown aborts it;
     // attempt 2 writes the same answer again (a retried model call would).
     const plugin: RunnerPlugin = {
-      manifest: { name: 'steer-then-die', version: '1.0.0', capabilities: { steering: true, state: false, streaming: false } },
+      manifest: { name: 'steer-then-die', version: '1.0.0', capabilities: { steering: true, state: false } },
       async run(ctx) {
         if (ctx.attempt === 1) {
           pulled.resolve();

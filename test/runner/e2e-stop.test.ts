@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_CUT_OFF_MARKER } from '../../runner/projection.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { fakeModel, FetchTap, RunnerHarness, waitFor } from './harness.js';
 
 let fake: FakeOpenAIServer;

@@ -7,19 +7,23 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
-import { runRunnerPluginContract } from './plugin-contract.js';
+import { runnerPluginContract } from '../../testing/runner-contract.js';
+import { redisUrl } from '../helpers/redis.js';
 
-runRunnerPluginContract('local-agent', ({ modelBaseURL }) =>
-  createLocalAgentPlugin({
-    model: createOpenAICompatible({ baseURL: modelBaseURL, name: 'contract', apiKey: 'k', includeUsage: true }).chatModel('m'),
-    maxRetries: 0,
-  }),
-);
+runnerPluginContract({
+  name: 'local-agent',
+  redisUrl: redisUrl(),
+  makePlugin: ({ modelBaseURL }) =>
+    createLocalAgentPlugin({
+      model: createOpenAICompatible({ baseURL: modelBaseURL, name: 'contract', apiKey: 'k', includeUsage: true }).chatModel('m'),
+      maxRetries: 0,
+    }),
+});
 
 /** Replies `echo: <inputs>`; no model, no steering, no state. */
 function createEchoPlugin(): RunnerPlugin {
   return {
-    manifest: { name: 'echo', version: '1.0.0', capabilities: { steering: false, state: false, streaming: false } },
+    manifest: { name: 'echo', version: '1.0.0', capabilities: { steering: false, state: false } },
     async run(ctx) {
       // A stop before the plugin started leaves nothing to answer.
       if (ctx.signal.aborted) return { outcome: 'completed' };
@@ -29,4 +33,4 @@ function createEchoPlugin(): RunnerPlugin {
   };
 }
 
-runRunnerPluginContract('echo (no steering)', () => createEchoPlugin());
+runnerPluginContract({ name: 'echo (no steering)', redisUrl: redisUrl(), makePlugin: () => createEchoPlugin() });

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CUT_OFF_MARKER, projectHistory } from '../../runner/projection.js';
 import { RecordError } from '../../src/errors.js';
-import { startFakeOpenAI } from '../fakes/openai-server.js';
+import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import type { MessageReceived, ModelStep, RecordEntry, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 
 // ── record builders: plain SeqEntry objects, seqs assigned in order ────────────

@@ -5,11 +5,11 @@
  * replica.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeTurn } from '../fakes/openai-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../fakes/openai-server.js';
-import { startCallbackServer, type CallbackServer } from '../fakes/webhook-callback-server.js';
+import type { FakeTurn } from '../../testing/fakes/openai-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { startPrivateSentinel, type PrivateSentinel } from '../helpers/private-sentinel.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../testing/wait.js';
 import { startWebhookSystem, WEBHOOK_SECRET, type WebhookSystem } from '../helpers/webhook-system.js';
 
 let sentinel: PrivateSentinel;

@@ -97,7 +97,26 @@ local function create_run(base, active_key, run_id, conversation_id, inputs, cau
     'token', 0, 'attempt', 0, 'created_at', at, 'cause', cause)
   if #inputs > 0 then redis.call('SET', base .. 'inputs:' .. run_id, join_ids(inputs)) end
   redis.call('SET', active_key, run_id)
+  -- The conversation's run index (what purge deletes); `+inf` until the run ends and its keys get a TTL.
+  redis.call('ZADD', base .. 'runs', 'inf', run_id)
+  -- An idle conversation may have been set to expire (retain-1.lua); a live one never expires under a run.
+  if redis.call('PTTL', base .. 'meta') >= 0 then
+    for _, suffix in ipairs({ 'log', 'meta', 'state', 'runs', 'pending', 'replies', 'callback_cursor' }) do
+      redis.call('PERSIST', base .. suffix)
+    end
+  end
   return run_key
+end
+
+-- An ended run's keys expire after `ttl` seconds (0: kept), and its index entry
+-- with them; index entries of runs already expired are pruned. `now` in ms.
+local function expire_ended_run(base, run_key, run_id, ttl, now)
+  ttl = tonumber(ttl) or 0
+  if ttl <= 0 then return end
+  redis.call('EXPIRE', run_key, ttl)
+  local index = base .. 'runs'
+  redis.call('ZADD', index, now + ttl * 1000, run_id)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
 end
 
 -- Reads entries of the given seqs; returns a flat list seq, json, seq, json...

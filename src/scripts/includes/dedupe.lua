@@ -14,12 +14,33 @@ local function dedupe_mark(dedupe_key, seq, ttl)
   redis.call('SET', dedupe_key, seq, 'EX', ttl)
 end
 
+-- A purged conversation keeps a tombstone `<base>tombstone` {mode, seq} for a
+-- while (purge-1.lua). Mode `refuse`: a new update is refused, its dedupe key
+-- set to 0 (a redelivery is a duplicate) and nothing else written; returns true.
+-- Mode `restart`: the tombstone is lifted and the seq counter continues after
+-- the purged record's last seq (seqs are never reused); returns false. A
+-- redelivery of an update seen before the purge is left to the dedupe check.
+local function purge_refuses(meta_key, dedupe_key, ttl)
+  local tombstone = string.sub(meta_key, 1, -5) .. 'tombstone'
+  local t = redis.call('HMGET', tombstone, 'mode', 'seq')
+  if not t[1] or redis.call('EXISTS', dedupe_key) == 1 then return false end
+  if t[1] == 'restart' then
+    redis.call('HSETNX', meta_key, 'seq', tonumber(t[2]) or 0)
+    redis.call('DEL', tombstone)
+    return false
+  end
+  dedupe_mark(dedupe_key, 0, ttl)
+  return true
+end
+
 -- The start of every script that takes a platform update: dedupe it, append its
 -- entry, remember the seq it became. Returns seq, nil for a new update and
--- nil, original seq for a duplicate (nothing is written then).
+-- nil, original seq for a duplicate (nothing is written then); nil, 0, true for
+-- an update refused because the conversation was purged (see `purge_refuses`).
 local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
   local seen = dedupe_seen(dedupe_key)
   if seen then return nil, seen end
+  if purge_refuses(meta_key, dedupe_key, ttl) then return nil, 0, true end
   local seq = append_entry(log_key, meta_key, json)
   dedupe_mark(dedupe_key, seq, ttl)
   return seq, nil

@@ -1,0 +1,140 @@
+/**
+ * Layer rules (DESIGN: src/ core ← host/, runner/ roles ← plugins/ ← app/ composition; testing/ is the public
+ * test kit on top). `npm run deps` fails on any `error` below. Type-only imports count: a type from an upper
+ * layer is still a dependency on it (tsPreCompilationDeps).
+ */
+const PRODUCTION = '^(src|host|runner|plugins|app)/';
+const NOT_SHIPPED = '^(test|bench|examples)/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'core-is-the-bottom',
+      comment: 'src/ (core) knows no role, plugin, composition or test code; move the piece to app/ or pass it in as an option.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(host|runner|plugins|app|testing|test|bench|examples)/' },
+    },
+    {
+      name: 'host-imports-only-core',
+      comment: 'host/ may import src/ and host/ only: not the runner, plugins, app/ or tests (wiring plugins in is app/\'s job).',
+      severity: 'error',
+      from: { path: '^host/' },
+      to: { path: '^(runner|plugins|app|testing|test|bench|examples)/' },
+    },
+    {
+      name: 'runner-imports-only-core',
+      comment: 'runner/ may import src/ and runner/ only: not the host, plugins, app/ or tests.',
+      severity: 'error',
+      from: { path: '^runner/' },
+      to: { path: '^(host|plugins|app|testing|test|bench|examples)/' },
+    },
+    {
+      name: 'plugins-import-core-and-runner',
+      comment: 'A plugin may import src/, runner/ (plugin contract and helpers) and its own folder; never host/, app/ or tests.',
+      severity: 'error',
+      from: { path: '^plugins/' },
+      to: { path: '^(host|app|testing|test|bench|examples)/' },
+    },
+    {
+      name: 'plugins-are-independent',
+      comment: 'A plugin never imports another plugin\'s folder; shared code belongs in src/ or runner/.',
+      severity: 'error',
+      from: { path: '^plugins/([^/]+)/' },
+      to: { path: '^plugins/', pathNot: '^plugins/$1/' },
+    },
+    {
+      name: 'app-ships-no-tests',
+      comment: 'app/ (composition) may import every production layer, but not test/, bench/ or examples/.',
+      severity: 'error',
+      from: { path: '^app/' },
+      to: { path: NOT_SHIPPED },
+    },
+    {
+      name: 'app-ships-no-test-kit',
+      comment: 'app/ is production code; the test kit (testing/) builds on app/, not the other way round.',
+      severity: 'error',
+      from: { path: '^app/' },
+      to: { path: '^testing/' },
+    },
+    {
+      name: 'test-kit-ships-no-tests',
+      comment: 'testing/ is published: it may import src/, host/, runner/, plugins/, app/, never test/, bench/ or examples/.',
+      severity: 'error',
+      from: { path: '^testing/' },
+      to: { path: NOT_SHIPPED },
+    },
+    {
+      name: 'no-circular',
+      comment: 'A run-time import cycle between production modules makes load order matter; split the shared piece out.',
+      severity: 'error',
+      from: { path: PRODUCTION },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'no-circular-types',
+      comment: 'A cycle closed only by `import type`: harmless at run time, but the two files are one unit; move the type to the lower one.',
+      severity: 'warn',
+      from: { path: PRODUCTION },
+      to: { circular: true, via: { dependencyTypes: ['type-only'] } },
+    },
+    {
+      name: 'production-not-to-dev-dep',
+      comment: 'Production code (src, host, runner, plugins, app) may not import a devDependency, not even a type: `npm ci --omit=dev` and consumers of our types would break.',
+      severity: 'error',
+      from: { path: PRODUCTION },
+      to: { dependencyTypes: ['npm-dev'], pathNot: '(^|/)node_modules/@types/' },
+    },
+    {
+      name: 'no-non-package-json',
+      comment: 'Imports a package that is not in package.json (it only works because something else pulled it in).',
+      severity: 'error',
+      from: {},
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that resolves to nothing on disk.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'no-deprecated-core',
+      comment: 'A deprecated Node core module.',
+      severity: 'error',
+      from: {},
+      to: { dependencyTypes: ['core'], path: '^(punycode|domain|constants|sys|_linklist|_stream_wrap)$' },
+    },
+    {
+      name: 'not-to-deprecated',
+      comment: 'A package version its authors have deprecated: upgrade or replace it.',
+      severity: 'warn',
+      from: {},
+      to: { dependencyTypes: ['deprecated'] },
+    },
+    {
+      name: 'no-duplicate-dep-types',
+      comment: 'A package listed in both dependencies and devDependencies.',
+      severity: 'warn',
+      from: {},
+      to: { moreThanOneDependencyType: true, dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist|\\.steerbot)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    combinedDependencies: false,
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    reporterOptions: {
+      text: { highlightFocused: true },
+    },
+  },
+};

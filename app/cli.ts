@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+/**
+ * The `steerbot` command:
+ * - `steerbot start [--config file]` (the default): load the configuration,
+ *   start the process, stop cleanly on SIGINT / SIGTERM;
+ * - `steerbot check-config [--config file]`: validate and print the effective
+ *   configuration with secrets redacted.
+ * Exit codes: 0 fine, 1 failed, 2 bad configuration or usage.
+ */
+import { parseArgs } from 'node:util';
+import { PinoPretty } from 'pino-pretty';
+import { ConfigError } from '../src/errors.js';
+import { createLogger, secretValues, type Logger } from '../src/logger.js';
+import { loadConfig, type SteerbotConfig } from './config.js';
+import { startApp, type RunningApp } from './start.js';
+import { nextSteps, redactConfig } from './summary.js';
+
+const USAGE = `usage: steerbot [start | check-config] [--config file]
+
+  start          start the bot (default); settings from --config / STEERBOT_CONFIG and the environment
+  check-config   validate the configuration and print it with secrets redacted
+`;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(message.endsWith('\n') ? message : `${message}\n`);
+  process.exit(code);
+}
+
+function parseCommandLine(): { command: 'start' | 'check-config'; file: string | undefined } {
+  let parsed: ReturnType<typeof parseArgs<{ options: { config: { type: 'string'; short: 'c' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  } catch (err) {
+    fail(`steerbot: ${(err as Error).message}\n${USAGE}`, 2);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const [command = 'start', ...rest] = parsed.positionals;
+  if ((command !== 'start' && command !== 'check-config') || rest.length > 0) fail(`steerbot: unknown command ${[command, ...rest].join(' ')}\n${USAGE}`, 2);
+  return { command, file: parsed.values.config };
+}
+
+async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
+  try {
+    return await loadConfig(file === undefined ? {} : { file });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    fail(`steerbot: ${err.message}`, 2);
+  }
+}
+
+/** Pretty lines in a terminal, JSON lines otherwise (log collectors), unless `log.format` says. */
+function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean } {
+  const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true);
+  const destination = pretty ? PinoPretty({ colorize: process.stdout.isTTY === true, sync: true, ignore: 'pid,hostname' }) : undefined;
+  return { logger: createLogger({ level: config.log.level, secrets: secretValues(config), ...(destination && { destination }) }), pretty };
+}
+
+async function start(config: SteerbotConfig): Promise<void> {
+  const { logger, pretty } = makeLogger(config);
+  let app: RunningApp;
+  try {
+    app = await startApp({ config, logger });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`steerbot: ${err.message}`, 2);
+    logger.fatal({ err }, 'steerbot failed to start');
+    process.exit(1);
+  }
+  const steps = nextSteps(config, {
+    address: app.address,
+    channels: app.channels,
+    runner: config.runner.enabled ? config.runner.plugin : undefined,
+  });
+  if (pretty) process.stdout.write(`\n${steps.join('\n')}\n\n`);
+  else logger.info({ steps }, 'next steps');
+
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    app.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+const { command, file } = parseCommandLine();
+const config = await readConfig(file);
+if (command === 'check-config') process.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
+else await start(config);

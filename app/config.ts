@@ -1,0 +1,150 @@
+/**
+ * The whole configuration: the core sections plus each registered plugin's
+ * section (`channels.<id>`, `agents.<id>`), validated by the plugin's own
+ * schema, with its environment variables. `loadConfig` reads the file and the
+ * environment, loads the plugin modules the configuration names, and
+ * validates everything at once.
+ */
+import { z } from 'zod';
+import type { DiscordConfig } from '../plugins/discord/config.js';
+import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
+import type { TelegramConfig } from '../plugins/telegram/config.js';
+import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
+import {
+  applyEnv,
+  CORE_ENV_BINDINGS,
+  coreConfigSchema,
+  readConfigFile,
+  validateConfig,
+  type ConfigLayers,
+  type CoreConfig,
+  type EnvBinding,
+  type LoadConfigOptions,
+} from '../src/config.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { ConfigError } from '../src/errors.js';
+import type { PluginEnvBinding } from '../src/plugin-definition.js';
+import { BUILTIN_PLUGINS, createRegistry, resolvePlugins, type AnyDefinition, type PluginRegistry } from './registry.js';
+
+/** The configuration, defaults applied: the core sections plus the plugin sections. */
+export interface SteerbotConfig extends CoreConfig {
+  /** Channel settings by channel plugin id; a channel runs when its section is present. */
+  channels: {
+    telegram?: TelegramConfig;
+    discord?: DiscordConfig;
+    webhooks?: Record<string, WebhookChannelConfig>;
+    [id: string]: unknown;
+  };
+  /** Runner plugin settings by plugin id; the selected runner's section is always present. */
+  agents: {
+    'local-agent'?: z.output<typeof localAgentConfigSchema>;
+    [id: string]: unknown;
+  };
+}
+
+/** What a config file may contain. */
+export type SteerbotConfigInput = z.input<typeof coreConfigSchema>;
+
+/** Types a configuration object (identity at run time): `export default defineConfig({ ... })`. */
+export function defineConfig(config: SteerbotConfigInput): SteerbotConfigInput {
+  return config;
+}
+
+/** The full schema for a registry: every plugin's section validated by its own schema. */
+export function buildConfigSchema(registry: PluginRegistry) {
+  const sections = (defs: Iterable<AnyDefinition>) => Object.fromEntries([...defs].map((d) => [d.id, d.configSchema.optional()]));
+  return coreConfigSchema
+    .extend({
+      channels: z.strictObject(sections(registry.channels.values())).prefault({}),
+      agents: z.strictObject(sections(registry.runners.values())).prefault({}),
+    })
+    .superRefine((c, ctx) => {
+      if (!c.host.enabled && !c.runner.enabled) {
+        ctx.addIssue({ code: 'custom', path: ['host', 'enabled'], message: 'host and runner are both disabled; enable at least one (STEERBOT_HOST / STEERBOT_RUNNER)' });
+      }
+      // Discord catch-up hands the host messages up to this old again; older than the dedupe keys, an
+      // answered message would no longer be a duplicate and would be answered twice.
+      const catchUp = (c.channels.discord as DiscordConfig | undefined)?.catchUpMaxAgeSeconds ?? 0;
+      if (catchUp > c.dispatch.dedupeTtlSeconds) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['channels', 'discord', 'catchUpMaxAgeSeconds'],
+          message: `must not exceed dispatch.dedupeTtlSeconds (${c.dispatch.dedupeTtlSeconds}): older messages would no longer be recognised as answered`,
+        });
+      }
+    });
+}
+
+/** A plugin's variables with absolute paths: a channel's apply only once its section exists (its token enables it). */
+function absolute(def: AnyDefinition, b: PluginEnvBinding): EnvBinding {
+  const section = `${def.kind === 'channel' ? 'channels' : 'agents'}.${def.id}`;
+  const binding: EnvBinding = { env: b.env, path: `${section}.${b.path}`, kind: b.kind, ...(b.secret && { secret: true }) };
+  return def.kind === 'channel' && !b.enables ? { ...binding, onlyWith: section } : binding;
+}
+
+/** Every environment variable of a registry, core first; the runner plugin's only for the selected runner. */
+export function envBindings(registry: PluginRegistry, runnerId: string = DEFAULTS.runner.plugin): EnvBinding[] {
+  const runner = registry.runners.get(runnerId);
+  const defs: AnyDefinition[] = [...registry.channels.values(), ...(runner ? [runner] : [])];
+  return [...CORE_ENV_BINDINGS, ...defs.flatMap((d) => (d.env ?? []).map((b) => absolute(d, b)))];
+}
+
+/** The built-in plugins only. */
+export const BUILTIN_REGISTRY: PluginRegistry = createRegistry(BUILTIN_PLUGINS);
+
+function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: string, env: NodeJS.ProcessEnv): SteerbotConfig {
+  applyEnv(layers, envBindings(registry, runnerId).slice(CORE_ENV_BINDINGS.length), env);
+  // The selected runner plugin always gets its section, so its schema's defaults (and required fields) apply.
+  const agents = (layers.raw.agents ??= {});
+  if (typeof agents === 'object' && agents !== null && !Array.isArray(agents)) (agents as Record<string, unknown>)[runnerId] ??= {};
+  return validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;
+}
+
+/** Reads the core layers: file, then core variables. */
+function coreLayers(opts: LoadConfigOptions): ConfigLayers {
+  const layers = readConfigFile(opts);
+  applyEnv(layers, CORE_ENV_BINDINGS, opts.env ?? process.env);
+  return layers;
+}
+
+/** What the raw layers select: plugin modules and the runner plugin. */
+function selection(layers: ConfigLayers): { modules: string[]; runner: string } {
+  const raw = layers.raw;
+  const modules = Array.isArray(raw.plugins) ? raw.plugins.filter((m): m is string => typeof m === 'string' && m.trim() !== '') : [];
+  const runnerSection = raw.runner as Record<string, unknown> | undefined;
+  const runner = typeof runnerSection?.plugin === 'string' && runnerSection.plugin.trim() !== '' ? runnerSection.plugin.trim() : DEFAULTS.runner.plugin;
+  return { modules, runner };
+}
+
+/**
+ * Reads, overlays and validates the configuration, loading the plugin modules it names.
+ * @throws ConfigError naming every bad field (dotted path, the variable or file it came from, what was expected).
+ */
+export async function loadConfig(opts: LoadConfigOptions = {}): Promise<SteerbotConfig> {
+  const layers = coreLayers(opts);
+  let resolved: { registry: PluginRegistry; runnerId: string };
+  try {
+    resolved = await resolvePlugins(selection(layers));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError([...layers.issues, ...err.issues]);
+  }
+  return validate(layers, resolved.registry, resolved.runnerId, opts.env ?? process.env);
+}
+
+/**
+ * `loadConfig` without loading modules: the built-in plugins, or the given registry.
+ * @throws ConfigError as `loadConfig`; a runner plugin that is not registered is an error.
+ */
+export function readConfig(opts: LoadConfigOptions & { registry?: PluginRegistry } = {}): SteerbotConfig {
+  const layers = coreLayers(opts);
+  const registry = opts.registry ?? BUILTIN_REGISTRY;
+  const { runner } = selection(layers);
+  if (!registry.runners.has(runner)) {
+    throw new ConfigError([...layers.issues, { path: 'runner.plugin', message: `unknown runner plugin ${runner} (registered: ${[...registry.runners.keys()].join(', ')})` }]);
+  }
+  return validate(layers, registry, runner, opts.env ?? process.env);
+}
+
+/** The configuration with every default and nothing set (built-in plugins). */
+export const DEFAULT_CONFIG: Readonly<SteerbotConfig> = Object.freeze(readConfig({ env: {} }));

@@ -1,0 +1,176 @@
+/**
+ * Starts and stops one steerbot process: Redis, runner, host, HTTP ingress,
+ * with the plugins the configuration selects. `cli.ts` wires it to signals;
+ * tests and embedders drive it directly.
+ */
+import { resolve } from 'node:path';
+import { createHttpServer, listen } from '../host/http.js';
+import { type HostContext, type HostParts, startHost } from '../host/main.js';
+import { type RunnerParts, startRunner } from '../runner/main.js';
+import { createModel } from '../runner/model.js';
+import type { RunnerPlugin } from '../runner/plugin.js';
+import type { AppContext, Stoppable } from '../src/app-context.js';
+import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
+import { ensureRedis } from '../src/local-redis.js';
+import { createLogger, secretValues, type Logger } from '../src/logger.js';
+import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
+import { BUILTIN_REGISTRY, type SteerbotConfig } from './config.js';
+import { resolvePlugins, type PluginRegistry } from './registry.js';
+import { channelIds, redactConfig } from './summary.js';
+
+/** Starts one part of the process. */
+export type StartHook<C, P> = (ctx: C, parts: P) => Promise<Stoppable>;
+
+/** Options of `startApp`. */
+export interface StartAppOptions {
+  /** The validated configuration (`loadConfig`). */
+  config: SteerbotConfig;
+  /** Default: a logger at `config.log.level` on stdout. */
+  logger?: Logger;
+  /** Data directory of a private Redis started when none is configured or found. Default `./.steerbot/redis`. */
+  dataDir?: string;
+  /** The plugins. Default: the built-ins plus the modules `config.plugins` and `config.runner.plugin` name. */
+  registry?: PluginRegistry;
+  /** `fetch` for the channels' platform calls and the model provider (proxies, tests). Default: the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Replace how the host / runner start (tests). Default: `startHost` / `startRunner`. */
+  hooks?: { startHost?: StartHook<HostContext, HostParts>; startRunner?: StartHook<AppContext, RunnerParts> };
+}
+
+/** A started process. */
+export interface RunningApp {
+  /** What host and runner were given. */
+  ctx: AppContext;
+  /** Where the HTTP server listens, e.g. `http://127.0.0.1:8080`; undefined when the host is disabled. */
+  address: string | undefined;
+  /** Ids of the configured channels, e.g. `['telegram', 'webhook:crm']`. */
+  channels: string[];
+  /** Stops ingress, then the host, then the runner (bounded by its grace), then Redis. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+// Slack on top of the runner's own grace before shutdown stops waiting for it.
+const RUNNER_STOP_SLACK_MS = 5000;
+
+/** Resolves when `promise` settles or after `ms`, whichever is first; true when it settled in time. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(r, ms, false)));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Creates the configured channel instances (not started). */
+export async function createChannels(config: Pick<SteerbotConfig, 'channels'>, deps: ChannelDeps, registry: PluginRegistry = BUILTIN_REGISTRY): Promise<ChannelPlugin[]> {
+  const out: ChannelPlugin[] = [];
+  for (const [id, def] of registry.channels) {
+    const section = config.channels[id];
+    if (section === undefined) continue;
+    const created = await def.create(section, deps);
+    out.push(...(Array.isArray(created) ? created : [created]));
+  }
+  return out;
+}
+
+/** Creates the selected runner plugin from its settings. */
+async function createRunnerPlugin(config: SteerbotConfig, registry: PluginRegistry, id: string, logger: Logger, fetchImpl?: typeof fetch): Promise<RunnerPlugin> {
+  const def = registry.runners.get(id);
+  if (!def) throw new Error(`runner plugin ${id} is not registered`);
+  return def.create(config.agents[id] ?? {}, {
+    logger: logger.child({ plugin: id }),
+    model: config.model,
+    createModel: (settings = config.model) => createModel(settings, fetchImpl),
+  });
+}
+
+/** A private redis-server is for one all-in-one process on a developer machine; anything else must share one Redis. */
+function privateRedisRefusal(config: SteerbotConfig): string | undefined {
+  const split = !config.host.enabled || !config.runner.enabled;
+  if (!split && process.env.NODE_ENV !== 'production') return undefined;
+  const why = split ? 'a host-only or runner-only process' : 'NODE_ENV=production';
+  return `${why} does not start a Redis of its own: set REDIS_URL to the Redis every steerbot process shares (processes with their own Redis would each dedupe and queue alone)`;
+}
+
+/**
+ * Starts the process. On a failure part-way, stops what already started and rethrows.
+ * @throws Error from `ensureRedis` when no Redis can be found or started; ConfigError when a plugin refuses its settings.
+ */
+export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
+  const { config } = opts;
+  const logger = opts.logger ?? createLogger({ level: config.log.level, secrets: secretValues(config) });
+  // Stop steps, run in reverse start order: ingress, host, runner, Redis client, private Redis.
+  const stops: Array<{ name: string; run: () => Promise<void> }> = [];
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const step of stops.reverse()) {
+        try {
+          await step.run();
+        } catch (err) {
+          logger.error({ err, step: step.name }, 'shutdown step failed');
+        }
+      }
+    })());
+
+  try {
+    const { registry, runnerId } = opts.registry
+      ? { registry: opts.registry, runnerId: config.runner.plugin }
+      : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
+    let redisUrl: string | undefined;
+    if (config.redis.mode === 'single') {
+      const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
+      const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
+      const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
+      stops.push({ name: 'private redis', run: local.stop });
+      redisUrl = local.url;
+    }
+    const redisConnection = redisOptionsFromConfig(config.redis, redisUrl === undefined ? {} : { url: redisUrl });
+    const redis = createRedis(redisConnection);
+    watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
+    stops.push({ name: 'redis', run: () => closeRedis(redis) });
+    logger.info({ config: redactConfig(config), redis: redisSummary(redisConnection) }, 'steerbot starting');
+
+    const ctx: AppContext = {
+      config,
+      logger,
+      redisUrl,
+      redisConnection,
+      redis,
+      connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, ...(redisUrl === undefined ? {} : { url: redisUrl }) }),
+    };
+    const channelDeps: ChannelDeps = { logger, redis, prefix: config.redis.prefix, ...(opts.fetch && { fetch: opts.fetch }) };
+    // Both roles need the runner plugin: the host reads its capabilities from the manifest.
+    const plugin = await createRunnerPlugin(config, registry, runnerId, logger, opts.fetch);
+
+    if (config.runner.enabled) {
+      // Runners use only the channels' outbound sides: instances of their own, never started.
+      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: await createChannels(config, channelDeps, registry) });
+      const bound = config.runner.shutdownGraceMs + RUNNER_STOP_SLACK_MS;
+      stops.push({
+        name: 'runner',
+        run: async () => {
+          if (!(await within(runner.stop(), bound))) logger.warn({ waitedMs: bound }, 'runner did not stop in time; leaving its runs to lease expiry');
+        },
+      });
+    }
+
+    let address: string | undefined;
+    if (config.host.enabled) {
+      const http = createHttpServer({ config, redis, logger });
+      const channels = await createChannels(config, channelDeps, registry);
+      const host = await (opts.hooks?.startHost ?? startHost)({ ...ctx, http }, { channels, steeringCapable: plugin.manifest.capabilities.steering });
+      stops.push({ name: 'host', run: () => host.stop() });
+      stops.push({ name: 'http', run: () => http.close() });
+      address = await listen(http, config.http);
+    }
+    const channels = channelIds(config);
+    logger.info({ address, host: config.host.enabled, runner: config.runner.enabled, channels }, 'steerbot started');
+    return { ctx, address, channels, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

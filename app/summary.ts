@@ -1,0 +1,69 @@
+/**
+ * What the configuration looks like to a person: a copy with every secret
+ * replaced by `[set]` (for `check-config` and the start line), and the short
+ * "what started, what to do next" text `npm start` prints once.
+ */
+import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
+import { redactSecrets } from '../src/errors.js';
+import { SECRET_KEYS } from '../src/logger.js';
+import type { SteerbotConfig } from './config.js';
+
+const SECRET_KEY_SET = new Set<string>([...SECRET_KEYS, 'callbackSecret']);
+
+function redactValue(key: string, value: unknown): unknown {
+  if (SECRET_KEY_SET.has(key) && value !== undefined) return '[set]';
+  if (typeof value === 'string') return key === 'url' || key.endsWith('Url') || key.endsWith('URL') ? redactSecrets(value) : value;
+  if (Array.isArray(value)) return value.map((v) => redactValue('', v));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(k, v)]));
+  }
+  return value;
+}
+
+/** A copy of the configuration safe to print or log: secrets as `[set]`, credentials in URLs removed. */
+export function redactConfig(config: SteerbotConfig): Record<string, unknown> {
+  return redactValue('', config) as Record<string, unknown>;
+}
+
+/** Ids of the configured channel instances, e.g. `['telegram', 'webhook:crm']`. */
+export function channelIds(config: SteerbotConfig): string[] {
+  return Object.entries(config.channels).flatMap(([id, section]) => {
+    if (section === undefined) return [];
+    if (id === 'webhooks') return Object.keys(section as object).map((name) => `webhook:${name}`);
+    return [id];
+  });
+}
+
+/** What a process prints once it started. */
+export interface StartedSummary {
+  /** Where the HTTP server listens, when the host runs. */
+  address: string | undefined;
+  /** Channel ids that started. */
+  channels: string[];
+  /** The runner plugin, when the runner runs here. */
+  runner: string | undefined;
+}
+
+/** The lines `npm start` prints: what runs, and what to do next. */
+export function nextSteps(config: SteerbotConfig, started: StartedSummary): string[] {
+  const lines = ['steerbot is running'];
+  if (started.address) lines.push(`  http:     ${started.address} (health: ${started.address}/healthz)`);
+  lines.push(`  channels: ${started.channels.length > 0 ? started.channels.join(', ') : 'none'}`);
+  if (started.runner) lines.push(`  runner:   ${started.runner}`);
+  const keyVar = MODEL_PROVIDER_KEY_ENV[config.model.provider];
+  const modelReady = config.model.provider === 'openai-compatible' ? config.model.baseURL !== undefined : config.model.apiKey !== undefined;
+  if (started.runner === 'local-agent') {
+    lines.push(
+      modelReady
+        ? `  model:    ${config.model.provider} ${config.model.name}`
+        : config.model.provider === 'openai-compatible'
+          ? '  model:    not configured: set OPENAI_BASE_URL (e.g. http://localhost:11434/v1 for Ollama) and STEERBOT_MODEL'
+          : `  model:    not configured: set ${keyVar} (provider ${config.model.provider}; STEERBOT_MODEL_PROVIDER picks another)`,
+    );
+  }
+  if (started.channels.length === 0 && started.address) {
+    lines.push('next: set TELEGRAM_BOT_TOKEN (from @BotFather) or DISCORD_BOT_TOKEN and start again,');
+    lines.push('      or add a webhook channel to a config file (--config steerbot.json); see docs/channels.md');
+  }
+  return lines;
+}

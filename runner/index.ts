@@ -1,0 +1,25 @@
+/**
+ * The runner plugin contract (`steerbot/runner`): what a runner plugin module
+ * exports (`defineRunnerPlugin`), what it gets for each run (`RunContext`),
+ * and the helpers a plugin author needs (the model factory).
+ */
+export {
+  defineRunnerPlugin,
+  type CompactionHooks,
+  type DeliverySink,
+  type ModelSettings,
+  type RunContext,
+  type RunnerCapabilities,
+  type RunnerManifest,
+  type RunnerPlugin,
+  type RunnerPluginDefinition,
+  type RunnerPluginDeps,
+  type RunResult,
+  type StepRecord,
+} from './plugin.js';
+export { createModel } from './model.js';
+// The zod steerbot composes the configuration with, so a plugin's configSchema needs no zod of its own.
+export { z } from 'zod';
+export type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+export type { SteeringMode, StopKind } from '../src/protocol/types.js';
+export type { PluginEnvBinding } from '../src/plugin-definition.js';

@@ -1,0 +1,46 @@
+/**
+ * The runner's model factory: an AI SDK language model from the `model`
+ * settings, through the provider packages. Runner plugins and the compaction
+ * summarizer get their model here.
+ */
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogle } from '@ai-sdk/google';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModel } from 'ai';
+import { ConfigError } from '../src/errors.js';
+import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
+import type { ModelSettings } from './plugin.js';
+
+/**
+ * The model for `settings`:
+ * - `openai`: OpenAI's chat completions API at its default base URL (or `baseURL`);
+ * - `anthropic`, `google`: their own APIs;
+ * - `openai-compatible`: any OpenAI-style endpoint by `baseURL` (Ollama, vLLM, LM Studio, …).
+ * @throws ConfigError when a required setting is missing (the key, or `baseURL` for `openai-compatible`).
+ */
+export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): LanguageModel {
+  const common = {
+    ...(settings.apiKey && { apiKey: settings.apiKey }),
+    ...(settings.baseURL && { baseURL: settings.baseURL }),
+    ...(fetchImpl && { fetch: fetchImpl }),
+  };
+  if (settings.provider === 'openai-compatible') {
+    if (!settings.baseURL) {
+      throw new ConfigError([{ path: 'model.baseURL', message: 'required for the openai-compatible provider (OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama)' }]);
+    }
+    return createOpenAICompatible({ name: 'steerbot', baseURL: settings.baseURL, includeUsage: true, ...common }).chatModel(settings.name);
+  }
+  if (!settings.apiKey) {
+    const variable = MODEL_PROVIDER_KEY_ENV[settings.provider];
+    throw new ConfigError([{ path: 'model.apiKey', message: `required for the ${settings.provider} provider: set ${variable}` }]);
+  }
+  switch (settings.provider) {
+    case 'openai':
+      return createOpenAI(common).chat(settings.name);
+    case 'anthropic':
+      return createAnthropic(common)(settings.name);
+    case 'google':
+      return createGoogle(common)(settings.name);
+  }
+}

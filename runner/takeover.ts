@@ -1,0 +1,69 @@
+/**
+ * What earlier attempts of a run left in the record, read by the attempt
+ * that takes the run over: the final answer they recorded but may not have
+ * delivered (the takeover delivers it instead of asking the model again),
+ * the anchor of the turn's delivery keys, and the steered messages they
+ * took and did not answer. Pure: a function of the record entries.
+ */
+import type { SeqEntry } from '../src/record/entries.js';
+import { answerText, isFinalStep } from './projection.js';
+
+/** A final answer recorded by an earlier attempt, for the turn the run is on. */
+export interface RecordedAnswer {
+  /** The answer text (what the agent loop delivers after recording the step); may be empty. */
+  text: string;
+  /** Seq of its `model.step` entry. */
+  stepSeq: number;
+}
+
+/** A run's progress as the record shows it. */
+export interface RunProgress {
+  /**
+   * The newest user message the run took (its inputs, steering it pulled or
+   * was handed back): the anchor of the turn's delivery keys
+   * (`<run id>:<anchor>:<n>`), as the attempt that recorded the answer used it.
+   */
+  anchor: number;
+  /**
+   * The run's last step, when it is a final answer recorded after the run
+   * last took a message: the turn is answered in the record, so what is left
+   * to do is delivering it. Undefined when the turn still needs the model.
+   */
+  answer: RecordedAnswer | undefined;
+  /** Seqs of messages steered into the run (`steering.injected`) since its last final answer, oldest first. */
+  unansweredSteered: number[];
+}
+
+/**
+ * The progress of `runId` in `entries` (seq order). Entries of other runs are
+ * ignored. `run.started` of a later attempt lists the same inputs again: only
+ * a message the run had not taken before starts a new turn.
+ */
+export function runProgress(entries: readonly SeqEntry[], runId: string): RunProgress {
+  const taken = new Set<number>();
+  let anchor = 0;
+  let answer: RecordedAnswer | undefined;
+  let unansweredSteered: number[] = [];
+  for (const e of entries) {
+    if ((e.kind === 'run.started' || e.kind === 'steering.injected') && e.run === runId) {
+      const fresh = (e.kind === 'run.started' ? (e.inputs ?? []) : e.seqs).filter((s) => !taken.has(s));
+      if (fresh.length === 0) continue;
+      for (const s of fresh) {
+        taken.add(s);
+        if (s > anchor) anchor = s;
+      }
+      // A message taken after the answer: the answer is not the turn's any more.
+      answer = undefined;
+      if (e.kind === 'steering.injected') unansweredSteered.push(...fresh);
+    } else if (e.kind === 'model.step' && e.run === runId) {
+      if (isFinalStep(e)) {
+        answer = { text: answerText(e.messages), stepSeq: e.seq };
+        unansweredSteered = [];
+      } else {
+        answer = undefined;
+      }
+    }
+  }
+  return { anchor, answer, unansweredSteered };
+}
+

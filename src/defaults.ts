@@ -1,0 +1,49 @@
+/**
+ * Every default value of steerbot, in one place: the configuration schema
+ * and the code that runs without a configuration (protocol classes built in
+ * tests, plugins created directly) read them from here.
+ */
+
+/** Model providers the runner's model factory can build. */
+export const MODEL_PROVIDERS = ['openai', 'anthropic', 'google', 'openai-compatible'] as const;
+/** A model provider. */
+export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+
+/** The conventional API key variable of each provider (`openai-compatible` servers often need none). */
+export const MODEL_PROVIDER_KEY_ENV: Readonly<Record<ModelProvider, string>> = {
+  openai: 'OPENAI_API_KEY',
+  anthropic: 'ANTHROPIC_API_KEY',
+  google: 'GOOGLE_GENERATIVE_AI_API_KEY',
+  'openai-compatible': 'OPENAI_API_KEY',
+};
+
+/** How long a delivery key is remembered, in seconds (7 days): outbox records and a channel's own dedupe of sends. */
+export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 604_800;
+
+/** Defaults of the configuration, section by section. */
+export const DEFAULTS = {
+  redis: { mode: 'single', prefix: 'sb' },
+  http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 },
+  dispatch: { defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000 },
+  runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' },
+  runner: {
+    enabled: true,
+    plugin: 'local-agent',
+    concurrency: 4,
+    shutdownGraceMs: 10_000,
+    outboxTtlSeconds: DEFAULT_DELIVERY_KEY_TTL_SECONDS,
+  },
+  host: { enabled: true },
+  log: { level: 'info', format: 'auto' },
+  model: { provider: 'openai', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 },
+  compaction: { threshold: 0.8, keepRecentTurns: 4, maxSummaryChars: 6000, tailEntries: 2000 },
+  /** Ended run hashes 3 days, a purged conversation's tombstone 7 days; trimming and idle expiry off. */
+  retention: { endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 },
+  agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
+  /** Largest JSON value of one conversation state key, in bytes. */
+  maxStateBytes: 262_144,
+} as const;
+
+/** System prompt of the default agent when none is configured. */
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are a helpful assistant in a chat. Users may send new messages while you work; when one arrives, take it into account and adjust course.';

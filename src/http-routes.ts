@@ -1,0 +1,60 @@
+/**
+ * The HTTP route contract between plugins and the host's server: plain
+ * request and response objects, no web framework's types. The host adapts
+ * it to its server (`host/http.ts`).
+ */
+
+/** An HTTP request as a route handler sees it. */
+export interface RouteRequest {
+  /** Upper-case method, e.g. `POST`. */
+  method: string;
+  /** The path without the query string. */
+  path: string;
+  /** Values of the path's `:name` segments. */
+  params: Readonly<Record<string, string>>;
+  /** Query parameters (the first value of a repeated one). */
+  query: Readonly<Record<string, string | undefined>>;
+  /** Headers with lower-case names. */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The raw body bytes (empty when there is none); parse it yourself (signatures need the raw bytes). */
+  body: Buffer;
+  /** Aborted when the client goes away (ends streams). */
+  signal: AbortSignal;
+}
+
+/** Headers of a response. */
+export type RouteHeaders = Record<string, string>;
+
+/** What a route answers: a JSON value, raw text or bytes, or a stream of text chunks (server-sent events). */
+export type RouteResponse =
+  | { status: number; headers?: RouteHeaders; json: unknown }
+  | { status: number; headers?: RouteHeaders; body?: string | Buffer }
+  | {
+      status: number;
+      headers?: RouteHeaders;
+      /** Written chunk by chunk; the response ends when it ends. It must end soon after `request.signal` aborts. */
+      stream: AsyncIterable<string>;
+    };
+
+/** One route a plugin serves. */
+export interface HttpRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path with optional `:name` segments, e.g. `/webhooks/crm/conversations/:conversation/events`. */
+  path: string;
+  /** Largest accepted body, in bytes. Default: the server's `http.bodyLimitBytes`. */
+  bodyLimitBytes?: number;
+  /**
+   * Answers one request. A thrown InvalidInputError answers 400 and a
+   * RedisUnavailableError 503 (so a platform retries); anything else 500.
+   */
+  handle(request: RouteRequest): Promise<RouteResponse>;
+}
+
+/** Where plugins register their routes (before the server listens). */
+export interface RouteRegistry {
+  /** Serves `route`. Throws when its method and path are taken. */
+  add(route: HttpRoute): void;
+}
+
+/** A JSON response. */
+export const json = (status: number, value: unknown): RouteResponse => ({ status, json: value });

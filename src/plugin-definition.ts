@@ -1,0 +1,39 @@
+/**
+ * The shape every plugin module exports: one definition with its id, kind,
+ * zod config schema, environment bindings and factory. Built-in plugins are
+ * defined the same way; the composition registers them and any module the
+ * configuration names.
+ */
+import type { z } from 'zod';
+import type { EnvBinding } from './config.js';
+
+/** A plugin's environment variable: `path` is relative to the plugin's own section. */
+export interface PluginEnvBinding extends Pick<EnvBinding, 'env' | 'path' | 'kind' | 'secret'> {
+  /**
+   * Setting this variable turns the plugin on (a channel's token). Other
+   * variables of a channel apply only when its section exists. Default false.
+   */
+  enables?: boolean;
+}
+
+/** A plugin module's definition. */
+export interface PluginDefinition<K extends 'channel' | 'runner', S extends z.ZodType, D, I> {
+  /** Unique id, 1-32 of `a-z 0-9 -`; also the key of its settings (`channels.<id>` or `agents.<id>`). */
+  id: string;
+  /** What it plugs into. */
+  kind: K;
+  /** Validates the plugin's own settings (defaults applied); errors name the field and the variable it came from. */
+  configSchema: S;
+  /** Environment variables that set its settings. Default: none. */
+  env?: readonly PluginEnvBinding[];
+  /** One line for `check-config` and the docs. */
+  description?: string;
+  /** Builds the plugin from its validated settings (at start). May throw ConfigError. */
+  create(config: z.output<S>, deps: D): I | Promise<I>;
+}
+
+/** Any plugin definition. */
+export type AnyPluginDefinition = PluginDefinition<'channel' | 'runner', z.ZodType, never, unknown>;
+
+/** Ids plugins may have. */
+export const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9-]{0,31}$/;

@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { BUILTIN_REGISTRY, envBindings } from '../app/config.js';
+import { configJsonSchema, configReference } from '../app/config-reference.js';
+
+const docs = (name: string) => readFileSync(new URL(`../docs/${name}`, import.meta.url), 'utf8');
+
+describe('configuration reference', () => {
+  it('docs/configuration.md is what the schema generates (run `npm run docs` after changing a setting)', () => {
+    expect(docs('configuration.md')).toBe(configReference(BUILTIN_REGISTRY));
+  });
+
+  it('docs/steerbot.schema.json is the JSON Schema of the config file', () => {
+    expect(JSON.parse(docs('steerbot.schema.json'))).toEqual(configJsonSchema(BUILTIN_REGISTRY));
+  });
+
+  it('names every environment variable next to the setting it sets', () => {
+    const text = configReference(BUILTIN_REGISTRY);
+    for (const b of envBindings(BUILTIN_REGISTRY)) {
+      // Provider key variables share `model.apiKey`; the first one names the row, the others are listed in the model docs.
+      if (b.path === 'model.apiKey') continue;
+      expect(text, b.env).toContain(`| \`${b.path}\` | \`${b.env}\` |`);
+    }
+  });
+
+  it('describes every setting', () => {
+    const undocumented = configReference(BUILTIN_REGISTRY)
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .filter((l) => l.trimEnd().endsWith('|  |'));
+    expect(undocumented).toEqual([]);
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * examples/custom-tool, used as its README says: the local agent's settings
+ * list the module, the model (the real OpenAI-compatible provider against
+ * the fake server) asks for the tool, the tool runs, and its result goes back
+ * to the model, whose answer reaches the Telegram user.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig, startApp } from '../../app/index.js';
+import { createLogger } from '../../src/logger.js';
+import { bullPrefixFor } from '../../src/run-queue.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+const MODULE = resolve('examples/custom-tool/dice.js');
+
+describe('examples/custom-tool', () => {
+  let tg: FakeTelegram;
+  let ai: FakeOpenAIServer;
+  let dir: string;
+  let prefix: string;
+  let app: Awaited<ReturnType<typeof startApp>> | undefined;
+
+  beforeEach(async () => {
+    tg = await startFakeTelegram();
+    ai = await startFakeOpenAI();
+    dir = mkdtempSync(join(tmpdir(), 'steerbot-tool-'));
+    prefix = testPrefix();
+  });
+  afterEach(async () => {
+    const redis = app?.ctx.redis;
+    if (redis) {
+      await cleanupPrefix(redis, prefix);
+      await cleanupPrefix(redis, bullPrefixFor(prefix));
+    }
+    await app?.stop();
+    app = undefined;
+    await tg.close();
+    await ai.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('offers the tool to the model, runs it when asked and answers with its result', async () => {
+    const file = join(dir, 'steerbot.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        http: { host: '127.0.0.1' },
+        model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model' },
+        agents: { 'local-agent': { toolModules: [MODULE] } },
+        channels: { telegram: { apiRoot: tg.apiRoot, mode: 'polling', registerCommands: false, pollTimeoutSeconds: 1 } },
+      }),
+    );
+    const config = await loadConfig({ file, env: { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN } });
+    // The model asks for three six-sided dice, then answers with what the tool returned.
+    ai.script((req, i) => {
+      if (i === 0) return { toolCalls: [{ id: 'call_dice', name: 'roll_dice', args: { count: 3, sides: 6 } }] };
+      const result = req.messages.find((m: { role: string }) => m.role === 'tool');
+      return { text: `The dice say: ${result?.content ?? 'nothing'}` };
+    });
+    // Any free port (a config file cannot ask for port 0).
+    app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } }, logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+
+    tg.pushUpdate(messageUpdate({ text: 'roll three dice for me', from: ALICE }));
+    const [reply] = await tg.waitUntil(() => tg.sent.length >= 1 && tg.sent, 10_000, 'the reply');
+
+    const offered = ai.requests[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name);
+    expect(offered).toContain('roll_dice');
+    expect(ai.requests).toHaveLength(2);
+    const toolMessage = ai.requests[1]!.body.messages.find((m: { role: string }) => m.role === 'tool');
+    expect(toolMessage.tool_call_id).toBe('call_dice');
+    const { rolls, sum } = JSON.parse(toolMessage.content) as { rolls: number[]; sum: number };
+    expect(rolls).toHaveLength(3);
+    for (const r of rolls) expect(r >= 1 && r <= 6 && Number.isInteger(r)).toBe(true);
+    expect(sum).toBe(rolls.reduce((a, b) => a + b, 0));
+    expect(reply!.text).toBe(`The dice say: ${toolMessage.content}`);
+    expect(tg.sent).toHaveLength(1);
+  });
+});

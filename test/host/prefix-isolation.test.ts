@@ -1,0 +1,125 @@
+/**
+ * Two deployments on one Redis with different key prefixes and the same
+ * queue name (the default) each answer all of their own messages, and never
+ * take or touch the other's runs, jobs or keys: the BullMQ queue lives under
+ * the deployment's prefix (`{<prefix>-bull}`).
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
+import { startHost, type StartedHost } from '../../host/main.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { createWebhookPlugin } from '../../plugins/webhook/index.js';
+import { signedHeaders } from '../../plugins/webhook/signature.js';
+import { startRunner, type StartedRunner } from '../../runner/main.js';
+import type { AppContext } from '../../src/app-context.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { conversationKeys } from '../../src/keys.js';
+import { readRange } from '../../src/record/read.js';
+import { closeRedis } from '../../src/redis.js';
+import { bullPrefixFor } from '../../src/run-queue.js';
+import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { createTestContext } from '../../testing/runner-context.js';
+import { waitFor } from '../../testing/wait.js';
+import { testPrefix } from '../helpers/redis.js';
+import { startRestartableRedis, type RestartableRedis } from '../helpers/restartable-redis.js';
+import { fakeModel } from '../runner/harness.js';
+
+const SECRET = 'whsec-isolation-0123456789abcdef';
+const MESSAGES = 6;
+
+interface App {
+  prefix: string;
+  ctx: AppContext;
+  http: HttpServer;
+  host: StartedHost;
+  runner: StartedRunner;
+  url: string;
+  callbacks: CallbackServer;
+}
+
+let server: RestartableRedis;
+let fake: FakeOpenAIServer;
+let apps: App[] = [];
+
+beforeEach(async () => {
+  // A Redis of its own, so every key in it belongs to one of the two apps.
+  server = await startRestartableRedis();
+  fake = await startFakeOpenAI();
+  fake.script((req: { messages: Array<{ role: string; content: unknown }> }) => ({
+    text: `answer to ${String(req.messages.filter((m) => m.role === 'user').at(-1)?.content)}`,
+  }));
+});
+afterEach(async () => {
+  for (const a of apps) {
+    await a.http.close();
+    await a.runner.close(1000);
+    await a.host.stop();
+    await closeRedis(a.ctx.redis);
+    await a.callbacks.close();
+  }
+  apps = [];
+  await fake.close();
+  await server.destroy();
+});
+
+async function startApp(): Promise<App> {
+  const prefix = testPrefix();
+  const callbacks = await startCallbackServer(SECRET);
+  const base = createTestContext({ redisUrl: server.url, prefix });
+  // Both apps on the default queue name: only the prefix keeps them apart.
+  const ctx: AppContext = { ...base, config: { ...base.config, runs: { ...base.config.runs, queueName: 'steerbot-runs' } } };
+  const webhook = (): ChannelPlugin => createWebhookPlugin('e2e', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger: ctx.logger, redis: ctx.redis, prefix });
+  const http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
+  const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true });
+  const runner = await startRunner(ctx, { plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }), channels: [webhook()] });
+  const url = await listen(http, { host: '127.0.0.1', port: 0 });
+  return { prefix, ctx, http, host, runner, url, callbacks };
+}
+
+async function post(app: App, id: string, conversation: string, text: string): Promise<number> {
+  const raw = JSON.stringify({ id, conversation, text, sender: { id: 'ann', name: 'Ann' } });
+  const res = await fetch(`${app.url}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) }, body: raw });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe('two deployments with different prefixes on one Redis', () => {
+  it('each answer all of their own messages and never touch the other one', async () => {
+    apps = [await startApp(), await startApp()];
+    const [a, b] = apps as [App, App];
+    expect(a.host.queue.bullPrefix).toBe(bullPrefixFor(a.prefix));
+    expect(b.host.queue.bullPrefix).toBe(bullPrefixFor(b.prefix));
+
+    // The same conversation names and message ids in both, sent interleaved.
+    const statuses = await Promise.all(
+      Array.from({ length: MESSAGES }, (_, i) => [post(a, `m${i}`, `c${i}`, `A${i}`), post(b, `m${i}`, `c${i}`, `B${i}`)]).flat(),
+    );
+    expect(statuses.every((s) => s === 202)).toBe(true);
+    await a.callbacks.waitForAccepted(MESSAGES, 20_000);
+    await b.callbacks.waitForAccepted(MESSAGES, 20_000);
+
+    for (const [app, name] of [[a, 'A'], [b, 'B']] as const) {
+      for (let i = 0; i < MESSAGES; i++) {
+        await waitFor(async () => (await app.host.dispatch.status(`webhook:e2e:c${i}`)).activeRunId === undefined || undefined, 10_000, 'idle');
+        expect(app.callbacks.texts(`c${i}`)).toEqual([`answer to ${name}${i}`]);
+        // Only this app's runner ever took this app's runs.
+        const started = (await readRange(app.ctx.redis, conversationKeys(app.prefix, `webhook:e2e:c${i}`).log)).filter((e) => e.kind === 'run.started');
+        expect(started.map((e) => (e as { owner: string }).owner)).toEqual([app.runner.owner]);
+      }
+    }
+
+    // Every key in Redis belongs to one of the two, under its prefix or its queue's.
+    const keys = await a.ctx.redis.keys('*');
+    const owners = [a, b].flatMap((app) => [`${app.prefix}:`, `${bullPrefixFor(app.prefix)}:`]);
+    expect(keys.filter((k) => !owners.some((p) => k.startsWith(p)))).toEqual([]);
+    // Each queue holds only jobs of its own app's runs.
+    for (const app of [a, b]) {
+      const jobs = await app.host.queue.queue.getJobs(['completed', 'waiting', 'active', 'delayed', 'failed']);
+      expect(jobs.length).toBeGreaterThanOrEqual(MESSAGES);
+      for (const job of jobs) {
+        expect(await app.ctx.redis.exists(conversationKeys(app.prefix, job.data.conversationId).run(job.data.runId))).toBe(1);
+      }
+    }
+  });
+});

@@ -1,0 +1,208 @@
+/**
+ * The published package, as a user gets it: `npm pack` (which builds dist/
+ * through `prepack`), install the tarball into a fresh project, and run a
+ * runner plugin written there against the real Redis, through the public
+ * entry points only: the plugin is examples/echo-agent (it imports only
+ * `steerbot/runner`), the process is a script that imports `steerbot`
+ * (`loadConfig`, `startApp`), the channel is a webhook whose replies go to a
+ * local callback receiver.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signedHeaders } from '../../plugins/webhook/signature.js';
+import { bullPrefixFor } from '../../src/run-queue.js';
+import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+const run = promisify(execFile);
+const REPO = resolve(import.meta.dirname, '../..');
+const SECRET = 'whsec-pack-test-0123456789';
+/** Building and installing take most of the time; both happen once per file. */
+const SETUP_TIMEOUT_MS = 180_000;
+
+let work: string;
+let project: string;
+let tarball: string;
+let callbacks: CallbackServer;
+let redis: Redis;
+let prefix: string;
+let child: ChildProcess | undefined;
+let output = '';
+
+/** Runs npm; on failure the error names the command and carries its output. */
+async function npm(args: string[], cwd: string): Promise<string> {
+  try {
+    const { stdout } = await run('npm', args, { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+    return stdout;
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`npm ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+/** Starts `node start.js` in the project; resolves with the address it prints once it listens. */
+function startProject(env: Record<string, string>): Promise<string> {
+  const proc = spawn(process.execPath, ['start.js'], { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = proc;
+  proc.stderr!.on('data', (d: Buffer) => void (output += d.toString()));
+  return new Promise((resolveAddress, reject) => {
+    const lines = createInterface({ input: proc.stdout! });
+    lines.on('line', (line) => {
+      output += `${line}\n`;
+      const m = /^listening (http:\/\/\S+)$/.exec(line);
+      if (m) resolveAddress(m[1]!);
+    });
+    proc.once('exit', (code, signal) => reject(new Error(`start.js exited (${code ?? signal}) before listening:\n${output}`)));
+  });
+}
+
+async function stopProject(): Promise<void> {
+  const proc = child;
+  child = undefined;
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  await exited;
+}
+
+/** What `npm pack` needs from the repository: the package's files and what builds them. */
+const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', 'src', 'host', 'runner', 'plugins', 'app', 'testing'];
+
+/**
+ * A lockfile for a project that depends on the tarball only: our lockfile's
+ * production entries (with registry URLs, so `npm ci --offline` finds every
+ * tarball in the cache `npm ci` filled, without the registry's metadata) plus
+ * the tarball. The install then needs no network, and a dependency missing
+ * from `dependencies` is missing there too.
+ */
+function projectLockfile(tgz: string): { dependency: string; lock: unknown } {
+  const repoLock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown>> };
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
+  const dependency = `file:${tgz}`;
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
+  const packages: Record<string, unknown> = {
+    '': { name: 'pack-test-project', dependencies: { steerbot: dependency } },
+    'node_modules/steerbot': { version: pkg.version, resolved: dependency, integrity, dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines, peerDependencies: pkg.peerDependencies, peerDependenciesMeta: pkg.peerDependenciesMeta },
+  };
+  for (const [path, entry] of Object.entries(repoLock.packages)) {
+    if (path === '' || entry.dev || entry.link) continue;
+    const { devOptional, ...rest } = entry;
+    const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    const resolved = rest.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${String(rest.version)}.tgz`;
+    packages[path] = { ...rest, resolved, ...(devOptional ? { optional: true } : {}) };
+  }
+  return { dependency, lock: { name: 'pack-test-project', lockfileVersion: 3, requires: true, packages } };
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'steerbot-pack-'));
+  // Packed from a snapshot, so a build elsewhere in the working tree (which empties dist/) cannot race this one.
+  const stage = join(work, 'steerbot');
+  for (const entry of PACKAGE_SOURCES) cpSync(join(REPO, entry), join(stage, entry), { recursive: true });
+  symlinkSync(join(REPO, 'node_modules'), join(stage, 'node_modules'));
+  // `prepack` runs `npm run build`: the tarball holds what the build just made.
+  await npm(['pack', '--pack-destination', work, '--silent'], stage);
+  const tgz = readdirSync(work).filter((f) => f.endsWith('.tgz'));
+  expect(tgz).toHaveLength(1);
+  tarball = join(work, tgz[0]!);
+
+  project = join(work, 'project');
+  mkdirSync(project);
+  const { dependency, lock } = projectLockfile(tarball);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'pack-test-project', private: true, type: 'module', dependencies: { steerbot: dependency } }, null, 2));
+  writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lock, null, 2));
+  // Install scripts are native speed-ups only (msgpackr); the user's install would run them.
+  await npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel', 'error'], project);
+
+  copyFileSync(join(REPO, 'examples/echo-agent/index.js'), join(project, 'echo-agent.js'));
+  writeFileSync(
+    join(project, 'start.js'),
+    [
+      "import { loadConfig, startApp } from 'steerbot';",
+      "const config = await loadConfig({ file: 'steerbot.json' });",
+      '// Any free port (a config file cannot ask for port 0); the test reads the address from stdout.',
+      'const app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } } });',
+      'process.stdout.write(`listening ${app.address}\\n`);',
+      "process.once('SIGTERM', () => app.stop().then(() => process.exit(0)));",
+      '',
+    ].join('\n'),
+  );
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await stopProject();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed package', () => {
+  it('holds the compiled entry points and the Lua scripts, and no sources, tests or benchmarks', async () => {
+    const listing = await run('tar', ['-tzf', tarball]);
+    const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+    for (const entry of ['dist/app/index.js', 'dist/app/index.d.ts', 'dist/app/cli.js', 'dist/runner/index.js', 'dist/runner/index.d.ts', 'dist/src/channel.js', 'dist/testing/index.js', 'dist/src/scripts/ingest-2n.lua', 'dist/src/scripts/includes/common.lua']) {
+      expect(files).toContain(entry);
+    }
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => /^(test|bench|examples)\//.test(f) || /\.test\.js$/.test(f))).toEqual([]);
+  });
+
+  describe('installed in a new project', () => {
+    beforeAll(async () => {
+      callbacks = await startCallbackServer(SECRET);
+      redis = new Redis(redisUrl());
+      prefix = testPrefix();
+      const config = {
+        http: { host: '127.0.0.1' },
+        runner: { plugin: './echo-agent.js' },
+        agents: { 'echo-agent': { prefix: 'packed: ' } },
+        channels: { webhooks: { pack: { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 } } },
+      };
+      writeFileSync(join(project, 'steerbot.json'), JSON.stringify(config, null, 2));
+    });
+    afterAll(async () => {
+      await stopProject();
+      await callbacks?.close();
+      if (redis) {
+        await cleanupPrefix(redis, prefix);
+        await cleanupPrefix(redis, bullPrefixFor(prefix));
+        await redis.quit();
+      }
+    });
+
+    it('validates the configuration with the plugin written there (steerbot check-config)', async () => {
+      const { stdout } = await run(join(project, 'node_modules/.bin/steerbot'), ['check-config', '--config', 'steerbot.json'], {
+        cwd: project,
+        env: { ...process.env, REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix },
+      });
+      expect(stdout).toContain('echo-agent');
+      expect(stdout).toContain('packed: ');
+      expect(stdout).not.toContain(SECRET);
+    });
+
+    it('answers a signed webhook message through the plugin, exactly once', async () => {
+      const address = await startProject({ REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
+      const post = async (id: string, text: string) => {
+        const body = JSON.stringify({ id, conversation: 'c1', sender: { id: 'ann', name: 'Ann' }, text });
+        const res = await fetch(`${address}/webhooks/pack`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, body) }, body });
+        return { status: res.status, body: (await res.json()) as { result: string } };
+      };
+
+      expect(await post('m1', 'hello from the tarball')).toMatchObject({ status: 202, body: { result: 'new-run' } });
+      // The same update again (a client retry) is a duplicate: no second turn, no second reply.
+      expect(await post('m1', 'hello from the tarball')).toMatchObject({ status: 200, body: { result: 'duplicate' } });
+      const [first] = await callbacks.waitForAccepted(1);
+      expect(first!).toMatchObject({ signed: true, body: { conversation: 'c1', text: 'packed: hello from the tarball' } });
+
+      // Replies of one conversation are called back in order: once the next one arrived, the first is settled.
+      expect((await post('m2', 'and again')).status).toBe(202);
+      await callbacks.waitForAccepted(2);
+      expect(callbacks.texts('c1')).toEqual(['packed: hello from the tarball', 'packed: and again']);
+    });
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * End to end, exactly once: a runner process records the final answer and
+ * is killed (`SIGKILL`, no cleanup) at each point before the run is
+ * finished. The runner process that takes the run over delivers the
+ * recorded answer, once, through the real Discord outbound to a fake
+ * Discord, and does not ask the model again.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, it, onTestFinished } from 'vitest';
+import { conversationKeys } from '../../src/keys.js';
+import { startFakeDiscord, type FakeDiscord } from '../../testing/fakes/discord-server.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { contextEnv } from '../../testing/runner-context.js';
+import { redisUrl } from '../helpers/redis.js';
+import { RunnerHarness } from './harness.js';
+
+const WORKER = fileURLToPath(new URL('./crash-worker.ts', import.meta.url));
+const TOKEN = 'fake-discord-token-0123456789';
+const CHANNEL = '555000111222333444';
+/** A Discord DM conversation: the crash worker delivers it through the Discord outbound. */
+const DCID = `discord:${CHANNEL}`;
+
+/** Where `crash-worker.ts` kills itself (see there). */
+const CRASH_POINTS = ['step-recorded', 'claimed', 'sent', 'acknowledged'] as const;
+type CrashPoint = (typeof CRASH_POINTS)[number];
+
+/** One test's world: fake model, fake Discord, host parts on a private prefix, and the runner processes it started. */
+interface World {
+  fake: FakeOpenAIServer;
+  discord: FakeDiscord;
+  h: RunnerHarness;
+  /** Starts `crash-worker.ts` on the harness's prefix and queue; resolves once it takes jobs. */
+  startWorker(crashAt?: CrashPoint): Promise<Worker>;
+  /** Texts of the messages the bot created in the fake Discord channel, in order. */
+  discordTexts(): string[];
+  /** The conversation's outbox: delivery key → status. */
+  outbox(): Promise<Record<string, string>>;
+}
+
+interface Worker {
+  proc: ChildProcess;
+  owner: string;
+  /** Resolves with the signal that ended the process (null for a normal exit). */
+  exited: Promise<NodeJS.Signals | null>;
+}
+
+/** Starts a world for the running test; everything in it is closed when the test finishes. */
+async function world(): Promise<World> {
+  const fake = await startFakeOpenAI();
+  const discord = await startFakeDiscord({ token: TOKEN });
+  const h = await RunnerHarness.start();
+  const children: ChildProcess[] = [];
+  onTestFinished(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await h.close();
+    await discord.close();
+    await fake.close();
+  });
+
+  const startWorker = async (crashAt?: CrashPoint): Promise<Worker> => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+      env: {
+        ...process.env,
+        ...contextEnv({ redisUrl: redisUrl(), prefix: h.prefix }),
+        FAKE_OPENAI_URL: fake.url,
+        FAKE_DISCORD_API: discord.apiBase,
+        FAKE_DISCORD_TOKEN: TOKEN,
+        ...(crashAt && { CRASH_AT: crashAt }),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(proc);
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.once('exit', (_code, signal) => resolve(signal)));
+    let out = '';
+    let err = '';
+    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const owner = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`crash worker not ready within 30 s; stderr: ${err}`)), 30_000);
+      proc.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /^ready (\S+)$/m.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      });
+      proc.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`crash worker exited (${code ?? signal}) before ready; stderr: ${err}`));
+      });
+    });
+    return { proc, owner, exited };
+  };
+
+  return {
+    fake,
+    discord,
+    h,
+    startWorker,
+    discordTexts: () => [...discord.messages.values()].filter((m) => m.channel_id === CHANNEL).map((m) => m.content),
+    outbox: async () => {
+      const raw = await h.ctx.redis.hgetall(conversationKeys(h.prefix, DCID).outbox);
+      return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, (JSON.parse(v) as { status: string }).status]));
+    },
+  };
+}
+
+/** What the outbox and the platform hold right after the kill at `point`. */
+const AT_CRASH: Record<CrashPoint, { outbox: string | undefined; onPlatform: string[] }> = {
+  'step-recorded': { outbox: undefined, onPlatform: [] },
+  claimed: { outbox: 'possibly-dispatched', onPlatform: [] },
+  sent: { outbox: 'possibly-dispatched', onPlatform: ['The real answer.'] },
+  acknowledged: { outbox: 'acknowledged', onPlatform: ['The real answer.'] },
+};
+
+describe('a final answer recorded by an attempt that died before the run finished', () => {
+  for (const point of CRASH_POINTS) {
+    it.concurrent(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async ({ expect }) => {
+      const w = await world();
+      const { h } = w;
+      // Any second model call would answer "Nothing new." (the prompt already ends with the answer).
+      w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'Nothing new.' }));
+      const doomed = await w.startWorker(point);
+      const first = await h.ingest('what is the answer?', { conversationId: DCID });
+      expect(first.kind).toBe('new-run');
+      const { runId, seq } = first as { runId: string; seq: number };
+
+      expect(await doomed.exited).toBe('SIGKILL');
+      const steps = (await h.entries('model.step', DCID)).filter((s) => s.run === runId);
+      expect(steps.map((s) => s.finishReason)).toEqual(['stop']);
+      expect(await h.entries('run.ended', DCID)).toEqual([]);
+      const key = `${runId}:${seq}:0`;
+      expect((await w.outbox())[key]).toBe(AT_CRASH[point].outbox);
+      expect(w.discordTexts()).toEqual(AT_CRASH[point].onPlatform);
+
+      const survivor = await w.startWorker();
+      expect((await h.runEnded(runId, 30_000, DCID)).outcome).toBe('completed');
+      await h.idle(10_000, DCID);
+
+      expect(w.discordTexts()).toEqual(['The real answer.']);
+      expect(w.fake.requests).toHaveLength(1);
+      expect(await w.outbox()).toEqual({ [key]: 'acknowledged' });
+      expect((await h.entries('run.started', DCID)).map((e) => [e.attempt, e.owner])).toEqual([
+        [1, doomed.owner],
+        [2, survivor.owner],
+      ]);
+      expect((await h.entries('model.step', DCID)).map((s) => s.seq)).toEqual(steps.map((s) => s.seq));
+    });
+  }
+
+  it.concurrent('then answers a message steered in while the runner was dead, as a continuation of the run', async ({ expect }) => {
+    const w = await world();
+    const { h } = w;
+    w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'And the answer to the second.' }));
+    const doomed = await w.startWorker('step-recorded');
+    const first = await h.ingest('what is the answer?', { conversationId: DCID });
+    const runId = (first as { runId: string }).runId;
+    expect(await doomed.exited).toBe('SIGKILL');
+    expect(await h.ingest('and one more thing', { conversationId: DCID })).toMatchObject({ kind: 'steered', runId });
+
+    await w.startWorker();
+    expect((await h.runEnded(runId, 30_000, DCID)).outcome).toBe('completed');
+    await h.idle(10_000, DCID);
+
+    expect(w.discordTexts()).toEqual(['The real answer.', 'And the answer to the second.']);
+    // One model call for the steered message, whose prompt holds the recorded answer once, before it.
+    expect(w.fake.requests).toHaveLength(2);
+    const chat = (w.fake.requests[1]!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role !== 'system');
+    expect(chat.map((m) => [m.role, m.content])).toEqual([
+      ['user', 'what is the answer?'],
+      ['assistant', 'The real answer.'],
+      ['user', 'and one more thing'],
+    ]);
+    expect(await h.entries('steering.injected', DCID)).toMatchObject([{ run: runId, follow_up: true }]);
+  });
+});

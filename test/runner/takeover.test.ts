@@ -1,0 +1,162 @@
+/**
+ * What a takeover reads from the record (pure): the recorded final answer
+ * of the turn the run is on, the anchor of its delivery keys, and the
+ * steered messages taken since the last answer; and the note that names
+ * unanswered steered messages.
+ */
+import { describe, expect, it } from 'vitest';
+import { answerText, isFinalStep } from '../../runner/projection.js';
+import { runProgress } from '../../runner/takeover.js';
+import type { ModelStep, RecordEntry, SeqEntry } from '../../src/record/entries.js';
+import { MAX_UNANSWERED_LISTED, parseUnanswered, unansweredNote, unansweredNotice, unansweredStatusLine } from '../../src/record/unanswered.js';
+
+type EntryInput = RecordEntry extends infer E ? (E extends RecordEntry ? Omit<E, 'v' | 'at'> : never) : never;
+
+function record() {
+  const entries: SeqEntry[] = [];
+  const add = (e: EntryInput): number => {
+    const seq = entries.length + 1;
+    entries.push({ v: 1, at: 1_700_000_000_000 + seq, ...e, seq } as SeqEntry);
+    return seq;
+  };
+  return {
+    entries,
+    user: (text: string) => add({ kind: 'message.received', updateKey: `telegram:${entries.length + 1}`, sender: { id: 'u1' }, text }),
+    started: (run: string, inputs: number[], attempt = 1) => add({ kind: 'run.started', run, attempt, token: attempt, owner: `w${attempt}`, inputs }),
+    injected: (run: string, seqs: number[], followUp = false) => add({ kind: 'steering.injected', run, seqs, ...(followUp && { follow_up: true }) }),
+    answer: (run: string, text: string) => add({ kind: 'model.step', run, token: 1, step: 0, finishReason: 'stop', messages: [{ role: 'assistant', content: [{ type: 'text', text }] }] }),
+    tools: (run: string) =>
+      add({
+        kind: 'model.step',
+        run,
+        token: 1,
+        step: 0,
+        finishReason: 'tool-calls',
+        messages: [
+          { role: 'assistant', content: [{ type: 'text', text: 'Let me look. ' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: {} }] },
+          { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: 1 } }] },
+        ],
+      }),
+    partial: (run: string, text: string) =>
+      add({ kind: 'model.step', run, token: 1, step: 0, partial: true, finishReason: 'aborted', messages: [{ role: 'assistant', content: [{ type: 'text', text }] }] }),
+    ended: (run: string) => add({ kind: 'run.ended', run, attempt: 1, token: 1, outcome: 'completed' }),
+  };
+}
+
+describe('runProgress', () => {
+  it('finds the final answer an attempt recorded after taking its inputs, and anchors keys at the newest input', () => {
+    const r = record();
+    const a = r.user('first');
+    const b = r.user('second');
+    r.started('run1', [a, b]);
+    r.tools('run1');
+    const step = r.answer('run1', 'The answer.');
+    r.started('run1', [a, b], 2); // the takeover's own start lists the same inputs: not a new turn
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: { text: 'The answer.', stepSeq: step }, unansweredSteered: [] });
+  });
+
+  it('has no answer while the turn still needs the model: nothing recorded, or a tool step last', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    expect(runProgress(r.entries, 'run1').answer).toBeUndefined();
+    r.tools('run1');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, unansweredSteered: [] });
+  });
+
+  it('drops an answer once the run took a newer message (a follow-up turn), and anchors at that message', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    r.answer('run1', 'The answer.');
+    const b = r.user('steered');
+    r.injected('run1', [b], true);
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, unansweredSteered: [b] });
+    const step = r.answer('run1', 'The second answer.');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: { text: 'The second answer.', stepSeq: step }, unansweredSteered: [] });
+  });
+
+  it('keeps the answer of the turn when a message arrived after it but was not taken yet (finish hands it back)', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    const step = r.answer('run1', 'The answer.');
+    r.user('arrived while the answer streamed');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: { text: 'The answer.', stepSeq: step }, unansweredSteered: [] });
+  });
+
+  it('counts steered messages pulled since the last answer as unanswered, also across a partial step', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    r.tools('run1');
+    const b = r.user('also this');
+    r.injected('run1', [b]);
+    r.tools('run1');
+    const c = r.user('and this');
+    r.injected('run1', [c]);
+    r.partial('run1', 'half an ans');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: c, answer: undefined, unansweredSteered: [b, c] });
+  });
+
+  it('ignores other runs', () => {
+    const r = record();
+    const a = r.user('old');
+    r.started('run0', [a]);
+    r.answer('run0', 'Old answer.');
+    r.ended('run0');
+    const b = r.user('new');
+    r.started('run1', [b]);
+    r.answer('run0', 'stray');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, unansweredSteered: [] });
+  });
+});
+
+describe('answerText and isFinalStep', () => {
+  const step = (over: Partial<ModelStep>): Pick<ModelStep, 'finishReason' | 'partial' | 'messages'> => ({ messages: [], ...over });
+
+  it('joins the text parts of assistant messages (as the AI SDK reports a step text), skipping reasoning and tools', () => {
+    expect(
+      answerText([
+        { role: 'assistant', content: [{ type: 'reasoning', text: 'hmm' }, { type: 'text', text: 'Hello ' }, { type: 'text', text: 'world.' }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'x', output: { type: 'text', value: 'no' } }] },
+      ]),
+    ).toBe('Hello world.');
+    expect(answerText([{ role: 'assistant', content: 'plain' }])).toBe('plain');
+  });
+
+  it('is final unless cut off or a tool-call step; without a finish reason, unless it calls a tool', () => {
+    expect(isFinalStep(step({ finishReason: 'stop' }))).toBe(true);
+    expect(isFinalStep(step({ finishReason: 'length' }))).toBe(true);
+    expect(isFinalStep(step({ finishReason: 'tool-calls' }))).toBe(false);
+    expect(isFinalStep(step({ finishReason: 'stop', partial: true }))).toBe(false);
+    expect(isFinalStep(step({ messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x' }] }] }))).toBe(true);
+    expect(isFinalStep(step({ messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input: {} }] }] }))).toBe(false);
+  });
+});
+
+describe('the unanswered note', () => {
+  const messages = (n: number) => Array.from({ length: n }, (_, i) => ({ seq: i + 1, text: `message ${i + 1}` }));
+
+  it('quotes each message on one line, cut to a short length, and names the outcome', () => {
+    const note = unansweredNote('run1', 'failed', [{ seq: 4, text: `also\nthis ${'x'.repeat(200)}` }], 1);
+    expect(note.messages[0]!.text).toMatch(/^also this x+…$/);
+    expect(note.messages[0]!.text.length).toBe(80);
+    expect(unansweredNotice(note)).toMatch(/^The run failed before answering this message: “also this x+…”\. /);
+    expect(unansweredStatusLine(unansweredNote('run1', 'stopped', messages(2), 1))).toBe('Not answered (the run was stopped): “message 1”, “message 2”');
+  });
+
+  it(`lists at most ${MAX_UNANSWERED_LISTED} messages and counts the rest`, () => {
+    const note = unansweredNote('run1', 'stopped', messages(8), 1);
+    expect(note.messages).toHaveLength(MAX_UNANSWERED_LISTED);
+    expect(unansweredNotice(note)).toContain('“message 5” and 3 more.');
+  });
+
+  it('reads back what it stored, and treats anything unreadable as no note', () => {
+    const note = unansweredNote('run1', 'failed', messages(1), 5);
+    expect(parseUnanswered(JSON.stringify(note))).toEqual(note);
+    expect(parseUnanswered(undefined)).toBeUndefined();
+    expect(parseUnanswered('{not json')).toBeUndefined();
+    expect(parseUnanswered(JSON.stringify({ ...note, schema_version: 2 }))).toBeUndefined();
+  });
+});

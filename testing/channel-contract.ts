@@ -1,0 +1,269 @@
+/**
+ * The channel plugin contract: a vitest suite every channel plugin must pass.
+ *
+ *   channelPluginContract({ name: 'telegram', makeHarness: async (env) => harness, capabilities: { typing: true, edit: true } });
+ *
+ * The suite owns the host side: a real HTTP server (`env.host.http`), and the
+ * real channel host (`createChannelHost`: allow-lists, control commands,
+ * ingest through the real `Dispatch` on a random Redis key prefix — new runs
+ * are recorded, never executed). `makeHarness(env)` starts the platform fake
+ * and creates the plugin (not started); the suite then starts it with
+ * `env.host`, starts listening, and runs the cases. It needs a real Redis
+ * (`redisUrl`, default `REDIS_URL` or `redis://127.0.0.1:6379`). The harness turns the
+ * suite's neutral messages into platform updates (`inject`) and reports
+ * what the platform received from the bot (`received`).
+ *
+ * Cases: one text message → one `receive` with the right update key,
+ * conversation id, sender and text, and one record entry; the same update
+ * three times → one record entry; a sender outside the allow-list → ignored,
+ * nothing written; `/status` answered through the outbound side, once even
+ * when redelivered; `send` returns a message id and the platform gets the
+ * text; a reply over `maxMessageChars` arrives through delivery split into
+ * messages within the limit, nothing lost; typing and edit when the plugin
+ * declares them.
+ */
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpServer, listen, type HttpServer } from '../host/http.js';
+import type { ChannelSettings } from '../host/receive.js';
+import { RunDelivery } from '../runner/delivery.js';
+import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../src/channel.js';
+import { conversationKeys } from '../src/keys.js';
+import { createLogger, type Logger } from '../src/logger.js';
+import { readRange } from '../src/record/read.js';
+import { ingestOnlyHost } from './channel-host.js';
+import { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
+import { waitFor } from './wait.js';
+
+/** What `makeHarness` gets. */
+export interface ChannelContractEnv {
+  /** The channel host the suite starts the plugin with (its `receive` calls are recorded). */
+  host: ChannelHost;
+  /** This test's Redis connection and key prefix (pass them to the plugin as `ChannelDeps`). */
+  redis: Redis;
+  prefix: string;
+  logger: Logger;
+  /** Base URL of the host's HTTP server, e.g. `http://127.0.0.1:43121`; valid once the suite listens (after `makeHarness`). */
+  baseUrl(): string;
+}
+
+/** A neutral text message the harness turns into a platform update. Ids are digits, valid on every platform. */
+export interface ContractMessage {
+  /** Platform update identity (Telegram `update_id`, Discord message id, webhook `id`). */
+  updateId: string;
+  /** Platform chat id (a Telegram chat, a Discord DM channel, a webhook conversation). */
+  chatId: string;
+  sender: { id: string; name: string };
+  text: string;
+}
+
+/** What a channel's test harness provides. */
+export interface ChannelHarness {
+  /** The plugin under test, created with `env`'s Redis, prefix and logger; not started (the suite starts it). */
+  plugin: ChannelPlugin;
+  /** Delivers `m` the way the platform does (webhook POST, poll answer, gateway event). May resolve before `receive` is called. */
+  inject(m: ContractMessage): Promise<void>;
+  /** The update key and conversation id the plugin must produce for `m`. */
+  expected(m: ContractMessage): { updateKey: string; conversationId: string };
+  /** Current texts (edits applied) of the messages the bot sent to chat `chatId`, in order. */
+  received(chatId: string): Promise<string[]>;
+  /** How many typing indications the platform saw for chat `chatId`. Required when the plugin has `outbound.typing`. */
+  typingCount?(chatId: string): Promise<number>;
+  /** Stops the platform fake (the suite stops the plugin). */
+  close(): Promise<void>;
+}
+
+/** Builds a harness for one test. */
+export type MakeHarness = (env: ChannelContractEnv) => Promise<ChannelHarness>;
+
+interface Recorded {
+  channelId: string;
+  message: InboundMessage;
+  result?: ReceiveResult;
+  error?: unknown;
+}
+
+
+const words = (texts: string[]) => texts.join(' ').split(/\s+/).filter(Boolean);
+
+/** Options of `channelPluginContract`. */
+export interface ChannelContractOptions {
+  /** Names the suite: `channel contract: <name>`. */
+  name: string;
+  /** Builds the harness of one test. */
+  makeHarness: MakeHarness;
+  /** Optional outbound features the plugin declares; each adds its case. Default: none. */
+  capabilities?: { typing?: boolean; edit?: boolean };
+  /** The Redis the suite runs on. Default: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
+  redisUrl?: string;
+}
+
+/** Registers the contract suite for a channel plugin (call it at the top level of a vitest test file). */
+export function channelPluginContract({ name, makeHarness, capabilities = {}, redisUrl = defaultRedisUrl() }: ChannelContractOptions): void {
+  describe(`channel contract: ${name}`, () => {
+    let redis: Redis;
+    let prefix: string;
+    let http: HttpServer;
+    let harness: ChannelHarness;
+    let address: string;
+    let settings: ChannelSettings = {};
+    const calls: Recorded[] = [];
+    let n = 0;
+    const msg = (text: string, over: Partial<ContractMessage> = {}): ContractMessage => ({
+      updateId: String(900_000 + ++n),
+      chatId: '4242',
+      sender: { id: '777', name: 'Ann' },
+      text,
+      ...over,
+    });
+    const callsFor = (updateKey: string) => calls.filter((c) => c.message.updateKey === updateKey && (c.result || c.error));
+    const waitForReceive = (m: ContractMessage) =>
+      waitFor(() => callsFor(harness.expected(m).updateKey)[0], 10_000, `receive of update ${m.updateId}`);
+    const recordOf = async (conversationId: string) => readRange(redis, conversationKeys(prefix, conversationId).log);
+    const keys = async () => (await redis.keys(`${prefix}:*`)).filter((k) => k.includes('{c:')).sort();
+
+    beforeEach(async () => {
+      redis = new Redis(redisUrl);
+      prefix = testPrefix();
+      calls.length = 0;
+      settings = {};
+      const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+      http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+      let plugin: ChannelPlugin | undefined;
+      const { host: inner } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => settings, outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined) });
+      const host: ChannelHost = {
+        ...inner,
+        async receive(channelId, message) {
+          const call: Recorded = { channelId, message };
+          calls.push(call);
+          try {
+            call.result = await inner.receive(channelId, message);
+            return call.result;
+          } catch (err) {
+            call.error = err;
+            throw err;
+          }
+        },
+      };
+      harness = await makeHarness({ host, redis, prefix, logger, baseUrl: () => address });
+      plugin = harness.plugin;
+      await harness.plugin.start(host);
+      address = await listen(http, { host: '127.0.0.1', port: 0 });
+    });
+
+    afterEach(async () => {
+      await harness?.plugin.stop();
+      await harness?.close();
+      await http?.close();
+      await cleanupPrefix(redis, prefix);
+      await redis.quit();
+    });
+
+    it('turns a text message into one receive call with its update key, conversation id, sender and text', async () => {
+      const m = msg('hello there');
+      await harness.inject(m);
+      const call = await waitForReceive(m);
+      const { updateKey, conversationId } = harness.expected(m);
+
+      expect(call.channelId).toBe(harness.plugin.id);
+      expect(call.message).toMatchObject({ updateKey, conversationId, text: 'hello there', sender: { id: '777' } });
+      expect(call.message.conversationId.startsWith(`${harness.plugin.id}:`)).toBe(true);
+      expect(call.result).toMatchObject({ kind: 'ingested', result: { kind: 'new-run' } });
+      const entries = (await recordOf(conversationId)).filter((e) => e.kind === 'message.received');
+      expect(entries).toMatchObject([{ updateKey, text: 'hello there', sender: { id: '777' } }]);
+    });
+
+    it('ingests an update delivered three times once', async () => {
+      const m = msg('only once please');
+      for (let i = 0; i < 3; i++) await harness.inject(m);
+      // A later message in the same chat: once it is received, the repeats before it were handled.
+      const barrier = msg('after the repeats');
+      await harness.inject(barrier);
+      await waitForReceive(barrier);
+
+      const { updateKey, conversationId } = harness.expected(m);
+      const results = callsFor(updateKey).map((c) => (c.result?.kind === 'ingested' ? c.result.result.kind : c.result?.kind));
+      expect(results[0]).toBe('new-run');
+      expect(results.slice(1).every((k) => k === 'duplicate')).toBe(true);
+      const entries = (await recordOf(conversationId)).filter((e) => e.kind === 'message.received' && e.updateKey === updateKey);
+      expect(entries).toHaveLength(1);
+    });
+
+    it('ignores a sender outside the allow-list and writes nothing', async () => {
+      settings = { allowedUsers: ['someone-else'] };
+      const before = await keys();
+      const m = msg('let me in');
+      await harness.inject(m);
+      const call = await waitForReceive(m);
+      expect(call.result).toEqual({ kind: 'ignored', reason: 'not-allowed' });
+      expect(await keys()).toEqual(before);
+    });
+
+    it('answers /status through its outbound side, once even when the command is redelivered', async () => {
+      const m = msg('/status');
+      await harness.inject(m);
+      await harness.inject(m);
+      const barrier = msg('after the command');
+      await harness.inject(barrier);
+      await waitForReceive(barrier);
+      const replies = await waitFor(async () => {
+        const texts = (await harness.received(m.chatId)).filter((t) => t.startsWith('No active run.'));
+        return texts.length > 0 && texts;
+      }, 10_000, '/status reply');
+      expect(replies).toHaveLength(1);
+      expect(callsFor(harness.expected(m).updateKey)[0]?.result).toMatchObject({ kind: 'command', command: 'status', duplicate: false });
+    });
+
+    it('sends a text and returns its platform message id', async () => {
+      const m = msg('hi');
+      const { conversationId } = harness.expected(m);
+      const { messageId } = await harness.plugin.outbound.send(conversationId, 'hello from the bot');
+      expect(typeof messageId).toBe('string');
+      expect(messageId.length).toBeGreaterThan(0);
+      expect(await waitFor(async () => (await harness.received(m.chatId)).includes('hello from the bot'), 10_000, 'sent text')).toBe(true);
+    });
+
+    it('gets a reply over maxMessageChars through delivery as messages within the limit, nothing lost', async () => {
+      const max = harness.plugin.outbound.maxMessageChars;
+      const paragraph = (i: number) => Array.from({ length: 40 }, (_, j) => `w${i}.${j}`).join(' ');
+      const parts: string[] = [];
+      for (let i = 0; parts.join('\n\n').length < max * 2.5; i++) parts.push(paragraph(i));
+      const text = parts.join('\n\n');
+      const m = msg('long one');
+      const { conversationId } = harness.expected(m);
+      const delivery = new RunDelivery({ client: redis, prefix, conversationId, runId: 'rcontract', resolve: () => harness.plugin.outbound, logger: createLogger({ level: 'silent' }) });
+      await delivery.message(text);
+      const got = await waitFor(async () => {
+        const texts = await harness.received(m.chatId);
+        return words(texts).length >= words([text]).length && texts;
+      }, 10_000, 'split reply');
+      expect(got.length).toBeGreaterThanOrEqual(3);
+      for (const t of got) expect(t.length).toBeLessThanOrEqual(max);
+      expect(words(got)).toEqual(words([text]));
+    });
+
+    if (capabilities.typing) {
+      it('shows typing', async () => {
+        const m = msg('hi');
+        expect(harness.plugin.outbound.typing).toBeTypeOf('function');
+        await harness.plugin.outbound.typing!(harness.expected(m).conversationId);
+        expect(await waitFor(async () => (await harness.typingCount!(m.chatId)) > 0, 10_000, 'typing')).toBe(true);
+      });
+    }
+
+    if (capabilities.edit) {
+      it('edits a sent message in place', async () => {
+        const m = msg('hi');
+        const { conversationId } = harness.expected(m);
+        expect(harness.plugin.outbound.edit).toBeTypeOf('function');
+        const { messageId } = await harness.plugin.outbound.send(conversationId, 'draft answer');
+        await harness.plugin.outbound.edit!(conversationId, messageId, 'final answer');
+        const texts = await waitFor(async () => {
+          const t = await harness.received(m.chatId);
+          return t.includes('final answer') && t;
+        }, 10_000, 'edited text');
+        expect(texts).not.toContain('draft answer');
+      });
+    }
+  });
+}

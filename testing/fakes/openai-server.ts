@@ -1,0 +1,309 @@
+/**
+ * A local fake of the OpenAI chat-completions API, for end-to-end tests of the
+ * real `@ai-sdk/openai-compatible` provider. It answers `POST
+ * /v1/chat/completions` with scripted turns, as JSON or as an SSE stream, and
+ * records every request it received.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One scripted answer of the fake model. */
+export interface FakeTurn {
+  /** Assistant text. Streamed in several deltas. */
+  text?: string;
+  /** Tool calls; `args` is sent as JSON (a string is sent verbatim). `id` defaults to `call_<request>_<i>`. */
+  toolCalls?: Array<{ id?: string; name: string; args: unknown }>;
+  /** Wait this long before answering (headers included); the wait ends early when the client aborts. */
+  delayMs?: number;
+  /** Wait this long between stream chunks (streaming only). Default 0. */
+  chunkDelayMs?: number;
+  /** Answer with this HTTP status and an OpenAI error body instead of a completion. */
+  error?: { status: number; message: string; type?: string; code?: string };
+  /** Reported usage. Default: a rough estimate from the request and the answer. */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+/** One request the fake received. */
+export interface FakeRequest {
+  /** The parsed JSON body. */
+  body: any;
+  /** The request headers, as node:http reports them (lower-case names). */
+  headers: Record<string, string | string[] | undefined>;
+  /** True when the client went away before the answer was complete. */
+  aborted?: boolean;
+}
+
+/** A running fake server. */
+export interface FakeOpenAIServer {
+  /** Base URL to give the provider, including `/v1`. */
+  url: string;
+  /** Every chat-completions request received, in arrival order. */
+  requests: FakeRequest[];
+  /**
+   * Sets what the model answers. A list is consumed one turn per request from
+   * the time it is set; a function is called with the request body and the
+   * request's index in `requests`. When the list runs out the answer is text `ok`.
+   */
+  script(turns: FakeTurn[] | ((req: any, index: number) => FakeTurn)): void;
+  /** Resolves once at least `n` requests have arrived; rejects after `timeoutMs` (default 5000). */
+  waitForRequests(n: number, timeoutMs?: number): Promise<void>;
+  /** Drops open connections and stops listening. */
+  close(): Promise<void>;
+}
+
+const MODEL = 'fake-model';
+
+/** Options of `startFakeOpenAI`. */
+export interface FakeOpenAIOptions {
+  /**
+   * The one API key accepted (`Authorization: Bearer <key>`); any other gets
+   * OpenAI's 401 `invalid_api_key`, whose message echoes the key it was given.
+   * Default: any key.
+   */
+  apiKey?: string;
+}
+
+/** Starts a fake on 127.0.0.1 with a free port. */
+export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
+  const requests: FakeRequest[] = [];
+  const waiters: Array<{ n: number; resolve: () => void }> = [];
+  let turns: FakeTurn[] | ((req: any, index: number) => FakeTurn) = [];
+  let cursor = 0;
+
+  const nextTurn = (body: any, index: number): FakeTurn => {
+    if (typeof turns === 'function') return turns(body, index);
+    return turns[cursor++] ?? { text: 'ok' };
+  };
+
+  const notify = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const w = waiters[i]!;
+      if (requests.length >= w.n) {
+        waiters.splice(i, 1);
+        w.resolve();
+      }
+    }
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) sendError(res, 500, { message: `fake server failure: ${String(err)}`, type: 'server_error' });
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+      sendError(res, 404, { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' });
+      return;
+    }
+    let body: any;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch {
+      sendError(res, 400, { message: 'body is not JSON', type: 'invalid_request_error' });
+      return;
+    }
+    const record: FakeRequest = { body, headers: { ...req.headers } };
+    const index = requests.push(record) - 1;
+    notify();
+    const given = /^Bearer (.*)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
+    if (opts.apiKey !== undefined && given !== opts.apiKey) {
+      sendError(res, 401, { message: `Incorrect API key provided: ${given}. You can find your API key at https://platform.openai.com/account/api-keys.`, type: 'invalid_request_error', code: 'invalid_api_key' });
+      return;
+    }
+
+    // `close` on the response fires when the socket goes away; unfinished means the client aborted.
+    let gone = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        gone = true;
+        record.aborted = true;
+      }
+    });
+    const wait = (ms: number) =>
+      new Promise<void>((resolve) => {
+        if (ms <= 0 || gone) return resolve();
+        const onClose = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          res.off('close', onClose);
+          resolve();
+        }, ms);
+        res.once('close', onClose);
+      });
+
+    const turn = nextTurn(body, index);
+    await wait(turn.delayMs ?? 0);
+    if (gone) return;
+    if (turn.error) {
+      sendError(res, turn.error.status, turn.error);
+      return;
+    }
+    const answer = toAnswer(turn, body, index);
+    if (body?.stream === true) await stream(res, answer, body, () => gone, wait, turn.chunkDelayMs ?? 0);
+    else sendJson(res, 200, completion(answer));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    script(next) {
+      turns = next;
+      cursor = 0;
+    },
+    waitForRequests(n, timeoutMs = 5000) {
+      if (requests.length >= n) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const waiter = {
+          n,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          reject(new Error(`fake OpenAI: expected ${n} requests within ${timeoutMs} ms, got ${requests.length}`));
+        }, timeoutMs);
+        waiters.push(waiter);
+      });
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
+
+/** A turn resolved into what goes on the wire. */
+interface Answer {
+  id: string;
+  created: number;
+  text: string;
+  toolCalls: Array<{ id: string; name: string; arguments: string }>;
+  finishReason: 'stop' | 'tool_calls';
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+function toAnswer(turn: FakeTurn, body: any, index: number): Answer {
+  const toolCalls = (turn.toolCalls ?? []).map((c, i) => ({
+    id: c.id ?? `call_${index}_${i}`,
+    name: c.name,
+    arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}),
+  }));
+  const text = turn.text ?? '';
+  const promptTokens = turn.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(body?.messages ?? []).length / 4);
+  const completionTokens =
+    turn.usage?.completion_tokens ?? Math.ceil((text.length + toolCalls.reduce((n, c) => n + c.arguments.length, 0)) / 4);
+  return {
+    id: `chatcmpl-fake-${index}`,
+    created: Math.floor(Date.now() / 1000),
+    text,
+    toolCalls,
+    finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+  };
+}
+
+function completion(a: Answer) {
+  return {
+    id: a.id,
+    object: 'chat.completion',
+    created: a.created,
+    model: MODEL,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: a.toolCalls.length > 0 && a.text === '' ? null : a.text,
+          refusal: null,
+          ...(a.toolCalls.length > 0
+            ? { tool_calls: a.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+            : {}),
+        },
+        finish_reason: a.finishReason,
+      },
+    ],
+    usage: a.usage,
+  };
+}
+
+/** Streams like OpenAI: role chunk, text deltas, tool-call deltas, finish chunk, optional usage chunk, `[DONE]`. */
+async function stream(
+  res: ServerResponse,
+  a: Answer,
+  body: any,
+  gone: () => boolean,
+  wait: (ms: number) => Promise<void>,
+  chunkDelayMs: number,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    ({ id: a.id, object: 'chat.completion.chunk', created: a.created, model: MODEL, choices, ...extra });
+  const delta = (d: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: d, finish_reason: finish }]);
+
+  const events: unknown[] = [delta({ role: 'assistant', content: '' })];
+  for (const piece of splitText(a.text)) events.push(delta({ content: piece }));
+  a.toolCalls.forEach((c, index) => {
+    events.push(delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
+    for (const piece of splitArgs(c.arguments)) events.push(delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
+  });
+  events.push(delta({}, a.finishReason));
+  // Real OpenAI sends usage in an extra chunk with empty `choices` when asked to.
+  if (body?.stream_options?.include_usage === true) events.push(chunk([], { usage: a.usage }));
+
+  for (const event of events) {
+    if (gone()) return;
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+    await wait(chunkDelayMs);
+  }
+  if (gone()) return;
+  res.end('data: [DONE]\n\n');
+}
+
+/** Splits text into word-sized deltas (at least two when the text has two characters). */
+function splitText(text: string): string[] {
+  if (text === '') return [];
+  const words = text.match(/\s*\S+\s*|\s+/g) ?? [text];
+  if (words.length > 1 || text.length < 2) return words;
+  const mid = Math.ceil(text.length / 2);
+  return [text.slice(0, mid), text.slice(mid)];
+}
+
+/** Splits tool arguments into three fragments, as providers send them. */
+function splitArgs(args: string): string[] {
+  const size = Math.max(1, Math.ceil(args.length / 3));
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i += size) out.push(args.slice(i, i + size));
+  return out;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, status: number, e: { message: string; type?: string; code?: string }): void {
+  sendJson(res, status, { error: { message: e.message, type: e.type ?? 'invalid_request_error', param: null, code: e.code ?? null } });
+}

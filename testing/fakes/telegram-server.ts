@@ -1,0 +1,487 @@
+/**
+ * A local fake of the Telegram Bot API, for end-to-end tests of the real
+ * grammY client (`apiRoot` pointed here). It speaks `POST /bot<token>/<method>`
+ * for getMe, getUpdates (long poll, offset confirmation, one poller at a time
+ * like Telegram: a second getUpdates ends the first with 409), sendMessage,
+ * editMessageText, sendChatAction, setMyCommands, setWebhook, deleteWebhook,
+ * getWebhookInfo and getChatMember; it records every call and can fail the next calls of a
+ * method with a scripted error (429 `retry_after`, 400 can't parse entities).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A test bot token: the shape Telegram issues (and that steerbot's redaction knows). */
+export const FAKE_TOKEN = '7012345678:AAHfakeTokenForTestsOnly_0123456789abcdEF';
+
+/** One API call the fake received. */
+export interface ApiCall {
+  method: string;
+  /** The token in the URL. */
+  token: string;
+  /** The JSON body (or `{}`). */
+  payload: Record<string, any>;
+  /** What the fake answered: `ok` or the error code. */
+  outcome: 'ok' | number;
+  /** When the request reached the fake, ms since the epoch (`Date.now()`; a call is answered right after, long polls excepted). */
+  at: number;
+}
+
+/** An error the fake answers with, in Telegram's shape. */
+export interface ScriptedFailure {
+  error_code: number;
+  description: string;
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+}
+
+/** A message the bot sent, with its current text (after edits). */
+export interface SentMessage {
+  chatId: number;
+  messageId: number;
+  /** Text as the user sees it (HTML tags removed when `parse_mode` was HTML). */
+  text: string;
+  /** The text exactly as sent (or as last edited), before parsing. */
+  raw: string;
+  /** `parse_mode` of the send (or of the last edit). */
+  parseMode: string | undefined;
+  threadId: number | undefined;
+  replyTo: number | undefined;
+  /** Every later text of the message, oldest first. */
+  edits: string[];
+}
+
+/** Options of `startFakeTelegram`. */
+export interface FakeTelegramOptions {
+  /** The one token the fake accepts; others get 401. Default `FAKE_TOKEN`. */
+  token?: string;
+  /** What getMe answers. Default id 7012345678, username `steer_test_bot`. */
+  bot?: { id: number; username: string; first_name?: string };
+}
+
+/** A running fake server. */
+export interface FakeTelegram {
+  /** Give this to grammY as `apiRoot` (no trailing slash). */
+  apiRoot: string;
+  token: string;
+  bot: { id: number; username: string; first_name: string };
+  /** Every call, in arrival order. */
+  calls: ApiCall[];
+  /** Messages the bot sent, in order. */
+  sent: SentMessage[];
+  /** The registered webhook, if any. */
+  webhook: { url: string; secret_token?: string } | undefined;
+  /** Commands set with setMyCommands. */
+  commands: Array<{ command: string; description: string }>;
+  /** How many getUpdates calls were ended early by a newer one (two pollers). */
+  conflicts: number;
+  /**
+   * Chat members getChatMember answers with, by `<chat id>:<user id>`: `creator`,
+   * `administrator`, `member`, … Anyone not listed is a `member`.
+   */
+  chatMembers: Map<string, string>;
+  /** Queues an update for getUpdates; assigns `update_id` when missing. Returns the update. */
+  pushUpdate(update: Record<string, unknown>): Record<string, any>;
+  /** Queues several updates at once, so a waiting long poll receives them in one batch. */
+  pushUpdates(updates: Array<Record<string, unknown>>): Array<Record<string, any>>;
+  /** The next `times` calls of `method` fail with `failure`. */
+  failNext(method: string, failure: ScriptedFailure, times?: number): void;
+  /** Calls of one method. */
+  callsOf(method: string): ApiCall[];
+  /** Resolves with the calls of `method` once there are at least `n`; rejects after `timeoutMs` (default 5000). */
+  waitForCalls(method: string, n: number, timeoutMs?: number): Promise<ApiCall[]>;
+  /** Resolves once `check` returns a value other than undefined / false (re-checked on every call); rejects after `timeoutMs` (default 5000). */
+  waitUntil<T>(check: () => T | undefined | false, timeoutMs?: number, what?: string): Promise<T>;
+  /** Ends long polls, drops connections, stops listening. */
+  close(): Promise<void>;
+}
+
+interface Poll {
+  offset: number;
+  limit: number;
+  allowed: string[] | undefined;
+  res: ServerResponse;
+  call: ApiCall;
+  timer: NodeJS.Timeout;
+}
+
+const ALLOWED_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span']);
+
+/** Parses Telegram HTML like the Bot API: known tags, balanced, entities escaped. Returns the visible text or the error. */
+export function parseTelegramHtml(html: string): { text: string } | { error: string } {
+  const stack: string[] = [];
+  let text = '';
+  let i = 0;
+  while (i < html.length) {
+    const c = html[i]!;
+    if (c === '<') {
+      const end = html.indexOf('>', i);
+      if (end < 0) return { error: `Unclosed start tag at byte offset ${i}` };
+      const m = /^<(\/?)([a-z-]+)(?:\s[^>]*)?>$/i.exec(html.slice(i, end + 1));
+      if (!m || !ALLOWED_TAGS.has(m[2]!.toLowerCase())) return { error: `Unsupported start tag "${html.slice(i + 1, end)}" at byte offset ${i}` };
+      const tag = m[2]!.toLowerCase();
+      if (m[1]) {
+        if (stack.pop() !== tag) return { error: `Unmatched end tag at byte offset ${i}, expected "</${stack.at(-1) ?? ''}>", found "</${tag}>"` };
+      } else {
+        stack.push(tag);
+      }
+      i = end + 1;
+    } else if (c === '&') {
+      const m = /^&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/i.exec(html.slice(i, i + 12));
+      if (!m) return { error: `Unsupported HTML entity at byte offset ${i}` };
+      text += { lt: '<', gt: '>', amp: '&', quot: '"' }[m[1]!.toLowerCase()] ?? '?';
+      i += m[0].length;
+    } else if (c === '>') {
+      // Telegram tolerates a bare `>`.
+      text += c;
+      i++;
+    } else {
+      text += c;
+      i++;
+    }
+  }
+  if (stack.length > 0) return { error: `Can't find end tag corresponding to start tag "${stack.at(-1)}"` };
+  return { text };
+}
+
+/** A text's formatting for "not modified" checks: HTML with its entity references decoded (tags kept), plain text as is. */
+function markupOf(raw: string, parseMode: string | undefined): string {
+  if (parseMode !== 'HTML') return raw;
+  return raw.replace(/&(lt|gt|amp|quot);/gi, (_, name: string) => ({ lt: '<', gt: '>', amp: '&', quot: '"' })[name.toLowerCase()]!);
+}
+
+/** Starts the fake on 127.0.0.1 with a free port. */
+export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const token = opts.token ?? FAKE_TOKEN;
+  const bot = { first_name: 'Steer Test', ...(opts.bot ?? { id: 7012345678, username: 'steer_test_bot' }) };
+  const calls: ApiCall[] = [];
+  const sent: SentMessage[] = [];
+  const updates: Array<Record<string, any>> = [];
+  const failures = new Map<string, ScriptedFailure[]>();
+  const listeners = new Set<() => void>();
+  let poll: Poll | undefined;
+  let nextUpdateId = 100_000;
+  let nextMessageId = 1;
+
+  const notify = () => {
+    for (const l of [...listeners]) l();
+  };
+
+  const fake: FakeTelegram = {
+    apiRoot: '',
+    token,
+    bot,
+    calls,
+    sent,
+    webhook: undefined,
+    commands: [],
+    conflicts: 0,
+    chatMembers: new Map(),
+    pushUpdate(update) {
+      return fake.pushUpdates([update])[0]!;
+    },
+    pushUpdates(list) {
+      const added = list.map((update) => {
+        const u: Record<string, any> = { ...update };
+        if (typeof u.update_id !== 'number') u.update_id = nextUpdateId++;
+        else nextUpdateId = Math.max(nextUpdateId, u.update_id + 1);
+        updates.push(u);
+        return u;
+      });
+      updates.sort((a, b) => a.update_id - b.update_id);
+      if (poll) answerPoll(poll);
+      return added;
+    },
+    failNext(method, failure, times = 1) {
+      const list = failures.get(method) ?? [];
+      for (let i = 0; i < times; i++) list.push(failure);
+      failures.set(method, list);
+    },
+    callsOf(method) {
+      return calls.filter((c) => c.method === method);
+    },
+    waitForCalls(method, n, timeoutMs = 5000) {
+      return fake.waitUntil(() => {
+        const of = fake.callsOf(method);
+        return of.length >= n && of;
+      }, timeoutMs, `${n} ${method} call(s)`);
+    },
+    waitUntil<T>(check: () => T | undefined | false, timeoutMs = 5000, what = 'condition'): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        const tryNow = () => {
+          const v = check();
+          if (v === undefined || v === false) return false;
+          cleanup();
+          resolve(v);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`fake telegram: ${what} not met within ${timeoutMs} ms; calls: ${calls.map((c) => c.method).join(', ')}`));
+        }, timeoutMs);
+        const listener = () => void tryNow();
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(listener);
+        };
+        listeners.add(listener);
+        tryNow();
+      });
+    },
+    async close() {
+      if (poll) finishPoll(poll, []);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const pendingFor = (p: Pick<Poll, 'offset' | 'limit' | 'allowed'>) =>
+    updates
+      .filter((u) => u.update_id >= p.offset)
+      .filter((u) => !p.allowed || p.allowed.length === 0 || p.allowed.some((k) => k in u))
+      .slice(0, p.limit);
+
+  function finishPoll(p: Poll, result: unknown[]) {
+    clearTimeout(p.timer);
+    if (poll === p) poll = undefined;
+    if (!p.res.writableEnded) send(p.res, 200, { ok: true, result });
+  }
+
+  function answerPoll(p: Poll) {
+    const ready = pendingFor(p);
+    if (ready.length > 0) finishPoll(p, ready);
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown) {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  function fail(res: ServerResponse, call: ApiCall, f: ScriptedFailure) {
+    call.outcome = f.error_code;
+    send(res, f.error_code, { ok: false, error_code: f.error_code, description: f.description, ...(f.parameters && { parameters: f.parameters }) });
+  }
+
+  const badRequest = (description: string): ScriptedFailure => ({ error_code: 400, description: `Bad Request: ${description}` });
+
+  function sendMessage(p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
+    const chatId = Number(p.chat_id);
+    if (!Number.isFinite(chatId)) return badRequest('chat not found');
+    const raw = typeof p.text === 'string' ? p.text : '';
+    let text = raw;
+    if (p.parse_mode === 'HTML') {
+      const parsed = parseTelegramHtml(raw);
+      if ('error' in parsed) return badRequest(`can't parse entities: ${parsed.error}`);
+      text = parsed.text;
+    } else if (p.parse_mode !== undefined) {
+      return badRequest(`unsupported parse_mode in this fake: ${String(p.parse_mode)}`);
+    }
+    if (text.trim().length === 0) return badRequest('message text is empty');
+    if (text.length > 4096) return badRequest('message is too long');
+    const message = {
+      chatId,
+      messageId: nextMessageId++,
+      text,
+      raw,
+      parseMode: p.parse_mode,
+      threadId: p.message_thread_id,
+      replyTo: p.reply_parameters?.message_id,
+      edits: [],
+    } satisfies SentMessage;
+    sent.push(message);
+    return {
+      message_id: message.messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId > 0 ? 'private' : 'supergroup' },
+      from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username },
+      text,
+      ...(message.threadId !== undefined && { message_thread_id: message.threadId, is_topic_message: true }),
+    };
+  }
+
+  function editMessageText(p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
+    const m = sent.find((s) => s.chatId === Number(p.chat_id) && s.messageId === Number(p.message_id));
+    if (!m) return badRequest('message to edit not found');
+    const raw = String(p.text ?? '');
+    let text = raw;
+    // Parsed like sendMessage: an edit can carry formatting too.
+    if (p.parse_mode === 'HTML') {
+      const parsed = parseTelegramHtml(raw);
+      if ('error' in parsed) return badRequest(`can't parse entities: ${parsed.error}`);
+      text = parsed.text;
+    } else if (p.parse_mode !== undefined) {
+      return badRequest(`unsupported parse_mode in this fake: ${String(p.parse_mode)}`);
+    }
+    if (text.trim().length === 0) return badRequest('message text is empty');
+    if (text.length > 4096) return badRequest('MESSAGE_TOO_LONG');
+    // Like Telegram: the same visible text with the same formatting is no change.
+    if (text === m.text && markupOf(raw, p.parse_mode) === markupOf(m.raw, m.parseMode)) {
+      return badRequest('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+    }
+    m.text = text;
+    m.raw = raw;
+    m.parseMode = p.parse_mode;
+    m.edits.push(text);
+    return { message_id: m.messageId, chat: { id: m.chatId, type: m.chatId > 0 ? 'private' : 'supergroup' }, text, date: 0, edit_date: 0 };
+  }
+
+  function getUpdates(p: Record<string, any>, res: ServerResponse, call: ApiCall): void {
+    if (fake.webhook) {
+      return fail(res, call, { error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
+    }
+    if (poll) {
+      // Like Telegram: the newer request wins, the older one ends with 409.
+      fake.conflicts++;
+      const old = poll;
+      poll = undefined;
+      clearTimeout(old.timer);
+      fail(old.res, old.call, { error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+    }
+    const offset = typeof p.offset === 'number' ? p.offset : 0;
+    // An offset confirms every update before it: Telegram forgets them.
+    if (offset > 0) for (let i = updates.length - 1; i >= 0; i--) if (updates[i]!.update_id < offset) updates.splice(i, 1);
+    const limit = Math.min(100, Math.max(1, typeof p.limit === 'number' ? p.limit : 100));
+    const allowed = Array.isArray(p.allowed_updates) ? (p.allowed_updates as string[]) : undefined;
+    const ready = pendingFor({ offset, limit, allowed });
+    const timeoutSec = typeof p.timeout === 'number' ? p.timeout : 0;
+    if (ready.length > 0 || timeoutSec <= 0) return send(res, 200, { ok: true, result: ready });
+    const waiting: Poll = { offset, limit, allowed, res, call, timer: setTimeout(() => finishPoll(waiting, []), timeoutSec * 1000) };
+    poll = waiting;
+    // A client that aborts its long poll is no longer a poller.
+    res.on('close', () => {
+      if (poll === waiting) {
+        clearTimeout(waiting.timer);
+        poll = undefined;
+      }
+    });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = Date.now();
+    const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec((req.url ?? '').split('?')[0] ?? '');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (!m) return send(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    const body = Buffer.concat(chunks).toString('utf8');
+    let payload: Record<string, any> = {};
+    if (body.length > 0) {
+      try {
+        payload = JSON.parse(body) as Record<string, any>;
+      } catch {
+        return send(res, 400, { ok: false, error_code: 400, description: 'Bad Request: this fake only reads JSON bodies' });
+      }
+    }
+    const call: ApiCall = { method: m[2]!, token: decodeURIComponent(m[1]!), payload, outcome: 'ok', at: arrivedAt };
+    calls.push(call);
+    try {
+      if (call.token !== token) return fail(res, call, { error_code: 401, description: 'Unauthorized' });
+      const scripted = failures.get(call.method)?.shift();
+      if (scripted) return fail(res, call, scripted);
+      const result = dispatch(call, res);
+      if (result === undefined) return; // answered later (long poll)
+      if ('error_code' in result && 'description' in result) return fail(res, call, result as ScriptedFailure);
+      send(res, 200, { ok: true, result: 'value' in result ? result.value : result });
+    } finally {
+      notify();
+    }
+  }
+
+  function dispatch(call: ApiCall, res: ServerResponse): ScriptedFailure | Record<string, unknown> | undefined {
+    const p = call.payload;
+    switch (call.method) {
+      case 'getMe':
+        return { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+      case 'getUpdates':
+        getUpdates(p, res, call);
+        return undefined;
+      case 'sendMessage':
+        return sendMessage(p);
+      case 'editMessageText':
+        return editMessageText(p);
+      case 'sendChatAction':
+        return { value: true };
+      case 'setMyCommands':
+        fake.commands = Array.isArray(p.commands) ? p.commands : [];
+        return { value: true };
+      case 'setWebhook':
+        fake.webhook = { url: String(p.url), ...(p.secret_token !== undefined && { secret_token: String(p.secret_token) }) };
+        return { value: true };
+      case 'deleteWebhook':
+        fake.webhook = undefined;
+        if (p.drop_pending_updates === true) updates.splice(0);
+        return { value: true };
+      case 'getChatMember': {
+        const status = fake.chatMembers.get(`${Number(p.chat_id)}:${Number(p.user_id)}`) ?? 'member';
+        return { status, user: { id: Number(p.user_id), is_bot: false, first_name: 'Member' }, ...(status === 'administrator' && { can_be_edited: false }) };
+      }
+      case 'getWebhookInfo':
+        return { url: fake.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length };
+      default:
+        return { error_code: 404, description: 'Not Found: method not found' };
+    }
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) send(res, 500, { ok: false, error_code: 500, description: `fake server failure: ${String(err)}` });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.apiRoot = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return fake;
+}
+
+// ---- update builders ---------------------------------------------------------
+
+/** A user as Telegram sends it. */
+export interface TgUser {
+  id: number;
+  is_bot?: boolean;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+}
+
+/** A private-chat user used by default. */
+export const ALICE: TgUser = { id: 1001, is_bot: false, first_name: 'Alice', last_name: 'Liddell', username: 'alice' };
+
+let messageIds = 5000;
+let builderUpdateIds = 1;
+
+/** Options of `messageUpdate`. */
+export interface MessageUpdateOptions {
+  /** Default: a fresh id (unique within the test process). */
+  updateId?: number;
+  /** Chat id; negative for groups. Default: the sender's id (private chat). */
+  chatId?: number;
+  chatType?: 'private' | 'group' | 'supergroup';
+  from?: TgUser;
+  text?: string;
+  caption?: string;
+  entities?: Array<{ type: string; offset: number; length: number; user?: TgUser }>;
+  /** Forum topic id: sets `message_thread_id` and `is_topic_message`. */
+  topicId?: number;
+  replyTo?: { message_id: number; from?: TgUser; text?: string };
+  messageId?: number;
+  /** Extra message fields (photo, document, …). */
+  extra?: Record<string, unknown>;
+}
+
+/** Builds an Update with a `message` (for webhook posts and `pushUpdate`). */
+export function messageUpdate(o: MessageUpdateOptions): Record<string, any> {
+  const from = o.from ?? ALICE;
+  const chatId = o.chatId ?? from.id;
+  const chatType = o.chatType ?? (chatId > 0 ? 'private' : 'supergroup');
+  const chat = chatType === 'private' ? { id: chatId, type: chatType, first_name: from.first_name } : { id: chatId, type: chatType, title: 'Test group', ...(o.topicId !== undefined && { is_forum: true }) };
+  const message: Record<string, unknown> = {
+    message_id: o.messageId ?? messageIds++,
+    date: Math.floor(Date.now() / 1000),
+    from,
+    chat,
+    ...(o.text !== undefined && { text: o.text }),
+    ...(o.caption !== undefined && { caption: o.caption }),
+    ...(o.entities && { entities: o.entities }),
+    ...(o.topicId !== undefined && { message_thread_id: o.topicId, is_topic_message: true }),
+    ...(o.replyTo && { reply_to_message: { date: 0, chat, ...o.replyTo } }),
+    ...o.extra,
+  };
+  return { update_id: o.updateId ?? builderUpdateIds++, message };
+}
