@@ -60,6 +60,15 @@ function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean }
 
 async function start(config: SteerbotConfig): Promise<void> {
   const { logger, pretty } = makeLogger(config);
+  // Through the logger, not Node's default printout: that would show an ioredis error's command arguments (a password).
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (err) => {
+    logger.fatal({ err }, 'unhandled promise rejection');
+    process.exit(1);
+  });
   let app: RunningApp;
   try {
     app = await startApp({ config, logger });

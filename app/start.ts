@@ -131,7 +131,8 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     const redis = createRedis(redisConnection);
     watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
     stops.push({ name: 'redis', run: () => closeRedis(redis) });
-    logger.info({ config: redactConfig(config), redis: redisSummary(redisConnection) }, 'steerbot starting');
+    logger.info({ redis: redisSummary(redisConnection), runner: config.runner.plugin }, 'steerbot starting');
+    logger.debug({ config: redactConfig(config) }, 'effective configuration');
 
     const ctx: AppContext = {
       config,

@@ -9,6 +9,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   http: () => import('./http.js').then((m) => m.main()),
   recovery: () => import('./recovery.js').then((m) => m.main()),
   memory: () => import('./memory.js').then((m) => m.main()),
+  'rate-limit': () => import('./rate-limit.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

@@ -9,6 +9,9 @@ import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http-routes
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis.js';
+import { metrics as processMetrics, type SteerbotMetrics } from '../src/telemetry/metrics.js';
+import { readinessReport, type ReadinessProbe } from '../src/telemetry/readiness.js';
+import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode } from '../src/telemetry/tracing.js';
 
 /** The Fastify instance the host serves. */
 export type HttpServer = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -23,6 +26,10 @@ export interface CreateHttpServerOptions {
   logger: Logger;
   /** How long `/readyz` waits for PONG, in ms. Default 1000. */
   readyTimeoutMs?: number;
+  /** Parts `/readyz` checks besides Redis (the runner's worker, the channels), read at each request. Default: none. */
+  readiness?: () => readonly ReadinessProbe[];
+  /** Served as `GET /metrics`; HTTP requests are counted in it. Default: the process's (`src/telemetry/metrics.ts`). */
+  metrics?: SteerbotMetrics;
 }
 
 /** Answers true when Redis replies to PING within `timeoutMs`; never throws. */
@@ -70,10 +77,22 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send({ error: `no route for ${req.method} ${req.url.split('?')[0]}` }));
 
+  const metrics = opts.metrics ?? processMetrics;
+  // Counted by route pattern, not path: one series per route, whatever the ids in the URL.
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode });
+    metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+  const redisProbe: ReadinessProbe = { name: 'redis', check: async () => ((await redisAnswers(opts.redis, readyTimeoutMs)) ? { ready: true } : { ready: false, detail: 'unreachable' }) };
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (_req, reply) => {
-    if (await redisAnswers(opts.redis, readyTimeoutMs)) return { ok: true };
-    return reply.status(503).send({ ok: false, error: 'redis unreachable' });
+    const report = await readinessReport([redisProbe, ...(opts.readiness?.() ?? [])]);
+    return report.ok ? { ok: true } : reply.status(503).send(report);
+  });
+  app.get('/metrics', async (_req, reply) => {
+    const { contentType, body } = await metrics.scrape();
+    return reply.header('content-type', contentType).send(body);
   });
   return app;
 }
@@ -135,23 +154,27 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
     method: route.method,
     url: route.path,
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
-    handler: async (req: FastifyRequest, reply: FastifyReply) => {
-      const ac = new AbortController();
-      open.add(ac);
-      reply.raw.on('close', () => {
-        open.delete(ac);
-        ac.abort();
-      });
-      const res = await route.handle({
-        method: req.method,
-        path: req.url.split('?')[0] ?? req.url,
-        params: (req.params ?? {}) as Record<string, string>,
-        query: firstValues(req.query),
-        headers: req.headers,
-        body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-        signal: ac.signal,
-      });
-      return send(reply, res, ac.signal);
-    },
+    handler: (req: FastifyRequest, reply: FastifyReply) =>
+      // The request's span (a caller's W3C `traceparent` continues): the ingest span of a webhook message is its child.
+      inSpan(`${route.method} ${route.path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': route.method, 'http.route': route.path }, ...(typeof req.headers.traceparent === 'string' && { parent: contextFromTraceparent(req.headers.traceparent) }) }, async (span) => {
+        const ac = new AbortController();
+        open.add(ac);
+        reply.raw.on('close', () => {
+          open.delete(ac);
+          ac.abort();
+        });
+        const res = await route.handle({
+          method: req.method,
+          path: req.url.split('?')[0] ?? req.url,
+          params: (req.params ?? {}) as Record<string, string>,
+          query: firstValues(req.query),
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+          signal: ac.signal,
+        });
+        span.setAttribute('http.response.status_code', res.status);
+        if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        return send(reply, res, ac.signal);
+      }),
   });
 }

@@ -7,6 +7,11 @@ import type { Logger } from 'pino';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import type { RunQueue } from '../src/run-queue.js';
+import { channelIdOf } from '../src/channel.js';
+import { InvalidInputError } from '../src/errors.js';
+import { isRedisUnavailable } from '../src/redis.js';
+import { metrics } from '../src/telemetry/metrics.js';
+import { context, failSpan, SPAN, SpanKind, trace, traceparentOf, tracer, type Span } from '../src/telemetry/tracing.js';
 
 /** Ingests updates and schedules the runs they create. */
 export class IngestService {
@@ -16,13 +21,43 @@ export class IngestService {
     private readonly logger?: Logger,
   ) {}
 
-  /** Ingests one normalized message; see `Dispatch.ingest`. */
-  async ingest(message: IncomingMessage, opts: { policy?: InputPolicy } = {}): Promise<IngestResult> {
-    const result = await this.dispatch.ingest(message, opts);
-    if (result.kind === 'new-run') {
-      await this.queue.enqueue(message.conversationId, result.runId);
+  /**
+   * Ingests one normalized message; see `Dispatch.ingest`. Traced as an
+   * `ingest` span whose context goes into the record entry (the run that
+   * answers the message continues the trace) and counted by `channel`
+   * (default: the conversation id's channel).
+   */
+  async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; channel?: string } = {}): Promise<IngestResult> {
+    const channel = opts.channel ?? channelIdOf(message.conversationId);
+    const span = tracer().startSpan(SPAN.ingest, { kind: SpanKind.INTERNAL, attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey } });
+    try {
+      const traceparent = traceparentOf(span);
+      const result = await context.with(trace.setSpan(context.active(), span), () => this.dispatch.ingest(message, { ...(opts.policy && { policy: opts.policy }), ...(traceparent && { traceparent }) }));
+      if (result.kind === 'new-run') {
+        await this.queue.enqueue(message.conversationId, result.runId);
+      }
+      noteIngested(span, channel, result);
+      this.logger?.debug({ conversationId: message.conversationId, result: result.kind, seq: result.seq }, 'ingested');
+      return result;
+    } catch (err) {
+      metrics.updatesIngested.inc({ channel, result: 'rejected', reason: err instanceof InvalidInputError ? 'bad-input' : isRedisUnavailable(err) ? 'redis-unavailable' : 'error' });
+      failSpan(span, err);
+      throw err;
+    } finally {
+      span.end();
     }
-    this.logger?.debug({ conversationId: message.conversationId, result: result.kind, seq: result.seq }, 'ingested');
-    return result;
   }
+}
+
+/** The dispatch result on the ingest span and in `steerbot_updates_ingested_total` (with the depths it reports). */
+function noteIngested(span: Span, channel: string, result: IngestResult): void {
+  const reason = result.kind === 'pending' ? result.reason : result.kind === 'refused' ? result.limit : result.kind === 'interrupting' ? result.stop : '';
+  metrics.updatesIngested.inc({ channel, result: result.kind, reason });
+  if (result.kind === 'steered') metrics.steeringDepth.observe(result.depth);
+  else if (result.kind === 'pending') metrics.pendingDepth.observe(result.depth);
+  if (!span.isRecording()) return;
+  span.setAttribute('steerbot.dispatch.result', result.kind);
+  span.setAttribute('steerbot.seq', result.seq);
+  if (reason) span.setAttribute('steerbot.dispatch.reason', reason);
+  if ('runId' in result) span.setAttribute('steerbot.run_id', result.runId);
 }

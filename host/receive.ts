@@ -26,7 +26,7 @@ export interface ChannelHostDeps {
   logger: Logger;
   dispatch: Dispatch;
   /** Ingest + enqueue of new runs (`IngestService`). */
-  ingest: { ingest(message: IncomingMessage, opts?: { policy?: InputPolicy }): Promise<IngestResult> };
+  ingest: { ingest(message: IncomingMessage, opts?: { policy?: InputPolicy; channel?: string }): Promise<IngestResult> };
   /** Enqueues a run a command created (`/compact` when idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** Settings of a channel by its id. Default: none (everyone allowed, dispatch default policy). */
@@ -63,7 +63,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
         return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate };
       }
       const { chatId: _chatId, group: _group, ...incoming } = message;
-      const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy } : {});
+      const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
       // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.
       if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
       if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);

@@ -17,6 +17,7 @@ import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../sr
 import { ConfigError } from '../src/errors.js';
 import { isRedisUnavailable } from '../src/redis.js';
 import { bullPrefixFor, type RunQueue } from '../src/run-queue.js';
+import { metrics } from '../src/telemetry/metrics.js';
 
 /** Options of the reconciler. */
 export interface ReconcilerOptions {
@@ -88,6 +89,7 @@ export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileR
         if (await opts.queue.ensureJob(conversationId, runId)) {
           if (expired) report.expired++;
           else report.requeued++;
+          metrics.reconcilerReenqueued.inc();
           opts.logger?.warn({ conversationId, runId, state }, 'reconciler re-enqueued a run whose job was missing');
         }
       }

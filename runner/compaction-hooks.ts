@@ -14,7 +14,8 @@ import type { RedisClient } from '../src/scripts/index.js';
 import { Calibrator, estimateMessages } from './compaction/estimate.js';
 import { loadPrompt, type LoadedPrompt } from './compaction/load.js';
 import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
-import { shouldCompact, type CompactionTrigger } from './compaction/compactor.js';
+import { shouldCompact, type CompactionTrigger, type CompactResult } from './compaction/compactor.js';
+import { traceCompaction, type CompactionFacts } from '../src/telemetry/run-trace.js';
 import type { CompactionHooks } from './plugin.js';
 import type { SeqEntry } from '../src/record/entries.js';
 
@@ -61,8 +62,9 @@ export class RunCompaction implements CompactionHooks {
 
   private async compactWith(trigger: CompactionTrigger, loaded: LoadedPrompt): Promise<PressureCheck | undefined> {
     const o = this.o;
+    const startedAt = Date.now();
     try {
-      return await compactIfNeeded({
+      const check = await compactIfNeeded({
         run: o.run,
         state: o.state,
         loaded,
@@ -77,8 +79,11 @@ export class RunCompaction implements CompactionHooks {
         signal: o.signal,
         logger: o.logger,
       });
+      if (check.result) traceCompaction(trigger, startedAt, compactionFacts(check.result));
+      return check;
     } catch (err) {
       if (err instanceof StaleRunError) throw err;
+      traceCompaction(trigger, startedAt, { outcome: 'failed', error: err });
       o.logger.warn({ err }, 'compaction failed; keeping the uncompacted prompt');
       return undefined;
     }
@@ -174,4 +179,18 @@ function lastTakenSeq(entries: SeqEntry[], runId: string): number {
     for (const s of seqs ?? []) if (s > max) max = s;
   }
   return max;
+}
+
+/** What the `compaction` span and metrics say about a result. */
+function compactionFacts(r: CompactResult): CompactionFacts {
+  if (r.kind === 'skipped') return { outcome: 'skipped', reason: r.reason };
+  if (r.kind === 'conflict') return { outcome: 'conflict' };
+  return {
+    outcome: r.effective ? 'compacted' : 'ineffective',
+    tokensBefore: r.checkpoint.tokens_before,
+    tokensAfter: r.checkpoint.tokens_after,
+    summarizer: r.checkpoint.summarizer,
+    breakerOpen: r.breaker.open,
+    breakerOpened: !r.effective && r.breaker.open,
+  };
 }

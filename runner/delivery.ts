@@ -16,10 +16,12 @@ import { conversationKeys } from '../src/keys.js';
 import { runScript, type RedisClient } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound } from '../src/channel.js';
+import { channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
 import { backoffMs } from '../src/backoff.js';
 import { heldUntil, holdUntil } from './rate-hold.js';
+import { metrics } from '../src/telemetry/metrics.js';
+import { inSpan, SPAN, SpanKind, SpanStatusCode, trace } from '../src/telemetry/tracing.js';
 
 export type { ChannelOutbound } from '../src/channel.js';
 
@@ -244,28 +246,40 @@ export class RunDelivery implements DeliverySink {
     return reply[0] === 'delivered' ? { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord } : { claimed: true };
   }
 
-  /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. */
-  private async deliver(key: string, text: string): Promise<void> {
+  /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. Traced as a `delivery` span. */
+  private deliver(key: string, text: string): Promise<void> {
+    const channel = channelIdOf(this.o.conversationId);
+    return inSpan(SPAN.delivery, { kind: SpanKind.PRODUCER, attributes: { 'steerbot.channel': channel, 'steerbot.delivery_key': key, 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 } }, async (span) => {
+      const outcome = await this.deliverChunk(key, text);
+      span.setAttribute('steerbot.delivery.outcome', outcome);
+      if (outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
+      metrics.deliveries.inc({ channel, outcome });
+    });
+  }
+
+  private async deliverChunk(key: string, text: string): Promise<'sent' | 'skipped' | 'recorded' | 'failed'> {
     const out = this.outbound;
     const claim = await this.claim(key, out ? 'possibly-dispatched' : 'not-dispatched');
-    if (!out) return;
+    if (!out) return 'recorded';
     if (!claim.claimed) {
       const earlier = claim.record;
       if (!earlier.streaming) {
         this.o.logger.info({ deliveryKey: key }, 'skipping a message already delivered by an earlier attempt');
-        return;
+        return 'skipped';
       }
       // A streaming preview left by an earlier attempt is finished in place rather than sent again.
-      if (earlier.messageId !== undefined && out.edit && (await this.finishStream({ key, messageId: earlier.messageId, shown: '' }, text))) return;
+      if (earlier.messageId !== undefined && out.edit && (await this.finishStream({ key, messageId: earlier.messageId, shown: '' }, text))) return 'sent';
       await this.writeRecord(key, { status: 'possibly-dispatched' });
     }
     try {
       const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown' }));
       await this.writeRecord(key, { status: 'acknowledged', messageId });
       this.sent++;
+      return 'sent';
     } catch (err) {
       if (refused(err)) await this.writeRecord(key, { status: 'not-dispatched', error: (err as Error).message.slice(0, 200) });
       this.o.logger.error({ err, deliveryKey: key }, 'delivery failed');
+      return 'failed';
     }
   }
 
@@ -389,9 +403,28 @@ export class RunDelivery implements DeliverySink {
         else if (err.status !== undefined && err.status >= 500) delay = backoffMs(attempt, this.o.retryBaseMs ?? 500);
         else throw err;
         delay = Math.min(Math.max(0, delay), cap);
-        this.o.logger.warn({ deliveryKey: key, attempt, delayMs: delay, status: err.status }, 'channel call failed; retrying');
+        // `deliveryAttempt`, not `attempt`: the run's logger already carries the run's `attempt`.
+        this.o.logger.warn({ deliveryKey: key, deliveryAttempt: attempt, delayMs: delay, status: err.status }, 'channel call failed; retrying');
+        noteRetry(channelIdOf(this.o.conversationId), held !== undefined, delay, attempt);
         await this.sleep(delay);
       }
     }
   }
+}
+
+const rateLimitRetries = new WeakMap<object, number>();
+
+/** A retried platform call: counted, and on the active `delivery` span (attempts so far, retries after 429, time waited). */
+function noteRetry(channel: string, rateLimited: boolean, delayMs: number, attempt: number): void {
+  metrics.deliveryRetries.inc({ channel, reason: rateLimited ? 'rate_limit' : 'server_error' });
+  if (rateLimited) metrics.rateLimitWait.inc({ channel }, delayMs / 1000);
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return;
+  span.setAttribute('steerbot.delivery.attempts', attempt + 1);
+  if (rateLimited) {
+    const n = (rateLimitRetries.get(span) ?? 0) + 1;
+    rateLimitRetries.set(span, n);
+    span.setAttribute('steerbot.delivery.rate_limit_retries', n);
+  }
+  span.addEvent('retry', { 'steerbot.delivery.attempt': attempt, 'steerbot.delivery.rate_limited': rateLimited, 'steerbot.delivery.wait_ms': delayMs });
 }

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { CasConflictError, StaleRunError, RunEndedError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
 import { runLogger } from '../src/logger.js';
+import { RunTrace, tracePull } from '../src/telemetry/run-trace.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import { readSeqs, readTail } from '../src/record/read.js';
 import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
@@ -92,6 +93,17 @@ export class RunExecutor {
    * RunEndedError / RunNotFoundError (nothing to do) from acquire.
    */
   async execute(conversationId: string, runId: string): Promise<ExecutionResult> {
+    // The `run` span and run metrics (src/telemetry/run-trace.ts): begun once the inputs are read, ended here.
+    const telemetry = new RunTrace(this.o.model.name);
+    try {
+      return telemetry.ended(await this.executeAttempt(conversationId, runId, telemetry));
+    } catch (err) {
+      telemetry.threw(err);
+      throw err;
+    }
+  }
+
+  private async executeAttempt(conversationId: string, runId: string, telemetry: RunTrace): Promise<ExecutionResult> {
     const o = this.o;
     const acquired = await o.runs.acquire(conversationId, runId, o.owner, o.leaseMs);
     const ref: RunRef = { conversationId, runId, token: acquired.token };
@@ -125,6 +137,7 @@ export class RunExecutor {
         acquired.attempt > 1 ? this.readProgress(conversationId, runId) : undefined,
       ]);
       let inputs = inputEntries.filter(isMessage);
+      telemetry.begin({ conversationId, runId, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, inputs);
       let note = noteRaw;
       let recorded: RecordedAnswer | undefined;
       if (takeover) {
@@ -159,7 +172,7 @@ export class RunExecutor {
           recorded = undefined;
         } else if (!stopKind) {
           delivery.typing();
-          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken);
+          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry);
           try {
             result = await o.plugin.run(ctx);
           } catch (err) {
@@ -207,6 +220,7 @@ export class RunExecutor {
     delivery: RunDelivery,
     logger: Logger,
     taken: UnansweredTracker,
+    telemetry: RunTrace,
   ): Promise<RunContext> {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
@@ -220,7 +234,7 @@ export class RunExecutor {
       inputs,
       steering: {
         pull: async (mode) => {
-          const pulled = await o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all');
+          const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all'));
           compaction.noteRequested(pulled.compactionRequestedSeq);
           const messages = pulled.messages.filter(isMessage);
           taken.add(messages);
@@ -236,6 +250,7 @@ export class RunExecutor {
       },
       recordStep: async (step) => {
         const messages = step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>;
+        telemetry.usage(step.usage);
         const seq = await o.runs.append(ref, {
           v: 1,
           kind: 'model.step',

@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { StaleRunError, RunEndedError, RunNotFoundError } from '../src/errors.js';
+import { isRedisUnavailable } from '../src/redis.js';
 import type { Runs, RunRef } from '../src/protocol/runs.js';
 import type { StopKind } from '../src/protocol/types.js';
 
@@ -32,8 +33,10 @@ export function keepLease(o: LeaseKeeperOptions): { stop(): void } {
       if (err instanceof StaleRunError || err instanceof RunEndedError || err instanceof RunNotFoundError) {
         o.logger.warn({ err }, 'lost the run to another attempt');
         o.onLost();
+      } else if (isRedisUnavailable(err)) {
+        // Redis blip: the lease may still be live; the next beat retries. The outage is logged once per process.
+        o.logger.debug({ err }, 'heartbeat failed: redis unreachable');
       } else {
-        // Redis blip: the lease may still be live; the next beat retries.
         o.logger.warn({ err }, 'heartbeat failed');
       }
     }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { ModelProvider } from '../src/defaults.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
+import type { RouteRegistry } from '../src/http-routes.js';
 import type { SeqEntry, MessageReceived } from '../src/record/entries.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 
@@ -141,6 +142,10 @@ export interface RunnerPluginDeps {
   model: ModelSettings;
   /** Builds the configured model (or the one `settings` name) through the runner's model factory. Throws ConfigError when it cannot. */
   createModel(settings?: ModelSettings): LanguageModel;
+  /** Routes served by the process's HTTP server, when the runner has one: add them in `create` (before it listens). */
+  routes?: RouteRegistry;
+  /** Base URL that server listens at (e.g. `http://127.0.0.1:8080`) once it listens; undefined before, or without a server. */
+  serverUrl?(): string | undefined;
 }
 
 /** A runner plugin module's definition. */

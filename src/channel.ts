@@ -18,6 +18,8 @@ export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './err
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { json } from './http-routes.js';
 export { splitMessage } from './split-message.js';
+/** The zod this package validates with: define a plugin's `configSchema` with it. */
+export { z } from 'zod';
 
 /** Options of one outbound send. */
 export interface SendOptions {
@@ -142,6 +144,12 @@ export interface ChannelPlugin {
   start(host: ChannelHost): Promise<void>;
   /** Stops receiving and closes platform connections. Must not throw. */
   stop(): Promise<void>;
+  /**
+   * Whether the inbound side can receive now (a gateway session up, polling
+   * working, a webhook registered), for `/readyz`. Called on every probe: must
+   * be cheap and must not throw. Default: ready once started.
+   */
+  ready?(): { ready: boolean; detail?: string };
 }
 
 

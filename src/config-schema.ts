@@ -7,8 +7,6 @@
 import { z } from 'zod';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
-export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
-export { MODEL_PROVIDERS } from './defaults.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -211,18 +209,3 @@ export const coreConfigSchema = baseSchema.extend({
 export type CoreConfig = z.output<typeof coreConfigSchema>;
 /** The `redis` section. */
 export type RedisConfig = CoreConfig['redis'];
-/** The `http` section. */
-export type HttpConfig = CoreConfig['http'];
-/** The `dispatch` section. */
-export type DispatchConfig = CoreConfig['dispatch'];
-/** The `runs` section. */
-export type RunsConfig = CoreConfig['runs'];
-/** The `runner` section. */
-export type RunnerConfig = CoreConfig['runner'];
-/** The `model` section. */
-export type ModelConfig = CoreConfig['model'];
-/** The `retention` section. */
-export type RetentionConfig = CoreConfig['retention'];
-
-/** The core configuration with every default and nothing set. */
-export const DEFAULT_CORE_CONFIG: Readonly<CoreConfig> = Object.freeze(coreConfigSchema.parse({}));

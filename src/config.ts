@@ -10,22 +10,7 @@ import type { z } from 'zod';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { DEFAULTS, MODEL_PROVIDER_KEY_ENV } from './defaults.js';
 
-export {
-  coreConfigSchema,
-  DEFAULT_CORE_CONFIG,
-  INPUT_POLICIES,
-  LOG_LEVELS,
-  MODEL_PROVIDERS,
-  type CoreConfig,
-  type DispatchConfig,
-  type HostPort,
-  type HttpConfig,
-  type InputPolicy,
-  type ModelConfig,
-  type RedisConfig,
-  type RunnerConfig,
-  type RunsConfig,
-} from './config-schema.js';
+export { coreConfigSchema, type CoreConfig } from './config-schema.js';
 
 /** How an environment variable's text becomes a config value. */
 export type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list';

@@ -7,6 +7,7 @@
  */
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { redactSecrets } from './errors.js';
+import { logTraceFields } from './telemetry/tracing.js';
 
 /** The logger type used across steerbot (pino's). */
 export type { Logger } from 'pino';
@@ -194,6 +195,8 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     ...(opts.base ? { base: opts.base } : {}),
     redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
     serializers: { err: errSerializer, error: errSerializer },
+    // Lines written inside a run or a request carry its `trace_id` and `span_id` (nothing without a tracing SDK).
+    mixin: logTraceFields,
     formatters: {
       // An Error under any other key (`{ cause: err }`) is serialized like `err`: JSON alone would keep its
       // enumerable fields (an ioredis error's `command.args`) and lose its message.

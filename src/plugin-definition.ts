@@ -32,8 +32,5 @@ export interface PluginDefinition<K extends 'channel' | 'runner', S extends z.Zo
   create(config: z.output<S>, deps: D): I | Promise<I>;
 }
 
-/** Any plugin definition. */
-export type AnyPluginDefinition = PluginDefinition<'channel' | 'runner', z.ZodType, never, unknown>;
-
 /** Ids plugins may have. */
 export const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9-]{0,31}$/;

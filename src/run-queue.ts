@@ -2,10 +2,11 @@
  * Runs as BullMQ jobs: one job per run, `jobId = run id`, so enqueueing the
  * same run twice is a no-op. The job only names the run; Redis holds its state.
  */
-import { Queue, type ConnectionOptions, type Job } from 'bullmq';
+import { Queue, type ConnectionOptions, type Job, type JobType } from 'bullmq';
 import { assertRunId } from './keys.js';
 import type { Logger } from './logger.js';
 import { isRedisUnavailable } from './redis.js';
+import { metrics } from './telemetry/metrics.js';
 
 /** What a run job carries. */
 export interface RunJobData {
@@ -57,7 +58,11 @@ export class RunQueue {
     });
     // Without a listener BullMQ prints every connection error to stderr, outside the logger and its redaction.
     this.queue.on('error', (err) => logQueueError(opts.logger, err, 'run queue error'));
+    // `steerbot_queue_jobs` reads the counts at scrape time: a few O(1) reads, no scan.
+    this.unwatch = metrics.watchQueue(this.queue.name, (states) => this.queue.getJobCounts(...(states as JobType[])));
   }
+
+  private readonly unwatch: () => void;
 
   /** Enqueues the run's job (idempotent while the job exists). */
   async enqueue(conversationId: string, runId: string): Promise<void> {
@@ -86,6 +91,7 @@ export class RunQueue {
 
   /** Closes the queue's connections. */
   async close(): Promise<void> {
+    this.unwatch();
     await this.queue.close();
   }
 }

@@ -70,6 +70,44 @@ describe('cli', () => {
       const lines = proc.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
       expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['steerbot starting', 'steerbot started', 'shutting down', 'stopped']));
       expect(proc.stdout()).not.toContain('sk-should-never-be-logged');
+      const steps = lines.find((l) => l.msg === 'next steps') as unknown as { steps: string[] };
+      expect(steps.steps).toEqual(expect.arrayContaining([`  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`, '  channels: none', '  model:    openai gpt-4o-mini']));
+      expect(steps.steps.join('\n')).toContain('next: set TELEGRAM_BOT_TOKEN');
     }, 60_000);
   }
+
+  describe('check-config', () => {
+    it('prints the effective configuration with every secret redacted, and exits 0', async () => {
+      const proc = startCli(
+        { OPENAI_API_KEY: 'sk-check-config-secret', TELEGRAM_BOT_TOKEN: '123456:tg-check-config-secret', REDIS_URL: 'redis://:redis-pass-123@db:6379', PORT: '9090' },
+        ['check-config'],
+      );
+      expect(await proc.exit).toBe(0);
+      const printed = JSON.parse(proc.stdout()) as { http: { port: number }; model: { apiKey: string }; channels: { telegram: { token: string } }; redis: { url: string } };
+      expect(printed.http.port).toBe(9090);
+      expect(printed.model.apiKey).toBe('[set]');
+      expect(printed.channels.telegram.token).toBe('[set]');
+      expect(printed.redis.url).toContain('db:6379');
+      for (const secret of ['sk-check-config-secret', 'tg-check-config-secret', 'redis-pass-123']) expect(proc.stdout() + proc.stderr()).not.toContain(secret);
+    });
+
+    it('exits 2 naming every bad field of a --config file and the environment', async () => {
+      const { mkdtempSync, writeFileSync } = await import('node:fs');
+      const { join } = await import('node:path');
+      const { tmpdir } = await import('node:os');
+      const file = join(mkdtempSync(join(tmpdir(), 'steerbot-cli-')), 'steerbot.json');
+      writeFileSync(file, JSON.stringify({ runs: { leaseMs: 10 }, agents: { 'local-agent': { maxSteps: 0 } } }));
+      const proc = startCli({ PORT: 'abc' }, ['check-config', '--config', file]);
+      expect(await proc.exit).toBe(2);
+      expect(proc.stderr()).toContain('runs.leaseMs');
+      expect(proc.stderr()).toContain('agents.local-agent.maxSteps');
+      expect(proc.stderr()).toContain('http.port: expected an integer (env PORT="abc")');
+    });
+
+    it('refuses an unknown command with the usage and exit 2', async () => {
+      const proc = startCli({}, ['launch']);
+      expect(await proc.exit).toBe(2);
+      expect(proc.stderr()).toContain('usage: steerbot [start | check-config] [--config file]');
+    });
+  });
 });

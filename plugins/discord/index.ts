@@ -38,6 +38,8 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
   let client: Client | undefined;
   let queue: InboundQueue | undefined;
   let stopping = false;
+  /** The gateway session as `/readyz` reports it. */
+  let gateway: 'connecting' | 'ready' | 'reconnecting' | 'disconnected' = 'connecting';
   /** Channels where this process dropped a message (backlog full): their cursor stays put until the next start catches up. */
   const gaps = new Set<string>();
   const describe = (err: unknown) => (err instanceof Error ? redactSecrets(`${err.name}: ${err.message}`, cfg.token) : redactSecrets(String(err), cfg.token));
@@ -111,12 +113,17 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       c.on(Events.Error, (err) => logger.error({ error: describe(err) }, 'discord: client error'));
       c.on(Events.Warn, (text) => logger.warn({ warning: redactSecrets(text, cfg.token) }, 'discord: client warning'));
       c.on(Events.ShardDisconnect, (ev, shard) => {
+        gateway = 'disconnected';
         if (!stopping) logger.error({ shard, code: ev.code }, 'discord: gateway disconnected and will not reconnect');
       });
       c.on(Events.ShardReconnecting, (shard) => {
+        gateway = 'reconnecting';
         if (!stopping) logger.info({ shard }, 'discord: gateway reconnecting');
       });
-      c.on(Events.ShardResume, (shard, replayed) => logger.info({ shard, replayed }, 'discord: gateway session resumed'));
+      c.on(Events.ShardResume, (shard, replayed) => {
+        gateway = 'ready';
+        logger.info({ shard, replayed }, 'discord: gateway session resumed');
+      });
       // Each new gateway session (the first, and any after Discord refused a resume) starts with a
       // catch-up; until it has handed the missed messages over, gateway messages wait, so each
       // conversation keeps its order.
@@ -128,6 +135,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         else onMessage(host, c.user.id, m);
       });
       c.on(Events.ShardReady, () => {
+        gateway = 'ready';
         if (catchingUp || !c.user || stopping) return;
         const botId = c.user.id;
         catchingUp = true;
@@ -155,7 +163,13 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       logger.info({ botId: c.user?.id, guilds: c.guilds.cache.size }, 'discord: gateway ready');
     },
 
+    ready() {
+      if (!client) return { ready: false, detail: 'gateway not started' };
+      return gateway === 'ready' && client.isReady() ? { ready: true } : { ready: false, detail: `gateway ${gateway}` };
+    },
+
     async stop(): Promise<void> {
+      gateway = 'connecting';
       const c = client;
       const q = queue;
       stopping = true;

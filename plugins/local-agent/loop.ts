@@ -9,6 +9,7 @@ import { answerText, userMessage } from '../../runner/projection.js';
 import { estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
+import { traceModelCall } from '../../src/telemetry/agent-spans.js';
 
 /** Settings of one loop. */
 export interface LoopOptions {
@@ -47,11 +48,13 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   // Request tokens outside the messages, for the compaction estimate.
   const overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
   let overflowRetried = false;
+  const modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
     const sent = [...messages];
     let text = '';
     let streamError: unknown;
+    const call = traceModelCall(modelName, step);
     const result = streamText({
       model: o.model,
       tools: o.tools,
@@ -65,6 +68,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     });
     try {
       for await (const part of result.fullStream) {
+        call.part();
         if (part.type === 'text-delta') {
           text += part.text;
           if (o.streaming) ctx.delivery.delta(part.text);
@@ -76,6 +80,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       streamError ??= err;
     }
 
+    if (ctx.signal.aborted || streamError !== undefined) call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: streamError });
     if (ctx.signal.aborted) {
       // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
       // On shutdown or a lost lease nobody interrupted: the next attempt redoes the step instead.
@@ -101,6 +106,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const responseMessages = (await result.responseMessages) as ModelMessage[];
     const finishReason = await result.finishReason;
     const usage = await result.usage;
+    call.end('ok', { finishReason, usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens } });
     await ctx.recordStep({
       messages: responseMessages,
       finishReason,

@@ -5,6 +5,7 @@
  */
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
+import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 
 /** A tool the local agent can call. */
 export interface AgentTool<I = any> {
@@ -86,18 +87,22 @@ async function withTimeout<T>(fn: (signal: AbortSignal) => Promise<T>, timeoutMs
 /** Builds the AI SDK tool set; failures become `{ error }` results the model can read. */
 export function toToolSet(tools: AgentTool[], onError?: (name: string, err: unknown) => void): ToolSet {
   const set: ToolSet = {};
+  // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
+  const parent = activeContext();
   for (const t of tools) {
     set[t.name] = tool({
       description: t.description,
       inputSchema: t.inputSchema,
-      execute: async (input: unknown, opts: { abortSignal?: AbortSignal }) => {
-        try {
-          return await withTimeout((signal) => t.execute(input, { signal }), t.timeoutMs ?? 30_000, opts.abortSignal);
-        } catch (err) {
-          onError?.(t.name, err);
-          return { error: `tool ${t.name} failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500) };
-        }
-      },
+      execute: (input: unknown, opts: { abortSignal?: AbortSignal }) =>
+        traceToolCall(t.name, parent, input, async (failed) => {
+          try {
+            return await withTimeout((signal) => t.execute(input, { signal }), t.timeoutMs ?? 30_000, opts.abortSignal);
+          } catch (err) {
+            failed();
+            onError?.(t.name, err);
+            return { error: `tool ${t.name} failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500) };
+          }
+        }),
     } as unknown as Parameters<typeof tool>[0]) as ToolSet[string];
   }
   return set;

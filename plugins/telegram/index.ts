@@ -47,6 +47,8 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
   const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger });
   let poller: TelegramPoller | undefined;
+  /** Readiness of the inbound side: set once `start` registered the webhook or started polling. */
+  let webhookReady = false;
 
   async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -91,6 +93,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
             api.setWebhook(cfg.webhookUrl as string, { secret_token: cfg.webhookSecret as string, allowed_updates: ['message'] }),
           );
         }
+        webhookReady = true;
         logger.info({ path: cfg.webhookPath, bot: bot.username }, 'telegram webhook ready');
         return;
       }
@@ -121,8 +124,14 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
     },
 
     async stop() {
+      webhookReady = false;
       await poller?.stop();
       poller = undefined;
+    },
+
+    ready() {
+      if (cfg.mode === 'webhook') return webhookReady ? { ready: true } : { ready: false, detail: 'webhook not registered' };
+      return poller ? poller.state() : { ready: false, detail: 'poller not started' };
     },
   };
 }

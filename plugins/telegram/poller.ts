@@ -42,8 +42,17 @@ export class TelegramPoller {
   private loop: Promise<void> | undefined;
   private offset: number | undefined;
   private webhookCleared = false;
+  /** Why the last polling round failed, until one succeeds (readiness). */
+  private failing: string | undefined;
 
   constructor(private readonly opts: PollerOptions) {}
+
+  /** Readiness: polling (or standing by for another host's lease) and the last round did not fail. */
+  state(): { ready: boolean; detail?: string } {
+    if (this.stopped) return { ready: false, detail: 'polling stopped' };
+    if (this.failing) return { ready: false, detail: this.failing };
+    return this.holding ? { ready: true } : { ready: true, detail: 'standing by (another host polls)' };
+  }
 
   /** Starts the loop in the background. */
   start(): void {
@@ -75,6 +84,7 @@ export class TelegramPoller {
         }
         await this.pollOnce();
         failures = 0;
+        this.failing = undefined;
       } catch (err) {
         if (this.stopped) break;
         failures++;
@@ -82,6 +92,7 @@ export class TelegramPoller {
         const safe = isApiCallError(err) ? toChannelApiError(err, 'getUpdates', this.opts.token) : err;
         const retryAfterMs = safe instanceof ChannelApiError ? safe.retryAfterMs : undefined;
         const waitMs = retryAfterMs ?? backoffMs(Math.min(failures, 6), 250, MAX_BACKOFF_MS);
+        this.failing = safe instanceof ChannelApiError && safe.status !== undefined ? `polling failing (HTTP ${safe.status})` : 'polling failing';
         this.opts.logger.warn({ err: safe, waitMs }, 'telegram polling failed; retrying');
         await this.pause(waitMs);
       }

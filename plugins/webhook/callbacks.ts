@@ -21,8 +21,7 @@ import type { Logger } from 'pino';
 import { channelKeys, conversationKeys } from '../../src/keys.js';
 import { runScript, type RedisClient } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
-import { repliesKey } from './events.js';
-import type { WebhookReply } from './outbound.js';
+import { repliesKey, type WebhookReply } from './events.js';
 import { signedHeaders } from './signature.js';
 import { backoffMs } from '../../src/backoff.js';
 

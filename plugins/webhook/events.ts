@@ -19,6 +19,17 @@ import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { safeEqual, sign } from './signature.js';
 
+/** The JSON body of a callback (and the `data` of an event-stream event). */
+export interface WebhookReply {
+  /** The conversation, as the sender named it in requests. */
+  conversation: string;
+  text: string;
+  /** Stable id of this reply (the delivery key); the same on every retry of one reply. */
+  messageId: string;
+  /** The `id` of the request this reply answers, when known. */
+  inReplyTo?: string;
+}
+
 /** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */
 export function repliesKey(prefix: string, conversationId: string): string {
   return `${conversationKeys(prefix, conversationId).base}replies`;

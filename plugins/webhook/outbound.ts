@@ -12,21 +12,10 @@ import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
-import { repliesKey } from './events.js';
+import { repliesKey, type WebhookReply } from './events.js';
 import { markPending } from './callbacks.js';
 import { conversationKeys } from '../../src/keys.js';
 import { runScript } from '../../src/scripts/index.js';
-
-/** The JSON body of a callback (and the `data` of an event-stream event). */
-export interface WebhookReply {
-  /** The conversation, as the sender named it in requests. */
-  conversation: string;
-  text: string;
-  /** Stable id of this reply (the delivery key); the same on every retry of one reply. */
-  messageId: string;
-  /** The `id` of the request this reply answers, when known. */
-  inReplyTo?: string;
-}
 
 export interface WebhookOutboundOptions {
   channelId: string;

@@ -71,8 +71,9 @@ export class Dispatch {
    * Dedupes one update, appends it to the record and routes it by the
    * conversation's policy (its `/queue` override, else `policy`, else the
    * default). Throws InvalidInputError, writing nothing, on bad input.
+   * `traceparent` is kept in the entry (the run answering it continues that trace).
    */
-  async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; runId?: string } = {}): Promise<IngestResult> {
+  async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; runId?: string; traceparent?: string } = {}): Promise<IngestResult> {
     const parsed = this.messageSchema.safeParse(message);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -106,6 +107,7 @@ export class Dispatch {
       ...(m.messageId !== undefined && { messageId: m.messageId }),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       ...(m.attachments !== undefined && { attachments: m.attachments }),
+      ...(opts.traceparent !== undefined && { trace: opts.traceparent }),
     };
     const json = JSON.stringify(entry);
     const entryJson = metadataJson === undefined ? json : `${json.slice(0, -1)},"metadata":${metadataJson}}`;

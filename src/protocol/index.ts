@@ -3,7 +3,5 @@ export { Dispatch, type CommandSource, type StopResult } from './dispatch.js';
 export { Runs, type RunRef } from './runs.js';
 export { ConversationState, assertStateKey, type StateExpectation } from './state.js';
 export { newRunId } from './ids.js';
-export { purgeConversation, type PurgeOptions, type PurgeResult } from './purge.js';
-export { retainConversation, type AfterPurge, type RetentionOptions } from './retention.js';
 export type { ProtocolOptions, RateLimitOptions, TokenBucketOptions } from './options.js';
 export * from './types.js';

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../defaults.js';
 import type { RedisClient } from '../scripts/index.js';
 import type { InputPolicy } from './types.js';
 import { resolveRetention, type AfterPurge, type ResolvedRetention, type RetentionOptions } from './retention.js';
@@ -54,14 +55,14 @@ export type ResolvedProtocolOptions = Required<Omit<ProtocolOptions, 'rateLimit'
 export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
   return {
     client: o.client,
-    prefix: o.prefix ?? 'sb',
-    dedupeTtlSeconds: o.dedupeTtlSeconds ?? 86_400,
-    steeringCap: o.steeringCap ?? 20,
-    defaultPolicy: o.defaultPolicy ?? 'steer',
+    prefix: o.prefix ?? DEFAULTS.redis.prefix,
+    dedupeTtlSeconds: o.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
+    steeringCap: o.steeringCap ?? DEFAULTS.dispatch.steeringCap,
+    defaultPolicy: o.defaultPolicy ?? DEFAULTS.dispatch.defaultPolicy,
     steeringCapable: o.steeringCapable ?? true,
-    leaseMs: o.leaseMs ?? 30_000,
-    maxMessageChars: o.maxMessageChars ?? 16_000,
-    maxStateBytes: o.maxStateBytes ?? 262_144,
+    leaseMs: o.leaseMs ?? DEFAULTS.runs.leaseMs,
+    maxMessageChars: o.maxMessageChars ?? DEFAULTS.dispatch.maxMessageChars,
+    maxStateBytes: o.maxStateBytes ?? DEFAULTS.maxStateBytes,
     now: o.now ?? Date.now,
     ...(o.rateLimit !== undefined && { rateLimit: o.rateLimit }),
     retention: resolveRetention(o.retention),

@@ -34,6 +34,8 @@ export const messageReceivedSchema = z.object({
   replyTo: z.object({ messageId: z.string().max(128), text: z.string().optional() }).optional(),
   attachments: z.array(attachmentSchema).max(32).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** W3C `traceparent` of the host's ingest span, when tracing sampled it: the run answering the message continues that trace. */
+  trace: z.string().max(64).optional(),
 });
 
 /**

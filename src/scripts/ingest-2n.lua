@@ -59,7 +59,7 @@ local function ingest_one(base, dedupe_key, entry_json, options)
   local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
   if limited then return limited end
 
-  local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, entry_json, ttl)
+  local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, entry_json, ttl, true)
   if seen then return { 'duplicate', seen } end
 
   local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')

@@ -11,10 +11,14 @@ import { createAdminCheck } from '../../host/admins.js';
 import { dispatchFromConfig } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createWebhookPlugin } from '../../plugins/webhook/index.js';
+import { repliesKey } from '../../plugins/webhook/events.js';
+import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { normalizeMessage } from '../../plugins/discord/normalize.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { normalizeUpdate } from '../../plugins/telegram/normalize.js';
-import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage } from '../../src/channel.js';
+import type { ChannelHost, ChannelOutbound, ChannelPlugin, ChannelSettings, InboundMessage } from '../../src/channel.js';
+import type { HttpRoute } from '../../src/http-routes.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RateLimitOptions } from '../../src/protocol/index.js';
@@ -46,10 +50,10 @@ afterEach(async () => {
 });
 
 /** A channel host over a real Dispatch; `outbound` answers commands and notices. */
-function hostFor(outbound: ChannelOutbound, settings: ChannelSettings = {}, rateLimit?: RateLimitOptions): { host: ChannelHost; dispatch: Dispatch } {
+function hostFor(outbound: ChannelOutbound, settings: ChannelSettings = {}, rateLimit?: RateLimitOptions, routes: HttpRoute[] = []): { host: ChannelHost; dispatch: Dispatch } {
   const dispatch = new Dispatch({ client: redis, prefix, ...(rateLimit && { rateLimit }) });
   const host = createChannelHost({
-    routes: { add: () => { throw new Error('no routes in this test'); } },
+    routes: { add: (route) => void routes.push(route) },
     redis,
     prefix,
     logger,
@@ -276,6 +280,52 @@ describe('control commands in a webhook conversation', () => {
     expect((await dispatch.status(cid)).stop).toBeUndefined();
     await host.receive('webhook:crm', message(cid, 'ticket-1', 'lead-1', '/stop', { group: true }));
     expect((await dispatch.status(cid)).stop).toBe('stop');
+  });
+});
+
+describe('the webhook channel, through its route', () => {
+  const SECRET = 'group-controls-webhook-secret-0001';
+  let routes: HttpRoute[];
+  let plugin: ChannelPlugin;
+  beforeEach(async () => {
+    routes = [];
+    plugin = createWebhookPlugin('crm', { secret: SECRET, admins: ['lead-1'] }, { logger, redis, prefix });
+    const { host } = hostFor(plugin.outbound, plugin.settings, { user: { capacity: 1, refillPerMinute: 0.001 } }, routes);
+    await plugin.start(host);
+  });
+  afterEach(async () => {
+    await plugin.stop();
+  });
+  const post = async (body: Record<string, unknown>) => {
+    const raw = JSON.stringify(body);
+    const route = routes.find((r) => r.method === 'POST')!;
+    const res = await route.handle({ method: 'POST', path: route.path, params: {}, query: {}, headers: signedHeaders(SECRET, raw), body: Buffer.from(raw), signal: new AbortController().signal });
+    return res as { status: number; json: Record<string, unknown> };
+  };
+  /** Texts stored for the event stream and callbacks of `conversation`. */
+  const replies = async (conversation: string) =>
+    (await redis.xrange(repliesKey(prefix, `webhook:crm:${conversation}`), '-', '+')).map(([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1]!).text as string);
+
+  it('answers a message over the rate limit 202 refused, and a redelivery 200 duplicate', async () => {
+    expect((await post({ id: 'a1', conversation: 't1', sender: { id: 'ann' }, text: 'one' })).status).toBe(202);
+    const refused = await post({ id: 'a2', conversation: 't1', sender: { id: 'ann' }, text: 'two' });
+    expect(refused).toMatchObject({ status: 202, json: { result: 'refused', limit: 'user' } });
+    expect(await post({ id: 'a2', conversation: 't1', sender: { id: 'ann' }, text: 'two' })).toMatchObject({ status: 200, json: { result: 'duplicate', seq: refused.json.seq } });
+    const stored = await replies('t1');
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatch(/^You are sending messages faster than this bot answers them/);
+  });
+
+  it('refuses /stop from a non-admin in a group conversation, and runs it for an admin', async () => {
+    await post({ id: 'b1', conversation: 't2', sender: { id: 'ann' }, text: 'hello', group: true });
+    expect(await post({ id: 'b2', conversation: 't2', sender: { id: 'bob' }, text: '/stop', group: true })).toMatchObject({
+      status: 202,
+      json: { result: 'command', command: 'stop', reply: 'Only admins can use /stop here.' },
+    });
+    expect(await post({ id: 'b3', conversation: 't2', sender: { id: 'lead-1' }, text: '/stop', group: true })).toMatchObject({
+      status: 202,
+      json: { result: 'command', command: 'stop', reply: 'Cancelled the run before it started.' },
+    });
   });
 });
 

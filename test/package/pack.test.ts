@@ -185,6 +185,30 @@ describe('the packed package', () => {
       expect(stdout).not.toContain(SECRET);
     });
 
+    it('runs the runner plugin contract from steerbot/testing on the plugin, in the project\'s vitest', async () => {
+      // vitest is an optional peer the plugin author brings; ours stands in for it.
+      symlinkSync(join(REPO, 'node_modules/vitest'), join(project, 'node_modules/vitest'));
+      writeFileSync(
+        join(project, 'echo-agent.test.js'),
+        [
+          "import { runnerPluginContract } from 'steerbot/testing';",
+          "import echo from './echo-agent.js';",
+          "runnerPluginContract({ name: 'echo-agent from the tarball', definition: echo, config: { prefix: 'packed: ' } });",
+          '',
+        ].join('\n'),
+      );
+      // A clean environment for the inner vitest: the outer one's worker variables would confuse it.
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST')));
+      const { stdout } = await run(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--reporter', 'verbose'], {
+        cwd: project,
+        env: { ...env, REDIS_URL: redisUrl(), NO_COLOR: '1' },
+      }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`the contract suite failed in the project: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+      });
+      expect(stdout).toContain('runner plugin contract: echo-agent from the tarball');
+      expect(stdout).toMatch(/Tests\s+8 passed \(8\)/);
+    });
+
     it('answers a signed webhook message through the plugin, exactly once', async () => {
       const address = await startProject({ REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
       const post = async (id: string, text: string) => {

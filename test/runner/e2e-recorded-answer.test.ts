@@ -1,19 +1,22 @@
 /**
  * End to end, exactly once: a runner process records the final answer and
  * is killed (`SIGKILL`, no cleanup) at each point before the run is
- * finished. The runner process that takes the run over delivers the
- * recorded answer, once, through the real Discord outbound to a fake
- * Discord, and does not ask the model again.
+ * finished. The runner that takes the run over delivers the recorded
+ * answer, once, through the real Discord outbound to a fake Discord (whose
+ * nonce dedupe honours delivery keys), and does not ask the model again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { startRunner, type StartedRunner } from '../../runner/main.js';
 import { conversationKeys } from '../../src/keys.js';
 import { startFakeDiscord, type FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
-import { RunnerHarness } from './harness.js';
+import { fakeModel, RunnerHarness } from './harness.js';
 
 const WORKER = fileURLToPath(new URL('./crash-worker.ts', import.meta.url));
 const TOKEN = 'fake-discord-token-0123456789';
@@ -31,7 +34,9 @@ interface World {
   discord: FakeDiscord;
   h: RunnerHarness;
   /** Starts `crash-worker.ts` on the harness's prefix and queue; resolves once it takes jobs. */
-  startWorker(crashAt?: CrashPoint): Promise<Worker>;
+  startWorker(crashAt: CrashPoint): Promise<Worker>;
+  /** Starts a runner in this process, delivering through the real Discord outbound (the one that takes the run over). */
+  startSurvivor(): Promise<StartedRunner>;
   /** Texts of the messages the bot created in the fake Discord channel, in order. */
   discordTexts(): string[];
   /** The conversation's outbox: delivery key → status. */
@@ -58,7 +63,7 @@ async function world(): Promise<World> {
     await fake.close();
   });
 
-  const startWorker = async (crashAt?: CrashPoint): Promise<Worker> => {
+  const startWorker = async (crashAt: CrashPoint): Promise<Worker> => {
     const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
       env: {
         ...process.env,
@@ -66,7 +71,7 @@ async function world(): Promise<World> {
         FAKE_OPENAI_URL: fake.url,
         FAKE_DISCORD_API: discord.apiBase,
         FAKE_DISCORD_TOKEN: TOKEN,
-        ...(crashAt && { CRASH_AT: crashAt }),
+        CRASH_AT: crashAt,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -93,11 +98,24 @@ async function world(): Promise<World> {
     return { proc, owner, exited };
   };
 
+  const startSurvivor = async (): Promise<StartedRunner> => {
+    const outbound = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix }).outbound;
+    const runner = await startRunner(h.ctx, {
+      plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }),
+      resolveOutbound: (conversationId) => (conversationId.startsWith('discord:') ? outbound : undefined),
+      lockDurationMs: 2000,
+      stalledIntervalMs: 500,
+    });
+    h.runners.push(runner);
+    return runner;
+  };
+
   return {
     fake,
     discord,
     h,
     startWorker,
+    startSurvivor,
     discordTexts: () => [...discord.messages.values()].filter((m) => m.channel_id === CHANNEL).map((m) => m.content),
     outbox: async () => {
       const raw = await h.ctx.redis.hgetall(conversationKeys(h.prefix, DCID).outbox);
@@ -116,7 +134,7 @@ const AT_CRASH: Record<CrashPoint, { outbox: string | undefined; onPlatform: str
 
 describe('a final answer recorded by an attempt that died before the run finished', () => {
   for (const point of CRASH_POINTS) {
-    it.concurrent(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async ({ expect }) => {
+    it(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async () => {
       const w = await world();
       const { h } = w;
       // Any second model call would answer "Nothing new." (the prompt already ends with the answer).
@@ -134,7 +152,7 @@ describe('a final answer recorded by an attempt that died before the run finishe
       expect((await w.outbox())[key]).toBe(AT_CRASH[point].outbox);
       expect(w.discordTexts()).toEqual(AT_CRASH[point].onPlatform);
 
-      const survivor = await w.startWorker();
+      const survivor = await w.startSurvivor();
       expect((await h.runEnded(runId, 30_000, DCID)).outcome).toBe('completed');
       await h.idle(10_000, DCID);
 
@@ -149,7 +167,7 @@ describe('a final answer recorded by an attempt that died before the run finishe
     });
   }
 
-  it.concurrent('then answers a message steered in while the runner was dead, as a continuation of the run', async ({ expect }) => {
+  it('then answers a message steered in while the runner was dead, as a continuation of the run', async () => {
     const w = await world();
     const { h } = w;
     w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'And the answer to the second.' }));
@@ -159,7 +177,7 @@ describe('a final answer recorded by an attempt that died before the run finishe
     expect(await doomed.exited).toBe('SIGKILL');
     expect(await h.ingest('and one more thing', { conversationId: DCID })).toMatchObject({ kind: 'steered', runId });
 
-    await w.startWorker();
+    await w.startSurvivor();
     expect((await h.runEnded(runId, 30_000, DCID)).outcome).toBe('completed');
     await h.idle(10_000, DCID);
 

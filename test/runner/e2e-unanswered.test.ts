@@ -8,7 +8,8 @@ import { runCommand } from '../../host/commands.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
-import { fakeModel, gatedTool, perTestModel, RunnerHarness as Harness } from './harness.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import { CID, deferred, fakeModel, gatedTool, perTestModel, RunnerHarness as Harness, waitFor } from './harness.js';
 
 const t = perTestModel();
 
@@ -77,4 +78,43 @@ describe('a steered message the run pulled and did not answer', () => {
     expect(h.outbound.texts).toEqual(['Both answered.']);
     expect(await status(h)).not.toContain('Not answered');
   });
+
+  it('is named when an attempt that took the run over fails, though the attempt that pulled it died', async () => {
+    const pulled = deferred();
+    const steered = deferred();
+    // Attempt 1 pulls the steered message and hangs until its runner goes away; attempt 2 fails.
+    const plugin: RunnerPlugin = {
+      manifest: { name: 'pull-then-die', version: '1.0.0', capabilities: { steering: true } },
+      async run(ctx) {
+        if (ctx.attempt === 1) {
+          await steered.promise;
+          expect((await ctx.steering.pull()).map((m) => m.text)).toEqual(['while you are at it']);
+          pulled.resolve();
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          return { outcome: 'completed' };
+        }
+        return { outcome: 'failed', reason: 'probe failure', notice: 'It broke.' };
+      },
+    };
+    const h = await Harness.start({ plugin });
+    t.h = h;
+    const runId = ((await h.ingest('a question')) as { runId: string }).runId;
+    await waitForRunning(h);
+    expect(await h.ingest('while you are at it')).toMatchObject({ kind: 'steered', runId });
+    steered.resolve();
+    await pulled.promise;
+    await h.runners[0]!.close(0);
+    await h.startRunner(plugin);
+
+    expect(await h.runEnded(runId)).toMatchObject({ outcome: 'failed', reason: 'probe failure' });
+    await h.idle();
+    expect((await h.entries('run.started')).map((e) => e.attempt)).toEqual([1, 2]);
+    expect(h.outbound.texts).toEqual(['It broke.\n\nThe run failed before answering this message: “while you are at it”. Please send again what still needs an answer.']);
+    expect(await status(h)).toContain('Not answered (the run failed): “while you are at it”');
+  });
 });
+
+/** Waits until the conversation's run is running (its first attempt acquired it). */
+async function waitForRunning(h: RunnerHarness): Promise<void> {
+  await waitFor(async () => ((await h.dispatch.status(CID)).runState === 'running' ? true : undefined), 10_000, 'run running');
+}

@@ -10,7 +10,8 @@
  * (several hosts): each has its own session and gets every dispatch, as on
  * Discord. Tests can drop the connection (and force a replay of
  * events the client already saw), inject 429s and failures on REST routes,
- * and read every REST call.
+ * and read every REST call. REST also answers channel, guild and guild
+ * member lookups (owner, roles and their permissions: admin checks).
  */
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -52,15 +52,18 @@ local function rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, 
     dedupe_mark(dedupe_key, seq, ttl)
     return { 'refused', seq, limit, wait }
   end
-  local full_ms = 0
+  local fields, full_ms = {}, 0
   if user then
-    redis.call('HSET', rate_key, user_field, (user - 1) .. ':' .. now)
+    fields[1], fields[2] = user_field, (user - 1) .. ':' .. now
     full_ms = math.ceil(ucap * 60000 / urate)
   end
   if conv then
-    redis.call('HSET', rate_key, 'c', (conv - 1) .. ':' .. now)
+    local n = #fields
+    fields[n + 1], fields[n + 2] = 'c', (conv - 1) .. ':' .. now
     full_ms = math.max(full_ms, math.ceil(ccap * 60000 / crate))
   end
-  if full_ms > 0 then redis.call('PEXPIRE', rate_key, full_ms) end
+  if #fields == 0 then return nil end
+  redis.call('HSET', rate_key, unpack(fields))
+  redis.call('PEXPIRE', rate_key, full_ms)
   return nil
 end

@@ -1,0 +1,222 @@
+/**
+ * Prometheus metrics (prom-client), served as `GET /metrics` by every
+ * process. Names follow Prometheus conventions: `steerbot_` prefix, the unit
+ * in the name, `_total` on counters. docs/operations.md lists them with
+ * their meanings; `METRIC_NAMES` keeps that list honest (a test compares).
+ *
+ * One registry per process (`metrics`), not prom-client's global one, so an
+ * embedder's own metrics never collide with steerbot's. Recording is a few
+ * map lookups: cheap enough for the ingest hot path.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Buckets for latencies in seconds: 5 ms … 2 min. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Buckets for whole runs in seconds: 100 ms … 30 min. */
+const RUN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
+/** Buckets for list depths. */
+const DEPTH_BUCKETS = [1, 2, 3, 5, 8, 13, 20, 50, 100];
+
+/** BullMQ job states reported by `steerbot_queue_jobs`. */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed'] as const;
+
+/** Counts of a run queue's jobs by state (BullMQ `getJobCounts`). */
+export type QueueCounts = (states: readonly string[]) => Promise<Record<string, number>>;
+
+/** Longest wait for the queue's job counts during a scrape, in ms (a Redis outage must not hang `/metrics`). */
+const QUEUE_SCRAPE_TIMEOUT_MS = 500;
+
+/** The metrics of one process. */
+export class SteerbotMetrics {
+  readonly registry = new Registry();
+  private readonly queues = new Map<string, QueueCounts>();
+  private defaultsOn = false;
+
+  readonly updatesIngested = new Counter({
+    name: 'steerbot_updates_ingested_total',
+    help: 'Updates handed to ingest, by channel and dispatch result (new-run, joined, steered, pending, interrupting, duplicate, refused, purged, rejected) and reason.',
+    labelNames: ['channel', 'result', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly httpRequests = new Counter({
+    name: 'steerbot_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'steerbot_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by method and route pattern.',
+    labelNames: ['method', 'route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly runsStarted = new Counter({
+    name: 'steerbot_runs_started_total',
+    help: 'Run attempts started (acquired) by this process; `takeover` is 1 for an attempt after another worker died.',
+    labelNames: ['takeover'] as const,
+    registers: [this.registry],
+  });
+  readonly runsEnded = new Counter({
+    name: 'steerbot_runs_ended_total',
+    help: 'Run attempts ended, by outcome (completed, failed, interrupted, superseded, stopped, lost, aborted).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: 'steerbot_run_duration_seconds',
+    help: 'Duration of a run attempt from acquire to end, by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: RUN_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly runsActive = new Gauge({
+    name: 'steerbot_runs_active',
+    help: 'Runs executing in this process now.',
+    registers: [this.registry],
+  });
+  readonly modelCallDuration = new Histogram({
+    name: 'steerbot_model_call_duration_seconds',
+    help: 'Duration of one model call (one step), by model and outcome (ok, error, aborted).',
+    labelNames: ['model', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly modelTtft = new Histogram({
+    name: 'steerbot_model_time_to_first_token_seconds',
+    help: 'Time from the start of a model call to its first streamed part, by model.',
+    labelNames: ['model'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: 'steerbot_model_tokens_total',
+    help: 'Tokens the provider reported, by model and kind (input, output, cached: input tokens read from the provider cache).',
+    labelNames: ['model', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({
+    name: 'steerbot_tool_calls_total',
+    help: 'Tool calls, by tool and outcome (ok, error).',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly toolDuration = new Histogram({
+    name: 'steerbot_tool_call_duration_seconds',
+    help: 'Duration of one tool call, by tool.',
+    labelNames: ['tool'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly steeringInjected = new Counter({
+    name: 'steerbot_steering_injected_total',
+    help: 'Steered messages a run pulled at a turn boundary.',
+    registers: [this.registry],
+  });
+  readonly steeringDelay = new Histogram({
+    name: 'steerbot_steering_delay_seconds',
+    help: 'Time from ingest of a steered message to its injection into the run.',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly steeringDepth = new Histogram({
+    name: 'steerbot_steering_depth',
+    help: "A run's steering list length right after a message was steered into it (observed at ingest; at the cap, more messages overflow to pending).",
+    buckets: DEPTH_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly pendingDepth = new Histogram({
+    name: 'steerbot_pending_depth',
+    help: "A conversation's pending list length right after a message was queued on it (observed at ingest).",
+    buckets: DEPTH_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly compactions = new Counter({
+    name: 'steerbot_compactions_total',
+    help: 'Compactions attempted, by trigger (pressure, manual, overflow) and outcome (compacted, ineffective, skipped, conflict, failed).',
+    labelNames: ['trigger', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly breakerOpened = new Counter({
+    name: 'steerbot_compaction_breaker_opened_total',
+    help: "Times a conversation's compaction circuit breaker opened (three ineffective compactions in a row).",
+    registers: [this.registry],
+  });
+  readonly deliveries = new Counter({
+    name: 'steerbot_deliveries_total',
+    help: 'Outbound messages, by channel and outcome (sent, skipped: delivered by an earlier attempt, failed).',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly deliveryRetries = new Counter({
+    name: 'steerbot_delivery_retries_total',
+    help: 'Retried platform calls of deliveries, by channel and reason (rate_limit: a 429, server_error: a 5xx).',
+    labelNames: ['channel', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly rateLimitWait = new Counter({
+    name: 'steerbot_delivery_rate_limit_wait_seconds_total',
+    help: 'Time deliveries waited on platform rate limits (429 retry_after), by channel.',
+    labelNames: ['channel'] as const,
+    registers: [this.registry],
+  });
+  readonly reconcilerReenqueued = new Counter({
+    name: 'steerbot_reconciler_reenqueued_total',
+    help: 'Queued runs the reconciler found without a live job and enqueued again.',
+    registers: [this.registry],
+  });
+  readonly leaseTakeovers = new Counter({
+    name: 'steerbot_lease_takeovers_total',
+    help: 'Runs this process acquired after the lease of an earlier attempt (a dead or stalled worker) expired.',
+    registers: [this.registry],
+  });
+  readonly queueJobs = new Gauge({
+    name: 'steerbot_queue_jobs',
+    help: 'BullMQ run jobs by state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',
+    labelNames: ['queue', 'state'] as const,
+    registers: [this.registry],
+    collect: () => this.collectQueues(),
+  });
+
+  /** Reports the job counts of a run queue at each scrape (one registration per queue name). */
+  watchQueue(name: string, counts: QueueCounts): () => void {
+    this.queues.set(name, counts);
+    return () => {
+      if (this.queues.get(name) === counts) this.queues.delete(name);
+    };
+  }
+
+  /** Adds prom-client's process metrics (`process_*`, `nodejs_*`) once. */
+  withProcessMetrics(): this {
+    if (!this.defaultsOn) collectDefaultMetrics({ register: this.registry });
+    this.defaultsOn = true;
+    return this;
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private async collectQueues(): Promise<void> {
+    await Promise.all(
+      [...this.queues].map(async ([name, counts]) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<undefined>((r) => (timer = setTimeout(r, QUEUE_SCRAPE_TIMEOUT_MS, undefined)));
+        try {
+          // Unreadable (Redis down): the series keep their last values; /readyz reports the outage.
+          const got = await Promise.race([counts(QUEUE_STATES).catch(() => undefined), late]);
+          if (got) for (const state of QUEUE_STATES) this.queueJobs.set({ queue: name, state }, got[state] ?? 0);
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+  }
+}
+
+/** The process's metrics. */
+export const metrics = new SteerbotMetrics();
+
+/** Every metric steerbot defines (for docs and tests). */
+export const METRIC_NAMES: readonly string[] = metrics.registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name);
