@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
+import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
 import {
   applyEnv,
@@ -33,6 +34,7 @@ export interface SteerbotConfig extends CoreConfig {
     telegram?: TelegramConfig;
     discord?: DiscordConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
+    web?: WebConfig;
     [id: string]: unknown;
   };
   /** Runner plugin settings by plugin id; the selected runner's section is always present. */
@@ -95,6 +97,11 @@ export const BUILTIN_REGISTRY: PluginRegistry = createRegistry(BUILTIN_PLUGINS);
 function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: string, env: NodeJS.ProcessEnv): SteerbotConfig {
   applyEnv(layers, envBindings(registry, runnerId).slice(CORE_ENV_BINDINGS.length), env);
   // The selected runner plugin always gets its section, so its schema's defaults (and required fields) apply.
+  // Channels on without configuration (the web chat) always get their section; their settings turn them off.
+  const channels = (layers.raw.channels ??= {});
+  if (typeof channels === 'object' && channels !== null && !Array.isArray(channels)) {
+    for (const def of registry.channels.values()) if (def.defaultEnabled) (channels as Record<string, unknown>)[def.id] ??= {};
+  }
   const agents = (layers.raw.agents ??= {});
   if (typeof agents === 'object' && agents !== null && !Array.isArray(agents)) (agents as Record<string, unknown>)[runnerId] ??= {};
   return validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;

@@ -6,8 +6,10 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import discord from '../plugins/discord/index.js';
+import httpAgent from '../plugins/http-agent/index.js';
 import localAgent from '../plugins/local-agent/index.js';
 import telegram from '../plugins/telegram/index.js';
+import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
 import type { ChannelPluginDefinition } from '../src/channel.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
@@ -18,7 +20,7 @@ import type { RunnerPluginDefinition } from '../runner/plugin.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, webhooks, localAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, webhooks, localAgent, httpAgent] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

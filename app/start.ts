@@ -4,11 +4,11 @@
  * tests and embedders drive it directly.
  */
 import { resolve } from 'node:path';
-import { createHttpServer, listen } from '../host/http.js';
+import { createHttpServer, listen, routeRegistry } from '../host/http.js';
 import { type HostContext, type HostParts, startHost } from '../host/main.js';
-import { type RunnerParts, startRunner } from '../runner/main.js';
+import { type RunnerParts, type StartedRunner, startRunner } from '../runner/main.js';
 import { createModel } from '../runner/model.js';
-import type { RunnerPlugin } from '../runner/plugin.js';
+import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
 import { ensureRedis } from '../src/local-redis.js';
@@ -16,6 +16,9 @@ import { createLogger, secretValues, type Logger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
 import { BUILTIN_REGISTRY, type SteerbotConfig } from './config.js';
 import { resolvePlugins, type PluginRegistry } from './registry.js';
+import { startTracing } from './telemetry.js';
+import type { ReadinessProbe } from '../src/telemetry/readiness.js';
+import { metrics } from '../src/telemetry/metrics.js';
 import { channelIds, redactConfig } from './summary.js';
 
 /** Starts one part of the process. */
@@ -45,6 +48,8 @@ export interface RunningApp {
   address: string | undefined;
   /** Ids of the configured channels, e.g. `['telegram', 'webhook:crm']`. */
   channels: string[];
+  /** Where a runner-only process serves `/healthz`, `/readyz` and `/metrics` (on `http.host` / `http.port`); undefined with a host (its server serves them). */
+  probeAddress?: string | undefined;
   /** Stops ingress, then the host, then the runner (bounded by its grace), then Redis. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -76,13 +81,14 @@ export async function createChannels(config: Pick<SteerbotConfig, 'channels'>, d
 }
 
 /** Creates the selected runner plugin from its settings. */
-async function createRunnerPlugin(config: SteerbotConfig, registry: PluginRegistry, id: string, logger: Logger, fetchImpl?: typeof fetch): Promise<RunnerPlugin> {
+async function createRunnerPlugin(config: SteerbotConfig, registry: PluginRegistry, id: string, logger: Logger, fetchImpl?: typeof fetch, served: Pick<RunnerPluginDeps, 'routes' | 'serverUrl'> = {}): Promise<RunnerPlugin> {
   const def = registry.runners.get(id);
   if (!def) throw new Error(`runner plugin ${id} is not registered`);
   return def.create(config.agents[id] ?? {}, {
     logger: logger.child({ plugin: id }),
     model: config.model,
     createModel: (settings = config.model) => createModel(settings, fetchImpl),
+    ...served,
   });
 }
 
@@ -116,6 +122,12 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     })());
 
   try {
+    // First started, last stopped: spans of the shutdown itself are still exported.
+    const tracing = startTracing({ logger });
+    stops.push({ name: 'tracing', run: tracing.shutdown });
+    metrics.withProcessMetrics(); // `process_*` / `nodejs_*` beside steerbot's own on /metrics
+    // What `/readyz` checks besides Redis: the runner's worker and the channels' inbound sides, added as they start.
+    const probes: ReadinessProbe[] = [];
     const { registry, runnerId } = opts.registry
       ? { registry: opts.registry, runnerId: config.runner.plugin }
       : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
@@ -144,11 +156,18 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     };
     const channelDeps: ChannelDeps = { logger, redis, prefix: config.redis.prefix, ...(opts.fetch && { fetch: opts.fetch }) };
     // Both roles need the runner plugin: the host reads its capabilities from the manifest.
-    const plugin = await createRunnerPlugin(config, registry, runnerId, logger, opts.fetch);
+    // The process's one HTTP server (the host's ingress, or a runner-only process's probes), created before the
+    // runner plugin so the plugin can serve routes on it (http-agent's run endpoints); it listens last.
+    const server = createHttpServer({ config, redis, logger, readiness: () => probes });
+    let address: string | undefined;
+    let probeAddress: string | undefined;
+    const served = config.runner.enabled ? { routes: routeRegistry(server), serverUrl: () => address ?? probeAddress } : {};
+    const plugin = await createRunnerPlugin(config, registry, runnerId, logger, opts.fetch, served);
 
     if (config.runner.enabled) {
       // Runners use only the channels' outbound sides: instances of their own, never started.
       const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: await createChannels(config, channelDeps, registry) });
+      if ('worker' in runner) probes.push(workerProbe(runner as StartedRunner));
       const bound = config.runner.shutdownGraceMs + RUNNER_STOP_SLACK_MS;
       stops.push({
         name: 'runner',
@@ -158,20 +177,32 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       });
     }
 
-    let address: string | undefined;
     if (config.host.enabled) {
-      const http = createHttpServer({ config, redis, logger });
+      const http = server;
       const channels = await createChannels(config, channelDeps, registry);
       const host = await (opts.hooks?.startHost ?? startHost)({ ...ctx, http }, { channels, steeringCapable: plugin.manifest.capabilities.steering });
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
+      for (const c of channels) if (c.ready) probes.push({ name: `channel:${c.id}`, check: () => c.ready!() });
       address = await listen(http, config.http);
+    }
+    if (!config.host.enabled) {
+      // A runner-only process has no ingress; it still answers probes and scrapes.
+      const probeServer = server;
+      stops.push({ name: 'probe server', run: () => probeServer.close() });
+      probeAddress = await listen(probeServer, config.http);
+      logger.info({ address: probeAddress }, 'runner probes and metrics served');
     }
     const channels = channelIds(config);
     logger.info({ address, host: config.host.enabled, runner: config.runner.enabled, channels }, 'steerbot started');
-    return { ctx, address, channels, stop };
+    return { ctx, address, channels, probeAddress, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** `/readyz`'s check of the runner: its BullMQ worker takes jobs. */
+function workerProbe(runner: StartedRunner): ReadinessProbe {
+  return { name: 'runner.worker', check: () => (runner.worker.worker.isRunning() ? { ready: true } : { ready: false, detail: 'not running' }) };
 }

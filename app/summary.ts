@@ -5,6 +5,7 @@
  */
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { redactSecrets } from '../src/errors.js';
+import { isLoopbackHostName } from '../src/http-access.js';
 import { SECRET_KEYS } from '../src/logger.js';
 import type { SteerbotConfig } from './config.js';
 
@@ -28,7 +29,7 @@ export function redactConfig(config: SteerbotConfig): Record<string, unknown> {
 /** Ids of the configured channel instances, e.g. `['telegram', 'webhook:crm']`. */
 export function channelIds(config: SteerbotConfig): string[] {
   return Object.entries(config.channels).flatMap(([id, section]) => {
-    if (section === undefined) return [];
+    if (section === undefined || (section as { enabled?: unknown }).enabled === false) return [];
     if (id === 'webhooks') return Object.keys(section as object).map((name) => `webhook:${name}`);
     return [id];
   });
@@ -61,9 +62,30 @@ export function nextSteps(config: SteerbotConfig, started: StartedSummary): stri
           : `  model:    not configured: set ${keyVar} (provider ${config.model.provider}; STEERBOT_MODEL_PROVIDER picks another)`,
     );
   }
-  if (started.channels.length === 0 && started.address) {
+  if (started.address) lines.push(...pageLines(config, started.address, started.channels.includes('web')));
+  if (started.channels.every((c) => c === 'web') && started.address) {
     lines.push('next: set TELEGRAM_BOT_TOKEN (from @BotFather) or DISCORD_BOT_TOKEN and start again,');
     lines.push('      or add a webhook channel to a config file (--config steerbot.json); see docs/channels.md');
   }
+  return lines;
+}
+
+/** The address a person opens: a wildcard bind (`0.0.0.0`, `::`) is reached at 127.0.0.1 from this machine. */
+function browserAddress(address: string): string {
+  return address.replace('://0.0.0.0:', '://127.0.0.1:').replace('://[::]:', '://127.0.0.1:');
+}
+
+/** Who may open a page served on `http.host`, with or without its token. */
+function accessNote(bindHost: string, token: string | undefined, tokenVar: string): string {
+  if (token !== undefined) return 'token required: open it once with ?token=<token>';
+  return isLoopbackHostName(bindHost) ? 'this machine only' : `this machine only: http.host is ${bindHost}; set ${tokenVar} to let other machines in`;
+}
+
+/** The chat page and the operator console: where they are and who may open them. */
+function pageLines(config: SteerbotConfig, address: string, chat: boolean): string[] {
+  const at = browserAddress(address);
+  const lines: string[] = [];
+  if (chat) lines.push(`  chat:     ${at}/ (${accessNote(config.http.host, config.channels.web?.token, 'STEERBOT_WEB_TOKEN')})`);
+  if (config.host.console.enabled) lines.push(`  console:  ${at}/console (${accessNote(config.http.host, config.host.console.token, 'STEERBOT_CONSOLE_TOKEN')})`);
   return lines;
 }

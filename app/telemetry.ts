@@ -94,6 +94,14 @@ const intFromEnv = (env: Env, name: string): number | undefined => {
   return n;
 };
 
+/** The exporter's URL from `env` (the exporter itself reads `process.env` only; `env` may be another). */
+function otlpUrl(env: Env): { url?: string } {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return { url: traces };
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return base ? { url: `${base.replace(/\/+$/, '')}/v1/traces` } : {};
+}
+
 // One SDK per process, shared by every `startApp` in it (tests start several); the last stop shuts it down.
 let shared: { provider: TracerProvider; users: number } | undefined;
 
@@ -117,7 +125,7 @@ export function startTracing(opts: { env?: Env; logger?: Logger } = {}): Tracing
       exportTimeoutMillis: intFromEnv(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
     };
     const processors: SpanProcessor[] = exporters.map((name) => {
-      const exporter: SpanExporter = name === 'otlp' ? new OTLPTraceExporter() : new ConsoleSpanExporter();
+      const exporter: SpanExporter = name === 'otlp' ? new OTLPTraceExporter(otlpUrl(env)) : new ConsoleSpanExporter();
       return new BatchSpanProcessor({ exporter, ...Object.fromEntries(Object.entries(batch).filter(([, v]) => v !== undefined)) });
     });
     const resource = defaultResource()

@@ -171,6 +171,7 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
           headers: req.headers,
           body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
           signal: ac.signal,
+          ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
         });
         span.setAttribute('http.response.status_code', res.status);
         if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

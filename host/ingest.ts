@@ -11,7 +11,7 @@ import { channelIdOf } from '../src/channel.js';
 import { InvalidInputError } from '../src/errors.js';
 import { isRedisUnavailable } from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
-import { context, failSpan, SPAN, SpanKind, trace, traceparentOf, tracer, type Span } from '../src/telemetry/tracing.js';
+import { failSpan, SPAN, SpanKind, traceparentOf, tracer, type Span } from '../src/telemetry/tracing.js';
 
 /** Ingests updates and schedules the runs they create. */
 export class IngestService {
@@ -32,7 +32,8 @@ export class IngestService {
     const span = tracer().startSpan(SPAN.ingest, { kind: SpanKind.INTERNAL, attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey } });
     try {
       const traceparent = traceparentOf(span);
-      const result = await context.with(trace.setSpan(context.active(), span), () => this.dispatch.ingest(message, { ...(opts.policy && { policy: opts.policy }), ...(traceparent && { traceparent }) }));
+      // Not made active: nothing inside logs or makes spans, and entering a context costs the hot path.
+      const result = await this.dispatch.ingest(message, traceparent ? { ...opts, traceparent } : opts);
       if (result.kind === 'new-run') {
         await this.queue.enqueue(message.conversationId, result.runId);
       }
@@ -56,8 +57,10 @@ function noteIngested(span: Span, channel: string, result: IngestResult): void {
   if (result.kind === 'steered') metrics.steeringDepth.observe(result.depth);
   else if (result.kind === 'pending') metrics.pendingDepth.observe(result.depth);
   if (!span.isRecording()) return;
-  span.setAttribute('steerbot.dispatch.result', result.kind);
-  span.setAttribute('steerbot.seq', result.seq);
-  if (reason) span.setAttribute('steerbot.dispatch.reason', reason);
-  if ('runId' in result) span.setAttribute('steerbot.run_id', result.runId);
+  span.setAttributes({
+    'steerbot.dispatch.result': result.kind,
+    'steerbot.seq': result.seq,
+    ...(reason && { 'steerbot.dispatch.reason': reason }),
+    ...('runId' in result && { 'steerbot.run_id': result.runId }),
+  });
 }

@@ -12,6 +12,9 @@ import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
+import { channelIdOf } from '../src/channel.js';
+import { noteActivity } from './console/activity.js';
+import { registerConsole } from './console/routes.js';
 import { routeRegistry, type HttpServer } from './http.js';
 import { IngestService } from './ingest.js';
 import { createChannelHost } from './receive.js';
@@ -72,8 +75,10 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
   const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
+  const routes = routeRegistry(ctx.http);
   const channelHost = createChannelHost({
-    routes: routeRegistry(ctx.http),
+    routes,
+    onActivity: (conversationId) => noteActivity(ctx.redis, prefix, conversationId, logger),
     redis: ctx.redis,
     prefix,
     logger,
@@ -83,6 +88,20 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
   });
+  if (config.host.console.enabled) {
+    registerConsole({
+      routes,
+      redis: ctx.redis,
+      prefix,
+      dispatch,
+      queue,
+      logger,
+      token: config.host.console.token,
+      traceUrl: config.host.console.traceUrl,
+      channelPolicy: (conversationId) => settings.get(channelIdOf(conversationId))?.policy,
+      enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
+    });
+  }
   const reconciler = startReconciler({
     client: ctx.redis,
     prefix,

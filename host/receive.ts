@@ -35,6 +35,8 @@ export interface ChannelHostDeps {
   outbound(channelId: string): ChannelOutbound | undefined;
   /** Who is an admin of a group chat. Default: `createAdminCheck()` (platform answers cached 60 s). */
   admins?: AdminCheck;
+  /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
+  onActivity?(conversationId: string): void;
 }
 
 const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);
@@ -59,11 +61,15 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           if (refusal) return refusal;
         }
         const outcome = await runCommand(deps, command, source, settings.policy);
-        if (!outcome.duplicate) await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
+        if (!outcome.duplicate) {
+          deps.onActivity?.(message.conversationId);
+          await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
+        }
         return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate };
       }
       const { chatId: _chatId, group: _group, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
+      if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
       // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.
       if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
       if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);

@@ -18,7 +18,7 @@ import { conversationKeys } from '../src/keys.js';
 import { runLogger } from '../src/logger.js';
 import { RunTrace, tracePull } from '../src/telemetry/run-trace.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { readSeqs, readTail } from '../src/record/read.js';
+import { readSeqs } from '../src/record/read.js';
 import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
 import type { Runs, RunRef } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
@@ -31,7 +31,7 @@ import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugi
 import { Calibrator } from './compaction/estimate.js';
 import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
 import { isFinalStep } from './projection.js';
-import { runProgress, type RecordedAnswer } from './takeover.js';
+import { readRunEntries, runProgress, type RecordedAnswer } from './takeover.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -278,11 +278,11 @@ export class RunExecutor {
   /**
    * What earlier attempts left in the record (a takeover): the turn's anchor,
    * a recorded final answer, and the steered messages taken since the last
-   * answer. Reads a bounded tail: the run's last entries are at its end.
+   * answer. Reads back to the run's first start, at most `historyTailEntries`.
    */
   private async readProgress(conversationId: string, runId: string): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
     const log = conversationKeys(this.o.prefix, conversationId).log;
-    const progress = runProgress(await readTail(this.o.client, log, this.o.historyTailEntries ?? 2000), runId);
+    const progress = runProgress(await readRunEntries(this.o.client, log, runId, this.o.historyTailEntries ?? 2000), runId);
     const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
     return { anchor: progress.anchor, answer: progress.answer, unanswered };
   }

@@ -44,3 +44,21 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
       return createGoogle(common)(settings.name);
   }
 }
+
+/**
+ * What the bot answers while no model is configured: one message naming the
+ * variables to set (no secrets: it says which are missing, not their values).
+ */
+export function modelSetupNotice(settings: Pick<ModelSettings, 'provider'>): string {
+  const now =
+    settings.provider === 'openai-compatible'
+      ? 'The model provider is openai-compatible but OPENAI_BASE_URL is not set.'
+      : `The model provider is ${settings.provider} but ${MODEL_PROVIDER_KEY_ENV[settings.provider]} is not set.`;
+  return [
+    `I can't answer yet: no model is configured. ${now}`,
+    'Set one of these and restart steerbot:',
+    '• OPENAI_API_KEY (OpenAI), or',
+    '• STEERBOT_MODEL_PROVIDER=anthropic with ANTHROPIC_API_KEY, or STEERBOT_MODEL_PROVIDER=google with GOOGLE_GENERATIVE_AI_API_KEY, or',
+    '• STEERBOT_MODEL_PROVIDER=openai-compatible with OPENAI_BASE_URL for a local server (e.g. http://localhost:11434/v1 for Ollama) and STEERBOT_MODEL naming the model.',
+  ].join('\n');
+}

@@ -3,9 +3,12 @@
  * that takes the run over: the final answer they recorded but may not have
  * delivered (the takeover delivers it instead of asking the model again),
  * the anchor of the turn's delivery keys, and the steered messages they
- * took and did not answer. Pure: a function of the record entries.
+ * took and did not answer. `runProgress` is pure; `readRunEntries` reads
+ * the record back to the run's first start.
  */
 import type { SeqEntry } from '../src/record/entries.js';
+import { readRange, readTail } from '../src/record/read.js';
+import type { RedisClient } from '../src/scripts/index.js';
 import { answerText, isFinalStep } from './projection.js';
 
 /** A final answer recorded by an earlier attempt, for the turn the run is on. */
@@ -67,3 +70,22 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
   return { anchor, answer, unansweredSteered };
 }
 
+/**
+ * The record's last entries, read backwards in pages until the first
+ * `run.started` of `runId` (everything the run wrote comes after it) or
+ * `maxEntries` were read; in seq order. A takeover usually reads one page.
+ */
+export async function readRunEntries(client: RedisClient, logKey: string, runId: string, maxEntries: number, pageSize = 200): Promise<SeqEntry[]> {
+  const isStart = (e: SeqEntry) => e.kind === 'run.started' && e.run === runId && e.attempt === 1;
+  let entries = await readTail(client, logKey, Math.min(pageSize, maxEntries));
+  // Seqs are consecutive (`<seq>-0`), so the page before seq `first` is the range [first - n, first - 1].
+  while (entries.length > 0 && entries.length < maxEntries && !entries.some(isStart)) {
+    const first = entries[0]!.seq;
+    if (first <= 1) break;
+    const n = Math.min(pageSize, maxEntries - entries.length, first - 1);
+    const page = await readRange(client, logKey, { fromSeq: first - n, toSeq: first - 1 });
+    if (page.length === 0) break;
+    entries = [...page, ...entries];
+  }
+  return entries;
+}

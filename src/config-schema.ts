@@ -129,8 +129,24 @@ const runnerSchema = z.strictObject({
   outboxTtlSeconds: int(3600, 365 * 86_400).default(DEFAULTS.runner.outboxTtlSeconds).describe("How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 604 800 (7 days)."),
 });
 
+const consoleSchema = z.strictObject({
+  enabled: z.boolean({ error: 'expected true or false' }).default(true).describe('Serve the operator console at `/console`. Default true.'),
+  token: z
+    .string({ error: 'expected a token of at least 16 characters' })
+    .min(16, { error: 'expected at least 16 characters' })
+    .max(512, { error: 'expected at most 512 characters' })
+    .optional()
+    .describe('Token the console requires (open it once with `/console?token=<token>`, or send `Authorization: Bearer`). Secret. Default: unset — loopback clients only.'),
+  traceUrl: z
+    .string()
+    .regex(/^https?:\/\/\S*\{traceId\}\S*$/, { error: 'expected an http(s) URL containing {traceId}' })
+    .optional()
+    .describe('Link to a trace in your trace UI, `{traceId}` replaced, e.g. `http://localhost:16686/trace/{traceId}`. Default: unset (trace ids shown as text).'),
+});
+
 const hostSchema = z.strictObject({
   enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.host.enabled).describe('Run the host (HTTP ingress, channels, reconciler) in this process. Default true.'),
+  console: consoleSchema.prefault({}).describe('The operator console (conversations, runs, actions, queue counts).'),
 });
 
 const logSchema = z.strictObject({

@@ -20,6 +20,8 @@ export interface RouteRequest {
   body: Buffer;
   /** Aborted when the client goes away (ends streams). */
   signal: AbortSignal;
+  /** Address of the TCP peer (`127.0.0.1`, `::1`, `::ffff:10.0.0.5`), not a forwarded one; undefined when the socket is gone. */
+  remoteAddress?: string;
 }
 
 /** Headers of a response. */

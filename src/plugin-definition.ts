@@ -26,6 +26,11 @@ export interface PluginDefinition<K extends 'channel' | 'runner', S extends z.Zo
   configSchema: S;
   /** Environment variables that set its settings. Default: none. */
   env?: readonly PluginEnvBinding[];
+  /**
+   * A channel that runs without configuration (the web chat): its section is
+   * always present, so its defaults apply; its own settings turn it off. Default false.
+   */
+  defaultEnabled?: boolean;
   /** One line for `check-config` and the docs. */
   description?: string;
   /** Builds the plugin from its validated settings (at start). May throw ConfigError. */

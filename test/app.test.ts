@@ -69,7 +69,7 @@ describe('startApp', () => {
 
   it('serves no HTTP and starts no host when the host is disabled', async () => {
     const events: string[] = [];
-    const app = await startApp({ config: testConfig({ host: { enabled: false } }), logger, hooks: recordingHooks(events) });
+    const app = await startApp({ config: testConfig({ host: { ...DEFAULT_CONFIG.host, enabled: false } }), logger, hooks: recordingHooks(events) });
     expect(app.address).toBeUndefined();
     expect(events).toEqual(['runner:start PONG']);
     await app.stop();

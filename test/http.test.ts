@@ -105,7 +105,7 @@ describe('GET /readyz with Redis unreachable', () => {
       const t0 = Date.now();
       const res = await app.inject({ method: 'GET', url: '/readyz' });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ ok: false, error: 'redis unreachable' });
+      expect(res.json()).toEqual({ ok: false, error: 'redis unreachable', notReady: { redis: 'unreachable' } });
       expect(Date.now() - t0).toBeLessThan(5000);
     } finally {
       await app.close();

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
 import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
-import { createModel } from '../../runner/model.js';
+import { createModel, modelSetupNotice } from '../../runner/model.js';
 import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
 import { runAgentLoop } from './loop.js';
 import { currentTimeTool, httpFetchTool, toToolSet, type AgentTool, type HttpFetchToolOptions } from './tools.js';
@@ -65,7 +65,14 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   return {
     manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
     async run(ctx) {
-      model ??= (config.createModel ?? createModel)(ctx.model);
+      try {
+        model ??= (config.createModel ?? createModel)(ctx.model);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // No model configured yet (a fresh `npm start`): one clear answer naming what to set, not a generic failure.
+        ctx.logger.warn({ err }, 'no model configured; answering with the setup notice');
+        return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model) };
+      }
       const toolSet = toToolSet(tools, (name, err) => ctx.logger.warn({ tool: name, err }, 'tool failed'));
       return runAgentLoop(ctx, {
         model,

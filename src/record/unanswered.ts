@@ -32,7 +32,12 @@ const noteSchema = z.object({
 export type UnansweredNote = z.infer<typeof noteSchema>;
 
 /** The note for `messages` (oldest first; must not be empty) left by `run`. */
-export function unansweredNote(run: string, outcome: UnansweredNote['outcome'], messages: ReadonlyArray<{ seq: number; text: string }>, at: number): UnansweredNote {
+export function unansweredNote(
+  run: string,
+  outcome: UnansweredNote['outcome'],
+  messages: ReadonlyArray<{ seq: number; text: string }>,
+  at: number,
+): UnansweredNote {
   return {
     schema_version: 1,
     run,

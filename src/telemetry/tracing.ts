@@ -8,16 +8,21 @@
  * is written into the message's record entry as a W3C `traceparent`, and the
  * runner that answers it parents its `run` span on it (`contextFromTraceparent`).
  */
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type ProxyTracerProvider, type Span, type SpanOptions, type Tracer, type TracerProvider } from '@opentelemetry/api';
 
 export { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span };
 
 /** Instrumentation scope of every steerbot span. */
 export const TRACER_NAME = 'steerbot';
 
+let cached: { delegate: TracerProvider | undefined; tracer: Tracer } | undefined;
+
 /** The tracer of steerbot's spans (the global provider's; a no-op one until an SDK is registered). */
-export function tracer() {
-  return trace.getTracer(TRACER_NAME);
+export function tracer(): Tracer {
+  // Looked up once per registered provider: `getTracer` builds a key and a map lookup per call, on the ingest hot path.
+  const delegate = (trace.getTracerProvider() as ProxyTracerProvider).getDelegate?.();
+  if (cached?.delegate !== delegate || !cached) cached = { delegate, tracer: trace.getTracer(TRACER_NAME) };
+  return cached.tracer;
 }
 
 /** Span names, one place (docs/operations.md lists them). */

@@ -11,6 +11,7 @@
  * - `claimed`        the outbox says `possibly-dispatched`; the platform was not called
  * - `sent`           the platform accepted the message; the acknowledgement is not recorded
  * - `acknowledged`   the outbox says `acknowledged`; the run is not finished
+ * - `second-claimed` a reply split in chunks: the first is acknowledged, the second claimed but not sent
  *
  * Env: REDIS_URL, STEERBOT_PREFIX, FAKE_OPENAI_URL, FAKE_DISCORD_API, FAKE_DISCORD_TOKEN, CRASH_AT.
  * Prints `ready <owner>` once it takes jobs.
@@ -23,7 +24,7 @@ import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { createTestContext } from '../../testing/runner-context.js';
 
-type CrashPoint = 'step-recorded' | 'claimed' | 'sent' | 'acknowledged';
+type CrashPoint = 'step-recorded' | 'claimed' | 'sent' | 'acknowledged' | 'second-claimed';
 
 const env = process.env;
 const need = (name: string): string => {
@@ -37,13 +38,18 @@ const crash = (point: CrashPoint): void => {
 };
 
 const ctx = createTestContext({ redisUrl: need('REDIS_URL'), prefix: need('STEERBOT_PREFIX') });
-const discord = createDiscordPlugin({ token: need('FAKE_DISCORD_TOKEN'), apiBase: need('FAKE_DISCORD_API') }, { logger: ctx.logger, redis: ctx.redis, prefix: ctx.config.redis.prefix });
+const discord = createDiscordPlugin(
+  { token: need('FAKE_DISCORD_TOKEN'), apiBase: need('FAKE_DISCORD_API') },
+  { logger: ctx.logger, redis: ctx.redis, prefix: ctx.config.redis.prefix },
+);
 const real = discord.outbound;
+let sends = 0;
 const outbound: ChannelOutbound = {
   channelId: real.channelId,
   maxMessageChars: real.maxMessageChars,
   ...(real.typing && { typing: (c: string) => real.typing!(c) }),
   async send(conversationId, text, opts) {
+    if (++sends === 2) crash('second-claimed');
     crash('claimed');
     const sent = await real.send(conversationId, text, opts);
     crash('sent');

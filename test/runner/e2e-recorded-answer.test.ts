@@ -5,15 +5,17 @@
  * answer, once, through the real Discord outbound to a fake Discord (whose
  * nonce dedupe honours delivery keys), and does not ask the model again.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import { type StartedRunner, startRunner } from '../../runner/main.js';
 import { conversationKeys } from '../../src/keys.js';
-import { startFakeDiscord, type FakeDiscord } from '../../testing/fakes/discord-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { splitMessage } from '../../src/split-message.js';
+import { type FakeDiscord, startFakeDiscord } from '../../testing/fakes/discord-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from './harness.js';
@@ -26,7 +28,7 @@ const DCID = `discord:${CHANNEL}`;
 
 /** Where `crash-worker.ts` kills itself (see there). */
 const CRASH_POINTS = ['step-recorded', 'claimed', 'sent', 'acknowledged'] as const;
-type CrashPoint = (typeof CRASH_POINTS)[number];
+type CrashPoint = (typeof CRASH_POINTS)[number] | 'second-claimed';
 
 /** One test's world: fake model, fake Discord, host parts on a private prefix, and the runner processes it started. */
 interface World {
@@ -125,7 +127,7 @@ async function world(): Promise<World> {
 }
 
 /** What the outbox and the platform hold right after the kill at `point`. */
-const AT_CRASH: Record<CrashPoint, { outbox: string | undefined; onPlatform: string[] }> = {
+const AT_CRASH: Record<(typeof CRASH_POINTS)[number], { outbox: string | undefined; onPlatform: string[] }> = {
   'step-recorded': { outbox: undefined, onPlatform: [] },
   claimed: { outbox: 'possibly-dispatched', onPlatform: [] },
   sent: { outbox: 'possibly-dispatched', onPlatform: ['The real answer.'] },
@@ -191,5 +193,26 @@ describe('a final answer recorded by an attempt that died before the run finishe
       ['user', 'and one more thing'],
     ]);
     expect(await h.entries('steering.injected', DCID)).toMatchObject([{ run: runId, follow_up: true }]);
+  });
+
+  it('sends only the chunks of a long answer that were not acknowledged, under the keys the dead attempt used', async () => {
+    const w = await world();
+    const { h } = w;
+    const long = `${'First paragraph, long enough. '.repeat(50).trim()}\n\n${'Second paragraph, also long. '.repeat(50).trim()}`;
+    const chunks = splitMessage(long, DISCORD_MAX_MESSAGE_CHARS);
+    expect(chunks).toHaveLength(2);
+    w.fake.script((_req, index) => (index === 0 ? { text: long } : { text: 'Nothing new.' }));
+    const doomed = await w.startWorker('second-claimed');
+    const { runId, seq } = (await h.ingest('tell me a lot', { conversationId: DCID })) as { runId: string; seq: number };
+    expect(await doomed.exited).toBe('SIGKILL');
+    expect(w.discordTexts()).toEqual([chunks[0]]);
+    expect(await w.outbox()).toEqual({ [`${runId}:${seq}:0`]: 'acknowledged', [`${runId}:${seq}:1`]: 'possibly-dispatched' });
+
+    await w.startSurvivor();
+    expect((await h.runEnded(runId, 30_000, DCID)).outcome).toBe('completed');
+    await h.idle(10_000, DCID);
+    expect(w.discordTexts()).toEqual(chunks);
+    expect(w.fake.requests).toHaveLength(1);
+    expect(await w.outbox()).toEqual({ [`${runId}:${seq}:0`]: 'acknowledged', [`${runId}:${seq}:1`]: 'acknowledged' });
   });
 });

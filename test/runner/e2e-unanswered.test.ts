@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../host/commands.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
-import type { RunnerHarness } from '../../testing/runner-harness.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
-import { CID, deferred, fakeModel, gatedTool, perTestModel, RunnerHarness as Harness, waitFor } from './harness.js';
+import type { RunnerHarness } from '../../testing/runner-harness.js';
+import { CID, deferred, fakeModel, gatedTool, RunnerHarness as Harness, perTestModel, waitFor } from './harness.js';
 
 const t = perTestModel();
 
@@ -22,7 +22,9 @@ async function status(h: RunnerHarness): Promise<string> {
 /** Starts the local agent with the gated `lookup` tool; ingests a question, waits for the tool, steers `steered` into the run, then lets the tool finish. */
 async function steerDuringTool(steered: string): Promise<{ h: RunnerHarness; runId: string }> {
   const gate = gatedTool();
-  const h = await Harness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [gate.tool], builtins: { currentTime: false }, maxRetries: 0 }) });
+  const h = await Harness.start({
+    plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [gate.tool], builtins: { currentTime: false }, maxRetries: 0 }),
+  });
   t.h = h;
   const first = await h.ingest('look something up');
   const runId = (first as { runId: string }).runId;
@@ -32,12 +34,17 @@ async function steerDuringTool(steered: string): Promise<{ h: RunnerHarness; run
   return { h, runId };
 }
 
-const userTexts = (i: number): string[] => t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content);
+const userTexts = (i: number): string[] =>
+  t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content);
 
 describe('a steered message the run pulled and did not answer', () => {
   it('is named in the failure message when the model then fails, shown by /status, and cleared once a later run completes', async () => {
     t.fake.script((_req, index) =>
-      index === 0 ? { toolCalls: [{ name: 'lookup', args: {} }] } : index === 1 ? { error: { status: 500, message: 'upstream exploded', type: 'server_error' } } : { text: 'All good now.' },
+      index === 0
+        ? { toolCalls: [{ name: 'lookup', args: {} }] }
+        : index === 1
+          ? { error: { status: 500, message: 'upstream exploded', type: 'server_error' } }
+          : { text: 'All good now.' },
     );
     const { h, runId } = await steerDuringTool('also tell me the time');
     expect(await h.runEnded(runId)).toMatchObject({ outcome: 'failed', reason: 'model API error 500' });
@@ -66,7 +73,9 @@ describe('a steered message the run pulled and did not answer', () => {
 
     expect((await h.runEnded(runId)).outcome).toBe('stopped');
     await h.idle();
-    expect(h.outbound.texts).toEqual(['The run was stopped before answering this message: “and the weather too”. Please send again what still needs an answer.']);
+    expect(h.outbound.texts).toEqual([
+      'The run was stopped before answering this message: “and the weather too”. Please send again what still needs an answer.',
+    ]);
     expect(await status(h)).toContain('Not answered (the run was stopped): “and the weather too”');
   });
 
@@ -109,7 +118,9 @@ describe('a steered message the run pulled and did not answer', () => {
     expect(await h.runEnded(runId)).toMatchObject({ outcome: 'failed', reason: 'probe failure' });
     await h.idle();
     expect((await h.entries('run.started')).map((e) => e.attempt)).toEqual([1, 2]);
-    expect(h.outbound.texts).toEqual(['It broke.\n\nThe run failed before answering this message: “while you are at it”. Please send again what still needs an answer.']);
+    expect(h.outbound.texts).toEqual([
+      'It broke.\n\nThe run failed before answering this message: “while you are at it”. Please send again what still needs an answer.',
+    ]);
     expect(await status(h)).toContain('Not answered (the run failed): “while you are at it”');
   });
 });

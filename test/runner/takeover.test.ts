@@ -4,11 +4,13 @@
  * steered messages taken since the last answer; and the note that names
  * unanswered steered messages.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answerText, isFinalStep } from '../../runner/projection.js';
-import { runProgress } from '../../runner/takeover.js';
+import { readRunEntries, runProgress } from '../../runner/takeover.js';
 import type { ModelStep, RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { MAX_UNANSWERED_LISTED, parseUnanswered, unansweredNote, unansweredNotice, unansweredStatusLine } from '../../src/record/unanswered.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 type EntryInput = RecordEntry extends infer E ? (E extends RecordEntry ? Omit<E, 'v' | 'at'> : never) : never;
 
@@ -24,7 +26,8 @@ function record() {
     user: (text: string) => add({ kind: 'message.received', updateKey: `telegram:${entries.length + 1}`, sender: { id: 'u1' }, text }),
     started: (run: string, inputs: number[], attempt = 1) => add({ kind: 'run.started', run, attempt, token: attempt, owner: `w${attempt}`, inputs }),
     injected: (run: string, seqs: number[], followUp = false) => add({ kind: 'steering.injected', run, seqs, ...(followUp && { follow_up: true }) }),
-    answer: (run: string, text: string) => add({ kind: 'model.step', run, token: 1, step: 0, finishReason: 'stop', messages: [{ role: 'assistant', content: [{ type: 'text', text }] }] }),
+    answer: (run: string, text: string) =>
+      add({ kind: 'model.step', run, token: 1, step: 0, finishReason: 'stop', messages: [{ role: 'assistant', content: [{ type: 'text', text }] }] }),
     tools: (run: string) =>
       add({
         kind: 'model.step',
@@ -33,12 +36,26 @@ function record() {
         step: 0,
         finishReason: 'tool-calls',
         messages: [
-          { role: 'assistant', content: [{ type: 'text', text: 'Let me look. ' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: {} }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'Let me look. ' },
+              { type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: {} },
+            ],
+          },
           { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: 1 } }] },
         ],
       }),
     partial: (run: string, text: string) =>
-      add({ kind: 'model.step', run, token: 1, step: 0, partial: true, finishReason: 'aborted', messages: [{ role: 'assistant', content: [{ type: 'text', text }] }] }),
+      add({
+        kind: 'model.step',
+        run,
+        token: 1,
+        step: 0,
+        partial: true,
+        finishReason: 'aborted',
+        messages: [{ role: 'assistant', content: [{ type: 'text', text }] }],
+      }),
     ended: (run: string) => add({ kind: 'run.ended', run, attempt: 1, token: 1, outcome: 'completed' }),
   };
 }
@@ -118,7 +135,14 @@ describe('answerText and isFinalStep', () => {
   it('joins the text parts of assistant messages (as the AI SDK reports a step text), skipping reasoning and tools', () => {
     expect(
       answerText([
-        { role: 'assistant', content: [{ type: 'reasoning', text: 'hmm' }, { type: 'text', text: 'Hello ' }, { type: 'text', text: 'world.' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: 'hmm' },
+            { type: 'text', text: 'Hello ' },
+            { type: 'text', text: 'world.' },
+          ],
+        },
         { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'x', output: { type: 'text', value: 'no' } }] },
       ]),
     ).toBe('Hello world.');
@@ -158,5 +182,51 @@ describe('the unanswered note', () => {
     expect(parseUnanswered(undefined)).toBeUndefined();
     expect(parseUnanswered('{not json')).toBeUndefined();
     expect(parseUnanswered(JSON.stringify({ ...note, schema_version: 2 }))).toBeUndefined();
+  });
+});
+
+describe('readRunEntries', () => {
+  let client: RedisClient;
+  let prefix: string;
+  beforeEach(() => {
+    client = createRedis({ url: redisUrl() });
+    prefix = testPrefix();
+  });
+  afterEach(async () => {
+    await cleanupPrefix(client, prefix);
+    await closeRedis(client);
+  });
+
+  /** Stores `entries` as a record stream (ids `<seq>-0`, body in field `e`, as the scripts write them). */
+  async function store(entries: SeqEntry[]): Promise<string> {
+    const log = `${prefix}:{c:t}:log`;
+    for (const { seq, ...e } of entries) await client.xadd(log, `${seq}-0`, 'e', JSON.stringify(e));
+    return log;
+  }
+
+  it("reads back page by page to the run's first start, and no further", async () => {
+    const r = record();
+    for (let i = 0; i < 30; i++) r.user(`old ${i}`);
+    const a = r.user('question');
+    const start = r.started('run1', [a]);
+    for (let i = 0; i < 25; i++) r.user(`while running ${i}`);
+    r.answer('run1', 'The answer.');
+    r.started('run1', [a], 2);
+    const log = await store(r.entries);
+
+    const read = await readRunEntries(client, log, 'run1', 1000, 10);
+    // Pages of 10 back from the end: the page holding the first start is the last one read.
+    expect(read[0]!.seq).toBeLessThanOrEqual(start);
+    expect(read[0]!.seq).toBeGreaterThan(start - 10);
+    expect(read.map((e) => e.seq)).toEqual(Array.from({ length: r.entries.length - read[0]!.seq + 1 }, (_, i) => read[0]!.seq + i));
+    expect(runProgress(read, 'run1').answer?.text).toBe('The answer.');
+  });
+
+  it('stops at the entry cap and at the start of the record', async () => {
+    const r = record();
+    for (let i = 0; i < 40; i++) r.user(`m ${i}`);
+    const log = await store(r.entries);
+    expect(await readRunEntries(client, log, 'missing', 25, 10)).toHaveLength(25);
+    expect(await readRunEntries(client, log, 'missing', 1000, 10)).toHaveLength(40);
   });
 });

@@ -1,0 +1,97 @@
+/**
+ * The console page: a static HTML shell, its stylesheet, and the script in
+ * `assets/console.js` (read once at start; `tsc` emits it next to the
+ * compiled module). Nothing is fetched from elsewhere; every text from
+ * users, models and Redis is rendered with `textContent`, never as HTML.
+ */
+import { readFileSync } from 'node:fs';
+
+/** The page's script (browser JavaScript). */
+export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
+
+/** The page. `base` is the console's path (`/console`). */
+export function consolePage(base: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>steerbot console</title>
+<link rel="stylesheet" href="${base}/app.css">
+<script src="${base}/app.js" defer></script>
+</head>
+<body data-base="${base}">
+<header>
+  <h1><a href="#">steerbot console</a></h1>
+  <span id="queue" class="queue" title="BullMQ jobs per state"></span>
+  <span id="status" class="status"></span>
+</header>
+<section id="list-view">
+  <form id="filters">
+    <label>channel <input id="f-channel" placeholder="all (e.g. web, telegram, webhook:crm)" size="28"></label>
+    <label><input type="checkbox" id="f-stuck"> stuck only</label>
+    <span id="list-note" class="note"></span>
+  </form>
+  <table id="conversations">
+    <thead><tr><th>conversation</th><th>channel</th><th>last activity</th><th>active run</th><th>state</th><th>steering</th><th>pending</th><th>policy</th><th>breaker</th><th>last error</th><th>stuck</th></tr></thead>
+    <tbody></tbody>
+  </table>
+  <div class="pager"><button id="prev" type="button">newer</button><button id="next" type="button">older</button></div>
+</section>
+<section id="conversation-view" hidden>
+  <h2 id="c-title"></h2>
+  <div id="c-status" class="facts"></div>
+  <div id="c-actions" class="actions">
+    <button type="button" data-action="stop">stop</button>
+    <button type="button" data-action="compact">compact</button>
+    <button type="button" data-action="new">new context</button>
+    <label>policy <select id="c-policy"><option>default</option><option>steer</option><option>followup</option><option>collect</option><option>interrupt</option><option>supersede</option></select></label>
+    <button type="button" data-action="policy">set policy</button>
+    <button type="button" data-action="abandon" class="danger">abandon stuck run</button>
+    <span id="c-result" class="note"></span>
+  </div>
+  <div id="run-view" class="run" hidden></div>
+  <button id="older" type="button">older entries</button>
+  <ol id="timeline"></ol>
+</section>
+</body>
+</html>
+`;
+}
+
+/** The page's stylesheet. */
+export const CONSOLE_STYLES = `
+:root { color-scheme: light dark; --bg: #f6f7f9; --fg: #1b1f24; --muted: #6a737d; --line: #d0d7de; --accent: #0969da; --bad: #cf222e; --warn: #bf8700; --good: #1a7f37; --card: #fff; }
+@media (prefers-color-scheme: dark) { :root { --bg: #0d1117; --fg: #e6edf3; --muted: #8b949e; --line: #30363d; --accent: #4493f8; --card: #161b22; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
+header { display: flex; gap: 16px; align-items: baseline; padding: 10px 16px; border-bottom: 1px solid var(--line); }
+header h1 { font-size: 17px; margin: 0; } header h1 a { color: inherit; text-decoration: none; }
+.queue, .status, .note { font-size: 12px; color: var(--muted); }
+section { padding: 12px 16px; }
+form#filters { display: flex; gap: 16px; align-items: center; margin-bottom: 8px; }
+input, select, button { font: inherit; }
+button { padding: 4px 10px; border-radius: 6px; border: 1px solid var(--line); background: var(--card); color: var(--fg); cursor: pointer; }
+button.danger { border-color: var(--bad); color: var(--bad); }
+table { border-collapse: collapse; width: 100%; background: var(--card); }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); font-size: 13px; vertical-align: top; }
+td.id a { font-family: ui-monospace, monospace; }
+td.stuck { color: var(--bad); }
+.pager { margin-top: 8px; display: flex; gap: 8px; }
+h2 { font-size: 15px; font-family: ui-monospace, monospace; margin: 0 0 8px; }
+.facts { display: flex; flex-wrap: wrap; gap: 6px 18px; margin-bottom: 8px; }
+.facts span b { font-weight: 600; }
+.actions { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin-bottom: 12px; }
+.run { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; margin-bottom: 12px; }
+.run pre { margin: 4px 0; white-space: pre-wrap; font-size: 12px; }
+ol#timeline { list-style: none; padding: 0; margin: 8px 0; }
+ol#timeline li { padding: 6px 10px; border-left: 3px solid var(--line); margin: 4px 0; background: var(--card); }
+ol#timeline li .head { font-size: 12px; color: var(--muted); }
+ol#timeline li .text { white-space: pre-wrap; overflow-wrap: anywhere; }
+ol#timeline li.k-message-received { border-color: var(--accent); }
+ol#timeline li.k-steering-queued, ol#timeline li.k-steering-injected { border-color: var(--warn); }
+ol#timeline li.k-run-started, ol#timeline li.k-run-ended { border-color: var(--good); }
+ol#timeline li.operator { border-color: var(--bad); }
+.tool { font-family: ui-monospace, monospace; font-size: 12px; }
+a.run-link { font-family: ui-monospace, monospace; }
+`;

@@ -1,0 +1,115 @@
+/**
+ * The operator console's routes: the page (`/console`), its script and
+ * stylesheet, and a JSON API under `/console/api/`. Every route checks
+ * access first (`src/http-access.ts`: the console token, or loopback clients
+ * only when none is set); a refused request gets 401 and no data.
+ */
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { checkAccess, PAGE_HEADERS, sameOriginJson, sameToken, tokenCookie, type PageAccess } from '../../src/http-access.js';
+import { json, type HttpRoute, type RouteRegistry, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
+import type { InputPolicy } from '../../src/protocol/types.js';
+import type { RedisClient } from '../../src/redis.js';
+import type { RunQueue } from '../../src/run-queue.js';
+import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
+import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
+import { ConsoleReads, FILTER_WINDOW } from './reads.js';
+
+/** What the console needs from the host. */
+export interface ConsoleOptions {
+  routes: RouteRegistry;
+  redis: RedisClient;
+  prefix: string;
+  dispatch: Dispatch;
+  queue: RunQueue;
+  logger: Logger;
+  /** Token the console requires; undefined: loopback clients only. */
+  token: string | undefined;
+  /** Trace UI link template with `{traceId}`. */
+  traceUrl: string | undefined;
+  /** The configured policy of a conversation's channel. */
+  channelPolicy(conversationId: string): InputPolicy | undefined;
+  /** Enqueues a run an action created. */
+  enqueue(conversationId: string, runId: string): Promise<void>;
+}
+
+const BASE = '/console';
+const UNAUTHORIZED: RouteResponse = { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: 'Unauthorized\n' };
+const intParam = (v: string | undefined, dflt: number, min: number, max: number) => {
+  const n = v === undefined || v === '' ? dflt : Number(v);
+  return Number.isInteger(n) ? Math.min(max, Math.max(min, n)) : dflt;
+};
+const actionSchema = z.strictObject({ action: z.enum(CONSOLE_ACTIONS), arg: z.string().max(128).optional() });
+
+/** Registers the console's routes. */
+export function registerConsole(o: ConsoleOptions): void {
+  const access: PageAccess = { token: o.token, cookie: 'steerbot_console', cookiePath: BASE };
+  const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue });
+  const actions = new ConsoleActions({ dispatch: o.dispatch, enqueue: o.enqueue, channelPolicy: o.channelPolicy, logger: o.logger.child({ part: 'console' }) });
+
+  /** An API route: refused requests get 401 before anything is read. */
+  const api = (method: HttpRoute['method'], path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) =>
+    o.routes.add({
+      method,
+      path: `${BASE}/api${path}`,
+      handle: async (req) => {
+        const verdict = checkAccess(req, access);
+        if (!verdict.ok) return json(401, { error: verdict.error });
+        if (method !== 'GET' && !sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
+        const res = await handle(req);
+        return { ...res, headers: { 'cache-control': 'no-store', ...res.headers } };
+      },
+    });
+
+  o.routes.add({
+    method: 'GET',
+    path: BASE,
+    handle: async (req) => {
+      const given = req.query.token;
+      if (given !== undefined) {
+        if (o.token === undefined || !sameToken(given, o.token)) return UNAUTHORIZED;
+        return { status: 303, headers: { 'set-cookie': tokenCookie(access, given), location: BASE, 'cache-control': 'no-store' }, body: '' };
+      }
+      if (!checkAccess(req, access).ok) return UNAUTHORIZED;
+      return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: consolePage(BASE) };
+    },
+  });
+  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({ status: 200, headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, body });
+  o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: asset('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
+  o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: asset('text/css; charset=utf-8', CONSOLE_STYLES) });
+
+  api('GET', '/conversations', async (req) => {
+    const channel = req.query.channel || undefined;
+    const stuck = req.query.stuck === '1' || req.query.stuck === 'true';
+    const list = await reads.list({ offset: intParam(req.query.offset, 0, 0, 100_000), limit: intParam(req.query.limit, 50, 1, 200), ...(channel && { channel }), stuck });
+    return json(200, { ...list, filterWindow: FILTER_WINDOW, queue: await reads.queueCounts(), now: Date.now() });
+  });
+  api('GET', '/queue', async () => json(200, await reads.queueCounts()));
+  api('GET', '/conversations/:id', async (req) => json(200, { row: await reads.row(req.params.id ?? '', 0), now: Date.now() }));
+  api('GET', '/conversations/:id/entries', async (req) => {
+    const count = intParam(req.query.count, 50, 1, 500);
+    const after = req.query.after === undefined ? undefined : intParam(req.query.after, 0, 0, Number.MAX_SAFE_INTEGER);
+    const before = req.query.before === undefined ? undefined : intParam(req.query.before, 0, 0, Number.MAX_SAFE_INTEGER);
+    const entries = await reads.entries(req.params.id ?? '', { count, ...(after !== undefined && { after }), ...(before !== undefined && { before }) });
+    return json(200, { entries });
+  });
+  api('GET', '/conversations/:id/runs/:run', async (req) => {
+    const detail = await reads.run(req.params.id ?? '', req.params.run ?? '');
+    if (!detail) return json(404, { error: 'no such run (it may have expired)' });
+    const traceLink = detail.traceId && o.traceUrl ? o.traceUrl.replace('{traceId}', detail.traceId) : undefined;
+    return json(200, { ...detail, ...(traceLink && { traceLink }) });
+  });
+  api('POST', '/conversations/:id/actions', async (req) => {
+    let body: unknown;
+    try {
+      body = JSON.parse(req.body.toString('utf8'));
+    } catch {
+      return json(400, { error: 'body is not valid JSON' });
+    }
+    const parsed = actionSchema.safeParse(body);
+    if (!parsed.success) return json(400, { error: `bad body: ${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message}` });
+    const outcome = await actions.run(req.params.id ?? '', parsed.data.action, parsed.data.arg);
+    return json(outcome.ok ? 200 : 409, outcome);
+  });
+}

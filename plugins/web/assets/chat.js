@@ -1,0 +1,203 @@
+// @ts-nocheck — browser script (DOM), served as-is to the chat page; the project's TypeScript settings have no DOM types.
+// Every text the page shows is set with textContent: user and model text is never parsed as HTML.
+(() => {
+  const base = document.body.dataset.base;
+  const log = document.getElementById('log');
+  const input = document.getElementById('text');
+  const form = document.getElementById('composer');
+  const conn = document.getElementById('conn');
+  const typing = document.getElementById('typing');
+
+  const randomId = () => {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  };
+  let conversation = localStorage.getItem('steerbot.conversation');
+  if (!conversation || !/^[A-Za-z0-9_-]{8,64}$/.test(conversation)) {
+    conversation = randomId();
+    localStorage.setItem('steerbot.conversation', conversation);
+  }
+  document.body.dataset.conversation = conversation;
+  document.getElementById('new-chat').addEventListener('click', () => {
+    localStorage.setItem('steerbot.conversation', randomId());
+    location.reload();
+  });
+
+  const short = (run) => (run ? String(run).slice(0, 8) : '?');
+  const el = (tag, cls, text) => {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const stick = () => {
+    log.scrollTop = log.scrollHeight;
+  };
+  const add = (node) => {
+    const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    log.appendChild(node);
+    if (atEnd) stick();
+    return node;
+  };
+
+  /** A message bubble: `who` is me | bot. */
+  const bubble = (who, id, text) => {
+    const b = el('div', `msg ${who}`);
+    if (id) b.dataset.id = id;
+    b.appendChild(el('span', 'body', text));
+    b.appendChild(el('span', 'meta'));
+    return add(b);
+  };
+  const mine = (id) => (id ? log.querySelector(`.msg.me[data-id="${CSS.escape(id)}"]`) : null);
+  const bySeq = (seq) => log.querySelector(`.msg.me[data-seq="${seq}"]`);
+  const badge = (b, kind, text, run) => {
+    if (!b) return;
+    const meta = b.querySelector('.meta');
+    meta.replaceChildren(el('span', `badge ${kind}`, text));
+    b.dataset.dispatch = kind;
+    if (run) b.dataset.run = run;
+  };
+
+  const DISPATCH = {
+    'new-run': (r) => `new run ${short(r.runId)}`,
+    joined: (r) => `joined queued run ${short(r.runId)}`,
+    steered: (r) => `steered into the running answer (run ${short(r.runId)}, ${r.depth} waiting)`,
+    pending: (r) => `queued after run ${short(r.runId)} (${r.reason}, ${r.depth} waiting)`,
+    interrupting: (r) => `interrupting run ${short(r.runId)} (${r.stop})`,
+    duplicate: () => 'already received',
+    refused: (r) => `not answered: rate limit, retry in ${Math.ceil(r.retryAfterMs / 1000)} s`,
+    purged: () => 'conversation deleted',
+    command: (r) => `command /${r.command}`,
+  };
+
+  async function send(text) {
+    const id = randomId();
+    const b = bubble('me', id, text);
+    badge(b, 'sending', 'sending…');
+    stick();
+    try {
+      const res = await fetch(`${base}/api/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ conversation, id, text }),
+        credentials: 'same-origin',
+      });
+      const r = await res.json().catch(() => ({}));
+      if (!res.ok) {
+        badge(b, 'error', `not sent: ${r.error || res.status}`);
+        return;
+      }
+      if (r.seq) b.dataset.seq = String(r.seq);
+      // A steered message may already have been taken by the run (its record event came first): keep that.
+      if (b.dataset.dispatch === 'injected') return;
+      badge(b, r.result, (DISPATCH[r.result] || (() => r.result))(r), r.runId);
+    } catch (err) {
+      badge(b, 'error', `not sent: ${err.message}`);
+    }
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = '';
+    void send(text);
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+
+  let typingTimer;
+  const showTyping = (on) => {
+    clearTimeout(typingTimer);
+    typing.hidden = !on;
+    if (on) typingTimer = setTimeout(() => (typing.hidden = true), 6000);
+  };
+
+  /** A reply, a streamed reply's progress, or typing. */
+  function onReply(ev) {
+    if (ev.type === 'typing') return showTyping(true);
+    let b = log.querySelector(`.msg.bot[data-id="${CSS.escape(ev.id)}"]`);
+    if (!b) {
+      b = bubble('bot', ev.id, '');
+      // Delivery keys are `<run id>:<answered seq>:<n>`; command replies have none.
+      const run = ev.id.includes(':') ? ev.id.split(':')[0] : '';
+      if (run) {
+        b.dataset.run = run;
+        b.querySelector('.meta').textContent = `run ${short(run)}`;
+      }
+    }
+    b.querySelector('.body').textContent = ev.text;
+    b.classList.toggle('streaming', ev.type === 'edit');
+    if (ev.type === 'message') showTyping(false);
+    stick();
+  }
+
+  const line = (cls, text, data) => {
+    const e = add(el('div', `event ${cls}`, text));
+    for (const [k, v] of Object.entries(data || {})) e.dataset[k] = String(v);
+    return e;
+  };
+
+  /** One record entry: dispatch audit, runs, tool calls. */
+  function onRecord(r) {
+    switch (r.kind) {
+      case 'message.received': {
+        const b = mine(r.messageId) || bubble('me', r.messageId, r.text);
+        b.dataset.seq = String(r.seq);
+        break;
+      }
+      case 'steering.queued':
+        for (const s of r.seqs) if (bySeq(s)?.dataset.dispatch !== 'injected') badge(bySeq(s), 'steered', `steered into the running answer (run ${short(r.run)})`, r.run);
+        break;
+      case 'steering.injected':
+        for (const s of r.seqs) badge(bySeq(s), 'injected', `taken by run ${short(r.run)}${r.follow_up ? ' (follow-up)' : ''}`, r.run);
+        break;
+      case 'steering.requeued':
+        for (const s of r.seqs) badge(bySeq(s), 'pending', `queued for the next run (run ${short(r.run)} ended first)`, r.run);
+        break;
+      case 'run.started':
+        line('run', `run ${short(r.run)} started${r.attempt > 1 ? ` (attempt ${r.attempt})` : ''}`, { run: r.run, state: 'started' });
+        showTyping(true);
+        break;
+      case 'run.ended':
+        line('run', `run ${short(r.run)} ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`, { run: r.run, outcome: r.outcome });
+        showTyping(false);
+        for (const b of log.querySelectorAll('.msg.bot.streaming')) b.classList.remove('streaming');
+        break;
+      case 'run.control':
+        line('run', `run ${short(r.run)}: ${r.control} requested`, { run: r.run });
+        break;
+      case 'model.step':
+        for (const t of r.tools || []) line('tool', `tool ${t.name}(${t.input})`, { run: r.run, tool: t.name });
+        break;
+      case 'compaction':
+        line('run', `conversation compacted: ${r.tokensBefore} → ${r.tokensAfter} tokens`);
+        break;
+      case 'conversation.reset':
+        line('run', 'new conversation: earlier messages are no longer part of the context');
+        break;
+      case 'unreadable':
+        line('run', `record entry ${r.seq} cannot be shown by this version`);
+        break;
+    }
+  }
+
+  const events = new EventSource(`${base}/api/events?conversation=${encodeURIComponent(conversation)}`);
+  events.addEventListener('open', () => {
+    conn.textContent = 'connected';
+    conn.className = 'conn ok';
+    document.body.dataset.connected = 'true';
+  });
+  events.addEventListener('error', () => {
+    conn.textContent = 'reconnecting…';
+    conn.className = 'conn';
+    document.body.dataset.connected = 'false';
+  });
+  events.addEventListener('reply', (e) => onReply(JSON.parse(e.data)));
+  events.addEventListener('record', (e) => onRecord(JSON.parse(e.data)));
+  input.focus();
+})();

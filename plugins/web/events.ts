@@ -1,0 +1,143 @@
+/**
+ * The chat page's event stream (server-sent events): the conversation's
+ * replies, streaming edits and typing (`event: reply`, from the stream the
+ * outbound side writes) and its record as it grows (`event: record`: how each
+ * message was dispatched, runs starting and ending, tool calls, steering
+ * taken). Both Redis streams carry the conversation's hash tag, so one
+ * `XREAD BLOCK` on a connection of its own per page reads them together.
+ * Event ids are `<reply id>_<record id>`: a page that reconnects resumes after
+ * `Last-Event-ID`; a fresh page first gets the recent history.
+ */
+import { Cluster } from 'ioredis';
+import type { Logger } from 'pino';
+import { conversationKeys } from '../../src/keys.js';
+import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
+import { parseEntry } from '../../src/record/read.js';
+import { recordView } from './record-view.js';
+import { eventsKey } from './outbound.js';
+
+/** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
+const BLOCK_MS = 15_000;
+const STREAM_ID = '\\d{1,20}-\\d{1,20}';
+const LAST_EVENT_ID_RE = new RegExp(`^(${STREAM_ID})_(${STREAM_ID})$`);
+
+type XreadReply = Array<[string, Array<[string, string[]]>]> | null;
+
+/** Options of the event streams. */
+export interface WebEventsOptions {
+  redis: RedisClient;
+  prefix: string;
+  logger: Logger;
+  /** Entries of each stream a fresh page is shown. */
+  historyEntries: number;
+  /** Most open streams. */
+  maxClients: number;
+}
+
+/** Open event streams, so they can be ended on shutdown. */
+export class WebEventStreams {
+  private readonly open = new Set<() => void>();
+
+  constructor(private readonly o: WebEventsOptions) {}
+
+  /** Whether another stream may open now. */
+  get full(): boolean {
+    return this.open.size >= this.o.maxClients;
+  }
+
+  /** Ends every open stream (shutdown). */
+  closeAll(): void {
+    for (const end of [...this.open]) end();
+  }
+
+  /**
+   * Where a stream starts: after `lastEventId` (validated by `parseLastEventId`),
+   * else just before the last `historyEntries` entries of each stream.
+   * @throws RedisUnavailableError when Redis cannot be reached.
+   */
+  async cursors(conversationId: string, lastEventId: string | undefined): Promise<[string, string]> {
+    const parsed = lastEventId === undefined ? undefined : parseLastEventId(lastEventId);
+    if (parsed) return parsed;
+    const keys = [eventsKey(this.o.prefix, conversationId), conversationKeys(this.o.prefix, conversationId).log];
+    const n = this.o.historyEntries;
+    try {
+      const [a, b] = await Promise.all(keys.map((k) => this.o.redis.xrevrange(k, '+', '-', 'COUNT', n + 1)));
+      // The entry before the last n: XREAD returns what comes after it. Fewer than n + 1: from the start.
+      const before = (r: Array<[string, string[]]>) => (r.length === n + 1 ? r[n]![0] : '0-0');
+      return [before(a!), before(b!)];
+    } catch (err) {
+      throw asRedisUnavailable(err);
+    }
+  }
+
+  /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
+  async *stream(conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+    const replies = eventsKey(this.o.prefix, conversationId);
+    const log = conversationKeys(this.o.prefix, conversationId).log;
+    const shared = this.o.redis;
+    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate();
+    conn.on('error', () => undefined); // reported through the failing XREAD
+    let open = true;
+    // Ending disconnects the connection, which ends a blocked XREAD at once.
+    const end = () => {
+      if (!open) return;
+      open = false;
+      this.open.delete(end);
+      conn.disconnect();
+    };
+    this.open.add(end);
+    signal.addEventListener('abort', end, { once: true });
+    let [replyCursor, logCursor] = from;
+    try {
+      yield ': connected\n\n';
+      while (open) {
+        const r = (await conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor)) as XreadReply;
+        if (!open) break;
+        if (!r) {
+          yield ': keep-alive\n\n';
+          continue;
+        }
+        const out: Array<{ at: number; event: string; data: string; replyId?: string; logId?: string }> = [];
+        for (const [key, rows] of r) {
+          for (const [id, fields] of rows) {
+            if (key === replies) {
+              out.push({ at: Number(id.slice(0, id.indexOf('-'))), event: 'reply', data: fields[fields.indexOf('data') + 1] ?? '{}', replyId: id });
+            } else {
+              const view = this.view(id, fields);
+              out.push({ at: view.at, event: 'record', data: JSON.stringify(view), logId: id });
+            }
+          }
+        }
+        // The two streams interleave by time (the record's ids are seqs, the replies' are times).
+        out.sort((a, b) => a.at - b.at);
+        for (const e of out) {
+          if (e.replyId) replyCursor = e.replyId;
+          if (e.logId) logCursor = e.logId;
+          yield `id: ${replyCursor}_${logCursor}\nevent: ${e.event}\ndata: ${e.data}\n\n`;
+        }
+      }
+    } catch (err) {
+      if (open) this.o.logger.warn({ err }, 'web chat event stream read failed; closing it (the page reconnects and resumes)');
+    } finally {
+      signal.removeEventListener('abort', end);
+      end();
+    }
+  }
+
+  /** The page's view of one record entry; an entry this build cannot read is shown as such, not skipped. */
+  private view(id: string, fields: string[]) {
+    const seq = Number(id.slice(0, id.indexOf('-')));
+    try {
+      return recordView(parseEntry(seq, fields[fields.indexOf('e') + 1] ?? ''));
+    } catch (err) {
+      this.o.logger.warn({ err, seq }, 'record entry unreadable by this build');
+      return { seq, kind: 'unreadable', at: Date.now() };
+    }
+  }
+}
+
+/** The two stream cursors of a `Last-Event-ID`, or undefined when it is not one of ours. */
+export function parseLastEventId(id: string): [string, string] | undefined {
+  const m = LAST_EVENT_ID_RE.exec(id);
+  return m ? [m[1]!, m[2]!] : undefined;
+}

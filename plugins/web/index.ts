@@ -1,0 +1,150 @@
+/**
+ * The web chat: a page at `/` (and `/chat`) where a person talks to the bot
+ * through the same ingest path as every other channel (`ChannelHost.receive`:
+ * dedupe, dispatch, control commands). The page shows how each message was
+ * dispatched (new run / steered / queued / interrupting), the answer as it
+ * streams, typing, tool calls and runs as the record grows, and command
+ * replies. Replies reach it as server-sent events from a per-conversation
+ * Redis stream, so the runner that writes them and the host that serves the
+ * page may be different processes.
+ *
+ * Channel id `web`; conversation id `web:<browser id>` (a random id the
+ * browser keeps in localStorage); update key `web:<browser id>:<message id>`.
+ * Access: see `src/http-access.ts` (token, else loopback clients only).
+ */
+import { z } from 'zod';
+import { defineChannelPlugin, json, type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage, type RouteRequest, type RouteResponse } from '../../src/channel.js';
+import { ConfigError } from '../../src/errors.js';
+import { checkAccess, PAGE_HEADERS, sameOriginJson, sameToken, tokenCookie, type PageAccess } from '../../src/http-access.js';
+import { webConfigSchema, type WebConfig } from './config.js';
+import { WebEventStreams } from './events.js';
+import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
+import { CHAT_SCRIPT, CHAT_STYLES, chatPage } from './page.js';
+
+export type { WebConfig } from './config.js';
+
+/** Path prefix of the chat's assets and API. */
+const BASE = '/chat';
+/** A browser's conversation id and a message's id: URL-safe, no `:` (ids are joined with it). */
+const BROWSER_ID_RE = /^[A-Za-z0-9_-]{8,64}$/;
+const MESSAGE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+const messageBodySchema = z.strictObject({
+  conversation: z.string().regex(BROWSER_ID_RE, { error: 'expected 8-64 characters of A-Z a-z 0-9 _ -' }),
+  id: z.string().regex(MESSAGE_ID_RE, { error: 'expected 1-64 characters of A-Z a-z 0-9 _ -' }),
+  text: z.string().refine((t) => t.trim() !== '', { error: 'text is empty' }),
+});
+
+function parseConfig(config: unknown): WebConfig {
+  const parsed = webConfigSchema.safeParse(config);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', WEB_CHANNEL_ID, ...i.path].join('.'), message: i.message })));
+}
+
+const UNAUTHORIZED: RouteResponse = { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: 'Unauthorized\n' };
+
+/** Creates the web chat channel. `config` is validated here (defaults applied); throws ConfigError naming every bad field. */
+export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlugin {
+  const cfg = parseConfig(config);
+  const logger = deps.logger.child({ channel: WEB_CHANNEL_ID });
+  const access: PageAccess = { token: cfg.token, cookie: 'steerbot_web', cookiePath: '/' };
+  const streams = new WebEventStreams({ redis: deps.redis, prefix: deps.prefix, logger, historyEntries: cfg.historyEntries, maxClients: cfg.maxStreamClients });
+  let host: ChannelHost | undefined;
+
+  /** The page: `?token=` (right) stores the token in a cookie and reloads without it in the URL. */
+  async function page(req: RouteRequest): Promise<RouteResponse> {
+    const given = req.query.token;
+    if (given !== undefined) {
+      if (cfg.token === undefined || !sameToken(given, cfg.token)) return UNAUTHORIZED;
+      return { status: 303, headers: { 'set-cookie': tokenCookie(access, given), location: req.path, 'cache-control': 'no-store' }, body: '' };
+    }
+    if (!checkAccess(req, access).ok) return UNAUTHORIZED;
+    return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: chatPage(BASE) };
+  }
+
+  async function send(req: RouteRequest): Promise<RouteResponse> {
+    const verdict = checkAccess(req, access);
+    if (!verdict.ok) return json(401, { error: verdict.error });
+    if (!sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
+    let value: unknown;
+    try {
+      value = JSON.parse(req.body.toString('utf8'));
+    } catch {
+      return json(400, { error: 'body is not valid JSON' });
+    }
+    const parsed = messageBodySchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return json(400, { error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
+    }
+    const body = parsed.data;
+    const message: InboundMessage = {
+      conversationId: `${WEB_CHANNEL_ID}:${body.conversation}`,
+      updateKey: `${WEB_CHANNEL_ID}:${body.conversation}:${body.id}`,
+      chatId: body.conversation,
+      sender: { id: body.conversation, name: 'web user' },
+      text: body.text,
+      messageId: body.id,
+    };
+    const result = await host!.receive(WEB_CHANNEL_ID, message);
+    switch (result.kind) {
+      case 'ignored':
+        return json(403, { error: `ignored: ${result.reason}` });
+      case 'command':
+        return json(200, { result: 'command', command: result.command, duplicate: result.duplicate });
+      case 'ingested':
+        return json(200, { result: result.result.kind, ...result.result });
+    }
+  }
+
+  async function events(req: RouteRequest): Promise<RouteResponse> {
+    const verdict = checkAccess(req, access);
+    if (!verdict.ok) return json(401, { error: verdict.error });
+    const conversation = req.query.conversation ?? '';
+    if (!BROWSER_ID_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
+    if (streams.full) return json(503, { error: 'too many open chat pages' });
+    const last = req.headers['last-event-id'];
+    const conversationId = `${WEB_CHANNEL_ID}:${conversation}`;
+    const from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' },
+      stream: streams.stream(conversationId, from, req.signal),
+    };
+  }
+
+  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({ status: 200, headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, body });
+
+  return {
+    id: WEB_CHANNEL_ID,
+    settings: { ...(cfg.policy && { policy: cfg.policy }) },
+    outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix }),
+    async start(h: ChannelHost) {
+      host = h;
+      h.routes.add({ method: 'GET', path: '/', handle: page });
+      h.routes.add({ method: 'GET', path: BASE, handle: page });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: asset('text/javascript; charset=utf-8', CHAT_SCRIPT) });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: asset('text/css; charset=utf-8', CHAT_STYLES) });
+      h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
+      h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
+      logger.info({ path: '/', access: cfg.token === undefined ? 'loopback clients only (no token set)' : 'token' }, 'web chat ready');
+    },
+    async stop() {
+      streams.closeAll();
+    },
+  };
+}
+
+/** The web chat (`channels.web`): on by default; `STEERBOT_WEB=false` turns it off. */
+export default defineChannelPlugin({
+  id: WEB_CHANNEL_ID,
+  kind: 'channel',
+  description: 'A chat page served by the host at / (on by default): talk to the bot from a browser.',
+  configSchema: webConfigSchema,
+  env: [
+    { env: 'STEERBOT_WEB', path: 'enabled', kind: 'bool', enables: true },
+    { env: 'STEERBOT_WEB_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
+  ],
+  defaultEnabled: true,
+  create: (config, deps) => (config.enabled ? createWebPlugin(config, deps) : []),
+});

@@ -1,0 +1,71 @@
+/**
+ * The web chat's outbound side: every reply, streaming edit and typing
+ * signal is appended to the conversation's event stream in Redis
+ * (`<base>replies`, the key the webhook channel's replies use too, so purge
+ * and retention cover it), which the page reads over server-sent events. A
+ * runner process writes it; any host serves it. A reply is stored once per
+ * delivery key: a retried run attempt that sends it again finds it stored.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
+import { runScript, type RedisClient } from '../../src/scripts/index.js';
+import type { WebConfig } from './config.js';
+
+/** Channel id of the web chat; conversation ids are `web:<browser id>`. */
+export const WEB_CHANNEL_ID = 'web';
+
+/** One event of a conversation's stream, as the page receives it (`data` of an SSE event). */
+export type WebEvent =
+  /** A reply. `id`: its delivery key (`<run id>:<answered seq>:<n>`) or a random id (command replies). */
+  | { type: 'message'; id: string; text: string; replyTo?: string }
+  /** A streamed reply's text so far (replaces what `id` shows). */
+  | { type: 'edit'; id: string; text: string }
+  | { type: 'typing' };
+
+/** Key of a conversation's event stream. */
+export function eventsKey(prefix: string, conversationId: string): string {
+  return `${conversationKeys(prefix, conversationId).base}replies`;
+}
+
+/** Options of the outbound side. */
+export interface WebOutboundOptions {
+  config: WebConfig;
+  redis: RedisClient;
+  prefix: string;
+}
+
+export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
+  const check = (conversationId: string) => {
+    if (!conversationId.startsWith(`${WEB_CHANNEL_ID}:`)) throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
+  };
+  const append = async (conversationId: string, event: WebEvent) => {
+    await o.redis.xadd(eventsKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
+  };
+  return {
+    channelId: WEB_CHANNEL_ID,
+    maxMessageChars: o.config.maxMessageChars,
+    async send(conversationId: string, text: string, opts: SendOptions = {}) {
+      check(conversationId);
+      const id = opts.deliveryKey ?? randomUUID();
+      const event: WebEvent = { type: 'message', id, text, ...(opts.replyTo !== undefined && { replyTo: opts.replyTo }) };
+      await runScript(o.redis, 'reply-store', [eventsKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${id}`], [
+        JSON.stringify(event),
+        o.config.eventStreamMaxLen,
+        opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS,
+      ]);
+      return { messageId: id };
+    },
+    async edit(conversationId: string, messageId: string, text: string) {
+      check(conversationId);
+      await append(conversationId, { type: 'edit', id: messageId, text });
+    },
+    async typing(conversationId: string) {
+      check(conversationId);
+      await append(conversationId, { type: 'typing' });
+    },
+    streamEditIntervalMs: () => o.config.streamEditIntervalMs,
+  };
+}

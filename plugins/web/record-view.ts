@@ -1,0 +1,87 @@
+/**
+ * What the chat page is shown of the conversation record: each entry reduced
+ * to the fields the page renders (who said what, how it was dispatched,
+ * runs starting and ending, tool calls made, steering taken). Plain data;
+ * the page renders it as text.
+ */
+import type { SeqEntry } from '../../src/record/entries.js';
+
+/** A tool call made in a model step. */
+export interface ToolCallView {
+  name: string;
+  /** The call's input, as JSON text, cut to 200 characters. */
+  input: string;
+}
+
+/** One record entry as the page sees it. */
+export interface RecordView {
+  seq: number;
+  kind: string;
+  at: number;
+  run?: string;
+  seqs?: number[];
+  /** message.received: the text and the page's message id. */
+  text?: string;
+  messageId?: string;
+  command?: string;
+  args?: string;
+  attempt?: number;
+  outcome?: string;
+  reason?: string;
+  control?: string;
+  tools?: ToolCallView[];
+  partial?: boolean;
+  /** steering.injected: handed back by finish (the run continued to answer it). */
+  follow_up?: boolean;
+  tokensBefore?: number;
+  tokensAfter?: number;
+}
+
+const cut = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
+
+/** Tool calls in a model step's messages. */
+export function toolCallsOf(messages: ReadonlyArray<{ role: string; content: unknown }>): ToolCallView[] {
+  const out: ToolCallView[] = [];
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !Array.isArray(m.content)) continue;
+    for (const part of m.content as Array<Record<string, unknown>>) {
+      if (part?.type !== 'tool-call') continue;
+      let input = '';
+      try {
+        input = JSON.stringify(part.input ?? part.args ?? {});
+      } catch {
+        input = '(unserializable)';
+      }
+      out.push({ name: String(part.toolName ?? '?'), input: cut(input, 200) });
+    }
+  }
+  return out;
+}
+
+/** The page's view of one entry. */
+export function recordView(e: SeqEntry): RecordView {
+  const base = { seq: e.seq, kind: e.kind, at: e.at };
+  switch (e.kind) {
+    case 'message.received':
+      return { ...base, text: e.text, ...(e.messageId !== undefined && { messageId: e.messageId }) };
+    case 'command.received':
+      return { ...base, command: e.command, ...(e.args !== undefined && { args: e.args }) };
+    case 'steering.queued':
+    case 'steering.injected':
+    case 'steering.requeued':
+    case 'steering.overflow':
+      return { ...base, run: e.run, seqs: e.seqs, ...(e.follow_up && { follow_up: true }) };
+    case 'run.control':
+      return { ...base, run: e.run, seqs: e.seqs, control: e.control };
+    case 'run.started':
+      return { ...base, run: e.run, attempt: e.attempt, ...(e.inputs && { seqs: e.inputs }) };
+    case 'run.ended':
+      return { ...base, run: e.run, attempt: e.attempt, outcome: e.outcome, ...(e.reason && { reason: e.reason }) };
+    case 'model.step':
+      return { ...base, run: e.run, tools: toolCallsOf(e.messages), ...(e.partial && { partial: true }) };
+    case 'compaction':
+      return { ...base, tokensBefore: e.tokens_before, tokensAfter: e.tokens_after };
+    default:
+      return base;
+  }
+}
