@@ -15,3 +15,5 @@ export { ConfigError, type ConfigIssue } from '../src/errors.js';
 export type { AgentTool } from '../plugins/local-agent/tools.js';
 export type { EnvBinding, LoadConfigOptions } from '../src/config.js';
 export type { PluginEnvBinding } from '../src/plugin-definition.js';
+export { purgeConversation, type PurgeOptions, type PurgeResult } from '../src/protocol/purge.js';
+export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js';

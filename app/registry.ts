@@ -20,7 +20,7 @@ import type { RunnerPluginDefinition } from '../runner/plugin.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, webhooks, localAgent, httpAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

@@ -11,8 +11,14 @@ import type { SteerbotConfig } from './config.js';
 
 const SECRET_KEY_SET = new Set<string>([...SECRET_KEYS, 'callbackSecret']);
 
+// Maps whose every value is a secret: an MCP server's `env` and `headers` (agents.local-agent.mcpServers).
+const SECRET_MAP_KEYS = new Set(['env', 'headers']);
+
 function redactValue(key: string, value: unknown): unknown {
   if (SECRET_KEY_SET.has(key) && value !== undefined) return '[set]';
+  if (SECRET_MAP_KEYS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    return Object.fromEntries(Object.keys(value).map((k) => [k, '[set]']));
+  }
   if (typeof value === 'string') return key === 'url' || key.endsWith('Url') || key.endsWith('URL') ? redactSecrets(value) : value;
   if (Array.isArray(value)) return value.map((v) => redactValue('', v));
   if (typeof value === 'object' && value !== null) {

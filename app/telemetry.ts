@@ -24,11 +24,11 @@ import {
   BatchSpanProcessor,
   ConsoleSpanExporter,
   ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
   type Sampler,
   type SpanExporter,
   type SpanProcessor,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ConfigError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
@@ -53,7 +53,8 @@ export function samplerFromEnv(env: Env): Sampler {
     const raw = env.OTEL_TRACES_SAMPLER_ARG;
     if (raw === undefined || raw.trim() === '') return 1;
     const n = Number(raw);
-    if (!Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError([{ path: 'env OTEL_TRACES_SAMPLER_ARG', message: `expected a ratio between 0 and 1, got ${raw}` }]);
+    if (!Number.isFinite(n) || n < 0 || n > 1)
+      throw new ConfigError([{ path: 'env OTEL_TRACES_SAMPLER_ARG', message: `expected a ratio between 0 and 1, got ${raw}` }]);
     return n;
   };
   switch (name) {
@@ -77,11 +78,14 @@ export function samplerFromEnv(env: Env): Sampler {
 /** The exporters the environment asks for ([] = tracing off). Throws ConfigError on an unknown one. */
 export function exportersFromEnv(env: Env): Array<'otlp' | 'console'> {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return [];
-  const list = env.OTEL_TRACES_EXPORTER?.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const list = env.OTEL_TRACES_EXPORTER?.split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   if (list === undefined || list.length === 0) return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['otlp'] : [];
   if (list.includes('none')) return [];
   for (const e of list) {
-    if (e !== 'otlp' && e !== 'console') throw new ConfigError([{ path: 'env OTEL_TRACES_EXPORTER', message: `unsupported exporter ${e}; expected otlp, console or none` }]);
+    if (e !== 'otlp' && e !== 'console')
+      throw new ConfigError([{ path: 'env OTEL_TRACES_EXPORTER', message: `unsupported exporter ${e}; expected otlp, console or none` }]);
   }
   return [...new Set(list)] as Array<'otlp' | 'console'>;
 }
@@ -93,6 +97,13 @@ const intFromEnv = (env: Env, name: string): number | undefined => {
   if (!Number.isInteger(n) || n < 0) throw new ConfigError([{ path: `env ${name}`, message: `expected a non-negative integer, got ${raw}` }]);
   return n;
 };
+
+/** Whether AsyncLocalStorage runs on AsyncContextFrame (cheap) rather than async_hooks: Node 24+, or the flag on Node 22. */
+function asyncContextFrame(): boolean {
+  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  if (flags.includes('--no-async-context-frame')) return false;
+  return Number(process.versions.node.split('.')[0]) >= 24 || flags.includes('--experimental-async-context-frame');
+}
 
 /** The exporter's URL from `env` (the exporter itself reads `process.env` only; `env` may be another). */
 function otlpUrl(env: Env): { url?: string } {
@@ -117,7 +128,8 @@ export function startTracing(opts: { env?: Env; logger?: Logger } = {}): Tracing
   if (exporters.length === 0) return { active: false, shutdown: async () => undefined };
   if (!shared) {
     const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
-    if (protocol !== undefined && protocol !== 'http/json') opts.logger?.warn({ protocol }, 'OTLP protocol not supported by this build; spans are sent as http/json');
+    if (protocol !== undefined && protocol !== 'http/json')
+      opts.logger?.warn({ protocol }, 'OTLP protocol not supported by this build; spans are sent as http/json');
     const batch = {
       scheduledDelayMillis: intFromEnv(env, 'OTEL_BSP_SCHEDULE_DELAY'),
       maxQueueSize: intFromEnv(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
@@ -137,6 +149,12 @@ export function startTracing(opts: { env?: Env; logger?: Logger } = {}): Tracing
     trace.setGlobalTracerProvider(provider);
     shared = { provider, users: 0 };
     opts.logger?.info({ exporters, sampler: env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on' }, 'tracing on');
+    if (!asyncContextFrame()) {
+      opts.logger?.warn(
+        { node: process.version },
+        'tracing keeps its context in AsyncLocalStorage, which on this Node taxes every promise; run with NODE_OPTIONS=--experimental-async-context-frame (the default from Node 24) to avoid it',
+      );
+    }
   }
   const mine = shared;
   mine.users++;

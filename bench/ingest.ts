@@ -4,18 +4,16 @@
  * and the ratio to a no-op EVALSHA loop at the same concurrency. Ingest
  * batches the updates in flight into shared script calls (group commit, at
  * most 16 per call), so it makes fewer than one round trip per update; the
- * no-op loop makes one per call.
+ * no-op loop makes one per call. Then the cost of tracing on the host's
+ * ingest path, on and off in one run (`ingest-tracing.ts`).
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Dispatch } from '../src/protocol/index.js';
 import { conversationKeys } from '../src/keys.js';
 import { runScript } from '../src/scripts/index.js';
-import { IngestService } from '../host/ingest.js';
-import type { RunQueue } from '../src/run-queue.js';
-import { startTracing } from '../app/telemetry.js';
 import { commandCalls, countSent, privateRedis } from './private-redis.js';
-import { startTraceSink } from './trace-sink.js';
+import { tracingComparison } from './ingest-tracing.js';
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 1_000);
@@ -68,13 +66,7 @@ export async function main(): Promise<void> {
   await pool(2000, CONCURRENCY, () => runScript(client, 'noop', [conversationKeys(base, 'warm:1').meta], []));
 
   const sent = countSent(client);
-  const rows: Array<{ ingest: number; noop: number; trips: number; cmds: number; redisIngest: number; redisNoop: number; off: number; on: number }> = [];
-  // Tracing on: every update sampled, exported over OTLP/HTTP to a sink process (the host's ingest path: IngestService, its span and
-  // the trace context written into the entry; new runs' jobs are not enqueued here, the queue is a stub in both passes).
-  const sink = await startTraceSink();
-  const tracingEnv = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_TRACES_SAMPLER: 'always_on', OTEL_BSP_MAX_QUEUE_SIZE: String(UPDATES * 2), OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512', OTEL_BSP_SCHEDULE_DELAY: '200' };
-  const stubQueue = { enqueue: async () => undefined } as unknown as RunQueue;
-  let sampled = 0;
+  const rows: Array<{ ingest: number; noop: number; trips: number; cmds: number; redisIngest: number; redisNoop: number }> = [];
   // Rounds alternate ingest and no-op so both see the same machine load; each round ingests fresh conversations.
   for (let round = 0; round < ROUNDS; round++) {
     const dispatch = new Dispatch({ client, prefix: `${base}r${round}` });
@@ -90,27 +82,7 @@ export async function main(): Promise<void> {
     const noopKeys = Array.from({ length: CONVERSATIONS }, (_, i) => conversationKeys(`${base}r${round}`, `telegram:${i}`).meta);
     const noopMs = await pool(UPDATES, CONCURRENCY, (i) => runScript(client, 'noop', [noopKeys[i % CONVERSATIONS]!], []));
     const redisNoop = await redisUsecPerCall(admin);
-    // Tracing off and on, in alternating order per round (same machine load for both).
-    const traced = async (on: boolean): Promise<number> => {
-      const service = new IngestService(new Dispatch({ client, prefix: `${base}r${round}${on ? 'on' : 'off'}` }), stubQueue);
-      const tracing = on ? startTracing({ env: tracingEnv }) : undefined;
-      try {
-        return (UPDATES / (await pool(UPDATES, CONCURRENCY, (i) => service.ingest(messages[i]!)))) * 1000;
-      } finally {
-        await tracing?.shutdown(); // exports what is still buffered (not timed)
-        if (on) sampled += UPDATES;
-      }
-    };
-    let off: number;
-    let on: number;
-    if (round % 2 === 0) {
-      off = await traced(false);
-      on = await traced(true);
-    } else {
-      on = await traced(true);
-      off = await traced(false);
-    }
-    rows.push({ ingest: (UPDATES / ingestMs) * 1000, noop: (UPDATES / noopMs) * 1000, trips, cmds, redisIngest, redisNoop, off, on });
+    rows.push({ ingest: (UPDATES / ingestMs) * 1000, noop: (UPDATES / noopMs) * 1000, trips, cmds, redisIngest, redisNoop });
   }
 
   console.log(`ingest benchmark: ${UPDATES} updates × ${ROUNDS} rounds, ${CONVERSATIONS} conversations, 100-600 character messages, concurrency ${CONCURRENCY}, one connection${redis.shared ? ' (SHARED redis: counts may include other clients)' : ' (private redis-server)'}`);
@@ -125,13 +97,15 @@ export async function main(): Promise<void> {
   console.log(`  ratio ingest / no-op:        ${median(ratios).toFixed(1)} % median of rounds (${ratios.map((x) => x.toFixed(0)).join(', ')} %)   (target >= 50 %)`);
   console.log(`  round trips per update:      ${median(rows.map((r) => r.trips)).toFixed(3)} (INFO commandstats evalsha+eval delta)`);
   console.log(`  client commands per update:  ${median(rows.map((r) => r.cmds)).toFixed(3)} (commands written by the client)`);
-  const traceRatios = rows.map((r) => (r.on / r.off) * 100);
-  const exported = await sink.count();
-  console.log(`  host ingest, tracing off:    ${median(rows.map((r) => r.off)).toFixed(0)} updates/s (IngestService, API no-op)`);
-  console.log(`  host ingest, tracing on:     ${median(rows.map((r) => r.on)).toFixed(0)} updates/s (every update sampled, OTLP/HTTP JSON to a local sink process)`);
-  console.log(`  ratio tracing on / off:      ${median(traceRatios).toFixed(1)} % median of rounds (${traceRatios.map((x) => x.toFixed(0)).join(', ')} %)   (target >= 90 %)`);
-  console.log(`  spans exported:              ${exported} of ${sampled} sampled`);
-  sink.stop();
+  // Tracing off and on, in child processes on the same Redis: with AsyncLocalStorage on async_hooks (Node 22's
+  // default) and on AsyncContextFrame (`--experimental-async-context-frame`, Node 24's default).
+  // Last, the same with 10 % of updates sampled (what a busy deployment would configure).
+  for (const [frame, ratio] of [[false, 1], [true, 1], [false, 0.1]] as const) {
+    const r = await tracingComparison(redis.url, frame, ratio);
+    const label = `${frame ? 'async context frame' : 'Node 22 default'}, ${ratio === 1 ? 'every update sampled' : `${ratio * 100} % sampled`}`;
+    console.log(`  tracing (${label}): off ${r.off.toFixed(0)} · on ${r.on.toFixed(0)} updates/s (host ingest path, OTLP/HTTP JSON to a sink process)`);
+    console.log(`    ratio on / off:              ${r.ratio.toFixed(1)} % median of ${r.ratios.length} alternating pairs (${r.ratios.map((x) => x.toFixed(0)).join(', ')} %)${ratio === 1 ? '   (target >= 90 %)' : ''}; spans exported ${r.exported} of ~${r.sampled}`);
+  }
 
   await client.quit();
   await admin.quit();

@@ -28,7 +28,10 @@ export interface TraceSink {
 
 /** Spawns the sink process and resolves once it listens. */
 export async function startTraceSink(): Promise<TraceSink> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, TRACE_SINK: '1' } });
+  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, TRACE_SINK: '1' },
+  });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     proc.stdout!.on('data', (d: Buffer) => {

@@ -32,6 +32,8 @@ import { Calibrator } from './compaction/estimate.js';
 import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
 import { isFinalStep } from './projection.js';
 import { readRunEntries, runProgress, type RecordedAnswer } from './takeover.js';
+import { RedisArtifacts } from './artifacts.js';
+import { pendingToolCalls, RunToolJournal } from './tool-journal.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -272,7 +274,17 @@ export class RunExecutor {
       logger,
       model: o.model,
       compaction,
+      toolCalls: await this.toolJournal(ref, attempt),
+      artifacts: new RedisArtifacts(o.client, o.prefix, ref),
     };
+  }
+
+  /** The run's tool journal; an attempt taking the run over first reads the calls earlier attempts left unanswered. */
+  private async toolJournal(ref: RunRef, attempt: number): Promise<RunToolJournal> {
+    if (attempt === 1) return new RunToolJournal(this.o.runs, ref);
+    const log = conversationKeys(this.o.prefix, ref.conversationId).log;
+    const entries = await readRunEntries(this.o.client, log, ref.runId, this.o.historyTailEntries ?? 2000);
+    return new RunToolJournal(this.o.runs, ref, pendingToolCalls(entries, ref.runId));
   }
 
   /**

@@ -16,6 +16,11 @@ export {
   type RunnerPluginDeps,
   type RunResult,
   type StepRecord,
+  type ArtifactRef,
+  type ArtifactStore,
+  type ToolCallClaim,
+  type ToolCallJournal,
+  type ToolCallRef,
 } from './plugin.js';
 export { createModel } from './model.js';
 // The zod steerbot composes the configuration with, so a plugin's configSchema needs no zod of its own.

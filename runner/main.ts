@@ -105,6 +105,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
       await control.close();
       await queue.close();
       await Promise.all(channels.map((c) => c.stop().catch(() => undefined)));
+      await plugin.close?.().catch((err: unknown) => logger.warn({ err }, 'runner plugin close failed'));
       workerConn.disconnect();
       queueConn.disconnect();
       return report;

@@ -11,6 +11,9 @@ import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import type { SeqEntry, MessageReceived } from '../src/record/entries.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
+import type { ArtifactStore, ToolCallJournal } from './tool-contract.js';
+
+export type { ArtifactRef, ArtifactStore, ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
 
 /** What a runner plugin can do; the host and runtime adapt to it. */
 export interface RunnerCapabilities {
@@ -50,6 +53,8 @@ export interface DeliverySink {
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */
   typing(): void;
+  /** Tells channels that show progress (the web chat) that the agent started a tool call. Best effort, never throws. Optional. */
+  toolCall?(name: string): void;
 }
 
 /** One model step to record: the messages the next request must replay. */
@@ -125,6 +130,10 @@ export interface RunContext {
   model: ModelSettings;
   /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
   compaction: CompactionHooks;
+  /** Durable tool calls: recorded when they start and complete, replayed after a takeover (docs/tools.md). Absent in hand-made contexts. */
+  toolCalls?: ToolCallJournal;
+  /** Large tool results, kept under the conversation with a TTL. Absent in hand-made contexts. */
+  artifacts?: ArtifactStore;
 }
 
 /** A runner plugin. */
@@ -132,6 +141,8 @@ export interface RunnerPlugin {
   manifest: RunnerManifest;
   /** Executes the run. Should return (not throw) on model or tool failure. */
   run(ctx: RunContext): Promise<RunResult>;
+  /** Releases what the plugin holds across runs (connections, child processes); called once when the runner stops. */
+  close?(): Promise<void>;
 }
 
 /** What a runner plugin's factory gets besides its own settings. */

@@ -13,7 +13,7 @@ import { answerText, isFinalStep } from './projection.js';
 
 /** A final answer recorded by an earlier attempt, for the turn the run is on. */
 export interface RecordedAnswer {
-  /** The answer text (what the agent loop delivers after recording the step); may be empty. */
+  /** The answer text (what the agent loop delivers after recording the step); never blank. */
   text: string;
   /** Seq of its `model.step` entry. */
   stepSeq: number;
@@ -28,9 +28,9 @@ export interface RunProgress {
    */
   anchor: number;
   /**
-   * The run's last step, when it is a final answer recorded after the run
-   * last took a message: the turn is answered in the record, so what is left
-   * to do is delivering it. Undefined when the turn still needs the model.
+   * The run's last step, when it is a final answer (with text) recorded after
+   * the run last took a message: the turn is answered in the record, so what
+   * is left to do is delivering it. Undefined when the turn still needs the model.
    */
   answer: RecordedAnswer | undefined;
   /** Seqs of messages steered into the run (`steering.injected`) since its last final answer, oldest first. */
@@ -60,7 +60,10 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
       if (e.kind === 'steering.injected') unansweredSteered.push(...fresh);
     } else if (e.kind === 'model.step' && e.run === runId) {
       if (isFinalStep(e)) {
-        answer = { text: answerText(e.messages), stepSeq: e.seq };
+        // An empty answer is not one to deliver: the prompt does not end with it (the projection drops
+        // empty messages), so asking the model again is a retry, as a live attempt would have told the user.
+        const text = answerText(e.messages);
+        answer = text.trim() ? { text, stepSeq: e.seq } : undefined;
         unansweredSteered = [];
       } else {
         answer = undefined;

@@ -53,6 +53,8 @@ export interface ChannelOutbound {
   edit?(conversationId: string, messageId: string, text: string, opts?: EditOptions): Promise<void>;
   /** Shows a typing indicator once; delivery refreshes it while a run is active. */
   typing?(conversationId: string): Promise<void>;
+  /** Shows that the agent started the tool `name` (the web chat shows tool calls in progress). Absent: not shown. */
+  toolCall?(conversationId: string, name: string): Promise<void>;
   /**
    * Whether `userId` administers the chat of `conversationId` on the platform
    * (Telegram: creator or administrator; Discord: Administrator, Manage Guild

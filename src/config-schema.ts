@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
+import { resolveModelLimits } from './model-catalogue.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -160,14 +161,19 @@ const modelSchema = z
     baseURL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe("Base URL of the provider's API. Default: the provider's own."),
     apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: unset.'),
     name: z.string().min(1, { error: 'expected a model name' }).default(DEFAULTS.model.name).describe('Model name. Default `gpt-4o-mini`.'),
-    contextWindow: int(1024, 10_000_000).default(DEFAULTS.model.contextWindow).describe("The model's context window, in tokens. Default 128 000."),
-    outputReserve: int(1, 1_000_000).default(DEFAULTS.model.outputReserve).describe("Tokens kept free for the model's answer, in tokens. Default 4096."),
+    contextWindow: int(1024, 10_000_000).optional().describe("The model's context window (prompt + answer), in tokens. Default: from the catalogue of common models (docs/agent.md); required for any other model."),
+    outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the model's answer. Default: the model's output limit from the catalogue, else 4096."),
   })
   .superRefine((m, ctx) => {
-    if (m.outputReserve >= m.contextWindow) {
-      ctx.addIssue({ code: 'custom', path: ['outputReserve'], message: `must be less than model.contextWindow (${m.contextWindow})` });
+    const limits = resolveModelLimits(m);
+    if (!limits) {
+      ctx.addIssue({ code: 'custom', path: ['contextWindow'], message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models` });
+    } else if (limits.outputReserve >= limits.contextWindow) {
+      ctx.addIssue({ code: 'custom', path: ['outputReserve'], message: `must be less than model.contextWindow (${limits.contextWindow})` });
     }
-  });
+  })
+  // Checked just above: an unknown model without a window never gets here.
+  .transform((m) => ({ ...m, ...resolveModelLimits(m)! }));
 
 const compactionSchema = z.strictObject({
   threshold: z.number({ error: 'expected a number' }).gt(0, { error: 'expected a number above 0' }).max(1, { error: 'expected at most 1' }).default(DEFAULTS.compaction.threshold).describe('Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8.'),

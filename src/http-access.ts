@@ -95,7 +95,9 @@ function presentedToken(req: Pick<RouteRequest, 'headers'>, access: PageAccess):
 /** Decides whether `req` may use the page. */
 export function checkAccess(req: Pick<RouteRequest, 'headers' | 'remoteAddress'>, access: PageAccess): AccessVerdict {
   if (access.token === undefined) {
-    return isLoopbackRequest(req) ? { ok: true, via: 'loopback' } : { ok: false, status: 401, error: 'only loopback clients may use this page without a token (none is configured)' };
+    return isLoopbackRequest(req)
+      ? { ok: true, via: 'loopback' }
+      : { ok: false, status: 401, error: 'only loopback clients may use this page without a token (none is configured)' };
   }
   const given = presentedToken(req, access);
   if (given === undefined) return { ok: false, status: 401, error: 'a token is required' };
@@ -126,7 +128,8 @@ export function sameOriginJson(req: Pick<RouteRequest, 'headers'>): boolean {
 
 /** Security headers of every page response: no framing, no sniffing, scripts and styles from the page's own origin only. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',

@@ -53,6 +53,8 @@ export interface ConversationKeys {
   outboxIndex: string;
   /** Ids of the conversation's runs (sorted set; score: ms when the run's keys expire, `+inf` while not ended): what purge deletes. */
   runs: string;
+  /** Large tool results (hash: artifact id → text; TTL refreshed on write). Deleted by reset and purge. */
+  artifacts: string;
   /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
   tombstone: string;
   /** Run record of `runId`. */
@@ -76,6 +78,7 @@ class Keys implements ConversationKeys {
   readonly outboxIndex: string;
   readonly runs: string;
   readonly tombstone: string;
+  readonly artifacts: string;
   constructor(readonly base: string) {
     this.log = `${base}log`;
     this.meta = `${base}meta`;
@@ -86,6 +89,7 @@ class Keys implements ConversationKeys {
     this.outboxIndex = `${base}outbox_at`;
     this.runs = `${base}runs`;
     this.tombstone = `${base}tombstone`;
+    this.artifacts = `${base}artifacts`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -107,7 +111,7 @@ class Keys implements ConversationKeys {
  * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
  * stores a key of its own per conversation adds its suffix here (`replies`,
  * `callback_cursor`, `callback_lock`: the webhook channel; `rate`: ingest's
- * rate limits). The webhook's `reply_stored:<delivery key>` keys are found
+ * rate limits; `artifacts`: large tool results of the local agent). The webhook's `reply_stored:<delivery key>` keys are found
  * from the outbox's delivery keys.
  */
 export const CONVERSATION_KEY_SUFFIXES = [
@@ -123,6 +127,7 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'replies',
   'callback_cursor',
   'callback_lock',
+  'artifacts',
 ] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */

@@ -71,7 +71,7 @@ describe('cli', () => {
       expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['steerbot starting', 'steerbot started', 'shutting down', 'stopped']));
       expect(proc.stdout()).not.toContain('sk-should-never-be-logged');
       const steps = lines.find((l) => l.msg === 'next steps') as unknown as { steps: string[] };
-      expect(steps.steps).toEqual(expect.arrayContaining([`  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`, '  channels: none', '  model:    openai gpt-4o-mini']));
+      expect(steps.steps).toEqual(expect.arrayContaining([`  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`, '  channels: web', '  model:    openai gpt-4o-mini', `  chat:     http://127.0.0.1:${port}/ (this machine only)`]));
       expect(steps.steps.join('\n')).toContain('next: set TELEGRAM_BOT_TOKEN');
     }, 60_000);
   }

@@ -185,6 +185,7 @@ describe('secrets in the output of a real process', () => {
         OPENAI_BASE_URL: openai.url,
         OPENAI_API_KEY: MODEL_KEY,
         STEERBOT_MODEL: 'fake-model',
+        STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'fake-model' is not in the model catalogue
       });
       try {
         await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200 || undefined, 40_000, `healthy:\n${child.output()}`);

@@ -24,7 +24,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../host/http.js';
+import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import type { ChannelSettings } from '../host/receive.js';
 import { RunDelivery } from '../runner/delivery.js';
 import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../src/channel.js';
@@ -83,7 +83,6 @@ interface Recorded {
   error?: unknown;
 }
 
-
 const words = (texts: string[]) => texts.join(' ').split(/\s+/).filter(Boolean);
 
 /** Options of `channelPluginContract`. */
@@ -117,8 +116,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       ...over,
     });
     const callsFor = (updateKey: string) => calls.filter((c) => c.message.updateKey === updateKey && (c.result || c.error));
-    const waitForReceive = (m: ContractMessage) =>
-      waitFor(() => callsFor(harness.expected(m).updateKey)[0], 10_000, `receive of update ${m.updateId}`);
+    const waitForReceive = (m: ContractMessage) => waitFor(() => callsFor(harness.expected(m).updateKey)[0], 10_000, `receive of update ${m.updateId}`);
     const recordOf = async (conversationId: string) => readRange(redis, conversationKeys(prefix, conversationId).log);
     const keys = async () => (await redis.keys(`${prefix}:*`)).filter((k) => k.includes('{c:')).sort();
 
@@ -130,7 +128,14 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
       http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
       let plugin: ChannelPlugin | undefined;
-      const { host: inner } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => settings, outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined) });
+      const { host: inner } = ingestOnlyHost({
+        http,
+        redis,
+        prefix,
+        logger,
+        settings: () => settings,
+        outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined),
+      });
       const host: ChannelHost = {
         ...inner,
         async receive(channelId, message) {
@@ -206,10 +211,14 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       const barrier = msg('after the command');
       await harness.inject(barrier);
       await waitForReceive(barrier);
-      const replies = await waitFor(async () => {
-        const texts = (await harness.received(m.chatId)).filter((t) => t.startsWith('No active run.'));
-        return texts.length > 0 && texts;
-      }, 10_000, '/status reply');
+      const replies = await waitFor(
+        async () => {
+          const texts = (await harness.received(m.chatId)).filter((t) => t.startsWith('No active run.'));
+          return texts.length > 0 && texts;
+        },
+        10_000,
+        '/status reply',
+      );
       expect(replies).toHaveLength(1);
       expect(callsFor(harness.expected(m).updateKey)[0]?.result).toMatchObject({ kind: 'command', command: 'status', duplicate: false });
     });
@@ -231,12 +240,23 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       const text = parts.join('\n\n');
       const m = msg('long one');
       const { conversationId } = harness.expected(m);
-      const delivery = new RunDelivery({ client: redis, prefix, conversationId, runId: 'rcontract', resolve: () => harness.plugin.outbound, logger: createLogger({ level: 'silent' }) });
+      const delivery = new RunDelivery({
+        client: redis,
+        prefix,
+        conversationId,
+        runId: 'rcontract',
+        resolve: () => harness.plugin.outbound,
+        logger: createLogger({ level: 'silent' }),
+      });
       await delivery.message(text);
-      const got = await waitFor(async () => {
-        const texts = await harness.received(m.chatId);
-        return words(texts).length >= words([text]).length && texts;
-      }, 10_000, 'split reply');
+      const got = await waitFor(
+        async () => {
+          const texts = await harness.received(m.chatId);
+          return words(texts).length >= words([text]).length && texts;
+        },
+        10_000,
+        'split reply',
+      );
       expect(got.length).toBeGreaterThanOrEqual(3);
       for (const t of got) expect(t.length).toBeLessThanOrEqual(max);
       expect(words(got)).toEqual(words([text]));
@@ -258,10 +278,14 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
         expect(harness.plugin.outbound.edit).toBeTypeOf('function');
         const { messageId } = await harness.plugin.outbound.send(conversationId, 'draft answer');
         await harness.plugin.outbound.edit!(conversationId, messageId, 'final answer');
-        const texts = await waitFor(async () => {
-          const t = await harness.received(m.chatId);
-          return t.includes('final answer') && t;
-        }, 10_000, 'edited text');
+        const texts = await waitFor(
+          async () => {
+            const t = await harness.received(m.chatId);
+            return t.includes('final answer') && t;
+          },
+          10_000,
+          'edited text',
+        );
         expect(texts).not.toContain('draft answer');
       });
     }

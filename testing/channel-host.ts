@@ -3,8 +3,8 @@
  * over a real `Dispatch` on Redis, for channel tests without a runner: new
  * runs are recorded in `enqueued`, not queued.
  */
-import { routeRegistry, type HttpServer } from '../host/http.js';
-import { createChannelHost, type ChannelSettings } from '../host/receive.js';
+import { type HttpServer, routeRegistry } from '../host/http.js';
+import { type ChannelSettings, createChannelHost } from '../host/receive.js';
 import type { ChannelHost, ChannelOutbound } from '../src/channel.js';
 import type { Logger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';

@@ -8,29 +8,38 @@
  * prefix it deletes after each test.
  */
 export {
-  channelPluginContract,
   type ChannelContractEnv,
   type ChannelContractOptions,
   type ChannelHarness,
   type ContractMessage,
+  channelPluginContract,
   type MakeHarness,
 } from './channel-contract.js';
-export { type Invocation, PluginProbe, runnerPluginContract, type RunnerContractEnv, type RunnerContractOptions } from './runner-contract.js';
-export { CID, deferred, type HarnessOptions, RecordingOutbound, RunnerHarness, type SentMessage } from './runner-harness.js';
-export { ingestOnlyHost, type IngestOnlyHostOptions } from './channel-host.js';
-export { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
-export { waitFor } from './wait.js';
-export { startFakeOpenAI, type FakeOpenAIServer, type FakeRequest, type FakeTurn } from './fakes/openai-server.js';
+export { type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
+export {
+  FakeDiscord,
+  type FakeDiscordOptions,
+  type FakeUser,
+  type MessageInput,
+  type RestCall,
+  snowflake,
+  startFakeDiscord,
+  user,
+} from './fakes/discord-server.js';
+export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 export {
   ALICE,
-  FAKE_TOKEN,
-  messageUpdate,
-  startFakeTelegram,
   type ApiCall,
+  FAKE_TOKEN,
   type FakeTelegram,
   type FakeTelegramOptions,
   type MessageUpdateOptions,
+  messageUpdate,
+  startFakeTelegram,
   type TgUser,
 } from './fakes/telegram-server.js';
-export { FakeDiscord, type FakeDiscordOptions, type FakeUser, type MessageInput, type RestCall, snowflake, startFakeDiscord, user } from './fakes/discord-server.js';
 export { type CallbackServer, type ReceivedCallback, startCallbackServer } from './fakes/webhook-callback-server.js';
+export { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
+export { type Invocation, PluginProbe, type RunnerContractEnv, type RunnerContractOptions, runnerPluginContract } from './runner-contract.js';
+export { CID, deferred, type HarnessOptions, RecordingOutbound, RunnerHarness, type SentMessage } from './runner-harness.js';
+export { waitFor } from './wait.js';

@@ -3,8 +3,9 @@
  * child process (`worker-process.ts`) builds exactly the one the test process
  * builds. No vitest imports: child processes load this file too.
  */
-import type { AppContext } from '../src/app-context.js';
+
 import { readConfig } from '../app/config.js';
+import type { AppContext } from '../src/app-context.js';
 import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
 
@@ -39,6 +40,7 @@ export function contextEnv(s: TestContextSettings): Record<string, string> {
     STEERBOT_RUNNER_SHUTDOWN_GRACE_MS: '1000',
     LOG_LEVEL: s.logLevel ?? process.env.TEST_LOG_LEVEL ?? 'silent',
     STEERBOT_MODEL: 'm',
+    STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'm' is not in the model catalogue
     OPENAI_API_KEY: 'k',
     ...(s.modelBaseURL && { OPENAI_BASE_URL: s.modelBaseURL }),
   };

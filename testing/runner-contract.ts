@@ -40,7 +40,7 @@ import type { ModelSettings, RunContext, RunnerPlugin, RunnerPluginDefinition, R
 import { createLogger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import type { IngestResult } from '../src/protocol/types.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from './fakes/openai-server.js';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 import { CID, deferred, RunnerHarness } from './runner-harness.js';
 import { waitFor } from './wait.js';
 
@@ -230,7 +230,14 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
   if (!definition === !makePlugin) throw new Error('runnerPluginContract: give either `definition` or `makePlugin`');
   const make = async (env: RunnerContractEnv): Promise<RunnerPlugin> => {
     if (makePlugin) return makePlugin(env);
-    const model: ModelSettings = { provider: 'openai-compatible', name: 'contract-model', baseURL: env.modelBaseURL, apiKey: 'contract-key', contextWindow: 128_000, outputReserve: 4096 };
+    const model: ModelSettings = {
+      provider: 'openai-compatible',
+      name: 'contract-model',
+      baseURL: env.modelBaseURL,
+      apiKey: 'contract-key',
+      contextWindow: 128_000,
+      outputReserve: 4096,
+    };
     const settings = definition!.configSchema.parse(config ?? {});
     const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
     return definition!.create(settings, { logger, model, createModel: (s) => createModel(s ?? model) });
@@ -334,10 +341,14 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
           expect(await dispatch.status(CID)).toMatchObject({ effectivePolicy: 'collect', pendingDepth: 2, steeringDepth: 0 });
           release();
 
-          const started = await waitFor(async () => {
-            const s = await harness().entries('run.started');
-            return s.length >= 2 && s;
-          }, DEADLINE_MS, 'successor run started');
+          const started = await waitFor(
+            async () => {
+              const s = await harness().entries('run.started');
+              return s.length >= 2 && s;
+            },
+            DEADLINE_MS,
+            'successor run started',
+          );
           const successor = started[1]!;
           expect(successor.run).not.toBe(runId);
           expect(successor.inputs).toEqual([second.seq, third.seq]);

@@ -7,7 +7,7 @@
 import { IngestService } from '../host/ingest.js';
 import { dispatchFromConfig } from '../host/main.js';
 import type { ChannelOutbound } from '../runner/delivery.js';
-import { startRunner, type StartedRunner } from '../runner/main.js';
+import { type StartedRunner, startRunner } from '../runner/main.js';
 import type { RunnerPlugin } from '../runner/plugin.js';
 import type { AppContext } from '../src/app-context.js';
 import { conversationKeys } from '../src/keys.js';

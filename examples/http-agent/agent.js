@@ -35,14 +35,27 @@ const sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 /** Thrown when the runner says the run is over (410 / 409 from a run endpoint). */
 class RunOver extends Error {}
 
 /** The text of a model message (text parts joined). */
-const textOf = (m) => (typeof m.content === 'string' ? m.content : m.content.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+const textOf = (m) =>
+  typeof m.content === 'string'
+    ? m.content
+    : m.content
+        .filter((p) => p.type === 'text')
+        .map((p) => p.text)
+        .join('');
 
 /** Calls an OpenAI-compatible chat-completions API with the conversation so far. */
 async function askModel(model, history, signal) {
@@ -95,7 +108,12 @@ async function answerRun(run, res, signal, o) {
     } finally {
       clearInterval(keepalive);
     }
-    emit({ type: 'step', messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'research', output: { type: 'text', value: `notes on ${topic}` } }] }] });
+    emit({
+      type: 'step',
+      messages: [
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'research', output: { type: 'text', value: `notes on ${topic}` } }] },
+      ],
+    });
     // Turn boundary: the tool is done; take what the user said meanwhile into this answer.
     const steered = await pull('all');
     answer = `Research on "${topic}" is done.`;
@@ -156,7 +174,9 @@ export async function startAgent(options) {
         await answerRun(body, res, ac.signal, o);
       } catch (err) {
         if (!ac.signal.aborted && !(err instanceof RunOver)) {
-          res.write(`${JSON.stringify({ type: 'result', outcome: 'failed', reason: `agent error: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200) })}\n`);
+          res.write(
+            `${JSON.stringify({ type: 'result', outcome: 'failed', reason: `agent error: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200) })}\n`,
+          );
         }
       } finally {
         active.delete(key);

@@ -12,11 +12,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { InvalidInputError, RunEndedError, RunNotFoundError, StaleRunError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
-import { conversationKeys } from '../../src/keys.js';
-import { runCommand, type CommandName } from '../commands.js';
+import { type CommandName, runCommand } from '../commands.js';
 
 /** What actions need. */
 export interface ConsoleActionDeps {
@@ -76,7 +76,10 @@ export class ConsoleActions {
     if (state !== 'running') return { ok: false, message: `run ${runId} is ${state}: only a running run can be abandoned (stop a queued one)` };
     const now = (this.d.now ?? Date.now)();
     if (Number(leaseUntil) > now) {
-      return { ok: false, message: `run ${runId} still has a live lease (${Math.ceil((Number(leaseUntil) - now) / 1000)} s left): its runner may be working; stop it instead, or wait for the lease to run out` };
+      return {
+        ok: false,
+        message: `run ${runId} still has a live lease (${Math.ceil((Number(leaseUntil) - now) / 1000)} s left): its runner may be working; stop it instead, or wait for the lease to run out`,
+      };
     }
     try {
       const fin = await this.runs.finish({ conversationId, runId, token: Number(token) }, 'failed', { reason: ABANDON_REASON });

@@ -6,11 +6,11 @@
  * conversations, and say so.
  */
 import { channelIdOf } from '../../src/channel.js';
-import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { conversationKeys } from '../../src/keys.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { parseBreaker } from '../../src/record/breaker.js';
-import { parseEntry } from '../../src/record/read.js';
 import type { SeqEntry } from '../../src/record/entries.js';
+import { parseEntry } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { RunQueue } from '../../src/run-queue.js';
 import { recentKey } from './activity.js';
@@ -106,7 +106,9 @@ export class ConsoleReads {
       const ids = await this.d.redis.zrevrange(key, f.offset, f.offset + f.limit - 1, 'WITHSCORES');
       return { rows: await Promise.all(pairs(ids).map(([id, score]) => this.row(id, Number(score)))), scanned: ids.length / 2, filtered, total };
     }
-    const window = pairs(await this.d.redis.zrevrange(key, 0, FILTER_WINDOW - 1, 'WITHSCORES')).filter(([id]) => f.channel === undefined || channelIdOf(id) === f.channel);
+    const window = pairs(await this.d.redis.zrevrange(key, 0, FILTER_WINDOW - 1, 'WITHSCORES')).filter(
+      ([id]) => f.channel === undefined || channelIdOf(id) === f.channel,
+    );
     const rows = await Promise.all(window.map(([id, score]) => this.row(id, Number(score))));
     const matching = rows.filter((r) => !f.stuck || r.stuck.length > 0);
     return { rows: matching.slice(f.offset, f.offset + f.limit), scanned: window.length, filtered, total };

@@ -6,8 +6,8 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { checkAccess, PAGE_HEADERS, sameOriginJson, sameToken, tokenCookie, type PageAccess } from '../../src/http-access.js';
-import { json, type HttpRoute, type RouteRegistry, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import { checkAccess, PAGE_HEADERS, type PageAccess, sameOriginJson, sameToken, tokenCookie } from '../../src/http-access.js';
+import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
@@ -75,14 +75,23 @@ export function registerConsole(o: ConsoleOptions): void {
       return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: consolePage(BASE) };
     },
   });
-  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({ status: 200, headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, body });
+  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({
+    status: 200,
+    headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
+    body,
+  });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: asset('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: asset('text/css; charset=utf-8', CONSOLE_STYLES) });
 
   api('GET', '/conversations', async (req) => {
     const channel = req.query.channel || undefined;
     const stuck = req.query.stuck === '1' || req.query.stuck === 'true';
-    const list = await reads.list({ offset: intParam(req.query.offset, 0, 0, 100_000), limit: intParam(req.query.limit, 50, 1, 200), ...(channel && { channel }), stuck });
+    const list = await reads.list({
+      offset: intParam(req.query.offset, 0, 0, 100_000),
+      limit: intParam(req.query.limit, 50, 1, 200),
+      ...(channel && { channel }),
+      stuck,
+    });
     return json(200, { ...list, filterWindow: FILTER_WINDOW, queue: await reads.queueCounts(), now: Date.now() });
   });
   api('GET', '/queue', async () => json(200, await reads.queueCounts()));

@@ -24,14 +24,26 @@ export const httpAgentConfigSchema = z.strictObject({
     .string({ error: 'expected a secret of at least 16 characters' })
     .min(16, { error: 'expected at least 16 characters' })
     .max(512, { error: 'expected at most 512 characters' })
-    .describe('HMAC-SHA256 key that signs the requests to the agent (`X-Steerbot-Signature`, as the webhook channel signs). Secret. Required, at least 16 characters.'),
+    .describe(
+      'HMAC-SHA256 key that signs the requests to the agent (`X-Steerbot-Signature`, as the webhook channel signs). Secret. Required, at least 16 characters.',
+    ),
   publicUrl: url()
     .optional()
-    .describe("Base URL at which the agent reaches this runner's HTTP server, for the run endpoints (`<publicUrl>/http-agent/runs/<run id>/steering`). Default: the address the server listens at."),
-  connectTimeoutMs: int(100, MAX_TIMEOUT_MS).default(10_000).describe('How long the agent has to answer a request with its status and headers, in ms. Default 10 000.'),
-  firstEventTimeoutMs: int(100, MAX_TIMEOUT_MS).default(60_000).describe('How long the agent has from its response headers to the first line of its event stream, in ms. Default 60 000.'),
-  idleTimeoutMs: int(100, MAX_TIMEOUT_MS).default(60_000).describe('Longest silence between two lines of the event stream, in ms (a blank line is a keep-alive). Default 60 000.'),
-  maxEventBytes: int(1024, 16 * 1024 * 1024).default(1_048_576).describe('Longest event line, in bytes. Default 1 048 576 (1 MiB).'),
+    .describe(
+      "Base URL at which the agent reaches this runner's HTTP server, for the run endpoints (`<publicUrl>/http-agent/runs/<run id>/steering`). Default: the address the server listens at.",
+    ),
+  connectTimeoutMs: int(100, MAX_TIMEOUT_MS)
+    .default(10_000)
+    .describe('How long the agent has to answer a request with its status and headers, in ms. Default 10 000.'),
+  firstEventTimeoutMs: int(100, MAX_TIMEOUT_MS)
+    .default(60_000)
+    .describe('How long the agent has from its response headers to the first line of its event stream, in ms. Default 60 000.'),
+  idleTimeoutMs: int(100, MAX_TIMEOUT_MS)
+    .default(60_000)
+    .describe('Longest silence between two lines of the event stream, in ms (a blank line is a keep-alive). Default 60 000.'),
+  maxEventBytes: int(1024, 16 * 1024 * 1024)
+    .default(1_048_576)
+    .describe('Longest event line, in bytes. Default 1 048 576 (1 MiB).'),
   maxMessageChars: int(1, 1_000_000).default(32_000).describe('Longest message (and streamed text of one answer), in characters. Default 32 000.'),
   maxStateBytes: int(2, DEFAULTS.maxStateBytes)
     .default(65_536)

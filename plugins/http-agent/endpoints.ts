@@ -48,7 +48,8 @@ export class RunEndpoints {
     if (!bearer) return refuse(401, 'unauthorized', 'expected Authorization: Bearer <capability token>');
     const invocation = this.live.get(req.params.runId ?? '');
     if (!invocation) return refuse(410, 'run-ended', 'no invocation of this run is active on this runner: it ended, or another runner took the run over');
-    if (!safeEqual(bearer[1]!, invocation.token)) return refuse(409, 'stale-token', 'stale token: not the current invocation\'s (a newer invocation of the run holds another one)');
+    if (!safeEqual(bearer[1]!, invocation.token))
+      return refuse(409, 'stale-token', "stale token: not the current invocation's (a newer invocation of the run holds another one)");
     let raw: unknown;
     try {
       raw = req.body.length === 0 ? {} : JSON.parse(req.body.toString('utf8'));

@@ -148,7 +148,12 @@ export class AgentInvocation {
     this.requested = true;
     let res: Response;
     try {
-      res = await this.fetchImpl(s.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: NDJSON, ...signedHeaders(s.secret, body) }, body, signal: this.ac.signal });
+      res = await this.fetchImpl(s.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: NDJSON, ...signedHeaders(s.secret, body) },
+        body,
+        signal: this.ac.signal,
+      });
     } catch (err) {
       throw this.watchdogFailure() ?? new AgentFailure('unreachable', `request failed: ${networkError(err)}`);
     }
@@ -191,26 +196,34 @@ export class AgentInvocation {
   /** Applies one valid event; returns the run result for a `result` event. */
   private async apply(event: AgentEvent): Promise<RunResult | undefined> {
     const { ctx, s } = this;
-    const afterAnswer = () => new AgentFailure('protocol-violation', `a ${event.type} event after the turn's answer (pull steering first, or end with a result)`);
+    const afterAnswer = () =>
+      new AgentFailure('protocol-violation', `a ${event.type} event after the turn's answer (pull steering first, or end with a result)`);
     switch (event.type) {
       case 'text-delta':
         if (this.answered) throw afterAnswer();
-        if (this.partial.length + event.text.length > s.maxMessageChars) throw new AgentFailure('message-too-long', `streamed text longer than ${s.maxMessageChars} characters`);
+        if (this.partial.length + event.text.length > s.maxMessageChars)
+          throw new AgentFailure('message-too-long', `streamed text longer than ${s.maxMessageChars} characters`);
         this.partial += event.text;
         if (event.text) ctx.delivery.delta(event.text);
         return undefined;
       case 'message':
         if (this.answered) throw afterAnswer();
-        if (event.text.length > s.maxMessageChars) throw new AgentFailure('message-too-long', `a message of ${event.text.length} characters; the cap is ${s.maxMessageChars}`);
+        if (event.text.length > s.maxMessageChars)
+          throw new AgentFailure('message-too-long', `a message of ${event.text.length} characters; the cap is ${s.maxMessageChars}`);
         // The turn's answer: recorded first, then delivered (a takeover delivers it from the record).
-        await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text: event.text }] }], finishReason: 'stop', ...(event.usage && { usage: event.usage }) });
+        await ctx.recordStep({
+          messages: [{ role: 'assistant', content: [{ type: 'text', text: event.text }] }],
+          finishReason: 'stop',
+          ...(event.usage && { usage: event.usage }),
+        });
         this.answered = true;
         this.partial = '';
         await ctx.delivery.message(event.text);
         return undefined;
       case 'step':
         if (this.answered) throw afterAnswer();
-        if (!hasToolPart(event.messages)) throw new AgentFailure('protocol-violation', 'a step must hold a tool call or a tool result; send the answer as a message event');
+        if (!hasToolPart(event.messages))
+          throw new AgentFailure('protocol-violation', 'a step must hold a tool call or a tool result; send the answer as a message event');
         await ctx.recordStep({ messages: event.messages, finishReason: 'tool-calls', ...(event.usage && { usage: event.usage }) });
         this.partial = '';
         return undefined;
@@ -240,7 +253,8 @@ export class AgentInvocation {
     if (this.requested) void this.cancel(stop ?? (ctx.signal.reason === 'lost' ? 'lost' : 'shutdown'));
     // As the local agent: a stop keeps what was said, marked partial; on shutdown the next attempt redoes the turn.
     const text = this.partial;
-    if (text && stop) await this.locked(() => ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' }));
+    if (text && stop)
+      await this.locked(() => ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' }));
     return { outcome: 'completed' };
   }
 
@@ -249,7 +263,12 @@ export class AgentInvocation {
     const { ctx, s } = this;
     const body = JSON.stringify({ protocol: PROTOCOL, type: 'cancel', run: this.runInfo(), reason } satisfies CancelRequest);
     try {
-      const res = await this.fetchImpl(s.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(s.secret, body) }, body, signal: AbortSignal.timeout(s.connectTimeoutMs) });
+      const res = await this.fetchImpl(s.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signedHeaders(s.secret, body) },
+        body,
+        signal: AbortSignal.timeout(s.connectTimeoutMs),
+      });
       await res.body?.cancel().catch(() => undefined);
       if (!res.ok) ctx.logger.warn({ status: res.status }, 'agent refused the cancel request');
     } catch (err) {

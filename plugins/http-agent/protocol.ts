@@ -105,11 +105,20 @@ export const agentEventSchemas = {
   'text-delta': z.strictObject({ type: z.literal('text-delta'), text: z.string() }),
   message: z.strictObject({ type: z.literal('message'), text: z.string().min(1, { error: 'expected non-empty text' }), usage }),
   step: z.strictObject({ type: z.literal('step'), messages: z.array(stepMessageSchema).min(1), usage }),
-  state: z.strictObject({ type: z.literal('state'), key: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: 'expected a key of 1-64 characters A-Z a-z 0-9 _ . -' }), value: z.json() }),
+  state: z.strictObject({
+    type: z.literal('state'),
+    key: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: 'expected a key of 1-64 characters A-Z a-z 0-9 _ . -' }),
+    value: z.json(),
+  }),
   typing: z.strictObject({ type: z.literal('typing') }),
   result: z.discriminatedUnion('outcome', [
     z.strictObject({ type: z.literal('result'), outcome: z.literal('completed') }),
-    z.strictObject({ type: z.literal('result'), outcome: z.literal('failed'), reason: z.string().min(1).max(MAX_REASON_CHARS), message: z.string().min(1).optional() }),
+    z.strictObject({
+      type: z.literal('result'),
+      outcome: z.literal('failed'),
+      reason: z.string().min(1).max(MAX_REASON_CHARS),
+      message: z.string().min(1).optional(),
+    }),
   ]),
 } as const;
 

@@ -11,22 +11,41 @@ import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { createModel, modelSetupNotice } from '../../runner/model.js';
 import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
-import { runAgentLoop } from './loop.js';
-import { currentTimeTool, httpFetchTool, toToolSet, type AgentTool, type HttpFetchToolOptions } from './tools.js';
+import { loadSystemPrompts } from './prompt.js';
+import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
+import { currentTimeTool, httpFetchTool, type AgentTool, type HttpFetchToolOptions } from './tools.js';
+import { Toolbox, toolSettingsShape, type ToolboxOptions } from './toolbox.js';
 
 export type { AgentTool } from './tools.js';
 
 const bool = z.boolean({ error: 'expected true or false' });
 
+const prompt = z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' });
+
+/** One persona: the system prompt of a channel or a conversation. */
+const personaSchema = z.strictObject({
+  systemPrompt: prompt.optional().describe("The persona's system prompt."),
+  systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('Or a file holding it (read at start). One of the two is required.'),
+  notes: bool.default(true).describe('Append the notes files (`notesFiles`) to this persona too. Default true.'),
+});
+
 /** Settings of the local agent (`agents.local-agent`). */
 export const localAgentConfigSchema = z.strictObject({
-  systemPrompt: z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' }).optional().describe('System prompt. Default: a short helpful-assistant prompt.'),
+  systemPrompt: prompt.optional().describe('System prompt. Default: a short helpful-assistant prompt.'),
+  systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('A file holding the system prompt (resolved against the working directory, read at start). Not together with `systemPrompt`.'),
+  notesFiles: z.array(z.string().trim().min(1, { error: 'expected a file path' })).max(32, { error: 'expected at most 32 files' }).default([]).describe('Notes files (AGENTS.md-style) appended to the system prompt in this order, each as a bounded fragment; read at start. Default `[]`.'),
+  notesFileMaxChars: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(200, { error: 'expected an integer >= 200' }).max(100_000, { error: 'expected an integer <= 100000' }).default(8000).describe('Most characters of one notes file; the rest is cut (the prompt says so). Default 8000.'),
+  notesBudgetChars: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(200, { error: 'expected an integer >= 200' }).max(200_000, { error: 'expected an integer <= 200000' }).default(16_000).describe('Most characters of all notes together; files past the budget are left out (the prompt names them). Default 16 000.'),
+  personas: z.record(z.string().trim().min(1, { error: 'expected a channel or conversation id' }), personaSchema).default({}).describe('System prompt overrides keyed by conversation id (`telegram:42`) or channel id (`telegram`, `discord`, `webhook:<name>`); a conversation\'s own entry wins over its channel\'s. Each: `systemPrompt` or `systemPromptFile`, and `notes` (append the notes files, default true). Changing one never invalidates a compaction checkpoint. Default `{}`.'),
   streaming: bool.default(DEFAULTS.agent.streaming).describe('Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way. Default true.'),
   httpFetch: bool.default(DEFAULTS.agent.httpFetch).describe('The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false.'),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
   steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default(DEFAULTS.agent.steeringMode).describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
   maxSteps: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1, { error: 'expected an integer >= 1' }).max(1000, { error: 'expected an integer <= 1000' }).default(DEFAULTS.agent.maxSteps).describe('Most model steps per run invocation. Default 24.'),
+  streamIdleTimeoutMs: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(0, { error: 'expected an integer >= 0' }).max(3_600_000, { error: 'expected at most 3 600 000 (one hour)' }).default(DEFAULT_STREAM_IDLE_TIMEOUT_MS).describe('A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. In ms; 0 turns it off. Default 120 000.'),
   toolModules: z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]).describe('Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.'),
+  // MCP servers, artifacts of large results, durable calls, http_fetch allow-list (docs/tools.md).
+  ...toolSettingsShape,
 });
 
 /** The local agent's settings as written in a config file. */
@@ -36,8 +55,8 @@ export type LocalAgentSettings = z.input<typeof localAgentConfigSchema>;
 export interface LocalAgentConfig {
   /** A ready model (tests, custom providers). Default: built from the run's model settings (config `model.*`). */
   model?: LanguageModel;
-  /** System prompt. Default: a short helpful-assistant prompt. */
-  system?: string;
+  /** System prompt, or one per conversation. Default: a short helpful-assistant prompt. */
+  system?: string | ((conversationId: string) => string);
   /** Extra tools. */
   tools?: AgentTool[];
   /** Built-in tools: `currentTime` (default on), `httpFetch` (default off: it reaches the network). */
@@ -50,8 +69,12 @@ export interface LocalAgentConfig {
   maxRetries?: number;
   /** Stream deltas to channels that support it. Default false. */
   streaming?: boolean;
+  /** A model stream silent this long is aborted and retried once, then the run fails with reason `timeout`, in ms. 0: never. Default 120 000. */
+  streamIdleTimeoutMs?: number;
   /** Builds the model from the run's model settings when `model` is not given. Default: the runner's model factory. */
   createModel?: (settings: ModelSettings) => LanguageModel;
+  /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
+  toolbox?: ToolboxOptions;
 }
 
 /** Creates the local agent runner plugin. */
@@ -62,7 +85,9 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   if (fetchOpt) tools.push(httpFetchTool(typeof fetchOpt === 'object' ? fetchOpt : {}));
   tools.push(...(config.tools ?? []));
   let model: LanguageModel | undefined = config.model;
+  const toolbox = new Toolbox(config.toolbox);
   return {
+    close: () => toolbox.close(),
     manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
     async run(ctx) {
       try {
@@ -73,15 +98,16 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         ctx.logger.warn({ err }, 'no model configured; answering with the setup notice');
         return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model) };
       }
-      const toolSet = toToolSet(tools, (name, err) => ctx.logger.warn({ tool: name, err }, 'tool failed'));
+      const toolSet = await toolbox.toolSet(ctx, tools);
       return runAgentLoop(ctx, {
         model,
         tools: toolSet,
-        system: config.system ?? DEFAULT_SYSTEM_PROMPT,
+        system: typeof config.system === 'function' ? config.system(ctx.conversationId) : (config.system ?? DEFAULT_SYSTEM_PROMPT),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
         streaming: config.streaming ?? false,
+        ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
       });
     },
   };
@@ -113,22 +139,35 @@ export default defineRunnerPlugin({
   configSchema: localAgentConfigSchema,
   env: [
     { env: 'STEERBOT_SYSTEM_PROMPT', path: 'systemPrompt', kind: 'string' },
+    { env: 'STEERBOT_SYSTEM_PROMPT_FILE', path: 'systemPromptFile', kind: 'string' },
     { env: 'STEERBOT_AGENT_STREAMING', path: 'streaming', kind: 'bool' },
     { env: 'STEERBOT_AGENT_HTTP_FETCH', path: 'httpFetch', kind: 'bool' },
     { env: 'STEERBOT_AGENT_CURRENT_TIME', path: 'currentTime', kind: 'bool' },
     { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
     { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
+    { env: 'STEERBOT_AGENT_STREAM_IDLE_TIMEOUT_MS', path: 'streamIdleTimeoutMs', kind: 'int' },
   ],
   async create(settings, deps) {
-    const tools = (await Promise.all(settings.toolModules.map(loadToolModule))).flat();
+    const [tools, prompts] = await Promise.all([
+      Promise.all(settings.toolModules.map(loadToolModule)).then((t) => t.flat()),
+      loadSystemPrompts(settings, DEFAULT_SYSTEM_PROMPT),
+    ]);
     return createLocalAgentPlugin({
-      ...(settings.systemPrompt !== undefined && { system: settings.systemPrompt }),
+      system: (conversationId) => prompts.for(conversationId),
       streaming: settings.streaming,
-      builtins: { currentTime: settings.currentTime, httpFetch: settings.httpFetch },
+      builtins: { currentTime: settings.currentTime, httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] } },
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,
+      streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       tools,
       createModel: (s) => deps.createModel(s),
+      toolbox: {
+        logger: deps.logger.child({ part: 'tools' }),
+        ...(settings.mcpServers && { mcpServers: settings.mcpServers }),
+        ...(settings.toolResultMaxChars !== undefined && { maxResultChars: settings.toolResultMaxChars }),
+        ...(settings.artifactTtlSeconds !== undefined && { artifactTtlSeconds: settings.artifactTtlSeconds }),
+        ...(settings.idempotentTools && { idempotentTools: settings.idempotentTools }),
+      },
     });
   },
 });

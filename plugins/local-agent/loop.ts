@@ -6,10 +6,15 @@
 import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
 import { answerText, userMessage } from '../../runner/projection.js';
-import { estimateTokens } from '../../runner/compaction/estimate.js';
+import { estimateMessages, estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { traceModelCall } from '../../src/telemetry/agent-spans.js';
+import { CONTEXT_OVERFLOW_MESSAGE, DEFAULT_MODEL_FAILURE_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STEP_LIMIT_MESSAGE, STREAM_TIMEOUT_MESSAGE } from './outcomes.js';
+import { cachePlan } from './caching.js';
+import { StreamWatchdog } from './watchdog.js';
+
+export { DEFAULT_MODEL_FAILURE_MESSAGE, STEP_LIMIT_MESSAGE } from './outcomes.js';
 
 /** Settings of one loop. */
 export interface LoopOptions {
@@ -27,12 +32,12 @@ export interface LoopOptions {
   streaming?: boolean;
   /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
   modelFailureMessage?: string;
+  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
+  streamIdleTimeoutMs?: number;
 }
 
-export const DEFAULT_MODEL_FAILURE_MESSAGE = 'Sorry, the model failed to answer. Please try again in a moment.';
-
-/** Text sent when the loop gave up after `maxSteps` tool steps. */
-export const STEP_LIMIT_MESSAGE = 'I stopped after too many steps without an answer. Please rephrase or narrow the request.';
+/** Default of `streamIdleTimeoutMs`: generous, since reasoning models may think for a while before their first token. */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 120_000;
 
 /** A short, log- and user-safe description of a model failure. */
 function failureReason(err: unknown): string {
@@ -45,22 +50,36 @@ function failureReason(err: unknown): string {
 export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<RunResult> {
   const messages: ModelMessage[] = [...ctx.history];
   const maxSteps = o.maxSteps ?? 24;
+  const idleMs = o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   // Request tokens outside the messages, for the compaction estimate.
   const overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
   let overflowRetried = false;
+  let idleRetried = false;
+  // Deltas already shown for this step when its call was retried: the retry is not streamed again (its final text replaces them).
+  let streamedPartial = false;
   const modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
+  // Provider prompt caching: the same system, tools and cache key for every request of the conversation.
+  const cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
+    const fits = await fitContext(ctx, messages, overhead, overflowRetried);
+    if (fits === 'overflow') {
+      ctx.logger.warn({ contextWindow: ctx.model.contextWindow }, 'the prompt exceeds the context window even after compaction; not calling the model');
+      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+    }
+    if (fits === 'compacted') overflowRetried = true;
     const sent = [...messages];
     let text = '';
     let streamError: unknown;
     const call = traceModelCall(modelName, step);
+    const watchdog = new StreamWatchdog(idleMs, ctx.signal);
     const result = streamText({
       model: o.model,
-      tools: o.tools,
-      messages,
-      ...(o.system !== undefined && { system: o.system }),
-      abortSignal: ctx.signal,
+      tools: cache.tools,
+      messages: cache.messages(messages),
+      ...(cache.system !== undefined && { system: cache.system }),
+      ...(cache.providerOptions && { providerOptions: cache.providerOptions }),
+      abortSignal: watchdog.signal,
       maxRetries: o.maxRetries ?? 2,
       onError: ({ error }: { error: unknown }) => {
         streamError = error;
@@ -68,24 +87,41 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     });
     try {
       for await (const part of result.fullStream) {
+        watchdog.part(part as { type: string; toolCallId?: string });
         call.part();
         if (part.type === 'text-delta') {
           text += part.text;
-          if (o.streaming) ctx.delivery.delta(part.text);
+          if (o.streaming && !streamedPartial) ctx.delivery.delta(part.text);
+        } else if (part.type === 'tool-call') {
+          ctx.delivery.toolCall?.(part.toolName);
         } else if (part.type === 'error') {
           streamError = part.error;
         }
       }
     } catch (err) {
       streamError ??= err;
+    } finally {
+      watchdog.stop();
     }
 
-    if (ctx.signal.aborted || streamError !== undefined) call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: streamError });
+    if (ctx.signal.aborted || streamError !== undefined || watchdog.fired) call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
     if (ctx.signal.aborted) {
       // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
       // On shutdown or a lost lease nobody interrupted: the next attempt redoes the step instead.
       if (text && ctx.stopRequested()) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
       return { outcome: 'completed' };
+    }
+    if (watchdog.fired) {
+      // A silent provider: once is a hiccup worth one more try; twice, the user hears about it rather than waiting for /stop.
+      if (!idleRetried) {
+        idleRetried = true;
+        streamedPartial ||= o.streaming === true && text !== '';
+        ctx.logger.warn({ idleMs, step }, 'model stream silent; retrying the call once');
+        step--;
+        continue;
+      }
+      ctx.logger.error({ idleMs, step }, 'model stream silent again; giving up');
+      return { outcome: 'failed', reason: RUN_REASON.timeout, notice: STREAM_TIMEOUT_MESSAGE };
     }
     if (streamError !== undefined && !overflowRetried && isContextOverflowError(streamError)) {
       // The provider says the prompt is too long: compact once (everything but this run) and retry the step.
@@ -119,14 +155,21 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     });
     messages.push(...responseMessages);
     overflowRetried = false;
+    idleRetried = false;
+    streamedPartial = false;
     if (usage.inputTokens !== undefined) ctx.compaction.observe(sent, usage.inputTokens, overhead);
 
     if (finishReason !== 'tool-calls') {
       // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
       const answer = answerText(responseMessages) || text;
-      if (answer.trim()) await ctx.delivery.message(answer);
-      // Anything that arrived during this last step is handed back by `finish`.
-      return { outcome: 'completed' };
+      if (answer.trim()) {
+        await ctx.delivery.message(answer);
+        // Anything that arrived during this last step is handed back by `finish`.
+        return { outcome: 'completed' };
+      }
+      // Never silence: the user hears that nothing came back, and the run says why (the step is recorded as it was).
+      ctx.logger.warn({ finishReason }, 'the model returned an empty answer');
+      return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
     }
     // Turn boundary: the whole tool batch is done; steering joins the next request.
     const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
@@ -137,5 +180,22 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const compacted = await ctx.compaction.atBoundary(messages);
     if (compacted) messages.splice(0, messages.length, ...compacted);
   }
-  return { outcome: 'failed', reason: 'step limit reached', notice: STEP_LIMIT_MESSAGE };
+  return { outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE };
+}
+
+/**
+ * Checks, before a call, that the request can fit the model's whole context
+ * window (the provider would refuse it with a 400). When it cannot, compacts
+ * once (like a provider overflow) and checks again; `overflow` when it still
+ * cannot. The estimate never undercounts, so the full window (not minus the
+ * output reserve) is the bound: no request the provider would take is refused.
+ */
+async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: number, compactedAlready: boolean): Promise<'fits' | 'compacted' | 'overflow'> {
+  const window = ctx.model.contextWindow;
+  if (estimateMessages(messages) + overhead <= window) return 'fits';
+  if (compactedAlready) return 'overflow';
+  const compacted = await ctx.compaction.onOverflow();
+  if (!compacted) return 'overflow';
+  messages.splice(0, messages.length, ...compacted);
+  return estimateMessages(messages) + overhead <= window ? 'compacted' : 'overflow';
 }

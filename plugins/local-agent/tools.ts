@@ -3,7 +3,7 @@
  * schema, each with a timeout. A tool that throws or times out yields an
  * error result the model sees; it never throws through the loop.
  */
-import { tool, type ToolSet } from 'ai';
+import { tool, type FlexibleSchema, type ToolSet } from 'ai';
 import { z } from 'zod';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 
@@ -13,12 +13,28 @@ export interface AgentTool<I = any> {
   name: string;
   /** What it does, for the model. */
   description: string;
-  /** zod schema of its input (validated before `execute`). */
-  inputSchema: z.ZodType<I>;
-  /** Does the work; may throw (becomes an error result). `signal` fires on stop requests and timeouts. */
-  execute(input: I, opts: { signal: AbortSignal }): Promise<unknown>;
+  /** zod schema of its input (validated before `execute`); MCP tools bring a JSON schema (`jsonSchema()` of the AI SDK). */
+  inputSchema: z.ZodType<I> | FlexibleSchema<I>;
+  /** Does the work; may throw (becomes an error result). `signal` fires on stop requests and timeouts; `call` is given by the local agent's runtime. */
+  execute(input: I, opts: { signal: AbortSignal; call?: ToolCallContext }): Promise<unknown>;
   /** Time limit of one call, in ms. Default 30000. */
   timeoutMs?: number;
+  /** Running a call twice is harmless: after a takeover a call started without a recorded result runs again. Default false (its outcome is reported unknown). */
+  idempotent?: boolean;
+}
+
+/** What a tool call knows about where it runs (docs/tools.md). */
+export interface ToolCallContext {
+  runId: string;
+  conversationId: string;
+  /** The model's id of this call. */
+  callId: string;
+  /** Attempt of the run (more than 1 after a takeover). */
+  attempt: number;
+  /** Same for a re-run of the same call after a takeover: pass it to APIs that deduplicate. */
+  idempotencyKey: string;
+  /** True when an earlier attempt started this call and died before recording its result. */
+  rerun: boolean;
 }
 
 /** Current date and time (built in, on by default). */
@@ -36,31 +52,7 @@ export const currentTimeTool: AgentTool<{ timeZone?: string }> = {
   timeoutMs: 1000,
 };
 
-/** Options of the HTTP fetch tool. */
-export interface HttpFetchToolOptions {
-  /** Largest response body returned to the model, in characters. Default 20000. */
-  maxChars?: number;
-  /** `fetch` to use (injectable for tests). */
-  fetch?: typeof fetch;
-  /** Time limit, in ms. Default 15000. */
-  timeoutMs?: number;
-}
-
-/** Fetches a URL with GET (built in, off by default: it lets the model reach the network). */
-export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: string }> {
-  const maxChars = o.maxChars ?? 20_000;
-  return {
-    name: 'http_fetch',
-    description: 'Fetches a web page or API with HTTP GET and returns status and body text (truncated).',
-    inputSchema: z.object({ url: z.string().url().refine((u) => /^https?:\/\//.test(u), 'http(s) URLs only') }),
-    async execute({ url }, { signal }) {
-      const res = await (o.fetch ?? fetch)(url, { signal, redirect: 'follow' });
-      const body = await res.text();
-      return { status: res.status, body: body.length > maxChars ? `${body.slice(0, maxChars)}…[truncated]` : body };
-    },
-    timeoutMs: o.timeoutMs ?? 15_000,
-  };
-}
+export { httpFetchTool, type HttpFetchToolOptions } from './http-fetch.js';
 
 /** Runs `fn` with a timeout and a parent signal; resolves to its value or rejects with a short reason. */
 async function withTimeout<T>(fn: (signal: AbortSignal) => Promise<T>, timeoutMs: number, parent: AbortSignal | undefined): Promise<T> {

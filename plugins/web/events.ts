@@ -11,10 +11,10 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
-import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import { parseEntry } from '../../src/record/read.js';
-import { recordView } from './record-view.js';
+import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import { eventsKey } from './outbound.js';
+import { recordView } from './record-view.js';
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
 const BLOCK_MS = 15_000;

@@ -13,10 +13,19 @@
  * Access: see `src/http-access.ts` (token, else loopback clients only).
  */
 import { z } from 'zod';
-import { defineChannelPlugin, json, type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage, type RouteRequest, type RouteResponse } from '../../src/channel.js';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  type ChannelPlugin,
+  defineChannelPlugin,
+  type InboundMessage,
+  json,
+  type RouteRequest,
+  type RouteResponse,
+} from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
-import { checkAccess, PAGE_HEADERS, sameOriginJson, sameToken, tokenCookie, type PageAccess } from '../../src/http-access.js';
-import { webConfigSchema, type WebConfig } from './config.js';
+import { checkAccess, PAGE_HEADERS, type PageAccess, sameOriginJson, sameToken, tokenCookie } from '../../src/http-access.js';
+import { type WebConfig, webConfigSchema } from './config.js';
 import { WebEventStreams } from './events.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
 import { CHAT_SCRIPT, CHAT_STYLES, chatPage } from './page.js';
@@ -108,12 +117,21 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     const from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
     return {
       status: 200,
-      headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' },
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      },
       stream: streams.stream(conversationId, from, req.signal),
     };
   }
 
-  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({ status: 200, headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' }, body });
+  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({
+    status: 200,
+    headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
+    body,
+  });
 
   return {
     id: WEB_CHANNEL_ID,

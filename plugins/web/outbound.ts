@@ -11,7 +11,7 @@ import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
-import { runScript, type RedisClient } from '../../src/scripts/index.js';
+import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */
@@ -23,7 +23,9 @@ export type WebEvent =
   | { type: 'message'; id: string; text: string; replyTo?: string }
   /** A streamed reply's text so far (replaces what `id` shows). */
   | { type: 'edit'; id: string; text: string }
-  | { type: 'typing' };
+  | { type: 'typing' }
+  /** The agent started tool `name` (shown until the step is recorded or the run ends). */
+  | { type: 'tool'; name: string };
 
 /** Key of a conversation's event stream. */
 export function eventsKey(prefix: string, conversationId: string): string {
@@ -39,7 +41,8 @@ export interface WebOutboundOptions {
 
 export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
   const check = (conversationId: string) => {
-    if (!conversationId.startsWith(`${WEB_CHANNEL_ID}:`)) throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
+    if (!conversationId.startsWith(`${WEB_CHANNEL_ID}:`))
+      throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
   };
   const append = async (conversationId: string, event: WebEvent) => {
     await o.redis.xadd(eventsKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
@@ -51,11 +54,12 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       check(conversationId);
       const id = opts.deliveryKey ?? randomUUID();
       const event: WebEvent = { type: 'message', id, text, ...(opts.replyTo !== undefined && { replyTo: opts.replyTo }) };
-      await runScript(o.redis, 'reply-store', [eventsKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${id}`], [
-        JSON.stringify(event),
-        o.config.eventStreamMaxLen,
-        opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS,
-      ]);
+      await runScript(
+        o.redis,
+        'reply-store',
+        [eventsKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${id}`],
+        [JSON.stringify(event), o.config.eventStreamMaxLen, opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS],
+      );
       return { messageId: id };
     },
     async edit(conversationId: string, messageId: string, text: string) {
@@ -65,6 +69,10 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
     async typing(conversationId: string) {
       check(conversationId);
       await append(conversationId, { type: 'typing' });
+    },
+    async toolCall(conversationId: string, name: string) {
+      check(conversationId);
+      await append(conversationId, { type: 'tool', name });
     },
     streamEditIntervalMs: () => o.config.streamEditIntervalMs,
   };

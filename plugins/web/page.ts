@@ -58,6 +58,7 @@ main { flex: 1; overflow-y: auto; padding: 16px; display: flex; flex-direction: 
 .msg.streaming .body::after { content: " ▍"; color: var(--accent); }
 .event { align-self: center; font-size: 12px; color: var(--muted); }
 .event.tool { font-family: ui-monospace, monospace; }
+.event.tool.running { color: var(--accent); }
 .badge { display: inline-block; font-size: 11px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--line); margin-left: 6px; }
 .badge.steered { border-color: #bf8700; color: #bf8700; }
 .badge.injected { border-color: #1a7f37; color: #1a7f37; }

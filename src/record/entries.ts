@@ -126,6 +126,48 @@ export const modelStepSchema = z.object({
   partial: z.boolean().optional(),
 });
 
+/** Short digest of a tool call's input (never the input itself: it may hold secrets and be large). */
+const inputHash = z.string().regex(/^[0-9a-f]{16,64}$/);
+
+/**
+ * A tool call is about to run (`plugins/local-agent` tools journal): written
+ * before the tool executes, so an attempt taking the run over knows the call
+ * may have had its effect. `supersedes`: the call of an earlier attempt this
+ * one re-runs.
+ */
+export const toolStartedSchema = z.object({
+  ...base,
+  kind: z.literal('tool.started'),
+  run: z.string(),
+  token: z.number().int().positive(),
+  call: z.string().min(1).max(256),
+  tool: z.string().min(1).max(128),
+  inputHash,
+  /** Idempotency key handed to the tool: the same for a re-run of the same call. */
+  key: z.string().min(1).max(128),
+  idempotent: z.boolean().optional(),
+  supersedes: z.string().min(1).max(256).optional(),
+});
+
+/**
+ * A tool call's result: `ok` / `error` (the value the model saw, bounded),
+ * `replayed` (an earlier attempt's recorded result, `supersedes` names its
+ * call) or `unknown` (an earlier attempt started it and died; not idempotent,
+ * so not run again).
+ */
+export const toolCompletedSchema = z.object({
+  ...base,
+  kind: z.literal('tool.completed'),
+  run: z.string(),
+  token: z.number().int().positive(),
+  call: z.string().min(1).max(256),
+  tool: z.string().min(1).max(128),
+  inputHash,
+  status: z.enum(['ok', 'error', 'replayed', 'unknown']),
+  output: z.unknown(),
+  supersedes: z.string().min(1).max(256).optional(),
+});
+
 export const compactionSchema = z.object({
   ...base,
   kind: z.literal('compaction'),
@@ -156,6 +198,8 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
   runStartedSchema,
   runEndedSchema,
   modelStepSchema,
+  toolStartedSchema,
+  toolCompletedSchema,
   compactionSchema,
   conversationResetSchema,
 ]);
@@ -165,6 +209,8 @@ export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type CommandReceived = z.infer<typeof commandReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
+export type ToolStarted = z.infer<typeof toolStartedSchema>;
+export type ToolCompleted = z.infer<typeof toolCompletedSchema>;
 export type Sender = z.infer<typeof senderSchema>;
 export type Attachment = z.infer<typeof attachmentSchema>;
 

@@ -42,6 +42,7 @@ export type ScriptName =
   | 'lease-acquire'
   | 'purge'
   | 'retain'
+  | 'artifact-put'
   | 'noop';
 
 interface LoadedScript {

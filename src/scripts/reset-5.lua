@@ -1,6 +1,6 @@
 --[[
   /new: start a fresh context. Appends `conversation.reset` (history before it
-  is no longer projected) and asks an active run to stop. Deduped.
+  is no longer projected), deletes the stored tool artifacts and asks an active run to stop. Deduped.
 
   KEYS[1] base      conversation key prefix
   KEYS[2] dedupe    dedupe key of the command's update
@@ -22,6 +22,8 @@
 local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
 if seen then return { 'duplicate', seen } end
 redis.call('HSET', KEYS[5], 'reset_seq', seq)
+-- Large tool results belong to the history that is no longer projected.
+redis.call('DEL', KEYS[1] .. 'artifacts')
 
 local active = redis.call('GET', KEYS[3])
 if not active then return { 'reset', seq, '' } end

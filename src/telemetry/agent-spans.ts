@@ -6,7 +6,7 @@
  */
 import { redactSecrets } from '../errors.js';
 import { metrics } from './metrics.js';
-import { context, failSpan, SPAN, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from './tracing.js';
+import { type Context, context, failSpan, SPAN, SpanKind, SpanStatusCode, trace, tracer } from './tracing.js';
 
 /** Longest tool argument / result text put on a span, in characters. */
 const MAX_PAYLOAD_CHARS = 1000;
@@ -115,4 +115,3 @@ function payloadText(value: unknown): string {
   return safe.length > MAX_PAYLOAD_CHARS ? `${safe.slice(0, MAX_PAYLOAD_CHARS)}…` : safe;
 }
 
-export type { Span };

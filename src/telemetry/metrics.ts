@@ -8,7 +8,7 @@
  * embedder's own metrics never collide with steerbot's. Recording is a few
  * map lookups: cheap enough for the ingest hot path.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Buckets for latencies in seconds: 5 ms … 2 min. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

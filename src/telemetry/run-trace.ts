@@ -8,7 +8,7 @@
  */
 import type { MessageReceived, SeqEntry } from '../record/entries.js';
 import { metrics } from './metrics.js';
-import { enterContext, failSpan, inSpan, linkTo, contextFromTraceparent, SPAN, SpanKind, trace, tracer, type Link, type Span } from './tracing.js';
+import { contextFromTraceparent, enterContext, failSpan, inSpan, type Link, linkTo, SPAN, type Span, SpanKind, trace, tracer } from './tracing.js';
 
 /** What identifies an execution. */
 export interface RunTraceInfo {
@@ -56,7 +56,10 @@ export class RunTrace {
     if (info.attempt > 1) metrics.leaseTakeovers.inc();
     metrics.runsActive.inc();
     const parentEntry = inputs.find((m) => m.trace !== undefined);
-    const links = inputs.filter((m) => m !== parentEntry).map((m) => linkTo(m.trace, { 'steerbot.seq': m.seq })).filter((l): l is Link => l !== undefined);
+    const links = inputs
+      .filter((m) => m !== parentEntry)
+      .map((m) => linkTo(m.trace, { 'steerbot.seq': m.seq }))
+      .filter((l): l is Link => l !== undefined);
     this.span = tracer().startSpan(
       SPAN.run,
       {
@@ -81,9 +84,18 @@ export class RunTrace {
   usage(u: StepUsage | undefined): void {
     if (!u) return;
     const model = this.model;
-    if (u.inputTokens) (this.tokensIn += u.inputTokens), metrics.modelTokens.inc({ model, kind: 'input' }, u.inputTokens);
-    if (u.outputTokens) (this.tokensOut += u.outputTokens), metrics.modelTokens.inc({ model, kind: 'output' }, u.outputTokens);
-    if (u.cachedInputTokens) (this.tokensCached += u.cachedInputTokens), metrics.modelTokens.inc({ model, kind: 'cached' }, u.cachedInputTokens);
+    if (u.inputTokens) {
+      this.tokensIn += u.inputTokens;
+      metrics.modelTokens.inc({ model, kind: 'input' }, u.inputTokens);
+    }
+    if (u.outputTokens) {
+      this.tokensOut += u.outputTokens;
+      metrics.modelTokens.inc({ model, kind: 'output' }, u.outputTokens);
+    }
+    if (u.cachedInputTokens) {
+      this.tokensCached += u.cachedInputTokens;
+      metrics.modelTokens.inc({ model, kind: 'cached' }, u.cachedInputTokens);
+    }
   }
 
   /** Ends the span and counts the run; returns `result`. */
@@ -136,7 +148,11 @@ export function tracePull<T extends { messages: ReadonlyArray<SeqEntry> }>(pull:
       if (link) span.addLink(link);
     }
     if (messages.length > 0) metrics.steeringInjected.inc(messages.length);
-    span.setAttributes({ 'steerbot.steering.count': messages.length, 'steerbot.steering.seqs': messages.map((m) => m.seq), 'steerbot.steering.max_delay_ms': maxDelayMs });
+    span.setAttributes({
+      'steerbot.steering.count': messages.length,
+      'steerbot.steering.seqs': messages.map((m) => m.seq),
+      'steerbot.steering.max_delay_ms': maxDelayMs,
+    });
     return pulled;
   });
 }

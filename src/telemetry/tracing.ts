@@ -8,9 +8,24 @@
  * is written into the message's record entry as a W3C `traceparent`, and the
  * runner that answers it parents its `run` span on it (`contextFromTraceparent`).
  */
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Link, type ProxyTracerProvider, type Span, type SpanOptions, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  type ProxyTracerProvider,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  SpanStatusCode,
+  TraceFlags,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
 
-export { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span };
+export { type Attributes, type Context, context, type Link, type Span, SpanKind, SpanStatusCode, trace };
 
 /** Instrumentation scope of every steerbot span. */
 export const TRACER_NAME = 'steerbot';

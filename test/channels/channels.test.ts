@@ -30,10 +30,13 @@ function loadWebhook() {
 
 describe('channels from config', () => {
   it('creates one plugin per configured channel, none when none is configured', async () => {
-    expect(await createChannels(readConfig({ env: {} }), deps)).toEqual([]);
+    // The web chat is on without configuration; STEERBOT_WEB=false turns it off.
+    expect((await createChannels(readConfig({ env: {} }), deps)).map((p) => p.id)).toEqual(['web']);
+    expect(await createChannels(readConfig({ env: { STEERBOT_WEB: 'false' } }), deps)).toEqual([]);
+    expect(channelIds(readConfig({ env: { STEERBOT_WEB: 'false' } }))).toEqual([]);
     const plugins = await createChannels(withWebhooks, deps);
-    expect(plugins.map((p) => p.id)).toEqual(['telegram', 'discord', 'webhook:crm', 'webhook:shop']);
-    expect(channelIds(withWebhooks)).toEqual(['telegram', 'discord', 'webhook:crm', 'webhook:shop']);
+    expect(plugins.map((p) => p.id)).toEqual(['telegram', 'discord', 'webhook:crm', 'webhook:shop', 'web']);
+    expect(channelIds(withWebhooks)).toEqual(['telegram', 'discord', 'web', 'webhook:crm', 'webhook:shop']);
   });
 
   it("finds a conversation's outbound side by its channel id", async () => {

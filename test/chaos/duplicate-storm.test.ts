@@ -6,11 +6,11 @@
  * duplicate) and answered exactly once at the callback receiver.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import { describeTally, forEachLimited, makeUpdates, postUpdate, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
-import { killAll, startSteerbot, writeConfig, type SteerbotProcess } from './harness/processes.js';
+import { killAll, type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
 
 /** Updates and concurrent deliveries of each; CHAOS_SCALE (0-1] scales the updates down on a slow machine. */
 const SCALE = Math.min(1, Number(process.env.CHAOS_SCALE ?? 1));
@@ -70,9 +70,23 @@ describe('chaos: duplicate storm', () => {
     });
     const ingestMs = Date.now() - started;
 
-    await waitFor(() => tally(callbacks.accepted(), updates.map((u) => u.token), 1).missing.length === 0, 180_000, 'every update answered', 200);
+    await waitFor(
+      () =>
+        tally(
+          callbacks.accepted(),
+          updates.map((u) => u.token),
+          1,
+        ).missing.length === 0,
+      180_000,
+      'every update answered',
+      200,
+    );
     await waitFor(() => quiet(redis, PREFIX), 60_000, 'no run active and no callback pending', 200);
-    const result = tally(callbacks.accepted(), updates.map((u) => u.token), 1);
+    const result = tally(
+      callbacks.accepted(),
+      updates.map((u) => u.token),
+      1,
+    );
     const totalMs = Date.now() - started;
     console.log(
       `[chaos] duplicate storm: scale ${SCALE} (${UPDATES} updates × ${DELIVERIES} deliveries, ${CONVERSATIONS} conversations, 2 hosts + 2 runners); ` +

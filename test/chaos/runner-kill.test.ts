@@ -7,13 +7,24 @@
  * in each part: none lost, none sent twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conversationIdFromKey, activeKeyPattern } from '../../src/keys.js';
+import { activeKeyPattern, conversationIdFromKey } from '../../src/keys.js';
 import type { RedisClient } from '../../src/redis.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { PrivateServers } from '../helpers/private-servers.js';
-import { AnswerIndex, deliver, describeTally, forEachLimited, makeUpdates, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
-import { killAll, startSteerbot, writeConfig, type ProcessSettings, type SteerbotProcess } from './harness/processes.js';
+import {
+  AnswerIndex,
+  deliver,
+  describeTally,
+  forEachLimited,
+  makeUpdates,
+  quiet,
+  StatusCounts,
+  tally,
+  WEBHOOK_SECRET,
+  webhookChannel,
+} from './harness/load.js';
+import { killAll, type ProcessSettings, type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
 
 const KILLS = 10;
 const RUNNERS = 3;
@@ -39,7 +50,13 @@ function settings(name: string, role: ProcessSettings['role']): ProcessSettings 
     redisUrl,
     prefix: PREFIX,
     configFile: config.file,
-    env: { STEERBOT_LEASE_MS: String(LEASE_MS), STEERBOT_HEARTBEAT_MS: '300', STEERBOT_RUNNER_CONCURRENCY: '4', CHAOS_AGENT_DELAY_MS: '100', CHAOS_AGENT_PARTS: String(PARTS) },
+    env: {
+      STEERBOT_LEASE_MS: String(LEASE_MS),
+      STEERBOT_HEARTBEAT_MS: '300',
+      STEERBOT_RUNNER_CONCURRENCY: '4',
+      CHAOS_AGENT_DELAY_MS: '100',
+      CHAOS_AGENT_PARTS: String(PARTS),
+    },
   };
 }
 
@@ -48,7 +65,12 @@ beforeAll(async () => {
   redisUrl = (await servers.start('redis')).url;
   callbacks = await startCallbackServer(WEBHOOK_SECRET);
   config = await writeConfig({ channels: webhookChannel(callbacks.url) });
-  procs.push(...(await Promise.all([startSteerbot(settings('host', 'host')), ...Array.from({ length: RUNNERS }, (_, i) => startSteerbot(settings(`runner-${i}`, 'runner')))])));
+  procs.push(
+    ...(await Promise.all([
+      startSteerbot(settings('host', 'host')),
+      ...Array.from({ length: RUNNERS }, (_, i) => startSteerbot(settings(`runner-${i}`, 'runner'))),
+    ])),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -108,7 +130,7 @@ describe('chaos: runner kill -9', () => {
             const holding = await pidsHoldingRuns(redis);
             return live.find((p) => holding.has(p.pid));
           },
-          60_000,
+          120_000,
           `a live runner holding a run (kill ${k})`,
           20,
         );
@@ -119,10 +141,13 @@ describe('chaos: runner kill -9', () => {
         replacements.push(startSteerbot(settings(`runner-${RUNNERS + k - 1}`, 'runner')).then((p) => void procs.push(p)));
       }
     })();
+    // A killer that gave up stops the load too (the test fails at `await killer`).
+    let killerFailed = false;
+    killer.catch(() => (killerFailed = true));
     // Steady load until the last kill (bounded by MAX_UPDATES): each sender waits for its update's answer before the next.
     const answers = new AnswerIndex(callbacks);
     await forEachLimited(updates, IN_FLIGHT, async (u) => {
-      if (killsDone >= KILLS) return;
+      if (killsDone >= KILLS || killerFailed) return;
       const status = await deliver(() => host.url, u.raw, statuses);
       if (status !== 202) throw new Error(`update ${u.token} answered ${status}`);
       sent.push(u.token);

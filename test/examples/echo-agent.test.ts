@@ -12,7 +12,7 @@ import { loadConfig, startApp } from '../../app/index.js';
 import type { RunnerPluginDefinition } from '../../runner/index.js';
 import { createLogger } from '../../src/logger.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
-import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { runnerPluginContract } from '../../testing/runner-contract.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

@@ -68,6 +68,7 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
       STEERBOT_HEARTBEAT_MS: '300',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       STEERBOT_MODEL: 'm',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'm' is not in the model catalogue
       OPENAI_API_KEY: 'k',
       OPENAI_BASE_URL: o.modelBaseURL,
     },

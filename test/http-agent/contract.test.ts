@@ -31,9 +31,15 @@ runnerPluginContract({
     const agent = await startAgent({ secret: SECRET, model: { baseURL: modelBaseURL, apiKey: 'contract-key', name: 'contract-model' } });
     const server = fastify({ loggerInstance: createLogger({ level: 'silent' }) }) as unknown as HttpServer;
     let address: string | undefined;
-    const plugin = createHttpAgentPlugin(httpAgentConfigSchema.parse({ url: agent.url, secret: SECRET }), { routes: routeRegistry(server), serverUrl: () => address });
+    const plugin = createHttpAgentPlugin(httpAgentConfigSchema.parse({ url: agent.url, secret: SECRET }), {
+      routes: routeRegistry(server),
+      serverUrl: () => address,
+    });
     address = await listen(server, { host: '127.0.0.1', port: 0 });
-    opened.push(() => agent.close(), () => server.close());
+    opened.push(
+      () => agent.close(),
+      () => server.close(),
+    );
     return plugin;
   },
 });
@@ -41,4 +47,9 @@ runnerPluginContract({
 // A definition's `create` without a server: the agent echoes (it has no model here).
 const echoing = await startAgent({ secret: SECRET });
 afterAll(() => echoing.close());
-runnerPluginContract({ name: 'http-agent as a definition, without run endpoints', definition: httpAgent, config: { url: echoing.url, secret: SECRET }, redisUrl: redisUrl() });
+runnerPluginContract({
+  name: 'http-agent as a definition, without run endpoints',
+  definition: httpAgent,
+  config: { url: echoing.url, secret: SECRET },
+  redisUrl: redisUrl(),
+});

@@ -24,7 +24,8 @@ type Agent = { url: string; requests: any[]; close(): Promise<void> };
 const { startAgent } = (await import('../../examples/http-agent/agent.js')) as { startAgent(o: { secret: string; slowStep?: SlowStep }): Promise<Agent> };
 
 /** Resolves when `signal` aborts. */
-const aborted = (signal: AbortSignal) => new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+const aborted = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 
 let dir: string;
 let callbacks: CallbackServer;
@@ -60,8 +61,10 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const drained = (s: System) => waitFor(async () => (await s.app.ctx.redis.zcard(pendingKey(s.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
-const runEnded = (s: System, runId: string, timeoutMs = 10_000) => waitFor(async () => (await s.entries('run.ended')).find((e) => e.run === runId), timeoutMs, `run.ended of ${runId}`);
+const drained = (s: System) =>
+  waitFor(async () => (await s.app.ctx.redis.zcard(pendingKey(s.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
+const runEnded = (s: System, runId: string, timeoutMs = 10_000) =>
+  waitFor(async () => (await s.entries('run.ended')).find((e) => e.run === runId), timeoutMs, `run.ended of ${runId}`);
 
 describe('http-agent end to end through the webhook channel', () => {
   it('steers a message sent during the slow step into the same run, which answers it; duplicates get one reply', async () => {
@@ -85,7 +88,9 @@ describe('http-agent end to end through the webhook channel', () => {
     expect((await sys.entries('run.started')).map((e) => e.run)).toEqual([runId]);
     expect((await sys.entries('steering.injected')).map((e) => e.run)).toEqual([runId]);
     const runs = agent.requests.filter((r) => r.type === 'run');
-    expect(runs.map((r) => ({ id: r.run.id, attempt: r.run.attempt, inputs: r.inputs.map((m: { text: string }) => m.text) }))).toEqual([{ id: runId, attempt: 1, inputs: ['research the moon'] }]);
+    expect(runs.map((r) => ({ id: r.run.id, attempt: r.run.attempt, inputs: r.inputs.map((m: { text: string }) => m.text) }))).toEqual([
+      { id: runId, attempt: 1, inputs: ['research the moon'] },
+    ]);
     // The capability points at the process's own server.
     expect(runs[0].capability.url).toBe(`${sys.app.address}/http-agent/runs/${runId}`);
   });

@@ -54,8 +54,16 @@ export interface ScriptedAgent {
 }
 
 /** POSTs a steering pull for a capability. */
-export async function pullSteering(capability: { url: string; token: string }, body: unknown, token = capability.token): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${capability.url}/steering`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function pullSteering(
+  capability: { url: string; token: string },
+  body: unknown,
+  token = capability.token,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${capability.url}/steering`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -74,7 +82,12 @@ export async function startScriptedAgent(script: (run: RunRequest, t: RunTools) 
         return;
       }
       const ac = new AbortController();
-      const closed = new Promise<void>((resolve) => res.on('close', () => (ac.abort(), resolve())));
+      const closed = new Promise<void>((resolve) =>
+        res.on('close', () => {
+          ac.abort();
+          resolve();
+        }),
+      );
       let eventsSent = 0;
       const run = body as RunRequest;
       const t: RunTools = {
@@ -132,7 +145,11 @@ export async function startRig(settings: Partial<HttpAgentConfigInput> & { url: 
   const { onRequest } = opts;
   if (onRequest) server.addHook('onRequest', async (req) => onRequest(req.url));
   let address: string | undefined;
-  const plugin = createHttpAgentPlugin(httpAgentConfigSchema.parse({ secret: SECRET, ...settings }), { routes: routeRegistry(server), serverUrl: () => address, logger: h.ctx.logger });
+  const plugin = createHttpAgentPlugin(httpAgentConfigSchema.parse({ secret: SECRET, ...settings }), {
+    routes: routeRegistry(server),
+    serverUrl: () => address,
+    logger: h.ctx.logger,
+  });
   address = await listen(server, { host: '127.0.0.1', port: 0 });
   const probe = new PluginProbe(plugin);
   await h.startRunner(probe);

@@ -5,24 +5,33 @@
  * pulls fenced to the invocation and ordered after the agent's events, stops,
  * timeouts, and bad input that fails the run writing nothing.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NOTICES } from '../../plugins/http-agent/failure.js';
 import { STATE_KEY } from '../../plugins/http-agent/invocation.js';
 import type { RunCapability } from '../../plugins/http-agent/protocol.js';
+import { DEFAULT_CUT_OFF_MARKER } from '../../runner/projection.js';
 import { ConversationState } from '../../src/protocol/state.js';
 import type { IngestResult } from '../../src/protocol/types.js';
 import { CID, deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { pullSteering, startRig, startScriptedAgent, type AgentRig, type RunTools, type ScriptedAgent } from './helpers.js';
 
+const RUN_REQUEST_SCHEMA = JSON.parse(readFileSync('docs/external-agent.schema.json', 'utf8')).$defs.runRequest;
 const runIdOf = (r: IngestResult): string => {
   expect(r.kind, JSON.stringify(r)).toBe('new-run');
   return (r as Extract<IngestResult, { kind: 'new-run' }>).runId;
 };
-const toolCall = (id: string) => ({ type: 'step', messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'lookup', input: { q: 'x' } }] }] });
-const toolResult = (id: string) => ({ type: 'step', messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'lookup', output: { type: 'text', value: 'found' } }] }] });
+const toolCall = (id: string) => ({
+  type: 'step',
+  messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'lookup', input: { q: 'x' } }] }],
+});
+const toolResult = (id: string) => ({
+  type: 'step',
+  messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'lookup', output: { type: 'text', value: 'found' } }] }],
+});
 const stateOf = (rig: AgentRig) => new ConversationState({ client: rig.h.ctx.redis, prefix: rig.h.prefix }).get(CID, STATE_KEY);
 
 describe('http-agent plugin', () => {
@@ -63,6 +72,8 @@ describe('http-agent plugin', () => {
         limits: { maxEventBytes: 1_048_576, maxMessageChars: 32_000, maxStateBytes: 65_536 },
       });
       expect(req!.body.history.at(-1)).toEqual({ role: 'user', content: 'hello agent' });
+      // Exactly the fields docs/external-agent.schema.json documents.
+      expect(Object.keys(req!.body).sort()).toEqual(Object.keys(RUN_REQUEST_SCHEMA.properties).sort());
       const steps = await rig.h.entries('model.step');
       expect(steps.map((s) => ({ run: s.run, finishReason: s.finishReason, messages: s.messages }))).toEqual([
         { run: runId, finishReason: 'stop', messages: [{ role: 'assistant', content: [{ type: 'text', text: 'answer to hello agent' }] }] },
@@ -113,7 +124,9 @@ describe('http-agent plugin', () => {
       expect(rig.h.outbound.texts).toEqual(['done; also: and the weather too']);
       expect((await rig.h.entries('run.started')).map((e) => e.run)).toEqual([runId]);
       // Record order: the tool call, its result, the injection, the answer.
-      const kinds = (await rig.h.record()).filter((e) => e.kind === 'model.step' || e.kind === 'steering.injected').map((e) => (e.kind === 'model.step' ? `step:${e.finishReason}` : e.kind));
+      const kinds = (await rig.h.record())
+        .filter((e) => e.kind === 'model.step' || e.kind === 'steering.injected')
+        .map((e) => (e.kind === 'model.step' ? `step:${e.finishReason}` : e.kind));
       expect(kinds).toEqual(['step:tool-calls', 'step:tool-calls', 'steering.injected', 'step:stop']);
       expect(rig.probe.of(runId).flatMap((i) => i.pulled)).toEqual([steered.seq]);
     });
@@ -168,45 +181,108 @@ describe('http-agent plugin', () => {
       expect(cancel.signatureProblem).toBeUndefined();
       expect(cancel.body).toEqual({ protocol: 'steerbot.agent/1', type: 'cancel', run: { id: runId, conversationId: CID, attempt: 1 }, reason: 'stop' });
       const steps = await rig.h.entries('model.step');
-      expect(steps.map((s) => ({ partial: s.partial, messages: s.messages }))).toEqual([{ partial: true, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Partial answer so far' }] }] }]);
+      expect(steps.map((s) => ({ partial: s.partial, messages: s.messages }))).toEqual([
+        { partial: true, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Partial answer so far' }] }] },
+      ]);
       await rig.h.idle();
       expect(rig.h.outbound.texts).toEqual([]);
     });
   });
 
+  describe('an interrupting message', () => {
+    it.each([
+      ['interrupt', 'interrupted', true],
+      ['supersede', 'superseded', false],
+    ] as const)('(%s) cuts the agent off; the next run sees the partial answer only when it was an interrupt', async (policy, outcome, seen) => {
+      const streamed = deferred();
+      agent = await startScriptedAgent(async (run, t) => {
+        t.start();
+        if (run.inputs[0]!.text === 'a long essay') {
+          t.send({ type: 'text-delta', text: 'Partial essay' });
+          await t.pull();
+          streamed.resolve();
+          await t.closed;
+          return;
+        }
+        t.send({ type: 'message', text: 'on to the next' });
+        t.send({ type: 'result', outcome: 'completed' });
+      });
+      rig = await startRig({ url: agent.url });
+      const runId = runIdOf(await rig.h.ingest('a long essay'));
+      await streamed.promise;
+      expect(await rig.h.ingest('no, something else', { policy })).toMatchObject({ kind: 'interrupting', runId, stop: policy });
+
+      expect((await rig.h.runEnded(runId)).outcome).toBe(outcome);
+      await waitFor(() => agent!.runs().length === 2, 10_000, 'the next run');
+      await rig.h.idle();
+      expect(agent.cancels()).toMatchObject([{ run: { id: runId }, reason: policy }]);
+      expect((await rig.h.entries('model.step')).filter((e) => e.run === runId).map((e) => e.partial)).toEqual([true]);
+      const next = JSON.stringify(agent.runs()[1]!.history);
+      expect(next.includes('Partial essay')).toBe(seen);
+      if (seen) expect(next).toContain(DEFAULT_CUT_OFF_MARKER);
+      expect(rig.h.outbound.texts).toEqual(['on to the next']);
+    });
+  });
+
   describe('failures', () => {
     // One rig for every case: the script picks its behaviour by the message text.
+    /** Starts a 200 NDJSON response and writes `events`. */
+    const stream = (t: RunTools, ...events: unknown[]) => {
+      t.start();
+      for (const e of events) t.send(e);
+    };
     const behaviours: Record<string, (t: RunTools) => Promise<void> | void> = {
       'no headers': (t) => t.closed,
-      'no first event': (t) => (t.start(), t.closed),
-      'goes idle': (t) => (t.start(), t.send({ type: 'typing' }), t.closed),
+      'no first event': (t) => {
+        t.start();
+        return t.closed;
+      },
+      'goes idle': (t) => {
+        stream(t, { type: 'typing' });
+        return t.closed;
+      },
       'keeps alive': async (t) => {
         t.start();
-        for (let i = 0; i < 10; i++) {
-          t.raw('\n'); // a slow agent's keep-alive: the agent is slow on purpose, the test does not wait on it
-          await new Promise((r) => setTimeout(r, 150));
+        // A slow agent (slow on purpose: the test waits for the outcome, not for time): silent for longer
+        // than the idle timeout in all, but never for long between keep-alives.
+        for (let i = 0; i < 8; i++) {
+          t.raw('\n');
+          await new Promise((r) => setTimeout(r, 300));
         }
-        t.send({ type: 'message', text: 'slow but alive' });
-        t.send({ type: 'result', outcome: 'completed' });
+        stream(t, { type: 'message', text: 'slow but alive' }, { type: 'result', outcome: 'completed' });
       },
-      'not json': (t) => (t.start(), t.raw('{"type": "message", "text": \n')),
-      'unknown type': (t) => (t.start(), t.send({ type: 'confetti', colour: 'red' })),
-      'missing text': (t) => (t.start(), t.send({ type: 'message' })),
-      'long message': (t) => (t.start(), t.send({ type: 'message', text: 'x'.repeat(51) })),
-      'huge event': (t) => (t.start(), t.send({ type: 'message', text: 'x'.repeat(2000) })),
-      'big state': (t) => (t.start(), t.send({ type: 'state', key: 'notes', value: 'x'.repeat(200) })),
-      'textless step': (t) => (t.start(), t.send({ type: 'step', messages: [{ role: 'assistant', content: 'just words' }] })),
-      'two answers': (t) => (t.start(), t.send({ type: 'message', text: 'one' }), t.send({ type: 'message', text: 'two' })),
-      'no result': (t) => (t.start(), t.send({ type: 'typing' })),
-      'reports failure': (t) => (t.start(), t.send({ type: 'result', outcome: 'failed', reason: 'upstream LLM quota exhausted', message: 'I am out of budget today.' })),
+      'not json': (t) => {
+        t.start();
+        t.raw('{"type": "message", "text": \n');
+      },
+      'unknown type': (t) => stream(t, { type: 'confetti', colour: 'red' }),
+      'missing text': (t) => stream(t, { type: 'message' }),
+      'long message': (t) => stream(t, { type: 'message', text: 'x'.repeat(51) }),
+      'huge event': (t) => stream(t, { type: 'message', text: 'x'.repeat(2000) }),
+      'big state': (t) => stream(t, { type: 'state', key: 'notes', value: 'x'.repeat(200) }),
+      'textless step': (t) => stream(t, { type: 'step', messages: [{ role: 'assistant', content: 'just words' }] }),
+      'two answers': (t) => stream(t, { type: 'message', text: 'one' }, { type: 'message', text: 'two' }),
+      'no result': (t) => stream(t, { type: 'typing' }),
+      'reports failure': (t) => stream(t, { type: 'result', outcome: 'failed', reason: 'upstream LLM quota exhausted', message: 'I am out of budget today.' }),
       'http 500': (t) => t.start(500, 'application/json'),
-      'html page': (t) => (t.start(200, 'text/html'), t.raw('<html>')),
+      'html page': (t) => {
+        t.start(200, 'text/html');
+        t.raw('<html>');
+      },
     };
     let shared: AgentRig;
     let scripted: ScriptedAgent;
     beforeAll(async () => {
       scripted = await startScriptedAgent((run, t) => behaviours[run.inputs[0]!.text]!(t));
-      shared = await startRig({ url: scripted.url, connectTimeoutMs: 300, firstEventTimeoutMs: 300, idleTimeoutMs: 600, maxMessageChars: 50, maxEventBytes: 1024, maxStateBytes: 100 });
+      shared = await startRig({
+        url: scripted.url,
+        connectTimeoutMs: 1000,
+        firstEventTimeoutMs: 1000,
+        idleTimeoutMs: 1500,
+        maxMessageChars: 50,
+        maxEventBytes: 1024,
+        maxStateBytes: 100,
+      });
     });
     afterAll(async () => {
       await shared.close();
@@ -228,7 +304,12 @@ describe('http-agent plugin', () => {
       ['no first event', 'first-event-timeout'],
       ['goes idle', 'idle-timeout'],
     ])('a timeout (%s) ends the invocation failed with %s and tells the user', async (text, code) => {
-      expect(await outcomeOf(text)).toEqual({ outcome: 'failed', reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)), told: [NOTICES.timeout], steps: 0 });
+      expect(await outcomeOf(text)).toEqual({
+        outcome: 'failed',
+        reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)),
+        told: [NOTICES.timeout],
+        steps: 0,
+      });
     });
 
     it('blank keep-alive lines keep a slow agent within the idle timeout', async () => {
@@ -253,11 +334,21 @@ describe('http-agent plugin', () => {
     });
 
     it('a second answer in one turn is refused after the first was recorded and delivered', async () => {
-      expect(await outcomeOf('two answers')).toEqual({ outcome: 'failed', reason: expect.stringMatching(/^http-agent protocol-violation: a message event after the turn's answer/), told: ['one', NOTICES.badInput], steps: 1 });
+      expect(await outcomeOf('two answers')).toEqual({
+        outcome: 'failed',
+        reason: expect.stringMatching(/^http-agent protocol-violation: a message event after the turn's answer/),
+        told: ['one', NOTICES.badInput],
+        steps: 1,
+      });
     });
 
     it("an agent's reported failure ends the run failed with its reason and its message", async () => {
-      expect(await outcomeOf('reports failure')).toEqual({ outcome: 'failed', reason: 'http-agent agent-failed: upstream LLM quota exhausted', told: ['I am out of budget today.'], steps: 0 });
+      expect(await outcomeOf('reports failure')).toEqual({
+        outcome: 'failed',
+        reason: 'http-agent agent-failed: upstream LLM quota exhausted',
+        told: ['I am out of budget today.'],
+        steps: 0,
+      });
     });
 
     it.each([
@@ -277,7 +368,10 @@ describe('http-agent plugin', () => {
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     rig = await startRig({ url: `http://127.0.0.1:${port}/agent` });
     const runId = runIdOf(await rig.h.ingest('anyone there?'));
-    expect(await rig.h.runEnded(runId)).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^http-agent unreachable: request failed: ECONNREFUSED/) });
+    expect(await rig.h.runEnded(runId)).toMatchObject({
+      outcome: 'failed',
+      reason: expect.stringMatching(/^http-agent unreachable: request failed: ECONNREFUSED/),
+    });
     await rig.h.idle();
     expect(rig.h.outbound.texts).toEqual([NOTICES.unreachable]);
   });

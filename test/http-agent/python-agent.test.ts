@@ -67,7 +67,15 @@ describe('the minimal Python agent', () => {
   });
 
   it('refuses a request without a valid signature', async () => {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-steerbot-timestamp': String(Math.floor(Date.now() / 1000)), 'x-steerbot-signature': `sha256=${'0'.repeat(64)}` }, body: '{"type":"run"}' });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-steerbot-timestamp': String(Math.floor(Date.now() / 1000)),
+        'x-steerbot-signature': `sha256=${'0'.repeat(64)}`,
+      },
+      body: '{"type":"run"}',
+    });
     expect(res.status).toBe(401);
   });
 

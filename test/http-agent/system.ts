@@ -75,7 +75,11 @@ export async function startSystem(file: string, env: Record<string, string>): Pr
     prefix,
     async post(id, text) {
       const raw = JSON.stringify({ id, conversation: CONVERSATION, sender: { id: 'ann', name: 'Ann' }, text });
-      const res = await fetch(`${app.address}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) }, body: raw });
+      const res = await fetch(`${app.address}/webhooks/e2e`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) },
+        body: raw,
+      });
       return { status: res.status, body: (await res.json()) as Record<string, any> };
     },
     record,
@@ -102,13 +106,19 @@ export interface RunnerChild {
 
 /** Spawns a runner-only steerbot (same config file, `env` with STEERBOT_HOST=false) and waits for it to run. */
 export async function startRunnerChild(file: string, env: Record<string, string>): Promise<RunnerChild> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD], { env: { ...process.env, ...env, STEERBOT_HOST: 'false', STEERBOT_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+    env: { ...process.env, ...env, STEERBOT_HOST: 'false', STEERBOT_CONFIG: file },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exit = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let out = '';
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
   const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => (proc.kill('SIGKILL'), reject(new Error(`runner child not ready in 30 s; stderr: ${err}`))), 30_000);
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`runner child not ready in 30 s; stderr: ${err}`));
+    }, 30_000);
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^ready (\S+)$/m.exec(out);
@@ -117,7 +127,10 @@ export async function startRunnerChild(file: string, env: Record<string, string>
         resolve(m[1]!);
       }
     });
-    void exit.then(() => (clearTimeout(timer), reject(new Error(`runner child exited before ready; stderr: ${err}`))));
+    void exit.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`runner child exited before ready; stderr: ${err}`));
+    });
   });
   return {
     proc,

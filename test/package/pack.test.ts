@@ -5,20 +5,22 @@
  * entry points only: the plugin is examples/echo-agent (it imports only
  * `steerbot/runner`), the process is a script that imports `steerbot`
  * (`loadConfig`, `startApp`), the channel is a webhook whose replies go to a
- * local callback receiver.
+ * local callback receiver. The `steerbot` bin validates the same config, and
+ * the runner plugin contract from `steerbot/testing` runs on the plugin in the
+ * project's own vitest.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const run = promisify(execFile);
@@ -63,17 +65,21 @@ function startProject(env: Record<string, string>): Promise<string> {
   });
 }
 
-async function stopProject(): Promise<void> {
+/** Sends SIGTERM to the started project; resolves with its exit code (undefined when none runs). */
+async function stopProject(): Promise<number | null | undefined> {
   const proc = child;
   child = undefined;
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
+  if (!proc) return undefined;
+  if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   proc.kill('SIGTERM');
-  await exited;
+  return exited;
 }
 
+/** The folders the build compiles (tsconfig.build.json). */
+const COMPILED = ['src', 'host', 'runner', 'plugins', 'app', 'testing'];
 /** What `npm pack` needs from the repository: the package's files and what builds them. */
-const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', 'src', 'host', 'runner', 'plugins', 'app', 'testing'];
+const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', ...COMPILED];
 
 /**
  * A lockfile for a project that depends on the tarball only: our lockfile's
@@ -82,20 +88,29 @@ const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json',
  * the tarball. The install then needs no network, and a dependency missing
  * from `dependencies` is missing there too.
  */
-function projectLockfile(tgz: string): { dependency: string; lock: unknown } {
+function projectLockfile(tgz: string, registry: string): { dependency: string; lock: unknown } {
   const repoLock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown>> };
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
   const dependency = `file:${tgz}`;
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
   const packages: Record<string, unknown> = {
     '': { name: 'pack-test-project', dependencies: { steerbot: dependency } },
-    'node_modules/steerbot': { version: pkg.version, resolved: dependency, integrity, dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines, peerDependencies: pkg.peerDependencies, peerDependenciesMeta: pkg.peerDependenciesMeta },
+    'node_modules/steerbot': {
+      version: pkg.version,
+      resolved: dependency,
+      integrity,
+      dependencies: pkg.dependencies,
+      bin: pkg.bin,
+      engines: pkg.engines,
+      peerDependencies: pkg.peerDependencies,
+      peerDependenciesMeta: pkg.peerDependenciesMeta,
+    },
   };
   for (const [path, entry] of Object.entries(repoLock.packages)) {
     if (path === '' || entry.dev || entry.link) continue;
     const { devOptional, ...rest } = entry;
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
-    const resolved = rest.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${String(rest.version)}.tgz`;
+    const resolved = rest.resolved ?? `${registry}${name}/-/${name.split('/').pop()}-${String(rest.version)}.tgz`;
     packages[path] = { ...rest, resolved, ...(devOptional ? { optional: true } : {}) };
   }
   return { dependency, lock: { name: 'pack-test-project', lockfileVersion: 3, requires: true, packages } };
@@ -115,8 +130,13 @@ beforeAll(async () => {
 
   project = join(work, 'project');
   mkdirSync(project);
-  const { dependency, lock } = projectLockfile(tarball);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'pack-test-project', private: true, type: 'module', dependencies: { steerbot: dependency } }, null, 2));
+  // Tarball URLs as the cache knows them: our lockfile names no URLs, so npm took them from the configured registry.
+  const registry = (await npm(['config', 'get', 'registry'], REPO)).trim().replace(/\/?$/, '/');
+  const { dependency, lock } = projectLockfile(tarball, registry);
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'pack-test-project', private: true, type: 'module', dependencies: { steerbot: dependency } }, null, 2),
+  );
   writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lock, null, 2));
   // Install scripts are native speed-ups only (msgpackr); the user's install would run them.
   await npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel', 'error'], project);
@@ -129,7 +149,7 @@ beforeAll(async () => {
       "const config = await loadConfig({ file: 'steerbot.json' });",
       '// Any free port (a config file cannot ask for port 0); the test reads the address from stdout.',
       'const app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } } });',
-      'process.stdout.write(`listening ${app.address}\\n`);',
+      "process.stdout.write('listening ' + app.address + '\\n');",
       "process.once('SIGTERM', () => app.stop().then(() => process.exit(0)));",
       '',
     ].join('\n'),
@@ -142,12 +162,33 @@ afterAll(async () => {
 });
 
 describe('the packed package', () => {
-  it('holds the compiled entry points and the Lua scripts, and no sources, tests or benchmarks', async () => {
+  it('holds the compiled entry points and every asset (Lua scripts, browser scripts), and no sources, tests or benchmarks', async () => {
     const listing = await run('tar', ['-tzf', tarball]);
-    const files = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-    for (const entry of ['dist/app/index.js', 'dist/app/index.d.ts', 'dist/app/cli.js', 'dist/runner/index.js', 'dist/runner/index.d.ts', 'dist/src/channel.js', 'dist/testing/index.js', 'dist/src/scripts/ingest-2n.lua', 'dist/src/scripts/includes/common.lua']) {
+    const files = listing.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^package\//, ''));
+    for (const entry of [
+      'dist/app/index.js',
+      'dist/app/index.d.ts',
+      'dist/app/cli.js',
+      'dist/runner/index.js',
+      'dist/runner/index.d.ts',
+      'dist/src/channel.js',
+      'dist/src/channel.d.ts',
+      'dist/testing/index.js',
+      'dist/testing/index.d.ts',
+    ]) {
       expect(files).toContain(entry);
     }
+    // Files modules read at run time, next to themselves: the build copies them to dist/.
+    const assets = COMPILED.flatMap((dir) =>
+      readdirSync(join(REPO, dir), { recursive: true, withFileTypes: true })
+        .filter((f) => f.isFile() && !f.name.endsWith('.ts'))
+        .map((f) => relative(REPO, join(f.parentPath, f.name))),
+    );
+    expect(assets).toContain('src/scripts/ingest-2n.lua');
+    expect(files).toEqual(expect.arrayContaining(assets.map((a) => `dist/${a}`)));
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((f) => /^(test|bench|examples)\//.test(f) || /\.test\.js$/.test(f))).toEqual([]);
   });
@@ -185,7 +226,7 @@ describe('the packed package', () => {
       expect(stdout).not.toContain(SECRET);
     });
 
-    it('runs the runner plugin contract from steerbot/testing on the plugin, in the project\'s vitest', async () => {
+    it("runs the runner plugin contract from steerbot/testing on the plugin, in the project's vitest", async () => {
       // vitest is an optional peer the plugin author brings; ours stands in for it.
       symlinkSync(join(REPO, 'node_modules/vitest'), join(project, 'node_modules/vitest'));
       writeFileSync(
@@ -213,7 +254,11 @@ describe('the packed package', () => {
       const address = await startProject({ REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
       const post = async (id: string, text: string) => {
         const body = JSON.stringify({ id, conversation: 'c1', sender: { id: 'ann', name: 'Ann' }, text });
-        const res = await fetch(`${address}/webhooks/pack`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, body) }, body });
+        const res = await fetch(`${address}/webhooks/pack`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, body) },
+          body,
+        });
         return { status: res.status, body: (await res.json()) as { result: string } };
       };
 
@@ -227,6 +272,7 @@ describe('the packed package', () => {
       expect((await post('m2', 'and again')).status).toBe(202);
       await callbacks.waitForAccepted(2);
       expect(callbacks.texts('c1')).toEqual(['packed: hello from the tarball', 'packed: and again']);
+      expect(await stopProject()).toBe(0); // SIGTERM: a clean shutdown
     });
   });
 });

@@ -8,7 +8,7 @@ import type { LanguageModel } from 'ai';
 import { afterEach, beforeEach } from 'vitest';
 import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { deferred, type RunnerHarness } from '../../testing/runner-harness.js';
 
 export { CID, deferred, RunnerHarness } from '../../testing/runner-harness.js';
@@ -126,4 +126,3 @@ export class FetchTap {
 export function fakeModel(baseURL: string, tap?: FetchTap): LanguageModel {
   return createOpenAICompatible({ baseURL, name: 'fake', apiKey: 'k', includeUsage: true, ...(tap && { fetch: tap.fetch }) }).chatModel('m');
 }
-

@@ -116,6 +116,14 @@ describe('runProgress', () => {
     expect(runProgress(r.entries, 'run1')).toEqual({ anchor: c, answer: undefined, unansweredSteered: [b, c] });
   });
 
+  it('has no answer to deliver when the final step is empty: the model is asked again', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    r.answer('run1', '  ');
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, unansweredSteered: [] });
+  });
+
   it('ignores other runs', () => {
     const r = record();
     const a = r.user('old');

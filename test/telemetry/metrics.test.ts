@@ -5,13 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../app/config.js';
-import { startApp, type RunningApp } from '../../app/start.js';
+import { type RunningApp, startApp } from '../../app/start.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import { signedHeaders } from '../../src/signature.js';
 import { METRIC_NAMES } from '../../src/telemetry/metrics.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { parseExposition, type Samples } from './exposition.js';
@@ -49,11 +49,15 @@ describe('GET /metrics', () => {
         STEERBOT_MODEL_PROVIDER: 'openai-compatible',
         OPENAI_BASE_URL: model.url,
         STEERBOT_MODEL: 'fake-model',
+        STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'fake-model' is not in the model catalogue
         STEERBOT_AGENT_STREAMING: 'false',
         STEERBOT_MAX_MESSAGE_CHARS: '100',
       },
     });
-    app = await startApp({ config: { ...config, channels: { ...config.channels, webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET }) } } }, logger: createLogger({ level: 'silent' }) });
+    app = await startApp({
+      config: { ...config, channels: { ...config.channels, webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET }) } } },
+      logger: createLogger({ level: 'silent' }),
+    });
   }, 30_000);
 
   afterAll(async () => {
@@ -70,7 +74,11 @@ describe('GET /metrics', () => {
   };
   const post = async (body: Record<string, unknown>) => {
     const raw = JSON.stringify({ conversation: 'c1', sender: { id: 'ann' }, ...body });
-    const res = await fetch(`${app.address}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) }, body: raw });
+    const res = await fetch(`${app.address}/webhooks/e2e`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) },
+      body: raw,
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 
@@ -95,7 +103,13 @@ describe('GET /metrics', () => {
     expect((await post({ id: 'm2', text: 'x'.repeat(200) })).status).toBe(400); // over dispatch.maxMessageChars: rejected by ingest
     const key = `${prefix}:{c:webhook:e2e:c1}:active`;
     await waitFor(async () => (await app.ctx.redis.exists(key)) === 0 || undefined, 15_000, 'the run ended');
-    await waitFor(async () => (await scrape()).get('steerbot_deliveries_total{channel="webhook:e2e",outcome="sent"}') === (before.get('steerbot_deliveries_total{channel="webhook:e2e",outcome="sent"}') ?? 0) + 1 || undefined, 5000, 'the delivery counted');
+    await waitFor(
+      async () =>
+        (await scrape()).get('steerbot_deliveries_total{channel="webhook:e2e",outcome="sent"}') ===
+          (before.get('steerbot_deliveries_total{channel="webhook:e2e",outcome="sent"}') ?? 0) + 1 || undefined,
+      5000,
+      'the delivery counted',
+    );
 
     const after = await scrape();
     const m = 'model="fake-model"';
@@ -139,9 +153,9 @@ describe('GET /metrics', () => {
     const after = await scrape();
     const delta = moved(before, after);
     expect(delta['steerbot_updates_ingested_total{channel="webhook:e2e",reason="",result="steered"}']).toBe(1);
-    expect(delta['steerbot_steering_injected_total']).toBe(1);
-    expect(delta['steerbot_steering_delay_seconds_count']).toBe(1);
-    expect(delta['steerbot_steering_depth_count']).toBe(1);
+    expect(delta.steerbot_steering_injected_total).toBe(1);
+    expect(delta.steerbot_steering_delay_seconds_count).toBe(1);
+    expect(delta.steerbot_steering_depth_count).toBe(1);
     // Depth 1 right after the steer: in the first bucket.
     expect((after.get('steerbot_steering_depth_bucket{le="1"}') ?? 0) - (before.get('steerbot_steering_depth_bucket{le="1"}') ?? 0)).toBe(1);
   }, 30_000);

@@ -2,18 +2,19 @@
  * Readiness that means something: `/readyz` names what is not ready; a
  * runner-only process serves probes and metrics of its own.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Redis } from 'ioredis';
-import { createHttpServer } from '../../host/http.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../app/config.js';
+import { createHttpServer } from '../../host/http.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import { readinessReport } from '../../src/telemetry/readiness.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
-import { startRestartableRedis, type RestartableRedis } from '../helpers/restartable-redis.js';
-import { startSteerbotProcess, type SteerbotProcess } from './steerbot-process.js';
+import { type RestartableRedis, startRestartableRedis } from '../helpers/restartable-redis.js';
 import { parseExposition } from './exposition.js';
+import { type SteerbotProcess, startSteerbotProcess } from './steerbot-process.js';
 
 const logger = createLogger({ level: 'silent' });
 
@@ -85,6 +86,7 @@ describe('a runner-only process', () => {
       STEERBOT_MODEL_PROVIDER: 'openai-compatible',
       OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
       STEERBOT_MODEL: 'm',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'm' is not in the model catalogue
     });
     url = `http://127.0.0.1:${port}`;
   }, 60_000);

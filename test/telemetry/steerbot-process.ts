@@ -3,7 +3,7 @@
  * with JSON logs collected line by line: for end-to-end tests across
  * processes (a host-only and a runner-only process on one Redis).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 
 /** A started steerbot process. */
 export interface SteerbotProcess {

@@ -6,15 +6,15 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local-redis.js';
 import { signedHeaders } from '../../src/signature.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
-import { startSteerbotProcess, type SteerbotProcess } from './steerbot-process.js';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './otlp-receiver.js';
+import { type SteerbotProcess, startSteerbotProcess } from './steerbot-process.js';
 
 const SECRET = 'whsec-trace-e2e-0123456789abcdef';
 
@@ -34,7 +34,11 @@ async function startGate() {
     open: () => {
       for (const res of waiting.splice(0)) res.end('open');
     },
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -54,7 +58,10 @@ describe('tracing across a host and a runner process', () => {
     gate = await startGate();
     redis = new Redis(redisUrl());
     // Step 1 calls the gate tool; step 2 (after the tool and the steered message) answers.
-    model.script([{ toolCalls: [{ name: 'gate', args: {} }], usage: { prompt_tokens: 40, completion_tokens: 7 } }, { text: 'All done.', usage: { prompt_tokens: 60, completion_tokens: 3 } }]);
+    model.script([
+      { toolCalls: [{ name: 'gate', args: {} }], usage: { prompt_tokens: 40, completion_tokens: 7 } },
+      { text: 'All done.', usage: { prompt_tokens: 60, completion_tokens: 3 } },
+    ]);
     const common = {
       REDIS_URL: redisUrl(),
       STEERBOT_PREFIX: prefix,
@@ -62,6 +69,7 @@ describe('tracing across a host and a runner process', () => {
       STEERBOT_MODEL_PROVIDER: 'openai-compatible',
       OPENAI_BASE_URL: model.url,
       STEERBOT_MODEL: 'fake-model',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'fake-model' is not in the model catalogue
       STEERBOT_AGENT_CURRENT_TIME: 'false',
       STEERBOT_AGENT_STREAMING: 'false',
       STEERBOT_CONFIG: configFile,
@@ -89,7 +97,11 @@ describe('tracing across a host and a runner process', () => {
 
   async function post(id: string, text: string) {
     const raw = JSON.stringify({ id, conversation: 'c1', sender: { id: 'ann', name: 'Ann' }, text });
-    const res = await fetch(`${hostUrl}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) }, body: raw });
+    const res = await fetch(`${hostUrl}/webhooks/e2e`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) },
+      body: raw,
+    });
     return (await res.json()) as { result: string; runId: string; seq: number };
   }
 
@@ -112,7 +124,11 @@ describe('tracing across a host and a runner process', () => {
 
     // Host: the request span is the root, ingest its child, the run (another process) the ingest's child.
     const request = inTrace.find((s) => s.name === 'POST /webhooks/e2e')!;
-    expect(request).toMatchObject({ parentSpanId: undefined, service: 'steerbot-host', attributes: { 'http.route': '/webhooks/e2e', 'http.response.status_code': 202 } });
+    expect(request).toMatchObject({
+      parentSpanId: undefined,
+      service: 'steerbot-host',
+      attributes: { 'http.route': '/webhooks/e2e', 'http.response.status_code': 202 },
+    });
     const ingest = parentOf(run)!;
     expect(ingest).toMatchObject({ name: 'ingest', parentSpanId: request.spanId, service: 'steerbot-host' });
     expect(ingest.attributes).toMatchObject({
@@ -133,11 +149,21 @@ describe('tracing across a host and a runner process', () => {
       'gen_ai.usage.input_tokens': 100,
       'gen_ai.usage.output_tokens': 10,
     });
-    const names = children(run).map((s) => s.name).sort();
+    const names = children(run)
+      .map((s) => s.name)
+      .sort();
     expect(names).toEqual(['delivery', 'model.call', 'model.call', 'steering.pull', 'tool.call']);
-    const calls = children(run).filter((s) => s.name === 'model.call').sort((a, b) => a.startMs - b.startMs);
+    const calls = children(run)
+      .filter((s) => s.name === 'model.call')
+      .sort((a, b) => a.startMs - b.startMs);
     expect(calls.map((c) => c.attributes)).toEqual([
-      expect.objectContaining({ 'gen_ai.request.model': 'fake-model', 'gen_ai.response.finish_reasons': ['tool-calls'], 'gen_ai.usage.input_tokens': 40, 'gen_ai.usage.output_tokens': 7, 'steerbot.model.outcome': 'ok' }),
+      expect.objectContaining({
+        'gen_ai.request.model': 'fake-model',
+        'gen_ai.response.finish_reasons': ['tool-calls'],
+        'gen_ai.usage.input_tokens': 40,
+        'gen_ai.usage.output_tokens': 7,
+        'steerbot.model.outcome': 'ok',
+      }),
       expect.objectContaining({ 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.usage.input_tokens': 60, 'gen_ai.usage.output_tokens': 3 }),
     ]);
     expect(calls[0]!.attributes['steerbot.model.time_to_first_token_ms']).toEqual(expect.any(Number));
@@ -151,11 +177,20 @@ describe('tracing across a host and a runner process', () => {
     expect(pull.startMs).toBeGreaterThanOrEqual(tool.endMs);
     expect(calls[1]!.startMs).toBeGreaterThanOrEqual(pull.endMs);
     const delivery = children(run).find((s) => s.name === 'delivery')!;
-    expect(delivery.attributes).toMatchObject({ 'steerbot.channel': 'webhook:e2e', 'steerbot.delivery.outcome': 'sent', 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 });
+    expect(delivery.attributes).toMatchObject({
+      'steerbot.channel': 'webhook:e2e',
+      'steerbot.delivery.outcome': 'sent',
+      'steerbot.delivery.attempts': 1,
+      'steerbot.delivery.rate_limit_retries': 0,
+    });
     expect(delivery.attributes['steerbot.delivery_key']).toEqual(expect.stringContaining(first.runId));
 
     // The steered message has a trace of its own (its request and ingest), which the pull links to.
-    const steeredIngest = await waitFor(() => spans.find((s) => s.name === 'ingest' && s.attributes['steerbot.update_key'] === 'webhook:e2e:m2'), 10_000, 'the steered ingest span');
+    const steeredIngest = await waitFor(
+      () => spans.find((s) => s.name === 'ingest' && s.attributes['steerbot.update_key'] === 'webhook:e2e:m2'),
+      10_000,
+      'the steered ingest span',
+    );
     expect(steeredIngest.traceId).not.toBe(run.traceId);
     expect(steeredIngest.attributes).toMatchObject({ 'steerbot.dispatch.result': 'steered', 'steerbot.run_id': first.runId });
     expect(pull.links).toEqual([expect.objectContaining({ traceId: steeredIngest.traceId, spanId: steeredIngest.spanId })]);

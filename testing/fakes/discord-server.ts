@@ -330,7 +330,11 @@ export class FakeDiscord extends EventEmitter {
    * and `body` (a function sees the call). With `commit`, the call takes
    * effect first (a message is created) and only the response is the failure.
    */
-  fail(method: string, path: RegExp, opts: { status: number; body: Record<string, unknown> | ((call: RestCall) => Record<string, unknown>); count?: number; commit?: boolean }): void {
+  fail(
+    method: string,
+    path: RegExp,
+    opts: { status: number; body: Record<string, unknown> | ((call: RestCall) => Record<string, unknown>); count?: number; commit?: boolean },
+  ): void {
     const body = opts.body;
     this.faults.push({
       method,
@@ -502,9 +506,32 @@ export class FakeDiscord extends EventEmitter {
       roles: [
         { id: g.id, name: '@everyone', permissions: '1024', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 },
         ...(g.botRoleId
-          ? [{ id: g.botRoleId, name: this.bot.username, permissions: '3072', position: 1, color: 0, hoist: false, managed: true, mentionable: true, flags: 0, tags: { bot_id: this.bot.id } }]
+          ? [
+              {
+                id: g.botRoleId,
+                name: this.bot.username,
+                permissions: '3072',
+                position: 1,
+                color: 0,
+                hoist: false,
+                managed: true,
+                mentionable: true,
+                flags: 0,
+                tags: { bot_id: this.bot.id },
+              },
+            ]
           : []),
-        ...(g.roles ?? []).map((r, i) => ({ id: r.id, name: r.name ?? `role-${i}`, permissions: r.permissions, position: i + 2, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 })),
+        ...(g.roles ?? []).map((r, i) => ({
+          id: r.id,
+          name: r.name ?? `role-${i}`,
+          permissions: r.permissions,
+          position: i + 2,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        })),
       ],
       emojis: [],
       stickers: [],
@@ -608,7 +635,13 @@ export class FakeDiscord extends EventEmitter {
         const earlier = [...this.messages.values()].find((x) => x.channel_id === m![1] && x.nonce === String(body.nonce));
         if (earlier) return answer(200, this.messagePayload(earlier, body));
       }
-      const stored: StoredMessage = { id: snowflake(), channel_id: m[1]!, content: body.content, edits: 0, ...(body.nonce !== undefined && { nonce: String(body.nonce) }) };
+      const stored: StoredMessage = {
+        id: snowflake(),
+        channel_id: m[1]!,
+        content: body.content,
+        edits: 0,
+        ...(body.nonce !== undefined && { nonce: String(body.nonce) }),
+      };
       this.messages.set(stored.id, stored);
       return answer(200, this.messagePayload(stored, body));
     }

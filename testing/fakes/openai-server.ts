@@ -4,6 +4,7 @@
  * /v1/chat/completions` with scripted turns, as JSON or as an SSE stream, and
  * records every request it received.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -17,6 +18,8 @@ export interface FakeTurn {
   delayMs?: number;
   /** Wait this long between stream chunks (streaming only). Default 0. */
   chunkDelayMs?: number;
+  /** Streaming only: send this many stream events (the first is the role chunk), then fall silent until the client goes away. */
+  stallAfterChunks?: number;
   /** Answer with this HTTP status and an OpenAI error body instead of a completion. */
   error?: { status: number; message: string; type?: string; code?: string };
   /** Reported usage. Default: a rough estimate from the request and the answer. */
@@ -61,6 +64,15 @@ export interface FakeOpenAIOptions {
    * Default: any key.
    */
   apiKey?: string;
+  /**
+   * Report cached prompt tokens the way OpenAI does
+   * (`usage.prompt_tokens_details.cached_tokens`): the longest prefix of the
+   * request (tools, then messages, whole messages at a time) identical to a
+   * prefix of an earlier request, counted only from 1024 tokens and in steps
+   * of 128. Prompt tokens are then counted over tools and messages
+   * (characters / 4). Default false.
+   */
+  promptCache?: boolean;
 }
 
 /** Starts a fake on 127.0.0.1 with a free port. */
@@ -69,6 +81,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   let turns: FakeTurn[] | ((req: any, index: number) => FakeTurn) = [];
   let cursor = 0;
+  const prefixes = new PrefixCache();
 
   const nextTurn = (body: any, index: number): FakeTurn => {
     if (typeof turns === 'function') return turns(body, index);
@@ -110,7 +123,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     notify();
     const given = /^Bearer (.*)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
     if (opts.apiKey !== undefined && given !== opts.apiKey) {
-      sendError(res, 401, { message: `Incorrect API key provided: ${given}. You can find your API key at https://platform.openai.com/account/api-keys.`, type: 'invalid_request_error', code: 'invalid_api_key' });
+      sendError(res, 401, {
+        message: `Incorrect API key provided: ${given}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+      });
       return;
     }
 
@@ -143,8 +160,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       sendError(res, turn.error.status, turn.error);
       return;
     }
-    const answer = toAnswer(turn, body, index);
-    if (body?.stream === true) await stream(res, answer, body, () => gone, wait, turn.chunkDelayMs ?? 0);
+    const answer = toAnswer(turn, body, index, opts.promptCache ? prefixes : undefined);
+    if (body?.stream === true) await stream(res, answer, body, () => gone, wait, turn.chunkDelayMs ?? 0, turn.stallAfterChunks);
     else sendJson(res, 200, completion(answer));
   }
 
@@ -192,26 +209,58 @@ interface Answer {
   text: string;
   toolCalls: Array<{ id: string; name: string; arguments: string }>;
   finishReason: 'stop' | 'tool_calls';
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 }
 
-function toAnswer(turn: FakeTurn, body: any, index: number): Answer {
+/** Remembers every request prefix (tools, then whole messages) by a chained hash, to find the longest one seen before. */
+class PrefixCache {
+  private readonly seen = new Set<string>();
+
+  /** Characters of the prompt and of its longest prefix seen in an earlier request; remembers this request's prefixes. */
+  observe(body: any): { chars: number; cachedChars: number } {
+    const segments = [JSON.stringify(body?.tools ?? []), ...(body?.messages ?? []).map((m: unknown) => JSON.stringify(m))];
+    let hash = '';
+    let chars = 0;
+    let cachedChars = 0;
+    let matching = true;
+    const hashes: string[] = [];
+    for (const segment of segments) {
+      hash = createHash('sha1').update(hash).update('\0').update(segment).digest('hex');
+      chars += segment.length;
+      matching &&= this.seen.has(hash);
+      if (matching) cachedChars = chars;
+      hashes.push(hash);
+    }
+    for (const h of hashes) this.seen.add(h);
+    return { chars, cachedChars };
+  }
+}
+
+function toAnswer(turn: FakeTurn, body: any, index: number, prefixes?: PrefixCache): Answer {
   const toolCalls = (turn.toolCalls ?? []).map((c, i) => ({
     id: c.id ?? `call_${index}_${i}`,
     name: c.name,
     arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}),
   }));
   const text = turn.text ?? '';
-  const promptTokens = turn.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(body?.messages ?? []).length / 4);
-  const completionTokens =
-    turn.usage?.completion_tokens ?? Math.ceil((text.length + toolCalls.reduce((n, c) => n + c.arguments.length, 0)) / 4);
+  const seen = prefixes?.observe(body);
+  const promptTokens = turn.usage?.prompt_tokens ?? (seen ? Math.ceil(seen.chars / 4) : Math.ceil(JSON.stringify(body?.messages ?? []).length / 4));
+  // OpenAI: no caching below 1024 tokens; cache hits grow in steps of 128 tokens.
+  const prefixTokens = seen ? Math.min(promptTokens, Math.floor(seen.cachedChars / 4)) : 0;
+  const cachedTokens = prefixTokens >= 1024 ? Math.floor(prefixTokens / 128) * 128 : 0;
+  const completionTokens = turn.usage?.completion_tokens ?? Math.ceil((text.length + toolCalls.reduce((n, c) => n + c.arguments.length, 0)) / 4);
   return {
     id: `chatcmpl-fake-${index}`,
     created: Math.floor(Date.now() / 1000),
     text,
     toolCalls,
     finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+      ...(prefixes && { prompt_tokens_details: { cached_tokens: cachedTokens } }),
+    },
   };
 }
 
@@ -247,10 +296,17 @@ async function stream(
   gone: () => boolean,
   wait: (ms: number) => Promise<void>,
   chunkDelayMs: number,
+  stallAfterChunks?: number,
 ): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-    ({ id: a.id, object: 'chat.completion.chunk', created: a.created, model: MODEL, choices, ...extra });
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: a.id,
+    object: 'chat.completion.chunk',
+    created: a.created,
+    model: MODEL,
+    choices,
+    ...extra,
+  });
   const delta = (d: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: d, finish_reason: finish }]);
 
   const events: unknown[] = [delta({ role: 'assistant', content: '' })];
@@ -263,8 +319,13 @@ async function stream(
   // Real OpenAI sends usage in an extra chunk with empty `choices` when asked to.
   if (body?.stream_options?.include_usage === true) events.push(chunk([], { usage: a.usage }));
 
-  for (const event of events) {
+  for (const [i, event] of events.entries()) {
     if (gone()) return;
+    if (i === stallAfterChunks) {
+      // A provider that stopped talking mid-answer: hold the connection open, say nothing.
+      await new Promise<void>((resolve) => res.once('close', () => resolve()));
+      return;
+    }
     res.write(`data: ${JSON.stringify(event)}\n\n`);
     await wait(chunkDelayMs);
   }

@@ -199,10 +199,14 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       return calls.filter((c) => c.method === method);
     },
     waitForCalls(method, n, timeoutMs = 5000) {
-      return fake.waitUntil(() => {
-        const of = fake.callsOf(method);
-        return of.length >= n && of;
-      }, timeoutMs, `${n} ${method} call(s)`);
+      return fake.waitUntil(
+        () => {
+          const of = fake.callsOf(method);
+          return of.length >= n && of;
+        },
+        timeoutMs,
+        `${n} ${method} call(s)`,
+      );
     },
     waitUntil<T>(check: () => T | undefined | false, timeoutMs = 5000, what = 'condition'): Promise<T> {
       return new Promise<T>((resolve, reject) => {
@@ -314,7 +318,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     if (text.length > 4096) return badRequest('MESSAGE_TOO_LONG');
     // Like Telegram: the same visible text with the same formatting is no change.
     if (text === m.text && markupOf(raw, p.parse_mode) === markupOf(m.raw, m.parseMode)) {
-      return badRequest('message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+      return badRequest(
+        'message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      );
     }
     m.text = text;
     m.raw = raw;
@@ -325,7 +331,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
 
   function getUpdates(p: Record<string, any>, res: ServerResponse, call: ApiCall): void {
     if (fake.webhook) {
-      return fail(res, call, { error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
+      return fail(res, call, {
+        error_code: 409,
+        description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      });
     }
     if (poll) {
       // Like Telegram: the newer request wins, the older one ends with 409.
@@ -333,7 +342,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       const old = poll;
       poll = undefined;
       clearTimeout(old.timer);
-      fail(old.res, old.call, { error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+      fail(old.res, old.call, {
+        error_code: 409,
+        description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+      });
     }
     const offset = typeof p.offset === 'number' ? p.offset : 0;
     // An offset confirms every update before it: Telegram forgets them.
@@ -388,7 +400,15 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const p = call.payload;
     switch (call.method) {
       case 'getMe':
-        return { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+        return {
+          id: bot.id,
+          is_bot: true,
+          first_name: bot.first_name,
+          username: bot.username,
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+        };
       case 'getUpdates':
         getUpdates(p, res, call);
         return undefined;
@@ -470,7 +490,10 @@ export function messageUpdate(o: MessageUpdateOptions): Record<string, any> {
   const from = o.from ?? ALICE;
   const chatId = o.chatId ?? from.id;
   const chatType = o.chatType ?? (chatId > 0 ? 'private' : 'supergroup');
-  const chat = chatType === 'private' ? { id: chatId, type: chatType, first_name: from.first_name } : { id: chatId, type: chatType, title: 'Test group', ...(o.topicId !== undefined && { is_forum: true }) };
+  const chat =
+    chatType === 'private'
+      ? { id: chatId, type: chatType, first_name: from.first_name }
+      : { id: chatId, type: chatType, title: 'Test group', ...(o.topicId !== undefined && { is_forum: true }) };
   const message: Record<string, unknown> = {
     message_id: o.messageId ?? messageIds++,
     date: Math.floor(Date.now() / 1000),

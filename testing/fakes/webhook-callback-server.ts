@@ -77,7 +77,10 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
     requests,
     received: () => received,
     accepted,
-    texts: (conversation) => accepted().filter((r) => r.body.conversation === conversation).map((r) => r.body.text),
+    texts: (conversation) =>
+      accepted()
+        .filter((r) => r.body.conversation === conversation)
+        .map((r) => r.body.text),
     failNext: (...answers) => void failures.push(...answers),
     clearFailures: () => void failures.splice(0),
     delay: (ms) => void (delayMs = ms),
@@ -93,7 +96,8 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
       const deadline = Date.now() + timeoutMs;
       while (accepted().length < n) {
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`expected ${n} accepted callbacks within ${timeoutMs} ms, got ${JSON.stringify(accepted().map((r) => r.body.text.slice(0, 40)))}`);
+        if (left <= 0)
+          throw new Error(`expected ${n} accepted callbacks within ${timeoutMs} ms, got ${JSON.stringify(accepted().map((r) => r.body.text.slice(0, 40)))}`);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, left);
           waiters.push(() => {

@@ -128,7 +128,10 @@
       case 'message.refused':
         return { head: `message refused (${e.limit} rate limit)`, text: e.message.text };
       case 'command.received':
-        return { head: `command ${e.command}${e.args ? ` ${e.args}` : ''} by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.name || e.sender.id}`, operator: e.sender.id === 'console' };
+        return {
+          head: `command ${e.command}${e.args ? ` ${e.args}` : ''} by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.name || e.sender.id}`,
+          operator: e.sender.id === 'console',
+        };
       case 'steering.queued':
         return { head: `steering queued for run ${e.run}: messages ${e.seqs.join(', ')}` };
       case 'steering.injected':
@@ -140,7 +143,9 @@
       case 'run.control':
         return { head: `${e.control} requested for run ${e.run}` };
       case 'run.started':
-        return { head: `run ${e.run} started: attempt ${e.attempt}, owner ${e.owner}, fencing token ${e.token}${e.inputs ? `, inputs ${e.inputs.join(', ')}` : ''}` };
+        return {
+          head: `run ${e.run} started: attempt ${e.attempt}, owner ${e.owner}, fencing token ${e.token}${e.inputs ? `, inputs ${e.inputs.join(', ')}` : ''}`,
+        };
       case 'run.ended':
         return {
           head: `run ${e.run} ended ${e.outcome}${e.reason ? `: ${e.reason}` : ''} (attempt ${e.attempt}, token ${e.token})`,
@@ -161,7 +166,10 @@
       case 'compaction':
         return { head: `compaction checkpoint: covers up to ${e.covers_until}, tokens ${e.tokens_before} → ${e.tokens_after} (${e.summarizer})` };
       case 'conversation.reset':
-        return { head: `new context${e.sender ? ` by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.id}` : ''}`, operator: e.sender?.id === 'console' };
+        return {
+          head: `new context${e.sender ? ` by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.id}` : ''}`,
+          operator: e.sender?.id === 'console',
+        };
       default:
         return { head: e.kind };
     }
@@ -214,7 +222,9 @@
       box.hidden = true;
       return;
     }
-    const { status: code, body } = await api(`/conversations/${encodeURIComponent(view.conversation)}/runs/${encodeURIComponent(view.run)}`).catch((err) => ({ body: { error: err.message } }));
+    const { status: code, body } = await api(`/conversations/${encodeURIComponent(view.conversation)}/runs/${encodeURIComponent(view.run)}`).catch((err) => ({
+      body: { error: err.message },
+    }));
     box.hidden = false;
     if (body.error || code === 404) {
       box.replaceChildren(el('div', '', `run ${view.run}: ${body.error || 'not found'}`));
@@ -241,8 +251,19 @@
     );
     box.dataset.state = r.state;
     box.dataset.outcome = r.outcome || '';
-    const attempts = el('pre', '', body.attempts.map((a) => `attempt ${a.attempt}: owner ${a.owner}, token ${a.token}, at ${new Date(a.at).toLocaleTimeString()}`).join('\n') || 'no attempts in the recent record');
-    const outbox = el('pre', '', body.outbox.map((o) => `${o.key}: ${o.record.status || JSON.stringify(o.record)}${o.record.messageId ? ` (message ${o.record.messageId})` : ''}`).join('\n') || 'no outbox entries');
+    const attempts = el(
+      'pre',
+      '',
+      body.attempts.map((a) => `attempt ${a.attempt}: owner ${a.owner}, token ${a.token}, at ${new Date(a.at).toLocaleTimeString()}`).join('\n') ||
+        'no attempts in the recent record',
+    );
+    const outbox = el(
+      'pre',
+      '',
+      body.outbox
+        .map((o) => `${o.key}: ${o.record.status || JSON.stringify(o.record)}${o.record.messageId ? ` (message ${o.record.messageId})` : ''}`)
+        .join('\n') || 'no outbox entries',
+    );
     box.replaceChildren(el('b', '', 'run'), facts, el('b', '', 'attempts'), attempts, el('b', '', 'outbox'), outbox);
   }
 

@@ -10,7 +10,10 @@
 
   const randomId = () => {
     const bytes = crypto.getRandomValues(new Uint8Array(16));
-    return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    return btoa(String.fromCharCode(...bytes))
+      .replace(/\+/g, '-')
+      .replace(/\//g, '_')
+      .replace(/=+$/, '');
   };
   let conversation = localStorage.getItem('steerbot.conversation');
   if (!conversation || !/^[A-Za-z0-9_-]{8,64}$/.test(conversation)) {
@@ -120,6 +123,10 @@
   /** A reply, a streamed reply's progress, or typing. */
   function onReply(ev) {
     if (ev.type === 'typing') return showTyping(true);
+    if (ev.type === 'tool') {
+      line('tool running', `running tool ${ev.name}…`, { tool: ev.name, state: 'running' });
+      return;
+    }
     let b = log.querySelector(`.msg.bot[data-id="${CSS.escape(ev.id)}"]`);
     if (!b) {
       b = bubble('bot', ev.id, '');
@@ -151,7 +158,8 @@
         break;
       }
       case 'steering.queued':
-        for (const s of r.seqs) if (bySeq(s)?.dataset.dispatch !== 'injected') badge(bySeq(s), 'steered', `steered into the running answer (run ${short(r.run)})`, r.run);
+        for (const s of r.seqs)
+          if (bySeq(s)?.dataset.dispatch !== 'injected') badge(bySeq(s), 'steered', `steered into the running answer (run ${short(r.run)})`, r.run);
         break;
       case 'steering.injected':
         for (const s of r.seqs) badge(bySeq(s), 'injected', `taken by run ${short(r.run)}${r.follow_up ? ' (follow-up)' : ''}`, r.run);
@@ -167,12 +175,23 @@
         line('run', `run ${short(r.run)} ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`, { run: r.run, outcome: r.outcome });
         showTyping(false);
         for (const b of log.querySelectorAll('.msg.bot.streaming')) b.classList.remove('streaming');
+        for (const t of log.querySelectorAll('.event.tool.running')) {
+          t.classList.remove('running');
+          t.dataset.state = 'ended';
+        }
         break;
       case 'run.control':
         line('run', `run ${short(r.run)}: ${r.control} requested`, { run: r.run });
         break;
       case 'model.step':
-        for (const t of r.tools || []) line('tool', `tool ${t.name}(${t.input})`, { run: r.run, tool: t.name });
+        for (const t of r.tools || []) {
+          // The call shown while it ran becomes its record: name and input, done.
+          const running = log.querySelector(`.event.tool.running[data-tool="${CSS.escape(t.name)}"]`);
+          const done = running || line('tool', '', {});
+          done.classList.remove('running');
+          done.textContent = `tool ${t.name}(${t.input})`;
+          Object.assign(done.dataset, { run: r.run, tool: t.name, state: 'done' });
+        }
         break;
       case 'compaction':
         line('run', `conversation compacted: ${r.tokensBefore} → ${r.tokensAfter} tokens`);

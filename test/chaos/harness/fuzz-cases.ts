@@ -27,11 +27,34 @@ const UNIQUE = '\u0001unique\u0001';
 const UNIQUE_INT = 7_777_777_777_777;
 
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
-const hostileChar = fc.oneof(loneSurrogate, fc.constantFrom('\u0000', '\u0001', '\u001f', '{', '}', ':', ' ', '\n', '\u202e', '\ufeff', '\u2028', '"', '\\', '%', '*', '?'));
+const hostileChar = fc.oneof(
+  loneSurrogate,
+  fc.constantFrom('\u0000', '\u0001', '\u001f', '{', '}', ':', ' ', '\n', '\u202e', '\ufeff', '\u2028', '"', '\\', '%', '*', '?'),
+);
 const hostileString = fc.oneof(
   fc.string({ unit: fc.oneof(hostileChar, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 })), maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff', '\ud83d', '__proto__', 'constructor', 'prototype', 'toString', '{c:x}', '}{', '/stop', '/new', '/queue interrupt', '/purge', '/status', '/compact'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    '\udfff',
+    '\ud83d',
+    '__proto__',
+    'constructor',
+    'prototype',
+    'toString',
+    '{c:x}',
+    '}{',
+    '/stop',
+    '/new',
+    '/queue interrupt',
+    '/purge',
+    '/status',
+    '/compact',
+  ),
 );
 /** A long string: around the channel's body limit (256 KiB) and the server's (1 MiB). */
 const hugeString = fc
@@ -39,58 +62,104 @@ const hugeString = fc
   .map(([n, c]) => c.repeat(Math.ceil(n / c.length)));
 const hostileKey = fc.oneof(hostileString, fc.constantFrom('__proto__', 'constructor', 'prototype', '__defineGetter__', 'hasOwnProperty'));
 const anyJson = fc.jsonValue({ maxDepth: 4 });
-const wild = fc.oneof({ weight: 3, arbitrary: hostileString }, { weight: 2, arbitrary: anyJson }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3, withNullPrototype: true, withObjectString: true }) });
+const wild = fc.oneof(
+  { weight: 3, arbitrary: hostileString },
+  { weight: 2, arbitrary: anyJson },
+  { weight: 1, arbitrary: fc.anything({ maxDepth: 3, withNullPrototype: true, withObjectString: true }) },
+);
 
 /** Deeply nested JSON text: arrays or objects, up to 200 000 levels. */
 const deepJson = fc
   .tuple(fc.constantFrom(100, 1_000, 10_000, 200_000), fc.boolean())
   .map(([depth, arrays]) => (arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
 
-/** A webhook body close to valid, with any field swapped for something hostile. */
-const webhookBody = fc.record(
-  {
-    id: fc.oneof({ weight: 4, arbitrary: fc.constant(UNIQUE) }, { weight: 1, arbitrary: wild }),
-    conversation: fc.oneof({ weight: 4, arbitrary: fc.constant(UNIQUE) }, { weight: 1, arbitrary: wild }),
-    sender: fc.oneof({ weight: 4, arbitrary: fc.record({ id: fc.oneof(fc.constant('ann'), hostileString), name: fc.option(hostileString, { nil: undefined }) }, { requiredKeys: ['id'] }) }, { weight: 1, arbitrary: wild }),
-    text: fc.oneof({ weight: 3, arbitrary: fc.constant('hello') }, { weight: 3, arbitrary: hostileString }, { weight: 1, arbitrary: hugeString }, { weight: 1, arbitrary: wild }),
-    attachments: fc.oneof(fc.array(fc.record({ kind: fc.constantFrom('image', 'file', 'audio', 'x'), url: fc.oneof(fc.webUrl(), hostileString) }, { requiredKeys: [] }), { maxLength: 40 }), wild),
-    metadata: fc.oneof(fc.dictionary(hostileKey, anyJson, { maxKeys: 8 }), wild),
-    group: fc.oneof(fc.boolean(), wild),
-  },
-  { requiredKeys: [] },
-);
+/**
+ * A body close to valid: a valid one (hostile but allowed strings where the
+ * schema allows them) with up to two fields replaced by anything or removed,
+ * so about half get through and the other half fail on one field.
+ */
+function nearValid(valid: fc.Arbitrary<Record<string, unknown>>, fields: readonly string[]): fc.Arbitrary<Record<string, unknown>> {
+  const mutation = fc.record({ field: fc.constantFrom(...fields), value: fc.option(wild, { nil: undefined }) });
+  return fc.tuple(valid, fc.array(mutation, { maxLength: 2 })).map(([body, mutations]) => {
+    const out: Record<string, unknown> = { ...body };
+    for (const m of mutations) {
+      if (m.value === undefined) delete out[m.field];
+      else out[m.field] = m.value;
+    }
+    return out;
+  });
+}
 
-/** A Telegram message close to valid. */
-const telegramMessage = fc.record(
+const nonEmptyHostile = hostileString.filter((s) => s.length > 0 && s.length <= 128);
+const attachment = fc.record(
   {
-    message_id: fc.oneof({ weight: 4, arbitrary: fc.nat() }, { weight: 1, arbitrary: wild }),
-    from: fc.oneof(fc.record({ id: fc.oneof(fc.constant(UNIQUE_INT), fc.integer()), is_bot: fc.boolean(), first_name: hostileString, username: hostileString }, { requiredKeys: ['id'] }), wild),
-    chat: fc.oneof(
-      { weight: 4, arbitrary: fc.record({ id: fc.constant(UNIQUE_INT), type: fc.constantFrom('private', 'group', 'supergroup', 'channel'), is_forum: fc.boolean(), title: hostileString }, { requiredKeys: ['id', 'type'] }) },
-      { weight: 1, arbitrary: wild },
+    kind: fc.constantFrom('image', 'audio', 'video', 'file', 'sticker', 'other'),
+    ref: fc.oneof(fc.webUrl(), nonEmptyHostile),
+    name: hostileString,
+    mime: hostileString,
+    size: fc.nat(),
+  },
+  { requiredKeys: ['kind', 'ref'] },
+);
+const validWebhookBody = fc.record(
+  {
+    id: fc.constant(UNIQUE),
+    conversation: fc.constant(UNIQUE),
+    sender: fc.record({ id: fc.oneof(fc.constant('ann'), nonEmptyHostile), name: hostileString }, { requiredKeys: ['id'] }),
+    text: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('hello', '/status', '/stop', '/new', '/queue collect', '/purge', '/compact') },
+      { weight: 3, arbitrary: hostileString },
+      { weight: 1, arbitrary: hugeString },
     ),
-    date: fc.oneof(fc.integer(), wild),
-    text: fc.oneof({ weight: 3, arbitrary: fc.constant('hello @steer_test_bot') }, { weight: 3, arbitrary: hostileString }, { weight: 1, arbitrary: hugeString }, { weight: 1, arbitrary: wild }),
-    entities: fc.oneof(fc.array(fc.record({ type: fc.constantFrom('mention', 'bot_command', 'text_mention', 'url', 'x'), offset: fc.integer({ min: -5, max: 1_000_000 }), length: fc.integer({ min: -5, max: 1_000_000 }) }), { maxLength: 20 }), wild),
-    message_thread_id: fc.oneof(fc.integer(), wild),
-    is_topic_message: fc.oneof(fc.boolean(), wild),
-    caption: hostileString,
-    photo: fc.oneof(fc.array(fc.record({ file_id: hostileString, width: fc.integer(), height: fc.integer(), file_size: fc.integer() }), { maxLength: 5 }), wild),
-    document: fc.oneof(fc.record({ file_id: hostileString, file_name: hostileString, mime_type: hostileString, file_size: fc.integer() }), wild),
-    reply_to_message: fc.oneof(fc.record({ message_id: fc.integer(), text: hostileString, from: fc.record({ id: fc.integer(), is_bot: fc.boolean() }) }), wild),
+    attachments: fc.array(attachment, { maxLength: 3 }),
+    metadata: fc.dictionary(hostileKey, anyJson, { maxKeys: 8 }),
+    group: fc.boolean(),
   },
-  { requiredKeys: [] },
+  { requiredKeys: ['id', 'conversation', 'sender', 'text'] },
 );
+const webhookBody = nearValid(validWebhookBody, ['id', 'conversation', 'sender', 'text', 'attachments', 'metadata', 'group']);
 
-const telegramUpdate = fc.record(
+const validTelegramMessage = fc.record(
   {
-    update_id: fc.oneof({ weight: 5, arbitrary: fc.constant(UNIQUE_INT) }, { weight: 1, arbitrary: wild }),
-    message: fc.oneof({ weight: 5, arbitrary: telegramMessage }, { weight: 1, arbitrary: wild }),
-    edited_message: telegramMessage,
-    callback_query: wild,
-    my_chat_member: wild,
+    message_id: fc.nat(),
+    from: fc.record(
+      { id: fc.oneof(fc.constant(UNIQUE_INT), fc.integer()), is_bot: fc.boolean(), first_name: hostileString, username: hostileString },
+      { requiredKeys: ['id'] },
+    ),
+    chat: fc.record(
+      { id: fc.constant(UNIQUE_INT), type: fc.constantFrom('private', 'group', 'supergroup', 'channel'), is_forum: fc.boolean(), title: hostileString },
+      { requiredKeys: ['id', 'type'] },
+    ),
+    date: fc.nat(),
+    text: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('hello @steer_test_bot', '/stop', '/new@steer_test_bot', '/queue interrupt', '/status', '/purge') },
+      { weight: 3, arbitrary: hostileString },
+      { weight: 1, arbitrary: hugeString },
+    ),
+    entities: fc.array(
+      fc.record({
+        type: fc.constantFrom('mention', 'bot_command', 'text_mention', 'url', 'x'),
+        offset: fc.nat({ max: 1_000_000 }),
+        length: fc.nat({ max: 1_000_000 }),
+      }),
+      { maxLength: 20 },
+    ),
+    message_thread_id: fc.integer(),
+    is_topic_message: fc.boolean(),
+    caption: hostileString,
+    photo: fc.array(fc.record({ file_id: nonEmptyHostile, width: fc.integer(), height: fc.integer(), file_size: fc.nat() }), { maxLength: 5 }),
+    document: fc.record({ file_id: nonEmptyHostile, file_name: hostileString, mime_type: hostileString, file_size: fc.nat() }),
+    reply_to_message: fc.record({ message_id: fc.integer(), text: hostileString, from: fc.record({ id: fc.integer(), is_bot: fc.boolean() }) }),
   },
-  { requiredKeys: [] },
+  { requiredKeys: ['message_id', 'chat', 'date'] },
+);
+const telegramMessage = nearValid(validTelegramMessage, ['message_id', 'from', 'chat', 'text', 'entities', 'message_thread_id', 'photo', 'reply_to_message']);
+const telegramUpdate = nearValid(
+  fc.record(
+    { update_id: fc.constant(UNIQUE_INT), message: telegramMessage, edited_message: telegramMessage, callback_query: wild, my_chat_member: wild },
+    { requiredKeys: ['update_id'] },
+  ),
+  ['update_id', 'message'],
 );
 
 /** Serializes a body, giving each placeholder a fresh unique value. */
@@ -100,7 +169,9 @@ function serialize(value: unknown, fresh: () => number): string {
 
 /** Raw JSON text with `__proto__` / `constructor` keys and duplicate keys around an otherwise fine body. */
 const protoText = (base: fc.Arbitrary<unknown>) =>
-  fc.tuple(base, anyJson, fc.constantFrom('__proto__', 'constructor', 'prototype'), fc.boolean()).map(([body, evil, key, duplicate]) => ({ body, evil, key, duplicate }));
+  fc
+    .tuple(base, anyJson, fc.constantFrom('__proto__', 'constructor', 'prototype'), fc.boolean())
+    .map(([body, evil, key, duplicate]) => ({ body, evil, key, duplicate }));
 
 function shapes(target: FuzzCase['target']): Array<{ weight: number; arbitrary: fc.Arbitrary<{ kind: string; make: (fresh: () => number) => Buffer }> }> {
   const near = target === 'webhook' ? webhookBody : telegramUpdate;
@@ -141,11 +212,18 @@ function shapes(target: FuzzCase['target']): Array<{ weight: number; arbitrary: 
           const text = serialize(body, fresh);
           const inner = text.startsWith('{') && text.length > 2 ? text.slice(1, -1) : '';
           const dup = duplicate && inner ? `,${inner}` : '';
-          return Buffer.from(`{${JSON.stringify(key)}:${JSON.stringify(evil)}${inner ? `,${inner}` : ''}${dup},"__proto__":{"text":"polluted","isAdmin":true}}`);
+          return Buffer.from(
+            `{${JSON.stringify(key)}:${JSON.stringify(evil)}${inner ? `,${inner}` : ''}${dup},"__proto__":{"text":"polluted","isAdmin":true}}`,
+          );
         },
       })),
     },
-    { weight: 1, arbitrary: fc.constantFrom('', '{', 'null', '[]', '""', '0', 'true', '{"a":1}{"b":2}', '\u0000', '\ufeff{}').map((t) => ({ kind: 'edge-text', make: () => Buffer.from(t) })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('', '{', 'null', '[]', '""', '0', 'true', '{"a":1}{"b":2}', '\u0000', '\ufeff{}')
+        .map((t) => ({ kind: 'edge-text', make: () => Buffer.from(t) })),
+    },
   ];
 }
 
@@ -153,7 +231,11 @@ function shapes(target: FuzzCase['target']): Array<{ weight: number; arbitrary: 
 export function fuzzCases(target: FuzzCase['target'], count: number, seed: number, firstId: number): FuzzCase[] {
   let next = firstId;
   const fresh = () => next++;
-  const arb = fc.tuple(fc.oneof(...shapes(target)), fc.constantFrom<FuzzCase['auth']>('good', 'good', 'good', 'good', 'good', 'good', 'good', 'good', 'bad', 'none'), fc.option(hostileString, { nil: undefined, freq: 10 }));
+  const arb = fc.tuple(
+    fc.oneof(...shapes(target)),
+    fc.constantFrom<FuzzCase['auth']>('good', 'good', 'good', 'good', 'good', 'good', 'good', 'good', 'bad', 'none'),
+    fc.option(hostileString, { nil: undefined, freq: 10 }),
+  );
   return fc.sample(arb, { seed, numRuns: count }).map(([shape, auth, idempotencyKey]) => ({
     target,
     kind: shape.kind,
@@ -161,4 +243,22 @@ export function fuzzCases(target: FuzzCase['target'], count: number, seed: numbe
     auth,
     ...(target === 'webhook' && idempotencyKey !== undefined && { idempotencyKey }),
   }));
+}
+
+/** The deepest nesting of arrays and objects in a JSON text (strings skipped), for the summary. */
+export function nestingDepth(body: Buffer): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  let escaped = false;
+  for (const byte of body) {
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (byte === 0x5c) escaped = true;
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) max = Math.max(max, ++depth);
+    else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return max;
 }

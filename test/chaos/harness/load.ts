@@ -6,9 +6,9 @@
  * per answer part.
  */
 import { signedHeaders } from '../../../plugins/webhook/signature.js';
-import type { ReceivedCallback } from '../../../testing/fakes/webhook-callback-server.js';
-import type { RedisClient } from '../../../src/redis.js';
 import { activeKeyPattern, channelKeys } from '../../../src/keys.js';
+import type { RedisClient } from '../../../src/redis.js';
+import type { ReceivedCallback } from '../../../testing/fakes/webhook-callback-server.js';
 
 /** Secret of the suite's webhook channel `chaos`. */
 export const WEBHOOK_SECRET = 'whsec-chaos-0123456789abcdef';
@@ -20,7 +20,11 @@ export const WEBHOOK_PATH = '/webhooks/chaos';
 /** The config file section of the webhook channel, calling back to `callbackUrl`. */
 export function webhookChannel(callbackUrl: string): Record<string, unknown> {
   // Quick retries and polls: the outages are short and the suite waits for the callbacks.
-  return { webhooks: { chaos: { secret: WEBHOOK_SECRET, callbackUrl, callbackRetryBaseMs: 50, callbackMaxDelayMs: 1000, callbackPollMs: 20, callbackMaxAttempts: 10_000 } } };
+  return {
+    webhooks: {
+      chaos: { secret: WEBHOOK_SECRET, callbackUrl, callbackRetryBaseMs: 50, callbackMaxDelayMs: 1000, callbackPollMs: 20, callbackMaxAttempts: 10_000 },
+    },
+  };
 }
 
 /** One update of the load: `token` is its id and its text, so replies can be traced back to it. */
@@ -71,7 +75,10 @@ export class StatusCounts {
     return n;
   }
   toString(): string {
-    return [...this.counts].sort(([a], [b]) => a - b).map(([s, c]) => `${s}×${c}`).join(' ');
+    return [...this.counts]
+      .sort(([a], [b]) => a - b)
+      .map(([s, c]) => `${s}×${c}`)
+      .join(' ');
   }
 }
 

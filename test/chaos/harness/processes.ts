@@ -4,7 +4,7 @@
  * environment, each on its own loopback port, ready once its `/readyz`
  * answers 200 (Redis, the runner's worker and the channels all ready).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,12 @@ import { freePort } from '../../../src/local-redis.js';
 /** The suite's runner plugin module (absolute path: the CLI resolves relative ones against its working directory). */
 export const CHAOS_AGENT = fileURLToPath(new URL('../fixtures/chaos-agent.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Children still running; killed if the test process exits without stopping them (a crashed or timed-out worker). */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
 
 /** Which roles a process plays. */
 export type Role = 'host' | 'runner' | 'both';
@@ -70,9 +76,20 @@ export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess
     LOG_FORMAT: 'json',
     ...s.env,
   };
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', 'start', '--config', s.configFile], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', 'start', '--config', s.configFile], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let exited = false;
-  const exit = new Promise<void>((resolve) => proc.once('exit', () => ((exited = true), resolve())));
+  live.add(proc);
+  const exit = new Promise<void>((resolve) =>
+    proc.once('exit', () => {
+      exited = true;
+      live.delete(proc);
+      resolve();
+    }),
+  );
   let tail = '';
   const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-20_000));
   proc.stdout!.on('data', keep);

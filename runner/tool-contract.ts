@@ -1,0 +1,56 @@
+/**
+ * What the runtime offers a runner plugin's tools: a journal that makes tool
+ * calls durable across takeovers, and an artifact store for results too
+ * large for the prompt. Both are optional members of the RunContext (a
+ * hand-made context in a test may leave them out).
+ */
+
+/** One tool call the model made, as the journal sees it. */
+export interface ToolCallRef {
+  /** The model's id of the call. */
+  callId: string;
+  /** Tool name. */
+  tool: string;
+  /** The call's input (hashed, never stored). */
+  input: unknown;
+  /** True when running the call twice is harmless (it may then run again after a takeover). */
+  idempotent: boolean;
+}
+
+/** What to do with a call, decided from what earlier attempts of the run recorded. */
+export type ToolCallClaim =
+  /** Execute it (recorded as started). `idempotencyKey` is the same for a re-run of a call an earlier attempt started. */
+  | { kind: 'run'; idempotencyKey: string; rerun: boolean }
+  /** An earlier attempt completed this call: its recorded result, not executed again. */
+  | { kind: 'replay'; output: unknown; status: 'ok' | 'error' }
+  /** An earlier attempt started this call and died before its result was recorded; the tool is not idempotent, so it is not run again. */
+  | { kind: 'unknown' };
+
+/** Records tool calls when they start and complete; fenced by the run's token. */
+export interface ToolCallJournal {
+  /**
+   * Decides whether the call runs, replays an earlier attempt's result or is
+   * unknown, and records the decision (`tool.started` before a run, or
+   * `tool.completed` of the replay / unknown outcome). Throws StaleRunError
+   * when the run was lost.
+   */
+  claim(call: ToolCallRef): Promise<ToolCallClaim>;
+  /** Records the result the model sees (bounded by the caller). Throws StaleRunError when the run was lost. */
+  completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void>;
+}
+
+/** A stored artifact's reference. */
+export interface ArtifactRef {
+  /** Id to read it back with. */
+  id: string;
+  /** Its length, in characters. */
+  chars: number;
+}
+
+/** Large tool results of the conversation, kept in Redis with a TTL (gone on reset and purge). */
+export interface ArtifactStore {
+  /** Stores `text`; it lives `ttlSeconds` after the conversation's last artifact write. Fenced by the run. */
+  put(text: string, ttlSeconds: number): Promise<ArtifactRef>;
+  /** Reads `length` characters from `offset`; undefined when the artifact does not exist (expired, reset, or never). */
+  read(id: string, offset: number, length: number): Promise<{ text: string; chars: number } | undefined>;
+}

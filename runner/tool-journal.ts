@@ -1,0 +1,133 @@
+/**
+ * Durable tool calls. Every call is recorded when it starts (`tool.started`)
+ * and when it completes (`tool.completed`), fenced by the run's token. An
+ * attempt that takes a run over matches the calls the model makes again
+ * against what earlier attempts recorded but never got into a `model.step`
+ * (the step that made them died with its attempt): a recorded result is
+ * replayed, a call started without a result runs again only when the tool
+ * is idempotent, otherwise its outcome is unknown. Calls match by tool and
+ * input digest, oldest first, since providers give a repeated call a new id.
+ */
+import { createHash } from 'node:crypto';
+import type { ModelStep, SeqEntry, ToolCompleted, ToolStarted } from '../src/record/entries.js';
+import type { Runs, RunRef } from '../src/protocol/runs.js';
+import type { ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
+
+/** A call an earlier attempt started whose result never reached a recorded step. */
+export interface PendingToolCall {
+  call: string;
+  tool: string;
+  inputHash: string;
+  key: string;
+  /** Its recorded result, when it completed. */
+  result?: { status: 'ok' | 'error'; output: unknown };
+}
+
+/** JSON with object keys sorted: the same input always gives the same text. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Digest of a tool call's input (what the record keeps instead of the input). */
+export function toolInputHash(input: unknown): string {
+  return createHash('sha256').update(stableJson(input)).digest('hex').slice(0, 32);
+}
+
+/** Call ids whose results are in a recorded model step: answered, never pending. */
+function answeredCalls(step: ModelStep, into: Set<string>): void {
+  for (const m of step.messages) {
+    if (m.role !== 'tool' || !Array.isArray(m.content)) continue;
+    for (const part of m.content as Array<{ type?: string; toolCallId?: string }>) if (part.type === 'tool-result' && part.toolCallId) into.add(part.toolCallId);
+  }
+}
+
+/** The calls of `runId` in `entries` (seq order) that a takeover must account for, oldest first. Pure. */
+export function pendingToolCalls(entries: readonly SeqEntry[], runId: string): PendingToolCall[] {
+  const consumed = new Set<string>();
+  const started = new Map<string, PendingToolCall>();
+  for (const e of entries) {
+    if (!('run' in e) || e.run !== runId) continue;
+    if (e.kind === 'model.step') answeredCalls(e, consumed);
+    else if (e.kind === 'tool.started') {
+      if (e.supersedes) consumed.add(e.supersedes);
+      started.set(e.call, { call: e.call, tool: e.tool, inputHash: e.inputHash, key: e.key });
+    } else if (e.kind === 'tool.completed') {
+      if (e.supersedes) consumed.add(e.supersedes);
+      const s = started.get(e.call);
+      if (s && (e.status === 'ok' || e.status === 'error')) s.result = { status: e.status, output: e.output };
+    }
+  }
+  return [...started.values()].filter((c) => !consumed.has(c.call));
+}
+
+/** The journal of one run attempt. */
+export class RunToolJournal implements ToolCallJournal {
+  private readonly pending: PendingToolCall[];
+
+  constructor(
+    private readonly runs: Runs,
+    private readonly run: RunRef,
+    pending: readonly PendingToolCall[] = [],
+  ) {
+    this.pending = [...pending];
+  }
+
+  async claim(call: ToolCallRef): Promise<ToolCallClaim> {
+    const inputHash = toolInputHash(call.input);
+    const i = this.pending.findIndex((p) => p.tool === call.tool && p.inputHash === inputHash);
+    const earlier = i >= 0 ? this.pending.splice(i, 1)[0] : undefined;
+    if (earlier?.result) {
+      await this.complete(call, inputHash, { status: 'replayed', output: earlier.result.output, supersedes: earlier.call });
+      return { kind: 'replay', ...earlier.result };
+    }
+    if (earlier && !call.idempotent) {
+      await this.complete(call, inputHash, { status: 'unknown', output: null, supersedes: earlier.call });
+      return { kind: 'unknown' };
+    }
+    const key = earlier?.key ?? `k_${createHash('sha256').update(`${this.run.runId}\n${call.callId}`).digest('hex').slice(0, 32)}`;
+    const entry: ToolStarted = {
+      v: 1,
+      kind: 'tool.started',
+      at: Date.now(),
+      run: this.run.runId,
+      token: this.run.token,
+      call: call.callId,
+      tool: call.tool,
+      inputHash,
+      key,
+      ...(call.idempotent && { idempotent: true }),
+      ...(earlier && { supersedes: earlier.call }),
+    };
+    await this.runs.append(this.run, entry);
+    return { kind: 'run', idempotencyKey: key, rerun: earlier !== undefined };
+  }
+
+  async completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void> {
+    await this.complete(call, toolInputHash(call.input), result);
+  }
+
+  private async complete(call: ToolCallRef, inputHash: string, r: { status: ToolCompleted['status']; output: unknown; supersedes?: string }): Promise<void> {
+    const entry: ToolCompleted = {
+      v: 1,
+      kind: 'tool.completed',
+      at: Date.now(),
+      run: this.run.runId,
+      token: this.run.token,
+      call: call.callId,
+      tool: call.tool,
+      inputHash,
+      status: r.status,
+      output: r.output ?? null,
+      ...(r.supersedes !== undefined && { supersedes: r.supersedes }),
+    };
+    await this.runs.append(this.run, entry);
+  }
+}

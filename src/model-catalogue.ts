@@ -1,0 +1,83 @@
+/**
+ * A small catalogue of common models: their context window and output limit,
+ * so `model.contextWindow` / `model.outputReserve` need setting only for other
+ * models (local models, new releases) or to override. Lives in the core
+ * because the configuration schema fills the settings from it at load.
+ *
+ * Numbers are the providers' published limits. The output limit is what a run
+ * keeps free for the answer: the providers count prompt + answer against the
+ * window.
+ */
+
+/** Limits of one model, in tokens. */
+export interface ModelLimits {
+  /** Prompt + answer. */
+  contextWindow: number;
+  /** Most tokens of one answer. */
+  outputLimit: number;
+}
+
+const l = (contextWindow: number, outputLimit: number): ModelLimits => ({ contextWindow, outputLimit });
+
+/** Known models by name (the provider's id without a date suffix). */
+export const MODEL_CATALOGUE: Readonly<Record<string, ModelLimits>> = {
+  // OpenAI
+  'gpt-4o': l(128_000, 16_384),
+  'gpt-4o-mini': l(128_000, 16_384),
+  'gpt-4.1': l(1_047_576, 32_768),
+  'gpt-4.1-mini': l(1_047_576, 32_768),
+  'gpt-4.1-nano': l(1_047_576, 32_768),
+  'gpt-5': l(400_000, 128_000),
+  'gpt-5-mini': l(400_000, 128_000),
+  'gpt-5-nano': l(400_000, 128_000),
+  o3: l(200_000, 100_000),
+  'o3-mini': l(200_000, 100_000),
+  'o4-mini': l(200_000, 100_000),
+  // Anthropic
+  'claude-opus-4-1': l(200_000, 32_000),
+  'claude-opus-4': l(200_000, 32_000),
+  'claude-sonnet-4-5': l(200_000, 64_000),
+  'claude-sonnet-4': l(200_000, 64_000),
+  'claude-haiku-4-5': l(200_000, 64_000),
+  'claude-3-7-sonnet': l(200_000, 64_000),
+  'claude-3-5-haiku': l(200_000, 8_192),
+  // Google
+  'gemini-2.5-pro': l(1_048_576, 65_536),
+  'gemini-2.5-flash': l(1_048_576, 65_536),
+  'gemini-2.5-flash-lite': l(1_048_576, 65_536),
+  'gemini-2.0-flash': l(1_048_576, 8_192),
+};
+
+// A dated or aliased release of a catalogued model: `gpt-4o-2024-08-06`, `claude-sonnet-4-20250514`, `claude-3-5-haiku-latest`.
+const RELEASE_SUFFIX = /^(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest|-preview(-[\w-]+)?|-\d{3})?$/;
+
+/**
+ * The limits of `name`: the catalogue entry of the name itself, or of the
+ * longest catalogued name it extends by a release suffix (a date, `-latest`,
+ * `-preview…`, a version number). Undefined for other models.
+ */
+export function modelLimits(name: string): ModelLimits | undefined {
+  const bare = name.includes('/') ? name.slice(name.lastIndexOf('/') + 1) : name; // `models/gemini-2.5-pro`
+  if (MODEL_CATALOGUE[bare]) return MODEL_CATALOGUE[bare];
+  let best: string | undefined;
+  for (const known of Object.keys(MODEL_CATALOGUE)) {
+    if (bare.startsWith(known) && RELEASE_SUFFIX.test(bare.slice(known.length)) && known.length > (best?.length ?? 0)) best = known;
+  }
+  return best === undefined ? undefined : MODEL_CATALOGUE[best];
+}
+
+/** Output reserve of a model the catalogue does not know, in tokens. */
+export const DEFAULT_OUTPUT_RESERVE = 4096;
+
+/**
+ * The window and reserve a run uses: the settings when given, else the
+ * catalogue's; a catalogued reserve is capped at a quarter of a window the
+ * settings made smaller. Undefined when the model is unknown and no window is set.
+ */
+export function resolveModelLimits(m: { name: string; contextWindow?: number | undefined; outputReserve?: number | undefined }): { contextWindow: number; outputReserve: number } | undefined {
+  const known = modelLimits(m.name);
+  const contextWindow = m.contextWindow ?? known?.contextWindow;
+  if (contextWindow === undefined) return undefined;
+  const catalogued = known ? (m.contextWindow === undefined ? known.outputLimit : Math.min(known.outputLimit, Math.floor(contextWindow / 4))) : DEFAULT_OUTPUT_RESERVE;
+  return { contextWindow, outputReserve: m.outputReserve ?? catalogued };
+}

@@ -1,0 +1,182 @@
+/**
+ * The operator console in a real browser: a conversation appears with its
+ * active run and steering depth, the timeline shows the steering injection,
+ * stop from the console ends the run `stopped`, a run whose runner is gone is
+ * abandoned and the conversation recovers, a bad token gets 401 and no data,
+ * and user text is shown as text.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Runs } from '../../src/protocol/runs.js';
+import { waitFor } from '../../testing/wait.js';
+import { redisUrl } from '../helpers/redis.js';
+import { launchBrowser, startWorld, type World } from './harness.js';
+import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
+
+const TOKEN = 'console-token-0123456789';
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
+
+describe('operator console in a browser', () => {
+  let world: World;
+  let browser: Browser;
+  let contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    world = await startWorld(redisUrl(), { STEERBOT_CONSOLE_TOKEN: TOKEN });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await world?.stop();
+  });
+  afterEach(async () => {
+    releaseSlowTool();
+    await Promise.all(contexts.map((c) => c.close()));
+    contexts = [];
+  });
+
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    contexts.push(context);
+    return context.newPage();
+  }
+  async function openChat(): Promise<{ page: Page; conversationId: string }> {
+    const page = await newPage();
+    await page.goto(`${world.app.address}/`);
+    await page.waitForSelector('body[data-connected="true"]');
+    return { page, conversationId: `web:${await page.getAttribute('body', 'data-conversation')}` };
+  }
+  async function say(p: Page, text: string): Promise<void> {
+    await p.fill('#text', text);
+    await p.press('#text', 'Enter');
+  }
+  async function openConsole(): Promise<Page> {
+    const page = await newPage();
+    const res = await page.goto(`${world.app.address}/console?token=${TOKEN}`);
+    expect(res?.status()).toBe(200);
+    expect(page.url()).toBe(`${world.app.address}/console`); // the token went into a cookie, out of the URL
+    return page;
+  }
+
+  it('refuses a bad token with 401 and shows nothing', async () => {
+    const { page: chat, conversationId } = await openChat();
+    await say(chat, 'a secret conversation');
+    await chat.locator('.msg.bot').waitFor();
+    const page = await newPage();
+    const res = await page.goto(`${world.app.address}/console?token=wrong-token-0123456789`);
+    expect(res?.status()).toBe(401);
+    const text = await page.textContent('body');
+    expect(text?.trim()).toBe('Unauthorized');
+    expect(await page.content()).not.toContain(conversationId);
+    // Without the token the API answers 401 too, with no data.
+    const api = await fetch(`${world.app.address}/console/api/conversations`, { headers: { authorization: 'Bearer wrong-token-0123456789' } });
+    expect(api.status).toBe(401);
+    expect(JSON.stringify(await api.json())).not.toContain('web:');
+  });
+
+  it('shows an active run with its steering depth, the injection in the timeline, and stops a run', async () => {
+    resetSlowTool();
+    const { page: chat, conversationId } = await openChat();
+    await say(chat, 'slow job one');
+    await waitFor(() => slowToolStarted() === 1, 10_000, 'slow tool started');
+    await say(chat, 'steer this in');
+    await expect.poll(() => chat.locator('.msg.me', { hasText: 'steer this in' }).getAttribute('data-dispatch')).toBe('steered');
+
+    const page = await openConsole();
+    const row = page.locator(`tr[data-conversation="${conversationId}"]`);
+    await row.waitFor();
+    await expect.poll(() => row.locator('td.state').textContent()).toBe('running');
+    expect(await row.locator('td.steering').textContent()).toBe('1');
+    expect(await row.locator('td.channel').textContent()).toBe('web');
+    const runId = (await row.locator('td.run').textContent())!;
+    expect(runId).not.toBe('');
+
+    await row.locator('td.id a').click();
+    await expect.poll(() => page.getAttribute('#c-status', 'data-steering')).toBe('1');
+    expect(await page.getAttribute('#c-status', 'data-active-run')).toBe(runId);
+    if (SCREENSHOTS) await page.screenshot({ path: 'docs/console.png', fullPage: true });
+
+    // The tool finishes: the run takes the steered message at its turn boundary; the timeline updates by itself.
+    releaseSlowTool();
+    await page.locator(`#timeline li[data-kind="steering.injected"][data-run="${runId}"]`).waitFor();
+    await page.locator(`#timeline li[data-kind="run.ended"][data-run="${runId}"]`).waitFor();
+    if (SCREENSHOTS) await chat.screenshot({ path: 'docs/web-chat.png' });
+
+    // A second slow run, stopped from the console.
+    resetSlowTool();
+    await say(chat, 'slow job two');
+    await waitFor(() => slowToolStarted() === 1, 10_000, 'second slow tool started');
+    await expect.poll(() => page.getAttribute('#c-status', 'data-state')).toBe('running');
+    const second = (await page.getAttribute('#c-status', 'data-active-run'))!;
+    await page.click('#c-actions button[data-action="stop"]');
+    await expect.poll(() => page.textContent('#c-result')).toBe('Stopping the current run.');
+    const ended = page.locator(`#timeline li[data-kind="run.ended"][data-run="${second}"]`);
+    await ended.waitFor();
+    expect(await ended.textContent()).toContain('ended stopped');
+    await page.locator('#timeline li.operator', { hasText: 'command /stop by operator (console)' }).waitFor();
+    await chat.locator(`.event[data-run="${second}"][data-outcome="stopped"]`).waitFor();
+  });
+
+  it('shows markup from users as text', async () => {
+    const { page: chat, conversationId } = await openChat();
+    const attack = '<img src=x onerror="window.__xss = 1"><script>window.__xss = 2</script> [link](javascript:alert(1))';
+    await say(chat, attack);
+    await chat.locator('.msg.bot').waitFor();
+    const page = await openConsole();
+    await page.goto(`${world.app.address}/console#c=${encodeURIComponent(conversationId)}`);
+    const li = page.locator('#timeline li[data-kind="message.received"] .text');
+    await li.first().waitFor();
+    expect(await li.first().textContent()).toBe(attack);
+    expect(await page.locator('#timeline img, #timeline script').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__xss)).toBeUndefined();
+  });
+});
+
+describe('operator console: abandoning a run whose runner is gone', () => {
+  let host: World | undefined;
+  let runner: World | undefined;
+  let browser: Browser | undefined;
+
+  afterAll(async () => {
+    await browser?.close();
+    await runner?.stop();
+    await host?.stop();
+  });
+
+  it('ends the stuck run, fenced, and the waiting message is answered by a successor', async () => {
+    // A host without a runner; the run is taken by a "runner" that then dies: it acquires
+    // with a short lease and never renews it (no process of its own is needed for that).
+    host = await startWorld(redisUrl(), { STEERBOT_RUNNER: 'false' });
+    browser = await launchBrowser();
+    const chat = await (await browser.newContext()).newPage();
+    await chat.goto(`${host.app.address}/`);
+    await chat.waitForSelector('body[data-connected="true"]');
+    const conversationId = `web:${await chat.getAttribute('body', 'data-conversation')}`;
+    await chat.fill('#text', 'first message');
+    await chat.press('#text', 'Enter');
+    const first = chat.locator('.msg.me', { hasText: 'first message' });
+    await expect.poll(() => first.getAttribute('data-dispatch')).toBe('new-run');
+    const runId = (await first.getAttribute('data-run'))!;
+    const runs = new Runs({ client: host.app.ctx.redis, prefix: host.prefix });
+    const dead = await runs.acquire(conversationId, runId, 'dead-runner', 300);
+    await chat.fill('#text', 'are you there?');
+    await chat.press('#text', 'Enter');
+    await expect.poll(() => chat.locator('.msg.me', { hasText: 'are you there?' }).getAttribute('data-dispatch')).toBe('steered');
+
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${host.app.address}/console#c=${encodeURIComponent(conversationId)}`);
+    await expect.poll(() => page.textContent('#c-status'), { timeout: 10_000 }).toContain('running past its lease');
+    await page.click('#c-actions button[data-action="abandon"]');
+    await expect.poll(() => page.getAttribute('#c-result', 'data-ok')).toBe('true');
+    const ended = page.locator(`#timeline li.operator[data-kind="run.ended"][data-run="${runId}"]`);
+    await ended.waitFor();
+    expect(await ended.textContent()).toContain('abandoned by operator');
+    // Fenced: the dead runner's token no longer writes.
+    await expect(runs.heartbeat({ conversationId, runId, token: dead.token })).rejects.toThrow();
+
+    // A runner comes up and answers the message that waited.
+    runner = await startWorld(redisUrl(), { STEERBOT_HOST: 'false' }, { prefix: host.prefix, ai: host.ai });
+    await chat.locator('.msg.bot', { hasText: 'are you there?' }).waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.getAttribute('#c-status', 'data-state')).toBe('idle');
+  });
+});

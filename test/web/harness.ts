@@ -1,0 +1,96 @@
+/**
+ * The browser tests' world: steerbot started with `startApp` (the web chat
+ * and the console on), the real OpenAI-compatible provider against the fake
+ * model server, a slow tool, and Debian's Chromium driven by playwright-core.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
+import { createLogger } from '../../src/logger.js';
+import { bullPrefixFor } from '../../src/run-queue.js';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
+
+/** Where Debian's chromium package puts the browser. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+const textOf = (m: { content?: unknown }): string =>
+  typeof m.content === 'string' ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? '').join('') : '';
+
+/**
+ * The fake model: a user message containing "slow" gets a `slow_tool` call;
+ * otherwise it answers `reply to: <the user messages since its last text answer>`.
+ */
+export function modelScript(req: any): FakeTurn {
+  const messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }> = req.messages ?? [];
+  const last = messages.at(-1);
+  if (last?.role === 'user' && /slow/i.test(textOf(last))) return { toolCalls: [{ name: 'slow_tool', args: {} }] };
+  const since: string[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === 'assistant' && !m.tool_calls && textOf(m)) break;
+    if (m.role === 'user') since.unshift(textOf(m));
+  }
+  return { text: `reply to: ${since.join(' + ')}`, chunkDelayMs: 5 };
+}
+
+/** A started world. */
+export interface World {
+  app: Awaited<ReturnType<typeof startApp>>;
+  ai: FakeOpenAIServer;
+  prefix: string;
+  config: SteerbotConfig;
+  stop(): Promise<void>;
+}
+
+/** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix. */
+export async function startWorld(redisUrl: string, env: Record<string, string> = {}, opts: { prefix?: string; ai?: FakeOpenAIServer } = {}): Promise<World> {
+  const ai = opts.ai ?? (await startFakeOpenAI());
+  if (!opts.ai) ai.script(modelScript);
+  const prefix = opts.prefix ?? testPrefix();
+  const dir = mkdtempSync(join(tmpdir(), 'steerbot-web-'));
+  const file = join(dir, 'steerbot.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      http: { host: '127.0.0.1' },
+      model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 },
+      agents: { 'local-agent': { toolModules: [resolve('test/web/slow-tool.ts')], currentTime: false } },
+    }),
+  );
+  const loaded = await loadConfig({ file, env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, ...env } });
+  const config: SteerbotConfig = { ...loaded, http: { ...loaded.http, port: 0 } };
+  const app = await startApp({ config, logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  return {
+    app,
+    ai,
+    prefix,
+    config,
+    async stop() {
+      const redis = app.ctx.redis;
+      await cleanupPrefix(redis, prefix).catch(() => undefined);
+      await cleanupPrefix(redis, bullPrefixFor(prefix)).catch(() => undefined);
+      await app.stop();
+      if (!opts.ai) await ai.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
