@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   recovery: () => import('./recovery.js').then((m) => m.main()),
   memory: () => import('./memory.js').then((m) => m.main()),
   'rate-limit': () => import('./rate-limit.js').then((m) => m.main()),
+  cost: () => import('./cost.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

@@ -55,7 +55,6 @@ for (const [net, bits] of [
 for (const [net, bits] of [
   ['::', 128],
   ['::1', 128],
-  ['::ffff:0:0', 96],
   ['64:ff9b::', 96],
   ['100::', 64],
   ['2001:db8::', 32],
@@ -87,10 +86,19 @@ class Allowed {
   }
 }
 
-/** IPv4-mapped IPv6 (`::ffff:127.0.0.1`) is checked as the IPv4 address it is. */
+/**
+ * IPv4-mapped IPv6 (`::ffff:127.0.0.1`, `::ffff:7f00:1`) is checked as the
+ * IPv4 address it is. (A BlockList rule for `::ffff:0:0/96` would match every
+ * IPv4 address, so mapped addresses are unmapped instead.)
+ */
 function unmapped(ip: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  return m ? m[1]! : ip;
+  const dotted = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (dotted) return dotted[1]!;
+  const hex = /^(?:0{0,4}:){0,5}:?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip);
+  if (!hex) return ip;
+  const hi = Number.parseInt(hex[1]!, 16);
+  const lo = Number.parseInt(hex[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** True when `ip` may be fetched. */

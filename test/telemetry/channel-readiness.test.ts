@@ -20,7 +20,10 @@ describe('discord readiness', () => {
 
   it('is not ready before start or after stop, ready with a gateway session, not ready while it reconnects', async () => {
     const { logger } = captureLogger();
-    const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, catchUpMaxAgeSeconds: 0 }, { logger, redis: undefined as never, prefix: 'unused' });
+    const plugin = createDiscordPlugin(
+      { token: TOKEN, apiBase: fake.apiBase, catchUpMaxAgeSeconds: 0 },
+      { logger, redis: undefined as never, prefix: 'unused' },
+    );
     expect(plugin.ready?.()).toEqual({ ready: false, detail: 'gateway not started' });
     await plugin.start(new RecordingHost(async () => ({ kind: 'ignored', reason: 'empty' })).asHost(logger));
     try {

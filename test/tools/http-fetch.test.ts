@@ -48,16 +48,16 @@ async function refusal(p: Promise<unknown>): Promise<ToolFailure> {
 
 describe('http_fetch', () => {
   it('classifies addresses: loopback, private, link-local, metadata, CGNAT and mapped IPv6 are not public', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254']) {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '::ffff:7f00:1', '0:0:0:0:0:ffff:a00:1']) {
       expect(isPublicAddress(ip), ip).toBe(false);
     }
-    for (const ip of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111']) expect(isPublicAddress(ip), ip).toBe(true);
+    for (const ip of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:1.1.1.1']) expect(isPublicAddress(ip), ip).toBe(true);
   });
 
   it('refuses literal loopback, metadata and IPv6 loopback URLs without connecting', async () => {
     let hits = 0;
     const port = await serve((_q, s) => (hits++, s.end('secret')));
-    for (const url of [`http://127.0.0.1:${port}/`, 'http://169.254.169.254/latest/meta-data/', `http://[::1]:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`]) {
+    for (const url of [`http://127.0.0.1:${port}/`, 'http://169.254.169.254/latest/meta-data/', `http://[::1]:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`, `http://[::ffff:7f00:1]:${port}/`]) {
       expect((await refusal(fetchWith(url))).category, url).toBe('forbidden');
     }
     expect(hits).toBe(0);

@@ -8,7 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
-import { launchBrowser, startWorld, type World } from './harness.js';
+import { LONG_ANSWER, launchBrowser, startWorld, type World } from './harness.js';
 import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
 
 describe('web chat in a browser', () => {
@@ -51,6 +51,18 @@ describe('web chat in a browser', () => {
     // The reply names the run that answered it, the same run the message started.
     expect(await reply.getAttribute('data-run')).toBe(await mine.getAttribute('data-run'));
     await p.locator('.event[data-outcome="completed"]').waitFor();
+  });
+
+  it('streams a long answer into one message, edited in place', async () => {
+    const p = await openChat();
+    await say(p, 'stream me something');
+    // While the model writes, the reply shows what it has so far.
+    await p.locator('.msg.bot.streaming').waitFor();
+    const partial = await p.locator('.msg.bot .body').first().textContent();
+    expect(LONG_ANSWER.startsWith(partial ?? 'x')).toBe(true);
+    expect(partial).not.toBe(LONG_ANSWER);
+    await p.locator('.msg.bot:not(.streaming)', { hasText: LONG_ANSWER }).waitFor();
+    expect(await p.locator('.msg.bot').count()).toBe(1);
   });
 
   it('marks a message sent during a slow tool as steered, answered by the same run', async () => {
@@ -107,5 +119,31 @@ describe('web chat in a browser', () => {
     await p.waitForSelector('body[data-connected="true"]');
     await p.locator('.msg.me', { hasText: 'remember me' }).waitFor();
     await p.locator('.msg.bot', { hasText: 'reply to: remember me' }).waitFor();
+  });
+});
+
+describe('web chat with no model configured', () => {
+  it('answers with one clear message naming the variables to set', async () => {
+    const world = await startWorld(redisUrl(), {}, { noModel: true });
+    const browser = await launchBrowser();
+    try {
+      const p = await browser.newPage();
+      await p.goto(`${world.app.address}/`);
+      await p.waitForSelector('body[data-connected="true"]');
+      await p.fill('#text', 'hello?');
+      await p.press('#text', 'Enter');
+      const notice = p.locator('.msg.bot');
+      await notice.waitFor();
+      const text = (await notice.textContent()) ?? '';
+      for (const name of ['OPENAI_API_KEY', 'STEERBOT_MODEL_PROVIDER', 'OPENAI_BASE_URL']) expect(text).toContain(name);
+      await p.locator('.event[data-outcome="failed"]').waitFor();
+      expect(await p.locator('.msg.bot').count()).toBe(1);
+      expect(world.ai.requests).toHaveLength(0);
+      // The process is still serving.
+      expect((await fetch(`${world.app.address}/healthz`)).status).toBe(200);
+    } finally {
+      await browser.close();
+      await world.stop();
+    }
   });
 });

@@ -166,6 +166,11 @@ describe('operator console: abandoning a run whose runner is gone', () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${host.app.address}/console#c=${encodeURIComponent(conversationId)}`);
     await expect.poll(() => page.textContent('#c-status'), { timeout: 10_000 }).toContain('running past its lease');
+    // The "stuck" filter finds it; a filter on another channel does not.
+    const stuck = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1`)).json();
+    expect(stuck.rows.map((r: { id: string; stuck: string[] }) => [r.id, r.stuck])).toEqual([[conversationId, ['running past its lease']]]);
+    const other = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1&channel=telegram`)).json();
+    expect(other.rows).toEqual([]);
     await page.click('#c-actions button[data-action="abandon"]');
     await expect.poll(() => page.getAttribute('#c-result', 'data-ok')).toBe('true');
     const ended = page.locator(`#timeline li.operator[data-kind="run.ended"][data-run="${runId}"]`);

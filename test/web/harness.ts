@@ -35,14 +35,18 @@ export function launchBrowser(): Promise<Browser> {
 const textOf = (m: { content?: unknown }): string =>
   typeof m.content === 'string' ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? '').join('') : '';
 
+/** What the fake model answers to a message containing "stream": 40 words, one every 40 ms. */
+export const LONG_ANSWER = Array.from({ length: 40 }, (_, i) => `word${i + 1}`).join(' ');
+
 /**
  * The fake model: a user message containing "slow" gets a `slow_tool` call;
- * otherwise it answers `reply to: <the user messages since its last text answer>`.
+ * one containing "stream" gets `LONG_ANSWER`, slowly; otherwise it answers `reply to: <the user messages since its last text answer>`.
  */
 export function modelScript(req: any): FakeTurn {
   const messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }> = req.messages ?? [];
   const last = messages.at(-1);
   if (last?.role === 'user' && /slow/i.test(textOf(last))) return { toolCalls: [{ name: 'slow_tool', args: {} }] };
+  if (last?.role === 'user' && /stream/i.test(textOf(last))) return { text: LONG_ANSWER, chunkDelayMs: 40 };
   const since: string[] = [];
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
@@ -62,7 +66,7 @@ export interface World {
 }
 
 /** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix. */
-export async function startWorld(redisUrl: string, env: Record<string, string> = {}, opts: { prefix?: string; ai?: FakeOpenAIServer } = {}): Promise<World> {
+export async function startWorld(redisUrl: string, env: Record<string, string> = {}, opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean } = {}): Promise<World> {
   const ai = opts.ai ?? (await startFakeOpenAI());
   if (!opts.ai) ai.script(modelScript);
   const prefix = opts.prefix ?? testPrefix();
@@ -72,7 +76,7 @@ export async function startWorld(redisUrl: string, env: Record<string, string> =
     file,
     JSON.stringify({
       http: { host: '127.0.0.1' },
-      model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 },
+      ...(!opts.noModel && { model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 } }),
       agents: { 'local-agent': { toolModules: [resolve('test/web/slow-tool.ts')], currentTime: false } },
     }),
   );

@@ -34,6 +34,8 @@ export interface FakeRequest {
   headers: Record<string, string | string[] | undefined>;
   /** True when the client went away before the answer was complete. */
   aborted?: boolean;
+  /** The usage the answer reported (absent for errors and requests dropped before answering). */
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 }
 
 /** A running fake server. */
@@ -161,6 +163,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return;
     }
     const answer = toAnswer(turn, body, index, opts.promptCache ? prefixes : undefined);
+    record.usage = answer.usage;
     if (body?.stream === true) await stream(res, answer, body, () => gone, wait, turn.chunkDelayMs ?? 0, turn.stallAfterChunks);
     else sendJson(res, 200, completion(answer));
   }

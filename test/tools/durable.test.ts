@@ -1,0 +1,116 @@
+/**
+ * Durable tool results across a crash: a runner process is killed (`kill -9`)
+ * while a tool batch is in flight, another takes the run over and the model
+ * makes the same calls again. The call that had completed is replayed, not
+ * executed; the idempotent one that had only started runs again with the
+ * same idempotency key; the non-idempotent one is not run again and the
+ * model is told its outcome is unknown.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { pendingToolCalls, toolInputHash } from '../../runner/tool-journal.js';
+import type { SeqEntry } from '../../src/record/entries.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { CID, RunnerHarness } from '../../testing/runner-harness.js';
+import { waitFor } from '../../testing/wait.js';
+import { recordedSends, startRunnerProcess, type RunnerProcess } from '../fixtures/runner-processes.js';
+import { redisUrl } from '../helpers/redis.js';
+
+const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
+const LEASE_MS = 2000;
+const HEARTBEAT_MS = 600;
+
+let fake: FakeOpenAIServer;
+let h: RunnerHarness | undefined;
+let procs: RunnerProcess[] = [];
+
+beforeEach(async () => {
+  fake = await startFakeOpenAI();
+});
+afterEach(async () => {
+  await Promise.all(procs.map((p) => p.kill9()));
+  procs = [];
+  await h?.close();
+  h = undefined;
+  await fake.close();
+});
+
+const BATCH = [
+  { name: 'note', args: { item: 'n1' } },
+  { name: 'pay', args: { item: 'invoice-7' } },
+  { name: 'lookup', args: { item: 'order-9' } },
+];
+
+describe('durable tool results', () => {
+  it('after a runner is killed mid-call: replays the completed call, re-runs the idempotent one, reports the other unknown', async () => {
+    fake.script((_req, i) => (i < 2 ? { toolCalls: BATCH } : { text: 'All handled.' }));
+    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
+    const first = await startRunnerProcess(settings);
+    procs.push(first);
+    const count = async (name: string) => Number((await h!.ctx.redis.get(`${h!.prefix}:count:${name}`)) ?? 0);
+
+    const r = (await h.ingest('pay the invoice and look up the order')) as { runId: string };
+    // The batch is in flight: `note` completed (recorded), `pay` and `lookup` started and hang.
+    await waitFor(async () => (await count('pay')) === 1 && (await count('lookup')) === 1 && (await h!.entries('tool.completed')).length === 1, 15_000, 'batch in flight');
+    expect(await h.entries('tool.started')).toHaveLength(3);
+    await first.kill9();
+
+    procs.push(await startRunnerProcess(settings));
+    const ended = await h.runEnded(r.runId, 20_000);
+    expect(ended.outcome).toBe('completed');
+    expect((await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text)).toEqual(['All handled.']);
+
+    // Executions: note once (replayed), lookup twice (idempotent re-run), pay once (not run again).
+    expect([await count('note'), await count('lookup'), await count('pay')]).toEqual([1, 2, 1]);
+    const keys = (await h.ctx.redis.lrange(`${h.prefix}:keys:lookup`, 0, -1)).map((s) => JSON.parse(s) as { key: string; rerun: boolean; attempt: number });
+    expect(keys.map((k) => [k.rerun, k.attempt])).toEqual([
+      [false, 1],
+      [true, 2],
+    ]);
+    expect(keys[0]!.key).toBe(keys[1]!.key);
+
+    // What the model was told after the takeover (request 2 answers the re-made batch of request 1).
+    const results = Object.fromEntries(
+      fake.requests[2]!.body.messages
+        .filter((m: { role: string }) => m.role === 'tool')
+        .map((m: { tool_call_id: string; content: string }) => [m.tool_call_id.replace(/^call_\d+_/, ''), JSON.parse(m.content)]),
+    );
+    expect(results['0']).toEqual({ done: 'note n1', execution: 1 });
+    expect(results['1']).toMatchObject({ error: { tool: 'pay', category: 'outcome_unknown' } });
+    expect(results['2']).toEqual({ done: 'lookup order-9', execution: 2 });
+
+    const completed = await h.entries('tool.completed');
+    expect(completed.map((e) => [e.tool, e.status])).toEqual([
+      ['note', 'ok'],
+      ['note', 'replayed'],
+      ['pay', 'unknown'],
+      ['lookup', 'ok'],
+    ]);
+    const status = await h.dispatch.status(CID);
+    expect(status.activeRunId).toBeUndefined();
+  });
+});
+
+describe('pendingToolCalls', () => {
+  const base = { v: 1 as const, at: 0, run: 'r1', token: 1 };
+  let seq = 1;
+  const started = (call: string, tool: string, input: unknown, extra = {}): SeqEntry => ({ ...base, seq: seq++, kind: 'tool.started', call, tool, inputHash: toolInputHash(input), key: `k-${call}`, ...extra });
+  const completed = (call: string, tool: string, status: 'ok' | 'replayed' | 'unknown', output: unknown, extra = {}): SeqEntry => ({ ...base, seq: seq++, kind: 'tool.completed', call, tool, inputHash: toolInputHash({}), status, output, ...extra });
+
+  it('leaves out calls whose results are in a recorded step, and calls a later attempt already accounted for', () => {
+    const step: SeqEntry = { ...base, seq: seq++, kind: 'model.step', step: 0, messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 't', output: { type: 'json', value: 1 } }] }] };
+    const entries = [started('a', 't', {}), completed('a', 't', 'ok', 1), step, started('b', 't', { x: 1 }), completed('b', 't', 'ok', 2), started('c', 'u', {}), started('d', 'u', {}), completed('e', 'u', 'unknown', null, { supersedes: 'd' })];
+    const pending = pendingToolCalls(entries, 'r1');
+    expect(pending.map((p) => [p.call, p.result?.output])).toEqual([
+      ['b', 2],
+      ['c', undefined],
+    ]);
+    expect(pendingToolCalls(entries, 'other-run')).toEqual([]);
+  });
+
+  it('hashes inputs independently of key order', () => {
+    expect(toolInputHash({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(toolInputHash({ b: [1, { d: 3, c: 2 }], a: 1 }));
+    expect(toolInputHash({ a: 1 })).not.toBe(toolInputHash({ a: 2 }));
+  });
+});
