@@ -3,6 +3,7 @@
  * names (`plugins`, or `runner.plugin` given as a module specifier). Adding a
  * built-in plugin is one folder under `plugins/` and one line in `BUILTIN_PLUGINS`.
  */
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import discord from '../plugins/discord/index.js';
@@ -40,9 +41,20 @@ function definitionProblem(def: unknown): string | undefined {
   return undefined;
 }
 
-/** A module specifier as `import()` takes it: relative paths resolve against the working directory. */
+/**
+ * A module specifier as `import()` takes it. Relative paths and package names
+ * resolve from the working directory (the project that runs steerbot), not
+ * from steerbot's own folder, so a plugin installed next to steerbot is found
+ * under any package manager's layout.
+ */
 function importTarget(specifier: string): string {
-  return specifier.startsWith('.') || specifier.startsWith('/') ? pathToFileURL(resolve(specifier)).href : specifier;
+  if (specifier.startsWith('.') || specifier.startsWith('/')) return pathToFileURL(resolve(specifier)).href;
+  try {
+    return pathToFileURL(createRequire(resolve('package.json')).resolve(specifier)).href;
+  } catch {
+    // An import-only package (no `require` condition): let `import()` resolve it from here.
+    return specifier;
+  }
 }
 
 /**

@@ -8,7 +8,7 @@
  *   model gets a preview plus a reference it can page through,
  * - failing safely: the model sees a short envelope, the logs the details.
  */
-import { tool, type ToolSet } from 'ai';
+import { tool, type ModelMessage, type ToolSet } from 'ai';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
@@ -81,34 +81,44 @@ export class Toolbox {
     await this.mcp?.close();
   }
 
-  /** The AI SDK tool set of one run: `tools`, the reachable MCP servers' tools and `read_artifact`. */
+  /**
+   * The AI SDK tool set of one run: `tools` and the reachable MCP servers'
+   * tools; `read_artifact` joins once the conversation has an artifact (one
+   * in the history, or one stored by this run: the set is the object the loop
+   * passes to every step, so the next step offers it). Without artifacts the
+   * request carries no tool it cannot use.
+   */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])];
-    if (ctx.artifacts) all.push(this.readArtifactTool(ctx));
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
     const parent = activeContext();
-    for (const t of all) {
+    const add = (t: AgentTool) => {
       if (set[t.name]) {
         ctx.logger.warn({ tool: t.name }, 'two tools share a name; the first is kept');
-        continue;
+        return;
       }
       set[t.name] = tool({
         description: t.description,
         inputSchema: t.inputSchema,
         execute: (input: unknown, opts: { toolCallId: string; abortSignal?: AbortSignal }) =>
           traceToolCall(t.name, parent, input, async (failed) => {
-            const out = await this.call(ctx, t, input, opts.toolCallId, opts.abortSignal);
+            const out = await this.call(ctx, t, input, opts.toolCallId, opts.abortSignal, offerReader);
             if (out.failed) failed();
             return out.value;
           }),
       } as unknown as Parameters<typeof tool>[0]) as ToolSet[string];
-    }
+    };
+    const offerReader = () => {
+      if (ctx.artifacts && !set[READ_ARTIFACT]) add(this.readArtifactTool(ctx));
+    };
+    for (const t of all) add(t);
+    if (hasArtifactReference(ctx.history)) offerReader();
     return set;
   }
 
   /** One call: claim it in the journal, run it (or replay it), bound its result, record it. Never throws. */
-  private async call(ctx: RunContext, t: AgentTool, input: unknown, callId: string, signal: AbortSignal | undefined): Promise<{ value: unknown; failed: boolean }> {
+  private async call(ctx: RunContext, t: AgentTool, input: unknown, callId: string, signal: AbortSignal | undefined, onArtifact: () => void): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
     let claim: ToolCallClaim;
@@ -121,6 +131,7 @@ export class Toolbox {
     }
     if (claim.kind === 'replay') {
       log.info({ status: claim.status }, 'tool result replayed from an earlier attempt');
+      if (isArtifactReference(claim.output)) onArtifact();
       return { value: claim.output, failed: claim.status === 'error' };
     }
     if (claim.kind === 'unknown') {
@@ -137,6 +148,7 @@ export class Toolbox {
     );
     if (outcome.ok) {
       value = await this.bound(ctx, log, outcome.value, t.name === READ_ARTIFACT);
+      if (isArtifactReference(value)) onArtifact();
     } else {
       failed = true;
       log.warn({ err: outcome.error, timedOut: outcome.timedOut, aborted: outcome.aborted }, 'tool failed');
@@ -194,6 +206,22 @@ export class Toolbox {
 
 /** Name of the built-in tool that pages through artifacts. */
 export const READ_ARTIFACT = 'read_artifact';
+
+/** A bounded result that points at an artifact (what `bound` returns for a large result). */
+function isArtifactReference(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && typeof (v as { artifact?: { id?: unknown } }).artifact?.id === 'string';
+}
+
+/** True when a tool result in `history` references an artifact (tool-result outputs as the AI SDK records them). */
+function hasArtifactReference(history: readonly ModelMessage[]): boolean {
+  for (const m of history) {
+    if (m.role !== 'tool') continue;
+    for (const part of m.content) {
+      if (part.type === 'tool-result' && part.output.type === 'json' && isArtifactReference(part.output.value)) return true;
+    }
+  }
+  return false;
+}
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown; timedOut: boolean; aborted: boolean };
 

@@ -49,7 +49,7 @@ describe('examples/custom-tool', () => {
       file,
       JSON.stringify({
         http: { host: '127.0.0.1' },
-        model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model' },
+        model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 },
         agents: { 'local-agent': { toolModules: [MODULE] } },
         channels: { telegram: { apiRoot: tg.apiRoot, mode: 'polling', registerCommands: false, pollTimeoutSeconds: 1 } },
       }),

@@ -35,6 +35,7 @@ const ALL_NAMES: ScriptName[] = [
   'noop',
   'purge',
   'retain',
+  'artifact-put',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));

@@ -42,7 +42,7 @@ describe('local agent tools end to end', () => {
     await t.h.runEnded(r.runId);
 
     expect(t.h.outbound.texts).toEqual(['The sum is 42.']);
-    expect(offered(0)).toEqual(['calc__add', 'calc__echo', 'read_artifact']);
+    expect(offered(0)).toEqual(['calc__add', 'calc__echo']);
     expect(toolResults(1)).toEqual([{ tool_call_id: 'call_add', content: { sum: 42 } }]);
     const started = await t.h.entries('tool.started');
     const completed = await t.h.entries('tool.completed');
@@ -60,7 +60,7 @@ describe('local agent tools end to end', () => {
     const ended = await t.h.runEnded(r.runId);
     expect(ended.outcome).toBe('completed');
     expect(t.h.outbound.texts).toEqual(['No calculator today.']);
-    expect(offered(0)).toEqual(['current_time', 'read_artifact']);
+    expect(offered(0)).toEqual(['current_time']);
   });
 
   it('stores a 200 KB result as an artifact (preview + reference in the prompt) that read_artifact pages through; /new deletes it', async () => {
@@ -81,6 +81,9 @@ describe('local agent tools end to end', () => {
     await t.h.outbound.waitForMessages(1);
     await t.h.runEnded(r.runId);
 
+    // `read_artifact` is offered from the step after the first artifact, not before.
+    expect(offered(0)).toEqual(['report']);
+    expect(offered(1)).toEqual(['read_artifact', 'report']);
     // The prompt got a bounded preview and the reference, not 200 KB.
     const first = t.fake.requests[1]!.body.messages.at(-1).content as string;
     expect(first.length).toBeLessThan(4000);

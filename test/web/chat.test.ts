@@ -8,10 +8,10 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
-import { LONG_ANSWER, launchBrowser, startWorld, type World } from './harness.js';
+import { LONG_ANSWER, launchBrowser, poll, startWorld, type World } from './harness.js';
 import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
 
-describe('web chat in a browser', () => {
+describe('web chat in a browser', { timeout: 90_000 }, () => {
   let world: World;
   let browser: Browser;
   let page: Page;
@@ -45,7 +45,7 @@ describe('web chat in a browser', () => {
     const p = await openChat();
     await say(p, 'hello there');
     const mine = p.locator('.msg.me', { hasText: 'hello there' });
-    await expect.poll(() => mine.getAttribute('data-dispatch')).toMatch(/new-run|injected/);
+    await poll(() => mine.getAttribute('data-dispatch')).toMatch(/new-run|injected/);
     const reply = p.locator('.msg.bot', { hasText: 'reply to: hello there' });
     await reply.waitFor();
     // The reply names the run that answered it, the same run the message started.
@@ -75,12 +75,12 @@ describe('web chat in a browser', () => {
     await say(p, 'and also this');
     const first = p.locator('.msg.me', { hasText: 'please go slow' });
     const second = p.locator('.msg.me', { hasText: 'and also this' });
-    await expect.poll(() => second.getAttribute('data-dispatch')).toBe('steered');
+    await poll(() => second.getAttribute('data-dispatch')).toBe('steered');
     const run = await first.getAttribute('data-run');
     expect(await second.getAttribute('data-run')).toBe(run);
     releaseSlowTool();
     // Taken at the next turn boundary, and answered by that run.
-    await expect.poll(() => second.getAttribute('data-dispatch')).toBe('injected');
+    await poll(() => second.getAttribute('data-dispatch')).toBe('injected');
     await p.locator('.event.tool[data-tool="slow_tool"][data-state="done"]').waitFor();
     // One answer to both: the model saw the steered message in the same run.
     const reply = p.locator('.msg.bot', { hasText: 'reply to: please go slow + and also this' });
@@ -122,7 +122,7 @@ describe('web chat in a browser', () => {
   });
 });
 
-describe('web chat with no model configured', () => {
+describe('web chat with no model configured', { timeout: 90_000 }, () => {
   it('answers with one clear message naming the variables to set', async () => {
     const world = await startWorld(redisUrl(), {}, { noModel: true });
     const browser = await launchBrowser();

@@ -10,13 +10,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Runs } from '../../src/protocol/runs.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
-import { launchBrowser, startWorld, type World } from './harness.js';
+import { launchBrowser, poll, startWorld, type World } from './harness.js';
 import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
 
 const TOKEN = 'console-token-0123456789';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
 
-describe('operator console in a browser', () => {
+describe('operator console in a browser', { timeout: 90_000 }, () => {
   let world: World;
   let browser: Browser;
   let contexts: BrowserContext[] = [];
@@ -80,19 +80,19 @@ describe('operator console in a browser', () => {
     await say(chat, 'slow job one');
     await waitFor(() => slowToolStarted() === 1, 10_000, 'slow tool started');
     await say(chat, 'steer this in');
-    await expect.poll(() => chat.locator('.msg.me', { hasText: 'steer this in' }).getAttribute('data-dispatch')).toBe('steered');
+    await poll(() => chat.locator('.msg.me', { hasText: 'steer this in' }).getAttribute('data-dispatch')).toBe('steered');
 
     const page = await openConsole();
     const row = page.locator(`tr[data-conversation="${conversationId}"]`);
     await row.waitFor();
-    await expect.poll(() => row.locator('td.state').textContent()).toBe('running');
+    await poll(() => row.locator('td.state').textContent()).toBe('running');
     expect(await row.locator('td.steering').textContent()).toBe('1');
     expect(await row.locator('td.channel').textContent()).toBe('web');
     const runId = (await row.locator('td.run').textContent())!;
     expect(runId).not.toBe('');
 
     await row.locator('td.id a').click();
-    await expect.poll(() => page.getAttribute('#c-status', 'data-steering')).toBe('1');
+    await poll(() => page.getAttribute('#c-status', 'data-steering')).toBe('1');
     expect(await page.getAttribute('#c-status', 'data-active-run')).toBe(runId);
     if (SCREENSHOTS) await page.screenshot({ path: 'docs/console.png', fullPage: true });
 
@@ -106,10 +106,10 @@ describe('operator console in a browser', () => {
     resetSlowTool();
     await say(chat, 'slow job two');
     await waitFor(() => slowToolStarted() === 1, 10_000, 'second slow tool started');
-    await expect.poll(() => page.getAttribute('#c-status', 'data-state')).toBe('running');
+    await poll(() => page.getAttribute('#c-status', 'data-state')).toBe('running');
     const second = (await page.getAttribute('#c-status', 'data-active-run'))!;
     await page.click('#c-actions button[data-action="stop"]');
-    await expect.poll(() => page.textContent('#c-result')).toBe('Stopping the current run.');
+    await poll(() => page.textContent('#c-result')).toBe('Stopping the current run.');
     const ended = page.locator(`#timeline li[data-kind="run.ended"][data-run="${second}"]`);
     await ended.waitFor();
     expect(await ended.textContent()).toContain('ended stopped');
@@ -132,7 +132,7 @@ describe('operator console in a browser', () => {
   });
 });
 
-describe('operator console: abandoning a run whose runner is gone', () => {
+describe('operator console: abandoning a run whose runner is gone', { timeout: 90_000 }, () => {
   let host: World | undefined;
   let runner: World | undefined;
   let browser: Browser | undefined;
@@ -155,24 +155,24 @@ describe('operator console: abandoning a run whose runner is gone', () => {
     await chat.fill('#text', 'first message');
     await chat.press('#text', 'Enter');
     const first = chat.locator('.msg.me', { hasText: 'first message' });
-    await expect.poll(() => first.getAttribute('data-dispatch')).toBe('new-run');
+    await poll(() => first.getAttribute('data-dispatch')).toBe('new-run');
     const runId = (await first.getAttribute('data-run'))!;
     const runs = new Runs({ client: host.app.ctx.redis, prefix: host.prefix });
     const dead = await runs.acquire(conversationId, runId, 'dead-runner', 300);
     await chat.fill('#text', 'are you there?');
     await chat.press('#text', 'Enter');
-    await expect.poll(() => chat.locator('.msg.me', { hasText: 'are you there?' }).getAttribute('data-dispatch')).toBe('steered');
+    await poll(() => chat.locator('.msg.me', { hasText: 'are you there?' }).getAttribute('data-dispatch')).toBe('steered');
 
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${host.app.address}/console#c=${encodeURIComponent(conversationId)}`);
-    await expect.poll(() => page.textContent('#c-status'), { timeout: 10_000 }).toContain('running past its lease');
+    await poll(() => page.textContent('#c-status')).toContain('running past its lease');
     // The "stuck" filter finds it; a filter on another channel does not.
     const stuck = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1`)).json();
     expect(stuck.rows.map((r: { id: string; stuck: string[] }) => [r.id, r.stuck])).toEqual([[conversationId, ['running past its lease']]]);
     const other = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1&channel=telegram`)).json();
     expect(other.rows).toEqual([]);
     await page.click('#c-actions button[data-action="abandon"]');
-    await expect.poll(() => page.getAttribute('#c-result', 'data-ok')).toBe('true');
+    await poll(() => page.getAttribute('#c-result', 'data-ok')).toBe('true');
     const ended = page.locator(`#timeline li.operator[data-kind="run.ended"][data-run="${runId}"]`);
     await ended.waitFor();
     expect(await ended.textContent()).toContain('abandoned by operator');
@@ -182,6 +182,6 @@ describe('operator console: abandoning a run whose runner is gone', () => {
     // A runner comes up and answers the message that waited.
     runner = await startWorld(redisUrl(), { STEERBOT_HOST: 'false' }, { prefix: host.prefix, ai: host.ai });
     await chat.locator('.msg.bot', { hasText: 'are you there?' }).waitFor({ timeout: 15_000 });
-    await expect.poll(() => page.getAttribute('#c-status', 'data-state')).toBe('idle');
+    await poll(() => page.getAttribute('#c-status', 'data-state')).toBe('idle');
   });
 });

@@ -7,11 +7,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
+import { expect } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
 import { createLogger } from '../../src/logger.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
+
+/** `expect.poll` with a deadline for a loaded machine (pages poll and stream; the default 1 s is too tight). */
+export const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
 
 /** Where Debian's chromium package puts the browser. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
