@@ -12,7 +12,9 @@ export { BUILTIN_PLUGINS, createRegistry, loadPluginModule, resolvePlugins, type
 export { startApp, type RunningApp, type StartAppOptions } from './start.js';
 export { redactConfig } from './summary.js';
 export { ConfigError, type ConfigIssue } from '../src/errors.js';
-export type { AgentTool } from '../plugins/local-agent/tools.js';
+export type { AgentTool, ToolCallContext } from '../plugins/local-agent/tools.js';
+export { ToolFailure, type ToolFailureCategory } from '../plugins/local-agent/tool-errors.js';
+export { decideApproval, type DecideResult } from '../src/protocol/approvals.js';
 export type { EnvBinding, LoadConfigOptions } from '../src/config.js';
 export type { PluginEnvBinding } from '../src/plugin-definition.js';
 export { purgeConversation, type PurgeOptions, type PurgeResult } from '../src/protocol/purge.js';

@@ -18,7 +18,7 @@ import { RunnerHarness } from '../testing/runner-harness.js';
 import { privateRedis } from './private-redis.js';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
-const CONTEXT_WINDOW = Number(process.env.BENCH_CONTEXT_WINDOW ?? 32_000);
+const CONTEXT_WINDOW = Number(process.env.BENCH_CONTEXT_WINDOW ?? 16_000);
 const OUTPUT_RESERVE = 4_000;
 
 const QUESTION = 'The nightly import was slow again; could you look up the job statistics for run';

@@ -1,6 +1,7 @@
 /**
  * Control commands every channel understands: `/stop`, `/new`, `/compact`,
- * `/queue <mode>`, `/status`, `/purge` (admins). Each is deduped by its update key (the
+ * `/queue <mode>`, `/status`, `/purge` (admins), `/approve <id>` and
+ * `/deny <id>` (a tool call waiting for approval: host/approval-commands.ts). Each is deduped by its update key (the
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply.
  */
@@ -8,10 +9,11 @@ import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
 import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
 import { parseBreaker } from '../src/record/breaker.js';
 import { purgeConversation } from '../src/protocol/purge.js';
+import { approvalCommand } from './approval-commands.js';
 import { readUnanswered, unansweredStatusLine, type UnansweredNote } from '../src/record/unanswered.js';
 
 /** Names of the control commands, without the slash. */
-export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge'] as const;
+export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny'] as const;
 /** A control command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -99,6 +101,9 @@ export async function runCommand(deps: CommandDeps, command: ParsedCommand, sour
     }
     case 'purge':
       return purgeCommand(deps, command.args, source);
+    case 'approve':
+    case 'deny':
+      return approvalCommand(deps, command.name === 'approve' ? 'approved' : 'denied', command.args, source);
   }
 }
 

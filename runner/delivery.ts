@@ -162,13 +162,6 @@ export class RunDelivery implements DeliverySink {
     this.scheduleFlush(s);
   }
 
-  /** A tool call started: shown by channels that show progress; failures are only logged. */
-  toolCall(name: string): void {
-    const out = this.outbound;
-    if (!out?.toolCall) return;
-    void out.toolCall(this.o.conversationId, name).catch((err: unknown) => this.o.logger.debug({ err }, 'tool-call notice failed'));
-  }
-
   typing(): void {
     const out = this.outbound;
     if (!out?.typing || this.typingTimer) return;

@@ -33,6 +33,7 @@ import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
 import { isFinalStep } from './projection.js';
 import { readRunEntries, runProgress, type RecordedAnswer } from './takeover.js';
 import { RedisArtifacts } from './artifacts.js';
+import { RunApprovals } from './approval.js';
 import { pendingToolCalls, RunToolJournal } from './tool-journal.js';
 
 /** Options of the executor (one per runner process). */
@@ -274,8 +275,13 @@ export class RunExecutor {
       logger,
       model: o.model,
       compaction,
+      fetchAttachment: async (attachment, opts) => {
+        const out = o.resolveOutbound(ref.conversationId);
+        return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
+      },
       toolCalls: await this.toolJournal(ref, attempt),
       artifacts: new RedisArtifacts(o.client, o.prefix, ref),
+      approvals: new RunApprovals({ client: o.client, prefix: o.prefix, run: ref, delivery, starter: inputs[0]?.sender.id, logger }),
     };
   }
 

@@ -7,7 +7,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel } from 'ai';
+import type { LanguageModel, TranscriptionModel } from 'ai';
 import { ConfigError } from '../src/errors.js';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import type { ModelSettings } from './plugin.js';
@@ -43,6 +43,27 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
     case 'google':
       return createGoogle(common)(settings.name);
   }
+}
+
+/**
+ * A speech-to-text model named `name` (`whisper-1`, `gpt-4o-mini-transcribe`)
+ * on the configured provider: OpenAI's transcription API, at `baseURL` when
+ * set (an OpenAI-compatible server with that API).
+ * @throws ConfigError for a provider without a transcription API here, or a missing key.
+ */
+export function createTranscriptionModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): TranscriptionModel {
+  if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
+    throw new ConfigError([{ path: 'agents.local-agent.transcriptionModel', message: `needs model.provider openai or openai-compatible (it is ${settings.provider})` }]);
+  }
+  if (settings.provider === 'openai' && !settings.apiKey) {
+    throw new ConfigError([{ path: 'model.apiKey', message: `required for transcription with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);
+  }
+  return createOpenAI({
+    // A local OpenAI-compatible server may need no key; the provider insists on one.
+    apiKey: settings.apiKey ?? 'none',
+    ...(settings.baseURL && { baseURL: settings.baseURL }),
+    ...(fetchImpl && { fetch: fetchImpl }),
+  }).transcription(name);
 }
 
 /**

@@ -9,11 +9,12 @@ import type { z } from 'zod';
 import type { ModelProvider } from '../src/defaults.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { RouteRegistry } from '../src/http-routes.js';
-import type { SeqEntry, MessageReceived } from '../src/record/entries.js';
+import type { Attachment, SeqEntry, MessageReceived } from '../src/record/entries.js';
+import type { FetchedFile } from '../src/channel.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
-import type { ArtifactStore, ToolCallJournal } from './tool-contract.js';
+import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
 
-export type { ArtifactRef, ArtifactStore, ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
+export type { ApprovalGate, ApprovalOutcome, ApprovalRequest, ArtifactRef, ArtifactStore, ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
 
 /** What a runner plugin can do; the host and runtime adapt to it. */
 export interface RunnerCapabilities {
@@ -53,8 +54,6 @@ export interface DeliverySink {
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */
   typing(): void;
-  /** Tells channels that show progress (the web chat) that the agent started a tool call. Best effort, never throws. Optional. */
-  toolCall?(name: string): void;
 }
 
 /** One model step to record: the messages the next request must replay. */
@@ -134,6 +133,14 @@ export interface RunContext {
   toolCalls?: ToolCallJournal;
   /** Large tool results, kept under the conversation with a TTL. Absent in hand-made contexts. */
   artifacts?: ArtifactStore;
+  /** Asks a person in the chat to approve a tool call, durably. Absent in hand-made contexts. */
+  approvals?: ApprovalGate;
+  /**
+   * Fetches an attachment's bytes through the conversation's channel (the
+   * record keeps references only); undefined when the channel cannot. Throws
+   * as the channel does (InvalidInputError: larger than `maxBytes`).
+   */
+  fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile | undefined>;
 }
 
 /** A runner plugin. */

@@ -37,6 +37,8 @@ export interface ToolCallJournal {
   claim(call: ToolCallRef): Promise<ToolCallClaim>;
   /** Records the result the model sees (bounded by the caller). Throws StaleRunError when the run was lost. */
   completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void>;
+  /** What an earlier attempt recorded of this call (without claiming it): an approval is not asked again for a call that already started. */
+  recorded?(call: ToolCallRef): 'started' | 'completed' | undefined;
 }
 
 /** A stored artifact's reference. */
@@ -53,4 +55,27 @@ export interface ArtifactStore {
   put(text: string, ttlSeconds: number): Promise<ArtifactRef>;
   /** Reads `length` characters from `offset`; undefined when the artifact does not exist (expired, reset, or never). */
   read(id: string, offset: number, length: number): Promise<{ text: string; chars: number } | undefined>;
+}
+
+/** A tool call that needs a person's approval. */
+export interface ApprovalRequest {
+  callId: string;
+  tool: string;
+  /** The call's input (shown bounded, secrets redacted, by the caller; hashed for the record). */
+  input: unknown;
+  /** The text shown in the chat: names the tool and shows its (bounded, redacted) arguments. */
+  text: string;
+  /** Who may decide besides the user who started the run (platform user ids). */
+  approvers: readonly string[];
+  /** How long to wait for a decision, in ms. */
+  timeoutMs: number;
+}
+
+/** How an approval ended. `aborted`: the run was stopped (or lost) while waiting. */
+export type ApprovalOutcome = { decision: 'approved' | 'denied' | 'timeout' | 'aborted'; by?: string };
+
+/** Asks in the chat and waits, durably: the request and the decision are record entries; a takeover resumes the same wait. */
+export interface ApprovalGate {
+  /** Resolves once decided, timed out or aborted (`signal`). Throws StaleRunError when the run was lost. */
+  request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome>;
 }

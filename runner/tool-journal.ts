@@ -110,6 +110,12 @@ export class RunToolJournal implements ToolCallJournal {
     return { kind: 'run', idempotencyKey: key, rerun: earlier !== undefined };
   }
 
+  recorded(call: ToolCallRef): 'started' | 'completed' | undefined {
+    const inputHash = toolInputHash(call.input);
+    const p = this.pending.find((c) => c.tool === call.tool && c.inputHash === inputHash);
+    return p ? (p.result ? 'completed' : 'started') : undefined;
+  }
+
   async completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void> {
     await this.complete(call, toolInputHash(call.input), result);
   }

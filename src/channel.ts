@@ -11,6 +11,7 @@ import type { RouteRegistry } from './http-routes.js';
 import type { InputPolicy } from './input-policies.js';
 import type { PluginDefinition } from './plugin-definition.js';
 import type { IncomingMessage, IngestResult } from './protocol/types.js';
+import type { Attachment } from './record/entries.js';
 import type { RedisClient } from './scripts/index.js';
 
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
@@ -53,8 +54,6 @@ export interface ChannelOutbound {
   edit?(conversationId: string, messageId: string, text: string, opts?: EditOptions): Promise<void>;
   /** Shows a typing indicator once; delivery refreshes it while a run is active. */
   typing?(conversationId: string): Promise<void>;
-  /** Shows that the agent started the tool `name` (the web chat shows tool calls in progress). Absent: not shown. */
-  toolCall?(conversationId: string, name: string): Promise<void>;
   /**
    * Whether `userId` administers the chat of `conversationId` on the platform
    * (Telegram: creator or administrator; Discord: Administrator, Manage Guild
@@ -69,6 +68,21 @@ export interface ChannelOutbound {
    * Absent: the channel does not stream.
    */
   streamEditIntervalMs?(conversationId: string): number;
+  /**
+   * Fetches the bytes of one of this channel's attachments (by its `ref`),
+   * when a runner builds a prompt: the record keeps references only. Throws
+   * InvalidInputError when the file is larger than `maxBytes`,
+   * ChannelApiError when the platform refuses. Absent: attachments reach the
+   * model as text placeholders.
+   */
+  fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile>;
+}
+
+/** An attachment's bytes, as fetched from the platform. */
+export interface FetchedFile {
+  data: Uint8Array;
+  /** The platform's content type, when it says. */
+  mediaType?: string;
 }
 
 /** What the host does with one normalized inbound message. */

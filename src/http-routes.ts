@@ -3,6 +3,7 @@
  * request and response objects, no web framework's types. The host adapts
  * it to its server (`host/http.ts`).
  */
+import type { ZodType } from 'zod';
 
 /** An HTTP request as a route handler sees it. */
 export interface RouteRequest {
@@ -60,3 +61,21 @@ export interface RouteRegistry {
 
 /** A JSON response. */
 export const json = (status: number, value: unknown): RouteResponse => ({ status, json: value });
+
+/**
+ * Parses a request's body as JSON and validates it with `schema`: the value,
+ * or the 400 response naming the first problem (`body is not valid JSON`,
+ * `bad <what>: <path>: <message>`).
+ */
+export function readJsonBody<T>(req: Pick<RouteRequest, 'body'>, schema: ZodType<T>, what = 'body'): { ok: true; value: T } | { ok: false; response: RouteResponse } {
+  let value: unknown;
+  try {
+    value = JSON.parse(req.body.toString('utf8'));
+  } catch {
+    return { ok: false, response: json(400, { error: 'body is not valid JSON' }) };
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  return { ok: false, response: json(400, { error: `bad ${what}: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` }) };
+}

@@ -55,6 +55,8 @@ export interface ConversationKeys {
   runs: string;
   /** Large tool results (hash: artifact id → text; TTL refreshed on write). Deleted by reset and purge. */
   artifacts: string;
+  /** Tool approval requests and their decisions (hash: approval id → JSON). */
+  approvals: string;
   /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
   tombstone: string;
   /** Run record of `runId`. */
@@ -79,6 +81,7 @@ class Keys implements ConversationKeys {
   readonly runs: string;
   readonly tombstone: string;
   readonly artifacts: string;
+  readonly approvals: string;
   constructor(readonly base: string) {
     this.log = `${base}log`;
     this.meta = `${base}meta`;
@@ -90,6 +93,7 @@ class Keys implements ConversationKeys {
     this.runs = `${base}runs`;
     this.tombstone = `${base}tombstone`;
     this.artifacts = `${base}artifacts`;
+    this.approvals = `${base}approvals`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -111,7 +115,7 @@ class Keys implements ConversationKeys {
  * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
  * stores a key of its own per conversation adds its suffix here (`replies`,
  * `callback_cursor`, `callback_lock`: the webhook channel; `rate`: ingest's
- * rate limits; `artifacts`: large tool results of the local agent). The webhook's `reply_stored:<delivery key>` keys are found
+ * rate limits; `artifacts`, `approvals`: large tool results and tool approvals of the local agent). The webhook's `reply_stored:<delivery key>` keys are found
  * from the outbox's delivery keys.
  */
 export const CONVERSATION_KEY_SUFFIXES = [
@@ -128,6 +132,7 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'callback_cursor',
   'callback_lock',
   'artifacts',
+  'approvals',
 ] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */

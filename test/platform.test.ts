@@ -80,7 +80,7 @@ describe('an app with plugins from modules', () => {
       env: { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, HOST: '127.0.0.1', PORT: String(await freePort()), STEERBOT_PLUGINS: MEMO, STEERBOT_RUNNER_PLUGIN: ECHO },
     });
     app = await startApp({ config: { ...config, channels: { ...config.channels, memo: { greeting: 'hi' } } }, logger });
-    expect(app.channels).toEqual(['memo']);
+    expect(app.channels).toEqual(['web', 'memo']); // the web chat is on by default
     const chat = `c${prefix}`;
     const post = await fetch(`${app.address}/memo/${chat}`, { method: 'POST', body: JSON.stringify({ id: `${prefix}-1`, text: 'ping' }) });
     expect(post.status).toBe(202);

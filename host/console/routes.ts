@@ -13,6 +13,7 @@ import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { RunQueue } from '../../src/run-queue.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
+import { recentKey } from './activity.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
 import { ConsoleReads, FILTER_WINDOW } from './reads.js';
 
@@ -95,7 +96,11 @@ export function registerConsole(o: ConsoleOptions): void {
     return json(200, { ...list, filterWindow: FILTER_WINDOW, queue: await reads.queueCounts(), now: Date.now() });
   });
   api('GET', '/queue', async () => json(200, await reads.queueCounts()));
-  api('GET', '/conversations/:id', async (req) => json(200, { row: await reads.row(req.params.id ?? '', 0), now: Date.now() }));
+  api('GET', '/conversations/:id', async (req) => {
+    const id = req.params.id ?? '';
+    const lastActivity = Number((await o.redis.zscore(recentKey(o.prefix), id)) ?? 0);
+    return json(200, { row: await reads.row(id, lastActivity), now: Date.now() });
+  });
   api('GET', '/conversations/:id/entries', async (req) => {
     const count = intParam(req.query.count, 50, 1, 500);
     const after = req.query.after === undefined ? undefined : intParam(req.query.after, 0, 0, Number.MAX_SAFE_INTEGER);

@@ -1,15 +1,10 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
 import { z } from 'zod';
+import { int } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
 
-const int = (min: number, max: number) =>
-  z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(min, { error: `expected an integer >= ${min}` })
-    .max(max, { error: `expected an integer <= ${max}` });
 
 /** Schema of the Discord channel's configuration. Unknown keys are errors. */
 export const discordConfigSchema = z.strictObject({

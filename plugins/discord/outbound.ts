@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type RateLimitData } from 'discord.js';
 import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
+import { fetchFile } from '../../src/fetch-file.js';
 import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
 import type { DiscordConfig } from './config.js';
 import { isGuildAdmin } from './admins.js';
@@ -41,6 +42,19 @@ export function channelIdOf(channelId: string, conversationId: string): string {
   return rest;
 }
 
+const DISCORD_FILE_HOSTS = new Set(['cdn.discordapp.com', 'media.discordapp.net']);
+
+/** Whether `ref` is a file URL on Discord's CDN, or on the origin of the configured API base. */
+function isDiscordFileUrl(ref: string, apiBase: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(ref);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'https:' && DISCORD_FILE_HOSTS.has(url.hostname)) || url.origin === new URL(apiBase).origin;
+}
+
 /** Builds the outbound side over `rest`. */
 export function createDiscordOutbound(channelId: string, config: DiscordConfig, rest: REST): ChannelOutbound {
   const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
@@ -61,6 +75,13 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
   const outbound: ChannelOutbound = {
     channelId,
     maxMessageChars: DISCORD_MAX_MESSAGE_CHARS,
+
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      if (attachment.size !== undefined && attachment.size > maxBytes) throw new InvalidInputError(`attachment is ${attachment.size} bytes, more than ${maxBytes}`);
+      // Only Discord's own file hosts (or the configured API's, a fake in tests): a ref is fetched, never an arbitrary URL.
+      if (!isDiscordFileUrl(attachment.ref, config.apiBase)) throw new InvalidInputError('attachment is not on a Discord file host');
+      return fetchFile(attachment.ref, { maxBytes, ...(signal && { signal }), label: 'Discord attachment' });
+    },
 
     async send(conversationId: string, text: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
       const channel = channelIdOf(channelId, conversationId);

@@ -11,6 +11,7 @@ import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { createModel, modelSetupNotice } from '../../runner/model.js';
 import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
+import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { loadSystemPrompts } from './prompt.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { currentTimeTool, httpFetchTool, type AgentTool, type HttpFetchToolOptions } from './tools.js';
@@ -43,6 +44,14 @@ export const localAgentConfigSchema = z.strictObject({
   steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default(DEFAULTS.agent.steeringMode).describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
   maxSteps: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1, { error: 'expected an integer >= 1' }).max(1000, { error: 'expected an integer <= 1000' }).default(DEFAULTS.agent.maxSteps).describe('Most model steps per run invocation. Default 24.'),
   streamIdleTimeoutMs: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(0, { error: 'expected an integer >= 0' }).max(3_600_000, { error: 'expected at most 3 600 000 (one hour)' }).default(DEFAULT_STREAM_IDLE_TIMEOUT_MS).describe('A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. In ms; 0 turns it off. Default 120 000.'),
+  attachments: z
+    .strictObject({
+      maxBytes: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1024, { error: 'expected an integer >= 1024' }).max(100 * 1024 * 1024, { error: 'expected at most 104857600 (100 MiB)' }).default(ATTACHMENT_DEFAULTS.maxBytes).describe('Largest attachment fetched for the model, in bytes. Default 10 485 760 (10 MiB).'),
+      accept: z.array(z.string().regex(/^[a-z]+\/(\*|[\w.+-]+)$/, { error: 'expected a media type like image/* or application/pdf' })).default([...ATTACHMENT_DEFAULTS.accept]).describe('Media types the model accepts as image or file parts (`image/*`, `application/pdf`). Default `["image/*"]`.'),
+      policy: z.enum(['omit', 'text', 'error'], { error: 'expected omit, text or error' }).default(ATTACHMENT_DEFAULTS.policy).describe('A file the model does not accept, too large, or not fetchable: `text` (a placeholder naming it), `omit` (left out) or `error` (the user is told the type is not supported). Default `text`.'),
+    })
+    .prefault({})
+    .describe('Attachments of the messages a run answers, fetched through their channel and sent as image / file parts.'),
   toolModules: z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]).describe('Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.'),
   // MCP servers, artifacts of large results, durable calls, http_fetch allow-list (docs/tools.md).
   ...toolSettingsShape,
@@ -73,6 +82,8 @@ export interface LocalAgentConfig {
   streamIdleTimeoutMs?: number;
   /** Builds the model from the run's model settings when `model` is not given. Default: the runner's model factory. */
   createModel?: (settings: ModelSettings) => LanguageModel;
+  /** Attachments as image / file parts (default: images up to 10 MiB; others as placeholders). */
+  attachments?: AttachmentSettings;
   /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
   toolbox?: ToolboxOptions;
 }
@@ -86,6 +97,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   tools.push(...(config.tools ?? []));
   let model: LanguageModel | undefined = config.model;
   const toolbox = new Toolbox(config.toolbox);
+  const attachments = new AttachmentParts(config.attachments);
   return {
     close: () => toolbox.close(),
     manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
@@ -107,6 +119,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
         streaming: config.streaming ?? false,
+        attachments,
         ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
       });
     },
@@ -159,6 +172,7 @@ export default defineRunnerPlugin({
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
+      attachments: settings.attachments,
       tools,
       createModel: (s) => deps.createModel(s),
       toolbox: {
@@ -167,6 +181,7 @@ export default defineRunnerPlugin({
         ...(settings.toolResultMaxChars !== undefined && { maxResultChars: settings.toolResultMaxChars }),
         ...(settings.artifactTtlSeconds !== undefined && { artifactTtlSeconds: settings.artifactTtlSeconds }),
         ...(settings.idempotentTools && { idempotentTools: settings.idempotentTools }),
+        ...(settings.toolPolicy && { policy: settings.toolPolicy }),
       },
     });
   },

@@ -11,6 +11,7 @@ import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { traceModelCall } from '../../src/telemetry/agent-spans.js';
 import { CONTEXT_OVERFLOW_MESSAGE, DEFAULT_MODEL_FAILURE_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STEP_LIMIT_MESSAGE, STREAM_TIMEOUT_MESSAGE } from './outcomes.js';
+import type { AttachmentParts } from './attachments.js';
 import { cachePlan } from './caching.js';
 import { StreamWatchdog } from './watchdog.js';
 
@@ -32,6 +33,8 @@ export interface LoopOptions {
   streaming?: boolean;
   /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
   modelFailureMessage?: string;
+  /** Puts attachments of the messages a run answers into its requests as image / file parts. Default: placeholders only. */
+  attachments?: AttachmentParts;
   /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
   streamIdleTimeoutMs?: number;
 }
@@ -60,6 +63,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   const modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
   // Provider prompt caching: the same system, tools and cache key for every request of the conversation.
   const cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
+  const refused = await o.attachments?.expand(ctx, messages, ctx.inputs);
+  if (refused) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused };
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
     const fits = await fitContext(ctx, messages, overhead, overflowRetried);
@@ -92,8 +97,6 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
         if (part.type === 'text-delta') {
           text += part.text;
           if (o.streaming && !streamedPartial) ctx.delivery.delta(part.text);
-        } else if (part.type === 'tool-call') {
-          ctx.delivery.toolCall?.(part.toolName);
         } else if (part.type === 'error') {
           streamError = part.error;
         }
@@ -175,6 +178,8 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
     // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
     for (const m of steered) messages.push(userMessage(m, false));
+    const refusedSteered = await o.attachments?.expand(ctx, messages, steered);
+    if (refusedSteered) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refusedSteered };
     if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
     // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
     const compacted = await ctx.compaction.atBoundary(messages);

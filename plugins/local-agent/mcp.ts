@@ -50,7 +50,6 @@ export type McpServerConfig = z.output<typeof mcpServerSchema>;
 /** `agents.local-agent.mcpServers`: servers by name (the name prefixes its tools). */
 export const mcpServersSchema = z
   .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, { error: 'expected a server name of 1-32 characters [A-Za-z0-9_-]' }), mcpServerSchema)
-  .default({})
   .describe('MCP servers whose tools join the agent\'s, by name: `{ "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }, "crm": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer …" }, "tools": ["lookup"] } }`. Tools are named `<server>__<tool>`. Default `{}`.');
 
 /** One MCP tool as the server lists it. */

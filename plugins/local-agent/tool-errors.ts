@@ -17,6 +17,8 @@ export type ToolFailureCategory =
   | 'too_many_redirects'
   | 'tool_error'
   | 'outcome_unknown'
+  | 'denied'
+  | 'approval_timeout'
   | 'internal';
 
 /** A failure a tool reports on purpose: its message is meant for the model. */
@@ -45,6 +47,8 @@ const GENERIC: Record<ToolFailureCategory, string> = {
   too_many_redirects: 'too many redirects',
   tool_error: 'the tool reported an error',
   outcome_unknown: 'the outcome is unknown',
+  denied: 'the call was not allowed',
+  approval_timeout: 'nobody approved the call in time',
   internal: 'the tool failed with an internal error',
 };
 

@@ -15,6 +15,7 @@ import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 import { McpManager, McpToolError, mcpServersSchema, type McpServerConfig, type McpServerSettings } from './mcp.js';
+import { ToolPolicy, toolPolicySchema, type ToolPolicySettings } from './policy.js';
 import { toolErrorEnvelope, ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -35,6 +36,7 @@ export const toolSettingsShape = {
   toolResultMaxChars: int(1000, 1_000_000).optional().describe('A tool result longer than this (in characters, as JSON) is stored as an artifact in Redis; the model gets a preview and reads the rest with the built-in `read_artifact` tool. Default 16 000.'),
   artifactTtlSeconds: int(60, 30 * 86_400).optional().describe('How long a conversation\'s artifacts live after its last one was stored, in seconds; `/new` and purge delete them sooner. Default 86 400 (a day).'),
   idempotentTools: z.array(z.string().min(1).max(128)).optional().describe('Tools (by the name the model sees, e.g. `crm__lookup`) that may run again after a runner died during their call; any other such call is reported to the model as of unknown outcome. `http_fetch`, `current_time`, `read_artifact` and MCP tools annotated read-only or idempotent are already. Default `[]`.'),
+  toolPolicy: toolPolicySchema.optional(),
   httpFetchAllow: z.array(z.string().trim().min(1)).optional().describe('Hosts, IP addresses or CIDR ranges `http_fetch` may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise). Default `[]`.'),
 };
 
@@ -52,6 +54,8 @@ export interface ToolboxOptions {
   logger?: Logger;
   /** After a failed MCP connection, the next attempt waits this long (doubling), in ms. Default 1000. */
   mcpRetryDelayMs?: number;
+  /** Per tool allow / deny / require_approval (as `agents.local-agent.toolPolicy`). Default: all allowed. */
+  policy?: ToolPolicySettings;
 }
 
 const readArtifactInput = z.object({
@@ -67,6 +71,7 @@ export class Toolbox {
   private readonly maxChars: number;
   private readonly ttlSeconds: number;
   private readonly idempotent: Set<string>;
+  readonly policy: ToolPolicy;
 
   constructor(o: ToolboxOptions = {}) {
     const servers = mcpServersSchema.parse(o.mcpServers ?? {}) as Record<string, McpServerConfig>;
@@ -74,6 +79,7 @@ export class Toolbox {
     this.maxChars = o.maxResultChars ?? DEFAULT_TOOL_RESULT_MAX_CHARS;
     this.ttlSeconds = o.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
     this.idempotent = new Set(o.idempotentTools ?? []);
+    this.policy = new ToolPolicy(o.policy);
   }
 
   /** Closes the MCP connections. */
@@ -89,7 +95,8 @@ export class Toolbox {
    * request carries no tool it cannot use.
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
-    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])];
+    // A denied tool is not offered at all.
+    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])].filter((t) => this.policy.mode(t.name, ctx.conversationId) !== 'deny');
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
     const parent = activeContext();
@@ -121,6 +128,11 @@ export class Toolbox {
   private async call(ctx: RunContext, t: AgentTool, input: unknown, callId: string, signal: AbortSignal | undefined, onArtifact: () => void): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
+    if (this.policy.mode(t.name, ctx.conversationId) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
+      // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
+      const refused = await this.approve(ctx, log, t.name, input, callId, signal ?? ctx.signal);
+      if (refused) return { value: refused, failed: true };
+    }
     let claim: ToolCallClaim;
     try {
       claim = ctx.toolCalls ? await ctx.toolCalls.claim(ref) : { kind: 'run', idempotencyKey: `${ctx.runId}:${callId}`, rerun: false };
@@ -161,6 +173,29 @@ export class Toolbox {
       log.warn({ err }, 'tool result not recorded');
     }
     return { value, failed };
+  }
+
+  /** Asks for approval; undefined when approved, else the envelope the model gets. */
+  private async approve(ctx: RunContext, log: Logger, tool: string, input: unknown, callId: string, signal: AbortSignal): Promise<unknown> {
+    if (!ctx.approvals) return toolErrorEnvelope(tool, new ToolFailure('denied', 'this tool needs a person\'s approval, which this runner cannot ask for'));
+    let outcome: Awaited<ReturnType<NonNullable<RunContext['approvals']>['request']>>;
+    try {
+      outcome = await ctx.approvals.request({ callId, tool, input, text: this.policy.approvalText(tool, input), approvers: this.policy.approvers, timeoutMs: this.policy.approvalTimeoutMs }, signal);
+    } catch (err) {
+      log.warn({ err }, 'approval could not be asked');
+      return toolErrorEnvelope(tool, new ToolFailure('denied', 'the approval could not be asked'));
+    }
+    log.info({ decision: outcome.decision }, 'approval decided');
+    switch (outcome.decision) {
+      case 'approved':
+        return undefined;
+      case 'timeout':
+        return toolErrorEnvelope(tool, new ToolFailure('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`));
+      case 'aborted':
+        return toolErrorEnvelope(tool, new ToolFailure('aborted', 'the run was stopped while waiting for approval; the call was not run'));
+      default:
+        return toolErrorEnvelope(tool, new ToolFailure('denied', `${outcome.by ? `${outcome.by} denied the call` : 'the call was denied'}; it was not run`));
+    }
   }
 
   /** A result small enough for the prompt: as is, or a preview plus an artifact reference. */

@@ -45,7 +45,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
   const cfg = parseConfig(config);
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
-  const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger });
+  const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger, apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
   let poller: TelegramPoller | undefined;
   /** Readiness of the inbound side: set once `start` registered the webhook or started polling. */
   let webhookReady = false;

@@ -5,6 +5,7 @@
 import type { Api } from 'grammy';
 import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
+import { fetchFile } from '../../src/fetch-file.js';
 import type { Logger } from '../../src/logger.js';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
@@ -36,6 +37,10 @@ export interface TelegramOutboundOptions {
   /** Offer streaming edits (`streamEditIntervalMs`). */
   streaming: boolean;
   logger: Logger;
+  /** Bot API root files are downloaded from (`<apiRoot>/file/bot<token>/<file_path>`). Default `https://api.telegram.org`. */
+  apiRoot?: string;
+  /** Fetch for file downloads. Default: global fetch. */
+  fetch?: typeof fetch;
 }
 
 /** The user Telegram shows as the sender of an anonymous group admin's messages (@GroupAnonymousBot). */
@@ -107,6 +112,16 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
     async typing(conversationId: string) {
       const target = parseConversationId(channelId, conversationId);
       await call('sendChatAction', () => api.sendChatAction(target.chatId, 'typing', thread(target)));
+    },
+
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      const tooLarge = (size: number) => new InvalidInputError(`attachment is ${size} bytes, more than ${maxBytes}`);
+      if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
+      const file = await call('getFile', () => api.getFile(attachment.ref));
+      if (file.file_size !== undefined && file.file_size > maxBytes) throw tooLarge(file.file_size);
+      if (!file.file_path) throw new InvalidInputError('Telegram gave no path for the file (larger than the Bot API serves?)');
+      // The URL carries the token: errors name the file instead.
+      return fetchFile(`${opts.apiRoot ?? 'https://api.telegram.org'}/file/bot${token}/${file.file_path}`, { maxBytes, ...(signal && { signal }), ...(opts.fetch && { fetch: opts.fetch }), label: `Telegram file ${file.file_path}` });
     },
 
     async isAdmin(conversationId: string, userId: string) {

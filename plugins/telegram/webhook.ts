@@ -6,7 +6,7 @@
  * server's error handler, so Telegram delivers the update again.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { json, type RouteRegistry } from '../../src/http-routes.js';
+import { json, readJsonBody, type RouteRegistry } from '../../src/http-routes.js';
 import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
 
 /** Header Telegram carries the secret in. */
@@ -35,18 +35,9 @@ export function registerWebhookRoute(routes: RouteRegistry, opts: WebhookRouteOp
     path: opts.path,
     async handle(req) {
       if (!secretMatches(req.headers[SECRET_HEADER], opts.secret)) return json(401, { error: 'missing or wrong X-Telegram-Bot-Api-Secret-Token' });
-      let body: unknown;
-      try {
-        body = JSON.parse(req.body.toString('utf8'));
-      } catch {
-        return json(400, { error: 'body is not valid JSON' });
-      }
-      const parsed = telegramUpdateSchema.safeParse(body);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        return json(400, { error: `bad update: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` });
-      }
-      return json(200, await opts.handle(parsed.data));
+      const parsed = readJsonBody(req, telegramUpdateSchema, 'update');
+      if (!parsed.ok) return parsed.response;
+      return json(200, await opts.handle(parsed.value));
     },
   });
 }

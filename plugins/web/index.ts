@@ -30,8 +30,6 @@ import { WebEventStreams } from './events.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
 import { CHAT_SCRIPT, CHAT_STYLES, chatPage } from './page.js';
 
-export type { WebConfig } from './config.js';
-
 /** Path prefix of the chat's assets and API. */
 const BASE = '/chat';
 /** A browser's conversation id and a message's id: URL-safe, no `:` (ids are joined with it). */

@@ -23,9 +23,7 @@ export type WebEvent =
   | { type: 'message'; id: string; text: string; replyTo?: string }
   /** A streamed reply's text so far (replaces what `id` shows). */
   | { type: 'edit'; id: string; text: string }
-  | { type: 'typing' }
-  /** The agent started tool `name` (shown until the step is recorded or the run ends). */
-  | { type: 'tool'; name: string };
+  | { type: 'typing' };
 
 /** Key of a conversation's event stream. */
 export function eventsKey(prefix: string, conversationId: string): string {
@@ -69,10 +67,6 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
     async typing(conversationId: string) {
       check(conversationId);
       await append(conversationId, { type: 'typing' });
-    },
-    async toolCall(conversationId: string, name: string) {
-      check(conversationId);
-      await append(conversationId, { type: 'tool', name });
     },
     streamEditIntervalMs: () => o.config.streamEditIntervalMs,
   };

@@ -31,6 +31,10 @@ export interface RecordView {
   control?: string;
   tools?: ToolCallView[];
   partial?: boolean;
+  /** tool.started / tool.completed: the tool, the call id, and how the call ended. */
+  tool?: string;
+  call?: string;
+  status?: string;
   /** steering.injected: handed back by finish (the run continued to answer it). */
   follow_up?: boolean;
   tokensBefore?: number;
@@ -82,6 +86,23 @@ export function recordView(e: SeqEntry): RecordView {
     case 'compaction':
       return { ...base, tokensBefore: e.tokens_before, tokensAfter: e.tokens_after };
     default:
-      return base;
+      return { ...base, ...toolJournal(e) };
   }
+}
+
+/**
+ * The tools journal's entries (`tool.started` before a call runs,
+ * `tool.completed` after), read by field so this view does not depend on the
+ * journal's full schema: which tool, which call, how it ended.
+ */
+function toolJournal(e: SeqEntry): Partial<RecordView> {
+  if (e.kind !== ('tool.started' as string) && e.kind !== ('tool.completed' as string)) return {};
+  const f = e as unknown as Record<string, unknown>;
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return {
+    ...(str(f.run) && { run: str(f.run) }),
+    ...(str(f.tool) && { tool: str(f.tool) }),
+    ...(str(f.call) && { call: str(f.call) }),
+    ...(str(f.status) && { status: str(f.status) }),
+  };
 }

@@ -3,15 +3,10 @@
  * in the config file), validated with zod at load.
  */
 import { z } from 'zod';
+import { int } from '../../src/config-schema.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
-const int = (min: number, max: number) =>
-  z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(min, { error: `expected an integer >= ${min}` })
-    .max(max, { error: `expected an integer <= ${max}` });
 
 const secret = z
   .string({ error: 'expected a secret of at least 16 characters' })
@@ -40,6 +35,10 @@ export const webhookChannelConfigSchema = z.strictObject({
   callbackTimeoutMs: int(100, 300_000).default(10_000).describe('Timeout of one callback POST, in ms. Default 10 000.'),
   replyStreamMaxLen: int(10, 1_000_000).default(1000).describe('Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000.'),
   replyDedupeSeconds: int(60, 30 * 86_400).default(DEFAULT_DELIVERY_KEY_TTL_SECONDS).describe("How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live."),
+  attachmentHosts: z
+    .array(z.string().regex(/^(\*\.)?[a-z0-9.-]+(:\d+)?$/i, { error: 'expected a host name like files.example.com, *.example.com or 127.0.0.1:9000' }))
+    .default([])
+    .describe('Hosts attachment URLs may be fetched from for the model (`files.example.com`, `*.example.com`, with `:port` when not the default); others stay text placeholders. Default `[]` (none fetched).'),
   maxStreamClients: int(1, 10_000).default(100).describe('Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100.'),
 });
 

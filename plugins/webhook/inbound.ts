@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ChannelHost, InboundMessage } from '../../src/channel.js';
-import { json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import { json, readJsonBody, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { attachmentSchema } from '../../src/record/entries.js';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';
@@ -51,18 +51,9 @@ export function inboundHandler(o: InboundOptions) {
     const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), o.config.maxSkewSeconds);
     if (refused) return json(401, { error: refused });
 
-    let value: unknown;
-    try {
-      value = JSON.parse(raw.toString('utf8'));
-    } catch {
-      return json(400, { error: 'body is not valid JSON' });
-    }
-    const parsed = webhookBodySchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return json(400, { error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
-    }
-    const body = parsed.data;
+    const parsed = readJsonBody(req, webhookBodySchema);
+    if (!parsed.ok) return parsed.response;
+    const body = parsed.value;
     const idempotencyKey = req.headers['idempotency-key'];
     if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !ID_RE.test(idempotencyKey))) {
       return json(400, { error: 'Idempotency-Key must be 1-200 characters without whitespace or braces' });

@@ -9,7 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
+import { ChannelApiError, InvalidInputError } from '../../src/errors.js';
+import { fetchFile } from '../../src/fetch-file.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey, type WebhookReply } from './events.js';
@@ -22,6 +23,23 @@ export interface WebhookOutboundOptions {
   config: WebhookChannelConfig;
   redis: RedisClient;
   prefix: string;
+}
+
+/** Whether `ref` is an http(s) URL whose host (with its port when not the default) matches `hosts` (`*.example.com` matches subdomains). */
+export function allowedAttachmentUrl(ref: string, hosts: readonly string[]): boolean {
+  let url: URL;
+  try {
+    url = new URL(ref);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return false;
+  if (url.username || url.password) return false;
+  return hosts.some((h) => {
+    const pattern = h.toLowerCase();
+    if (pattern.startsWith('*.')) return url.host.endsWith(pattern.slice(1)) && url.host.length > pattern.length - 1;
+    return url.host === pattern;
+  });
 }
 
 export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutbound {
@@ -47,6 +65,11 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       ]);
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
+    },
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      // Only hosts the operator allowed: a client could otherwise make the runner fetch any URL (internal ones included).
+      if (!allowedAttachmentUrl(attachment.ref, cfg.attachmentHosts)) throw new InvalidInputError('attachment URL is not on an allowed host (attachmentHosts)');
+      return fetchFile(attachment.ref, { maxBytes, ...(signal && { signal }), label: 'webhook attachment' });
     },
   };
 }

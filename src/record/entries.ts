@@ -168,6 +168,32 @@ export const toolCompletedSchema = z.object({
   supersedes: z.string().min(1).max(256).optional(),
 });
 
+/** A tool call waits for a person's approval (the request is in the conversation's `approvals` hash). */
+export const approvalRequestedSchema = z.object({
+  ...base,
+  kind: z.literal('approval.requested'),
+  run: z.string(),
+  token: z.number().int().positive(),
+  approval: z.string().min(1).max(64),
+  call: z.string().min(1).max(256),
+  tool: z.string().min(1).max(128),
+  inputHash,
+  /** Who may decide (platform user ids). */
+  deciders: z.array(z.string().max(128)).max(64),
+  /** When the wait ends as `timeout`, in ms since the epoch. */
+  expiresAt: z.number().int().nonnegative(),
+});
+
+/** The first decision of an approval (written by `approval-decide-3.lua`); `timeout` when nobody decided in time. */
+export const approvalDecidedSchema = z.object({
+  ...base,
+  kind: z.literal('approval.decided'),
+  run: z.string(),
+  approval: z.string().min(1).max(64),
+  decision: z.enum(['approved', 'denied', 'timeout']),
+  by: z.string().max(128).optional(),
+});
+
 export const compactionSchema = z.object({
   ...base,
   kind: z.literal('compaction'),
@@ -200,6 +226,8 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
   modelStepSchema,
   toolStartedSchema,
   toolCompletedSchema,
+  approvalRequestedSchema,
+  approvalDecidedSchema,
   compactionSchema,
   conversationResetSchema,
 ]);

@@ -43,6 +43,8 @@ export type ScriptName =
   | 'purge'
   | 'retain'
   | 'artifact-put'
+  | 'approval-request'
+  | 'approval-decide'
   | 'noop';
 
 interface LoadedScript {

@@ -1,19 +1,29 @@
 /**
  * Chaos: runner processes killed with `kill -9` while they hold a run, under
  * steady load. One host, three runner processes (each killed one replaced by
- * a new process), a short lease so takeovers are quick, and an agent that
- * answers in two parts with a pause before each, so kills land before,
- * between and after deliveries. Every update must be answered exactly once
- * in each part: none lost, none sent twice.
+ * a new process), a short lease so takeovers are quick. Two agents, each
+ * killed ten times:
+ * - `collect`: answers in two parts with a pause before each, so kills land
+ *   before, between and after deliveries (a takeover must not send a part
+ *   again);
+ * - `steer`: a steering agent with few conversations, so messages are steered
+ *   into running runs; it records its answer as a step before delivering it,
+ *   so kills land between "answer recorded" and "delivered" (a takeover must
+ *   deliver the recorded answer, and answer the steered messages a dead
+ *   attempt took).
+ * Every update must be answered exactly once in each part: none lost, none
+ * sent twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { activeKeyPattern, conversationIdFromKey } from '../../src/keys.js';
+import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../../src/keys.js';
+import { readRange } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/redis.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import {
   AnswerIndex,
+  CHANNEL,
   deliver,
   describeTally,
   forEachLimited,
@@ -28,68 +38,26 @@ import { killAll, type ProcessSettings, type SteerbotProcess, startSteerbot, wri
 
 const KILLS = 10;
 const RUNNERS = 3;
-const PARTS = 2;
 /** Most updates the load sends; it stops earlier once every kill was made. */
 const MAX_UPDATES = 3000;
-/** Updates waiting for their answer at any time (a closed loop: each sender waits for its answer before the next). */
-const IN_FLIGHT = 6;
-const CONVERSATIONS = 40;
-const PREFIX = 'chaos-kill';
 const LEASE_MS = 1500;
 
-let servers: PrivateServers;
-let redisUrl: string;
-let callbacks: CallbackServer;
-let config: Awaited<ReturnType<typeof writeConfig>>;
-const procs: SteerbotProcess[] = [];
-
-function settings(name: string, role: ProcessSettings['role']): ProcessSettings {
-  return {
-    name,
-    role,
-    redisUrl,
-    prefix: PREFIX,
-    configFile: config.file,
-    env: {
-      STEERBOT_LEASE_MS: String(LEASE_MS),
-      STEERBOT_HEARTBEAT_MS: '300',
-      STEERBOT_RUNNER_CONCURRENCY: '4',
-      CHAOS_AGENT_DELAY_MS: '100',
-      CHAOS_AGENT_PARTS: String(PARTS),
-    },
-  };
-}
-
-beforeAll(async () => {
-  servers = await PrivateServers.create('chaos-kill');
-  redisUrl = (await servers.start('redis')).url;
-  callbacks = await startCallbackServer(WEBHOOK_SECRET);
-  config = await writeConfig({ channels: webhookChannel(callbacks.url) });
-  procs.push(
-    ...(await Promise.all([
-      startSteerbot(settings('host', 'host')),
-      ...Array.from({ length: RUNNERS }, (_, i) => startSteerbot(settings(`runner-${i}`, 'runner'))),
-    ])),
-  );
-}, 120_000);
-
-afterAll(async () => {
-  await killAll(procs);
-  await callbacks?.close();
-  await servers?.stop();
-  await config?.remove();
-}, 60_000);
+/** The two agents: `inFlight` updates wait for their answer at any time (a closed loop: each sender waits for its answer before the next). */
+const MODES = [
+  { mode: 'collect', steering: false, parts: 2, conversations: 40, inFlight: 6 },
+  { mode: 'steer', steering: true, parts: 1, conversations: 3, inFlight: 9 },
+] as const;
 
 /** Pids of the runner processes that own a running run now (owner ids are `<host>:<pid>:<worker>`). */
-async function pidsHoldingRuns(redis: RedisClient): Promise<Set<number>> {
+async function pidsHoldingRuns(redis: RedisClient, prefix: string): Promise<Set<number>> {
   const pids = new Set<number>();
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', activeKeyPattern(PREFIX), 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', activeKeyPattern(prefix), 'COUNT', 1000);
     cursor = next;
     for (const key of keys) {
       const runId = await redis.get(key);
-      if (!runId || conversationIdFromKey(PREFIX, key) === undefined) continue;
+      if (!runId || conversationIdFromKey(prefix, key) === undefined) continue;
       const [state, owner] = await redis.hmget(`${key.slice(0, -'active'.length)}run:${runId}`, 'state', 'owner');
       if (state === 'running' && owner) pids.add(Number(owner.split(':').at(-2)));
     }
@@ -98,22 +66,65 @@ async function pidsHoldingRuns(redis: RedisClient): Promise<Set<number>> {
 }
 
 /** Runs acquired more than once (a later attempt took over from a killed runner). */
-async function runsTakenOver(redis: RedisClient): Promise<number> {
+async function runsTakenOver(redis: RedisClient, prefix: string): Promise<number> {
   let n = 0;
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:{c:*}:run:*`, 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:{c:*}:run:*`, 'COUNT', 1000);
     cursor = next;
     for (const key of keys) if (Number(await redis.hget(key, 'attempt')) > 1) n++;
   } while (cursor !== '0');
   return n;
 }
 
-describe('chaos: runner kill -9', () => {
+describe.each(MODES)('chaos: runner kill -9 ($mode agent)', (m) => {
+  const prefix = `chaos-kill-${m.mode}`;
+  let servers: PrivateServers;
+  let redisUrl: string;
+  let callbacks: CallbackServer;
+  let config: Awaited<ReturnType<typeof writeConfig>>;
+  const procs: SteerbotProcess[] = [];
+
+  const settings = (name: string, role: ProcessSettings['role']): ProcessSettings => ({
+    name,
+    role,
+    redisUrl,
+    prefix,
+    configFile: config.file,
+    env: {
+      STEERBOT_LEASE_MS: String(LEASE_MS),
+      STEERBOT_HEARTBEAT_MS: '300',
+      STEERBOT_RUNNER_CONCURRENCY: '4',
+      CHAOS_AGENT_DELAY_MS: '100',
+      CHAOS_AGENT_PARTS: String(m.parts),
+      CHAOS_AGENT_STEERING: String(m.steering),
+    },
+  });
+
+  beforeAll(async () => {
+    servers = await PrivateServers.create(prefix);
+    redisUrl = (await servers.start('redis')).url;
+    callbacks = await startCallbackServer(WEBHOOK_SECRET);
+    config = await writeConfig({ channels: webhookChannel(callbacks.url) });
+    procs.push(
+      ...(await Promise.all([
+        startSteerbot(settings('host', 'host')),
+        ...Array.from({ length: RUNNERS }, (_, i) => startSteerbot(settings(`runner-${i}`, 'runner'))),
+      ])),
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await killAll(procs);
+    await callbacks?.close();
+    await servers?.stop();
+    await config?.remove();
+  }, 60_000);
+
   it(`loses and duplicates nothing when ${KILLS} runners holding runs are killed under steady load`, async () => {
     const redis = servers.client(redisUrl);
     const host = procs[0]!;
-    const updates = makeUpdates(MAX_UPDATES, CONVERSATIONS, 'k');
+    const updates = makeUpdates(MAX_UPDATES, m.conversations, 'k');
     const statuses = new StatusCounts();
     const sent: string[] = [];
     let killsDone = 0;
@@ -127,7 +138,7 @@ describe('chaos: runner kill -9', () => {
             const live = procs.filter((p) => p.name.startsWith('runner') && !p.exited);
             // Never the last runner standing: the load keeps flowing while a replacement starts.
             if (live.length < 2) return undefined;
-            const holding = await pidsHoldingRuns(redis);
+            const holding = await pidsHoldingRuns(redis, prefix);
             return live.find((p) => holding.has(p.pid));
           },
           120_000,
@@ -146,29 +157,36 @@ describe('chaos: runner kill -9', () => {
     killer.catch(() => (killerFailed = true));
     // Steady load until the last kill (bounded by MAX_UPDATES): each sender waits for its update's answer before the next.
     const answers = new AnswerIndex(callbacks);
-    await forEachLimited(updates, IN_FLIGHT, async (u) => {
+    await forEachLimited(updates, m.inFlight, async (u) => {
       if (killsDone >= KILLS || killerFailed) return;
       const status = await deliver(() => host.url, u.raw, statuses);
       if (status !== 202) throw new Error(`update ${u.token} answered ${status}`);
       sent.push(u.token);
-      await waitFor(() => answers.answered(u.token, PARTS), 60_000, `the answer to ${u.token}`, 10);
+      await waitFor(() => answers.answered(u.token, m.parts), 60_000, `the answer to ${u.token}`, 10);
     });
     await killer;
     await Promise.all(replacements);
 
     const started = Date.now();
-    await waitFor(() => tally(callbacks.accepted(), sent, PARTS).missing.length === 0, 120_000, 'every update answered', 200);
-    await waitFor(() => quiet(redis, PREFIX), 60_000, 'no run active and no callback pending', 200);
-    const result = tally(callbacks.accepted(), sent, PARTS);
-    const takeovers = await runsTakenOver(redis);
+    await waitFor(() => tally(callbacks.accepted(), sent, m.parts).missing.length === 0, 120_000, 'every update answered', 200);
+    await waitFor(() => quiet(redis, prefix), 60_000, 'no run active and no callback pending', 200);
+    const result = tally(callbacks.accepted(), sent, m.parts);
+    const takeovers = await runsTakenOver(redis, prefix);
+    let steered = 0;
+    for (let c = 0; c < m.conversations; c++) {
+      const log = conversationKeys(prefix, `${CHANNEL}:k-c${c}`).log;
+      for (const e of await readRange(redis, log)) if (e.kind === 'steering.injected') steered += e.seqs.length;
+    }
     console.log(
-      `[chaos] runner kill -9: ${kills.length} kills (${kills.join(', ')}), ${sent.length} updates in ${CONVERSATIONS} conversations, ` +
-        `${PARTS} parts each, lease ${LEASE_MS} ms; ${takeovers} runs taken over; statuses ${statuses}; ${describeTally(result)}; drained ${Date.now() - started} ms after the load`,
+      `[chaos] runner kill -9, ${m.mode} agent: ${kills.length} kills (${kills.join(', ')}), ${sent.length} updates in ${m.conversations} conversations, ` +
+        `${m.parts} part(s) each, lease ${LEASE_MS} ms; ${takeovers} runs taken over; ${steered} messages steered into running runs; ` +
+        `statuses ${statuses}; ${describeTally(result)}; drained ${Date.now() - started} ms after the load`,
     );
 
     expect(kills).toHaveLength(KILLS);
     // Each victim held a run when it was killed; one finishing in the instant between the check and the kill needs no takeover.
     expect(takeovers).toBeGreaterThan(0);
+    if (m.steering) expect(steered).toBeGreaterThan(0);
     expect(statuses.serverErrors()).toBe(0);
     expect(sent.length).toBeGreaterThan(0);
     expect(result.missing.slice(0, 10)).toEqual([]);

@@ -249,7 +249,8 @@ describe('http-agent plugin', () => {
           t.raw('\n');
           await new Promise((r) => setTimeout(r, 300));
         }
-        stream(t, { type: 'message', text: 'slow but alive' }, { type: 'result', outcome: 'completed' });
+        t.send({ type: 'message', text: 'slow but alive' });
+        t.send({ type: 'result', outcome: 'completed' });
       },
       'not json': (t) => {
         t.start();

@@ -36,6 +36,8 @@ const ALL_NAMES: ScriptName[] = [
   'purge',
   'retain',
   'artifact-put',
+  'approval-request',
+  'approval-decide',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));

@@ -9,6 +9,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pendingToolCalls, toolInputHash } from '../../runner/tool-journal.js';
+import { decideApproval } from '../../src/protocol/approvals.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
@@ -89,6 +90,35 @@ describe('durable tool results', () => {
     ]);
     const status = await h.dispatch.status(CID);
     expect(status.activeRunId).toBeUndefined();
+  });
+});
+
+describe('durable approval wait', () => {
+  it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async () => {
+    fake.script((_req, i) => (i < 2 ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
+    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT, env: { TOOL_POLICY: JSON.stringify({ tools: { note: 'require_approval' } }) } };
+    const first = await startRunnerProcess(settings);
+    procs.push(first);
+    const r = (await h.ingest('refund order 3')) as { runId: string };
+    const [request] = await waitFor(async () => (await h!.entries('approval.requested')).length === 1 && h!.entries('approval.requested'), 15_000, 'approval requested');
+    await waitFor(async () => (await recordedSends(h!.ctx.redis, h!.prefix)).length === 1, 15_000, 'approval message sent');
+    await first.kill9();
+
+    // Decided while no runner is attached: kept, not lost.
+    expect((await decideApproval(h.ctx.redis, h.prefix, CID, request!.approval, { decision: 'approved', by: 'u1' })).kind).toBe('decided');
+    procs.push(await startRunnerProcess(settings));
+    const ended = await h.runEnded(r.runId, 20_000);
+    expect(ended.outcome).toBe('completed');
+
+    expect(Number(await h.ctx.redis.get(`${h.prefix}:count:note`))).toBe(1);
+    // One request (the takeover resumed it, re-sent under the same delivery key and skipped), one answer.
+    const sends = (await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text);
+    expect(sends).toHaveLength(2);
+    expect(sends[0]).toContain(`/approve ${request!.approval}`);
+    expect(sends[1]).toBe('Refunded.');
+    expect(await h.entries('approval.requested')).toHaveLength(1);
+    expect((await h.entries('run.started')).map((e) => e.attempt)).toEqual([1, 2]);
   });
 });
 

@@ -84,12 +84,20 @@ describe('web chat and console over HTTP', () => {
   it('refuses a cross-site or non-JSON message and writes nothing', async () => {
     const plain = await fetch(`${open.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body });
     expect(plain.status).toBe(403);
-    const cross = await fetch(`${open.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body });
+    const cross = await fetch(`${open.app.address}/chat/api/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'http://evil.example' },
+      body,
+    });
     expect(cross.status).toBe(403);
     expect(await open.app.ctx.redis.exists(`${open.prefix}:{c:web:abcdefgh12}:log`)).toBe(0);
-    const bad = await fetch(`${open.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ conversation: 'x', id: 'm1', text: 'hi' }) });
+    const bad = await fetch(`${open.app.address}/chat/api/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ conversation: 'x', id: 'm1', text: 'hi' }),
+    });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error).toContain('conversation');
+    expect(((await bad.json()) as { error: string }).error).toContain('conversation');
   });
 
   it('asks for the token when one is set: the link sets a cookie, the cookie opens the page and its API', async () => {
@@ -103,7 +111,74 @@ describe('web chat and console over HTTP', () => {
     expect((await fetch(`${locked.app.address}/`, { headers: { cookie } })).status).toBe(200);
     const sent = await fetch(`${locked.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body });
     expect(sent.status).toBe(200);
-    expect((await sent.json()).result).toBe('new-run');
-    expect((await fetch(`${locked.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(401);
+    expect(((await sent.json()) as { result: string }).result).toBe('new-run');
+    expect((await fetch(`${locked.app.address}/chat/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(
+      401,
+    );
+  });
+});
+
+describe('console actions over HTTP', () => {
+  let world: World;
+  beforeAll(async () => {
+    world = await startWorld(redisUrl());
+  });
+  afterAll(async () => {
+    await world?.stop();
+  });
+
+  const action = (id: string, body: unknown) =>
+    fetch(`${world.app.address}/console/api/conversations/${encodeURIComponent(id)}/actions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const row = async (id: string) =>
+    ((await (await fetch(`${world.app.address}/console/api/conversations/${encodeURIComponent(id)}`)).json()) as { row: Record<string, unknown> }).row;
+  const entries = async (id: string) =>
+    (
+      (await (await fetch(`${world.app.address}/console/api/conversations/${encodeURIComponent(id)}/entries?count=50`)).json()) as {
+        entries: Array<Record<string, any>>;
+      }
+    ).entries;
+
+  it('sets a policy and starts a new context through the chat commands, recorded as the operator', async () => {
+    const id = 'web:console-actions-1';
+    expect((await action(id, { action: 'policy', arg: 'followup' })).status).toBe(200);
+    expect(await row(id)).toMatchObject({ policy: 'followup', policyOverride: 'followup' });
+    const reset = await action(id, { action: 'new' });
+    expect(((await reset.json()) as { message: string }).message).toContain('Started a new conversation');
+    const kinds = (await entries(id)).map((e) => [e.kind, e.command ?? '', e.sender?.id]);
+    expect(kinds).toEqual([
+      ['command.received', '/queue', 'console'],
+      ['conversation.reset', '', 'console'],
+    ]);
+  });
+
+  it('refuses a bad policy and an abandon of a run that is not stuck, writing nothing', async () => {
+    const id = 'web:console-actions-2';
+    expect((await action(id, { action: 'policy', arg: 'sometimes' })).status).toBe(400);
+    expect((await action(id, { action: 'reboot' })).status).toBe(400);
+    const abandon = await action(id, { action: 'abandon', arg: 'rnosuchrun1' });
+    expect(abandon.status).toBe(409);
+    expect(await entries(id)).toEqual([]);
+  });
+
+  it('lists conversations from the recent-activity index, newest first, with queue counts', async () => {
+    const send = (conversation: string) =>
+      fetch(`${world.app.address}/chat/api/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ conversation, id: 'm1', text: 'hi' }),
+      });
+    expect((await send('listed-aaaaaa')).status).toBe(200);
+    expect((await send('listed-bbbbbb')).status).toBe(200);
+    const list = (await (await fetch(`${world.app.address}/console/api/conversations?limit=2`)).json()) as {
+      rows: Array<{ id: string; channel: string }>;
+      queue: Record<string, number>;
+    };
+    expect(list.rows.map((r) => r.id)).toEqual(['web:listed-bbbbbb', 'web:listed-aaaaaa']);
+    expect(list.rows[0]!.channel).toBe('web');
+    expect(Object.keys(list.queue)).toEqual(expect.arrayContaining(['waiting', 'active', 'completed', 'failed']));
   });
 });

@@ -167,9 +167,9 @@ describe('operator console: abandoning a run whose runner is gone', { timeout: 9
     await page.goto(`${host.app.address}/console#c=${encodeURIComponent(conversationId)}`);
     await poll(() => page.textContent('#c-status')).toContain('running past its lease');
     // The "stuck" filter finds it; a filter on another channel does not.
-    const stuck = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1`)).json();
-    expect(stuck.rows.map((r: { id: string; stuck: string[] }) => [r.id, r.stuck])).toEqual([[conversationId, ['running past its lease']]]);
-    const other = await (await fetch(`${host.app.address}/console/api/conversations?stuck=1&channel=telegram`)).json();
+    const stuck = (await (await fetch(`${host.app.address}/console/api/conversations?stuck=1`)).json()) as { rows: Array<{ id: string; stuck: string[] }> };
+    expect(stuck.rows.map((r) => [r.id, r.stuck])).toEqual([[conversationId, ['running past its lease']]]);
+    const other = (await (await fetch(`${host.app.address}/console/api/conversations?stuck=1&channel=telegram`)).json()) as { rows: unknown[] };
     expect(other.rows).toEqual([]);
     await page.click('#c-actions button[data-action="abandon"]');
     await poll(() => page.getAttribute('#c-result', 'data-ok')).toBe('true');

@@ -70,7 +70,11 @@ export interface World {
 }
 
 /** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix. */
-export async function startWorld(redisUrl: string, env: Record<string, string> = {}, opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean } = {}): Promise<World> {
+export async function startWorld(
+  redisUrl: string,
+  env: Record<string, string> = {},
+  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean } = {},
+): Promise<World> {
   const ai = opts.ai ?? (await startFakeOpenAI());
   if (!opts.ai) ai.script(modelScript);
   const prefix = opts.prefix ?? testPrefix();

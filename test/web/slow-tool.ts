@@ -50,4 +50,5 @@ const slowTool: AgentTool<Record<string, never>> = {
   },
 };
 
+/** @public Loaded by path (`agents.local-agent.toolModules`), not imported. */
 export default slowTool;

@@ -44,6 +44,8 @@ export interface FakeOpenAIServer {
   url: string;
   /** Every chat-completions request received, in arrival order. */
   requests: FakeRequest[];
+  /** Every transcription request's multipart body, in arrival order. */
+  transcriptions: Buffer[];
   /**
    * Sets what the model answers. A list is consumed one turn per request from
    * the time it is set; a function is called with the request body and the
@@ -75,6 +77,8 @@ export interface FakeOpenAIOptions {
    * (characters / 4). Default false.
    */
   promptCache?: boolean;
+  /** What `POST /v1/audio/transcriptions` answers for the uploaded request body (multipart, as received). Default: text `transcribed audio`. */
+  transcribe?(body: Buffer): string;
 }
 
 /** Starts a fake on 127.0.0.1 with a free port. */
@@ -84,6 +88,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   let turns: FakeTurn[] | ((req: any, index: number) => FakeTurn) = [];
   let cursor = 0;
   const prefixes = new PrefixCache();
+  const transcriptions: Buffer[] = [];
 
   const nextTurn = (body: any, index: number): FakeTurn => {
     if (typeof turns === 'function') return turns(body, index);
@@ -109,6 +114,14 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'POST' && path === '/v1/audio/transcriptions') {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const raw = Buffer.concat(chunks);
+      transcriptions.push(raw);
+      sendJson(res, 200, { text: opts.transcribe?.(raw) ?? 'transcribed audio' });
+      return;
+    }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
       sendError(res, 404, { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' });
       return;
@@ -177,6 +190,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    transcriptions,
     script(next) {
       turns = next;
       cursor = 0;

@@ -78,6 +78,13 @@ export interface FakeTelegram {
    * `administrator`, `member`, … Anyone not listed is a `member`.
    */
   chatMembers: Map<string, string>;
+  /**
+   * Serves a file: `getFile` with `file_id` answers its `file_path`, and
+   * `GET <apiRoot>/file/bot<token>/<file_path>` its bytes. Returns the path.
+   */
+  addFile(fileId: string, data: Uint8Array, opts?: { path?: string; mime?: string }): string;
+  /** Downloads of served files, by file path, in order. */
+  fileDownloads: string[];
   /** Queues an update for getUpdates; assigns `update_id` when missing. Returns the update. */
   pushUpdate(update: Record<string, unknown>): Record<string, any>;
   /** Queues several updates at once, so a waiting long poll receives them in one batch. */
@@ -160,6 +167,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let poll: Poll | undefined;
   let nextUpdateId = 100_000;
   let nextMessageId = 1;
+  const files = new Map<string, { path: string; data: Uint8Array; mime: string }>();
 
   const notify = () => {
     for (const l of [...listeners]) l();
@@ -175,6 +183,12 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     commands: [],
     conflicts: 0,
     chatMembers: new Map(),
+    fileDownloads: [],
+    addFile(fileId, data, o = {}) {
+      const path = o.path ?? `files/${fileId}`;
+      files.set(fileId, { path, data, mime: o.mime ?? 'application/octet-stream' });
+      return path;
+    },
     pushUpdate(update) {
       return fake.pushUpdates([update])[0]!;
     },
@@ -368,6 +382,16 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const arrivedAt = Date.now();
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec((req.url ?? '').split('?')[0] ?? '');
+    if (download) {
+      const file = decodeURIComponent(download[1]!) === token ? [...files.values()].find((f) => f.path === decodeURIComponent(download[2]!)) : undefined;
+      if (!file) return send(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+      fake.fileDownloads.push(file.path);
+      res.writeHead(200, { 'content-type': file.mime, 'content-length': file.data.byteLength });
+      res.end(Buffer.from(file.data));
+      notify();
+      return;
+    }
     const m = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec((req.url ?? '').split('?')[0] ?? '');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -431,6 +455,11 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       case 'getChatMember': {
         const status = fake.chatMembers.get(`${Number(p.chat_id)}:${Number(p.user_id)}`) ?? 'member';
         return { status, user: { id: Number(p.user_id), is_bot: false, first_name: 'Member' }, ...(status === 'administrator' && { can_be_edited: false }) };
+      }
+      case 'getFile': {
+        const file = files.get(String(p.file_id));
+        if (!file) return { error_code: 400, description: 'Bad Request: invalid file_id' };
+        return { file_id: String(p.file_id), file_unique_id: `u-${String(p.file_id)}`, file_size: file.data.byteLength, file_path: file.path };
       }
       case 'getWebhookInfo':
         return { url: fake.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length };

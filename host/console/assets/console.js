@@ -101,8 +101,8 @@
     const box = $('c-status');
     const run = r.activeRunId ? el('a', 'run-link', r.activeRunId) : undefined;
     if (run) run.href = link(id, r.activeRunId);
-    const runFact = fact('active run', run ? '' : 'none');
-    if (run) runFact.appendChild(run);
+    const runFact = fact('active run', 'none');
+    if (run) runFact.replaceChildren(el('b', '', 'active run: '), run);
     box.replaceChildren(
       runFact,
       fact('state', r.runState ? `${r.runState}${r.stop ? ` (stop: ${r.stop})` : ''}` : 'idle'),
@@ -163,6 +163,12 @@
         const usage = e.usage ? ` · tokens in ${e.usage.inputTokens ?? '?'} out ${e.usage.outputTokens ?? '?'}` : '';
         return { head: `model step ${e.step} of run ${e.run}${e.partial ? ' (cut off)' : ''} · ${e.finishReason || ''}${usage}`, text: parts.join('\n') };
       }
+      case 'tool.started':
+        return {
+          head: `tool ${e.tool} started (call ${e.call}, run ${e.run}${e.idempotent ? ', idempotent' : ''}${e.supersedes ? `, re-runs ${e.supersedes}` : ''})`,
+        };
+      case 'tool.completed':
+        return { head: `tool ${e.tool} ${e.status} (call ${e.call}, run ${e.run})`, text: JSON.stringify(e.output ?? '').slice(0, 500) };
       case 'compaction':
         return { head: `compaction checkpoint: covers up to ${e.covers_until}, tokens ${e.tokens_before} → ${e.tokens_after} (${e.summarizer})` };
       case 'conversation.reset':
@@ -234,7 +240,7 @@
     const trace = body.traceLink ? el('a', '', body.traceId) : el('span', '', body.traceId || 'not sampled');
     if (body.traceLink) trace.href = body.traceLink;
     const traceFact = fact('trace', '');
-    traceFact.appendChild(trace);
+    traceFact.replaceChildren(el('b', '', 'trace: '), trace);
     const facts = el('div', 'facts');
     facts.append(
       fact('run', r.id),

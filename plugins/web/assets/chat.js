@@ -123,10 +123,6 @@
   /** A reply, a streamed reply's progress, or typing. */
   function onReply(ev) {
     if (ev.type === 'typing') return showTyping(true);
-    if (ev.type === 'tool') {
-      line('tool running', `running tool ${ev.name}…`, { tool: ev.name, state: 'running' });
-      return;
-    }
     let b = log.querySelector(`.msg.bot[data-id="${CSS.escape(ev.id)}"]`);
     if (!b) {
       b = bubble('bot', ev.id, '');
@@ -183,14 +179,29 @@
       case 'run.control':
         line('run', `run ${short(r.run)}: ${r.control} requested`, { run: r.run });
         break;
+      case 'tool.started':
+        // The tools journal records a call before it runs: shown as running until its result is recorded.
+        line('tool running', `running tool ${r.tool}…`, { run: r.run, tool: r.tool, call: r.call, state: 'running' });
+        break;
+      case 'tool.completed': {
+        const running = log.querySelector(`.event.tool[data-call="${CSS.escape(r.call)}"]`);
+        const done = running || line('tool', '', { run: r.run, tool: r.tool, call: r.call });
+        done.classList.remove('running');
+        done.textContent = `tool ${r.tool}: ${r.status}`;
+        done.dataset.state = 'done';
+        break;
+      }
       case 'model.step':
+        // Tool calls with their input (calls already shown from the journal keep their line).
         for (const t of r.tools || []) {
-          // The call shown while it ran becomes its record: name and input, done.
-          const running = log.querySelector(`.event.tool.running[data-tool="${CSS.escape(t.name)}"]`);
-          const done = running || line('tool', '', {});
-          done.classList.remove('running');
-          done.textContent = `tool ${t.name}(${t.input})`;
-          Object.assign(done.dataset, { run: r.run, tool: t.name, state: 'done' });
+          const shown = [...log.querySelectorAll(`.event.tool[data-run="${CSS.escape(r.run)}"][data-tool="${CSS.escape(t.name)}"]`)].find(
+            (e) => !e.dataset.input,
+          );
+          const node = shown || line('tool', '', { run: r.run, tool: t.name, state: 'done' });
+          node.classList.remove('running');
+          node.textContent = `tool ${t.name}(${t.input})`;
+          node.dataset.input = t.input;
+          node.dataset.state = 'done';
         }
         break;
       case 'compaction':

@@ -128,6 +128,9 @@ export interface Tally {
 
 const PART_RE = /^part (\d+)\/(\d+): ([\s\S]*)$/;
 
+/** The tokens an answer echoes: one per line, the line's last word (a prompt line may carry the sender first: `user-3: k12`). */
+const tokensOf = (payload: string): string[] => payload.split('\n').map((line) => line.trim().split(/\s+/).at(-1) ?? '');
+
 /** Traces accepted callbacks back to `tokens`; every token must be answered once in each of `parts` parts. */
 export function tally(callbacks: readonly ReceivedCallback[], tokens: Iterable<string>, parts: number): Tally {
   const byId = new Map<string, string>();
@@ -150,7 +153,7 @@ export function tally(callbacks: readonly ReceivedCallback[], tokens: Iterable<s
       unexpected.push(text.slice(0, 200));
       continue;
     }
-    for (const token of m[3]!.split('\n')) {
+    for (const token of tokensOf(m[3]!)) {
       const key = `${token}#${m[1]}`;
       answers.set(key, [...(answers.get(key) ?? []), messageId]);
     }
@@ -213,7 +216,7 @@ export class AnswerIndex {
     for (; this.read < requests.length; this.read++) {
       const cb = requests[this.read]!;
       const m = cb.status < 300 ? PART_RE.exec(cb.body.text) : null;
-      if (m) for (const t of m[3]!.split('\n')) this.seen.add(`${t}#${m[1]}`);
+      if (m) for (const t of tokensOf(m[3]!)) this.seen.add(`${t}#${m[1]}`);
     }
     for (let p = 1; p <= parts; p++) if (!this.seen.has(`${token}#${p}`)) return false;
     return true;

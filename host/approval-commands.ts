@@ -1,0 +1,39 @@
+/**
+ * `/approve <id>` and `/deny <id>`: a person decides a tool call waiting for
+ * approval (the runner asked in the chat, naming the id). Only the request's
+ * deciders (the user who started the run, configured approvers) may decide;
+ * anyone else is told so and nothing changes. The first decision wins: a
+ * second one (or one after the timeout) changes nothing and says how it was
+ * decided. A redelivered command update gets no second reply.
+ */
+import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
+import { APPROVAL_ID_RE, decideApproval, type ApprovalRecord } from '../src/protocol/approvals.js';
+import { conversationKeys } from '../src/keys.js';
+
+/** What the command needs (the host's dispatch: its Redis, prefix and dedupe TTL). */
+interface Deps {
+  dispatch: Dispatch;
+}
+
+const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', approved: 'approved', denied: 'denied', timeout: 'timed out (denied)' };
+
+/** Runs `/approve` or `/deny` for `source`. */
+export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied', args: string, source: CommandSource): Promise<{ reply: string; duplicate: boolean }> {
+  const o = deps.dispatch.options;
+  const id = args.split(/\s+/)[0] ?? '';
+  if (!APPROVAL_ID_RE.test(id)) return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
+  // Commands are deduped by their update key; deciding writes no dedupe key of its own, so this one does.
+  const fresh = await o.client.set(conversationKeys(o.prefix, source.conversationId).dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
+  if (fresh === null) return { reply: '', duplicate: true };
+  const r = await decideApproval(o.client, o.prefix, source.conversationId, id, { decision, by: source.sender.id, ...(source.sender.name !== undefined && { byName: source.sender.name }) });
+  switch (r.kind) {
+    case 'decided':
+      return { reply: decision === 'approved' ? `Approved: ${r.record.tool} will run.` : `Denied: ${r.record.tool} will not run.`, duplicate: false };
+    case 'already':
+      return { reply: `Already decided: ${STATUS[r.record.status]}${r.record.byName ?? r.record.by ? ` by ${r.record.byName ?? r.record.by}` : ''}. Nothing changed.`, duplicate: false };
+    case 'not_allowed':
+      return { reply: 'You are not allowed to decide this request. Nothing changed.', duplicate: false };
+    case 'not_found':
+      return { reply: `No approval request ${id} in this conversation.`, duplicate: false };
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * Attachments as the model sees them. The record keeps references only; when
+ * a run builds its prompt, the user messages it answers (its inputs and the
+ * steering it pulls) get their attachments' bytes as AI SDK image and file
+ * parts, fetched through the conversation's channel (`fetchAttachment`) and
+ * kept in a bounded in-memory cache so a file is fetched once per process.
+ * Earlier turns keep their text placeholders: the prompt prefix stays the
+ * same from run to run, and old images are not paid for again.
+ *
+ * A file the model does not accept (by media type), one larger than the
+ * limit, or one the channel cannot fetch gets the policy: `text` (the
+ * placeholder naming the file stays), `omit` (the placeholder goes) or
+ * `error` (the run ends telling the user the type is not supported).
+ */
+import { createHash } from 'node:crypto';
+import { experimental_transcribe as transcribe, type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel } from 'ai';
+import type { Logger } from 'pino';
+import { channelIdOf, type FetchedFile } from '../../src/channel.js';
+import { InvalidInputError } from '../../src/errors.js';
+import type { Attachment, MessageReceived, SeqEntry } from '../../src/record/entries.js';
+import { userMessage } from '../../runner/projection.js';
+import type { RunContext } from '../../runner/plugin.js';
+
+/** What to do with an attachment the model cannot get. */
+export type AttachmentPolicy = 'omit' | 'text' | 'error';
+
+/** Attachment settings of the local agent. */
+export interface AttachmentSettings {
+  /** Largest file fetched, in bytes. Default 10 MiB. */
+  maxBytes?: number;
+  /** Media types the model accepts (`image/*`, `application/pdf`). Default `['image/*']`. */
+  accept?: string[];
+  /** For a file not accepted, too large or not fetchable. Default `text`. */
+  policy?: AttachmentPolicy;
+  /** Bytes kept in the fetch cache (least recently used dropped first). Default 64 MiB. */
+  cacheBytes?: number;
+}
+
+/** State key prefix of transcripts (one key per audio file). */
+export const TRANSCRIPT_KEY = 'local-agent.transcript';
+
+/** Longest transcript kept, in characters. */
+const MAX_TRANSCRIPT_CHARS = 20_000;
+
+export const ATTACHMENT_DEFAULTS = { maxBytes: 10 * 1024 * 1024, accept: ['image/*'], policy: 'text', cacheBytes: 64 * 1024 * 1024 } as const;
+
+/** Text sent when the policy is `error` and a file cannot go to the model. */
+export function unsupportedAttachmentMessage(a: Attachment, mediaType: string | undefined): string {
+  const what = a.name ? `“${a.name}”` : `this ${a.kind}`;
+  return `Sorry, I can't read ${what}${mediaType ? ` (${mediaType})` : ''}: the model does not support that file type or size. Please send it as text or in another format.`;
+}
+
+/** Expands attachments into model parts; one per plugin (the cache is shared by its runs). */
+export class AttachmentParts {
+  private readonly s: Required<AttachmentSettings>;
+  private readonly cache = new Map<string, FetchedFile>();
+  private cachedBytes = 0;
+
+  constructor(settings: AttachmentSettings = {}) {
+    this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings };
+  }
+
+  /**
+   * Replaces, in `messages`, the user message of each entry that has
+   * attachments by one with image / file parts. Returns the notice to send
+   * when the `error` policy applies (the messages are then left as they were).
+   */
+  async expand(ctx: RunContext, messages: ModelMessage[], entries: ReadonlyArray<SeqEntry<MessageReceived>>, transcriber?: TranscriptionModel): Promise<string | undefined> {
+    for (const m of entries) {
+      if (!m.attachments?.length) continue;
+      const index = findUserMessage(messages, m);
+      if (index === -1) continue;
+      let text = messages[index]!.content as string;
+      const parts: Array<ImagePart | FilePart> = [];
+      for (const a of m.attachments) {
+        if (a.kind === 'audio' && transcriber) {
+          const transcript = await this.transcript(ctx, a, transcriber);
+          if (transcript !== undefined) {
+            text = replaceLine(text, placeholder(a), `[voice message, transcribed: ${transcript}]`);
+            continue;
+          }
+        }
+        const got = await this.resolve(ctx, a);
+        if (got.kind === 'part') {
+          parts.push(got.part);
+          continue;
+        }
+        if (this.s.policy === 'error') return unsupportedAttachmentMessage(a, got.mediaType);
+        if (this.s.policy === 'omit') text = removeLine(text, placeholder(a));
+      }
+      const content: Array<TextPart | ImagePart | FilePart> = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...parts];
+      messages[index] = { role: 'user', content: content.length > 0 ? content : '[empty message]' };
+    }
+    return undefined;
+  }
+
+  private async resolve(ctx: RunContext, a: Attachment): Promise<{ kind: 'part'; part: ImagePart | FilePart } | { kind: 'none'; mediaType: string | undefined }> {
+    const guessed = a.mime ?? (a.kind === 'image' || a.kind === 'sticker' ? 'image/jpeg' : undefined);
+    if (!guessed || !this.accepts(guessed) || (a.size !== undefined && a.size > this.s.maxBytes)) return { kind: 'none', mediaType: guessed };
+    const file = await this.fetch(ctx, a, ctx.logger);
+    if (!file) return { kind: 'none', mediaType: guessed };
+    const told = file.mediaType?.split(';')[0]?.trim();
+    const mediaType = told && told !== 'application/octet-stream' ? told : guessed;
+    if (!this.accepts(mediaType)) return { kind: 'none', mediaType };
+    const part: ImagePart | FilePart = mediaType.startsWith('image/')
+      ? { type: 'image', image: file.data, mediaType }
+      : { type: 'file', data: file.data, mediaType, ...(a.name && { filename: a.name }) };
+    return { kind: 'part', part };
+  }
+
+  private async fetch(ctx: RunContext, a: Attachment, logger: Logger): Promise<FetchedFile | undefined> {
+    const key = `${channelIdOf(ctx.conversationId)}\n${a.ref}`;
+    const hit = this.cache.get(key);
+    if (hit) {
+      // Most recently used goes last.
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return hit;
+    }
+    if (!ctx.fetchAttachment) return undefined;
+    let file: FetchedFile | undefined;
+    try {
+      file = await ctx.fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.signal });
+    } catch (err) {
+      if (err instanceof InvalidInputError) logger.info({ kind: a.kind, err: err.message }, 'attachment not sent to the model');
+      else logger.warn({ kind: a.kind, err }, 'attachment could not be fetched; the model gets its placeholder');
+      return undefined;
+    }
+    if (!file) return undefined;
+    if (file.data.byteLength <= this.s.cacheBytes) {
+      this.cache.set(key, file);
+      this.cachedBytes += file.data.byteLength;
+      for (const [k, f] of this.cache) {
+        if (this.cachedBytes <= this.s.cacheBytes) break;
+        this.cache.delete(k);
+        this.cachedBytes -= f.data.byteLength;
+      }
+    }
+    return file;
+  }
+
+  /**
+   * The transcript of a voice note or audio file: from conversation state
+   * when an earlier run made it (transcribed once), else transcribed now and
+   * stored. Undefined when it cannot be fetched or transcribed (the policy applies).
+   */
+  private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel): Promise<string | undefined> {
+    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${channelIdOf(ctx.conversationId)}\n${a.ref}`).digest('hex').slice(0, 32)}`;
+    const stored = await ctx.state.get(key);
+    if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
+    const file = await this.fetch(ctx, a, ctx.logger);
+    if (!file) return undefined;
+    let text: string;
+    try {
+      const result = await transcribe({ model, audio: file.data, abortSignal: ctx.signal, maxRetries: 1 });
+      text = result.text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
+    } catch (err) {
+      ctx.logger.warn({ err }, 'transcription failed; the model gets the placeholder');
+      return undefined;
+    }
+    await ctx.state.set(key, { text, at: Date.now() });
+    return text;
+  }
+
+  private accepts(mediaType: string): boolean {
+    return this.s.accept.some((p) => (p.endsWith('/*') ? mediaType.startsWith(p.slice(0, -1)) : mediaType === p));
+  }
+}
+
+/** Index of the newest user message rendered from `m` (with or without sender names), or -1. */
+function findUserMessage(messages: ModelMessage[], m: MessageReceived): number {
+  const candidates = [userMessage(m, false).content, userMessage(m, true).content];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const msg = messages[i]!;
+    if (msg.role === 'user' && typeof msg.content === 'string' && candidates.includes(msg.content)) return i;
+  }
+  return -1;
+}
+
+/** The placeholder line the projection writes for `a`. */
+function placeholder(a: Attachment): string {
+  return userMessage({ v: 1, kind: 'message.received', at: 0, updateKey: '', sender: { id: '' }, text: '', attachments: [a] }, false).content as string;
+}
+
+function replaceLine(text: string, line: string, by: string): string {
+  const lines = text.split('\n');
+  const i = lines.lastIndexOf(line);
+  if (i === -1) return `${text}\n${by}`;
+  lines[i] = by;
+  return lines.join('\n');
+}
+
+function removeLine(text: string, line: string): string {
+  const lines = text.split('\n');
+  const i = lines.lastIndexOf(line);
+  if (i !== -1) lines.splice(i, 1);
+  return lines.join('\n');
+}

@@ -1,0 +1,90 @@
+/**
+ * Tool policy of the local agent: per tool `allow`, `deny` or
+ * `require_approval`, with defaults per channel and overrides per
+ * conversation. An explicit entry for a tool beats any default; the more
+ * specific scope wins among entries (conversation > channel > global) and
+ * among defaults. A denied tool is not offered to the model.
+ */
+import { z } from 'zod';
+import { redactSecrets } from '../../src/errors.js';
+
+/** What may happen when the model calls a tool. */
+export const toolModeSchema = z.enum(['allow', 'deny', 'require_approval'], { error: 'expected allow, deny or require_approval' });
+export type ToolMode = z.infer<typeof toolModeSchema>;
+
+const scope = z.strictObject({
+  default: toolModeSchema.optional().describe('Mode of tools not named in `tools`.'),
+  tools: z.record(z.string().min(1).max(129), toolModeSchema).optional().describe('Mode per tool name; a name ending in `*` matches a prefix (`crm__*`).'),
+});
+
+/** `agents.local-agent.toolPolicy`. */
+export const toolPolicySchema = z
+  .strictObject({
+    ...scope.shape,
+    channels: z.record(z.string().min(1), scope).optional().describe('Per channel id (`telegram`, `discord`, `webhook:<name>`): `default` and `tools`.'),
+    conversations: z.record(z.string().min(1), scope).optional().describe('Per conversation id (`telegram:42`): `default` and `tools`.'),
+    approvers: z.array(z.string().min(1).max(128)).max(64).optional().describe('Platform user ids who may approve besides the user who started the run. Default none.'),
+    approvalTimeoutMs: z.number().int().min(1000).max(86_400_000).optional().describe('No decision within this time denies the call (the model is told), in ms. Default 300 000.'),
+    redactArguments: z.string().min(1).max(500).optional().describe('Regular expression (case-insensitive) of argument names whose values are shown as `[redacted]` in approval requests. Default `pass|secret|token|key|auth|card|cvv|iban`.'),
+  })
+  .describe('Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed.');
+
+export type ToolPolicySettings = z.input<typeof toolPolicySchema>;
+
+/** Default of `approvalTimeoutMs`: five minutes. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
+const DEFAULT_REDACT = 'pass|secret|token|key|auth|card|cvv|iban';
+
+/** The channel id of a conversation id (`webhook:<name>:…` keeps its name). */
+export function channelOf(conversationId: string): string {
+  const parts = conversationId.split(':');
+  return parts[0] === 'webhook' ? parts.slice(0, 2).join(':') : (parts[0] ?? '');
+}
+
+type Scope = z.infer<typeof scope>;
+
+/** The entry for `tool` in a scope's `tools`: exact name first, then the longest matching `prefix*`. */
+function entry(s: Scope | undefined, tool: string): ToolMode | undefined {
+  const tools = s?.tools;
+  if (!tools) return undefined;
+  if (tools[tool]) return tools[tool];
+  let best: [number, ToolMode] | undefined;
+  for (const [pattern, mode] of Object.entries(tools)) {
+    if (pattern.endsWith('*') && tool.startsWith(pattern.slice(0, -1)) && (!best || pattern.length > best[0])) best = [pattern.length, mode];
+  }
+  return best?.[1];
+}
+
+/** Resolves modes for one conversation. */
+export class ToolPolicy {
+  private readonly p: z.infer<typeof toolPolicySchema>;
+  private readonly redact: RegExp;
+
+  constructor(settings: ToolPolicySettings = {}) {
+    this.p = toolPolicySchema.parse(settings);
+    this.redact = new RegExp(this.p.redactArguments ?? DEFAULT_REDACT, 'i');
+  }
+
+  /** The mode of `tool` in `conversationId`. */
+  mode(tool: string, conversationId: string): ToolMode {
+    const conv = this.p.conversations?.[conversationId];
+    const chan = this.p.channels?.[channelOf(conversationId)];
+    return entry(conv, tool) ?? entry(chan, tool) ?? entry(this.p, tool) ?? conv?.default ?? chan?.default ?? this.p.default ?? 'allow';
+  }
+
+  /** Who may approve besides the run's starter. */
+  get approvers(): string[] {
+    return this.p.approvers ?? [];
+  }
+
+  get approvalTimeoutMs(): number {
+    return this.p.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+  }
+
+  /** The approval message: the tool and its arguments, bounded, values of secret-looking names and secret-looking text redacted. */
+  approvalText(tool: string, input: unknown, maxChars = 600): string {
+    const shown = JSON.stringify(input ?? {}, (k, v) => (k && this.redact.test(k) ? '[redacted]' : v)) ?? '{}';
+    const args = redactSecrets(shown);
+    return `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? `${args.slice(0, maxChars)}…` : args}`;
+  }
+}

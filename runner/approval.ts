@@ -1,0 +1,112 @@
+/**
+ * The approval gate of one run attempt: asks in the chat (a message through
+ * the run's delivery, naming the tool and its arguments) and waits for the
+ * first decision in the conversation's `approvals` hash, or the timeout,
+ * which the runner records itself (atomically: a click racing it either wins
+ * or changes nothing). The wait is durable: an attempt taking the run over
+ * finds the earlier attempt's request for the same call (tool and input
+ * digest) and resumes that wait, re-sending the same message under the same
+ * delivery key (so the outbox skips it and later keys line up); a decision
+ * made while no runner was attached is found there.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { conversationKeys } from '../src/keys.js';
+import { decideApproval, readApproval, readApprovals, type ApprovalRecord } from '../src/protocol/approvals.js';
+import type { RunRef } from '../src/protocol/runs.js';
+import { runScript, type RedisClient } from '../src/scripts/index.js';
+import { checkReply } from '../src/scripts/results.js';
+import type { DeliverySink } from './plugin.js';
+import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './tool-contract.js';
+import { toolInputHash } from './tool-journal.js';
+
+/** How long the approval hash lives after its last request, in seconds (7 days). */
+const APPROVALS_TTL_SECONDS = 7 * 86_400;
+
+/** Options of the gate. */
+export interface RunApprovalsOptions {
+  client: RedisClient;
+  prefix: string;
+  run: RunRef;
+  /** The run's delivery: the request is a message of the run. */
+  delivery: DeliverySink;
+  /** Platform id of the user who started the run (may always decide). */
+  starter: string | undefined;
+  logger: Logger;
+  /** How often the wait looks for a decision, in ms. Default 200. */
+  pollMs?: number;
+}
+
+/** Approvals of one run attempt in Redis. */
+export class RunApprovals implements ApprovalGate {
+  // Requests this attempt has waited on: a second identical call asks again.
+  private readonly used = new Set<string>();
+
+  constructor(private readonly o: RunApprovalsOptions) {}
+
+  async request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome> {
+    const o = this.o;
+    const inputHash = toolInputHash(req.input);
+    const earlier = await this.earlierRequest(req.tool, inputHash);
+    let id: string;
+    let text: string;
+    if (earlier) {
+      [id, text] = [earlier[0], earlier[1].text];
+      o.logger.info({ approval: id, status: earlier[1].status }, 'resuming the wait for an approval an earlier attempt asked for');
+    } else {
+      id = `ap_${randomBytes(12).toString('hex')}`;
+      text = req.text;
+      const deciders = [...new Set([...(o.starter ? [o.starter] : []), ...req.approvers])];
+      const expiresAt = Date.now() + req.timeoutMs;
+      const record: ApprovalRecord = { run: o.run.runId, call: req.callId, tool: req.tool, inputHash, text, deciders, expiresAt, status: 'pending' };
+      const entry = { v: 1, kind: 'approval.requested', at: Date.now(), run: o.run.runId, token: o.run.token, approval: id, call: req.callId, tool: req.tool, inputHash, deciders, expiresAt };
+      const k = conversationKeys(o.prefix, o.run.conversationId);
+      checkReply('approval-request', await runScript(o.client, 'approval-request', [k.run(o.run.runId), k.approvals, k.log, k.meta], [o.run.token, id, JSON.stringify(record), JSON.stringify(entry), APPROVALS_TTL_SECONDS]), o.run.runId);
+      o.logger.info({ approval: id, tool: req.tool, deciders: deciders.length }, 'approval requested');
+    }
+    this.used.add(id);
+    await o.delivery.message(`${text}\nReply /approve ${id} or /deny ${id}.`);
+    return this.wait(id, signal);
+  }
+
+  /** An earlier attempt's request for the same call that this attempt has not used yet, oldest first. */
+  private async earlierRequest(tool: string, inputHash: string): Promise<[string, ApprovalRecord] | undefined> {
+    const all = await readApprovals(this.o.client, this.o.prefix, this.o.run.conversationId);
+    return [...all.entries()]
+      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id))
+      .sort((a, b) => a[1].expiresAt - b[1].expiresAt)[0];
+  }
+
+  private async wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {
+    const o = this.o;
+    for (;;) {
+      const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
+      if (!rec) return { decision: 'denied' };
+      if (rec.status !== 'pending') return outcome(rec);
+      if (Date.now() >= rec.expiresAt) {
+        const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
+        if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record);
+        return { decision: 'denied' };
+      }
+      if (signal.aborted) return { decision: 'aborted' };
+      await sleep(Math.min(o.pollMs ?? 200, Math.max(1, rec.expiresAt - Date.now())), signal);
+    }
+  }
+}
+
+function outcome(r: ApprovalRecord): ApprovalOutcome {
+  const decision = r.status === 'pending' ? 'denied' : r.status;
+  return { decision, ...(r.by !== undefined && { by: r.byName ?? r.by }) };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * Where attachment bytes come from besides Telegram: Discord fetches only
+ * from its own file hosts; a webhook fetches only from hosts in its
+ * `attachmentHosts` allow-list; both stop reading past the size limit.
+ * Against a real local HTTP server.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discordConfigSchema } from '../../plugins/discord/config.js';
+import { createDiscordOutbound, createRest } from '../../plugins/discord/outbound.js';
+import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { allowedAttachmentUrl, createWebhookOutbound } from '../../plugins/webhook/outbound.js';
+import { createRedis } from '../../src/redis.js';
+import { InvalidInputError } from '../../src/errors.js';
+import { defaultRedisUrl } from '../../testing/redis.js';
+
+let server: Server;
+let origin: string;
+const hits: string[] = [];
+const FILE = Buffer.from('%PDF-1.7 fake report '.repeat(100));
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits.push(req.url ?? '');
+    if (req.url === '/report.pdf') {
+      res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': FILE.byteLength });
+      res.end(FILE);
+    } else if (req.url === '/chunked.bin') {
+      // No length announced: the reader must stop by itself.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(Buffer.alloc(50_000));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe('webhook attachments', () => {
+  it('are fetched from allowed hosts only', async () => {
+    const redis = createRedis({ url: defaultRedisUrl() });
+    try {
+      const host = new URL(origin).host;
+      const config = webhookChannelConfigSchema.parse({ secret: 'a-secret-of-16-chars', attachmentHosts: [host] });
+      const out = createWebhookOutbound({ channelId: 'webhook:crm', config, redis, prefix: 'unused' });
+      const got = await out.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 });
+      expect(Buffer.from(got.data)).toEqual(FILE);
+      expect(got.mediaType).toBe('application/pdf');
+
+      const closed = createWebhookOutbound({ channelId: 'webhook:crm', config: webhookChannelConfigSchema.parse({ secret: 'a-secret-of-16-chars' }), redis, prefix: 'unused' });
+      const before = hits.length;
+      await expect(closed.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(InvalidInputError);
+      expect(hits.length).toBe(before); // refused without a request
+
+      await expect(out.fetchAttachment!({ kind: 'file', ref: `${origin}/chunked.bin` }, { maxBytes: 10_000 })).rejects.toThrow(/more than 10000/);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('allow-list: exact hosts with their port, wildcard subdomains, http(s) only, no credentials in the URL', () => {
+    const hosts = ['files.example.com', '*.cdn.example.org', '127.0.0.1:9000'];
+    expect(allowedAttachmentUrl('https://files.example.com/a.png', hosts)).toBe(true);
+    expect(allowedAttachmentUrl('https://x.cdn.example.org/a.png', hosts)).toBe(true);
+    expect(allowedAttachmentUrl('http://127.0.0.1:9000/a.png', hosts)).toBe(true);
+    expect(allowedAttachmentUrl('https://cdn.example.org/a.png', hosts)).toBe(false);
+    expect(allowedAttachmentUrl('https://evilfiles.example.com/a.png', hosts)).toBe(false);
+    expect(allowedAttachmentUrl('http://127.0.0.1:6379/', hosts)).toBe(false);
+    expect(allowedAttachmentUrl('https://user:pw@files.example.com/a.png', hosts)).toBe(false);
+    expect(allowedAttachmentUrl('file:///etc/passwd', ['files.example.com'])).toBe(false);
+  });
+});
+
+describe('Discord attachments', () => {
+  it('are fetched from Discord file hosts (or the configured API origin) only', async () => {
+    const config = discordConfigSchema.parse({ token: 'discord-token', apiBase: `${origin}/api` });
+    const out = createDiscordOutbound('discord', config, createRest(config));
+    const got = await out.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf`, name: 'report.pdf' }, { maxBytes: 1_000_000 });
+    expect(Buffer.from(got.data)).toEqual(FILE);
+
+    const elsewhere = createDiscordOutbound('discord', discordConfigSchema.parse({ token: 'discord-token' }), createRest(config));
+    await expect(elsewhere.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 })).rejects.toThrow(/not on a Discord file host/);
+    await expect(out.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf`, size: 5_000_000 }, { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(InvalidInputError);
+  });
+});

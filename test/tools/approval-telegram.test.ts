@@ -1,0 +1,147 @@
+/**
+ * Approval end to end over Telegram: the Telegram webhook (real grammY
+ * plugin) → the real channel host → Redis → BullMQ → runner with the local
+ * agent (real OpenAI-compatible provider, fake model) → the approval request
+ * in the chat (fake Bot API) → `/approve` or `/deny` sent in the chat → the
+ * tool runs once (or not) → the answer arrives. Also: an MCP tool under
+ * approval, a user who may not decide.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createHttpServer, routeRegistry, type HttpServer } from '../../host/http.js';
+import { createChannelHost } from '../../host/receive.js';
+import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
+import { createTelegramPlugin } from '../../plugins/telegram/index.js';
+import { startRunner } from '../../runner/main.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
+
+const SECRET = 'e2e_secret_0123456789';
+const CONVERSATION = `telegram:${ALICE.id}`;
+const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
+const BOB: TgUser = { id: 2002, is_bot: false, first_name: 'Bob' };
+
+let ai: FakeOpenAIServer;
+let tg: FakeTelegram;
+let h: RunnerHarness;
+let http: HttpServer;
+let plugin: ChannelPlugin;
+let runs: number[];
+
+const refund: AgentTool<{ amount: number }> = {
+  name: 'refund',
+  description: 'refunds an amount',
+  inputSchema: z.object({ amount: z.number() }),
+  execute: async ({ amount }) => (runs.push(amount), { refunded: amount }),
+};
+
+async function boot(toolbox: ToolboxOptions): Promise<void> {
+  runs = [];
+  h = await RunnerHarness.start();
+  const { logger, redis } = h.ctx;
+  http = createHttpServer({ config: h.ctx.config, redis, logger });
+  plugin = createTelegramPlugin({ token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false }, { logger, redis, prefix: h.prefix });
+  const host = createChannelHost({
+    routes: routeRegistry(http),
+    redis,
+    prefix: h.prefix,
+    logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+  });
+  await plugin.start(host);
+  await http.ready();
+  const runner = await startRunner(h.ctx, {
+    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url), tools: [refund], builtins: { currentTime: false }, toolbox }),
+    resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
+    lockDurationMs: 2000,
+    stalledIntervalMs: 500,
+  });
+  h.runners.push(runner);
+}
+
+beforeEach(async () => {
+  ai = await startFakeOpenAI();
+  tg = await startFakeTelegram();
+});
+afterEach(async () => {
+  await plugin.stop();
+  await http.close();
+  await h.close();
+  await tg.close();
+  await ai.close();
+});
+
+async function say(text: string, from: TgUser = ALICE): Promise<void> {
+  const res = await http.inject({
+    method: 'POST',
+    url: '/telegram/webhook',
+    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
+    payload: JSON.stringify(messageUpdate({ text, from, chatId: ALICE.id })),
+  });
+  expect(res.statusCode).toBe(200);
+}
+
+/** Waits for the bot's n-th message (1-based) and returns its text. */
+const nth = async (n: number, what: string) => (await tg.waitUntil(() => tg.sent.length >= n && tg.sent, 15_000, what))[n - 1]!.text;
+const approvalIdIn = (text: string) => /\/approve (ap_[0-9a-f]{24})/.exec(text)?.[1] ?? '';
+
+describe('approval over Telegram', () => {
+  it('asks in the chat; /approve runs the tool once and the answer arrives; a second /approve changes nothing', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_r', name: 'refund', args: { amount: 12 } }] }, { text: 'Refunded 12.' }]);
+    await boot({ policy: { tools: { refund: 'require_approval' } } });
+    await say('refund my 12');
+    const request = await nth(1, 'the approval request');
+    expect(request).toContain('refund');
+    expect(request).toContain('"amount":12');
+    const id = approvalIdIn(request);
+
+    await say(`/approve ${id}`);
+    expect(await nth(2, 'the command reply')).toBe('Approved: refund will run.');
+    expect(await nth(3, 'the answer')).toBe('Refunded 12.');
+    expect(runs).toEqual([12]);
+    await h.idle(15_000, CONVERSATION);
+
+    await say(`/approve ${id}`);
+    expect(await nth(4, 'the second reply')).toBe('Already decided: approved by Alice Liddell. Nothing changed.');
+    expect(runs).toEqual([12]);
+  });
+
+  it('/deny: the tool does not run and the model is told', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_r', name: 'refund', args: { amount: 99 } }] }, { text: 'I did not refund.' }]);
+    await boot({ policy: { tools: { refund: 'require_approval' } } });
+    await say('refund 99');
+    const id = approvalIdIn(await nth(1, 'the approval request'));
+    await say(`/deny ${id}`);
+    expect(await nth(3, 'the answer')).toBe('I did not refund.');
+    expect(runs).toEqual([]);
+    const told = JSON.parse(ai.requests[1]!.body.messages.at(-1).content);
+    expect(told).toMatchObject({ error: { tool: 'refund', category: 'denied' } });
+  });
+
+  it('someone else in the chat may not decide; the timeout then denies', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_r', name: 'refund', args: { amount: 5 } }] }, { text: 'Nobody approved it.' }]);
+    await boot({ policy: { tools: { refund: 'require_approval' }, approvalTimeoutMs: 1500 } });
+    await say('refund 5');
+    const id = approvalIdIn(await nth(1, 'the approval request'));
+    await say(`/approve ${id}`, BOB);
+    expect(await nth(2, 'the refusal')).toBe('You are not allowed to decide this request. Nothing changed.');
+    expect(await nth(3, 'the answer')).toBe('Nobody approved it.');
+    expect(runs).toEqual([]);
+    expect(JSON.parse(ai.requests[1]!.body.messages.at(-1).content)).toMatchObject({ error: { category: 'approval_timeout' } });
+  });
+
+  it('uses an MCP tool in a run over Telegram', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_e', name: 'fx__echo', args: { text: 'ping' } }] }, { text: 'It said echo: ping.' }]);
+    await boot({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE], tools: ['echo'] } } });
+    await say('echo ping');
+    expect(await nth(1, 'the answer')).toBe('It said echo: ping.');
+    expect(ai.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'echo: ping' });
+  });
+});
