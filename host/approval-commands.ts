@@ -18,7 +18,7 @@ interface Deps {
 const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', approved: 'approved', denied: 'denied', timeout: 'timed out (denied)' };
 
 /** Runs `/approve` or `/deny` for `source`. */
-export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied', args: string, source: CommandSource): Promise<{ reply: string; duplicate: boolean }> {
+export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied', args: string, source: CommandSource): Promise<{ reply: string; duplicate: boolean; edit?: string }> {
   const o = deps.dispatch.options;
   const id = args.split(/\s+/)[0] ?? '';
   if (!APPROVAL_ID_RE.test(id)) return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
@@ -27,8 +27,12 @@ export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied
   if (fresh === null) return { reply: '', duplicate: true };
   const r = await decideApproval(o.client, o.prefix, source.conversationId, id, { decision, by: source.sender.id, ...(source.sender.name !== undefined && { byName: source.sender.name }) });
   switch (r.kind) {
-    case 'decided':
-      return { reply: decision === 'approved' ? `Approved: ${r.record.tool} will run.` : `Denied: ${r.record.tool} will not run.`, duplicate: false };
+    case 'decided': {
+      const who = r.record.byName ?? r.record.by ?? '';
+      // The request as shown, with the decision and who made it in place of the buttons.
+      const edit = `${r.record.text}\n\n${decision === 'approved' ? 'Approved' : 'Denied'} by ${who}.`;
+      return { reply: decision === 'approved' ? `Approved: ${r.record.tool} will run.` : `Denied: ${r.record.tool} will not run.`, duplicate: false, edit };
+    }
     case 'already':
       return { reply: `Already decided: ${STATUS[r.record.status]}${r.record.byName ?? r.record.by ? ` by ${r.record.byName ?? r.record.by}` : ''}. Nothing changed.`, duplicate: false };
     case 'not_allowed':

@@ -48,6 +48,8 @@ export interface CommandOutcome {
   reply: string;
   /** The command's update was seen before: nothing was done, nothing is sent. */
   duplicate: boolean;
+  /** For a button click: what the message with the buttons should now show. */
+  edit?: string;
 }
 
 const POLICY_HELP: Record<InputPolicy, string> = {

@@ -63,9 +63,10 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
         const outcome = await runCommand(deps, command, source, settings.policy);
         if (!outcome.duplicate) {
           deps.onActivity?.(message.conversationId);
-          await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
+          // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
+          if (message.interaction !== 'button') await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
         }
-        return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate };
+        return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate, ...(outcome.edit !== undefined && { edit: outcome.edit }) };
       }
       const { chatId: _chatId, group: _group, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });

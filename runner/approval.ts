@@ -65,7 +65,13 @@ export class RunApprovals implements ApprovalGate {
       o.logger.info({ approval: id, tool: req.tool, deciders: deciders.length }, 'approval requested');
     }
     this.used.add(id);
-    await o.delivery.message(`${text}\nReply /approve ${id} or /deny ${id}.`);
+    // Buttons where the channel has them; the text says what to send everywhere else.
+    await o.delivery.message(`${text}\nReply /approve ${id} or /deny ${id}.`, {
+      buttons: [
+        { label: 'Approve', command: `/approve ${id}` },
+        { label: 'Deny', command: `/deny ${id}` },
+      ],
+    });
     return this.wait(id, signal);
   }
 

@@ -16,7 +16,7 @@ import { conversationKeys } from '../src/keys.js';
 import { runScript, type RedisClient } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
-import { channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound } from '../src/channel.js';
+import { channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound, type MessageButton } from '../src/channel.js';
 import type { DeliverySink } from './plugin.js';
 import { backoffMs } from '../src/backoff.js';
 import { heldUntil, holdUntil } from './rate-hold.js';
@@ -121,7 +121,7 @@ export class RunDelivery implements DeliverySink {
   }
 
   /** Sends one complete message, split to the channel's limit; never throws (failures are logged and left in the outbox). */
-  async message(text: string): Promise<void> {
+  async message(text: string, opts: { buttons?: MessageButton[] } = {}): Promise<void> {
     const out = this.outbound;
     const chunks = out ? splitMessage(text, out.maxMessageChars) : text ? [text] : [];
     const stream = this.stream;
@@ -139,7 +139,8 @@ export class RunDelivery implements DeliverySink {
       else if (stream?.messageId !== undefined && stream.phase === 'live') {
         if (await this.finishStream(stream, chunks[0]!)) from = 1;
       }
-      for (let i = from; i < chunks.length; i++) await this.deliver(keys[i]!, chunks[i]!);
+      // Buttons go under the last part.
+      for (let i = from; i < chunks.length; i++) await this.deliver(keys[i]!, chunks[i]!, i === chunks.length - 1 ? opts.buttons : undefined);
     });
   }
 
@@ -247,17 +248,17 @@ export class RunDelivery implements DeliverySink {
   }
 
   /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. Traced as a `delivery` span. */
-  private deliver(key: string, text: string): Promise<void> {
+  private deliver(key: string, text: string, buttons?: MessageButton[]): Promise<void> {
     const channel = channelIdOf(this.o.conversationId);
     return inSpan(SPAN.delivery, { kind: SpanKind.PRODUCER, attributes: { 'steerbot.channel': channel, 'steerbot.delivery_key': key, 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 } }, async (span) => {
-      const outcome = await this.deliverChunk(key, text);
+      const outcome = await this.deliverChunk(key, text, buttons);
       span.setAttribute('steerbot.delivery.outcome', outcome);
       if (outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
       metrics.deliveries.inc({ channel, outcome });
     });
   }
 
-  private async deliverChunk(key: string, text: string): Promise<'sent' | 'skipped' | 'recorded' | 'failed'> {
+  private async deliverChunk(key: string, text: string, buttons?: MessageButton[]): Promise<'sent' | 'skipped' | 'recorded' | 'failed'> {
     const out = this.outbound;
     const claim = await this.claim(key, out ? 'possibly-dispatched' : 'not-dispatched');
     if (!out) return 'recorded';
@@ -272,7 +273,7 @@ export class RunDelivery implements DeliverySink {
       await this.writeRecord(key, { status: 'possibly-dispatched' });
     }
     try {
-      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown' }));
+      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown', ...(buttons && { buttons }) }));
       await this.writeRecord(key, { status: 'acknowledged', messageId });
       this.sent++;
       return 'sent';

@@ -10,7 +10,7 @@ import type { ModelProvider } from '../src/defaults.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import type { Attachment, SeqEntry, MessageReceived } from '../src/record/entries.js';
-import type { FetchedFile } from '../src/channel.js';
+import type { FetchedFile, MessageButton } from '../src/channel.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
 
@@ -48,8 +48,11 @@ export interface RunResult {
 
 /** The delivery sink: how a plugin talks to the user. Never throws to the plugin. */
 export interface DeliverySink {
-  /** Sends one complete message to the conversation. Resolves once it was handed to the channel (or skipped as already delivered). */
-  message(text: string): Promise<void>;
+  /**
+   * Sends one complete message to the conversation. Resolves once it was handed to the channel (or skipped as already delivered).
+   * `buttons`: commands offered under it on channels that show buttons (others ignore them).
+   */
+  message(text: string, opts?: { buttons?: MessageButton[] }): Promise<void>;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */

@@ -30,6 +30,21 @@ export interface SendOptions {
   format?: 'markdown' | 'plain';
   /** Stable delivery key of this message (`<run id>:<answered seq>:<n>`), for platforms that take an idempotency key. */
   deliveryKey?: string;
+  /**
+   * Buttons under the message (a tool approval's Approve / Deny). A click
+   * reaches the host as an inbound message whose text is the button's
+   * `command`, from the user who clicked, with `interaction: 'button'`.
+   * Channels without buttons ignore them: the text says what to send instead.
+   */
+  buttons?: MessageButton[];
+}
+
+/** A button under a message. */
+export interface MessageButton {
+  /** What the button shows. */
+  label: string;
+  /** The control command a click sends (e.g. `/approve ap_…`; at most 64 bytes). */
+  command: string;
 }
 
 /** Options of one outbound edit. */
@@ -88,7 +103,8 @@ export interface FetchedFile {
 /** What the host does with one normalized inbound message. */
 export type ReceiveResult =
   | { kind: 'ingested'; result: IngestResult }
-  | { kind: 'command'; command: string; reply: string; duplicate: boolean }
+  /** `edit`: for a button click, the text the message with the buttons should now show (buttons removed); absent when it stays as it is. */
+  | { kind: 'command'; command: string; reply: string; duplicate: boolean; edit?: string }
   | { kind: 'ignored'; reason: 'not-allowed' | 'not-addressed' | 'empty' };
 
 /** A normalized inbound message plus what the host needs to decide on it. */
@@ -100,6 +116,12 @@ export interface InboundMessage extends IncomingMessage {
    * commands that affect everyone are then for admins only. Default false (1:1).
    */
   group?: boolean;
+  /**
+   * `button`: a click on a message's button (its command is the text); the
+   * host does not answer it with a chat message: the channel shows the
+   * command's reply (a toast) and the result's `edit`. Default: a message.
+   */
+  interaction?: 'button';
 }
 
 /** The host services a channel's inbound side calls. */

@@ -11,6 +11,10 @@
  * limit, or one the channel cannot fetch gets the policy: `text` (the
  * placeholder naming the file stays), `omit` (the placeholder goes) or
  * `error` (the run ends telling the user the type is not supported).
+ *
+ * With a transcription model, voice notes and audio files become text
+ * instead: transcribed once, the transcript kept in conversation state
+ * (`local-agent.transcript.<hash>`) for every later prompt.
  */
 import { createHash } from 'node:crypto';
 import { experimental_transcribe as transcribe, type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel } from 'ai';

@@ -4,12 +4,12 @@
  */
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import type { LanguageModel } from 'ai';
+import type { LanguageModel, TranscriptionModel } from 'ai';
 import { z } from 'zod';
 import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
 import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
-import { createModel, modelSetupNotice } from '../../runner/model.js';
+import { createModel, createTranscriptionModel, modelSetupNotice } from '../../runner/model.js';
 import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { loadSystemPrompts } from './prompt.js';
@@ -52,6 +52,7 @@ export const localAgentConfigSchema = z.strictObject({
     })
     .prefault({})
     .describe('Attachments of the messages a run answers, fetched through their channel and sent as image / file parts.'),
+  transcriptionModel: z.string().trim().min(1, { error: 'expected a model name' }).optional().describe('Speech-to-text model (`whisper-1`, `gpt-4o-mini-transcribe`) on the `model` provider (openai, or openai-compatible with that API): voice notes and audio files become text, transcribed once per file. Default: unset (a placeholder).'),
   toolModules: z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]).describe('Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.'),
   // MCP servers, artifacts of large results, durable calls, http_fetch allow-list (docs/tools.md).
   ...toolSettingsShape,
@@ -84,6 +85,8 @@ export interface LocalAgentConfig {
   createModel?: (settings: ModelSettings) => LanguageModel;
   /** Attachments as image / file parts (default: images up to 10 MiB; others as placeholders). */
   attachments?: AttachmentSettings;
+  /** Transcribes voice notes: a ready model, or built from the run's model settings. Default: none. */
+  transcriptionModel?: TranscriptionModel | ((settings: ModelSettings) => TranscriptionModel);
   /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
   toolbox?: ToolboxOptions;
 }
@@ -98,6 +101,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   let model: LanguageModel | undefined = config.model;
   const toolbox = new Toolbox(config.toolbox);
   const attachments = new AttachmentParts(config.attachments);
+  let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
   return {
     close: () => toolbox.close(),
     manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
@@ -110,6 +114,14 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         ctx.logger.warn({ err }, 'no model configured; answering with the setup notice');
         return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model) };
       }
+      if (!transcriber && typeof config.transcriptionModel === 'function') {
+        try {
+          transcriber = config.transcriptionModel(ctx.model);
+        } catch (err) {
+          if (!(err instanceof ConfigError)) throw err;
+          ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
+        }
+      }
       const toolSet = await toolbox.toolSet(ctx, tools);
       return runAgentLoop(ctx, {
         model,
@@ -120,6 +132,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
         streaming: config.streaming ?? false,
         attachments,
+        ...(transcriber && { transcriber }),
         ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
       });
     },
@@ -159,6 +172,7 @@ export default defineRunnerPlugin({
     { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
     { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
     { env: 'STEERBOT_AGENT_STREAM_IDLE_TIMEOUT_MS', path: 'streamIdleTimeoutMs', kind: 'int' },
+    { env: 'STEERBOT_TRANSCRIPTION_MODEL', path: 'transcriptionModel', kind: 'string' },
   ],
   async create(settings, deps) {
     const [tools, prompts] = await Promise.all([
@@ -173,6 +187,7 @@ export default defineRunnerPlugin({
       maxSteps: settings.maxSteps,
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       attachments: settings.attachments,
+      ...(settings.transcriptionModel !== undefined && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel(s, settings.transcriptionModel!) }),
       tools,
       createModel: (s) => deps.createModel(s),
       toolbox: {

@@ -3,7 +3,7 @@
  * batch, pull steering and add it to the next request. Model and tool
  * failures are data: the loop returns a result, it does not throw.
  */
-import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet, type TranscriptionModel } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
 import { answerText, userMessage } from '../../runner/projection.js';
 import { estimateMessages, estimateTokens } from '../../runner/compaction/estimate.js';
@@ -35,6 +35,8 @@ export interface LoopOptions {
   modelFailureMessage?: string;
   /** Puts attachments of the messages a run answers into its requests as image / file parts. Default: placeholders only. */
   attachments?: AttachmentParts;
+  /** Transcribes voice notes and audio files of the messages a run answers. Default: none (placeholders). */
+  transcriber?: TranscriptionModel;
   /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
   streamIdleTimeoutMs?: number;
 }
@@ -63,7 +65,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   const modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
   // Provider prompt caching: the same system, tools and cache key for every request of the conversation.
   const cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
-  const refused = await o.attachments?.expand(ctx, messages, ctx.inputs);
+  const refused = await o.attachments?.expand(ctx, messages, ctx.inputs, o.transcriber);
   if (refused) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused };
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
@@ -178,7 +180,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
     // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
     for (const m of steered) messages.push(userMessage(m, false));
-    const refusedSteered = await o.attachments?.expand(ctx, messages, steered);
+    const refusedSteered = await o.attachments?.expand(ctx, messages, steered, o.transcriber);
     if (refusedSteered) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refusedSteered };
     if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
     // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.

@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Api } from 'grammy';
-import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
+import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin, type ReceiveResult } from '../../src/channel.js';
 import { ConfigError, InvalidInputError } from '../../src/errors.js';
 import { channelKeys } from '../../src/keys.js';
 import { telegramConfigSchema, type TelegramConfig, type TelegramConfigInput } from './config.js';
@@ -66,7 +66,26 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
       return { ok: true, ignored: normalized.reason };
     }
     const result = await host.receive(CHANNEL_ID, normalized.message);
+    if (normalized.kind === 'button') await answerButton(normalized, result);
     return result.kind === 'ignored' ? { ok: true, ignored: result.reason } : { ok: true, result: result.kind };
+  }
+
+  /**
+   * Answers a button click: the command's reply as a toast (Telegram shows a
+   * spinner until the query is answered), and the message edited to the
+   * result's `edit` (buttons removed) when the command changed something.
+   * Failures are logged: the click itself was handled.
+   */
+  async function answerButton(b: { callbackId: string; chatId: number; messageId: number }, result: ReceiveResult): Promise<void> {
+    const reply = result.kind === 'command' ? result.reply : result.kind === 'ignored' ? 'Not allowed here.' : '';
+    await call('answerCallbackQuery', () => api.answerCallbackQuery(b.callbackId, reply ? { text: reply.slice(0, 200) } : {})).catch((err: unknown) =>
+      logger.warn({ err }, 'could not answer the button click'),
+    );
+    if (result.kind === 'command' && result.edit) {
+      await call('editMessageText', () => api.editMessageText(b.chatId, b.messageId, result.edit!.slice(0, 4096))).catch((err: unknown) =>
+        logger.warn({ err }, 'could not edit the message of the button'),
+      );
+    }
   }
 
   return {
@@ -90,7 +109,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
         });
         if (cfg.webhookUrl) {
           await call('setWebhook', () =>
-            api.setWebhook(cfg.webhookUrl as string, { secret_token: cfg.webhookSecret as string, allowed_updates: ['message'] }),
+            api.setWebhook(cfg.webhookUrl as string, { secret_token: cfg.webhookSecret as string, allowed_updates: ['message', 'callback_query'] }),
           );
         }
         webhookReady = true;

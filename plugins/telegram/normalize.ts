@@ -24,13 +24,17 @@ export interface NormalizeOptions {
 /** Why an update is not passed on. (Allow-lists are the host's: `receive` applies them.) */
 export type SkipReason = 'not-a-message' | 'empty' | 'not-addressed';
 
-/** Result of `normalizeUpdate`. */
-export type Normalized = { kind: 'message'; message: InboundMessage } | { kind: 'skip'; reason: SkipReason };
+/** Result of `normalizeUpdate`. `button`: a click on a button (its command is the message text), to be answered with `answerCallbackQuery`. */
+export type Normalized =
+  | { kind: 'message'; message: InboundMessage }
+  | { kind: 'button'; message: InboundMessage; callbackId: string; chatId: number; messageId: number }
+  | { kind: 'skip'; reason: SkipReason };
 
 const COMMAND_RE = /^\/([A-Za-z0-9_]{1,64})(?:@([A-Za-z0-9_]{1,64}))?(?=\s|$)/;
 
 /** Turns one update into an inbound message, or says why it is skipped. */
 export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions): Normalized {
+  if (update.callback_query) return normalizeButton(update, opts);
   const msg = update.message;
   if (!msg) return { kind: 'skip', reason: 'not-a-message' };
   const chatId = String(msg.chat.id);
@@ -71,6 +75,25 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
   }
   if (attachments.length > 0) message.attachments = attachments;
   return { kind: 'message', message };
+}
+
+/** A button click under one of the bot's messages: its `callback_data` (a control command) from the user who clicked. */
+function normalizeButton(update: TelegramUpdate, opts: NormalizeOptions): Normalized {
+  const q = update.callback_query!;
+  const msg = q.message;
+  if (!msg?.chat || !q.data?.startsWith('/')) return { kind: 'skip', reason: 'not-a-message' };
+  const chatId = String(msg.chat.id);
+  const threadId = msg.is_topic_message && msg.message_thread_id !== undefined ? `:${msg.message_thread_id}` : '';
+  const message: InboundMessage = {
+    conversationId: `${opts.channelId}:${chatId}${threadId}`,
+    updateKey: `${opts.channelId}:${update.update_id}`,
+    chatId,
+    sender: senderOf(q.from, String(q.from.id)),
+    text: q.data,
+    interaction: 'button',
+    ...(msg.chat.type !== 'private' && { group: true }),
+  };
+  return { kind: 'button', message, callbackId: q.id, chatId: msg.chat.id, messageId: msg.message_id };
 }
 
 function senderOf(from: TelegramUser | undefined, id: string): InboundMessage['sender'] {

@@ -70,6 +70,8 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
       const target = parseConversationId(channelId, conversationId);
       const base = {
         ...thread(target),
+        // Buttons as an inline keyboard, one row; a click comes back as a callback query carrying the command.
+        ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: [sendOpts.buttons.map((b) => ({ text: b.label, callback_data: b.command }))] } }),
         ...(sendOpts.replyTo !== undefined &&
           /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
       };

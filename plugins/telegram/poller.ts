@@ -148,7 +148,7 @@ export class TelegramPoller {
     let updates: Awaited<ReturnType<Api['getUpdates']>>;
     try {
       updates = await this.opts.api.getUpdates(
-        { ...(this.offset !== undefined && { offset: this.offset }), timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message'] },
+        { ...(this.offset !== undefined && { offset: this.offset }), timeout: this.opts.pollTimeoutSeconds, allowed_updates: ['message', 'callback_query'] },
         // grammY types the signal as its polyfill's; it only listens for `abort`, which a native signal fires.
         abort.signal as unknown as Parameters<Api['getUpdates']>[1],
       );

@@ -71,13 +71,23 @@ export const telegramMessageSchema = z.looseObject({
   reply_to_message: repliedMessageSchema.optional(),
 });
 
-/** A Telegram update: only `message` is handled; other kinds are accepted and ignored. */
+/** A click on an inline keyboard button under one of the bot's messages. */
+export const callbackQuerySchema = z.looseObject({
+  id: z.string().min(1),
+  from: userSchema,
+  data: z.string().max(64).optional(),
+  message: repliedMessageSchema.optional(),
+});
+
+/** A Telegram update: `message` and `callback_query` are handled; other kinds are accepted and ignored. */
 export const telegramUpdateSchema = z.looseObject({
   update_id: z.number().int().nonnegative(),
   message: telegramMessageSchema.optional(),
+  callback_query: callbackQuerySchema.optional(),
 });
 
 export type TelegramUser = z.infer<typeof userSchema>;
 export type TelegramEntity = z.infer<typeof entitySchema>;
 export type TelegramMessage = z.infer<typeof telegramMessageSchema>;
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;
+export type TelegramCallbackQuery = z.infer<typeof callbackQuerySchema>;

@@ -11,6 +11,9 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
 import { RUN_REASON } from '../../plugins/local-agent/outcomes.js';
 import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
+import { createTranscriptionModel } from '../../runner/model.js';
+import type { ModelSettings } from '../../runner/plugin.js';
+import { conversationKeys } from '../../src/keys.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import type { Attachment } from '../../src/record/entries.js';
 import { startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
@@ -29,12 +32,21 @@ afterEach(async () => {
 const PHOTO = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) % 256);
 
 /** The local agent with the harness's outbound able to fetch files from the fake Telegram. */
-async function start(attachments?: AttachmentSettings): Promise<RunnerHarness> {
+async function start(attachments?: AttachmentSettings, transcription?: string): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();
   t.h = h;
   const telegram = createTelegramOutbound({ channelId: 'telegram', api: new Api(tg.token, { apiRoot: tg.apiRoot }), token: tg.token, streaming: false, logger: h.ctx.logger, apiRoot: tg.apiRoot });
   (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
-  await h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false }, maxRetries: 0, ...(attachments && { attachments }) }));
+  await h.startRunner(
+    createLocalAgentPlugin({
+      model: fakeModel(t.fake.url),
+      builtins: { currentTime: false },
+      maxRetries: 0,
+      ...(attachments && { attachments }),
+      // Through the runner's factory, from the harness's model settings (provider openai), at the fake.
+      ...(transcription && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel({ ...s, baseURL: t.fake.url }, transcription) }),
+    }),
+  );
   return h;
 }
 
@@ -99,5 +111,28 @@ describe('attachments', () => {
     await send(h, 'the report', [{ kind: 'file', ref: 'doc-1', name: 'report.pdf', mime: 'application/pdf' }]);
     expect(lastUser(1).content).toBe('the report');
     expect(tg.callsOf('getFile')).toHaveLength(1); // only big-2's: a type not accepted is never fetched
+  });
+
+  it('transcribes a voice note once when a transcription model is configured, and keeps the transcript in conversation state', async () => {
+    const VOICE = Buffer.from('OggS fake opus voice note '.repeat(40));
+    tg.addFile('voice-1', VOICE, { mime: 'audio/ogg' });
+    const h = await start(undefined, 'whisper-1');
+    t.fake.script([{ text: 'Got it.' }, { text: 'Still got it.' }]);
+
+    await send(h, 'listen', [{ kind: 'audio', ref: 'voice-1', mime: 'audio/ogg' }]);
+    expect(lastUser(0).content).toBe('listen\n[voice message, transcribed: transcribed audio]');
+    expect(t.fake.transcriptions).toHaveLength(1);
+    expect(t.fake.transcriptions[0]!.includes(VOICE)).toBe(true);
+    expect(t.fake.transcriptions[0]!.toString('latin1')).toContain('whisper-1');
+
+    // The same note again (forwarded): the stored transcript, no second download or transcription.
+    await send(h, 'again', [{ kind: 'audio', ref: 'voice-1', mime: 'audio/ogg' }]);
+    expect(lastUser(1).content).toBe('again\n[voice message, transcribed: transcribed audio]');
+    expect(t.fake.transcriptions).toHaveLength(1);
+    expect(tg.fileDownloads).toEqual(['files/voice-1']);
+    const state = await h.ctx.redis.hgetall(conversationKeys(h.prefix, CID).state);
+    const keys = Object.keys(state).filter((k) => k.startsWith('local-agent.transcript.'));
+    expect(keys).toHaveLength(1);
+    expect(JSON.parse(state[keys[0]!]!)).toMatchObject({ text: 'transcribed audio' });
   });
 });

@@ -2,8 +2,9 @@
  * Approval end to end over Telegram: the Telegram webhook (real grammY
  * plugin) → the real channel host → Redis → BullMQ → runner with the local
  * agent (real OpenAI-compatible provider, fake model) → the approval request
- * in the chat (fake Bot API) → `/approve` or `/deny` sent in the chat → the
- * tool runs once (or not) → the answer arrives. Also: an MCP tool under
+ * in the chat (fake Bot API) with an inline keyboard → a button click (the
+ * callback query answered, the message edited) or `/approve` / `/deny` sent
+ * in the chat → the tool runs once (or not) → the answer arrives. Also: an MCP tool under
  * approval, a user who may not decide.
  */
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,7 @@ import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { ALICE, callbackQueryUpdate, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram, type SentMessage, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -88,6 +89,17 @@ async function say(text: string, from: TgUser = ALICE): Promise<void> {
   expect(res.statusCode).toBe(200);
 }
 
+/** Clicks a button of the bot's message `m`. */
+async function click(m: SentMessage, data: string, from: TgUser = ALICE): Promise<number> {
+  const res = await http.inject({
+    method: 'POST',
+    url: '/telegram/webhook',
+    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
+    payload: JSON.stringify(callbackQueryUpdate({ data, message: m, from })),
+  });
+  return res.statusCode;
+}
+
 /** Waits for the bot's n-th message (1-based) and returns its text. */
 const nth = async (n: number, what: string) => (await tg.waitUntil(() => tg.sent.length >= n && tg.sent, 15_000, what))[n - 1]!.text;
 const approvalIdIn = (text: string) => /\/approve (ap_[0-9a-f]{24})/.exec(text)?.[1] ?? '';
@@ -111,6 +123,41 @@ describe('approval over Telegram', () => {
     await say(`/approve ${id}`);
     expect(await nth(4, 'the second reply')).toBe('Already decided: approved by Alice Liddell. Nothing changed.');
     expect(runs).toEqual([12]);
+  });
+
+  it('shows Approve / Deny buttons; a click answers the query, edits the message to the decision and who made it, and the tool runs once', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_r', name: 'refund', args: { amount: 40 } }] }, { text: 'Refunded 40.' }]);
+    await boot({ policy: { tools: { refund: 'require_approval' } } });
+    await say('refund 40');
+    await nth(1, 'the approval request');
+    const request = tg.sent[0]!;
+    const id = approvalIdIn(request.text);
+    expect(request.buttons).toEqual([
+      { text: 'Approve', data: `/approve ${id}` },
+      { text: 'Deny', data: `/deny ${id}` },
+    ]);
+
+    // Bob is not allowed: told so in a toast, the message keeps its buttons.
+    expect(await click(request, `/approve ${id}`, BOB)).toBe(200);
+    await tg.waitUntil(() => tg.callbackAnswers.length >= 1, 15_000, 'the first answer');
+    expect(tg.callbackAnswers[0]!.text).toBe('You are not allowed to decide this request. Nothing changed.');
+    expect(tg.sent[0]!.buttons).toHaveLength(2);
+    expect(runs).toEqual([]);
+
+    expect(await click(request, `/approve ${id}`)).toBe(200);
+    expect(await nth(2, 'the answer')).toBe('Refunded 40.');
+    expect(runs).toEqual([40]);
+    expect(tg.callbackAnswers[1]!.text).toBe('Approved: refund will run.');
+    expect(tg.sent[0]!.text).toContain('Approved by Alice Liddell.');
+    expect(tg.sent[0]!.buttons).toBeUndefined();
+
+    // A second click (a stale keyboard in another client) changes nothing.
+    await h.idle(15_000, CONVERSATION);
+    expect(await click(request, `/deny ${id}`)).toBe(200);
+    await tg.waitUntil(() => tg.callbackAnswers.length >= 3, 15_000, 'the third answer');
+    expect(tg.callbackAnswers[2]!.text).toBe('Already decided: approved by Alice Liddell. Nothing changed.');
+    expect(tg.sent).toHaveLength(2);
+    expect(runs).toEqual([40]);
   });
 
   it('/deny: the tool does not run and the model is told', async () => {

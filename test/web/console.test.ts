@@ -5,16 +5,21 @@
  * abandoned and the conversation recovers, a bad token gets 401 and no data,
  * and user text is shown as text.
  */
+import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Runs } from '../../src/protocol/runs.js';
+import { queueNameFor } from '../../testing/runner-context.js';
 import { waitFor } from '../../testing/wait.js';
-import { redisUrl } from '../helpers/redis.js';
-import { launchBrowser, poll, startWorld, type World } from './harness.js';
+import { type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { redisUrl, testPrefix } from '../helpers/redis.js';
+import { lastUserText, launchBrowser, modelScript, poll, startWorld, type World } from './harness.js';
 import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
 
 const TOKEN = 'console-token-0123456789';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
+/** A runner in a child process (the local agent against the fake model), killed with kill -9. */
+const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.meta.url));
 
 describe('operator console in a browser', { timeout: 90_000 }, () => {
   let world: World;
@@ -132,21 +137,27 @@ describe('operator console in a browser', { timeout: 90_000 }, () => {
   });
 });
 
-describe('operator console: abandoning a run whose runner is gone', { timeout: 90_000 }, () => {
+describe('operator console: abandoning a run whose runner was killed', { timeout: 90_000 }, () => {
   let host: World | undefined;
   let runner: World | undefined;
+  let child: RunnerProcess | undefined;
   let browser: Browser | undefined;
 
   afterAll(async () => {
+    await child?.kill9();
     await browser?.close();
     await runner?.stop();
     await host?.stop();
   });
 
   it('ends the stuck run, fenced, and the waiting message is answered by a successor', async () => {
-    // A host without a runner; the run is taken by a "runner" that then dies: it acquires
-    // with a short lease and never renews it (no process of its own is needed for that).
-    host = await startWorld(redisUrl(), { STEERBOT_RUNNER: 'false' });
+    // A host without a runner, and a runner in a child process that takes the run and is killed
+    // (kill -9) while the model answers; no other runner is up, so the run stays stuck.
+    const prefix = testPrefix();
+    const queue = { STEERBOT_QUEUE_NAME: queueNameFor(prefix) }; // the child runner's queue
+    host = await startWorld(redisUrl(), { STEERBOT_RUNNER: 'false', ...queue }, { prefix });
+    host.ai.script((req) => (lastUserText(req) === 'first message' ? { text: 'never delivered', delayMs: 60_000 } : modelScript(req)));
+    child = await startRunnerProcess({ redisUrl: redisUrl(), prefix, leaseMs: 1500, heartbeatMs: 300, modelUrl: host.ai.url, script: WORKER });
     browser = await launchBrowser();
     const chat = await (await browser.newContext()).newPage();
     await chat.goto(`${host.app.address}/`);
@@ -157,15 +168,17 @@ describe('operator console: abandoning a run whose runner is gone', { timeout: 9
     const first = chat.locator('.msg.me', { hasText: 'first message' });
     await poll(() => first.getAttribute('data-dispatch')).toBe('new-run');
     const runId = (await first.getAttribute('data-run'))!;
-    const runs = new Runs({ client: host.app.ctx.redis, prefix: host.prefix });
-    const dead = await runs.acquire(conversationId, runId, 'dead-runner', 300);
+    await host.ai.waitForRequests(1, 20_000); // the child took the run and asked the model
+    const token = Number(await host.app.ctx.redis.hget(`${prefix}:{c:${conversationId}}:run:${runId}`, 'token'));
     await chat.fill('#text', 'are you there?');
     await chat.press('#text', 'Enter');
     await poll(() => chat.locator('.msg.me', { hasText: 'are you there?' }).getAttribute('data-dispatch')).toBe('steered');
+    await child.kill9();
 
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${host.app.address}/console#c=${encodeURIComponent(conversationId)}`);
     await poll(() => page.textContent('#c-status')).toContain('running past its lease');
+    expect(await page.getAttribute('#c-status', 'data-steering')).toBe('1');
     // The "stuck" filter finds it; a filter on another channel does not.
     const stuck = (await (await fetch(`${host.app.address}/console/api/conversations?stuck=1`)).json()) as { rows: Array<{ id: string; stuck: string[] }> };
     expect(stuck.rows.map((r) => [r.id, r.stuck])).toEqual([[conversationId, ['running past its lease']]]);
@@ -176,12 +189,15 @@ describe('operator console: abandoning a run whose runner is gone', { timeout: 9
     const ended = page.locator(`#timeline li.operator[data-kind="run.ended"][data-run="${runId}"]`);
     await ended.waitFor();
     expect(await ended.textContent()).toContain('abandoned by operator');
-    // Fenced: the dead runner's token no longer writes.
-    await expect(runs.heartbeat({ conversationId, runId, token: dead.token })).rejects.toThrow();
+    // Fenced: the killed runner's token no longer writes.
+    const runs = new Runs({ client: host.app.ctx.redis, prefix });
+    await expect(runs.heartbeat({ conversationId, runId, token })).rejects.toThrow();
 
-    // A runner comes up and answers the message that waited.
-    runner = await startWorld(redisUrl(), { STEERBOT_HOST: 'false' }, { prefix: host.prefix, ai: host.ai });
-    await chat.locator('.msg.bot', { hasText: 'are you there?' }).waitFor({ timeout: 15_000 });
+    // A runner comes up and answers the message that waited, in a successor run.
+    runner = await startWorld(redisUrl(), { STEERBOT_HOST: 'false', ...queue }, { prefix, ai: host.ai });
+    const reply = chat.locator('.msg.bot', { hasText: 'are you there?' });
+    await reply.waitFor({ timeout: 20_000 });
+    expect(await reply.getAttribute('data-run')).not.toBe(runId);
     await poll(() => page.getAttribute('#c-status', 'data-state')).toBe('idle');
   });
 });

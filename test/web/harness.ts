@@ -42,6 +42,13 @@ const textOf = (m: { content?: unknown }): string =>
 /** What the fake model answers to a message containing "stream": 40 words, one every 40 ms. */
 export const LONG_ANSWER = Array.from({ length: 40 }, (_, i) => `word${i + 1}`).join(' ');
 
+/** The text of the last user message of a chat-completions request. */
+export function lastUserText(req: any): string {
+  const messages: Array<{ role: string; content?: unknown }> = req.messages ?? [];
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  return last ? textOf(last) : '';
+}
+
 /**
  * The fake model: a user message containing "slow" gets a `slow_tool` call;
  * one containing "stream" gets `LONG_ANSWER`, slowly; otherwise it answers `reply to: <the user messages since its last text answer>`.

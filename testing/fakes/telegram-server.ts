@@ -47,6 +47,8 @@ export interface SentMessage {
   replyTo: number | undefined;
   /** Every later text of the message, oldest first. */
   edits: string[];
+  /** Inline keyboard buttons (`reply_markup.inline_keyboard`, rows flattened); an edit without a markup removes them. */
+  buttons?: Array<{ text: string; data: string }>;
 }
 
 /** Options of `startFakeTelegram`. */
@@ -78,6 +80,8 @@ export interface FakeTelegram {
    * `administrator`, `member`, … Anyone not listed is a `member`.
    */
   chatMembers: Map<string, string>;
+  /** answerCallbackQuery calls: the query id and the text shown to the user. */
+  callbackAnswers: Array<{ id: string; text: string | undefined }>;
   /**
    * Serves a file: `getFile` with `file_id` answers its `file_path`, and
    * `GET <apiRoot>/file/bot<token>/<file_path>` its bytes. Returns the path.
@@ -183,6 +187,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     commands: [],
     conflicts: 0,
     chatMembers: new Map(),
+    callbackAnswers: [],
     fileDownloads: [],
     addFile(fileId, data, o = {}) {
       const path = o.path ?? `files/${fileId}`;
@@ -303,6 +308,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       threadId: p.message_thread_id,
       replyTo: p.reply_parameters?.message_id,
       edits: [],
+      ...(buttonsOf(p.reply_markup) && { buttons: buttonsOf(p.reply_markup) }),
     } satisfies SentMessage;
     sent.push(message);
     return {
@@ -340,6 +346,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     m.raw = raw;
     m.parseMode = p.parse_mode;
     m.edits.push(text);
+    // Like Telegram: an edit without `reply_markup` removes the inline keyboard.
+    const buttons = buttonsOf(p.reply_markup);
+    if (buttons) m.buttons = buttons;
+    else delete m.buttons;
     return { message_id: m.messageId, chat: { id: m.chatId, type: m.chatId > 0 ? 'private' : 'supergroup' }, text, date: 0, edit_date: 0 };
   }
 
@@ -442,6 +452,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return editMessageText(p);
       case 'sendChatAction':
         return { value: true };
+      case 'answerCallbackQuery':
+        if (typeof p.callback_query_id !== 'string') return badRequest('query id is required');
+        fake.callbackAnswers.push({ id: p.callback_query_id, text: typeof p.text === 'string' ? p.text : undefined });
+        return { value: true };
       case 'setMyCommands':
         fake.commands = Array.isArray(p.commands) ? p.commands : [];
         return { value: true };
@@ -512,6 +526,37 @@ export interface MessageUpdateOptions {
   messageId?: number;
   /** Extra message fields (photo, document, …). */
   extra?: Record<string, unknown>;
+}
+
+/** The buttons of an inline keyboard markup (object or JSON text), rows flattened; undefined without one. */
+function buttonsOf(markup: unknown): Array<{ text: string; data: string }> | undefined {
+  const m = (typeof markup === 'string' ? JSON.parse(markup) : markup) as { inline_keyboard?: Array<Array<{ text: string; callback_data?: string }>> } | undefined;
+  if (!m?.inline_keyboard) return undefined;
+  return m.inline_keyboard.flat().map((b) => ({ text: b.text, data: b.callback_data ?? '' }));
+}
+
+let callbackIds = 1;
+
+/** Builds an Update with a `callback_query`: `from` clicked the button with `data` under the bot's message `message`. */
+export function callbackQueryUpdate(o: { data: string; message: Pick<SentMessage, 'chatId' | 'messageId' | 'text' | 'threadId'>; from?: TgUser; updateId?: number }): Record<string, any> {
+  const from = o.from ?? ALICE;
+  const chat = o.message.chatId > 0 ? { id: o.message.chatId, type: 'private', first_name: from.first_name } : { id: o.message.chatId, type: 'supergroup', title: 'Test group' };
+  return {
+    update_id: o.updateId ?? builderUpdateIds++,
+    callback_query: {
+      id: `cb-${callbackIds++}`,
+      from,
+      chat_instance: `ci-${o.message.chatId}`,
+      data: o.data,
+      message: {
+        message_id: o.message.messageId,
+        date: 0,
+        chat,
+        text: o.message.text,
+        ...(o.message.threadId !== undefined && { message_thread_id: o.message.threadId, is_topic_message: true }),
+      },
+    },
+  };
 }
 
 /** Builds an Update with a `message` (for webhook posts and `pushUpdate`). */
