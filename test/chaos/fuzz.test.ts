@@ -136,7 +136,8 @@ function conversationOf(c: FuzzCase): string | undefined {
     return undefined;
   }
   if (c.target === 'webhook') return typeof body?.conversation === 'string' ? `${CHANNEL}:${body.conversation}` : undefined;
-  const chat = body?.message?.chat?.id;
+  // A message, or a button click under one (the click's conversation is the message's).
+  const chat = body?.message?.chat?.id ?? body?.callback_query?.message?.chat?.id;
   return typeof chat === 'number' ? `telegram:${chat}` : undefined;
 }
 

@@ -154,12 +154,35 @@ const validTelegramMessage = fc.record(
   { requiredKeys: ['message_id', 'chat', 'date'] },
 );
 const telegramMessage = nearValid(validTelegramMessage, ['message_id', 'from', 'chat', 'text', 'entities', 'message_thread_id', 'photo', 'reply_to_message']);
+/** A click on a button under a bot message: its `data` is a command (approve, stop, …) or anything. */
+const telegramCallbackQuery = nearValid(
+  fc.record(
+    {
+      id: fc.oneof(fc.constant('cq1'), nonEmptyHostile),
+      from: fc.record({ id: fc.integer(), is_bot: fc.boolean(), first_name: hostileString }, { requiredKeys: ['id'] }),
+      data: fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom('/stop', '/new', '/status', '/approve x', '/deny x', '/approve', '/queue steer', '/purge') },
+        { weight: 2, arbitrary: hostileString.map((t) => `/${t}`.slice(0, 64)) },
+        { weight: 1, arbitrary: hostileString.filter((t) => t.length <= 64) },
+      ),
+      message: validTelegramMessage,
+    },
+    { requiredKeys: ['id', 'from'] },
+  ),
+  ['id', 'from', 'data', 'message'],
+);
 const telegramUpdate = nearValid(
   fc.record(
-    { update_id: fc.constant(UNIQUE_INT), message: telegramMessage, edited_message: telegramMessage, callback_query: wild, my_chat_member: wild },
+    {
+      update_id: fc.constant(UNIQUE_INT),
+      message: telegramMessage,
+      edited_message: telegramMessage,
+      callback_query: fc.oneof({ weight: 3, arbitrary: telegramCallbackQuery }, { weight: 1, arbitrary: wild }),
+      my_chat_member: wild,
+    },
     { requiredKeys: ['update_id'] },
   ),
-  ['update_id', 'message'],
+  ['update_id', 'message', 'callback_query'],
 );
 
 /** Serializes a body, giving each placeholder a fresh unique value. */
