@@ -11,9 +11,9 @@
  * ≥ 90 %) and overall; the number of summarizer calls and compactions.
  */
 import { z } from 'zod';
-import { createLocalAgentPlugin, type AgentTool } from '../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { SUMMARY_HEADER } from '../runner/compaction/checkpoint.js';
-import { startFakeOpenAI, type FakeRequest } from '../testing/fakes/openai-server.js';
+import { type FakeRequest, startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { RunnerHarness } from '../testing/runner-harness.js';
 import { privateRedis } from './private-redis.js';
 
@@ -49,7 +49,10 @@ export async function main(): Promise<void> {
     Object.assign(h.ctx.config.model, { baseURL: fake.url, contextWindow: CONTEXT_WINDOW, outputReserve: OUTPUT_RESERVE });
     let turn = 0;
     fake.script((body) => {
-      if (isSummarizer({ body } as FakeRequest)) return { text: `The user keeps asking about slow nightly imports (${turn} runs so far); the assistant found the per-row dedupe round trips and untimed keys, and advised pipelines of 500 and a 24 h TTL.` };
+      if (isSummarizer({ body } as FakeRequest))
+        return {
+          text: `The user keeps asking about slow nightly imports (${turn} runs so far); the assistant found the per-row dedupe round trips and untimed keys, and advised pipelines of 500 and a 24 h TTL.`,
+        };
       const last = body.messages.at(-1);
       if (last?.role === 'tool') return { text: `${ANSWER}(run ${turn})` };
       return { toolCalls: [{ name: 'job_stats', args: { run: turn } }] };
@@ -102,7 +105,9 @@ export async function main(): Promise<void> {
     const summaryInput = summaries.reduce((n, q) => n + (q.usage?.prompt_tokens ?? 0), 0);
     const pct = (a: number, b: number) => `${((100 * a) / Math.max(1, b)).toFixed(1)} %`;
 
-    console.log(`cost: ${TURNS} turns (question → tool call → result → answer), window ${CONTEXT_WINDOW} tokens, reserve ${OUTPUT_RESERVE}, provider openai against the fake (${seconds.toFixed(1)} s)`);
+    console.log(
+      `cost: ${TURNS} turns (question → tool call → result → answer), window ${CONTEXT_WINDOW} tokens, reserve ${OUTPUT_RESERVE}, provider openai against the fake (${seconds.toFixed(1)} s)`,
+    );
     console.log(`  agent requests                         ${agent.length}`);
     console.log(`  input tokens, agent requests           ${input}`);
     console.log(`  input tokens, summarizer requests      ${summaryInput}`);

@@ -10,6 +10,7 @@
  * (throttled to the channel's interval, identical edits skipped) and the
  * final message edits it to the final text instead of sending a duplicate.
  */
+import { DEFAULTS } from '../src/defaults.js';
 import type { Logger } from 'pino';
 import { ChannelApiError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
@@ -370,7 +371,7 @@ export class RunDelivery implements DeliverySink {
    * `retryAfterMs` (cut to `maxRetryDelayMs`); returns the wait in ms.
    */
   private hold(retryAfterMs: number): number {
-    const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? 30_000);
+    const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs);
     if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait);
     return wait;
   }
@@ -389,7 +390,7 @@ export class RunDelivery implements DeliverySink {
   /** Runs a platform call, retrying rate limits (after `retryAfterMs`) and 5xx (exponential backoff), at most `maxAttempts` times. */
   private async withRetry<T>(key: string, call: () => Promise<T>): Promise<T> {
     const maxAttempts = this.o.maxAttempts ?? 5;
-    const cap = this.o.maxRetryDelayMs ?? 30_000;
+    const cap = this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs;
     for (let attempt = 1; ; attempt++) {
       // Later attempts come after this loop's own wait; the first waits out a hold set by any earlier call.
       if (attempt === 1) await this.waitHold();

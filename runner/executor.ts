@@ -12,6 +12,7 @@
  * then did not answer (it failed or was stopped) are named in the message
  * the user gets and kept for `/status`.
  */
+import { DEFAULTS } from '../src/defaults.js';
 import type { Logger } from 'pino';
 import { CasConflictError, StaleRunError, RunEndedError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
@@ -156,7 +157,7 @@ export class RunExecutor {
         const compacted = await this.compaction(ref, ac.signal, logger).manualOnly();
         logger.info({ compacted, inputs: inputs.length }, 'manual compaction run');
         if (inputs.length === 0 && !stopKind) {
-          const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? 'all' });
+          const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? DEFAULTS.agent.steeringMode });
           if (fin.kind === 'ended') {
             if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
             return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
@@ -189,7 +190,7 @@ export class RunExecutor {
         if (ac.signal.aborted && ac.signal.reason === 'shutdown') return { kind: 'aborted' };
         const outcome = stopKind ? OUTCOME_OF_STOP[stopKind] : result.outcome;
         note = await this.settleUnanswered(ref, delivery, outcome, result.notice, unanswered, note, logger);
-        const fin = await o.runs.finish(ref, outcome, { reason: result.reason ?? '', mode: o.steeringMode ?? 'all' });
+        const fin = await o.runs.finish(ref, outcome, { reason: result.reason ?? '', mode: o.steeringMode ?? DEFAULTS.agent.steeringMode });
         if (fin.kind === 'continue') {
           logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
           inputs = fin.messages.filter(isMessage);
@@ -237,7 +238,7 @@ export class RunExecutor {
       inputs,
       steering: {
         pull: async (mode) => {
-          const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? 'all'));
+          const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? DEFAULTS.agent.steeringMode));
           compaction.noteRequested(pulled.compactionRequestedSeq);
           const messages = pulled.messages.filter(isMessage);
           taken.add(messages);
@@ -289,7 +290,7 @@ export class RunExecutor {
   private async toolJournal(ref: RunRef, attempt: number): Promise<RunToolJournal> {
     if (attempt === 1) return new RunToolJournal(this.o.runs, ref);
     const log = conversationKeys(this.o.prefix, ref.conversationId).log;
-    const entries = await readRunEntries(this.o.client, log, ref.runId, this.o.historyTailEntries ?? 2000);
+    const entries = await readRunEntries(this.o.client, log, ref.runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries);
     return new RunToolJournal(this.o.runs, ref, pendingToolCalls(entries, ref.runId));
   }
 
@@ -300,7 +301,7 @@ export class RunExecutor {
    */
   private async readProgress(conversationId: string, runId: string): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
     const log = conversationKeys(this.o.prefix, conversationId).log;
-    const progress = runProgress(await readRunEntries(this.o.client, log, runId, this.o.historyTailEntries ?? 2000), runId);
+    const progress = runProgress(await readRunEntries(this.o.client, log, runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries), runId);
     const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
     return { anchor: progress.anchor, answer: progress.answer, unanswered };
   }
@@ -349,7 +350,7 @@ export class RunExecutor {
       state: o.state,
       run: ref,
       contextWindow: o.model.contextWindow - o.model.outputReserve,
-      tailEntries: o.historyTailEntries ?? 2000,
+      tailEntries: o.historyTailEntries ?? DEFAULTS.compaction.tailEntries,
       settings: o.compaction ?? {},
       calibrator: this.calibrator,
       signal,

@@ -3,6 +3,7 @@
  * it is given, the control listener, and delivery through the channels'
  * outbound sides.
  */
+import { DEFAULTS } from '../src/defaults.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
@@ -82,7 +83,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     compaction,
     historyTailEntries: config.compaction.tailEntries,
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
-    steeringMode: plugin.manifest.steeringMode ?? 'all',
+    steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

@@ -8,6 +8,7 @@
  * stalled-check interval (see `bullTimingsForLease`), not after BullMQ's
  * fixed 30 s lock.
  */
+import { DEFAULTS } from '../src/defaults.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
@@ -72,7 +73,7 @@ export class RunWorker {
   constructor(private readonly o: RunWorkerOptions) {
     const timings = bullTimingsForLease(o.leaseMs);
     this.worker = new Worker<RunJobData, string>(
-      o.queueName ?? 'steerbot-runs',
+      o.queueName ?? DEFAULTS.runs.queueName,
       (job, token) => this.process(job, token),
       {
         connection: o.connection,

@@ -40,6 +40,10 @@ export const DEFAULTS = {
   /** Ended run hashes 3 days, a purged conversation's tombstone 7 days; trimming and idle expiry off. */
   retention: { endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
+  /** Longest wait between two delivery attempts of one message (a platform's `retry_after` is cut to it), in ms. */
+  deliveryMaxRetryDelayMs: 30_000,
+  /** Time limit of one tool call when the tool names none, in ms. */
+  toolTimeoutMs: 30_000,
   /** Largest JSON value of one conversation state key, in bytes. */
   maxStateBytes: 262_144,
 } as const;

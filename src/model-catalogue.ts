@@ -74,10 +74,18 @@ export const DEFAULT_OUTPUT_RESERVE = 4096;
  * catalogue's; a catalogued reserve is capped at a quarter of a window the
  * settings made smaller. Undefined when the model is unknown and no window is set.
  */
-export function resolveModelLimits(m: { name: string; contextWindow?: number | undefined; outputReserve?: number | undefined }): { contextWindow: number; outputReserve: number } | undefined {
+export function resolveModelLimits(m: {
+  name: string;
+  contextWindow?: number | undefined;
+  outputReserve?: number | undefined;
+}): { contextWindow: number; outputReserve: number } | undefined {
   const known = modelLimits(m.name);
   const contextWindow = m.contextWindow ?? known?.contextWindow;
   if (contextWindow === undefined) return undefined;
-  const catalogued = known ? (m.contextWindow === undefined ? known.outputLimit : Math.min(known.outputLimit, Math.floor(contextWindow / 4))) : DEFAULT_OUTPUT_RESERVE;
+  const catalogued = known
+    ? m.contextWindow === undefined
+      ? known.outputLimit
+      : Math.min(known.outputLimit, Math.floor(contextWindow / 4))
+    : DEFAULT_OUTPUT_RESERVE;
   return { contextWindow, outputReserve: m.outputReserve ?? catalogued };
 }

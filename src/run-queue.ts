@@ -2,6 +2,7 @@
  * Runs as BullMQ jobs: one job per run, `jobId = run id`, so enqueueing the
  * same run twice is a no-op. The job only names the run; Redis holds its state.
  */
+import { DEFAULTS } from './defaults.js';
 import { Queue, type ConnectionOptions, type Job, type JobType } from 'bullmq';
 import { assertRunId } from './keys.js';
 import type { Logger } from './logger.js';
@@ -52,7 +53,7 @@ export class RunQueue {
 
   constructor(opts: RunQueueOptions) {
     this.bullPrefix = opts.bullPrefix;
-    this.queue = new Queue<RunJobData>(opts.name ?? 'steerbot-runs', {
+    this.queue = new Queue<RunJobData>(opts.name ?? DEFAULTS.runs.queueName, {
       connection: opts.connection,
       prefix: opts.bullPrefix,
     });

@@ -12,7 +12,7 @@ import { randomInt } from 'node:crypto';
 import { z } from 'steerbot/runner';
 
 /** @type {import('steerbot').AgentTool<{ count: number; sides: number }>} */
-export const rollDice = {
+const rollDice = {
   name: 'roll_dice',
   description: 'Rolls dice: `count` dice (1-20) with `sides` sides each (2-1000). Returns every roll and their sum.',
   inputSchema: z.object({

@@ -10,7 +10,7 @@
  */
 import { defineRunnerPlugin, z } from 'steerbot/runner';
 
-export const plugin = defineRunnerPlugin({
+const plugin = defineRunnerPlugin({
   id: 'echo-agent',
   kind: 'runner',
   description: 'Answers every message with its own text.',

@@ -18,7 +18,7 @@ import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
 import { createDiscordOutbound, createRest, toChannelApiError } from './outbound.js';
 
-export type { DiscordConfig, DiscordConfigInput } from './config.js';
+export type { DiscordConfigInput } from './config.js';
 
 /** Channel id of the Discord channel (the prefix of its conversation ids). */
 const CHANNEL_ID = 'discord';

@@ -17,13 +17,13 @@
  * (`local-agent.transcript.<hash>`) for every later prompt.
  */
 import { createHash } from 'node:crypto';
-import { experimental_transcribe as transcribe, type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel } from 'ai';
+import { type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
 import type { Logger } from 'pino';
+import type { RunContext } from '../../runner/plugin.js';
+import { userMessage } from '../../runner/projection.js';
 import { channelIdOf, type FetchedFile } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../../src/record/entries.js';
-import { userMessage } from '../../runner/projection.js';
-import type { RunContext } from '../../runner/plugin.js';
 
 /** What to do with an attachment the model cannot get. */
 export type AttachmentPolicy = 'omit' | 'text' | 'error';
@@ -69,7 +69,12 @@ export class AttachmentParts {
    * attachments by one with image / file parts. Returns the notice to send
    * when the `error` policy applies (the messages are then left as they were).
    */
-  async expand(ctx: RunContext, messages: ModelMessage[], entries: ReadonlyArray<SeqEntry<MessageReceived>>, transcriber?: TranscriptionModel): Promise<string | undefined> {
+  async expand(
+    ctx: RunContext,
+    messages: ModelMessage[],
+    entries: ReadonlyArray<SeqEntry<MessageReceived>>,
+    transcriber?: TranscriptionModel,
+  ): Promise<string | undefined> {
     for (const m of entries) {
       if (!m.attachments?.length) continue;
       const index = findUserMessage(messages, m);
@@ -98,7 +103,10 @@ export class AttachmentParts {
     return undefined;
   }
 
-  private async resolve(ctx: RunContext, a: Attachment): Promise<{ kind: 'part'; part: ImagePart | FilePart } | { kind: 'none'; mediaType: string | undefined }> {
+  private async resolve(
+    ctx: RunContext,
+    a: Attachment,
+  ): Promise<{ kind: 'part'; part: ImagePart | FilePart } | { kind: 'none'; mediaType: string | undefined }> {
     const guessed = a.mime ?? (a.kind === 'image' || a.kind === 'sticker' ? 'image/jpeg' : undefined);
     if (!guessed || !this.accepts(guessed) || (a.size !== undefined && a.size > this.s.maxBytes)) return { kind: 'none', mediaType: guessed };
     const file = await this.fetch(ctx, a, ctx.logger);
@@ -149,7 +157,10 @@ export class AttachmentParts {
    * stored. Undefined when it cannot be fetched or transcribed (the policy applies).
    */
   private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel): Promise<string | undefined> {
-    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${channelIdOf(ctx.conversationId)}\n${a.ref}`).digest('hex').slice(0, 32)}`;
+    const key = `${TRANSCRIPT_KEY}.${createHash('sha256')
+      .update(`${channelIdOf(ctx.conversationId)}\n${a.ref}`)
+      .digest('hex')
+      .slice(0, 32)}`;
     const stored = await ctx.state.get(key);
     if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
     const file = await this.fetch(ctx, a, ctx.logger);

@@ -3,6 +3,7 @@
  * batch, pull steering and add it to the next request. Model and tool
  * failures are data: the loop returns a result, it does not throw.
  */
+import { DEFAULTS } from '../../src/defaults.js';
 import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet, type TranscriptionModel } from 'ai';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
 import { answerText, userMessage } from '../../runner/projection.js';
@@ -15,7 +16,7 @@ import type { AttachmentParts } from './attachments.js';
 import { cachePlan } from './caching.js';
 import { StreamWatchdog } from './watchdog.js';
 
-export { DEFAULT_MODEL_FAILURE_MESSAGE, STEP_LIMIT_MESSAGE } from './outcomes.js';
+export { DEFAULT_MODEL_FAILURE_MESSAGE } from './outcomes.js';
 
 /** Settings of one loop. */
 export interface LoopOptions {
@@ -54,7 +55,7 @@ function failureReason(err: unknown): string {
 /** Runs the loop for one RunContext. */
 export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<RunResult> {
   const messages: ModelMessage[] = [...ctx.history];
-  const maxSteps = o.maxSteps ?? 24;
+  const maxSteps = o.maxSteps ?? DEFAULTS.agent.maxSteps;
   const idleMs = o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   // Request tokens outside the messages, for the compaction estimate.
   const overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
@@ -65,8 +66,14 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   const modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
   // Provider prompt caching: the same system, tools and cache key for every request of the conversation.
   const cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
-  const refused = await o.attachments?.expand(ctx, messages, ctx.inputs, o.transcriber);
-  if (refused) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused };
+  // The messages this invocation answers: their attachments go to the model as parts (again after a compaction rebuilt the prompt).
+  const answering = [...ctx.inputs];
+  const attach = async (entries: typeof answering): Promise<RunResult | undefined> => {
+    const refused = await o.attachments?.expand(ctx, messages, entries, o.transcriber);
+    return refused ? { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused } : undefined;
+  };
+  const refused = await attach(answering);
+  if (refused) return refused;
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
     const fits = await fitContext(ctx, messages, overhead, overflowRetried);
@@ -74,7 +81,10 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       ctx.logger.warn({ contextWindow: ctx.model.contextWindow }, 'the prompt exceeds the context window even after compaction; not calling the model');
       return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
     }
-    if (fits === 'compacted') overflowRetried = true;
+    if (fits === 'compacted') {
+      overflowRetried = true;
+      await attach(answering);
+    }
     const sent = [...messages];
     let text = '';
     let streamError: unknown;
@@ -135,6 +145,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       if (compacted) {
         ctx.logger.warn('context overflow: compacted; retrying the step');
         messages.splice(0, messages.length, ...compacted);
+        await attach(answering);
         step--;
         continue;
       }
@@ -177,15 +188,19 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
     }
     // Turn boundary: the whole tool batch is done; steering joins the next request.
-    const steered = await ctx.steering.pull(o.steeringMode ?? 'all');
+    const steered = await ctx.steering.pull(o.steeringMode ?? DEFAULTS.agent.steeringMode);
     // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
     for (const m of steered) messages.push(userMessage(m, false));
-    const refusedSteered = await o.attachments?.expand(ctx, messages, steered, o.transcriber);
-    if (refusedSteered) return { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refusedSteered };
+    answering.push(...steered);
+    const refusedSteered = await attach(steered);
+    if (refusedSteered) return refusedSteered;
     if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
     // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
     const compacted = await ctx.compaction.atBoundary(messages);
-    if (compacted) messages.splice(0, messages.length, ...compacted);
+    if (compacted) {
+      messages.splice(0, messages.length, ...compacted);
+      await attach(answering);
+    }
   }
   return { outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE };
 }

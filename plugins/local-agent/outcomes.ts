@@ -18,9 +18,6 @@ export const RUN_REASON = {
   stepLimit: 'step limit reached',
 } as const;
 
-/** One of the local agent's terminal reasons. */
-export type RunReason = (typeof RUN_REASON)[keyof typeof RUN_REASON];
-
 /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
 export const DEFAULT_MODEL_FAILURE_MESSAGE = 'Sorry, the model failed to answer. Please try again in a moment.';
 
@@ -31,7 +28,8 @@ export const STREAM_TIMEOUT_MESSAGE = 'Sorry, the model stopped responding. Plea
 export const EMPTY_ANSWER_MESSAGE = 'The model returned an empty answer. Please rephrase or try again.';
 
 /** Text sent when the conversation no longer fits the model's context window. */
-export const CONTEXT_OVERFLOW_MESSAGE = 'This conversation is too long for the model, even after summarizing it. Please send a shorter message, or start over with /new.';
+export const CONTEXT_OVERFLOW_MESSAGE =
+  'This conversation is too long for the model, even after summarizing it. Please send a shorter message, or start over with /new.';
 
 /** Text sent when the loop gave up after `maxSteps` tool steps. */
 export const STEP_LIMIT_MESSAGE = 'I stopped after too many steps without an answer. Please rephrase or narrow the request.';

@@ -92,7 +92,8 @@ async function basePrompt(s: { systemPrompt?: string; systemPromptFile?: string 
   const text = await readText(s.systemPromptFile, `${path}.systemPromptFile`, issues);
   if (text === undefined) return undefined;
   if (text.trim() === '') issues.push({ path: `${path}.systemPromptFile`, message: `${s.systemPromptFile} is empty` });
-  else if (text.length > MAX_SYSTEM_PROMPT_CHARS) issues.push({ path: `${path}.systemPromptFile`, message: `${s.systemPromptFile} has more than ${MAX_SYSTEM_PROMPT_CHARS} characters` });
+  else if (text.length > MAX_SYSTEM_PROMPT_CHARS)
+    issues.push({ path: `${path}.systemPromptFile`, message: `${s.systemPromptFile} has more than ${MAX_SYSTEM_PROMPT_CHARS} characters` });
   else return text.trim();
   return undefined;
 }

@@ -41,7 +41,8 @@ export class StreamWatchdog {
   /** Reports one stream part: any part is a sign of life; tool calls pause the clock until their results arrive. */
   part(p: { type: string; toolCallId?: string }): void {
     if (p.type === 'tool-call' && p.toolCallId !== undefined) this.openToolCalls.add(p.toolCallId);
-    else if ((p.type === 'tool-result' || p.type === 'tool-error' || p.type === 'tool-output-denied') && p.toolCallId !== undefined) this.openToolCalls.delete(p.toolCallId);
+    else if ((p.type === 'tool-result' || p.type === 'tool-error' || p.type === 'tool-output-denied') && p.toolCallId !== undefined)
+      this.openToolCalls.delete(p.toolCallId);
     this.arm();
   }
 

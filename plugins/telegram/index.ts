@@ -18,7 +18,7 @@ import { TelegramPoller } from './poller.js';
 import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
 import { registerWebhookRoute } from './webhook.js';
 
-export type { TelegramConfig, TelegramConfigInput } from './config.js';
+export type { TelegramConfigInput } from './config.js';
 
 const CHANNEL_ID = 'telegram';
 

@@ -90,4 +90,4 @@ export type TelegramUser = z.infer<typeof userSchema>;
 export type TelegramEntity = z.infer<typeof entitySchema>;
 export type TelegramMessage = z.infer<typeof telegramMessageSchema>;
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;
-export type TelegramCallbackQuery = z.infer<typeof callbackQuerySchema>;
+type TelegramCallbackQuery = z.infer<typeof callbackQuerySchema>;

@@ -28,6 +28,11 @@ export interface WebhookReply {
   messageId: string;
   /** The `id` of the request this reply answers, when known. */
   inReplyTo?: string;
+  /**
+   * Buttons to offer (a tool approval's Approve / Deny): a choice is sent back
+   * as an ordinary signed message whose text is the action's `command`.
+   */
+  actions?: Array<{ label: string; command: string }>;
 }
 
 /** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */

@@ -34,7 +34,7 @@ export const webhookBodySchema = z
   .refine((b) => b.text.trim() !== '' || (b.attachments?.length ?? 0) > 0, { error: 'text is empty and there are no attachments', path: ['text'] });
 
 /** A webhook request body. */
-export type WebhookBody = z.infer<typeof webhookBodySchema>;
+type WebhookBody = z.infer<typeof webhookBodySchema>;
 
 export interface InboundOptions {
   name: string;

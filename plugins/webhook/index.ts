@@ -15,7 +15,7 @@ import { EventStreams } from './events.js';
 import { inboundHandler } from './inbound.js';
 import { createWebhookOutbound } from './outbound.js';
 
-export type { WebhookChannelConfig, WebhookChannelConfigInput } from './config.js';
+export type { WebhookChannelConfigInput } from './config.js';
 
 function parseConfig(name: string, config: WebhookChannelConfigInput): WebhookChannelConfig {
   const issues = [];

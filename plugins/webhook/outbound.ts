@@ -54,6 +54,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
         text,
         messageId: opts.deliveryKey ?? randomUUID(),
         ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
+        ...(opts.buttons?.length && { actions: opts.buttons.map((b) => ({ label: b.label, command: b.command })) }),
       };
       // The stream first, then the mark (two keys in two slots, so two commands): the pump never
       // finds a mark without its reply. A reply stored before (same delivery key: a retried run

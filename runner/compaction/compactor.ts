@@ -4,6 +4,7 @@
  * appends the `compaction` record entry, and keeps the circuit breaker that
  * stops pressure compaction after repeated ineffective ones.
  */
+import { DEFAULTS } from '../../src/defaults.js';
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { RunRef } from '../../src/protocol/runs.js';
@@ -14,15 +15,13 @@ import { CasConflictError } from '../../src/errors.js';
 import { projectHistory, type ProjectionOptions } from '../projection.js';
 import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, summaryMessages, type Checkpoint } from './checkpoint.js';
 import { estimateMessages } from './estimate.js';
-import { DEFAULT_KEEP_RECENT_TURNS, selectTurns } from './select.js';
+import { selectTurns } from './select.js';
 import { summarize } from './summarize.js';
 
 /** Conversation state key of the circuit breaker. */
 export const BREAKER_KEY = 'runner.compaction.breaker';
 /** Consecutive ineffective compactions that open the breaker. */
 export const BREAKER_LIMIT = 3;
-/** Fraction of the context window above which pressure compaction runs, by default. */
-export const DEFAULT_THRESHOLD = 0.8;
 
 /** Why a compaction is considered: context pressure, a provider overflow error, or `/compact`. */
 export type CompactionTrigger = 'pressure' | 'overflow' | 'manual';
@@ -47,7 +46,7 @@ export interface ShouldCompactInput {
  */
 export function shouldCompact(i: ShouldCompactInput): boolean {
   if (i.trigger !== 'pressure') return true;
-  return !i.breakerOpen && i.estimate > (i.threshold ?? DEFAULT_THRESHOLD) * i.contextWindow;
+  return !i.breakerOpen && i.estimate > (i.threshold ?? DEFAULTS.compaction.threshold) * i.contextWindow;
 }
 
 
@@ -132,7 +131,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
   const breaker = o.trigger === 'manual' ? { ...CLOSED } : stored; // `/compact` resets the breaker
   if (o.trigger === 'pressure' && breaker.open) return { kind: 'skipped', reason: 'breaker-open' };
 
-  const keepRecentTurns = o.keepRecentTurns ?? (o.trigger === 'overflow' ? 0 : DEFAULT_KEEP_RECENT_TURNS);
+  const keepRecentTurns = o.keepRecentTurns ?? (o.trigger === 'overflow' ? 0 : DEFAULTS.compaction.keepRecentTurns);
   const selection = selectTurns(o.loaded.entries, { keepRecentTurns, ...(o.projection && { projection: o.projection }) });
   if (!selection) {
     if (o.trigger === 'manual' && (stored.open || stored.ineffective > 0)) await writeBreaker(o, breaker, now());
@@ -172,7 +171,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     tokens_after: checkpoint.tokens_after,
     summarizer,
   } as const;
-  const effective = tokensAfter <= (o.threshold ?? DEFAULT_THRESHOLD) * o.contextWindow;
+  const effective = tokensAfter <= (o.threshold ?? DEFAULTS.compaction.threshold) * o.contextWindow;
   const ineffective = effective ? 0 : breaker.ineffective + 1;
   const next: BreakerState = { ineffective, open: ineffective >= BREAKER_LIMIT };
   const breakerChanged = next.ineffective !== stored.ineffective || next.open !== stored.open;

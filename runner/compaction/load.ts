@@ -3,6 +3,7 @@
  * `covers_until`, read in pages. Without a usable checkpoint, a bounded tail
  * of the record — never the whole record.
  */
+import { DEFAULTS } from '../../src/defaults.js';
 import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
@@ -96,7 +97,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   const { reason } = validation;
   if (reason === 'missing') o.logger.debug('no compaction checkpoint; reading a bounded tail');
   else o.logger.warn({ reason }, 'compaction checkpoint rejected; reading a bounded tail');
-  const entries = await readTail(o.client, k.log, o.tailEntries ?? 2000);
+  const entries = await readTail(o.client, k.log, o.tailEntries ?? DEFAULTS.compaction.tailEntries);
   const projected = projectHistory(entries, projection);
   return {
     messages: projected.messages,

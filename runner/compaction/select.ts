@@ -18,12 +18,11 @@
  * is their projection, so answers of failed and superseded runs (kept in the
  * record, never in the prompt) are not summarized either.
  */
+import { DEFAULTS } from '../../src/defaults.js';
 import type { ModelMessage } from 'ai';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { placements, projectHistory, type ProjectionOptions } from '../projection.js';
 
-/** Complete turns kept verbatim after a compaction, by default. */
-export const DEFAULT_KEEP_RECENT_TURNS = 4;
 
 /** Options of `selectTurns`. */
 export interface SelectOptions {
@@ -75,7 +74,7 @@ export function turnBoundaries(entries: readonly SeqEntry[]): number[] {
  * leaves `keepRecentTurns` complete turns after it.
  */
 export function selectTurns(entries: readonly SeqEntry[], opts: SelectOptions = {}): Selection | undefined {
-  const keep = Math.max(0, opts.keepRecentTurns ?? DEFAULT_KEEP_RECENT_TURNS);
+  const keep = Math.max(0, opts.keepRecentTurns ?? DEFAULTS.compaction.keepRecentTurns);
   const live = afterLastReset(entries);
   const endedAt = live.filter((e) => e.kind === 'run.ended').map((e) => e.seq);
   const turnsAfter = (seq: number) => endedAt.length - countUpTo(endedAt, seq);

@@ -4,11 +4,10 @@
  * fails (throws, is aborted, answers nothing) a deterministic summary instead,
  * so the conversation still shrinks.
  */
+import { DEFAULTS } from '../../src/defaults.js';
 import { generateText, type LanguageModel, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 
-/** Longest summary by default, in characters. */
-export const DEFAULT_MAX_SUMMARY_CHARS = 6000;
 
 /** Options of `summarize`. */
 export interface SummarizeOptions {
@@ -48,7 +47,7 @@ const INSTRUCTIONS = (maxChars: number) =>
 
 /** Summarizes `turns` merged with `previousSummary`. Never throws. */
 export async function summarize(o: SummarizeOptions): Promise<SummaryResult> {
-  const maxChars = o.maxChars ?? DEFAULT_MAX_SUMMARY_CHARS;
+  const maxChars = o.maxChars ?? DEFAULTS.compaction.maxSummaryChars;
   // Nothing new to merge (e.g. only failed runs were selected): the deterministic summary is exact.
   if (o.model && !o.signal?.aborted && o.turns.length > 0) {
     try {

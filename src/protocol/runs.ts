@@ -3,6 +3,7 @@
  * pulls and finish. Every write after acquire carries the run's fencing
  * token; a stale token is refused with StaleRunError and writes nothing.
  */
+import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, conversationKeys } from '../keys.js';
 import { recordEntrySchema, type RecordEntry, type RunOutcome, type SeqEntry } from '../record/entries.js';
@@ -125,7 +126,7 @@ export class Runs {
         this.options.client,
         'finish',
         [k.run(run.runId), k.steer(run.runId), k.log, k.meta, k.active, k.pending, k.base],
-        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? 'all', run.conversationId, this.options.retention.endedRunTtlSeconds],
+        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? DEFAULTS.agent.steeringMode, run.conversationId, this.options.retention.endedRunTtlSeconds],
       ),
       run.runId,
     );

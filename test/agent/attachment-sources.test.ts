@@ -11,8 +11,8 @@ import { discordConfigSchema } from '../../plugins/discord/config.js';
 import { createDiscordOutbound, createRest } from '../../plugins/discord/outbound.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { allowedAttachmentUrl, createWebhookOutbound } from '../../plugins/webhook/outbound.js';
-import { createRedis } from '../../src/redis.js';
 import { InvalidInputError } from '../../src/errors.js';
+import { createRedis } from '../../src/redis.js';
 import { defaultRedisUrl } from '../../testing/redis.js';
 
 let server: Server;
@@ -53,7 +53,12 @@ describe('webhook attachments', () => {
       expect(Buffer.from(got.data)).toEqual(FILE);
       expect(got.mediaType).toBe('application/pdf');
 
-      const closed = createWebhookOutbound({ channelId: 'webhook:crm', config: webhookChannelConfigSchema.parse({ secret: 'a-secret-of-16-chars' }), redis, prefix: 'unused' });
+      const closed = createWebhookOutbound({
+        channelId: 'webhook:crm',
+        config: webhookChannelConfigSchema.parse({ secret: 'a-secret-of-16-chars' }),
+        redis,
+        prefix: 'unused',
+      });
       const before = hits.length;
       await expect(closed.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(InvalidInputError);
       expect(hits.length).toBe(before); // refused without a request
@@ -85,7 +90,11 @@ describe('Discord attachments', () => {
     expect(Buffer.from(got.data)).toEqual(FILE);
 
     const elsewhere = createDiscordOutbound('discord', discordConfigSchema.parse({ token: 'discord-token' }), createRest(config));
-    await expect(elsewhere.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 })).rejects.toThrow(/not on a Discord file host/);
-    await expect(out.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf`, size: 5_000_000 }, { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(elsewhere.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf` }, { maxBytes: 1_000_000 })).rejects.toThrow(
+      /not on a Discord file host/,
+    );
+    await expect(out.fetchAttachment!({ kind: 'file', ref: `${origin}/report.pdf`, size: 5_000_000 }, { maxBytes: 1_000_000 })).rejects.toBeInstanceOf(
+      InvalidInputError,
+    );
   });
 });

@@ -7,16 +7,16 @@
  */
 import { Api } from 'grammy';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { RUN_REASON } from '../../plugins/local-agent/outcomes.js';
 import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
 import { createTranscriptionModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { ChannelOutbound } from '../../src/channel.js';
+import { conversationKeys } from '../../src/keys.js';
 import type { Attachment } from '../../src/record/entries.js';
-import { startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
@@ -35,7 +35,14 @@ const PHOTO = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) % 256);
 async function start(attachments?: AttachmentSettings, transcription?: string): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();
   t.h = h;
-  const telegram = createTelegramOutbound({ channelId: 'telegram', api: new Api(tg.token, { apiRoot: tg.apiRoot }), token: tg.token, streaming: false, logger: h.ctx.logger, apiRoot: tg.apiRoot });
+  const telegram = createTelegramOutbound({
+    channelId: 'telegram',
+    api: new Api(tg.token, { apiRoot: tg.apiRoot }),
+    token: tg.token,
+    streaming: false,
+    logger: h.ctx.logger,
+    apiRoot: tg.apiRoot,
+  });
   (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
   await h.startRunner(
     createLocalAgentPlugin({
@@ -53,7 +60,13 @@ async function start(attachments?: AttachmentSettings, transcription?: string): 
 let updates = 0;
 /** Sends a message with attachments and waits for its run to end. */
 async function send(h: RunnerHarness, text: string, attachments: Attachment[]) {
-  const r = (await h.ingestService.ingest({ conversationId: CID, updateKey: `telegram:att-${++updates}`, sender: { id: 'u1', name: 'Ann' }, text, attachments })) as { runId: string };
+  const r = (await h.ingestService.ingest({
+    conversationId: CID,
+    updateKey: `telegram:att-${++updates}`,
+    sender: { id: 'u1', name: 'Ann' },
+    text,
+    attachments,
+  })) as { runId: string };
   const ended = await h.runEnded(r.runId);
   await h.idle();
   return ended;
@@ -92,9 +105,12 @@ describe('attachments', () => {
     tg.addFile('big-1', new Uint8Array(5000), { mime: 'image/png' });
     const h = await start({ maxBytes: 2048, policy: 'error' });
 
-    expect(await send(h, 'look', [{ kind: 'image', ref: 'big-1', name: 'scan.png' }])).toMatchObject({ outcome: 'failed', reason: RUN_REASON.attachmentUnsupported });
+    expect(await send(h, 'look', [{ kind: 'image', ref: 'big-1', name: 'scan.png' }])).toMatchObject({
+      outcome: 'failed',
+      reason: RUN_REASON.attachmentUnsupported,
+    });
     expect(t.fake.requests).toHaveLength(0);
-    expect(h.outbound.texts).toEqual([expect.stringContaining('can\'t read “scan.png”')]);
+    expect(h.outbound.texts).toEqual([expect.stringContaining("can't read “scan.png”")]);
     expect(tg.fileDownloads).toEqual([]); // refused from getFile's size, before downloading
   });
 

@@ -40,25 +40,44 @@ describe('modelLimits', () => {
 
 describe('model settings at start', () => {
   it('take the window and the output limit of a catalogued model', () => {
-    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4.1' } }).model).toMatchObject({ name: 'gpt-4.1', contextWindow: 1_047_576, outputReserve: 32_768 });
+    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4.1' } }).model).toMatchObject({
+      name: 'gpt-4.1',
+      contextWindow: 1_047_576,
+      outputReserve: 32_768,
+    });
   });
 
   it('let settings override the catalogue; a smaller window caps the catalogued reserve at a quarter of it', () => {
-    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_CONTEXT_WINDOW: '32000' } }).model).toMatchObject({ contextWindow: 32_000, outputReserve: 8_000 });
-    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '2000' } }).model).toMatchObject({ contextWindow: 128_000, outputReserve: 2_000 });
+    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_CONTEXT_WINDOW: '32000' } }).model).toMatchObject({
+      contextWindow: 32_000,
+      outputReserve: 8_000,
+    });
+    expect(readConfig({ env: { ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '2000' } }).model).toMatchObject({
+      contextWindow: 128_000,
+      outputReserve: 2_000,
+    });
   });
 
   it('refuse an unknown model without a window, naming the field, the model and the variable', () => {
     const err = configError({ STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' });
-    expect(err.issues).toEqual([{ path: 'model.contextWindow', message: expect.stringMatching(/unknown model "llama3\.1:8b".*STEERBOT_MODEL_CONTEXT_WINDOW/) }]);
+    expect(err.issues).toEqual([
+      { path: 'model.contextWindow', message: expect.stringMatching(/unknown model "llama3\.1:8b".*STEERBOT_MODEL_CONTEXT_WINDOW/) },
+    ]);
   });
 
   it('accept an unknown model with a window, keeping 4096 tokens for the answer', () => {
-    const env = { STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b', STEERBOT_MODEL_CONTEXT_WINDOW: '8192' };
+    const env = {
+      STEERBOT_MODEL_PROVIDER: 'openai-compatible',
+      OPENAI_BASE_URL: 'http://localhost:11434/v1',
+      STEERBOT_MODEL: 'llama3.1:8b',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '8192',
+    };
     expect(readConfig({ env }).model).toMatchObject({ contextWindow: 8192, outputReserve: 4096 });
   });
 
   it('refuse a reserve that leaves no room for the prompt', () => {
-    expect(configError({ ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '200000' }).issues.map((i) => i.path)).toEqual(['model.outputReserve']);
+    expect(configError({ ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '200000' }).issues.map((i) => i.path)).toEqual([
+      'model.outputReserve',
+    ]);
   });
 });

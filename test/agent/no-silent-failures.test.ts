@@ -8,11 +8,11 @@ import type { ModelMessage } from 'ai';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
-import { fakeModel, RunnerHarness, perTestModel } from '../runner/harness.js';
+import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 

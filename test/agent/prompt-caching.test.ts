@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { promptCacheKey } from '../../plugins/local-agent/caching.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { toToolSet } from '../../plugins/local-agent/tools.js';
 import { SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
@@ -66,7 +66,22 @@ describe('OpenAI prompt caching', () => {
 /** A minimal Anthropic Messages stream answering `text`. */
 function anthropicStream(text: string): Response {
   const events = [
-    ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }],
+    [
+      'message_start',
+      {
+        type: 'message_start',
+        message: {
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 10, output_tokens: 1 },
+        },
+      },
+    ],
     ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
     ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
     ['content_block_stop', { type: 'content_block_stop', index: 0 }],

@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import localAgent, { type LocalAgentSettings } from '../../plugins/local-agent/index.js';
 import { CHECKPOINT_KEY, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
-import { startRunner } from '../../runner/main.js';
 import { createModel } from '../../runner/model.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../../src/defaults.js';
@@ -39,7 +38,11 @@ afterAll(async () => {
 async function agentFrom(h: RunnerHarness, settings: LocalAgentSettings): Promise<RunnerPlugin> {
   h.ctx.config.model.baseURL = t.fake.url;
   const model = h.ctx.config.model;
-  return localAgent.create(localAgent.configSchema.parse({ currentTime: false, ...settings }), { logger: h.ctx.logger, model, createModel: (s = model) => createModel(s) });
+  return localAgent.create(localAgent.configSchema.parse({ currentTime: false, ...settings }), {
+    logger: h.ctx.logger,
+    model,
+    createModel: (s = model) => createModel(s),
+  });
 }
 
 async function startWith(settings: LocalAgentSettings): Promise<RunnerHarness> {
@@ -60,7 +63,12 @@ const systemOf = (i: number): string => t.fake.requests[i]!.body.messages.find((
 
 describe('the system prompt from files', () => {
   it('reads the prompt file and appends each notes file as a bounded fragment, in order, within the budget', async () => {
-    const h = await startWith({ systemPromptFile: file('prompt.md'), notesFiles: [file('AGENTS.md'), file('STYLE.md'), file('LATE.md')], notesFileMaxChars: 300, notesBudgetChars: 400 });
+    const h = await startWith({
+      systemPromptFile: file('prompt.md'),
+      notesFiles: [file('AGENTS.md'), file('STYLE.md'), file('LATE.md')],
+      notesFileMaxChars: 300,
+      notesBudgetChars: 400,
+    });
     await say(h, 'hello');
     await say(h, 'again');
 

@@ -136,8 +136,8 @@ function conversationOf(c: FuzzCase): string | undefined {
     return undefined;
   }
   if (c.target === 'webhook') return typeof body?.conversation === 'string' ? `${CHANNEL}:${body.conversation}` : undefined;
-  // A message, or a button click under one (the click's conversation is the message's).
-  const chat = body?.message?.chat?.id ?? body?.callback_query?.message?.chat?.id;
+  // A button click under a message (the channel reads it first; its conversation is the message's), or a message.
+  const chat = body?.callback_query !== undefined ? body.callback_query?.message?.chat?.id : body?.message?.chat?.id;
   return typeof chat === 'number' ? `telegram:${chat}` : undefined;
 }
 

@@ -8,6 +8,7 @@ import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import { createChannels } from '../../app/start.js';
 import { startHost, type StartedHost } from '../../host/main.js';
 import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
@@ -52,6 +53,8 @@ export interface WebhookSystemOptions {
   modelBaseURL: string;
   callbackUrl: string;
   tools?: AgentTool[];
+  /** The local agent's toolbox (MCP servers, policy, …). */
+  toolbox?: ToolboxOptions;
   prefix?: string;
   /** Runs before host and runner start, with the context they will get. */
   prepare?: (ctx: AppContext) => Promise<void>;
@@ -84,7 +87,7 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
   const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true });
   const runner = await startRunner(ctx, {
     channels: await createChannels(config, channelDeps),
-    plugin: createLocalAgentPlugin({ tools: o.tools ?? [], builtins: { currentTime: false } }),
+    plugin: createLocalAgentPlugin({ tools: o.tools ?? [], builtins: { currentTime: false }, ...(o.toolbox && { toolbox: o.toolbox }) }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
   });
