@@ -6,9 +6,10 @@
  * second one (or one after the timeout) changes nothing and says how it was
  * decided. A redelivered command update gets no second reply.
  */
-import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
-import { APPROVAL_ID_RE, decideApproval, type ApprovalRecord } from '../src/protocol/approvals.js';
+
 import { conversationKeys } from '../src/keys.js';
+import { APPROVAL_ID_RE, type ApprovalRecord, decideApproval } from '../src/protocol/approvals.js';
+import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 
 /** What the command needs (the host's dispatch: its Redis, prefix and dedupe TTL). */
 interface Deps {
@@ -18,14 +19,24 @@ interface Deps {
 const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', approved: 'approved', denied: 'denied', timeout: 'timed out (denied)' };
 
 /** Runs `/approve` or `/deny` for `source`. */
-export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied', args: string, source: CommandSource): Promise<{ reply: string; duplicate: boolean; edit?: string }> {
+export async function approvalCommand(
+  deps: Deps,
+  decision: 'approved' | 'denied',
+  args: string,
+  source: CommandSource,
+): Promise<{ reply: string; duplicate: boolean; edit?: string }> {
   const o = deps.dispatch.options;
   const id = args.split(/\s+/)[0] ?? '';
-  if (!APPROVAL_ID_RE.test(id)) return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
+  if (!APPROVAL_ID_RE.test(id))
+    return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
   // Commands are deduped by their update key; deciding writes no dedupe key of its own, so this one does.
   const fresh = await o.client.set(conversationKeys(o.prefix, source.conversationId).dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
   if (fresh === null) return { reply: '', duplicate: true };
-  const r = await decideApproval(o.client, o.prefix, source.conversationId, id, { decision, by: source.sender.id, ...(source.sender.name !== undefined && { byName: source.sender.name }) });
+  const r = await decideApproval(o.client, o.prefix, source.conversationId, id, {
+    decision,
+    by: source.sender.id,
+    ...(source.sender.name !== undefined && { byName: source.sender.name }),
+  });
   switch (r.kind) {
     case 'decided': {
       const who = r.record.byName ?? r.record.by ?? '';
@@ -34,7 +45,10 @@ export async function approvalCommand(deps: Deps, decision: 'approved' | 'denied
       return { reply: decision === 'approved' ? `Approved: ${r.record.tool} will run.` : `Denied: ${r.record.tool} will not run.`, duplicate: false, edit };
     }
     case 'already':
-      return { reply: `Already decided: ${STATUS[r.record.status]}${r.record.byName ?? r.record.by ? ` by ${r.record.byName ?? r.record.by}` : ''}. Nothing changed.`, duplicate: false };
+      return {
+        reply: `Already decided: ${STATUS[r.record.status]}${(r.record.byName ?? r.record.by) ? ` by ${r.record.byName ?? r.record.by}` : ''}. Nothing changed.`,
+        duplicate: false,
+      };
     case 'not_allowed':
       return { reply: 'You are not allowed to decide this request. Nothing changed.', duplicate: false };
     case 'not_found':

@@ -12,9 +12,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../src/keys.js';
-import { decideApproval, readApproval, readApprovals, type ApprovalRecord } from '../src/protocol/approvals.js';
+import { type ApprovalRecord, decideApproval, readApproval, readApprovals } from '../src/protocol/approvals.js';
 import type { RunRef } from '../src/protocol/runs.js';
-import { runScript, type RedisClient } from '../src/scripts/index.js';
+import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import type { DeliverySink } from './plugin.js';
 import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './tool-contract.js';
@@ -59,9 +59,30 @@ export class RunApprovals implements ApprovalGate {
       const deciders = [...new Set([...(o.starter ? [o.starter] : []), ...req.approvers])];
       const expiresAt = Date.now() + req.timeoutMs;
       const record: ApprovalRecord = { run: o.run.runId, call: req.callId, tool: req.tool, inputHash, text, deciders, expiresAt, status: 'pending' };
-      const entry = { v: 1, kind: 'approval.requested', at: Date.now(), run: o.run.runId, token: o.run.token, approval: id, call: req.callId, tool: req.tool, inputHash, deciders, expiresAt };
+      const entry = {
+        v: 1,
+        kind: 'approval.requested',
+        at: Date.now(),
+        run: o.run.runId,
+        token: o.run.token,
+        approval: id,
+        call: req.callId,
+        tool: req.tool,
+        inputHash,
+        deciders,
+        expiresAt,
+      };
       const k = conversationKeys(o.prefix, o.run.conversationId);
-      checkReply('approval-request', await runScript(o.client, 'approval-request', [k.run(o.run.runId), k.approvals, k.log, k.meta], [o.run.token, id, JSON.stringify(record), JSON.stringify(entry), APPROVALS_TTL_SECONDS]), o.run.runId);
+      checkReply(
+        'approval-request',
+        await runScript(
+          o.client,
+          'approval-request',
+          [k.run(o.run.runId), k.approvals, k.log, k.meta],
+          [o.run.token, id, JSON.stringify(record), JSON.stringify(entry), APPROVALS_TTL_SECONDS],
+        ),
+        o.run.runId,
+      );
       o.logger.info({ approval: id, tool: req.tool, deciders: deciders.length }, 'approval requested');
     }
     this.used.add(id);

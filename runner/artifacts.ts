@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { conversationKeys } from '../src/keys.js';
 import type { RunRef } from '../src/protocol/runs.js';
-import { runScript, type RedisClient } from '../src/scripts/index.js';
+import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import type { ArtifactRef, ArtifactStore } from './tool-contract.js';
 
@@ -24,7 +24,11 @@ export class RedisArtifacts implements ArtifactStore {
   async put(text: string, ttlSeconds: number): Promise<ArtifactRef> {
     const id = `a_${randomBytes(8).toString('hex')}`;
     const k = conversationKeys(this.prefix, this.run.conversationId);
-    checkReply('artifact-put', await runScript(this.client, 'artifact-put', [k.run(this.run.runId), k.artifacts], [this.run.token, id, text, Math.max(1, Math.floor(ttlSeconds))]), this.run.runId);
+    checkReply(
+      'artifact-put',
+      await runScript(this.client, 'artifact-put', [k.run(this.run.runId), k.artifacts], [this.run.token, id, text, Math.max(1, Math.floor(ttlSeconds))]),
+      this.run.runId,
+    );
     return { id, chars: text.length };
   }
 

@@ -9,8 +9,8 @@
  * input digest, oldest first, since providers give a repeated call a new id.
  */
 import { createHash } from 'node:crypto';
+import type { RunRef, Runs } from '../src/protocol/runs.js';
 import type { ModelStep, SeqEntry, ToolCompleted, ToolStarted } from '../src/record/entries.js';
-import type { Runs, RunRef } from '../src/protocol/runs.js';
 import type { ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
 
 /** A call an earlier attempt started whose result never reached a recorded step. */
@@ -45,7 +45,8 @@ export function toolInputHash(input: unknown): string {
 function answeredCalls(step: ModelStep, into: Set<string>): void {
   for (const m of step.messages) {
     if (m.role !== 'tool' || !Array.isArray(m.content)) continue;
-    for (const part of m.content as Array<{ type?: string; toolCallId?: string }>) if (part.type === 'tool-result' && part.toolCallId) into.add(part.toolCallId);
+    for (const part of m.content as Array<{ type?: string; toolCallId?: string }>)
+      if (part.type === 'tool-result' && part.toolCallId) into.add(part.toolCallId);
   }
 }
 

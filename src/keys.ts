@@ -114,7 +114,7 @@ class Keys implements ConversationKeys {
  * has once, besides the per-run (`run:`, `steer:`, `inputs:`) and per-update
  * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
  * stores a key of its own per conversation adds its suffix here (`replies`,
- * `callback_cursor`, `callback_lock`: the webhook channel; `rate`: ingest's
+ * `callback_cursor`, `callback_lock`, `callback_given_up`: the webhook channel; `rate`: ingest's
  * rate limits; `artifacts`, `approvals`: large tool results and tool approvals of the local agent). The webhook's `reply_stored:<delivery key>` keys are found
  * from the outbox's delivery keys.
  */
@@ -131,6 +131,7 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'replies',
   'callback_cursor',
   'callback_lock',
+  'callback_given_up',
   'artifacts',
   'approvals',
 ] as const;

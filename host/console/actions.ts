@@ -2,7 +2,8 @@
  * The console's actions. Stop, compact, new context and set policy run the
  * chat commands themselves (`runCommand`, the same scripts), sent by the
  * operator: the record shows them as `command.received` from sender
- * `console`. Abandon ends a run whose runner stopped answering (running past
+ * `console`. Purge runs `/purge` (with `stop`: the active run is stopped
+ * first), the same script as the chat command. Abandon ends a run whose runner stopped answering (running past
  * its lease) through the runner's own `finish` script, fenced by the token
  * the console read: if a runner took the run over meanwhile, the token moved
  * on and nothing is written. The run ends `failed` with the reason
@@ -38,10 +39,10 @@ export interface ActionOutcome {
 export const ABANDON_REASON = 'abandoned by operator (runner unresponsive past its lease)';
 
 /** Actions the console offers. */
-export const CONSOLE_ACTIONS = ['stop', 'compact', 'new', 'policy', 'abandon'] as const;
+export const CONSOLE_ACTIONS = ['stop', 'compact', 'new', 'policy', 'purge', 'abandon'] as const;
 export type ConsoleAction = (typeof CONSOLE_ACTIONS)[number];
 
-const COMMAND_OF: Record<Exclude<ConsoleAction, 'abandon'>, CommandName> = { stop: 'stop', compact: 'compact', new: 'new', policy: 'queue' };
+const COMMAND_OF: Record<Exclude<ConsoleAction, 'abandon'>, CommandName> = { stop: 'stop', compact: 'compact', new: 'new', policy: 'queue', purge: 'purge' };
 
 /** Runs the console's actions. */
 export class ConsoleActions {
@@ -53,7 +54,8 @@ export class ConsoleActions {
 
   /**
    * Runs `action` on a conversation. `arg`: the policy for `policy`
-   * (`default` clears the override), the run id for `abandon`.
+   * (`default` clears the override), `stop` for `purge` (stop an active run
+   * first), the run id for `abandon`.
    * @throws InvalidInputError on a bad argument (nothing written).
    */
   async run(conversationId: string, action: ConsoleAction, arg: string | undefined): Promise<ActionOutcome> {
@@ -63,7 +65,9 @@ export class ConsoleActions {
       throw new InvalidInputError(`policy must be one of ${INPUT_POLICIES.join(', ')}, or default`);
     }
     const source = { conversationId, updateKey: `console:${randomUUID()}`, sender: { id: 'console', name: 'operator (console)' } };
-    const outcome = await runCommand(this.d, { name: COMMAND_OF[action], args: action === 'policy' ? arg! : '' }, source, this.d.channelPolicy(conversationId));
+    if (action === 'purge' && arg !== undefined && arg !== 'stop') throw new InvalidInputError('purge takes no argument, or stop');
+    const args = action === 'policy' || action === 'purge' ? (arg ?? '') : '';
+    const outcome = await runCommand(this.d, { name: COMMAND_OF[action], args }, source, this.d.channelPolicy(conversationId));
     this.d.logger.info({ conversationId, action, arg }, 'console action');
     return { ok: true, message: outcome.reply };
   }

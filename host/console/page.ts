@@ -47,6 +47,7 @@ export function consolePage(base: string): string {
     <button type="button" data-action="new">new context</button>
     <label>policy <select id="c-policy"><option>default</option><option>steer</option><option>followup</option><option>collect</option><option>interrupt</option><option>supersede</option></select></label>
     <button type="button" data-action="policy">set policy</button>
+    <button type="button" data-action="purge" class="danger">purge conversation</button>
     <button type="button" data-action="abandon" class="danger">abandon stuck run</button>
     <span id="c-result" class="note"></span>
   </div>

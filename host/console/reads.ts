@@ -128,7 +128,11 @@ export class ConsoleReads {
       const n = outboxStates(await this.d.redis.hvals(k.outbox));
       if (n > 0) stuck.push(`${n} undelivered outbox ${n === 1 ? 'entry' : 'entries'}`);
     }
-    if (id.startsWith('webhook:') && (await this.callbacksBehind(id))) stuck.push('callbacks behind');
+    if (id.startsWith('webhook:')) {
+      if (await this.callbacksBehind(id)) stuck.push('callbacks behind');
+      const givenUp = Number(await this.d.redis.hget(`${conversationKeys(this.d.prefix, id).base}callback_given_up`, 'count'));
+      if (givenUp > 0) stuck.push(`${givenUp} ${givenUp === 1 ? 'callback' : 'callbacks'} given up`);
+    }
     return {
       id,
       channel: channelIdOf(id),

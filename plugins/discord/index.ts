@@ -9,8 +9,8 @@
  * came over the gateway (no host connected, or a session Discord would not
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
-import { Client, Events, GatewayIntentBits, Partials, type Message } from 'discord.js';
-import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
+import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type ButtonInteraction, type Message } from 'discord.js';
+import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage } from '../../src/channel.js';
 import { ConfigError, redactSecrets } from '../../src/errors.js';
 import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
@@ -68,6 +68,31 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       if (!gaps.has(m.channelId)) cursors.note(m.channelId, m.id);
     });
     if (queued === false) gaps.add(m.channelId);
+  };
+
+  /**
+   * A click on one of the bot's buttons: its custom id (a control command)
+   * from the user who clicked. Answered within Discord's 3 s: the message
+   * updated to the command's `edit` (buttons removed) when it changed
+   * something, else an ephemeral reply only the clicker sees. Never throws.
+   */
+  const onButton = async (host: ChannelHost, i: ButtonInteraction): Promise<void> => {
+    try {
+      const message: InboundMessage = {
+        conversationId: `${CHANNEL_ID}:${i.channelId}`,
+        updateKey: `${CHANNEL_ID}:interaction:${i.id}`,
+        chatId: i.channelId,
+        sender: { id: i.user.id, ...((i.user.globalName ?? i.user.username) && { name: (i.user.globalName ?? i.user.username).slice(0, 256) }) },
+        text: i.customId,
+        interaction: 'button',
+        ...(i.guildId && { group: true }),
+      };
+      const result = await host.receive(CHANNEL_ID, message);
+      if (result.kind === 'command' && result.edit) await i.update({ content: result.edit.slice(0, 2000), components: [] });
+      else await i.reply({ content: (result.kind === 'command' && result.reply) || 'Not allowed here.', flags: MessageFlags.Ephemeral });
+    } catch (err) {
+      logger.warn({ error: describe(err), interaction: i.id }, 'discord: could not handle a button click');
+    }
   };
 
   /** Hands the messages missed while no host was connected to the host; never throws. */
@@ -133,6 +158,9 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
         if (!c.user) return;
         if (held) held.push(m);
         else onMessage(host, c.user.id, m);
+      });
+      c.on(Events.InteractionCreate, (i) => {
+        if (i.isButton()) void onButton(host, i);
       });
       c.on(Events.ShardReady, () => {
         gateway = 'ready';

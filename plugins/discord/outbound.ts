@@ -92,6 +92,10 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
         allowed_mentions: { parse: [], replied_user: true },
       };
       if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
+      if (opts.buttons?.length) {
+        // One action row; a click comes back as an interaction whose custom id is the command.
+        body.components = [{ type: 1, components: opts.buttons.slice(0, 5).map((b, i) => ({ type: 2, style: i === 0 ? 1 : 2, label: b.label.slice(0, 80), custom_id: b.command.slice(0, 100) })) }];
+      }
       if (opts.deliveryKey) {
         // Discord returns the message already created with this nonce (for a few minutes) instead of
         // posting it again, so a retry after a lost response (ours or @discordjs/rest's) cannot duplicate it.

@@ -11,8 +11,8 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { z } from 'zod';
-import type { AgentTool } from './tools.js';
 import { ToolFailure } from './tool-errors.js';
+import type { AgentTool } from './tools.js';
 
 /** Options of the HTTP fetch tool. */
 export interface HttpFetchToolOptions {
@@ -51,7 +51,8 @@ for (const [net, bits] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const) BLOCKED.addSubnet(net, bits, 'ipv4');
+] as const)
+  BLOCKED.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 128],
   ['::1', 128],
@@ -62,7 +63,8 @@ for (const [net, bits] of [
   ['fe80::', 10],
   ['fec0::', 10],
   ['ff00::', 8],
-] as const) BLOCKED.addSubnet(net, bits, 'ipv6');
+] as const)
+  BLOCKED.addSubnet(net, bits, 'ipv6');
 
 /** An allow-list of hosts and address ranges. */
 class Allowed {
@@ -132,7 +134,11 @@ function get(url: URL, allowed: Allowed, o: Required<Pick<HttpFetchToolOptions, 
   }
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET', signal, lookup: checkedLookup(host, allowed, o.lookup), headers: { 'user-agent': 'steerbot-http-fetch', accept: '*/*' } }, resolve);
+    const req = request(
+      url,
+      { method: 'GET', signal, lookup: checkedLookup(host, allowed, o.lookup), headers: { 'user-agent': 'steerbot-http-fetch', accept: '*/*' } },
+      resolve,
+    );
     req.on('error', reject);
     req.end();
   });
@@ -157,7 +163,12 @@ async function readBody(res: IncomingMessage, maxBytes: number): Promise<{ text:
   return { text: Buffer.concat(chunks).toString('utf8'), truncated };
 }
 
-const inputSchema = z.object({ url: z.string().url().refine((u) => /^https?:\/\//i.test(u), 'http(s) URLs only') });
+const inputSchema = z.object({
+  url: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//i.test(u), 'http(s) URLs only'),
+});
 
 /** Fetches a URL with GET (built in, off by default: it lets the model reach the network). */
 export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: string }> {

@@ -14,7 +14,8 @@ import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../..
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { loadSystemPrompts } from './prompt.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
-import { currentTimeTool, httpFetchTool, type AgentTool, type HttpFetchToolOptions } from './tools.js';
+import { currentTimeTool, type AgentTool } from './tools.js';
+import { httpFetchTool, type HttpFetchToolOptions } from './http-fetch.js';
 import { Toolbox, toolSettingsShape, type ToolboxOptions } from './toolbox.js';
 
 export type { AgentTool } from './tools.js';

@@ -20,26 +20,35 @@ import type { AgentTool } from './tools.js';
 
 const names = z.array(z.string().trim().min(1).max(128)).min(1, { error: 'expected at least one tool name' });
 const common = {
-  tools: names.optional().describe('Allow-list of the server\'s tool names offered to the model. Default: all of them.'),
+  tools: names.optional().describe("Allow-list of the server's tool names offered to the model. Default: all of them."),
   timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe('Time limit of one tool call, in ms. Default 30 000.'),
   connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('Time limit of connecting and listing the tools, in ms. Default 10 000.'),
 };
 
 /** One MCP server: a stdio command or a Streamable HTTP endpoint. */
-export const mcpServerSchema = z.union([
-  z.strictObject({
-    command: z.string().trim().min(1).describe('Executable that serves MCP on stdin/stdout.'),
-    args: z.array(z.string()).default([]).describe('Its arguments. Default `[]`.'),
-    env: z.record(z.string(), z.string()).default({}).describe('Extra environment variables (on top of a minimal safe set: PATH, HOME, …). Values are secrets: never logged, redacted by `check-config`.'),
-    cwd: z.string().min(1).optional().describe('Working directory. Default: the runner\'s.'),
-    ...common,
-  }),
-  z.strictObject({
-    url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).describe('Streamable HTTP endpoint of the server.'),
-    headers: z.record(z.string(), z.string()).default({}).describe('Headers sent with every request (e.g. `Authorization`). Values are secrets: never logged, redacted by `check-config`.'),
-    ...common,
-  }),
-], { error: 'expected a stdio server ({ command, args?, env?, cwd? }) or an HTTP server ({ url, headers? })' });
+export const mcpServerSchema = z.union(
+  [
+    z.strictObject({
+      command: z.string().trim().min(1).describe('Executable that serves MCP on stdin/stdout.'),
+      args: z.array(z.string()).default([]).describe('Its arguments. Default `[]`.'),
+      env: z
+        .record(z.string(), z.string())
+        .default({})
+        .describe('Extra environment variables (on top of a minimal safe set: PATH, HOME, …). Values are secrets: never logged, redacted by `check-config`.'),
+      cwd: z.string().min(1).optional().describe("Working directory. Default: the runner's."),
+      ...common,
+    }),
+    z.strictObject({
+      url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).describe('Streamable HTTP endpoint of the server.'),
+      headers: z
+        .record(z.string(), z.string())
+        .default({})
+        .describe('Headers sent with every request (e.g. `Authorization`). Values are secrets: never logged, redacted by `check-config`.'),
+      ...common,
+    }),
+  ],
+  { error: 'expected a stdio server ({ command, args?, env?, cwd? }) or an HTTP server ({ url, headers? })' },
+);
 
 /** Settings of one MCP server as written. */
 export type McpServerSettings = z.input<typeof mcpServerSchema>;
@@ -50,7 +59,9 @@ export type McpServerConfig = z.output<typeof mcpServerSchema>;
 /** `agents.local-agent.mcpServers`: servers by name (the name prefixes its tools). */
 export const mcpServersSchema = z
   .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, { error: 'expected a server name of 1-32 characters [A-Za-z0-9_-]' }), mcpServerSchema)
-  .describe('MCP servers whose tools join the agent\'s, by name: `{ "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }, "crm": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer …" }, "tools": ["lookup"] } }`. Tools are named `<server>__<tool>`. Default `{}`.');
+  .describe(
+    'MCP servers whose tools join the agent\'s, by name: `{ "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }, "crm": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer …" }, "tools": ["lookup"] } }`. Tools are named `<server>__<tool>`. Default `{}`.',
+  );
 
 /** One MCP tool as the server lists it. */
 interface ListedTool {
@@ -247,7 +258,9 @@ export class McpManager {
         stderr: 'pipe',
       });
       // A server's own diagnostics, at debug level and bounded (they are its output, not ours to trust).
-      t.stderr?.on('data', (chunk: Buffer) => this.o.logger.debug({ mcpServer: name, stderr: redactSecrets(String(chunk)).slice(0, 500) }, 'MCP server stderr'));
+      t.stderr?.on('data', (chunk: Buffer) =>
+        this.o.logger.debug({ mcpServer: name, stderr: redactSecrets(String(chunk)).slice(0, 500) }, 'MCP server stderr'),
+      );
       return t;
     }
     return new StreamableHTTPClientTransport(new URL(cfg.url), { requestInit: { headers: cfg.headers } });
@@ -265,7 +278,10 @@ export class McpManager {
         if (!conn) throw new Error(`MCP server ${server} is unavailable`);
         let r: CallResult;
         try {
-          r = (await conn.client.callTool({ name: t.name, arguments: (input ?? {}) as Record<string, unknown> }, undefined, { signal, timeout: cfg.timeoutMs })) as CallResult;
+          r = (await conn.client.callTool({ name: t.name, arguments: (input ?? {}) as Record<string, unknown> }, undefined, {
+            signal,
+            timeout: cfg.timeoutMs,
+          })) as CallResult;
         } catch (err) {
           if (signal.aborted) throw err;
           if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) {

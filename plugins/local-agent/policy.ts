@@ -23,11 +23,30 @@ export const toolPolicySchema = z
     ...scope.shape,
     channels: z.record(z.string().min(1), scope).optional().describe('Per channel id (`telegram`, `discord`, `webhook:<name>`): `default` and `tools`.'),
     conversations: z.record(z.string().min(1), scope).optional().describe('Per conversation id (`telegram:42`): `default` and `tools`.'),
-    approvers: z.array(z.string().min(1).max(128)).max(64).optional().describe('Platform user ids who may approve besides the user who started the run. Default none.'),
-    approvalTimeoutMs: z.number().int().min(1000).max(86_400_000).optional().describe('No decision within this time denies the call (the model is told), in ms. Default 300 000.'),
-    redactArguments: z.string().min(1).max(500).optional().describe('Regular expression (case-insensitive) of argument names whose values are shown as `[redacted]` in approval requests. Default `pass|secret|token|key|auth|card|cvv|iban`.'),
+    approvers: z
+      .array(z.string().min(1).max(128))
+      .max(64)
+      .optional()
+      .describe('Platform user ids who may approve besides the user who started the run. Default none.'),
+    approvalTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(86_400_000)
+      .optional()
+      .describe('No decision within this time denies the call (the model is told), in ms. Default 300 000.'),
+    redactArguments: z
+      .string()
+      .min(1)
+      .max(500)
+      .optional()
+      .describe(
+        'Regular expression (case-insensitive) of argument names whose values are shown as `[redacted]` in approval requests. Default `pass|secret|token|key|auth|card|cvv|iban`.',
+      ),
   })
-  .describe('Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed.');
+  .describe(
+    'Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed.',
+  );
 
 export type ToolPolicySettings = z.input<typeof toolPolicySchema>;
 

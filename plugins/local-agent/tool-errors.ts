@@ -53,7 +53,11 @@ const GENERIC: Record<ToolFailureCategory, string> = {
 };
 
 /** Builds the envelope for `err` thrown by tool `tool`; a thrown value whose details are not meant for the model gets its category's generic message. */
-export function toolErrorEnvelope(tool: string, err: unknown, opts: { timedOut?: boolean; aborted?: boolean; passMessage?: (err: unknown) => boolean } = {}): ToolErrorEnvelope {
+export function toolErrorEnvelope(
+  tool: string,
+  err: unknown,
+  opts: { timedOut?: boolean; aborted?: boolean; passMessage?: (err: unknown) => boolean } = {},
+): ToolErrorEnvelope {
   let category: ToolFailureCategory = 'internal';
   let message: string | undefined;
   if (opts.timedOut) category = 'timeout';

@@ -8,15 +8,15 @@
  *   model gets a preview plus a reference it can page through,
  * - failing safely: the model sees a short envelope, the logs the details.
  */
-import { tool, type ModelMessage, type ToolSet } from 'ai';
-import { pino, type Logger } from 'pino';
+import { type ModelMessage, type ToolSet, tool } from 'ai';
+import { type Logger, pino } from 'pino';
 import { z } from 'zod';
 import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
-import { McpManager, McpToolError, mcpServersSchema, type McpServerConfig, type McpServerSettings } from './mcp.js';
-import { ToolPolicy, toolPolicySchema, type ToolPolicySettings } from './policy.js';
-import { toolErrorEnvelope, ToolFailure } from './tool-errors.js';
+import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
+import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
+import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
 /** Default of `toolResultMaxChars`. */
@@ -28,16 +28,39 @@ const PREVIEW_CHARS = 2000;
 /** Largest artifact stored, in characters; beyond it the result is cut (and says so). */
 const MAX_ARTIFACT_CHARS = 5_000_000;
 
-const int = (min: number, max: number) => z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(min, { error: `expected an integer >= ${min}` }).max(max, { error: `expected an integer <= ${max}` });
+const int = (min: number, max: number) =>
+  z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(min, { error: `expected an integer >= ${min}` })
+    .max(max, { error: `expected an integer <= ${max}` });
 
 /** Tool settings of `agents.local-agent` (spread into its schema). Optional, so an unset one stays out of the effective configuration. */
 export const toolSettingsShape = {
   mcpServers: mcpServersSchema.optional(),
-  toolResultMaxChars: int(1000, 1_000_000).optional().describe('A tool result longer than this (in characters, as JSON) is stored as an artifact in Redis; the model gets a preview and reads the rest with the built-in `read_artifact` tool. Default 16 000.'),
-  artifactTtlSeconds: int(60, 30 * 86_400).optional().describe('How long a conversation\'s artifacts live after its last one was stored, in seconds; `/new` and purge delete them sooner. Default 86 400 (a day).'),
-  idempotentTools: z.array(z.string().min(1).max(128)).optional().describe('Tools (by the name the model sees, e.g. `crm__lookup`) that may run again after a runner died during their call; any other such call is reported to the model as of unknown outcome. `http_fetch`, `current_time`, `read_artifact` and MCP tools annotated read-only or idempotent are already. Default `[]`.'),
+  toolResultMaxChars: int(1000, 1_000_000)
+    .optional()
+    .describe(
+      'A tool result longer than this (in characters, as JSON) is stored as an artifact in Redis; the model gets a preview and reads the rest with the built-in `read_artifact` tool. Default 16 000.',
+    ),
+  artifactTtlSeconds: int(60, 30 * 86_400)
+    .optional()
+    .describe(
+      "How long a conversation's artifacts live after its last one was stored, in seconds; `/new` and purge delete them sooner. Default 86 400 (a day).",
+    ),
+  idempotentTools: z
+    .array(z.string().min(1).max(128))
+    .optional()
+    .describe(
+      'Tools (by the name the model sees, e.g. `crm__lookup`) that may run again after a runner died during their call; any other such call is reported to the model as of unknown outcome. `http_fetch`, `current_time`, `read_artifact` and MCP tools annotated read-only or idempotent are already. Default `[]`.',
+    ),
   toolPolicy: toolPolicySchema.optional(),
-  httpFetchAllow: z.array(z.string().trim().min(1)).optional().describe('Hosts, IP addresses or CIDR ranges `http_fetch` may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise). Default `[]`.'),
+  httpFetchAllow: z
+    .array(z.string().trim().min(1))
+    .optional()
+    .describe(
+      'Hosts, IP addresses or CIDR ranges `http_fetch` may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise). Default `[]`.',
+    ),
 };
 
 /** Options of the toolbox. */
@@ -75,7 +98,10 @@ export class Toolbox {
 
   constructor(o: ToolboxOptions = {}) {
     const servers = mcpServersSchema.parse(o.mcpServers ?? {}) as Record<string, McpServerConfig>;
-    this.mcp = Object.keys(servers).length > 0 ? new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) }) : undefined;
+    this.mcp =
+      Object.keys(servers).length > 0
+        ? new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) })
+        : undefined;
     this.maxChars = o.maxResultChars ?? DEFAULT_TOOL_RESULT_MAX_CHARS;
     this.ttlSeconds = o.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
     this.idempotent = new Set(o.idempotentTools ?? []);
@@ -125,7 +151,14 @@ export class Toolbox {
   }
 
   /** One call: claim it in the journal, run it (or replay it), bound its result, record it. Never throws. */
-  private async call(ctx: RunContext, t: AgentTool, input: unknown, callId: string, signal: AbortSignal | undefined, onArtifact: () => void): Promise<{ value: unknown; failed: boolean }> {
+  private async call(
+    ctx: RunContext,
+    t: AgentTool,
+    input: unknown,
+    callId: string,
+    signal: AbortSignal | undefined,
+    onArtifact: () => void,
+  ): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
     if (this.policy.mode(t.name, ctx.conversationId) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
@@ -148,13 +181,25 @@ export class Toolbox {
     }
     if (claim.kind === 'unknown') {
       log.warn('an earlier attempt started this call and died; not idempotent, so not run again');
-      const message = 'An earlier attempt started this call and was interrupted before its result was recorded; it was not run again (the tool is not idempotent). Check whether it took effect before retrying.';
+      const message =
+        'An earlier attempt started this call and was interrupted before its result was recorded; it was not run again (the tool is not idempotent). Check whether it took effect before retrying.';
       return { value: toolErrorEnvelope(t.name, new ToolFailure('outcome_unknown', message)), failed: true };
     }
     let value: unknown;
     let failed = false;
     const outcome = await runWithTimeout(
-      (s) => t.execute(input, { signal: s, call: { runId: ctx.runId, conversationId: ctx.conversationId, callId, attempt: ctx.attempt, idempotencyKey: claim.idempotencyKey, rerun: claim.rerun } }),
+      (s) =>
+        t.execute(input, {
+          signal: s,
+          call: {
+            runId: ctx.runId,
+            conversationId: ctx.conversationId,
+            callId,
+            attempt: ctx.attempt,
+            idempotencyKey: claim.idempotencyKey,
+            rerun: claim.rerun,
+          },
+        }),
       t.timeoutMs ?? 30_000,
       signal ?? ctx.signal,
     );
@@ -177,10 +222,13 @@ export class Toolbox {
 
   /** Asks for approval; undefined when approved, else the envelope the model gets. */
   private async approve(ctx: RunContext, log: Logger, tool: string, input: unknown, callId: string, signal: AbortSignal): Promise<unknown> {
-    if (!ctx.approvals) return toolErrorEnvelope(tool, new ToolFailure('denied', 'this tool needs a person\'s approval, which this runner cannot ask for'));
+    if (!ctx.approvals) return toolErrorEnvelope(tool, new ToolFailure('denied', "this tool needs a person's approval, which this runner cannot ask for"));
     let outcome: Awaited<ReturnType<NonNullable<RunContext['approvals']>['request']>>;
     try {
-      outcome = await ctx.approvals.request({ callId, tool, input, text: this.policy.approvalText(tool, input), approvers: this.policy.approvers, timeoutMs: this.policy.approvalTimeoutMs }, signal);
+      outcome = await ctx.approvals.request(
+        { callId, tool, input, text: this.policy.approvalText(tool, input), approvers: this.policy.approvers, timeoutMs: this.policy.approvalTimeoutMs },
+        signal,
+      );
     } catch (err) {
       log.warn({ err }, 'approval could not be asked');
       return toolErrorEnvelope(tool, new ToolFailure('denied', 'the approval could not be asked'));
@@ -190,7 +238,10 @@ export class Toolbox {
       case 'approved':
         return undefined;
       case 'timeout':
-        return toolErrorEnvelope(tool, new ToolFailure('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`));
+        return toolErrorEnvelope(
+          tool,
+          new ToolFailure('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`),
+        );
       case 'aborted':
         return toolErrorEnvelope(tool, new ToolFailure('aborted', 'the run was stopped while waiting for approval; the call was not run'));
       default:

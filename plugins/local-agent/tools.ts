@@ -52,8 +52,6 @@ export const currentTimeTool: AgentTool<{ timeZone?: string }> = {
   timeoutMs: 1000,
 };
 
-export { httpFetchTool, type HttpFetchToolOptions } from './http-fetch.js';
-
 /** Runs `fn` with a timeout and a parent signal; resolves to its value or rejects with a short reason. */
 async function withTimeout<T>(fn: (signal: AbortSignal) => Promise<T>, timeoutMs: number, parent: AbortSignal | undefined): Promise<T> {
   const ac = new AbortController();

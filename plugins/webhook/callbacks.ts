@@ -35,6 +35,8 @@ export async function markPending(redis: RedisClient, prefix: string, channelId:
 /** Stream id of the last reply of the conversation the receiver took. */
 export const cursorKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_cursor`;
 const lockKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_lock`;
+/** Replies of the conversation whose callback was given up (hash: `count`, `last_reply`, `at` ms), shown by the console as stuck. */
+export const givenUpKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_given_up`;
 
 /** Replies read per round trip. */
 const BATCH = 50;
@@ -196,7 +198,10 @@ export class CallbackPump {
               return true;
             }
           }
-          if (outcome.kind === 'refused') this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
+          if (outcome.kind === 'refused') {
+            this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
+            this.recordGivenUp(conversationId, id);
+          }
           this.failures.delete(conversationId);
           // Lost the lock (it ran out and another host took the conversation): stop; that host goes on.
           if (!(await this.advance(lock, cursorAt, token, id, lockMs))) {
@@ -227,6 +232,18 @@ export class CallbackPump {
     return done === 1;
   }
 
+  /** Keeps a count of the conversation's given-up replies for operators (the console lists it as stuck), as long as delivery keys are kept. */
+  private recordGivenUp(conversationId: string, replyId: string): void {
+    const key = givenUpKey(this.o.prefix, conversationId);
+    this.o.redis
+      .multi()
+      .hincrby(key, 'count', 1)
+      .hset(key, 'last_reply', replyId, 'at', this.now())
+      .expire(key, this.o.config.replyDedupeSeconds)
+      .exec()
+      .catch((err: unknown) => this.o.logger.warn({ err, conversationId }, 'could not record a given-up callback'));
+  }
+
   /** Counts a failure of the conversation's oldest reply: how long to wait before the next attempt, or undefined when it is given up (attempts used up). */
   private retryWait(conversationId: string, replyId: string, outcome: Extract<Outcome, { kind: 'failed' }>): number | undefined {
     const cfg = this.o.config;
@@ -234,6 +251,7 @@ export class CallbackPump {
     const count = (last?.replyId === replyId ? last.count : 0) + 1;
     if (count >= cfg.callbackMaxAttempts) {
       this.o.logger.error({ conversationId, replyId, attempts: count, last: outcome.why }, 'webhook callback failed on every attempt; going on with the next reply');
+      this.recordGivenUp(conversationId, replyId);
       return undefined;
     }
     const backoff = backoffMs(count, cfg.callbackRetryBaseMs, cfg.callbackMaxDelayMs);

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { InvalidInputError, ScriptError } from '../errors.js';
 import { conversationKeys } from '../keys.js';
-import { runScript, type RedisClient } from '../scripts/index.js';
+import { type RedisClient, runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 
 /** Approval ids: `ap_` and 24 hex digits. */
@@ -49,7 +49,10 @@ export async function decideApproval(
 ): Promise<DecideResult> {
   if (!APPROVAL_ID_RE.test(id)) throw new InvalidInputError('approval id must be ap_ and 24 hex digits');
   const k = conversationKeys(prefix, conversationId);
-  const r = checkReply('approval-decide', await runScript(client, 'approval-decide', [k.approvals, k.log, k.meta], [id, d.decision, d.by ?? '', (d.byName ?? '').slice(0, 256)]));
+  const r = checkReply(
+    'approval-decide',
+    await runScript(client, 'approval-decide', [k.approvals, k.log, k.meta], [id, d.decision, d.by ?? '', (d.byName ?? '').slice(0, 256)]),
+  );
   switch (r[0]) {
     case 'decided':
     case 'already':

@@ -10,7 +10,7 @@ import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { repliesKey } from '../../plugins/webhook/events.js';
-import { cursorKey, DUE_PAGE, pendingKey } from '../../plugins/webhook/callbacks.js';
+import { cursorKey, DUE_PAGE, givenUpKey, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
@@ -228,6 +228,8 @@ describe('webhook channel', () => {
       for (const text of ['lost', 'refused', 'delivered']) await h.plugin.outbound.send('webhook:crm:ticket-7', text);
       await callbacks.waitForAccepted(1);
       expect(callbacks.requests.map((r) => `${r.body.text}:${r.status}`)).toEqual(['lost:502', 'lost:502', 'lost:502', 'refused:400', 'delivered:200']);
+      // Both given-up replies are counted for operators (the console's stuck filter).
+      await waitFor(async () => (await h.redis.hget(givenUpKey(h.prefix, 'webhook:crm:ticket-7'), 'count')) === '2' || undefined, 5000, 'given up counted');
     });
 
     it('are stored once per delivery key: sent again with the same key, nothing new is stored or called back', async () => {

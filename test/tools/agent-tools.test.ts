@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
@@ -18,9 +18,10 @@ const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.u
 
 /** The tool messages of the `i`-th model request, content parsed. */
 const toolResults = (i: number): Array<{ tool_call_id: string; content: any }> =>
-  t.fake.requests[i]!.body.messages
-    .filter((m: { role: string }) => m.role === 'tool')
-    .map((m: { tool_call_id: string; content: string }) => ({ tool_call_id: m.tool_call_id, content: JSON.parse(m.content) }));
+  t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { tool_call_id: string; content: string }) => ({
+    tool_call_id: m.tool_call_id,
+    content: JSON.parse(m.content),
+  }));
 const offered = (i: number): string[] => (t.fake.requests[i]!.body.tools ?? []).map((x: { function: { name: string } }) => x.function.name).sort();
 
 /** A tool returning `chars` characters of numbered lines. */
@@ -32,10 +33,14 @@ function bigTool(chars: number): { tool: AgentTool; text: string } {
 }
 
 describe('local agent tools end to end', () => {
-  it('uses an MCP server\'s tool in a run, and records the call as started and completed', async () => {
+  it("uses an MCP server's tool in a run, and records the call as started and completed", async () => {
     t.fake.script([{ toolCalls: [{ id: 'call_add', name: 'calc__add', args: { a: 20, b: 22 } }] }, { text: 'The sum is 42.' }]);
     t.h = await RunnerHarness.start({
-      plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false }, toolbox: { mcpServers: { calc: { command: process.execPath, args: [FIXTURE], tools: ['add', 'echo'] } } } }),
+      plugin: createLocalAgentPlugin({
+        model: fakeModel(t.fake.url),
+        builtins: { currentTime: false },
+        toolbox: { mcpServers: { calc: { command: process.execPath, args: [FIXTURE], tools: ['add', 'echo'] } } },
+      }),
     });
     const r = (await t.h.ingest('what is 20 + 22?')) as { runId: string };
     await t.h.outbound.waitForMessages(1);
@@ -54,7 +59,11 @@ describe('local agent tools end to end', () => {
   it('goes on without the tools of an MCP server that is down', async () => {
     t.fake.script([{ text: 'No calculator today.' }]);
     t.h = await RunnerHarness.start({
-      plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: true }, toolbox: { mcpServers: { calc: { command: '/nonexistent/mcp' } } } }),
+      plugin: createLocalAgentPlugin({
+        model: fakeModel(t.fake.url),
+        builtins: { currentTime: true },
+        toolbox: { mcpServers: { calc: { command: '/nonexistent/mcp' } } },
+      }),
     });
     const r = (await t.h.ingest('hi')) as { runId: string };
     const ended = await t.h.runEnded(r.runId);
@@ -76,7 +85,9 @@ describe('local agent tools end to end', () => {
       if (i === 2) return { toolCalls: [{ id: 'call_read2', name: 'read_artifact', args: { id: artifactId, offset: last.nextOffset } }] };
       return { text: 'Read it.' };
     });
-    t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [tool], builtins: { currentTime: false }, toolbox: { maxResultChars: 16_000 } }) });
+    t.h = await RunnerHarness.start({
+      plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [tool], builtins: { currentTime: false }, toolbox: { maxResultChars: 16_000 } }),
+    });
     const r = (await t.h.ingest('summarize the report')) as { runId: string };
     await t.h.outbound.waitForMessages(1);
     await t.h.runEnded(r.runId);
@@ -108,7 +119,7 @@ describe('local agent tools end to end', () => {
     expect(await t.h.ctx.redis.exists(key)).toBe(0);
   });
 
-  it('purge deletes the conversation\'s artifacts', async () => {
+  it("purge deletes the conversation's artifacts", async () => {
     const { tool } = bigTool(50_000);
     t.fake.script([{ toolCalls: [{ id: 'c1', name: 'report', args: {} }] }, { text: 'ok' }]);
     t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [tool], builtins: { currentTime: false } }) });
@@ -134,7 +145,9 @@ describe('local agent tools end to end', () => {
     t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools: [leaky], builtins: { currentTime: false } }) });
     const r = (await t.h.ingest('query it')) as { runId: string };
     await t.h.runEnded(r.runId);
-    expect(toolResults(1)).toEqual([{ tool_call_id: 'call_db', content: { error: { tool: 'db', category: 'internal', message: 'the tool failed with an internal error' } } }]);
+    expect(toolResults(1)).toEqual([
+      { tool_call_id: 'call_db', content: { error: { tool: 'db', category: 'internal', message: 'the tool failed with an internal error' } } },
+    ]);
     expect(JSON.stringify(t.fake.requests[1]!.body)).not.toContain('hunter2');
     const [completed] = await t.h.entries('tool.completed');
     expect(completed).toMatchObject({ call: 'call_db', status: 'error' });

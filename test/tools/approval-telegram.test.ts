@@ -10,15 +10,24 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createHttpServer, routeRegistry, type HttpServer } from '../../host/http.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import { ALICE, callbackQueryUpdate, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram, type SentMessage, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import {
+  ALICE,
+  callbackQueryUpdate,
+  FAKE_TOKEN,
+  type FakeTelegram,
+  messageUpdate,
+  type SentMessage,
+  startFakeTelegram,
+  type TgUser,
+} from '../../testing/fakes/telegram-server.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -37,7 +46,10 @@ const refund: AgentTool<{ amount: number }> = {
   name: 'refund',
   description: 'refunds an amount',
   inputSchema: z.object({ amount: z.number() }),
-  execute: async ({ amount }) => (runs.push(amount), { refunded: amount }),
+  execute: async ({ amount }) => {
+    runs.push(amount);
+    return { refunded: amount };
+  },
 };
 
 async function boot(toolbox: ToolboxOptions): Promise<void> {
@@ -45,7 +57,10 @@ async function boot(toolbox: ToolboxOptions): Promise<void> {
   h = await RunnerHarness.start();
   const { logger, redis } = h.ctx;
   http = createHttpServer({ config: h.ctx.config, redis, logger });
-  plugin = createTelegramPlugin({ token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false }, { logger, redis, prefix: h.prefix });
+  plugin = createTelegramPlugin(
+    { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false },
+    { logger, redis, prefix: h.prefix },
+  );
   const host = createChannelHost({
     routes: routeRegistry(http),
     redis,

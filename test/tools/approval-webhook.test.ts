@@ -7,9 +7,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl } from '../helpers/redis.js';
 import { startWebhookSystem, WEBHOOK_SECRET, type WebhookSystem } from '../helpers/webhook-system.js';
 
@@ -37,9 +37,23 @@ afterEach(async () => {
 describe('approval over a webhook channel', () => {
   it('sends a signed approval request with actions; the signed decision message runs the tool once', async () => {
     const runs: string[] = [];
-    const cancel: AgentTool<{ order: string }> = { name: 'cancel_order', description: 'cancels an order', inputSchema: z.object({ order: z.string() }), execute: async ({ order }) => (runs.push(order), { cancelled: order }) };
+    const cancel: AgentTool<{ order: string }> = {
+      name: 'cancel_order',
+      description: 'cancels an order',
+      inputSchema: z.object({ order: z.string() }),
+      execute: async ({ order }) => {
+        runs.push(order);
+        return { cancelled: order };
+      },
+    };
     fake.script([{ toolCalls: [{ id: 'c1', name: 'cancel_order', args: { order: 'A-17' } }] }, { text: 'Order A-17 is cancelled.' }]);
-    s = await startWebhookSystem({ redisEnv: { REDIS_URL: redisUrl() }, modelBaseURL: fake.url, callbackUrl: callbacks.url, tools: [cancel], toolbox: { policy: { tools: { cancel_order: 'require_approval' } } } });
+    s = await startWebhookSystem({
+      redisEnv: { REDIS_URL: redisUrl() },
+      modelBaseURL: fake.url,
+      callbackUrl: callbacks.url,
+      tools: [cancel],
+      toolbox: { policy: { tools: { cancel_order: 'require_approval' } } },
+    });
 
     expect((await s.post({ id: 'm1', conversation: 'ticket-9', text: 'cancel order A-17' })).status).toBe(202);
     const [request] = await callbacks.waitForAccepted(1, 15_000);

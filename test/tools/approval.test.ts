@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { approvalCommand } from '../../host/approval-commands.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { channelOf, ToolPolicy, type ToolPolicySettings } from '../../plugins/local-agent/policy.js';
 import { readApproval } from '../../src/protocol/approvals.js';
 import { CID, fakeModel, perTestModel, RunnerHarness, waitFor } from '../runner/harness.js';
@@ -19,13 +19,23 @@ function payTool(): { tool: AgentTool<{ amount: number; cardNumber?: string }>; 
   const runs: number[] = [];
   return {
     runs,
-    tool: { name: 'pay', description: 'pays an amount', inputSchema: z.object({ amount: z.number(), cardNumber: z.string().optional() }), execute: async ({ amount }) => (runs.push(amount), { paid: amount }) },
+    tool: {
+      name: 'pay',
+      description: 'pays an amount',
+      inputSchema: z.object({ amount: z.number(), cardNumber: z.string().optional() }),
+      execute: async ({ amount }) => {
+        runs.push(amount);
+        return { paid: amount };
+      },
+    },
   };
 }
 const lookup: AgentTool = { name: 'lookup', description: 'looks up', inputSchema: z.object({}), execute: async () => ({ found: true }) };
 
 async function start(policy: ToolPolicySettings, tools: AgentTool[]) {
-  t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools, builtins: { currentTime: false }, toolbox: { policy } }) });
+  t.h = await RunnerHarness.start({
+    plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), tools, builtins: { currentTime: false }, toolbox: { policy } }),
+  });
   return t.h;
 }
 
@@ -40,7 +50,7 @@ const source = (h: RunnerHarness, id = 'u1', name = 'Ann') => ({ ...h.source(), 
 const lastToolResult = (i: number) => JSON.parse(t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'tool').at(-1).content);
 
 describe('tool approval', () => {
-  it('asks in the chat (tool and arguments, secrets redacted), runs the tool once approved by the run\'s user, then answers', async () => {
+  it("asks in the chat (tool and arguments, secrets redacted), runs the tool once approved by the run's user, then answers", async () => {
     const pay = payTool();
     t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 30, cardNumber: '4111111111111111' } }] }, { text: 'Paid 30.' }]);
     const h = await start({ tools: { pay: 'require_approval' } }, [pay.tool]);

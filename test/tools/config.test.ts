@@ -43,7 +43,13 @@ describe('tool settings', () => {
       env: {},
     });
     const agent = config.agents['local-agent'] as Record<string, any>;
-    expect(agent.mcpServers.files).toEqual({ command: 'npx', args: ['-y', 'server-filesystem', '/srv'], env: { API_TOKEN: 'stdio-secret-1' }, timeoutMs: 30_000, connectTimeoutMs: 10_000 });
+    expect(agent.mcpServers.files).toEqual({
+      command: 'npx',
+      args: ['-y', 'server-filesystem', '/srv'],
+      env: { API_TOKEN: 'stdio-secret-1' },
+      timeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+    });
     expect(agent.mcpServers.crm).toMatchObject({ url: 'https://mcp.example.com/mcp', tools: ['lookup'] });
     expect(agent.toolResultMaxChars).toBe(8000);
     const text = JSON.stringify(redactConfig(config));

@@ -11,10 +11,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pendingToolCalls, toolInputHash } from '../../runner/tool-journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { recordedSends, startRunnerProcess, type RunnerProcess } from '../fixtures/runner-processes.js';
+import { type RunnerProcess, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
@@ -53,7 +53,11 @@ describe('durable tool results', () => {
 
     const r = (await h.ingest('pay the invoice and look up the order')) as { runId: string };
     // The batch is in flight: `note` completed (recorded), `pay` and `lookup` started and hang.
-    await waitFor(async () => (await count('pay')) === 1 && (await count('lookup')) === 1 && (await h!.entries('tool.completed')).length === 1, 15_000, 'batch in flight');
+    await waitFor(
+      async () => (await count('pay')) === 1 && (await count('lookup')) === 1 && (await h!.entries('tool.completed')).length === 1,
+      15_000,
+      'batch in flight',
+    );
     expect(await h.entries('tool.started')).toHaveLength(3);
     await first.kill9();
 
@@ -73,9 +77,10 @@ describe('durable tool results', () => {
 
     // What the model was told after the takeover (request 2 answers the re-made batch of request 1).
     const results = Object.fromEntries(
-      fake.requests[2]!.body.messages
-        .filter((m: { role: string }) => m.role === 'tool')
-        .map((m: { tool_call_id: string; content: string }) => [m.tool_call_id.replace(/^call_\d+_/, ''), JSON.parse(m.content)]),
+      fake.requests[2]!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { tool_call_id: string; content: string }) => [
+        m.tool_call_id.replace(/^call_\d+_/, ''),
+        JSON.parse(m.content),
+      ]),
     );
     expect(results['0']).toEqual({ done: 'note n1', execution: 1 });
     expect(results['1']).toMatchObject({ error: { tool: 'pay', category: 'outcome_unknown' } });
@@ -97,11 +102,23 @@ describe('durable approval wait', () => {
   it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async () => {
     fake.script((_req, i) => (i < 2 ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
     h = await RunnerHarness.start({ redisUrl: redisUrl() });
-    const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT, env: { TOOL_POLICY: JSON.stringify({ tools: { note: 'require_approval' } }) } };
+    const settings = {
+      redisUrl: redisUrl(),
+      prefix: h.prefix,
+      leaseMs: LEASE_MS,
+      heartbeatMs: HEARTBEAT_MS,
+      modelUrl: fake.url,
+      script: SCRIPT,
+      env: { TOOL_POLICY: JSON.stringify({ tools: { note: 'require_approval' } }) },
+    };
     const first = await startRunnerProcess(settings);
     procs.push(first);
     const r = (await h.ingest('refund order 3')) as { runId: string };
-    const [request] = await waitFor(async () => (await h!.entries('approval.requested')).length === 1 && h!.entries('approval.requested'), 15_000, 'approval requested');
+    const [request] = await waitFor(
+      async () => (await h!.entries('approval.requested')).length === 1 && h!.entries('approval.requested'),
+      15_000,
+      'approval requested',
+    );
     await waitFor(async () => (await recordedSends(h!.ctx.redis, h!.prefix)).length === 1, 15_000, 'approval message sent');
     await first.kill9();
 
@@ -125,12 +142,46 @@ describe('durable approval wait', () => {
 describe('pendingToolCalls', () => {
   const base = { v: 1 as const, at: 0, run: 'r1', token: 1 };
   let seq = 1;
-  const started = (call: string, tool: string, input: unknown, extra = {}): SeqEntry => ({ ...base, seq: seq++, kind: 'tool.started', call, tool, inputHash: toolInputHash(input), key: `k-${call}`, ...extra });
-  const completed = (call: string, tool: string, status: 'ok' | 'replayed' | 'unknown', output: unknown, extra = {}): SeqEntry => ({ ...base, seq: seq++, kind: 'tool.completed', call, tool, inputHash: toolInputHash({}), status, output, ...extra });
+  const started = (call: string, tool: string, input: unknown, extra = {}): SeqEntry => ({
+    ...base,
+    seq: seq++,
+    kind: 'tool.started',
+    call,
+    tool,
+    inputHash: toolInputHash(input),
+    key: `k-${call}`,
+    ...extra,
+  });
+  const completed = (call: string, tool: string, status: 'ok' | 'replayed' | 'unknown', output: unknown, extra = {}): SeqEntry => ({
+    ...base,
+    seq: seq++,
+    kind: 'tool.completed',
+    call,
+    tool,
+    inputHash: toolInputHash({}),
+    status,
+    output,
+    ...extra,
+  });
 
   it('leaves out calls whose results are in a recorded step, and calls a later attempt already accounted for', () => {
-    const step: SeqEntry = { ...base, seq: seq++, kind: 'model.step', step: 0, messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 't', output: { type: 'json', value: 1 } }] }] };
-    const entries = [started('a', 't', {}), completed('a', 't', 'ok', 1), step, started('b', 't', { x: 1 }), completed('b', 't', 'ok', 2), started('c', 'u', {}), started('d', 'u', {}), completed('e', 'u', 'unknown', null, { supersedes: 'd' })];
+    const step: SeqEntry = {
+      ...base,
+      seq: seq++,
+      kind: 'model.step',
+      step: 0,
+      messages: [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 't', output: { type: 'json', value: 1 } }] }],
+    };
+    const entries = [
+      started('a', 't', {}),
+      completed('a', 't', 'ok', 1),
+      step,
+      started('b', 't', { x: 1 }),
+      completed('b', 't', 'ok', 2),
+      started('c', 'u', {}),
+      started('d', 'u', {}),
+      completed('e', 'u', 'unknown', null, { supersedes: 'd' }),
+    ];
     const pending = pendingToolCalls(entries, 'r1');
     expect(pending.map((p) => [p.call, p.result?.output])).toEqual([
       ['b', 2],

@@ -3,7 +3,7 @@
  * and metadata addresses are refused after DNS resolution and on every
  * redirect, unless allow-listed; bodies and time are bounded.
  */
-import { lookup as dnsLookup } from 'node:dns';
+import type { lookup as dnsLookup } from 'node:dns';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,7 +35,8 @@ function fakeDns(table: Record<string, string>): typeof dnsLookup {
   }) as unknown as typeof dnsLookup;
 }
 
-const fetchWith = (url: string, opts: Parameters<typeof httpFetchTool>[0] = {}) => httpFetchTool(opts).execute({ url }, { signal: AbortSignal.timeout(10_000) });
+const fetchWith = (url: string, opts: Parameters<typeof httpFetchTool>[0] = {}) =>
+  httpFetchTool(opts).execute({ url }, { signal: AbortSignal.timeout(10_000) });
 
 async function refusal(p: Promise<unknown>): Promise<ToolFailure> {
   const err = await p.then(
@@ -48,7 +49,22 @@ async function refusal(p: Promise<unknown>): Promise<ToolFailure> {
 
 describe('http_fetch', () => {
   it('classifies addresses: loopback, private, link-local, metadata, CGNAT and mapped IPv6 are not public', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '::ffff:7f00:1', '0:0:0:0:0:ffff:a00:1']) {
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:169.254.169.254',
+      '::ffff:7f00:1',
+      '0:0:0:0:0:ffff:a00:1',
+    ]) {
       expect(isPublicAddress(ip), ip).toBe(false);
     }
     for (const ip of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '::ffff:1.1.1.1']) expect(isPublicAddress(ip), ip).toBe(true);
@@ -56,8 +72,17 @@ describe('http_fetch', () => {
 
   it('refuses literal loopback, metadata and IPv6 loopback URLs without connecting', async () => {
     let hits = 0;
-    const port = await serve((_q, s) => (hits++, s.end('secret')));
-    for (const url of [`http://127.0.0.1:${port}/`, 'http://169.254.169.254/latest/meta-data/', `http://[::1]:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`, `http://[::ffff:7f00:1]:${port}/`]) {
+    const port = await serve((_q, s) => {
+      hits++;
+      s.end('secret');
+    });
+    for (const url of [
+      `http://127.0.0.1:${port}/`,
+      'http://169.254.169.254/latest/meta-data/',
+      `http://[::1]:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`,
+      `http://[::ffff:7f00:1]:${port}/`,
+    ]) {
       expect((await refusal(fetchWith(url))).category, url).toBe('forbidden');
     }
     expect(hits).toBe(0);
@@ -65,7 +90,10 @@ describe('http_fetch', () => {
 
   it('refuses a host name that resolves to a private address (checked after DNS)', async () => {
     let hits = 0;
-    const port = await serve((_q, s) => (hits++, s.end('internal')));
+    const port = await serve((_q, s) => {
+      hits++;
+      s.end('internal');
+    });
     const err = await refusal(fetchWith(`http://intranet.test:${port}/`, { lookup: fakeDns({ 'intranet.test': '127.0.0.1' }) }));
     expect(err.category).toBe('forbidden');
     expect(err.message).toContain('non-public');
@@ -75,7 +103,10 @@ describe('http_fetch', () => {
 
   it('fetches an allow-listed host, and refuses its redirect to a private address that is not allow-listed', async () => {
     let internalHits = 0;
-    const internal = await serve((_q, s) => (internalHits++, s.end('metadata')));
+    const internal = await serve((_q, s) => {
+      internalHits++;
+      s.end('metadata');
+    });
     const port = await serve((q, s) => {
       if (q.url === '/go') return s.writeHead(302, { location: `http://metadata.test:${internal}/` }).end();
       s.end('hello from an allowed host');
@@ -88,7 +119,11 @@ describe('http_fetch', () => {
 
   it('follows a redirect between allowed addresses (CIDR allow-list) and reports where it ended', async () => {
     const port = await serve((q, s) => (q.url === '/a' ? s.writeHead(301, { location: '/b' }).end() : s.end(`at ${q.url}`)));
-    expect(await fetchWith(`http://127.0.0.1:${port}/a`, { allow: ['127.0.0.0/8'] })).toEqual({ status: 200, url: `http://127.0.0.1:${port}/b`, body: 'at /b' });
+    expect(await fetchWith(`http://127.0.0.1:${port}/a`, { allow: ['127.0.0.0/8'] })).toEqual({
+      status: 200,
+      url: `http://127.0.0.1:${port}/b`,
+      body: 'at /b',
+    });
   });
 
   it('stops after maxRedirects', async () => {

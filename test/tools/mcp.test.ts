@@ -6,10 +6,10 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { McpManager, mcpServersSchema, McpToolError, type McpServerSettings } from '../../plugins/local-agent/mcp.js';
+import { McpManager, type McpServerSettings, McpToolError, mcpServersSchema } from '../../plugins/local-agent/mcp.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
-import { startMcpHttp, type McpHttpServer } from './mcp-http.js';
+import { type McpHttpServer, startMcpHttp } from './mcp-http.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
 const stdio = (extra: Partial<McpServerSettings> = {}): McpServerSettings => ({ command: process.execPath, args: [FIXTURE], ...extra }) as McpServerSettings;
@@ -48,7 +48,7 @@ const call = (t: AgentTool, input: unknown) => t.execute(input, { signal: new Ab
 
 describe('MCP servers as tools', () => {
   describe('over stdio', () => {
-    it('offers the server\'s tools as <server>__<tool> and calls them', async () => {
+    it("offers the server's tools as <server>__<tool> and calls them", async () => {
       const m = manager({ local: stdio() });
       const tools = await m.tools();
       expect(tools.map((t) => t.name).sort()).toEqual(['local__add', 'local__big', 'local__count', 'local__echo', 'local__env', 'local__exit', 'local__fail']);
@@ -59,7 +59,7 @@ describe('MCP servers as tools', () => {
       expect(byName(tools, 'local__echo').idempotent).toBeUndefined();
     });
 
-    it('filters the tools by the server\'s allow-list', async () => {
+    it("filters the tools by the server's allow-list", async () => {
       const m = manager({ local: stdio({ tools: ['echo', 'add'] }) });
       expect((await m.tools()).map((t) => t.name).sort()).toEqual(['local__add', 'local__echo']);
     });
@@ -70,7 +70,7 @@ describe('MCP servers as tools', () => {
       expect(out).toMatchObject({ token: 'tok-123', cwd: '/tmp' });
     });
 
-    it('turns a tool error (isError) into a McpToolError carrying the tool\'s message', async () => {
+    it("turns a tool error (isError) into a McpToolError carrying the tool's message", async () => {
       const m = manager({ local: stdio() });
       const err = await call(byName(await m.tools(), 'local__fail'), {}).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpToolError);

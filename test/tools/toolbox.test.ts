@@ -35,12 +35,25 @@ function context(extra: Partial<RunContext> = {}, signal = new AbortController()
 const exec = (set: ToolSet, name: string, input: unknown = {}, toolCallId = 'c1') =>
   (set[name]!.execute as unknown as (i: unknown, o: { toolCallId: string; messages: [] }) => Promise<unknown>)(input, { toolCallId, messages: [] });
 
-const tool = (name: string, execute: AgentTool['execute'], extra: Partial<AgentTool> = {}): AgentTool => ({ name, description: name, inputSchema: z.object({}).passthrough(), execute, ...extra });
+const tool = (name: string, execute: AgentTool['execute'], extra: Partial<AgentTool> = {}): AgentTool => ({
+  name,
+  description: name,
+  inputSchema: z.object({}).passthrough(),
+  execute,
+  ...extra,
+});
 
 describe('Toolbox', () => {
   it('ends a call at its time limit with a timeout envelope, aborting the tool', async () => {
     let seen: AbortSignal | undefined;
-    const slow = tool('slow', (_i, { signal }) => ((seen = signal), new Promise(() => undefined)), { timeoutMs: 30 });
+    const slow = tool(
+      'slow',
+      (_i, { signal }) => {
+        seen = signal;
+        return new Promise(() => undefined);
+      },
+      { timeoutMs: 30 },
+    );
     const set = await new Toolbox().toolSet(context(), [slow]);
     expect(await exec(set, 'slow')).toEqual({ error: { tool: 'slow', category: 'timeout', message: 'the tool did not finish in time' } });
     expect(seen?.aborted).toBe(true);
@@ -55,7 +68,7 @@ describe('Toolbox', () => {
     expect(await p).toMatchObject({ error: { tool: 'hang', category: 'aborted' } });
   });
 
-  it('passes a ToolFailure\'s own message to the model, secrets redacted', async () => {
+  it("passes a ToolFailure's own message to the model, secrets redacted", async () => {
     const t = tool('lookup', async () => {
       throw new ToolFailure('not_found', 'no customer 42, token=abcdef123456');
     });
@@ -79,7 +92,10 @@ describe('Toolbox', () => {
     const completed: unknown[] = [];
     const journal: ToolCallJournal = { claim: async () => claims.shift()!, completed: async (_c, r) => void completed.push(r) };
     let key: string | undefined;
-    const t = tool('pay', async (_i, { call }) => ((key = call?.idempotencyKey), ++runs));
+    const t = tool('pay', async (_i, { call }) => {
+      key = call?.idempotencyKey;
+      return ++runs;
+    });
     const set = await new Toolbox().toolSet(context({ toolCalls: journal }), [t]);
     expect(await exec(set, 'pay')).toEqual({ v: 'recorded' });
     expect(await exec(set, 'pay')).toMatchObject({ error: { tool: 'pay', category: 'outcome_unknown' } });
@@ -90,10 +106,28 @@ describe('Toolbox', () => {
   });
 
   it('offers read_artifact when the history already references an artifact', async () => {
-    const history = [{ role: 'tool' as const, content: [{ type: 'tool-result' as const, toolCallId: 'x', toolName: 'big', output: { type: 'json' as const, value: { artifact: { id: 'a_0123456789abcdef', chars: 9 }, preview: 'p' } } }] }];
+    const history = [
+      {
+        role: 'tool' as const,
+        content: [
+          {
+            type: 'tool-result' as const,
+            toolCallId: 'x',
+            toolName: 'big',
+            output: { type: 'json' as const, value: { artifact: { id: 'a_0123456789abcdef', chars: 9 }, preview: 'p' } },
+          },
+        ],
+      },
+    ];
     const store = { put: async () => ({ id: 'a_1', chars: 1 }), read: async () => ({ text: 'abc', chars: 9 }) };
     const set = await new Toolbox().toolSet(context({ history, artifacts: store }), []);
     expect(Object.keys(set)).toEqual(['read_artifact']);
-    expect(await exec(set, 'read_artifact', { id: 'a_0123456789abcdef', offset: 3 })).toEqual({ id: 'a_0123456789abcdef', offset: 3, chars: 9, text: 'abc', nextOffset: 6 });
+    expect(await exec(set, 'read_artifact', { id: 'a_0123456789abcdef', offset: 3 })).toEqual({
+      id: 'a_0123456789abcdef',
+      offset: 3,
+      chars: 9,
+      text: 'abc',
+      nextOffset: 6,
+    });
   });
 });

@@ -164,6 +164,18 @@ describe('console actions over HTTP', () => {
     expect(await entries(id)).toEqual([]);
   });
 
+  it('purges a conversation through the /purge script, refuses a bad argument, and reports an already purged one', async () => {
+    const id = 'web:console-actions-3';
+    expect((await action(id, { action: 'policy', arg: 'collect' })).status).toBe(200);
+    expect((await action(id, { action: 'purge', arg: 'everything' })).status).toBe(400);
+    const purged = await action(id, { action: 'purge', arg: 'stop' });
+    expect(purged.status).toBe(200);
+    expect(((await purged.json()) as { message: string }).message).toMatch(/deleted|purged/i);
+    expect(await entries(id)).toEqual([]);
+    const again = (await (await action(id, { action: 'purge' })).json()) as { message: string };
+    expect(again.message).toMatch(/already/i);
+  });
+
   it('lists conversations from the recent-activity index, newest first, with queue counts', async () => {
     const send = (conversation: string) =>
       fetch(`${world.app.address}/chat/api/messages`, {

@@ -124,6 +124,15 @@ interface StoredMessage {
   content: string;
   edits: number;
   nonce?: string;
+  /** Message components (button rows) as sent; an edit with `components` replaces them. */
+  components?: any[];
+}
+
+/** A response to an interaction (`POST /interactions/:id/:token/callback`): type 4 a reply, 7 an update of the message. */
+export interface InteractionResponse {
+  interactionId: string;
+  type: number;
+  data: any;
 }
 
 const DISCORD_EPOCH = 1420070400000n;
@@ -159,6 +168,8 @@ export class FakeDiscord extends EventEmitter {
   readonly heartbeats: Array<number | null> = [];
   /** Every MESSAGE_CREATE payload by channel id, in order: what `GET /channels/:id/messages` reads. */
   readonly history = new Map<string, Array<Record<string, any>>>();
+  /** Responses to interactions (button clicks), in order. */
+  readonly interactionResponses: InteractionResponse[] = [];
 
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -217,6 +228,40 @@ export class FakeDiscord extends EventEmitter {
     let seq = 0;
     for (const session of this.sessions.values()) seq = this.dispatchTo(session, t, d);
     return seq;
+  }
+
+  /** Interactions dispatched and not yet answered, by id. */
+  private readonly interactions = new Map<string, { token: string; messageId: string }>();
+
+  /**
+   * Dispatches an INTERACTION_CREATE: `user` clicked the button `customId`
+   * under the bot's message `messageId` (created through REST). Returns the
+   * interaction id; its response lands in `interactionResponses`.
+   */
+  buttonClick(input: { messageId: string; customId: string; user: FakeUser; guildId?: string }): string {
+    const stored = this.messages.get(input.messageId);
+    if (!stored) throw new Error(`no message ${input.messageId}`);
+    const id = snowflake();
+    const token = `itoken-${id}`;
+    this.interactions.set(id, { token, messageId: input.messageId });
+    const message = { ...this.messagePayload(stored, {}), components: stored.components ?? [] };
+    this.dispatch('INTERACTION_CREATE', {
+      id,
+      application_id: this.bot.id,
+      type: 3,
+      token,
+      version: 1,
+      channel_id: stored.channel_id,
+      ...(input.guildId ? { guild_id: input.guildId, member: { user: input.user, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : { user: input.user }),
+      data: { custom_id: input.customId, component_type: 2 },
+      message,
+      app_permissions: '0',
+      locale: 'en-US',
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: input.guildId ? 0 : 1,
+    });
+    return id;
   }
 
   /** Builds and dispatches a MESSAGE_CREATE; returns the payload and its sequence number. */
@@ -592,7 +637,8 @@ export class FakeDiscord extends EventEmitter {
       this.emit('rest', call);
     };
 
-    if (req.headers.authorization !== `Bot ${this.opts.token}`) return answer(401, { message: '401: Unauthorized', code: 0 });
+    // Interaction responses are authorized by the interaction's token in the path, not the bot token.
+    if (!path.startsWith('/interactions/') && req.headers.authorization !== `Bot ${this.opts.token}`) return answer(401, { message: '401: Unauthorized', code: 0 });
     const held = this.holds.find((h) => h.method === method && h.path.test(path));
     if (held) {
       held.arrive();
@@ -615,6 +661,21 @@ export class FakeDiscord extends EventEmitter {
     if (method === 'GET' && path === '/gateway') return answer(200, { url: this.gatewayUrl });
     if (method === 'GET' && path === '/users/@me') return answer(200, this.bot);
     if ((m = /^\/channels\/(\d+)\/typing$/.exec(path)) && method === 'POST') return answer(204);
+    if ((m = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path)) && method === 'POST') {
+      const pending = this.interactions.get(m[1]!);
+      if (!pending || pending.token !== m[2]) return answer(404, { message: 'Unknown interaction', code: 10062 });
+      this.interactions.delete(m[1]!);
+      this.interactionResponses.push({ interactionId: m[1]!, type: Number(body?.type), data: body?.data });
+      if (Number(body?.type) === 7) {
+        const stored = this.messages.get(pending.messageId);
+        if (stored) {
+          if (typeof body.data?.content === 'string') stored.content = body.data.content;
+          if (Array.isArray(body.data?.components)) stored.components = body.data.components;
+          stored.edits++;
+        }
+      }
+      return answer(204);
+    }
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === 'GET') {
       // Discord: newest first, at most `limit` (1-100, default 50), optionally only before / after an id.
       const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 50)));
@@ -641,6 +702,7 @@ export class FakeDiscord extends EventEmitter {
         content: body.content,
         edits: 0,
         ...(body.nonce !== undefined && { nonce: String(body.nonce) }),
+        ...(Array.isArray(body.components) && { components: body.components }),
       };
       this.messages.set(stored.id, stored);
       return answer(200, this.messagePayload(stored, body));
@@ -651,6 +713,7 @@ export class FakeDiscord extends EventEmitter {
       const invalid = checkContent(body?.content);
       if (invalid) return answer(400, invalid);
       stored.content = body.content;
+      if (Array.isArray(body.components)) stored.components = body.components;
       stored.edits++;
       return answer(200, this.messagePayload(stored, body));
     }
@@ -700,6 +763,7 @@ export class FakeDiscord extends EventEmitter {
       type: body?.message_reference ? 19 : 0,
       ...(stored.nonce !== undefined && { nonce: stored.nonce }),
       ...(body?.message_reference && { message_reference: body.message_reference }),
+      ...(stored.components && { components: stored.components }),
     };
   }
 }
