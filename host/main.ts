@@ -13,7 +13,7 @@ import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { channelIdOf } from '../src/channel.js';
-import { noteActivity } from './console/activity.js';
+import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { routeRegistry, type HttpServer } from './http.js';
 import { IngestService } from './ingest.js';
@@ -76,9 +76,10 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
   const routes = routeRegistry(ctx.http);
+  const activity = new ActivityIndex(ctx.redis, prefix, logger);
   const channelHost = createChannelHost({
     routes,
-    onActivity: (conversationId) => noteActivity(ctx.redis, prefix, conversationId, logger),
+    onActivity: (conversationId) => activity.note(conversationId),
     redis: ctx.redis,
     prefix,
     logger,
@@ -115,6 +116,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     // Channels first: no new input while the rest shuts down.
     await Promise.all(started.map((p) => p.stop().catch((err: unknown) => logger.error({ err, channel: p.id }, 'channel stop failed'))));
     await reconciler.stop();
+    await activity.flush();
     await queue.close();
     queueConn.disconnect();
     ingressConn.disconnect();

@@ -34,7 +34,7 @@ describe('loadConfig', () => {
     expect(config.retention).toEqual({ endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
     expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800 });
-    expect(config.agents['local-agent']).toEqual({ streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000 });
+    expect(config.agents['local-agent']).toEqual({ streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000, attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' } });
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
     expect(config.model).toEqual({ provider: 'openai', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 16_384 }); // from the model catalogue
@@ -100,7 +100,7 @@ describe('loadConfig', () => {
 
   it('reads the agent section from the environment and names a bad steering mode or an empty prompt', () => {
     const agent = readConfig({ env: { STEERBOT_SYSTEM_PROMPT: '  Be brief.  ', STEERBOT_AGENT_HTTP_FETCH: '1', STEERBOT_AGENT_STEERING_MODE: 'one', STEERBOT_AGENT_MAX_STEPS: '8' } }).agents['local-agent'];
-    expect(agent).toEqual({ systemPrompt: 'Be brief.', streaming: true, httpFetch: true, currentTime: true, steeringMode: 'one', maxSteps: 8, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000 });
+    expect(agent).toEqual({ systemPrompt: 'Be brief.', streaming: true, httpFetch: true, currentTime: true, steeringMode: 'one', maxSteps: 8, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000, attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' } });
     const issues = issuesOf(() => readConfig({ env: { STEERBOT_AGENT_STEERING_MODE: 'some', STEERBOT_AGENT_MAX_STEPS: '0' } }));
     expect(issues.map((i) => i.path).sort()).toEqual(['agents.local-agent.maxSteps', 'agents.local-agent.steeringMode']);
     expect(issues.find((i) => i.path === 'agents.local-agent.steeringMode')?.message).toMatch(/all or one.*STEERBOT_AGENT_STEERING_MODE/);

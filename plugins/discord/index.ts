@@ -78,10 +78,12 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
    */
   const onButton = async (host: ChannelHost, i: ButtonInteraction): Promise<void> => {
     try {
+      // The button is under one of the bot's messages: its channel is the conversation.
+      const channelId = i.channelId ?? i.message.channelId;
       const message: InboundMessage = {
-        conversationId: `${CHANNEL_ID}:${i.channelId}`,
+        conversationId: `${CHANNEL_ID}:${channelId}`,
         updateKey: `${CHANNEL_ID}:interaction:${i.id}`,
-        chatId: i.channelId,
+        chatId: channelId,
         sender: { id: i.user.id, ...((i.user.globalName ?? i.user.username) && { name: (i.user.globalName ?? i.user.username).slice(0, 256) }) },
         text: i.customId,
         interaction: 'button',

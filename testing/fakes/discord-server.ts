@@ -252,6 +252,7 @@ export class FakeDiscord extends EventEmitter {
       token,
       version: 1,
       channel_id: stored.channel_id,
+      channel: { id: stored.channel_id, type: input.guildId ? 0 : 1 },
       ...(input.guildId ? { guild_id: input.guildId, member: { user: input.user, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : { user: input.user }),
       data: { custom_id: input.customId, component_type: 2 },
       message,
