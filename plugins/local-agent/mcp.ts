@@ -15,6 +15,7 @@ import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { redactSecrets } from '../../src/errors.js';
+import { metrics } from '../../src/telemetry/metrics.js';
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -162,6 +163,7 @@ export class McpManager {
         const conn = await this.connection(name, cfg);
         if (!conn) {
           this.stats.unavailable++;
+          metrics.mcpUnavailable.inc({ server: name });
           logger.warn({ mcpServer: name }, 'MCP server unavailable; its tools are left out of this run');
           return [];
         }

@@ -101,6 +101,12 @@ export class SteerbotMetrics {
     labelNames: ['tool', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly mcpUnavailable = new Counter({
+    name: 'steerbot_mcp_unavailable_total',
+    help: 'Runs that went without an MCP server\'s tools because it could not be reached, by server.',
+    labelNames: ['server'] as const,
+    registers: [this.registry],
+  });
   readonly toolDuration = new Histogram({
     name: 'steerbot_tool_call_duration_seconds',
     help: 'Duration of one tool call, by tool.',

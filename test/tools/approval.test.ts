@@ -61,6 +61,8 @@ describe('tool approval', () => {
     expect(request).toContain('"amount":30');
     expect(request).not.toContain('4111111111111111');
     expect(pay.runs).toEqual([]);
+    // A message sent during the wait follows the input policy (steer): it joins the run after the tool batch.
+    expect(await h.ingest('and send me the receipt')).toMatchObject({ kind: 'steered', runId: r.runId });
 
     // Someone else may not decide; nothing changes.
     expect((await approvalCommand(h, 'approved', id, source(h, 'u2', 'Mallory'))).reply).toContain('not allowed');
@@ -69,6 +71,7 @@ describe('tool approval', () => {
     await h.runEnded(r.runId);
     expect(pay.runs).toEqual([30]);
     expect(h.outbound.texts.at(-1)).toBe('Paid 30.');
+    expect(JSON.stringify(t.fake.requests[1]!.body.messages.at(-1))).toContain('and send me the receipt');
     // A second click changes nothing and says how it was decided.
     expect((await approvalCommand(h, 'denied', id, source(h))).reply).toBe('Already decided: approved by Ann. Nothing changed.');
     // Request and decision are in the record.

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { McpManager, type McpServerSettings, McpToolError, mcpServersSchema } from '../../plugins/local-agent/mcp.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
+import { metrics } from '../../src/telemetry/metrics.js';
 import { type McpHttpServer, startMcpHttp } from './mcp-http.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
@@ -100,6 +101,9 @@ describe('MCP servers as tools', () => {
       const tools = await m.tools(logger);
       expect(tools.map((t) => t.name)).toEqual(['local__echo']);
       expect(m.stats.unavailable).toBe(1);
+      expect(await metrics.registry.getSingleMetricAsString('steerbot_mcp_unavailable_total')).toMatch(
+        /steerbot_mcp_unavailable_total\{server="broken"\} [1-9]/,
+      );
       expect(lines.join('')).toContain('MCP server unavailable');
       expect(lines.join('')).not.toContain('env-secret-value');
     });
