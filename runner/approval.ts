@@ -35,6 +35,8 @@ export interface RunApprovalsOptions {
   logger: Logger;
   /** How often the wait looks for a decision, in ms. Default 200. */
   pollMs?: number;
+  /** Approvals calls of this run already ran under (from the record, on a takeover): never resumed for another call. */
+  usedApprovals?: ReadonlySet<string>;
 }
 
 /** Approvals of one run attempt in Redis. */
@@ -100,7 +102,7 @@ export class RunApprovals implements ApprovalGate {
   private async earlierRequest(tool: string, inputHash: string): Promise<[string, ApprovalRecord] | undefined> {
     const all = await readApprovals(this.o.client, this.o.prefix, this.o.run.conversationId);
     return [...all.entries()]
-      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id))
+      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id) && !this.o.usedApprovals?.has(id))
       .sort((a, b) => a[1].expiresAt - b[1].expiresAt)[0];
   }
 
@@ -108,22 +110,22 @@ export class RunApprovals implements ApprovalGate {
     const o = this.o;
     for (;;) {
       const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
-      if (!rec) return { decision: 'denied' };
-      if (rec.status !== 'pending') return outcome(rec);
+      if (!rec) return { decision: 'denied', id };
+      if (rec.status !== 'pending') return outcome(rec, id);
       if (Date.now() >= rec.expiresAt) {
         const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
-        if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record);
-        return { decision: 'denied' };
+        if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record, id);
+        return { decision: 'denied', id };
       }
-      if (signal.aborted) return { decision: 'aborted' };
+      if (signal.aborted) return { decision: 'aborted', id };
       await sleep(Math.min(o.pollMs ?? 200, Math.max(1, rec.expiresAt - Date.now())), signal);
     }
   }
 }
 
-function outcome(r: ApprovalRecord): ApprovalOutcome {
+function outcome(r: ApprovalRecord, id: string): ApprovalOutcome {
   const decision = r.status === 'pending' ? 'denied' : r.status;
-  return { decision, ...(r.by !== undefined && { by: r.byName ?? r.by }) };
+  return { decision, id, ...(r.by !== undefined && { by: r.byName ?? r.by }) };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

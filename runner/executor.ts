@@ -35,7 +35,7 @@ import { isFinalStep } from './projection.js';
 import { readRunEntries, runProgress, type RecordedAnswer } from './takeover.js';
 import { RedisArtifacts } from './artifacts.js';
 import { RunApprovals } from './approval.js';
-import { pendingToolCalls, RunToolJournal } from './tool-journal.js';
+import { pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -229,6 +229,7 @@ export class RunExecutor {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
     const history = await compaction.initialPrompt();
+    const tools = await this.toolState(ref, attempt);
     delivery.beginTurn(compaction.answerAnchor);
     return {
       conversationId: ref.conversationId,
@@ -280,18 +281,22 @@ export class RunExecutor {
         const out = o.resolveOutbound(ref.conversationId);
         return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
       },
-      toolCalls: await this.toolJournal(ref, attempt),
+      toolCalls: tools.journal,
       artifacts: new RedisArtifacts(o.client, o.prefix, ref),
-      approvals: new RunApprovals({ client: o.client, prefix: o.prefix, run: ref, delivery, starter: inputs[0]?.sender.id, logger }),
+      approvals: new RunApprovals({ client: o.client, prefix: o.prefix, run: ref, delivery, starter: inputs[0]?.sender.id, logger, usedApprovals: tools.usedApprovals }),
     };
   }
 
-  /** The run's tool journal; an attempt taking the run over first reads the calls earlier attempts left unanswered. */
-  private async toolJournal(ref: RunRef, attempt: number): Promise<RunToolJournal> {
-    if (attempt === 1) return new RunToolJournal(this.o.runs, ref);
+  /**
+   * The run's tool journal and the approvals its calls ran under; an attempt
+   * taking the run over first reads what earlier attempts recorded (calls left
+   * unanswered, approvals already acted on).
+   */
+  private async toolState(ref: RunRef, attempt: number): Promise<{ journal: RunToolJournal; usedApprovals: Set<string> }> {
+    if (attempt === 1) return { journal: new RunToolJournal(this.o.runs, ref), usedApprovals: new Set() };
     const log = conversationKeys(this.o.prefix, ref.conversationId).log;
     const entries = await readRunEntries(this.o.client, log, ref.runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries);
-    return new RunToolJournal(this.o.runs, ref, pendingToolCalls(entries, ref.runId));
+    return { journal: new RunToolJournal(this.o.runs, ref, pendingToolCalls(entries, ref.runId)), usedApprovals: usedApprovals(entries, ref.runId) };
   }
 
   /**

@@ -15,6 +15,8 @@ export interface ToolCallRef {
   input: unknown;
   /** True when running the call twice is harmless (it may then run again after a takeover). */
   idempotent: boolean;
+  /** The approval the call runs under, if it needed one. */
+  approval?: string;
 }
 
 /** What to do with a call, decided from what earlier attempts of the run recorded. */
@@ -71,8 +73,8 @@ export interface ApprovalRequest {
   timeoutMs: number;
 }
 
-/** How an approval ended. `aborted`: the run was stopped (or lost) while waiting. */
-export type ApprovalOutcome = { decision: 'approved' | 'denied' | 'timeout' | 'aborted'; by?: string };
+/** How an approval ended (`id`: the request's). `aborted`: the run was stopped (or lost) while waiting. */
+export type ApprovalOutcome = { decision: 'approved' | 'denied' | 'timeout' | 'aborted'; by?: string; id?: string };
 
 /** Asks in the chat and waits, durably: the request and the decision are record entries; a takeover resumes the same wait. */
 export interface ApprovalGate {

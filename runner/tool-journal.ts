@@ -50,6 +50,13 @@ function answeredCalls(step: ModelStep, into: Set<string>): void {
   }
 }
 
+/** Approvals that calls of `runId` ran under: a takeover never reuses them for another call. Pure. */
+export function usedApprovals(entries: readonly SeqEntry[], runId: string): Set<string> {
+  const used = new Set<string>();
+  for (const e of entries) if (e.kind === 'tool.started' && e.run === runId && e.approval) used.add(e.approval);
+  return used;
+}
+
 /** The calls of `runId` in `entries` (seq order) that a takeover must account for, oldest first. Pure. */
 export function pendingToolCalls(entries: readonly SeqEntry[], runId: string): PendingToolCall[] {
   const consumed = new Set<string>();
@@ -106,6 +113,7 @@ export class RunToolJournal implements ToolCallJournal {
       key,
       ...(call.idempotent && { idempotent: true }),
       ...(earlier && { supersedes: earlier.call }),
+      ...(call.approval !== undefined && { approval: call.approval }),
     };
     await this.runs.append(this.run, entry);
     return { kind: 'run', idempotencyKey: key, rerun: earlier !== undefined };

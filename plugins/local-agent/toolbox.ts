@@ -163,8 +163,9 @@ export class Toolbox {
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
     if (this.policy.mode(t.name, ctx.conversationId) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
-      const refused = await this.approve(ctx, log, t.name, input, callId, signal ?? ctx.signal);
-      if (refused) return { value: refused, failed: true };
+      const approval = await this.approve(ctx, log, t.name, input, callId, signal ?? ctx.signal);
+      if ('refused' in approval) return { value: approval.refused, failed: true };
+      if (approval.id !== undefined) ref.approval = approval.id;
     }
     let claim: ToolCallClaim;
     try {
@@ -220,9 +221,9 @@ export class Toolbox {
     return { value, failed };
   }
 
-  /** Asks for approval; undefined when approved, else the envelope the model gets. */
-  private async approve(ctx: RunContext, log: Logger, tool: string, input: unknown, callId: string, signal: AbortSignal): Promise<unknown> {
-    if (!ctx.approvals) return toolErrorEnvelope(tool, new ToolFailure('denied', "this tool needs a person's approval, which this runner cannot ask for"));
+  /** Asks for approval: the approval's id when approved, else the envelope the model gets. */
+  private async approve(ctx: RunContext, log: Logger, tool: string, input: unknown, callId: string, signal: AbortSignal): Promise<{ id?: string } | { refused: unknown }> {
+    if (!ctx.approvals) return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', "this tool needs a person's approval, which this runner cannot ask for"));
     let outcome: Awaited<ReturnType<NonNullable<RunContext['approvals']>['request']>>;
     try {
       outcome = await ctx.approvals.request(
@@ -231,21 +232,21 @@ export class Toolbox {
       );
     } catch (err) {
       log.warn({ err }, 'approval could not be asked');
-      return toolErrorEnvelope(tool, new ToolFailure('denied', 'the approval could not be asked'));
+      return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', 'the approval could not be asked')) };
     }
     log.info({ decision: outcome.decision }, 'approval decided');
     switch (outcome.decision) {
       case 'approved':
-        return undefined;
+        return outcome.id !== undefined ? { id: outcome.id } : {};
       case 'timeout':
         return toolErrorEnvelope(
           tool,
           new ToolFailure('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`),
         );
       case 'aborted':
-        return toolErrorEnvelope(tool, new ToolFailure('aborted', 'the run was stopped while waiting for approval; the call was not run'));
+        return { refused: toolErrorEnvelope(tool, new ToolFailure('aborted', 'the run was stopped while waiting for approval; the call was not run')) };
       default:
-        return toolErrorEnvelope(tool, new ToolFailure('denied', `${outcome.by ? `${outcome.by} denied the call` : 'the call was denied'}; it was not run`));
+        return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', `${outcome.by ? `${outcome.by} denied the call` : 'the call was denied'}; it was not run`)) };
     }
   }
 

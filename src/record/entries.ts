@@ -147,6 +147,8 @@ export const toolStartedSchema = z.object({
   key: z.string().min(1).max(128),
   idempotent: z.boolean().optional(),
   supersedes: z.string().min(1).max(256).optional(),
+  /** The approval this call ran under (a takeover does not reuse it for another call). */
+  approval: z.string().min(1).max(64).optional(),
 });
 
 /**
