@@ -87,6 +87,7 @@ async function createRunnerPlugin(config: SteerbotConfig, registry: PluginRegist
   return def.create(config.agents[id] ?? {}, {
     logger: logger.child({ plugin: id }),
     model: config.model,
+    ...(fetchImpl && { fetch: fetchImpl }),
     createModel: (settings = config.model) => createModel(settings, fetchImpl),
     ...served,
   });

@@ -6,13 +6,13 @@
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { redactSecrets } from '../src/errors.js';
 import { isLoopbackHostName } from '../src/http-access.js';
-import { SECRET_KEYS } from '../src/logger.js';
+import { SECRET_KEYS, SECRET_MAP_KEYS } from '../src/logger.js';
 import type { SteerbotConfig } from './config.js';
 
 const SECRET_KEY_SET = new Set<string>([...SECRET_KEYS, 'callbackSecret']);
 
 // Maps whose every value is a secret: an MCP server's `env` and `headers` (agents.local-agent.mcpServers).
-const SECRET_MAP_KEYS = new Set(['env', 'headers']);
+
 
 function redactValue(key: string, value: unknown): unknown {
   if (SECRET_KEY_SET.has(key) && value !== undefined) return '[set]';

@@ -118,6 +118,9 @@ async function send(reply: FastifyReply, res: RouteResponse, signal: AbortSignal
         if (signal.aborted) break;
         if (!raw.write(chunk)) await once(raw, 'drain', { signal }).catch(() => undefined);
       }
+    } catch (err) {
+      // The status line is out: a failing stream can only end early (the client reconnects with Last-Event-ID).
+      reply.log.warn({ err, url: reply.request.url.split('?')[0] }, 'response stream failed; ended early');
     } finally {
       raw.end();
     }

@@ -176,7 +176,7 @@ export class RunDelivery implements DeliverySink {
       });
     };
     fire();
-    this.typingTimer = setInterval(fire, this.o.typingIntervalMs ?? 4000);
+    this.typingTimer = setInterval(fire, this.o.typingIntervalMs ?? DEFAULTS.typingIntervalMs);
     this.typingTimer.unref();
   }
 
@@ -389,7 +389,7 @@ export class RunDelivery implements DeliverySink {
 
   /** Runs a platform call, retrying rate limits (after `retryAfterMs`) and 5xx (exponential backoff), at most `maxAttempts` times. */
   private async withRetry<T>(key: string, call: () => Promise<T>): Promise<T> {
-    const maxAttempts = this.o.maxAttempts ?? 5;
+    const maxAttempts = this.o.maxAttempts ?? DEFAULTS.deliveryMaxAttempts;
     const cap = this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs;
     for (let attempt = 1; ; attempt++) {
       // Later attempts come after this loop's own wait; the first waits out a hold set by any earlier call.

@@ -161,6 +161,8 @@ export interface RunnerPluginDeps {
   logger: Logger;
   /** The configured model settings (`model.*`). */
   model: ModelSettings;
+  /** `fetch` for the plugin's own HTTP calls (the one `startApp` was given: proxies, tests). Default: the global `fetch`. */
+  fetch?: typeof fetch;
   /** Builds the configured model (or the one `settings` name) through the runner's model factory. Throws ConfigError when it cannot. */
   createModel(settings?: ModelSettings): LanguageModel;
   /** Routes served by the process's HTTP server, when the runner has one: add them in `create` (before it listens). */

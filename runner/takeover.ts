@@ -70,6 +70,9 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
       }
     }
   }
+  // Without the run's first start the turn's anchor is unknown: delivering the answer under a guessed
+  // delivery key could send it twice, so the model is asked again instead.
+  if (!entries.some((e) => e.kind === 'run.started' && e.run === runId && e.attempt === 1)) answer = undefined;
   return { anchor, answer, unansweredSteered };
 }
 

@@ -101,7 +101,7 @@ const dispatchSchema = z.strictObject({
     .prefault({})
     .describe('Token buckets checked inside ingest (no extra round trip); a message over a limit is recorded as refused and answered once with a short notice. Default: off.'),
   afterPurge: enumOf(['refuse', 'restart'])
-    .default('refuse')
+    .default(DEFAULTS.dispatch.afterPurge)
     .describe('What a message for a purged conversation (`/purge`) gets while its tombstone stands: `refuse` (a short notice, nothing recorded) or `restart` (a new, empty conversation). Default `refuse`.'),
 });
 

@@ -24,7 +24,7 @@ export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 604_800;
 export const DEFAULTS = {
   redis: { mode: 'single', prefix: 'sb' },
   http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 },
-  dispatch: { defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000 },
+  dispatch: { defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000, afterPurge: 'refuse' },
   runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' },
   runner: {
     enabled: true,
@@ -40,6 +40,10 @@ export const DEFAULTS = {
   /** Ended run hashes 3 days, a purged conversation's tombstone 7 days; trimming and idle expiry off. */
   retention: { endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
+  /** Attempts of one outbound message before delivery gives it up. */
+  deliveryMaxAttempts: 5,
+  /** How often the typing indicator is refreshed while a run is active, in ms. */
+  typingIntervalMs: 4000,
   /** Longest wait between two delivery attempts of one message (a platform's `retry_after` is cut to it), in ms. */
   deliveryMaxRetryDelayMs: 30_000,
   /** Time limit of one tool call when the tool names none, in ms. */

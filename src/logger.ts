@@ -135,11 +135,16 @@ export function secretValues(config: unknown): string[] {
       return;
     }
     if (typeof value !== 'object' || value === null) return;
-    for (const [k, v] of Object.entries(value)) walk(v, Array.isArray(value) ? key : k, depth + 1);
+    // Header and environment maps (an MCP server's `headers` / `env`): every value may be a credential.
+    const secretMap = SECRET_MAP_KEYS.has(key);
+    for (const [k, v] of Object.entries(value)) walk(v, secretMap ? 'secret' : Array.isArray(value) ? key : k, depth + 1);
   };
   walk(config, '', 0);
   return [...out];
 }
+
+/** Keys whose values are maps of secrets: request headers and process environments given to a tool server. */
+export const SECRET_MAP_KEYS: ReadonlySet<string> = new Set(['headers', 'env']);
 
 // `token`, `botToken`, `webhookSecret`, `callbackSecret`, `password`, `apiKey`, `api_key`, `privateKey`, …
 const SECRET_KEY_RE = /(token|secret|passw(or)?d|api[_-]?key|private[_-]?key|credential)s?$/i;

@@ -8,6 +8,7 @@
  * keeps free for the answer: the providers count prompt + answer against the
  * window.
  */
+import { DEFAULTS } from './defaults.js';
 
 /** Limits of one model, in tokens. */
 export interface ModelLimits {
@@ -67,7 +68,7 @@ export function modelLimits(name: string): ModelLimits | undefined {
 }
 
 /** Output reserve of a model the catalogue does not know, in tokens. */
-export const DEFAULT_OUTPUT_RESERVE = 4096;
+export const DEFAULT_OUTPUT_RESERVE: number = DEFAULTS.model.outputReserve;
 
 /**
  * The window and reserve a run uses: the settings when given, else the

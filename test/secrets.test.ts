@@ -91,6 +91,11 @@ describe('secretValues', () => {
     for (const notSecret of ['sb', 'gpt', 'ann', 'user', 'cbuser']) expect(found).not.toContain(notSecret);
   });
 
+  it("takes every value of a tool server's headers and environment", () => {
+    const found = secretValues({ agents: { 'local-agent': { mcpServers: { gh: { command: 'gh-mcp', headers: { Authorization: 'Bearer hdr-12' }, env: { GH_PAT: 'pat-13' } } } } } });
+    expect(found.sort()).toEqual(['Bearer hdr-12', 'pat-13']);
+  });
+
   it('takes the user name of a URL that has no password (a token as user)', () => {
     expect(secretValues({ endpoint: 'https://tok-as-user-11@example.com/x' })).toEqual(['tok-as-user-11']);
   });

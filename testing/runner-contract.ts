@@ -290,7 +290,6 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
         expect(m.version.trim()).not.toBe('');
         expect(typeof m.capabilities.steering).toBe('boolean');
         for (const v of Object.values(m.capabilities)) expect(typeof v).toBe('boolean');
-        expect(typeof plugin.run).toBe('function');
       });
     });
 

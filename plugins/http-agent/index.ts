@@ -79,5 +79,10 @@ export default defineRunnerPlugin({
     { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
   ],
   create: (settings, deps) =>
-    createHttpAgentPlugin(settings, { logger: deps.logger, ...(deps.routes && { routes: deps.routes }), ...(deps.serverUrl && { serverUrl: deps.serverUrl }) }),
+    createHttpAgentPlugin(settings, {
+      logger: deps.logger,
+      ...(deps.fetch && { fetch: deps.fetch }),
+      ...(deps.routes && { routes: deps.routes }),
+      ...(deps.serverUrl && { serverUrl: deps.serverUrl }),
+    }),
 });

@@ -221,32 +221,44 @@ export class Toolbox {
     return { value, failed };
   }
 
-  /** Asks for approval: the approval's id when approved, else the envelope the model gets. */
-  private async approve(ctx: RunContext, log: Logger, tool: string, input: unknown, callId: string, signal: AbortSignal): Promise<{ id?: string } | { refused: unknown }> {
-    if (!ctx.approvals) return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', "this tool needs a person's approval, which this runner cannot ask for"));
+  /** Asks for approval: the approval's id when approved, else the envelope the model gets (`refused`). */
+  private async approve(
+    ctx: RunContext,
+    log: Logger,
+    tool: string,
+    input: unknown,
+    callId: string,
+    signal: AbortSignal,
+  ): Promise<{ id?: string } | { refused: unknown }> {
+    const refuse = (category: 'denied' | 'approval_timeout' | 'aborted', message: string) => ({
+      refused: toolErrorEnvelope(tool, new ToolFailure(category, message)),
+    });
+    if (!ctx.approvals) return refuse('denied', "this tool needs a person's approval, which this runner cannot ask for");
     let outcome: Awaited<ReturnType<NonNullable<RunContext['approvals']>['request']>>;
     try {
-      outcome = await ctx.approvals.request(
-        { callId, tool, input, text: this.policy.approvalText(tool, input), approvers: this.policy.approvers, timeoutMs: this.policy.approvalTimeoutMs },
-        signal,
-      );
+      const request = {
+        callId,
+        tool,
+        input,
+        text: this.policy.approvalText(tool, input),
+        approvers: this.policy.approvers,
+        timeoutMs: this.policy.approvalTimeoutMs,
+      };
+      outcome = await ctx.approvals.request(request, signal);
     } catch (err) {
       log.warn({ err }, 'approval could not be asked');
-      return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', 'the approval could not be asked')) };
+      return refuse('denied', 'the approval could not be asked');
     }
     log.info({ decision: outcome.decision }, 'approval decided');
     switch (outcome.decision) {
       case 'approved':
         return outcome.id !== undefined ? { id: outcome.id } : {};
       case 'timeout':
-        return toolErrorEnvelope(
-          tool,
-          new ToolFailure('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`),
-        );
+        return refuse('approval_timeout', `nobody approved the call within ${Math.round(this.policy.approvalTimeoutMs / 1000)} s; it was not run`);
       case 'aborted':
-        return { refused: toolErrorEnvelope(tool, new ToolFailure('aborted', 'the run was stopped while waiting for approval; the call was not run')) };
+        return refuse('aborted', 'the run was stopped while waiting for approval; the call was not run');
       default:
-        return { refused: toolErrorEnvelope(tool, new ToolFailure('denied', `${outcome.by ? `${outcome.by} denied the call` : 'the call was denied'}; it was not run`)) };
+        return refuse('denied', `${outcome.by ? `${outcome.by} denied the call` : 'the call was denied'}; it was not run`);
     }
   }
 

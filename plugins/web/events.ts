@@ -75,7 +75,7 @@ export class WebEventStreams {
     const replies = eventsKey(this.o.prefix, conversationId);
     const log = conversationKeys(this.o.prefix, conversationId).log;
     const shared = this.o.redis;
-    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate();
+    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate(); // two overloads: the union has no common signature
     conn.on('error', () => undefined); // reported through the failing XREAD
     let open = true;
     // Ending disconnects the connection, which ends a blocked XREAD at once.

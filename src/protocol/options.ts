@@ -66,6 +66,6 @@ export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
     now: o.now ?? Date.now,
     ...(o.rateLimit !== undefined && { rateLimit: o.rateLimit }),
     retention: resolveRetention(o.retention),
-    afterPurge: o.afterPurge ?? 'refuse',
+    afterPurge: o.afterPurge ?? DEFAULTS.dispatch.afterPurge,
   };
 }

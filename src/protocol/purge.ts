@@ -8,6 +8,7 @@
  * of a purged run are refused: its run hash is gone, and every run write is
  * fenced by it.
  */
+import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError, ScriptError } from '../errors.js';
 import { assertUpdateKey, CONVERSATION_KEY_SUFFIXES, controlChannel, conversationKeys } from '../keys.js';
 import { runScript, type RedisClient } from '../scripts/index.js';
@@ -47,9 +48,9 @@ export type PurgeResult =
  */
 export async function purgeConversation(client: RedisClient, prefix: string, conversationId: string, opts: PurgeOptions = {}): Promise<PurgeResult> {
   const k = conversationKeys(prefix, conversationId);
-  const mode = opts.afterPurge ?? 'refuse';
+  const mode = opts.afterPurge ?? DEFAULTS.dispatch.afterPurge;
   if (mode !== 'refuse' && mode !== 'restart') throw new InvalidInputError(`afterPurge must be refuse or restart, not ${String(mode)}`);
-  const ttl = Math.max(opts.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS, opts.dedupeTtlSeconds ?? 86_400);
+  const ttl = Math.max(opts.tombstoneTtlSeconds ?? DEFAULT_TOMBSTONE_TTL_SECONDS, opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds);
   if (!Number.isInteger(ttl) || ttl < 1) throw new InvalidInputError('tombstoneTtlSeconds must be a positive integer');
   if (opts.updateKey !== undefined) assertUpdateKey(opts.updateKey);
   const r = checkReply(
@@ -61,7 +62,7 @@ export async function purgeConversation(client: RedisClient, prefix: string, con
       controlChannel(prefix),
       conversationId,
       opts.updateKey ?? '',
-      opts.dedupeTtlSeconds ?? 86_400,
+      opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
       ...CONVERSATION_KEY_SUFFIXES,
     ]),
   );

@@ -6,9 +6,8 @@
   channel, and its keys go with the rest, so every later write of it (fenced
   by its run hash) is refused.
 
-  Run ids come from the run index `<base>runs`, the active run, and the
-  record (`"run":"<id>"` in its entries: runs created before the index
-  existed). Dedupe keys stay: they hold only the seq an update became, expire
+  Run ids come from the run index `<base>runs` and the active run, so the
+  script's work does not grow with the record. Dedupe keys stay: they hold only the seq an update became, expire
   within the dedupe TTL (the tombstone lives at least as long), and keep a
   redelivered pre-purge update a duplicate instead of a new message.
 
@@ -63,14 +62,6 @@ local runs = {}
 local function add_run(id) if id and id ~= '' then runs[id] = true end end
 for _, id in ipairs(redis.call('ZRANGE', base .. 'runs', 0, -1)) do add_run(id) end
 add_run(active)
-local from = '-'
-repeat
-  local page = redis.call('XRANGE', log_key, from, '+', 'COUNT', 1000)
-  for _, e in ipairs(page) do
-    for id in string.gmatch(e[2][2], '"run":"([A-Za-z0-9_-]+)"') do add_run(id) end
-  end
-  if #page > 0 then from = '(' .. page[#page][1] end
-until #page < 1000
 
 if active and redis.call('EXISTS', base .. 'run:' .. active) == 1 then
   -- Tells the owning runner to abort now rather than at its next fenced write.

@@ -51,10 +51,8 @@ local function trim()
   local bound = tonumber(cp.covers_until)
   if not bound then return 0 end
   if active then
-    local f = redis.call('HMGET', base .. 'run:' .. active, 'inputs', 'urgent')
     bound = lower(bound, split_ids(redis.call('GET', base .. 'inputs:' .. active)))
-    bound = lower(bound, split_ids(f[1]))
-    bound = lower(bound, split_ids(f[2]))
+    bound = lower(bound, split_ids(redis.call('HGET', base .. 'run:' .. active, 'urgent')))
     bound = lower(bound, redis.call('LRANGE', base .. 'steer:' .. active, 0, -1))
   end
   bound = lower(bound, redis.call('LRANGE', pending_key, 0, -1))

@@ -97,18 +97,6 @@ describe('purgeConversation', () => {
       expect(await fx.snapshot()).toEqual(before);
     });
 
-    it('finds runs created before the run index existed through the record', async () => {
-      const d = fx.dispatch();
-      const runs = fx.runs();
-      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
-      await runs.finish(await runs.acquire(CID, first.runId, 'w'), 'completed');
-      // As an older version left it: no index.
-      await fx.redis.del(fx.keys().runs);
-      await fx.redis.persist(fx.keys().run(first.runId));
-      expect((await purgeConversation(fx.redis, fx.prefix, CID)).kind).toBe('purged');
-      expect(await fx.redis.exists(fx.keys().run(first.runId))).toBe(0);
-    });
-
     it('keeps the tombstone at least as long as dedupe keys live', async () => {
       await fx.dispatch().ingest(fx.message(1));
       await fx.runs().acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w').then((run) => fx.runs().finish(run, 'completed'));

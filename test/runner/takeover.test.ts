@@ -124,6 +124,14 @@ describe('runProgress', () => {
     expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, unansweredSteered: [] });
   });
 
+  it("has no answer to deliver when the record read does not reach the run's first start (the keys' anchor is unknown)", () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a], 2); // only a later attempt's start is in the entries read
+    r.answer('run1', 'The real answer.');
+    expect(runProgress(r.entries, 'run1').answer).toBeUndefined();
+  });
+
   it('ignores other runs', () => {
     const r = record();
     const a = r.user('old');

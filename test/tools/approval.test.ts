@@ -77,6 +77,8 @@ describe('tool approval', () => {
     // Request and decision are in the record.
     expect((await h.entries('approval.requested')).map((e) => [e.approval, e.tool, e.deciders])).toEqual([[id, 'pay', ['u1']]]);
     expect((await h.entries('approval.decided')).map((e) => [e.approval, e.decision, e.by])).toEqual([[id, 'approved', 'u1']]);
+    // The call ran under that approval (a takeover never reuses it for another call).
+    expect((await h.entries('tool.started')).map((e) => [e.tool, e.approval])).toEqual([['pay', id]]);
   });
 
   it('does not run a denied call, and tells the model who denied it', async () => {

@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pendingToolCalls, toolInputHash } from '../../runner/tool-journal.js';
+import { pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tool-journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -188,6 +188,12 @@ describe('pendingToolCalls', () => {
       ['c', undefined],
     ]);
     expect(pendingToolCalls(entries, 'other-run')).toEqual([]);
+  });
+
+  it('names the approvals calls ran under, which a takeover does not resume for another call', () => {
+    const entries = [started('a', 'pay', {}, { approval: 'ap_1' }), started('b', 'pay', {}), started('c', 'pay', {}, { approval: 'ap_2' })];
+    expect([...usedApprovals(entries, 'r1')]).toEqual(['ap_1', 'ap_2']);
+    expect([...usedApprovals(entries, 'other-run')]).toEqual([]);
   });
 
   it('hashes inputs independently of key order', () => {
