@@ -10,9 +10,9 @@
 import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
-import { createLogger, secretValues, type Logger } from '../src/logger.js';
+import { createLogger, type Logger, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig } from './config.js';
-import { startApp, type RunningApp } from './start.js';
+import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
 const USAGE = `usage: steerbot [start | check-config] [--config file]
@@ -27,7 +27,9 @@ function fail(message: string, code: number): never {
 }
 
 function parseCommandLine(): { command: 'start' | 'check-config'; file: string | undefined } {
-  let parsed: ReturnType<typeof parseArgs<{ options: { config: { type: 'string'; short: 'c' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{ options: { config: { type: 'string'; short: 'c' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>
+  >;
   try {
     parsed = parseArgs({ options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   } catch (err) {

@@ -14,18 +14,18 @@ import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
 import {
   applyEnv,
   CORE_ENV_BINDINGS,
-  coreConfigSchema,
-  readConfigFile,
-  validateConfig,
   type ConfigLayers,
   type CoreConfig,
+  coreConfigSchema,
   type EnvBinding,
   type LoadConfigOptions,
+  readConfigFile,
+  validateConfig,
 } from '../src/config.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import type { PluginEnvBinding } from '../src/plugin-definition.js';
-import { BUILTIN_PLUGINS, createRegistry, resolvePlugins, type AnyDefinition, type PluginRegistry } from './registry.js';
+import { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, type PluginRegistry, resolvePlugins } from './registry.js';
 
 /** The configuration, defaults applied: the core sections plus the plugin sections. */
 export interface SteerbotConfig extends CoreConfig {
@@ -62,7 +62,11 @@ export function buildConfigSchema(registry: PluginRegistry) {
     })
     .superRefine((c, ctx) => {
       if (!c.host.enabled && !c.runner.enabled) {
-        ctx.addIssue({ code: 'custom', path: ['host', 'enabled'], message: 'host and runner are both disabled; enable at least one (STEERBOT_HOST / STEERBOT_RUNNER)' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['host', 'enabled'],
+          message: 'host and runner are both disabled; enable at least one (STEERBOT_HOST / STEERBOT_RUNNER)',
+        });
       }
       // Discord catch-up hands the host messages up to this old again; older than the dedupe keys, an
       // answered message would no longer be a duplicate and would be answered twice.
@@ -148,7 +152,10 @@ export function readConfig(opts: LoadConfigOptions & { registry?: PluginRegistry
   const registry = opts.registry ?? BUILTIN_REGISTRY;
   const { runner } = selection(layers);
   if (!registry.runners.has(runner)) {
-    throw new ConfigError([...layers.issues, { path: 'runner.plugin', message: `unknown runner plugin ${runner} (registered: ${[...registry.runners.keys()].join(', ')})` }]);
+    throw new ConfigError([
+      ...layers.issues,
+      { path: 'runner.plugin', message: `unknown runner plugin ${runner} (registered: ${[...registry.runners.keys()].join(', ')})` },
+    ]);
   }
   return validate(layers, registry, runner, opts.env ?? process.env);
 }

@@ -12,10 +12,10 @@ import localAgent from '../plugins/local-agent/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
+import type { RunnerPluginDefinition } from '../runner/plugin.js';
 import type { ChannelPluginDefinition } from '../src/channel.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
-import type { RunnerPluginDefinition } from '../runner/plugin.js';
 
 /** A channel or runner plugin definition. */
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
@@ -36,7 +36,8 @@ function definitionProblem(def: unknown): string | undefined {
   if (!isObject(def)) return 'exports no plugin definition (expected a default export or `plugin`)';
   if (typeof def.id !== 'string' || !PLUGIN_ID_RE.test(def.id)) return 'has a bad id: expected 1-32 characters of a-z 0-9 - (starting with a letter or digit)';
   if (def.kind !== 'channel' && def.kind !== 'runner') return `${def.id}: kind must be "channel" or "runner"`;
-  if (!isObject(def.configSchema) || typeof (def.configSchema as { safeParse?: unknown }).safeParse !== 'function') return `${def.id}: configSchema must be a zod schema`;
+  if (!isObject(def.configSchema) || typeof (def.configSchema as { safeParse?: unknown }).safeParse !== 'function')
+    return `${def.id}: configSchema must be a zod schema`;
   if (typeof def.create !== 'function') return `${def.id}: create must be a function`;
   return undefined;
 }
@@ -118,7 +119,10 @@ export async function resolvePlugins(selection: PluginSelection): Promise<{ regi
   if (!known()) {
     if (PLUGIN_ID_RE.test(runnerId) && !runnerId.includes('/')) {
       const ids = [...BUILTIN_PLUGINS, ...loaded].filter((d) => d.kind === 'runner').map((d) => d.id);
-      issues.push({ path: 'runner.plugin', message: `unknown runner plugin ${runnerId} (registered: ${ids.join(', ')}; or give a module path such as ./my-agent.js)` });
+      issues.push({
+        path: 'runner.plugin',
+        message: `unknown runner plugin ${runnerId} (registered: ${ids.join(', ')}; or give a module path such as ./my-agent.js)`,
+      });
     } else {
       const def = await load(runnerId, 'runner.plugin');
       if (def && def.kind !== 'runner') issues.push({ path: 'runner.plugin', message: `${runnerId} is a ${def.kind} plugin, not a runner` });

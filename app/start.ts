@@ -12,14 +12,14 @@ import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
 import { ensureRedis } from '../src/local-redis.js';
-import { createLogger, secretValues, type Logger } from '../src/logger.js';
+import { createLogger, type Logger, secretValues } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
-import { BUILTIN_REGISTRY, type SteerbotConfig } from './config.js';
-import { resolvePlugins, type PluginRegistry } from './registry.js';
-import { startTracing } from './telemetry.js';
-import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { metrics } from '../src/telemetry/metrics.js';
+import type { ReadinessProbe } from '../src/telemetry/readiness.js';
+import { BUILTIN_REGISTRY, type SteerbotConfig } from './config.js';
+import { type PluginRegistry, resolvePlugins } from './registry.js';
 import { channelIds, redactConfig } from './summary.js';
+import { startTracing } from './telemetry.js';
 
 /** Starts one part of the process. */
 export type StartHook<C, P> = (ctx: C, parts: P) => Promise<Stoppable>;
@@ -62,14 +62,24 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((r) => (timer = setTimeout(r, ms, false)));
   try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** Creates the configured channel instances (not started). */
-export async function createChannels(config: Pick<SteerbotConfig, 'channels'>, deps: ChannelDeps, registry: PluginRegistry = BUILTIN_REGISTRY): Promise<ChannelPlugin[]> {
+export async function createChannels(
+  config: Pick<SteerbotConfig, 'channels'>,
+  deps: ChannelDeps,
+  registry: PluginRegistry = BUILTIN_REGISTRY,
+): Promise<ChannelPlugin[]> {
   const out: ChannelPlugin[] = [];
   for (const [id, def] of registry.channels) {
     const section = config.channels[id];
@@ -81,7 +91,14 @@ export async function createChannels(config: Pick<SteerbotConfig, 'channels'>, d
 }
 
 /** Creates the selected runner plugin from its settings. */
-async function createRunnerPlugin(config: SteerbotConfig, registry: PluginRegistry, id: string, logger: Logger, fetchImpl?: typeof fetch, served: Pick<RunnerPluginDeps, 'routes' | 'serverUrl'> = {}): Promise<RunnerPlugin> {
+async function createRunnerPlugin(
+  config: SteerbotConfig,
+  registry: PluginRegistry,
+  id: string,
+  logger: Logger,
+  fetchImpl?: typeof fetch,
+  served: Pick<RunnerPluginDeps, 'routes' | 'serverUrl'> = {},
+): Promise<RunnerPlugin> {
   const def = registry.runners.get(id);
   if (!def) throw new Error(`runner plugin ${id} is not registered`);
   return def.create(config.agents[id] ?? {}, {

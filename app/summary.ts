@@ -13,7 +13,6 @@ const SECRET_KEY_SET = new Set<string>([...SECRET_KEYS, 'callbackSecret']);
 
 // Maps whose every value is a secret: an MCP server's `env` and `headers` (agents.local-agent.mcpServers).
 
-
 function redactValue(key: string, value: unknown): unknown {
   if (SECRET_KEY_SET.has(key) && value !== undefined) return '[set]';
   if (SECRET_MAP_KEYS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
@@ -92,6 +91,7 @@ function pageLines(config: SteerbotConfig, address: string, chat: boolean): stri
   const at = browserAddress(address);
   const lines: string[] = [];
   if (chat) lines.push(`  chat:     ${at}/ (${accessNote(config.http.host, config.channels.web?.token, 'STEERBOT_WEB_TOKEN')})`);
-  if (config.host.console.enabled) lines.push(`  console:  ${at}/console (${accessNote(config.http.host, config.host.console.token, 'STEERBOT_CONSOLE_TOKEN')})`);
+  if (config.host.console.enabled)
+    lines.push(`  console:  ${at}/console (${accessNote(config.http.host, config.host.console.token, 'STEERBOT_CONSOLE_TOKEN')})`);
   return lines;
 }

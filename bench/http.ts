@@ -19,17 +19,17 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { createHttpServer, listen } from '../host/http.js';
+import { Redis } from 'ioredis';
+import { readConfig } from '../app/config.js';
 import { createChannels } from '../app/start.js';
+import { createHttpServer, listen } from '../host/http.js';
 import { startHost } from '../host/main.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import type { AppContext } from '../src/app-context.js';
-import { readConfig } from '../app/config.js';
+import { conversationKeys } from '../src/keys.js';
 import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
-import { Redis } from 'ioredis';
-import { conversationKeys } from '../src/keys.js';
 import { runScript } from '../src/scripts/index.js';
 import { privateRedis } from './private-redis.js';
 
@@ -65,13 +65,21 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
     connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url: redisUrl }),
   };
   const http = createHttpServer({ config, redis, logger });
-  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, { logger, redis, prefix: config.redis.prefix }), steeringCapable: true });
+  const host = await startHost(
+    { ...ctx, http },
+    { channels: await createChannels(config, { logger, redis, prefix: config.redis.prefix }), steeringCapable: true },
+  );
   // The baseline: same server, same requests; Fastify parses the JSON body, nothing else happens.
   http.post(BARE_PATH, async (_req, reply) => reply.code(202).send({ result: 'accepted' }));
   // For attribution: the same ingest (IngestService) without signature, webhook validation or channel host.
   http.post(INGEST_PATH, async (req, reply) => {
     const b = req.body as { id: string; conversation: string; sender: { id: string; name?: string }; text: string };
-    const r = await host.ingest.ingest({ conversationId: `webhook:bench:${b.conversation}`, updateKey: `webhook:bench:ingest-only-${b.id}`, sender: b.sender, text: b.text });
+    const r = await host.ingest.ingest({
+      conversationId: `webhook:bench:${b.conversation}`,
+      updateKey: `webhook:bench:ingest-only-${b.id}`,
+      sender: b.sender,
+      text: b.text,
+    });
     return reply.code(r.kind === 'duplicate' ? 200 : 202).send({ result: r.kind, seq: r.seq });
   });
   // What one Redis round trip alone costs a route: the bare route plus one no-op EVALSHA per request on the host's connection.
@@ -155,7 +163,14 @@ async function redisCpu(admin: Redis): Promise<number> {
   return (num('used_cpu_user') + num('used_cpu_sys')) * 1e6;
 }
 
-async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs: Array<{ body: Buffer; headers: Record<string, string> }>, admin: Redis): Promise<Phase> {
+async function phase(
+  worker: Worker,
+  agent: Agent,
+  url: URL,
+  path: string,
+  reqs: Array<{ body: Buffer; headers: Record<string, string> }>,
+  admin: Redis,
+): Promise<Phase> {
   const { elu: elu0, batch: batch0 } = await serverElu(worker);
   const cpu0 = process.cpuUsage();
   const rcpu0 = await redisCpu(admin);
@@ -182,7 +197,16 @@ async function phase(worker: Worker, agent: Agent, url: URL, path: string, reqs:
   const perCall = (batch1.items - batch0.items) / Math.max(1, batch1.calls - batch0.calls);
   latencies.sort();
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { elu, perCall, nodeCpuUs: (cpu.user + cpu.system) / reqs.length, redisCpuUs: rcpu / reqs.length, rps: (reqs.length / ms) * 1000, p50: at(0.5), p99: at(0.99), statuses };
+  return {
+    elu,
+    perCall,
+    nodeCpuUs: (cpu.user + cpu.system) / reqs.length,
+    redisCpuUs: rcpu / reqs.length,
+    rps: (reqs.length / ms) * 1000,
+    p50: at(0.5),
+    p99: at(0.99),
+    statuses,
+  };
 }
 
 const fmt = (p: Phase) =>
@@ -204,7 +228,9 @@ export async function main(): Promise<void> {
     await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0), admin);
     await phase(worker, agent, url, ROUND_TRIP_PATH, prepare(1000, 0), admin);
 
-    console.log(`http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`);
+    console.log(
+      `http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`,
+    );
     const bare: Phase[] = [];
     const hook: Phase[] = [];
     const ingest: Phase[] = [];
@@ -223,17 +249,27 @@ export async function main(): Promise<void> {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const bareRps = median(bare.map((p) => p.rps));
     const hookRps = median(hook.map((p) => p.rps));
-    console.log(`  median bare route:      ${bareRps.toFixed(0)} req/s   p50 ${median(bare.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(bare.map((p) => p.p99)).toFixed(2)} ms`);
-    console.log(`  median signed webhook:  ${hookRps.toFixed(0)} req/s   p50 ${median(hook.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(hook.map((p) => p.p99)).toFixed(2)} ms`);
+    console.log(
+      `  median bare route:      ${bareRps.toFixed(0)} req/s   p50 ${median(bare.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(bare.map((p) => p.p99)).toFixed(2)} ms`,
+    );
+    console.log(
+      `  median signed webhook:  ${hookRps.toFixed(0)} req/s   p50 ${median(hook.map((p) => p.p50)).toFixed(2)} ms   p99 ${median(hook.map((p) => p.p99)).toFixed(2)} ms`,
+    );
     // Each round's two phases ran back to back under the same machine load: their ratio is the steadier number.
     const ratios = bare.map((b, i) => hook[i]!.rps / b.rps);
-    console.log(`  ratio webhook / bare:   ${(median(ratios) * 100).toFixed(1)} % median of rounds (${ratios.map((r) => (r * 100).toFixed(0)).join(', ')} %), ${((hookRps / bareRps) * 100).toFixed(1)} % of medians   (target >= 70 %)`);
+    console.log(
+      `  ratio webhook / bare:   ${(median(ratios) * 100).toFixed(1)} % median of rounds (${ratios.map((r) => (r * 100).toFixed(0)).join(', ')} %), ${((hookRps / bareRps) * 100).toFixed(1)} % of medians   (target >= 70 %)`,
+    );
     // Where the gap comes from: the ingest itself (one EVALSHA + enqueue of new runs) vs the webhook edge (signature, validation, channel host).
     const ingestRatios = bare.map((b, i) => ingest[i]!.rps / b.rps);
     const edgeRatios = ingest.map((g, i) => hook[i]!.rps / g.rps);
-    console.log(`  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`);
+    console.log(
+      `  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`,
+    );
     const tripRatios = bare.map((b, i) => trip[i]!.rps / b.rps);
-    console.log(`  round trip alone:       bare + one no-op EVALSHA per request / bare ${(median(tripRatios) * 100).toFixed(1)} % (${tripRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %)`);
+    console.log(
+      `  round trip alone:       bare + one no-op EVALSHA per request / bare ${(median(tripRatios) * 100).toFixed(1)} % (${tripRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %)`,
+    );
   } finally {
     agent.destroy();
     admin.disconnect();

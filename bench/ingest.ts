@@ -9,11 +9,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { Dispatch } from '../src/protocol/index.js';
 import { conversationKeys } from '../src/keys.js';
+import { Dispatch } from '../src/protocol/index.js';
 import { runScript } from '../src/scripts/index.js';
-import { commandCalls, countSent, privateRedis } from './private-redis.js';
 import { tracingComparison } from './ingest-tracing.js';
+import { commandCalls, countSent, privateRedis } from './private-redis.js';
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 1_000);
@@ -35,7 +35,6 @@ async function pool(n: number, concurrency: number, task: (i: number) => Promise
   );
   return performance.now() - t0;
 }
-
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
@@ -85,26 +84,36 @@ export async function main(): Promise<void> {
     rows.push({ ingest: (UPDATES / ingestMs) * 1000, noop: (UPDATES / noopMs) * 1000, trips, cmds, redisIngest, redisNoop });
   }
 
-  console.log(`ingest benchmark: ${UPDATES} updates × ${ROUNDS} rounds, ${CONVERSATIONS} conversations, 100-600 character messages, concurrency ${CONCURRENCY}, one connection${redis.shared ? ' (SHARED redis: counts may include other clients)' : ' (private redis-server)'}`);
-  rows.forEach((r, i) =>
+  console.log(
+    `ingest benchmark: ${UPDATES} updates × ${ROUNDS} rounds, ${CONVERSATIONS} conversations, 100-600 character messages, concurrency ${CONCURRENCY}, one connection${redis.shared ? ' (SHARED redis: counts may include other clients)' : ' (private redis-server)'}`,
+  );
+  rows.forEach((r, i) => {
     console.log(
       `  round ${i + 1}: ingest ${r.ingest.toFixed(0).padStart(6)} updates/s (redis ${r.redisIngest.toFixed(1)} µs/call) · no-op ${r.noop.toFixed(0).padStart(6)} calls/s (redis ${r.redisNoop.toFixed(1)} µs/call) · ratio ${((r.ingest / r.noop) * 100).toFixed(1)} %`,
-    ),
-  );
+    );
+  });
   const ratios = rows.map((r) => (r.ingest / r.noop) * 100);
   console.log(`  median ingest rate:          ${median(rows.map((r) => r.ingest)).toFixed(0)} updates/s`);
   console.log(`  median no-op EVALSHA rate:   ${median(rows.map((r) => r.noop)).toFixed(0)} calls/s`);
-  console.log(`  ratio ingest / no-op:        ${median(ratios).toFixed(1)} % median of rounds (${ratios.map((x) => x.toFixed(0)).join(', ')} %)   (target >= 50 %)`);
+  console.log(
+    `  ratio ingest / no-op:        ${median(ratios).toFixed(1)} % median of rounds (${ratios.map((x) => x.toFixed(0)).join(', ')} %)   (target >= 50 %)`,
+  );
   console.log(`  round trips per update:      ${median(rows.map((r) => r.trips)).toFixed(3)} (INFO commandstats evalsha+eval delta)`);
   console.log(`  client commands per update:  ${median(rows.map((r) => r.cmds)).toFixed(3)} (commands written by the client)`);
   // Tracing off and on, in child processes on the same Redis: with AsyncLocalStorage on async_hooks (Node 22's
   // default) and on AsyncContextFrame (`--experimental-async-context-frame`, Node 24's default).
   // Last, the same with 10 % of updates sampled (what a busy deployment would configure).
-  for (const [frame, ratio] of [[false, 1], [true, 1], [false, 0.1]] as const) {
+  for (const [frame, ratio] of [
+    [false, 1],
+    [true, 1],
+    [false, 0.1],
+  ] as const) {
     const r = await tracingComparison(redis.url, frame, ratio);
     const label = `${frame ? 'async context frame' : 'Node 22 default'}, ${ratio === 1 ? 'every update sampled' : `${ratio * 100} % sampled`}`;
     console.log(`  tracing (${label}): off ${r.off.toFixed(0)} · on ${r.on.toFixed(0)} updates/s (host ingest path, OTLP/HTTP JSON to a sink process)`);
-    console.log(`    ratio on / off:              ${r.ratio.toFixed(1)} % median of ${r.ratios.length} alternating pairs (${r.ratios.map((x) => x.toFixed(0)).join(', ')} %)${ratio === 1 ? '   (target >= 90 %)' : ''}; spans exported ${r.exported} of ~${r.sampled}`);
+    console.log(
+      `    ratio on / off:              ${r.ratio.toFixed(1)} % median of ${r.ratios.length} alternating pairs (${r.ratios.map((x) => x.toFixed(0)).join(', ')} %)${ratio === 1 ? '   (target >= 90 %)' : ''}; spans exported ${r.exported} of ~${r.sampled}`,
+    );
   }
 
   await client.quit();

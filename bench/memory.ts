@@ -19,8 +19,8 @@
  * per-message figures do not depend on the count.
  */
 import { Redis } from 'ioredis';
-import { ConversationState, Dispatch, Runs, type RunRef } from '../src/protocol/index.js';
 import { conversationKeys } from '../src/keys.js';
+import { ConversationState, Dispatch, type RunRef, Runs } from '../src/protocol/index.js';
 import { runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { privateRedis } from './private-redis.js';
@@ -49,23 +49,68 @@ async function conversation(client: Redis, dispatch: Dispatch, runs: Runs, state
   const messageSeqs: number[] = [];
   let checkpoint: string | undefined;
   for (let m = 0; m < MESSAGES; m++) {
-    const r = await dispatch.ingest({ conversationId: cid, updateKey: `telegram:${c}-${m}`, sender: { id: `u${c}`, name: 'Ada' }, text: words(20, 60), messageId: String(m) });
+    const r = await dispatch.ingest({
+      conversationId: cid,
+      updateKey: `telegram:${c}-${m}`,
+      sender: { id: `u${c}`, name: 'Ada' },
+      text: words(20, 60),
+      messageId: String(m),
+    });
     if (r.kind !== 'new-run') throw new Error(`expected a new run, got ${r.kind}`);
     messageSeqs.push(r.seq);
     const acquired = await runs.acquire(cid, r.runId, 'bench-worker');
     const run: RunRef = { conversationId: cid, runId: r.runId, token: acquired.token };
     const answer = words(40, 120);
-    await runs.append(run, { v: 1, kind: 'model.step', at: Date.now(), run: r.runId, token: run.token, step: 0, messages: [{ role: 'assistant', content: [{ type: 'text', text: answer }] }], finishReason: 'stop', usage: { inputTokens: 900, outputTokens: 120 } });
+    await runs.append(run, {
+      v: 1,
+      kind: 'model.step',
+      at: Date.now(),
+      run: r.runId,
+      token: run.token,
+      step: 0,
+      messages: [{ role: 'assistant', content: [{ type: 'text', text: answer }] }],
+      finishReason: 'stop',
+      usage: { inputTokens: 900, outputTokens: 120 },
+    });
     const key = `${r.runId}:${r.seq}:0`;
-    checkReply('outbox-claim', await runScript(client, 'outbox-claim', [k.outbox, k.run(r.runId)], [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds]));
-    checkReply('outbox-set', await runScript(client, 'outbox-set', [k.outbox, k.run(r.runId)], [key, run.token, JSON.stringify({ status: 'acknowledged', messageId: String(100_000 + m) }), v.outboxTtlSeconds]));
+    checkReply(
+      'outbox-claim',
+      await runScript(client, 'outbox-claim', [k.outbox, k.run(r.runId)], [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds]),
+    );
+    checkReply(
+      'outbox-set',
+      await runScript(
+        client,
+        'outbox-set',
+        [k.outbox, k.run(r.runId)],
+        [key, run.token, JSON.stringify({ status: 'acknowledged', messageId: String(100_000 + m) }), v.outboxTtlSeconds],
+      ),
+    );
     if (m % 10 === 9 && m >= 5) {
       // Keep the last 4 whole turns: cover up to the run.ended right before turn m-4's message.
       const coversUntil = messageSeqs[m - 4]! - 1;
-      const value = { schema_version: 1, conversation_id: cid, summary: words(80, 120), covers_until: coversUntil, tokens_before: 9000, tokens_after: 2500, created_at: Date.now(), summarizer: 'llm' };
+      const value = {
+        schema_version: 1,
+        conversation_id: cid,
+        summary: words(80, 120),
+        covers_until: coversUntil,
+        tokens_before: 9000,
+        tokens_after: 2500,
+        created_at: Date.now(),
+        summarizer: 'llm',
+      };
       await state.commitCompaction(run, {
         checkpoint: { key: CHECKPOINT_KEY, value, expect: checkpoint === undefined ? { kind: 'absent' } : { kind: 'equals', raw: checkpoint } },
-        entry: { v: 1, kind: 'compaction', at: Date.now(), run: r.runId, covers_until: coversUntil, tokens_before: 9000, tokens_after: 2500, summarizer: 'llm' },
+        entry: {
+          v: 1,
+          kind: 'compaction',
+          at: Date.now(),
+          run: r.runId,
+          covers_until: coversUntil,
+          tokens_before: 9000,
+          tokens_after: 2500,
+          summarizer: 'llm',
+        },
         compactRequestedSeq: 0,
       });
       checkpoint = JSON.stringify(value);
@@ -125,7 +170,9 @@ async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number
 
 export async function main(): Promise<void> {
   const total = CONVERSATIONS * MESSAGES;
-  console.log(`memory: ${CONVERSATIONS} conversations × ${MESSAGES} messages (${total} turns)${CONVERSATIONS < 10_000 ? '; scaled down from the issue\'s 10 000 × 50 (BENCH_CONVERSATIONS=10000 for full scale)' : ''}`);
+  console.log(
+    `memory: ${CONVERSATIONS} conversations × ${MESSAGES} messages (${total} turns)${CONVERSATIONS < 10_000 ? "; scaled down from the issue's 10 000 × 50 (BENCH_CONVERSATIONS=10000 for full scale)" : ''}`,
+  );
   const variants: Variant[] = [
     { name: 'without retention', endedRunTtlSeconds: 0, outboxTtlSeconds: 604_800, recordTrimAfterEntries: 0 },
     { name: 'with retention', endedRunTtlSeconds: 1, outboxTtlSeconds: 1, recordTrimAfterEntries: 20 },

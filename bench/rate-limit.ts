@@ -19,7 +19,10 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 const VARIANTS: Array<{ name: string; rateLimit?: RateLimitOptions }> = [
   { name: 'off' },
-  { name: 'on, never refusing', rateLimit: { user: { capacity: 1_000_000, refillPerMinute: 1_000_000 }, conversation: { capacity: 1_000_000, refillPerMinute: 1_000_000 } } },
+  {
+    name: 'on, never refusing',
+    rateLimit: { user: { capacity: 1_000_000, refillPerMinute: 1_000_000 }, conversation: { capacity: 1_000_000, refillPerMinute: 1_000_000 } },
+  },
   { name: 'on, refusing', rateLimit: { user: { capacity: 1, refillPerMinute: 0.001 }, conversation: { capacity: 1, refillPerMinute: 0.001 } } },
 ];
 
@@ -51,7 +54,12 @@ async function round(client: Redis, prefix: string, rateLimit: RateLimitOptions 
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < UPDATES) {
         const i = next++;
-        const r = await dispatch.ingest({ conversationId: `telegram:${i % CONVERSATIONS}`, updateKey: `telegram:${i}`, sender: { id: `u${i % 7}` }, text: `message ${i} with a few words in it` });
+        const r = await dispatch.ingest({
+          conversationId: `telegram:${i % CONVERSATIONS}`,
+          updateKey: `telegram:${i}`,
+          sender: { id: `u${i % 7}` },
+          text: `message ${i} with a few words in it`,
+        });
         if (r.kind === 'refused') refused++;
       }
     }),
@@ -81,7 +89,9 @@ export async function main(): Promise<void> {
     }
     const off = median(rates.get('off')!);
     const offUsec = median(usecs.get('off')!);
-    console.log(`rate limits on ingest: ${UPDATES} updates, ${CONVERSATIONS} conversations, concurrency ${CONCURRENCY}, ${ROUNDS} rounds (median)${redis.shared ? ' — shared Redis: server times include other clients' : ''}`);
+    console.log(
+      `rate limits on ingest: ${UPDATES} updates, ${CONVERSATIONS} conversations, concurrency ${CONCURRENCY}, ${ROUNDS} rounds (median)${redis.shared ? ' — shared Redis: server times include other clients' : ''}`,
+    );
     for (const v of VARIANTS) {
       const m = median(rates.get(v.name)!);
       const u = median(usecs.get(v.name)!);

@@ -19,7 +19,7 @@ import { conversationKeys } from '../src/keys.js';
 import { Dispatch } from '../src/protocol/index.js';
 import { readRange } from '../src/record/read.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
-import { recordedSends, startRunnerProcess, type RunnerProcess, type RunnerProcessSettings } from '../test/fixtures/runner-processes.js';
+import { type RunnerProcess, type RunnerProcessSettings, recordedSends, startRunnerProcess } from '../test/fixtures/runner-processes.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { queueNameFor } from '../testing/runner-context.js';
 import { privateRedis } from './private-redis.js';
@@ -45,7 +45,10 @@ async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, 
 }
 
 const userText = (body: { messages: Array<{ role: string; content: unknown }> }) =>
-  body.messages.filter((m) => m.role === 'user').map((m) => String(m.content)).at(-1) ?? '';
+  body.messages
+    .filter((m) => m.role === 'user')
+    .map((m) => String(m.content))
+    .at(-1) ?? '';
 
 export async function main(): Promise<void> {
   const redis = await privateRedis();
@@ -65,7 +68,9 @@ export async function main(): Promise<void> {
   const queue = new RunQueue({ connection: queueConn, name: queueNameFor(prefix), bullPrefix: bullPrefixFor(prefix) });
   const ingest = new IngestService(dispatch, queue);
   const settings: RunnerProcessSettings = { redisUrl: redis.url, prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url };
-  console.log(`recovery benchmark${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}: lease ${LEASE_MS} ms, heartbeat ${HEARTBEAT_MS} ms, ${KILLS} kills`);
+  console.log(
+    `recovery benchmark${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}: lease ${LEASE_MS} ms, heartbeat ${HEARTBEAT_MS} ms, ${KILLS} kills`,
+  );
 
   let runners: RunnerProcess[] = await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)]);
   const toReply: number[] = [];

@@ -27,7 +27,8 @@ const TAIL_ENTRIES = 2000;
 /** Entries after the checkpoint in the "with" conversations (10 turns). */
 const AFTER_CHECKPOINT = 40;
 
-const QUESTION = 'Could you check why the nightly import job is slow again? It took 41 minutes yesterday, and the dashboard shows the Redis memory close to its limit.';
+const QUESTION =
+  'Could you check why the nightly import job is slow again? It took 41 minutes yesterday, and the dashboard shows the Redis memory close to its limit.';
 const ANSWER =
   'The import spends most of its time in the dedupe step: every row is checked with a separate round trip. Batching the checks in pipelines of 500 should bring it back under ten minutes. Memory is at 92 %, mostly old dedupe keys without a TTL; I can add a 24 h TTL to new ones.';
 
@@ -46,7 +47,17 @@ function turn(t: number, seq: number): string[] {
       step: 0,
       messages: [
         { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${t}`, toolName: 'redis_info', input: { section: 'memory' } }] },
-        { role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${t}`, toolName: 'redis_info', output: { type: 'json', value: { used_memory_human: '236M', maxmemory_human: '256M' } } }] },
+        {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: `c${t}`,
+              toolName: 'redis_info',
+              output: { type: 'json', value: { used_memory_human: '236M', maxmemory_human: '256M' } },
+            },
+          ],
+        },
         { role: 'assistant', content: [{ type: 'text', text: ANSWER }] },
       ],
       finishReason: 'stop',
@@ -122,7 +133,9 @@ async function assemblyTimes(client: Redis, prefix: string): Promise<void> {
   console.log(`prompt assembly (loadPrompt), median of ${ITERATIONS}, tail fallback ${TAIL_ENTRIES} entries:`);
   console.log('  record entries | checkpoint | entries read | commands | median ms');
   for (const c of cases) {
-    console.log(`  ${String(c.size).padStart(14)} | ${(c.checkpoint ? 'valid' : 'none').padEnd(10)} | ${String(read.get(c.id)).padStart(12)} | ${String(commands.get(c.id)).padStart(8)} | ${median(times.get(c.id)!).toFixed(2).padStart(9)}`);
+    console.log(
+      `  ${String(c.size).padStart(14)} | ${(c.checkpoint ? 'valid' : 'none').padEnd(10)} | ${String(read.get(c.id)).padStart(12)} | ${String(commands.get(c.id)).padStart(8)} | ${median(times.get(c.id)!).toFixed(2).padStart(9)}`,
+    );
   }
   for (const checkpoint of [true, false]) {
     const small = median(times.get(`bench:${SIZES[0]}:${checkpoint ? 'with' : 'without'}`)!);
@@ -148,7 +161,12 @@ async function consecutiveRuns(client: Redis, prefix: string): Promise<void> {
   const calibrator = new Calibrator();
   const summarizer = new MockLanguageModelV4({
     doGenerate: async () => ({
-      content: [{ type: 'text', text: 'Ann is tuning the nightly import: batch the dedupe checks (pipelines of 500) and add a 24 h TTL to dedupe keys. Memory is at 92 %.' }],
+      content: [
+        {
+          type: 'text',
+          text: 'Ann is tuning the nightly import: batch the dedupe checks (pipelines of 500) and add a 24 h TTL to dedupe keys. Memory is at 92 %.',
+        },
+      ],
       finishReason: { unified: 'stop', raw: 'stop' },
       usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
       warnings: [],
@@ -159,7 +177,12 @@ async function consecutiveRuns(client: Redis, prefix: string): Promise<void> {
   let conflicts = 0;
   const chinese = '夜间导入任务又变慢了，昨天用了四十一分钟，缓存服务器的内存也快满了，能帮我看看原因吗？';
   for (let i = 0; i < RUNS; i++) {
-    const ingest = await dispatch.ingest({ conversationId, updateKey: `bench:msg:${i}`, sender: { id: 'u1', name: 'Ann' }, text: i % 3 === 2 ? chinese : `${QUESTION} (#${i})` });
+    const ingest = await dispatch.ingest({
+      conversationId,
+      updateKey: `bench:msg:${i}`,
+      sender: { id: 'u1', name: 'Ann' },
+      text: i % 3 === 2 ? chinese : `${QUESTION} (#${i})`,
+    });
     if (ingest.kind !== 'new-run') throw new Error(`expected a new run, got ${ingest.kind}`);
     const acquired = await runs.acquire(conversationId, ingest.runId, 'bench');
     const run = { conversationId, runId: acquired.runId, token: acquired.token };
@@ -184,11 +207,23 @@ async function consecutiveRuns(client: Redis, prefix: string): Promise<void> {
     const inputTokens = Math.ceil(estimated * PROVIDER_RATIO);
     calibrator.observe(conversationId, inputTokens, estimated);
     const answer: ModelMessage = { role: 'assistant', content: [{ type: 'text', text: `${ANSWER} (#${i})` }] };
-    await runs.append(run, { v: 1, kind: 'model.step', at: Date.now(), run: run.runId, token: run.token, step: 0, messages: [answer as { role: 'assistant'; content: unknown }], finishReason: 'stop', usage: { inputTokens, outputTokens: estimateTokens(ANSWER) } });
+    await runs.append(run, {
+      v: 1,
+      kind: 'model.step',
+      at: Date.now(),
+      run: run.runId,
+      token: run.token,
+      step: 0,
+      messages: [answer as { role: 'assistant'; content: unknown }],
+      finishReason: 'stop',
+      usage: { inputTokens, outputTokens: estimateTokens(ANSWER) },
+    });
     await runs.finish(run, 'completed');
   }
   const calls = summarizer.doGenerateCalls.length;
-  console.log(`\n${RUNS} consecutive short runs in one conversation (pressure trigger, window ${CONTEXT_WINDOW} tokens, threshold ${THRESHOLD}, simulated provider ratio ${PROVIDER_RATIO}):`);
+  console.log(
+    `\n${RUNS} consecutive short runs in one conversation (pressure trigger, window ${CONTEXT_WINDOW} tokens, threshold ${THRESHOLD}, simulated provider ratio ${PROVIDER_RATIO}):`,
+  );
   console.log(`  threshold crossings (estimate > ${THRESHOLD * CONTEXT_WINDOW}): ${crossings}`);
   console.log(`  summarizer calls:                          ${calls}   (target: = crossings)`);
   console.log(`  compactions written: ${compactions}, CAS conflicts: ${conflicts}, learned ratio: ${calibrator.ratio(conversationId).toFixed(3)}`);

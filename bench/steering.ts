@@ -17,14 +17,14 @@ import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
+import { readConfig } from '../app/config.js';
 import { IngestService } from '../host/ingest.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { startRunner } from '../runner/main.js';
 import type { AppContext } from '../src/app-context.js';
-import { readConfig } from '../app/config.js';
 import { conversationKeys } from '../src/keys.js';
 import { createLogger } from '../src/logger.js';
-import { Dispatch, Runs, type RunRef } from '../src/protocol/index.js';
+import { Dispatch, type RunRef, Runs } from '../src/protocol/index.js';
 import { readRange } from '../src/record/read.js';
 import { createRedis, redisFromConfig } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
@@ -35,7 +35,6 @@ const STEP_MS = Number(process.env.BENCH_STEP_MS ?? 50);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 30);
 // Steps before the first sample: the first model steps of a process are slow (JIT, schema compilation).
 const WARMUP_STEPS = 3;
-
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -145,7 +144,14 @@ async function measureDelay(url: string, prefix: string): Promise<{ delays: numb
   const config = readConfig({ env: { REDIS_URL: url, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, LOG_LEVEL: 'error' } });
   const logger = createLogger({ level: config.log.level });
   const redis = createRedis({ url });
-  const ctx: AppContext = { config, logger, redisUrl: url, redisConnection: { url }, redis, connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url }) };
+  const ctx: AppContext = {
+    config,
+    logger,
+    redisUrl: url,
+    redisConnection: { url },
+    redis,
+    connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, url }),
+  };
   const dispatch = new Dispatch({ client: redis, prefix });
   const queueConn = ctx.connectRedis({ forBullmq: true });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix) });
@@ -157,16 +163,19 @@ async function measureDelay(url: string, prefix: string): Promise<{ delays: numb
   let markStarted!: () => void;
   const started = new Promise<void>((r) => (markStarted = r));
   let finished = false;
-  const model = stepModel((texts, at) => {
-    if (requestTimes.length >= WARMUP_STEPS) markStarted();
-    requestTimes.push(at);
-    for (const t of texts) {
-      const m = /^sample-(\d+)$/.exec(t);
-      if (!m || seenAt.has(Number(m[1]))) continue;
-      seenAt.set(Number(m[1]), at);
-      waiters.get(Number(m[1]))?.();
-    }
-  }, () => finished);
+  const model = stepModel(
+    (texts, at) => {
+      if (requestTimes.length >= WARMUP_STEPS) markStarted();
+      requestTimes.push(at);
+      for (const t of texts) {
+        const m = /^sample-(\d+)$/.exec(t);
+        if (!m || seenAt.has(Number(m[1]))) continue;
+        seenAt.set(Number(m[1]), at);
+        waiters.get(Number(m[1]))?.();
+      }
+    },
+    () => finished,
+  );
   const noop = { name: 'noop', description: 'does nothing', inputSchema: z.object({}), execute: async () => ({ ok: true }) };
   const runner = await startRunner(ctx, {
     plugin: createLocalAgentPlugin({ model, tools: [noop], builtins: { currentTime: false }, maxSteps: 100_000 }),
@@ -190,7 +199,10 @@ async function measureDelay(url: string, prefix: string): Promise<{ delays: numb
   }
   finished = true;
   // Request-to-request intervals while sampling: the step time plus the boundary's own work (record step, pull).
-  const periods = requestTimes.slice(sampledFrom - 1).map((t, j, a) => (j === 0 ? 0 : t - a[j - 1]!)).slice(1);
+  const periods = requestTimes
+    .slice(sampledFrom - 1)
+    .map((t, j, a) => (j === 0 ? 0 : t - a[j - 1]!))
+    .slice(1);
   const log = conversationKeys(prefix, conversationId).log;
   for (;;) {
     if ((await readRange(redis, log)).some((e) => e.kind === 'run.ended')) break;

@@ -5,12 +5,12 @@
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply.
  */
-import type { Dispatch, CommandSource } from '../src/protocol/dispatch.js';
-import { INPUT_POLICIES, type ConversationStatus, type InputPolicy } from '../src/protocol/types.js';
-import { parseBreaker } from '../src/record/breaker.js';
+import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 import { purgeConversation } from '../src/protocol/purge.js';
+import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../src/protocol/types.js';
+import { parseBreaker } from '../src/record/breaker.js';
+import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../src/record/unanswered.js';
 import { approvalCommand } from './approval-commands.js';
-import { readUnanswered, unansweredStatusLine, type UnansweredNote } from '../src/record/unanswered.js';
 
 /** Names of the control commands, without the slash. */
 export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny'] as const;
@@ -69,7 +69,12 @@ const DUPLICATE: CommandOutcome = { reply: '', duplicate: true };
  * policy (shown by `/status` and `/queue` when the conversation has no override).
  * Throws what the protocol throws (InvalidInputError, Redis errors).
  */
-export async function runCommand(deps: CommandDeps, command: ParsedCommand, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
+export async function runCommand(
+  deps: CommandDeps,
+  command: ParsedCommand,
+  source: CommandSource,
+  channelPolicy: InputPolicy | undefined,
+): Promise<CommandOutcome> {
   const { dispatch } = deps;
   switch (command.name) {
     case 'stop': {
@@ -154,7 +159,10 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
       return { reply: 'This conversation was already deleted.', duplicate: false };
     case 'purged': {
       const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
-      return { reply: `Deleted this conversation: its messages, runs, state and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`, duplicate: false };
+      return {
+        reply: `Deleted this conversation: its messages, runs, state and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,
+        duplicate: false,
+      };
     }
   }
 }
@@ -169,7 +177,9 @@ export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, 
     lines.push('No active run.');
   }
   lines.push(`Steering queue: ${s.steeringDepth} · Pending: ${s.pendingDepth}`);
-  lines.push(s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`);
+  lines.push(
+    s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`,
+  );
   if (s.compactionRequestedSeq > 0) lines.push('Compaction: /compact requested, applied at the next turn boundary');
   const breaker = parseBreaker(parseJson(s.compactionBreaker));
   if (breaker.open) lines.push(`Compaction: paused after ${breaker.ineffective} ineffective compactions (/compact resumes it)`);

@@ -3,14 +3,24 @@
  * errors everywhere. Webhook routes are registered on it by the channels.
  */
 import { once } from 'node:events';
-import { fastify, LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  fastify,
+  LogController,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
 import type { CoreConfig } from '../src/config.js';
-import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http-routes.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
+import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http-routes.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis.js';
 import { metrics as processMetrics, type SteerbotMetrics } from '../src/telemetry/metrics.js';
-import { readinessReport, type ReadinessProbe } from '../src/telemetry/readiness.js';
+import { type ReadinessProbe, readinessReport } from '../src/telemetry/readiness.js';
 import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode } from '../src/telemetry/tracing.js';
 
 /** The Fastify instance the host serves. */
@@ -37,7 +47,10 @@ async function redisAnswers(redis: RedisClient, timeoutMs: number): Promise<bool
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, timeoutMs, false)));
   // The PING may outlive the timeout (offline queue); its late failure is expected and ignored.
-  const ping = redis.ping().then((r) => r === 'PONG', () => false);
+  const ping = redis.ping().then(
+    (r) => r === 'PONG',
+    () => false,
+  );
   try {
     return await Promise.race([ping, timeout]);
   } finally {
@@ -71,7 +84,8 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const { status, error } = describeError(err);
     // Redis down: every request in the outage gets 503; the outage itself is logged once per process (watchRedis).
-    if (err instanceof RedisUnavailableError) req.log.debug({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed: redis unreachable');
+    if (err instanceof RedisUnavailableError)
+      req.log.debug({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed: redis unreachable');
     else if (status >= 500) req.log.error({ err, reqId: req.id, method: req.method, url: req.url.split('?')[0] }, 'request failed');
     return reply.status(status).send({ error });
   });
@@ -84,7 +98,10 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
     metrics.httpRequests.inc({ method: req.method, route, status: reply.statusCode });
     metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
-  const redisProbe: ReadinessProbe = { name: 'redis', check: async () => ((await redisAnswers(opts.redis, readyTimeoutMs)) ? { ready: true } : { ready: false, detail: 'unreachable' }) };
+  const redisProbe: ReadinessProbe = {
+    name: 'redis',
+    check: async () => ((await redisAnswers(opts.redis, readyTimeoutMs)) ? { ready: true } : { ready: false, detail: 'unreachable' }),
+  };
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/readyz', async (_req, reply) => {
     const report = await readinessReport([redisProbe, ...(opts.readiness?.() ?? [])]);
@@ -104,7 +121,8 @@ export async function listen(app: HttpServer, at: { host: string; port: number }
 
 function firstValues(query: unknown): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries((query ?? {}) as Record<string, unknown>)) out[k] = Array.isArray(v) ? String(v[0]) : typeof v === 'string' ? v : undefined;
+  for (const [k, v] of Object.entries((query ?? {}) as Record<string, unknown>))
+    out[k] = Array.isArray(v) ? String(v[0]) : typeof v === 'string' ? v : undefined;
   return out;
 }
 
@@ -159,26 +177,34 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
     handler: (req: FastifyRequest, reply: FastifyReply) =>
       // The request's span (a caller's W3C `traceparent` continues): the ingest span of a webhook message is its child.
-      inSpan(`${route.method} ${route.path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': route.method, 'http.route': route.path }, ...(typeof req.headers.traceparent === 'string' && { parent: contextFromTraceparent(req.headers.traceparent) }) }, async (span) => {
-        const ac = new AbortController();
-        open.add(ac);
-        reply.raw.on('close', () => {
-          open.delete(ac);
-          ac.abort();
-        });
-        const res = await route.handle({
-          method: req.method,
-          path: req.url.split('?')[0] ?? req.url,
-          params: (req.params ?? {}) as Record<string, string>,
-          query: firstValues(req.query),
-          headers: req.headers,
-          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-          signal: ac.signal,
-          ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
-        });
-        span.setAttribute('http.response.status_code', res.status);
-        if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-        return send(reply, res, ac.signal);
-      }),
+      inSpan(
+        `${route.method} ${route.path}`,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': route.method, 'http.route': route.path },
+          ...(typeof req.headers.traceparent === 'string' && { parent: contextFromTraceparent(req.headers.traceparent) }),
+        },
+        async (span) => {
+          const ac = new AbortController();
+          open.add(ac);
+          reply.raw.on('close', () => {
+            open.delete(ac);
+            ac.abort();
+          });
+          const res = await route.handle({
+            method: req.method,
+            path: req.url.split('?')[0] ?? req.url,
+            params: (req.params ?? {}) as Record<string, string>,
+            query: firstValues(req.query),
+            headers: req.headers,
+            body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+            signal: ac.signal,
+            ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
+          });
+          span.setAttribute('http.response.status_code', res.status);
+          if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          return send(reply, res, ac.signal);
+        },
+      ),
   });
 }

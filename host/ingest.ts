@@ -4,14 +4,14 @@
  * reconciler re-enqueues the run.
  */
 import type { Logger } from 'pino';
-import type { Dispatch } from '../src/protocol/dispatch.js';
-import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
-import type { RunQueue } from '../src/run-queue.js';
 import { channelIdOf } from '../src/channel.js';
 import { InvalidInputError } from '../src/errors.js';
+import type { Dispatch } from '../src/protocol/dispatch.js';
+import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { isRedisUnavailable } from '../src/redis.js';
+import type { RunQueue } from '../src/run-queue.js';
 import { metrics } from '../src/telemetry/metrics.js';
-import { failSpan, SPAN, SpanKind, traceparentOf, tracer, type Span } from '../src/telemetry/tracing.js';
+import { failSpan, SPAN, type Span, SpanKind, traceparentOf, tracer } from '../src/telemetry/tracing.js';
 
 /** Ingests updates and schedules the runs they create. */
 export class IngestService {
@@ -29,7 +29,10 @@ export class IngestService {
    */
   async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; channel?: string } = {}): Promise<IngestResult> {
     const channel = opts.channel ?? channelIdOf(message.conversationId);
-    const span = tracer().startSpan(SPAN.ingest, { kind: SpanKind.INTERNAL, attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey } });
+    const span = tracer().startSpan(SPAN.ingest, {
+      kind: SpanKind.INTERNAL,
+      attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey },
+    });
     try {
       const traceparent = traceparentOf(span);
       // Not made active: nothing inside logs or makes spans, and entering a context costs the hot path.
@@ -41,7 +44,11 @@ export class IngestService {
       this.logger?.debug({ conversationId: message.conversationId, result: result.kind, seq: result.seq }, 'ingested');
       return result;
     } catch (err) {
-      metrics.updatesIngested.inc({ channel, result: 'rejected', reason: err instanceof InvalidInputError ? 'bad-input' : isRedisUnavailable(err) ? 'redis-unavailable' : 'error' });
+      metrics.updatesIngested.inc({
+        channel,
+        result: 'rejected',
+        reason: err instanceof InvalidInputError ? 'bad-input' : isRedisUnavailable(err) ? 'redis-unavailable' : 'error',
+      });
       failSpan(span, err);
       throw err;
     } finally {

@@ -5,17 +5,17 @@
  */
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import type { CoreConfig } from '../src/config.js';
-import type { RedisClient } from '../src/scripts/index.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
+import { channelIdOf } from '../src/channel.js';
+import type { CoreConfig } from '../src/config.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
-import { channelIdOf } from '../src/channel.js';
+import type { RedisClient } from '../src/scripts/index.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
-import { routeRegistry, type HttpServer } from './http.js';
+import { type HttpServer, routeRegistry } from './http.js';
 import { IngestService } from './ingest.js';
 import { createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';

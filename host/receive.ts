@@ -9,12 +9,12 @@
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http-routes.js';
+import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
-import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
-import { ADMIN_COMMANDS, createAdminCheck, type AdminCheck } from './admins.js';
-import { parseCommand, PURGED_NOTICE, runCommand, type ParsedCommand } from './commands.js';
+import { ADMIN_COMMANDS, type AdminCheck, createAdminCheck } from './admins.js';
+import { type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
 
 export type { ChannelSettings } from '../src/channel.js';
 
@@ -66,7 +66,13 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
           if (message.interaction !== 'button') await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
         }
-        return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: outcome.duplicate, ...(outcome.edit !== undefined && { edit: outcome.edit }) };
+        return {
+          kind: 'command',
+          command: command.name,
+          reply: outcome.reply,
+          duplicate: outcome.duplicate,
+          ...(outcome.edit !== undefined && { edit: outcome.edit }),
+        };
       }
       const { chatId: _chatId, group: _group, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
@@ -85,7 +91,12 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
    * refusal, answered once per update (its dedupe key is set, so a redelivery
    * is a duplicate and gets no second answer).
    */
-  async function adminRefusal(channelId: string, settings: ChannelSettings, message: InboundMessage, command: ParsedCommand): Promise<ReceiveResult | undefined> {
+  async function adminRefusal(
+    channelId: string,
+    settings: ChannelSettings,
+    message: InboundMessage,
+    command: ParsedCommand,
+  ): Promise<ReceiveResult | undefined> {
     const verdict = await admins.check(deps.outbound(channelId), settings.admins, message.conversationId, message.sender.id);
     if (verdict.kind === 'admin') return undefined;
     if (verdict.kind === 'unknown') {
@@ -123,6 +134,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
 /** The short answer to a message over a rate limit. */
 export function refusalNotice(limit: 'user' | 'conversation', retryAfterMs: number): string {
   const wait = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  const who = limit === 'user' ? 'You are sending messages faster than this bot answers them' : 'This chat is sending messages faster than this bot answers them';
+  const who =
+    limit === 'user' ? 'You are sending messages faster than this bot answers them' : 'This chat is sending messages faster than this bot answers them';
   return `${who}; this one was not answered. Try again in ${wait} s.`;
 }

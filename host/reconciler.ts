@@ -13,8 +13,8 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../src/keys.js';
 import { ConfigError } from '../src/errors.js';
+import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../src/keys.js';
 import { isRedisUnavailable } from '../src/redis.js';
 import { bullPrefixFor, type RunQueue } from '../src/run-queue.js';
 import { metrics } from '../src/telemetry/metrics.js';
@@ -75,7 +75,10 @@ export async function reconcileOnce(opts: ReconcilerOptions): Promise<ReconcileR
         const conversationId = conversationIdFromKey(prefix, key);
         return conversationId ? [{ key, conversationId }] : [];
       });
-      const runIds = await pipelined(node, found.map(({ key }) => ['get', key]));
+      const runIds = await pipelined(
+        node,
+        found.map(({ key }) => ['get', key]),
+      );
       const active = found.flatMap((f, i) => (typeof runIds[i] === 'string' ? [{ ...f, runId: runIds[i] as string }] : []));
       const records = await pipelined(
         node,

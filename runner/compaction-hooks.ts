@@ -8,16 +8,16 @@ import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { StaleRunError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
-import type { Runs, RunRef } from '../src/protocol/runs.js';
+import type { RunRef, Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { Calibrator, estimateMessages } from './compaction/estimate.js';
-import { loadPrompt, type LoadedPrompt } from './compaction/load.js';
-import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
-import { shouldCompact, type CompactionTrigger, type CompactResult } from './compaction/compactor.js';
-import { traceCompaction, type CompactionFacts } from '../src/telemetry/run-trace.js';
-import type { CompactionHooks } from './plugin.js';
 import type { SeqEntry } from '../src/record/entries.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import { type CompactionFacts, traceCompaction } from '../src/telemetry/run-trace.js';
+import { type CompactionTrigger, type CompactResult, shouldCompact } from './compaction/compactor.js';
+import { type Calibrator, estimateMessages } from './compaction/estimate.js';
+import { type LoadedPrompt, loadPrompt } from './compaction/load.js';
+import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
+import type { CompactionHooks } from './plugin.js';
 
 /** Compaction settings of a runner. */
 export interface CompactionSettings {
@@ -130,7 +130,16 @@ export class RunCompaction implements CompactionHooks {
     this.pulledRequest = undefined;
     const estimate = o.calibrator.calibrate(o.run.conversationId, estimateMessages(messages)) + this.overhead;
     const manual = requested > this.manualSeen;
-    if (!manual && !shouldCompact({ estimate, contextWindow: o.contextWindow, ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }), breakerOpen: false, trigger: 'pressure' })) {
+    if (
+      !manual &&
+      !shouldCompact({
+        estimate,
+        contextWindow: o.contextWindow,
+        ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }),
+        breakerOpen: false,
+        trigger: 'pressure',
+      })
+    ) {
       return undefined;
     }
     this.manualSeen = requested;

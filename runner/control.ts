@@ -15,7 +15,11 @@ export class ControlListener {
   private readonly handlers = new Map<string, StopHandler>();
   private readonly channel: string;
 
-  constructor(private readonly subscriber: Redis, prefix: string, private readonly logger?: Logger) {
+  constructor(
+    private readonly subscriber: Redis,
+    prefix: string,
+    private readonly logger?: Logger,
+  ) {
     this.channel = controlChannel(prefix);
     subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;

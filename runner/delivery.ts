@@ -10,19 +10,20 @@
  * (throttled to the channel's interval, identical edits skipped) and the
  * final message edits it to the final text instead of sending a duplicate.
  */
-import { DEFAULTS } from '../src/defaults.js';
+
 import type { Logger } from 'pino';
+import { backoffMs } from '../src/backoff.js';
+import { type ChannelOutbound, channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type MessageButton } from '../src/channel.js';
+import { DEFAULTS } from '../src/defaults.js';
 import { ChannelApiError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
-import { runScript, type RedisClient } from '../src/scripts/index.js';
+import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { splitMessage } from '../src/split-message.js';
-import { channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type ChannelOutbound, type MessageButton } from '../src/channel.js';
-import type { DeliverySink } from './plugin.js';
-import { backoffMs } from '../src/backoff.js';
-import { heldUntil, holdUntil } from './rate-hold.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import { inSpan, SPAN, SpanKind, SpanStatusCode, trace } from '../src/telemetry/tracing.js';
+import type { DeliverySink } from './plugin.js';
+import { heldUntil, holdUntil } from './rate-hold.js';
 
 export type { ChannelOutbound } from '../src/channel.js';
 
@@ -42,7 +43,6 @@ export interface OutboxRecord {
   /** Why the last attempt failed, when it is known not to have been sent. */
   error?: string;
 }
-
 
 /** Options of a run's delivery sink. */
 export interface RunDeliveryOptions {
@@ -217,7 +217,11 @@ export class RunDelivery implements DeliverySink {
 
   /** Records a message's outcome, fenced like the claim (a stale attempt's write throws StaleRunError). */
   private async writeRecord(key: string, record: OutboxRecord): Promise<void> {
-    checkReply('outbox-set', await runScript(this.o.client, 'outbox-set', [this.outboxKey, this.runKey], [key, this.token, JSON.stringify(record), this.outboxTtl]), this.o.runId);
+    checkReply(
+      'outbox-set',
+      await runScript(this.o.client, 'outbox-set', [this.outboxKey, this.runKey], [key, this.token, JSON.stringify(record), this.outboxTtl]),
+      this.o.runId,
+    );
   }
 
   /** The fencing token as the outbox scripts take it ('' for an unfenced sink). */
@@ -237,12 +241,12 @@ export class RunDelivery implements DeliverySink {
   private async claim(key: string, status: 'possibly-dispatched' | 'not-dispatched'): Promise<{ claimed: true } | { claimed: false; record: OutboxRecord }> {
     const reply = checkReply(
       'outbox-claim',
-      await runScript(this.o.client, 'outbox-claim', [this.outboxKey, this.runKey], [
-        key,
-        this.token,
-        JSON.stringify({ status } satisfies OutboxRecord),
-        this.outboxTtl,
-      ]),
+      await runScript(
+        this.o.client,
+        'outbox-claim',
+        [this.outboxKey, this.runKey],
+        [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl],
+      ),
       this.o.runId,
     );
     return reply[0] === 'delivered' ? { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord } : { claimed: true };
@@ -251,12 +255,19 @@ export class RunDelivery implements DeliverySink {
   /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. Traced as a `delivery` span. */
   private deliver(key: string, text: string, buttons?: MessageButton[]): Promise<void> {
     const channel = channelIdOf(this.o.conversationId);
-    return inSpan(SPAN.delivery, { kind: SpanKind.PRODUCER, attributes: { 'steerbot.channel': channel, 'steerbot.delivery_key': key, 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 } }, async (span) => {
-      const outcome = await this.deliverChunk(key, text, buttons);
-      span.setAttribute('steerbot.delivery.outcome', outcome);
-      if (outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
-      metrics.deliveries.inc({ channel, outcome });
-    });
+    return inSpan(
+      SPAN.delivery,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: { 'steerbot.channel': channel, 'steerbot.delivery_key': key, 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 },
+      },
+      async (span) => {
+        const outcome = await this.deliverChunk(key, text, buttons);
+        span.setAttribute('steerbot.delivery.outcome', outcome);
+        if (outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
+        metrics.deliveries.inc({ channel, outcome });
+      },
+    );
   }
 
   private async deliverChunk(key: string, text: string, buttons?: MessageButton[]): Promise<'sent' | 'skipped' | 'recorded' | 'failed'> {
@@ -274,7 +285,9 @@ export class RunDelivery implements DeliverySink {
       await this.writeRecord(key, { status: 'possibly-dispatched' });
     }
     try {
-      const { messageId } = await this.withRetry(key, () => out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown', ...(buttons && { buttons }) }));
+      const { messageId } = await this.withRetry(key, () =>
+        out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown', ...(buttons && { buttons }) }),
+      );
       await this.writeRecord(key, { status: 'acknowledged', messageId });
       this.sent++;
       return 'sent';

@@ -12,29 +12,30 @@
  * then did not answer (it failed or was stopped) are named in the message
  * the user gets and kept for `/status`.
  */
-import { DEFAULTS } from '../src/defaults.js';
+
 import type { Logger } from 'pino';
-import { CasConflictError, StaleRunError, RunEndedError } from '../src/errors.js';
+import { DEFAULTS } from '../src/defaults.js';
+import { CasConflictError, RunEndedError, StaleRunError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
 import { runLogger } from '../src/logger.js';
-import { RunTrace, tracePull } from '../src/telemetry/run-trace.js';
+import type { RunRef, Runs } from '../src/protocol/runs.js';
+import type { ConversationState } from '../src/protocol/state.js';
+import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import { readSeqs } from '../src/record/read.js';
 import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
-import type { Runs, RunRef } from '../src/protocol/runs.js';
-import type { ConversationState } from '../src/protocol/state.js';
-import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { RedisClient } from '../src/scripts/index.js';
+import { RunTrace, tracePull } from '../src/telemetry/run-trace.js';
+import { RunApprovals } from './approval.js';
+import { RedisArtifacts } from './artifacts.js';
+import { Calibrator } from './compaction/estimate.js';
+import { type CompactionSettings, RunCompaction } from './compaction-hooks.js';
 import type { ControlListener } from './control.js';
-import { RunDelivery, type OutboundResolver } from './delivery.js';
+import { type OutboundResolver, RunDelivery } from './delivery.js';
 import { keepLease } from './lease.js';
 import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
-import { Calibrator } from './compaction/estimate.js';
-import { RunCompaction, type CompactionSettings } from './compaction-hooks.js';
 import { isFinalStep } from './projection.js';
-import { readRunEntries, runProgress, type RecordedAnswer } from './takeover.js';
-import { RedisArtifacts } from './artifacts.js';
-import { RunApprovals } from './approval.js';
+import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
 import { pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
 
 /** Options of the executor (one per runner process). */
@@ -123,11 +124,28 @@ export class RunExecutor {
     };
     this.active.set(runId, ac);
     const unregister = o.control.register(runId, onStop);
-    const lease = keepLease({ runs: o.runs, run: ref, heartbeatMs: o.heartbeatMs, leaseMs: o.leaseMs, onStop, logger, onLost: () => {
-      lost = true;
-      ac.abort('lost');
-    } });
-    const delivery = new RunDelivery({ client: o.client, prefix: o.prefix, conversationId, runId, token: acquired.token, resolve: o.resolveOutbound, logger, ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }) });
+    const lease = keepLease({
+      runs: o.runs,
+      run: ref,
+      heartbeatMs: o.heartbeatMs,
+      leaseMs: o.leaseMs,
+      onStop,
+      logger,
+      onLost: () => {
+        lost = true;
+        ac.abort('lost');
+      },
+    });
+    const delivery = new RunDelivery({
+      client: o.client,
+      prefix: o.prefix,
+      conversationId,
+      runId,
+      token: acquired.token,
+      resolve: o.resolveOutbound,
+      logger,
+      ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }),
+    });
     // Steered messages the run took and has not answered yet: a final answer step clears them.
     let unanswered: Array<SeqEntry<MessageReceived>> = [];
     const taken = { add: (m: Array<SeqEntry<MessageReceived>>) => unanswered.push(...m), answered: () => (unanswered = []) };
@@ -283,7 +301,15 @@ export class RunExecutor {
       },
       toolCalls: tools.journal,
       artifacts: new RedisArtifacts(o.client, o.prefix, ref),
-      approvals: new RunApprovals({ client: o.client, prefix: o.prefix, run: ref, delivery, starter: inputs[0]?.sender.id, logger, usedApprovals: tools.usedApprovals }),
+      approvals: new RunApprovals({
+        client: o.client,
+        prefix: o.prefix,
+        run: ref,
+        delivery,
+        starter: inputs[0]?.sender.id,
+        logger,
+        usedApprovals: tools.usedApprovals,
+      }),
     };
   }
 
@@ -304,7 +330,10 @@ export class RunExecutor {
    * a recorded final answer, and the steered messages taken since the last
    * answer. Reads back to the run's first start, at most `historyTailEntries`.
    */
-  private async readProgress(conversationId: string, runId: string): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
+  private async readProgress(
+    conversationId: string,
+    runId: string,
+  ): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
     const log = conversationKeys(this.o.prefix, conversationId).log;
     const progress = runProgress(await readRunEntries(this.o.client, log, runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries), runId);
     const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
@@ -337,7 +366,8 @@ export class RunExecutor {
       }
       return undefined;
     }
-    const note = (outcome === 'failed' || outcome === 'stopped') && unanswered.length > 0 ? unansweredNote(ref.runId, outcome, unanswered, Date.now()) : undefined;
+    const note =
+      (outcome === 'failed' || outcome === 'stopped') && unanswered.length > 0 ? unansweredNote(ref.runId, outcome, unanswered, Date.now()) : undefined;
     const text = [notice, note && unansweredNotice(note)].filter((t): t is string => !!t).join('\n\n');
     if (note) logger.warn({ seqs: unanswered.map((m) => m.seq), outcome }, 'run ended without answering steered messages it took');
     if (text) await delivery.message(text);

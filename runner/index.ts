@@ -3,10 +3,22 @@
  * exports (`defineRunnerPlugin`), what it gets for each run (`RunContext`),
  * and the helpers a plugin author needs (the model factory).
  */
+
+// The zod steerbot composes the configuration with, so a plugin's configSchema needs no zod of its own.
+export { z } from 'zod';
+export type { PluginEnvBinding } from '../src/plugin-definition.js';
+export type { SteeringMode, StopKind } from '../src/protocol/types.js';
+export type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+export { createModel } from './model.js';
 export {
-  defineRunnerPlugin,
+  type ApprovalGate,
+  type ApprovalOutcome,
+  type ApprovalRequest,
+  type ArtifactRef,
+  type ArtifactStore,
   type CompactionHooks,
   type DeliverySink,
+  defineRunnerPlugin,
   type ModelSettings,
   type RunContext,
   type RunnerCapabilities,
@@ -16,18 +28,7 @@ export {
   type RunnerPluginDeps,
   type RunResult,
   type StepRecord,
-  type ApprovalGate,
-  type ApprovalOutcome,
-  type ApprovalRequest,
-  type ArtifactRef,
-  type ArtifactStore,
   type ToolCallClaim,
   type ToolCallJournal,
   type ToolCallRef,
 } from './plugin.js';
-export { createModel } from './model.js';
-// The zod steerbot composes the configuration with, so a plugin's configSchema needs no zod of its own.
-export { z } from 'zod';
-export type { MessageReceived, SeqEntry } from '../src/record/entries.js';
-export type { SteeringMode, StopKind } from '../src/protocol/types.js';
-export type { PluginEnvBinding } from '../src/plugin-definition.js';

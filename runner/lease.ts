@@ -4,10 +4,10 @@
  * calls `onStop`.
  */
 import type { Logger } from 'pino';
-import { StaleRunError, RunEndedError, RunNotFoundError } from '../src/errors.js';
-import { isRedisUnavailable } from '../src/redis.js';
-import type { Runs, RunRef } from '../src/protocol/runs.js';
+import { RunEndedError, RunNotFoundError, StaleRunError } from '../src/errors.js';
+import type { RunRef, Runs } from '../src/protocol/runs.js';
 import type { StopKind } from '../src/protocol/types.js';
+import { isRedisUnavailable } from '../src/redis.js';
 
 export interface LeaseKeeperOptions {
   runs: Runs;

@@ -3,16 +3,17 @@
  * it is given, the control listener, and delivery through the channels'
  * outbound sides.
  */
-import { DEFAULTS } from '../src/defaults.js';
+
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import { type ChannelPlugin, outboundResolver } from '../src/channel.js';
+import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
-import { Runs } from '../src/protocol/runs.js';
 import { retentionOptions } from '../src/protocol/retention.js';
+import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
-import { outboundResolver, type ChannelPlugin } from '../src/channel.js';
 import type { CompactionSettings } from './compaction-hooks.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';

@@ -8,8 +8,8 @@ import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel, TranscriptionModel } from 'ai';
-import { ConfigError } from '../src/errors.js';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
+import { ConfigError } from '../src/errors.js';
 import type { ModelSettings } from './plugin.js';
 
 /**
@@ -27,7 +27,9 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
   };
   if (settings.provider === 'openai-compatible') {
     if (!settings.baseURL) {
-      throw new ConfigError([{ path: 'model.baseURL', message: 'required for the openai-compatible provider (OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama)' }]);
+      throw new ConfigError([
+        { path: 'model.baseURL', message: 'required for the openai-compatible provider (OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama)' },
+      ]);
     }
     return createOpenAICompatible({ name: 'steerbot', baseURL: settings.baseURL, includeUsage: true, ...common }).chatModel(settings.name);
   }
@@ -53,7 +55,9 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
  */
 export function createTranscriptionModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): TranscriptionModel {
   if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
-    throw new ConfigError([{ path: 'agents.local-agent.transcriptionModel', message: `needs model.provider openai or openai-compatible (it is ${settings.provider})` }]);
+    throw new ConfigError([
+      { path: 'agents.local-agent.transcriptionModel', message: `needs model.provider openai or openai-compatible (it is ${settings.provider})` },
+    ]);
   }
   if (settings.provider === 'openai' && !settings.apiKey) {
     throw new ConfigError([{ path: 'model.apiKey', message: `required for transcription with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);

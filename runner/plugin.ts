@@ -6,15 +6,24 @@
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { ModelProvider } from '../src/defaults.js';
-import type { PluginDefinition } from '../src/plugin-definition.js';
-import type { RouteRegistry } from '../src/http-routes.js';
-import type { Attachment, SeqEntry, MessageReceived } from '../src/record/entries.js';
 import type { FetchedFile, MessageButton } from '../src/channel.js';
+import type { ModelProvider } from '../src/defaults.js';
+import type { RouteRegistry } from '../src/http-routes.js';
+import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
+import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
 
-export type { ApprovalGate, ApprovalOutcome, ApprovalRequest, ArtifactRef, ArtifactStore, ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
+export type {
+  ApprovalGate,
+  ApprovalOutcome,
+  ApprovalRequest,
+  ArtifactRef,
+  ArtifactStore,
+  ToolCallClaim,
+  ToolCallJournal,
+  ToolCallRef,
+} from './tool-contract.js';
 
 /** What a runner plugin can do; the host and runtime adapt to it. */
 export interface RunnerCapabilities {

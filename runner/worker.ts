@@ -8,11 +8,12 @@
  * stalled-check interval (see `bullTimingsForLease`), not after BullMQ's
  * fixed 30 s lock.
  */
-import { DEFAULTS } from '../src/defaults.js';
-import { hostname } from 'node:os';
+
 import { randomBytes } from 'node:crypto';
-import { DelayedError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { hostname } from 'node:os';
+import { type ConnectionOptions, DelayedError, type Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../src/defaults.js';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../src/errors.js';
 import { logQueueError, type RunJobData } from '../src/run-queue.js';
 import type { ExecutionResult, RunExecutor } from './executor.js';
@@ -72,19 +73,15 @@ export class RunWorker {
 
   constructor(private readonly o: RunWorkerOptions) {
     const timings = bullTimingsForLease(o.leaseMs);
-    this.worker = new Worker<RunJobData, string>(
-      o.queueName ?? DEFAULTS.runs.queueName,
-      (job, token) => this.process(job, token),
-      {
-        connection: o.connection,
-        prefix: o.bullPrefix,
-        concurrency: o.concurrency ?? 4,
-        lockDuration: o.lockDurationMs ?? timings.lockDuration,
-        stalledInterval: o.stalledIntervalMs ?? timings.stalledInterval,
-        // A run can be redelivered many times (crashes, takeovers); the fencing token keeps that safe.
-        maxStalledCount: 1000,
-      },
-    );
+    this.worker = new Worker<RunJobData, string>(o.queueName ?? DEFAULTS.runs.queueName, (job, token) => this.process(job, token), {
+      connection: o.connection,
+      prefix: o.bullPrefix,
+      concurrency: o.concurrency ?? 4,
+      lockDuration: o.lockDurationMs ?? timings.lockDuration,
+      stalledInterval: o.stalledIntervalMs ?? timings.stalledInterval,
+      // A run can be redelivered many times (crashes, takeovers); the fencing token keeps that safe.
+      maxStalledCount: 1000,
+    });
     // Connection errors (a Redis restart: one per reconnect attempt, on two connections) are the
     // process's connection watcher's to report once; anything else is worth a warning.
     this.worker.on('error', (err) => logQueueError(o.logger, err, 'run worker error'));

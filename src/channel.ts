@@ -14,13 +14,13 @@ import type { IncomingMessage, IngestResult } from './protocol/types.js';
 import type { Attachment } from './record/entries.js';
 import type { RedisClient } from './scripts/index.js';
 
+/** The zod this package validates with: define a plugin's `configSchema` with it. */
+export { z } from 'zod';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
 export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './errors.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { json } from './http-routes.js';
 export { splitMessage } from './split-message.js';
-/** The zod this package validates with: define a plugin's `configSchema` with it. */
-export { z } from 'zod';
 
 /** Options of one outbound send. */
 export interface SendOptions {
@@ -189,7 +189,6 @@ export interface ChannelPlugin {
    */
   ready?(): { ready: boolean; detail?: string };
 }
-
 
 /** A channel plugin module's definition: `create` builds one instance, or several (one per named webhook). */
 export type ChannelPluginDefinition<S extends z.ZodType = z.ZodType> = PluginDefinition<'channel', S, ChannelDeps, ChannelPlugin | ChannelPlugin[]>;

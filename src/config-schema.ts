@@ -39,26 +39,35 @@ export const int = (min: number, max: number) =>
     .max(max, { error: `expected an integer <= ${max}` });
 
 /** One of `values`, with an error that lists them. */
-export const enumOf = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.enum(values, { error: `expected one of ${values.join(', ')}` });
+export const enumOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
 /** Log levels accepted by `log.level` (pino's, plus `silent`). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-
 const redisSchema = z
   .strictObject({
-    url: z.url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' }).optional().describe('Redis URL (`redis://` or `rediss://`) in `single` mode. Default: unset — the CLI finds or starts a local Redis.'),
+    url: z
+      .url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' })
+      .optional()
+      .describe('Redis URL (`redis://` or `rediss://`) in `single` mode. Default: unset — the CLI finds or starts a local Redis.'),
     mode: enumOf(['single', 'sentinel', 'cluster']).default(DEFAULTS.redis.mode).describe('Topology. Default `single`.'),
     sentinels: z.array(hostPort).default([]).describe('Sentinel addresses, `sentinel` mode only. Default `[]`.'),
-    sentinelName: z.string().min(1, { error: 'expected a non-empty name' }).optional().describe('Name of the master group the Sentinels watch, `sentinel` mode only.'),
+    sentinelName: z
+      .string()
+      .min(1, { error: 'expected a non-empty name' })
+      .optional()
+      .describe('Name of the master group the Sentinels watch, `sentinel` mode only.'),
     clusterNodes: z.array(hostPort).default([]).describe('Seed nodes, `cluster` mode only. Default `[]`.'),
     prefix: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,32}$/, { error: 'expected 1-32 characters of [A-Za-z0-9_-]' })
       .default(DEFAULTS.redis.prefix)
       .describe('Prefix of every steerbot key, the BullMQ queue included. Default `sb`.'),
-    password: z.string().min(1, { error: 'expected a non-empty password' }).optional().describe('Redis password (overrides one in `url`). Secret. Default: unset.'),
+    password: z
+      .string()
+      .min(1, { error: 'expected a non-empty password' })
+      .optional()
+      .describe('Redis password (overrides one in `url`). Secret. Default: unset.'),
   })
   .superRefine((r, ctx) => {
     if (r.mode === 'sentinel') {
@@ -74,9 +83,15 @@ const redisSchema = z
   });
 
 const httpSchema = z.strictObject({
-  host: z.string().min(1, { error: 'expected a host name or address' }).default(DEFAULTS.http.host).describe('Interface the HTTP server binds. Default `0.0.0.0`.'),
+  host: z
+    .string()
+    .min(1, { error: 'expected a host name or address' })
+    .default(DEFAULTS.http.host)
+    .describe('Interface the HTTP server binds. Default `0.0.0.0`.'),
   port: int(1, 65535).default(DEFAULTS.http.port).describe('TCP port of the HTTP server, 1..65535. Default 8080.'),
-  bodyLimitBytes: int(1024, 64 * 1024 * 1024).default(DEFAULTS.http.bodyLimitBytes).describe('Largest accepted request body, in bytes. Default 1 048 576 (1 MiB).'),
+  bodyLimitBytes: int(1024, 64 * 1024 * 1024)
+    .default(DEFAULTS.http.bodyLimitBytes)
+    .describe('Largest accepted request body, in bytes. Default 1 048 576 (1 MiB).'),
 });
 
 const tokenBucketSchema = z.strictObject({
@@ -89,9 +104,13 @@ const tokenBucketSchema = z.strictObject({
 });
 
 const dispatchSchema = z.strictObject({
-  defaultPolicy: enumOf(INPUT_POLICIES).default(DEFAULTS.dispatch.defaultPolicy).describe('Input policy of a conversation that has no override. Default `steer`.'),
+  defaultPolicy: enumOf(INPUT_POLICIES)
+    .default(DEFAULTS.dispatch.defaultPolicy)
+    .describe('Input policy of a conversation that has no override. Default `steer`.'),
   steeringCap: int(1, 1000).default(DEFAULTS.dispatch.steeringCap).describe("Most messages a run's steering list holds; more go to `pending`. Default 20."),
-  dedupeTtlSeconds: int(60, 30 * 86_400).default(DEFAULTS.dispatch.dedupeTtlSeconds).describe('How long a platform update is remembered for dedupe, in seconds. Default 86 400 (24 h).'),
+  dedupeTtlSeconds: int(60, 30 * 86_400)
+    .default(DEFAULTS.dispatch.dedupeTtlSeconds)
+    .describe('How long a platform update is remembered for dedupe, in seconds. Default 86 400 (24 h).'),
   maxMessageChars: int(1, 1_000_000).default(DEFAULTS.dispatch.maxMessageChars).describe('Longest accepted message text, in characters. Default 16 000.'),
   rateLimit: z
     .strictObject({
@@ -99,17 +118,25 @@ const dispatchSchema = z.strictObject({
       conversation: tokenBucketSchema.optional().describe('Per conversation, all senders together. Default: unset (no limit).'),
     })
     .prefault({})
-    .describe('Token buckets checked inside ingest (no extra round trip); a message over a limit is recorded as refused and answered once with a short notice. Default: off.'),
+    .describe(
+      'Token buckets checked inside ingest (no extra round trip); a message over a limit is recorded as refused and answered once with a short notice. Default: off.',
+    ),
   afterPurge: enumOf(['refuse', 'restart'])
     .default(DEFAULTS.dispatch.afterPurge)
-    .describe('What a message for a purged conversation (`/purge`) gets while its tombstone stands: `refuse` (a short notice, nothing recorded) or `restart` (a new, empty conversation). Default `refuse`.'),
+    .describe(
+      'What a message for a purged conversation (`/purge`) gets while its tombstone stands: `refuse` (a short notice, nothing recorded) or `restart` (a new, empty conversation). Default `refuse`.',
+    ),
 });
 
 const runsSchema = z
   .strictObject({
     leaseMs: int(1000, 3_600_000).default(DEFAULTS.runs.leaseMs).describe('How long a runner owns a run without renewing, in ms. Default 30 000.'),
-    heartbeatMs: int(100, 3_600_000).default(DEFAULTS.runs.heartbeatMs).describe('How often a runner renews its lease, in ms; must be below `leaseMs`. Default 10 000.'),
-    reconcileIntervalMs: int(1000, 86_400_000).default(DEFAULTS.runs.reconcileIntervalMs).describe('How often the reconciler looks for runs left without a job, in ms. Default 60 000.'),
+    heartbeatMs: int(100, 3_600_000)
+      .default(DEFAULTS.runs.heartbeatMs)
+      .describe('How often a runner renews its lease, in ms; must be below `leaseMs`. Default 10 000.'),
+    reconcileIntervalMs: int(1000, 86_400_000)
+      .default(DEFAULTS.runs.reconcileIntervalMs)
+      .describe('How often the reconciler looks for runs left without a job, in ms. Default 60 000.'),
     queueName: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' })
@@ -124,10 +151,23 @@ const runsSchema = z
 
 const runnerSchema = z.strictObject({
   enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.runner.enabled).describe('Run the runner in this process. Default true.'),
-  plugin: z.string().trim().min(1, { error: 'expected a plugin id or module' }).default(DEFAULTS.runner.plugin).describe('The runner plugin: a registered id (`local-agent`) or a module specifier (`./my-agent.js`, `my-agent-package`) loaded at start. Its settings live under `agents.<id>`. Default `local-agent`.'),
+  plugin: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a plugin id or module' })
+    .default(DEFAULTS.runner.plugin)
+    .describe(
+      'The runner plugin: a registered id (`local-agent`) or a module specifier (`./my-agent.js`, `my-agent-package`) loaded at start. Its settings live under `agents.<id>`. Default `local-agent`.',
+    ),
   concurrency: int(1, 1000).default(DEFAULTS.runner.concurrency).describe('Runs this process executes at once. Default 4.'),
-  shutdownGraceMs: int(0, 600_000).default(DEFAULTS.runner.shutdownGraceMs).describe('How long active runs get to finish on shutdown before they are aborted, in ms. Default 10 000.'),
-  outboxTtlSeconds: int(3600, 365 * 86_400).default(DEFAULTS.runner.outboxTtlSeconds).describe("How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 604 800 (7 days)."),
+  shutdownGraceMs: int(0, 600_000)
+    .default(DEFAULTS.runner.shutdownGraceMs)
+    .describe('How long active runs get to finish on shutdown before they are aborted, in ms. Default 10 000.'),
+  outboxTtlSeconds: int(3600, 365 * 86_400)
+    .default(DEFAULTS.runner.outboxTtlSeconds)
+    .describe(
+      "How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 604 800 (7 days).",
+    ),
 });
 
 const consoleSchema = z.strictObject({
@@ -137,37 +177,63 @@ const consoleSchema = z.strictObject({
     .min(16, { error: 'expected at least 16 characters' })
     .max(512, { error: 'expected at most 512 characters' })
     .optional()
-    .describe('Token the console requires (open it once with `/console?token=<token>`, or send `Authorization: Bearer`). Secret. Default: unset — loopback clients only.'),
+    .describe(
+      'Token the console requires (open it once with `/console?token=<token>`, or send `Authorization: Bearer`). Secret. Default: unset — loopback clients only.',
+    ),
   traceUrl: z
     .string()
     .regex(/^https?:\/\/\S*\{traceId\}\S*$/, { error: 'expected an http(s) URL containing {traceId}' })
     .optional()
-    .describe('Link to a trace in your trace UI, `{traceId}` replaced, e.g. `http://localhost:16686/trace/{traceId}`. Default: unset (trace ids shown as text).'),
+    .describe(
+      'Link to a trace in your trace UI, `{traceId}` replaced, e.g. `http://localhost:16686/trace/{traceId}`. Default: unset (trace ids shown as text).',
+    ),
 });
 
 const hostSchema = z.strictObject({
-  enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.host.enabled).describe('Run the host (HTTP ingress, channels, reconciler) in this process. Default true.'),
+  enabled: z
+    .boolean({ error: 'expected true or false' })
+    .default(DEFAULTS.host.enabled)
+    .describe('Run the host (HTTP ingress, channels, reconciler) in this process. Default true.'),
   console: consoleSchema.prefault({}).describe('The operator console (conversations, runs, actions, queue counts).'),
 });
 
 const logSchema = z.strictObject({
   level: enumOf(LOG_LEVELS).default(DEFAULTS.log.level).describe('Minimum level written. Default `info`.'),
-  format: enumOf(['auto', 'pretty', 'json']).default(DEFAULTS.log.format).describe('Line format: `pretty` (human-readable), `json`, or `auto` (pretty when stdout is a terminal). Default `auto`.'),
+  format: enumOf(['auto', 'pretty', 'json'])
+    .default(DEFAULTS.log.format)
+    .describe('Line format: `pretty` (human-readable), `json`, or `auto` (pretty when stdout is a terminal). Default `auto`.'),
 });
 
 const modelSchema = z
   .strictObject({
-    provider: enumOf(MODEL_PROVIDERS).default(DEFAULTS.model.provider).describe("Provider of the runner's model: `openai`, `anthropic`, `google`, or `openai-compatible` (any OpenAI-style `baseURL`: Ollama, vLLM). Default `openai`."),
-    baseURL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe("Base URL of the provider's API. Default: the provider's own."),
+    provider: enumOf(MODEL_PROVIDERS)
+      .default(DEFAULTS.model.provider)
+      .describe(
+        "Provider of the runner's model: `openai`, `anthropic`, `google`, or `openai-compatible` (any OpenAI-style `baseURL`: Ollama, vLLM). Default `openai`.",
+      ),
+    baseURL: z
+      .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+      .optional()
+      .describe("Base URL of the provider's API. Default: the provider's own."),
     apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: unset.'),
     name: z.string().min(1, { error: 'expected a model name' }).default(DEFAULTS.model.name).describe('Model name. Default `gpt-4o-mini`.'),
-    contextWindow: int(1024, 10_000_000).optional().describe("The model's context window (prompt + answer), in tokens. Default: from the catalogue of common models (docs/agent.md); required for any other model."),
-    outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the model's answer. Default: the model's output limit from the catalogue, else 4096."),
+    contextWindow: int(1024, 10_000_000)
+      .optional()
+      .describe(
+        "The model's context window (prompt + answer), in tokens. Default: from the catalogue of common models (docs/agent.md); required for any other model.",
+      ),
+    outputReserve: int(1, 1_000_000)
+      .optional()
+      .describe("Tokens kept free for the model's answer. Default: the model's output limit from the catalogue, else 4096."),
   })
   .superRefine((m, ctx) => {
     const limits = resolveModelLimits(m);
     if (!limits) {
-      ctx.addIssue({ code: 'custom', path: ['contextWindow'], message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['contextWindow'],
+        message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models`,
+      });
     } else if (limits.outputReserve >= limits.contextWindow) {
       ctx.addIssue({ code: 'custom', path: ['outputReserve'], message: `must be less than model.contextWindow (${limits.contextWindow})` });
     }
@@ -176,29 +242,46 @@ const modelSchema = z
   .transform((m) => ({ ...m, ...resolveModelLimits(m)! }));
 
 const compactionSchema = z.strictObject({
-  threshold: z.number({ error: 'expected a number' }).gt(0, { error: 'expected a number above 0' }).max(1, { error: 'expected at most 1' }).default(DEFAULTS.compaction.threshold).describe('Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8.'),
+  threshold: z
+    .number({ error: 'expected a number' })
+    .gt(0, { error: 'expected a number above 0' })
+    .max(1, { error: 'expected at most 1' })
+    .default(DEFAULTS.compaction.threshold)
+    .describe('Fraction of the usable context (window − output reserve) at which a run compacts. Default 0.8.'),
   keepRecentTurns: int(0, 1000).default(DEFAULTS.compaction.keepRecentTurns).describe('Complete turns kept verbatim after the summary. Default 4.'),
   maxSummaryChars: int(200, 200_000).default(DEFAULTS.compaction.maxSummaryChars).describe('Longest summary, in characters. Default 6000.'),
-  tailEntries: int(10, 1_000_000).default(DEFAULTS.compaction.tailEntries).describe('Record entries read when there is no valid checkpoint (bounded tail). Default 2000.'),
+  tailEntries: int(10, 1_000_000)
+    .default(DEFAULTS.compaction.tailEntries)
+    .describe('Record entries read when there is no valid checkpoint (bounded tail). Default 2000.'),
 });
 
 /** Retention: what is removed, and when. Everything that would lose history a user expects is off by default. */
 const retentionSchema = z.strictObject({
   endedRunTtlSeconds: int(0, 365 * 86_400)
     .default(DEFAULTS.retention.endedRunTtlSeconds)
-    .describe("How long an ended run's record (hash, about 440 B) is kept, in seconds; 0 keeps it forever. The conversation record keeps the run's history either way. Default 259 200 (3 days)."),
+    .describe(
+      "How long an ended run's record (hash, about 440 B) is kept, in seconds; 0 keeps it forever. The conversation record keeps the run's history either way. Default 259 200 (3 days).",
+    ),
   recordTrimAfterEntries: int(0, 1_000_000_000)
     .default(DEFAULTS.retention.recordTrimAfterEntries)
-    .describe('Trim conversation record entries behind the compaction checkpoint once this many newer entries exist; 0: off. Entries from the checkpoint on, and messages a live run or a waiting message needs, always stay. Default 0 (the whole record is kept).'),
+    .describe(
+      'Trim conversation record entries behind the compaction checkpoint once this many newer entries exist; 0: off. Entries from the checkpoint on, and messages a live run or a waiting message needs, always stay. Default 0 (the whole record is kept).',
+    ),
   recordTrimAfterDays: int(0, 36_500)
     .default(DEFAULTS.retention.recordTrimAfterDays)
-    .describe('Trim conversation record entries behind the compaction checkpoint once older than this many days; 0: off. Same guarantees as `recordTrimAfterEntries`. Default 0.'),
+    .describe(
+      'Trim conversation record entries behind the compaction checkpoint once older than this many days; 0: off. Same guarantees as `recordTrimAfterEntries`. Default 0.',
+    ),
   idleTtlSeconds: int(0, 10 * 365 * 86_400)
     .default(DEFAULTS.retention.idleTtlSeconds)
-    .describe('An idle conversation (no active run, nothing waiting) is deleted this long after its last run ended, in seconds; a new message before then keeps it. 0: never. Default 0.'),
+    .describe(
+      'An idle conversation (no active run, nothing waiting) is deleted this long after its last run ended, in seconds; a new message before then keeps it. 0: never. Default 0.',
+    ),
   tombstoneTtlSeconds: int(60, 365 * 86_400)
     .default(DEFAULTS.retention.tombstoneTtlSeconds)
-    .describe("How long a purged conversation's tombstone stands (`dispatch.afterPurge` applies meanwhile), in seconds; never shorter than `dispatch.dedupeTtlSeconds`. Default 604 800 (7 days)."),
+    .describe(
+      "How long a purged conversation's tombstone stands (`dispatch.afterPurge` applies meanwhile), in seconds; never shorter than `dispatch.dedupeTtlSeconds`. Default 604 800 (7 days).",
+    ),
 });
 
 /** Module specifiers: a relative path (against the working directory) or a package name. */

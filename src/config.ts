@@ -7,10 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, type ConfigIssue } from './errors.js';
 import { DEFAULTS, MODEL_PROVIDER_KEY_ENV } from './defaults.js';
+import { ConfigError, type ConfigIssue } from './errors.js';
 
-export { coreConfigSchema, type CoreConfig } from './config-schema.js';
+export { type CoreConfig, coreConfigSchema } from './config-schema.js';
 
 /** How an environment variable's text becomes a config value. */
 export type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list';
@@ -43,7 +43,9 @@ const keyBinding = (env: string): EnvBinding => ({
   secret: true,
   onlyWhen: {
     path: 'model.provider',
-    values: Object.entries(MODEL_PROVIDER_KEY_ENV).filter(([, v]) => v === env).map(([p]) => p),
+    values: Object.entries(MODEL_PROVIDER_KEY_ENV)
+      .filter(([, v]) => v === env)
+      .map(([p]) => p),
     default: DEFAULTS.model.provider,
   },
 });
@@ -84,7 +86,12 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'LOG_LEVEL', path: 'log.level', kind: 'string' },
   { env: 'LOG_FORMAT', path: 'log.format', kind: 'string' },
   { env: 'STEERBOT_MODEL_PROVIDER', path: 'model.provider', kind: 'string' },
-  { env: 'OPENAI_BASE_URL', path: 'model.baseURL', kind: 'string', onlyWhen: { path: 'model.provider', values: ['openai', 'openai-compatible'], default: DEFAULTS.model.provider } },
+  {
+    env: 'OPENAI_BASE_URL',
+    path: 'model.baseURL',
+    kind: 'string',
+    onlyWhen: { path: 'model.provider', values: ['openai', 'openai-compatible'], default: DEFAULTS.model.provider },
+  },
   keyBinding('OPENAI_API_KEY'),
   keyBinding('ANTHROPIC_API_KEY'),
   keyBinding('GOOGLE_GENERATIVE_AI_API_KEY'),
@@ -137,7 +144,13 @@ function parseEnv(kind: EnvKind, text: string): Parsed {
       return b === undefined ? { ok: false, expected: 'true, false, 1 or 0' } : { ok: true, value: b };
     }
     case 'list':
-      return { ok: true, value: text.split(',').map((s) => s.trim()).filter((s) => s.length > 0) };
+      return {
+        ok: true,
+        value: text
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0),
+      };
   }
 }
 

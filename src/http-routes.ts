@@ -67,7 +67,11 @@ export const json = (status: number, value: unknown): RouteResponse => ({ status
  * or the 400 response naming the first problem (`body is not valid JSON`,
  * `bad <what>: <path>: <message>`).
  */
-export function readJsonBody<T>(req: Pick<RouteRequest, 'body'>, schema: ZodType<T>, what = 'body'): { ok: true; value: T } | { ok: false; response: RouteResponse } {
+export function readJsonBody<T>(
+  req: Pick<RouteRequest, 'body'>,
+  schema: ZodType<T>,
+  what = 'body',
+): { ok: true; value: T } | { ok: false; response: RouteResponse } {
   let value: unknown;
   try {
     value = JSON.parse(req.body.toString('utf8'));

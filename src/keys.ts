@@ -10,15 +10,14 @@ export const MAX_CONVERSATION_ID_LENGTH = 256;
 export const MAX_UPDATE_KEY_LENGTH = 512;
 
 // `{`/`}` would break the hash tag; whitespace and control characters have no place in ids.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is what this pattern is for.
 const ID_RE = /^[^\s{}\u0000-\u001f]+$/;
 const RUN_ID_RE = /^[A-Za-z0-9_-]{4,64}$/;
 
 /** Throws InvalidInputError unless `id` is a usable conversation id. */
 export function assertConversationId(id: string): void {
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_CONVERSATION_ID_LENGTH || !ID_RE.test(id)) {
-    throw new InvalidInputError(
-      `conversation id must be 1-${MAX_CONVERSATION_ID_LENGTH} characters without whitespace or braces`,
-    );
+    throw new InvalidInputError(`conversation id must be 1-${MAX_CONVERSATION_ID_LENGTH} characters without whitespace or braces`);
   }
 }
 

@@ -2,7 +2,7 @@
  * Finds a Redis for local runs and tests: a given URL, else one already on
  * 127.0.0.1:6379, else a private `redis-server` on a free port.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -148,7 +148,10 @@ async function shutdownByCommand(url: string, dir: string): Promise<void> {
 async function findExecutable(nameOrPath: string): Promise<string | undefined> {
   const candidates = nameOrPath.includes('/')
     ? [nameOrPath]
-    : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, nameOrPath));
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, nameOrPath));
   for (const c of candidates) {
     try {
       await access(c, constants.X_OK);
@@ -183,7 +186,19 @@ async function startRedisServer(bin: string, opts: Parameters<typeof startPrivat
     port = await freePort();
   }
   const persistence = opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--save', '', '--appendonly', 'no'];
-  const args = [...(opts.configFile ? [opts.configFile] : []), '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...persistence, ...(opts.extraArgs ?? [])];
+  const args = [
+    ...(opts.configFile ? [opts.configFile] : []),
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    ...persistence,
+    ...(opts.extraArgs ?? []),
+  ];
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {

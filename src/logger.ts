@@ -5,7 +5,7 @@
  * and every configured secret value scrubbed from each line before it is
  * written, so a secret never reaches a log line at any level.
  */
-import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { type DestinationStream, type Logger, type LoggerOptions, pino, stdSerializers } from 'pino';
 import { redactSecrets } from './errors.js';
 import { logTraceFields } from './telemetry/tracing.js';
 

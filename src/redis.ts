@@ -6,9 +6,9 @@
  * 'legacy'`, so map replies arrive as flat arrays and doubles as strings,
  * exactly as with RESP2. Code and Lua wrappers may rely on that.
  */
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { ConfigError, redactSecrets, RedisUnavailableError, SteerbotError } from './errors.js';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { HostPort, RedisConfig } from './config-schema.js';
+import { ConfigError, RedisUnavailableError, redactSecrets, SteerbotError } from './errors.js';
 import type { Logger } from './logger.js';
 
 /** A Redis client of any topology. Both expose the same command API. */
@@ -133,10 +133,7 @@ export function watchRedis(client: RedisClient, logger: RedisWatchLogger, name =
  * `ensureRedis`) fills in a single-mode config that has none.
  * @throws ConfigError when single mode has no URL at all.
  */
-export function redisOptionsFromConfig(
-  cfg: RedisConfig,
-  extra: { url?: string } & Omit<RedisCommonOptions, 'password'> = {},
-): RedisConnectionOptions {
+export function redisOptionsFromConfig(cfg: RedisConfig, extra: { url?: string } & Omit<RedisCommonOptions, 'password'> = {}): RedisConnectionOptions {
   const common: RedisCommonOptions = {
     ...(extra.forBullmq !== undefined ? { forBullmq: extra.forBullmq } : {}),
     ...(extra.connectionName !== undefined ? { connectionName: extra.connectionName } : {}),

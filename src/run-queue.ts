@@ -2,8 +2,9 @@
  * Runs as BullMQ jobs: one job per run, `jobId = run id`, so enqueueing the
  * same run twice is a no-op. The job only names the run; Redis holds its state.
  */
+
+import { type ConnectionOptions, type Job, type JobType, Queue } from 'bullmq';
 import { DEFAULTS } from './defaults.js';
-import { Queue, type ConnectionOptions, type Job, type JobType } from 'bullmq';
 import { assertRunId } from './keys.js';
 import type { Logger } from './logger.js';
 import { isRedisUnavailable } from './redis.js';
@@ -68,11 +69,15 @@ export class RunQueue {
   /** Enqueues the run's job (idempotent while the job exists). */
   async enqueue(conversationId: string, runId: string): Promise<void> {
     assertRunId(runId);
-    await this.queue.add('run', { conversationId, runId }, {
-      jobId: runId,
-      removeOnComplete: { age: 3600, count: 10_000 },
-      removeOnFail: { age: 86_400 },
-    });
+    await this.queue.add(
+      'run',
+      { conversationId, runId },
+      {
+        jobId: runId,
+        removeOnComplete: { age: 3600, count: 10_000 },
+        removeOnFail: { age: 86_400 },
+      },
+    );
   }
 
   /**

@@ -1,11 +1,11 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type SteerbotConfig } from '../app/config.js';
-import { startApp, type StartHook } from '../app/start.js';
-import type { AppContext } from '../src/app-context.js';
-import { createLogger } from '../src/logger.js';
+import { type StartHook, startApp } from '../app/start.js';
 import type { HostContext, HostParts } from '../host/main.js';
 import type { RunnerParts } from '../runner/main.js';
+import type { AppContext } from '../src/app-context.js';
+import { createLogger } from '../src/logger.js';
 import { redisUrl } from './helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });

@@ -67,11 +67,22 @@ describe('cli', () => {
       }
       proc.kill(signal);
       expect(await proc.exit).toBe(0);
-      const lines = proc.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+      const lines = proc
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { msg: string });
       expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['steerbot starting', 'steerbot started', 'shutting down', 'stopped']));
       expect(proc.stdout()).not.toContain('sk-should-never-be-logged');
       const steps = lines.find((l) => l.msg === 'next steps') as unknown as { steps: string[] };
-      expect(steps.steps).toEqual(expect.arrayContaining([`  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`, '  channels: web', '  model:    openai gpt-4o-mini', `  chat:     http://127.0.0.1:${port}/ (this machine only)`]));
+      expect(steps.steps).toEqual(
+        expect.arrayContaining([
+          `  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`,
+          '  channels: web',
+          '  model:    openai gpt-4o-mini',
+          `  chat:     http://127.0.0.1:${port}/ (this machine only)`,
+        ]),
+      );
       expect(steps.steps.join('\n')).toContain('next: set TELEGRAM_BOT_TOKEN');
     }, 60_000);
   }
@@ -79,11 +90,21 @@ describe('cli', () => {
   describe('check-config', () => {
     it('prints the effective configuration with every secret redacted, and exits 0', async () => {
       const proc = startCli(
-        { OPENAI_API_KEY: 'sk-check-config-secret', TELEGRAM_BOT_TOKEN: '123456:tg-check-config-secret', REDIS_URL: 'redis://:redis-pass-123@db:6379', PORT: '9090' },
+        {
+          OPENAI_API_KEY: 'sk-check-config-secret',
+          TELEGRAM_BOT_TOKEN: '123456:tg-check-config-secret',
+          REDIS_URL: 'redis://:redis-pass-123@db:6379',
+          PORT: '9090',
+        },
         ['check-config'],
       );
       expect(await proc.exit).toBe(0);
-      const printed = JSON.parse(proc.stdout()) as { http: { port: number }; model: { apiKey: string }; channels: { telegram: { token: string } }; redis: { url: string } };
+      const printed = JSON.parse(proc.stdout()) as {
+        http: { port: number };
+        model: { apiKey: string };
+        channels: { telegram: { token: string } };
+        redis: { url: string };
+      };
       expect(printed.http.port).toBe(9090);
       expect(printed.model.apiKey).toBe('[set]');
       expect(printed.channels.telegram.token).toBe('[set]');

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildConfigSchema, BUILTIN_REGISTRY, DEFAULT_CONFIG, readConfig } from '../app/config.js';
+import { BUILTIN_REGISTRY, buildConfigSchema, DEFAULT_CONFIG, readConfig } from '../app/config.js';
 import { channelIds, redactConfig } from '../app/summary.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 
@@ -30,11 +30,37 @@ describe('loadConfig', () => {
     expect(config).toEqual(DEFAULT_CONFIG);
     expect(config.redis).toEqual({ mode: 'single', sentinels: [], clusterNodes: [], prefix: 'sb' });
     expect(config.http).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
-    expect(config.dispatch).toEqual({ defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000, afterPurge: 'refuse', rateLimit: {} });
-    expect(config.retention).toEqual({ endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 });
+    expect(config.dispatch).toEqual({
+      defaultPolicy: 'steer',
+      steeringCap: 20,
+      dedupeTtlSeconds: 86_400,
+      maxMessageChars: 16_000,
+      afterPurge: 'refuse',
+      rateLimit: {},
+    });
+    expect(config.retention).toEqual({
+      endedRunTtlSeconds: 259_200,
+      recordTrimAfterEntries: 0,
+      recordTrimAfterDays: 0,
+      idleTtlSeconds: 0,
+      tombstoneTtlSeconds: 604_800,
+    });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
     expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800 });
-    expect(config.agents['local-agent']).toEqual({ streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000, attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' } });
+    expect(config.agents['local-agent']).toEqual({
+      streaming: true,
+      httpFetch: false,
+      currentTime: true,
+      steeringMode: 'all',
+      maxSteps: 24,
+      toolModules: [],
+      notesFiles: [],
+      notesFileMaxChars: 8000,
+      notesBudgetChars: 16_000,
+      personas: {},
+      streamIdleTimeoutMs: 120_000,
+      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' },
+    });
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
     expect(config.model).toEqual({ provider: 'openai', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 16_384 }); // from the model catalogue
@@ -99,13 +125,33 @@ describe('loadConfig', () => {
   });
 
   it('reads the agent section from the environment and names a bad steering mode or an empty prompt', () => {
-    const agent = readConfig({ env: { STEERBOT_SYSTEM_PROMPT: '  Be brief.  ', STEERBOT_AGENT_HTTP_FETCH: '1', STEERBOT_AGENT_STEERING_MODE: 'one', STEERBOT_AGENT_MAX_STEPS: '8' } }).agents['local-agent'];
-    expect(agent).toEqual({ systemPrompt: 'Be brief.', streaming: true, httpFetch: true, currentTime: true, steeringMode: 'one', maxSteps: 8, toolModules: [], notesFiles: [], notesFileMaxChars: 8000, notesBudgetChars: 16_000, personas: {}, streamIdleTimeoutMs: 120_000, attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' } });
+    const agent = readConfig({
+      env: { STEERBOT_SYSTEM_PROMPT: '  Be brief.  ', STEERBOT_AGENT_HTTP_FETCH: '1', STEERBOT_AGENT_STEERING_MODE: 'one', STEERBOT_AGENT_MAX_STEPS: '8' },
+    }).agents['local-agent'];
+    expect(agent).toEqual({
+      systemPrompt: 'Be brief.',
+      streaming: true,
+      httpFetch: true,
+      currentTime: true,
+      steeringMode: 'one',
+      maxSteps: 8,
+      toolModules: [],
+      notesFiles: [],
+      notesFileMaxChars: 8000,
+      notesBudgetChars: 16_000,
+      personas: {},
+      streamIdleTimeoutMs: 120_000,
+      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' },
+    });
     const issues = issuesOf(() => readConfig({ env: { STEERBOT_AGENT_STEERING_MODE: 'some', STEERBOT_AGENT_MAX_STEPS: '0' } }));
     expect(issues.map((i) => i.path).sort()).toEqual(['agents.local-agent.maxSteps', 'agents.local-agent.steeringMode']);
     expect(issues.find((i) => i.path === 'agents.local-agent.steeringMode')?.message).toMatch(/all or one.*STEERBOT_AGENT_STEERING_MODE/);
     // In a config file, a prompt of spaces is an error (in the environment, blank means unset).
-    expect(buildConfigSchema(BUILTIN_REGISTRY).safeParse({ agents: { 'local-agent': { systemPrompt: '   ' } } }).error?.issues.map((i) => i.path.join('.'))).toEqual(['agents.local-agent.systemPrompt']);
+    expect(
+      buildConfigSchema(BUILTIN_REGISTRY)
+        .safeParse({ agents: { 'local-agent': { systemPrompt: '   ' } } })
+        .error?.issues.map((i) => i.path.join('.')),
+    ).toEqual(['agents.local-agent.systemPrompt']);
   });
 
   it('reads the outbox TTL and refuses one under an hour', () => {
@@ -117,7 +163,9 @@ describe('loadConfig', () => {
   it('refuses a Discord catch-up reaching further back than the dedupe keys last', () => {
     const env = { DISCORD_BOT_TOKEN: 'token-of-the-bot', STEERBOT_DEDUPE_TTL_SECONDS: '3600' };
     const issues = issuesOf(() => readConfig({ env }));
-    expect(issues).toEqual([{ path: 'channels.discord.catchUpMaxAgeSeconds', message: expect.stringMatching(/must not exceed dispatch.dedupeTtlSeconds \(3600\)/) }]);
+    expect(issues).toEqual([
+      { path: 'channels.discord.catchUpMaxAgeSeconds', message: expect.stringMatching(/must not exceed dispatch.dedupeTtlSeconds \(3600\)/) },
+    ]);
     expect(readConfig({ env: { ...env, STEERBOT_DEDUPE_TTL_SECONDS: '86400' } }).channels.discord?.catchUpMaxAgeSeconds).toBe(86_400);
   });
 
@@ -150,9 +198,7 @@ describe('loadConfig', () => {
 
   it('names the file when a file value is wrong', () => {
     const file = writeConfig({ redis: { prefix: 'has space' } });
-    expect(issuesOf(() => readConfig({ file, env: {} }))).toEqual([
-      { path: 'redis.prefix', message: expect.stringContaining(`in ${file}`) },
-    ]);
+    expect(issuesOf(() => readConfig({ file, env: {} }))).toEqual([{ path: 'redis.prefix', message: expect.stringContaining(`in ${file}`) }]);
   });
 
   it('names an unreadable config file', () => {
@@ -185,7 +231,8 @@ describe('redactConfig', () => {
       env: { REDIS_URL: 'redis://:hunter2@redis:6379', REDIS_PASSWORD: 'pw-secret', OPENAI_API_KEY: 'sk-abcdefghijkl', DISCORD_BOT_TOKEN: 'discord-token-xyz' },
     });
     const text = JSON.stringify(redactConfig(config));
-    for (const secret of ['hunter2', 'pw-secret', 'sk-abcdefghijkl', 'AAAbbb', 'whsec-0123456789abcdef', 'discord-token-xyz']) expect(text).not.toContain(secret);
+    for (const secret of ['hunter2', 'pw-secret', 'sk-abcdefghijkl', 'AAAbbb', 'whsec-0123456789abcdef', 'discord-token-xyz'])
+      expect(text).not.toContain(secret);
     expect(text).toContain('redis:6379');
     expect(channelIds(config)).toEqual(['telegram', 'discord', 'webhook:crm', 'web']);
   });
@@ -206,7 +253,12 @@ describe('channels config', () => {
         DISCORD_API_BASE: 'http://127.0.0.1:9/api',
       },
     });
-    expect(on.channels.telegram).toMatchObject({ token: '123:abc', mode: 'webhook', webhookSecret: 'secret-token-0123456789', apiRoot: 'http://127.0.0.1:9/tg' });
+    expect(on.channels.telegram).toMatchObject({
+      token: '123:abc',
+      mode: 'webhook',
+      webhookSecret: 'secret-token-0123456789',
+      apiRoot: 'http://127.0.0.1:9/tg',
+    });
     expect(on.channels.discord).toMatchObject({ token: 'dtoken', apiBase: 'http://127.0.0.1:9/api' });
   });
 
@@ -224,7 +276,13 @@ describe('channels config', () => {
     });
     const issues = issuesOf(() => readConfig({ file, env: {} }));
     expect(issues.map((i) => i.path).sort()).toEqual(
-      ['channels.telegram.webhookSecret', 'channels.webhooks.Bad Name', 'channels.webhooks.crm.callbackUrl', 'channels.webhooks.crm.extra', 'channels.webhooks.crm.secret'].sort(),
+      [
+        'channels.telegram.webhookSecret',
+        'channels.webhooks.Bad Name',
+        'channels.webhooks.crm.callbackUrl',
+        'channels.webhooks.crm.extra',
+        'channels.webhooks.crm.secret',
+      ].sort(),
     );
     expect(JSON.stringify(issues)).not.toContain('short-secret');
   });

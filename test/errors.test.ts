@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ScriptError, redactSecrets } from '../src/errors.js';
+import { ConfigError, redactSecrets, ScriptError } from '../src/errors.js';
 
 describe('redactSecrets', () => {
   it('redacts credentials in queries, JSON, URLs and bot tokens', () => {

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { redactSecrets } from '../src/errors.js';
 import { ensureRedis } from '../src/local-redis.js';
 import { pingRedis } from '../src/redis.js';
-import { redactSecrets } from '../src/errors.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

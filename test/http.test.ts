@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../host/http.js';
+import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import { freePort } from '../src/local-redis.js';
 import { createLogger } from '../src/logger.js';
@@ -84,7 +84,11 @@ describe('request error logs', () => {
       const ok = await app.inject({ method: 'GET', url: '/healthz' });
       const res = await app.inject({ method: 'GET', url: '/fails?key=abc' });
       expect([ok.statusCode, res.statusCode]).toEqual([200, 500]);
-      const lines = chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+      const lines = chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, any>);
       // Successful requests write no log line at all; the failed one writes exactly one.
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatchObject({ msg: 'request failed', method: 'GET', url: '/fails', reqId: expect.any(String) });

@@ -10,7 +10,12 @@ function memoryLogger(level = 'info') {
   return {
     logger,
     raw: () => chunks.join(''),
-    lines: () => chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, any>),
   };
 }
 

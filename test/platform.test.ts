@@ -7,15 +7,15 @@ import { generateText } from 'ai';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, readConfig } from '../app/config.js';
-import { startApp, type RunningApp } from '../app/start.js';
+import { type RunningApp, startApp } from '../app/start.js';
 import type { HostParts } from '../host/main.js';
 import { createModel } from '../runner/model.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 import { freePort } from '../src/local-redis.js';
 import { createLogger } from '../src/logger.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
-import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
 import { waitFor } from '../testing/wait.js';
+import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
 
 const ECHO = './test/fixtures/plugins/echo-agent.ts';
 const MEMO = './test/fixtures/plugins/memo-channel.ts';
@@ -77,7 +77,14 @@ describe('an app with plugins from modules', () => {
 
   it('answers through an extra channel with a runner plugin from a module, end to end', async () => {
     const config = await loadConfig({
-      env: { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, HOST: '127.0.0.1', PORT: String(await freePort()), STEERBOT_PLUGINS: MEMO, STEERBOT_RUNNER_PLUGIN: ECHO },
+      env: {
+        REDIS_URL: redisUrl(),
+        STEERBOT_PREFIX: prefix,
+        HOST: '127.0.0.1',
+        PORT: String(await freePort()),
+        STEERBOT_PLUGINS: MEMO,
+        STEERBOT_RUNNER_PLUGIN: ECHO,
+      },
     });
     app = await startApp({ config: { ...config, channels: { ...config.channels, memo: { greeting: 'hi' } } }, logger });
     expect(app.channels).toEqual(['web', 'memo']); // the web chat is on by default

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../src/local-redis.js';
-import { closeRedis, createRedis, pingRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, type RedisClient } from '../src/redis.js';
 import { DEFAULT_CONFIG } from '../app/config.js';
 import { ConfigError } from '../src/errors.js';
+import { freePort } from '../src/local-redis.js';
+import { closeRedis, createRedis, pingRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary } from '../src/redis.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
 
 const openSockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
@@ -123,6 +123,14 @@ describe('redisSummary', () => {
     expect(redisSummary({ mode: 'sentinel', name: 'mymaster', sentinels: [{ host: 's1', port: 26379 }], password: 'pw' })).toBe(
       'sentinel mymaster via s1:26379',
     );
-    expect(redisSummary({ mode: 'cluster', nodes: [{ host: 'c1', port: 7000 }, { host: 'c2', port: 7001 }] })).toBe('cluster via c1:7000,c2:7001');
+    expect(
+      redisSummary({
+        mode: 'cluster',
+        nodes: [
+          { host: 'c1', port: 7000 },
+          { host: 'c2', port: 7001 },
+        ],
+      }),
+    ).toBe('cluster via c1:7000,c2:7001');
   });
 });

@@ -5,7 +5,7 @@
  * credentials) is provoked with distinctive values, at log level `trace`,
  * and all of the child's stdout and stderr is searched for them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { freePort } from '../src/local-redis.js';
 import { createRedis } from '../src/redis.js';
-import { startCallbackServer, type CallbackServer } from '../testing/fakes/webhook-callback-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../testing/fakes/openai-server.js';
-import { startFakeTelegram, type FakeTelegram } from '../testing/fakes/telegram-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../testing/fakes/openai-server.js';
+import { type FakeTelegram, startFakeTelegram } from '../testing/fakes/telegram-server.js';
+import { type CallbackServer, startCallbackServer } from '../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../testing/wait.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
@@ -38,7 +38,10 @@ interface Child {
 
 /** Starts the `steerbot` command with only `env` (and PATH). */
 function startCli(env: Record<string, string>, args: string[] = []): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -66,11 +69,23 @@ function expectNoSecrets(output: string, secrets: string[]): void {
 /** A redis-server with `requirepass`, ready when it answers PING with the right password. */
 async function redisWithPassword(dir: string, password: string): Promise<{ port: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--requirepass', password], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--requirepass', password],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise<void>((r) => server.once('exit', () => r()));
   const probe = new Redis({ port, host: '127.0.0.1', password, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
   probe.on('error', () => undefined);
-  await waitFor(async () => (await probe.connect().then(() => probe.ping(), () => undefined)) === 'PONG' || undefined, 10_000, 'redis-server with a password');
+  await waitFor(
+    async () =>
+      (await probe.connect().then(
+        () => probe.ping(),
+        () => undefined,
+      )) === 'PONG' || undefined,
+    10_000,
+    'redis-server with a password',
+  );
   probe.disconnect();
   return {
     port,
@@ -188,9 +203,21 @@ describe('secrets in the output of a real process', () => {
         STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'fake-model' is not in the model catalogue
       });
       try {
-        await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200 || undefined, 40_000, `healthy:\n${child.output()}`);
+        await waitFor(
+          async () =>
+            (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+              (r) => r.status,
+              () => 0,
+            )) === 200 || undefined,
+          40_000,
+          `healthy:\n${child.output()}`,
+        );
         const raw = JSON.stringify({ id: 'm-1', conversation: 'c-1', sender: { id: 'ann' }, text: 'hello' });
-        const res = await fetch(`http://127.0.0.1:${port}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) }, body: raw });
+        const res = await fetch(`http://127.0.0.1:${port}/webhooks/e2e`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) },
+          body: raw,
+        });
         expect(res.status).toBe(202);
         // The model refused the key (the run failed), and the failure notice got through on the third callback.
         await openai.waitForRequests(1, 20_000);

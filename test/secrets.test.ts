@@ -11,7 +11,12 @@ function memoryLogger(secrets: string[] = []) {
   return {
     logger,
     raw: () => chunks.join(''),
-    lines: () => chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, any>),
   };
 }
 
@@ -44,7 +49,12 @@ describe('createLogger with configured secrets', () => {
   it.each(LEVELS)('removes them from every field of a %s line, however deep, and from Redis command arguments', (level) => {
     const { logger, raw } = memoryLogger(['S3cret-Value-Alpha', 'pw-Redis-Beta']);
     logger[level](
-      { err: redisAuthError('pw-Redis-Beta'), failure: redisAuthError('pw-Redis-Beta'), a: { b: { c: { d: { e: 'url https://x/?k=S3cret-Value-Alpha' } } } }, list: ['S3cret-Value-Alpha'] },
+      {
+        err: redisAuthError('pw-Redis-Beta'),
+        failure: redisAuthError('pw-Redis-Beta'),
+        a: { b: { c: { d: { e: 'url https://x/?k=S3cret-Value-Alpha' } } } },
+        list: ['S3cret-Value-Alpha'],
+      },
       'calling with S3cret-Value-Alpha',
     );
     expect(raw()).not.toContain('S3cret-Value-Alpha');
@@ -92,7 +102,9 @@ describe('secretValues', () => {
   });
 
   it("takes every value of a tool server's headers and environment", () => {
-    const found = secretValues({ agents: { 'local-agent': { mcpServers: { gh: { command: 'gh-mcp', headers: { Authorization: 'Bearer hdr-12' }, env: { GH_PAT: 'pat-13' } } } } } });
+    const found = secretValues({
+      agents: { 'local-agent': { mcpServers: { gh: { command: 'gh-mcp', headers: { Authorization: 'Bearer hdr-12' }, env: { GH_PAT: 'pat-13' } } } } },
+    });
     expect(found.sort()).toEqual(['Bearer hdr-12', 'pat-13']);
   });
 

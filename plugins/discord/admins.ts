@@ -5,7 +5,7 @@
  * guild, member); the host caches the answer. Channel permission overwrites
  * are not applied: moderating the bot is a guild-level right here.
  */
-import { Routes, type REST } from 'discord.js';
+import { type REST, Routes } from 'discord.js';
 
 const ADMINISTRATOR = 1n << 3n;
 const MANAGE_GUILD = 1n << 5n;
@@ -24,7 +24,12 @@ interface MemberInfo {
 }
 
 /** `call` wraps each REST call (error mapping). A DM (no guild) is the user's own chat: true. A user not in the guild: false. */
-export async function isGuildAdmin(rest: REST, channel: string, userId: string, call: <T>(what: string, fn: () => Promise<unknown>) => Promise<T>): Promise<boolean> {
+export async function isGuildAdmin(
+  rest: REST,
+  channel: string,
+  userId: string,
+  call: <T>(what: string, fn: () => Promise<unknown>) => Promise<T>,
+): Promise<boolean> {
   const info = await call<ChannelInfo>('isAdmin', () => rest.get(Routes.channel(channel)));
   const guildId = info.guild_id;
   if (!guildId) return true;

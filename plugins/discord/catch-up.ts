@@ -10,8 +10,8 @@
  */
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
-import { runScript, type RedisClient } from '../../src/scripts/index.js';
 import { channelKeys } from '../../src/keys.js';
+import { type RedisClient, runScript } from '../../src/scripts/index.js';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;
@@ -94,10 +94,11 @@ export async function missedMessages(client: Client, o: CatchUpOptions): Promise
   for (const [channelId, cursor] of channels) {
     try {
       const channel = await client.channels.fetch(channelId);
-      if (!channel || !channel.isTextBased()) continue;
+      if (!channel?.isTextBased()) continue;
       const page = await channel.messages.fetch({ limit: CATCH_UP_PAGE, cache: false });
       const newer = [...page.values()].filter((m) => compareSnowflakes(m.id, cursor) > 0).sort((a, b) => compareSnowflakes(a.id, b.id));
-      if (newer.length === CATCH_UP_PAGE) o.logger.warn({ channelId, after: cursor }, 'discord: more messages were missed than one page holds; only the newest are caught up');
+      if (newer.length === CATCH_UP_PAGE)
+        o.logger.warn({ channelId, after: cursor }, 'discord: more messages were missed than one page holds; only the newest are caught up');
       out.push(...newer.filter((m) => m.createdTimestamp >= o.notBefore));
     } catch (err) {
       o.logger.warn({ channelId, error: o.describe(err) }, 'discord: could not read missed messages of a channel');

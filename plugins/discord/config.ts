@@ -5,22 +5,53 @@ import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
 
-
 /** Schema of the Discord channel's configuration. Unknown keys are errors. */
 export const discordConfigSchema = z.strictObject({
-  token: z.string({ error: 'expected the bot token' }).min(1, { error: 'expected the bot token' }).describe('Bot token from the Developer Portal. Secret: never logged, redacted from errors. Required.'),
-  apiBase: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).default('https://discord.com/api').describe('REST API base (discord.js `rest.api`); the gateway URL is read from `<apiBase>/v10/gateway/bot`. Default `https://discord.com/api`.'),
+  token: z
+    .string({ error: 'expected the bot token' })
+    .min(1, { error: 'expected the bot token' })
+    .describe('Bot token from the Developer Portal. Secret: never logged, redacted from errors. Required.'),
+  apiBase: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .default('https://discord.com/api')
+    .describe('REST API base (discord.js `rest.api`); the gateway URL is read from `<apiBase>/v10/gateway/bot`. Default `https://discord.com/api`.'),
   alwaysChannels: z.array(snowflake).default([]).describe('Guild channel ids where the bot answers every message, not only when mentioned. Default `[]`.'),
-  policy: z.enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` }).optional().describe("Input policy of this channel's conversations (overridable per conversation with `/queue`). Default: `dispatch.defaultPolicy`."),
+  policy: z
+    .enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` })
+    .optional()
+    .describe("Input policy of this channel's conversations (overridable per conversation with `/queue`). Default: `dispatch.defaultPolicy`."),
   allowedUsers: z.array(snowflake).default([]).describe('User ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),
-  allowedChats: z.array(snowflake).default([]).describe('Channel, thread-parent or guild ids the bot answers in; empty allows all. A DM passes only when its DM channel id is listed. Default `[]`.'),
-  admins: z.array(snowflake).default([]).describe("User ids that may use /stop, /new, /queue, /compact and /purge in guild channels besides the guild's admins (Administrator, Manage Guild or Manage Messages). Default `[]`."),
-  streaming: z.boolean({ error: 'expected true or false' }).default(false).describe('Stream replies by editing one message in place (at most one edit per 1500 ms). Default false.'),
+  allowedChats: z
+    .array(snowflake)
+    .default([])
+    .describe('Channel, thread-parent or guild ids the bot answers in; empty allows all. A DM passes only when its DM channel id is listed. Default `[]`.'),
+  admins: z
+    .array(snowflake)
+    .default([])
+    .describe(
+      "User ids that may use /stop, /new, /queue, /compact and /purge in guild channels besides the guild's admins (Administrator, Manage Guild or Manage Messages). Default `[]`.",
+    ),
+  streaming: z
+    .boolean({ error: 'expected true or false' })
+    .default(false)
+    .describe('Stream replies by editing one message in place (at most one edit per 1500 ms). Default false.'),
   answerBots: z.boolean({ error: 'expected true or false' }).default(false).describe('Answer messages written by other bots (never its own). Default false.'),
-  maxRateLimitWaitMs: int(0, 600_000).default(10_000).describe('Longest REST rate-limit wait handled inside the client, in ms; a longer `retry_after` fails the call with ChannelApiError (`retryAfterMs` set) so delivery can reschedule it. Default 10 000.'),
-  ingestRetryDelayMs: int(1, 60_000).default(500).describe('First delay before a message that could not be handed to the host (Redis unreachable) is retried, in ms; doubles up to 30 s. Default 500.'),
-  ingestRetryBacklog: int(1, 100_000).default(1000).describe('Most inbound messages held in memory while the host cannot take them; more are dropped (logged). Default 1000.'),
-  catchUpMaxAgeSeconds: int(0, 14 * 86_400).default(86_400).describe('At start, messages sent while no host was connected are read back over REST if they are at most this old, in seconds; 0 turns catch-up off. Default 86 400 (24 h, as long as Telegram keeps undelivered updates).'),
+  maxRateLimitWaitMs: int(0, 600_000)
+    .default(10_000)
+    .describe(
+      'Longest REST rate-limit wait handled inside the client, in ms; a longer `retry_after` fails the call with ChannelApiError (`retryAfterMs` set) so delivery can reschedule it. Default 10 000.',
+    ),
+  ingestRetryDelayMs: int(1, 60_000)
+    .default(500)
+    .describe('First delay before a message that could not be handed to the host (Redis unreachable) is retried, in ms; doubles up to 30 s. Default 500.'),
+  ingestRetryBacklog: int(1, 100_000)
+    .default(1000)
+    .describe('Most inbound messages held in memory while the host cannot take them; more are dropped (logged). Default 1000.'),
+  catchUpMaxAgeSeconds: int(0, 14 * 86_400)
+    .default(86_400)
+    .describe(
+      'At start, messages sent while no host was connected are read back over REST if they are at most this old, in seconds; 0 turns catch-up off. Default 86 400 (24 h, as long as Telegram keeps undelivered updates).',
+    ),
   catchUpChannels: int(1, 10_000).default(100).describe('Channels read back at start, the most recently active first (one REST call each). Default 100.'),
 });
 

@@ -40,7 +40,10 @@ export class InboundQueue {
   push(key: string, label: Record<string, unknown>, task: () => Promise<void>): boolean {
     if (this.abort.signal.aborted) return false;
     if (this.inFlight >= this.o.backlog) {
-      this.o.logger.error({ ...label, backlog: this.o.backlog }, 'discord: inbound backlog is full; message dropped (the next start catches up on it, within catchUpMaxAgeSeconds)');
+      this.o.logger.error(
+        { ...label, backlog: this.o.backlog },
+        'discord: inbound backlog is full; message dropped (the next start catches up on it, within catchUpMaxAgeSeconds)',
+      );
       return false;
     }
     this.inFlight++;
@@ -70,7 +73,10 @@ export class InboundQueue {
     for (let attempt = 1; ; attempt++) {
       if (this.abort.signal.aborted) {
         this.dropped++;
-        this.o.logger.error(label, 'discord: shutting down; inbound message not handed to the host (the next start catches up on it, within catchUpMaxAgeSeconds)');
+        this.o.logger.error(
+          label,
+          'discord: shutting down; inbound message not handed to the host (the next start catches up on it, within catchUpMaxAgeSeconds)',
+        );
         return;
       }
       try {

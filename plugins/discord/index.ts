@@ -9,11 +9,11 @@
  * came over the gateway (no host connected, or a session Discord would not
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
-import { Client, Events, GatewayIntentBits, MessageFlags, Partials, type ButtonInteraction, type Message } from 'discord.js';
-import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage } from '../../src/channel.js';
+import { type ButtonInteraction, Client, Events, GatewayIntentBits, type Message, MessageFlags, Partials } from 'discord.js';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type InboundMessage } from '../../src/channel.js';
 import { ConfigError, redactSecrets } from '../../src/errors.js';
-import { discordConfigSchema, type DiscordConfig, type DiscordConfigInput } from './config.js';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
+import { type DiscordConfig, type DiscordConfigInput, discordConfigSchema } from './config.js';
 import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
 import { createDiscordOutbound, createRest, toChannelApiError } from './outbound.js';
@@ -47,7 +47,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
   let cursorTimer: NodeJS.Timeout | undefined;
 
   const onMessage = (host: ChannelHost, botId: string, m: Message): void => {
-    let decision;
+    let decision: ReturnType<typeof normalizeMessage>;
     try {
       decision = normalizeMessage(m, CHANNEL_ID, botId, cfg);
     } catch (err) {
@@ -103,7 +103,13 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       if (cfg.catchUpMaxAgeSeconds > 0) {
         await cursors.flush();
         const stored = await deps.redis.hgetall(cursorsKey(deps.prefix));
-        const missed = await missedMessages(c, { cursors: stored, maxChannels: cfg.catchUpChannels, notBefore: Date.now() - cfg.catchUpMaxAgeSeconds * 1000, logger, describe });
+        const missed = await missedMessages(c, {
+          cursors: stored,
+          maxChannels: cfg.catchUpChannels,
+          notBefore: Date.now() - cfg.catchUpMaxAgeSeconds * 1000,
+          logger,
+          describe,
+        });
         if (missed.length > 0) logger.info({ messages: missed.length }, 'discord: catching up on messages sent while no host was connected');
         for (const m of missed) onMessage(host, botId, m);
       }
@@ -215,7 +221,11 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
       clearInterval(cursorTimer);
       cursorTimer = undefined;
       await cursors.flush();
-      if (dropped > 0) logger.error({ dropped }, 'discord: inbound messages not handed to the host at shutdown (the next start catches up on them, within catchUpMaxAgeSeconds)');
+      if (dropped > 0)
+        logger.error(
+          { dropped },
+          'discord: inbound messages not handed to the host at shutdown (the next start catches up on them, within catchUpMaxAgeSeconds)',
+        );
     },
   };
 }

@@ -4,7 +4,7 @@
  * message, a guild message that does not address it, a user or chat outside
  * the allow-lists.
  */
-import { MessageType, type Message } from 'discord.js';
+import { type Message, MessageType } from 'discord.js';
 import type { InboundMessage } from '../../src/channel.js';
 import type { Attachment } from '../../src/record/entries.js';
 import type { DiscordConfig } from './config.js';

@@ -5,12 +5,12 @@
  * through it too).
  */
 import { createHash } from 'node:crypto';
-import { DiscordAPIError, HTTPError, RateLimitError, REST, Routes, type RateLimitData } from 'discord.js';
+import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
 import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
-import { fetchFile } from '../../src/fetch-file.js';
 import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
-import type { DiscordConfig } from './config.js';
+import { fetchFile } from '../../src/fetch-file.js';
 import { isGuildAdmin } from './admins.js';
+import type { DiscordConfig } from './config.js';
 
 /** Discord's limit on a message's `content`, in characters. */
 export const DISCORD_MAX_MESSAGE_CHARS = 2000;
@@ -77,7 +77,8 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     maxMessageChars: DISCORD_MAX_MESSAGE_CHARS,
 
     async fetchAttachment(attachment, { maxBytes, signal }) {
-      if (attachment.size !== undefined && attachment.size > maxBytes) throw new InvalidInputError(`attachment is ${attachment.size} bytes, more than ${maxBytes}`);
+      if (attachment.size !== undefined && attachment.size > maxBytes)
+        throw new InvalidInputError(`attachment is ${attachment.size} bytes, more than ${maxBytes}`);
       // Only Discord's own file hosts (or the configured API's, a fake in tests): a ref is fetched, never an arbitrary URL.
       if (!isDiscordFileUrl(attachment.ref, config.apiBase)) throw new InvalidInputError('attachment is not on a Discord file host');
       return fetchFile(attachment.ref, { maxBytes, ...(signal && { signal }), label: 'Discord attachment' });
@@ -94,7 +95,14 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
       if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
       if (opts.buttons?.length) {
         // One action row; a click comes back as an interaction whose custom id is the command.
-        body.components = [{ type: 1, components: opts.buttons.slice(0, 5).map((b, i) => ({ type: 2, style: i === 0 ? 1 : 2, label: b.label.slice(0, 80), custom_id: b.command.slice(0, 100) })) }];
+        body.components = [
+          {
+            type: 1,
+            components: opts.buttons
+              .slice(0, 5)
+              .map((b, i) => ({ type: 2, style: i === 0 ? 1 : 2, label: b.label.slice(0, 80), custom_id: b.command.slice(0, 100) })),
+          },
+        ];
       }
       if (opts.deliveryKey) {
         // Discord returns the message already created with this nonce (for a few minutes) instead of
@@ -134,15 +142,21 @@ export function toChannelApiError(what: string, err: unknown, token: string): Ch
   if (err instanceof ChannelApiError) return err;
   if (err instanceof RateLimitError) {
     const retryAfterMs = Math.ceil(Math.max(err.retryAfter, err.timeToReset));
-    return new ChannelApiError(redactSecrets(`discord ${what}: rate limited on ${err.method.toUpperCase()} ${err.route} (retry after ${retryAfterMs} ms)`, token), {
-      status: 429,
-      retryAfterMs,
-    });
+    return new ChannelApiError(
+      redactSecrets(`discord ${what}: rate limited on ${err.method.toUpperCase()} ${err.route} (retry after ${retryAfterMs} ms)`, token),
+      {
+        status: 429,
+        retryAfterMs,
+      },
+    );
   }
   if (err instanceof DiscordAPIError) {
-    return new ChannelApiError(redactSecrets(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message} (code ${err.code})`, token), {
-      status: err.status,
-    });
+    return new ChannelApiError(
+      redactSecrets(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message} (code ${err.code})`, token),
+      {
+        status: err.status,
+      },
+    );
   }
   if (err instanceof HTTPError) {
     return new ChannelApiError(redactSecrets(`discord ${what}: ${err.status} ${err.method.toUpperCase()} ${pathOf(err.url)}: ${err.message}`, token), {

@@ -6,11 +6,12 @@
  * (an earlier invocation of the run) or a run this runner lost is refused
  * with a status that says which.
  */
+
+import { RunEndedError, StaleRunError } from '../../src/errors.js';
 import type { HttpRoute, RouteRequest, RouteResponse } from '../../src/http-routes.js';
 import { json } from '../../src/http-routes.js';
-import { RunEndedError, StaleRunError } from '../../src/errors.js';
 import { safeEqual } from '../../src/signature.js';
-import { InvocationEndedError, type AgentInvocation } from './invocation.js';
+import { type AgentInvocation, InvocationEndedError } from './invocation.js';
 import { pullBodySchema } from './protocol.js';
 
 /** Path prefix of the run endpoints. */

@@ -8,11 +8,11 @@
 import type { Logger } from 'pino';
 import { defineRunnerPlugin, type RunnerPlugin } from '../../runner/plugin.js';
 import type { RouteRegistry } from '../../src/http-routes.js';
-import { httpAgentConfigSchema, type HttpAgentConfig } from './config.js';
+import { type HttpAgentConfig, httpAgentConfigSchema } from './config.js';
 import { RunEndpoints } from './endpoints.js';
 import { AgentInvocation } from './invocation.js';
 
-export { httpAgentConfigSchema, type HttpAgentConfig, type HttpAgentConfigInput } from './config.js';
+export { type HttpAgentConfig, type HttpAgentConfigInput, httpAgentConfigSchema } from './config.js';
 
 /** What the plugin needs besides its settings. */
 export interface HttpAgentOptions {

@@ -11,9 +11,9 @@ import { randomBytes } from 'node:crypto';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { signedHeaders } from '../../src/signature.js';
-import { AgentFailure, NOTICES, type AgentFailureCode } from './failure.js';
+import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
 import { ndjsonLines } from './ndjson.js';
-import { agentEventSchemas, agentMessage, NDJSON, PROTOCOL, type AgentEvent, type AgentMessage, type CancelRequest, type RunRequest } from './protocol.js';
+import { type AgentEvent, type AgentMessage, agentEventSchemas, agentMessage, type CancelRequest, NDJSON, PROTOCOL, type RunRequest } from './protocol.js';
 
 /** The conversation state key holding the agent's state object. */
 export const STATE_KEY = 'http-agent.state';

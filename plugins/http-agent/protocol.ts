@@ -7,8 +7,8 @@
  */
 import type { ModelMessage } from 'ai';
 import { z } from 'zod';
-import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import type { StopKind } from '../../src/protocol/types.js';
+import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 
 /** Protocol name and version, sent in every request body. */
 export const PROTOCOL = 'steerbot.agent/1';

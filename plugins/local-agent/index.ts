@@ -2,21 +2,22 @@
  * The default runner plugin: an agent on the Vercel AI SDK with a tool loop
  * that takes steering at every turn boundary.
  */
-import { pathToFileURL } from 'node:url';
+
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { LanguageModel, TranscriptionModel } from 'ai';
 import { z } from 'zod';
+import { createModel, createTranscriptionModel, modelSetupNotice } from '../../runner/model.js';
+import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
 import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
 import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
-import { createModel, createTranscriptionModel, modelSetupNotice } from '../../runner/model.js';
-import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
-import { loadSystemPrompts } from './prompt.js';
+import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
-import { currentTimeTool, type AgentTool } from './tools.js';
-import { httpFetchTool, type HttpFetchToolOptions } from './http-fetch.js';
-import { Toolbox, toolSettingsShape, type ToolboxOptions } from './toolbox.js';
+import { loadSystemPrompts } from './prompt.js';
+import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
+import { type AgentTool, currentTimeTool } from './tools.js';
 
 export type { AgentTool } from './tools.js';
 
@@ -27,34 +28,114 @@ const prompt = z.string().trim().min(1, { error: 'expected a non-empty prompt' }
 /** One persona: the system prompt of a channel or a conversation. */
 const personaSchema = z.strictObject({
   systemPrompt: prompt.optional().describe("The persona's system prompt."),
-  systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('Or a file holding it (read at start). One of the two is required.'),
+  systemPromptFile: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a file path' })
+    .optional()
+    .describe('Or a file holding it (read at start). One of the two is required.'),
   notes: bool.default(true).describe('Append the notes files (`notesFiles`) to this persona too. Default true.'),
 });
 
 /** Settings of the local agent (`agents.local-agent`). */
 export const localAgentConfigSchema = z.strictObject({
   systemPrompt: prompt.optional().describe('System prompt. Default: a short helpful-assistant prompt.'),
-  systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('A file holding the system prompt (resolved against the working directory, read at start). Not together with `systemPrompt`.'),
-  notesFiles: z.array(z.string().trim().min(1, { error: 'expected a file path' })).max(32, { error: 'expected at most 32 files' }).default([]).describe('Notes files (AGENTS.md-style) appended to the system prompt in this order, each as a bounded fragment; read at start. Default `[]`.'),
-  notesFileMaxChars: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(200, { error: 'expected an integer >= 200' }).max(100_000, { error: 'expected an integer <= 100000' }).default(8000).describe('Most characters of one notes file; the rest is cut (the prompt says so). Default 8000.'),
-  notesBudgetChars: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(200, { error: 'expected an integer >= 200' }).max(200_000, { error: 'expected an integer <= 200000' }).default(16_000).describe('Most characters of all notes together; files past the budget are left out (the prompt names them). Default 16 000.'),
-  personas: z.record(z.string().trim().min(1, { error: 'expected a channel or conversation id' }), personaSchema).default({}).describe('System prompt overrides keyed by conversation id (`telegram:42`) or channel id (`telegram`, `discord`, `webhook:<name>`); a conversation\'s own entry wins over its channel\'s. Each: `systemPrompt` or `systemPromptFile`, and `notes` (append the notes files, default true). Changing one never invalidates a compaction checkpoint. Default `{}`.'),
-  streaming: bool.default(DEFAULTS.agent.streaming).describe('Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way. Default true.'),
-  httpFetch: bool.default(DEFAULTS.agent.httpFetch).describe('The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false.'),
+  systemPromptFile: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a file path' })
+    .optional()
+    .describe('A file holding the system prompt (resolved against the working directory, read at start). Not together with `systemPrompt`.'),
+  notesFiles: z
+    .array(z.string().trim().min(1, { error: 'expected a file path' }))
+    .max(32, { error: 'expected at most 32 files' })
+    .default([])
+    .describe('Notes files (AGENTS.md-style) appended to the system prompt in this order, each as a bounded fragment; read at start. Default `[]`.'),
+  notesFileMaxChars: z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(200, { error: 'expected an integer >= 200' })
+    .max(100_000, { error: 'expected an integer <= 100000' })
+    .default(8000)
+    .describe('Most characters of one notes file; the rest is cut (the prompt says so). Default 8000.'),
+  notesBudgetChars: z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(200, { error: 'expected an integer >= 200' })
+    .max(200_000, { error: 'expected an integer <= 200000' })
+    .default(16_000)
+    .describe('Most characters of all notes together; files past the budget are left out (the prompt names them). Default 16 000.'),
+  personas: z
+    .record(z.string().trim().min(1, { error: 'expected a channel or conversation id' }), personaSchema)
+    .default({})
+    .describe(
+      "System prompt overrides keyed by conversation id (`telegram:42`) or channel id (`telegram`, `discord`, `webhook:<name>`); a conversation's own entry wins over its channel's. Each: `systemPrompt` or `systemPromptFile`, and `notes` (append the notes files, default true). Changing one never invalidates a compaction checkpoint. Default `{}`.",
+    ),
+  streaming: bool
+    .default(DEFAULTS.agent.streaming)
+    .describe(
+      'Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way. Default true.',
+    ),
+  httpFetch: bool
+    .default(DEFAULTS.agent.httpFetch)
+    .describe('The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false.'),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
-  steeringMode: z.enum(['all', 'one'], { error: 'expected all or one' }).default(DEFAULTS.agent.steeringMode).describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
-  maxSteps: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1, { error: 'expected an integer >= 1' }).max(1000, { error: 'expected an integer <= 1000' }).default(DEFAULTS.agent.maxSteps).describe('Most model steps per run invocation. Default 24.'),
-  streamIdleTimeoutMs: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(0, { error: 'expected an integer >= 0' }).max(3_600_000, { error: 'expected at most 3 600 000 (one hour)' }).default(DEFAULT_STREAM_IDLE_TIMEOUT_MS).describe('A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. In ms; 0 turns it off. Default 120 000.'),
+  steeringMode: z
+    .enum(['all', 'one'], { error: 'expected all or one' })
+    .default(DEFAULTS.agent.steeringMode)
+    .describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
+  maxSteps: z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(1, { error: 'expected an integer >= 1' })
+    .max(1000, { error: 'expected an integer <= 1000' })
+    .default(DEFAULTS.agent.maxSteps)
+    .describe('Most model steps per run invocation. Default 24.'),
+  streamIdleTimeoutMs: z
+    .number({ error: 'expected a number' })
+    .int({ error: 'expected an integer' })
+    .min(0, { error: 'expected an integer >= 0' })
+    .max(3_600_000, { error: 'expected at most 3 600 000 (one hour)' })
+    .default(DEFAULT_STREAM_IDLE_TIMEOUT_MS)
+    .describe(
+      'A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. In ms; 0 turns it off. Default 120 000.',
+    ),
   attachments: z
     .strictObject({
-      maxBytes: z.number({ error: 'expected a number' }).int({ error: 'expected an integer' }).min(1024, { error: 'expected an integer >= 1024' }).max(100 * 1024 * 1024, { error: 'expected at most 104857600 (100 MiB)' }).default(ATTACHMENT_DEFAULTS.maxBytes).describe('Largest attachment fetched for the model, in bytes. Default 10 485 760 (10 MiB).'),
-      accept: z.array(z.string().regex(/^[a-z]+\/(\*|[\w.+-]+)$/, { error: 'expected a media type like image/* or application/pdf' })).default([...ATTACHMENT_DEFAULTS.accept]).describe('Media types the model accepts as image or file parts (`image/*`, `application/pdf`). Default `["image/*"]`.'),
-      policy: z.enum(['omit', 'text', 'error'], { error: 'expected omit, text or error' }).default(ATTACHMENT_DEFAULTS.policy).describe('A file the model does not accept, too large, or not fetchable: `text` (a placeholder naming it), `omit` (left out) or `error` (the user is told the type is not supported). Default `text`.'),
+      maxBytes: z
+        .number({ error: 'expected a number' })
+        .int({ error: 'expected an integer' })
+        .min(1024, { error: 'expected an integer >= 1024' })
+        .max(100 * 1024 * 1024, { error: 'expected at most 104857600 (100 MiB)' })
+        .default(ATTACHMENT_DEFAULTS.maxBytes)
+        .describe('Largest attachment fetched for the model, in bytes. Default 10 485 760 (10 MiB).'),
+      accept: z
+        .array(z.string().regex(/^[a-z]+\/(\*|[\w.+-]+)$/, { error: 'expected a media type like image/* or application/pdf' }))
+        .default([...ATTACHMENT_DEFAULTS.accept])
+        .describe('Media types the model accepts as image or file parts (`image/*`, `application/pdf`). Default `["image/*"]`.'),
+      policy: z
+        .enum(['omit', 'text', 'error'], { error: 'expected omit, text or error' })
+        .default(ATTACHMENT_DEFAULTS.policy)
+        .describe(
+          'A file the model does not accept, too large, or not fetchable: `text` (a placeholder naming it), `omit` (left out) or `error` (the user is told the type is not supported). Default `text`.',
+        ),
     })
     .prefault({})
     .describe('Attachments of the messages a run answers, fetched through their channel and sent as image / file parts.'),
-  transcriptionModel: z.string().trim().min(1, { error: 'expected a model name' }).optional().describe('Speech-to-text model (`whisper-1`, `gpt-4o-mini-transcribe`) on the `model` provider (openai, or openai-compatible with that API): voice notes and audio files become text, transcribed once per file. Default: unset (a placeholder).'),
-  toolModules: z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]).describe('Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.'),
+  transcriptionModel: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a model name' })
+    .optional()
+    .describe(
+      'Speech-to-text model (`whisper-1`, `gpt-4o-mini-transcribe`) on the `model` provider (openai, or openai-compatible with that API): voice notes and audio files become text, transcribed once per file. Default: unset (a placeholder).',
+    ),
+  toolModules: z
+    .array(z.string().trim().min(1, { error: 'expected a module path or package name' }))
+    .default([])
+    .describe(
+      'Modules whose exports include tools (`AgentTool` objects: default export, `tool`, or `tools`), resolved against the working directory. Default `[]`.',
+    ),
   // MCP servers, artifacts of large results, durable calls, http_fetch allow-list (docs/tools.md).
   ...toolSettingsShape,
 });
@@ -105,7 +186,12 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
   return {
     close: () => toolbox.close(),
-    manifest: { name: 'local-agent', version: '0.1.0', capabilities: { steering: true, state: true }, steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode },
+    manifest: {
+      name: 'local-agent',
+      version: '0.1.0',
+      capabilities: { steering: true, state: true },
+      steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
+    },
     async run(ctx) {
       try {
         model ??= (config.createModel ?? createModel)(ctx.model);
@@ -154,7 +240,10 @@ async function loadToolModule(specifier: string, index: number): Promise<AgentTo
     throw new ConfigError([{ path, message: `cannot load ${specifier}: ${(err as Error).message}` }]);
   }
   const found = [mod.default, mod.tool, ...(Array.isArray(mod.tools) ? mod.tools : [])].filter(isTool);
-  if (found.length === 0) throw new ConfigError([{ path, message: `${specifier} exports no tool (expected a default export, \`tool\` or \`tools\` with name, description, inputSchema, execute)` }]);
+  if (found.length === 0)
+    throw new ConfigError([
+      { path, message: `${specifier} exports no tool (expected a default export, \`tool\` or \`tools\` with name, description, inputSchema, execute)` },
+    ]);
   return found;
 }
 

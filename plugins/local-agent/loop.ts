@@ -3,17 +3,25 @@
  * batch, pull steering and add it to the next request. Model and tool
  * failures are data: the loop returns a result, it does not throw.
  */
-import { DEFAULTS } from '../../src/defaults.js';
-import { APICallError, streamText, type LanguageModel, type ModelMessage, type ToolSet, type TranscriptionModel } from 'ai';
-import type { RunContext, RunResult } from '../../runner/plugin.js';
-import { answerText, userMessage } from '../../runner/projection.js';
+
+import { APICallError, type LanguageModel, type ModelMessage, streamText, type ToolSet, type TranscriptionModel } from 'ai';
 import { estimateMessages, estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
+import type { RunContext, RunResult } from '../../runner/plugin.js';
+import { answerText, userMessage } from '../../runner/projection.js';
+import { DEFAULTS } from '../../src/defaults.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { traceModelCall } from '../../src/telemetry/agent-spans.js';
-import { CONTEXT_OVERFLOW_MESSAGE, DEFAULT_MODEL_FAILURE_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STEP_LIMIT_MESSAGE, STREAM_TIMEOUT_MESSAGE } from './outcomes.js';
 import type { AttachmentParts } from './attachments.js';
 import { cachePlan } from './caching.js';
+import {
+  CONTEXT_OVERFLOW_MESSAGE,
+  DEFAULT_MODEL_FAILURE_MESSAGE,
+  EMPTY_ANSWER_MESSAGE,
+  RUN_REASON,
+  STEP_LIMIT_MESSAGE,
+  STREAM_TIMEOUT_MESSAGE,
+} from './outcomes.js';
 import { StreamWatchdog } from './watchdog.js';
 
 export { DEFAULT_MODEL_FAILURE_MESSAGE } from './outcomes.js';
@@ -119,11 +127,13 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       watchdog.stop();
     }
 
-    if (ctx.signal.aborted || streamError !== undefined || watchdog.fired) call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
+    if (ctx.signal.aborted || streamError !== undefined || watchdog.fired)
+      call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
     if (ctx.signal.aborted) {
       // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
       // On shutdown or a lost lease nobody interrupted: the next attempt redoes the step instead.
-      if (text && ctx.stopRequested()) await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+      if (text && ctx.stopRequested())
+        await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
       return { outcome: 'completed' };
     }
     if (watchdog.fired) {
@@ -158,7 +168,10 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const responseMessages = (await result.responseMessages) as ModelMessage[];
     const finishReason = await result.finishReason;
     const usage = await result.usage;
-    call.end('ok', { finishReason, usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens } });
+    call.end('ok', {
+      finishReason,
+      usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens },
+    });
     await ctx.recordStep({
       messages: responseMessages,
       finishReason,

@@ -3,11 +3,12 @@
  * schema, each with a timeout. A tool that throws or times out yields an
  * error result the model sees; it never throws through the loop.
  */
-import { tool, type FlexibleSchema, type ToolSet } from 'ai';
+import { type FlexibleSchema, type ToolSet, tool } from 'ai';
 import { z } from 'zod';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 
 /** A tool the local agent can call. */
+// biome-ignore lint/suspicious/noExplicitAny: `unknown` would refuse AgentTool<{ url: string }> (a tool's input is contravariant).
 export interface AgentTool<I = any> {
   /** Name the model calls it by (`[a-zA-Z0-9_-]`, at most 64 characters). */
   name: string;

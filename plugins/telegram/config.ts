@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
-
 const idList = z
   .array(z.union([z.string().regex(/^-?\d{1,20}$/, { error: 'expected a numeric Telegram id' }), z.number().int()]))
   .transform((ids) => ids.map(String))
@@ -14,8 +13,14 @@ const idList = z
 /** Schema of the Telegram channel settings (zod 4); parse a raw object with `telegramConfigSchema.parse(raw)`. */
 export const telegramConfigSchema = z
   .strictObject({
-    token: z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, { error: 'expected a bot token like 123456:ABC-DEF…' }).describe('Bot token from @BotFather. Secret: never logged. Required.'),
-    mode: z.enum(['webhook', 'polling']).default('polling').describe('How updates arrive: `webhook` (Telegram POSTs to us) or `polling` (getUpdates). Default `polling`.'),
+    token: z
+      .string()
+      .regex(/^\d+:[A-Za-z0-9_-]+$/, { error: 'expected a bot token like 123456:ABC-DEF…' })
+      .describe('Bot token from @BotFather. Secret: never logged. Required.'),
+    mode: z
+      .enum(['webhook', 'polling'])
+      .default('polling')
+      .describe('How updates arrive: `webhook` (Telegram POSTs to us) or `polling` (getUpdates). Default `polling`.'),
     webhookSecret: z
       .string()
       .min(16, { error: 'expected at least 16 characters' })
@@ -23,21 +28,42 @@ export const telegramConfigSchema = z
       .regex(/^[A-Za-z0-9_-]+$/, { error: 'Telegram allows only A-Z, a-z, 0-9, _ and -' })
       .optional()
       .describe('`secret_token` Telegram sends in `X-Telegram-Bot-Api-Secret-Token`; webhook mode only, required there, 16-256 of `A-Z a-z 0-9 _ -`. Secret.'),
-    webhookPath: z.string().regex(/^\/[A-Za-z0-9/_.-]*$/, { error: 'expected a path starting with /' }).default('/telegram/webhook').describe('Route the webhook is served on. Default `/telegram/webhook`.'),
-    webhookUrl: z.url({ protocol: /^https?$/ }).optional().describe('Public HTTPS URL of the webhook; when set, `setWebhook` is called at start. Default: unset (register it yourself).'),
+    webhookPath: z
+      .string()
+      .regex(/^\/[A-Za-z0-9/_.-]*$/, { error: 'expected a path starting with /' })
+      .default('/telegram/webhook')
+      .describe('Route the webhook is served on. Default `/telegram/webhook`.'),
+    webhookUrl: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe('Public HTTPS URL of the webhook; when set, `setWebhook` is called at start. Default: unset (register it yourself).'),
     apiRoot: z
       .url({ protocol: /^https?$/ })
       .refine((u) => !u.endsWith('/'), { error: 'remove the trailing /' })
       .default('https://api.telegram.org')
       .describe('Bot API server root, without a trailing slash (a self-hosted Bot API server, or a local fake in tests). Default `https://api.telegram.org`.'),
-    groups: z.enum(['mention', 'always']).default('mention').describe('In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`.'),
-    policy: z.enum(INPUT_POLICIES).optional().describe("Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`)."),
+    groups: z
+      .enum(['mention', 'always'])
+      .default('mention')
+      .describe('In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`.'),
+    policy: z
+      .enum(INPUT_POLICIES)
+      .optional()
+      .describe("Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`)."),
     allowedUsers: idList.describe('Telegram user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`.'),
     allowedChats: idList.describe('Chat ids the bot answers in (the host applies it); empty allows every chat. Default `[]`.'),
-    admins: idList.describe("User ids that may use /stop, /new, /queue, /compact and /purge in groups besides the chat's admins (asked with getChatMember). Default `[]`."),
+    admins: idList.describe(
+      "User ids that may use /stop, /new, /queue, /compact and /purge in groups besides the chat's admins (asked with getChatMember). Default `[]`.",
+    ),
     streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (throttled). Default false.'),
     registerCommands: z.boolean().default(true).describe('Register /stop, /new, /compact, /queue, /status with `setMyCommands` at start. Default true.'),
-    pollingLeaseMs: z.number().int().min(1000).max(600_000).default(30_000).describe('Polling mode: lease of the one polling host, in ms; a standby host takes over this long after the poller died. Default 30000.'),
+    pollingLeaseMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(600_000)
+      .default(30_000)
+      .describe('Polling mode: lease of the one polling host, in ms; a standby host takes over this long after the poller died. Default 30000.'),
     pollTimeoutSeconds: z.number().int().min(1).max(50).default(25).describe('Polling mode: long-poll timeout of one getUpdates call, in seconds. Default 25.'),
   })
   .superRefine((c, ctx) => {

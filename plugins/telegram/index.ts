@@ -3,19 +3,20 @@
  * polling (one polling host across all hosts, by a Redis lease), are
  * normalized and handed to the host; replies go out through `outbound`.
  */
-import { hostname } from 'node:os';
+
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { Api } from 'grammy';
-import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin, type ReceiveResult } from '../../src/channel.js';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type ReceiveResult } from '../../src/channel.js';
 import { ConfigError, InvalidInputError } from '../../src/errors.js';
 import { channelKeys } from '../../src/keys.js';
-import { telegramConfigSchema, type TelegramConfig, type TelegramConfigInput } from './config.js';
+import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { RedisLease } from './lease.js';
-import { normalizeUpdate, type BotIdentity } from './normalize.js';
+import { type BotIdentity, normalizeUpdate } from './normalize.js';
 import { createTelegramOutbound } from './outbound.js';
 import { TelegramPoller } from './poller.js';
-import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
+import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 import { registerWebhookRoute } from './webhook.js';
 
 export type { TelegramConfigInput } from './config.js';
@@ -45,7 +46,15 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
   const cfg = parseConfig(config);
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
-  const outbound = createTelegramOutbound({ channelId: CHANNEL_ID, api, token: cfg.token, streaming: cfg.streaming, logger, apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
+  const outbound = createTelegramOutbound({
+    channelId: CHANNEL_ID,
+    api,
+    token: cfg.token,
+    streaming: cfg.streaming,
+    logger,
+    apiRoot: cfg.apiRoot,
+    ...(deps.fetch && { fetch: deps.fetch }),
+  });
   let poller: TelegramPoller | undefined;
   /** Readiness of the inbound side: set once `start` registered the webhook or started polling. */
   let webhookReady = false;
@@ -97,9 +106,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
       const me = await call('getMe', () => api.getMe());
       const bot: BotIdentity = { id: me.id, username: me.username };
       if (cfg.registerCommands) {
-        await call('setMyCommands', () => api.setMyCommands(COMMANDS)).catch((err: unknown) =>
-          logger.warn({ err }, 'could not register the bot commands'),
-        );
+        await call('setMyCommands', () => api.setMyCommands(COMMANDS)).catch((err: unknown) => logger.warn({ err }, 'could not register the bot commands'));
       }
       if (cfg.mode === 'webhook') {
         registerWebhookRoute(host.routes, {

@@ -108,8 +108,7 @@ export function mentionsBot(text: string, entities: readonly TelegramEntity[], b
   if (entities.length > 0) {
     return entities.some(
       (e) =>
-        (e.type === 'mention' && text.slice(e.offset, e.offset + e.length).toLowerCase() === handle) ||
-        (e.type === 'text_mention' && e.user?.id === bot.id),
+        (e.type === 'mention' && text.slice(e.offset, e.offset + e.length).toLowerCase() === handle) || (e.type === 'text_mention' && e.user?.id === bot.id),
     );
   }
   const escaped = bot.username.replace(/[^A-Za-z0-9_]/g, '');

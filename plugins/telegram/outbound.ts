@@ -123,7 +123,12 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
       if (file.file_size !== undefined && file.file_size > maxBytes) throw tooLarge(file.file_size);
       if (!file.file_path) throw new InvalidInputError('Telegram gave no path for the file (larger than the Bot API serves?)');
       // The URL carries the token: errors name the file instead.
-      return fetchFile(`${opts.apiRoot ?? 'https://api.telegram.org'}/file/bot${token}/${file.file_path}`, { maxBytes, ...(signal && { signal }), ...(opts.fetch && { fetch: opts.fetch }), label: `Telegram file ${file.file_path}` });
+      return fetchFile(`${opts.apiRoot ?? 'https://api.telegram.org'}/file/bot${token}/${file.file_path}`, {
+        maxBytes,
+        ...(signal && { signal }),
+        ...(opts.fetch && { fetch: opts.fetch }),
+        label: `Telegram file ${file.file_path}`,
+      });
     },
 
     async isAdmin(conversationId: string, userId: string) {

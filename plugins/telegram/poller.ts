@@ -7,11 +7,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from 'grammy';
-import type { Logger } from '../../src/logger.js';
+import { backoffMs } from '../../src/backoff.js';
 import { ChannelApiError } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
 import { isApiCallError, toChannelApiError } from './errors.js';
 import type { RedisLease } from './lease.js';
-import { backoffMs } from '../../src/backoff.js';
 
 /** Options of a TelegramPoller. */
 export interface PollerOptions {
@@ -133,7 +133,7 @@ export class TelegramPoller {
 
   /** Stops polling until the lease is taken again. */
   private lose(why?: string): void {
-    if (why && this.holding) this.opts.logger.warn(why + '; standing by');
+    if (why && this.holding) this.opts.logger.warn(`${why}; standing by`);
     this.holding = false;
     clearInterval(this.renewTimer);
     this.renewTimer = undefined;
@@ -170,4 +170,3 @@ export class TelegramPoller {
     await sleep(ms, undefined, { signal: this.stopAbort.signal }).catch(() => undefined);
   }
 }
-

@@ -90,4 +90,3 @@ export type TelegramUser = z.infer<typeof userSchema>;
 export type TelegramEntity = z.infer<typeof entitySchema>;
 export type TelegramMessage = z.infer<typeof telegramMessageSchema>;
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;
-type TelegramCallbackQuery = z.infer<typeof callbackQuerySchema>;

@@ -6,8 +6,8 @@
  * server's error handler, so Telegram delivers the update again.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { json, readJsonBody, type RouteRegistry } from '../../src/http-routes.js';
-import { telegramUpdateSchema, type TelegramUpdate } from './update-schema.js';
+import { json, type RouteRegistry, readJsonBody } from '../../src/http-routes.js';
+import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 
 /** Header Telegram carries the secret in. */
 export const SECRET_HEADER = 'x-telegram-bot-api-secret-token';

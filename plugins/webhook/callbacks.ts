@@ -18,12 +18,12 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { backoffMs } from '../../src/backoff.js';
 import { channelKeys, conversationKeys } from '../../src/keys.js';
-import { runScript, type RedisClient } from '../../src/scripts/index.js';
+import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey, type WebhookReply } from './events.js';
 import { signedHeaders } from './signature.js';
-import { backoffMs } from '../../src/backoff.js';
 
 /** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
 export const pendingKey = (prefix: string, channelId: string): string => channelKeys(prefix, channelId).callbacksDue;
@@ -199,7 +199,10 @@ export class CallbackPump {
             }
           }
           if (outcome.kind === 'refused') {
-            this.o.logger.error({ conversationId, replyId: id, status: outcome.status }, 'webhook callback refused by the receiver (4xx); that reply is not sent again');
+            this.o.logger.error(
+              { conversationId, replyId: id, status: outcome.status },
+              'webhook callback refused by the receiver (4xx); that reply is not sent again',
+            );
             this.recordGivenUp(conversationId, id);
           }
           this.failures.delete(conversationId);
@@ -250,7 +253,10 @@ export class CallbackPump {
     const last = this.failures.get(conversationId);
     const count = (last?.replyId === replyId ? last.count : 0) + 1;
     if (count >= cfg.callbackMaxAttempts) {
-      this.o.logger.error({ conversationId, replyId, attempts: count, last: outcome.why }, 'webhook callback failed on every attempt; going on with the next reply');
+      this.o.logger.error(
+        { conversationId, replyId, attempts: count, last: outcome.why },
+        'webhook callback failed on every attempt; going on with the next reply',
+      );
       this.recordGivenUp(conversationId, replyId);
       return undefined;
     }

@@ -3,10 +3,9 @@
  * in the config file), validated with zod at load.
  */
 import { z } from 'zod';
-import { int } from '../../src/config-schema.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
+import { int } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
-
 
 const secret = z
   .string({ error: 'expected a secret of at least 16 characters' })
@@ -18,27 +17,58 @@ export const WEBHOOK_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 /** Schema of one webhook channel's settings. Unknown keys are errors. */
 export const webhookChannelConfigSchema = z.strictObject({
-  secret: secret.describe('HMAC-SHA256 key that signs requests (`X-Steerbot-Signature`) and authenticates the event stream. Secret. Required, at least 16 characters.'),
-  path: z.string().regex(/^\/[A-Za-z0-9/_.-]*[A-Za-z0-9_.-]$/, { error: 'expected a path like /webhooks/crm' }).optional().describe('Route of the channel. Default `/webhooks/<name>`.'),
-  callbackUrl: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe('Replies are POSTed here, signed like requests. Default: unset (replies are only on the event stream).'),
+  secret: secret.describe(
+    'HMAC-SHA256 key that signs requests (`X-Steerbot-Signature`) and authenticates the event stream. Secret. Required, at least 16 characters.',
+  ),
+  path: z
+    .string()
+    .regex(/^\/[A-Za-z0-9/_.-]*[A-Za-z0-9_.-]$/, { error: 'expected a path like /webhooks/crm' })
+    .optional()
+    .describe('Route of the channel. Default `/webhooks/<name>`.'),
+  callbackUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .optional()
+    .describe('Replies are POSTed here, signed like requests. Default: unset (replies are only on the event stream).'),
   callbackSecret: secret.optional().describe('Key that signs callbacks. Secret. Default: `secret`.'),
-  policy: z.enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` }).optional().describe("Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`."),
+  policy: z
+    .enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` })
+    .optional()
+    .describe("Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`."),
   allowedSenders: z.array(z.string().min(1)).default([]).describe('Sender ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),
-  admins: z.array(z.string().min(1)).default([]).describe('Sender ids that may use /stop, /new, /queue, /compact and /purge in conversations sent with `group: true` (others are 1:1: the sender may). Default `[]`.'),
+  admins: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'Sender ids that may use /stop, /new, /queue, /compact and /purge in conversations sent with `group: true` (others are 1:1: the sender may). Default `[]`.',
+    ),
   maxSkewSeconds: int(1, 3600).default(300).describe('Largest accepted clock difference of `X-Steerbot-Timestamp`, in seconds. Default 300.'),
-  maxBodyBytes: int(256, 16 * 1024 * 1024).default(262_144).describe('Largest accepted request body, in bytes. Default 262 144 (256 KiB).'),
+  maxBodyBytes: int(256, 16 * 1024 * 1024)
+    .default(262_144)
+    .describe('Largest accepted request body, in bytes. Default 262 144 (256 KiB).'),
   maxMessageChars: int(64, 1_000_000).default(16_000).describe('Longest reply message, in characters; longer replies are split. Default 16 000.'),
-  callbackMaxAttempts: int(1, 10_000).default(20).describe("Most attempts of one reply's callback before it is given up (logged) and the conversation's next reply is sent. Default 20 (about 8 minutes with the default delays)."),
-  callbackRetryBaseMs: int(1, 600_000).default(500).describe('First wait after a failed callback, in ms; doubles per attempt (a `Retry-After` answer wins). Default 500.'),
+  callbackMaxAttempts: int(1, 10_000)
+    .default(20)
+    .describe(
+      "Most attempts of one reply's callback before it is given up (logged) and the conversation's next reply is sent. Default 20 (about 8 minutes with the default delays).",
+    ),
+  callbackRetryBaseMs: int(1, 600_000)
+    .default(500)
+    .describe('First wait after a failed callback, in ms; doubles per attempt (a `Retry-After` answer wins). Default 500.'),
   callbackMaxDelayMs: int(1, 3_600_000).default(30_000).describe('Longest wait between callback attempts, in ms. Default 30 000.'),
   callbackPollMs: int(10, 60_000).default(100).describe('How often a host looks for conversations with replies to call back, in ms. Default 100.'),
   callbackTimeoutMs: int(100, 300_000).default(10_000).describe('Timeout of one callback POST, in ms. Default 10 000.'),
   replyStreamMaxLen: int(10, 1_000_000).default(1000).describe('Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000.'),
-  replyDedupeSeconds: int(60, 30 * 86_400).default(DEFAULT_DELIVERY_KEY_TTL_SECONDS).describe("How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live."),
+  replyDedupeSeconds: int(60, 30 * 86_400)
+    .default(DEFAULT_DELIVERY_KEY_TTL_SECONDS)
+    .describe(
+      "How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live.",
+    ),
   attachmentHosts: z
     .array(z.string().regex(/^(\*\.)?[a-z0-9.-]+(:\d+)?$/i, { error: 'expected a host name like files.example.com, *.example.com or 127.0.0.1:9000' }))
     .default([])
-    .describe('Hosts attachment URLs may be fetched from for the model (`files.example.com`, `*.example.com`, with `:port` when not the default); others stay text placeholders. Default `[]` (none fetched).'),
+    .describe(
+      'Hosts attachment URLs may be fetched from for the model (`files.example.com`, `*.example.com`, with `:port` when not the default); others stay text placeholders. Default `[]` (none fetched).',
+    ),
   maxStreamClients: int(1, 10_000).default(100).describe('Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100.'),
 });
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ChannelHost, InboundMessage } from '../../src/channel.js';
-import { json, readJsonBody, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
 import { attachmentSchema } from '../../src/record/entries.js';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';
@@ -32,9 +32,6 @@ export const webhookBodySchema = z
     group: z.boolean().optional(),
   })
   .refine((b) => b.text.trim() !== '' || (b.attachments?.length ?? 0) > 0, { error: 'text is empty and there are no attachments', path: ['text'] });
-
-/** A webhook request body. */
-type WebhookBody = z.infer<typeof webhookBodySchema>;
 
 export interface InboundOptions {
   name: string;

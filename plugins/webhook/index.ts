@@ -7,10 +7,10 @@
  * The wire format is in the README (channels section).
  */
 import { z } from 'zod';
-import { defineChannelPlugin, type ChannelDeps, type ChannelHost, type ChannelPlugin } from '../../src/channel.js';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
-import { WEBHOOK_NAME_RE, webhookChannelConfigSchema, type WebhookChannelConfig, type WebhookChannelConfigInput } from './config.js';
 import { CallbackPump } from './callbacks.js';
+import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
 import { inboundHandler } from './inbound.js';
 import { createWebhookOutbound } from './outbound.js';
@@ -19,7 +19,8 @@ export type { WebhookChannelConfigInput } from './config.js';
 
 function parseConfig(name: string, config: WebhookChannelConfigInput): WebhookChannelConfig {
   const issues = [];
-  if (!WEBHOOK_NAME_RE.test(name)) issues.push({ path: `channels.webhooks.${name}`, message: 'name must be 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
+  if (!WEBHOOK_NAME_RE.test(name))
+    issues.push({ path: `channels.webhooks.${name}`, message: 'name must be 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
   const parsed = webhookChannelConfigSchema.safeParse(config);
   if (!parsed.success) issues.push(...parsed.error.issues.map((i) => ({ path: ['channels', 'webhooks', name, ...i.path].join('.'), message: i.message })));
   if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
@@ -40,7 +41,9 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
   const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
   const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix });
   // Only started channels (hosts) POST callbacks; runners only store replies.
-  const pump = cfg.callbackUrl ? new CallbackPump({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch }) : undefined;
+  const pump = cfg.callbackUrl
+    ? new CallbackPump({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch })
+    : undefined;
 
   return {
     id: channelId,
@@ -48,7 +51,12 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
     outbound,
     async start(h: ChannelHost) {
       host = h;
-      h.routes.add({ method: 'POST', path, bodyLimitBytes: cfg.maxBodyBytes, handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }) });
+      h.routes.add({
+        method: 'POST',
+        path,
+        bodyLimitBytes: cfg.maxBodyBytes,
+        handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }),
+      });
       h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
       pump?.start();
       logger.info({ path, callbacks: pump !== undefined }, 'webhook channel ready');
@@ -63,7 +71,8 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
 /** Settings of every webhook channel by name (`channels.webhooks.<name>`). */
 const webhooksConfigSchema = z.record(z.string(), webhookChannelConfigSchema).superRefine((hooks, ctx) => {
   for (const name of Object.keys(hooks)) {
-    if (!WEBHOOK_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'bad webhook name: expected 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
+    if (!WEBHOOK_NAME_RE.test(name))
+      ctx.addIssue({ code: 'custom', path: [name], message: 'bad webhook name: expected 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
   }
 });
 

@@ -11,12 +11,12 @@ import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError } from '../../src/errors.js';
 import { fetchFile } from '../../src/fetch-file.js';
+import { conversationKeys } from '../../src/keys.js';
 import type { RedisClient } from '../../src/redis.js';
+import { runScript } from '../../src/scripts/index.js';
+import { markPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey, type WebhookReply } from './events.js';
-import { markPending } from './callbacks.js';
-import { conversationKeys } from '../../src/keys.js';
-import { runScript } from '../../src/scripts/index.js';
 
 export interface WebhookOutboundOptions {
   channelId: string;
@@ -48,7 +48,8 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
     channelId: o.channelId,
     maxMessageChars: cfg.maxMessageChars,
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
-      if (!conversationId.startsWith(`${o.channelId}:`)) throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
+      if (!conversationId.startsWith(`${o.channelId}:`))
+        throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
       const reply: WebhookReply = {
         conversation: conversationId.slice(o.channelId.length + 1),
         text,
@@ -59,11 +60,12 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       // The stream first, then the mark (two keys in two slots, so two commands): the pump never
       // finds a mark without its reply. A reply stored before (same delivery key: a retried run
       // attempt) is not stored again, but marked again, in case the crash came between the two.
-      await runScript(o.redis, 'reply-store', [repliesKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${reply.messageId}`], [
-        JSON.stringify(reply),
-        cfg.replyStreamMaxLen,
-        opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds,
-      ]);
+      await runScript(
+        o.redis,
+        'reply-store',
+        [repliesKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${reply.messageId}`],
+        [JSON.stringify(reply), cfg.replyStreamMaxLen, opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds],
+      );
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
     },

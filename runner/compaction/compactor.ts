@@ -4,16 +4,17 @@
  * appends the `compaction` record entry, and keeps the circuit breaker that
  * stops pressure compaction after repeated ineffective ones.
  */
-import { DEFAULTS } from '../../src/defaults.js';
+
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../../src/defaults.js';
+import { CasConflictError } from '../../src/errors.js';
 import type { RunRef } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';
+import { type BreakerState, breakerValue, parseBreaker } from '../../src/record/breaker.js';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { breakerValue, parseBreaker, type BreakerState } from '../../src/record/breaker.js';
-import { CasConflictError } from '../../src/errors.js';
-import { projectHistory, type ProjectionOptions } from '../projection.js';
-import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, summaryMessages, type Checkpoint } from './checkpoint.js';
+import { type ProjectionOptions, projectHistory } from '../projection.js';
+import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, type Checkpoint, summaryMessages } from './checkpoint.js';
 import { estimateMessages } from './estimate.js';
 import { selectTurns } from './select.js';
 import { summarize } from './summarize.js';
@@ -48,7 +49,6 @@ export function shouldCompact(i: ShouldCompactInput): boolean {
   if (i.trigger !== 'pressure') return true;
   return !i.breakerOpen && i.estimate > (i.threshold ?? DEFAULTS.compaction.threshold) * i.contextWindow;
 }
-
 
 const CLOSED: BreakerState = { open: false, ineffective: 0 };
 
@@ -190,10 +190,28 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     return { kind: 'conflict', current: err.current };
   }
   o.logger.info(
-    { trigger: o.trigger, coversUntil: checkpoint.covers_until, turns: selection.turns, tokensBefore: checkpoint.tokens_before, tokensAfter, summarizer, effective, breakerOpen: next.open },
+    {
+      trigger: o.trigger,
+      coversUntil: checkpoint.covers_until,
+      turns: selection.turns,
+      tokensBefore: checkpoint.tokens_before,
+      tokensAfter,
+      summarizer,
+      effective,
+      breakerOpen: next.open,
+    },
     'compacted the conversation',
   );
-  return { kind: 'compacted', checkpoint, raw: JSON.stringify(checkpoint), messages, entries: [...selection.kept, { ...entry, seq }], seq, effective, breaker: next };
+  return {
+    kind: 'compacted',
+    checkpoint,
+    raw: JSON.stringify(checkpoint),
+    messages,
+    entries: [...selection.kept, { ...entry, seq }],
+    seq,
+    effective,
+    breaker: next,
+  };
 }
 
 async function writeBreaker(o: Pick<CompactOptions, 'state' | 'run'>, b: BreakerState, at: number): Promise<void> {

@@ -3,15 +3,16 @@
  * `covers_until`, read in pages. Without a usable checkpoint, a bounded tail
  * of the record — never the whole record.
  */
-import { DEFAULTS } from '../../src/defaults.js';
+
 import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../../src/defaults.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readAfter, readRange, readTail } from '../../src/record/read.js';
 import type { RedisClient } from '../../src/scripts/index.js';
-import { projectHistory, type ProjectionOptions } from '../projection.js';
-import { CHECKPOINT_KEY, summaryMessages, validateCheckpoint, type Checkpoint, type CheckpointRejection } from './checkpoint.js';
+import { type ProjectionOptions, projectHistory } from '../projection.js';
+import { CHECKPOINT_KEY, type Checkpoint, type CheckpointRejection, summaryMessages, validateCheckpoint } from './checkpoint.js';
 
 /** Options of `loadPrompt`. */
 export interface LoadPromptOptions {

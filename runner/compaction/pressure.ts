@@ -5,8 +5,8 @@
  */
 import type { ModelMessage } from 'ai';
 import { projectHistory } from '../projection.js';
-import { compact, readBreaker, shouldCompact, type CompactOptions, type CompactResult, type LoadedBase } from './compactor.js';
-import { estimateMessages, estimateRequest, type Calibrator, type RequestEstimate } from './estimate.js';
+import { type CompactOptions, type CompactResult, compact, type LoadedBase, readBreaker, shouldCompact } from './compactor.js';
+import { type Calibrator, estimateMessages, estimateRequest, type RequestEstimate } from './estimate.js';
 
 /** Options of `compactIfNeeded`. */
 export interface CompactIfNeededOptions extends Omit<CompactOptions, 'tokensBefore' | 'estimate' | 'loaded'> {
@@ -47,7 +47,13 @@ export async function compactIfNeeded(o: CompactIfNeededOptions): Promise<Pressu
     ...(o.added && { added: o.added }),
   });
   const unchanged: PressureCheck = { messages: o.loaded.messages, loaded: o.loaded, estimate };
-  const over = shouldCompact({ estimate: estimate.tokens, contextWindow: o.contextWindow, ...(o.threshold !== undefined && { threshold: o.threshold }), breakerOpen: false, trigger: o.trigger });
+  const over = shouldCompact({
+    estimate: estimate.tokens,
+    contextWindow: o.contextWindow,
+    ...(o.threshold !== undefined && { threshold: o.threshold }),
+    breakerOpen: false,
+    trigger: o.trigger,
+  });
   if (!over) return unchanged;
   // Only now is the breaker worth a round trip.
   if (o.trigger === 'pressure' && (await readBreaker(o.state, cid)).open) return unchanged;

@@ -18,11 +18,11 @@
  * is their projection, so answers of failed and superseded runs (kept in the
  * record, never in the prompt) are not summarized either.
  */
-import { DEFAULTS } from '../../src/defaults.js';
-import type { ModelMessage } from 'ai';
-import type { SeqEntry } from '../../src/record/entries.js';
-import { placements, projectHistory, type ProjectionOptions } from '../projection.js';
 
+import type { ModelMessage } from 'ai';
+import { DEFAULTS } from '../../src/defaults.js';
+import type { SeqEntry } from '../../src/record/entries.js';
+import { type ProjectionOptions, placements, projectHistory } from '../projection.js';
 
 /** Options of `selectTurns`. */
 export interface SelectOptions {
@@ -102,4 +102,3 @@ function countUpTo(sortedSeqs: number[], seq: number): number {
   while (n < sortedSeqs.length && sortedSeqs[n]! <= seq) n++;
   return n;
 }
-

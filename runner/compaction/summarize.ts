@@ -4,10 +4,10 @@
  * fails (throws, is aborted, answers nothing) a deterministic summary instead,
  * so the conversation still shrinks.
  */
-import { DEFAULTS } from '../../src/defaults.js';
+
 import { generateText, type LanguageModel, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-
+import { DEFAULTS } from '../../src/defaults.js';
 
 /** Options of `summarize`. */
 export interface SummarizeOptions {

@@ -12,19 +12,11 @@ import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { newRunId } from './ids.js';
-import { resolveOptions, type ProtocolOptions, type RateLimitOptions, type ResolvedProtocolOptions, type TokenBucketOptions } from './options.js';
-import {
-  INPUT_POLICIES,
-  type ConversationStatus,
-  type IncomingMessage,
-  type IngestResult,
-  type InputPolicy,
-  type StopKind,
-} from './types.js';
+import { type ProtocolOptions, type RateLimitOptions, type ResolvedProtocolOptions, resolveOptions, type TokenBucketOptions } from './options.js';
+import { type ConversationStatus, INPUT_POLICIES, type IncomingMessage, type IngestResult, type InputPolicy, type StopKind } from './types.js';
 
 /** Largest `metadata` of a message, in bytes of JSON. */
 export const MAX_METADATA_BYTES = 8192;
-
 
 /** Who sent a control command, and which update carried it. */
 export interface CommandSource {
@@ -113,10 +105,10 @@ export class Dispatch {
     const entryJson = metadataJson === undefined ? json : `${json.slice(0, -1)},"metadata":${metadataJson}}`;
     const reply = checkReply(
       'ingest',
-      await this.ingestBatch.run([k.base, k.dedupe(m.updateKey)], [
-        entryJson,
-        `${policy}${this.ingestOptionsMiddle}${runId}${this.rateLimitSpec && `${this.rateLimitSpec}${m.sender.id}`}`,
-      ]),
+      await this.ingestBatch.run(
+        [k.base, k.dedupe(m.updateKey)],
+        [entryJson, `${policy}${this.ingestOptionsMiddle}${runId}${this.rateLimitSpec && `${this.rateLimitSpec}${m.sender.id}`}`],
+      ),
     );
     const [kind, seq, replyRunId, a, b] = reply;
     switch (kind) {
@@ -147,13 +139,12 @@ export class Dispatch {
     const entry = this.commandEntry(source, command);
     const reply = checkReply(
       'request-interrupt',
-      await runScript(this.options.client, 'request-interrupt', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
-        kind,
-        JSON.stringify(entry),
-        this.options.dedupeTtlSeconds,
-        controlChannel(this.options.prefix),
-        source.conversationId,
-      ]),
+      await runScript(
+        this.options.client,
+        'request-interrupt',
+        [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta],
+        [kind, JSON.stringify(entry), this.options.dedupeTtlSeconds, controlChannel(this.options.prefix), source.conversationId],
+      ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
     if (reply[0] === 'idle') return { kind: 'idle', seq: Number(reply[1]) };
@@ -166,12 +157,12 @@ export class Dispatch {
     const entry = { v: 1, kind: 'conversation.reset', at: this.options.now(), updateKey: source.updateKey, sender: source.sender };
     const reply = checkReply(
       'reset',
-      await runScript(this.options.client, 'reset', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
-        JSON.stringify(entry),
-        this.options.dedupeTtlSeconds,
-        controlChannel(this.options.prefix),
-        source.conversationId,
-      ]),
+      await runScript(
+        this.options.client,
+        'reset',
+        [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta],
+        [JSON.stringify(entry), this.options.dedupeTtlSeconds, controlChannel(this.options.prefix), source.conversationId],
+      ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
     return { kind: 'reset', seq: Number(reply[1]), ...(reply[2] ? { stoppedRunId: String(reply[2]) } : {}) };
@@ -186,11 +177,12 @@ export class Dispatch {
     const entry = this.commandEntry(source, '/queue', policy ?? 'default');
     const reply = checkReply(
       'set-policy',
-      await runScript(this.options.client, 'set-policy', [k.dedupe(source.updateKey), k.log, k.meta], [
-        policy ?? '',
-        JSON.stringify(entry),
-        this.options.dedupeTtlSeconds,
-      ]),
+      await runScript(
+        this.options.client,
+        'set-policy',
+        [k.dedupe(source.updateKey), k.log, k.meta],
+        [policy ?? '', JSON.stringify(entry), this.options.dedupeTtlSeconds],
+      ),
     );
     return { kind: reply[0] === 'duplicate' ? 'duplicate' : 'ok', seq: Number(reply[1]) };
   }
@@ -209,12 +201,12 @@ export class Dispatch {
     assertRunId(runId);
     const reply = checkReply(
       'request-compaction',
-      await runScript(this.options.client, 'request-compaction', [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta], [
-        JSON.stringify(this.commandEntry(source, '/compact')),
-        this.options.dedupeTtlSeconds,
-        runId,
-        source.conversationId,
-      ]),
+      await runScript(
+        this.options.client,
+        'request-compaction',
+        [k.base, k.dedupe(source.updateKey), k.active, k.log, k.meta],
+        [JSON.stringify(this.commandEntry(source, '/compact')), this.options.dedupeTtlSeconds, runId, source.conversationId],
+      ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
     return { kind: reply[0] === 'new-run' ? 'new-run' : 'requested', seq: Number(reply[1]), runId: String(reply[2]) };
@@ -229,7 +221,12 @@ export class Dispatch {
   /** `/status`: the snapshot, or `duplicate` when the command's update was seen before (deduped in the same script). */
   async statusCommand(source: CommandSource): Promise<{ kind: 'duplicate' } | { kind: 'status'; status: ConversationStatus }> {
     const k = this.commandKeys(source);
-    const r = await runScript(this.options.client, 'status-command', [k.base, k.active, k.pending, k.meta, k.dedupe(source.updateKey)], [this.options.dedupeTtlSeconds]);
+    const r = await runScript(
+      this.options.client,
+      'status-command',
+      [k.base, k.active, k.pending, k.meta, k.dedupe(source.updateKey)],
+      [this.options.dedupeTtlSeconds],
+    );
     return r[0] === 'duplicate' ? { kind: 'duplicate' } : { kind: 'status', status: statusOf(r.slice(1)) };
   }
 

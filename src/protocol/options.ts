@@ -1,7 +1,7 @@
 import { DEFAULTS } from '../defaults.js';
 import type { RedisClient } from '../scripts/index.js';
+import { type AfterPurge, type ResolvedRetention, type RetentionOptions, resolveRetention } from './retention.js';
 import type { InputPolicy } from './types.js';
-import { resolveRetention, type AfterPurge, type ResolvedRetention, type RetentionOptions } from './retention.js';
 
 /** Options shared by the host and runner halves of the protocol. */
 export interface ProtocolOptions {
@@ -50,7 +50,8 @@ export interface RateLimitOptions {
 }
 
 /** Options with defaults applied. */
-export type ResolvedProtocolOptions = Required<Omit<ProtocolOptions, 'rateLimit' | 'retention'>> & Pick<ProtocolOptions, 'rateLimit'> & { retention: ResolvedRetention };
+export type ResolvedProtocolOptions = Required<Omit<ProtocolOptions, 'rateLimit' | 'retention'>> &
+  Pick<ProtocolOptions, 'rateLimit'> & { retention: ResolvedRetention };
 
 export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
   return {

@@ -11,9 +11,9 @@
 import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError, ScriptError } from '../errors.js';
 import { assertUpdateKey, CONVERSATION_KEY_SUFFIXES, controlChannel, conversationKeys } from '../keys.js';
-import { runScript, type RedisClient } from '../scripts/index.js';
+import { type RedisClient, runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
-import { DEFAULT_TOMBSTONE_TTL_SECONDS, type AfterPurge } from './retention.js';
+import { type AfterPurge, DEFAULT_TOMBSTONE_TTL_SECONDS } from './retention.js';
 
 /** Options of `purgeConversation`. */
 export interface PurgeOptions {
@@ -55,16 +55,21 @@ export async function purgeConversation(client: RedisClient, prefix: string, con
   if (opts.updateKey !== undefined) assertUpdateKey(opts.updateKey);
   const r = checkReply(
     'purge',
-    await runScript(client, 'purge', [k.base], [
-      opts.stopActive ? '1' : '0',
-      mode,
-      ttl,
-      controlChannel(prefix),
-      conversationId,
-      opts.updateKey ?? '',
-      opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
-      ...CONVERSATION_KEY_SUFFIXES,
-    ]),
+    await runScript(
+      client,
+      'purge',
+      [k.base],
+      [
+        opts.stopActive ? '1' : '0',
+        mode,
+        ttl,
+        controlChannel(prefix),
+        conversationId,
+        opts.updateKey ?? '',
+        opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
+        ...CONVERSATION_KEY_SUFFIXES,
+      ],
+    ),
   );
   switch (r[0]) {
     case 'purged':

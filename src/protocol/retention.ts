@@ -7,7 +7,7 @@
  */
 import { DEFAULTS } from '../defaults.js';
 import { CONVERSATION_KEY_SUFFIXES, conversationKeys } from '../keys.js';
-import { runScript, type RedisClient } from '../scripts/index.js';
+import { type RedisClient, runScript } from '../scripts/index.js';
 
 /** What an update for a purged conversation gets while its tombstone stands. */
 export type AfterPurge = 'refuse' | 'restart';
@@ -55,7 +55,13 @@ export function resolveRetention(r: RetentionOptions = {}): ResolvedRetention {
 }
 
 /** The `retention` config section as protocol options (days become ms). */
-export function retentionOptions(c: { endedRunTtlSeconds: number; recordTrimAfterEntries: number; recordTrimAfterDays: number; idleTtlSeconds: number; tombstoneTtlSeconds: number }): RetentionOptions {
+export function retentionOptions(c: {
+  endedRunTtlSeconds: number;
+  recordTrimAfterEntries: number;
+  recordTrimAfterDays: number;
+  idleTtlSeconds: number;
+  tombstoneTtlSeconds: number;
+}): RetentionOptions {
   return {
     endedRunTtlSeconds: c.endedRunTtlSeconds,
     recordTrimAfterEntries: c.recordTrimAfterEntries,
@@ -85,13 +91,11 @@ export interface RetainResult {
  */
 export async function retainConversation(client: RedisClient, prefix: string, conversationId: string, r: ResolvedRetention): Promise<RetainResult> {
   const k = conversationKeys(prefix, conversationId);
-  const reply = await runScript(client, 'retain', [k.base], [
-    r.recordTrimAfterEntries,
-    r.recordTrimAfterMs,
-    r.idleTtlSeconds,
-    conversationId,
-    CHECKPOINT_STATE_KEY,
-    ...CONVERSATION_KEY_SUFFIXES,
-  ]);
+  const reply = await runScript(
+    client,
+    'retain',
+    [k.base],
+    [r.recordTrimAfterEntries, r.recordTrimAfterMs, r.idleTtlSeconds, conversationId, CHECKPOINT_STATE_KEY, ...CONVERSATION_KEY_SUFFIXES],
+  );
   return { trimmed: Number(reply[1]), expiring: reply[2] === 1 };
 }

@@ -6,13 +6,13 @@
 import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, conversationKeys } from '../keys.js';
-import { recordEntrySchema, type RecordEntry, type RunOutcome, type SeqEntry } from '../record/entries.js';
+import { type RecordEntry, type RunOutcome, recordEntrySchema, type SeqEntry } from '../record/entries.js';
 import { parseEntry } from '../record/read.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply, pairsFrom, seqList } from '../scripts/results.js';
 import { newRunId } from './ids.js';
+import { type ProtocolOptions, type ResolvedProtocolOptions, resolveOptions } from './options.js';
 import { retainConversation, retentionActive } from './retention.js';
-import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
 import type { AcquiredRun, FinishResult, SteeringMode, StopKind } from './types.js';
 
 /** Identifies one acquired attempt of a run. */
@@ -111,11 +111,7 @@ export class Runs {
    * steering is requeued, and a successor is created when messages wait.
    * The caller must enqueue the successor's job.
    */
-  async finish(
-    run: RunRef,
-    outcome: RunOutcome,
-    opts: { reason?: string; mode?: SteeringMode; successorId?: string } = {},
-  ): Promise<FinishResult> {
+  async finish(run: RunRef, outcome: RunOutcome, opts: { reason?: string; mode?: SteeringMode; successorId?: string } = {}): Promise<FinishResult> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const reason = (opts.reason ?? '').slice(0, 500);
     const successorId = opts.successorId ?? newRunId();
@@ -126,7 +122,16 @@ export class Runs {
         this.options.client,
         'finish',
         [k.run(run.runId), k.steer(run.runId), k.log, k.meta, k.active, k.pending, k.base],
-        [run.token, run.runId, outcome, reason, successorId, opts.mode ?? DEFAULTS.agent.steeringMode, run.conversationId, this.options.retention.endedRunTtlSeconds],
+        [
+          run.token,
+          run.runId,
+          outcome,
+          reason,
+          successorId,
+          opts.mode ?? DEFAULTS.agent.steeringMode,
+          run.conversationId,
+          this.options.retention.endedRunTtlSeconds,
+        ],
       ),
       run.runId,
     );

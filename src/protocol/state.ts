@@ -5,10 +5,10 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { conversationKeys } from '../keys.js';
+import { type RecordEntry, recordEntrySchema } from '../record/entries.js';
 import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
-import { resolveOptions, type ProtocolOptions, type ResolvedProtocolOptions } from './options.js';
-import { recordEntrySchema, type RecordEntry } from '../record/entries.js';
+import { type ProtocolOptions, type ResolvedProtocolOptions, resolveOptions } from './options.js';
 import type { RunRef } from './runs.js';
 
 /** Longest state key, in characters. */
@@ -97,18 +97,23 @@ export class ConversationState {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const r = checkReply(
       'compaction-commit',
-      await runScript(this.options.client, 'compaction-commit', [k.run(run.runId), k.state, k.log, k.meta], [
-        run.token,
-        c.checkpoint.key,
-        this.json(c.checkpoint.key, c.checkpoint.value),
-        c.checkpoint.expect.kind,
-        c.checkpoint.expect.kind === 'equals' ? c.checkpoint.expect.raw : '',
-        this.options.maxStateBytes,
-        JSON.stringify(parsed.data),
-        c.breaker?.key ?? '',
-        c.breaker ? this.json(c.breaker.key, c.breaker.value) : '',
-        c.compactRequestedSeq,
-      ]),
+      await runScript(
+        this.options.client,
+        'compaction-commit',
+        [k.run(run.runId), k.state, k.log, k.meta],
+        [
+          run.token,
+          c.checkpoint.key,
+          this.json(c.checkpoint.key, c.checkpoint.value),
+          c.checkpoint.expect.kind,
+          c.checkpoint.expect.kind === 'equals' ? c.checkpoint.expect.raw : '',
+          this.options.maxStateBytes,
+          JSON.stringify(parsed.data),
+          c.breaker?.key ?? '',
+          c.breaker ? this.json(c.breaker.key, c.breaker.value) : '',
+          c.compactRequestedSeq,
+        ],
+      ),
       run.runId,
     );
     return Number(r[1]);
@@ -121,7 +126,11 @@ export class ConversationState {
    */
   async clearCompactRequest(run: RunRef, seenSeq: number): Promise<boolean> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
-    const r = checkReply('compact-request-clear', await runScript(this.options.client, 'compact-request-clear', [k.run(run.runId), k.meta], [run.token, seenSeq]), run.runId);
+    const r = checkReply(
+      'compact-request-clear',
+      await runScript(this.options.client, 'compact-request-clear', [k.run(run.runId), k.meta], [run.token, seenSeq]),
+      run.runId,
+    );
     return r[1] === 1;
   }
 
@@ -144,15 +153,12 @@ export class ConversationState {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     checkReply(
       'state-set',
-      await runScript(this.options.client, 'state-set', [k.run(run.runId), k.state], [
-        run.token,
-        key,
-        op,
-        json,
-        expect.kind,
-        expect.kind === 'equals' ? expect.raw : '',
-        this.options.maxStateBytes,
-      ]),
+      await runScript(
+        this.options.client,
+        'state-set',
+        [k.run(run.runId), k.state],
+        [run.token, key, op, json, expect.kind, expect.kind === 'equals' ? expect.raw : '', this.options.maxStateBytes],
+      ),
       run.runId,
     );
   }

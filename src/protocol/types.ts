@@ -1,6 +1,7 @@
 /** Plain types of the dispatch protocol (no zod inside). */
-import type { Attachment, Sender } from '../record/entries.js';
+
 import type { InputPolicy } from '../input-policies.js';
+import type { Attachment, Sender } from '../record/entries.js';
 
 /** How a message that arrives during a run is handled (see the README's dispatch table), and every policy in documentation order. */
 export { INPUT_POLICIES, type InputPolicy } from '../input-policies.js';

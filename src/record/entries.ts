@@ -236,7 +236,6 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
 
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
-type CommandReceived = z.infer<typeof commandReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
 export type ToolStarted = z.infer<typeof toolStartedSchema>;

@@ -47,9 +47,9 @@ export interface ReadRangeOptions {
 export async function readRange(client: RedisClient, logKey: string, opts: ReadRangeOptions = {}): Promise<SeqEntry[]> {
   const start = opts.fromSeq !== undefined ? `${opts.fromSeq}-0` : '-';
   const end = opts.toSeq !== undefined ? `${opts.toSeq}-0` : '+';
-  const reply = (opts.count !== undefined
-    ? await client.xrange(logKey, start, end, 'COUNT', opts.count)
-    : await client.xrange(logKey, start, end)) as StreamReply;
+  const reply = (
+    opts.count !== undefined ? await client.xrange(logKey, start, end, 'COUNT', opts.count) : await client.xrange(logKey, start, end)
+  ) as StreamReply;
   return toEntries(reply);
 }
 
@@ -60,12 +60,7 @@ export async function readTail(client: RedisClient, logKey: string, count: numbe
 }
 
 /** Reads entries after `afterSeq` in pages of `pageSize`, yielding each page. */
-export async function* readAfter(
-  client: RedisClient,
-  logKey: string,
-  afterSeq: number,
-  pageSize = 500,
-): AsyncGenerator<SeqEntry[]> {
+export async function* readAfter(client: RedisClient, logKey: string, afterSeq: number, pageSize = 500): AsyncGenerator<SeqEntry[]> {
   let from = afterSeq + 1;
   for (;;) {
     const page = await readRange(client, logKey, { fromSeq: from, count: pageSize });

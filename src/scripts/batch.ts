@@ -12,7 +12,7 @@
  */
 import { ScriptError } from '../errors.js';
 import type { RedisClient } from '../redis.js';
-import { isBatchScript, runScript, scriptKeyCount, type ScriptName, type ScriptReply } from './index.js';
+import { isBatchScript, runScript, type ScriptName, type ScriptReply, scriptKeyCount } from './index.js';
 
 /** Most items in one script call: bounds how long one call holds Redis (about 20 µs per ingest), and a full call leaves without waiting for the turn to end. */
 export const DEFAULT_MAX_BATCH = 16;

@@ -7,9 +7,9 @@
  * `--- @include "<name>"` lines are replaced by `includes/<name>.lua` (each
  * include at most once per script).
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ScriptError } from '../errors.js';
 
 import type { RedisClient } from '../redis.js';
@@ -128,12 +128,7 @@ export function isBatchScript(name: ScriptName): boolean {
  * script's file name (a positive multiple of it for a batch script, whose
  * reply is one reply per item). Returns the raw reply; decode it with `results.ts`.
  */
-export async function runScript(
-  client: RedisClient,
-  name: ScriptName,
-  keys: string[],
-  args: Array<string | number>,
-): Promise<ScriptReply> {
+export async function runScript(client: RedisClient, name: ScriptName, keys: string[], args: Array<string | number>): Promise<ScriptReply> {
   const s = SCRIPTS.get(name);
   if (!s) throw new ScriptError(name, 'no such script');
   if (s.batch ? keys.length === 0 || keys.length % s.numberOfKeys !== 0 : keys.length !== s.numberOfKeys) {

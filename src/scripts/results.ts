@@ -10,7 +10,7 @@ import {
   RunNotFoundError,
   ScriptError,
   StaleRunError,
-  SteerbotError,
+  type SteerbotError,
 } from '../errors.js';
 import type { ScriptName, ScriptReply } from './index.js';
 
@@ -26,7 +26,6 @@ export const SCRIPT_ERRORS = {
   /** One item of a batch script failed (its message follows); the other items stand. */
   SCRIPT: -8,
 } as const;
-
 
 /** Throws the typed error a refusal stands for; returns the reply otherwise. */
 export function checkReply(script: ScriptName, reply: ScriptReply, runId = '?'): ScriptReply {

@@ -114,4 +114,3 @@ function payloadText(value: unknown): string {
   const safe = redactSecrets(text);
   return safe.length > MAX_PAYLOAD_CHARS ? `${safe.slice(0, MAX_PAYLOAD_CHARS)}…` : safe;
 }
-

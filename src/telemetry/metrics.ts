@@ -103,7 +103,7 @@ export class SteerbotMetrics {
   });
   readonly mcpUnavailable = new Counter({
     name: 'steerbot_mcp_unavailable_total',
-    help: 'Runs that went without an MCP server\'s tools because it could not be reached, by server.',
+    help: "Runs that went without an MCP server's tools because it could not be reached, by server.",
     labelNames: ['server'] as const,
     registers: [this.registry],
   });

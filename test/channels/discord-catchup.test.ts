@@ -3,21 +3,22 @@
  * are read back over REST when a host starts, with the real discord.js client
  * against the fake Discord and the real host `receive` on real Redis.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
 import type { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countSent } from '../../bench/private-redis.js';
 import { advanceCursor, CursorBuffer, cursorsKey } from '../../plugins/discord/catch-up.js';
 import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/index.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
+import type { Logger } from '../../src/logger.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
-import type { Logger } from '../../src/logger.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { waitFor } from '../../testing/wait.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { deferred } from '../runner/harness.js';
-import { DM, RecordingHost, TOKEN, alice, captureLogger, realHost } from './discord-harness.js';
+import { alice, captureLogger, DM, RecordingHost, realHost, TOKEN } from './discord-harness.js';
 
 const DISCORD_EPOCH = 1_420_070_400_000n;
 /** A snowflake made `ageMs` ago. */

@@ -1,6 +1,6 @@
 /** The Discord channel passes the channel contract (real discord.js client against the fake Discord gateway + REST). */
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { channelPluginContract, type ChannelContractEnv, type ContractMessage } from '../../testing/channel-contract.js';
+import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { FakeDiscord, user } from '../../testing/fakes/discord-server.js';
 import { redisUrl } from '../helpers/redis.js';
 import { TOKEN } from './discord-harness.js';

@@ -12,9 +12,9 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
-import { RecordingHost, TOKEN, alice } from './discord-harness.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
+import { alice, RecordingHost, TOKEN } from './discord-harness.js';
 
 /** The DM whose replies go through a streaming Discord outbound. */
 const STREAM_DM = '510000000000000009';
@@ -45,7 +45,9 @@ beforeAll(async () => {
     const all = JSON.stringify(req.messages);
     const last = JSON.stringify(req.messages.at(-1)?.content ?? '');
     if (all.includes('look up the schedule')) {
-      return req.messages.some((m: { role: string }) => m.role === 'tool') ? { text: 'Here is the schedule, weekend included.' } : { toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] };
+      return req.messages.some((m: { role: string }) => m.role === 'tool')
+        ? { text: 'Here is the schedule, weekend included.' }
+        : { toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] };
     }
     if (last.includes('long story')) return { text: SLOW_STORY, chunkDelayMs: 150 };
     if (last.includes('my name is')) return { text: 'Noted.' };
@@ -70,7 +72,10 @@ beforeAll(async () => {
   host = new RecordingHost((m) => channelHost.receive('discord', m));
   await plugin.start(host.asHost(ctx.logger));
   // Runners only use outbound sides: this one is never started.
-  const streaming = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase, streaming: true }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
+  const streaming = createDiscordPlugin(
+    { token: TOKEN, apiBase: discord.apiBase, streaming: true },
+    { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix },
+  );
   const runner = await startRunner(ctx, {
     // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
     plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookup.tool], builtins: { currentTime: false } }),
@@ -113,10 +118,14 @@ describe('discord end to end', () => {
     const dm = '510000000000000002';
     discord.messageCreate({ channelId: dm, author: alice, content: 'write something long' });
     const squash = (s: string) => s.replace(/\s+/g, '');
-    const chunks = await waitFor(() => {
-      const texts = sentTo(dm).map((c) => c.body.content as string);
-      return squash(texts.join('')) === squash(LONG_REPLY) && texts;
-    }, 10_000, 'the whole long reply');
+    const chunks = await waitFor(
+      () => {
+        const texts = sentTo(dm).map((c) => c.body.content as string);
+        return squash(texts.join('')) === squash(LONG_REPLY) && texts;
+      },
+      10_000,
+      'the whole long reply',
+    );
     expect(LONG_REPLY.length).toBeGreaterThan(4000);
     expect(chunks.length).toBe(3);
     for (const c of chunks) expect(c.length).toBeLessThanOrEqual(2000);
@@ -179,7 +188,14 @@ describe('discord end to end', () => {
   it('/stop cuts off a running answer', async () => {
     const dm = '510000000000000005';
     discord.messageCreate({ channelId: dm, author: alice, content: 'tell me a long story' });
-    const [run] = await waitFor(async () => { const r = await runsIn(dm); return r.length === 1 && r; }, 10_000, 'the run started');
+    const [run] = await waitFor(
+      async () => {
+        const r = await runsIn(dm);
+        return r.length === 1 && r;
+      },
+      10_000,
+      'the run started',
+    );
     await tap.waitForText('BRAVO');
     discord.messageCreate({ channelId: dm, author: alice, content: '/stop' });
     expect((await h.runEnded(run!, 10_000, `discord:${dm}`)).outcome).toBe('stopped');

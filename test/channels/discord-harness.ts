@@ -37,7 +37,10 @@ export const guild = {
   id: GUILD,
   botRoleId: BOT_ROLE,
   name: 'test guild',
-  channels: [{ id: CHANNEL, name: 'general' }, { id: ALWAYS_CHANNEL, name: 'ask-the-bot' }],
+  channels: [
+    { id: CHANNEL, name: 'general' },
+    { id: ALWAYS_CHANNEL, name: 'ask-the-bot' },
+  ],
   threads: [{ id: THREAD, parentId: CHANNEL, name: 'a thread' }],
 };
 

@@ -12,7 +12,7 @@ import { ChannelApiError, ConfigError, InvalidInputError, RedisUnavailableError 
 import { closeRedis, createRedis } from '../../src/redis.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
+import { alice, bob, CHANNEL, captureLogger, DM, GUILD, guild, otherBot, RecordingHost, realHost, THREAD, TOKEN } from './discord-harness.js';
 
 const OK: ReceiveResult = { kind: 'ignored', reason: 'empty' };
 let fake: FakeDiscord;
@@ -35,14 +35,24 @@ afterAll(async () => {
 async function start(config: Partial<DiscordConfigInput>, handle: (m: InboundMessage) => Promise<ReceiveResult> = async () => OK) {
   const { logger, lines } = captureLogger();
   const host = new RecordingHost(handle);
-  const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, ingestRetryDelayMs: 5, ...config }, { logger, redis: undefined as never, prefix: 'unused' });
+  const plugin = createDiscordPlugin(
+    { token: TOKEN, apiBase: fake.apiBase, ingestRetryDelayMs: 5, ...config },
+    { logger, redis: undefined as never, prefix: 'unused' },
+  );
   await plugin.start(host.asHost(logger));
   started.push(plugin);
   return { plugin, host, lines };
 }
 
 function mention(channelId: string, content: string, author = alice) {
-  return fake.messageCreate({ channelId, guildId: GUILD, author, content: `<@${fake.bot.id}> ${content}`, mentions: [fake.bot], channelType: channelId === THREAD ? 11 : 0 });
+  return fake.messageCreate({
+    channelId,
+    guildId: GUILD,
+    author,
+    content: `<@${fake.bot.id}> ${content}`,
+    mentions: [fake.bot],
+    channelType: channelId === THREAD ? 11 : 0,
+  });
 }
 
 describe('discord inbound when the host cannot take a message', () => {
@@ -141,6 +151,10 @@ describe('discord start and config', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).issues.map((i) => i.path).sort()).toEqual(['channels.discord.alwaysChannels.0', 'channels.discord.apiBase', 'channels.discord.token']);
+    expect((err as ConfigError).issues.map((i) => i.path).sort()).toEqual([
+      'channels.discord.alwaysChannels.0',
+      'channels.discord.apiBase',
+      'channels.discord.token',
+    ]);
   });
 });

@@ -12,7 +12,22 @@ import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
 import { FakeDiscord, snowflake } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { ALWAYS_CHANNEL, BOT_ROLE, CHANNEL, DM, GUILD, RecordingHost, THREAD, TOKEN, alice, bob, captureLogger, guild, otherBot, realHost } from './discord-harness.js';
+import {
+  ALWAYS_CHANNEL,
+  alice,
+  BOT_ROLE,
+  bob,
+  CHANNEL,
+  captureLogger,
+  DM,
+  GUILD,
+  guild,
+  otherBot,
+  RecordingHost,
+  realHost,
+  THREAD,
+  TOKEN,
+} from './discord-harness.js';
 
 let fake: FakeDiscord;
 let plugin: ChannelPlugin;
@@ -43,7 +58,14 @@ afterAll(async () => {
 
 /** A guild message in `channelId` that mentions the bot. */
 function mention(channelId: string, content: string, author = alice) {
-  return fake.messageCreate({ channelId, guildId: GUILD, author, content: `<@${fake.bot.id}> ${content}`, mentions: [fake.bot], channelType: channelId === THREAD ? 11 : 0 });
+  return fake.messageCreate({
+    channelId,
+    guildId: GUILD,
+    author,
+    content: `<@${fake.bot.id}> ${content}`,
+    mentions: [fake.bot],
+    channelType: channelId === THREAD ? 11 : 0,
+  });
 }
 
 describe('discord gateway', () => {
@@ -101,12 +123,12 @@ describe('discord inbound', () => {
       expect((await host.waitForText('nickname form')).message.conversationId).toBe(`discord:${CHANNEL}`);
     });
 
-    it('takes a mention of the bot\'s managed role as a mention of the bot', async () => {
+    it("takes a mention of the bot's managed role as a mention of the bot", async () => {
       fake.messageCreate({ channelId: CHANNEL, guildId: GUILD, author: alice, content: `<@&${BOT_ROLE}> by role`, mentionRoles: [BOT_ROLE] });
       expect((await host.waitForText('by role')).message.conversationId).toBe(`discord:${CHANNEL}`);
     });
 
-    it('passes a reply to one of the bot\'s messages, with what it replies to', async () => {
+    it("passes a reply to one of the bot's messages, with what it replies to", async () => {
       const botMessage = { id: snowflake(), content: 'an earlier answer', author: fake.bot };
       const { message } = fake.messageCreate({ channelId: CHANNEL, guildId: GUILD, author: alice, content: 'follow-up question', replyTo: botMessage });
       const got = await host.waitForText('follow-up question');
@@ -153,7 +175,7 @@ describe('discord inbound', () => {
   });
 
   describe('ignores', () => {
-    it('the bot\'s own messages, other bots and system messages', async () => {
+    it("the bot's own messages, other bots and system messages", async () => {
       fake.messageCreate({ channelId: DM, author: fake.bot, content: 'my own echo' });
       fake.messageCreate({ channelId: DM, author: otherBot, content: 'a bot talking' });
       mention(CHANNEL, 'a bot mentioning', otherBot);
@@ -237,7 +259,12 @@ describe('discord outbound', () => {
     fake.fail('POST', /\/messages$/, { status: 502, body: { message: 'Bad Gateway', code: 0 }, commit: true });
     const before = fake.callsTo('POST', /\/messages$/).length;
     const { messageId } = await plugin.outbound.send(`discord:${DM}`, 'lost response', { deliveryKey: 'r1abc:1' });
-    expect(fake.callsTo('POST', /\/messages$/).slice(before).map((c) => c.status)).toEqual([502, 200]);
+    expect(
+      fake
+        .callsTo('POST', /\/messages$/)
+        .slice(before)
+        .map((c) => c.status),
+    ).toEqual([502, 200]);
     expect([...fake.messages.values()].filter((m) => m.content === 'lost response').map((m) => m.id)).toEqual([messageId]);
   });
 

@@ -8,13 +8,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { parseCommand } from '../../host/commands.js';
 import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
-import { isRedisUnavailable } from '../../src/redis.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
+import { isRedisUnavailable } from '../../src/redis.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
@@ -136,7 +136,12 @@ describe('receive', () => {
 
   describe('commands', () => {
     it('/stop asks the active run to stop and answers in the conversation, replying to the command', async () => {
-      expect(await host.receive('chan', msg('/stop'))).toMatchObject({ kind: 'command', command: 'stop', duplicate: false, reply: 'Nothing to stop: no run is active.' });
+      expect(await host.receive('chan', msg('/stop'))).toMatchObject({
+        kind: 'command',
+        command: 'stop',
+        duplicate: false,
+        reply: 'Nothing to stop: no run is active.',
+      });
       await host.receive('chan', msg('work please'));
       const stop = msg('/stop@MyBot');
       expect(await host.receive('chan', stop)).toMatchObject({ kind: 'command', command: 'stop', reply: 'Cancelled the run before it started.' });
@@ -196,7 +201,11 @@ describe('receive', () => {
       const pending = (await host.receive('chan', msg('/status'))) as { reply: string };
       expect(pending.reply).toContain('Compaction: /compact requested, applied at the next turn boundary');
       expect(pending.reply).not.toContain('paused');
-      await redis.hset(`${prefix}:{c:${CID}}:state`, 'runner.compaction.breaker', JSON.stringify({ schema_version: 1, open: true, ineffective: 3, updated_at: 1 }));
+      await redis.hset(
+        `${prefix}:{c:${CID}}:state`,
+        'runner.compaction.breaker',
+        JSON.stringify({ schema_version: 1, open: true, ineffective: 3, updated_at: 1 }),
+      );
       const open = (await host.receive('chan', msg('/status'))) as { reply: string };
       expect(open.reply).toContain('Compaction: paused after 3 ineffective compactions (/compact resumes it)');
     });

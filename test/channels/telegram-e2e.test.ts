@@ -5,15 +5,15 @@
  * server → delivery → the plugin's outbound → the fake Telegram Bot API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, routeRegistry, type HttpServer } from '../../host/http.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
-import { fakeModel, FetchTap, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -79,8 +79,17 @@ async function post(update: unknown): Promise<number> {
 }
 
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
-const userTexts = (i: number): unknown[] => ai.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
-const runStarted = (n: number) => waitFor(async () => { const started = await h.entries('run.started', CONVERSATION); return started.length >= n && started; }, 15_000, `${n} run(s) started`);
+const userTexts = (i: number): unknown[] =>
+  ai.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
+const runStarted = (n: number) =>
+  waitFor(
+    async () => {
+      const started = await h.entries('run.started', CONVERSATION);
+      return started.length >= n && started;
+    },
+    15_000,
+    `${n} run(s) started`,
+  );
 
 describe('telegram end to end', () => {
   it('answers a private message in its chat', async () => {
@@ -141,7 +150,9 @@ describe('telegram end to end', () => {
   });
 
   it('/stop cuts off a running answer', async () => {
-    ai.script((_req, i) => (i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' }));
+    ai.script((_req, i) =>
+      i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' },
+    );
     await post(messageUpdate({ text: 'write a long story' }));
     const [run] = await runStarted(1);
     await tap.waitForText('BRAVO');

@@ -11,8 +11,8 @@ import { telegramConfigSchema } from '../../plugins/telegram/config.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { FAKE_TOKEN, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
+import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 /** The webhook secret the harness configures. */

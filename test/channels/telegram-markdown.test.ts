@@ -33,13 +33,36 @@ describe('markdownToTelegramHtml', () => {
   });
 
   it('renders headings bold, quotes as blockquote and bullets as •', () => {
-    expect(markdownToTelegramHtml('## Title\n> quoted\n> more\n- one\n* two')).toBe(
-      '<b>Title</b>\n<blockquote>quoted\nmore</blockquote>\n• one\n• two',
-    );
+    expect(markdownToTelegramHtml('## Title\n> quoted\n> more\n- one\n* two')).toBe('<b>Title</b>\n<blockquote>quoted\nmore</blockquote>\n• one\n• two');
   });
 
   it('never produces HTML that Telegram would refuse, and keeps plain text as it is', () => {
-    const piece = fc.constantFrom('**', '__', '*', '_', '~~', '`', '```', '[', ']', '(', ')', 'https://a.b', '<', '>', '&', '\n', '# ', '> ', '- ', ' ', 'x', 'yz', '\uE000', '0\uE001');
+    const piece = fc.constantFrom(
+      '**',
+      '__',
+      '*',
+      '_',
+      '~~',
+      '`',
+      '```',
+      '[',
+      ']',
+      '(',
+      ')',
+      'https://a.b',
+      '<',
+      '>',
+      '&',
+      '\n',
+      '# ',
+      '> ',
+      '- ',
+      ' ',
+      'x',
+      'yz',
+      '\uE000',
+      '0\uE001',
+    );
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 40 }), (parts) => {
         visible(parts.join(''));

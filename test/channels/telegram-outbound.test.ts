@@ -9,7 +9,7 @@ const PRIVATE = 'telegram:1001';
 const GROUP = 'telegram:-100777';
 const TOPIC = 'telegram:-100777:42';
 
-const CANT_PARSE = { error_code: 400, description: "Bad Request: can't parse entities: Can't find end tag corresponding to start tag \"b\"" };
+const CANT_PARSE = { error_code: 400, description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"' };
 
 async function caught(p: Promise<unknown>): Promise<unknown> {
   try {
@@ -29,7 +29,7 @@ describe('telegram outbound', () => {
     await h.close();
   });
 
-  it('declares Telegram\'s limit of 4096 characters', () => {
+  it("declares Telegram's limit of 4096 characters", () => {
     expect(h.plugin.outbound.maxMessageChars).toBe(4096);
     expect(h.plugin.outbound.channelId).toBe('telegram');
   });
@@ -179,7 +179,10 @@ describe('telegram start', () => {
   it('fails with a token-free ChannelApiError when Telegram refuses the token', async () => {
     const h = await startTelegramHarness();
     const wrong = '7012345678:AAHwrongTokenXXXXXXXXXXXXXXXXXXXXXXXXXXXX';
-    const plugin = createTelegramPlugin({ token: wrong, apiRoot: h.fake.apiRoot, mode: 'webhook', webhookSecret: 'x'.repeat(16) }, { logger: h.logger, redis: h.redis, prefix: h.prefix });
+    const plugin = createTelegramPlugin(
+      { token: wrong, apiRoot: h.fake.apiRoot, mode: 'webhook', webhookSecret: 'x'.repeat(16) },
+      { logger: h.logger, redis: h.redis, prefix: h.prefix },
+    );
     try {
       const err = await caught(plugin.start(h.host));
       expect(err).toMatchObject({ code: 'CHANNEL_API', status: 401 });
@@ -201,7 +204,10 @@ describe('telegram start', () => {
 
   it('keeps running when setMyCommands fails', async () => {
     const h = await startTelegramHarness({ registerCommands: false });
-    const plugin = createTelegramPlugin({ token: FAKE_TOKEN, apiRoot: h.fake.apiRoot, mode: 'webhook', webhookSecret: 'x'.repeat(16), webhookPath: '/other' }, { logger: h.logger, redis: h.redis, prefix: h.prefix });
+    const plugin = createTelegramPlugin(
+      { token: FAKE_TOKEN, apiRoot: h.fake.apiRoot, mode: 'webhook', webhookSecret: 'x'.repeat(16), webhookPath: '/other' },
+      { logger: h.logger, redis: h.redis, prefix: h.prefix },
+    );
     h.fake.failNext('setMyCommands', { error_code: 400, description: 'Bad Request: BOT_COMMAND_INVALID' });
     // The harness's server already listens; this plugin registers its route on a fresh one.
     const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis: h.redis, logger: h.logger });

@@ -5,7 +5,7 @@ import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import type { ChannelPlugin, ReceiveResult } from '../../src/channel.js';
 import { RedisUnavailableError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
-import { FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { dispatchHost, MemoryLog } from './telegram-harness.js';
 

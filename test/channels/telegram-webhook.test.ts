@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { startTelegramHarness, WEBHOOK_SECRET, type TelegramHarness } from './telegram-harness.js';
+import { startTelegramHarness, type TelegramHarness, WEBHOOK_SECRET } from './telegram-harness.js';
 
 const BOB: TgUser = { id: 2002, is_bot: false, first_name: 'Bob' };
 const GROUP = -100777;
@@ -139,8 +139,22 @@ describe('telegram webhook', () => {
     });
 
     it('passes a text mention of the bot user and a reply to one of its messages', async () => {
-      await h.post(messageUpdate({ chatId: GROUP, from: BOB, text: 'Steer, help', entities: [{ type: 'text_mention', offset: 0, length: 5, user: { id: h.fake.bot.id, is_bot: true, first_name: 'Steer' } }] }));
-      await h.post(messageUpdate({ chatId: GROUP, from: BOB, text: 'and then?', replyTo: { message_id: 3, from: { id: h.fake.bot.id, is_bot: true, first_name: 'Steer' }, text: 'first answer' } }));
+      await h.post(
+        messageUpdate({
+          chatId: GROUP,
+          from: BOB,
+          text: 'Steer, help',
+          entities: [{ type: 'text_mention', offset: 0, length: 5, user: { id: h.fake.bot.id, is_bot: true, first_name: 'Steer' } }],
+        }),
+      );
+      await h.post(
+        messageUpdate({
+          chatId: GROUP,
+          from: BOB,
+          text: 'and then?',
+          replyTo: { message_id: 3, from: { id: h.fake.bot.id, is_bot: true, first_name: 'Steer' }, text: 'first answer' },
+        }),
+      );
       expect(h.host.received.map((m) => m.text)).toEqual(['Steer, help', 'and then?']);
       expect(h.host.received[1]?.replyTo).toEqual({ messageId: '3', text: 'first answer' });
     });
@@ -154,7 +168,7 @@ describe('telegram webhook', () => {
       expect(h.host.received).toEqual([]);
     });
 
-    it('always passes commands, strips this bot\'s @name, and skips commands for other bots', async () => {
+    it("always passes commands, strips this bot's @name, and skips commands for other bots", async () => {
       await h.post(messageUpdate({ chatId: GROUP, from: BOB, text: '/stop' }));
       await h.post(messageUpdate({ chatId: GROUP, from: BOB, text: '/queue@steer_test_bot collect' }));
       const other = await h.post(messageUpdate({ chatId: GROUP, from: BOB, text: '/stop@other_bot' }));
@@ -173,7 +187,6 @@ describe('telegram webhook', () => {
     expect(logKeys).toHaveLength(1);
     expect(await h.redis.xlen(logKeys[0]!)).toBe(1);
   });
-
 });
 
 describe('telegram webhook options', () => {

@@ -6,12 +6,12 @@
  * (created from config) → signed callbacks to a local receiver.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, listen } from '../../host/http.js';
 import { createChannels } from '../../app/start.js';
+import { createHttpServer, listen } from '../../host/http.js';
 import { startHost } from '../../host/main.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
-import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
+import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
@@ -19,12 +19,12 @@ import { conversationKeys } from '../../src/keys.js';
 import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../../testing/fakes/openai-server.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { closeTestContext, createTestContext } from '../../testing/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import type { SystemParts } from '../helpers/webhook-system.js';
-import { fakeModel, FetchTap, gatedTool, waitFor } from '../runner/harness.js';
+import { FetchTap, fakeModel, gatedTool, waitFor } from '../runner/harness.js';
 
 const SECRET = 'whsec-e2e-0123456789abcdef';
 const MAX_CHARS = 400;
@@ -47,7 +47,9 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
   const config = {
     ...base.config,
     runner: { ...base.config.runner, outboxTtlSeconds: OUTBOX_TTL },
-    channels: { webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: callbacks.url, maxMessageChars: MAX_CHARS, callbackRetryBaseMs: 10 }) } },
+    channels: {
+      webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: callbacks.url, maxMessageChars: MAX_CHARS, callbackRetryBaseMs: 10 }) },
+    },
   };
   const ctx: AppContext = { ...base, config };
   const http = createHttpServer({ config, redis: ctx.redis, logger: ctx.logger });
@@ -99,8 +101,10 @@ async function entries<K extends RecordEntry['kind']>(kind: K): Promise<Array<Se
 }
 const runEnded = (runId: string) => waitFor(async () => (await entries('run.ended')).find((e) => e.run === runId), 10_000, `run.ended of ${runId}`);
 /** Waits until the host has POSTed every reply stored so far (the channel has no conversation pending). */
-const callbacksDrained = () => waitFor(async () => (await sys.ctx.redis.zcard(pendingKey(sys.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
-const userTexts = (i: number): unknown[] => fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
+const callbacksDrained = () =>
+  waitFor(async () => (await sys.ctx.redis.zcard(pendingKey(sys.prefix, 'webhook:e2e'))) === 0 || undefined, 10_000, 'every reply called back');
+const userTexts = (i: number): unknown[] =>
+  fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);
 
 describe('webhook channel end to end', () => {
   it('answers a message with a signed callback', async () => {
@@ -111,7 +115,11 @@ describe('webhook channel end to end', () => {
 
     const [cb] = await callbacks.waitForAccepted(1);
     expect(cb!.signed).toBe(true);
-    expect(cb!.body).toMatchObject({ conversation: CONVERSATION, text: 'Hello Ann, how can I help?', messageId: expect.stringMatching(new RegExp(`^${res.body.runId}:\\d+:0$`)) });
+    expect(cb!.body).toMatchObject({
+      conversation: CONVERSATION,
+      text: 'Hello Ann, how can I help?',
+      messageId: expect.stringMatching(new RegExp(`^${res.body.runId}:\\d+:0$`)),
+    });
     expect((await runEnded(res.body.runId)).outcome).toBe('completed');
     expect(userTexts(0)).toEqual(['hi there']);
     const outboxTtl = await sys.ctx.redis.ttl(conversationKeys(sys.prefix, CID).outbox);
@@ -176,7 +184,9 @@ describe('webhook channel end to end', () => {
 
   it('/stop cuts off a running answer', async () => {
     sys = await startSystem();
-    fake.script((_req, i) => (i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' }));
+    fake.script((_req, i) =>
+      i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' },
+    );
     const first = await post(message('write a long story'));
     await tap.waitForText('BRAVO');
 

@@ -6,22 +6,21 @@
 import { createHmac } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
+import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
-import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
-import { repliesKey } from '../../plugins/webhook/events.js';
 import { cursorKey, DUE_PAGE, givenUpKey, pendingKey } from '../../plugins/webhook/callbacks.js';
+import { repliesKey } from '../../plugins/webhook/events.js';
+import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { RedisClient } from '../../src/redis.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -69,7 +68,11 @@ const body = (over: Record<string, unknown> = {}) => ({ id: `m${++ids}`, convers
 
 async function post(payload: unknown, headers?: Record<string, string>, path = '/webhooks/crm') {
   const raw = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  const res = await fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(headers ?? signedHeaders(SECRET, raw)) }, body: raw });
+  const res = await fetch(`${h.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(headers ?? signedHeaders(SECRET, raw)) },
+    body: raw,
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -136,24 +139,49 @@ describe('webhook channel', () => {
     });
 
     const cases: Array<[string, () => Promise<{ status: number; body: Record<string, unknown> }>, number, RegExp]> = [
-      ['no signature', () => post(JSON.stringify(body()), { 'x-steerbot-timestamp': String(Math.floor(Date.now() / 1000)) }), 401, /missing x-steerbot-signature/],
+      [
+        'no signature',
+        () => post(JSON.stringify(body()), { 'x-steerbot-timestamp': String(Math.floor(Date.now() / 1000)) }),
+        401,
+        /missing x-steerbot-signature/,
+      ],
       ['no timestamp', () => post(JSON.stringify(body()), { 'x-steerbot-signature': `sha256=${'0'.repeat(64)}` }), 401, /missing x-steerbot-timestamp/],
-      ['a bad signature', () => {
-        const raw = JSON.stringify(body());
-        return post(raw, signedHeaders('some-other-secret-0123', raw));
-      }, 401, /bad signature/],
-      ['a signature of another body', () => {
-        const raw = JSON.stringify(body());
-        return post(raw.replace('hello', 'HELLO'), signedHeaders(SECRET, raw));
-      }, 401, /bad signature/],
-      ['a stale timestamp', () => {
-        const raw = JSON.stringify(body());
-        return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) - 301));
-      }, 401, /stale timestamp/],
-      ['a timestamp from the future', () => {
-        const raw = JSON.stringify(body());
-        return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) + 301));
-      }, 401, /stale timestamp/],
+      [
+        'a bad signature',
+        () => {
+          const raw = JSON.stringify(body());
+          return post(raw, signedHeaders('some-other-secret-0123', raw));
+        },
+        401,
+        /bad signature/,
+      ],
+      [
+        'a signature of another body',
+        () => {
+          const raw = JSON.stringify(body());
+          return post(raw.replace('hello', 'HELLO'), signedHeaders(SECRET, raw));
+        },
+        401,
+        /bad signature/,
+      ],
+      [
+        'a stale timestamp',
+        () => {
+          const raw = JSON.stringify(body());
+          return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) - 301));
+        },
+        401,
+        /stale timestamp/,
+      ],
+      [
+        'a timestamp from the future',
+        () => {
+          const raw = JSON.stringify(body());
+          return post(raw, signedHeaders(SECRET, raw, Math.floor(Date.now() / 1000) + 301));
+        },
+        401,
+        /stale timestamp/,
+      ],
       ['malformed JSON', () => post('{"id": "x",'), 400, /not valid JSON/],
       ['no sender', () => post({ id: 'x1', conversation: 'c', text: 'hi' }), 400, /sender/],
       ['an empty text', () => post(body({ text: '  ' })), 400, /text/],
@@ -286,10 +314,14 @@ describe('webhook channel', () => {
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'later');
       const key = pendingKey(h.prefix, 'webhook:crm');
       // While the host holds the conversation its score is the lock's expiry (30 s); after the 503, the retry time.
-      const score = await waitFor(async () => {
-        const s = Number(await h.redis.zscore(key, 'webhook:crm:ticket-7'));
-        return s >= before + 19_000 && s < before + 30_000 ? s : undefined;
-      }, 5000, 'retry scheduled at the Retry-After');
+      const score = await waitFor(
+        async () => {
+          const s = Number(await h.redis.zscore(key, 'webhook:crm:ticket-7'));
+          return s >= before + 19_000 && s < before + 30_000 ? s : undefined;
+        },
+        5000,
+        'retry scheduled at the Retry-After',
+      );
       expect(callbacks.requests.map((r) => r.status)).toEqual([503]);
       expect(await h.redis.zrangebyscore(key, '-inf', Date.now())).toEqual([]);
       // A second host with no memory of the failure leaves it alone too: the schedule is in Redis.
@@ -426,7 +458,7 @@ describe('webhook channel', () => {
 
     const eventsUrl = (conversation = 'ticket-7', query = '') => `${h.url}/webhooks/crm/conversations/${conversation}/events${query}`;
 
-    it('streams a conversation\'s replies and resumes after Last-Event-ID', async () => {
+    it("streams a conversation's replies and resumes after Last-Event-ID", async () => {
       const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}` });
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'first');
       await h.plugin.outbound.send('webhook:crm:other', 'not for this stream');
@@ -493,7 +525,12 @@ async function openEvents(url: string, headers: Record<string, string> = {}) {
         while ((end = buffer.indexOf('\n\n')) !== -1) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+          const fields = Object.fromEntries(
+            block
+              .split('\n')
+              .filter((l) => !l.startsWith(':'))
+              .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+          );
           if (fields.data !== undefined) events.push({ id: fields.id ?? '', data: fields.data });
           notify?.();
         }

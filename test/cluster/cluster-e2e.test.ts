@@ -10,9 +10,9 @@ import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { AppContext } from '../../src/app-context.js';
 import { conversationKeys } from '../../src/keys.js';
 import { Dispatch } from '../../src/protocol/index.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeTurn } from '../../testing/fakes/openai-server.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
-import { startPrivateCluster, type PrivateCluster } from '../helpers/private-cluster.js';
+import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type PrivateCluster, startPrivateCluster } from '../helpers/private-cluster.js';
 import { testPrefix } from '../helpers/redis.js';
 import { startWebhookSystem, WEBHOOK_SECRET, type WebhookSystem } from '../helpers/webhook-system.js';
 import { gatedTool } from '../runner/harness.js';
@@ -40,7 +40,12 @@ afterEach(async () => {
 });
 
 const startSystem = (o: { tools?: AgentTool[]; prefix?: string; prepare?: (ctx: AppContext) => Promise<void> } = {}) =>
-  startWebhookSystem({ redisEnv: { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }, modelBaseURL: fake.url, callbackUrl: callbacks.url, ...o });
+  startWebhookSystem({
+    redisEnv: { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: cluster.nodes.join(',') },
+    modelBaseURL: fake.url,
+    callbackUrl: callbacks.url,
+    ...o,
+  });
 
 /** Which master holds a key (the masters own equal slot ranges in order). */
 async function masterOf(s: WebhookSystem, key: string): Promise<number> {
@@ -54,7 +59,9 @@ describe('on Redis Cluster', () => {
     fake.script((body: any) => ({ text: `answer to ${String(body.messages.at(-1).content)}` }) satisfies FakeTurn);
     const n = 30;
 
-    const results = await Promise.all(Array.from({ length: n * 2 }, (_, i) => s.post({ id: `m${i % n}`, conversation: `c${i % n}`, text: `question ${i % n}` })));
+    const results = await Promise.all(
+      Array.from({ length: n * 2 }, (_, i) => s.post({ id: `m${i % n}`, conversation: `c${i % n}`, text: `question ${i % n}` })),
+    );
 
     const kinds = results.map((r) => `${r.status} ${r.body.result}`);
     expect(kinds.filter((k) => k === '202 new-run')).toHaveLength(n);
@@ -71,7 +78,9 @@ describe('on Redis Cluster', () => {
     const dispatch = new Dispatch({ client: s.ctx.redis, prefix: s.prefix });
     // 10 conversations × 3 updates, all in the same event-loop turn.
     const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => dispatch.ingest({ conversationId: `webhook:e2e:b${i % 10}`, updateKey: `webhook:e2e:b-${i}`, sender: { id: 'ann' }, text: `update ${i}` })),
+      Array.from({ length: 30 }, (_, i) =>
+        dispatch.ingest({ conversationId: `webhook:e2e:b${i % 10}`, updateKey: `webhook:e2e:b-${i}`, sender: { id: 'ann' }, text: `update ${i}` }),
+      ),
     );
     expect(dispatch.ingestBatch.stats).toEqual({ calls: 10, items: 30 });
     for (let c = 0; c < 10; c++) {

@@ -1,7 +1,7 @@
 import { APICallError, RetryError } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_KEY, SUMMARY_HEADER, type Checkpoint } from '../../runner/compaction/checkpoint.js';
-import { BREAKER_KEY, compact, readBreaker, shouldCompact, type CompactOptions, type LoadedBase } from '../../runner/compaction/compactor.js';
+import { CHECKPOINT_KEY, type Checkpoint, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
+import { BREAKER_KEY, type CompactOptions, compact, type LoadedBase, readBreaker, shouldCompact } from '../../runner/compaction/compactor.js';
 import { loadPrompt } from '../../runner/compaction/load.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import { compactIfNeeded } from '../../runner/compaction/pressure.js';
@@ -46,11 +46,26 @@ describe('compact', () => {
     const r = await compact(c.base(await c.load(), { trigger: 'manual', keepRecentTurns: 4 }));
     expect(r.kind).toBe('compacted');
     if (r.kind !== 'compacted') return;
-    expect(r.checkpoint).toMatchObject({ schema_version: 1, conversation_id: CID, covers_until: 64, summarizer: 'llm', tokens_before: 5000, summary: 'Ann asked about the weather in many cities.' });
+    expect(r.checkpoint).toMatchObject({
+      schema_version: 1,
+      conversation_id: CID,
+      covers_until: 64,
+      summarizer: 'llm',
+      tokens_before: 5000,
+      summary: 'Ann asked about the weather in many cities.',
+    });
     expect(r.checkpoint.tokens_after).toBeGreaterThan(0);
     expect(await storedCheckpoint()).toEqual(r.checkpoint);
     const record = await fx.record();
-    expect(record.at(-1)).toMatchObject({ kind: 'compaction', seq: r.seq, run: c.ref.runId, covers_until: 64, tokens_before: 5000, tokens_after: r.checkpoint.tokens_after, summarizer: 'llm' });
+    expect(record.at(-1)).toMatchObject({
+      kind: 'compaction',
+      seq: r.seq,
+      run: c.ref.runId,
+      covers_until: 64,
+      tokens_before: 5000,
+      tokens_after: r.checkpoint.tokens_after,
+      summarizer: 'llm',
+    });
 
     const next = await c.load();
     expect(next.checkpoint).toEqual(r.checkpoint);
@@ -85,7 +100,16 @@ describe('compact', () => {
     it('keeps the checkpoint that landed first and discards its own', async () => {
       const c = await conversation();
       const loaded = await c.load();
-      const newer = { schema_version: 1, conversation_id: CID, summary: 'newer', covers_until: 72, tokens_before: 1, tokens_after: 1, created_at: 1, summarizer: 'llm' };
+      const newer = {
+        schema_version: 1,
+        conversation_id: CID,
+        summary: 'newer',
+        covers_until: 72,
+        tokens_before: 1,
+        tokens_after: 1,
+        created_at: 1,
+        summarizer: 'llm',
+      };
       await c.state.set(c.ref, CHECKPOINT_KEY, newer);
       const before = await fx.recordLength();
       const r = await compact(c.base(loaded, { trigger: 'manual' }));
@@ -226,9 +250,17 @@ describe('isContextOverflowError', () => {
     new APICallError({ message: 'Bad Request', url: 'http://x', requestBodyValues: {}, statusCode, responseBody });
   it.each([
     ['OpenAI', apiError(400, '{"error":{"code":"context_length_exceeded","message":"This model\'s maximum context length is 128000 tokens."}}'), true],
-    ['Anthropic', apiError(400, '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}'), true],
+    [
+      'Anthropic',
+      apiError(400, '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}'),
+      true,
+    ],
     ['a 413', apiError(413, 'Request Entity Too Large'), true],
-    ['wrapped in a RetryError', new RetryError({ message: 'failed', reason: 'maxRetriesExceeded', errors: [apiError(400, 'maximum context length exceeded')] }), true],
+    [
+      'wrapped in a RetryError',
+      new RetryError({ message: 'failed', reason: 'maxRetriesExceeded', errors: [apiError(400, 'maximum context length exceeded')] }),
+      true,
+    ],
     ['a rate limit', apiError(429, 'too many tokens per minute'), false],
     ['a bad key', apiError(401, 'invalid api key'), false],
     ['a plain error', new Error('prompt is too long'), false],

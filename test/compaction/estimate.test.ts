@@ -19,7 +19,15 @@ describe('estimateTokens', () => {
   const rows = Object.entries(SAMPLES).map(([name, text]) => {
     const actual = reference.encode(text).length;
     const est = estimateTokens(text);
-    return { name, chars: [...text].length, o200k: actual, cl100k: older.encode(text).length, estimate: est, 'err vs o200k': pct(est, actual), 'chars/4 err': pct(Math.ceil(text.length / 4), actual) };
+    return {
+      name,
+      chars: [...text].length,
+      o200k: actual,
+      cl100k: older.encode(text).length,
+      estimate: est,
+      'err vs o200k': pct(est, actual),
+      'chars/4 err': pct(Math.ceil(text.length / 4), actual),
+    };
   });
   console.log('token estimate vs js-tiktoken (o200k_base reference)');
   console.table(rows);
@@ -44,11 +52,28 @@ describe('estimateMessages', () => {
   it('counts text, tool calls and tool results (as JSON) within ±25% of o200k_base plus framing', () => {
     const messages: ModelMessage[] = [
       { role: 'user', content: SAMPLES.english! },
-      { role: 'assistant', content: [{ type: 'text', text: SAMPLES.markdown! }, { type: 'tool-call', toolCallId: 'c1', toolName: 'redis_info', input: { section: 'memory', host: 'cache-1' } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'redis_info', output: { type: 'json', value: JSON.parse(SAMPLES.json!) } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: SAMPLES.markdown! },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'redis_info', input: { section: 'memory', host: 'cache-1' } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'redis_info', output: { type: 'json', value: JSON.parse(SAMPLES.json!) } }],
+      },
       { role: 'user', content: SAMPLES.chinese! },
     ];
-    const texts = [SAMPLES.english!, SAMPLES.markdown!, 'redis_info', JSON.stringify({ section: 'memory', host: 'cache-1' }), 'redis_info', JSON.stringify({ type: 'json', value: JSON.parse(SAMPLES.json!) }), SAMPLES.chinese!];
+    const texts = [
+      SAMPLES.english!,
+      SAMPLES.markdown!,
+      'redis_info',
+      JSON.stringify({ section: 'memory', host: 'cache-1' }),
+      'redis_info',
+      JSON.stringify({ type: 'json', value: JSON.parse(SAMPLES.json!) }),
+      SAMPLES.chinese!,
+    ];
     const actual = texts.reduce((n, t) => n + reference.encode(t).length, 0) + messages.length * MESSAGE_OVERHEAD_TOKENS;
     const est = estimateMessages(messages);
     console.log(`estimateMessages: ${est} vs o200k_base ${actual} (${pct(est, actual)})`);

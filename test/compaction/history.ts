@@ -20,7 +20,15 @@ export function syntheticTurns(turns: number, startSeq = 1, first = 0): SeqEntry
   for (let t = first; t < first + turns; t++) {
     const run = `run-${t}`;
     const msg = seq;
-    out.push({ v: 1, at: 1_700_000_000_000 + seq, kind: 'message.received', updateKey: `telegram:${t}`, sender: { id: 'u1', name: 'Ann' }, text: `question ${t}: what is the weather like in city number ${t}?`, seq: seq++ });
+    out.push({
+      v: 1,
+      at: 1_700_000_000_000 + seq,
+      kind: 'message.received',
+      updateKey: `telegram:${t}`,
+      sender: { id: 'u1', name: 'Ann' },
+      text: `question ${t}: what is the weather like in city number ${t}?`,
+      seq: seq++,
+    });
     out.push({ v: 1, at: 1_700_000_000_000 + seq, kind: 'run.started', run, attempt: 1, token: 1, owner: 'w1', inputs: [msg], seq: seq++ });
     out.push({
       v: 1,
@@ -31,7 +39,10 @@ export function syntheticTurns(turns: number, startSeq = 1, first = 0): SeqEntry
       step: 0,
       messages: [
         { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${t}`, toolName: 'weather', input: { city: `city ${t}` } }] },
-        { role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${t}`, toolName: 'weather', output: { type: 'json', value: { tempC: t % 30, sky: 'clear' } } }] },
+        {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: `c${t}`, toolName: 'weather', output: { type: 'json', value: { tempC: t % 30, sky: 'clear' } } }],
+        },
         { role: 'assistant', content: [{ type: 'text', text: `answer ${t}: it is ${t % 30} degrees and clear in city ${t}.` }] },
       ],
       finishReason: 'stop',

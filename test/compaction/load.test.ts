@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_KEY, SUMMARY_HEADER, validateCheckpoint, type Checkpoint } from '../../runner/compaction/checkpoint.js';
+import { CHECKPOINT_KEY, type Checkpoint, SUMMARY_HEADER, validateCheckpoint } from '../../runner/compaction/checkpoint.js';
 import { loadPrompt } from '../../runner/compaction/load.js';
 import { projectHistory } from '../../runner/projection.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';

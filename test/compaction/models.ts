@@ -1,7 +1,10 @@
 /** Summarizer models for compaction tests (AI SDK mock models: no network). */
 import { MockLanguageModelV4 } from 'ai/test';
 
-const usage = { inputTokens: { total: 100, noCache: 100, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 20, text: 20, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 100, noCache: 100, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 20, text: 20, reasoning: undefined },
+};
 
 /** A model that answers `text` (a function of the prompt it got) and counts its calls. */
 export function textModel(text: string | ((prompt: string) => string)) {

@@ -8,14 +8,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { readConfig } from '../../app/config.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
-import { CHECKPOINT_KEY, SUMMARY_HEADER, checkpointSchema, type Checkpoint } from '../../runner/compaction/checkpoint.js';
+import { CHECKPOINT_KEY, type Checkpoint, checkpointSchema, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
 import { turnBoundaries } from '../../runner/compaction/select.js';
 import { startRunner } from '../../runner/main.js';
-import { readConfig } from '../../app/config.js';
 import { conversationKeys } from '../../src/keys.js';
-import { startFakeOpenAI, type FakeOpenAIServer, type FakeRequest, type FakeTurn } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
 import { CID, deferred, RunnerHarness } from '../runner/harness.js';
@@ -52,7 +52,8 @@ const TOOL_ASK = 'Please use the slow tool.';
 const userText = (i: number, extra = '') =>
   `[M${pad(i)}] ${extra}${'The nightly import of customer records took longer than usual; please check the batch size, the dedupe step and the Redis memory. '.repeat(3).slice(0, 290)}`;
 /** The answer to the i-th user message: a unique marker and about 300 characters. */
-const answerText = (i: number) => `[A${pad(i)}] ${'Batching the dedupe checks in pipelines of 500 should bring the import back under ten minutes; memory is mostly old keys. '.repeat(3).slice(0, 290)}`;
+const answerText = (i: number) =>
+  `[A${pad(i)}] ${'Batching the dedupe checks in pipelines of 500 should bring the import back under ten minutes; memory is mostly old keys. '.repeat(3).slice(0, 290)}`;
 
 /** The marker number of the newest user message of a request. */
 function lastUserMarker(messages: Chat): number {
@@ -179,7 +180,13 @@ describe('compaction in the runtime', () => {
 
       // The checkpoint: valid schema, this conversation, covering up to a turn boundary (a run.ended with nothing open).
       const cp = (await checkpoint())!;
-      expect(cp).toMatchObject({ conversation_id: CID, summarizer: 'llm', covers_until: entry!.covers_until, tokens_before: entry!.tokens_before, tokens_after: entry!.tokens_after });
+      expect(cp).toMatchObject({
+        conversation_id: CID,
+        summarizer: 'llm',
+        covers_until: entry!.covers_until,
+        tokens_before: entry!.tokens_before,
+        tokens_after: entry!.tokens_after,
+      });
       const record = await h.record();
       expect(record.find((e) => e.seq === cp.covers_until)?.kind).toBe('run.ended');
       expect(turnBoundaries(record)).toContain(cp.covers_until);
@@ -363,7 +370,14 @@ describe('compaction in the runtime', () => {
       const gate = deferred();
       const entered = deferred();
       script();
-      await start({ tools: [slowTool(async () => { entered.resolve(); await gate.promise; })] });
+      await start({
+        tools: [
+          slowTool(async () => {
+            entered.resolve();
+            await gate.promise;
+          }),
+        ],
+      });
 
       const r = await h.ingest(userText(1, TOOL_ASK));
       const runId = (r as { runId: string }).runId;

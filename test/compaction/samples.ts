@@ -62,9 +62,14 @@ the backlog without losing any of the messages that were already accepted?`,
 
   mixed: `我们的 webhook 在 Redis 内存满了以后一直返回 503，Telegram 会自动重试吗？我看了一下日志，\`OOM command not allowed\` 出现了大概 120 次。\
 如果我把 maxmemory-policy 改成 noeviction，已经接收的消息会不会丢失？`,
-  'english-short': 'The meeting is moved to Thursday because half of the team is travelling on Wednesday. Please update the release notes before then, and make sure the migration guide mentions the new environment variables. If anything blocks you, ping me directly rather than in the channel.',
-  'chinese-short': '会议改到星期四了，因为星期三有一半的同事要出差。请在那之前更新发布说明，并确保迁移指南里提到了新的环境变量。如果有什么问题卡住了你，请直接联系我，不要在群里说。',
-  'japanese-short': '水曜日はチームの半分が出張するため、会議は木曜日に変更になりました。それまでにリリースノートを更新し、移行ガイドに新しい環境変数が記載されているか確認してください。',
-  'korean-short': '수요일에는 팀의 절반이 출장을 가기 때문에 회의가 목요일로 변경되었습니다. 그 전에 릴리스 노트를 업데이트하고, 마이그레이션 가이드에 새 환경 변수가 언급되어 있는지 확인해 주세요.',
-  python: 'def load_config(path: str) -> dict:\n    with open(path, encoding="utf-8") as fh:\n        data = yaml.safe_load(fh) or {}\n    for key in ("redis", "model", "channels"):\n        if key not in data:\n            raise ConfigError(f"missing section: {key}")\n    return data\n',
+  'english-short':
+    'The meeting is moved to Thursday because half of the team is travelling on Wednesday. Please update the release notes before then, and make sure the migration guide mentions the new environment variables. If anything blocks you, ping me directly rather than in the channel.',
+  'chinese-short':
+    '会议改到星期四了，因为星期三有一半的同事要出差。请在那之前更新发布说明，并确保迁移指南里提到了新的环境变量。如果有什么问题卡住了你，请直接联系我，不要在群里说。',
+  'japanese-short':
+    '水曜日はチームの半分が出張するため、会議は木曜日に変更になりました。それまでにリリースノートを更新し、移行ガイドに新しい環境変数が記載されているか確認してください。',
+  'korean-short':
+    '수요일에는 팀의 절반이 출장을 가기 때문에 회의가 목요일로 변경되었습니다. 그 전에 릴리스 노트를 업데이트하고, 마이그레이션 가이드에 새 환경 변수가 언급되어 있는지 확인해 주세요.',
+  python:
+    'def load_config(path: str) -> dict:\n    with open(path, encoding="utf-8") as fh:\n        data = yaml.safe_load(fh) or {}\n    for key in ("redis", "model", "channels"):\n        if key not in data:\n            raise ConfigError(f"missing section: {key}")\n    return data\n',
 };

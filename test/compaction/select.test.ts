@@ -65,9 +65,16 @@ function simulate(cmds: Cmd[]): Simulated {
         const text = `answer ${entries.length + 1} of ${active.id}`;
         active.texts.push(text);
         const ids = Array.from({ length: c.tools }, () => `call-${++calls}`);
-        const assistant = { role: 'assistant' as const, content: [{ type: 'text', text }, ...ids.map((id) => ({ type: 'tool-call', toolCallId: id, toolName: 't', input: {} }))] };
-        const tool = { role: 'tool' as const, content: ids.map((id) => ({ type: 'tool-result', toolCallId: id, toolName: 't', output: { type: 'text', value: id } })) };
-        const step = (messages: ModelStep['messages']) => add({ kind: 'model.step', run: active!.id, token: 1, step: 0, messages, ...(c.partial && { partial: true }) });
+        const assistant = {
+          role: 'assistant' as const,
+          content: [{ type: 'text', text }, ...ids.map((id) => ({ type: 'tool-call', toolCallId: id, toolName: 't', input: {} }))],
+        };
+        const tool = {
+          role: 'tool' as const,
+          content: ids.map((id) => ({ type: 'tool-result', toolCallId: id, toolName: 't', output: { type: 'text', value: id } })),
+        };
+        const step = (messages: ModelStep['messages']) =>
+          add({ kind: 'model.step', run: active!.id, token: 1, step: 0, messages, ...(c.partial && { partial: true }) });
         if (ids.length === 0) step([assistant]);
         else if (c.split) {
           step([assistant]);
@@ -109,24 +116,52 @@ function simulate(cmds: Cmd[]): Simulated {
 const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ t: fc.constant('msg' as const), policy: fc.constantFrom('steer' as const, 'followup' as const) }) },
   { weight: 4, arbitrary: fc.constant({ t: 'start' as const }) },
-  { weight: 6, arbitrary: fc.record({ t: fc.constant('step' as const), tools: fc.nat(3), split: fc.boolean(), partial: fc.constantFrom(false, false, false, false, true) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      t: fc.constant('step' as const),
+      tools: fc.nat(3),
+      split: fc.boolean(),
+      partial: fc.constantFrom(false, false, false, false, true),
+    }),
+  },
   { weight: 2, arbitrary: fc.constant({ t: 'pull' as const }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('end' as const), outcome: fc.constantFrom<RunOutcome>('completed', 'completed', 'failed', 'interrupted', 'superseded', 'stopped') }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      t: fc.constant('end' as const),
+      outcome: fc.constantFrom<RunOutcome>('completed', 'completed', 'failed', 'interrupted', 'superseded', 'stopped'),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ t: 'reset' as const }) },
 );
 
-const stepArb = fc.record({ t: fc.constant('step' as const), tools: fc.nat(3), split: fc.boolean(), partial: fc.constantFrom(false, false, false, false, true) });
+const stepArb = fc.record({
+  t: fc.constant('step' as const),
+  tools: fc.nat(3),
+  split: fc.boolean(),
+  partial: fc.constantFrom(false, false, false, false, true),
+});
 /** One turn-shaped burst: a message, its run, steps with messages arriving meanwhile, and an end. */
 const turnArb: fc.Arbitrary<Cmd[]> = fc
   .tuple(
     fc.constantFrom('steer' as const, 'followup' as const),
-    fc.array(fc.oneof(stepArb, fc.constant({ t: 'pull' as const }), fc.record({ t: fc.constant('msg' as const), policy: fc.constantFrom('steer' as const, 'followup' as const) })), { minLength: 1, maxLength: 5 }),
+    fc.array(
+      fc.oneof(
+        stepArb,
+        fc.constant({ t: 'pull' as const }),
+        fc.record({ t: fc.constant('msg' as const), policy: fc.constantFrom('steer' as const, 'followup' as const) }),
+      ),
+      { minLength: 1, maxLength: 5 },
+    ),
     fc.constantFrom<RunOutcome>('completed', 'completed', 'completed', 'failed', 'interrupted', 'superseded', 'stopped'),
   )
   .map(([policy, middle, outcome]) => [{ t: 'msg', policy }, { t: 'start' }, ...middle, { t: 'end', outcome }, { t: 'start' }]);
 /** Histories: mostly turn-shaped bursts, with single commands in any order between them. */
 const historyArb = (maxChunks: number) =>
-  fc.array(fc.oneof({ weight: 4, arbitrary: turnArb }, { weight: 1, arbitrary: fc.array(cmdArb, { maxLength: 4 }) }), { minLength: 1, maxLength: maxChunks }).map((chunks) => chunks.flat());
+  fc
+    .array(fc.oneof({ weight: 4, arbitrary: turnArb }, { weight: 1, arbitrary: fc.array(cmdArb, { maxLength: 4 }) }), { minLength: 1, maxLength: maxChunks })
+    .map((chunks) => chunks.flat());
 
 const project = (entries: SeqEntry[]) => projectHistory(entries, { unclaimed: 'exclude' }).messages;
 const partsOf = (m: ModelMessage) => (typeof m.content === 'string' ? [] : (m.content as Array<{ type: string; toolCallId?: string; text?: string }>));
@@ -195,7 +230,10 @@ describe('selectTurns', () => {
           expect(live.find((e) => e.seq === B)?.kind).toBe('run.ended');
           for (const e of live.filter((x) => x.kind === 'run.started' && x.seq <= B)) {
             const run = (e as { run: string }).run;
-            expect(live.some((x) => x.kind === 'run.ended' && x.run === run && x.seq <= B), `run ${run} ended by ${B}`).toBe(true);
+            expect(
+              live.some((x) => x.kind === 'run.ended' && x.run === run && x.seq <= B),
+              `run ${run} ended by ${B}`,
+            ).toBe(true);
           }
           // Nothing of the run in progress.
           if (sim.inProgress) expect(s.entries.filter((e) => 'run' in e && e.run === sim.inProgress)).toEqual([]);
@@ -203,7 +241,8 @@ describe('selectTurns', () => {
           const side = new Map<string, Set<boolean>>();
           for (const e of live) {
             if (e.kind !== 'model.step') continue;
-            for (const m of e.messages) for (const p of partsOf(m as ModelMessage)) if (p.toolCallId) side.set(p.toolCallId, (side.get(p.toolCallId) ?? new Set()).add(e.seq <= B));
+            for (const m of e.messages)
+              for (const p of partsOf(m as ModelMessage)) if (p.toolCallId) side.set(p.toolCallId, (side.get(p.toolCallId) ?? new Set()).add(e.seq <= B));
           }
           for (const [id, sides] of side) expect(sides.size, `tool call ${id}`).toBe(1);
           // Enough complete turns kept.

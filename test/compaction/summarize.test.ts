@@ -47,7 +47,10 @@ describe('summarize', () => {
 
   it('does not call the model when there is nothing new to merge', async () => {
     const model = textModel('unused');
-    expect(await summarize({ model, previousSummary: 'Ann lives in Porto.', turns: [], maxChars: 500 })).toEqual({ summary: 'Ann lives in Porto.', summarizer: 'fallback' });
+    expect(await summarize({ model, previousSummary: 'Ann lives in Porto.', turns: [], maxChars: 500 })).toEqual({
+      summary: 'Ann lives in Porto.',
+      summarizer: 'fallback',
+    });
     expect(model.doGenerateCalls).toHaveLength(0);
   });
 

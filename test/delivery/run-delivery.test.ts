@@ -1,16 +1,16 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RunDelivery, type OutboxRecord } from '../../runner/delivery.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { repliesKey } from '../../plugins/webhook/events.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
+import { type OutboxRecord, RunDelivery } from '../../runner/delivery.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
-import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { waitFor } from '../../testing/wait.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const CID = 'fake:1';
 const logger = createLogger({ level: 'silent' });
@@ -79,8 +79,7 @@ async function outbox(): Promise<Record<string, OutboxRecord>> {
   return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, JSON.parse(v) as OutboxRecord]));
 }
 
-const paragraphs = (n: number, words = 12) =>
-  Array.from({ length: n }, (_, i) => Array.from({ length: words }, (_, j) => `p${i}w${j}`).join(' ')).join('\n\n');
+const paragraphs = (n: number, words = 12) => Array.from({ length: n }, (_, i) => Array.from({ length: words }, (_, j) => `p${i}w${j}`).join(' ')).join('\n\n');
 
 describe('RunDelivery', () => {
   describe('a reply over the channel limit', () => {
@@ -91,7 +90,12 @@ describe('RunDelivery', () => {
 
       expect(out.sent.length).toBeGreaterThan(1);
       for (const s of out.sent) expect(s.text.length).toBeLessThanOrEqual(100);
-      expect(out.sent.map((s) => s.text).join(' ').split(/\s+/)).toEqual(text.split(/\s+/));
+      expect(
+        out.sent
+          .map((s) => s.text)
+          .join(' ')
+          .split(/\s+/),
+      ).toEqual(text.split(/\s+/));
       expect(out.sent.map((s) => s.opts?.deliveryKey)).toEqual(out.sent.map((_, i) => `run1:${i}`));
       const box = await outbox();
       expect(Object.keys(box).sort()).toEqual(out.sent.map((_, i) => `run1:${i}`).sort());
@@ -171,7 +175,10 @@ describe('RunDelivery', () => {
   describe('platform errors', () => {
     it('waits the retry-after of a rate limit and tries again', async () => {
       const out = new FakeOutbound();
-      out.sendFailures = [new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 1234 }), new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 2000 })];
+      out.sendFailures = [
+        new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 1234 }),
+        new ChannelApiError('Too Many Requests', { status: 429, retryAfterMs: 2000 }),
+      ];
       const sleeps: number[] = [];
       await delivery(out, { sleeps }).message('hello');
       expect(sleeps).toEqual([1234, 2000]);
@@ -288,7 +295,15 @@ describe('RunDelivery', () => {
   it('shows typing until closed', async () => {
     const out = new FakeOutbound();
     let typing = 0;
-    const d = new RunDelivery({ client: redis, prefix, conversationId: CID, runId: 'r', resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }), logger, typingIntervalMs: 5 });
+    const d = new RunDelivery({
+      client: redis,
+      prefix,
+      conversationId: CID,
+      runId: 'r',
+      resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }),
+      logger,
+      typingIntervalMs: 5,
+    });
     d.typing();
     await waitFor(() => typing >= 2);
     d.close();
@@ -297,7 +312,6 @@ describe('RunDelivery', () => {
     expect(typing).toBe(after);
   });
 });
-
 
 describe('RunDelivery › turns anchored on the record', () => {
   /** One attempt of run1 answering the message with seq `anchor`. */
@@ -343,7 +357,8 @@ describe('RunDelivery › fenced by the run token', () => {
         await redis.hset(conversationKeys(prefix, CID).run(first.runId), 'lease_until', 1);
         return runs.acquire(CID, first.runId, 'worker-b');
       },
-      make: (token: number) => new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined }),
+      make: (token: number) =>
+        new RunDelivery({ client: redis, prefix, conversationId: CID, runId: first.runId, token, resolve: () => out, logger, sleep: async () => undefined }),
     };
   }
 
@@ -382,7 +397,12 @@ describe('RunDelivery › webhook channel', () => {
     new RunDelivery({ client: redis, prefix, conversationId: WCID, runId: 'run1', resolve: () => out, logger, sleep: async () => undefined });
 
   it('stores a reply once when an attempt died after the channel stored it, before the outbox recorded it', async () => {
-    const hook = createWebhookOutbound({ channelId: 'webhook:crm', config: webhookChannelConfigSchema.parse({ secret: 'a-long-enough-secret' }), redis, prefix });
+    const hook = createWebhookOutbound({
+      channelId: 'webhook:crm',
+      config: webhookChannelConfigSchema.parse({ secret: 'a-long-enough-secret' }),
+      redis,
+      prefix,
+    });
     // Attempt 1: the reply is stored, then the runner dies before it records the send (its send never returns).
     let stored!: () => void;
     const storedOnce = new Promise<void>((resolve) => (stored = resolve));

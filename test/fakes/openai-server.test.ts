@@ -2,7 +2,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, stepCountIs, streamText, tool } from 'ai';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 
 let server: FakeOpenAIServer;
 beforeEach(async () => {
@@ -43,10 +43,7 @@ describe('fake OpenAI server', () => {
     });
 
     it('runs a tool round: the second request carries the tool result', async () => {
-      server.script([
-        { text: 'Let me check.', toolCalls: [{ id: 'call_w1', name: 'weather', args: { city: 'Paris' } }] },
-        { text: 'It is 21 °C in Paris.' },
-      ]);
+      server.script([{ text: 'Let me check.', toolCalls: [{ id: 'call_w1', name: 'weather', args: { city: 'Paris' } }] }, { text: 'It is 21 °C in Paris.' }]);
       const result = streamText({ model: model(), prompt: 'weather in Paris?', tools: { weather }, stopWhen: stepCountIs(3) });
       expect(await result.text).toBe('It is 21 °C in Paris.');
 

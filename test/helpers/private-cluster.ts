@@ -3,8 +3,9 @@
  * the system in `cluster` mode. Needs `redis-server` (fails with how to get
  * it otherwise); the nodes keep nothing on disk and stop with `stop()`.
  */
-import { PrivateServers } from './private-servers.js';
+
 import { waitFor } from '../../testing/wait.js';
+import { PrivateServers } from './private-servers.js';
 
 export interface PrivateCluster {
   /** `host:port` of every master, for `REDIS_CLUSTER_NODES`. */
@@ -19,7 +20,8 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
   try {
     const servers = [];
     // A node's cluster bus listens 10000 above its port.
-    for (let i = 0; i < masters; i++) servers.push(await group.start(String(i), { maxPort: 55_535, extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
+    for (let i = 0; i < masters; i++)
+      servers.push(await group.start(String(i), { maxPort: 55_535, extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
     const nodes = servers.map((s) => new URL(s.url).host);
     const clients = servers.map((s) => group.client(s.url));
     // Each master takes an equal range of slots (ADDSLOTS, not ADDSLOTSRANGE: Redis before 7 has only the former), then they meet.

@@ -5,8 +5,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PrivateServers } from './private-servers.js';
 import { waitFor } from '../../testing/wait.js';
+import { PrivateServers } from './private-servers.js';
 
 export const SENTINEL_MASTER_NAME = 'steerbot-test';
 
@@ -41,7 +41,11 @@ export async function startPrivateSentinel(): Promise<PrivateSentinel> {
     const admin = group.client(sentinel.url);
     const masterAddr = async () => ((await admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME)) as string[]).join(':');
     // The Sentinel has found the replica (it must, to fail over to it).
-    await waitFor(async () => ((await admin.call('SENTINEL', 'REPLICAS', SENTINEL_MASTER_NAME)) as unknown[]).length > 0 || undefined, 15_000, 'the Sentinel to find the replica');
+    await waitFor(
+      async () => ((await admin.call('SENTINEL', 'REPLICAS', SENTINEL_MASTER_NAME)) as unknown[]).length > 0 || undefined,
+      15_000,
+      'the Sentinel to find the replica',
+    );
     return {
       sentinels: [new URL(sentinel.url).host],
       name: SENTINEL_MASTER_NAME,
@@ -49,11 +53,24 @@ export async function startPrivateSentinel(): Promise<PrivateSentinel> {
       async failover() {
         const before = await masterAddr();
         // Refused (NOGOODSLAVE) until the Sentinel has seen the replica in sync: ask again.
-        await waitFor(async () => (await admin.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME).then(() => true, () => false)) || undefined, 15_000, 'the Sentinel to accept a failover', 200);
-        return waitFor(async () => {
-          const now = await masterAddr();
-          return now !== before ? now : undefined;
-        }, 20_000, 'the Sentinel to report the new master');
+        await waitFor(
+          async () =>
+            (await admin.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME).then(
+              () => true,
+              () => false,
+            )) || undefined,
+          15_000,
+          'the Sentinel to accept a failover',
+          200,
+        );
+        return waitFor(
+          async () => {
+            const now = await masterAddr();
+            return now !== before ? now : undefined;
+          },
+          20_000,
+          'the Sentinel to report the new master',
+        );
       },
       stop: () => group.stop(),
     };

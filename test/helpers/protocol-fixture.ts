@@ -5,8 +5,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
-import { conversationKeys, controlChannel, type ConversationKeys } from '../../src/keys.js';
-import { Dispatch, Runs, ConversationState, type IncomingMessage, type IngestResult, type ProtocolOptions } from '../../src/protocol/index.js';
+import { type ConversationKeys, controlChannel, conversationKeys } from '../../src/keys.js';
+import { ConversationState, Dispatch, type IncomingMessage, type IngestResult, type ProtocolOptions, Runs } from '../../src/protocol/index.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './redis.js';
@@ -21,7 +21,10 @@ export class ControlSubscription {
   readonly messages: unknown[] = [];
   private waiters: Array<() => void> = [];
 
-  constructor(readonly client: Redis, readonly channel: string) {
+  constructor(
+    readonly client: Redis,
+    readonly channel: string,
+  ) {
     client.on('message', (ch: string, msg: string) => {
       if (ch !== channel) return;
       this.messages.push(JSON.parse(msg));
@@ -153,7 +156,12 @@ export class ProtocolFixture {
   /** Seqs in a run's `inputs` key. */
   async inputs(runId: string, conversationId = CID): Promise<number[]> {
     const csv = await this.redis.get(this.keys(conversationId).inputs(runId));
-    return csv ? csv.split(',').filter((s) => s !== '').map(Number) : [];
+    return csv
+      ? csv
+          .split(',')
+          .filter((s) => s !== '')
+          .map(Number)
+      : [];
   }
 
   /** Every key under the test prefix, sorted. */
@@ -224,7 +232,6 @@ export function expectKind<K extends IngestResult['kind']>(r: IngestResult, kind
   expect(r.kind, JSON.stringify(r)).toBe(kind);
   return r as Extract<IngestResult, { kind: K }>;
 }
-
 
 /** Registers the per-file connection and per-test prefix hooks; returns the fixture. */
 export function useProtocolFixture(): ProtocolFixture {

@@ -3,7 +3,7 @@
  * port (clients reconnect to the same URL), with `appendfsync always` so a
  * graceful stop or a `kill -9` keeps every acknowledged write.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -4,24 +4,25 @@
  * receiver, runner with the local agent on the fake OpenAI-compatible server.
  * For the tests that run it against a Redis Cluster or through Sentinel.
  */
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
+
+import { readConfig } from '../../app/config.js';
 import { createChannels } from '../../app/start.js';
-import { startHost, type StartedHost } from '../../host/main.js';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
+import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
+import { type StartedHost, startHost } from '../../host/main.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import { type StartedRunner, startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
-import { readConfig } from '../../app/config.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig } from '../../src/redis.js';
-import { testPrefix } from './redis.js';
 import { waitFor } from '../../testing/wait.js';
+import { testPrefix } from './redis.js';
 
 export const WEBHOOK_SECRET = 'whsec-system-0123456789abcdef';
 /** The channel id: conversations are `webhook:e2e:<name>`. */
@@ -76,10 +77,20 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
       OPENAI_BASE_URL: o.modelBaseURL,
     },
   });
-  const config = { ...base, channels: { webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: WEBHOOK_SECRET, callbackUrl: o.callbackUrl, callbackRetryBaseMs: 10 }) } } };
+  const config = {
+    ...base,
+    channels: { webhooks: { e2e: webhookChannelConfigSchema.parse({ secret: WEBHOOK_SECRET, callbackUrl: o.callbackUrl, callbackRetryBaseMs: 10 }) } },
+  };
   const logger = createLogger({ level: config.log.level });
   const redisConnection = redisOptionsFromConfig(config.redis, {});
-  const ctx: AppContext = { config, logger, redisUrl: undefined, redisConnection, redis: createRedis(redisConnection), connectRedis: (c = {}) => redisFromConfig(config.redis, c) };
+  const ctx: AppContext = {
+    config,
+    logger,
+    redisUrl: undefined,
+    redisConnection,
+    redis: createRedis(redisConnection),
+    connectRedis: (c = {}) => redisFromConfig(config.redis, c),
+  };
   ctx.redis.on('error', () => undefined); // failovers are expected in these tests; commands still report their errors
   await o.prepare?.(ctx);
   const http = createHttpServer({ config, redis: ctx.redis, logger });
@@ -101,11 +112,16 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
     url,
     async post(payload) {
       const raw = JSON.stringify({ sender: { id: 'ann', name: 'Ann' }, ...payload });
-      const res = await fetch(`${url}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) }, body: raw });
+      const res = await fetch(`${url}/webhooks/e2e`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signedHeaders(WEBHOOK_SECRET, raw) },
+        body: raw,
+      });
       return { status: res.status, body: (await res.json()) as Record<string, any> };
     },
     record: (name) => readRange(ctx.redis, conversationKeys(prefix, `${CHANNEL}:${name}`).log),
-    drained: () => waitFor(async () => (await ctx.redis.zcard(pendingKey(prefix, CHANNEL))) === 0 || undefined, 15_000, 'every reply called back').then(() => undefined),
+    drained: () =>
+      waitFor(async () => (await ctx.redis.zcard(pendingKey(prefix, CHANNEL))) === 0 || undefined, 15_000, 'every reply called back').then(() => undefined),
     async stop() {
       await http.close();
       await runner.close(1000);

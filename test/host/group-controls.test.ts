@@ -11,19 +11,19 @@ import { createAdminCheck } from '../../host/admins.js';
 import { dispatchFromConfig } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { createWebhookPlugin } from '../../plugins/webhook/index.js';
-import { repliesKey } from '../../plugins/webhook/events.js';
-import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { normalizeMessage } from '../../plugins/discord/normalize.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';
 import { normalizeUpdate } from '../../plugins/telegram/normalize.js';
+import { repliesKey } from '../../plugins/webhook/events.js';
+import { createWebhookPlugin } from '../../plugins/webhook/index.js';
+import { signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, ChannelSettings, InboundMessage } from '../../src/channel.js';
 import type { HttpRoute } from '../../src/http-routes.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RateLimitOptions } from '../../src/protocol/index.js';
 import { FakeDiscord, user } from '../../testing/fakes/discord-server.js';
-import { FAKE_TOKEN, messageUpdate, startFakeTelegram, type FakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -50,7 +50,12 @@ afterEach(async () => {
 });
 
 /** A channel host over a real Dispatch; `outbound` answers commands and notices. */
-function hostFor(outbound: ChannelOutbound, settings: ChannelSettings = {}, rateLimit?: RateLimitOptions, routes: HttpRoute[] = []): { host: ChannelHost; dispatch: Dispatch } {
+function hostFor(
+  outbound: ChannelOutbound,
+  settings: ChannelSettings = {},
+  rateLimit?: RateLimitOptions,
+  routes: HttpRoute[] = [],
+): { host: ChannelHost; dispatch: Dispatch } {
   const dispatch = new Dispatch({ client: redis, prefix, ...(rateLimit && { rateLimit }) });
   const host = createChannelHost({
     routes: { add: (route) => void routes.push(route) },
@@ -88,7 +93,8 @@ describe('control commands in a Telegram group', () => {
   afterEach(async () => {
     await tg.close();
   });
-  const groupMessage = (sender: string, text: string, over: Partial<InboundMessage> = {}) => message(GROUP_CID, String(GROUP), sender, text, { group: true, ...over });
+  const groupMessage = (sender: string, text: string, over: Partial<InboundMessage> = {}) =>
+    message(GROUP_CID, String(GROUP), sender, text, { group: true, ...over });
 
   it('refuses /stop from a member, once, and leaves the run alone', async () => {
     const { host, dispatch } = hostFor(outbound);
@@ -299,18 +305,31 @@ describe('the webhook channel, through its route', () => {
   const post = async (body: Record<string, unknown>) => {
     const raw = JSON.stringify(body);
     const route = routes.find((r) => r.method === 'POST')!;
-    const res = await route.handle({ method: 'POST', path: route.path, params: {}, query: {}, headers: signedHeaders(SECRET, raw), body: Buffer.from(raw), signal: new AbortController().signal });
+    const res = await route.handle({
+      method: 'POST',
+      path: route.path,
+      params: {},
+      query: {},
+      headers: signedHeaders(SECRET, raw),
+      body: Buffer.from(raw),
+      signal: new AbortController().signal,
+    });
     return res as { status: number; json: Record<string, unknown> };
   };
   /** Texts stored for the event stream and callbacks of `conversation`. */
   const replies = async (conversation: string) =>
-    (await redis.xrange(repliesKey(prefix, `webhook:crm:${conversation}`), '-', '+')).map(([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1]!).text as string);
+    (await redis.xrange(repliesKey(prefix, `webhook:crm:${conversation}`), '-', '+')).map(
+      ([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1]!).text as string,
+    );
 
   it('answers a message over the rate limit 202 refused, and a redelivery 200 duplicate', async () => {
     expect((await post({ id: 'a1', conversation: 't1', sender: { id: 'ann' }, text: 'one' })).status).toBe(202);
     const refused = await post({ id: 'a2', conversation: 't1', sender: { id: 'ann' }, text: 'two' });
     expect(refused).toMatchObject({ status: 202, json: { result: 'refused', limit: 'user' } });
-    expect(await post({ id: 'a2', conversation: 't1', sender: { id: 'ann' }, text: 'two' })).toMatchObject({ status: 200, json: { result: 'duplicate', seq: refused.json.seq } });
+    expect(await post({ id: 'a2', conversation: 't1', sender: { id: 'ann' }, text: 'two' })).toMatchObject({
+      status: 200,
+      json: { result: 'duplicate', seq: refused.json.seq },
+    });
     const stored = await replies('t1');
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatch(/^You are sending messages faster than this bot answers them/);
@@ -330,7 +349,7 @@ describe('the webhook channel, through its route', () => {
 });
 
 describe('rate limit settings', () => {
-  it('come from the environment into the host\'s dispatch; off when unset', () => {
+  it("come from the environment into the host's dispatch; off when unset", () => {
     const config = readConfig({ env: { STEERBOT_RATE_LIMIT_USER_CAPACITY: '5', STEERBOT_RATE_LIMIT_USER_PER_MINUTE: '2.5' } });
     expect(config.dispatch.rateLimit).toEqual({ user: { capacity: 5, refillPerMinute: 2.5 } });
     expect(dispatchFromConfig(config, redis, true).options.rateLimit).toEqual({ user: { capacity: 5, refillPerMinute: 2.5 } });

@@ -5,24 +5,24 @@
  * the deployment's prefix (`{<prefix>-bull}`).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { startHost, type StartedHost } from '../../host/main.js';
+import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
+import { type StartedHost, startHost } from '../../host/main.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import { type StartedRunner, startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
 import { readRange } from '../../src/record/read.js';
 import { closeRedis } from '../../src/redis.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { createTestContext } from '../../testing/runner-context.js';
 import { waitFor } from '../../testing/wait.js';
 import { testPrefix } from '../helpers/redis.js';
-import { startRestartableRedis, type RestartableRedis } from '../helpers/restartable-redis.js';
+import { type RestartableRedis, startRestartableRedis } from '../helpers/restartable-redis.js';
 import { fakeModel } from '../runner/harness.js';
 
 const SECRET = 'whsec-isolation-0123456789abcdef';
@@ -69,17 +69,25 @@ async function startApp(): Promise<App> {
   const base = createTestContext({ redisUrl: server.url, prefix });
   // Both apps on the default queue name: only the prefix keeps them apart.
   const ctx: AppContext = { ...base, config: { ...base.config, runs: { ...base.config.runs, queueName: 'steerbot-runs' } } };
-  const webhook = (): ChannelPlugin => createWebhookPlugin('e2e', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger: ctx.logger, redis: ctx.redis, prefix });
+  const webhook = (): ChannelPlugin =>
+    createWebhookPlugin('e2e', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger: ctx.logger, redis: ctx.redis, prefix });
   const http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
   const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true });
-  const runner = await startRunner(ctx, { plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }), channels: [webhook()] });
+  const runner = await startRunner(ctx, {
+    plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }),
+    channels: [webhook()],
+  });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { prefix, ctx, http, host, runner, url, callbacks };
 }
 
 async function post(app: App, id: string, conversation: string, text: string): Promise<number> {
   const raw = JSON.stringify({ id, conversation, text, sender: { id: 'ann', name: 'Ann' } });
-  const res = await fetch(`${app.url}/webhooks/e2e`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) }, body: raw });
+  const res = await fetch(`${app.url}/webhooks/e2e`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) },
+    body: raw,
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -99,7 +107,10 @@ describe('two deployments with different prefixes on one Redis', () => {
     await a.callbacks.waitForAccepted(MESSAGES, 20_000);
     await b.callbacks.waitForAccepted(MESSAGES, 20_000);
 
-    for (const [app, name] of [[a, 'A'], [b, 'B']] as const) {
+    for (const [app, name] of [
+      [a, 'A'],
+      [b, 'B'],
+    ] as const) {
       for (let i = 0; i < MESSAGES; i++) {
         await waitFor(async () => (await app.host.dispatch.status(`webhook:e2e:c${i}`)).activeRunId === undefined || undefined, 10_000, 'idle');
         expect(app.callbacks.texts(`c${i}`)).toEqual([`answer to ${name}${i}`]);

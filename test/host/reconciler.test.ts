@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { reconcileOnce, startReconciler, type ReconcileReport } from '../../host/reconciler.js';
-import { Dispatch, Runs } from '../../src/protocol/index.js';
+import { type ReconcileReport, reconcileOnce, startReconciler } from '../../host/reconciler.js';
 import { ConfigError } from '../../src/errors.js';
+import { Dispatch, Runs } from '../../src/protocol/index.js';
 import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { waitFor } from '../../testing/wait.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 let redis: Redis;
 let queueConn: Redis;

@@ -7,22 +7,22 @@
  * afterwards, and the outage is logged once, never as raw stderr dumps.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createHttpServer, listen, type HttpServer } from '../../host/http.js';
-import { startHost, type StartedHost } from '../../host/main.js';
+import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
+import { type StartedHost, startHost } from '../../host/main.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { startRunner, type StartedRunner } from '../../runner/main.js';
+import { type StartedRunner, startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
 import { closeRedis, watchRedis } from '../../src/redis.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { createTestContext } from '../../testing/runner-context.js';
 import { waitFor } from '../../testing/wait.js';
 import { testPrefix } from '../helpers/redis.js';
-import { startRestartableRedis, type RestartableRedis } from '../helpers/restartable-redis.js';
+import { type RestartableRedis, startRestartableRedis } from '../helpers/restartable-redis.js';
 import { fakeModel } from '../runner/harness.js';
 
 const SECRET = 'whsec-outage-0123456789abcdef';
@@ -71,10 +71,18 @@ async function startSystem(): Promise<NonNullable<typeof parts>> {
   const ctx: AppContext = { ...base, logger };
   // What the process entry does for its shared connection.
   const unwatch = watchRedis(ctx.redis, logger);
-  const webhook = (): ChannelPlugin => createWebhookPlugin('e2e', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger, redis: ctx.redis, prefix: ctx.config.redis.prefix });
+  const webhook = (): ChannelPlugin =>
+    createWebhookPlugin(
+      'e2e',
+      { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 },
+      { logger, redis: ctx.redis, prefix: ctx.config.redis.prefix },
+    );
   const http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger });
   const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true });
-  const runner = await startRunner(ctx, { plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }), channels: [webhook()] });
+  const runner = await startRunner(ctx, {
+    plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }),
+    channels: [webhook()],
+  });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { ctx, http, host, runner, url, unwatch };
 }
@@ -104,7 +112,12 @@ describe('a Redis restart under a running host and runner', () => {
     await callbacks.waitForAccepted(1, 15_000);
 
     // A run created just before the outage, whose job never made it (its host died, or the enqueue was lost).
-    const orphan = await host.dispatch.ingest({ conversationId: `${CHANNEL}:orphan`, updateKey: `${CHANNEL}:orphan-1`, sender: { id: 'ann' }, text: 'orphaned' });
+    const orphan = await host.dispatch.ingest({
+      conversationId: `${CHANNEL}:orphan`,
+      updateKey: `${CHANNEL}:orphan-1`,
+      sender: { id: 'ann' },
+      text: 'orphaned',
+    });
     expect(orphan.kind).toBe('new-run');
     const orphanRun = (orphan as { runId: string }).runId;
     expect(await host.queue.queue.getJob(orphanRun)).toBeUndefined();

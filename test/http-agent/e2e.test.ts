@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { testPrefix } from '../helpers/redis.js';
 import { SECRET } from './helpers.js';
-import { CONVERSATION, WEBHOOK_SECRET, startRunnerChild, startSystem, systemEnv, writeConfig, type RunnerChild, type System } from './system.js';
+import { CONVERSATION, type RunnerChild, type System, startRunnerChild, startSystem, systemEnv, WEBHOOK_SECRET, writeConfig } from './system.js';
 
 type SlowStep = (a: { topic: string; run: { id: string; attempt: number }; signal: AbortSignal }) => Promise<void>;
 type Agent = { url: string; requests: any[]; close(): Promise<void> };

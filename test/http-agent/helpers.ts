@@ -6,8 +6,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHttpServer, listen, routeRegistry, type HttpServer } from '../../host/http.js';
-import { createHttpAgentPlugin, httpAgentConfigSchema, type HttpAgentConfigInput } from '../../plugins/http-agent/index.js';
+import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
+import { createHttpAgentPlugin, type HttpAgentConfigInput, httpAgentConfigSchema } from '../../plugins/http-agent/index.js';
 import type { RunRequest } from '../../plugins/http-agent/protocol.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { checkSignature } from '../../src/signature.js';

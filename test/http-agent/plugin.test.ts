@@ -17,7 +17,7 @@ import { ConversationState } from '../../src/protocol/state.js';
 import type { IngestResult } from '../../src/protocol/types.js';
 import { CID, deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { pullSteering, startRig, startScriptedAgent, type AgentRig, type RunTools, type ScriptedAgent } from './helpers.js';
+import { type AgentRig, pullSteering, type RunTools, type ScriptedAgent, startRig, startScriptedAgent } from './helpers.js';
 
 const RUN_REQUEST_SCHEMA = JSON.parse(readFileSync('docs/external-agent.schema.json', 'utf8')).$defs.runRequest;
 const runIdOf = (r: IngestResult): string => {

@@ -5,13 +5,13 @@
  * answers, takes a message steered in mid-run through the run endpoint,
  * writes state, and refuses unsigned requests.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STATE_KEY } from '../../plugins/http-agent/invocation.js';
 import { ConversationState } from '../../src/protocol/state.js';
 import { CID } from '../../testing/runner-harness.js';
-import { SECRET, startRig, type AgentRig } from './helpers.js';
+import { type AgentRig, SECRET, startRig } from './helpers.js';
 
 const AGENT = 'examples/http-agent/agent.py';
 

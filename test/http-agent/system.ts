@@ -5,11 +5,11 @@
  * `startApp` (in this process) or by `runner-child.ts` (a runner-only child
  * process the tests kill).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, startApp, type RunningApp } from '../../app/index.js';
+import { loadConfig, type RunningApp, startApp } from '../../app/index.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';

@@ -1,8 +1,8 @@
 /** acquire: queued -> running with a fencing token and a lease; takeover once the lease expires. */
 import { describe, expect, it } from 'vitest';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../../src/errors.js';
-import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
 import { waitFor } from '../../testing/wait.js';
+import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 describe('acquire', () => {
   const fx = useProtocolFixture();
@@ -19,7 +19,7 @@ describe('acquire', () => {
       expect(run.inputs).toEqual(Array.from({ length: 3001 }, (_, i) => i + 1));
     });
 
-    it('takes an interrupting successor\'s inputs: only the message that interrupted', async () => {
+    it("takes an interrupting successor's inputs: only the message that interrupted", async () => {
       const d = fx.dispatch();
       const runs = fx.runs();
       const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
@@ -126,11 +126,7 @@ describe('acquire', () => {
   describe('when the lease has expired', () => {
     it('lets another owner take the run over with token 2 and attempt 2', async () => {
       const { dispatch, runs, runId } = await fx.running({}, CID, 50);
-      await waitFor(
-        async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs,
-        2000,
-        'lease expiry on the Redis clock',
-      );
+      await waitFor(async () => (await fx.redisTime()) > (await dispatch.status(CID)).leaseUntilMs, 2000, 'lease expiry on the Redis clock');
 
       const taken = await runs.acquire(CID, runId, 'worker-2', 30_000);
       expect(taken).toMatchObject({ runId, token: 2, attempt: 2, inputs: [1], stop: undefined });
@@ -144,7 +140,10 @@ describe('acquire', () => {
 
   describe('when the run does not exist', () => {
     it('refuses with RunNotFoundError and writes no key', async () => {
-      const err = await fx.runs().acquire(CID, 'rnothere1', 'w').catch((e: unknown) => e);
+      const err = await fx
+        .runs()
+        .acquire(CID, 'rnothere1', 'w')
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RunNotFoundError);
       expect((err as RunNotFoundError).code).toBe('RUN_NOT_FOUND');
       expect(await fx.allKeys()).toEqual([]);

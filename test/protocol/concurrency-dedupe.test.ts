@@ -39,9 +39,7 @@ describe('ingest under a duplicate storm', () => {
       );
 
       const results = await Promise.all(
-        deliveries.map((u, i) =>
-          dispatches[i % CONNECTIONS]!.ingest(fx.message(`u${u}`, { conversationId: conv(u) })).then((r) => ({ u, r })),
-        ),
+        deliveries.map((u, i) => dispatches[i % CONNECTIONS]!.ingest(fx.message(`u${u}`, { conversationId: conv(u) })).then((r) => ({ u, r }))),
       );
 
       const perUpdate = new Map<number, IngestResult[]>();

@@ -54,9 +54,7 @@ describe('ingest under concurrency', () => {
   describe(`when ${MESSAGES} distinct messages race into an idle conversation over ${CONNECTIONS} connections`, () => {
     it('creates exactly one run and joins every other message to it', async () => {
       const dispatches = hosts();
-      const results = await Promise.all(
-        Array.from({ length: MESSAGES }, (_, i) => dispatches[i % CONNECTIONS]!.ingest(fx.message(i))),
-      );
+      const results = await Promise.all(Array.from({ length: MESSAGES }, (_, i) => dispatches[i % CONNECTIONS]!.ingest(fx.message(i))));
       await expectEveryMessageOnce(results);
       expect(results.filter((r) => r.kind === 'joined')).toHaveLength(MESSAGES - 1);
     });
@@ -67,8 +65,7 @@ describe('ingest under concurrency', () => {
       const dispatches = hosts();
       const worker = fx.runs({}, fx.connection());
       const WAVE = 20;
-      const wave = (w: number) =>
-        Promise.all(Array.from({ length: WAVE }, (_, j) => dispatches[j % CONNECTIONS]!.ingest(fx.message(w * WAVE + j))));
+      const wave = (w: number) => Promise.all(Array.from({ length: WAVE }, (_, j) => dispatches[j % CONNECTIONS]!.ingest(fx.message(w * WAVE + j))));
 
       const results: IngestResult[] = [...(await wave(0))];
       const created = results.find((r) => r.kind === 'new-run') as { runId: string } | undefined;

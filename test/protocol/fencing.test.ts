@@ -1,10 +1,10 @@
 /** After a takeover, every fenced write of the old attempt is refused with StaleRunError and writes nothing. */
 import { describe, expect, it } from 'vitest';
 import { StaleRunError } from '../../src/errors.js';
-import type { RunRef, Runs, ConversationState } from '../../src/protocol/index.js';
+import type { ConversationState, RunRef, Runs } from '../../src/protocol/index.js';
 import type { RecordEntry } from '../../src/record/entries.js';
-import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
 import { waitFor } from '../../testing/wait.js';
+import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const STATE_KEY = 'runner.compaction.checkpoint';
 

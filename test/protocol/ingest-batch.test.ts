@@ -1,13 +1,14 @@
 /** Group commit: the updates ingested in one event-loop turn share one script call, and each still gets its own answer. */
+
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ScriptError } from '../../src/errors.js';
-import { DEFAULT_MAX_BATCH, ScriptBatcher, hashTag } from '../../src/scripts/batch.js';
-import { runScript } from '../../src/scripts/index.js';
-import { SCRIPT_ERRORS } from '../../src/scripts/results.js';
-import { Redis } from 'ioredis';
 import { freePort } from '../../src/local-redis.js';
 import { Dispatch } from '../../src/protocol/index.js';
 import { isRedisUnavailable } from '../../src/redis.js';
+import { DEFAULT_MAX_BATCH, hashTag, ScriptBatcher } from '../../src/scripts/batch.js';
+import { runScript } from '../../src/scripts/index.js';
+import { SCRIPT_ERRORS } from '../../src/scripts/results.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 describe('ingest batching', () => {
@@ -48,11 +49,7 @@ describe('ingest batching', () => {
       const results = await Promise.all([1, 2, 3].map(() => dispatch.ingest(fx.message('same'))));
 
       expect(dispatch.ingestBatch.stats.calls).toBe(1);
-      expect(results).toEqual([
-        expect.objectContaining({ kind: 'new-run', seq: 1 }),
-        { kind: 'duplicate', seq: 1 },
-        { kind: 'duplicate', seq: 1 },
-      ]);
+      expect(results).toEqual([expect.objectContaining({ kind: 'new-run', seq: 1 }), { kind: 'duplicate', seq: 1 }, { kind: 'duplicate', seq: 1 }]);
       expect(await fx.recordLength()).toBe(1);
     });
   });
@@ -87,7 +84,10 @@ describe('ingest batching', () => {
       const k = fx.keys(CID);
       const replies = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          batcher.run([k.base, k.dedupe(`u${i}`)], [JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: `u${i}`, sender: { id: '1' }, text: `m${i}` }), `steer|1|20|60|r${i}`]),
+          batcher.run(
+            [k.base, k.dedupe(`u${i}`)],
+            [JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: `u${i}`, sender: { id: '1' }, text: `m${i}` }), `steer|1|20|60|r${i}`],
+          ),
         ),
       );
 
@@ -129,7 +129,10 @@ describe('ingest batching', () => {
     it('refuses that item alone, before Redis; the others of the turn share a call', async () => {
       const batcher = new ScriptBatcher(fx.redis, 'ingest');
       const k = fx.keys(CID);
-      const item = (i: number) => [JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: `u${i}`, sender: { id: '1' }, text: `m${i}` }), `steer|1|20|60|r${i}`];
+      const item = (i: number) => [
+        JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: `u${i}`, sender: { id: '1' }, text: `m${i}` }),
+        `steer|1|20|60|r${i}`,
+      ];
       const settled = await Promise.allSettled([
         batcher.run([k.base, k.dedupe('u1')], item(1)),
         batcher.run([k.base, k.dedupe('u2'), 'extra'], item(2)),

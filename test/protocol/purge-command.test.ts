@@ -1,7 +1,7 @@
 /** `/purge` through the real channel host: replies, dedupe, and what the chat sees afterwards. */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { parseCommand, PURGED_NOTICE } from '../../host/commands.js';
+import { PURGED_NOTICE, parseCommand } from '../../host/commands.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
@@ -19,7 +19,14 @@ function setup() {
     },
   };
   const { host } = ingestOnlyHost({ redis: fx.redis, prefix: fx.prefix, logger: pino({ level: 'silent' }), outbound: () => outbound });
-  const message = (n: number, text: string): InboundMessage => ({ conversationId: CID, updateKey: `telegram:${n}`, chatId: '42', sender: { id: 'u1' }, text, messageId: String(n) });
+  const message = (n: number, text: string): InboundMessage => ({
+    conversationId: CID,
+    updateKey: `telegram:${n}`,
+    chatId: '42',
+    sender: { id: 'u1' },
+    text,
+    messageId: String(n),
+  });
   return { host, sent, message };
 }
 

@@ -6,9 +6,17 @@ import { purgeConversation } from '../../src/protocol/purge.js';
 import type { ModelStep } from '../../src/record/entries.js';
 import { runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';
-import { CID, expectKind, useProtocolFixture, type ProtocolFixture } from '../helpers/protocol-fixture.js';
+import { CID, expectKind, type ProtocolFixture, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
-const modelStep = (run: RunRef): ModelStep => ({ v: 1, kind: 'model.step', at: Date.now(), run: run.runId, token: run.token, step: 0, messages: [{ role: 'assistant', content: 'hello' }] });
+const modelStep = (run: RunRef): ModelStep => ({
+  v: 1,
+  kind: 'model.step',
+  at: Date.now(),
+  run: run.runId,
+  token: run.token,
+  step: 0,
+  messages: [{ role: 'assistant', content: 'hello' }],
+});
 
 /** A conversation with everything a conversation stores: an ended run, a running one, state, outbox, steering, pending, channel keys. */
 async function busyConversation(fx: ProtocolFixture) {
@@ -19,8 +27,25 @@ async function busyConversation(fx: ProtocolFixture) {
   const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
   const r1 = await runs.acquire(CID, first.runId, 'w1');
   await runs.append(r1, modelStep(r1));
-  await state.set(r1, 'runner.compaction.checkpoint', { schema_version: 1, conversation_id: CID, summary: 's', covers_until: 1, tokens_before: 1, tokens_after: 1, created_at: 1, summarizer: 'fallback' });
-  checkReply('outbox-claim', await runScript(fx.redis, 'outbox-claim', [k.outbox, k.run(first.runId)], [`${first.runId}:1:0`, r1.token, JSON.stringify({ status: 'acknowledged' }), 3600]));
+  await state.set(r1, 'runner.compaction.checkpoint', {
+    schema_version: 1,
+    conversation_id: CID,
+    summary: 's',
+    covers_until: 1,
+    tokens_before: 1,
+    tokens_after: 1,
+    created_at: 1,
+    summarizer: 'fallback',
+  });
+  checkReply(
+    'outbox-claim',
+    await runScript(
+      fx.redis,
+      'outbox-claim',
+      [k.outbox, k.run(first.runId)],
+      [`${first.runId}:1:0`, r1.token, JSON.stringify({ status: 'acknowledged' }), 3600],
+    ),
+  );
   // The webhook channel's keys: its reply stream, a reply mark named by the delivery key, its cursor.
   await fx.redis.xadd(`${k.base}replies`, '*', 'data', '{}');
   await fx.redis.set(`${k.base}reply_stored:${first.runId}:1:0`, '1-0', 'EX', 3600);
@@ -90,7 +115,10 @@ describe('purgeConversation', () => {
 
     it('answers already_purged the second time, writing nothing', async () => {
       await fx.dispatch().ingest(fx.message(1));
-      await fx.runs().acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w').then((run) => fx.runs().finish(run, 'completed'));
+      await fx
+        .runs()
+        .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
+        .then((run) => fx.runs().finish(run, 'completed'));
       expect((await purgeConversation(fx.redis, fx.prefix, CID)).kind).toBe('purged');
       const before = await fx.snapshot();
       expect(await purgeConversation(fx.redis, fx.prefix, CID)).toEqual({ kind: 'already_purged' });
@@ -99,7 +127,10 @@ describe('purgeConversation', () => {
 
     it('keeps the tombstone at least as long as dedupe keys live', async () => {
       await fx.dispatch().ingest(fx.message(1));
-      await fx.runs().acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w').then((run) => fx.runs().finish(run, 'completed'));
+      await fx
+        .runs()
+        .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
+        .then((run) => fx.runs().finish(run, 'completed'));
       await purgeConversation(fx.redis, fx.prefix, CID, { tombstoneTtlSeconds: 60, dedupeTtlSeconds: 5000 });
       const ttl = await fx.redis.ttl(fx.keys().tombstone);
       expect(ttl).toBeGreaterThan(4900);
@@ -117,7 +148,9 @@ describe('purgeConversation', () => {
       await expect(runs.pull(r2)).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(state.set(r2, 'runner.compaction.checkpoint', { x: 1 })).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(
-        runScript(fx.redis, 'outbox-claim', [k.outbox, k.run(second.runId)], ['x:1:0', r2.token, '{"status":"possibly-dispatched"}', 3600]).then((r) => checkReply('outbox-claim', r)),
+        runScript(fx.redis, 'outbox-claim', [k.outbox, k.run(second.runId)], ['x:1:0', r2.token, '{"status":"possibly-dispatched"}', 3600]).then((r) =>
+          checkReply('outbox-claim', r),
+        ),
       ).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(runs.finish(r2, 'stopped')).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(runs.acquire(CID, second.runId, 'w3')).rejects.toBeInstanceOf(RunNotFoundError);
@@ -172,7 +205,10 @@ describe('purgeConversation', () => {
   describe('the /purge command update', () => {
     it('is deduped: a redelivery answers duplicate and purges nothing new', async () => {
       await fx.dispatch().ingest(fx.message(1));
-      await fx.runs().acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w').then((run) => fx.runs().finish(run, 'completed'));
+      await fx
+        .runs()
+        .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
+        .then((run) => fx.runs().finish(run, 'completed'));
       expect((await purgeConversation(fx.redis, fx.prefix, CID, { updateKey: 'telegram:cmd-p', afterPurge: 'restart' })).kind).toBe('purged');
       expectKind(await fx.dispatch().ingest(fx.message(2)), 'new-run');
       const before = await fx.snapshot();

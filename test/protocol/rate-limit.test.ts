@@ -26,7 +26,11 @@ describe('ingest rate limits', () => {
       expect(record.map((e) => e.kind)).toEqual(['message.received', 'message.received', 'message.received', 'message.refused']);
       const entry = record[3] as MessageRefused & { seq: number };
       expect(entry.seq).toBe(refused.seq);
-      expect(entry).toMatchObject({ limit: 'user', retryAfterMs: refused.retryAfterMs, message: { kind: 'message.received', text: 'message 3', updateKey: 'telegram:3' } });
+      expect(entry).toMatchObject({
+        limit: 'user',
+        retryAfterMs: refused.retryAfterMs,
+        message: { kind: 'message.received', text: 'message 3', updateKey: 'telegram:3' },
+      });
       // Not half-ingested: the run's inputs, steering and pending hold only the accepted messages.
       const runId = (accepted[0] as { runId: string }).runId;
       expect(await fx.inputs(runId)).toEqual(accepted.map((r) => r.seq));
@@ -99,8 +103,18 @@ describe('ingest rate limits', () => {
       expect(refused).toHaveLength(MESSAGES - CAPACITY);
       expect(results.filter((r) => r.kind === 'duplicate')).toHaveLength(0);
       const record = await fx.record();
-      expect(record.filter((e) => e.kind === 'message.received').map((e) => e.seq).sort((a, b) => a - b)).toEqual(accepted.map((r) => r.seq).sort((a, b) => a - b));
-      expect(record.filter((e) => e.kind === 'message.refused').map((e) => e.seq).sort((a, b) => a - b)).toEqual(refused.map((r) => r.seq).sort((a, b) => a - b));
+      expect(
+        record
+          .filter((e) => e.kind === 'message.received')
+          .map((e) => e.seq)
+          .sort((a, b) => a - b),
+      ).toEqual(accepted.map((r) => r.seq).sort((a, b) => a - b));
+      expect(
+        record
+          .filter((e) => e.kind === 'message.refused')
+          .map((e) => e.seq)
+          .sort((a, b) => a - b),
+      ).toEqual(refused.map((r) => r.seq).sort((a, b) => a - b));
       expect(record).toHaveLength(MESSAGES);
     });
 

@@ -18,8 +18,16 @@ describe('record reads', () => {
   const garbage: Array<[string, string[], RegExp]> = [
     ['an unknown kind', ['e', JSON.stringify({ v: 1, kind: 'unknown.kind', at: 1 })], /record entry 3 \(kind unknown\.kind\)/],
     ['invalid JSON', ['e', '{"v":1,"kind":'], /record entry 3 is not JSON/],
-    ['a newer version', ['e', JSON.stringify({ v: 2, kind: 'run.control', at: 1, run: 'r1', seqs: [1], control: 'stop' })], /record entry 3 \(kind run\.control\)/],
-    ['a known kind missing a field', ['e', JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: 'x', text: 'hi' })], /record entry 3 \(kind message\.received\)/],
+    [
+      'a newer version',
+      ['e', JSON.stringify({ v: 2, kind: 'run.control', at: 1, run: 'r1', seqs: [1], control: 'stop' })],
+      /record entry 3 \(kind run\.control\)/,
+    ],
+    [
+      'a known kind missing a field',
+      ['e', JSON.stringify({ v: 1, kind: 'message.received', at: 1, updateKey: 'x', text: 'hi' })],
+      /record entry 3 \(kind message\.received\)/,
+    ],
     ['a JSON array', ['e', '[1,2]'], /record entry 3/],
     ['no body field', ['x', '{}'], /record entry 3 has no body/],
   ];

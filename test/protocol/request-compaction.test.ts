@@ -57,7 +57,9 @@ describe('a compaction entry', () => {
 
   it('is written with its checkpoint only: a runner may not append one on its own', async () => {
     const { runs, run } = await fx.running();
-    await expect(runs.append(run, { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(
+      runs.append(run, { v: 1, kind: 'compaction', at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'fallback' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
   });
 
   it('keeps a request when a model step is appended', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ScriptError } from '../../src/errors.js';
-import { runScript, scriptKeyCount, scriptSource, type ScriptName } from '../../src/scripts/index.js';
+import { runScript, type ScriptName, scriptKeyCount, scriptSource } from '../../src/scripts/index.js';
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));

@@ -1,9 +1,8 @@
 /** Conversation state: namespaced keys, a size cap, fenced writes and compare-and-set. */
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, RunEndedError, StaleRunError } from '../../src/errors.js';
+import { CasConflictError, InvalidInputError, RunEndedError, StaleRunError } from '../../src/errors.js';
 import { assertStateKey } from '../../src/protocol/index.js';
 import { runScript } from '../../src/scripts/index.js';
-import { CasConflictError } from '../../src/errors.js';
 import { checkReply } from '../../src/scripts/results.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
@@ -141,7 +140,10 @@ describe('conversation state', () => {
 
     it('conflicts with expect equals when the key is absent, with current undefined', async () => {
       const { run } = await fx.running();
-      const err = await fx.state().set(run, KEY, 1, { kind: 'equals', raw: '0' }).catch((e: unknown) => e);
+      const err = await fx
+        .state()
+        .set(run, KEY, 1, { kind: 'equals', raw: '0' })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CasConflictError);
       expect((err as CasConflictError).current).toBeUndefined();
       expect(await fx.redis.exists(fx.keys().state)).toBe(0);
@@ -169,12 +171,26 @@ describe('conversation state', () => {
 
   describe('commitCompaction', () => {
     const BREAKER = 'runner.compaction.breaker';
-    const entry = (run: { runId: string }) => ({ v: 1 as const, kind: 'compaction' as const, at: 1, run: run.runId, covers_until: 1, tokens_before: 100, tokens_after: 10, summarizer: 'llm' as const });
+    const entry = (run: { runId: string }) => ({
+      v: 1 as const,
+      kind: 'compaction' as const,
+      at: 1,
+      run: run.runId,
+      covers_until: 1,
+      tokens_before: 100,
+      tokens_after: 10,
+      summarizer: 'llm' as const,
+    });
 
     it('writes the checkpoint, the compaction entry and the breaker together, and satisfies an earlier /compact', async () => {
       const { dispatch, run, runId } = await fx.running();
       const req = await dispatch.requestCompaction(fx.source(9));
-      const seq = await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: false } }, compactRequestedSeq: req.seq });
+      const seq = await fx.state().commitCompaction(run, {
+        checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } },
+        entry: entry({ runId }),
+        breaker: { key: BREAKER, value: { open: false } },
+        compactRequestedSeq: req.seq,
+      });
       expect(await fx.state().get(CID, KEY)).toEqual({ summary: 's' });
       expect(await fx.state().get(CID, BREAKER)).toEqual({ open: false });
       expect((await fx.record()).at(-1)).toMatchObject({ seq, kind: 'compaction' });
@@ -186,7 +202,11 @@ describe('conversation state', () => {
       const read = await dispatch.requestCompaction(fx.source(9));
       // Sent while the summarizer was working: this compaction never saw it.
       const later = await dispatch.requestCompaction(fx.source(10));
-      await fx.state().commitCompaction(run, { checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } }, entry: entry({ runId }), compactRequestedSeq: read.seq });
+      await fx.state().commitCompaction(run, {
+        checkpoint: { key: KEY, value: { summary: 's' }, expect: { kind: 'absent' } },
+        entry: entry({ runId }),
+        compactRequestedSeq: read.seq,
+      });
       expect((await dispatch.status(CID)).compactionRequestedSeq).toBe(later.seq);
     });
 
@@ -194,7 +214,13 @@ describe('conversation state', () => {
       const { run, runId } = await fx.running();
       await fx.state().set(run, KEY, { summary: 'theirs' });
       const before = await fx.snapshot();
-      const commit = (r: typeof run) => fx.state().commitCompaction(r, { checkpoint: { key: KEY, value: { summary: 'mine' }, expect: { kind: 'absent' } }, entry: entry({ runId }), breaker: { key: BREAKER, value: { open: true } }, compactRequestedSeq: 0 });
+      const commit = (r: typeof run) =>
+        fx.state().commitCompaction(r, {
+          checkpoint: { key: KEY, value: { summary: 'mine' }, expect: { kind: 'absent' } },
+          entry: entry({ runId }),
+          breaker: { key: BREAKER, value: { open: true } },
+          compactRequestedSeq: 0,
+        });
       await expect(commit(run)).rejects.toBeInstanceOf(CasConflictError);
       await expect(commit({ ...run, token: run.token + 1 })).rejects.toBeInstanceOf(StaleRunError);
       expect(await fx.snapshot()).toEqual(before);

@@ -4,7 +4,7 @@ import { CHECKPOINT_KEY } from '../../runner/compaction/checkpoint.js';
 import { compact } from '../../runner/compaction/compactor.js';
 import { loadPrompt } from '../../runner/compaction/load.js';
 import type { RunRef } from '../../src/protocol/index.js';
-import { resolveRetention, retainConversation, type RetentionOptions } from '../../src/protocol/retention.js';
+import { type RetentionOptions, resolveRetention, retainConversation } from '../../src/protocol/retention.js';
 import { readSeqs } from '../../src/record/read.js';
 import { memoryLogger, syntheticTurns, writeRecord } from '../compaction/history.js';
 import { textModel } from '../compaction/models.js';
@@ -19,7 +19,17 @@ async function compacted(retention: RetentionOptions) {
   const ref: RunRef = { conversationId: CID, runId: run.runId, token: run.token };
   const { logger } = await memoryLogger();
   const load = () => loadPrompt({ client: fx.redis, prefix: fx.prefix, conversationId: CID, logger });
-  const r = await compact({ run: ref, state: fx.state(), loaded: await load(), trigger: 'manual', keepRecentTurns: 4, tokensBefore: 5000, contextWindow: 100_000, model: textModel('summary'), logger });
+  const r = await compact({
+    run: ref,
+    state: fx.state(),
+    loaded: await load(),
+    trigger: 'manual',
+    keepRecentTurns: 4,
+    tokensBefore: 5000,
+    contextWindow: 100_000,
+    model: textModel('summary'),
+    logger,
+  });
   expect(r.kind).toBe('compacted');
   return { runs, ref, load };
 }
@@ -75,7 +85,20 @@ describe('record trimming', () => {
     const last = Number(await fx.redis.hget(fx.keys().meta, 'seq'));
     // A checkpoint claiming to cover all of it (a compaction never selects past a waiting message; trimming must not trust that).
     await fx.state().commitCompaction(run, {
-      checkpoint: { key: CHECKPOINT_KEY, value: { schema_version: 1, conversation_id: CID, summary: 's', covers_until: last, tokens_before: 2, tokens_after: 1, created_at: 1, summarizer: 'fallback' }, expect: { kind: 'absent' } },
+      checkpoint: {
+        key: CHECKPOINT_KEY,
+        value: {
+          schema_version: 1,
+          conversation_id: CID,
+          summary: 's',
+          covers_until: last,
+          tokens_before: 2,
+          tokens_after: 1,
+          created_at: 1,
+          summarizer: 'fallback',
+        },
+        expect: { kind: 'absent' },
+      },
       entry: { v: 1, kind: 'compaction', at: Date.now(), run: run.runId, covers_until: last, tokens_before: 2, tokens_after: 1, summarizer: 'fallback' },
       compactRequestedSeq: 0,
     });

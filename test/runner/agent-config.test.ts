@@ -4,12 +4,12 @@
  * stream. Through the real provider against the fake OpenAI server.
  */
 import { describe, expect, it } from 'vitest';
-import { startRunner } from '../../runner/main.js';
-import type { ChannelOutbound } from '../../src/channel.js';
-import type { AppContext } from '../../src/app-context.js';
 import { readConfig } from '../../app/config.js';
 import localAgent from '../../plugins/local-agent/index.js';
+import { startRunner } from '../../runner/main.js';
 import { createModel } from '../../runner/model.js';
+import type { AppContext } from '../../src/app-context.js';
+import type { ChannelOutbound } from '../../src/channel.js';
 import { CID, perTestModel, RunnerHarness } from './harness.js';
 
 const t = perTestModel();
@@ -53,7 +53,10 @@ const systemPrompt = (i: number): unknown => t.fake.requests[i]!.body.messages.f
 describe('the default agent from config', () => {
   it('uses the configured system prompt and built-in tools', async () => {
     const out = new StreamingOutbound();
-    t.h = await runnerFromConfig({ STEERBOT_SYSTEM_PROMPT: 'You are Zed, terse.', STEERBOT_AGENT_HTTP_FETCH: 'true', STEERBOT_AGENT_CURRENT_TIME: 'false' }, out);
+    t.h = await runnerFromConfig(
+      { STEERBOT_SYSTEM_PROMPT: 'You are Zed, terse.', STEERBOT_AGENT_HTTP_FETCH: 'true', STEERBOT_AGENT_CURRENT_TIME: 'false' },
+      out,
+    );
     t.fake.script([{ text: 'Hi.' }]);
     await t.h.ingest('hello');
     await t.h.idle(10_000, CID);

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
-import { toToolSet, type AgentTool } from '../../plugins/local-agent/tools.js';
+import { type AgentTool, toToolSet } from '../../plugins/local-agent/tools.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
@@ -30,7 +30,9 @@ function parts(step: Step, index: number): LanguageModelV4StreamPart[] {
   if (step.text) {
     out.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: step.text }, { type: 'text-end', id: 't' });
   }
-  (step.calls ?? []).forEach((c, i) => out.push({ type: 'tool-call', toolCallId: `call-${index}-${i}`, toolName: c.name, input: JSON.stringify(c.input ?? {}) }));
+  for (const [i, c] of (step.calls ?? []).entries()) {
+    out.push({ type: 'tool-call', toolCallId: `call-${index}-${i}`, toolName: c.name, input: JSON.stringify(c.input ?? {}) });
+  }
   const calls = (step.calls ?? []).length > 0;
   out.push({ type: 'finish', finishReason: calls ? { unified: 'tool-calls', raw: 'tool_calls' } : { unified: 'stop', raw: 'stop' }, usage: USAGE });
   return out;

@@ -3,18 +3,18 @@
  * (fenced, nothing lost, one reply); a failing model ends the run `failed`
  * with a short message and the conversation goes on.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
 import { StaleRunError } from '../../src/errors.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { ModelStep } from '../../src/record/entries.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';
-import type { RunnerPlugin } from '../../runner/plugin.js';
 import { CID, deferred, fakeModel, RunnerHarness, waitFor } from './harness.js';
 
 const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.meta.url));
@@ -107,14 +107,26 @@ describe('runner recovery', () => {
     expect(h.outbound.texts).toEqual(['Recovered answer.']);
 
     const runs = new Runs({ client: h.ctx.redis, prefix: h.prefix });
-    const zombie: ModelStep = { v: 1, kind: 'model.step', at: Date.now(), run: runId, token: 1, step: 0, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'zombie' }] }] };
+    const zombie: ModelStep = {
+      v: 1,
+      kind: 'model.step',
+      at: Date.now(),
+      run: runId,
+      token: 1,
+      step: 0,
+      messages: [{ role: 'assistant', content: [{ type: 'text', text: 'zombie' }] }],
+    };
     await expect(runs.append({ conversationId: CID, runId, token: 1 }, zombie)).rejects.toBeInstanceOf(StaleRunError);
     expect(JSON.stringify(await h.record())).not.toContain('zombie');
   });
 
   it('ends the run failed with a short message when the model fails, and the next message gets a working run', async () => {
     let failing = true;
-    fake.script(() => (failing ? { error: { status: 500, message: 'Error: upstream exploded\n    at Model.call (model.js:1:1)', type: 'server_error' } } : { text: 'Working again.' }));
+    fake.script(() =>
+      failing
+        ? { error: { status: 500, message: 'Error: upstream exploded\n    at Model.call (model.js:1:1)', type: 'server_error' } }
+        : { text: 'Working again.' },
+    );
     h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }) });
 
     const first = await h.ingest('first question');

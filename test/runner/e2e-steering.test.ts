@@ -5,15 +5,18 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLocalAgentPlugin, type AgentTool } from '../../plugins/local-agent/index.js';
-import { deferred, fakeModel, FetchTap, perTestModel, RunnerHarness } from './harness.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { deferred, FetchTap, fakeModel, perTestModel, RunnerHarness } from './harness.js';
 
 const t = perTestModel();
 
 /** Chat messages of the `i`-th model request, system prompt left out. */
 const chat = (i: number): Array<{ role: string; content: unknown; tool_call_id?: string }> =>
   t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role !== 'system');
-const userTexts = (i: number) => chat(i).filter((m) => m.role === 'user').map((m) => m.content);
+const userTexts = (i: number) =>
+  chat(i)
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content);
 
 describe('runner end to end', () => {
   it('answers a message and ends the run completed', async () => {

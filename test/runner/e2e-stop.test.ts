@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_CUT_OFF_MARKER } from '../../runner/projection.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import { fakeModel, FetchTap, RunnerHarness, waitFor } from './harness.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { FetchTap, fakeModel, RunnerHarness, waitFor } from './harness.js';
 
 let fake: FakeOpenAIServer;
 let tap: FetchTap;

@@ -1,11 +1,11 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateText, modelMessageSchema, type ModelMessage } from 'ai';
+import { generateText, type ModelMessage, modelMessageSchema } from 'ai';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CUT_OFF_MARKER, projectHistory } from '../../runner/projection.js';
 import { RecordError } from '../../src/errors.js';
-import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import type { MessageReceived, ModelStep, RecordEntry, RunOutcome, SeqEntry } from '../../src/record/entries.js';
+import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 
 // ── record builders: plain SeqEntry objects, seqs assigned in order ────────────
 
@@ -26,8 +26,7 @@ function record() {
       add({ kind: 'message.received', updateKey: `telegram:${entries.length + 1}`, sender: { id: 'u1', name: 'Ann' }, text, ...more }),
     command: (command: string) => add({ kind: 'command.received', updateKey: `telegram:${entries.length + 1}`, sender: { id: 'u1' }, command }),
     started: (run: string, inputs?: number[]) => add({ kind: 'run.started', run, attempt: 1, token: 1, owner: 'w1', ...(inputs ? { inputs } : {}) }),
-    step: (run: string, messages: StepMessage[], more: Partial<ModelStep> = {}) =>
-      add({ kind: 'model.step', run, token: 1, step: 0, messages, ...more }),
+    step: (run: string, messages: StepMessage[], more: Partial<ModelStep> = {}) => add({ kind: 'model.step', run, token: 1, step: 0, messages, ...more }),
     ended: (run: string, outcome: RunOutcome) => add({ kind: 'run.ended', run, attempt: 1, token: 1, outcome }),
     queued: (run: string, seqs: number[]) => add({ kind: 'steering.queued', run, seqs }),
     injected: (run: string, seqs: number[]) => add({ kind: 'steering.injected', run, seqs }),
@@ -38,8 +37,12 @@ function record() {
 
 const text = (t: string) => ({ type: 'text' as const, text: t });
 const call = (id: string, toolName = 'search', input: unknown = { q: id }) => ({ type: 'tool-call' as const, toolCallId: id, toolName, input });
-const result = (id: string, value: unknown = `result of ${id}`, toolName = 'search') =>
-  ({ type: 'tool-result' as const, toolCallId: id, toolName, output: { type: 'json' as const, value } });
+const result = (id: string, value: unknown = `result of ${id}`, toolName = 'search') => ({
+  type: 'tool-result' as const,
+  toolCallId: id,
+  toolName,
+  output: { type: 'json' as const, value },
+});
 const assistant = (...content: unknown[]): StepMessage => ({ role: 'assistant', content });
 const tools = (...content: unknown[]): StepMessage => ({ role: 'tool', content });
 const user = (content: string): ModelMessage => ({ role: 'user', content });
@@ -173,10 +176,7 @@ describe('projectHistory', () => {
       r.started('r1');
       r.step('r1', [{ role: 'assistant', content: 'one, two, ' }]);
       r.ended('r1', 'stopped');
-      expect(projectHistory(r.entries, { cutOffMarker: '[stopped]' }).messages).toEqual([
-        user('count'),
-        { role: 'assistant', content: 'one, two, [stopped]' },
-      ]);
+      expect(projectHistory(r.entries, { cutOffMarker: '[stopped]' }).messages).toEqual([user('count'), { role: 'assistant', content: 'one, two, [stopped]' }]);
     });
 
     it('mark a partial step once, even when its run was also interrupted', () => {
@@ -301,7 +301,11 @@ describe('projectHistory', () => {
           approvalId: 'a2',
           toolCallId: 'c2',
         }),
-        tools({ type: 'tool-approval-response', approvalId: 'a1', approved: true }, { type: 'tool-approval-response', approvalId: 'a2', approved: true }, result('c1')),
+        tools(
+          { type: 'tool-approval-response', approvalId: 'a1', approved: true },
+          { type: 'tool-approval-response', approvalId: 'a2', approved: true },
+          result('c1'),
+        ),
       ]);
       expect(projectHistory(r.entries).messages.slice(1)).toEqual([
         { role: 'assistant', content: [call('c1'), { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }] },
@@ -398,7 +402,10 @@ describe('projectHistory', () => {
       r.step('r1', [assistant(call('c1')), tools(result('c1'))]);
       const s = r.user('pending steer');
       r.queued('r1', [s]);
-      expect(projectHistory(r.entries)).toMatchObject({ messages: [user('q'), { role: 'assistant' }, { role: 'tool' }, user('pending steer')], userSeqs: [q, s] });
+      expect(projectHistory(r.entries)).toMatchObject({
+        messages: [user('q'), { role: 'assistant' }, { role: 'tool' }, user('pending steer')],
+        userSeqs: [q, s],
+      });
     });
   });
 
@@ -572,7 +579,10 @@ describe('projectHistory (property)', () => {
 
         // Every user message after the last reset is projected exactly once.
         const resetAt = entries.findLastIndex((e) => e.kind === 'conversation.reset');
-        const expected = entries.slice(resetAt + 1).filter((e) => e.kind === 'message.received').map((e) => e.seq);
+        const expected = entries
+          .slice(resetAt + 1)
+          .filter((e) => e.kind === 'message.received')
+          .map((e) => e.seq);
         expect([...userSeqs].sort((a, b) => a - b)).toEqual(expected);
         expect(messages.filter((m) => m.role === 'user')).toHaveLength(expected.length);
       }),

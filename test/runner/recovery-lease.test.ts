@@ -5,10 +5,10 @@
  * run over and answers once, well before the old lock would even have lapsed.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { recordedSends, startRunnerProcess, type RunnerProcess } from '../fixtures/runner-processes.js';
+import { type RunnerProcess, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const LEASE_MS = 2000;
@@ -32,7 +32,10 @@ afterEach(async () => {
 });
 
 const userText = (body: { messages: Array<{ role: string; content: unknown }> }) =>
-  body.messages.filter((m) => m.role === 'user').map((m) => String(m.content)).at(-1);
+  body.messages
+    .filter((m) => m.role === 'user')
+    .map((m) => String(m.content))
+    .at(-1);
 
 describe('a runner killed mid model call', () => {
   it('has its run taken over by the surviving runner within the lease, answered exactly once', async () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { IngestResult } from '../../src/protocol/types.js';
-import { CID, fakeModel, FetchTap, perTestModel, RunnerHarness, waitFor } from './harness.js';
+import { CID, FetchTap, fakeModel, perTestModel, RunnerHarness, waitFor } from './harness.js';
 
 const t = perTestModel();
 

@@ -6,10 +6,10 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeTurn } from '../../testing/fakes/openai-server.js';
-import { startFakeOpenAI, type FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import { startCallbackServer, type CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
-import { startPrivateSentinel, type PrivateSentinel } from '../helpers/private-sentinel.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { type PrivateSentinel, startPrivateSentinel } from '../helpers/private-sentinel.js';
 import { startWebhookSystem, WEBHOOK_SECRET, type WebhookSystem } from '../helpers/webhook-system.js';
 
 let sentinel: PrivateSentinel;
@@ -39,7 +39,9 @@ afterEach(() => {
 describe('through Redis Sentinel', () => {
   it('finds the master and answers every message once', async () => {
     const s = sys!;
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => s.post({ id: `m${i % 10}`, conversation: `c${i % 10}`, text: `question ${i % 10}` })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => s.post({ id: `m${i % 10}`, conversation: `c${i % 10}`, text: `question ${i % 10}` })),
+    );
     expect(results.filter((r) => r.status === 202 && r.body.result === 'new-run')).toHaveLength(10);
     expect(results.filter((r) => r.status === 200 && r.body.result === 'duplicate')).toHaveLength(10);
     await callbacks.waitForAccepted(10, 15_000);
@@ -59,10 +61,15 @@ describe('through Redis Sentinel', () => {
 
     // Until the clients have moved to the new master a request may get 503 (the platform retries): retry like one.
     const retried = async (payload: Record<string, unknown>) =>
-      waitFor(async () => {
-        const r = await s.post(payload);
-        return r.status === 503 ? undefined : r;
-      }, 20_000, 'the host to reach the new master', 200);
+      waitFor(
+        async () => {
+          const r = await s.post(payload);
+          return r.status === 503 ? undefined : r;
+        },
+        20_000,
+        'the host to reach the new master',
+        200,
+      );
     expect((await retried({ id: 'f2', conversation: 'failover', text: 'after the failover' })).status).toBe(202);
     // The update the old master took was replicated: a redelivery is still a duplicate.
     expect(await retried({ id: 'f1', conversation: 'failover', text: 'before the failover' })).toMatchObject({ status: 200, body: { result: 'duplicate' } });

@@ -253,7 +253,9 @@ export class FakeDiscord extends EventEmitter {
       version: 1,
       channel_id: stored.channel_id,
       channel: { id: stored.channel_id, type: input.guildId ? 0 : 1 },
-      ...(input.guildId ? { guild_id: input.guildId, member: { user: input.user, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : { user: input.user }),
+      ...(input.guildId
+        ? { guild_id: input.guildId, member: { user: input.user, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } }
+        : { user: input.user }),
       data: { custom_id: input.customId, component_type: 2 },
       message,
       app_permissions: '0',
@@ -639,7 +641,8 @@ export class FakeDiscord extends EventEmitter {
     };
 
     // Interaction responses are authorized by the interaction's token in the path, not the bot token.
-    if (!path.startsWith('/interactions/') && req.headers.authorization !== `Bot ${this.opts.token}`) return answer(401, { message: '401: Unauthorized', code: 0 });
+    if (!path.startsWith('/interactions/') && req.headers.authorization !== `Bot ${this.opts.token}`)
+      return answer(401, { message: '401: Unauthorized', code: 0 });
     const held = this.holds.find((h) => h.method === method && h.path.test(path));
     if (held) {
       held.arrive();

@@ -530,7 +530,9 @@ export interface MessageUpdateOptions {
 
 /** The buttons of an inline keyboard markup (object or JSON text), rows flattened; undefined without one. */
 function buttonsOf(markup: unknown): Array<{ text: string; data: string }> | undefined {
-  const m = (typeof markup === 'string' ? JSON.parse(markup) : markup) as { inline_keyboard?: Array<Array<{ text: string; callback_data?: string }>> } | undefined;
+  const m = (typeof markup === 'string' ? JSON.parse(markup) : markup) as
+    | { inline_keyboard?: Array<Array<{ text: string; callback_data?: string }>> }
+    | undefined;
   if (!m?.inline_keyboard) return undefined;
   return m.inline_keyboard.flat().map((b) => ({ text: b.text, data: b.callback_data ?? '' }));
 }
@@ -538,9 +540,17 @@ function buttonsOf(markup: unknown): Array<{ text: string; data: string }> | und
 let callbackIds = 1;
 
 /** Builds an Update with a `callback_query`: `from` clicked the button with `data` under the bot's message `message`. */
-export function callbackQueryUpdate(o: { data: string; message: Pick<SentMessage, 'chatId' | 'messageId' | 'text' | 'threadId'>; from?: TgUser; updateId?: number }): Record<string, any> {
+export function callbackQueryUpdate(o: {
+  data: string;
+  message: Pick<SentMessage, 'chatId' | 'messageId' | 'text' | 'threadId'>;
+  from?: TgUser;
+  updateId?: number;
+}): Record<string, any> {
   const from = o.from ?? ALICE;
-  const chat = o.message.chatId > 0 ? { id: o.message.chatId, type: 'private', first_name: from.first_name } : { id: o.message.chatId, type: 'supergroup', title: 'Test group' };
+  const chat =
+    o.message.chatId > 0
+      ? { id: o.message.chatId, type: 'private', first_name: from.first_name }
+      : { id: o.message.chatId, type: 'supergroup', title: 'Test group' };
   return {
     update_id: o.updateId ?? builderUpdateIds++,
     callback_query: {

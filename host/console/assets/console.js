@@ -276,8 +276,7 @@
   async function act(action) {
     // Purge deletes the conversation's record and state for good (stopping its run first): ask once.
     if (action === 'purge' && !window.confirm('Delete everything stored for this conversation (its run is stopped first)?')) return;
-    const arg =
-      action === 'policy' ? $('c-policy').value : action === 'abandon' ? $('c-status').dataset.activeRun : action === 'purge' ? 'stop' : undefined;
+    const arg = action === 'policy' ? $('c-policy').value : action === 'abandon' ? $('c-status').dataset.activeRun : action === 'purge' ? 'stop' : undefined;
     const res = await api(`/conversations/${encodeURIComponent(view.conversation)}/actions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
