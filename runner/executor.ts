@@ -253,6 +253,7 @@ export class RunExecutor {
       conversationId: ref.conversationId,
       runId: ref.runId,
       attempt,
+      fencingToken: ref.token,
       history,
       inputs,
       steering: {

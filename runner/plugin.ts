@@ -106,6 +106,8 @@ export interface RunContext {
   runId: string;
   /** 1 on the first attempt; more after a takeover from a dead worker. */
   attempt: number;
+  /** The attempt's fencing token (higher on each takeover): the run's writes carry it. Absent in hand-made contexts. */
+  fencingToken?: number;
   /**
    * The prompt so far, projected from the record: the compaction summary (when
    * there is a checkpoint), earlier turns, this run's inputs and any steps

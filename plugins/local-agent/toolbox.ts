@@ -197,6 +197,7 @@ export class Toolbox {
             conversationId: ctx.conversationId,
             callId,
             attempt: ctx.attempt,
+            ...(ctx.fencingToken !== undefined && { fencingToken: ctx.fencingToken }),
             idempotencyKey: claim.idempotencyKey,
             rerun: claim.rerun,
           },

@@ -32,6 +32,8 @@ export interface ToolCallContext {
   callId: string;
   /** Attempt of the run (more than 1 after a takeover). */
   attempt: number;
+  /** The attempt's fencing token (higher after a takeover): an external system can refuse writes of a superseded attempt. Absent in hand-made contexts. */
+  fencingToken?: number;
   /** Same for a re-run of the same call after a takeover: pass it to APIs that deduplicate. */
   idempotencyKey: string;
   /** True when an earlier attempt started this call and died before recording its result. */

@@ -7,7 +7,7 @@
  * delivery key: a retried run attempt that sends it again finds it stored.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
+import type { ChannelOutbound, MessageButton, SendOptions } from '../../src/channel.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
@@ -19,8 +19,11 @@ export const WEB_CHANNEL_ID = 'web';
 
 /** One event of a conversation's stream, as the page receives it (`data` of an SSE event). */
 export type WebEvent =
-  /** A reply. `id`: its delivery key (`<run id>:<answered seq>:<n>`) or a random id (command replies). */
-  | { type: 'message'; id: string; text: string; replyTo?: string }
+  /**
+   * A reply. `id`: its delivery key (`<run id>:<answered seq>:<n>`) or a random id (command replies).
+   * `buttons`: shown under it (a tool approval's Approve / Deny); a click sends the button's command as a message.
+   */
+  | { type: 'message'; id: string; text: string; replyTo?: string; buttons?: MessageButton[] }
   /** A streamed reply's text so far (replaces what `id` shows). */
   | { type: 'edit'; id: string; text: string }
   | { type: 'typing' };
@@ -51,7 +54,13 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       check(conversationId);
       const id = opts.deliveryKey ?? randomUUID();
-      const event: WebEvent = { type: 'message', id, text, ...(opts.replyTo !== undefined && { replyTo: opts.replyTo }) };
+      const event: WebEvent = {
+        type: 'message',
+        id,
+        text,
+        ...(opts.replyTo !== undefined && { replyTo: opts.replyTo }),
+        ...(opts.buttons?.length && { buttons: opts.buttons.map((b) => ({ label: b.label, command: b.command })) }),
+      };
       await runScript(
         o.redis,
         'reply-store',

@@ -56,6 +56,9 @@ main { flex: 1; overflow-y: auto; padding: 16px; display: flex; flex-direction: 
 .msg.bot { align-self: flex-start; background: var(--bot); }
 .msg .meta { display: block; font-size: 11px; color: var(--muted); margin-top: 4px; white-space: normal; }
 .msg.streaming .body::after { content: " ▍"; color: var(--accent); }
+.msg .actions { display: flex; gap: 8px; margin-top: 8px; white-space: normal; }
+.msg .actions button:disabled { opacity: 0.5; cursor: default; }
+.msg .actions button.chosen { outline: 2px solid var(--accent); }
 .event { align-self: center; font-size: 12px; color: var(--muted); }
 .event.tool { font-family: ui-monospace, monospace; }
 .event.tool.running { color: var(--accent); }

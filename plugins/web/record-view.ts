@@ -39,6 +39,9 @@ export interface RecordView {
   follow_up?: boolean;
   tokensBefore?: number;
   tokensAfter?: number;
+  /** approval.decided: which approval, and how (the page disables its buttons). */
+  approval?: string;
+  decision?: string;
 }
 
 const cut = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
@@ -83,6 +86,8 @@ export function recordView(e: SeqEntry): RecordView {
       return { ...base, run: e.run, attempt: e.attempt, outcome: e.outcome, ...(e.reason && { reason: e.reason }) };
     case 'model.step':
       return { ...base, run: e.run, tools: toolCallsOf(e.messages), ...(e.partial && { partial: true }) };
+    case 'approval.decided':
+      return { ...base, run: e.run, approval: e.approval, decision: e.decision };
     case 'compaction':
       return { ...base, tokensBefore: e.tokens_before, tokensAfter: e.tokens_after };
     default:

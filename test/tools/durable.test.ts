@@ -68,12 +68,18 @@ describe('durable tool results', () => {
 
     // Executions: note once (replayed), lookup twice (idempotent re-run), pay once (not run again).
     expect([await count('note'), await count('lookup'), await count('pay')]).toEqual([1, 2, 1]);
-    const keys = (await h.ctx.redis.lrange(`${h.prefix}:keys:lookup`, 0, -1)).map((s) => JSON.parse(s) as { key: string; rerun: boolean; attempt: number });
+    const keys = (await h.ctx.redis.lrange(`${h.prefix}:keys:lookup`, 0, -1)).map(
+      (s) => JSON.parse(s) as { key: string; rerun: boolean; attempt: number; token?: number },
+    );
     expect(keys.map((k) => [k.rerun, k.attempt])).toEqual([
       [false, 1],
       [true, 2],
     ]);
     expect(keys[0]!.key).toBe(keys[1]!.key);
+    // Each attempt's tool calls carry that attempt's fencing token: the takeover's is higher.
+    const started = await h.entries('run.started');
+    expect(keys.map((k) => k.token)).toEqual(started.map((e) => e.token));
+    expect(keys[1]!.token).toBeGreaterThan(keys[0]!.token!);
 
     // What the model was told after the takeover (request 2 answers the re-made batch of request 1).
     const results = Object.fromEntries(

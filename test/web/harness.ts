@@ -80,7 +80,7 @@ export interface World {
 export async function startWorld(
   redisUrl: string,
   env: Record<string, string> = {},
-  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean } = {},
+  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean; agent?: Record<string, unknown> } = {},
 ): Promise<World> {
   const ai = opts.ai ?? (await startFakeOpenAI());
   if (!opts.ai) ai.script(modelScript);
@@ -92,7 +92,7 @@ export async function startWorld(
     JSON.stringify({
       http: { host: '127.0.0.1' },
       ...(!opts.noModel && { model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 } }),
-      agents: { 'local-agent': { toolModules: [resolve('test/web/slow-tool.ts')], currentTime: false } },
+      agents: { 'local-agent': { toolModules: [resolve('test/web/slow-tool.ts')], currentTime: false, ...opts.agent } },
     }),
   );
   const loaded = await loadConfig({ file, env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, ...env } });

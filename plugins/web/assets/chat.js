@@ -120,6 +120,34 @@
     if (on) typingTimer = setTimeout(() => (typing.hidden = true), 6000);
   };
 
+  /** Disables a reply's buttons: a decision is sent once. */
+  const disableButtons = (actions) => {
+    for (const btn of actions.querySelectorAll('button')) btn.disabled = true;
+    actions.dataset.state = 'sent';
+  };
+
+  /**
+   * A reply's buttons (a tool approval's Approve / Deny): a click sends the
+   * button's command as an ordinary message, as if typed.
+   */
+  function addButtons(b, buttons) {
+    const actions = el('div', 'actions');
+    for (const btn of buttons) {
+      if (typeof btn?.label !== 'string' || typeof btn?.command !== 'string') continue;
+      const node = el('button', 'action', btn.label);
+      node.type = 'button';
+      node.dataset.command = btn.command;
+      node.addEventListener('click', () => {
+        if (node.disabled) return;
+        disableButtons(actions);
+        node.classList.add('chosen');
+        void send(btn.command);
+      });
+      actions.appendChild(node);
+    }
+    if (actions.childElementCount) b.insertBefore(actions, b.querySelector('.meta'));
+  }
+
   /** A reply, a streamed reply's progress, or typing. */
   function onReply(ev) {
     if (ev.type === 'typing') return showTyping(true);
@@ -134,6 +162,7 @@
       }
     }
     b.querySelector('.body').textContent = ev.text;
+    if (ev.type === 'message' && Array.isArray(ev.buttons) && !b.querySelector('.actions')) addButtons(b, ev.buttons);
     b.classList.toggle('streaming', ev.type === 'edit');
     if (ev.type === 'message') showTyping(false);
     stick();
@@ -153,6 +182,12 @@
         b.dataset.seq = String(r.seq);
         break;
       }
+      case 'approval.decided':
+        // Decided (here, elsewhere, before a reload, or timed out): its buttons stay disabled.
+        for (const btn of log.querySelectorAll('.actions:not([data-state="sent"]) button'))
+          if (btn.dataset.command?.endsWith(` ${r.approval}`)) disableButtons(btn.parentElement);
+        line('run', `approval ${r.approval}: ${r.decision}`, { approval: r.approval, decision: r.decision });
+        break;
       case 'steering.queued':
         for (const s of r.seqs)
           if (bySeq(s)?.dataset.dispatch !== 'injected') badge(bySeq(s), 'steered', `steered into the running answer (run ${short(r.run)})`, r.run);
