@@ -6,6 +6,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkAccess, isLoopbackAddress, isLoopbackHostName, isLoopbackRequest, sameOriginJson } from '../../src/http-access.js';
+import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
 import { startWorld, type World } from './harness.js';
 
@@ -185,10 +186,13 @@ describe('console actions over HTTP', () => {
       });
     expect((await send('listed-aaaaaa')).status).toBe(200);
     expect((await send('listed-bbbbbb')).status).toBe(200);
-    const list = (await (await fetch(`${world.app.address}/console/api/conversations?limit=2`)).json()) as {
-      rows: Array<{ id: string; channel: string }>;
-      queue: Record<string, number>;
-    };
+    type Listing = { rows: Array<{ id: string; channel: string }>; queue: Record<string, number> };
+    const listing = async () => (await (await fetch(`${world.app.address}/console/api/conversations?limit=2`)).json()) as Listing;
+    // The index is written a batch at a time (within a fraction of a second), not by the ingest itself.
+    const list = await waitFor(async () => {
+      const l = await listing();
+      return l.rows.some((r) => r.id === 'web:listed-aaaaaa') ? l : undefined;
+    }, 5000);
     expect(list.rows.map((r) => r.id)).toEqual(['web:listed-bbbbbb', 'web:listed-aaaaaa']);
     expect(list.rows[0]!.channel).toBe('web');
     expect(Object.keys(list.queue)).toEqual(expect.arrayContaining(['waiting', 'active', 'completed', 'failed']));
