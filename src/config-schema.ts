@@ -38,6 +38,12 @@ export const int = (min: number, max: number) =>
     .min(min, { error: `expected an integer >= ${min}` })
     .max(max, { error: `expected an integer <= ${max}` });
 
+/** A token that opens a page (the web chat, the console): 16-512 characters. */
+export const pageToken = z
+  .string({ error: 'expected a token of at least 16 characters' })
+  .min(16, { error: 'expected at least 16 characters' })
+  .max(512, { error: 'expected at most 512 characters' });
+
 /** One of `values`, with an error that lists them. */
 export const enumOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `expected one of ${values.join(', ')}` });
 
@@ -172,10 +178,7 @@ const runnerSchema = z.strictObject({
 
 const consoleSchema = z.strictObject({
   enabled: z.boolean({ error: 'expected true or false' }).default(true).describe('Serve the operator console at `/console`. Default true.'),
-  token: z
-    .string({ error: 'expected a token of at least 16 characters' })
-    .min(16, { error: 'expected at least 16 characters' })
-    .max(512, { error: 'expected at most 512 characters' })
+  token: pageToken
     .optional()
     .describe(
       'Token the console requires (open it once with `/console?token=<token>`, or send `Authorization: Bearer`). Secret. Default: unset — loopback clients only.',

@@ -59,6 +59,19 @@ export interface RouteRegistry {
   add(route: HttpRoute): void;
 }
 
+/** A stream of server-sent events: the headers browsers and proxies need, and the stream. */
+export const eventStream = (stream: AsyncIterable<string>): RouteResponse => ({
+  status: 200,
+  headers: {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    // nginx would buffer the stream otherwise.
+    'x-accel-buffering': 'no',
+  },
+  stream,
+});
+
 /** A JSON response. */
 export const json = (status: number, value: unknown): RouteResponse => ({ status, json: value });
 

@@ -4,6 +4,7 @@
  * `STEERBOT_WEB=false` turns it off.
  */
 import { z } from 'zod';
+import { pageToken } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const int = (min: number, max: number) =>
@@ -16,10 +17,7 @@ const int = (min: number, max: number) =>
 /** Schema of the web chat's settings. Unknown keys are errors. */
 export const webConfigSchema = z.strictObject({
   enabled: z.boolean({ error: 'expected true or false' }).default(true).describe('Serve the web chat at `/` (and `/chat`). Default true.'),
-  token: z
-    .string({ error: 'expected a token of at least 16 characters' })
-    .min(16, { error: 'expected at least 16 characters' })
-    .max(512, { error: 'expected at most 512 characters' })
+  token: pageToken
     .optional()
     .describe(
       'Token a browser must present (open the page once with `?token=<token>`; it is kept in a cookie). Secret. Default: unset — only loopback clients (peer 127.0.0.0/8 or ::1, not proxied, Host a loopback name) may chat.',

@@ -18,6 +18,7 @@ import {
   type ChannelHost,
   type ChannelPlugin,
   defineChannelPlugin,
+  eventStream,
   type InboundMessage,
   json,
   type RouteRequest,
@@ -113,16 +114,7 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     const last = req.headers['last-event-id'];
     const conversationId = `${WEB_CHANNEL_ID}:${conversation}`;
     const from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
-    return {
-      status: 200,
-      headers: {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      },
-      stream: streams.stream(conversationId, from, req.signal),
-    };
+    return eventStream(streams.stream(conversationId, from, req.signal));
   }
 
   const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({

@@ -12,7 +12,7 @@
  */
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
-import { json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import { eventStream, json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { conversationKeys } from '../../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import type { WebhookChannelConfig } from './config.js';
@@ -106,16 +106,7 @@ export class EventStreams {
           throw asRedisUnavailable(err);
         }
       }
-      return {
-        status: 200,
-        headers: {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        },
-        stream: this.pump(key, from, req.signal),
-      };
+      return eventStream(this.pump(key, from, req.signal));
     };
   }
 
