@@ -25,8 +25,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080
-# Node's own fetch (the slim image has no curl or wget), on PORT (default 8080). A
-# runner-only process (STEERBOT_HOST=false) serves no HTTP: disable the check there.
+# Node's own fetch (the slim image has no curl or wget), on PORT (default 8080). Every
+# role serves /healthz there: a runner-only process has a small server for its probes.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node directly, not npm: SIGTERM reaches steerbot, which shuts down cleanly.
