@@ -83,7 +83,7 @@ describe('cli', () => {
           `  chat:     http://127.0.0.1:${port}/ (this machine only)`,
         ]),
       );
-      expect(steps.steps.join('\n')).toContain('next: set TELEGRAM_BOT_TOKEN');
+      expect(steps.steps.join('\n')).toContain('next: chat on the page above; for a platform, set TELEGRAM_BOT_TOKEN');
     }, 60_000);
   }
 
