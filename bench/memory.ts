@@ -171,7 +171,7 @@ async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number
 export async function main(): Promise<void> {
   const total = CONVERSATIONS * MESSAGES;
   console.log(
-    `memory: ${CONVERSATIONS} conversations × ${MESSAGES} messages (${total} turns)${CONVERSATIONS < 10_000 ? "; scaled down from 10 000 × 50 (BENCH_CONVERSATIONS=10000 for full scale)" : ''}`,
+    `memory: ${CONVERSATIONS} conversations × ${MESSAGES} messages (${total} turns)${CONVERSATIONS < 10_000 ? '; scaled down from 10 000 × 50 (BENCH_CONVERSATIONS=10000 for full scale)' : ''}`,
   );
   const variants: Variant[] = [
     { name: 'without retention', endedRunTtlSeconds: 0, outboxTtlSeconds: 604_800, recordTrimAfterEntries: 0 },
