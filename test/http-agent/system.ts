@@ -16,6 +16,7 @@ import type { RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
 import { signedHeaders } from '../../src/signature.js';
+import { readyLine } from '../helpers/child-ready.js';
 import { cleanupPrefix, redisUrl } from '../helpers/redis.js';
 import { SECRET } from './helpers.js';
 
@@ -111,27 +112,7 @@ export async function startRunnerChild(file: string, env: Record<string, string>
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exit = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  let out = '';
-  let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
-  const address = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`runner child not ready in 30 s; stderr: ${err}`));
-    }, 30_000);
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^ready (\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    void exit.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`runner child exited before ready; stderr: ${err}`));
-    });
-  });
+  const address = await readyLine(proc, 'runner child');
   return {
     proc,
     address,

@@ -17,6 +17,7 @@ import { splitMessage } from '../../src/split-message.js';
 import { type FakeDiscord, startFakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
+import { readyLine } from '../helpers/child-ready.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from './harness.js';
 
@@ -79,24 +80,7 @@ async function world(): Promise<World> {
     });
     children.push(proc);
     const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.once('exit', (_code, signal) => resolve(signal)));
-    let out = '';
-    let err = '';
-    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    const owner = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`crash worker not ready within 30 s; stderr: ${err}`)), 30_000);
-      proc.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /^ready (\S+)$/m.exec(out);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-        }
-      });
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`crash worker exited (${code ?? signal}) before ready; stderr: ${err}`));
-      });
-    });
+    const owner = await readyLine(proc, 'crash worker');
     return { proc, owner, exited };
   };
 

@@ -14,6 +14,7 @@ import { Runs } from '../../src/protocol/runs.js';
 import type { ModelStep } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
+import { readyLine } from '../helpers/child-ready.js';
 import { redisUrl } from '../helpers/redis.js';
 import { CID, deferred, fakeModel, RunnerHarness, waitFor } from './harness.js';
 
@@ -41,24 +42,7 @@ async function startWorkerProcess(harness: RunnerHarness): Promise<{ proc: Child
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child = proc;
-  let out = '';
-  let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const owner = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker process not ready within 15 s; stderr: ${err}`)), 15_000);
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /^ready (\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`worker process exited (${code ?? signal}) before ready; stderr: ${err}`));
-    });
-  });
+  const owner = await readyLine(proc, 'worker process', 15_000);
   return { proc, owner };
 }
 
