@@ -4,65 +4,40 @@
  * the fake server) asks for the tool, the tool runs, and its result goes back
  * to the model, whose answer reaches the Telegram user.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, startApp } from '../../app/index.js';
-import { createLogger } from '../../src/logger.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { ALICE, type FakeTelegram, messageUpdate } from '../../testing/fakes/telegram-server.js';
+import { type ExampleWorld, exampleWorld } from './world.js';
 
 const MODULE = resolve('examples/custom-tool/dice.js');
 
 describe('examples/custom-tool', () => {
+  let world: ExampleWorld;
   let tg: FakeTelegram;
   let ai: FakeOpenAIServer;
-  let dir: string;
-  let prefix: string;
-  let app: Awaited<ReturnType<typeof startApp>> | undefined;
-
   beforeEach(async () => {
-    tg = await startFakeTelegram();
+    world = await exampleWorld();
+    tg = world.tg;
     ai = await startFakeOpenAI();
-    dir = mkdtempSync(join(tmpdir(), 'steerbot-tool-'));
-    prefix = testPrefix();
   });
   afterEach(async () => {
-    const redis = app?.ctx.redis;
-    if (redis) {
-      await cleanupPrefix(redis, prefix);
-      await cleanupPrefix(redis, bullPrefixFor(prefix));
-    }
-    await app?.stop();
-    app = undefined;
-    await tg.close();
+    await world.stop();
     await ai.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('offers the tool to the model, runs it when asked and answers with its result', async () => {
-    const file = join(dir, 'steerbot.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        http: { host: '127.0.0.1' },
-        model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 },
-        agents: { 'local-agent': { toolModules: [MODULE] } },
-        channels: { telegram: { apiRoot: tg.apiRoot, mode: 'polling', registerCommands: false, pollTimeoutSeconds: 1 } },
-      }),
-    );
-    const config = await loadConfig({ file, env: { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN } });
+    const config = await world.load({
+      model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 },
+      agents: { 'local-agent': { toolModules: [MODULE] } },
+    });
     // The model asks for three six-sided dice, then answers with what the tool returned.
     ai.script((req, i) => {
       if (i === 0) return { toolCalls: [{ id: 'call_dice', name: 'roll_dice', args: { count: 3, sides: 6 } }] };
       const result = req.messages.find((m: { role: string }) => m.role === 'tool');
       return { text: `The dice say: ${result?.content ?? 'nothing'}` };
     });
-    // Any free port (a config file cannot ask for port 0).
-    app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } }, logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+    await world.start(config);
 
     tg.pushUpdate(messageUpdate({ text: 'roll three dice for me', from: ALICE }));
     const [reply] = await tg.waitUntil(() => tg.sent.length >= 1 && tg.sent, 10_000, 'the reply');

@@ -4,60 +4,31 @@
  * plugin, polling the fake Bot API) gets its answers. The same module also
  * passes the runner plugin contract from the test kit, given as a definition.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, startApp } from '../../app/index.js';
 import type { RunnerPluginDefinition } from '../../runner/index.js';
-import { createLogger } from '../../src/logger.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
-import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { ALICE, type FakeTelegram, messageUpdate } from '../../testing/fakes/telegram-server.js';
 import { runnerPluginContract } from '../../testing/runner-contract.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { redisUrl } from '../helpers/redis.js';
+import { type ExampleWorld, exampleWorld } from './world.js';
 
 const MODULE = resolve('examples/echo-agent/index.js');
 const echoAgent = ((await import(MODULE)) as { default: RunnerPluginDefinition }).default;
 
 describe('examples/echo-agent', () => {
+  let world: ExampleWorld;
   let tg: FakeTelegram;
-  let dir: string;
-  let prefix: string;
-  let app: Awaited<ReturnType<typeof startApp>> | undefined;
-
   beforeEach(async () => {
-    tg = await startFakeTelegram();
-    dir = mkdtempSync(join(tmpdir(), 'steerbot-echo-'));
-    prefix = testPrefix();
+    world = await exampleWorld();
+    tg = world.tg;
   });
-  afterEach(async () => {
-    const redis = app?.ctx.redis;
-    if (redis) {
-      await cleanupPrefix(redis, prefix);
-      await cleanupPrefix(redis, bullPrefixFor(prefix));
-    }
-    await app?.stop();
-    app = undefined;
-    await tg.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => world.stop());
 
   it('answers Telegram messages with their text behind the configured prefix, once each', async () => {
-    const file = join(dir, 'steerbot.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        http: { host: '127.0.0.1' },
-        runner: { plugin: MODULE },
-        agents: { 'echo-agent': { prefix: 'echo> ' } },
-        channels: { telegram: { apiRoot: tg.apiRoot, mode: 'polling', registerCommands: false, pollTimeoutSeconds: 1 } },
-      }),
-    );
-    const config = await loadConfig({ file, env: { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN } });
+    const config = await world.load({ runner: { plugin: MODULE }, agents: { 'echo-agent': { prefix: 'echo> ' } } });
     // Selected by path; its section is validated by its own schema (defaults applied).
     expect(config.agents['echo-agent']).toEqual({ prefix: 'echo> ' });
-    // Any free port (a config file cannot ask for port 0).
-    app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } }, logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+    await world.start(config);
 
     const first = messageUpdate({ text: 'hello echo', from: ALICE });
     tg.pushUpdate(first);
