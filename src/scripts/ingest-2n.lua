@@ -53,14 +53,17 @@ local function ingest_one(base, dedupe_key, entry_json, options)
     return prefix .. ':control', conversation_id
   end
 
+  -- A redelivery is a duplicate whatever else holds: it lifts no tombstone and takes no rate token.
+  local seen = dedupe_seen(dedupe_key)
+  if seen then return { 'duplicate', seen } end
   -- A purged conversation (includes/dedupe.lua): refused, or restarted; before the rate limits, which write.
   if purge_refuses(meta_key, dedupe_key, ttl) then return { 'purged' } end
-  -- Rate limits (includes/rate-limit.lua): a duplicate or a refusal is the whole answer.
+  -- Rate limits (includes/rate-limit.lua): a refusal is the whole answer.
   local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
   if limited then return limited end
 
-  local seq, seen = dedupe_append(dedupe_key, log_key, meta_key, entry_json, ttl, true)
-  if seen then return { 'duplicate', seen } end
+  local seq = append_entry(log_key, meta_key, entry_json)
+  dedupe_mark(dedupe_key, seq, ttl)
 
   local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
   local policy = pm[1] or default_policy

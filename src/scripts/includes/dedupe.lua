@@ -36,12 +36,11 @@ end
 -- The start of every script that takes a platform update: dedupe it, append its
 -- entry, remember the seq it became. Returns seq, nil for a new update and
 -- nil, original seq for a duplicate (nothing is written then); nil, 0, true for
--- an update refused because the conversation was purged (see `purge_refuses`;
--- `gated`: the caller checked that already).
-local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl, gated)
+-- an update refused because the conversation was purged (see `purge_refuses`).
+local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
   local seen = dedupe_seen(dedupe_key)
   if seen then return nil, seen end
-  if not gated and purge_refuses(meta_key, dedupe_key, ttl) then return nil, 0, true end
+  if purge_refuses(meta_key, dedupe_key, ttl) then return nil, 0, true end
   local seq = append_entry(log_key, meta_key, json)
   dedupe_mark(dedupe_key, seq, ttl)
   return seq, nil

@@ -25,13 +25,11 @@ local function bucket_level(raw, capacity, per_minute, now)
 end
 
 -- Returns nil when the update may be ingested (a token taken from each bucket),
--- else the whole reply of the update: { 'duplicate', seq } for an update seen
--- before, or { 'refused', seq, 'user'|'conversation', retry after ms } after
--- recording `message.refused` (the message inside) and the dedupe key.
+-- else the whole reply of the update: { 'refused', seq, 'user'|'conversation',
+-- retry after ms } after recording `message.refused` (the message inside) and
+-- the dedupe key. The caller checked first that the update is new (a
+-- redelivery is a duplicate whatever the buckets say, and takes no token).
 local function rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, spec)
-  -- A redelivery is a duplicate whatever the buckets say; checked first so it takes no token.
-  local seen = dedupe_seen(dedupe_key)
-  if seen then return { 'duplicate', seen } end
   local ucap, urate, ccap, crate, sender = string.match(spec, '^([^,]+),([^,]+),([^,]+),([^,]+),(.*)$')
   ucap, urate, ccap, crate = tonumber(ucap), tonumber(urate), tonumber(ccap), tonumber(crate)
   local rate_key, user_field = base .. 'rate', 'u:' .. sender
