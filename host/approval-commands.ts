@@ -29,14 +29,16 @@ export async function approvalCommand(
   const id = args.split(/\s+/)[0] ?? '';
   if (!APPROVAL_ID_RE.test(id))
     return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
-  // Commands are deduped by their update key; deciding writes no dedupe key of its own, so this one does.
-  const fresh = await o.client.set(conversationKeys(o.prefix, source.conversationId).dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
-  if (fresh === null) return { reply: '', duplicate: true };
   const r = await decideApproval(o.client, o.prefix, source.conversationId, id, {
     decision,
     by: source.sender.id,
     ...(source.sender.name !== undefined && { byName: source.sender.name }),
   });
+  // Commands are deduped by their update key; deciding writes no dedupe key of its own, so this one does, after
+  // the decision: marked first, a failure between the two (Redis down, a crash) would leave the redelivery a
+  // duplicate and the decision lost. A redelivery decides nothing new (the first decision wins) and is silent here.
+  const fresh = await o.client.set(conversationKeys(o.prefix, source.conversationId).dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
+  if (fresh === null) return { reply: '', duplicate: true };
   switch (r.kind) {
     case 'decided': {
       const who = r.record.byName ?? r.record.by ?? '';
