@@ -5,6 +5,7 @@
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply.
  */
+import { parseJsonOrUndefined } from '../src/json.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 import { purgeConversation } from '../src/protocol/purge.js';
 import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../src/protocol/types.js';
@@ -101,9 +102,12 @@ export async function runCommand(
     case 'queue':
       return queueCommand(deps, command.args, source, channelPolicy);
     case 'status': {
-      const r = await dispatch.statusCommand(source);
+      // Sent together on one connection: one round trip of waiting, not two.
+      const [unanswered, r] = await Promise.all([
+        readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
+        dispatch.statusCommand(source),
+      ]);
       if (r.kind === 'duplicate') return DUPLICATE;
-      const unanswered = await readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId);
       return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), duplicate: false };
     }
     case 'purge':
@@ -168,7 +172,7 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
 }
 
 /** The `/status` reply; `unanswered`: steered messages the last failed or stopped run took and did not answer. */
-export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, unanswered?: UnansweredNote): string {
+function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, unanswered?: UnansweredNote): string {
   const lines: string[] = [];
   if (s.activeRunId) {
     lines.push(`Active run: ${s.activeRunId} (${s.runState ?? 'unknown'}${s.attempt > 1 ? `, attempt ${s.attempt}` : ''})`);
@@ -181,17 +185,8 @@ export function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, 
     s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`,
   );
   if (s.compactionRequestedSeq > 0) lines.push('Compaction: /compact requested, applied at the next turn boundary');
-  const breaker = parseBreaker(parseJson(s.compactionBreaker));
+  const breaker = parseBreaker(parseJsonOrUndefined(s.compactionBreaker));
   if (breaker.open) lines.push(`Compaction: paused after ${breaker.ineffective} ineffective compactions (/compact resumes it)`);
   if (unanswered) lines.push(unansweredStatusLine(unanswered));
   return lines.join('\n');
-}
-
-function parseJson(raw: string | undefined): unknown {
-  if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
 }

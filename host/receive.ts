@@ -132,7 +132,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
 }
 
 /** The short answer to a message over a rate limit. */
-export function refusalNotice(limit: 'user' | 'conversation', retryAfterMs: number): string {
+function refusalNotice(limit: 'user' | 'conversation', retryAfterMs: number): string {
   const wait = Math.max(1, Math.ceil(retryAfterMs / 1000));
   const who =
     limit === 'user' ? 'You are sending messages faster than this bot answers them' : 'This chat is sending messages faster than this bot answers them';

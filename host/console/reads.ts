@@ -6,6 +6,7 @@
  * conversations, and say so.
  */
 import { channelIdOf } from '../../src/channel.js';
+import { parseJsonOrUndefined } from '../../src/json.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { parseBreaker } from '../../src/record/breaker.js';
@@ -100,15 +101,13 @@ export class ConsoleReads {
   /** A page of conversations, most recent first; `scanned` says how many index entries a filter looked at. */
   async list(f: ListFilter): Promise<{ rows: ConversationRow[]; scanned: number; filtered: boolean; total: number }> {
     const key = recentKey(this.d.prefix);
-    const total = await this.d.redis.zcard(key);
     const filtered = f.stuck === true || f.channel !== undefined;
     if (!filtered) {
-      const ids = await this.d.redis.zrevrange(key, f.offset, f.offset + f.limit - 1, 'WITHSCORES');
+      const [total, ids] = await Promise.all([this.d.redis.zcard(key), this.d.redis.zrevrange(key, f.offset, f.offset + f.limit - 1, 'WITHSCORES')]);
       return { rows: await Promise.all(pairs(ids).map(([id, score]) => this.row(id, Number(score)))), scanned: ids.length / 2, filtered, total };
     }
-    const window = pairs(await this.d.redis.zrevrange(key, 0, FILTER_WINDOW - 1, 'WITHSCORES')).filter(
-      ([id]) => f.channel === undefined || channelIdOf(id) === f.channel,
-    );
+    const [total, newest] = await Promise.all([this.d.redis.zcard(key), this.d.redis.zrevrange(key, 0, FILTER_WINDOW - 1, 'WITHSCORES')]);
+    const window = pairs(newest).filter(([id]) => f.channel === undefined || channelIdOf(id) === f.channel);
     const rows = await Promise.all(window.map(([id, score]) => this.row(id, Number(score))));
     const matching = rows.filter((r) => !f.stuck || r.stuck.length > 0);
     return { rows: matching.slice(f.offset, f.offset + f.limit), scanned: window.length, filtered, total };
@@ -116,9 +115,12 @@ export class ConsoleReads {
 
   /** One conversation's row. */
   async row(id: string, lastActivityMs: number): Promise<ConversationRow> {
-    const s = await this.d.dispatch.status(id);
     const k = conversationKeys(this.d.prefix, id);
-    const [tail, outboxLen] = await Promise.all([this.d.redis.xrevrange(k.log, '+', '-', 'COUNT', LAST_ERROR_WINDOW), this.d.redis.hlen(k.outbox)]);
+    const [s, tail, outboxLen] = await Promise.all([
+      this.d.dispatch.status(id),
+      this.d.redis.xrevrange(k.log, '+', '-', 'COUNT', LAST_ERROR_WINDOW),
+      this.d.redis.hlen(k.outbox),
+    ]);
     const lastError = lastErrorOf(tail as Array<[string, string[]]>);
     const now = this.now();
     const stuck: string[] = [];
@@ -147,7 +149,7 @@ export class ConsoleReads {
       pendingDepth: s.pendingDepth,
       policy: s.policyOverride ?? s.effectivePolicy ?? this.d.dispatch.options.defaultPolicy,
       ...(s.policyOverride && { policyOverride: s.policyOverride }),
-      breakerOpen: parseBreaker(parseJson(s.compactionBreaker)).open,
+      breakerOpen: parseBreaker(parseJsonOrUndefined(s.compactionBreaker)).open,
       ...(lastError && { lastError }),
       stuck,
     };
@@ -191,7 +193,7 @@ export class ConsoleReads {
     do {
       const [next, flat] = await this.d.redis.hscan(k.outbox, cursor, 'MATCH', `${runId}:*`, 'COUNT', 200);
       cursor = next;
-      for (const [key, value] of pairs(flat)) outbox.push({ key, record: parseJson(value) ?? value });
+      for (const [key, value] of pairs(flat)) outbox.push({ key, record: parseJsonOrUndefined(value) ?? value });
     } while (cursor !== '0' && ++steps < 50);
     const tail = (await this.entries(id, { count: RUN_WINDOW })).filter((e) => 'run' in e && e.run === runId);
     const attempts = tail.filter((e) => e.kind === 'run.started');
@@ -222,7 +224,7 @@ function lastErrorOf(rows: Array<[string, string[]]>): string | undefined {
   for (const [, fields] of rows) {
     const raw = fields[fields.indexOf('e') + 1] ?? '';
     if (!raw.includes('"run.ended"')) continue;
-    const e = parseJson(raw) as { outcome?: string; reason?: string } | undefined;
+    const e = parseJsonOrUndefined(raw) as { outcome?: string; reason?: string } | undefined;
     return e?.outcome === 'failed' ? (e.reason ?? 'failed') : undefined;
   }
   return undefined;
@@ -238,13 +240,4 @@ function compareIds(a: string, b: string): number {
   const [am, as] = a.split('-').map(Number);
   const [bm, bs] = b.split('-').map(Number);
   return am! - bm! || as! - bs!;
-}
-
-function parseJson(raw: string | undefined): unknown {
-  if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
 }
