@@ -76,10 +76,11 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
   const routes = routeRegistry(ctx.http);
-  const activity = new ActivityIndex(ctx.redis, prefix, logger);
+  // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
+  const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const channelHost = createChannelHost({
     routes,
-    onActivity: (conversationId) => activity.note(conversationId),
+    ...(activity && { onActivity: (conversationId: string) => activity.note(conversationId) }),
     redis: ctx.redis,
     prefix,
     logger,
@@ -116,7 +117,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     // Channels first: no new input while the rest shuts down.
     await Promise.all(started.map((p) => p.stop().catch((err: unknown) => logger.error({ err, channel: p.id }, 'channel stop failed'))));
     await reconciler.stop();
-    await activity.flush();
+    await activity?.flush();
     await queue.close();
     queueConn.disconnect();
     ingressConn.disconnect();
