@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { InvalidInputError, RunEndedError, RunNotFoundError, StaleRunError } from '../../src/errors.js';
+import { InvalidInputError, LeaseHeldError, RunEndedError, RunNotFoundError, StaleRunError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { Runs } from '../../src/protocol/runs.js';
@@ -78,20 +78,23 @@ export class ConsoleActions {
     const [state, token, leaseUntil] = await o.client.hmget(k.run(runId), 'state', 'token', 'lease_until');
     if (!state) return { ok: false, message: `no run ${runId} in this conversation` };
     if (state !== 'running') return { ok: false, message: `run ${runId} is ${state}: only a running run can be abandoned (stop a queued one)` };
-    const now = (this.d.now ?? Date.now)();
-    if (Number(leaseUntil) > now) {
+    const liveLease = (until: number) => {
+      const left = Math.ceil((until - (this.d.now ?? Date.now)()) / 1000);
       return {
         ok: false,
-        message: `run ${runId} still has a live lease (${Math.ceil((Number(leaseUntil) - now) / 1000)} s left): its runner may be working; stop it instead, or wait for the lease to run out`,
+        message: `run ${runId} still has a live lease (${left} s left): its runner may be working; stop it instead, or wait for the lease to run out`,
       };
-    }
+    };
+    // Read first for a clear answer; the finish script checks the lease again atomically.
+    if (Number(leaseUntil) > (this.d.now ?? Date.now)()) return liveLease(Number(leaseUntil));
     try {
-      const fin = await this.runs.finish({ conversationId, runId, token: Number(token) }, 'failed', { reason: ABANDON_REASON });
+      const fin = await this.runs.finish({ conversationId, runId, token: Number(token) }, 'failed', { reason: ABANDON_REASON, abandon: true });
       const successor = fin.kind === 'ended' ? fin.successor : undefined;
       if (successor) await this.d.enqueue(conversationId, successor.runId);
       this.d.logger.warn({ conversationId, runId, token: Number(token), successor: successor?.runId }, 'console: run abandoned by operator');
       return { ok: true, message: `Run ${runId} abandoned.${successor ? ` Waiting messages are answered by run ${successor.runId}.` : ''}` };
     } catch (err) {
+      if (err instanceof LeaseHeldError) return liveLease(err.leaseUntilMs);
       if (err instanceof StaleRunError) return { ok: false, message: `run ${runId} was taken over by a runner (its fencing token moved on): not abandoned` };
       if (err instanceof RunEndedError || err instanceof RunNotFoundError) return { ok: false, message: `run ${runId} has already ended` };
       throw err;

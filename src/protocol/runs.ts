@@ -111,7 +111,17 @@ export class Runs {
    * steering is requeued, and a successor is created when messages wait.
    * The caller must enqueue the successor's job.
    */
-  async finish(run: RunRef, outcome: RunOutcome, opts: { reason?: string; mode?: SteeringMode; successorId?: string } = {}): Promise<FinishResult> {
+  async finish(
+    run: RunRef,
+    outcome: RunOutcome,
+    opts: {
+      reason?: string;
+      mode?: SteeringMode;
+      successorId?: string;
+      /** Only when the run's lease ran out (an operator abandoning a run); a live lease throws LeaseHeldError. Default false. */
+      abandon?: boolean;
+    } = {},
+  ): Promise<FinishResult> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
     const reason = (opts.reason ?? '').slice(0, 500);
     const successorId = opts.successorId ?? newRunId();
@@ -131,6 +141,7 @@ export class Runs {
           opts.mode ?? DEFAULTS.agent.steeringMode,
           run.conversationId,
           this.options.retention.endedRunTtlSeconds,
+          opts.abandon ? '1' : '0',
         ],
       ),
       run.runId,

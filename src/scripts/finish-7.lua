@@ -27,10 +27,12 @@
   ARGV[6] mode           'all' | 'one' (how much steering a continuation takes)
   ARGV[7] conversation id
   ARGV[8] ended ttl      seconds an ended run's hash is kept (0 or absent: forever)
+  ARGV[9] abandon        '1': only when the run's lease has run out (an operator ending a run whose
+                         runner stopped renewing it); a live lease answers { -4, lease until ms }
 
   Returns { 'continue', n, seq1, json1, ... }
           { 'ended', successor id or '', successor inputs csv }
-  Errors  { -1 }, { -2 }, { -3, current token }, { -5 } bad outcome
+  Errors  { -1 }, { -2 }, { -3, current token }, { -4, lease until ms }, { -5 } bad outcome
 ]]
 --- @include "common"
 
@@ -43,6 +45,12 @@ if not OUTCOMES[outcome] then return { ERR_BAD_ARG } end
 
 local _, err = fenced_run(run_key, ARGV[1])
 if err then return err end
+if ARGV[9] == '1' then
+  -- Checked here, not by the caller: a runner renewing its lease (same token) between a check and this
+  -- finish would otherwise have its live run ended under it.
+  local lease_until = tonumber(redis.call('HGET', run_key, 'lease_until') or 0)
+  if lease_until > now_ms() then return { ERR_LEASE_HELD, lease_until } end
+end
 
 local f = redis.call('HMGET', run_key, 'stop', 'attempt', 'urgent')
 if outcome == 'completed' and not f[1] then

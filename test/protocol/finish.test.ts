@@ -1,11 +1,25 @@
 /** finish: continue with late steering, or end the run and hand every waiting message to a successor. */
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, RunEndedError } from '../../src/errors.js';
+import { InvalidInputError, LeaseHeldError, RunEndedError } from '../../src/errors.js';
 import type { InputPolicy } from '../../src/protocol/index.js';
 import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 describe('finish', () => {
   const fx = useProtocolFixture();
+
+  describe('when an operator abandons the run', () => {
+    it('refuses while the lease is live, writing nothing, and ends the run once it ran out', async () => {
+      const { runs, run, runId } = await fx.running();
+      const before = await fx.kinds();
+      await expect(runs.finish(run, 'failed', { reason: 'abandoned', abandon: true })).rejects.toBeInstanceOf(LeaseHeldError);
+      expect(await fx.runRecord(runId)).toMatchObject({ state: 'running' });
+      expect(await fx.kinds()).toEqual(before);
+
+      await fx.redis.hset(fx.keys().run(runId), 'lease_until', '1');
+      expect(await runs.finish(run, 'failed', { reason: 'abandoned', abandon: true })).toEqual({ kind: 'ended', successor: undefined });
+      expect(await fx.runRecord(runId)).toMatchObject({ state: 'ended', outcome: 'failed' });
+    });
+  });
 
   describe('when the run completed and steering is waiting', () => {
     it('hands the steering back as continue, records steering.injected follow_up, and keeps the run running', async () => {
