@@ -32,150 +32,108 @@ export class SteerbotMetrics {
   private readonly queues = new Map<string, QueueCounts>();
   private defaultsOn = false;
 
-  readonly updatesIngested = new Counter({
-    name: 'steerbot_updates_ingested_total',
-    help: 'Updates handed to ingest, by channel and dispatch result (new-run, joined, steered, pending, interrupting, duplicate, refused, purged, rejected) and reason.',
-    labelNames: ['channel', 'result', 'reason'] as const,
-    registers: [this.registry],
-  });
-  readonly httpRequests = new Counter({
-    name: 'steerbot_http_requests_total',
-    help: 'HTTP requests answered, by method, route pattern and status code.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'steerbot_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request, by method and route pattern.',
-    labelNames: ['method', 'route'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly runsStarted = new Counter({
-    name: 'steerbot_runs_started_total',
-    help: 'Run attempts started (acquired) by this process; `takeover` is 1 for an attempt after another worker died.',
-    labelNames: ['takeover'] as const,
-    registers: [this.registry],
-  });
-  readonly runsEnded = new Counter({
-    name: 'steerbot_runs_ended_total',
-    help: 'Run attempts ended, by outcome (completed, failed, interrupted, superseded, stopped, lost, aborted).',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly runDuration = new Histogram({
-    name: 'steerbot_run_duration_seconds',
-    help: 'Duration of a run attempt from acquire to end, by outcome.',
-    labelNames: ['outcome'] as const,
-    buckets: RUN_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly runsActive = new Gauge({
-    name: 'steerbot_runs_active',
-    help: 'Runs executing in this process now.',
-    registers: [this.registry],
-  });
-  readonly modelCallDuration = new Histogram({
-    name: 'steerbot_model_call_duration_seconds',
-    help: 'Duration of one model call (one step), by model and outcome (ok, error, aborted).',
-    labelNames: ['model', 'outcome'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly modelTtft = new Histogram({
-    name: 'steerbot_model_time_to_first_token_seconds',
-    help: 'Time from the start of a model call to its first streamed part, by model.',
-    labelNames: ['model'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly modelTokens = new Counter({
-    name: 'steerbot_model_tokens_total',
-    help: 'Tokens the provider reported, by model and kind (input, output, cached: input tokens read from the provider cache).',
-    labelNames: ['model', 'kind'] as const,
-    registers: [this.registry],
-  });
-  readonly toolCalls = new Counter({
-    name: 'steerbot_tool_calls_total',
-    help: 'Tool calls, by tool and outcome (ok, error).',
-    labelNames: ['tool', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly mcpUnavailable = new Counter({
-    name: 'steerbot_mcp_unavailable_total',
-    help: "Runs that went without an MCP server's tools because it could not be reached, by server.",
-    labelNames: ['server'] as const,
-    registers: [this.registry],
-  });
-  readonly toolDuration = new Histogram({
-    name: 'steerbot_tool_call_duration_seconds',
-    help: 'Duration of one tool call, by tool.',
-    labelNames: ['tool'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly steeringInjected = new Counter({
-    name: 'steerbot_steering_injected_total',
-    help: 'Steered messages a run pulled at a turn boundary.',
-    registers: [this.registry],
-  });
-  readonly steeringDelay = new Histogram({
-    name: 'steerbot_steering_delay_seconds',
-    help: 'Time from ingest of a steered message to its injection into the run.',
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly steeringDepth = new Histogram({
-    name: 'steerbot_steering_depth',
-    help: "A run's steering list length right after a message was steered into it (observed at ingest; at the cap, more messages overflow to pending).",
-    buckets: DEPTH_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly pendingDepth = new Histogram({
-    name: 'steerbot_pending_depth',
-    help: "A conversation's pending list length right after a message was queued on it (observed at ingest).",
-    buckets: DEPTH_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly compactions = new Counter({
-    name: 'steerbot_compactions_total',
-    help: 'Compactions attempted, by trigger (pressure, manual, overflow) and outcome (compacted, ineffective, skipped, conflict, failed).',
-    labelNames: ['trigger', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly breakerOpened = new Counter({
-    name: 'steerbot_compaction_breaker_opened_total',
-    help: "Times a conversation's compaction circuit breaker opened (three ineffective compactions in a row).",
-    registers: [this.registry],
-  });
-  readonly deliveries = new Counter({
-    name: 'steerbot_deliveries_total',
-    help: 'Outbound messages, by channel and outcome (sent, skipped: delivered by an earlier attempt, failed).',
-    labelNames: ['channel', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly deliveryRetries = new Counter({
-    name: 'steerbot_delivery_retries_total',
-    help: 'Retried platform calls of deliveries, by channel and reason (rate_limit: a 429, server_error: a 5xx).',
-    labelNames: ['channel', 'reason'] as const,
-    registers: [this.registry],
-  });
-  readonly rateLimitWait = new Counter({
-    name: 'steerbot_delivery_rate_limit_wait_seconds_total',
-    help: 'Time deliveries waited on platform rate limits (429 retry_after), by channel.',
-    labelNames: ['channel'] as const,
-    registers: [this.registry],
-  });
-  readonly reconcilerReenqueued = new Counter({
-    name: 'steerbot_reconciler_reenqueued_total',
-    help: 'Queued runs the reconciler found without a live job and enqueued again.',
-    registers: [this.registry],
-  });
-  readonly leaseTakeovers = new Counter({
-    name: 'steerbot_lease_takeovers_total',
-    help: 'Runs this process acquired after the lease of an earlier attempt (a dead or stalled worker) expired.',
-    registers: [this.registry],
-  });
+  readonly updatesIngested = this.counter(
+    'steerbot_updates_ingested_total',
+    'Updates handed to ingest, by channel and dispatch result (new-run, joined, steered, pending, interrupting, duplicate, refused, purged, rejected) and reason.',
+    ['channel', 'result', 'reason'],
+  );
+  readonly httpRequests = this.counter('steerbot_http_requests_total', 'HTTP requests answered, by method, route pattern and status code.', [
+    'method',
+    'route',
+    'status',
+  ]);
+  readonly httpDuration = this.histogram(
+    'steerbot_http_request_duration_seconds',
+    'Time to answer an HTTP request, by method and route pattern.',
+    LATENCY_BUCKETS,
+    ['method', 'route'],
+  );
+  readonly runsStarted = this.counter(
+    'steerbot_runs_started_total',
+    'Run attempts started (acquired) by this process; `takeover` is 1 for an attempt after another worker died.',
+    ['takeover'],
+  );
+  readonly runsEnded = this.counter(
+    'steerbot_runs_ended_total',
+    'Run attempts ended, by outcome (completed, failed, interrupted, superseded, stopped, lost, aborted).',
+    ['outcome'],
+  );
+  readonly runDuration = this.histogram('steerbot_run_duration_seconds', 'Duration of a run attempt from acquire to end, by outcome.', RUN_BUCKETS, [
+    'outcome',
+  ]);
+  readonly runsActive = this.gauge('steerbot_runs_active', 'Runs executing in this process now.');
+  readonly modelCallDuration = this.histogram(
+    'steerbot_model_call_duration_seconds',
+    'Duration of one model call (one step), by model and outcome (ok, error, aborted).',
+    LATENCY_BUCKETS,
+    ['model', 'outcome'],
+  );
+  readonly modelTtft = this.histogram(
+    'steerbot_model_time_to_first_token_seconds',
+    'Time from the start of a model call to its first streamed part, by model.',
+    LATENCY_BUCKETS,
+    ['model'],
+  );
+  readonly modelTokens = this.counter(
+    'steerbot_model_tokens_total',
+    'Tokens the provider reported, by model and kind (input, output, cached: input tokens read from the provider cache).',
+    ['model', 'kind'],
+  );
+  readonly toolCalls = this.counter('steerbot_tool_calls_total', 'Tool calls, by tool and outcome (ok, error).', ['tool', 'outcome']);
+  readonly mcpUnavailable = this.counter(
+    'steerbot_mcp_unavailable_total',
+    "Runs that went without an MCP server's tools because it could not be reached, by server.",
+    ['server'],
+  );
+  readonly toolDuration = this.histogram('steerbot_tool_call_duration_seconds', 'Duration of one tool call, by tool.', LATENCY_BUCKETS, ['tool']);
+  readonly steeringInjected = this.counter('steerbot_steering_injected_total', 'Steered messages a run pulled at a turn boundary.');
+  readonly steeringDelay = this.histogram(
+    'steerbot_steering_delay_seconds',
+    'Time from ingest of a steered message to its injection into the run.',
+    LATENCY_BUCKETS,
+  );
+  readonly steeringDepth = this.histogram(
+    'steerbot_steering_depth',
+    "A run's steering list length right after a message was steered into it (observed at ingest; at the cap, more messages overflow to pending).",
+    DEPTH_BUCKETS,
+  );
+  readonly pendingDepth = this.histogram(
+    'steerbot_pending_depth',
+    "A conversation's pending list length right after a message was queued on it (observed at ingest).",
+    DEPTH_BUCKETS,
+  );
+  readonly compactions = this.counter(
+    'steerbot_compactions_total',
+    'Compactions attempted, by trigger (pressure, manual, overflow) and outcome (compacted, ineffective, skipped, conflict, failed).',
+    ['trigger', 'outcome'],
+  );
+  readonly breakerOpened = this.counter(
+    'steerbot_compaction_breaker_opened_total',
+    "Times a conversation's compaction circuit breaker opened (three ineffective compactions in a row).",
+  );
+  readonly deliveries = this.counter(
+    'steerbot_deliveries_total',
+    'Outbound messages, by channel and outcome (sent, skipped: delivered by an earlier attempt, failed).',
+    ['channel', 'outcome'],
+  );
+  readonly deliveryRetries = this.counter(
+    'steerbot_delivery_retries_total',
+    'Retried platform calls of deliveries, by channel and reason (rate_limit: a 429, server_error: a 5xx).',
+    ['channel', 'reason'],
+  );
+  readonly rateLimitWait = this.counter(
+    'steerbot_delivery_rate_limit_wait_seconds_total',
+    'Time deliveries waited on platform rate limits (429 retry_after), by channel.',
+    ['channel'],
+  );
+  readonly reconcilerReenqueued = this.counter(
+    'steerbot_reconciler_reenqueued_total',
+    'Queued runs the reconciler found without a live job and enqueued again.',
+  );
+  readonly leaseTakeovers = this.counter(
+    'steerbot_lease_takeovers_total',
+    'Runs this process acquired after the lease of an earlier attempt (a dead or stalled worker) expired.',
+  );
   readonly queueJobs = new Gauge({
     name: 'steerbot_queue_jobs',
     help: 'BullMQ run jobs by state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',
@@ -202,6 +160,18 @@ export class SteerbotMetrics {
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private gauge<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string = string>(name: string, help: string, buckets: number[], labelNames: readonly L[] = []): Histogram<L> {
+    return new Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
   }
 
   private async collectQueues(): Promise<void> {
