@@ -4,66 +4,28 @@
  * layer is still a dependency on it (tsPreCompilationDeps).
  */
 const PRODUCTION = '^(src|host|runner|plugins|app)/';
-const NOT_SHIPPED = '^(test|bench|examples)/';
+
+/** Layer rules: [name, layer folder, folders it may not import, why]. */
+const LAYER_RULES = [
+  ['core-is-the-bottom', 'src', 'host|runner|plugins|app|testing|test|bench|examples', 'src/ (core) knows no role, plugin, composition or test code; move the piece to app/ or pass it in as an option.'],
+  ['host-imports-only-core', 'host', 'runner|plugins|app|testing|test|bench|examples', "host/ may import src/ and host/ only: not the runner, plugins, app/ or tests (wiring plugins in is app/'s job)."],
+  ['runner-imports-only-core', 'runner', 'host|plugins|app|testing|test|bench|examples', 'runner/ may import src/ and runner/ only: not the host, plugins, app/ or tests.'],
+  ['plugins-import-core-and-runner', 'plugins', 'host|app|testing|test|bench|examples', 'A plugin may import src/, runner/ (plugin contract and helpers) and its own folder; never host/, app/ or tests.'],
+  ['app-ships-no-tests', 'app', 'test|bench|examples', 'app/ (composition) may import every production layer, but not test/, bench/ or examples/.'],
+  ['app-ships-no-test-kit', 'app', 'testing', 'app/ is production code; the test kit (testing/) builds on app/, not the other way round.'],
+  ['test-kit-ships-no-tests', 'testing', 'test|bench|examples', 'testing/ is published: it may import src/, host/, runner/, plugins/, app/, never test/, bench/ or examples/.'],
+].map(([name, from, to, comment]) => ({ name, comment, severity: 'error', from: { path: `^${from}/` }, to: { path: `^(${to})/` } }));
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
-    {
-      name: 'core-is-the-bottom',
-      comment: 'src/ (core) knows no role, plugin, composition or test code; move the piece to app/ or pass it in as an option.',
-      severity: 'error',
-      from: { path: '^src/' },
-      to: { path: '^(host|runner|plugins|app|testing|test|bench|examples)/' },
-    },
-    {
-      name: 'host-imports-only-core',
-      comment: 'host/ may import src/ and host/ only: not the runner, plugins, app/ or tests (wiring plugins in is app/\'s job).',
-      severity: 'error',
-      from: { path: '^host/' },
-      to: { path: '^(runner|plugins|app|testing|test|bench|examples)/' },
-    },
-    {
-      name: 'runner-imports-only-core',
-      comment: 'runner/ may import src/ and runner/ only: not the host, plugins, app/ or tests.',
-      severity: 'error',
-      from: { path: '^runner/' },
-      to: { path: '^(host|plugins|app|testing|test|bench|examples)/' },
-    },
-    {
-      name: 'plugins-import-core-and-runner',
-      comment: 'A plugin may import src/, runner/ (plugin contract and helpers) and its own folder; never host/, app/ or tests.',
-      severity: 'error',
-      from: { path: '^plugins/' },
-      to: { path: '^(host|app|testing|test|bench|examples)/' },
-    },
+    ...LAYER_RULES,
     {
       name: 'plugins-are-independent',
       comment: 'A plugin never imports another plugin\'s folder; shared code belongs in src/ or runner/.',
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: { path: '^plugins/', pathNot: '^plugins/$1/' },
-    },
-    {
-      name: 'app-ships-no-tests',
-      comment: 'app/ (composition) may import every production layer, but not test/, bench/ or examples/.',
-      severity: 'error',
-      from: { path: '^app/' },
-      to: { path: NOT_SHIPPED },
-    },
-    {
-      name: 'app-ships-no-test-kit',
-      comment: 'app/ is production code; the test kit (testing/) builds on app/, not the other way round.',
-      severity: 'error',
-      from: { path: '^app/' },
-      to: { path: '^testing/' },
-    },
-    {
-      name: 'test-kit-ships-no-tests',
-      comment: 'testing/ is published: it may import src/, host/, runner/, plugins/, app/, never test/, bench/ or examples/.',
-      severity: 'error',
-      from: { path: '^testing/' },
-      to: { path: NOT_SHIPPED },
     },
     {
       name: 'no-circular',
