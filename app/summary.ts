@@ -6,15 +6,13 @@
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { redactSecrets } from '../src/errors.js';
 import { isLoopbackHostName } from '../src/http-access.js';
-import { SECRET_KEYS, SECRET_MAP_KEYS } from '../src/logger.js';
+import { isSecretKey, SECRET_MAP_KEYS } from '../src/logger.js';
 import type { SteerbotConfig } from './config.js';
 
-const SECRET_KEY_SET = new Set<string>([...SECRET_KEYS, 'callbackSecret']);
-
-// Maps whose every value is a secret: an MCP server's `env` and `headers` (agents.local-agent.mcpServers).
-
+// The same keys `secretValues` scrubs from log lines, and the maps whose every value is a secret
+// (an MCP server's `env` and `headers`): what is hidden in logs is hidden here.
 function redactValue(key: string, value: unknown): unknown {
-  if (SECRET_KEY_SET.has(key) && value !== undefined) return '[set]';
+  if (isSecretKey(key) && typeof value === 'string') return '[set]';
   if (SECRET_MAP_KEYS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
     return Object.fromEntries(Object.keys(value).map((k) => [k, '[set]']));
   }

@@ -12,8 +12,8 @@ import { logTraceFields } from './telemetry/tracing.js';
 /** The logger type used across steerbot (pino's). */
 export type { Logger } from 'pino';
 
-/** Keys whose values are secrets wherever they appear. */
-export const SECRET_KEYS = [
+/** Keys whose values are secrets wherever they appear (pino censors them by path). */
+const SECRET_KEYS = [
   'apiKey',
   'api_key',
   'token',
@@ -130,7 +130,7 @@ export function secretValues(config: unknown): string[] {
   const walk = (value: unknown, key: string, depth: number): void => {
     if (depth > 12) return;
     if (typeof value === 'string') {
-      if (SECRET_KEY_RE.test(key) && value.length > 0) out.add(value);
+      if (isSecretKey(key) && value.length > 0) out.add(value);
       for (const c of urlCredentials(value)) out.add(c);
       return;
     }
@@ -148,6 +148,12 @@ export const SECRET_MAP_KEYS: ReadonlySet<string> = new Set(['headers', 'env']);
 
 // `token`, `botToken`, `webhookSecret`, `callbackSecret`, `password`, `apiKey`, `api_key`, `privateKey`, …
 const SECRET_KEY_RE = /(token|secret|passw(or)?d|api[_-]?key|private[_-]?key|credential)s?$/i;
+const SECRET_KEY_SET: ReadonlySet<string> = new Set(SECRET_KEYS);
+
+/** Whether a string under this key is a secret: a known secret key, or one named like one (`…Token`, `…Secret`, `…Password`). */
+export function isSecretKey(key: string): boolean {
+  return SECRET_KEY_SET.has(key) || SECRET_KEY_RE.test(key);
+}
 
 /** User name and password of a URL with credentials, raw and decoded. */
 function urlCredentials(text: string): string[] {
