@@ -174,15 +174,6 @@ function setPath(root: Json, path: string, value: unknown): void {
   node[parts[parts.length - 1] as string] = value;
 }
 
-function hasPath(root: Json, path: string): boolean {
-  let node: unknown = root;
-  for (const part of path.split('.')) {
-    if (!isObject(node) || !(part in node)) return false;
-    node = node[part];
-  }
-  return isObject(node);
-}
-
 function readJsonFile(file: string, issues: ConfigIssue[]): Json {
   const where = `config file ${file}`;
   let text: string;
@@ -292,7 +283,7 @@ export function applyEnv(layers: ConfigLayers, bindings: readonly EnvBinding[], 
   for (const b of bindings) {
     const text = env[b.env]?.trim();
     if (text === undefined || text === '') continue; // empty means unset, as in most deploy tools
-    if (b.onlyWith !== undefined && !hasPath(layers.raw, b.onlyWith)) continue;
+    if (b.onlyWith !== undefined && !isObject(getPath(layers.raw, b.onlyWith))) continue;
     if (b.onlyWhen !== undefined) {
       const current = getPath(layers.raw, b.onlyWhen.path) ?? b.onlyWhen.default;
       if (!b.onlyWhen.values.includes(String(current))) continue;
