@@ -285,19 +285,25 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
 
   const badRequest = (description: string): ScriptedFailure => ({ error_code: 400, description: `Bad Request: ${description}` });
 
+  /** The text a client sees (entities parsed out), or why Telegram refuses it. */
+  function visibleText(raw: string, parseMode: unknown): string | ScriptedFailure {
+    let text = raw;
+    if (parseMode === 'HTML') {
+      const parsed = parseTelegramHtml(raw);
+      if ('error' in parsed) return badRequest(`can't parse entities: ${parsed.error}`);
+      text = parsed.text;
+    } else if (parseMode !== undefined) {
+      return badRequest(`unsupported parse_mode in this fake: ${String(parseMode)}`);
+    }
+    return text.trim().length === 0 ? badRequest('message text is empty') : text;
+  }
+
   function sendMessage(p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
     const chatId = Number(p.chat_id);
     if (!Number.isFinite(chatId)) return badRequest('chat not found');
     const raw = typeof p.text === 'string' ? p.text : '';
-    let text = raw;
-    if (p.parse_mode === 'HTML') {
-      const parsed = parseTelegramHtml(raw);
-      if ('error' in parsed) return badRequest(`can't parse entities: ${parsed.error}`);
-      text = parsed.text;
-    } else if (p.parse_mode !== undefined) {
-      return badRequest(`unsupported parse_mode in this fake: ${String(p.parse_mode)}`);
-    }
-    if (text.trim().length === 0) return badRequest('message text is empty');
+    const text = visibleText(raw, p.parse_mode);
+    if (typeof text !== 'string') return text;
     if (text.length > 4096) return badRequest('message is too long');
     const message = {
       chatId,
@@ -325,16 +331,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const m = sent.find((s) => s.chatId === Number(p.chat_id) && s.messageId === Number(p.message_id));
     if (!m) return badRequest('message to edit not found');
     const raw = String(p.text ?? '');
-    let text = raw;
     // Parsed like sendMessage: an edit can carry formatting too.
-    if (p.parse_mode === 'HTML') {
-      const parsed = parseTelegramHtml(raw);
-      if ('error' in parsed) return badRequest(`can't parse entities: ${parsed.error}`);
-      text = parsed.text;
-    } else if (p.parse_mode !== undefined) {
-      return badRequest(`unsupported parse_mode in this fake: ${String(p.parse_mode)}`);
-    }
-    if (text.trim().length === 0) return badRequest('message text is empty');
+    const text = visibleText(raw, p.parse_mode);
+    if (typeof text !== 'string') return text;
     if (text.length > 4096) return badRequest('MESSAGE_TOO_LONG');
     // Like Telegram: the same visible text with the same formatting is no change.
     if (text === m.text && markupOf(raw, p.parse_mode) === markupOf(m.raw, m.parseMode)) {
