@@ -271,41 +271,17 @@ export class FakeDiscord extends EventEmitter {
   messageCreate(input: MessageInput): { seq: number; message: Record<string, any> } {
     const id = input.id ?? snowflake();
     const message: Record<string, any> = {
-      id,
-      channel_id: input.channelId,
-      author: input.author,
-      content: input.content,
-      timestamp: new Date().toISOString(),
-      edited_timestamp: null,
-      tts: false,
-      mention_everyone: false,
+      ...baseMessage(id, input.channelId, input.author, input.content),
       mentions: input.mentions ?? [],
       mention_roles: input.mentionRoles ?? [],
       attachments: (input.attachments ?? []).map((a) => ({ id: a.id ?? snowflake(), proxy_url: a.url, ...a })),
-      embeds: [],
-      pinned: false,
       type: input.type ?? (input.replyTo ? 19 : 0),
       channel_type: input.channelType ?? (input.guildId ? 0 : 1),
     };
     if (input.guildId) message.guild_id = input.guildId;
     if (input.replyTo) {
       message.message_reference = { type: 0, message_id: input.replyTo.id, channel_id: input.channelId, ...(input.guildId && { guild_id: input.guildId }) };
-      message.referenced_message = {
-        id: input.replyTo.id,
-        channel_id: input.channelId,
-        author: input.replyTo.author,
-        content: input.replyTo.content,
-        timestamp: new Date().toISOString(),
-        edited_timestamp: null,
-        tts: false,
-        mention_everyone: false,
-        mentions: [],
-        mention_roles: [],
-        attachments: [],
-        embeds: [],
-        pinned: false,
-        type: 0,
-      };
+      message.referenced_message = baseMessage(input.replyTo.id, input.channelId, input.replyTo.author, input.replyTo.content);
     }
     const channelHistory = this.history.get(input.channelId) ?? [];
     channelHistory.push(message);
@@ -751,25 +727,34 @@ export class FakeDiscord extends EventEmitter {
 
   private messagePayload(stored: StoredMessage, body: any): Record<string, unknown> {
     return {
-      id: stored.id,
-      channel_id: stored.channel_id,
-      author: this.bot,
-      content: stored.content,
-      timestamp: new Date().toISOString(),
+      ...baseMessage(stored.id, stored.channel_id, this.bot, stored.content),
       edited_timestamp: stored.edits > 0 ? new Date().toISOString() : null,
-      tts: false,
-      mention_everyone: false,
-      mentions: [],
-      mention_roles: [],
-      attachments: [],
-      embeds: [],
-      pinned: false,
       type: body?.message_reference ? 19 : 0,
       ...(stored.nonce !== undefined && { nonce: stored.nonce }),
       ...(body?.message_reference && { message_reference: body.message_reference }),
       ...(stored.components && { components: stored.components }),
     };
   }
+}
+
+/** The fields every Discord message object carries, unedited, without mentions or attachments. */
+function baseMessage(id: string, channelId: string, author: unknown, content: unknown): Record<string, any> {
+  return {
+    id,
+    channel_id: channelId,
+    author,
+    content,
+    timestamp: new Date().toISOString(),
+    edited_timestamp: null,
+    tts: false,
+    mention_everyone: false,
+    mentions: [],
+    mention_roles: [],
+    attachments: [],
+    embeds: [],
+    pinned: false,
+    type: 0,
+  };
 }
 
 /** Discord's content checks: 50006 for empty, 50035 (form body) over 2000 characters. */
