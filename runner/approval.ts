@@ -6,7 +6,7 @@
  * or changes nothing). The wait is durable: an attempt taking the run over
  * finds the earlier attempt's request for the same call (tool and input
  * digest) and resumes that wait, re-sending the same message under the same
- * delivery key (so the outbox skips it and later keys line up); a decision
+ * delivery key (its own, named by the approval id, so the outbox skips it); a decision
  * made while no runner was attached is found there.
  */
 import { randomBytes } from 'node:crypto';
@@ -35,16 +35,22 @@ export interface RunApprovalsOptions {
   logger: Logger;
   /** How often the wait looks for a decision, in ms. Default 200. */
   pollMs?: number;
-  /** Approvals calls of this run already ran under (from the record, on a takeover): never resumed for another call. */
-  usedApprovals?: ReadonlySet<string>;
+  /**
+   * Approvals calls of this run already ran under (from the record, on a
+   * takeover): never resumed for another call. The gate adds the ones it
+   * waits on, so a set shared by an attempt's invocations covers them all.
+   */
+  usedApprovals?: Set<string>;
 }
 
 /** Approvals of one run attempt in Redis. */
 export class RunApprovals implements ApprovalGate {
-  // Requests this attempt has waited on: a second identical call asks again.
-  private readonly used = new Set<string>();
+  // Requests the run has waited on: a second identical call asks again.
+  private readonly used: Set<string>;
 
-  constructor(private readonly o: RunApprovalsOptions) {}
+  constructor(private readonly o: RunApprovalsOptions) {
+    this.used = o.usedApprovals ?? new Set();
+  }
 
   async request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome> {
     const o = this.o;
@@ -88,8 +94,10 @@ export class RunApprovals implements ApprovalGate {
       o.logger.info({ approval: id, tool: req.tool, deciders: deciders.length }, 'approval requested');
     }
     this.used.add(id);
-    // Buttons where the channel has them; the text says what to send everywhere else.
+    // Buttons where the channel has them; the text says what to send everywhere else. Keyed by the
+    // approval id: a takeover resending it is skipped, and it never shifts the keys of the run's answer.
     await o.delivery.message(`${text}\nReply /approve ${id} or /deny ${id}.`, {
+      key: id,
       buttons: [
         { label: 'Approve', command: `/approve ${id}` },
         { label: 'Deny', command: `/deny ${id}` },
@@ -102,7 +110,7 @@ export class RunApprovals implements ApprovalGate {
   private async earlierRequest(tool: string, inputHash: string): Promise<[string, ApprovalRecord] | undefined> {
     const all = await readApprovals(this.o.client, this.o.prefix, this.o.run.conversationId);
     return [...all.entries()]
-      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id) && !this.o.usedApprovals?.has(id))
+      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id))
       .sort((a, b) => a[1].expiresAt - b[1].expiresAt)[0];
   }
 

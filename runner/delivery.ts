@@ -122,9 +122,17 @@ export class RunDelivery implements DeliverySink {
   }
 
   /** Sends one complete message, split to the channel's limit; never throws (failures are logged and left in the outbox). */
-  async message(text: string, opts: { buttons?: MessageButton[] } = {}): Promise<void> {
+  async message(text: string, opts: { buttons?: MessageButton[]; key?: string } = {}): Promise<void> {
     const out = this.outbound;
     const chunks = out ? splitMessage(text, out.maxMessageChars) : text ? [text] : [];
+    if (opts.key !== undefined) {
+      const key = opts.key;
+      await this.enqueue(async () => {
+        for (let i = 0; i < chunks.length; i++)
+          await this.deliver(`${this.o.runId}:${key}:${i}`, chunks[i]!, i === chunks.length - 1 ? opts.buttons : undefined);
+      });
+      return;
+    }
     const stream = this.stream;
     this.stream = undefined;
     if (stream) {

@@ -153,11 +153,14 @@ export class RunExecutor {
       logger.info({ inputs: acquired.inputs }, 'run started');
       const log = conversationKeys(o.prefix, conversationId).log;
       // Pipelined: the note read and a takeover's record read cost no round trip of their own.
-      const [inputEntries, noteRaw, takeover] = await Promise.all([
+      const [inputEntries, noteRaw, runEntries] = await Promise.all([
         readSeqs(o.client, log, acquired.inputs),
         o.state.getRaw(conversationId, UNANSWERED_KEY),
-        acquired.attempt > 1 ? this.readProgress(conversationId, runId) : undefined,
+        acquired.attempt > 1 ? readRunEntries(o.client, log, runId, o.historyTailEntries ?? DEFAULTS.compaction.tailEntries) : undefined,
       ]);
+      // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
+      const takeover = runEntries && (await this.progress(log, runId, runEntries));
+      const tools = toolState(o.runs, ref, runEntries ?? []);
       let inputs = inputEntries.filter(isMessage);
       telemetry.begin({ conversationId, runId, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, inputs);
       let note = noteRaw;
@@ -194,7 +197,7 @@ export class RunExecutor {
           recorded = undefined;
         } else if (!stopKind) {
           delivery.typing();
-          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry);
+          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry, tools);
           try {
             result = await o.plugin.run(ctx);
           } catch (err) {
@@ -243,11 +246,11 @@ export class RunExecutor {
     logger: Logger,
     taken: UnansweredTracker,
     telemetry: RunTrace,
+    tools: ToolState,
   ): Promise<RunContext> {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
     const history = await compaction.initialPrompt();
-    const tools = await this.toolState(ref, attempt);
     delivery.beginTurn(compaction.answerAnchor);
     return {
       conversationId: ref.conversationId,
@@ -315,28 +318,16 @@ export class RunExecutor {
   }
 
   /**
-   * The run's tool journal and the approvals its calls ran under; an attempt
-   * taking the run over first reads what earlier attempts recorded (calls left
-   * unanswered, approvals already acted on).
+   * What earlier attempts left in `entries` (a takeover's read of the record):
+   * the turn's anchor, a recorded final answer, and the steered messages taken
+   * since the last answer.
    */
-  private async toolState(ref: RunRef, attempt: number): Promise<{ journal: RunToolJournal; usedApprovals: Set<string> }> {
-    if (attempt === 1) return { journal: new RunToolJournal(this.o.runs, ref), usedApprovals: new Set() };
-    const log = conversationKeys(this.o.prefix, ref.conversationId).log;
-    const entries = await readRunEntries(this.o.client, log, ref.runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries);
-    return { journal: new RunToolJournal(this.o.runs, ref, pendingToolCalls(entries, ref.runId)), usedApprovals: usedApprovals(entries, ref.runId) };
-  }
-
-  /**
-   * What earlier attempts left in the record (a takeover): the turn's anchor,
-   * a recorded final answer, and the steered messages taken since the last
-   * answer. Reads back to the run's first start, at most `historyTailEntries`.
-   */
-  private async readProgress(
-    conversationId: string,
+  private async progress(
+    log: string,
     runId: string,
+    entries: readonly SeqEntry[],
   ): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
-    const log = conversationKeys(this.o.prefix, conversationId).log;
-    const progress = runProgress(await readRunEntries(this.o.client, log, runId, this.o.historyTailEntries ?? DEFAULTS.compaction.tailEntries), runId);
+    const progress = runProgress(entries, runId);
     const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
     return { anchor: progress.anchor, answer: progress.answer, unanswered };
   }
@@ -393,6 +384,22 @@ export class RunExecutor {
       logger,
     });
   }
+}
+
+/** The tool journal of one attempt and the approvals its run's calls ran under (shared by every invocation of the attempt). */
+interface ToolState {
+  journal: RunToolJournal;
+  usedApprovals: Set<string>;
+}
+
+/**
+ * The attempt's tool state from what earlier attempts recorded (`entries`,
+ * empty on a first attempt): calls left unanswered, approvals already acted on.
+ * Kept for the whole attempt, so a call a first invocation replayed is not
+ * pending again in a continuation.
+ */
+function toolState(runs: Runs, ref: RunRef, entries: readonly SeqEntry[]): ToolState {
+  return { journal: new RunToolJournal(runs, ref, pendingToolCalls(entries, ref.runId)), usedApprovals: usedApprovals(entries, ref.runId) };
 }
 
 /** Bookkeeping of the steered messages a run took (pulled or handed back) and the answers that cover them. */

@@ -60,8 +60,11 @@ export interface DeliverySink {
   /**
    * Sends one complete message to the conversation. Resolves once it was handed to the channel (or skipped as already delivered).
    * `buttons`: commands offered under it on channels that show buttons (others ignore them).
+   * `key`: a message the run sends apart from its answers (an approval request), under delivery
+   * keys of its own (`<run id>:<key>:<n>`): it neither counts among the turn's keys nor takes over
+   * a streamed answer, so an attempt that delivers a recorded answer finds the answer's keys.
    */
-  message(text: string, opts?: { buttons?: MessageButton[] }): Promise<void>;
+  message(text: string, opts?: { buttons?: MessageButton[]; key?: string }): Promise<void>;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */

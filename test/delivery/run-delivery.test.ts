@@ -338,6 +338,18 @@ describe('RunDelivery › turns anchored on the record', () => {
     expect(out.sent.map((s) => s.text)).toEqual(['answer to message 5', 'answer to message 9']);
     expect(Object.keys(await outbox()).sort()).toEqual(['run1:5:0', 'run1:9:0']);
   });
+
+  it('delivers a recorded answer after a dead attempt sent an approval request in the same turn', async () => {
+    const out = new FakeOutbound(1000);
+    // Attempt 1 asks for an approval, records its final answer and dies before delivering it.
+    const first = delivery(out);
+    first.beginTurn(5);
+    await first.message('may I run the tool?', { key: 'ap_1' });
+    // Attempt 2 finds the answer in the record and delivers it without asking the model again.
+    await attempt(out, 5, 'the answer');
+    expect(out.sent.map((s) => s.text)).toEqual(['may I run the tool?', 'the answer']);
+    expect(Object.keys(await outbox()).sort()).toEqual(['run1:5:0', 'run1:ap_1:0']);
+  });
 });
 
 describe('RunDelivery › fenced by the run token', () => {
