@@ -90,7 +90,7 @@ export class RunToolJournal implements ToolCallJournal {
 
   async claim(call: ToolCallRef): Promise<ToolCallClaim> {
     const inputHash = toolInputHash(call.input);
-    const i = this.pending.findIndex((p) => p.tool === call.tool && p.inputHash === inputHash);
+    const i = this.pendingIndex(call.tool, inputHash);
     const earlier = i >= 0 ? this.pending.splice(i, 1)[0] : undefined;
     if (earlier?.result) {
       await this.complete(call, inputHash, { status: 'replayed', output: earlier.result.output, supersedes: earlier.call });
@@ -120,9 +120,13 @@ export class RunToolJournal implements ToolCallJournal {
   }
 
   recorded(call: ToolCallRef): 'started' | 'completed' | undefined {
-    const inputHash = toolInputHash(call.input);
-    const p = this.pending.find((c) => c.tool === call.tool && c.inputHash === inputHash);
+    const p = this.pending[this.pendingIndex(call.tool, toolInputHash(call.input))];
     return p ? (p.result ? 'completed' : 'started') : undefined;
+  }
+
+  /** Index of the oldest pending call of `tool` with this input digest, or -1. */
+  private pendingIndex(tool: string, inputHash: string): number {
+    return this.pending.findIndex((p) => p.tool === tool && p.inputHash === inputHash);
   }
 
   async completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void> {
