@@ -129,6 +129,15 @@ export const modelStepSchema = z.object({
 /** Short digest of a tool call's input (never the input itself: it may hold secrets and be large). */
 const inputHash = z.string().regex(/^[0-9a-f]{16,64}$/);
 
+/** Fields every tool-journal entry carries: the run (fenced by its token) and the call it is about. */
+const toolCall = {
+  run: z.string(),
+  token: z.number().int().positive(),
+  call: z.string().min(1).max(256),
+  tool: z.string().min(1).max(128),
+  inputHash,
+};
+
 /**
  * A tool call is about to run (`plugins/local-agent` tools journal): written
  * before the tool executes, so an attempt taking the run over knows the call
@@ -138,11 +147,7 @@ const inputHash = z.string().regex(/^[0-9a-f]{16,64}$/);
 export const toolStartedSchema = z.object({
   ...base,
   kind: z.literal('tool.started'),
-  run: z.string(),
-  token: z.number().int().positive(),
-  call: z.string().min(1).max(256),
-  tool: z.string().min(1).max(128),
-  inputHash,
+  ...toolCall,
   /** Idempotency key handed to the tool: the same for a re-run of the same call. */
   key: z.string().min(1).max(128),
   idempotent: z.boolean().optional(),
@@ -160,11 +165,7 @@ export const toolStartedSchema = z.object({
 export const toolCompletedSchema = z.object({
   ...base,
   kind: z.literal('tool.completed'),
-  run: z.string(),
-  token: z.number().int().positive(),
-  call: z.string().min(1).max(256),
-  tool: z.string().min(1).max(128),
-  inputHash,
+  ...toolCall,
   status: z.enum(['ok', 'error', 'replayed', 'unknown']),
   output: z.unknown(),
   supersedes: z.string().min(1).max(256).optional(),
@@ -174,12 +175,8 @@ export const toolCompletedSchema = z.object({
 export const approvalRequestedSchema = z.object({
   ...base,
   kind: z.literal('approval.requested'),
-  run: z.string(),
-  token: z.number().int().positive(),
+  ...toolCall,
   approval: z.string().min(1).max(64),
-  call: z.string().min(1).max(256),
-  tool: z.string().min(1).max(128),
-  inputHash,
   /** Who may decide (platform user ids). */
   deciders: z.array(z.string().max(128)).max(64),
   /** When the wait ends as `timeout`, in ms since the epoch. */
