@@ -1,6 +1,6 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
 import { z } from 'zod';
-import { int } from '../../src/config-schema.js';
+import { enumOf, int } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
@@ -16,8 +16,7 @@ export const discordConfigSchema = z.strictObject({
     .default('https://discord.com/api')
     .describe('REST API base (discord.js `rest.api`); the gateway URL is read from `<apiBase>/v10/gateway/bot`. Default `https://discord.com/api`.'),
   alwaysChannels: z.array(snowflake).default([]).describe('Guild channel ids where the bot answers every message, not only when mentioned. Default `[]`.'),
-  policy: z
-    .enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` })
+  policy: enumOf(INPUT_POLICIES)
     .optional()
     .describe("Input policy of this channel's conversations (overridable per conversation with `/queue`). Default: `dispatch.defaultPolicy`."),
   allowedUsers: z.array(snowflake).default([]).describe('User ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),

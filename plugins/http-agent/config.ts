@@ -3,14 +3,8 @@
  * with zod at load.
  */
 import { z } from 'zod';
+import { int } from '../../src/config-schema.js';
 import { DEFAULTS } from '../../src/defaults.js';
-
-const int = (min: number, max: number) =>
-  z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(min, { error: `expected an integer >= ${min}` })
-    .max(max, { error: `expected an integer <= ${max}` });
 
 const url = () => z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' });
 

@@ -9,6 +9,7 @@ import type { LanguageModel, TranscriptionModel } from 'ai';
 import { z } from 'zod';
 import { createModel, createTranscriptionModel, modelSetupNotice } from '../../runner/model.js';
 import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
+import { int } from '../../src/config-schema.js';
 import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
 import { ConfigError } from '../../src/errors.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
@@ -23,46 +24,30 @@ export type { AgentTool } from './tools.js';
 
 const bool = z.boolean({ error: 'expected true or false' });
 
+const filePath = z.string().trim().min(1, { error: 'expected a file path' });
+
 const prompt = z.string().trim().min(1, { error: 'expected a non-empty prompt' }).max(100_000, { error: 'expected at most 100 000 characters' });
 
 /** One persona: the system prompt of a channel or a conversation. */
 const personaSchema = z.strictObject({
   systemPrompt: prompt.optional().describe("The persona's system prompt."),
-  systemPromptFile: z
-    .string()
-    .trim()
-    .min(1, { error: 'expected a file path' })
-    .optional()
-    .describe('Or a file holding it (read at start). One of the two is required.'),
+  systemPromptFile: filePath.optional().describe('Or a file holding it (read at start). One of the two is required.'),
   notes: bool.default(true).describe('Append the notes files (`notesFiles`) to this persona too. Default true.'),
 });
 
 /** Settings of the local agent (`agents.local-agent`). */
 export const localAgentConfigSchema = z.strictObject({
   systemPrompt: prompt.optional().describe('System prompt. Default: a short helpful-assistant prompt.'),
-  systemPromptFile: z
-    .string()
-    .trim()
-    .min(1, { error: 'expected a file path' })
+  systemPromptFile: filePath
     .optional()
     .describe('A file holding the system prompt (resolved against the working directory, read at start). Not together with `systemPrompt`.'),
   notesFiles: z
-    .array(z.string().trim().min(1, { error: 'expected a file path' }))
+    .array(filePath)
     .max(32, { error: 'expected at most 32 files' })
     .default([])
     .describe('Notes files (AGENTS.md-style) appended to the system prompt in this order, each as a bounded fragment; read at start. Default `[]`.'),
-  notesFileMaxChars: z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(200, { error: 'expected an integer >= 200' })
-    .max(100_000, { error: 'expected an integer <= 100000' })
-    .default(8000)
-    .describe('Most characters of one notes file; the rest is cut (the prompt says so). Default 8000.'),
-  notesBudgetChars: z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(200, { error: 'expected an integer >= 200' })
-    .max(200_000, { error: 'expected an integer <= 200000' })
+  notesFileMaxChars: int(200, 100_000).default(8000).describe('Most characters of one notes file; the rest is cut (the prompt says so). Default 8000.'),
+  notesBudgetChars: int(200, 200_000)
     .default(16_000)
     .describe('Most characters of all notes together; files past the budget are left out (the prompt names them). Default 16 000.'),
   personas: z
@@ -84,13 +69,7 @@ export const localAgentConfigSchema = z.strictObject({
     .enum(['all', 'one'], { error: 'expected all or one' })
     .default(DEFAULTS.agent.steeringMode)
     .describe('Steering taken per turn boundary: `all` waiting messages or `one`. Default `all`.'),
-  maxSteps: z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(1, { error: 'expected an integer >= 1' })
-    .max(1000, { error: 'expected an integer <= 1000' })
-    .default(DEFAULTS.agent.maxSteps)
-    .describe('Most model steps per run invocation. Default 24.'),
+  maxSteps: int(1, 1000).default(DEFAULTS.agent.maxSteps).describe('Most model steps per run invocation. Default 24.'),
   streamIdleTimeoutMs: z
     .number({ error: 'expected a number' })
     .int({ error: 'expected an integer' })

@@ -12,6 +12,7 @@ import { type ModelMessage, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
 import { z } from 'zod';
 import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
+import { int } from '../../src/config-schema.js';
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
@@ -27,13 +28,6 @@ export const DEFAULT_ARTIFACT_TTL_SECONDS = 86_400;
 const PREVIEW_CHARS = 2000;
 /** Largest artifact stored, in characters; beyond it the result is cut (and says so). */
 const MAX_ARTIFACT_CHARS = 5_000_000;
-
-const int = (min: number, max: number) =>
-  z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(min, { error: `expected an integer >= ${min}` })
-    .max(max, { error: `expected an integer <= ${max}` });
 
 /** Tool settings of `agents.local-agent` (spread into its schema). Optional, so an unset one stays out of the effective configuration. */
 export const toolSettingsShape = {

@@ -3,6 +3,7 @@
  * file), validated with zod at load.
  */
 import { z } from 'zod';
+import { enumOf } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const idList = z
@@ -46,8 +47,7 @@ export const telegramConfigSchema = z
       .enum(['mention', 'always'])
       .default('mention')
       .describe('In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`.'),
-    policy: z
-      .enum(INPUT_POLICIES)
+    policy: enumOf(INPUT_POLICIES)
       .optional()
       .describe("Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`)."),
     allowedUsers: idList.describe('Telegram user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`.'),

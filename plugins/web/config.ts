@@ -4,15 +4,8 @@
  * `STEERBOT_WEB=false` turns it off.
  */
 import { z } from 'zod';
-import { pageToken } from '../../src/config-schema.js';
+import { enumOf, int, pageToken } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
-
-const int = (min: number, max: number) =>
-  z
-    .number({ error: 'expected a number' })
-    .int({ error: 'expected an integer' })
-    .min(min, { error: `expected an integer >= ${min}` })
-    .max(max, { error: `expected an integer <= ${max}` });
 
 /** Schema of the web chat's settings. Unknown keys are errors. */
 export const webConfigSchema = z.strictObject({
@@ -22,10 +15,7 @@ export const webConfigSchema = z.strictObject({
     .describe(
       'Token a browser must present (open the page once with `?token=<token>`; it is kept in a cookie). Secret. Default: unset — only loopback clients (peer 127.0.0.0/8 or ::1, not proxied, Host a loopback name) may chat.',
     ),
-  policy: z
-    .enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` })
-    .optional()
-    .describe("Input policy of the web chat's conversations. Default: `dispatch.defaultPolicy`."),
+  policy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the web chat's conversations. Default: `dispatch.defaultPolicy`."),
   streamEditIntervalMs: int(50, 10_000).default(250).describe('Least time between two updates of a streamed answer, in ms. Default 250.'),
   maxMessageChars: int(64, 1_000_000).default(16_000).describe('Longest reply message, in characters; longer replies are split. Default 16 000.'),
   eventStreamMaxLen: int(10, 100_000)

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
-import { int } from '../../src/config-schema.js';
+import { enumOf, int } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const secret = z
@@ -30,10 +30,7 @@ export const webhookChannelConfigSchema = z.strictObject({
     .optional()
     .describe('Replies are POSTed here, signed like requests. Default: unset (replies are only on the event stream).'),
   callbackSecret: secret.optional().describe('Key that signs callbacks. Secret. Default: `secret`.'),
-  policy: z
-    .enum(INPUT_POLICIES, { error: `expected one of ${INPUT_POLICIES.join(', ')}` })
-    .optional()
-    .describe("Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`."),
+  policy: enumOf(INPUT_POLICIES).optional().describe("Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`."),
   allowedSenders: z.array(z.string().min(1)).default([]).describe('Sender ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),
   admins: z
     .array(z.string().min(1))
