@@ -13,7 +13,7 @@
  * which a page on another site cannot send without a CORS preflight we never answer.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RouteRequest } from './http-routes.js';
+import type { RouteRequest, RouteResponse } from './http-routes.js';
 
 /** How one page is protected. */
 export interface PageAccess {
@@ -69,7 +69,7 @@ export function sameToken(given: string, expected: string): boolean {
 }
 
 /** The value of cookie `name`, if the request carries it. */
-export function cookieValue(req: Pick<RouteRequest, 'headers'>, name: string): string | undefined {
+function cookieValue(req: Pick<RouteRequest, 'headers'>, name: string): string | undefined {
   const raw = header(req, 'cookie');
   if (!raw) return undefined;
   for (const part of raw.split(';')) {
@@ -134,3 +134,25 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
 };
+
+const UNAUTHORIZED: RouteResponse = { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: 'Unauthorized\n' };
+
+/**
+ * The answer to a GET of the page itself: with `?token=` (the right one), a
+ * 303 to `location` that stores the token in the cookie, so it leaves the
+ * URL; a wrong token or a refused request gets 401; else the page, `html()`.
+ */
+export function servePage(
+  req: Pick<RouteRequest, 'headers' | 'remoteAddress' | 'query'>,
+  access: PageAccess,
+  location: string,
+  html: () => string,
+): RouteResponse {
+  const given = req.query.token;
+  if (given !== undefined) {
+    if (access.token === undefined || !sameToken(given, access.token)) return UNAUTHORIZED;
+    return { status: 303, headers: { 'set-cookie': tokenCookie(access, given), location, 'cache-control': 'no-store' }, body: '' };
+  }
+  if (!checkAccess(req, access).ok) return UNAUTHORIZED;
+  return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: html() };
+}

@@ -5,23 +5,14 @@
  * users, models and Redis is rendered with `textContent`, never as HTML.
  */
 import { readFileSync } from 'node:fs';
+import { pageHead } from '../../src/page-shell.js';
 
 /** The page's script (browser JavaScript). */
 export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
 
 /** The page. `base` is the console's path (`/console`). */
 export function consolePage(base: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>steerbot console</title>
-<link rel="stylesheet" href="${base}/app.css">
-<script src="${base}/app.js" defer></script>
-</head>
-<body data-base="${base}">
-<header>
+  return `${pageHead('steerbot console', base)}<header>
   <h1><a href="#">steerbot console</a></h1>
   <span id="queue" class="queue" title="BullMQ jobs per state"></span>
   <span id="status" class="status"></span>

@@ -6,8 +6,9 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { checkAccess, PAGE_HEADERS, type PageAccess, sameOriginJson, sameToken, tokenCookie } from '../../src/http-access.js';
-import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
+import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
+import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
+import { assetRoute } from '../../src/page-shell.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
@@ -36,7 +37,6 @@ export interface ConsoleOptions {
 }
 
 const BASE = '/console';
-const UNAUTHORIZED: RouteResponse = { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: 'Unauthorized\n' };
 const intParam = (v: string | undefined, dflt: number, min: number, max: number) => {
   const n = v === undefined || v === '' ? dflt : Number(v);
   return Number.isInteger(n) ? Math.min(max, Math.max(min, n)) : dflt;
@@ -63,26 +63,10 @@ export function registerConsole(o: ConsoleOptions): void {
       },
     });
 
-  o.routes.add({
-    method: 'GET',
-    path: BASE,
-    handle: async (req) => {
-      const given = req.query.token;
-      if (given !== undefined) {
-        if (o.token === undefined || !sameToken(given, o.token)) return UNAUTHORIZED;
-        return { status: 303, headers: { 'set-cookie': tokenCookie(access, given), location: BASE, 'cache-control': 'no-store' }, body: '' };
-      }
-      if (!checkAccess(req, access).ok) return UNAUTHORIZED;
-      return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: consolePage(BASE) };
-    },
-  });
-  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({
-    status: 200,
-    headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
-    body,
-  });
-  o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: asset('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
-  o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: asset('text/css; charset=utf-8', CONSOLE_STYLES) });
+  const html = consolePage(BASE);
+  o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
+  o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
+  o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
   api('GET', '/conversations', async (req) => {
     const channel = req.query.channel || undefined;
@@ -115,15 +99,9 @@ export function registerConsole(o: ConsoleOptions): void {
     return json(200, { ...detail, ...(traceLink && { traceLink }) });
   });
   api('POST', '/conversations/:id/actions', async (req) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(req.body.toString('utf8'));
-    } catch {
-      return json(400, { error: 'body is not valid JSON' });
-    }
-    const parsed = actionSchema.safeParse(body);
-    if (!parsed.success) return json(400, { error: `bad body: ${parsed.error.issues[0]?.path.join('.') || '(root)'}: ${parsed.error.issues[0]?.message}` });
-    const outcome = await actions.run(req.params.id ?? '', parsed.data.action, parsed.data.arg);
+    const parsed = readJsonBody(req, actionSchema);
+    if (!parsed.ok) return parsed.response;
+    const outcome = await actions.run(req.params.id ?? '', parsed.value.action, parsed.value.arg);
     return json(outcome.ok ? 200 : 409, outcome);
   });
 }

@@ -11,7 +11,8 @@
  */
 import { type ButtonInteraction, Client, Events, GatewayIntentBits, type Message, MessageFlags, Partials } from 'discord.js';
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type InboundMessage } from '../../src/channel.js';
-import { ConfigError, redactSecrets } from '../../src/errors.js';
+import { parseSection } from '../../src/config-section.js';
+import { redactSecrets } from '../../src/errors.js';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
 import { type DiscordConfig, type DiscordConfigInput, discordConfigSchema } from './config.js';
 import { InboundQueue } from './inbound-queue.js';
@@ -231,9 +232,7 @@ export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDep
 }
 
 function parseConfig(config: DiscordConfigInput): DiscordConfig {
-  const parsed = discordConfigSchema.safeParse(config);
-  if (parsed.success) return parsed.data;
-  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', 'discord', ...i.path.map(String)].join('.'), message: i.message })));
+  return parseSection(discordConfigSchema, config, ['channels', 'discord']);
 }
 
 /** The Discord channel (`channels.discord`), on when `DISCORD_BOT_TOKEN` is set. */

@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Api } from 'grammy';
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type ReceiveResult } from '../../src/channel.js';
-import { ConfigError, InvalidInputError } from '../../src/errors.js';
+import { parseSection } from '../../src/config-section.js';
+import { InvalidInputError } from '../../src/errors.js';
 import { channelKeys } from '../../src/keys.js';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { toChannelApiError } from './errors.js';
@@ -33,9 +34,7 @@ const COMMANDS = [
 ];
 
 function parseConfig(config: TelegramConfigInput): TelegramConfig {
-  const parsed = telegramConfigSchema.safeParse(config);
-  if (parsed.success) return parsed.data;
-  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', CHANNEL_ID, ...i.path].join('.'), message: i.message })));
+  return parseSection(telegramConfigSchema, config, ['channels', CHANNEL_ID]);
 }
 
 /**

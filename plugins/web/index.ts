@@ -24,8 +24,9 @@ import {
   type RouteRequest,
   type RouteResponse,
 } from '../../src/channel.js';
-import { ConfigError } from '../../src/errors.js';
-import { checkAccess, PAGE_HEADERS, type PageAccess, sameOriginJson, sameToken, tokenCookie } from '../../src/http-access.js';
+import { parseSection } from '../../src/config-section.js';
+import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
+import { assetRoute } from '../../src/page-shell.js';
 import { type WebConfig, webConfigSchema } from './config.js';
 import { WebEventStreams } from './events.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
@@ -44,12 +45,8 @@ const messageBodySchema = z.strictObject({
 });
 
 function parseConfig(config: unknown): WebConfig {
-  const parsed = webConfigSchema.safeParse(config);
-  if (parsed.success) return parsed.data;
-  throw new ConfigError(parsed.error.issues.map((i) => ({ path: ['channels', WEB_CHANNEL_ID, ...i.path].join('.'), message: i.message })));
+  return parseSection(webConfigSchema, config, ['channels', WEB_CHANNEL_ID]);
 }
-
-const UNAUTHORIZED: RouteResponse = { status: 401, headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: 'Unauthorized\n' };
 
 /** Creates the web chat channel. `config` is validated here (defaults applied); throws ConfigError naming every bad field. */
 export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlugin {
@@ -59,16 +56,9 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
   const streams = new WebEventStreams({ redis: deps.redis, prefix: deps.prefix, logger, historyEntries: cfg.historyEntries, maxClients: cfg.maxStreamClients });
   let host: ChannelHost | undefined;
 
+  const html = chatPage(BASE);
   /** The page: `?token=` (right) stores the token in a cookie and reloads without it in the URL. */
-  async function page(req: RouteRequest): Promise<RouteResponse> {
-    const given = req.query.token;
-    if (given !== undefined) {
-      if (cfg.token === undefined || !sameToken(given, cfg.token)) return UNAUTHORIZED;
-      return { status: 303, headers: { 'set-cookie': tokenCookie(access, given), location: req.path, 'cache-control': 'no-store' }, body: '' };
-    }
-    if (!checkAccess(req, access).ok) return UNAUTHORIZED;
-    return { status: 200, headers: { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, body: chatPage(BASE) };
-  }
+  const page = async (req: RouteRequest): Promise<RouteResponse> => servePage(req, access, req.path, () => html);
 
   async function send(req: RouteRequest): Promise<RouteResponse> {
     const verdict = checkAccess(req, access);
@@ -117,12 +107,6 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     return eventStream(streams.stream(conversationId, from, req.signal));
   }
 
-  const asset = (type: string, body: string) => async (): Promise<RouteResponse> => ({
-    status: 200,
-    headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
-    body,
-  });
-
   return {
     id: WEB_CHANNEL_ID,
     settings: { ...(cfg.policy && { policy: cfg.policy }) },
@@ -131,8 +115,8 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
       host = h;
       h.routes.add({ method: 'GET', path: '/', handle: page });
       h.routes.add({ method: 'GET', path: BASE, handle: page });
-      h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: asset('text/javascript; charset=utf-8', CHAT_SCRIPT) });
-      h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: asset('text/css; charset=utf-8', CHAT_STYLES) });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CHAT_SCRIPT) });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
       h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
       h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
       logger.info({ path: '/', access: cfg.token === undefined ? 'loopback clients only (no token set)' : 'token' }, 'web chat ready');

@@ -5,23 +5,14 @@
  * it shows with `textContent`, never as HTML.
  */
 import { readFileSync } from 'node:fs';
+import { pageHead } from '../../src/page-shell.js';
 
 /** The page's script (browser JavaScript). */
 export const CHAT_SCRIPT = readFileSync(new URL('./assets/chat.js', import.meta.url), 'utf8');
 
 /** The page itself. `base` is the path prefix of the chat's routes (`/chat`). */
 export function chatPage(base: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>steerbot chat</title>
-<link rel="stylesheet" href="${base}/app.css">
-<script src="${base}/app.js" defer></script>
-</head>
-<body data-base="${base}">
-<header>
+  return `${pageHead('steerbot chat', base)}<header>
   <h1>steerbot</h1>
   <span id="conn" class="conn">connecting…</span>
   <span id="typing" class="typing" hidden>typing…</span>

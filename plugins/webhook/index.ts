@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from '../../src/channel.js';
-import { ConfigError } from '../../src/errors.js';
+import { parseSection } from '../../src/config-section.js';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
@@ -18,13 +18,10 @@ import { createWebhookOutbound } from './outbound.js';
 export type { WebhookChannelConfigInput } from './config.js';
 
 function parseConfig(name: string, config: WebhookChannelConfigInput): WebhookChannelConfig {
-  const issues = [];
-  if (!WEBHOOK_NAME_RE.test(name))
-    issues.push({ path: `channels.webhooks.${name}`, message: 'name must be 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' });
-  const parsed = webhookChannelConfigSchema.safeParse(config);
-  if (!parsed.success) issues.push(...parsed.error.issues.map((i) => ({ path: ['channels', 'webhooks', name, ...i.path].join('.'), message: i.message })));
-  if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
-  return parsed.data;
+  const issues = WEBHOOK_NAME_RE.test(name)
+    ? []
+    : [{ path: `channels.webhooks.${name}`, message: 'name must be 1-32 characters of a-z 0-9 _ - (starting with a letter or digit)' }];
+  return parseSection(webhookChannelConfigSchema, config, ['channels', 'webhooks', name], issues);
 }
 
 /**
