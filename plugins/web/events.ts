@@ -8,11 +8,11 @@
  * Event ids are `<reply id>_<record id>`: a page that reconnects resumes after
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
-import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
 import { parseEntry } from '../../src/record/read.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
+import { BlockingReaders, type XreadReply } from '../../src/stream-readers.js';
 import { eventsKey } from './outbound.js';
 import { recordView } from './record-view.js';
 
@@ -20,8 +20,6 @@ import { recordView } from './record-view.js';
 const BLOCK_MS = 15_000;
 const STREAM_ID = '\\d{1,20}-\\d{1,20}';
 const LAST_EVENT_ID_RE = new RegExp(`^(${STREAM_ID})_(${STREAM_ID})$`);
-
-type XreadReply = Array<[string, Array<[string, string[]]>]> | null;
 
 /** Options of the event streams. */
 export interface WebEventsOptions {
@@ -36,18 +34,18 @@ export interface WebEventsOptions {
 
 /** Open event streams, so they can be ended on shutdown. */
 export class WebEventStreams {
-  private readonly open = new Set<() => void>();
+  private readonly readers = new BlockingReaders();
 
   constructor(private readonly o: WebEventsOptions) {}
 
   /** Whether another stream may open now. */
   get full(): boolean {
-    return this.open.size >= this.o.maxClients;
+    return this.readers.size >= this.o.maxClients;
   }
 
   /** Ends every open stream (shutdown). */
   closeAll(): void {
-    for (const end of [...this.open]) end();
+    this.readers.closeAll();
   }
 
   /**
@@ -71,40 +69,24 @@ export class WebEventStreams {
   }
 
   /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
-  async *stream(conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+  stream(conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
     const replies = eventsKey(this.o.prefix, conversationId);
     const log = conversationKeys(this.o.prefix, conversationId).log;
-    const shared = this.o.redis;
-    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate(); // two overloads: the union has no common signature
-    conn.on('error', () => undefined); // reported through the failing XREAD
-    let open = true;
-    // Ending disconnects the connection, which ends a blocked XREAD at once.
-    const end = () => {
-      if (!open) return;
-      open = false;
-      this.open.delete(end);
-      conn.disconnect();
-    };
-    this.open.add(end);
-    signal.addEventListener('abort', end, { once: true });
     let [replyCursor, logCursor] = from;
-    try {
-      yield ': connected\n\n';
-      while (open) {
-        const r = (await conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor)) as XreadReply;
-        if (!open) break;
-        if (!r) {
-          yield ': keep-alive\n\n';
-          continue;
-        }
+    const view = (id: string, fields: string[]) => this.view(id, fields);
+    return this.readers.sse(
+      this.o.redis,
+      signal,
+      (conn) => conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor) as Promise<XreadReply>,
+      function* (r) {
         const out: Array<{ at: number; event: string; data: string; replyId?: string; logId?: string }> = [];
         for (const [key, rows] of r) {
           for (const [id, fields] of rows) {
             if (key === replies) {
               out.push({ at: Number(id.slice(0, id.indexOf('-'))), event: 'reply', data: fields[fields.indexOf('data') + 1] ?? '{}', replyId: id });
             } else {
-              const view = this.view(id, fields);
-              out.push({ at: view.at, event: 'record', data: JSON.stringify(view), logId: id });
+              const v = view(id, fields);
+              out.push({ at: v.at, event: 'record', data: JSON.stringify(v), logId: id });
             }
           }
         }
@@ -115,13 +97,9 @@ export class WebEventStreams {
           if (e.logId) logCursor = e.logId;
           yield `id: ${replyCursor}_${logCursor}\nevent: ${e.event}\ndata: ${e.data}\n\n`;
         }
-      }
-    } catch (err) {
-      if (open) this.o.logger.warn({ err }, 'web chat event stream read failed; closing it (the page reconnects and resumes)');
-    } finally {
-      signal.removeEventListener('abort', end);
-      end();
-    }
+      },
+      (err) => this.o.logger.warn({ err }, 'web chat event stream read failed; closing it (the page reconnects and resumes)'),
+    );
   }
 
   /** The page's view of one record entry; an entry this build cannot read is shown as such, not skipped. */

@@ -10,14 +10,15 @@
  * and `sig=sha256=<hex HMAC-SHA256(secret, "<ts>.<conversation>")>`, valid
  * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
  */
-import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
+import { sameToken } from '../../src/http-access.js';
 import { eventStream, json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { conversationKeys } from '../../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
+import { BlockingReaders, type XreadReply } from '../../src/stream-readers.js';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
-import { safeEqual, sign } from './signature.js';
+import { sign } from './signature.js';
 
 /** The JSON body of a callback (and the `data` of an event-stream event). */
 export interface WebhookReply {
@@ -55,29 +56,29 @@ export interface EventsOptions {
 
 /** Open event streams, so they can be ended on shutdown. */
 export class EventStreams {
-  private readonly open = new Set<() => void>();
+  private readonly readers = new BlockingReaders();
 
   constructor(private readonly o: EventsOptions) {}
 
   get size(): number {
-    return this.open.size;
+    return this.readers.size;
   }
 
   /** Ends every open stream (shutdown). */
   closeAll(): void {
-    for (const end of [...this.open]) end();
+    this.readers.closeAll();
   }
 
   /** Why the request may not open the stream, or undefined. */
   private refuse(req: RouteRequest, conversation: string): string | undefined {
     const auth = req.headers.authorization;
     if (typeof auth === 'string' && auth.startsWith('Bearer ')) {
-      return safeEqual(auth.slice('Bearer '.length), this.o.config.secret) ? undefined : 'bad bearer token';
+      return sameToken(auth.slice('Bearer '.length), this.o.config.secret) ? undefined : 'bad bearer token';
     }
     const q = req.query;
     if (typeof q.ts !== 'string' || typeof q.sig !== 'string') return 'missing Authorization: Bearer <secret> or signed ts & sig query';
     if (!/^\d{1,12}$/.test(q.ts)) return 'ts must be unix seconds';
-    if (!safeEqual(sign(this.o.config.secret, q.ts, conversation), q.sig.toLowerCase())) return 'bad signature';
+    if (!sameToken(sign(this.o.config.secret, q.ts, conversation), q.sig.toLowerCase())) return 'bad signature';
     if (Math.abs(Math.floor(this.o.now() / 1000) - Number(q.ts)) > this.o.config.maxSkewSeconds) return 'stale timestamp';
     return undefined;
   }
@@ -93,7 +94,7 @@ export class EventStreams {
       if (lastHeader !== undefined && (typeof lastHeader !== 'string' || !STREAM_ID_RE.test(lastHeader))) {
         return json(400, { error: 'Last-Event-ID must be an event id from this stream' });
       }
-      if (this.open.size >= this.o.config.maxStreamClients) return json(503, { error: 'too many event stream clients' });
+      if (this.readers.size >= this.o.config.maxStreamClients) return json(503, { error: 'too many event stream clients' });
 
       const key = repliesKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
       // Resolve "from now" to a concrete id first, so no reply falls between two reads.
@@ -110,41 +111,20 @@ export class EventStreams {
     };
   }
 
-  private async *pump(key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
-    const shared = this.o.redis();
-    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate();
-    conn.on('error', () => undefined); // reported through the failing XREAD
-    let open = true;
-    // Ending disconnects the connection, which ends a blocked XREAD at once.
-    const end = () => {
-      if (!open) return;
-      open = false;
-      this.open.delete(end);
-      conn.disconnect();
-    };
-    this.open.add(end);
-    signal.addEventListener('abort', end, { once: true });
+  private pump(key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
     let cursor = from;
-    try {
-      yield ': connected\n\n';
-      while (open) {
-        const r = (await conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
-        if (!open) break;
-        if (!r) {
-          yield ': keep-alive\n\n';
-          continue;
-        }
+    return this.readers.sse(
+      this.o.redis(),
+      signal,
+      (conn) => conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor) as Promise<XreadReply>,
+      function* (r) {
         for (const [id, fields] of r[0]?.[1] ?? []) {
           const data = fields[fields.indexOf('data') + 1] ?? '{}';
           yield `id: ${id}\ndata: ${data}\n\n`;
           cursor = id;
         }
-      }
-    } catch (err) {
-      if (open) this.o.logger.warn({ err }, 'event stream read failed; closing the stream (the client resumes with Last-Event-ID)');
-    } finally {
-      signal.removeEventListener('abort', end);
-      end();
-    }
+      },
+      (err) => this.o.logger.warn({ err }, 'event stream read failed; closing the stream (the client resumes with Last-Event-ID)'),
+    );
   }
 }
