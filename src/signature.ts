@@ -27,16 +27,6 @@ export function signedHeaders(secret: string, body: string | Buffer, nowSeconds 
   return { [TIMESTAMP_HEADER]: String(nowSeconds), [SIGNATURE_HEADER]: sign(secret, nowSeconds, body) };
 }
 
-/** Compares two strings in time independent of where they differ. */
-export function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  if (x.length === y.length) return timingSafeEqual(x, y);
-  // Unequal lengths leak only the length; compare anyway so the time does not depend on content.
-  timingSafeEqual(x, x);
-  return false;
-}
-
 const SIGNATURE_RE = /^sha256=[0-9a-fA-F]{64}$/;
 
 /** Why a request's signature was refused, or undefined when it is good. */

@@ -8,9 +8,9 @@
  */
 
 import { RunEndedError, StaleRunError } from '../../src/errors.js';
+import { sameToken } from '../../src/http-access.js';
 import type { HttpRoute, RouteRequest, RouteResponse } from '../../src/http-routes.js';
 import { json } from '../../src/http-routes.js';
-import { safeEqual } from '../../src/signature.js';
 import { type AgentInvocation, InvocationEndedError } from './invocation.js';
 import { pullBodySchema } from './protocol.js';
 
@@ -49,7 +49,7 @@ export class RunEndpoints {
     if (!bearer) return refuse(401, 'unauthorized', 'expected Authorization: Bearer <capability token>');
     const invocation = this.live.get(req.params.runId ?? '');
     if (!invocation) return refuse(410, 'run-ended', 'no invocation of this run is active on this runner: it ended, or another runner took the run over');
-    if (!safeEqual(bearer[1]!, invocation.token))
+    if (!sameToken(bearer[1]!, invocation.token))
       return refuse(409, 'stale-token', "stale token: not the current invocation's (a newer invocation of the run holds another one)");
     let raw: unknown;
     try {

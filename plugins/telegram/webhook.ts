@@ -5,7 +5,8 @@
  * or ignored → 200; a RedisUnavailableError from the host becomes 503 in the
  * server's error handler, so Telegram delivers the update again.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+
+import { sameToken } from '../../src/http-access.js';
 import { json, type RouteRegistry, readJsonBody } from '../../src/http-routes.js';
 import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 
@@ -20,12 +21,9 @@ export interface WebhookRouteOptions {
   handle(update: TelegramUpdate): Promise<Record<string, unknown>>;
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
-/** Compares in constant time: both sides are hashed to equal-length digests first, so the length leaks nothing either. */
-export function secretMatches(given: unknown, expected: string): boolean {
-  if (typeof given !== 'string') return false;
-  return timingSafeEqual(digest(given), digest(expected));
+/** Compares in constant time (`sameToken`: over digests, so the length leaks nothing either). */
+function secretMatches(given: unknown, expected: string): boolean {
+  return typeof given === 'string' && sameToken(given, expected);
 }
 
 /** Registers `POST <path>` with the host's routes (before it listens). */
