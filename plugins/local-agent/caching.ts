@@ -19,7 +19,8 @@ import { SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
 export interface CachePlan {
   /** The `system` to pass: a string, or a system message carrying a breakpoint. */
   system: string | SystemModelMessage | undefined;
-  tools: ToolSet;
+  /** The tools to send, read at each request: the run's set can grow mid-run (`read_artifact` joins once there is an artifact). */
+  tools(): ToolSet;
   /** Call-level provider options (OpenAI's cache key). */
   providerOptions: Record<string, Record<string, string>> | undefined;
   /** The messages to send: `messages` itself, or a copy with breakpoints (the caller's array is never changed). */
@@ -48,14 +49,15 @@ export function promptCacheKey(conversationId: string): string {
 export function cachePlan(model: LanguageModel, conversationId: string, system: string | undefined, tools: ToolSet): CachePlan {
   const kind = cacheKind(model);
   if (kind === 'openai') {
-    return { system, tools, providerOptions: { openai: { promptCacheKey: promptCacheKey(conversationId) } }, messages: (m) => m };
+    return { system, tools: () => tools, providerOptions: { openai: { promptCacheKey: promptCacheKey(conversationId) } }, messages: (m) => m };
   }
-  if (kind === 'none') return { system, tools, providerOptions: undefined, messages: (m) => m };
-  const names = Object.keys(tools);
-  const last = names.at(-1);
+  if (kind === 'none') return { system, tools: () => tools, providerOptions: undefined, messages: (m) => m };
   return {
     system: system === undefined ? undefined : { role: 'system', content: system, providerOptions: ANTHROPIC_BREAKPOINT },
-    tools: last === undefined ? tools : { ...tools, [last]: { ...tools[last]!, providerOptions: ANTHROPIC_BREAKPOINT } },
+    tools: () => {
+      const last = Object.keys(tools).at(-1);
+      return last === undefined ? tools : { ...tools, [last]: { ...tools[last]!, providerOptions: ANTHROPIC_BREAKPOINT } };
+    },
     providerOptions: undefined,
     messages: (messages) => {
       const out = [...messages];

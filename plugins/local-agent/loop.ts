@@ -100,7 +100,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const watchdog = new StreamWatchdog(idleMs, ctx.signal);
     const result = streamText({
       model: o.model,
-      tools: cache.tools,
+      tools: cache.tools(),
       messages: cache.messages(messages),
       ...(cache.system !== undefined && { system: cache.system }),
       ...(cache.providerOptions && { providerOptions: cache.providerOptions }),

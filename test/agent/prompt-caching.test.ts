@@ -150,3 +150,67 @@ describe('Anthropic prompt caching', () => {
     expect(history.some((m) => m.providerOptions !== undefined)).toBe(false);
   });
 });
+
+/** A minimal Anthropic Messages stream calling tool `name` with no input. */
+function anthropicToolCall(name: string): Response {
+  const events = [
+    [
+      'message_start',
+      {
+        type: 'message_start',
+        message: {
+          id: 'msg_2',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 10, output_tokens: 1 },
+        },
+      },
+    ],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name, input: {} } }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{}' } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 2 } }],
+    ['message_stop', { type: 'message_stop' }],
+  ] as const;
+  const body = events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+  return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+}
+
+describe('Anthropic prompt caching with a tool set that grows mid-run', () => {
+  it('offers the tool that joined (as read_artifact joins after a large result) on the next request, with the breakpoint on it', async () => {
+    const bodies: any[] = [];
+    const fetchStub: typeof fetch = async (_url, init) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      return bodies.length === 1 ? anthropicToolCall('alpha') : anthropicStream('Done.');
+    };
+    const model = createAnthropic({ apiKey: 'k', fetch: fetchStub })('claude-sonnet-4-5');
+    const grows: AgentTool = {
+      ...tool('alpha'),
+      execute: async () => {
+        Object.assign(tools, toToolSet([tool('gamma')]));
+        return { ok: true };
+      },
+    };
+    const tools = toToolSet([grows, tool('beta')]);
+    const delivered: string[] = [];
+
+    await runAgentLoop(loopContext([{ role: 'user', content: 'go' }], delivered), { model, tools, system: 'You are terse.', maxRetries: 0 });
+
+    expect(delivered).toEqual(['Done.']);
+    expect(bodies).toHaveLength(2);
+    const ephemeral = { type: 'ephemeral' };
+    expect(bodies[0].tools.map((x: any) => [x.name, x.cache_control])).toEqual([
+      ['alpha', undefined],
+      ['beta', ephemeral],
+    ]);
+    expect(bodies[1].tools.map((x: any) => [x.name, x.cache_control])).toEqual([
+      ['alpha', undefined],
+      ['beta', undefined],
+      ['gamma', ephemeral],
+    ]);
+  });
+});
