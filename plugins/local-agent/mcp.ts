@@ -114,7 +114,8 @@ type ServerState =
 
 interface Connected {
   client: Client;
-  tools: ListedTool[];
+  /** The server's tools as the agent calls them (allow-list applied), built once per connection, not per run. */
+  tools: AgentTool[];
 }
 
 /** Counts of what the MCP connections did, for metrics and tests. */
@@ -167,8 +168,7 @@ export class McpManager {
           logger.warn({ mcpServer: name }, 'MCP server unavailable; its tools are left out of this run');
           return [];
         }
-        const allowed = cfg.tools ? new Set(cfg.tools) : undefined;
-        return conn.tools.filter((t) => !allowed || allowed.has(t.name)).map((t) => this.agentTool(name, cfg, t));
+        return conn.tools;
       }),
     );
     return lists.flat();
@@ -242,7 +242,8 @@ export class McpManager {
         tools.push(...(page.tools as ListedTool[]));
         cursor = page.nextCursor;
       } while (cursor);
-      return { client, tools };
+      const allowed = cfg.tools ? new Set(cfg.tools) : undefined;
+      return { client, tools: tools.filter((t) => !allowed || allowed.has(t.name)).map((t) => this.agentTool(name, cfg, t)) };
     } catch (err) {
       client.onclose = undefined;
       await client.close().catch(() => undefined);
