@@ -102,6 +102,7 @@ export class RunDelivery implements DeliverySink {
   private typingTimer: NodeJS.Timeout | undefined;
   private readonly outbound: ChannelOutbound | undefined;
   private readonly outboxKey: string;
+  private readonly outboxIndexKey: string;
   private readonly runKey: string;
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -115,6 +116,7 @@ export class RunDelivery implements DeliverySink {
     this.outbound = o.resolve(o.conversationId);
     const keys = conversationKeys(o.prefix, o.conversationId);
     this.outboxKey = keys.outbox;
+    this.outboxIndexKey = keys.outboxIndex;
     this.runKey = keys.run(o.runId);
     this.now = o.now ?? Date.now;
     this.sleep = o.sleep ?? defaultSleep;
@@ -252,7 +254,7 @@ export class RunDelivery implements DeliverySink {
       await runScript(
         this.o.client,
         'outbox-claim',
-        [this.outboxKey, this.runKey],
+        [this.outboxKey, this.runKey, this.outboxIndexKey],
         [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl],
       ),
       this.o.runId,

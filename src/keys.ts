@@ -58,6 +58,8 @@ export interface ConversationKeys {
   approvals: string;
   /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
   tombstone: string;
+  /** The conversation's reply stream, for channels that keep one (the webhook's replies, the web chat's events). */
+  replies: string;
   /** Run record of `runId`. */
   run(runId: string): string;
   /** Steering list of `runId`. */
@@ -66,6 +68,8 @@ export interface ConversationKeys {
   inputs(runId: string): string;
   /** Dedupe key of one platform update. */
   dedupe(updateKey: string): string;
+  /** Marks that the reply with this delivery key is in `replies` (holds its stream id): a redelivery stores it once. */
+  replyStored(deliveryKey: string): string;
 }
 
 /** Key names of one conversation; per-run and per-update names are methods, so building one allocates no closures (ingest builds one per update). */
@@ -81,6 +85,7 @@ class Keys implements ConversationKeys {
   readonly tombstone: string;
   readonly artifacts: string;
   readonly approvals: string;
+  readonly replies: string;
   constructor(readonly base: string) {
     this.log = `${base}log`;
     this.meta = `${base}meta`;
@@ -93,6 +98,7 @@ class Keys implements ConversationKeys {
     this.tombstone = `${base}tombstone`;
     this.artifacts = `${base}artifacts`;
     this.approvals = `${base}approvals`;
+    this.replies = `${base}replies`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -106,6 +112,9 @@ class Keys implements ConversationKeys {
   dedupe(updateKey: string): string {
     return `${this.base}dedupe:${updateKey}`;
   }
+  replyStored(deliveryKey: string): string {
+    return `${this.base}reply_stored:${deliveryKey}`;
+  }
 }
 
 /**
@@ -114,7 +123,7 @@ class Keys implements ConversationKeys {
  * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
  * stores a key of its own per conversation adds its suffix here (`replies`,
  * `callback_cursor`, `callback_lock`, `callback_given_up`: the webhook channel; `rate`: ingest's
- * rate limits; `artifacts`, `approvals`: large tool results and tool approvals of the local agent). The webhook's `reply_stored:<delivery key>` keys are found
+ * rate limits; `artifacts`, `approvals`: large tool results and tool approvals of the local agent). The `reply_stored:<delivery key>` keys are found
  * from the outbox's delivery keys.
  */
 export const CONVERSATION_KEY_SUFFIXES = [

@@ -13,7 +13,6 @@ import { conversationKeys } from '../../src/keys.js';
 import { parseEntry } from '../../src/record/read.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import { BlockingReaders, type XreadReply } from '../../src/stream-readers.js';
-import { eventsKey } from './outbound.js';
 import { recordView } from './record-view.js';
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
@@ -56,7 +55,8 @@ export class WebEventStreams {
   async cursors(conversationId: string, lastEventId: string | undefined): Promise<[string, string]> {
     const parsed = lastEventId === undefined ? undefined : parseLastEventId(lastEventId);
     if (parsed) return parsed;
-    const keys = [eventsKey(this.o.prefix, conversationId), conversationKeys(this.o.prefix, conversationId).log];
+    const k = conversationKeys(this.o.prefix, conversationId);
+    const keys = [k.replies, k.log];
     const n = this.o.historyEntries;
     try {
       const [a, b] = await Promise.all(keys.map((k) => this.o.redis.xrevrange(k, '+', '-', 'COUNT', n + 1)));
@@ -70,7 +70,7 @@ export class WebEventStreams {
 
   /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
   stream(conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
-    const replies = eventsKey(this.o.prefix, conversationId);
+    const replies = conversationKeys(this.o.prefix, conversationId).replies;
     const log = conversationKeys(this.o.prefix, conversationId).log;
     let [replyCursor, logCursor] = from;
     const view = (id: string, fields: string[]) => this.view(id, fields);

@@ -28,11 +28,6 @@ export type WebEvent =
   | { type: 'edit'; id: string; text: string }
   | { type: 'typing' };
 
-/** Key of a conversation's event stream. */
-export function eventsKey(prefix: string, conversationId: string): string {
-  return `${conversationKeys(prefix, conversationId).base}replies`;
-}
-
 /** Options of the outbound side. */
 export interface WebOutboundOptions {
   config: WebConfig;
@@ -46,13 +41,14 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
   };
   const append = async (conversationId: string, event: WebEvent) => {
-    await o.redis.xadd(eventsKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
+    await o.redis.xadd(conversationKeys(o.prefix, conversationId).replies, 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
   };
   return {
     channelId: WEB_CHANNEL_ID,
     maxMessageChars: o.config.maxMessageChars,
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       check(conversationId);
+      const keys = conversationKeys(o.prefix, conversationId);
       const id = opts.deliveryKey ?? randomUUID();
       const event: WebEvent = {
         type: 'message',
@@ -64,7 +60,7 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       await runScript(
         o.redis,
         'reply-store',
-        [eventsKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${id}`],
+        [keys.replies, keys.replyStored(id)],
         [JSON.stringify(event), o.config.eventStreamMaxLen, opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS],
       );
       return { messageId: id };

@@ -38,7 +38,7 @@ export interface WebhookReply {
 
 /** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */
 export function repliesKey(prefix: string, conversationId: string): string {
-  return `${conversationKeys(prefix, conversationId).base}replies`;
+  return conversationKeys(prefix, conversationId).replies;
 }
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */

@@ -16,7 +16,7 @@ import type { RedisClient } from '../../src/redis.js';
 import { runScript } from '../../src/scripts/index.js';
 import { markPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
-import { repliesKey, type WebhookReply } from './events.js';
+import type { WebhookReply } from './events.js';
 
 export interface WebhookOutboundOptions {
   channelId: string;
@@ -50,6 +50,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       if (!conversationId.startsWith(`${o.channelId}:`))
         throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
+      const keys = conversationKeys(o.prefix, conversationId);
       const reply: WebhookReply = {
         conversation: conversationId.slice(o.channelId.length + 1),
         text,
@@ -63,7 +64,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       await runScript(
         o.redis,
         'reply-store',
-        [repliesKey(o.prefix, conversationId), `${conversationKeys(o.prefix, conversationId).base}reply_stored:${reply.messageId}`],
+        [keys.replies, keys.replyStored(reply.messageId)],
         [JSON.stringify(reply), cfg.replyStreamMaxLen, opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds],
       );
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);

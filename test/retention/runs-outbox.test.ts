@@ -49,7 +49,12 @@ describe('outbox', () => {
   const claim = async (key: string, runId: string, token: number, ttl = 3600) =>
     checkReply(
       'outbox-claim',
-      await runScript(fx.redis, 'outbox-claim', [fx.keys().outbox, fx.keys().run(runId)], [key, token, '{"status":"possibly-dispatched"}', ttl]),
+      await runScript(
+        fx.redis,
+        'outbox-claim',
+        [fx.keys().outbox, fx.keys().run(runId), fx.keys().outboxIndex],
+        [key, token, '{"status":"possibly-dispatched"}', ttl],
+      ),
     );
 
   it('indexes each delivery key by its first claim and prunes entries older than the TTL', async () => {

@@ -7,6 +7,7 @@
 
   KEYS[1] outbox   conversation outbox hash (field = delivery key, value = JSON record)
   KEYS[2] run      run record hash (for the fencing check)
+  KEYS[3] index    the outbox's claim times (sorted set, member = delivery key, score = ms)
 
   ARGV[1] delivery key
   ARGV[2] token     fencing token, or '' for an unfenced claim
@@ -14,7 +15,6 @@
   ARGV[4] ttl       seconds the outbox lives after this write (renewed on every claim); a
                     delivery key first claimed longer ago than this is pruned (its run is long
                     over), so a conversation that is never idle that long does not grow forever.
-                    Claim times live in `<outbox>_at` (sorted set, ms).
 
   Returns { 'claimed', earlier record JSON or '' }
           { 'delivered', current record JSON }   acknowledged by an earlier attempt; nothing written
@@ -31,7 +31,7 @@ if current and cjson.decode(current).status == 'acknowledged' then return { 'del
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 if not current then
-  local index, now = KEYS[1] .. '_at', now_ms()
+  local index, now = KEYS[3], now_ms()
   redis.call('ZADD', index, now, ARGV[1])
   -- At most 100 per claim: the work stays bounded, and claims outnumber what ages out.
   local old = redis.call('ZRANGEBYSCORE', index, '-inf', now - tonumber(ARGV[4]) * 1000, 'LIMIT', 0, 100)
