@@ -3,7 +3,10 @@
  * `/queue <mode>`, `/status`, `/purge` (admins), `/approve <id>` and
  * `/deny <id>` (a tool call waiting for approval: host/approval-commands.ts). Each is deduped by its update key (the
  * protocol scripts record it; `/status`, which writes nothing else, sets the
- * dedupe key itself), so a redelivered command gets no second reply.
+ * dedupe key itself), so a redelivered command gets no second reply. In a
+ * conversation purged with `afterPurge: 'refuse'`, `/stop`, `/new`,
+ * `/compact`, `/queue <mode>` and `/status` change nothing and answer what a
+ * message gets there (`PURGED_NOTICE`).
  */
 import { parseJsonOrUndefined } from '../src/json.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
@@ -49,6 +52,8 @@ export interface CommandOutcome {
   reply: string;
   /** The command's update was seen before: nothing was done, nothing is sent. */
   duplicate: boolean;
+  /** The conversation was purged and refuses updates: nothing was recorded; `reply` is `PURGED_NOTICE`. */
+  purged?: boolean;
   /** For a button click: what the message with the buttons should now show. */
   edit?: string;
 }
@@ -64,6 +69,12 @@ const POLICY_HELP: Record<InputPolicy, string> = {
 const modesList = () => INPUT_POLICIES.map((p) => `• ${p}: ${POLICY_HELP[p]}`).join('\n');
 
 const DUPLICATE: CommandOutcome = { reply: '', duplicate: true };
+
+/** The answer to a message for a conversation purged with `afterPurge: 'refuse'`, while its tombstone stands. */
+export const PURGED_NOTICE = 'This conversation was deleted; new messages here are not accepted for now.';
+
+// A command is refused like a message (host/receive.ts), with the same notice.
+const PURGED: CommandOutcome = { reply: PURGED_NOTICE, duplicate: false, purged: true };
 
 /**
  * Runs one command for `source`. `channelPolicy` is the channel's configured
@@ -81,18 +92,21 @@ export async function runCommand(
     case 'stop': {
       const r = await dispatch.requestStop(source, 'stop');
       if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'purged') return PURGED;
       if (r.kind === 'idle') return { reply: 'Nothing to stop: no run is active.', duplicate: false };
       return { reply: r.runState === 'queued' ? 'Cancelled the run before it started.' : 'Stopping the current run.', duplicate: false };
     }
     case 'new': {
       const r = await dispatch.reset(source);
       if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'purged') return PURGED;
       const stopped = r.stoppedRunId ? ' The current run was stopped.' : '';
       return { reply: `Started a new conversation: earlier messages are no longer part of the context.${stopped}`, duplicate: false };
     }
     case 'compact': {
       const r = await dispatch.requestCompaction(source);
       if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'purged') return PURGED;
       if (r.kind === 'new-run') {
         await deps.enqueue(source.conversationId, r.runId);
         return { reply: 'Compacting the conversation.', duplicate: false };
@@ -108,6 +122,7 @@ export async function runCommand(
         dispatch.statusCommand(source),
       ]);
       if (r.kind === 'duplicate') return DUPLICATE;
+      if (r.kind === 'purged') return PURGED;
       return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), duplicate: false };
     }
     case 'purge':
@@ -123,20 +138,19 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
   if (mode === 'default' || mode === 'reset') {
     const r = await deps.dispatch.setPolicy(source, undefined);
     if (r.kind === 'duplicate') return DUPLICATE;
+    if (r.kind === 'purged') return PURGED;
     return { reply: `Queue mode reset to the channel default (${channelPolicy ?? deps.dispatch.options.defaultPolicy}).`, duplicate: false };
   }
   if ((INPUT_POLICIES as readonly string[]).includes(mode)) {
     const r = await deps.dispatch.setPolicy(source, mode as InputPolicy);
     if (r.kind === 'duplicate') return DUPLICATE;
+    if (r.kind === 'purged') return PURGED;
     return { reply: `Queue mode set to ${mode}: ${POLICY_HELP[mode as InputPolicy]}.`, duplicate: false };
   }
   // No or unknown mode: explain, write nothing.
   const head = mode ? `Unknown queue mode "${args.slice(0, 40)}".` : 'Usage: /queue <mode>.';
   return { reply: `${head} Modes:\n${modesList()}\n• default: back to the channel default`, duplicate: false };
 }
-
-/** The answer to a message for a conversation purged with `afterPurge: 'refuse'`, while its tombstone stands. */
-export const PURGED_NOTICE = 'This conversation was deleted; new messages here are not accepted for now.';
 
 /**
  * `/purge` (`/purge stop`: stop an active run first): deletes everything

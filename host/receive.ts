@@ -62,7 +62,8 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
         }
         const outcome = await runCommand(deps, command, source, settings.policy);
         if (!outcome.duplicate) {
-          deps.onActivity?.(message.conversationId);
+          // A refused command records nothing, like a refused message: no activity.
+          if (!outcome.purged) deps.onActivity?.(message.conversationId);
           // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
           if (message.interaction !== 'button') await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
         }

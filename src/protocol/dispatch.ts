@@ -13,7 +13,15 @@ import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { newRunId } from './ids.js';
 import { type ProtocolOptions, type RateLimitOptions, type ResolvedProtocolOptions, resolveOptions, type TokenBucketOptions } from './options.js';
-import { type ConversationStatus, INPUT_POLICIES, type IncomingMessage, type IngestResult, type InputPolicy, type StopKind } from './types.js';
+import {
+  type ConversationStatus,
+  INPUT_POLICIES,
+  type IncomingMessage,
+  type IngestResult,
+  type InputPolicy,
+  type PurgedResult,
+  type StopKind,
+} from './types.js';
 
 /** Largest `metadata` of a message, in bytes of JSON. */
 export const MAX_METADATA_BYTES = 8192;
@@ -28,8 +36,28 @@ export interface CommandSource {
 /** Result of a stop request. */
 export type StopResult =
   | { kind: 'duplicate'; seq: number }
+  | PurgedResult
   | { kind: 'idle'; seq: number }
   | { kind: 'requested'; seq: number; runId: string; stop: StopKind; runState: string };
+
+/** Result of `/new`. */
+export type ResetResult = { kind: 'duplicate'; seq: number } | PurgedResult | { kind: 'reset'; seq: number; stoppedRunId?: string };
+
+/** Result of `/queue <mode>`. */
+export type SetPolicyResult = { kind: 'duplicate'; seq: number } | PurgedResult | { kind: 'ok'; seq: number };
+
+/** Result of `/compact`: `requested` from the active run, or `new-run` (idle: the caller enqueues it). */
+export type CompactionRequestResult =
+  | { kind: 'duplicate'; seq: number }
+  | PurgedResult
+  | { kind: 'requested'; seq: number; runId: string }
+  | { kind: 'new-run'; seq: number; runId: string };
+
+/** Result of `/status`. */
+export type StatusCommandResult = { kind: 'duplicate' } | PurgedResult | { kind: 'status'; status: ConversationStatus };
+
+// A command script's `{ 'purged' }` reply (includes/dedupe.lua): nothing recorded, only the dedupe key set.
+const purged = (): PurgedResult => ({ kind: 'purged', seq: 0 });
 
 /** Ingest and control commands (host side). */
 export class Dispatch {
@@ -147,12 +175,13 @@ export class Dispatch {
       ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    if (reply[0] === 'purged') return purged();
     if (reply[0] === 'idle') return { kind: 'idle', seq: Number(reply[1]) };
     return { kind: 'requested', seq: Number(reply[1]), runId: String(reply[2]), stop: reply[3] as StopKind, runState: String(reply[4]) };
   }
 
   /** `/new`: history before this point is no longer projected; an active run is asked to stop. */
-  async reset(source: CommandSource): Promise<{ kind: 'duplicate' | 'reset'; seq: number; stoppedRunId?: string }> {
+  async reset(source: CommandSource): Promise<ResetResult> {
     const k = this.commandKeys(source);
     const entry = { v: 1, kind: 'conversation.reset', at: this.options.now(), updateKey: source.updateKey, sender: source.sender };
     const reply = checkReply(
@@ -165,11 +194,12 @@ export class Dispatch {
       ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    if (reply[0] === 'purged') return purged();
     return { kind: 'reset', seq: Number(reply[1]), ...(reply[2] ? { stoppedRunId: String(reply[2]) } : {}) };
   }
 
   /** `/queue <mode>`: sets the conversation's policy override (`undefined` clears it). */
-  async setPolicy(source: CommandSource, policy: InputPolicy | undefined): Promise<{ kind: 'duplicate' | 'ok'; seq: number }> {
+  async setPolicy(source: CommandSource, policy: InputPolicy | undefined): Promise<SetPolicyResult> {
     if (policy !== undefined && !INPUT_POLICIES.includes(policy)) {
       throw new InvalidInputError(`unknown policy "${String(policy)}"; expected one of ${INPUT_POLICIES.join(', ')}`);
     }
@@ -184,6 +214,7 @@ export class Dispatch {
         [policy ?? '', JSON.stringify(entry), this.options.dedupeTtlSeconds],
       ),
     );
+    if (reply[0] === 'purged') return purged();
     return { kind: reply[0] === 'duplicate' ? 'duplicate' : 'ok', seq: Number(reply[1]) };
   }
 
@@ -192,10 +223,7 @@ export class Dispatch {
    * next turn boundary; when idle, a compaction run is created (`new-run`:
    * the caller enqueues it).
    */
-  async requestCompaction(
-    source: CommandSource,
-    opts: { runId?: string } = {},
-  ): Promise<{ kind: 'duplicate'; seq: number } | { kind: 'requested'; seq: number; runId: string } | { kind: 'new-run'; seq: number; runId: string }> {
+  async requestCompaction(source: CommandSource, opts: { runId?: string } = {}): Promise<CompactionRequestResult> {
     const k = this.commandKeys(source);
     const runId = opts.runId ?? newRunId();
     assertRunId(runId);
@@ -209,6 +237,7 @@ export class Dispatch {
       ),
     );
     if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    if (reply[0] === 'purged') return purged();
     return { kind: reply[0] === 'new-run' ? 'new-run' : 'requested', seq: Number(reply[1]), runId: String(reply[2]) };
   }
 
@@ -218,8 +247,11 @@ export class Dispatch {
     return statusOf(await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []));
   }
 
-  /** `/status`: the snapshot, or `duplicate` when the command's update was seen before (deduped in the same script). */
-  async statusCommand(source: CommandSource): Promise<{ kind: 'duplicate' } | { kind: 'status'; status: ConversationStatus }> {
+  /**
+   * `/status`: the snapshot, `duplicate` when the command's update was seen
+   * before (deduped in the same script), or `purged` while a refusing tombstone stands.
+   */
+  async statusCommand(source: CommandSource): Promise<StatusCommandResult> {
     const k = this.commandKeys(source);
     const r = await runScript(
       this.options.client,
@@ -227,7 +259,9 @@ export class Dispatch {
       [k.base, k.active, k.pending, k.meta, k.dedupe(source.updateKey)],
       [this.options.dedupeTtlSeconds],
     );
-    return r[0] === 'duplicate' ? { kind: 'duplicate' } : { kind: 'status', status: statusOf(r.slice(1)) };
+    if (r[0] === 'duplicate') return { kind: 'duplicate' };
+    if (r[0] === 'purged') return purged();
+    return { kind: 'status', status: statusOf(r.slice(1)) };
   }
 
   private commandKeys(source: CommandSource) {

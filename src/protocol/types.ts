@@ -39,8 +39,19 @@ export type IngestResult =
   | { kind: 'interrupting'; seq: number; runId: string; stop: StopKind }
   /** Over a rate limit (`ProtocolOptions.rateLimit`): recorded as `message.refused`, no run; `retryAfterMs` until the empty bucket has a token. */
   | { kind: 'refused'; seq: number; limit: 'user' | 'conversation'; retryAfterMs: number }
-  /** The conversation was purged and its tombstone refuses updates (`afterPurge: 'refuse'`): nothing recorded (`seq` is always 0). */
-  | { kind: 'purged'; seq: 0 };
+  /** The conversation was purged and its tombstone refuses updates. */
+  | PurgedResult;
+
+/**
+ * An update (message or control command) refused because its conversation was
+ * purged and the tombstone refuses updates (`afterPurge: 'refuse'`): nothing
+ * recorded (`seq` is always 0); only the update's dedupe key is set, so a
+ * redelivery is a duplicate.
+ */
+export interface PurgedResult {
+  kind: 'purged';
+  seq: 0;
+}
 
 /** A run taken by a worker. */
 export interface AcquiredRun {

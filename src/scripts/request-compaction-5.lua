@@ -17,13 +17,17 @@
   ARGV[4] conversation id
 
   Returns { 'duplicate', original seq }
+          { 'purged' }                          the conversation was purged and its tombstone refuses
+                                                updates (only the dedupe key is written: seq 0)
           { 'requested', seq, active run id }   applied by the active run at its next boundary
           { 'new-run', seq, run id }            idle: a compaction run was created
 ]]
 --- @include "common"
 --- @include "dedupe"
 
-local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+-- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
+if purged then return { 'purged' } end
 if seen then return { 'duplicate', seen } end
 redis.call('HSET', KEYS[5], 'compact_requested', seq)
 

@@ -17,6 +17,8 @@
   ARGV[5] conversation id
 
   Returns { 'duplicate', original seq }
+          { 'purged' }                                 the conversation was purged and its tombstone refuses
+                                                       updates (only the dedupe key is written: seq 0)
           { 'idle', seq }                              no active run
           { 'requested', seq, run id, kind, run state } (kind is the first request's when one was already made)
   Errors  { -5 } bad kind
@@ -28,7 +30,9 @@
 local KINDS = { interrupt = true, supersede = true, stop = true }
 if not KINDS[ARGV[1]] then return { ERR_BAD_ARG } end
 
-local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[2], ARGV[3])
+local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[2], ARGV[3])
+-- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
+if purged then return { 'purged' } end
 if seen then return { 'duplicate', seen } end
 
 local active = redis.call('GET', KEYS[3])

@@ -13,13 +13,18 @@
   ARGV[3] control channel
   ARGV[4] conversation id
 
-  Returns { 'duplicate', original seq } | { 'reset', seq, stopped run id or '' }
+  Returns { 'duplicate', original seq }
+          { 'purged' }      the conversation was purged and its tombstone refuses updates
+                            (only the dedupe key is written: seq 0)
+          { 'reset', seq, stopped run id or '' }
 ]]
 --- @include "common"
 --- @include "dedupe"
 --- @include "stop"
 
-local seq, seen = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+-- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
+if purged then return { 'purged' } end
 if seen then return { 'duplicate', seen } end
 redis.call('HSET', KEYS[5], 'reset_seq', seq)
 -- Large tool results belong to the history that is no longer projected.

@@ -10,7 +10,10 @@
   ARGV[2] entry json  the `command.received` entry
   ARGV[3] dedupe ttl  seconds
 
-  Returns { 'duplicate', original seq } | { 'ok', seq }
+  Returns { 'duplicate', original seq }
+          { 'purged' }      the conversation was purged and its tombstone refuses updates
+                            (only the dedupe key is written: seq 0)
+          { 'ok', seq }
   Errors  { -5 } bad policy
 ]]
 --- @include "common"
@@ -18,7 +21,9 @@
 
 local POLICIES = { steer = true, followup = true, collect = true, interrupt = true, supersede = true }
 if ARGV[1] ~= '' and not POLICIES[ARGV[1]] then return { ERR_BAD_ARG } end
-local seq, seen = dedupe_append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
+local seq, seen, purged = dedupe_append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
+-- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
+if purged then return { 'purged' } end
 if seen then return { 'duplicate', seen } end
 if ARGV[1] == '' then redis.call('HDEL', KEYS[3], 'policy') else redis.call('HSET', KEYS[3], 'policy', ARGV[1]) end
 return { 'ok', seq }

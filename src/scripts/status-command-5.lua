@@ -12,11 +12,15 @@
   ARGV[1] ttl       seconds the update is remembered
 
   Returns { 'duplicate' }
+          { 'purged' }   the conversation was purged with mode `refuse` and its tombstone
+                         stands (purge-1.lua): no snapshot, the refusal is the answer
           { 'status', <the snapshot's fields (see includes/snapshot.lua)> }
 ]]
 --- @include "snapshot"
 
 if not redis.call('SET', KEYS[5], '0', 'NX', 'EX', ARGV[1]) then return { 'duplicate' } end
+-- Like a message, /status gets the refusal (includes/dedupe.lua); `restart` lets the next update start afresh.
+if redis.call('HGET', KEYS[1] .. 'tombstone', 'mode') == 'refuse' then return { 'purged' } end
 local s = snapshot(KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 table.insert(s, 1, 'status')
 return s

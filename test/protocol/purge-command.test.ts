@@ -2,14 +2,17 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { PURGED_NOTICE, parseCommand } from '../../host/commands.js';
+import { createChannelHost } from '../../host/receive.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
-import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const fx = useProtocolFixture();
 
 function setup() {
   const sent: string[] = [];
+  /** Conversations the host reported activity for (`onActivity`), and runs it enqueued. */
+  const activity: string[] = [];
+  const enqueued: string[] = [];
   const outbound: ChannelOutbound = {
     channelId: 'telegram',
     maxMessageChars: 4096,
@@ -18,7 +21,22 @@ function setup() {
       return { messageId: String(sent.length) };
     },
   };
-  const { host } = ingestOnlyHost({ redis: fx.redis, prefix: fx.prefix, logger: pino({ level: 'silent' }), outbound: () => outbound });
+  const dispatch = fx.dispatch();
+  const host = createChannelHost({
+    routes: {
+      add() {
+        throw new Error('no HTTP routes in this test');
+      },
+    },
+    redis: fx.redis,
+    prefix: fx.prefix,
+    logger: pino({ level: 'silent' }),
+    dispatch,
+    ingest: dispatch,
+    enqueue: async (_conversationId, runId) => void enqueued.push(runId),
+    outbound: () => outbound,
+    onActivity: (conversationId) => void activity.push(conversationId),
+  });
   const message = (n: number, text: string): InboundMessage => ({
     conversationId: CID,
     updateKey: `telegram:${n}`,
@@ -27,7 +45,12 @@ function setup() {
     text,
     messageId: String(n),
   });
-  return { host, sent, message };
+  return { host, sent, message, activity, enqueued };
+}
+
+/** Keys left under the test prefix that are not dedupe keys. */
+async function nonDedupeKeys(): Promise<string[]> {
+  return (await fx.allKeys()).filter((key) => !key.includes(':dedupe:'));
 }
 
 describe('/purge', () => {
@@ -77,5 +100,56 @@ describe('/purge', () => {
     await host.receive('telegram', message(3, '/purge stop'));
     await host.receive('telegram', message(4, '/purge'));
     expect(sent.at(-1)).toBe('This conversation was already deleted.');
+  });
+
+  describe('control commands after it (afterPurge refuse)', () => {
+    /** A conversation with a message and a run, purged; what the chat saw so far. */
+    async function purged() {
+      const s = setup();
+      await s.host.receive('telegram', s.message(1, 'hello'));
+      await s.host.receive('telegram', s.message(2, '/purge stop'));
+      expect(await nonDedupeKeys()).toEqual([fx.keys().tombstone]);
+      return { ...s, sentBefore: s.sent.length, activityBefore: s.activity.length, enqueuedBefore: s.enqueued.length };
+    }
+
+    it.each([
+      ['/stop', 'stop'],
+      ['/new', 'new'],
+      ['/queue collect', 'queue'],
+      ['/queue default', 'queue'],
+      ['/compact', 'compact'],
+      ['/status', 'status'],
+    ])('%s is answered once with the purged notice and writes nothing but its dedupe key', async (text, name) => {
+      const { host, sent, message, activity, enqueued, sentBefore, activityBefore, enqueuedBefore } = await purged();
+
+      const r = await host.receive('telegram', message(3, text));
+      expect(r).toEqual({ kind: 'command', command: name, reply: PURGED_NOTICE, duplicate: false });
+      expect(sent.slice(sentBefore)).toEqual([PURGED_NOTICE]);
+      // Nothing recorded: no record, no meta, no run (and none enqueued), no activity.
+      expect(await nonDedupeKeys()).toEqual([fx.keys().tombstone]);
+      expect(await fx.redis.exists(fx.keys().log, fx.keys().meta, fx.keys().active)).toBe(0);
+      expect(await fx.redis.get(fx.keys().dedupe('telegram:3'))).toBe('0');
+      expect(enqueued).toHaveLength(enqueuedBefore);
+      expect(activity).toHaveLength(activityBefore);
+
+      const before = await fx.snapshot();
+      const again = await host.receive('telegram', message(3, text));
+      expect(again).toEqual({ kind: 'command', command: name, reply: '', duplicate: true });
+      expect(sent.slice(sentBefore)).toEqual([PURGED_NOTICE]);
+      expect(await fx.snapshot()).toEqual(before);
+    });
+
+    it('/approve and /purge get their own answers once (no request; already deleted) and write nothing', async () => {
+      const { host, sent, message, sentBefore } = await purged();
+      const id = `ap_${'0'.repeat(24)}`;
+      await host.receive('telegram', message(3, `/approve ${id}`));
+      await host.receive('telegram', message(4, '/purge'));
+      expect(sent.slice(sentBefore)).toEqual([`No approval request ${id} in this conversation.`, 'This conversation was already deleted.']);
+      expect(await nonDedupeKeys()).toEqual([fx.keys().tombstone]);
+
+      expect(await host.receive('telegram', message(3, `/approve ${id}`))).toMatchObject({ duplicate: true });
+      expect(await host.receive('telegram', message(4, '/purge'))).toMatchObject({ duplicate: true });
+      expect(sent).toHaveLength(sentBefore + 2);
+    });
   });
 });

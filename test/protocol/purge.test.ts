@@ -42,13 +42,13 @@ async function busyConversation(fx: ProtocolFixture) {
     await runScript(
       fx.redis,
       'outbox-claim',
-      [k.outbox, k.run(first.runId)],
+      [k.outbox, k.run(first.runId), k.outboxIndex],
       [`${first.runId}:1:0`, r1.token, JSON.stringify({ status: 'acknowledged' }), 3600],
     ),
   );
   // The webhook channel's keys: its reply stream, a reply mark named by the delivery key, its cursor.
-  await fx.redis.xadd(`${k.base}replies`, '*', 'data', '{}');
-  await fx.redis.set(`${k.base}reply_stored:${first.runId}:1:0`, '1-0', 'EX', 3600);
+  await fx.redis.xadd(k.replies, '*', 'data', '{}');
+  await fx.redis.set(k.replyStored(`${first.runId}:1:0`), '1-0', 'EX', 3600);
   await fx.redis.set(`${k.base}callback_cursor`, '1-0');
   expect((await runs.finish(r1, 'completed')).kind).toBe('ended');
   const second = expectKind(await d.ingest(fx.message(2)), 'new-run');
@@ -148,8 +148,8 @@ describe('purgeConversation', () => {
       await expect(runs.pull(r2)).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(state.set(r2, 'runner.compaction.checkpoint', { x: 1 })).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(
-        runScript(fx.redis, 'outbox-claim', [k.outbox, k.run(second.runId)], ['x:1:0', r2.token, '{"status":"possibly-dispatched"}', 3600]).then((r) =>
-          checkReply('outbox-claim', r),
+        runScript(fx.redis, 'outbox-claim', [k.outbox, k.run(second.runId), k.outboxIndex], ['x:1:0', r2.token, '{"status":"possibly-dispatched"}', 3600]).then(
+          (r) => checkReply('outbox-claim', r),
         ),
       ).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(runs.finish(r2, 'stopped')).rejects.toBeInstanceOf(RunNotFoundError);
@@ -174,15 +174,33 @@ describe('purgeConversation', () => {
       expect(await fx.dispatch().ingest(fx.message(1))).toEqual({ kind: 'duplicate', seq: 1 });
     });
 
-    it('control commands write nothing but their dedupe key', async () => {
+    it('control commands are answered purged, writing only their dedupe key (seq 0); a redelivery is a duplicate', async () => {
       await busyConversation(fx);
       await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
       const d = fx.dispatch();
-      expect((await d.reset(fx.source(20))).kind).toBe('duplicate');
-      expect((await d.setPolicy(fx.source(21), 'steer')).kind).toBe('duplicate');
-      expect((await d.requestStop(fx.source(22), 'stop')).kind).toBe('duplicate');
-      expect((await d.requestCompaction(fx.source(23))).kind).toBe('duplicate');
+      const commands = [
+        () => d.reset(fx.source(20)),
+        () => d.setPolicy(fx.source(21), 'steer'),
+        () => d.requestStop(fx.source(22), 'stop'),
+        () => d.requestCompaction(fx.source(23)),
+        () => d.statusCommand(fx.source(24)),
+      ];
+      for (const command of commands) expect(await command()).toEqual({ kind: 'purged', seq: 0 });
       expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
+      for (const n of [20, 21, 22, 23, 24]) expect(await fx.redis.get(fx.keys().dedupe(fx.source(n).updateKey))).toBe('0');
+
+      const before = await fx.snapshot();
+      for (const command of commands.slice(0, 4)) expect(await command()).toEqual({ kind: 'duplicate', seq: 0 });
+      expect(await d.statusCommand(fx.source(24))).toEqual({ kind: 'duplicate' });
+      expect(await fx.snapshot()).toEqual(before);
+    });
+
+    it('a redelivered pre-purge command stays a duplicate of its original seq', async () => {
+      await busyConversation(fx);
+      const seq = Number(await fx.redis.get(fx.keys().dedupe(fx.source(1).updateKey)));
+      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      expect(await fx.dispatch().setPolicy(fx.source(1), 'collect')).toEqual({ kind: 'duplicate', seq });
+      expect(seq).toBeGreaterThan(0);
     });
   });
 
@@ -199,6 +217,22 @@ describe('purgeConversation', () => {
       // The old run stays fenced out of the new conversation.
       await expect(fx.runs().finish(r2, 'completed')).rejects.toBeInstanceOf(RunNotFoundError);
       expect(await fx.redis.get(fx.keys().active)).toBe(fresh.runId);
+    });
+
+    it('/status shows the empty conversation and leaves the tombstone for the next update to lift', async () => {
+      await busyConversation(fx);
+      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true, afterPurge: 'restart' });
+      const r = await fx.dispatch().statusCommand(fx.source(40));
+      expect(r).toMatchObject({ kind: 'status', status: { activeRunId: undefined, lastSeq: 0 } });
+      expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
+    });
+
+    it('a control command lifts the tombstone and is recorded after the purged seqs', async () => {
+      await busyConversation(fx);
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true, afterPurge: 'restart' });
+      if (r.kind !== 'purged') throw new Error(r.kind);
+      expect(await fx.dispatch().setPolicy(fx.source(41), 'steer')).toEqual({ kind: 'ok', seq: r.lastSeq + 1 });
+      expect(await fx.redis.exists(fx.keys().tombstone)).toBe(0);
     });
   });
 

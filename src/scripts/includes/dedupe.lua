@@ -37,6 +37,7 @@ end
 -- entry, remember the seq it became. Returns seq, nil for a new update and
 -- nil, original seq for a duplicate (nothing is written then); nil, 0, true for
 -- an update refused because the conversation was purged (see `purge_refuses`).
+-- Callers test the third value before the second: 0 is true in Lua.
 local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
   local seen = dedupe_seen(dedupe_key)
   if seen then return nil, seen end
