@@ -4,6 +4,7 @@
  * steering it pulls) get their attachments' bytes as AI SDK image and file
  * parts, fetched through the conversation's channel (`fetchAttachment`) and
  * kept in a bounded in-memory cache so a file is fetched once per process.
+ * The files of one prompt are fetched (and transcribed) concurrently.
  * Earlier turns keep their text placeholders: the prompt prefix stays the
  * same from run to run, and old images are not paid for again.
  *
@@ -54,11 +55,16 @@ export function unsupportedAttachmentMessage(a: Attachment, mediaType: string | 
   return `Sorry, I can't read ${what}${mediaType ? ` (${mediaType})` : ''}: the model does not support that file type or size. Please send it as text or in another format.`;
 }
 
+/** One attachment as the prompt gets it: a part, a transcript, or nothing (the policy applies). */
+type Resolved = { kind: 'part'; part: ImagePart | FilePart } | { kind: 'transcript'; text: string } | { kind: 'none'; mediaType: string | undefined };
+
 /** Expands attachments into model parts; one per plugin (the cache is shared by its runs). */
 export class AttachmentParts {
   private readonly s: Required<AttachmentSettings>;
   private readonly cache = new Map<string, FetchedFile>();
   private cachedBytes = 0;
+  /** Fetches under way, by cache key: a file asked for twice at once is fetched once. */
+  private readonly inflight = new Map<string, Promise<FetchedFile | undefined>>();
 
   constructor(settings: AttachmentSettings = {}) {
     this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings };
@@ -75,21 +81,29 @@ export class AttachmentParts {
     entries: ReadonlyArray<SeqEntry<MessageReceived>>,
     transcriber?: TranscriptionModel,
   ): Promise<string | undefined> {
-    for (const m of entries) {
+    // Every attachment's fetch (or transcription) starts at once; the results are applied in order below.
+    const work = entries.map((m) =>
+      (m.attachments ?? []).map(async (a): Promise<Resolved> => {
+        if (a.kind === 'audio' && transcriber) {
+          const transcript = await this.transcript(ctx, a, transcriber);
+          if (transcript !== undefined) return { kind: 'transcript', text: transcript };
+        }
+        return this.resolve(ctx, a);
+      }),
+    );
+    const done = await Promise.all(work.map((w) => Promise.all(w)));
+    for (const [i, m] of entries.entries()) {
       if (!m.attachments?.length) continue;
       const index = findUserMessage(messages, m);
       if (index === -1) continue;
       let text = messages[index]!.content as string;
       const parts: Array<ImagePart | FilePart> = [];
-      for (const a of m.attachments) {
-        if (a.kind === 'audio' && transcriber) {
-          const transcript = await this.transcript(ctx, a, transcriber);
-          if (transcript !== undefined) {
-            text = replaceLine(text, placeholder(a), `[voice message, transcribed: ${transcript}]`);
-            continue;
-          }
+      for (const [j, a] of m.attachments.entries()) {
+        const got = done[i]![j]!;
+        if (got.kind === 'transcript') {
+          text = replaceLine(text, placeholder(a), `[voice message, transcribed: ${got.text}]`);
+          continue;
         }
-        const got = await this.resolve(ctx, a);
         if (got.kind === 'part') {
           parts.push(got.part);
           continue;
@@ -103,10 +117,7 @@ export class AttachmentParts {
     return undefined;
   }
 
-  private async resolve(
-    ctx: RunContext,
-    a: Attachment,
-  ): Promise<{ kind: 'part'; part: ImagePart | FilePart } | { kind: 'none'; mediaType: string | undefined }> {
+  private async resolve(ctx: RunContext, a: Attachment): Promise<Resolved> {
     const guessed = a.mime ?? (a.kind === 'image' || a.kind === 'sticker' ? 'image/jpeg' : undefined);
     if (!guessed || !this.accepts(guessed) || (a.size !== undefined && a.size > this.s.maxBytes)) return { kind: 'none', mediaType: guessed };
     const file = await this.fetch(ctx, a, ctx.logger);
@@ -129,10 +140,20 @@ export class AttachmentParts {
       this.cache.set(key, hit);
       return hit;
     }
-    if (!ctx.fetchAttachment) return undefined;
+    const fetchAttachment = ctx.fetchAttachment;
+    if (!fetchAttachment) return undefined;
+    const pending = this.inflight.get(key);
+    if (pending) return pending;
+    const get = () => fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.signal });
+    const fetching = this.fetchAndCache(get, a, key, logger).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, fetching);
+    return fetching;
+  }
+
+  private async fetchAndCache(get: () => Promise<FetchedFile | undefined>, a: Attachment, key: string, logger: Logger): Promise<FetchedFile | undefined> {
     let file: FetchedFile | undefined;
     try {
-      file = await ctx.fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.signal });
+      file = await get();
     } catch (err) {
       if (err instanceof InvalidInputError) logger.info({ kind: a.kind, err: err.message }, 'attachment not sent to the model');
       else logger.warn({ kind: a.kind, err }, 'attachment could not be fetched; the model gets its placeholder');

@@ -101,6 +101,39 @@ describe('attachments', () => {
     expect(JSON.stringify(await h.record())).not.toContain(Buffer.from(PHOTO).toString('base64').slice(0, 40));
   });
 
+  it('fetches the files of one prompt concurrently, each once, and keeps their order', async () => {
+    const other = Uint8Array.from({ length: 2000 }, (_, i) => (i * 11) % 256);
+    tg.addFile('photo-a', PHOTO, { mime: 'image/png' });
+    tg.addFile('photo-b', other, { mime: 'image/jpeg' });
+    const h = await start();
+    const outbound = h.outbound as ChannelOutbound;
+    const fetchOne = outbound.fetchAttachment!;
+    let inFlight = 0;
+    let most = 0;
+    outbound.fetchAttachment = async (a, o) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        return await fetchOne(a, o);
+      } finally {
+        inFlight--;
+      }
+    };
+    t.fake.script([{ text: 'Two charts.' }]);
+
+    const files: Attachment[] = [
+      { kind: 'image', ref: 'photo-a' },
+      { kind: 'image', ref: 'photo-b' },
+      { kind: 'image', ref: 'photo-a' },
+    ];
+    expect(await send(h, 'compare', files)).toMatchObject({ outcome: 'completed' });
+    expect(most).toBe(2); // both files at once; the repeated one waits for the first fetch of it
+    expect(tg.fileDownloads.sort()).toEqual(['files/photo-a', 'files/photo-b']);
+    const images = lastUser(0).content.slice(1) as Array<{ image_url: { url: string } }>;
+    expect(images.map((p) => p.image_url.url.slice(0, p.image_url.url.indexOf(';')))).toEqual(['data:image/png', 'data:image/jpeg', 'data:image/png']);
+    const bytes = (p: { image_url: { url: string } }) => Buffer.from(p.image_url.url.slice(p.image_url.url.indexOf(',') + 1), 'base64');
+    expect(images.map(bytes)).toEqual([Buffer.from(PHOTO), Buffer.from(other), Buffer.from(PHOTO)]);
+  });
+
   it('with the error policy, an oversized file ends the run telling the user, without calling the model', async () => {
     tg.addFile('big-1', new Uint8Array(5000), { mime: 'image/png' });
     const h = await start({ maxBytes: 2048, policy: 'error' });
