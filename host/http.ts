@@ -189,7 +189,9 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
           open.add(ac);
           reply.raw.on('close', () => {
             open.delete(ac);
-            ac.abort();
+            // Only a request that ended before its response did has anyone to stop (a handler still at work, an
+            // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
+            if (!reply.raw.writableFinished) ac.abort();
           });
           const res = await route.handle({
             method: req.method,
