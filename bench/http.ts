@@ -11,6 +11,11 @@
  * Redis round trip alone costs. Ingest phases also print how many updates
  * each ingest script call carried (group commit, `src/scripts/batch.ts`).
  *
+ * Each round also posts the webhook requests once more with tracing on in
+ * the server (every request sampled: its `POST` span and the `ingest` span
+ * under it, exported over OTLP/HTTP JSON to a sink process) and prints
+ * tracing on / off for the webhook route (target >= 90 %).
+ *
  * The server runs in a worker thread (its own event loop) so the client's
  * work does not slow it down; the client is node:http with keep-alive over
  * loopback. Redis is a private redis-server.
@@ -22,6 +27,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { Redis } from 'ioredis';
 import { readConfig } from '../app/config.js';
 import { createChannels } from '../app/start.js';
+import { startTracing, type Tracing } from '../app/telemetry.js';
 import { createHttpServer, listen } from '../host/http.js';
 import { startHost } from '../host/main.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
@@ -32,6 +38,7 @@ import { createLogger } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
 import { runScript } from '../src/scripts/index.js';
 import { privateRedis } from './private-redis.js';
+import { startTraceSink } from './trace-sink.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 6_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -46,10 +53,24 @@ const ROUND_TRIP_PATH = '/bench/round-trip';
 interface ServerInit {
   redisUrl: string;
   prefix: string;
+  /** OTLP endpoint of the trace sink, for the traced phases. */
+  traceEndpoint: string;
 }
 
+/** Tracing in the server for the traced phases: every request sampled, spans batched to the sink. */
+const tracingEnv = (endpoint: string) => ({
+  OTEL_TRACES_EXPORTER: 'otlp',
+  OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+  OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+  // Room for every span of a phase (two per request): none is dropped.
+  OTEL_BSP_MAX_QUEUE_SIZE: String(REQUESTS * 4),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '512',
+  OTEL_BSP_SCHEDULE_DELAY: '200',
+  OTEL_SERVICE_NAME: 'steerbot-bench',
+});
+
 /** The server side (worker thread): the host with one webhook channel, plus the bare route. */
-async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
+async function serve({ redisUrl, prefix, traceEndpoint }: ServerInit): Promise<void> {
   const base = readConfig({
     env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, STEERBOT_QUEUE_NAME: `bench-${prefix}`, STEERBOT_RUNNER: 'false', LOG_LEVEL: 'silent' },
   });
@@ -89,8 +110,15 @@ async function serve({ redisUrl, prefix }: ServerInit): Promise<void> {
     return reply.code(202).send({ result: 'accepted' });
   });
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
+  let tracing: Tracing | undefined;
   parentPort!.on('message', async (m: unknown) => {
     if (m === 'elu') return parentPort!.postMessage({ elu: performance.eventLoopUtilization(), batch: { ...host.dispatch.ingestBatch.stats } });
+    if (m === 'tracing on' || m === 'tracing off') {
+      // Off exports what is still buffered before it answers: that work lands between phases, not in one.
+      if (m === 'tracing on') tracing = startTracing({ env: tracingEnv(traceEndpoint) });
+      else await tracing?.shutdown();
+      return parentPort!.postMessage({ tracing: m });
+    }
     if (m !== 'stop') return;
     await http.close();
     await host.queue.queue.obliterate({ force: true }).catch(() => undefined);
@@ -163,6 +191,36 @@ async function redisCpu(admin: Redis): Promise<number> {
   return (num('used_cpu_user') + num('used_cpu_sys')) * 1e6;
 }
 
+/** Turns tracing in the server on or off, and waits until it has. */
+function setTracing(worker: Worker, on: boolean): Promise<void> {
+  const want = on ? 'tracing on' : 'tracing off';
+  return new Promise((resolve) => {
+    const done = (m: { tracing?: string }) => {
+      if (m.tracing !== want) return;
+      worker.off('message', done);
+      resolve();
+    };
+    worker.on('message', done);
+    worker.postMessage(want);
+  });
+}
+
+/** One webhook phase with tracing on in the server. */
+async function tracedPhase(
+  worker: Worker,
+  agent: Agent,
+  url: URL,
+  reqs: Array<{ body: Buffer; headers: Record<string, string> }>,
+  admin: Redis,
+): Promise<Phase> {
+  await setTracing(worker, true);
+  try {
+    return await phase(worker, agent, url, WEBHOOK_PATH, reqs, admin);
+  } finally {
+    await setTracing(worker, false);
+  }
+}
+
 async function phase(
   worker: Worker,
   agent: Agent,
@@ -214,8 +272,11 @@ const fmt = (p: Phase) =>
 
 export async function main(): Promise<void> {
   const redis = await privateRedis();
+  const sink = await startTraceSink();
   const prefix = `bench${randomBytes(3).toString('hex')}`;
-  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { redisUrl: redis.url, prefix } satisfies ServerInit });
+  const worker = new Worker(fileURLToPath(import.meta.url), {
+    workerData: { redisUrl: redis.url, prefix, traceEndpoint: sink.endpoint } satisfies ServerInit,
+  });
   const failed = new Promise<never>((_, reject) => worker.once('error', reject));
   const address = await Promise.race([new Promise<string>((resolve) => worker.once('message', (m: { address: string }) => resolve(m.address))), failed]);
   const url = new URL(address);
@@ -227,6 +288,7 @@ export async function main(): Promise<void> {
     await phase(worker, agent, url, WEBHOOK_PATH, prepare(1000, 0), admin);
     await phase(worker, agent, url, INGEST_PATH, prepare(1000, 0), admin);
     await phase(worker, agent, url, ROUND_TRIP_PATH, prepare(1000, 0), admin);
+    await tracedPhase(worker, agent, url, prepare(1000, -ROUNDS - 1), admin);
 
     console.log(
       `http benchmark: ${REQUESTS} requests per phase, concurrency ${CONCURRENCY}, keep-alive over loopback, ${CONVERSATIONS} conversations, server in a worker thread${redis.shared ? ' (SHARED redis)' : ' (private redis-server)'}`,
@@ -235,14 +297,23 @@ export async function main(): Promise<void> {
     const hook: Phase[] = [];
     const ingest: Phase[] = [];
     const trip: Phase[] = [];
+    const traced: Phase[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const reqs = prepare(REQUESTS, round);
       bare.push(await phase(worker, agent, url, BARE_PATH, reqs, admin));
+      // Traced and untraced webhook phases back to back, alternating which goes first; the traced one gets fresh
+      // update keys (the same keys again would be duplicates, a cheaper path).
+      const tracedReqs = prepare(REQUESTS, -round);
+      if (round % 2 === 0) traced.push(await tracedPhase(worker, agent, url, tracedReqs, admin));
       hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs, admin));
+      if (round % 2 === 1) traced.push(await tracedPhase(worker, agent, url, tracedReqs, admin));
       ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs, admin));
       trip.push(await phase(worker, agent, url, ROUND_TRIP_PATH, reqs, admin));
       console.log(`  round ${round} bare route:      ${fmt(bare.at(-1)!)}`);
       console.log(`  round ${round} signed webhook:  ${fmt(hook.at(-1)!)}   ratio ${((hook.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
+      console.log(
+        `  round ${round} webhook, traced: ${fmt(traced.at(-1)!)}   tracing on / off ${((traced.at(-1)!.rps / hook.at(-1)!.rps) * 100).toFixed(1)} %`,
+      );
       console.log(`  round ${round} ingest only:     ${fmt(ingest.at(-1)!)}   ratio ${((ingest.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
       console.log(`  round ${round} no-op round trip: ${fmt(trip.at(-1)!)}   ratio ${((trip.at(-1)!.rps / bare.at(-1)!.rps) * 100).toFixed(1)} %`);
     }
@@ -266,6 +337,10 @@ export async function main(): Promise<void> {
     console.log(
       `  attribution:            ingest only / bare ${(median(ingestRatios) * 100).toFixed(1)} %, webhook / ingest only ${(median(edgeRatios) * 100).toFixed(1)} % (medians of rounds)`,
     );
+    const tracedRatios = hook.map((h, i) => traced[i]!.rps / h.rps);
+    console.log(
+      `  tracing on / off:       ${(median(tracedRatios) * 100).toFixed(1)} % median of rounds (${tracedRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %), webhook route, every request sampled, ${await sink.count()} spans exported   (target >= 90 %)`,
+    );
     const tripRatios = bare.map((b, i) => trip[i]!.rps / b.rps);
     console.log(
       `  round trip alone:       bare + one no-op EVALSHA per request / bare ${(median(tripRatios) * 100).toFixed(1)} % (${tripRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %)`,
@@ -278,6 +353,7 @@ export async function main(): Promise<void> {
     await Promise.race([stopped, new Promise((r) => setTimeout(r, 5000))]);
     await worker.terminate();
     await redis.stop();
+    sink.stop();
   }
 }
 

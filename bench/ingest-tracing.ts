@@ -1,10 +1,16 @@
 /**
  * The cost of tracing on the host's ingest path (`IngestService`: its
  * `ingest` span and the trace context written into the record entry), measured
- * in a child process: alternating passes with tracing off (the API's no-op)
- * and on (every update sampled, exported over OTLP/HTTP JSON to a sink
- * process), so both see the same machine load. New runs' jobs are not
- * enqueued (a stub queue in both passes): the comparison is about tracing.
+ * in a child process in three kinds of pass, rotated so all see the same
+ * machine load:
+ * - off: the API's no-op;
+ * - on: every update sampled, exported over OTLP/HTTP JSON to a sink process;
+ * - floor: tracing on as above, but the ingest made untraced and wrapped in one
+ *   bare span with the same three start attributes: what one exported span per
+ *   update costs on this machine and runtime, whoever writes it.
+ * `on / off` is the issue's ratio; `on / floor` is what steerbot's own
+ * instrumentation adds beyond the span itself. New runs' jobs are not
+ * enqueued (a stub queue in every pass): the comparison is about tracing.
  *
  * Node 22 runs AsyncLocalStorage (the context manager's) on async_hooks, which
  * taxes every promise once it is active; `--experimental-async-context-frame`
@@ -13,29 +19,48 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { context, ROOT_CONTEXT } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import { Redis } from 'ioredis';
 import { startTracing } from '../app/telemetry.js';
 import { IngestService } from '../host/ingest.js';
 import { Dispatch } from '../src/protocol/index.js';
+import type { IncomingMessage } from '../src/protocol/types.js';
 import type { RunQueue } from '../src/run-queue.js';
+import { SPAN, tracer } from '../src/telemetry/tracing.js';
 import { startTraceSink } from './trace-sink.js';
+
+type Mode = 'off' | 'on' | 'floor';
+
+/** One kind of pass, as measured. */
+interface Passes {
+  /** Median updates/s. */
+  rate: number;
+  /** Median CPU of this process per update (ingest, span, export; µs). */
+  cpuUs: number;
+}
 
 /** What one comparison measured. */
 export interface TracingComparison {
-  /** Median updates/s of the passes with tracing off / on. */
-  off: number;
-  on: number;
-  /** Median of the per-pair on/off ratios, in %. */
+  off: Passes;
+  on: Passes;
+  floor: Passes;
+  /** Medians of the per-round ratios, in %: on/off (with each round's), floor/off, on/floor. */
   ratio: number;
   ratios: number[];
+  floorRatio: number;
+  onFloor: number;
   /** Spans the sink received, and spans sampled. */
   exported: number;
   sampled: number;
 }
 
-const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 12);
+const ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 9);
 const PASS = Number(process.env.BENCH_TRACING_UPDATES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+
+const untraced = suppressTracing(ROOT_CONTEXT);
+const MODES: readonly Mode[] = ['off', 'on', 'floor'];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -77,17 +102,34 @@ async function child(redisUrl: string): Promise<void> {
   let prefixes = 0;
   const stubQueue = { enqueue: async () => undefined } as unknown as RunQueue;
   let sampled = 0;
-  const pass = async (on: boolean, n = PASS): Promise<number> => {
+  const pass = async (mode: Mode, n = PASS): Promise<{ rate: number; cpuUs: number }> => {
     const service = new IngestService(new Dispatch({ client, prefix: `${base}${prefixes++}` }), stubQueue);
-    const tracing = on ? startTracing({ env }) : undefined;
+    const tracing = mode === 'off' ? undefined : startTracing({ env });
+    // The floor: the same ingest with steerbot's tracing suppressed (its span not recorded, no context written to
+    // the record; metrics and the rest as in the other passes) inside one bare span with the start attributes.
+    const ingest: (m: IncomingMessage) => Promise<unknown> =
+      mode === 'floor'
+        ? async (m) => {
+            const span = tracer().startSpan(SPAN.ingest, {
+              attributes: { 'steerbot.channel': 'telegram', 'steerbot.conversation_id': m.conversationId, 'steerbot.update_key': m.updateKey },
+            });
+            try {
+              return await context.with(untraced, () => service.ingest(m));
+            } finally {
+              span.end();
+            }
+          }
+        : (m) => service.ingest(m);
     let next = 0;
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
+    let rate = 0;
     try {
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
           while (next < n) {
             const i = next++;
-            await service.ingest({
+            await ingest({
               conversationId: `telegram:${i % 1000}`,
               updateKey: `telegram:${i}`,
               sender: { id: `u${i % 1000}` },
@@ -97,37 +139,40 @@ async function child(redisUrl: string): Promise<void> {
           }
         }),
       );
-      return (n / (performance.now() - t0)) * 1000;
+      rate = (n / (performance.now() - t0)) * 1000;
     } finally {
-      await tracing?.shutdown(); // exports what is still buffered (not timed)
-      if (on) sampled += Math.round(n * Number(env.OTEL_TRACES_SAMPLER_ARG));
+      await tracing?.shutdown(); // exports what is still buffered: not in the rate, in the CPU
+      if (mode !== 'off') sampled += Math.round(n * Number(env.OTEL_TRACES_SAMPLER_ARG));
     }
+    const cpu = process.cpuUsage(cpu0);
+    return { rate, cpuUs: (cpu.user + cpu.system) / n };
   };
-  // Warm both paths (scripts loaded, JIT) outside the measurement.
-  await pass(false, 2000);
-  await pass(true, 2000);
-  const offs: number[] = [];
-  const ons: number[] = [];
-  const ratios: number[] = [];
-  for (let i = 0; i < PAIRS; i++) {
-    // Alternate which goes first: drift in machine load hits both sides alike.
-    let off: number;
-    let on: number;
-    if (i % 2 === 0) {
-      off = await pass(false);
-      on = await pass(true);
-    } else {
-      on = await pass(true);
-      off = await pass(false);
+  // Warm every path (scripts loaded, JIT) outside the measurement.
+  for (const mode of MODES) await pass(mode, 2000);
+  const runs: Record<Mode, Array<{ rate: number; cpuUs: number }>> = { off: [], on: [], floor: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    // Rotate which goes first: drift in machine load hits every kind alike.
+    for (let k = 0; k < MODES.length; k++) {
+      const mode = MODES[(i + k) % MODES.length]!;
+      runs[mode].push(await pass(mode));
     }
-    offs.push(off);
-    ons.push(on);
-    ratios.push((on / off) * 100);
   }
+  const of = (mode: Mode): Passes => ({ rate: median(runs[mode].map((r) => r.rate)), cpuUs: median(runs[mode].map((r) => r.cpuUs)) });
+  const ratios = (a: Mode, b: Mode) => runs[a].map((r, i) => (r.rate / runs[b][i]!.rate) * 100);
   const exported = await sink.count();
   sink.stop();
   await client.quit();
-  const result: TracingComparison = { off: median(offs), on: median(ons), ratio: median(ratios), ratios, exported, sampled };
+  const result: TracingComparison = {
+    off: of('off'),
+    on: of('on'),
+    floor: of('floor'),
+    ratio: median(ratios('on', 'off')),
+    ratios: ratios('on', 'off'),
+    floorRatio: median(ratios('floor', 'off')),
+    onFloor: median(ratios('on', 'floor')),
+    exported,
+    sampled,
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
