@@ -7,7 +7,10 @@
  * finds the earlier attempt's request for the same call (tool and input
  * digest) and resumes that wait, re-sending the same message under the same
  * delivery key (its own, named by the approval id, so the outbox skips it); a decision
- * made while no runner was attached is found there.
+ * made while no runner was attached is found there. A decision appends
+ * `approval.decided` to the record: the wait blocks on the record (XREAD, on a
+ * connection of its own while it waits) and looks at the request again when
+ * an entry arrives, so a click is seen at once without polling.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -16,12 +19,16 @@ import { type ApprovalRecord, decideApproval, readApproval, readApprovals } from
 import type { RunRef } from '../src/protocol/runs.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
+import { blockingConnection } from '../src/stream-readers.js';
 import type { DeliverySink } from './plugin.js';
 import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './tool-contract.js';
 import { toolInputHash } from './tool-journal.js';
 
 /** How long the approval hash lives after its last request, in seconds (7 days). */
 const APPROVALS_TTL_SECONDS = 7 * 86_400;
+
+/** Longest single blocked read while waiting, in ms: the wait looks at the request at least this often. */
+const MAX_BLOCK_MS = 30_000;
 
 /** Options of the gate. */
 export interface RunApprovalsOptions {
@@ -33,8 +40,6 @@ export interface RunApprovalsOptions {
   /** Platform id of the user who started the run (may always decide). */
   starter: string | undefined;
   logger: Logger;
-  /** How often the wait looks for a decision, in ms. Default 200. */
-  pollMs?: number;
   /**
    * Approvals calls of this run already ran under (from the record, on a
    * takeover): never resumed for another call. The gate adds the ones it
@@ -116,17 +121,34 @@ export class RunApprovals implements ApprovalGate {
 
   private async wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {
     const o = this.o;
-    for (;;) {
-      const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
-      if (!rec) return { decision: 'denied', id };
-      if (rec.status !== 'pending') return outcome(rec, id);
-      if (Date.now() >= rec.expiresAt) {
-        const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
-        if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record, id);
-        return { decision: 'denied', id };
+    const log = conversationKeys(o.prefix, o.run.conversationId).log;
+    let conn: RedisClient | undefined;
+    const stop = () => conn?.disconnect(); // ends a blocked read at once
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for (;;) {
+        // The record's last entry before the request is read: a decision made after that read comes after it.
+        const last = (await o.client.xrevrange(log, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
+        const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
+        if (!rec) return { decision: 'denied', id };
+        if (rec.status !== 'pending') return outcome(rec, id);
+        if (Date.now() >= rec.expiresAt) {
+          const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
+          if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record, id);
+          return { decision: 'denied', id };
+        }
+        if (signal.aborted) return { decision: 'aborted', id };
+        conn ??= blockingConnection(o.client);
+        const ms = Math.min(MAX_BLOCK_MS, Math.max(1, rec.expiresAt - Date.now()));
+        try {
+          await conn.xread('COUNT', 1, 'BLOCK', ms, 'STREAMS', log, last);
+        } catch (err) {
+          if (!signal.aborted) throw err;
+        }
       }
-      if (signal.aborted) return { decision: 'aborted', id };
-      await sleep(Math.min(o.pollMs ?? 200, Math.max(1, rec.expiresAt - Date.now())), signal);
+    } finally {
+      signal.removeEventListener('abort', stop);
+      conn?.disconnect();
     }
   }
 }
@@ -134,16 +156,4 @@ export class RunApprovals implements ApprovalGate {
 function outcome(r: ApprovalRecord, id: string): ApprovalOutcome {
   const decision = r.status === 'pending' ? 'denied' : r.status;
   return { decision, id, ...(r.by !== undefined && { by: r.byName ?? r.by }) };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

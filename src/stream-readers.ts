@@ -9,6 +9,17 @@ import type { RedisClient } from './redis.js';
 /** One batch of an `XREAD` reply: `[key, [[id, fields]]]` per stream, null after a block with nothing new. */
 export type XreadReply = Array<[string, Array<[string, string[]]>]> | null;
 
+/**
+ * A connection of its own for blocking reads, from `shared`'s settings (a
+ * blocked read would stall every other command on a shared one). Its errors
+ * come back through the failing read; `disconnect()` ends a blocked read at once.
+ */
+export function blockingConnection(shared: RedisClient): RedisClient {
+  const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate(); // two overloads: the union has no common signature
+  conn.on('error', () => undefined);
+  return conn;
+}
+
 /** The open blocking readers of one channel, so they can be counted and ended on shutdown. */
 export class BlockingReaders {
   private readonly open = new Set<() => void>();
@@ -36,8 +47,7 @@ export class BlockingReaders {
     onReply: (reply: NonNullable<XreadReply>) => Iterable<string>,
     onError: (err: unknown) => void,
   ): AsyncGenerator<string> {
-    const conn: RedisClient = shared instanceof Cluster ? shared.duplicate() : shared.duplicate(); // two overloads: the union has no common signature
-    conn.on('error', () => undefined); // reported through the failing XREAD
+    const conn = blockingConnection(shared);
     let open = true;
     // Ending disconnects the connection, which ends a blocked XREAD at once.
     const end = () => {

@@ -5,11 +5,14 @@
  * timed out, decided by someone not allowed, decided twice; a denied tool is
  * not offered. Policy resolution is unit-tested below.
  */
+
+import type { Command, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { approvalCommand } from '../../host/approval-commands.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { channelOf, ToolPolicy, type ToolPolicySettings } from '../../plugins/local-agent/policy.js';
+import { conversationKeys } from '../../src/keys.js';
 import { readApproval } from '../../src/protocol/approvals.js';
 import { CID, fakeModel, perTestModel, RunnerHarness, waitFor } from '../runner/harness.js';
 
@@ -106,6 +109,32 @@ describe('tool approval', () => {
     expect((await h.entries('approval.decided')).map((e) => e.decision)).toEqual(['timeout']);
     // A click after the timeout changes nothing.
     expect((await approvalCommand(h, 'approved', id, source(h))).reply).toContain('Already decided: timed out');
+  });
+
+  it('waits without polling: the request is read again only when the record moves or the wait times out', async () => {
+    const pay = payTool();
+    t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 3 } }] }, { text: 'Nobody approved.' }]);
+    const h = await start({ tools: { pay: 'require_approval' }, approvalTimeoutMs: 2000 }, [pay.tool]);
+    // The reads of this conversation's approvals the runner sends during the wait.
+    const approvals = conversationKeys(h.prefix, CID).approvals;
+    const client = h.ctx.redis as Redis;
+    const send = client.sendCommand.bind(client);
+    let reads = 0;
+    client.sendCommand = ((command: Command, stream?: unknown) => {
+      if (command.name === 'hget' && String(command.args[0]) === approvals) reads++;
+      return send(command, stream as never);
+    }) as typeof client.sendCommand;
+    try {
+      const r = (await h.ingest('pay 3')) as { runId: string };
+      await approvalId(h);
+      await h.runEnded(r.runId);
+    } finally {
+      client.sendCommand = send;
+    }
+    expect((await h.entries('approval.decided')).map((e) => e.decision)).toEqual(['timeout']);
+    // Once when the wait starts and once at the timeout (a record entry in between may add one); a 200 ms poll made ten.
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThanOrEqual(3);
   });
 
   it('/stop ends the wait without running the tool', async () => {
