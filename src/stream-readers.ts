@@ -20,13 +20,41 @@ export function blockingConnection(shared: RedisClient): RedisClient {
   return conn;
 }
 
-/** The open blocking readers of one channel, so they can be counted and ended on shutdown. */
+/** A place held for one reader from the request's check until its stream begins (`BlockingReaders.hold`). */
+export interface ReaderPlace {
+  /** Gives the place back (the request failed before its stream began). Idempotent. */
+  release(): void;
+}
+
+/** The open blocking readers of one channel, so they can be counted, capped and ended on shutdown. */
 export class BlockingReaders {
   private readonly open = new Set<() => void>();
+  private held = 0;
 
-  /** Readers open now. */
+  /** Readers open now, and places held for streams about to begin. */
   get size(): number {
-    return this.open.size;
+    return this.open.size + this.held;
+  }
+
+  /**
+   * Holds a place for one more reader when fewer than `max` are open or held,
+   * else undefined (the caller answers 503). Counted and held in one step, so
+   * requests arriving together cannot all pass the check. The place goes to
+   * `sse`, or back when `signal` aborts first (the client left before its
+   * stream began) or on `release()`.
+   */
+  hold(max: number, signal: AbortSignal): ReaderPlace | undefined {
+    if (this.size >= max || signal.aborted) return undefined;
+    this.held++;
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      this.held--;
+      signal.removeEventListener('abort', release);
+    };
+    signal.addEventListener('abort', release, { once: true });
+    return { release };
   }
 
   /** Ends every open reader (shutdown); each body ends at once. */
@@ -35,18 +63,21 @@ export class BlockingReaders {
   }
 
   /**
-   * An SSE body: `: connected`, then for each `read` on a duplicate of `shared`
-   * what `onReply` makes of it, or a keep-alive comment when the read came back
-   * empty; until `signal` aborts or `closeAll`. A failed read ends the body
-   * after `onError` (must not throw).
+   * An SSE body in the place `hold` gave: `: connected`, then for each `read`
+   * on a duplicate of `shared` what `onReply` makes of it, or a keep-alive
+   * comment when the read came back empty; until `signal` aborts or
+   * `closeAll`. A failed read ends the body after `onError` (must not throw).
    */
   async *sse(
+    place: ReaderPlace,
     shared: RedisClient,
     signal: AbortSignal,
     read: (conn: RedisClient) => Promise<XreadReply>,
     onReply: (reply: NonNullable<XreadReply>) => Iterable<string>,
     onError: (err: unknown) => void,
   ): AsyncGenerator<string> {
+    place.release(); // counted as open from here
+    if (signal.aborted) return;
     const conn = blockingConnection(shared);
     let open = true;
     // Ending disconnects the connection, which ends a blocked XREAD at once.

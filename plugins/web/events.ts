@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { conversationKeys } from '../../src/keys.js';
 import { parseEntry } from '../../src/record/read.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
-import { BlockingReaders, type XreadReply } from '../../src/stream-readers.js';
+import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
 import { recordView } from './record-view.js';
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
@@ -37,9 +37,9 @@ export class WebEventStreams {
 
   constructor(private readonly o: WebEventsOptions) {}
 
-  /** Whether another stream may open now. */
-  get full(): boolean {
-    return this.readers.size >= this.o.maxClients;
+  /** A place for one more stream, or undefined when `maxClients` are open (see `BlockingReaders.hold`). */
+  hold(signal: AbortSignal): ReaderPlace | undefined {
+    return this.readers.hold(this.o.maxClients, signal);
   }
 
   /** Ends every open stream (shutdown). */
@@ -69,12 +69,13 @@ export class WebEventStreams {
   }
 
   /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
-  stream(conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+  stream(place: ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
     const replies = conversationKeys(this.o.prefix, conversationId).replies;
     const log = conversationKeys(this.o.prefix, conversationId).log;
     let [replyCursor, logCursor] = from;
     const view = (id: string, fields: string[]) => this.view(id, fields);
     return this.readers.sse(
+      place,
       this.o.redis,
       signal,
       (conn) => conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor) as Promise<XreadReply>,

@@ -100,11 +100,18 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     if (!verdict.ok) return json(401, { error: verdict.error });
     const conversation = req.query.conversation ?? '';
     if (!BROWSER_ID_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
-    if (streams.full) return json(503, { error: 'too many open chat pages' });
+    const place = streams.hold(req.signal);
+    if (!place) return json(503, { error: 'too many open chat pages' });
     const last = req.headers['last-event-id'];
     const conversationId = `${WEB_CHANNEL_ID}:${conversation}`;
-    const from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
-    return eventStream(streams.stream(conversationId, from, req.signal));
+    let from: [string, string];
+    try {
+      from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
+    } catch (err) {
+      place.release();
+      throw err;
+    }
+    return eventStream(streams.stream(place, conversationId, from, req.signal));
   }
 
   return {

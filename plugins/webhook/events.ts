@@ -15,7 +15,7 @@ import { sameToken } from '../../src/http-access.js';
 import { eventStream, json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
 import { conversationKeys } from '../../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
-import { BlockingReaders, type XreadReply } from '../../src/stream-readers.js';
+import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { sign } from './signature.js';
@@ -94,7 +94,8 @@ export class EventStreams {
       if (lastHeader !== undefined && (typeof lastHeader !== 'string' || !STREAM_ID_RE.test(lastHeader))) {
         return json(400, { error: 'Last-Event-ID must be an event id from this stream' });
       }
-      if (this.readers.size >= this.o.config.maxStreamClients) return json(503, { error: 'too many event stream clients' });
+      const place = this.readers.hold(this.o.config.maxStreamClients, req.signal);
+      if (!place) return json(503, { error: 'too many event stream clients' });
 
       const key = repliesKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
       // Resolve "from now" to a concrete id first, so no reply falls between two reads.
@@ -104,16 +105,18 @@ export class EventStreams {
           const last = await this.o.redis().xrevrange(key, '+', '-', 'COUNT', 1);
           from = last[0]?.[0] ?? '0-0';
         } catch (err) {
+          place.release();
           throw asRedisUnavailable(err);
         }
       }
-      return eventStream(this.pump(key, from, req.signal));
+      return eventStream(this.pump(place, key, from, req.signal));
     };
   }
 
-  private pump(key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
+  private pump(place: ReaderPlace, key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
     let cursor = from;
     return this.readers.sse(
+      place,
       this.o.redis(),
       signal,
       (conn) => conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor) as Promise<XreadReply>,

@@ -501,6 +501,38 @@ describe('webhook channel', () => {
       await stream.ended;
     });
   });
+
+  it('admits at most maxStreamClients event streams, also when requests arrive together; a closed one frees its place', async () => {
+    h = await start({ maxStreamClients: 2 });
+    const url = `${h.url}/webhooks/crm/conversations/ticket-7/events`;
+    const headers = { authorization: `Bearer ${SECRET}` };
+    const aborts = Array.from({ length: 6 }, () => new AbortController());
+    // A blocking command on the plugin's connection holds its reads back: all six requests are checked before any
+    // stream begins (the window concurrent page loads slipped through).
+    const held = h.redis.blpop(`${h.prefix}:hold`, 1);
+    const responses = await Promise.all(aborts.map((ac) => fetch(url, { headers, signal: ac.signal })));
+    await held;
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 200, 503, 503, 503, 503]);
+    for (const [i, r] of responses.entries()) if (r.status === 503) aborts[i]!.abort();
+    // Close one open stream: once the server has seen it go, one more is admitted (and only one).
+    aborts[responses.findIndex((r) => r.status === 200)]!.abort();
+    const deadline = Date.now() + 5000;
+    let next: Response | undefined;
+    while (Date.now() < deadline) {
+      const ac = new AbortController();
+      const r = await fetch(url, { headers, signal: ac.signal });
+      if (r.status === 200) {
+        next = r;
+        aborts.push(ac);
+        break;
+      }
+      await r.body?.cancel();
+    }
+    expect(next?.status).toBe(200);
+    const extra = new AbortController();
+    expect((await fetch(url, { headers, signal: extra.signal })).status).toBe(503);
+    for (const ac of aborts) ac.abort();
+  });
 });
 
 interface SseEvent {
