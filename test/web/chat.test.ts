@@ -76,6 +76,7 @@ describe('web chat in a browser', { timeout: 90_000 }, () => {
     const first = p.locator('.msg.me', { hasText: 'please go slow' });
     const second = p.locator('.msg.me', { hasText: 'and also this' });
     await poll(() => second.getAttribute('data-dispatch')).toBe('steered');
+    await poll(() => first.getAttribute('data-dispatch')).toBe('new-run');
     const run = await first.getAttribute('data-run');
     expect(await second.getAttribute('data-run')).toBe(run);
     releaseSlowTool();
@@ -94,7 +95,10 @@ describe('web chat in a browser', { timeout: 90_000 }, () => {
     const p = await openChat();
     await say(p, 'slow work please');
     await waitFor(() => slowToolStarted() === 1, 10_000, 'slow tool started');
-    const run = await p.locator('.msg.me', { hasText: 'slow work please' }).getAttribute('data-run');
+    // The run id comes with the page's answer to its POST, which may land after the tool started.
+    const mine = p.locator('.msg.me', { hasText: 'slow work please' });
+    await poll(() => mine.getAttribute('data-dispatch')).toBe('new-run');
+    const run = await mine.getAttribute('data-run');
     await say(p, '/stop');
     await p.locator('.msg.bot', { hasText: 'Stopping the current run.' }).waitFor();
     await p.locator(`.event[data-run="${run}"][data-outcome="stopped"]`).waitFor();
