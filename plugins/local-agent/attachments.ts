@@ -63,8 +63,11 @@ export class AttachmentParts {
   private readonly s: Required<AttachmentSettings>;
   private readonly cache = new Map<string, FetchedFile>();
   private cachedBytes = 0;
-  /** Fetches under way, by cache key: a file asked for twice at once is fetched once. */
-  private readonly inflight = new Map<string, Promise<FetchedFile | undefined>>();
+  /**
+   * Fetches under way, per run (its abort signal) and cache key: a file a prompt names twice is fetched
+   * once. Not shared between runs: a run that stops aborts its own fetches only.
+   */
+  private readonly inflight = new WeakMap<AbortSignal, Map<string, Promise<FetchedFile | undefined>>>();
 
   constructor(settings: AttachmentSettings = {}) {
     this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings };
@@ -81,9 +84,16 @@ export class AttachmentParts {
     entries: ReadonlyArray<SeqEntry<MessageReceived>>,
     transcriber?: TranscriptionModel,
   ): Promise<string | undefined> {
-    // Every attachment's fetch (or transcription) starts at once; the results are applied in order below.
-    const work = entries.map((m) =>
-      (m.attachments ?? []).map(async (a): Promise<Resolved> => {
+    // Every attachment's fetch (or transcription) of a message in the prompt starts at once; the results are applied in order below.
+    // Two messages with the same text are two user messages: each entry takes the newest one not taken yet.
+    const taken = new Set<number>();
+    const indexes = entries.map((m) => {
+      const index = m.attachments?.length ? findUserMessage(messages, m, taken) : -1;
+      taken.add(index);
+      return index;
+    });
+    const work = entries.map((m, i) =>
+      (indexes[i] === -1 ? [] : (m.attachments ?? [])).map(async (a): Promise<Resolved> => {
         if (a.kind === 'audio' && transcriber) {
           const transcript = await this.transcript(ctx, a, transcriber);
           if (transcript !== undefined) return { kind: 'transcript', text: transcript };
@@ -93,9 +103,8 @@ export class AttachmentParts {
     );
     const done = await Promise.all(work.map((w) => Promise.all(w)));
     for (const [i, m] of entries.entries()) {
-      if (!m.attachments?.length) continue;
-      const index = findUserMessage(messages, m);
-      if (index === -1) continue;
+      const index = indexes[i]!;
+      if (index === -1 || !m.attachments) continue;
       let text = messages[index]!.content as string;
       const parts: Array<ImagePart | FilePart> = [];
       for (const [j, a] of m.attachments.entries()) {
@@ -142,11 +151,13 @@ export class AttachmentParts {
     }
     const fetchAttachment = ctx.fetchAttachment;
     if (!fetchAttachment) return undefined;
-    const pending = this.inflight.get(key);
+    let mine = this.inflight.get(ctx.signal);
+    if (!mine) this.inflight.set(ctx.signal, (mine = new Map()));
+    const pending = mine.get(key);
     if (pending) return pending;
     const get = () => fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.signal });
-    const fetching = this.fetchAndCache(get, a, key, logger).finally(() => this.inflight.delete(key));
-    this.inflight.set(key, fetching);
+    const fetching = this.fetchAndCache(get, a, key, logger).finally(() => mine.delete(key));
+    mine.set(key, fetching);
     return fetching;
   }
 
@@ -203,10 +214,11 @@ export class AttachmentParts {
   }
 }
 
-/** Index of the newest user message rendered from `m` (with or without sender names), or -1. */
-function findUserMessage(messages: ModelMessage[], m: MessageReceived): number {
+/** Index of the newest user message rendered from `m` (with or without sender names) and not in `taken`, or -1. */
+function findUserMessage(messages: ModelMessage[], m: MessageReceived, taken: ReadonlySet<number>): number {
   const candidates = [userMessage(m, false).content, userMessage(m, true).content];
   for (let i = messages.length - 1; i >= 0; i--) {
+    if (taken.has(i)) continue;
     const msg = messages[i]!;
     if (msg.role === 'user' && typeof msg.content === 'string' && candidates.includes(msg.content)) return i;
   }
