@@ -75,7 +75,12 @@ async function conversation(client: Redis, dispatch: Dispatch, runs: Runs, state
     const key = `${r.runId}:${r.seq}:0`;
     checkReply(
       'outbox-claim',
-      await runScript(client, 'outbox-claim', [k.outbox, k.run(r.runId)], [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds]),
+      await runScript(
+        client,
+        'outbox-claim',
+        [k.outbox, k.run(r.runId), k.outboxIndex],
+        [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds],
+      ),
     );
     checkReply(
       'outbox-set',

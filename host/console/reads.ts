@@ -157,8 +157,8 @@ export class ConsoleReads {
 
   /** A webhook conversation whose newest reply is older than a minute and past the callback cursor. */
   private async callbacksBehind(id: string): Promise<boolean> {
-    const base = conversationKeys(this.d.prefix, id).base;
-    const [cursor, last] = await Promise.all([this.d.redis.get(`${base}callback_cursor`), this.d.redis.xrevrange(`${base}replies`, '+', '-', 'COUNT', 1)]);
+    const k = conversationKeys(this.d.prefix, id);
+    const [cursor, last] = await Promise.all([this.d.redis.get(`${k.base}callback_cursor`), this.d.redis.xrevrange(k.replies, '+', '-', 'COUNT', 1)]);
     const lastId = last[0]?.[0];
     if (!cursor || !lastId) return false;
     return compareIds(cursor, lastId) < 0 && Number(lastId.split('-')[0]) < this.now() - UNDELIVERED_AFTER_MS;

@@ -104,7 +104,7 @@ describe('purgeConversation', () => {
       await runs.append(run, modelStep(run));
       await runs.finish(run, 'completed');
       const lastSeq = Number(await fx.redis.hget(fx.keys().meta, 'seq'));
-      await fx.redis.xadd(`${fx.keys().base}replies`, '*', 'data', '{}');
+      await fx.redis.xadd(fx.keys().replies, '*', 'data', '{}');
 
       const r = await purgeConversation(fx.redis, fx.prefix, CID);
       expect(r).toEqual({ kind: 'purged', keysDeleted: expect.any(Number), lastSeq });
