@@ -1,23 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { conversationLogger, createLogger, runLogger } from '../src/logger.js';
+import { conversationLogger, runLogger } from '../src/logger.js';
+import { memoryLogger } from './helpers/memory-logger.js';
 
 const TELEGRAM_TOKEN = '123456789:AAAbbbCCCdddEEEfffGGGhhhIIIjjjKKKlll';
-
-/** A logger writing into memory; `lines()` parses what was written. */
-function memoryLogger(level = 'info') {
-  const chunks: string[] = [];
-  const logger = createLogger({ level, destination: { write: (s: string) => void chunks.push(s) } });
-  return {
-    logger,
-    raw: () => chunks.join(''),
-    lines: () =>
-      chunks
-        .join('')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, any>),
-  };
-}
 
 describe('createLogger', () => {
   it('redacts secrets at the top level', () => {
@@ -69,7 +54,7 @@ describe('createLogger', () => {
   });
 
   it('honours the level', () => {
-    const { logger, lines } = memoryLogger('warn');
+    const { logger, lines } = memoryLogger({ level: 'warn' });
     logger.info('dropped');
     logger.warn('kept');
     expect(lines().map((l) => l.msg)).toEqual(['kept']);

@@ -1,24 +1,10 @@
 /** Secrets in log lines: Redis command arguments, configured secret values, URL credentials. */
 import { describe, expect, it } from 'vitest';
 import { redactSecrets } from '../src/errors.js';
-import { createLogger, secretValues, serializeError } from '../src/logger.js';
+import { secretValues, serializeError } from '../src/logger.js';
+import { memoryLogger } from './helpers/memory-logger.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
-
-function memoryLogger(secrets: string[] = []) {
-  const chunks: string[] = [];
-  const logger = createLogger({ level: 'trace', secrets, destination: { write: (s: string) => void chunks.push(s) } });
-  return {
-    logger,
-    raw: () => chunks.join(''),
-    lines: () =>
-      chunks
-        .join('')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, any>),
-  };
-}
 
 /** An error shaped like the one ioredis rejects with when `HELLO … AUTH` fails. */
 function redisAuthError(password: string): Error {
@@ -47,7 +33,7 @@ describe('serializeError', () => {
 
 describe('createLogger with configured secrets', () => {
   it.each(LEVELS)('removes them from every field of a %s line, however deep, and from Redis command arguments', (level) => {
-    const { logger, raw } = memoryLogger(['S3cret-Value-Alpha', 'pw-Redis-Beta']);
+    const { logger, raw } = memoryLogger({ level: 'trace', secrets: ['S3cret-Value-Alpha', 'pw-Redis-Beta'] });
     logger[level](
       {
         err: redisAuthError('pw-Redis-Beta'),
@@ -63,7 +49,7 @@ describe('createLogger with configured secrets', () => {
   });
 
   it('serializes an Error under any key, without its Redis arguments', () => {
-    const { logger, lines, raw } = memoryLogger();
+    const { logger, lines, raw } = memoryLogger({ level: 'trace' });
     logger.warn({ failure: redisAuthError('pw-unknown-to-config') }, 'x');
     expect(lines()[0]!.failure).toMatchObject({ message: expect.stringContaining('WRONGPASS'), command: { name: 'hello', args: '[4 redacted]' } });
     expect(raw()).not.toContain('pw-unknown-to-config');
@@ -71,14 +57,14 @@ describe('createLogger with configured secrets', () => {
 
   it('removes a secret that JSON escapes (quotes, backslashes)', () => {
     const secret = 'we"ird\\pass-123';
-    const { logger, raw } = memoryLogger([secret]);
+    const { logger, raw } = memoryLogger({ level: 'trace', secrets: [secret] });
     logger.info({ value: `before ${secret} after` });
     expect(raw()).not.toContain(JSON.stringify(secret).slice(1, -1));
     expect(raw()).toContain('[redacted]');
   });
 
   it('leaves values shorter than 4 characters alone (they would match everywhere) and keeps lines valid JSON', () => {
-    const { logger, lines } = memoryLogger(['ab', '0']);
+    const { logger, lines } = memoryLogger({ level: 'trace', secrets: ['ab', '0'] });
     logger.info({ n: 10, s: 'abc' });
     expect(lines()[0]).toMatchObject({ n: 10, s: 'abc' });
   });

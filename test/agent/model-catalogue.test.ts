@@ -5,20 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
-import { ConfigError } from '../../src/errors.js';
 import { modelLimits } from '../../src/model-catalogue.js';
+import { configErrorOf } from '../helpers/config-error.js';
 
 const KEY = { OPENAI_API_KEY: 'k' };
-
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    readConfig({ env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('modelLimits', () => {
   it('knows common models by name and by dated or aliased release', () => {
@@ -59,7 +49,7 @@ describe('model settings at start', () => {
   });
 
   it('refuse an unknown model without a window, naming the field, the model and the variable', () => {
-    const err = configError({ STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' });
+    const err = configErrorOf({ STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' });
     expect(err.issues).toEqual([
       { path: 'model.contextWindow', message: expect.stringMatching(/unknown model "llama3\.1:8b".*STEERBOT_MODEL_CONTEXT_WINDOW/) },
     ]);
@@ -76,7 +66,7 @@ describe('model settings at start', () => {
   });
 
   it('refuse a reserve that leaves no room for the prompt', () => {
-    expect(configError({ ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '200000' }).issues.map((i) => i.path)).toEqual([
+    expect(configErrorOf({ ...KEY, STEERBOT_MODEL: 'gpt-4o', STEERBOT_MODEL_OUTPUT_RESERVE: '200000' }).issues.map((i) => i.path)).toEqual([
       'model.outputReserve',
     ]);
   });

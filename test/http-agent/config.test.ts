@@ -5,17 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
-import { ConfigError } from '../../src/errors.js';
-
-const errorOf = (env: Record<string, string>): ConfigError => {
-  try {
-    readConfig({ env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { configErrorOf } from '../helpers/config-error.js';
 
 describe('agents.http-agent', () => {
   it('reads the agent URL, secret and timeouts from the environment, with defaults for the rest', () => {
@@ -44,12 +34,12 @@ describe('agents.http-agent', () => {
   });
 
   it('names the missing URL and secret when the runner is selected without them', () => {
-    const paths = errorOf({ STEERBOT_RUNNER_PLUGIN: 'http-agent' }).issues.map((i) => i.path);
+    const paths = configErrorOf({ STEERBOT_RUNNER_PLUGIN: 'http-agent' }).issues.map((i) => i.path);
     expect(paths).toEqual(expect.arrayContaining(['agents.http-agent.url', 'agents.http-agent.secret']));
   });
 
   it('names a bad URL, a short secret and an out-of-range timeout, without echoing the secret', () => {
-    const err = errorOf({
+    const err = configErrorOf({
       STEERBOT_RUNNER_PLUGIN: 'http-agent',
       STEERBOT_AGENT_URL: 'ftp://agent',
       STEERBOT_AGENT_SECRET: 'short-s3cret',
