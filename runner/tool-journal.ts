@@ -102,14 +102,8 @@ export class RunToolJournal implements ToolCallJournal {
     }
     const key = earlier?.key ?? `k_${createHash('sha256').update(`${this.run.runId}\n${call.callId}`).digest('hex').slice(0, 32)}`;
     const entry: ToolStarted = {
-      v: 1,
+      ...this.callFields(call, inputHash),
       kind: 'tool.started',
-      at: Date.now(),
-      run: this.run.runId,
-      token: this.run.token,
-      call: call.callId,
-      tool: call.tool,
-      inputHash,
       key,
       ...(call.idempotent && { idempotent: true }),
       ...(earlier && { supersedes: earlier.call }),
@@ -133,16 +127,15 @@ export class RunToolJournal implements ToolCallJournal {
     await this.complete(call, toolInputHash(call.input), result);
   }
 
+  /** What `tool.started` and `tool.completed` entries of a call both carry. */
+  private callFields(call: ToolCallRef, inputHash: string) {
+    return { v: 1 as const, at: Date.now(), run: this.run.runId, token: this.run.token, call: call.callId, tool: call.tool, inputHash };
+  }
+
   private async complete(call: ToolCallRef, inputHash: string, r: { status: ToolCompleted['status']; output: unknown; supersedes?: string }): Promise<void> {
     const entry: ToolCompleted = {
-      v: 1,
+      ...this.callFields(call, inputHash),
       kind: 'tool.completed',
-      at: Date.now(),
-      run: this.run.runId,
-      token: this.run.token,
-      call: call.callId,
-      tool: call.tool,
-      inputHash,
       status: r.status,
       output: r.output ?? null,
       ...(r.supersedes !== undefined && { supersedes: r.supersedes }),
