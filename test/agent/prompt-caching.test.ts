@@ -64,14 +64,21 @@ describe('OpenAI prompt caching', () => {
 });
 
 /** A minimal Anthropic Messages stream answering `text`. */
-function anthropicStream(text: string): Response {
+const anthropicStream = (text: string): Response => anthropicMessage('msg_1', 'end_turn', { type: 'text', text: '' }, { type: 'text_delta', text });
+
+/** A minimal Anthropic Messages stream calling tool `name` with no input. */
+const anthropicToolCall = (name: string): Response =>
+  anthropicMessage('msg_2', 'tool_use', { type: 'tool_use', id: 'toolu_1', name, input: {} }, { type: 'input_json_delta', partial_json: '{}' });
+
+/** One Anthropic Messages stream with a single content block: its start, one delta, and the stop reason. */
+function anthropicMessage(id: string, stopReason: string, block: Record<string, unknown>, delta: Record<string, unknown>): Response {
   const events = [
     [
       'message_start',
       {
         type: 'message_start',
         message: {
-          id: 'msg_1',
+          id,
           type: 'message',
           role: 'assistant',
           model: 'claude-sonnet-4-5',
@@ -82,10 +89,10 @@ function anthropicStream(text: string): Response {
         },
       },
     ],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: block }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
     ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 2 } }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 2 } }],
     ['message_stop', { type: 'message_stop' }],
   ] as const;
   const body = events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
@@ -150,35 +157,6 @@ describe('Anthropic prompt caching', () => {
     expect(history.some((m) => m.providerOptions !== undefined)).toBe(false);
   });
 });
-
-/** A minimal Anthropic Messages stream calling tool `name` with no input. */
-function anthropicToolCall(name: string): Response {
-  const events = [
-    [
-      'message_start',
-      {
-        type: 'message_start',
-        message: {
-          id: 'msg_2',
-          type: 'message',
-          role: 'assistant',
-          model: 'claude-sonnet-4-5',
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { input_tokens: 10, output_tokens: 1 },
-        },
-      },
-    ],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name, input: {} } }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{}' } }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 2 } }],
-    ['message_stop', { type: 'message_stop' }],
-  ] as const;
-  const body = events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
-  return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-}
 
 describe('Anthropic prompt caching with a tool set that grows mid-run', () => {
   it('offers the tool that joined (as read_artifact joins after a large result) on the next request, with the breakpoint on it', async () => {
