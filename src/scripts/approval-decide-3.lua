@@ -1,7 +1,8 @@
 --[[
   Decide a pending approval: the first decision wins; a later one (a second
   click, a click after the timeout) changes nothing. Only the request's
-  deciders may approve or deny; the runner records a timeout itself.
+  deciders may approve or deny; the runner records a timeout itself, and a
+  click past the request's `expiresAt` records the timeout instead.
   Appends `approval.decided` to the record.
 
   KEYS[1] approvals  the conversation's approval hash
@@ -14,7 +15,8 @@
   ARGV[4] by name    display name, or ''
 
   Returns { 'decided', request JSON after }      the decision was recorded
-          { 'already', request JSON }            decided before; nothing written
+          { 'already', request JSON }            decided before (nothing written), or past its deadline
+                                                 (the timeout is recorded: the JSON after)
           { 'not_allowed' }                      `by` is not among the deciders; nothing written
           { 'not_found' }                        no such request
   Errors  { -5 } bad decision
@@ -27,21 +29,27 @@ local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return { 'not_found' } end
 local req = cjson.decode(raw)
 if req.status ~= 'pending' then return { 'already', raw } end
+local at = now_ms()
+-- Past its deadline a request is timed out, whatever the runner's clock says or whether one is attached: a late
+-- click records the timeout and changes nothing else.
+local late = decision ~= 'timeout' and at >= (tonumber(req.expiresAt) or 0)
+local by, by_name = ARGV[3], ARGV[4]
+if late then decision, by, by_name = 'timeout', '', '' end
 if decision ~= 'timeout' then
   local allowed = false
   for _, id in ipairs(req.deciders or {}) do
-    if id == ARGV[3] then allowed = true end
+    if id == by then allowed = true end
   end
   if not allowed then return { 'not_allowed' } end
 end
-local at = now_ms()
 req.status = decision
 req.decidedAt = at
-if ARGV[3] ~= '' then req.by = ARGV[3] end
-if ARGV[4] ~= '' then req.byName = ARGV[4] end
+if by ~= '' then req.by = by end
+if by_name ~= '' then req.byName = by_name end
 local after = cjson.encode(req)
 redis.call('HSET', KEYS[1], ARGV[1], after)
 local entry = { v = 1, kind = 'approval.decided', at = at, run = req.run, approval = ARGV[1], decision = decision }
-if ARGV[3] ~= '' then entry.by = ARGV[3] end
+if by ~= '' then entry.by = by end
 append_entry(KEYS[2], KEYS[3], cjson.encode(entry))
+if late then return { 'already', after } end
 return { 'decided', after }

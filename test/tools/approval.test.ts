@@ -137,6 +137,23 @@ describe('tool approval', () => {
     expect(reads).toBeLessThanOrEqual(3);
   });
 
+  it('refuses a click past the deadline (the timeout is recorded), whatever the runner has seen yet', async () => {
+    const pay = payTool();
+    t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 4 } }] }, { text: 'Too late.' }]);
+    const h = await start({ tools: { pay: 'require_approval' }, approvalTimeoutMs: 600_000 }, [pay.tool]);
+    const r = (await h.ingest('pay 4')) as { runId: string };
+    const id = await approvalId(h);
+    // The deadline has passed by the host's clock (a runner's clock behind, or no runner attached to record it).
+    const key = conversationKeys(h.prefix, CID).approvals;
+    const record = JSON.parse((await h.ctx.redis.hget(key, id))!);
+    await h.ctx.redis.hset(key, id, JSON.stringify({ ...record, expiresAt: Date.now() - 1 }));
+    expect((await approvalCommand(h, 'approved', id, source(h))).reply).toContain('Already decided: timed out');
+    await h.runEnded(r.runId);
+    expect(pay.runs).toEqual([]);
+    expect(lastToolResult(1)).toMatchObject({ error: { tool: 'pay', category: 'approval_timeout' } });
+    expect((await h.entries('approval.decided')).map((e) => [e.decision, e.by])).toEqual([['timeout', undefined]]);
+  });
+
   it('/stop ends the wait without running the tool', async () => {
     const pay = payTool();
     t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 9 } }] }]);
