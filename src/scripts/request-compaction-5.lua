@@ -25,10 +25,8 @@
 --- @include "common"
 --- @include "dedupe"
 
-local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
--- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
-if purged then return { 'purged' } end
-if seen then return { 'duplicate', seen } end
+local seq, refused = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+if refused then return refused end
 redis.call('HSET', KEYS[5], 'compact_requested', seq)
 
 local active = redis.call('GET', KEYS[3])

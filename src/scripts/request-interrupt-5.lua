@@ -30,10 +30,8 @@
 local KINDS = { interrupt = true, supersede = true, stop = true }
 if not KINDS[ARGV[1]] then return { ERR_BAD_ARG } end
 
-local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[2], ARGV[3])
--- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
-if purged then return { 'purged' } end
-if seen then return { 'duplicate', seen } end
+local seq, refused = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[2], ARGV[3])
+if refused then return refused end
 
 local active = redis.call('GET', KEYS[3])
 if not active then return { 'idle', seq } end

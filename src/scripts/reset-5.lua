@@ -22,10 +22,8 @@
 --- @include "dedupe"
 --- @include "stop"
 
-local seq, seen, purged = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
--- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
-if purged then return { 'purged' } end
-if seen then return { 'duplicate', seen } end
+local seq, refused = dedupe_append(KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+if refused then return refused end
 redis.call('HSET', KEYS[5], 'reset_seq', seq)
 -- Large tool results belong to the history that is no longer projected.
 redis.call('DEL', KEYS[1] .. 'artifacts')

@@ -21,9 +21,7 @@
 
 local POLICIES = { steer = true, followup = true, collect = true, interrupt = true, supersede = true }
 if ARGV[1] ~= '' and not POLICIES[ARGV[1]] then return { ERR_BAD_ARG } end
-local seq, seen, purged = dedupe_append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
--- Before `seen`: a refused update comes back with seen 0, which Lua counts as true.
-if purged then return { 'purged' } end
-if seen then return { 'duplicate', seen } end
+local seq, refused = dedupe_append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
+if refused then return refused end
 if ARGV[1] == '' then redis.call('HDEL', KEYS[3], 'policy') else redis.call('HSET', KEYS[3], 'policy', ARGV[1]) end
 return { 'ok', seq }

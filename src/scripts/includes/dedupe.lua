@@ -34,15 +34,15 @@ local function purge_refuses(meta_key, dedupe_key, ttl)
 end
 
 -- The start of every script that takes a platform update: dedupe it, append its
--- entry, remember the seq it became. Returns seq, nil for a new update and
--- nil, original seq for a duplicate (nothing is written then); nil, 0, true for
--- an update refused because the conversation was purged (see `purge_refuses`).
--- Callers test the third value before the second: 0 is true in Lua.
+-- entry, remember the seq it became. Returns the seq of a new update, or nil and
+-- the reply a script gives an update it takes no further, with nothing else
+-- written: { 'duplicate', original seq } for one seen before, { 'purged' } for
+-- one refused because the conversation was purged (see `purge_refuses`).
 local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
   local seen = dedupe_seen(dedupe_key)
-  if seen then return nil, seen end
-  if purge_refuses(meta_key, dedupe_key, ttl) then return nil, 0, true end
+  if seen then return nil, { 'duplicate', seen } end
+  if purge_refuses(meta_key, dedupe_key, ttl) then return nil, { 'purged' } end
   local seq = append_entry(log_key, meta_key, json)
   dedupe_mark(dedupe_key, seq, ttl)
-  return seq, nil
+  return seq
 end
