@@ -19,7 +19,7 @@ export { z } from 'zod';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
 export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './errors.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
-export { eventStream, json } from './http-routes.js';
+export { eventStream, json, readJsonBody } from './http-routes.js';
 export { splitMessage } from './split-message.js';
 
 /** Options of one outbound send. */

@@ -23,6 +23,7 @@ import {
   json,
   type RouteRequest,
   type RouteResponse,
+  readJsonBody,
 } from '../../src/channel.js';
 import { parseSection } from '../../src/config-section.js';
 import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
@@ -64,18 +65,9 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     const verdict = checkAccess(req, access);
     if (!verdict.ok) return json(401, { error: verdict.error });
     if (!sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
-    let value: unknown;
-    try {
-      value = JSON.parse(req.body.toString('utf8'));
-    } catch {
-      return json(400, { error: 'body is not valid JSON' });
-    }
-    const parsed = messageBodySchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return json(400, { error: `bad body: ${issue.path.join('.') || '(root)'}: ${issue.message}` });
-    }
-    const body = parsed.data;
+    const parsed = readJsonBody(req, messageBodySchema);
+    if (!parsed.ok) return parsed.response;
+    const body = parsed.value;
     const message: InboundMessage = {
       conversationId: `${WEB_CHANNEL_ID}:${body.conversation}`,
       updateKey: `${WEB_CHANNEL_ID}:${body.conversation}:${body.id}`,
