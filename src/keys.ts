@@ -59,7 +59,12 @@ export interface ConversationKeys {
   /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
   tombstone: string;
   /** The conversation's reply stream, for channels that keep one (the webhook's replies, the web chat's events). */
-  replies: string;
+  readonly replies: string;
+  /** The webhook channel's callbacks: the id of the last reply the receiver took, the sender's lock, and the
+   * replies given up on (hash: `count`, `last_reply`, `at` ms). */
+  readonly callbackCursor: string;
+  readonly callbackLock: string;
+  readonly callbackGivenUp: string;
   /** Run record of `runId`. */
   run(runId: string): string;
   /** Steering list of `runId`. */
@@ -85,7 +90,6 @@ class Keys implements ConversationKeys {
   readonly tombstone: string;
   readonly artifacts: string;
   readonly approvals: string;
-  readonly replies: string;
   constructor(readonly base: string) {
     this.log = `${base}log`;
     this.meta = `${base}meta`;
@@ -98,7 +102,19 @@ class Keys implements ConversationKeys {
     this.tombstone = `${base}tombstone`;
     this.artifacts = `${base}artifacts`;
     this.approvals = `${base}approvals`;
-    this.replies = `${base}replies`;
+  }
+  // Channel keys are named when asked for: ingest builds the keys of every update and needs none of them.
+  get replies(): string {
+    return `${this.base}replies`;
+  }
+  get callbackCursor(): string {
+    return `${this.base}callback_cursor`;
+  }
+  get callbackLock(): string {
+    return `${this.base}callback_lock`;
+  }
+  get callbackGivenUp(): string {
+    return `${this.base}callback_given_up`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;

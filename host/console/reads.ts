@@ -7,7 +7,7 @@
  */
 import { channelIdOf } from '../../src/channel.js';
 import { parseJsonOrUndefined } from '../../src/json.js';
-import { conversationKeys } from '../../src/keys.js';
+import { type ConversationKeys, conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { parseBreaker } from '../../src/record/breaker.js';
 import type { SeqEntry } from '../../src/record/entries.js';
@@ -131,8 +131,9 @@ export class ConsoleReads {
       if (n > 0) stuck.push(`${n} undelivered outbox ${n === 1 ? 'entry' : 'entries'}`);
     }
     if (id.startsWith('webhook:')) {
-      if (await this.callbacksBehind(id)) stuck.push('callbacks behind');
-      const givenUp = Number(await this.d.redis.hget(`${conversationKeys(this.d.prefix, id).base}callback_given_up`, 'count'));
+      const [behind, givenUpCount] = await Promise.all([this.callbacksBehind(k), this.d.redis.hget(k.callbackGivenUp, 'count')]);
+      if (behind) stuck.push('callbacks behind');
+      const givenUp = Number(givenUpCount);
       if (givenUp > 0) stuck.push(`${givenUp} ${givenUp === 1 ? 'callback' : 'callbacks'} given up`);
     }
     return {
@@ -156,9 +157,8 @@ export class ConsoleReads {
   }
 
   /** A webhook conversation whose newest reply is older than a minute and past the callback cursor. */
-  private async callbacksBehind(id: string): Promise<boolean> {
-    const k = conversationKeys(this.d.prefix, id);
-    const [cursor, last] = await Promise.all([this.d.redis.get(`${k.base}callback_cursor`), this.d.redis.xrevrange(k.replies, '+', '-', 'COUNT', 1)]);
+  private async callbacksBehind(k: ConversationKeys): Promise<boolean> {
+    const [cursor, last] = await Promise.all([this.d.redis.get(k.callbackCursor), this.d.redis.xrevrange(k.replies, '+', '-', 'COUNT', 1)]);
     const lastId = last[0]?.[0];
     if (!cursor || !lastId) return false;
     return compareIds(cursor, lastId) < 0 && Number(lastId.split('-')[0]) < this.now() - UNDELIVERED_AFTER_MS;

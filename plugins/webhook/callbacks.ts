@@ -33,10 +33,10 @@ export async function markPending(redis: RedisClient, prefix: string, channelId:
   await redis.zadd(pendingKey(prefix, channelId), 'NX', 0, conversationId);
 }
 /** Stream id of the last reply of the conversation the receiver took. */
-export const cursorKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_cursor`;
-const lockKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_lock`;
-/** Replies of the conversation whose callback was given up (hash: `count`, `last_reply`, `at` ms), shown by the console as stuck. */
-export const givenUpKey = (prefix: string, conversationId: string): string => `${conversationKeys(prefix, conversationId).base}callback_given_up`;
+export const cursorKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackCursor;
+const lockKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackLock;
+/** Replies of the conversation whose callback was given up, shown by the console as stuck. */
+export const givenUpKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackGivenUp;
 
 /** Replies read per round trip. */
 const BATCH = 50;
