@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { conversationKeys } from '../src/keys.js';
-import { type ApprovalRecord, decideApproval, readApproval, readApprovals } from '../src/protocol/approvals.js';
+import { type ApprovalRecord, decideApproval, readApproval } from '../src/protocol/approvals.js';
 import type { RunRef } from '../src/protocol/runs.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
@@ -46,6 +46,8 @@ export interface RunApprovalsOptions {
    * waits on, so a set shared by an attempt's invocations covers them all.
    */
   usedApprovals?: Set<string>;
+  /** Approval requests earlier attempts of the run made (from the record, on a takeover), oldest first: resumed, not asked again. */
+  earlierRequests?: ReadonlyArray<{ approval: string; tool: string; inputHash: string }>;
 }
 
 /** Approvals of one run attempt in Redis. */
@@ -60,12 +62,15 @@ export class RunApprovals implements ApprovalGate {
   async request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome> {
     const o = this.o;
     const inputHash = toolInputHash(req.input);
-    const earlier = await this.earlierRequest(req.tool, inputHash);
+    // An earlier attempt's request for the same call, taken before any await: two identical calls never share one.
+    const earlierId = o.earlierRequests?.find((r) => r.tool === req.tool && r.inputHash === inputHash && !this.used.has(r.approval))?.approval;
+    if (earlierId !== undefined) this.used.add(earlierId);
+    const earlier = earlierId === undefined ? undefined : await readApproval(o.client, o.prefix, o.run.conversationId, earlierId);
     let id: string;
     let text: string;
-    if (earlier) {
-      [id, text] = [earlier[0], earlier[1].text];
-      o.logger.info({ approval: id, status: earlier[1].status }, 'resuming the wait for an approval an earlier attempt asked for');
+    if (earlierId !== undefined && earlier) {
+      [id, text] = [earlierId, earlier.text];
+      o.logger.info({ approval: id, status: earlier.status }, 'resuming the wait for an approval an earlier attempt asked for');
     } else {
       id = `ap_${randomBytes(12).toString('hex')}`;
       text = req.text;
@@ -111,14 +116,6 @@ export class RunApprovals implements ApprovalGate {
     return this.wait(id, signal);
   }
 
-  /** An earlier attempt's request for the same call that this attempt has not used yet, oldest first. */
-  private async earlierRequest(tool: string, inputHash: string): Promise<[string, ApprovalRecord] | undefined> {
-    const all = await readApprovals(this.o.client, this.o.prefix, this.o.run.conversationId);
-    return [...all.entries()]
-      .filter(([id, r]) => r.run === this.o.run.runId && r.tool === tool && r.inputHash === inputHash && !this.used.has(id))
-      .sort((a, b) => a[1].expiresAt - b[1].expiresAt)[0];
-  }
-
   private async wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {
     const o = this.o;
     const log = conversationKeys(o.prefix, o.run.conversationId).log;
@@ -127,9 +124,10 @@ export class RunApprovals implements ApprovalGate {
     signal.addEventListener('abort', stop, { once: true });
     try {
       for (;;) {
-        // The record's last entry before the request is read: a decision made after that read comes after it.
-        const last = (await o.client.xrevrange(log, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
-        const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
+        // The record's last entry, then the request, sent together (one connection runs them in order): a decision
+        // made after the first read is an entry after `last`.
+        const [tail, rec] = await Promise.all([o.client.xrevrange(log, '+', '-', 'COUNT', 1), readApproval(o.client, o.prefix, o.run.conversationId, id)]);
+        const last = tail[0]?.[0] ?? '0-0';
         if (!rec) return { decision: 'denied', id };
         if (rec.status !== 'pending') return outcome(rec, id);
         if (Date.now() >= rec.expiresAt) {

@@ -36,7 +36,7 @@ import { keepLease } from './lease.js';
 import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
 import { isFinalStep } from './projection.js';
 import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
-import { pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
+import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {
@@ -313,6 +313,7 @@ export class RunExecutor {
         starter: inputs[0]?.sender.id,
         logger,
         usedApprovals: tools.usedApprovals,
+        earlierRequests: tools.earlierApprovals,
       }),
     };
   }
@@ -390,6 +391,7 @@ export class RunExecutor {
 interface ToolState {
   journal: RunToolJournal;
   usedApprovals: Set<string>;
+  earlierApprovals: ReturnType<typeof earlierApprovalRequests>;
 }
 
 /**
@@ -399,7 +401,11 @@ interface ToolState {
  * pending again in a continuation.
  */
 function toolState(runs: Runs, ref: RunRef, entries: readonly SeqEntry[]): ToolState {
-  return { journal: new RunToolJournal(runs, ref, pendingToolCalls(entries, ref.runId)), usedApprovals: usedApprovals(entries, ref.runId) };
+  return {
+    journal: new RunToolJournal(runs, ref, pendingToolCalls(entries, ref.runId)),
+    usedApprovals: usedApprovals(entries, ref.runId),
+    earlierApprovals: earlierApprovalRequests(entries, ref.runId),
+  };
 }
 
 /** Bookkeeping of the steered messages a run took (pulled or handed back) and the answers that cover them. */

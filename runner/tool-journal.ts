@@ -57,6 +57,13 @@ export function usedApprovals(entries: readonly SeqEntry[], runId: string): Set<
   return used;
 }
 
+/** Approval requests of `runId` in `entries`, oldest first: a takeover resumes their waits instead of asking again. Pure. */
+export function earlierApprovalRequests(entries: readonly SeqEntry[], runId: string): Array<{ approval: string; tool: string; inputHash: string }> {
+  const out: Array<{ approval: string; tool: string; inputHash: string }> = [];
+  for (const e of entries) if (e.kind === 'approval.requested' && e.run === runId) out.push({ approval: e.approval, tool: e.tool, inputHash: e.inputHash });
+  return out;
+}
+
 /** The calls of `runId` in `entries` (seq order) that a takeover must account for, oldest first. Pure. */
 export function pendingToolCalls(entries: readonly SeqEntry[], runId: string): PendingToolCall[] {
   const consumed = new Set<string>();

@@ -71,9 +71,3 @@ export async function readApproval(client: RedisClient, prefix: string, conversa
   const raw = await client.hget(conversationKeys(prefix, conversationId).approvals, id);
   return raw === null ? undefined : approvalRecordSchema.parse(JSON.parse(raw));
 }
-
-/** Every approval request of the conversation, by id. */
-export async function readApprovals(client: RedisClient, prefix: string, conversationId: string): Promise<Map<string, ApprovalRecord>> {
-  const all = await client.hgetall(conversationKeys(prefix, conversationId).approvals);
-  return new Map(Object.entries(all).map(([id, raw]) => [id, approvalRecordSchema.parse(JSON.parse(raw))]));
-}

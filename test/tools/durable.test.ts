@@ -7,34 +7,21 @@
  * model is told its outcome is unknown.
  */
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tool-journal.js';
+import { describe, expect, it } from 'vitest';
+import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tool-journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
 import type { SeqEntry } from '../../src/record/entries.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { type RunnerProcess, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
+import { perTestModel } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
 const LEASE_MS = 2000;
 const HEARTBEAT_MS = 600;
 
-let fake: FakeOpenAIServer;
-let h: RunnerHarness | undefined;
-let procs: RunnerProcess[] = [];
-
-beforeEach(async () => {
-  fake = await startFakeOpenAI();
-});
-afterEach(async () => {
-  await Promise.all(procs.map((p) => p.kill9()));
-  procs = [];
-  await h?.close();
-  h = undefined;
-  await fake.close();
-});
+const t = perTestModel();
 
 const BATCH = [
   { name: 'note', args: { item: 'n1' } },
@@ -44,8 +31,9 @@ const BATCH = [
 
 describe('durable tool results', () => {
   it('after a runner is killed mid-call: replays the completed call, re-runs the idempotent one, reports the other unknown', async () => {
+    const { fake, procs } = t;
     fake.script((_req, i) => (i < 2 ? { toolCalls: BATCH } : { text: 'All handled.' }));
-    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
     const first = await startRunnerProcess(settings);
     procs.push(first);
@@ -106,8 +94,9 @@ describe('durable tool results', () => {
 
 describe('durable approval wait', () => {
   it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async () => {
+    const { fake, procs } = t;
     fake.script((_req, i) => (i < 2 ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
-    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = {
       redisUrl: redisUrl(),
       prefix: h.prefix,
@@ -200,6 +189,26 @@ describe('pendingToolCalls', () => {
     const entries = [started('a', 'pay', {}, { approval: 'ap_1' }), started('b', 'pay', {}), started('c', 'pay', {}, { approval: 'ap_2' })];
     expect([...usedApprovals(entries, 'r1')]).toEqual(['ap_1', 'ap_2']);
     expect([...usedApprovals(entries, 'other-run')]).toEqual([]);
+  });
+
+  it('lists the approval requests of a run, oldest first, for a takeover to resume', () => {
+    const requested = (approval: string, tool: string, input: unknown, run = 'r1'): SeqEntry => ({
+      ...base,
+      run,
+      seq: seq++,
+      kind: 'approval.requested',
+      approval,
+      call: `c-${approval}`,
+      tool,
+      inputHash: toolInputHash(input),
+      deciders: ['u1'],
+      expiresAt: 1,
+    });
+    const entries = [requested('ap_1', 'pay', { a: 1 }), requested('ap_x', 'pay', { a: 1 }, 'other-run'), requested('ap_2', 'note', {})];
+    expect(earlierApprovalRequests(entries, 'r1')).toEqual([
+      { approval: 'ap_1', tool: 'pay', inputHash: toolInputHash({ a: 1 }) },
+      { approval: 'ap_2', tool: 'note', inputHash: toolInputHash({}) },
+    ]);
   });
 
   it('hashes inputs independently of key order', () => {
