@@ -6,7 +6,6 @@
  * Discord outbound → the fake Discord REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
@@ -14,7 +13,7 @@ import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
-import { alice, RecordingHost, TOKEN } from './discord-harness.js';
+import { alice, discordOnHarness, RecordingHost, TOKEN } from './discord-harness.js';
 
 /** The DM whose replies go through a streaming Discord outbound. */
 const STREAM_DM = '510000000000000009';
@@ -58,17 +57,7 @@ beforeAll(async () => {
   discord = await FakeDiscord.start({ token: TOKEN });
   h = await RunnerHarness.start();
   const { ctx } = h;
-  plugin = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
-  channelHost = createChannelHost({
-    routes: undefined as never,
-    redis: ctx.redis,
-    prefix: h.prefix,
-    logger: ctx.logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === 'discord' ? plugin.outbound : undefined),
-  });
+  ({ plugin, host: channelHost } = discordOnHarness(h, discord.apiBase));
   host = new RecordingHost((m) => channelHost.receive('discord', m));
   await plugin.start(host.asHost(ctx.logger));
   // Runners only use outbound sides: this one is never started.

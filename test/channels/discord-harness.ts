@@ -4,13 +4,15 @@
  * Redis) behind a recorder, and a logger whose lines the test can read.
  */
 import { Writable } from 'node:stream';
-import type { ChannelSettings } from '../../host/receive.js';
-import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
+import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RedisClient } from '../../src/redis.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
-import { user } from '../../testing/fakes/discord-server.js';
+import { type FakeDiscord, type FakeUser, user } from '../../testing/fakes/discord-server.js';
+import type { RunnerHarness } from '../../testing/runner-harness.js';
 
 /** A token in Discord's format (base64 user id . timestamp . HMAC). Never to appear in errors or logs. */
 export const TOKEN = 'MTAwMDAwMDAwMDAwMDAwMDAx.GkQ7xZ.Vq3nT9sLwPzR8yHcJ2mA5bE1uK4oXfDgNiW6';
@@ -28,6 +30,18 @@ export const DM = '500000000000000001';
 export const alice = user('400000000000000001', 'alice', { globalName: 'Alice' });
 export const bob = user('400000000000000002', 'bob');
 export const otherBot = user('400000000000000003', 'helperbot', { bot: true });
+
+/** Makes `fake` deliver a guild message in `channelId` (CHANNEL, THREAD, …) that mentions the bot. */
+export function mentionBot(fake: FakeDiscord, channelId: string, content: string, author: FakeUser = alice) {
+  return fake.messageCreate({
+    channelId,
+    guildId: GUILD,
+    author,
+    content: `<@${fake.bot.id}> ${content}`,
+    mentions: [fake.bot],
+    channelType: channelId === THREAD ? 11 : 0,
+  });
+}
 
 /** The bot's managed role in GUILD. */
 export const BOT_ROLE = '600000000000000001';
@@ -144,4 +158,25 @@ export function realHost(o: RealHostOptions): { receive: (m: InboundMessage) => 
     outbound: (id) => (id === 'discord' ? o.outbound() : undefined),
   });
   return { receive: (m) => host.receive('discord', m), dispatch };
+}
+
+/**
+ * The real Discord plugin against the fake at `apiBase`, on `h`'s Redis, and
+ * the real channel host that enqueues its messages as runs on `h`'s queue (no
+ * HTTP routes: Discord comes in over the gateway). The caller starts the plugin.
+ */
+export function discordOnHarness(h: RunnerHarness, apiBase: string): { plugin: ChannelPlugin; host: ChannelHost } {
+  const { ctx } = h;
+  const plugin = createDiscordPlugin({ token: TOKEN, apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
+  const host = createChannelHost({
+    routes: undefined as never,
+    redis: ctx.redis,
+    prefix: h.prefix,
+    logger: ctx.logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === 'discord' ? plugin.outbound : undefined),
+  });
+  return { plugin, host };
 }

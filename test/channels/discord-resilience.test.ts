@@ -12,7 +12,7 @@ import { ChannelApiError, ConfigError, InvalidInputError, RedisUnavailableError 
 import { closeRedis, createRedis } from '../../src/redis.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { alice, bob, CHANNEL, captureLogger, DM, GUILD, guild, otherBot, RecordingHost, realHost, THREAD, TOKEN } from './discord-harness.js';
+import { alice, bob, CHANNEL, captureLogger, DM, GUILD, guild, mentionBot, otherBot, RecordingHost, realHost, THREAD, TOKEN } from './discord-harness.js';
 
 const OK: ReceiveResult = { kind: 'ignored', reason: 'empty' };
 let fake: FakeDiscord;
@@ -44,16 +44,7 @@ async function start(config: Partial<DiscordConfigInput>, handle: (m: InboundMes
   return { plugin, host, lines };
 }
 
-function mention(channelId: string, content: string, author = alice) {
-  return fake.messageCreate({
-    channelId,
-    guildId: GUILD,
-    author,
-    content: `<@${fake.bot.id}> ${content}`,
-    mentions: [fake.bot],
-    channelType: channelId === THREAD ? 11 : 0,
-  });
-}
+const mention = (channelId: string, content: string, author = alice) => mentionBot(fake, channelId, content, author);
 
 describe('discord inbound when the host cannot take a message', () => {
   it('retries while Redis is unreachable, keeps the conversation in order, and hands the message over once', async () => {

@@ -22,6 +22,7 @@ import {
   DM,
   GUILD,
   guild,
+  mentionBot,
   otherBot,
   RecordingHost,
   realHost,
@@ -57,16 +58,7 @@ afterAll(async () => {
 });
 
 /** A guild message in `channelId` that mentions the bot. */
-function mention(channelId: string, content: string, author = alice) {
-  return fake.messageCreate({
-    channelId,
-    guildId: GUILD,
-    author,
-    content: `<@${fake.bot.id}> ${content}`,
-    mentions: [fake.bot],
-    channelType: channelId === THREAD ? 11 : 0,
-  });
-}
+const mention = (channelId: string, content: string, author = alice) => mentionBot(fake, channelId, content, author);
 
 describe('discord gateway', () => {
   it('identifies with the intents it needs (guilds, guild messages, DMs, message content)', () => {

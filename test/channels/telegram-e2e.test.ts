@@ -5,15 +5,13 @@
  * server → delivery → the plugin's outbound → the fake Telegram Bot API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { createChannelHost } from '../../host/receive.js';
+import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { createTelegramPlugin } from '../../plugins/telegram/index.js';
-import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
+import { startTelegramSystem } from './telegram-harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -33,31 +31,12 @@ beforeEach(async () => {
   tap = new FetchTap();
   lookup = gatedTool();
   h = await RunnerHarness.start();
-  const { logger, redis } = h.ctx;
-  http = createHttpServer({ config: h.ctx.config, redis, logger });
-  plugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false },
-    { logger, redis, prefix: h.prefix },
-  );
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-  });
-  await plugin.start(host);
-  await http.ready();
-  const runner = await startRunner(h.ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url, tap), tools: [lookup.tool], builtins: { currentTime: false } }),
-    resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-  });
-  h.runners.push(runner);
+  ({ http, plugin } = await startTelegramSystem({
+    h,
+    tg,
+    secret: SECRET,
+    agent: createLocalAgentPlugin({ model: fakeModel(ai.url, tap), tools: [lookup.tool], builtins: { currentTime: false } }),
+  }));
 });
 
 afterEach(async () => {

@@ -5,14 +5,17 @@
  * prefix, and every log line captured in memory.
  */
 import { Redis } from 'ioredis';
-import { createHttpServer, type HttpServer } from '../../host/http.js';
-import type { ChannelSettings } from '../../host/receive.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
+import { startRunner } from '../../runner/main.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import type { RunnerHarness } from '../../testing/runner-harness.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 /** The webhook secret the harness configures. */
@@ -118,4 +121,46 @@ export async function startTelegramHarness(config: Partial<TelegramConfigInput> 
       await redis.quit();
     },
   };
+}
+
+/** What `startTelegramSystem` started: stop `plugin`, then close `http`, when done. */
+export interface TelegramSystem {
+  http: HttpServer;
+  plugin: ChannelPlugin;
+}
+
+/**
+ * The Telegram channel wired end to end on `h`: a host HTTP server, the real
+ * plugin in webhook mode (`secret`) against `tg`, the real channel host
+ * enqueueing runs on `h`'s queue, and a runner with `agent` that delivers
+ * through the plugin (added to `h.runners`, so `h.close()` stops it).
+ */
+export async function startTelegramSystem(o: { h: RunnerHarness; tg: FakeTelegram; secret: string; agent: RunnerPlugin }): Promise<TelegramSystem> {
+  const { h } = o;
+  const { logger, redis } = h.ctx;
+  const http = createHttpServer({ config: h.ctx.config, redis, logger });
+  const plugin = createTelegramPlugin(
+    { token: FAKE_TOKEN, apiRoot: o.tg.apiRoot, mode: 'webhook', webhookSecret: o.secret, registerCommands: false },
+    { logger, redis, prefix: h.prefix },
+  );
+  const host = createChannelHost({
+    routes: routeRegistry(http),
+    redis,
+    prefix: h.prefix,
+    logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+  });
+  await plugin.start(host);
+  await http.ready();
+  const runner = await startRunner(h.ctx, {
+    plugin: o.agent,
+    resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
+    lockDurationMs: 2000,
+    stalledIntervalMs: 500,
+  });
+  h.runners.push(runner);
+  return { http, plugin };
 }

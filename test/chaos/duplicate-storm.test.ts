@@ -10,7 +10,7 @@ import { type CallbackServer, startCallbackServer } from '../../testing/fakes/we
 import { waitFor } from '../../testing/wait.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import { describeTally, forEachLimited, makeUpdates, postUpdate, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
-import { killAll, type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
+import { type SteerbotProcess, startSteerbot, tearDownSuite, writeConfig } from './harness/processes.js';
 
 /** Updates and concurrent deliveries of each; CHAOS_SCALE (0-1] scales the updates down on a slow machine. */
 const SCALE = Math.min(1, Number(process.env.CHAOS_SCALE ?? 1));
@@ -43,12 +43,7 @@ beforeAll(async () => {
   );
 }, 120_000);
 
-afterAll(async () => {
-  await killAll(procs);
-  await callbacks?.close();
-  await servers?.stop();
-  await config?.remove();
-}, 60_000);
+afterAll(() => tearDownSuite({ procs, callbacks, servers, config }), 60_000);
 
 describe('chaos: duplicate storm', () => {
   it(`answers each of ${UPDATES} updates delivered ${DELIVERIES}× at once across two hosts exactly once`, async () => {

@@ -34,7 +34,7 @@ import {
   WEBHOOK_SECRET,
   webhookChannel,
 } from './harness/load.js';
-import { killAll, type ProcessSettings, type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
+import { type ProcessSettings, type SteerbotProcess, startSteerbot, tearDownSuite, writeConfig } from './harness/processes.js';
 
 const KILLS = 10;
 const RUNNERS = 3;
@@ -114,12 +114,7 @@ describe.each(MODES)('chaos: runner kill -9 ($mode agent)', (m) => {
     );
   }, 120_000);
 
-  afterAll(async () => {
-    await killAll(procs);
-    await callbacks?.close();
-    await servers?.stop();
-    await config?.remove();
-  }, 60_000);
+  afterAll(() => tearDownSuite({ procs, callbacks, servers, config }), 60_000);
 
   it(`loses and duplicates nothing when ${KILLS} runners holding runs are killed under steady load`, async () => {
     const redis = servers.client(redisUrl);

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { deferred, type RunnerHarness } from '../../testing/runner-harness.js';
+import type { RunnerProcess } from '../fixtures/runner-processes.js';
 
 export { CID, deferred, RunnerHarness } from '../../testing/runner-harness.js';
 export { waitFor } from '../../testing/wait.js';
@@ -19,19 +20,23 @@ export interface PerTest {
   fake: FakeOpenAIServer;
   /** Set by the test when it starts one; closed after the test. */
   h: RunnerHarness | undefined;
+  /** Runner processes the test started; killed (SIGKILL) after it, before the harness closes. */
+  procs: RunnerProcess[];
 }
 
 /**
  * Registers hooks for the calling test file: a fresh fake OpenAI server
- * before each test; after it, the harness the test put in `h` (if any) and
- * then the server are closed.
+ * before each test; after it, the runner processes the test put in `procs`
+ * are killed, then the harness it put in `h` (if any) and the server closed.
  */
 export function perTestModel(): PerTest {
-  const t = { h: undefined } as PerTest;
+  const t = { h: undefined, procs: [] as RunnerProcess[] } as PerTest;
   beforeEach(async () => {
     t.fake = await startFakeOpenAI();
   });
   afterEach(async () => {
+    await Promise.all(t.procs.map((p) => p.kill9()));
+    t.procs = [];
     await t.h?.close();
     t.h = undefined;
     await t.fake.close();
@@ -65,6 +70,19 @@ export function gatedTool(): { tool: AgentTool; readonly started: Promise<void>;
     reset() {
       started = deferred();
       gate = deferred<string>();
+    },
+  };
+}
+
+/** An agent tool `refund({ amount })` that reports each execution to `onRun` and answers `{ refunded: amount }`. */
+export function refundTool(onRun: (amount: number) => void): AgentTool<{ amount: number }> {
+  return {
+    name: 'refund',
+    description: 'refunds an amount',
+    inputSchema: z.object({ amount: z.number() }),
+    execute: async ({ amount }) => {
+      onRun(amount);
+      return { refunded: amount };
     },
   };
 }

@@ -4,32 +4,19 @@
  * killed (`kill -9`) in the middle of its model call, and the other takes the
  * run over and answers once, well before the old lock would even have lapsed.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { describe, expect, it } from 'vitest';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { type RunnerProcess, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
+import { perTestModel } from './harness.js';
 
 const LEASE_MS = 2000;
 const HEARTBEAT_MS = 600;
 /** BullMQ's lock before recovery followed the lease: a dead runner's job waited at least this long. */
 const OLD_LOCK_MS = 30_000;
 
-let fake: FakeOpenAIServer;
-let h: RunnerHarness | undefined;
-let procs: RunnerProcess[] = [];
-
-beforeEach(async () => {
-  fake = await startFakeOpenAI();
-});
-afterEach(async () => {
-  await Promise.all(procs.map((p) => p.kill9()));
-  procs = [];
-  await h?.close();
-  h = undefined;
-  await fake.close();
-});
+const t = perTestModel();
 
 const userText = (body: { messages: Array<{ role: string; content: unknown }> }) =>
   body.messages
@@ -39,6 +26,7 @@ const userText = (body: { messages: Array<{ role: string; content: unknown }> })
 
 describe('a runner killed mid model call', () => {
   it('has its run taken over by the surviving runner within the lease, answered exactly once', async () => {
+    const { fake, procs } = t;
     // The first call for a question hangs (until its client dies); a repeated call answers.
     const asked = new Set<string>();
     fake.script((req) => {
@@ -49,9 +37,9 @@ describe('a runner killed mid model call', () => {
       }
       return { text: `answer to ${q}` };
     });
-    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url };
-    procs = await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)]);
+    procs.push(...(await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)])));
 
     const first = await h.ingest('what is the time?');
     expect(first.kind).toBe('new-run');
@@ -89,11 +77,12 @@ describe('a runner killed mid model call', () => {
 
 describe('a run whose job is delayed behind a live lease', () => {
   it('is not taken from a runner that is alive, however many stalled checks pass', async () => {
+    const { fake, procs } = t;
     // One slow but healthy model call lasting several leases: the holder keeps its lease and its BullMQ lock.
     fake.script(() => ({ text: 'slow but sure', delayMs: LEASE_MS * 3 }));
-    h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url };
-    procs = await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)]);
+    procs.push(...(await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)])));
 
     const first = await h.ingest('take your time');
     const runId = (first as { runId: string }).runId;

@@ -7,28 +7,17 @@
  * "not allowed" and changes nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createChannelHost } from '../../host/receive.js';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
-import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { alice, bob, TOKEN } from '../channels/discord-harness.js';
-import { fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
+import { alice, bob, discordOnHarness, TOKEN } from '../channels/discord-harness.js';
+import { fakeModel, RunnerHarness, refundTool, waitFor } from '../runner/harness.js';
 
 const DM = '520000000000000001';
 const runs: number[] = [];
-const refund: AgentTool<{ amount: number }> = {
-  name: 'refund',
-  description: 'refunds an amount',
-  inputSchema: z.object({ amount: z.number() }),
-  execute: async ({ amount }) => {
-    runs.push(amount);
-    return { refunded: amount };
-  },
-};
+const refund = refundTool((amount) => runs.push(amount));
 
 let discord: FakeDiscord;
 let model: FakeOpenAIServer;
@@ -41,18 +30,9 @@ beforeAll(async () => {
   discord = await FakeDiscord.start({ token: TOKEN });
   h = await RunnerHarness.start();
   const { ctx } = h;
-  plugin = createDiscordPlugin({ token: TOKEN, apiBase: discord.apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
-  const host = createChannelHost({
-    routes: undefined as never,
-    redis: ctx.redis,
-    prefix: h.prefix,
-    logger: ctx.logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === 'discord' ? plugin.outbound : undefined),
-  });
-  await plugin.start(host);
+  const wired = discordOnHarness(h, discord.apiBase);
+  plugin = wired.plugin;
+  await plugin.start(wired.host);
   const runner = await startRunner(ctx, {
     plugin: createLocalAgentPlugin({
       model: fakeModel(model.url),

@@ -9,26 +9,22 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { createChannelHost } from '../../host/receive.js';
-import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import type { HttpServer } from '../../host/http.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
-import { createTelegramPlugin } from '../../plugins/telegram/index.js';
-import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import {
   ALICE,
   callbackQueryUpdate,
-  FAKE_TOKEN,
   type FakeTelegram,
   messageUpdate,
   type SentMessage,
   startFakeTelegram,
   type TgUser,
 } from '../../testing/fakes/telegram-server.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
+import { startTelegramSystem } from '../channels/telegram-harness.js';
+import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -42,44 +38,17 @@ let http: HttpServer;
 let plugin: ChannelPlugin;
 let runs: number[];
 
-const refund: AgentTool<{ amount: number }> = {
-  name: 'refund',
-  description: 'refunds an amount',
-  inputSchema: z.object({ amount: z.number() }),
-  execute: async ({ amount }) => {
-    runs.push(amount);
-    return { refunded: amount };
-  },
-};
+const refund = refundTool((amount) => runs.push(amount));
 
 async function boot(toolbox: ToolboxOptions): Promise<void> {
   runs = [];
   h = await RunnerHarness.start();
-  const { logger, redis } = h.ctx;
-  http = createHttpServer({ config: h.ctx.config, redis, logger });
-  plugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false },
-    { logger, redis, prefix: h.prefix },
-  );
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-  });
-  await plugin.start(host);
-  await http.ready();
-  const runner = await startRunner(h.ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(ai.url), tools: [refund], builtins: { currentTime: false }, toolbox }),
-    resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-  });
-  h.runners.push(runner);
+  ({ http, plugin } = await startTelegramSystem({
+    h,
+    tg,
+    secret: SECRET,
+    agent: createLocalAgentPlugin({ model: fakeModel(ai.url), tools: [refund], builtins: { currentTime: false }, toolbox }),
+  }));
 }
 
 beforeEach(async () => {

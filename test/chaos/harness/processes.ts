@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../src/local-redis.js';
+import type { CallbackServer } from '../../../testing/fakes/webhook-callback-server.js';
+import type { PrivateServers } from '../../helpers/private-servers.js';
 
 /** The suite's runner plugin module (absolute path: the CLI resolves relative ones against its working directory). */
 export const CHAOS_AGENT = fileURLToPath(new URL('../fixtures/chaos-agent.ts', import.meta.url));
@@ -148,4 +150,20 @@ export async function writeConfig(config: Record<string, unknown>): Promise<{ fi
 /** Stops every process still running (SIGKILL: the Redis they share is about to go). */
 export async function killAll(procs: Iterable<SteerbotProcess>): Promise<void> {
   await Promise.all([...procs].map((p) => p.kill9()));
+}
+
+/** What a chaos suite's `beforeAll` started; any part is missing when it failed before starting it. */
+export interface SuiteParts {
+  procs: Iterable<SteerbotProcess>;
+  callbacks?: CallbackServer;
+  servers?: PrivateServers;
+  config?: { remove(): Promise<void> };
+}
+
+/** Tears a suite down: its processes first (SIGKILL), then the callback receiver, the servers, the config file. */
+export async function tearDownSuite(s: SuiteParts): Promise<void> {
+  await killAll(s.procs);
+  await s.callbacks?.close();
+  await s.servers?.stop();
+  await s.config?.remove();
 }
