@@ -7,7 +7,6 @@
  * decided. A redelivered command update gets no second reply.
  */
 
-import { conversationKeys } from '../src/keys.js';
 import { APPROVAL_ID_RE, type ApprovalRecord, decideApproval } from '../src/protocol/approvals.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 
@@ -29,17 +28,17 @@ export async function approvalCommand(
   const id = args.split(/\s+/)[0] ?? '';
   if (!APPROVAL_ID_RE.test(id))
     return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
+  // The decision and the command's dedupe key are one script: a redelivery is silent, and never finds the
+  // decision made without its update remembered (or the other way round).
   const r = await decideApproval(o.client, o.prefix, source.conversationId, id, {
     decision,
     by: source.sender.id,
     ...(source.sender.name !== undefined && { byName: source.sender.name }),
+    update: { key: source.updateKey, dedupeTtlSeconds: o.dedupeTtlSeconds },
   });
-  // Commands are deduped by their update key; deciding writes no dedupe key of its own, so this one does, after
-  // the decision: marked first, a failure between the two (Redis down, a crash) would leave the redelivery a
-  // duplicate and the decision lost. A redelivery decides nothing new (the first decision wins) and is silent here.
-  const fresh = await o.client.set(conversationKeys(o.prefix, source.conversationId).dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
-  if (fresh === null) return { reply: '', duplicate: true };
   switch (r.kind) {
+    case 'duplicate':
+      return { reply: '', duplicate: true };
     case 'decided': {
       const who = r.record.byName ?? r.record.by ?? '';
       // The request as shown, with the decision and who made it in place of the buttons.

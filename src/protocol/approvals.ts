@@ -1,7 +1,7 @@
 /**
  * Tool approvals, host and runner side: a request stored in the
  * conversation's `approvals` hash (written by the runner through
- * `approval-request-4.lua`), decided once by `approval-decide-3.lua` — by a
+ * `approval-request-4.lua`), decided once by `approval-decide-4.lua` — by a
  * person among the request's deciders, or as `timeout` by the runner. The
  * first decision wins; later clicks change nothing.
  */
@@ -37,21 +37,31 @@ export type DecideResult =
   | { kind: 'already'; record: ApprovalRecord }
   /** The user may not decide this request: nothing changed. */
   | { kind: 'not_allowed' }
-  | { kind: 'not_found' };
+  | { kind: 'not_found' }
+  /** The command's update (`update`) was seen before: nothing changed, nothing is answered. */
+  | { kind: 'duplicate' };
 
-/** Records a decision of approval `id` in `conversationId`. Throws InvalidInputError for a bad id. */
+/**
+ * Records a decision of approval `id` in `conversationId`; `update`: the chat
+ * command's update, deduped in the same script. Throws InvalidInputError for a bad id.
+ */
 export async function decideApproval(
   client: RedisClient,
   prefix: string,
   conversationId: string,
   id: string,
-  d: { decision: 'approved' | 'denied' | 'timeout'; by?: string; byName?: string },
+  d: { decision: 'approved' | 'denied' | 'timeout'; by?: string; byName?: string; update?: { key: string; dedupeTtlSeconds: number } },
 ): Promise<DecideResult> {
   if (!APPROVAL_ID_RE.test(id)) throw new InvalidInputError('approval id must be ap_ and 24 hex digits');
   const k = conversationKeys(prefix, conversationId);
   const r = checkReply(
     'approval-decide',
-    await runScript(client, 'approval-decide', [k.approvals, k.log, k.meta], [id, d.decision, d.by ?? '', (d.byName ?? '').slice(0, 256)]),
+    await runScript(
+      client,
+      'approval-decide',
+      [k.approvals, k.log, k.meta, k.dedupe(d.update?.key ?? `approval:${id}`)],
+      [id, d.decision, d.by ?? '', (d.byName ?? '').slice(0, 256), d.update?.dedupeTtlSeconds ?? 0],
+    ),
   );
   switch (r[0]) {
     case 'decided':
@@ -60,7 +70,8 @@ export async function decideApproval(
     case 'not_allowed':
       return { kind: 'not_allowed' };
     case 'not_found':
-      return { kind: 'not_found' };
+    case 'duplicate':
+      return { kind: r[0] };
     default:
       throw new ScriptError('approval-decide', `unexpected reply ${JSON.stringify(r)}`);
   }

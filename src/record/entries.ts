@@ -183,7 +183,7 @@ export const approvalRequestedSchema = z.object({
   expiresAt: z.number().int().nonnegative(),
 });
 
-/** The first decision of an approval (written by `approval-decide-3.lua`); `timeout` when nobody decided in time. */
+/** The first decision of an approval (written by `approval-decide-4.lua`); `timeout` when nobody decided in time. */
 export const approvalDecidedSchema = z.object({
   ...base,
   kind: z.literal('approval.decided'),

@@ -154,6 +154,21 @@ describe('tool approval', () => {
     expect((await h.entries('approval.decided')).map((e) => [e.decision, e.by])).toEqual([['timeout', undefined]]);
   });
 
+  it('a redelivered /approve is silent and decides nothing again; its update is remembered in the same step as the decision', async () => {
+    const pay = payTool();
+    t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 6 } }] }, { text: 'Paid 6.' }]);
+    const h = await start({ tools: { pay: 'require_approval' } }, [pay.tool]);
+    const r = (await h.ingest('pay 6')) as { runId: string };
+    const id = await approvalId(h);
+    const click = source(h);
+    expect(await approvalCommand(h, 'approved', id, click)).toMatchObject({ reply: 'Approved: pay will run.', duplicate: false });
+    expect(await h.ctx.redis.get(conversationKeys(h.prefix, CID).dedupe(click.updateKey))).toBe('0');
+    expect(await approvalCommand(h, 'denied', id, click)).toEqual({ reply: '', duplicate: true });
+    await h.runEnded(r.runId);
+    expect(pay.runs).toEqual([6]);
+    expect((await h.entries('approval.decided')).map((e) => e.decision)).toEqual(['approved']);
+  });
+
   it('/stop ends the wait without running the tool', async () => {
     const pay = payTool();
     t.fake.script([{ toolCalls: [{ id: 'call_pay', name: 'pay', args: { amount: 9 } }] }]);

@@ -3,18 +3,23 @@
   click, a click after the timeout) changes nothing. Only the request's
   deciders may approve or deny; the runner records a timeout itself, and a
   click past the request's `expiresAt` records the timeout instead.
-  Appends `approval.decided` to the record.
+  Appends `approval.decided` to the record. A chat command's update is deduped
+  here too, in the same step as the decision: a redelivery is a duplicate
+  whether or not the first delivery's answer went out.
 
   KEYS[1] approvals  the conversation's approval hash
   KEYS[2] log        conversation record
   KEYS[3] meta       conversation meta
+  KEYS[4] dedupe     dedupe key of the command's update (read and set only with a ttl)
 
   ARGV[1] id         approval id
   ARGV[2] decision   'approved' | 'denied' | 'timeout'
   ARGV[3] by         user id of who decided ('' for a timeout)
   ARGV[4] by name    display name, or ''
+  ARGV[5] ttl        seconds the command's update is remembered; 0: no update (the runner's timeout)
 
-  Returns { 'decided', request JSON after }      the decision was recorded
+  Returns { 'duplicate' }                        the command's update was seen before; nothing written
+          { 'decided', request JSON after }      the decision was recorded
           { 'already', request JSON }            decided before (nothing written), or past its deadline
                                                  (the timeout is recorded: the JSON after)
           { 'not_allowed' }                      `by` is not among the deciders; nothing written
@@ -25,6 +30,12 @@
 
 local decision = ARGV[2]
 if decision ~= 'approved' and decision ~= 'denied' and decision ~= 'timeout' then return { ERR_BAD_ARG } end
+local ttl = tonumber(ARGV[5]) or 0
+if ttl > 0 then
+  if redis.call('EXISTS', KEYS[4]) == 1 then return { 'duplicate' } end
+  -- Every other answer is the command's: the update is remembered with it.
+  redis.call('SET', KEYS[4], '0', 'EX', ttl)
+end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return { 'not_found' } end
 local req = cjson.decode(raw)
