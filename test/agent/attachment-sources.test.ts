@@ -100,7 +100,7 @@ describe('webhook attachments', () => {
     }
   });
 
-  it('allow-list: exact hosts with their port, wildcard subdomains, http(s) only, no credentials in the URL', () => {
+  it('allow-list: exact hosts with their port, wildcard subdomains, http(s) only, no credentials in the URL; private allowances are hosts, addresses or ranges', () => {
     const hosts = ['files.example.com', '*.cdn.example.org', '127.0.0.1:9000'];
     expect(allowedAttachmentUrl('https://files.example.com/a.png', hosts)).toBe(true);
     expect(allowedAttachmentUrl('https://x.cdn.example.org/a.png', hosts)).toBe(true);
@@ -110,6 +110,9 @@ describe('webhook attachments', () => {
     expect(allowedAttachmentUrl('http://127.0.0.1:6379/', hosts)).toBe(false);
     expect(allowedAttachmentUrl('https://user:pw@files.example.com/a.png', hosts)).toBe(false);
     expect(allowedAttachmentUrl('file:///etc/passwd', ['files.example.com'])).toBe(false);
+    const privateAllow = (list: string[]) => webhookChannelConfigSchema.safeParse({ secret: 'a-secret-of-16-chars', attachmentAllowPrivate: list });
+    expect(privateAllow(['files.internal', '10.1.0.0/16', 'fd00::/8']).success).toBe(true);
+    expect(privateAllow(['10.1.0.0/40']).error?.issues[0]?.message).toMatch(/host name, an IP address or a CIDR range/);
   });
 });
 
