@@ -17,7 +17,8 @@ import type { RedisClient } from './scripts/index.js';
 /** The zod this package validates with: define a plugin's `configSchema` with it. */
 export { z } from 'zod';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
-export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './errors.js';
+export { ChannelApiError, type FetchRefusal, FetchRefusedError, InvalidInputError, RedisUnavailableError } from './errors.js';
+export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
 export { splitMessage } from './split-message.js';
@@ -85,10 +86,11 @@ export interface ChannelOutbound {
   streamEditIntervalMs?(conversationId: string): number;
   /**
    * Fetches the bytes of one of this channel's attachments (by its `ref`),
-   * when a runner builds a prompt: the record keeps references only. Throws
-   * InvalidInputError when the file is larger than `maxBytes`,
-   * ChannelApiError when the platform refuses. Absent: attachments reach the
-   * model as text placeholders.
+   * when a runner builds a prompt: the record keeps references only. A URL
+   * that came in a message is fetched with `guardedFetch` only. Throws
+   * InvalidInputError when the file is larger than `maxBytes` or its URL is
+   * refused (FetchRefusedError), ChannelApiError when the platform refuses.
+   * Absent: attachments reach the model as text placeholders.
    */
   fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile>;
 }

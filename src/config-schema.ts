@@ -5,6 +5,7 @@
  * assembles the whole. Loading (file + environment overlay) is `config.ts`.
  */
 import { z } from 'zod';
+import { isAllowEntry } from './address-policy.js';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
 import { resolveModelLimits } from './model-catalogue.js';
@@ -37,6 +38,9 @@ export const int = (min: number, max: number) =>
     .int({ error: 'expected an integer' })
     .min(min, { error: `expected an integer >= ${min}` })
     .max(max, { error: `expected an integer <= ${max}` });
+
+/** One entry of a list of non-public hosts a guarded fetch may reach: a host name, an IP address or a CIDR range. */
+export const allowEntry = z.string().trim().refine(isAllowEntry, { error: 'expected a host name, an IP address or a CIDR range like 10.1.0.0/16' });
 
 /** A token that opens a page (the web chat, the console): 16-512 characters. */
 export const pageToken = z

@@ -13,6 +13,7 @@ export type SteerbotErrorCode =
   | 'RUN_ENDED'
   | 'LEASE_HELD'
   | 'INVALID_INPUT'
+  | 'FETCH_REFUSED'
   | 'RECORD'
   | 'CHANNEL_API'
   | 'REDIS_UNAVAILABLE';
@@ -99,8 +100,28 @@ export class LeaseHeldError extends ScriptError {
 
 /** Caller input was rejected before anything was written. */
 export class InvalidInputError extends SteerbotError {
-  constructor(message: string) {
-    super('INVALID_INPUT', message);
+  constructor(message: string, code: SteerbotErrorCode = 'INVALID_INPUT') {
+    super(code, message);
+  }
+}
+
+/**
+ * Why a guarded fetch refused a URL: `url` (not http(s), credentials in it, unreadable
+ * redirect), `host` (not on the allow-list), `address` (resolves to a non-public address),
+ * `redirects` (too many), `too_large` (body over the limit), `timeout` (over the time limit).
+ */
+export type FetchRefusal = 'url' | 'host' | 'address' | 'redirects' | 'too_large' | 'timeout';
+
+/**
+ * A URL fetched on a user's or a model's behalf (or a redirect it led to) was
+ * refused; `reason` says why. Messages name the host, never the whole URL.
+ */
+export class FetchRefusedError extends InvalidInputError {
+  /** Why the fetch was refused. */
+  readonly reason: FetchRefusal;
+  constructor(reason: FetchRefusal, message: string) {
+    super(message, 'FETCH_REFUSED');
+    this.reason = reason;
   }
 }
 

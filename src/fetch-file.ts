@@ -1,9 +1,14 @@
 /**
  * Downloads one file with a size limit: what channels use to fetch an
  * attachment's bytes for a prompt (`ChannelOutbound.fetchAttachment`).
+ * `fetchFile` is for URLs a channel builds itself on its platform's own API
+ * (Telegram's file endpoint), through the platform `fetch` (proxies);
+ * `fetchUrlFile` is for URLs that arrive in a message, which only the guarded
+ * fetch may follow.
  */
 import type { FetchedFile } from './channel.js';
 import { ChannelApiError, InvalidInputError } from './errors.js';
+import { type GuardedFetchOptions, guardedFetch } from './guarded-fetch.js';
 
 /** Options of `fetchFile`. */
 export interface FetchFileOptions {
@@ -17,7 +22,7 @@ export interface FetchFileOptions {
 }
 
 /**
- * GETs `url` and returns its bytes and content type.
+ * GETs `url`, a URL on the platform's own API, and returns its bytes and content type.
  * @throws InvalidInputError when the body is larger than `maxBytes`; ChannelApiError when the server does not answer 2xx.
  */
 export async function fetchFile(url: string, o: FetchFileOptions): Promise<FetchedFile> {
@@ -49,4 +54,16 @@ export async function fetchFile(url: string, o: FetchFileOptions): Promise<Fetch
   }
   const type = res.headers.get('content-type');
   return { data: Buffer.concat(chunks), ...(type && { mediaType: type }) };
+}
+
+/**
+ * GETs `url`, a URL that came in a message, through `guardedFetch` (every hop checked; over
+ * `maxBytes` refused), and returns its bytes and content type.
+ * @throws FetchRefusedError (an InvalidInputError) when a hop is not allowed or the body is too large; ChannelApiError when the last hop does not answer 2xx.
+ */
+export async function fetchUrlFile(url: string, o: Omit<GuardedFetchOptions, 'oversize'>): Promise<FetchedFile> {
+  const res = await guardedFetch(url, { ...o, oversize: 'error' });
+  if (res.status < 200 || res.status > 299) throw new ChannelApiError(`download of ${o.label ?? 'file'} answered ${res.status}`, { status: res.status });
+  const type = res.headers['content-type'];
+  return { data: res.data, ...(type && { mediaType: type }) };
 }

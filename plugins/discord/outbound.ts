@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
 import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
-import { fetchFile } from '../../src/fetch-file.js';
+import { fetchUrlFile } from '../../src/fetch-file.js';
 import { isGuildAdmin } from './admins.js';
 import type { DiscordConfig } from './config.js';
 
@@ -79,9 +79,16 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     async fetchAttachment(attachment, { maxBytes, signal }) {
       if (attachment.size !== undefined && attachment.size > maxBytes)
         throw new InvalidInputError(`attachment is ${attachment.size} bytes, more than ${maxBytes}`);
-      // Only Discord's own file hosts (or the configured API's, a fake in tests): a ref is fetched, never an arbitrary URL.
+      // Only Discord's own file hosts (or the configured API's, a fake in tests), at every redirect too: a ref is
+      // fetched, never an arbitrary URL. The configured API host is the operator's and may be private (a proxy).
       if (!isDiscordFileUrl(attachment.ref, config.apiBase)) throw new InvalidInputError('attachment is not on a Discord file host');
-      return fetchFile(attachment.ref, { maxBytes, ...(signal && { signal }), label: 'Discord attachment' });
+      return fetchUrlFile(attachment.ref, {
+        maxBytes,
+        ...(signal && { signal }),
+        label: 'Discord attachment',
+        allowUrl: (url) => isDiscordFileUrl(url.href, config.apiBase),
+        allowPrivate: [new URL(config.apiBase).hostname.replace(/^\[|\]$/g, '')],
+      });
     },
 
     async send(conversationId: string, text: string, opts: SendOptions = {}): Promise<{ messageId: string }> {

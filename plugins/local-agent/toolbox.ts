@@ -12,7 +12,7 @@ import { type ModelMessage, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
 import { z } from 'zod';
 import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
-import { int } from '../../src/config-schema.js';
+import { allowEntry, int } from '../../src/config-schema.js';
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
@@ -50,7 +50,7 @@ export const toolSettingsShape = {
     ),
   toolPolicy: toolPolicySchema.optional(),
   httpFetchAllow: z
-    .array(z.string().trim().min(1))
+    .array(allowEntry)
     .optional()
     .describe(
       'Hosts, IP addresses or CIDR ranges `http_fetch` may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise). Default `[]`.',

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
-import { enumOf, int } from '../../src/config-schema.js';
+import { allowEntry, enumOf, int } from '../../src/config-schema.js';
 import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const secret = z
@@ -64,7 +64,13 @@ export const webhookChannelConfigSchema = z.strictObject({
     .array(z.string().regex(/^(\*\.)?[a-z0-9.-]+(:\d+)?$/i, { error: 'expected a host name like files.example.com, *.example.com or 127.0.0.1:9000' }))
     .default([])
     .describe(
-      'Hosts attachment URLs may be fetched from for the model (`files.example.com`, `*.example.com`, with `:port` when not the default); others stay text placeholders. Default `[]` (none fetched).',
+      'Hosts attachment URLs may be fetched from for the model (`files.example.com`, `*.example.com`, with `:port` when not the default), checked again at every redirect; others stay text placeholders. Default `[]` (none fetched).',
+    ),
+  attachmentAllowPrivate: z
+    .array(allowEntry)
+    .default([])
+    .describe(
+      'Hosts, IP addresses or CIDR ranges attachment URLs may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise, even on an `attachmentHosts` host). Default `[]`.',
     ),
   maxStreamClients: int(1, 10_000).default(100).describe('Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100.'),
 });

@@ -9,8 +9,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
-import { ChannelApiError, InvalidInputError } from '../../src/errors.js';
-import { fetchFile } from '../../src/fetch-file.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { fetchUrlFile } from '../../src/fetch-file.js';
+import type { ResolveHost } from '../../src/guarded-fetch.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { RedisClient } from '../../src/redis.js';
 import { runScript } from '../../src/scripts/index.js';
@@ -23,6 +24,8 @@ export interface WebhookOutboundOptions {
   config: WebhookChannelConfig;
   redis: RedisClient;
   prefix: string;
+  /** DNS resolution of attachment hosts (tests point names at local servers). Default `node:dns`. */
+  resolve?: ResolveHost;
 }
 
 /** Whether `ref` is an http(s) URL whose host (with its port when not the default) matches `hosts` (`*.example.com` matches subdomains). */
@@ -71,9 +74,16 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       return { messageId: reply.messageId };
     },
     async fetchAttachment(attachment, { maxBytes, signal }) {
-      // Only hosts the operator allowed: a client could otherwise make the runner fetch any URL (internal ones included).
-      if (!allowedAttachmentUrl(attachment.ref, cfg.attachmentHosts)) throw new InvalidInputError('attachment URL is not on an allowed host (attachmentHosts)');
-      return fetchFile(attachment.ref, { maxBytes, ...(signal && { signal }), label: 'webhook attachment' });
+      // Only hosts the operator allowed, at every redirect too, and only public addresses unless allowed: a client
+      // could otherwise make the runner fetch any URL (internal ones included).
+      return fetchUrlFile(attachment.ref, {
+        maxBytes,
+        ...(signal && { signal }),
+        label: 'webhook attachment',
+        allowUrl: (url) => allowedAttachmentUrl(url.href, cfg.attachmentHosts),
+        allowPrivate: cfg.attachmentAllowPrivate,
+        ...(o.resolve && { resolve: o.resolve }),
+      });
     },
   };
 }

@@ -71,5 +71,7 @@ describe('tool settings', () => {
     expect(issues({ mcpServers: { s: { command: 'x', tools: [] } } })).toEqual([expect.stringContaining('agents.local-agent.mcpServers.s')]);
     expect(issues({ toolResultMaxChars: 10 })).toEqual(['agents.local-agent.toolResultMaxChars']);
     expect(issues({ artifactTtlSeconds: 1.5 })).toEqual(['agents.local-agent.artifactTtlSeconds']);
+    expect(issues({ httpFetchAllow: ['10.0.0.0/8', '10.0.0.0/33'] })).toEqual(['agents.local-agent.httpFetchAllow.1']);
+    expect(issues({ httpFetchAllow: ['http://intranet/'] })).toEqual(['agents.local-agent.httpFetchAllow.0']);
   });
 });
