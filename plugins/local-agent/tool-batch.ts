@@ -49,7 +49,12 @@ export function openToolCalls(messages: readonly ModelMessage[]): OpenCall[] {
  * returns the step's messages with their results, in call order, in the tool
  * message that ends the step. `history`: the prompt the step answered.
  */
-export async function runToolCalls(tools: ToolSet, step: readonly ModelMessage[], history: readonly ModelMessage[], signal: AbortSignal): Promise<ModelMessage[]> {
+export async function runToolCalls(
+  tools: ToolSet,
+  step: readonly ModelMessage[],
+  history: readonly ModelMessage[],
+  signal: AbortSignal,
+): Promise<ModelMessage[]> {
   const open = openToolCalls(step);
   if (open.length === 0) return [...step];
   const results = await Promise.all(

@@ -202,7 +202,16 @@ describe('runAgentLoop', () => {
           return { amount };
         },
       });
-      const model = scriptedModel([{ text: 'On it. ', calls: [{ name: 'refund', input: { amount: 30 } }, { name: 'note', input: { amount: 1 } }] }, { text: 'done' }]);
+      const model = scriptedModel([
+        {
+          text: 'On it. ',
+          calls: [
+            { name: 'refund', input: { amount: 30 } },
+            { name: 'note', input: { amount: 1 } },
+          ],
+        },
+        { text: 'done' },
+      ]);
       const { ctx, steps } = fakeContext([], log);
       ctx.recordToolCalls = async (step) => {
         log.push('calls recorded');

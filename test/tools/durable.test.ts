@@ -134,7 +134,9 @@ describe('durable tool results', () => {
     });
 
     const refunds: number[] = [];
-    await h.startRunner(createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0, builtins: { currentTime: false }, tools: [refundTool((a) => refunds.push(a))] }));
+    await h.startRunner(
+      createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0, builtins: { currentTime: false }, tools: [refundTool((a) => refunds.push(a))] }),
+    );
     expect((await h.runEnded(r.runId, 15_000)).outcome).toBe('completed');
 
     expect(refunds).toEqual([30]);
