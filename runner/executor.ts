@@ -341,8 +341,8 @@ export class RunExecutor {
 
   /**
    * What earlier attempts left in `entries` (a takeover's read of the record):
-   * the turn's anchor, a recorded final answer, and the steered messages taken
-   * since the last answer, and the tool-call step it died in.
+   * the turn's anchor, a recorded final answer, the steered messages taken
+   * since the last answer, and the tool-call step an attempt died in.
    */
   private async progress(
     log: string,

@@ -2,10 +2,11 @@
  * What earlier attempts of a run left in the record, read by the attempt
  * that takes the run over: the final answer they recorded but may not have
  * delivered (the takeover delivers it instead of asking the model again),
- * the anchor of the turn's delivery keys, the steered messages they
- * took and did not answer, and a tool-call step they recorded the calls of
- * but not the results (the takeover finishes it without asking the model). `runProgress` is pure; `readRunEntries` reads
- * the record back to the run's first start.
+ * the anchor of the turn's delivery keys, the steered messages they took
+ * and did not answer, and a tool-call step they recorded the calls of but
+ * not the results (the takeover finishes it without asking the model).
+ * `runProgress` is pure; `readRunEntries` reads the record back to the
+ * run's first start.
  */
 import type { SeqEntry, ToolCalls } from '../src/record/entries.js';
 import { readRange, readTail } from '../src/record/read.js';
