@@ -33,7 +33,7 @@ import { type CompactionSettings, RunCompaction } from './compaction-hooks.js';
 import type { ControlListener } from './control.js';
 import { type OutboundResolver, RunDelivery } from './delivery.js';
 import { keepLease } from './lease.js';
-import type { ModelSettings, RunContext, RunnerPlugin, RunResult } from './plugin.js';
+import type { ModelSettings, RunContext, RunnerPlugin, RunResult, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
 import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
 import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
@@ -165,12 +165,18 @@ export class RunExecutor {
       telemetry.begin({ conversationId, runId, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, inputs);
       let note = noteRaw;
       let recorded: RecordedAnswer | undefined;
+      // The tool-call step an earlier attempt died in: the first invocation finishes it instead of asking the model.
+      let unfinished: StepRecord | undefined;
       if (takeover) {
         // Keys of anything sent before a plugin runs (a recorded answer, a notice) are the earlier attempt's.
         delivery.beginTurn(takeover.anchor);
         recorded = takeover.answer;
         unanswered = takeover.unanswered;
-        logger.info({ recordedAnswer: recorded?.stepSeq, unansweredSteered: unanswered.map((m) => m.seq) }, 'taking over the run');
+        unfinished = takeover.unfinishedStep;
+        logger.info(
+          { recordedAnswer: recorded?.stepSeq, unansweredSteered: unanswered.map((m) => m.seq), unfinishedStep: unfinished !== undefined },
+          'taking over the run',
+        );
       }
       if (acquired.cause === 'compact' && !stopKind) {
         // `/compact` while idle: a run of its own that compacts first. Messages that joined it while it
@@ -197,7 +203,8 @@ export class RunExecutor {
           recorded = undefined;
         } else if (!stopKind) {
           delivery.typing();
-          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry, tools);
+          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry, tools, unfinished);
+          unfinished = undefined;
           try {
             result = await o.plugin.run(ctx);
           } catch (err) {
@@ -247,6 +254,7 @@ export class RunExecutor {
     taken: UnansweredTracker,
     telemetry: RunTrace,
     tools: ToolState,
+    unfinishedStep: StepRecord | undefined,
   ): Promise<RunContext> {
     const o = this.o;
     const compaction = this.compaction(ref, signal, logger);
@@ -293,6 +301,19 @@ export class RunExecutor {
         if (isFinalStep({ messages, finishReason: step.finishReason, partial: step.partial })) taken.answered();
         return seq;
       },
+      recordToolCalls: (step) =>
+        o.runs.append(ref, {
+          v: 1,
+          kind: 'tool.calls',
+          at: Date.now(),
+          run: ref.runId,
+          token: ref.token,
+          step: 0,
+          messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
+          ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
+          ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
+        }),
+      ...(unfinishedStep && { unfinishedStep }),
       delivery,
       signal,
       stopRequested,
@@ -320,17 +341,23 @@ export class RunExecutor {
 
   /**
    * What earlier attempts left in `entries` (a takeover's read of the record):
-   * the turn's anchor, a recorded final answer, and the steered messages taken
-   * since the last answer.
+   * the turn's anchor, a recorded final answer, the steered messages taken
+   * since the last answer, and the tool-call step an attempt died in.
    */
   private async progress(
     log: string,
     runId: string,
     entries: readonly SeqEntry[],
-  ): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>> }> {
+  ): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>>; unfinishedStep: StepRecord | undefined }> {
     const progress = runProgress(entries, runId);
     const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
-    return { anchor: progress.anchor, answer: progress.answer, unanswered };
+    const calls = progress.unfinishedStep;
+    const unfinishedStep: StepRecord | undefined = calls && {
+      messages: calls.messages as StepRecord['messages'],
+      ...(calls.finishReason !== undefined && { finishReason: calls.finishReason }),
+      ...(calls.usage !== undefined && { usage: calls.usage }),
+    };
+    return { anchor: progress.anchor, answer: progress.answer, unanswered, unfinishedStep };
   }
 
   /**

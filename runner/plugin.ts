@@ -137,6 +137,23 @@ export interface RunContext {
    * delivers that text from the record instead of invoking the plugin again.
    */
   recordStep(step: StepRecord): Promise<number>;
+  /**
+   * Records a step's tool calls (its response messages, before any result)
+   * before the first of them runs; returns the entry's seq. A plugin that
+   * records them gets the step back as `unfinishedStep` when its attempt dies
+   * before `recordStep`. Throws StaleRunError when the run was lost. Absent in
+   * hand-made contexts.
+   */
+  recordToolCalls?(step: StepRecord): Promise<number>;
+  /**
+   * A tool-call step an earlier attempt of this run recorded with
+   * `recordToolCalls` and died before recording whole: the model already
+   * decided these calls. The plugin finishes the step from it (each call run,
+   * replayed or reported of unknown outcome by the journal) and records it,
+   * instead of asking the model for the step again. Given to the first
+   * invocation of a takeover only.
+   */
+  unfinishedStep?: StepRecord;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
   signal: AbortSignal;

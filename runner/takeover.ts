@@ -2,11 +2,13 @@
  * What earlier attempts of a run left in the record, read by the attempt
  * that takes the run over: the final answer they recorded but may not have
  * delivered (the takeover delivers it instead of asking the model again),
- * the anchor of the turn's delivery keys, and the steered messages they
- * took and did not answer. `runProgress` is pure; `readRunEntries` reads
- * the record back to the run's first start.
+ * the anchor of the turn's delivery keys, the steered messages they took
+ * and did not answer, and a tool-call step they recorded the calls of but
+ * not the results (the takeover finishes it without asking the model).
+ * `runProgress` is pure; `readRunEntries` reads the record back to the
+ * run's first start.
  */
-import type { SeqEntry } from '../src/record/entries.js';
+import type { SeqEntry, ToolCalls } from '../src/record/entries.js';
 import { readRange, readTail } from '../src/record/read.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { answerText, isFinalStep } from './projection.js';
@@ -35,6 +37,11 @@ export interface RunProgress {
   answer: RecordedAnswer | undefined;
   /** Seqs of messages steered into the run (`steering.injected`) since its last final answer, oldest first. */
   unansweredSteered: number[];
+  /**
+   * The run's last recorded tool calls (`tool.calls`) when no `model.step`
+   * follows them: the step the attempt died in, to finish from the record.
+   */
+  unfinishedStep?: SeqEntry<ToolCalls>;
 }
 
 /**
@@ -47,6 +54,7 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
   let anchor = 0;
   let answer: RecordedAnswer | undefined;
   let unansweredSteered: number[] = [];
+  let unfinishedStep: SeqEntry<ToolCalls> | undefined;
   for (const e of entries) {
     if ((e.kind === 'run.started' || e.kind === 'steering.injected') && e.run === runId) {
       const fresh = (e.kind === 'run.started' ? (e.inputs ?? []) : e.seqs).filter((s) => !taken.has(s));
@@ -58,7 +66,10 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
       // A message taken after the answer: the answer is not the turn's any more.
       answer = undefined;
       if (e.kind === 'steering.injected') unansweredSteered.push(...fresh);
+    } else if (e.kind === 'tool.calls' && e.run === runId) {
+      unfinishedStep = e;
     } else if (e.kind === 'model.step' && e.run === runId) {
+      unfinishedStep = undefined;
       if (isFinalStep(e)) {
         // An empty answer is not one to deliver: the prompt does not end with it (the projection drops
         // empty messages), so asking the model again is a retry, as a live attempt would have told the user.
@@ -73,7 +84,7 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
   // Without the run's first start the turn's anchor is unknown: delivering the answer under a guessed
   // delivery key could send it twice, so the model is asked again instead.
   if (!entries.some((e) => e.kind === 'run.started' && e.run === runId && e.attempt === 1)) answer = undefined;
-  return { anchor, answer, unansweredSteered };
+  return { anchor, answer, unansweredSteered, ...(unfinishedStep && { unfinishedStep }) };
 }
 
 /**

@@ -1,12 +1,14 @@
 /**
  * Durable tool calls. Every call is recorded when it starts (`tool.started`)
  * and when it completes (`tool.completed`), fenced by the run's token. An
- * attempt that takes a run over matches the calls the model makes again
- * against what earlier attempts recorded but never got into a `model.step`
- * (the step that made them died with its attempt): a recorded result is
- * replayed, a call started without a result runs again only when the tool
- * is idempotent, otherwise its outcome is unknown. Calls match by tool and
- * input digest, oldest first, since providers give a repeated call a new id.
+ * attempt that takes a run over matches its calls against what earlier
+ * attempts recorded but never got into a `model.step` (the step that made
+ * them died with its attempt): a recorded result is replayed, a call started
+ * without a result runs again only when the tool is idempotent, otherwise its
+ * outcome is unknown, and a call never started runs. A step finished from its
+ * recorded calls (`tool.calls`) makes the same calls, matched by id; a plugin
+ * that asks its model again gets new ids, so calls also match by tool and
+ * input digest, oldest first.
  */
 import { createHash } from 'node:crypto';
 import type { RunRef, Runs } from '../src/protocol/runs.js';
@@ -97,14 +99,16 @@ export class RunToolJournal implements ToolCallJournal {
 
   async claim(call: ToolCallRef): Promise<ToolCallClaim> {
     const inputHash = toolInputHash(call.input);
-    const i = this.pendingIndex(call.tool, inputHash);
+    const i = this.pendingIndex(call, inputHash);
     const earlier = i >= 0 ? this.pending.splice(i, 1)[0] : undefined;
+    // The same call finished from the record is not a successor of itself: its entries stay the call's own.
+    const supersedes = earlier && earlier.call !== call.callId ? { supersedes: earlier.call } : {};
     if (earlier?.result) {
-      await this.complete(call, inputHash, { status: 'replayed', output: earlier.result.output, supersedes: earlier.call });
+      await this.complete(call, inputHash, { status: 'replayed', output: earlier.result.output, ...supersedes });
       return { kind: 'replay', ...earlier.result };
     }
     if (earlier && !call.idempotent) {
-      await this.complete(call, inputHash, { status: 'unknown', output: null, supersedes: earlier.call });
+      await this.complete(call, inputHash, { status: 'unknown', output: null, ...supersedes });
       return { kind: 'unknown' };
     }
     const key = earlier?.key ?? `k_${createHash('sha256').update(`${this.run.runId}\n${call.callId}`).digest('hex').slice(0, 32)}`;
@@ -113,7 +117,7 @@ export class RunToolJournal implements ToolCallJournal {
       kind: 'tool.started',
       key,
       ...(call.idempotent && { idempotent: true }),
-      ...(earlier && { supersedes: earlier.call }),
+      ...supersedes,
       ...(call.approval !== undefined && { approval: call.approval }),
     };
     await this.runs.append(this.run, entry);
@@ -121,13 +125,14 @@ export class RunToolJournal implements ToolCallJournal {
   }
 
   recorded(call: ToolCallRef): 'started' | 'completed' | undefined {
-    const p = this.pending[this.pendingIndex(call.tool, toolInputHash(call.input))];
+    const p = this.pending[this.pendingIndex(call, toolInputHash(call.input))];
     return p ? (p.result ? 'completed' : 'started') : undefined;
   }
 
-  /** Index of the oldest pending call of `tool` with this input digest, or -1. */
-  private pendingIndex(tool: string, inputHash: string): number {
-    return this.pending.findIndex((p) => p.tool === tool && p.inputHash === inputHash);
+  /** Index of the pending call with the call's id, else of the oldest of its tool with this input digest, or -1. */
+  private pendingIndex(call: ToolCallRef, inputHash: string): number {
+    const same = this.pending.findIndex((p) => p.call === call.callId && p.tool === call.tool);
+    return same >= 0 ? same : this.pending.findIndex((p) => p.tool === call.tool && p.inputHash === inputHash);
   }
 
   async completed(call: ToolCallRef, result: { status: 'ok' | 'error'; output: unknown }): Promise<void> {

@@ -1,13 +1,16 @@
 /**
  * The agent loop: one model call per step; after each step's whole tool
- * batch, pull steering and add it to the next request. Model and tool
- * failures are data: the loop returns a result, it does not throw.
+ * batch, pull steering and add it to the next request. A step's tool calls
+ * are recorded before any runs (plugins/local-agent/tool-batch.ts), so an
+ * attempt taking the run over finishes that step instead of asking the model
+ * again. Model and tool failures are data: the loop returns a result, it
+ * does not throw.
  */
 
 import { APICallError, type LanguageModel, type ModelMessage, streamText, type ToolSet, type TranscriptionModel } from 'ai';
 import { estimateMessages, estimateTokens } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
-import type { RunContext, RunResult } from '../../runner/plugin.js';
+import type { RunContext, RunResult, StepRecord } from '../../runner/plugin.js';
 import { answerText, userMessage } from '../../runner/projection.js';
 import { DEFAULTS } from '../../src/defaults.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
@@ -22,6 +25,7 @@ import {
   STEP_LIMIT_MESSAGE,
   STREAM_TIMEOUT_MESSAGE,
 } from './outcomes.js';
+import { declaredTools, openToolCalls, runToolCalls } from './tool-batch.js';
 import { StreamWatchdog } from './watchdog.js';
 
 export { DEFAULT_MODEL_FAILURE_MESSAGE } from './outcomes.js';
@@ -82,6 +86,57 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   };
   const refused = await attach(answering);
   if (refused) return refused;
+  /**
+   * Runs a step's open tool calls (recorded first when the model just made
+   * them: `fresh`), records the step, then delivers its answer or works at
+   * the turn boundary. Returns the invocation's result when the step ends it.
+   */
+  const finishStep = async (response: StepRecord, text: string, fresh: boolean): Promise<RunResult | undefined> => {
+    let stepMessages = response.messages;
+    if (openToolCalls(stepMessages).length > 0) {
+      // Recorded before any call runs: a takeover finishes this step from the record, the model does not decide it again.
+      if (fresh) await ctx.recordToolCalls?.(response);
+      stepMessages = await runToolCalls(o.tools, stepMessages, messages, ctx.signal);
+      // Stopped (or shut down) during the batch: as a stop during the model call.
+      if (ctx.signal.aborted) return cutOff(ctx, text);
+    }
+    await ctx.recordStep({ ...response, messages: stepMessages });
+    messages.push(...stepMessages);
+
+    if (response.finishReason !== 'tool-calls') {
+      // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
+      const answer = answerText(stepMessages) || text;
+      if (answer.trim()) {
+        await ctx.delivery.message(answer);
+        // Anything that arrived during this last step is handed back by `finish`.
+        return { outcome: 'completed' };
+      }
+      // Never silence: the user hears that nothing came back, and the run says why (the step is recorded as it was).
+      ctx.logger.warn({ finishReason: response.finishReason }, 'the model returned an empty answer');
+      return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${response.finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
+    }
+    // Turn boundary: the whole tool batch is done; steering joins the next request.
+    const steered = await ctx.steering.pull(o.steeringMode ?? DEFAULTS.agent.steeringMode);
+    // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
+    for (const m of steered) messages.push(userMessage(m, false));
+    answering.push(...steered);
+    const refusedSteered = await attach(steered);
+    if (refusedSteered) return refusedSteered;
+    if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
+    // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
+    const compacted = await ctx.compaction.atBoundary(messages);
+    if (compacted) {
+      messages.splice(0, messages.length, ...compacted);
+      await attach(answering);
+    }
+    return undefined;
+  };
+  if (ctx.unfinishedStep) {
+    // An earlier attempt died in this step after recording its tool calls: the model decided them already.
+    ctx.logger.info('finishing the tool-call step an earlier attempt recorded, without calling the model');
+    const ended = await finishStep(ctx.unfinishedStep, answerText(ctx.unfinishedStep.messages), false);
+    if (ended) return ended;
+  }
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
     const fits = await fitContext(ctx, messages, overhead, overflowRetried);
@@ -100,7 +155,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const watchdog = new StreamWatchdog(idleMs, ctx.signal);
     const result = streamText({
       model: o.model,
-      tools: cache.tools(),
+      tools: declaredTools(cache.tools()),
       messages: cache.messages(messages),
       ...(cache.system !== undefined && { system: cache.system }),
       ...(cache.providerOptions && { providerOptions: cache.providerOptions }),
@@ -131,10 +186,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
     if (ctx.signal.aborted) {
       // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
-      // On shutdown or a lost lease nobody interrupted: the next attempt redoes the step instead.
-      if (text && ctx.stopRequested())
-        await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
-      return { outcome: 'completed' };
+      return cutOff(ctx, text);
     }
     if (watchdog.fired) {
       // A silent provider: once is a hiccup worth one more try; twice, the user hears about it rather than waiting for /stop.
@@ -172,50 +224,38 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
       finishReason,
       usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens },
     });
-    await ctx.recordStep({
-      messages: responseMessages,
-      finishReason,
-      usage: {
-        ...(usage.inputTokens !== undefined && { inputTokens: usage.inputTokens }),
-        ...(usage.outputTokens !== undefined && { outputTokens: usage.outputTokens }),
-        ...(usage.totalTokens !== undefined && { totalTokens: usage.totalTokens }),
-        ...(usage.inputTokenDetails?.cacheReadTokens !== undefined && { cachedInputTokens: usage.inputTokenDetails.cacheReadTokens }),
-      },
-    });
-    messages.push(...responseMessages);
     overflowRetried = false;
     idleRetried = false;
     streamedPartial = false;
     if (usage.inputTokens !== undefined) ctx.compaction.observe(sent, usage.inputTokens, overhead);
-
-    if (finishReason !== 'tool-calls') {
-      // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
-      const answer = answerText(responseMessages) || text;
-      if (answer.trim()) {
-        await ctx.delivery.message(answer);
-        // Anything that arrived during this last step is handed back by `finish`.
-        return { outcome: 'completed' };
-      }
-      // Never silence: the user hears that nothing came back, and the run says why (the step is recorded as it was).
-      ctx.logger.warn({ finishReason }, 'the model returned an empty answer');
-      return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
-    }
-    // Turn boundary: the whole tool batch is done; steering joins the next request.
-    const steered = await ctx.steering.pull(o.steeringMode ?? DEFAULTS.agent.steeringMode);
-    // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
-    for (const m of steered) messages.push(userMessage(m, false));
-    answering.push(...steered);
-    const refusedSteered = await attach(steered);
-    if (refusedSteered) return refusedSteered;
-    if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
-    // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
-    const compacted = await ctx.compaction.atBoundary(messages);
-    if (compacted) {
-      messages.splice(0, messages.length, ...compacted);
-      await attach(answering);
-    }
+    const ended = await finishStep(
+      {
+        messages: responseMessages,
+        finishReason,
+        usage: {
+          ...(usage.inputTokens !== undefined && { inputTokens: usage.inputTokens }),
+          ...(usage.outputTokens !== undefined && { outputTokens: usage.outputTokens }),
+          ...(usage.totalTokens !== undefined && { totalTokens: usage.totalTokens }),
+          ...(usage.inputTokenDetails?.cacheReadTokens !== undefined && { cachedInputTokens: usage.inputTokenDetails.cacheReadTokens }),
+        },
+      },
+      text,
+      true,
+    );
+    if (ended) return ended;
   }
   return { outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE };
+}
+
+/**
+ * Ends the invocation cut off by a stop request: keeps what was said, marked
+ * partial (the projection decides whether the model sees it). On shutdown or
+ * a lost lease nobody interrupted: the next attempt redoes the step instead.
+ */
+async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
+  if (text && ctx.stopRequested())
+    await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+  return { outcome: 'completed' };
 }
 
 /**

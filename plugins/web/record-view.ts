@@ -86,6 +86,8 @@ export function recordView(e: SeqEntry): RecordView {
       return { ...base, run: e.run, attempt: e.attempt, outcome: e.outcome, ...(e.reason && { reason: e.reason }) };
     case 'model.step':
       return { ...base, run: e.run, tools: toolCallsOf(e.messages), ...(e.partial && { partial: true }) };
+    case 'tool.calls':
+      return { ...base, run: e.run, tools: toolCallsOf(e.messages) };
     case 'approval.decided':
       return { ...base, run: e.run, approval: e.approval, decision: e.decision };
     case 'compaction':

@@ -24,7 +24,7 @@ export interface RunRef {
 }
 
 /** Entry kinds a runner may append itself; the rest are written by the scripts (a `compaction` with its checkpoint: `ConversationState.commitCompaction`). */
-const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step', 'tool.started', 'tool.completed']);
+const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step', 'tool.calls', 'tool.started', 'tool.completed']);
 
 /** Acquire, heartbeat, append, pull and finish (runner side). */
 export class Runs {

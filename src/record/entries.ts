@@ -126,6 +126,16 @@ export const modelStepSchema = z.object({
   partial: z.boolean().optional(),
 });
 
+/**
+ * The tool calls of one model step, recorded before any of them runs: the
+ * step's response messages (assistant text and tool calls with their inputs)
+ * and its usage. The `model.step` written once the calls have results repeats
+ * them; an attempt that takes the run over and finds this entry without that
+ * step finishes the step from it instead of asking the model again (which
+ * could phrase the calls differently and run a side effect twice).
+ */
+export const toolCallsSchema = modelStepSchema.omit({ partial: true }).extend({ kind: z.literal('tool.calls') });
+
 /** Short digest of a tool call's input (never the input itself: it may hold secrets and be large). */
 const inputHash = z.string().regex(/^[0-9a-f]{16,64}$/);
 
@@ -223,6 +233,7 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
   runStartedSchema,
   runEndedSchema,
   modelStepSchema,
+  toolCallsSchema,
   toolStartedSchema,
   toolCompletedSchema,
   approvalRequestedSchema,
@@ -235,6 +246,7 @@ export type RecordEntry = z.infer<typeof recordEntrySchema>;
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
+export type ToolCalls = z.infer<typeof toolCallsSchema>;
 export type ToolStarted = z.infer<typeof toolStartedSchema>;
 export type ToolCompleted = z.infer<typeof toolCompletedSchema>;
 export type Sender = z.infer<typeof senderSchema>;

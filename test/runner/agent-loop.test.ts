@@ -189,6 +189,100 @@ describe('runAgentLoop', () => {
     });
   });
 
+  describe('durable tool calls', () => {
+    it("records the step's tool calls, inputs included, before any of them runs", async () => {
+      const log: string[] = [];
+      const calls: StepRecord[] = [];
+      const tool = (name: string): AgentTool => ({
+        name,
+        description: name,
+        inputSchema: z.object({ amount: z.number() }),
+        execute: async ({ amount }) => {
+          log.push(`${name}:run`);
+          return { amount };
+        },
+      });
+      const model = scriptedModel([
+        {
+          text: 'On it. ',
+          calls: [
+            { name: 'refund', input: { amount: 30 } },
+            { name: 'note', input: { amount: 1 } },
+          ],
+        },
+        { text: 'done' },
+      ]);
+      const { ctx, steps } = fakeContext([], log);
+      ctx.recordToolCalls = async (step) => {
+        log.push('calls recorded');
+        return calls.push(step);
+      };
+
+      expect(await runAgentLoop(ctx, { model, tools: toToolSet([tool('refund'), tool('note')]) })).toEqual({ outcome: 'completed' });
+
+      expect(log.slice(0, 2)).toEqual(['calls recorded', 'refund:run']);
+      expect(log).toContain('note:run');
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.finishReason).toBe('tool-calls');
+      expect(calls[0]!.messages).toEqual([
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'On it. ' },
+            { type: 'tool-call', toolCallId: 'call-0-0', toolName: 'refund', input: { amount: 30 } },
+            { type: 'tool-call', toolCallId: 'call-0-1', toolName: 'note', input: { amount: 1 } },
+          ],
+        },
+      ]);
+      // The recorded step is the recorded calls followed by their results, in call order.
+      expect(steps[0]!.messages[0]).toEqual(calls[0]!.messages[0]);
+      expect(steps[0]!.messages[1]).toEqual({
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'call-0-0', toolName: 'refund', output: { type: 'json', value: { amount: 30 } } },
+          { type: 'tool-result', toolCallId: 'call-0-1', toolName: 'note', output: { type: 'json', value: { amount: 1 } } },
+        ],
+      });
+    });
+
+    it('finishes an unfinished step from its recorded calls: runs them, records the step, asks the model only for the next one', async () => {
+      const ran: unknown[] = [];
+      const refund: AgentTool = {
+        name: 'refund',
+        description: 'refunds',
+        inputSchema: z.object({ amount: z.number() }),
+        execute: async (input) => {
+          ran.push(input);
+          return 'refunded';
+        },
+      };
+      // The model's one request is for the step after the recorded one (which it already decided).
+      const model = scriptedModel([{ text: 'done' }]);
+      const { ctx, steps, delivered, pulls } = fakeContext([message('arrived meanwhile')]);
+      let recordedAgain = false;
+      ctx.recordToolCalls = async () => {
+        recordedAgain = true;
+        return 0;
+      };
+      ctx.unfinishedStep = {
+        finishReason: 'tool-calls',
+        messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input: { amount: 30 } }] }],
+      };
+
+      expect(await runAgentLoop(ctx, { model, tools: toToolSet([refund]) })).toEqual({ outcome: 'completed' });
+
+      expect(ran).toEqual([{ amount: 30 }]);
+      expect(recordedAgain).toBe(false);
+      expect(model.doStreamCalls).toHaveLength(1);
+      // The step, then steering at its boundary, then the model's next step.
+      expect(shape(model.doStreamCalls[0]!.prompt)).toEqual(['user:hi', 'assistant', 'tool', 'user:arrived meanwhile']);
+      expect(toolOutputs(model.doStreamCalls[0]!.prompt)).toEqual({ refund: { type: 'text', value: 'refunded' } });
+      expect(pulls).toEqual(['all']);
+      expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'stop']);
+      expect(delivered).toEqual(['done']);
+    });
+  });
+
   describe('tool failures', () => {
     it('turns a throwing tool and a timed-out tool into error results and goes on to a final answer', async () => {
       let hangSignal: AbortSignal | undefined;

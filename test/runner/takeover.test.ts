@@ -23,6 +23,7 @@ function record() {
   };
   return {
     entries,
+    add,
     user: (text: string) => add({ kind: 'message.received', updateKey: `telegram:${entries.length + 1}`, sender: { id: 'u1' }, text }),
     started: (run: string, inputs: number[], attempt = 1) => add({ kind: 'run.started', run, attempt, token: attempt, owner: `w${attempt}`, inputs }),
     injected: (run: string, seqs: number[], followUp = false) => add({ kind: 'steering.injected', run, seqs, ...(followUp && { follow_up: true }) }),
@@ -129,6 +130,29 @@ describe('runProgress', () => {
     const a = r.user('first');
     r.started('run1', [a], 2); // only a later attempt's start is in the entries read
     r.answer('run1', 'The real answer.');
+    expect(runProgress(r.entries, 'run1').answer).toBeUndefined();
+  });
+
+  it('finds the tool calls the run recorded last without a step after them: the step its attempt died in', () => {
+    const r = record();
+    const a = r.user('first');
+    r.started('run1', [a]);
+    const calls = (run: string) =>
+      r.add({
+        kind: 'tool.calls',
+        run,
+        token: 1,
+        step: 0,
+        finishReason: 'tool-calls',
+        messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: {} }] }],
+      });
+    calls('run1');
+    r.tools('run1');
+    expect(runProgress(r.entries, 'run1').unfinishedStep).toBeUndefined();
+    const seq = calls('run1');
+    calls('run0');
+    r.started('run1', [a], 2);
+    expect(runProgress(r.entries, 'run1').unfinishedStep?.seq).toBe(seq);
     expect(runProgress(r.entries, 'run1').answer).toBeUndefined();
   });
 

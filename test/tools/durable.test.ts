@@ -1,21 +1,25 @@
 /**
  * Durable tool results across a crash: a runner process is killed (`kill -9`)
- * while a tool batch is in flight, another takes the run over and the model
- * makes the same calls again. The call that had completed is replayed, not
- * executed; the idempotent one that had only started runs again with the
- * same idempotency key; the non-idempotent one is not run again and the
- * model is told its outcome is unknown.
+ * while a tool batch is in flight, another takes the run over. The model
+ * would phrase the batch differently if asked again, but it is not asked: the
+ * takeover finishes the step from the calls recorded before any ran. The call
+ * that had completed is replayed, not executed; the idempotent one that had
+ * only started runs again with the same idempotency key; the non-idempotent
+ * one is not run again and the model is told its outcome is unknown. A call
+ * recorded but never started runs.
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tool-journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
+import { Runs } from '../../src/protocol/runs.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
-import { perTestModel } from '../runner/harness.js';
+import { fakeModel, perTestModel, refundTool } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
 const LEASE_MS = 2000;
@@ -28,11 +32,23 @@ const BATCH = [
   { name: 'pay', args: { item: 'invoice-7' } },
   { name: 'lookup', args: { item: 'order-9' } },
 ];
+/** What the model answers when asked for the same step again: the same intent, other words. */
+const REPHRASED = [
+  { name: 'note', args: { item: 'N1' } },
+  { name: 'pay', args: { item: 'invoice 7' } },
+  { name: 'lookup', args: { item: 'order 9' } },
+];
+
+/** Tool results of an OpenAI request, by tool call id. */
+function toolResults(body: { messages: Array<{ role: string; tool_call_id?: string; content?: string }> }): Record<string, unknown> {
+  return Object.fromEntries(body.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, JSON.parse(m.content!)]));
+}
 
 describe('durable tool results', () => {
-  it('after a runner is killed mid-call: replays the completed call, re-runs the idempotent one, reports the other unknown', async () => {
+  it('after a runner is killed mid-batch: finishes the step from the record without asking the model; replays the completed call, re-runs the idempotent one, reports the other unknown', async () => {
     const { fake, procs } = t;
-    fake.script((_req, i) => (i < 2 ? { toolCalls: BATCH } : { text: 'All handled.' }));
+    // A request ending with the user's message asks for the batch; one ending with tool results, for the answer.
+    fake.script((req, i) => (req.messages.at(-1).role === 'user' ? { toolCalls: i === 0 ? BATCH : REPHRASED } : { text: 'All handled.' }));
     const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
     const first = await startRunnerProcess(settings);
@@ -40,13 +56,15 @@ describe('durable tool results', () => {
     const count = async (name: string) => Number((await h!.ctx.redis.get(`${h!.prefix}:count:${name}`)) ?? 0);
 
     const r = (await h.ingest('pay the invoice and look up the order')) as { runId: string };
-    // The batch is in flight: `note` completed (recorded), `pay` and `lookup` started and hang.
+    // The batch is in flight: `note` completed (recorded), `pay` and `lookup` started and hang; no step recorded.
     await waitFor(
       async () => (await count('pay')) === 1 && (await count('lookup')) === 1 && (await h!.entries('tool.completed')).length === 1,
       15_000,
       'batch in flight',
     );
     expect(await h.entries('tool.started')).toHaveLength(3);
+    expect(await h.entries('model.step')).toHaveLength(0);
+    const [recordedCalls] = await h.entries('tool.calls');
     await first.kill9();
 
     procs.push(await startRunnerProcess(settings));
@@ -54,6 +72,8 @@ describe('durable tool results', () => {
     expect(ended.outcome).toBe('completed');
     expect((await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text)).toEqual(['All handled.']);
 
+    // The model decided the batch once: one request for it, one for the answer (never the rephrased batch).
+    expect(fake.requests).toHaveLength(2);
     // Executions: note once (replayed), lookup twice (idempotent re-run), pay once (not run again).
     expect([await count('note'), await count('lookup'), await count('pay')]).toEqual([1, 2, 1]);
     const keys = (await h.ctx.redis.lrange(`${h.prefix}:keys:lookup`, 0, -1)).map(
@@ -69,16 +89,12 @@ describe('durable tool results', () => {
     expect(keys.map((k) => k.token)).toEqual(started.map((e) => e.token));
     expect(keys[1]!.token).toBeGreaterThan(keys[0]!.token!);
 
-    // What the model was told after the takeover (request 2 answers the re-made batch of request 1).
-    const results = Object.fromEntries(
-      fake.requests[2]!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { tool_call_id: string; content: string }) => [
-        m.tool_call_id.replace(/^call_\d+_/, ''),
-        JSON.parse(m.content),
-      ]),
-    );
-    expect(results['0']).toEqual({ done: 'note n1', execution: 1 });
-    expect(results['1']).toMatchObject({ error: { tool: 'pay', category: 'outcome_unknown' } });
-    expect(results['2']).toEqual({ done: 'lookup order-9', execution: 2 });
+    // What the model was told: results of the calls it made in the first request, under their ids.
+    expect(toolResults(fake.requests[1]!.body)).toEqual({
+      call_0_0: { done: 'note n1', execution: 1 },
+      call_0_1: { error: { tool: 'pay', category: 'outcome_unknown', message: expect.stringContaining('not run again') } },
+      call_0_2: { done: 'lookup order-9', execution: 2 },
+    });
 
     const completed = await h.entries('tool.completed');
     expect(completed.map((e) => [e.tool, e.status])).toEqual([
@@ -87,15 +103,54 @@ describe('durable tool results', () => {
       ['pay', 'unknown'],
       ['lookup', 'ok'],
     ]);
+    // One step recorded for the batch: the recorded calls (written by the first attempt), with their results.
+    const [step] = await h.entries('model.step');
+    expect(recordedCalls!.token).toBe(started[0]!.token);
+    expect(step!.token).toBe(started[1]!.token);
+    expect(step!.messages[0]).toEqual(recordedCalls!.messages[0]);
     const status = await h.dispatch.status(CID);
     expect(status.activeRunId).toBeUndefined();
+    // Two runner processes start (and one is killed) on a machine that may be busy.
+  }, 60_000);
+
+  it('runs a recorded call that never started, and does not ask the model for the step', async () => {
+    const { fake } = t;
+    fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'refund', args: { amount: 99 } }] } : { text: 'Refunded 30.' }));
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
+    const r = (await h.ingest('refund 30 on A-17')) as { runId: string };
+    // An attempt that recorded its calls and died before any started (no runner attached yet takes the run).
+    const runs = new Runs({ client: h.ctx.redis, prefix: h.prefix });
+    const dead = await runs.acquire(CID, r.runId, 'dead-worker', 300);
+    const ref = { conversationId: CID, runId: r.runId, token: dead.token };
+    await runs.append(ref, {
+      v: 1,
+      kind: 'tool.calls',
+      at: Date.now(),
+      run: r.runId,
+      token: dead.token,
+      step: 0,
+      finishReason: 'tool-calls',
+      messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input: { amount: 30 } }] }],
+    });
+
+    const refunds: number[] = [];
+    await h.startRunner(
+      createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0, builtins: { currentTime: false }, tools: [refundTool((a) => refunds.push(a))] }),
+    );
+    expect((await h.runEnded(r.runId, 15_000)).outcome).toBe('completed');
+
+    expect(refunds).toEqual([30]);
+    expect(fake.requests).toHaveLength(1);
+    expect(toolResults(fake.requests[0]!.body)).toEqual({ c1: { refunded: 30 } });
+    expect((await h.entries('tool.started')).map((e) => [e.call, e.run, e.token])).toEqual([['c1', r.runId, dead.token + 1]]);
+    expect(h.outbound.sent.map((m) => m.text)).toEqual(['Refunded 30.']);
   });
 });
 
 describe('durable approval wait', () => {
   it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async () => {
     const { fake, procs } = t;
-    fake.script((_req, i) => (i < 2 ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
+    fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
     const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = {
       redisUrl: redisUrl(),
@@ -131,7 +186,9 @@ describe('durable approval wait', () => {
     expect(sends[1]).toBe('Refunded.');
     expect(await h.entries('approval.requested')).toHaveLength(1);
     expect((await h.entries('run.started')).map((e) => e.attempt)).toEqual([1, 2]);
-  });
+    // The takeover finished the step the call was made in: the model was asked for it once.
+    expect(fake.requests).toHaveLength(2);
+  }, 60_000);
 });
 
 describe('pendingToolCalls', () => {
