@@ -222,7 +222,12 @@ async function measureActive(v: Variant): Promise<ActiveResult> {
     await conversation(client, dispatch, runs, state, v, 0, TURNS);
     const seconds = (performance.now() - t0) / 1000;
     const k = conversationKeys(PREFIX, 'telegram:0');
-    const [outbox, outboxIndex, runIndex, log] = await Promise.all([client.hlen(k.outbox), client.zcard(k.outboxIndex), client.zcard(k.runs), client.xlen(k.log)]);
+    const [outbox, outboxIndex, runIndex, log] = await Promise.all([
+      client.hlen(k.outbox),
+      client.zcard(k.outboxIndex),
+      client.zcard(k.runs),
+      client.xlen(k.log),
+    ]);
     let runHashes = 0;
     let cursor = '0';
     do {

@@ -176,10 +176,14 @@ describe('discord end to end', () => {
     // The draft is out and the first step is still streaming: steer now.
     await waitFor(() => sentTo(STEER_STREAM_DM).length >= 1, 10_000, 'the draft');
     discord.messageCreate({ channelId: STEER_STREAM_DM, author: alice, content: 'we have two small children' });
-    const [queued] = await waitFor(async () => {
-      const q = await h.entries('steering.queued', cid);
-      return q.length === 1 && q;
-    }, 10_000, 'the message steered');
+    const [queued] = await waitFor(
+      async () => {
+        const q = await h.entries('steering.queued', cid);
+        return q.length === 1 && q;
+      },
+      10_000,
+      'the message steered',
+    );
     await lookup.started;
     lookup.release('open 10-18');
     await h.idle(15_000, cid);

@@ -5,10 +5,10 @@
  */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import { PURGED_NOTICE } from '../../host/commands.js';
 import { createChannelHost } from '../../host/receive.js';
+import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import type { InboundMessage } from '../../src/channel.js';
 import type { AfterPurge } from '../../src/protocol/retention.js';
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';

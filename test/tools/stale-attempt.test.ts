@@ -17,6 +17,9 @@ import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const fx = useProtocolFixture();
 
+/** A tool's `execute` as the AI SDK calls it. */
+type Execute = (input: unknown, opts: { toolCallId: string; messages: [] }) => Promise<unknown>;
+
 /** A run taken over by worker-2 after worker-1's lease ran out: worker-1's ref is stale. */
 async function takenOver() {
   const { dispatch, runs, run: stale, runId } = await fx.running({}, CID, 50);
@@ -75,7 +78,7 @@ describe('a tool call from an attempt that lost its run', () => {
     const { t, calls } = countingTool();
     const toolbox = new Toolbox();
     const set = await toolbox.toolSet(toolContext(new RunToolJournal(runs, stale), stale.runId, stale.token), [t]);
-    const execute = set.pay!.execute as (input: unknown, opts: { toolCallId: string; messages: []; abortSignal?: AbortSignal }) => Promise<unknown>;
+    const execute = set.pay!.execute as unknown as Execute;
 
     const out = await execute({ invoice: 'i-7' }, { toolCallId: 'c1', messages: [] });
 
@@ -88,7 +91,7 @@ describe('a tool call from an attempt that lost its run', () => {
     const { runs, current } = await takenOver();
     const { t, calls } = countingTool();
     const set = await new Toolbox().toolSet(toolContext(new RunToolJournal(runs, current), current.runId, current.token), [t]);
-    const execute = set.pay!.execute as (input: unknown, opts: { toolCallId: string; messages: [] }) => Promise<unknown>;
+    const execute = set.pay!.execute as unknown as Execute;
 
     expect(await execute({ invoice: 'i-7' }, { toolCallId: 'c1', messages: [] })).toEqual({ paid: true });
     expect(calls).toEqual([{ invoice: 'i-7' }]);

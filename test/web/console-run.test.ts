@@ -36,7 +36,7 @@ async function turn(conversation: string, id: string, text: string, n: number): 
 }
 
 describe('console run details', () => {
-  it("shows one run: its hash, its attempts and end, and only its own delivery records", async () => {
+  it('shows one run: its hash, its attempts and end, and only its own delivery records', async () => {
     const id = 'web:console-run-1';
     await turn('console-run-1', 'm1', 'first question', 1);
     await turn('console-run-1', 'm2', 'second question', 2);
@@ -83,10 +83,14 @@ describe('console compact action', () => {
     expect(command).toMatchObject({ command: '/compact', sender: { id: 'console' } });
 
     // The run it created is enqueued at once (not left to the reconciler), runs, and writes a compaction.
-    const [compaction] = await waitFor(async () => {
-      const c = await ofKind(id, 'compaction');
-      return c.length > 0 && c;
-    }, 15_000, 'a compaction entry');
+    const [compaction] = await waitFor(
+      async () => {
+        const c = await ofKind(id, 'compaction');
+        return c.length > 0 && c;
+      },
+      15_000,
+      'a compaction entry',
+    );
     expect(compaction!.covers_until).toBeGreaterThan(0);
     await waitFor(async () => (await ofKind(id, 'run.ended')).length === 3, 15_000, 'the compaction run ended');
     const runs = (await ofKind(id, 'run.started')).map((e) => e.run as string);
