@@ -160,6 +160,11 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
         continue;
       }
     }
+    if (streamError !== undefined && isContextOverflowError(streamError)) {
+      // Refused again after the one compaction (or nothing could be compacted): the same typed end as the pre-call check, not a bare 400.
+      ctx.logger.error({ err: streamError }, 'context overflow persists after compaction; giving up');
+      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+    }
     if (streamError !== undefined) {
       ctx.logger.error({ err: streamError }, 'model call failed');
       return { outcome: 'failed', reason: failureReason(streamError), notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE };
