@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
+import { ESTIMATE_MAX_OVERCOUNT, estimateMessages } from '../../runner/compaction/estimate.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
 import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
@@ -132,6 +133,19 @@ describe('a prompt larger than the context window', () => {
     expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE });
     expect(overflowCalls()).toBe(1);
     expect(t.fake.requests).toHaveLength(0);
+  });
+
+  it('sends a prompt whose (high-leaning) estimate is only a little over the window to the provider, without compacting', async () => {
+    const near: ModelMessage = { role: 'user', content: 'lorem ipsum dolor sit amet '.repeat(480) };
+    expect(estimateMessages([near])).toBeGreaterThan(2000);
+    expect(estimateMessages([near])).toBeLessThan(2000 * ESTIMATE_MAX_OVERCOUNT);
+    const { ctx, delivered, overflowCalls } = overflowContext([near], async () => undefined);
+    t.fake.script([{ text: 'Read it.' }]);
+
+    expect(await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 })).toEqual({ outcome: 'completed' });
+    expect(t.fake.requests).toHaveLength(1);
+    expect(overflowCalls()).toBe(0);
+    expect(delivered).toEqual(['Read it.']);
   });
 
   it('compacts first and calls the provider with the compacted prompt when that fits', async () => {
