@@ -4,7 +4,9 @@
  * the runner; its tools join the run's tool set, named `<server>__<tool>`.
  * A server that cannot be reached leaves its tools out of that run (logged
  * and counted), never fails the run; a dropped connection is re-established
- * by the next run that needs it.
+ * by the next run that needs it. A tool the server does not annotate
+ * `readOnlyHint: true` needs approval unless the server's `defaultPolicy` or
+ * a `toolPolicy` entry says otherwise.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -16,6 +18,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { redactSecrets } from '../../src/errors.js';
 import { metrics } from '../../src/telemetry/metrics.js';
+import { type ToolMode, toolModeSchema } from './policy.js';
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -24,6 +27,11 @@ const common = {
   tools: names.optional().describe("Allow-list of the server's tool names offered to the model. Default: all of them."),
   timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe('Time limit of one tool call, in ms. Default 30 000.'),
   connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('Time limit of connecting and listing the tools, in ms. Default 10 000.'),
+  defaultPolicy: toolModeSchema
+    .optional()
+    .describe(
+      "Mode of the server's tools that no `toolPolicy` entry names: `allow`, `require_approval` or `deny`. Default: from the tool's annotations (`readOnlyHint: true`: allow; otherwise require_approval).",
+    ),
 };
 
 /** One MCP server: a stdio command or a Streamable HTTP endpoint. */
@@ -69,7 +77,7 @@ interface ListedTool {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
-  annotations?: { idempotentHint?: boolean | undefined; readOnlyHint?: boolean | undefined } | undefined;
+  annotations?: { idempotentHint?: boolean | undefined; readOnlyHint?: boolean | undefined; destructiveHint?: boolean | undefined } | undefined;
 }
 
 /** Shape of a `tools/call` result the agent reads. */
@@ -98,6 +106,15 @@ function resultValue(r: CallResult): unknown {
     return `[${c.type}${c.mimeType ? ` ${c.mimeType}` : ''}]`;
   });
   return parts.join('\n');
+}
+
+/**
+ * The mode of an MCP tool no `toolPolicy` entry names: the server's
+ * `defaultPolicy`, else `allow` only for a tool the server says is read-only
+ * (a tool without annotations may write: MCP assumes so too).
+ */
+function defaultModeOf(cfg: McpServerConfig, t: ListedTool): ToolMode {
+  return cfg.defaultPolicy ?? (t.annotations?.readOnlyHint === true ? 'allow' : 'require_approval');
 }
 
 /** Safe description of a connection failure: no headers, env or URL credentials. */
@@ -276,6 +293,9 @@ export class McpManager {
       inputSchema: jsonSchema({ type: 'object', properties: {}, ...t.inputSchema } as Parameters<typeof jsonSchema>[0]) as unknown as z.ZodType<unknown>,
       timeoutMs: cfg.timeoutMs,
       ...(t.annotations?.idempotentHint === true || t.annotations?.readOnlyHint === true ? { idempotent: true } : {}),
+      defaultMode: defaultModeOf(cfg, t),
+      // Only when the server says so: MCP's own default (a non-read-only tool may be destructive) would put the warning on every tool.
+      ...(t.annotations?.destructiveHint === true && t.annotations.readOnlyHint !== true && { destructive: true }),
       execute: async (input, { signal }) => {
         const conn = await this.connection(server, cfg);
         if (!conn) throw new Error(`MCP server ${server} is unavailable`);

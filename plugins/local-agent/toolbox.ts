@@ -71,7 +71,7 @@ export interface ToolboxOptions {
   logger?: Logger;
   /** After a failed MCP connection, the next attempt waits this long (doubling), in ms. Default 1000. */
   mcpRetryDelayMs?: number;
-  /** Per tool allow / deny / require_approval (as `agents.local-agent.toolPolicy`). Default: all allowed. */
+  /** Per tool allow / deny / require_approval (as `agents.local-agent.toolPolicy`). Default: all allowed, except MCP tools not annotated read-only (approval). */
   policy?: ToolPolicySettings;
 }
 
@@ -116,7 +116,9 @@ export class Toolbox {
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     // A denied tool is not offered at all.
-    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])].filter((t) => this.policy.mode(t.name, ctx.conversationId) !== 'deny');
+    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])].filter(
+      (t) => this.policy.mode(t.name, ctx.conversationId, t.defaultMode) !== 'deny',
+    );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
     const parent = activeContext();
@@ -155,9 +157,9 @@ export class Toolbox {
   ): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
-    if (this.policy.mode(t.name, ctx.conversationId) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
+    if (this.policy.mode(t.name, ctx.conversationId, t.defaultMode) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
-      const approval = await this.approve(ctx, log, t.name, input, callId, signal ?? ctx.signal);
+      const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.signal);
       if ('refused' in approval) return { value: approval.refused, failed: true };
       if (approval.id !== undefined) ref.approval = approval.id;
     }
@@ -220,11 +222,12 @@ export class Toolbox {
   private async approve(
     ctx: RunContext,
     log: Logger,
-    tool: string,
+    t: AgentTool,
     input: unknown,
     callId: string,
     signal: AbortSignal,
   ): Promise<{ id?: string } | { refused: unknown }> {
+    const tool = t.name;
     const refuse = (category: 'denied' | 'approval_timeout' | 'aborted', message: string) => ({
       refused: toolErrorEnvelope(tool, new ToolFailure(category, message)),
     });
@@ -235,7 +238,7 @@ export class Toolbox {
         callId,
         tool,
         input,
-        text: this.policy.approvalText(tool, input),
+        text: this.policy.approvalText(tool, input, { destructive: t.destructive === true }),
         approvers: this.policy.approvers,
         timeoutMs: this.policy.approvalTimeoutMs,
       };
