@@ -6,8 +6,6 @@
 import { defineChannelPlugin } from '../../src/channel.js';
 import { discordConfigSchema } from './config.js';
 
-export type { DiscordConfigInput } from './config.js';
-
 /** The Discord channel (`channels.discord`), on when `DISCORD_BOT_TOKEN` is set. */
 export default defineChannelPlugin({
   id: 'discord',

@@ -6,8 +6,6 @@
 import { defineChannelPlugin } from '../../src/channel.js';
 import { telegramConfigSchema } from './config.js';
 
-export type { TelegramConfigInput } from './config.js';
-
 /** The Telegram channel (`channels.telegram`), on when `TELEGRAM_BOT_TOKEN` is set. */
 export default defineChannelPlugin({
   id: 'telegram',

@@ -30,9 +30,9 @@ export const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 
  * Here each unpacks to a file of its own and renames it into place.
  */
 async function packagedChromium(): Promise<string> {
-  const entry = createRequire(import.meta.url).resolve('@sparticuz/chromium');
-  const pkgDir = resolve(dirname(entry), '..');
-  const { version } = createRequire(import.meta.url)(join(pkgDir, 'package.json')) as { version: string };
+  const require = createRequire(import.meta.url);
+  const pkgDir = resolve(dirname(require.resolve('@sparticuz/chromium')), '..');
+  const { version } = require(join(pkgDir, 'package.json')) as { version: string };
   const target = join(tmpdir(), `steerbot-chromium-${version}`, 'chromium');
   if (existsSync(target)) return target;
   mkdirSync(dirname(target), { recursive: true });
