@@ -57,7 +57,15 @@ async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
 function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean } {
   const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true);
   const destination = pretty ? PinoPretty({ colorize: process.stdout.isTTY === true, sync: true, ignore: 'pid,hostname' }) : undefined;
-  return { logger: createLogger({ level: config.log.level, secrets: secretValues(config), secretPaths: secretSettingsOf(config), ...(destination && { destination }) }), pretty };
+  return {
+    logger: createLogger({
+      level: config.log.level,
+      secrets: secretValues(config),
+      secretPaths: secretSettingsOf(config),
+      ...(destination && { destination }),
+    }),
+    pretty,
+  };
 }
 
 async function start(config: SteerbotConfig): Promise<void> {

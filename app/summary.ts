@@ -14,7 +14,8 @@ import { type SteerbotConfig, secretSettingsOf } from './config.js';
 // from log lines, and the maps whose every value is a secret (an MCP server's `env` and `headers`): what is
 // hidden in logs is hidden here.
 function redactValue(key: string, value: unknown, path: string, declared: ReadonlySet<string>): unknown {
-  if (typeof value === 'string' && (declared.has(path) || isSecretKey(key) || (value.length >= MIN_SCRUBBED_SECRET_CHARS && isDeclaredSecret(value)))) return '[set]';
+  if (typeof value === 'string' && (declared.has(path) || isSecretKey(key) || (value.length >= MIN_SCRUBBED_SECRET_CHARS && isDeclaredSecret(value))))
+    return '[set]';
   if (SECRET_MAP_KEYS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
     return Object.fromEntries(Object.keys(value).map((k) => [k, '[set]']));
   }

@@ -226,7 +226,10 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
   const options: LoggerOptions = {
     level: opts.level ?? 'info',
     ...(opts.base ? { base: opts.base } : {}),
-    redact: { paths: [...REDACT_PATHS, ...(opts.secretPaths ?? []).map(redactPath).flatMap((p) => [p, p.startsWith('[') ? `*${p}` : `*.${p}`])], censor: '[redacted]' },
+    redact: {
+      paths: [...REDACT_PATHS, ...(opts.secretPaths ?? []).map(redactPath).flatMap((p) => [p, p.startsWith('[') ? `*${p}` : `*.${p}`])],
+      censor: '[redacted]',
+    },
     serializers: { err: errSerializer, error: errSerializer },
     // Lines written inside a run or a request carry its `trace_id` and `span_id` (nothing without a tracing SDK).
     mixin: logTraceFields,

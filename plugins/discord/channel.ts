@@ -10,7 +10,7 @@
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
 import { type ButtonInteraction, Client, Events, GatewayIntentBits, type Message, MessageFlags, Partials } from 'discord.js';
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage } from '../../src/channel.js';
+import type { ChannelDeps, ChannelHost, ChannelPlugin, InboundMessage } from '../../src/channel.js';
 import { parseSection } from '../../src/config-section.js';
 import { redactSecrets } from '../../src/errors.js';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';

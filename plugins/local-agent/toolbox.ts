@@ -123,7 +123,9 @@ export class Toolbox {
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     // A denied tool is not offered at all.
-    const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter((t) => this.policy.mode(t.name, ctx.conversationId) !== 'deny');
+    const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
+      (t) => this.policy.mode(t.name, ctx.conversationId) !== 'deny',
+    );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
     const parent = activeContext();

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Api } from 'grammy';
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, type ReceiveResult } from '../../src/channel.js';
+import type { ChannelDeps, ChannelHost, ChannelPlugin, ReceiveResult } from '../../src/channel.js';
 import { parseSection } from '../../src/config-section.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { channelKeys } from '../../src/keys.js';
