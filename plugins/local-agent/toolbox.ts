@@ -15,7 +15,8 @@ import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin
 import { allowEntry, int } from '../../src/config-schema.js';
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
-import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
+import type { McpManager } from './mcp.js';
+import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
 import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
@@ -83,8 +84,11 @@ const readArtifactInput = z.object({
 
 /** The run-time tool set of the local agent. */
 export class Toolbox {
-  /** The MCP connections (shared by every run of this plugin instance), when servers are configured. */
-  readonly mcp: McpManager | undefined;
+  /**
+   * The MCP connections (shared by every run of this plugin instance), when servers are configured. The MCP SDK
+   * is imported only then.
+   */
+  private readonly mcp: Promise<McpManager> | undefined;
   private readonly maxChars: number;
   private readonly ttlSeconds: number;
   private readonly idempotent: Set<string>;
@@ -94,7 +98,10 @@ export class Toolbox {
     const servers = mcpServersSchema.parse(o.mcpServers ?? {}) as Record<string, McpServerConfig>;
     this.mcp =
       Object.keys(servers).length > 0
-        ? new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) })
+        ? import('./mcp.js').then(
+            ({ McpManager }) =>
+              new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) }),
+          )
         : undefined;
     this.maxChars = o.maxResultChars ?? DEFAULT_TOOL_RESULT_MAX_CHARS;
     this.ttlSeconds = o.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
@@ -104,7 +111,7 @@ export class Toolbox {
 
   /** Closes the MCP connections. */
   async close(): Promise<void> {
-    await this.mcp?.close();
+    await (await this.mcp)?.close();
   }
 
   /**
@@ -116,7 +123,7 @@ export class Toolbox {
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     // A denied tool is not offered at all.
-    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])].filter(
+    const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
       (t) => this.policy.mode(t.name, ctx.conversationId, t.defaultMode) !== 'deny',
     );
     const set: ToolSet = {};

@@ -6,7 +6,7 @@
  * Discord outbound → the fake Discord REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';

@@ -7,8 +7,8 @@
 import { Redis } from 'ioredis';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
+import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
-import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';

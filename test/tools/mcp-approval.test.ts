@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { approvalCommand } from '../../host/approval-commands.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import type { McpServerSettings } from '../../plugins/local-agent/mcp.js';
+import type { McpServerSettings } from '../../plugins/local-agent/mcp-config.js';
 import type { ToolPolicySettings } from '../../plugins/local-agent/policy.js';
 import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
