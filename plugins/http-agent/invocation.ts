@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
+import type { HttpRequest, HttpResponse } from '../../src/http-client.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { signedHeaders } from '../../src/signature.js';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
@@ -62,10 +63,10 @@ export function parseEvent(line: string): AgentEvent {
 const hasToolPart = (messages: Array<{ content: unknown }>) =>
   messages.some((m) => Array.isArray(m.content) && m.content.some((p: { type: string }) => p.type === 'tool-call' || p.type === 'tool-result'));
 
-/** A short, secret-free description of a network error. */
+/** A short, secret-free description of a network error (its code, e.g. `ECONNREFUSED`). */
 function networkError(err: unknown): string {
-  const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause;
-  if (cause && typeof cause.code === 'string') return cause.code;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
   return err instanceof Error ? err.name : 'network error';
 }
 
@@ -90,7 +91,8 @@ export class AgentInvocation {
   constructor(
     private readonly ctx: RunContext,
     private readonly s: InvocationSettings,
-    private readonly fetchImpl: typeof fetch,
+    /** Sends the requests to the agent (a keep-alive pool). */
+    private readonly send: HttpRequest,
     /** Base URL of this invocation's run endpoints; undefined when none are served. */
     private readonly capabilityUrl: string | undefined,
   ) {}
@@ -146,9 +148,9 @@ export class AgentInvocation {
     const body = JSON.stringify(this.request());
     this.arm('connect-timeout', s.connectTimeoutMs, `no response within ${s.connectTimeoutMs} ms`);
     this.requested = true;
-    let res: Response;
+    let res: HttpResponse;
     try {
-      res = await this.fetchImpl(s.url, {
+      res = await this.send(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: NDJSON, ...signedHeaders(s.secret, body) },
         body,
@@ -158,15 +160,14 @@ export class AgentInvocation {
       throw this.watchdogFailure() ?? new AgentFailure('unreachable', `request failed: ${networkError(err)}`);
     }
     if (!res.ok) {
-      await res.body?.cancel().catch(() => undefined);
+      res.destroy();
       throw new AgentFailure('http-status', `the agent answered HTTP ${res.status}`);
     }
-    const type = res.headers.get('content-type') ?? '';
+    const type = res.headers['content-type'] ?? '';
     if (!type.toLowerCase().startsWith(NDJSON)) {
-      await res.body?.cancel().catch(() => undefined);
+      res.destroy();
       throw new AgentFailure('bad-content-type', `expected ${NDJSON}, got "${type.slice(0, 60)}"`);
     }
-    if (!res.body) throw new AgentFailure('no-result', 'the response has no body');
     this.arm('first-event-timeout', s.firstEventTimeoutMs, `no event within ${s.firstEventTimeoutMs} ms of the response`);
     const lines = ndjsonLines(res.body, s.maxEventBytes)[Symbol.asyncIterator]();
     for (;;) {
@@ -263,13 +264,13 @@ export class AgentInvocation {
     const { ctx, s } = this;
     const body = JSON.stringify({ protocol: PROTOCOL, type: 'cancel', run: this.runInfo(), reason } satisfies CancelRequest);
     try {
-      const res = await this.fetchImpl(s.url, {
+      const res = await this.send(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...signedHeaders(s.secret, body) },
         body,
-        signal: AbortSignal.timeout(s.connectTimeoutMs),
+        timeoutMs: s.connectTimeoutMs,
       });
-      await res.body?.cancel().catch(() => undefined);
+      await res.discard();
       if (!res.ok) ctx.logger.warn({ status: res.status }, 'agent refused the cancel request');
     } catch (err) {
       ctx.logger.warn({ detail: networkError(err) }, 'cancel request to the agent failed');
