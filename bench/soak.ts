@@ -164,7 +164,9 @@ function slope(points: Array<[number, number]>): number {
 }
 
 async function soak(): Promise<void> {
-  console.log(`soak: ${RATE} msg/s over ${CONVERSATIONS} conversations for ${MINUTES} min (webhook channel with callbacks, instant model); node ${process.version}`);
+  console.log(
+    `soak: ${RATE} msg/s over ${CONVERSATIONS} conversations for ${MINUTES} min (webhook channel with callbacks, instant model); node ${process.version}`,
+  );
   const redis = await privateRedis();
   const child = fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['soak'], {
     env: { ...process.env, BENCH_SOAK_ROLE: 'driver' },

@@ -11,7 +11,7 @@
  * that outlives the request (an `AbortSignal.any` over a process-long signal
  * keeps an entry per request in Node's cleanup registry, nodejs/node#55351).
  */
-import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /** One request. */

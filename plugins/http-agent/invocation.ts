@@ -70,6 +70,9 @@ function networkError(err: unknown): string {
   return err instanceof Error ? err.name : 'network error';
 }
 
+/** How long the rest of a stream is read after its result before it is closed, in ms. */
+const DRAIN_MS = 1000;
+
 /** One invocation of the agent for one RunContext. */
 export class AgentInvocation {
   /** The run capability's token: valid while this invocation runs. */
@@ -82,6 +85,8 @@ export class AgentInvocation {
   private partial = '';
   private state: Record<string, unknown> = {};
   private ended = false;
+  /** The result arrived and the rest of the stream is being read off (`drain`). */
+  private draining = false;
   private requested = false;
   private lock: Promise<unknown> = Promise.resolve();
   private waiters: Array<() => void> = [];
@@ -117,8 +122,27 @@ export class AgentInvocation {
       this.ended = true;
       this.notify();
       ctx.signal.removeEventListener('abort', onAbort);
-      this.ac.abort('done'); // closes a stream the agent left open after its result
+      if (!this.draining) this.ac.abort('done'); // closes a stream the agent left open
     }
+  }
+
+  /**
+   * After the result: reads the rest of the stream (ignored) so its connection goes back to the pool for
+   * the next invocation; a stream still open after `DRAIN_MS` is closed.
+   */
+  private drain(lines: AsyncIterator<string>): void {
+    this.draining = true;
+    const timer = setTimeout(() => this.ac.abort('done'), DRAIN_MS);
+    void (async () => {
+      try {
+        while (!(await lines.next()).done);
+      } catch {
+        // closed, or a line past the cap: either way the stream is done with
+      } finally {
+        clearTimeout(timer);
+        this.ac.abort('done');
+      }
+    })();
   }
 
   /**
@@ -185,7 +209,7 @@ export class AgentInvocation {
         this.applied++;
         this.notify();
         if (result) {
-          void lines.return?.(undefined).catch(() => undefined); // done: anything after the result is not read
+          this.drain(lines);
           return result;
         }
       }
