@@ -18,6 +18,8 @@ import type { RedisClient } from './scripts/index.js';
 export { z } from 'zod';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
 export { ChannelApiError, InvalidInputError, RedisUnavailableError } from './errors.js';
+export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpResponse } from './http-client.js';
+export { createHttpClient, HttpTimeoutError } from './http-client.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
 export { splitMessage } from './split-message.js';
