@@ -397,7 +397,7 @@ export class RunDelivery implements DeliverySink {
    */
   private hold(retryAfterMs: number): number {
     const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs);
-    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait);
+    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait, this.now());
     return wait;
   }
 
