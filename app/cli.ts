@@ -10,8 +10,9 @@
 import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
-import { createLogger, type Logger, secretValues } from '../src/logger.js';
+import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig } from './config.js';
+import { BUILTIN_PLUGINS } from './registry.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
@@ -57,7 +58,15 @@ async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
 function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean } {
   const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true);
   const destination = pretty ? PinoPretty({ colorize: process.stdout.isTTY === true, sync: true, ignore: 'pid,hostname' }) : undefined;
-  return { logger: createLogger({ level: config.log.level, secrets: secretValues(config), ...(destination && { destination }) }), pretty };
+  return {
+    logger: createLogger({
+      level: config.log.level,
+      secrets: secretValues(config),
+      redactPaths: pluginRedactPaths(BUILTIN_PLUGINS),
+      ...(destination && { destination }),
+    }),
+    pretty,
+  };
 }
 
 async function start(config: SteerbotConfig): Promise<void> {
