@@ -56,7 +56,7 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
 export function createTranscriptionModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): TranscriptionModel {
   if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
     throw new ConfigError([
-      { path: 'agents.local-agent.transcriptionModel', message: `needs model.provider openai or openai-compatible (it is ${settings.provider})` },
+      { path: 'model.provider', message: `transcription needs model.provider openai or openai-compatible (it is ${settings.provider})` },
     ]);
   }
   if (settings.provider === 'openai' && !settings.apiKey) {

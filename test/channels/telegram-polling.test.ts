@@ -1,3 +1,4 @@
+import { pluginStorage } from 'steerbot/channel';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
@@ -31,7 +32,7 @@ describe('telegram long polling', () => {
   let redis: Redis;
   let prefix: string;
   const hosts: PollingHost[] = [];
-  const leaseKey = () => `${prefix}:telegram:poller`;
+  const leaseKey = () => pluginStorage(prefix, 'telegram').key('poller');
 
   async function startHost(pollTimeoutSeconds = 1): Promise<PollingHost> {
     const log = new MemoryLog();
