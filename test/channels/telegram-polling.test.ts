@@ -1,5 +1,5 @@
-import { pluginStorage } from 'steerbot/channel';
 import { Redis } from 'ioredis';
+import { pluginStorage } from 'steerbot/channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
 import { createTelegramPlugin } from '../../plugins/telegram/index.js';

@@ -1,10 +1,10 @@
 /** purgeConversation: one atomic delete of a conversation, a tombstone, and what later updates and late run writes get. */
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, RunNotFoundError } from '../../src/errors.js';
-import type { RunRef } from '../../src/protocol/index.js';
 import webhooks from '../../plugins/webhook/index.js';
 import { cursorKey } from '../../plugins/webhook/keys.js';
+import { InvalidInputError, RunNotFoundError } from '../../src/errors.js';
 import { declaredConversationKeys } from '../../src/plugin-storage.js';
+import type { RunRef } from '../../src/protocol/index.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import type { ModelStep } from '../../src/record/entries.js';
 import { runScript } from '../../src/scripts/index.js';
@@ -20,7 +20,6 @@ const modelStep = (run: RunRef): ModelStep => ({
   step: 0,
   messages: [{ role: 'assistant', content: 'hello' }],
 });
-
 
 /** The webhook channels' declared conversation keys: purged with the conversation. */
 const PLUGIN_KEYS = declaredConversationKeys([webhooks]);
@@ -75,7 +74,7 @@ describe('purgeConversation', () => {
 
   describe('when nothing was ever stored', () => {
     it('answers not_found and writes nothing', async () => {
-      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'not_found' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'not_found' });
       expect(await fx.allKeys()).toEqual([]);
     });
   });
@@ -84,7 +83,7 @@ describe('purgeConversation', () => {
     it('answers active with the run id and writes nothing', async () => {
       const { second } = await busyConversation(fx);
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'active', runId: second.runId });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'active', runId: second.runId });
       expect(await fx.snapshot()).toEqual(before);
     });
 
@@ -112,7 +111,7 @@ describe('purgeConversation', () => {
       const lastSeq = Number(await fx.redis.hget(fx.keys().meta, 'seq'));
       await fx.redis.xadd(fx.keys().replies, '*', 'data', '{}');
 
-      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, pluginKeys: PLUGIN_KEYS });
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS });
       expect(r).toEqual({ kind: 'purged', keysDeleted: expect.any(Number), lastSeq });
       if (r.kind === 'purged') expect(r.keysDeleted).toBeGreaterThanOrEqual(4); // log, meta, run, runs, replies
       expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
@@ -125,9 +124,9 @@ describe('purgeConversation', () => {
         .runs()
         .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
         .then((run) => fx.runs().finish(run, 'completed'));
-      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, pluginKeys: PLUGIN_KEYS })).kind).toBe('purged');
+      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).kind).toBe('purged');
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'already_purged' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'already_purged' });
       expect(await fx.snapshot()).toEqual(before);
     });
 
@@ -249,10 +248,14 @@ describe('purgeConversation', () => {
         .runs()
         .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
         .then((run) => fx.runs().finish(run, 'completed'));
-      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', afterPurge: 'restart' })).kind).toBe('purged');
+      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', afterPurge: 'restart' })).kind).toBe(
+        'purged',
+      );
       expectKind(await fx.dispatch().ingest(fx.message(2)), 'new-run');
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', stopActive: true })).toEqual({ kind: 'duplicate' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', stopActive: true })).toEqual({
+        kind: 'duplicate',
+      });
       expect(await fx.snapshot()).toEqual(before);
     });
   });
@@ -260,7 +263,9 @@ describe('purgeConversation', () => {
   describe('bad input', () => {
     it('refuses a bad conversation id, mode or update key, writing nothing', async () => {
       await expect(purgeConversation(fx.redis, fx.prefix, 'has space')).rejects.toBeInstanceOf(InvalidInputError);
-      await expect(purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, afterPurge: 'later' as never })).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, afterPurge: 'later' as never })).rejects.toBeInstanceOf(
+        InvalidInputError,
+      );
       await expect(purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'a b' })).rejects.toBeInstanceOf(InvalidInputError);
       expect(await fx.allKeys()).toEqual([]);
     });
