@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
-import { loadConfig, type SteerbotConfig } from './config.js';
+import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
 import { BUILTIN_PLUGINS } from './registry.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
@@ -63,6 +63,7 @@ function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean }
       level: config.log.level,
       secrets: secretValues(config),
       redactPaths: pluginRedactPaths(BUILTIN_PLUGINS),
+      secretPaths: secretSettingsOf(config),
       ...(destination && { destination }),
     }),
     pretty,

@@ -5,8 +5,8 @@
  * (`<prefix>:{c:<id>}:replies`, entries with one `data` field) with
  * `storeReply`, once per delivery key: a run attempt that died after storing
  * a reply but before its outbox recorded it sends it again with the same key
- * and finds it stored. Purge deletes the stream and the marks; idle
- * retention expires them.
+ * and finds it stored. Purge deletes the stream and the marks (a notice
+ * stored after a purge expires with the tombstone); idle retention expires them.
  */
 import { conversationKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
@@ -38,7 +38,7 @@ export async function storeReply(redis: RedisClient, conversationId: string, dat
   const reply = await runScript(
     redis,
     'reply-store',
-    [k.replies, k.replyStored(o.deliveryKey ?? '-')],
+    [k.replies, k.replyStored(o.deliveryKey ?? '-'), k.tombstone],
     [data, o.maxLen, remember ? Math.max(1, Math.floor(o.dedupeSeconds)) : 0],
   );
   return { duplicate: reply[0] === 'duplicate', id: String(reply[1]) };
