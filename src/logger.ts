@@ -18,6 +18,7 @@ const SECRET_KEYS = [
   'apiKey',
   'api_key',
   'token',
+  'botToken',
   'accessToken',
   'refreshToken',
   'secret',

@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { metricNames } from '../../src/telemetry/metrics.js';
-// The built-in plugins register their metrics when loaded, as in a running process.
-import '../../app/registry.js';
+// A plugin registers its metrics when its module loads (the MCP client loads only when servers are configured).
+import '../../plugins/local-agent/mcp.js';
 
 const root = new URL('../../', import.meta.url);
 const operations = readFileSync(new URL('docs/operations.md', root), 'utf8');
