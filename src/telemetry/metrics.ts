@@ -190,7 +190,10 @@ export class SteerbotMetrics {
 /** The process's metrics. */
 export const metrics = new SteerbotMetrics();
 
-/** Every metric registered now: the core's, and those of the plugins loaded so far (`pluginMetrics`), for docs and tests. */
+/** Every steerbot metric registered now: the core's, and those of the plugins loaded so far (`pluginMetrics`); not the process metrics. For docs and tests. */
 export function metricNames(): string[] {
-  return metrics.registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name);
+  return metrics.registry
+    .getMetricsAsArray()
+    .map((m) => (m as unknown as { name: string }).name)
+    .filter((name) => name.startsWith('steerbot_'));
 }
