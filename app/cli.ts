@@ -10,8 +10,9 @@
 import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
-import { createLogger, type Logger, secretValues } from '../src/logger.js';
+import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
+import { BUILTIN_PLUGINS } from './registry.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
@@ -61,6 +62,7 @@ function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean }
     logger: createLogger({
       level: config.log.level,
       secrets: secretValues(config),
+      redactPaths: pluginRedactPaths(BUILTIN_PLUGINS),
       secretPaths: secretSettingsOf(config),
       ...(destination && { destination }),
     }),

@@ -12,12 +12,13 @@ import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
 import { ensureRedis } from '../src/local-redis.js';
-import { createLogger, type Logger, secretValues } from '../src/logger.js';
+import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
+import { declaredConversationKeys } from '../src/plugin-storage.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig, secretSettingsOf } from './config.js';
-import { type PluginRegistry, resolvePlugins } from './registry.js';
+import { type AnyDefinition, type PluginRegistry, resolvePlugins } from './registry.js';
 import { channelIds, redactConfig } from './summary.js';
 import { startTracing } from './telemetry.js';
 
@@ -124,7 +125,22 @@ function privateRedisRefusal(config: SteerbotConfig): string | undefined {
  */
 export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
   const { config } = opts;
-  const logger = opts.logger ?? createLogger({ level: config.log.level, secrets: secretValues(config), secretPaths: secretSettingsOf(config) });
+  // Nothing is started yet: a module that cannot be loaded throws ConfigError with nothing to stop.
+  const { registry, runnerId } = opts.registry
+    ? { registry: opts.registry, runnerId: config.runner.plugin }
+    : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
+  // A configuration built in code was never loaded: its plugins' secret settings are declared here.
+  declareConfigSecrets(config, registry, runnerId);
+  const definitions = registryDefinitions(registry);
+  const logger =
+    opts.logger ??
+    createLogger({
+      level: config.log.level,
+      secrets: secretValues(config),
+      secretPaths: secretSettingsOf(config),
+      redactPaths: pluginRedactPaths(definitions),
+    });
+  const pluginKeys = declaredConversationKeys(definitions);
   // Stop steps, run in reverse start order: ingress, host, runner, Redis client, private Redis.
   const stops: Array<{ name: string; run: () => Promise<void> }> = [];
   let stopping: Promise<void> | undefined;
@@ -146,11 +162,6 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     metrics.withProcessMetrics(); // `process_*` / `nodejs_*` beside steerbot's own on /metrics
     // What `/readyz` checks besides Redis: the runner's worker and the channels' inbound sides, added as they start.
     const probes: ReadinessProbe[] = [];
-    const { registry, runnerId } = opts.registry
-      ? { registry: opts.registry, runnerId: config.runner.plugin }
-      : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
-    // A configuration built in code was never loaded: its plugins' secret settings are declared here.
-    declareConfigSecrets(config, registry, runnerId);
     let redisUrl: string | undefined;
     if (config.redis.mode === 'single') {
       const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
@@ -186,7 +197,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
 
     if (config.runner.enabled) {
       // Runners use only the channels' outbound sides: instances of their own, never started.
-      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: await createChannels(config, channelDeps, registry) });
+      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: await createChannels(config, channelDeps, registry), pluginKeys });
       if ('worker' in runner) probes.push(workerProbe(runner as StartedRunner));
       const bound = config.runner.shutdownGraceMs + RUNNER_STOP_SLACK_MS;
       stops.push({
@@ -200,7 +211,10 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     if (config.host.enabled) {
       const http = server;
       const channels = await createChannels(config, channelDeps, registry);
-      const host = await (opts.hooks?.startHost ?? startHost)({ ...ctx, http }, { channels, steeringCapable: plugin.manifest.capabilities.steering });
+      const host = await (opts.hooks?.startHost ?? startHost)(
+        { ...ctx, http },
+        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys },
+      );
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
       for (const c of channels) if (c.ready) probes.push({ name: `channel:${c.id}`, check: () => c.ready!() });
@@ -220,6 +234,11 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     await stop();
     throw err;
   }
+}
+
+/** Every definition of a registry, channels and runners. */
+export function registryDefinitions(registry: PluginRegistry): AnyDefinition[] {
+  return [...registry.channels.values(), ...registry.runners.values()];
 }
 
 /** `/readyz`'s check of the runner: its BullMQ worker takes jobs. */

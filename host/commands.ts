@@ -165,6 +165,7 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
     tombstoneTtlSeconds: o.retention.tombstoneTtlSeconds,
     dedupeTtlSeconds: o.dedupeTtlSeconds,
     updateKey: source.updateKey,
+    pluginKeys: o.pluginKeys,
   });
   switch (r.kind) {
     case 'duplicate':

@@ -4,7 +4,6 @@
  * reconciler re-enqueues the run.
  */
 import type { Logger } from 'pino';
-import { channelIdOf } from '../src/channel.js';
 import { InvalidInputError } from '../src/errors.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
@@ -25,10 +24,10 @@ export class IngestService {
    * Ingests one normalized message; see `Dispatch.ingest`. Traced as an
    * `ingest` span whose context goes into the record entry (the run that
    * answers the message continues the trace) and counted by `channel`
-   * (default: the conversation id's channel).
+   * (default: the conversation id's first segment; the channel host passes the channel id).
    */
   async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; channel?: string } = {}): Promise<IngestResult> {
-    const channel = opts.channel ?? channelIdOf(message.conversationId);
+    const channel = opts.channel ?? message.conversationId.split(':', 1)[0]!;
     const span = tracer().startSpan(SPAN.ingest, {
       kind: SpanKind.INTERNAL,
       attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey },

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
-import { channelIdOf } from '../src/channel.js';
+import { channelResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
@@ -32,6 +32,8 @@ export interface HostParts {
   channels: ChannelPlugin[];
   /** The runner plugin pulls steering (its manifest's `steering` capability); without it messages sent during a run are routed with `collect`. */
   steeringCapable: boolean;
+  /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
+  pluginKeys?: readonly string[];
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -46,7 +48,7 @@ export interface StartedHost extends Stoppable {
 }
 
 /** The host's Dispatch (ingest and commands) for a configuration. */
-export function dispatchFromConfig(config: CoreConfig, client: RedisClient, steeringCapable: boolean): Dispatch {
+export function dispatchFromConfig(config: CoreConfig, client: RedisClient, steeringCapable: boolean, pluginKeys: readonly string[] = []): Dispatch {
   return new Dispatch({
     client,
     prefix: config.redis.prefix,
@@ -59,6 +61,7 @@ export function dispatchFromConfig(config: CoreConfig, client: RedisClient, stee
     rateLimit: config.dispatch.rateLimit,
     afterPurge: config.dispatch.afterPurge,
     retention: retentionOptions(config.retention),
+    pluginKeys,
   });
 }
 
@@ -68,13 +71,14 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const prefix = config.redis.prefix;
   // Ingress fails fast while Redis is down (503, the platform retries) instead of waiting for it.
   const ingressConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-ingress' });
-  const dispatch = dispatchFromConfig(config, ingressConn, parts.steeringCapable);
+  const dispatch = dispatchFromConfig(config, ingressConn, parts.steeringCapable, parts.pluginKeys);
   const { channels } = parts;
   const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
   const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
+  const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
@@ -100,7 +104,8 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       logger,
       token: config.host.console.token,
       traceUrl: config.host.console.traceUrl,
-      channelPolicy: (conversationId) => settings.get(channelIdOf(conversationId))?.policy,
+      channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
+      channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
     });
   }

@@ -13,7 +13,7 @@
 
 import type { Logger } from 'pino';
 import { backoffMs } from '../src/backoff.js';
-import { type ChannelOutbound, channelIdOf, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type MessageButton } from '../src/channel.js';
+import { type ChannelOutbound, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type MessageButton } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ChannelApiError } from '../src/errors.js';
 import { conversationKeys } from '../src/keys.js';
@@ -264,9 +264,14 @@ export class RunDelivery implements DeliverySink {
     return reply[0] === 'delivered' ? { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord } : { claimed: true };
   }
 
+  /** The conversation's channel id (its outbound side's; without one, the id's first segment), for spans and metric labels. */
+  private channelId(): string {
+    return this.outbound?.channelId ?? this.o.conversationId.split(':', 1)[0]!;
+  }
+
   /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. Traced as a `delivery` span. */
   private deliver(key: string, text: string, buttons?: MessageButton[]): Promise<void> {
-    const channel = channelIdOf(this.o.conversationId);
+    const channel = this.channelId();
     return inSpan(
       SPAN.delivery,
       {
@@ -432,7 +437,7 @@ export class RunDelivery implements DeliverySink {
         delay = Math.min(Math.max(0, delay), cap);
         // `deliveryAttempt`, not `attempt`: the run's logger already carries the run's `attempt`.
         this.o.logger.warn({ deliveryKey: key, deliveryAttempt: attempt, delayMs: delay, status: err.status }, 'channel call failed; retrying');
-        noteRetry(channelIdOf(this.o.conversationId), held !== undefined, delay, attempt);
+        noteRetry(this.channelId(), held !== undefined, delay, attempt);
         await this.sleep(delay);
       }
     }

@@ -33,6 +33,8 @@ export interface RunnerParts {
   /** BullMQ lock / stalled-check timings, in ms (tests shorten them). */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): idle retention expires them. Default: none. */
+  pluginKeys?: readonly string[];
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
 }
@@ -50,7 +52,13 @@ export interface StartedRunner extends Stoppable {
 export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise<StartedRunner> {
   const { config, logger } = ctx;
   const prefix = config.redis.prefix;
-  const protocolOpts = { client: ctx.redis, prefix, leaseMs: config.runs.leaseMs, retention: retentionOptions(config.retention) };
+  const protocolOpts = {
+    client: ctx.redis,
+    prefix,
+    leaseMs: config.runs.leaseMs,
+    retention: retentionOptions(config.retention),
+    pluginKeys: extras.pluginKeys ?? [],
+  };
   const runs = new Runs(protocolOpts);
   const state = new ConversationState(protocolOpts);
   const queueConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-queue' });

@@ -55,9 +55,7 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
  */
 export function createTranscriptionModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): TranscriptionModel {
   if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
-    throw new ConfigError([
-      { path: 'agents.local-agent.transcriptionModel', message: `needs model.provider openai or openai-compatible (it is ${settings.provider})` },
-    ]);
+    throw new ConfigError([{ path: 'model.provider', message: `transcription needs model.provider openai or openai-compatible (it is ${settings.provider})` }]);
   }
   if (settings.provider === 'openai' && !settings.apiKey) {
     throw new ConfigError([{ path: 'model.apiKey', message: `required for transcription with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);

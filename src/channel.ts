@@ -23,7 +23,21 @@ export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpR
 export { createHttpClient, HttpTimeoutError } from './http-client.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
+export type { PluginRedaction } from './logger.js';
+export {
+  assertPluginKeyName,
+  type CoreConversationKeys,
+  MAX_PLUGIN_KEY_NAME_LENGTH,
+  PluginStorage,
+  type PluginStorageDeclaration,
+  pluginStorage,
+} from './plugin-storage.js';
+export { type LeaseState, RedisLease } from './redis-lease.js';
+export { replyStreamKey, type StoreReplyOptions, type StoreReplyResult, storeReply } from './reply-stream.js';
+export type { RedisClient, ScriptReply } from './scripts/index.js';
+export { defineScript, type PluginScript } from './scripts/plugin-script.js';
 export { splitMessage } from './split-message.js';
+export { type PluginMetrics, pluginMetrics } from './telemetry/plugin-metrics.js';
 
 /** Options of one outbound send. */
 export interface SendOptions {
@@ -192,6 +206,13 @@ export interface ChannelPlugin {
    * be cheap and must not throw. Default: ready once started.
    */
   ready?(): { ready: boolean; detail?: string };
+  /**
+   * What an operator should look at in one of this channel's conversations
+   * (e.g. `callbacks behind`), listed by the console as why it is stuck.
+   * Called for every conversation the console lists: keep it to one round
+   * trip of reads. Returns [] when all is well. Default: nothing to report.
+   */
+  conversationProblems?(conversationId: string): Promise<string[]>;
 }
 
 /** A channel plugin module's definition: `create` builds one instance, or several (one per named webhook). */
@@ -203,20 +224,22 @@ export function defineChannelPlugin<S extends z.ZodType>(definition: ChannelPlug
 }
 
 /**
- * The channel id of a conversation id: everything before the first `:`,
- * except `webhook:<name>`, which is the first two segments.
+ * Finds a conversation's channel among `channelIds`: the longest id that is
+ * the conversation id itself or prefixes it followed by `:` (channel ids may
+ * contain `:`, e.g. a named instance `<plugin>:<name>`). Undefined when none does.
  */
-export function channelIdOf(conversationId: string): string {
-  const first = conversationId.indexOf(':');
-  if (first === -1) return conversationId;
-  const head = conversationId.slice(0, first);
-  if (head !== 'webhook') return head;
-  const second = conversationId.indexOf(':', first + 1);
-  return second === -1 ? conversationId : conversationId.slice(0, second);
+export function channelResolver(channelIds: Iterable<string>): (conversationId: string) => string | undefined {
+  // Longest first, so `a:b` wins over `a` for `a:b:42`.
+  const ids = [...new Set(channelIds)].sort((x, y) => y.length - x.length);
+  return (conversationId) => ids.find((id) => conversationId === id || (conversationId.startsWith(id) && conversationId[id.length] === ':'));
 }
 
-/** Finds a conversation's outbound side among `plugins` (by its channel id). */
+/** Finds a conversation's outbound side among `plugins` (by its channel id, see `channelResolver`). */
 export function outboundResolver(plugins: readonly ChannelPlugin[]): (conversationId: string) => ChannelOutbound | undefined {
   const byId = new Map(plugins.map((p) => [p.id, p.outbound]));
-  return (conversationId) => byId.get(channelIdOf(conversationId));
+  const channelOf = channelResolver(byId.keys());
+  return (conversationId) => {
+    const id = channelOf(conversationId);
+    return id === undefined ? undefined : byId.get(id);
+  };
 }

@@ -58,13 +58,8 @@ export interface ConversationKeys {
   approvals: string;
   /** Left by purge: the conversation's data is gone; `mode` says what a later update gets, `seq` is the purged record's last seq. */
   tombstone: string;
-  /** The conversation's reply stream, for channels that keep one (the webhook's replies, the web chat's events). */
+  /** The conversation's reply stream, for channels that keep one (`src/reply-stream.ts`). */
   readonly replies: string;
-  /** The webhook channel's callbacks: the id of the last reply the receiver took, the sender's lock, and the
-   * replies given up on (hash: `count`, `last_reply`, `at` ms). */
-  readonly callbackCursor: string;
-  readonly callbackLock: string;
-  readonly callbackGivenUp: string;
   /** Run record of `runId`. */
   run(runId: string): string;
   /** Steering list of `runId`. */
@@ -103,18 +98,9 @@ class Keys implements ConversationKeys {
     this.artifacts = `${base}artifacts`;
     this.approvals = `${base}approvals`;
   }
-  // Channel keys are named when asked for: ingest builds the keys of every update and needs none of them.
+  // Named when asked for: ingest builds the keys of every update and needs none of it.
   get replies(): string {
     return `${this.base}replies`;
-  }
-  get callbackCursor(): string {
-    return `${this.base}callback_cursor`;
-  }
-  get callbackLock(): string {
-    return `${this.base}callback_lock`;
-  }
-  get callbackGivenUp(): string {
-    return `${this.base}callback_given_up`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -134,13 +120,14 @@ class Keys implements ConversationKeys {
 }
 
 /**
- * Suffixes (after the base `<prefix>:{c:<id>}:`) of every key a conversation
- * has once, besides the per-run (`run:`, `steer:`, `inputs:`) and per-update
- * (`dedupe:`) keys: what purge deletes and idle expiry expires. A plugin that
- * stores a key of its own per conversation adds its suffix here (`replies`,
- * `callback_cursor`, `callback_lock`, `callback_given_up`: the webhook channel; `rate`: ingest's
- * rate limits; `artifacts`, `approvals`: large tool results and tool approvals of the local agent). The `reply_stored:<delivery key>` keys are found
- * from the outbox's delivery keys.
+ * Suffixes (after the base `<prefix>:{c:<id>}:`) of every core key a
+ * conversation has once, besides the per-run (`run:`, `steer:`, `inputs:`)
+ * and per-update (`dedupe:`) keys: what purge deletes and idle expiry
+ * expires, together with the keys plugins declare (`PluginStorageDeclaration`).
+ * `replies`: the reply stream; `rate`: ingest's rate limits; `artifacts`,
+ * `approvals`: large tool results and tool approvals; `idle_keys`: which keys
+ * idle expiry set to expire (a new run makes them persistent again). The
+ * `reply_stored:<delivery key>` keys are found from the outbox's delivery keys.
  */
 export const CONVERSATION_KEY_SUFFIXES = [
   'log',
@@ -153,33 +140,15 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'runs',
   'rate',
   'replies',
-  'callback_cursor',
-  'callback_lock',
-  'callback_given_up',
   'artifacts',
   'approvals',
+  'idle_keys',
 ] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {
   assertConversationId(conversationId);
   return new Keys(`${prefix}:{c:${conversationId}}:`);
-}
-
-/** Keys a channel keeps outside any one conversation. */
-export interface ChannelKeys {
-  /** Lease of the one host that long-polls the platform (Telegram polling mode). */
-  poller: string;
-  /** Catch-up cursors: the last message seen per platform channel (Discord). */
-  cursors: string;
-  /** Conversations with replies waiting for the callback receiver, scored by when they are due (webhook channels). */
-  callbacksDue: string;
-}
-
-/** Key names of channel `channelId` (e.g. `telegram`, `webhook:crm`) under `prefix`. */
-export function channelKeys(prefix: string, channelId: string): ChannelKeys {
-  const base = `${prefix}:${channelId}:`;
-  return { poller: `${base}poller`, cursors: `${base}cursors`, callbacksDue: `${base}callbacks_due` };
 }
 
 /** Pattern that matches every conversation's `active` key (used by the reconciler's SCAN). */

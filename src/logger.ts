@@ -23,7 +23,6 @@ const SECRET_KEYS = [
   'refreshToken',
   'secret',
   'signingSecret',
-  'webhookSecret',
   'clientSecret',
   'password',
   'sentinelPassword',
@@ -35,32 +34,57 @@ const SECRET_KEYS = [
 /**
  * Paths pino censors. Secret keys are covered at the top level and up to three
  * levels deep; request/response headers and connection URLs (which may carry
- * a password) are covered explicitly.
+ * a password) are covered explicitly. A plugin adds its own (`redact` in its
+ * definition; `pluginRedactPaths`).
  */
 export const REDACT_PATHS: readonly string[] = [
   ...SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]),
-  'headers["x-telegram-bot-api-secret-token"]',
-  '*.headers["x-telegram-bot-api-secret-token"]',
-  'headers["x-signature-ed25519"]',
-  '*.headers["x-signature-ed25519"]',
   'headers["set-cookie"]',
   '*.headers["set-cookie"]',
-  'headers["x-steerbot-signature"]',
-  '*.headers["x-steerbot-signature"]',
-  // Channel settings nest deeper than the generic paths reach: `config.channels.webhooks.<name>.secret`.
+  // Plugin settings nest deeper than the generic paths reach.
   'channels.*.token',
   '*.channels.*.token',
-  'channels.*.webhookSecret',
-  '*.channels.*.webhookSecret',
-  'channels.webhooks.*.secret',
-  '*.channels.webhooks.*.secret',
-  'channels.webhooks.*.callbackSecret',
-  '*.channels.webhooks.*.callbackSecret',
   'redis.url',
   '*.redis.url',
   'redisUrl',
   '*.redisUrl',
 ];
+
+/** What a plugin definition declares for the logger to censor (`PluginDefinition.redact`). */
+export interface PluginRedaction {
+  /** Request header names whose values are secrets (a platform's secret-token or signature header), lower case. */
+  headers?: readonly string[];
+  /**
+   * Paths inside the plugin's own settings section whose values are secrets, in
+   * pino's path syntax (`token`, `*.secret` for a map of named instances).
+   */
+  paths?: readonly string[];
+}
+
+const PLAIN_KEY_RE = /^[A-Za-z_$][\w$]*$/;
+const pathSegment = (key: string) => (PLAIN_KEY_RE.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+
+/**
+ * The pino paths that censor what `plugins` declare: each header in a logged
+ * `headers` object (top level and one deep), each settings path under the
+ * plugin's section (`channels.<id>` or `agents.<id>`, as logged whole or
+ * inside one object). Give them to `createLogger({ redactPaths })`.
+ */
+export function pluginRedactPaths(plugins: ReadonlyArray<{ id: string; kind: 'channel' | 'runner'; redact?: PluginRedaction }>): string[] {
+  const out = new Set<string>();
+  for (const p of plugins) {
+    for (const h of p.redact?.headers ?? []) {
+      const header = `headers[${JSON.stringify(h.toLowerCase())}]`;
+      out.add(header).add(`*.${header}`);
+    }
+    const section = `${p.kind === 'channel' ? 'channels' : 'agents'}${pathSegment(p.id)}`;
+    for (const path of p.redact?.paths ?? []) {
+      const full = `${section}${path.startsWith('[') ? '' : '.'}${path}`;
+      out.add(full).add(`*.${full}`);
+    }
+  }
+  return [...out];
+}
 
 /** Options of `createLogger`. */
 export interface CreateLoggerOptions {
@@ -77,6 +101,8 @@ export interface CreateLoggerOptions {
    * match everywhere. Default: none.
    */
   secrets?: readonly string[];
+  /** Pino paths censored besides `REDACT_PATHS` (the plugins' declarations: `pluginRedactPaths`). Default: none. */
+  redactPaths?: readonly string[];
   /**
    * Paths of settings declared secret, as in the configuration
    * (`channels.acme.signingKey`): pino censors them in a logged configuration,
@@ -158,7 +184,7 @@ export function secretValues(config: unknown): string[] {
 /** Keys whose values are maps of secrets: request headers and process environments given to a tool server. */
 export const SECRET_MAP_KEYS: ReadonlySet<string> = new Set(['headers', 'env']);
 
-// `token`, `botToken`, `webhookSecret`, `callbackSecret`, `password`, `apiKey`, `api_key`, `privateKey`, …
+// `token`, `botToken`, `callbackSecret`, `password`, `apiKey`, `api_key`, `privateKey`, …
 const SECRET_KEY_RE = /(token|secret|passw(or)?d|api[_-]?key|private[_-]?key|credential)s?$/i;
 const SECRET_KEY_SET: ReadonlySet<string> = new Set(SECRET_KEYS);
 
@@ -227,7 +253,13 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     level: opts.level ?? 'info',
     ...(opts.base ? { base: opts.base } : {}),
     redact: {
-      paths: [...REDACT_PATHS, ...(opts.secretPaths ?? []).map(redactPath).flatMap((p) => [p, p.startsWith('[') ? `*${p}` : `*.${p}`])],
+      paths: [
+        ...new Set([
+          ...REDACT_PATHS,
+          ...(opts.redactPaths ?? []),
+          ...(opts.secretPaths ?? []).map(redactPath).flatMap((p) => [p, p.startsWith('[') ? `*${p}` : `*.${p}`]),
+        ]),
+      ],
       censor: '[redacted]',
     },
     serializers: { err: errSerializer, error: errSerializer },

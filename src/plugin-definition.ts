@@ -6,6 +6,8 @@
  */
 import type { z } from 'zod';
 import type { EnvBinding } from './config.js';
+import type { PluginRedaction } from './logger.js';
+import type { PluginStorageDeclaration } from './plugin-storage.js';
 
 /** A plugin's environment variable: `path` is relative to the plugin's own section. */
 export interface PluginEnvBinding extends Pick<EnvBinding, 'env' | 'path' | 'kind' | 'secret'> {
@@ -31,6 +33,13 @@ export interface PluginDefinition<K extends 'channel' | 'runner', S extends z.Zo
    * always present, so its defaults apply; its own settings turn it off. Default false.
    */
   defaultEnabled?: boolean;
+  /** Keys the plugin keeps per conversation (`PluginStorage.conversationKey`): purged and expired with the conversation. Default: none. */
+  storage?: PluginStorageDeclaration;
+  /**
+   * What the logger censors for this plugin: secret request headers and paths in its
+   * settings (values of `secret` env bindings are scrubbed from every line anyway). Default: none.
+   */
+  redact?: PluginRedaction;
   /** One line for `check-config` and the docs. */
   description?: string;
   /** Builds the plugin from its validated settings (at start). May throw ConfigError. */

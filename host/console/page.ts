@@ -19,7 +19,7 @@ export function consolePage(base: string): string {
 </header>
 <section id="list-view">
   <form id="filters">
-    <label>channel <input id="f-channel" placeholder="all (e.g. web, telegram, webhook:crm)" size="28"></label>
+    <label>channel <input id="f-channel" placeholder="all (or a channel id)" size="28"></label>
     <label><input type="checkbox" id="f-stuck"> stuck only</label>
     <span id="list-note" class="note"></span>
   </form>

@@ -5,9 +5,9 @@
  * ("stuck", a channel) look at most `FILTER_WINDOW` of the most recent
  * conversations, and say so.
  */
-import { channelIdOf } from '../../src/channel.js';
+import { type ChannelPlugin, channelResolver } from '../../src/channel.js';
 import { parseJsonOrUndefined } from '../../src/json.js';
-import { type ConversationKeys, conversationKeys } from '../../src/keys.js';
+import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { parseBreaker } from '../../src/record/breaker.js';
 import type { SeqEntry } from '../../src/record/entries.js';
@@ -22,7 +22,7 @@ export const FILTER_WINDOW = 500;
 const RUN_WINDOW = 500;
 /** Record entries read to find a conversation's last error. */
 const LAST_ERROR_WINDOW = 30;
-/** An outbox entry or a callback not acknowledged this long after the run ended counts as stuck, in ms. */
+/** An outbox entry not acknowledged this long after the run ended counts as stuck, in ms. */
 const UNDELIVERED_AFTER_MS = 60_000;
 /** Outbox hashes larger than this are not read for the stuck check (counted as unknown). */
 const OUTBOX_READ_CAP = 1000;
@@ -33,6 +33,8 @@ export interface ConsoleReadDeps {
   prefix: string;
   dispatch: Dispatch;
   queue: RunQueue;
+  /** The host's channels: a conversation's channel is found among them, and asked for its `conversationProblems`. Default: none. */
+  channels?: readonly ChannelPlugin[];
   now?: () => number;
 }
 
@@ -93,9 +95,18 @@ const outboxStates = (values: string[]) => {
 /** Reads the console's data. */
 export class ConsoleReads {
   private readonly now: () => number;
+  private readonly channels: ReadonlyMap<string, ChannelPlugin>;
+  private readonly channelOfId: (conversationId: string) => string | undefined;
 
   constructor(private readonly d: ConsoleReadDeps) {
     this.now = d.now ?? Date.now;
+    this.channels = new Map((d.channels ?? []).map((c) => [c.id, c]));
+    this.channelOfId = channelResolver(this.channels.keys());
+  }
+
+  /** A conversation's channel: a started channel's id, else (a channel no longer configured) the id's first segment. */
+  private channelOf(conversationId: string): string {
+    return this.channelOfId(conversationId) ?? conversationId.split(':', 1)[0]!;
   }
 
   /** A page of conversations, most recent first; `scanned` says how many index entries a filter looked at. */
@@ -107,7 +118,7 @@ export class ConsoleReads {
       return { rows: await Promise.all(pairs(ids).map(([id, score]) => this.row(id, Number(score)))), scanned: ids.length / 2, filtered, total };
     }
     const [total, newest] = await Promise.all([this.d.redis.zcard(key), this.d.redis.zrevrange(key, 0, FILTER_WINDOW - 1, 'WITHSCORES')]);
-    const window = pairs(newest).filter(([id]) => f.channel === undefined || channelIdOf(id) === f.channel);
+    const window = pairs(newest).filter(([id]) => f.channel === undefined || this.channelOf(id) === f.channel);
     const rows = await Promise.all(window.map(([id, score]) => this.row(id, Number(score))));
     const matching = rows.filter((r) => !f.stuck || r.stuck.length > 0);
     return { rows: matching.slice(f.offset, f.offset + f.limit), scanned: window.length, filtered, total };
@@ -130,15 +141,12 @@ export class ConsoleReads {
       const n = outboxStates(await this.d.redis.hvals(k.outbox));
       if (n > 0) stuck.push(`${n} undelivered outbox ${n === 1 ? 'entry' : 'entries'}`);
     }
-    if (id.startsWith('webhook:')) {
-      const [behind, givenUpCount] = await Promise.all([this.callbacksBehind(k), this.d.redis.hget(k.callbackGivenUp, 'count')]);
-      if (behind) stuck.push('callbacks behind');
-      const givenUp = Number(givenUpCount);
-      if (givenUp > 0) stuck.push(`${givenUp} ${givenUp === 1 ? 'callback' : 'callbacks'} given up`);
-    }
+    const channel = this.channelOf(id);
+    const problems = this.channels.get(channel)?.conversationProblems;
+    if (problems) stuck.push(...(await problems(id).catch(() => ['channel check failed'])));
     return {
       id,
-      channel: channelIdOf(id),
+      channel,
       lastActivityMs,
       ...(s.activeRunId && { activeRunId: s.activeRunId }),
       ...(s.runState && { runState: s.runState }),
@@ -154,14 +162,6 @@ export class ConsoleReads {
       ...(lastError && { lastError }),
       stuck,
     };
-  }
-
-  /** A webhook conversation whose newest reply is older than a minute and past the callback cursor. */
-  private async callbacksBehind(k: ConversationKeys): Promise<boolean> {
-    const [cursor, last] = await Promise.all([this.d.redis.get(k.callbackCursor), this.d.redis.xrevrange(k.replies, '+', '-', 'COUNT', 1)]);
-    const lastId = last[0]?.[0];
-    if (!cursor || !lastId) return false;
-    return compareIds(cursor, lastId) < 0 && Number(lastId.split('-')[0]) < this.now() - UNDELIVERED_AFTER_MS;
   }
 
   /** A page of the record, newest first: entries before seq `before` (default: the end), at most `count`. */
@@ -234,10 +234,4 @@ function pairs(flat: string[]): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
   return out;
-}
-
-function compareIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map(Number);
-  const [bm, bs] = b.split('-').map(Number);
-  return am! - bm! || as! - bs!;
 }

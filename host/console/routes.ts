@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { ChannelPlugin } from '../../src/channel.js';
 import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
 import { assetRoute } from '../../src/page-shell.js';
@@ -34,6 +35,8 @@ export interface ConsoleOptions {
   channelPolicy(conversationId: string): InputPolicy | undefined;
   /** Enqueues a run an action created. */
   enqueue(conversationId: string, runId: string): Promise<void>;
+  /** The host's channels (a conversation's channel, its `conversationProblems`). Default: none. */
+  channels?: readonly ChannelPlugin[];
 }
 
 const BASE = '/console';
@@ -46,7 +49,7 @@ const actionSchema = z.strictObject({ action: z.enum(CONSOLE_ACTIONS), arg: z.st
 /** Registers the console's routes. */
 export function registerConsole(o: ConsoleOptions): void {
   const access: PageAccess = { token: o.token, cookie: 'steerbot_console', cookiePath: BASE };
-  const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue });
+  const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue, ...(o.channels && { channels: o.channels }) });
   const actions = new ConsoleActions({ dispatch: o.dispatch, enqueue: o.enqueue, channelPolicy: o.channelPolicy, logger: o.logger.child({ part: 'console' }) });
 
   /** An API route: refused requests get 401 before anything is read. */

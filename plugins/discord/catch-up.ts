@@ -2,7 +2,7 @@
  * Catch-up after downtime. A gateway session gets no events from before it
  * started, so a message sent while no host was connected would never arrive.
  * The channel therefore keeps, per Discord channel, the newest message id it
- * handed to the host (hash `<prefix>:discord:cursors`, moved only forward by
+ * handed to the host (hash `<prefix>:p:discord:cursors`, moved only forward by
  * the `cursor-advance` script). A starting host reads, over REST, the recent
  * messages after the cursors of the most recently active channels and hands
  * them to the host like gateway messages; the host's dedupe drops any that a
@@ -10,14 +10,16 @@
  */
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
-import { channelKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { defineScript, pluginStorage, type RedisClient } from 'steerbot/channel';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;
 
-/** The hash of per-channel cursors under `prefix`. */
-export const cursorsKey = (prefix: string): string => channelKeys(prefix, 'discord').cursors;
+/** The hash of per-channel cursors under `prefix` (the plugin's key `cursors`). */
+export const cursorsKey = (prefix: string): string => pluginStorage(prefix, 'discord').key('cursors');
+
+/** Moves cursors forward, never back (`cursor-advance-1.lua`). */
+const cursorAdvance = defineScript(new URL('./cursor-advance-1.lua', import.meta.url));
 
 /** Orders snowflakes as numbers. */
 export function compareSnowflakes(a: string, b: string): number {
@@ -32,7 +34,7 @@ export async function advanceCursor(redis: RedisClient, prefix: string, channelI
 /** `advanceCursor` for several channels in one call: newest message id by channel id. */
 export async function advanceCursors(redis: RedisClient, prefix: string, newest: ReadonlyMap<string, string>): Promise<void> {
   if (newest.size === 0) return;
-  await runScript(redis, 'cursor-advance', [cursorsKey(prefix)], [...newest].flat());
+  await cursorAdvance.run(redis, [cursorsKey(prefix)], [...newest].flat());
 }
 
 /**

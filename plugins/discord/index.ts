@@ -12,6 +12,7 @@ export default defineChannelPlugin({
   kind: 'channel',
   description: 'Discord bots through the gateway and REST API (discord.js).',
   configSchema: discordConfigSchema,
+  redact: { headers: ['x-signature-ed25519'] },
   env: [
     { env: 'DISCORD_BOT_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
     { env: 'DISCORD_API_BASE', path: 'apiBase', kind: 'string' },

@@ -22,7 +22,7 @@ import { type FilePart, type ImagePart, type ModelMessage, type TextPart, type T
 import type { Logger } from 'pino';
 import type { RunContext } from '../../runner/plugin.js';
 import { userMessage } from '../../runner/projection.js';
-import { channelIdOf, type FetchedFile } from '../../src/channel.js';
+import type { FetchedFile } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../../src/record/entries.js';
 
@@ -146,7 +146,7 @@ export class AttachmentParts {
   }
 
   private async fetch(ctx: RunContext, a: Attachment, logger: Logger): Promise<FetchedFile | undefined> {
-    const key = `${channelIdOf(ctx.conversationId)}\n${a.ref}`;
+    const key = `${ctx.conversationId}\n${a.ref}`;
     const hit = this.cache.get(key);
     if (hit) {
       // Most recently used goes last.
@@ -200,10 +200,7 @@ export class AttachmentParts {
    * stored. Undefined when it cannot be fetched or transcribed (the policy applies).
    */
   private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel): Promise<string | undefined> {
-    const key = `${TRANSCRIPT_KEY}.${createHash('sha256')
-      .update(`${channelIdOf(ctx.conversationId)}\n${a.ref}`)
-      .digest('hex')
-      .slice(0, 32)}`;
+    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${ctx.conversationId}\n${a.ref}`).digest('hex').slice(0, 32)}`;
     const stored = await ctx.state.get(key);
     if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
     const file = await this.fetch(ctx, a, ctx.logger);

@@ -15,9 +15,9 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
+import { pluginMetrics } from 'steerbot/runner';
 import type { z } from 'zod';
 import { redactSecrets } from '../../src/errors.js';
-import { metrics } from '../../src/telemetry/metrics.js';
 import { type McpServerConfig, McpToolError, mcpToolName } from './mcp-config.js';
 import type { ToolMode } from './policy.js';
 import { ToolFailure } from './tool-errors.js';
@@ -76,6 +76,13 @@ interface Connected {
   tools: AgentTool[];
 }
 
+/** Runs that went without a server's tools (`steerbot_local_agent_mcp_unavailable_total`). */
+const mcpUnavailable = pluginMetrics('local-agent').counter(
+  'mcp_unavailable_total',
+  "Runs that went without an MCP server's tools because it could not be reached, by server.",
+  ['server'],
+);
+
 /** Counts of what the MCP connections did, for metrics and tests. */
 export interface McpStats {
   /** Successful connections (first ones and re-established ones). */
@@ -122,7 +129,7 @@ export class McpManager {
         const conn = await this.connection(name, cfg);
         if (!conn) {
           this.stats.unavailable++;
-          metrics.mcpUnavailable.inc({ server: name });
+          mcpUnavailable.inc({ server: name });
           logger.warn({ mcpServer: name }, 'MCP server unavailable; its tools are left out of this run');
           return [];
         }

@@ -12,7 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { channelIdOf } from '../../src/channel.js';
+import { channelResolver } from 'steerbot/channel';
 import { ConfigError, type ConfigIssue } from '../../src/errors.js';
 
 /** A persona: the system prompt for one channel or conversation. */
@@ -73,8 +73,10 @@ export async function loadSystemPrompts(s: PromptSettings, fallback: string): Pr
   }
   if (issues.length > 0) throw new ConfigError(issues);
   const defaultPrompt = withNotes(base ?? fallback, notes);
+  // A persona's key is a conversation id or a channel id; the longest that is or prefixes the conversation wins.
+  const personaOf = channelResolver(personas.keys());
   return {
-    for: (conversationId) => personas.get(conversationId) ?? personas.get(channelIdOf(conversationId)) ?? defaultPrompt,
+    for: (conversationId) => personas.get(personaOf(conversationId) ?? '') ?? defaultPrompt,
   };
 }
 

@@ -7,13 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Api } from 'grammy';
+import { pluginStorage, RedisLease } from 'steerbot/channel';
 import type { ChannelDeps, ChannelHost, ChannelPlugin, ReceiveResult } from '../../src/channel.js';
 import { parseSection } from '../../src/config-section.js';
 import { InvalidInputError } from '../../src/errors.js';
-import { channelKeys } from '../../src/keys.js';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { toChannelApiError } from './errors.js';
-import { RedisLease } from './lease.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';
 import { createTelegramOutbound } from './outbound.js';
 import { TelegramPoller } from './poller.js';
@@ -125,7 +124,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
       const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
       poller = new TelegramPoller({
         api,
-        lease: new RedisLease(deps.redis, channelKeys(deps.prefix, CHANNEL_ID).poller, owner, cfg.pollingLeaseMs),
+        lease: new RedisLease(deps.redis, pluginStorage(deps.prefix, CHANNEL_ID).key('poller'), owner, cfg.pollingLeaseMs),
         token: cfg.token,
         pollTimeoutSeconds: cfg.pollTimeoutSeconds,
         logger,

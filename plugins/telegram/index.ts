@@ -12,6 +12,7 @@ export default defineChannelPlugin({
   kind: 'channel',
   description: 'Telegram bots through the Bot API (grammY): webhook or long polling.',
   configSchema: telegramConfigSchema,
+  redact: { headers: ['x-telegram-bot-api-secret-token'], paths: ['token', 'webhookSecret'] },
   env: [
     { env: 'TELEGRAM_BOT_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
     { env: 'TELEGRAM_MODE', path: 'mode', kind: 'string' },

@@ -7,11 +7,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from 'grammy';
+import type { RedisLease } from 'steerbot/channel';
 import { backoffMs } from '../../src/backoff.js';
 import { ChannelApiError } from '../../src/errors.js';
 import type { Logger } from '../../src/logger.js';
 import { isApiCallError, toChannelApiError } from './errors.js';
-import type { RedisLease } from './lease.js';
 
 /** Options of a TelegramPoller. */
 export interface PollerOptions {

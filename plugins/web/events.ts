@@ -9,10 +9,11 @@
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
 import type { Logger } from 'pino';
-import { conversationKeys } from '../../src/keys.js';
+import { pluginStorage } from 'steerbot/channel';
 import { parseEntry } from '../../src/record/read.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
+import { WEB_CHANNEL_ID } from './outbound.js';
 import { recordView } from './record-view.js';
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
@@ -55,7 +56,7 @@ export class WebEventStreams {
   async cursors(conversationId: string, lastEventId: string | undefined): Promise<[string, string]> {
     const parsed = lastEventId === undefined ? undefined : parseLastEventId(lastEventId);
     if (parsed) return parsed;
-    const k = conversationKeys(this.o.prefix, conversationId);
+    const k = pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     const keys = [k.replies, k.log];
     const n = this.o.historyEntries;
     try {
@@ -70,8 +71,7 @@ export class WebEventStreams {
 
   /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
   stream(place: ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
-    const replies = conversationKeys(this.o.prefix, conversationId).replies;
-    const log = conversationKeys(this.o.prefix, conversationId).log;
+    const { replies, log } = pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     let [replyCursor, logCursor] = from;
     const view = (id: string, fields: string[]) => this.view(id, fields);
     return this.readers.sse(

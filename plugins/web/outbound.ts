@@ -1,17 +1,16 @@
 /**
  * The web chat's outbound side: every reply, streaming edit and typing
  * signal is appended to the conversation's event stream in Redis
- * (`<base>replies`, the key the webhook channel's replies use too, so purge
- * and retention cover it), which the page reads over server-sent events. A
+ * (the core reply stream, `storeReply` / `replyStreamKey`, so purge and
+ * retention cover it), which the page reads over server-sent events. A
  * runner process writes it; any host serves it. A reply is stored once per
  * delivery key: a retried run attempt that sends it again finds it stored.
  */
 import { randomUUID } from 'node:crypto';
+import { type RedisClient, replyStreamKey, storeReply } from 'steerbot/channel';
 import type { ChannelOutbound, MessageButton, SendOptions } from '../../src/channel.js';
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
-import { conversationKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */
@@ -41,14 +40,13 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
   };
   const append = async (conversationId: string, event: WebEvent) => {
-    await o.redis.xadd(conversationKeys(o.prefix, conversationId).replies, 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
+    await o.redis.xadd(replyStreamKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
   };
   return {
     channelId: WEB_CHANNEL_ID,
     maxMessageChars: o.config.maxMessageChars,
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       check(conversationId);
-      const keys = conversationKeys(o.prefix, conversationId);
       const id = opts.deliveryKey ?? randomUUID();
       const event: WebEvent = {
         type: 'message',
@@ -57,12 +55,12 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
         ...(opts.replyTo !== undefined && { replyTo: opts.replyTo }),
         ...(opts.buttons?.length && { buttons: opts.buttons.map((b) => ({ label: b.label, command: b.command })) }),
       };
-      await runScript(
-        o.redis,
-        'reply-store',
-        [keys.replies, keys.replyStored(id), keys.tombstone],
-        [JSON.stringify(event), o.config.eventStreamMaxLen, opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS],
-      );
+      await storeReply(o.redis, conversationId, JSON.stringify(event), {
+        prefix: o.prefix,
+        maxLen: o.config.eventStreamMaxLen,
+        ...(opts.deliveryKey !== undefined && { deliveryKey: opts.deliveryKey }),
+        dedupeSeconds: DEFAULT_DELIVERY_KEY_TTL_SECONDS,
+      });
       return { messageId: id };
     },
     async edit(conversationId: string, messageId: string, text: string) {

@@ -18,26 +18,23 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { defineScript, type RedisClient, RedisLease, replyStreamKey } from 'steerbot/channel';
 import { backoffMs } from '../../src/backoff.js';
 import { type HttpRequest, type HttpResponse, HttpTimeoutError } from '../../src/http-client.js';
-import { channelKeys, conversationKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
-import { repliesKey, type WebhookReply } from './events.js';
+import type { WebhookReply } from './events.js';
+import { cursorKey, givenUpKey, lockKey, pendingKey } from './keys.js';
 import { signedHeaders } from './signature.js';
 
-/** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
-export const pendingKey = (prefix: string, channelId: string): string => channelKeys(prefix, channelId).callbacksDue;
+export { cursorKey, givenUpKey, pendingKey } from './keys.js';
+
+/** Moves a conversation's cursor and keeps its lock, only while this host holds the lock. */
+const callbackAdvance = defineScript(new URL('./callback-advance-2.lua', import.meta.url));
 
 /** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
 export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
   await redis.zadd(pendingKey(prefix, channelId), 'NX', 0, conversationId);
 }
-/** Stream id of the last reply of the conversation the receiver took. */
-export const cursorKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackCursor;
-const lockKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackLock;
-/** Replies of the conversation whose callback was given up, shown by the console as stuck. */
-export const givenUpKey = (prefix: string, conversationId: string): string => conversationKeys(prefix, conversationId).callbackGivenUp;
 
 /** Replies read per round trip. */
 const BATCH = 50;
@@ -148,14 +145,14 @@ export class CallbackPump {
   /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. False when another host holds it. */
   private async pump(conversationId: string): Promise<boolean> {
     const redis = this.o.redis;
-    const lock = lockKey(this.o.prefix, conversationId);
-    const token = randomBytes(8).toString('hex');
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
-    const taken = await runScript(redis, 'lease-acquire', [lock], [token, lockMs]);
-    if (taken[0] !== 1) {
+    const lease = new RedisLease(redis, lockKey(this.o.prefix, conversationId), randomBytes(8).toString('hex'), lockMs);
+    const { key: lock, owner: token } = lease;
+    const taken = await lease.acquire();
+    if (!taken.held) {
       // Another host is on it; it keeps the score (only the holder writes it). Not asked for again for a
       // while: until its lock runs out, at most a second (it may hand the conversation back sooner).
-      this.heldElsewhere.set(conversationId, this.now() + Math.min(HELD_ELSEWHERE_MAX_MS, Math.max(Number(taken[1]), this.o.config.callbackPollMs)));
+      this.heldElsewhere.set(conversationId, this.now() + Math.min(HELD_ELSEWHERE_MAX_MS, Math.max(taken.msLeft, this.o.config.callbackPollMs)));
       this.failures.delete(conversationId);
       return false;
     }
@@ -168,7 +165,7 @@ export class CallbackPump {
       await this.schedule(conversationId, this.now() + lockMs);
       let scoredAt = this.now();
       const cursorAt = cursorKey(this.o.prefix, conversationId);
-      const stream = repliesKey(this.o.prefix, conversationId);
+      const stream = replyStreamKey(this.o.prefix, conversationId);
       let cursor = (await redis.get(cursorAt)) ?? '0-0';
       for (;;) {
         const entries = await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', BATCH);
@@ -227,13 +224,13 @@ export class CallbackPump {
     } finally {
       // Cut off by shutdown or an error: due again at once, for this host's next poll or another host.
       if (!settled) await this.schedule(conversationId, 0).catch(() => undefined);
-      if (!hold) await runScript(redis, 'lock-release', [lock], [token]).catch(() => undefined);
+      if (!hold) await lease.release().catch(() => undefined);
     }
   }
 
   /** Moves the conversation's cursor to `id` ('' keeps it) and keeps the lock `ms` longer, if the lock is still `token`'s; false when it is not. */
   private async advance(lock: string, cursorAt: string, token: string, id: string, ms: number): Promise<boolean> {
-    const [done] = await runScript(this.o.redis, 'callback-advance', [lock, cursorAt], [token, id, ms]);
+    const [done] = await callbackAdvance.run(this.o.redis, [lock, cursorAt], [token, id, ms]);
     return done === 1;
   }
 

@@ -11,9 +11,9 @@
  * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
  */
 import type { Logger } from 'pino';
+import { replyStreamKey } from 'steerbot/channel';
 import { sameToken } from '../../src/http-access.js';
 import { eventStream, json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
-import { conversationKeys } from '../../src/keys.js';
 import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
 import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
 import type { WebhookChannelConfig } from './config.js';
@@ -38,7 +38,7 @@ export interface WebhookReply {
 
 /** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */
 export function repliesKey(prefix: string, conversationId: string): string {
-  return conversationKeys(prefix, conversationId).replies;
+  return replyStreamKey(prefix, conversationId);
 }
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */

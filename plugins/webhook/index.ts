@@ -14,7 +14,9 @@ import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
 import { inboundHandler } from './inbound.js';
+import { WEBHOOK_CONVERSATION_KEYS, WEBHOOK_PLUGIN_ID } from './keys.js';
 import { createWebhookOutbound } from './outbound.js';
+import { callbackProblems } from './problems.js';
 
 export type { WebhookChannelConfigInput } from './config.js';
 
@@ -49,6 +51,7 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
     id: channelId,
     settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedSenders, admins: cfg.admins },
     outbound,
+    conversationProblems: callbackProblems(deps.redis, deps.prefix, now),
     async start(h: ChannelHost) {
       host = h;
       h.routes.add({
@@ -83,8 +86,10 @@ const webhooksConfigSchema = z.record(z.string(), webhookChannelConfigSchema).su
 
 /** Generic webhook channels (`channels.webhooks.<name>`): one channel `webhook:<name>` per entry. */
 export default defineChannelPlugin({
-  id: 'webhooks',
+  id: WEBHOOK_PLUGIN_ID,
   kind: 'channel',
+  storage: { conversationKeys: WEBHOOK_CONVERSATION_KEYS },
+  redact: { headers: ['x-steerbot-signature'], paths: ['*.secret', '*.callbackSecret'] },
   description: 'Generic signed-JSON webhook channels with callbacks and an event stream, one per name.',
   configSchema: webhooksConfigSchema,
   create: (config, deps) => Object.entries(config).map(([name, cfg]) => createWebhookPlugin(name, cfg, deps)),

@@ -8,13 +8,12 @@
  * stored: a receiver that is down does not hold up the run.
  */
 import { randomUUID } from 'node:crypto';
+import { storeReply } from 'steerbot/channel';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { fetchUrlFile } from '../../src/fetch-file.js';
 import type { ResolveHost } from '../../src/guarded-fetch.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { RedisClient } from '../../src/redis.js';
-import { runScript } from '../../src/scripts/index.js';
 import { markPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
@@ -53,7 +52,6 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       if (!conversationId.startsWith(`${o.channelId}:`))
         throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
-      const keys = conversationKeys(o.prefix, conversationId);
       const reply: WebhookReply = {
         conversation: conversationId.slice(o.channelId.length + 1),
         text,
@@ -64,12 +62,12 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       // The stream first, then the mark (two keys in two slots, so two commands): the pump never
       // finds a mark without its reply. A reply stored before (same delivery key: a retried run
       // attempt) is not stored again, but marked again, in case the crash came between the two.
-      await runScript(
-        o.redis,
-        'reply-store',
-        [keys.replies, keys.replyStored(reply.messageId), keys.tombstone],
-        [JSON.stringify(reply), cfg.replyStreamMaxLen, opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds],
-      );
+      await storeReply(o.redis, conversationId, JSON.stringify(reply), {
+        prefix: o.prefix,
+        maxLen: cfg.replyStreamMaxLen,
+        ...(opts.deliveryKey !== undefined && { deliveryKey: opts.deliveryKey }),
+        dedupeSeconds: cfg.replyDedupeSeconds,
+      });
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
     },

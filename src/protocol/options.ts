@@ -31,6 +31,8 @@ export interface ProtocolOptions {
   retention?: RetentionOptions;
   /** What an update for a purged conversation gets while its tombstone stands: `refuse`, or `restart` (a new, empty conversation). Default `refuse`. */
   afterPurge?: AfterPurge;
+  /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): purged and expired with the conversation. Default: none. */
+  pluginKeys?: readonly string[];
 }
 
 /** One token bucket: `capacity` messages at once, refilled at `refillPerMinute`. */
@@ -68,5 +70,6 @@ export function resolveOptions(o: ProtocolOptions): ResolvedProtocolOptions {
     ...(o.rateLimit !== undefined && { rateLimit: o.rateLimit }),
     retention: resolveRetention(o.retention),
     afterPurge: o.afterPurge ?? DEFAULTS.dispatch.afterPurge,
+    pluginKeys: o.pluginKeys ?? [],
   };
 }

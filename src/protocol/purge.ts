@@ -1,7 +1,7 @@
 /**
  * Purging a conversation ("delete my data"): its record, runs, inputs,
  * steering, pending, state (the compaction checkpoint included), outbox and
- * channel keys go in one atomic script (`purge-1.lua`; every key of a
+ * the keys plugins declare go in one atomic script (`purge-1.lua`; every key of a
  * conversation is in its `{c:<id>}` slot). A tombstone stays for
  * `tombstoneTtlSeconds`: updates for the conversation are refused meanwhile,
  * or start a new, empty conversation (`afterPurge: 'restart'`). Late writes
@@ -27,6 +27,8 @@ export interface PurgeOptions {
   dedupeTtlSeconds?: number;
   /** Update key of the `/purge` command that asked: a redelivery of that update answers `duplicate` and does nothing. */
   updateKey?: string;
+  /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`), deleted with the core's. Default: none. */
+  pluginKeys?: readonly string[];
 }
 
 /** What a purge did. */
@@ -68,6 +70,7 @@ export async function purgeConversation(client: RedisClient, prefix: string, con
         opts.updateKey ?? '',
         opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
         ...CONVERSATION_KEY_SUFFIXES,
+        ...(opts.pluginKeys ?? []),
       ],
     ),
   );

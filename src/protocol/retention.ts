@@ -99,17 +99,24 @@ export interface RetainResult {
 }
 
 /**
- * Applies record trimming and idle expiry to one conversation, in one script.
+ * Applies record trimming and idle expiry to one conversation, in one script;
+ * `pluginKeys`: suffixes of the conversation keys plugins declare (`declaredConversationKeys`).
  * Safe to call at any time: it reads the live state (checkpoint, active run,
  * pending) in the same step.
  */
-export async function retainConversation(client: RedisClient, prefix: string, conversationId: string, r: ResolvedRetention): Promise<RetainResult> {
+export async function retainConversation(
+  client: RedisClient,
+  prefix: string,
+  conversationId: string,
+  r: ResolvedRetention,
+  pluginKeys: readonly string[] = [],
+): Promise<RetainResult> {
   const k = conversationKeys(prefix, conversationId);
   const reply = await runScript(
     client,
     'retain',
     [k.base],
-    [r.recordTrimAfterEntries, r.recordTrimAfterMs, r.idleTtlSeconds, conversationId, CHECKPOINT_STATE_KEY, ...CONVERSATION_KEY_SUFFIXES],
+    [r.recordTrimAfterEntries, r.recordTrimAfterMs, r.idleTtlSeconds, conversationId, CHECKPOINT_STATE_KEY, ...CONVERSATION_KEY_SUFFIXES, ...pluginKeys],
   );
   return { trimmed: Number(reply[1]), expiring: reply[2] === 1 };
 }

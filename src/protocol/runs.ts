@@ -150,7 +150,9 @@ export class Runs {
     if (r[0] === 'continue') return { kind: 'continue', messages: entriesFrom(r) };
     if (retentionActive(this.options.retention)) {
       // Best effort: the run has ended either way, and the caller must still enqueue the successor; the next run end retries.
-      await retainConversation(this.options.client, this.options.prefix, run.conversationId, this.options.retention).catch(() => undefined);
+      await retainConversation(this.options.client, this.options.prefix, run.conversationId, this.options.retention, this.options.pluginKeys).catch(
+        () => undefined,
+      );
     }
     const successor = r[1] ? { runId: String(r[1]), inputs: seqList(r[2]) } : undefined;
     return { kind: 'ended', successor };

@@ -36,8 +36,6 @@ export type ScriptName =
   | 'reply-store'
   | 'outbox-claim'
   | 'outbox-set'
-  | 'cursor-advance'
-  | 'callback-advance'
   | 'lock-release'
   | 'lease-acquire'
   | 'purge'
@@ -60,24 +58,37 @@ interface LoadedScript {
 
 const DIR = fileURLToPath(new URL('.', import.meta.url));
 const INCLUDE_RE = /^--- @include "([a-z0-9-]+)"\s*$/gm;
+/** A script file's name: `<verb>-<numKeys>.lua`, or `<verb>-<numKeys>n.lua` for a batch script. */
+export const SCRIPT_FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)(n?)\.lua$/;
 
-function resolveIncludes(source: string, file: string): string {
+/**
+ * Replaces `--- @include "<name>"` lines with `<dir>/includes/<name>.lua`,
+ * from the first of `dirs` that has it (each include at most once).
+ * Throws ScriptError naming `file` and the include when none has it.
+ */
+export function resolveIncludes(source: string, file: string, dirs: readonly string[] = [DIR]): string {
   const seen = new Set<string>();
   return source.replace(INCLUDE_RE, (_line, name: string) => {
     if (seen.has(name)) return '';
     seen.add(name);
-    try {
-      return readFileSync(join(DIR, 'includes', `${name}.lua`), 'utf8');
-    } catch (cause) {
-      throw new ScriptError(file, `missing include "${name}"`, 'SCRIPT', { cause });
+    for (const dir of dirs) {
+      try {
+        return readFileSync(join(dir, 'includes', `${name}.lua`), 'utf8');
+      } catch {
+        // Not in this folder: try the next one.
+      }
     }
+    throw new ScriptError(file, `missing include "${name}"`);
   });
 }
+
+/** The core's script folder, whose `includes/` a plugin script may include from. */
+export const CORE_SCRIPT_DIR: string = DIR;
 
 function loadScripts(): Map<ScriptName, LoadedScript> {
   const out = new Map<ScriptName, LoadedScript>();
   for (const file of readdirSync(DIR)) {
-    const m = /^([a-z-]+)-(\d+)(n?)\.lua$/.exec(file);
+    const m = SCRIPT_FILE_RE.exec(file);
     if (!m) continue;
     const name = m[1] as ScriptName;
     const lua = resolveIncludes(readFileSync(join(DIR, file), 'utf8'), file);

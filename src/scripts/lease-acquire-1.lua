@@ -3,7 +3,7 @@
   owner at a time: the key holds the owner id and expires with the lease.
   Given up with `lock-release`.
 
-  KEYS[1] lease     string key, e.g. <prefix>:telegram:poller
+  KEYS[1] lease     string key, e.g. <prefix>:p:<plugin id>:poller
   ARGV[1] owner     id of the caller
   ARGV[2] lease ms  how long the lease lasts from now
 

@@ -1,7 +1,7 @@
 --[[
   Purge a conversation: delete its record, meta, runs (hash, steering, inputs),
-  pending, state (checkpoint included), outbox and the channel keys listed by
-  the caller, in one step, and leave a tombstone. Refused while a run is
+  pending, state (checkpoint included), outbox and the other keys listed by
+  the caller (plugins' keys among them), in one step, and leave a tombstone. Refused while a run is
   active unless `stop` is set: then the run is told to stop on the control
   channel, and its keys go with the rest, so every later write of it (fenced
   by its run hash) is refused.
@@ -21,7 +21,8 @@
   ARGV[6] update key     of the /purge command that asked, or '': a redelivery of it answers
                          duplicate (its dedupe key, seq 0, is set when the purge is done)
   ARGV[7] dedupe ttl     seconds
-  ARGV[8..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES)
+  ARGV[8..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES and the
+            plugins' declared keys)
 
   Returns { 'duplicate' }  the command's update was seen before; nothing written
           { 'purged', keys deleted, stopped run id or '', last seq }
@@ -70,7 +71,7 @@ else
   active = false
 end
 
--- The webhook channel's per-reply marks are named by the outbox's delivery keys.
+-- The reply stream's per-reply marks are named by the outbox's delivery keys.
 for _, key in ipairs(redis.call('HKEYS', base .. 'outbox')) do keys[#keys + 1] = base .. 'reply_stored:' .. key end
 for id in pairs(runs) do
   keys[#keys + 1] = base .. 'run:' .. id

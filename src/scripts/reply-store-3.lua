@@ -1,5 +1,5 @@
 --[[
-  Store one webhook reply in the conversation's reply stream, once per
+  Store one reply in the conversation's reply stream, once per
   delivery key: a run attempt that died after storing a reply but before its
   outbox recorded it sends it again with the same key, and finds it stored.
 

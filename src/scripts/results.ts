@@ -28,13 +28,13 @@ export const SCRIPT_ERRORS = {
 } as const;
 
 /** Throws the typed error a refusal stands for; returns the reply otherwise. */
-export function checkReply(script: ScriptName, reply: ScriptReply, runId = '?'): ScriptReply {
+export function checkReply(script: ScriptName | (string & {}), reply: ScriptReply, runId = '?'): ScriptReply {
   const head = reply[0];
   if (typeof head !== 'number' || head >= 0) return reply;
   throw errorFor(script, head, reply, runId);
 }
 
-function errorFor(script: ScriptName, code: number, reply: ScriptReply, runId: string): SteerbotError {
+function errorFor(script: string, code: number, reply: ScriptReply, runId: string): SteerbotError {
   switch (code) {
     case SCRIPT_ERRORS.NOT_FOUND:
       return new RunNotFoundError(script, runId);

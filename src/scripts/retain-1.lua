@@ -13,7 +13,8 @@
   - idle expiry: when no run is active and nothing waits, every key of the
     conversation expires in `idle ttl` seconds (keys with a shorter TTL keep
     it); the next run created for it makes them persistent again
-    (includes/common.lua `create_run`).
+    (includes/common.lua `create_run`, from the set `<base>idle_keys` of
+    the keys that had no TTL of their own).
 
   KEYS[1] base     conversation key prefix `<p>:{c:<id>}:`
 
@@ -22,7 +23,8 @@
   ARGV[3] idle ttl       seconds (0: off)
   ARGV[4] conversation id
   ARGV[5] checkpoint     state key of the compaction checkpoint
-  ARGV[6..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES)
+  ARGV[6..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES and the
+            plugins' declared keys)
 
   Returns { 'ok', entries trimmed, 1 when idle expiry was set else 0 }
 ]]
@@ -80,11 +82,17 @@ if keep_entries > 0 or keep_ms > 0 then trimmed = trim() end
 local expiring = 0
 if idle > 0 and not active and redis.call('LLEN', pending_key) == 0 then
   local ms = idle * 1000
+  local idle_keys = base .. 'idle_keys'
   local function expire(key)
     local t = redis.call('PTTL', key)
     if t == -1 or t > ms then redis.call('PEXPIRE', key, ms) end
+    return t
   end
-  for i = 6, #ARGV do expire(base .. ARGV[i]) end
+  for i = 6, #ARGV do
+    -- A key that had no TTL of its own is named in `idle_keys`: a new run makes it persistent again.
+    if ARGV[i] ~= 'idle_keys' and expire(base .. ARGV[i]) == -1 then redis.call('SADD', idle_keys, ARGV[i]) end
+  end
+  expire(idle_keys)
   for _, id in ipairs(redis.call('ZRANGE', base .. 'runs', 0, -1)) do expire(base .. 'run:' .. id) end
   expiring = 1
 end

@@ -2,7 +2,8 @@
  * Prometheus metrics (prom-client), served as `GET /metrics` by every
  * process. Names follow Prometheus conventions: `steerbot_` prefix, the unit
  * in the name, `_total` on counters. docs/operations.md lists them with
- * their meanings; `METRIC_NAMES` keeps that list honest (a test compares).
+ * their meanings; `metricNames()` keeps that list honest (a test compares).
+ * Plugins add theirs with `pluginMetrics` (`plugin-metrics.ts`).
  *
  * One registry per process (`metrics`), not prom-client's global one, so an
  * embedder's own metrics never collide with steerbot's. Recording is a few
@@ -80,11 +81,6 @@ export class SteerbotMetrics {
     ['model', 'kind'],
   );
   readonly toolCalls = this.counter('steerbot_tool_calls_total', 'Tool calls, by tool and outcome (ok, error).', ['tool', 'outcome']);
-  readonly mcpUnavailable = this.counter(
-    'steerbot_mcp_unavailable_total',
-    "Runs that went without an MCP server's tools because it could not be reached, by server.",
-    ['server'],
-  );
   readonly toolDuration = this.histogram('steerbot_tool_call_duration_seconds', 'Duration of one tool call, by tool.', LATENCY_BUCKETS, ['tool']);
   readonly steeringInjected = this.counter('steerbot_steering_injected_total', 'Steered messages a run pulled at a turn boundary.');
   readonly steeringDelay = this.histogram(
@@ -194,5 +190,10 @@ export class SteerbotMetrics {
 /** The process's metrics. */
 export const metrics = new SteerbotMetrics();
 
-/** Every metric steerbot defines (for docs and tests). */
-export const METRIC_NAMES: readonly string[] = metrics.registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name);
+/** Every steerbot metric registered now: the core's, and those of the plugins loaded so far (`pluginMetrics`); not the process metrics. For docs and tests. */
+export function metricNames(): string[] {
+  return metrics.registry
+    .getMetricsAsArray()
+    .map((m) => (m as unknown as { name: string }).name)
+    .filter((name) => name.startsWith('steerbot_'));
+}

@@ -4,7 +4,7 @@ import { readConfig } from '../../app/config.js';
 import { createChannels } from '../../app/start.js';
 import { channelIds } from '../../app/summary.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { channelIdOf, outboundResolver } from '../../src/channel.js';
+import { channelResolver, outboundResolver } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -49,10 +49,13 @@ describe('channels from config', () => {
     expect(resolve('nope:1')).toBeUndefined();
   });
 
-  it('derives the channel id from a conversation id', () => {
+  it('finds the channel of a conversation id: the longest registered channel id that prefixes it', () => {
+    const channelIdOf = channelResolver(['webhook', 'telegram', 'webhook:crm', 'webhook:crm:a:b:c']);
     expect(channelIdOf('telegram:42:7')).toBe('telegram');
     expect(channelIdOf('webhook:crm:a:b')).toBe('webhook:crm');
     expect(channelIdOf('webhook')).toBe('webhook');
+    expect(channelIdOf('webhook:other:1')).toBe('webhook');
+    expect(channelIdOf('telegrams:1')).toBeUndefined();
   });
 
   it("carries each channel's policy and allow-lists as the settings the host applies", async () => {

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { pluginStorage } from 'steerbot/channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
@@ -31,7 +32,7 @@ describe('telegram long polling', () => {
   let redis: Redis;
   let prefix: string;
   const hosts: PollingHost[] = [];
-  const leaseKey = () => `${prefix}:telegram:poller`;
+  const leaseKey = () => pluginStorage(prefix, 'telegram').key('poller');
 
   async function startHost(pollTimeoutSeconds = 1): Promise<PollingHost> {
     const log = new MemoryLog();

@@ -12,6 +12,7 @@ import { startHost } from '../../host/main.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { pendingKey } from '../../plugins/webhook/callbacks.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { lockKey } from '../../plugins/webhook/keys.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
@@ -165,7 +166,7 @@ describe('webhook channel end to end', () => {
     await runEnded(first.body.runId);
     // The callback pump writes its lock and due set until the reply is taken: the snapshot starts once it is idle.
     await callbacksDrained();
-    const lock = conversationKeys(sys.prefix, CONVERSATION).callbackLock;
+    const lock = lockKey(sys.prefix, CONVERSATION);
     await waitFor(async () => (await sys.ctx.redis.exists(lock)) === 0 || undefined, 10_000, 'the callback lock released');
 
     const snapshot = async () => {

@@ -11,9 +11,9 @@ import type { ChannelSettings } from '../../host/receive.js';
 import { cursorKey, DUE_PAGE, givenUpKey, pendingKey } from '../../plugins/webhook/callbacks.js';
 import { repliesKey } from '../../plugins/webhook/events.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
+import { lockKey } from '../../plugins/webhook/keys.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { conversationKeys } from '../../src/keys.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { RedisClient } from '../../src/redis.js';
@@ -341,7 +341,7 @@ describe('webhook channel', () => {
     it(`go on past a page (${DUE_PAGE}) of conversations another host holds, without touching them`, async () => {
       await h.plugin.stop();
       const key = pendingKey(h.prefix, 'webhook:crm');
-      const lockOf = (c: string) => `${conversationKeys(h.prefix, c).base}callback_lock`;
+      const lockOf = (c: string) => lockKey(h.prefix, c);
       // A page of due conversations whose locks another host holds for 10 s and never rescheduled (an earlier version, say).
       for (let i = 0; i < DUE_PAGE; i++) {
         await h.plugin.outbound.send(`webhook:crm:held-${i}`, `held ${i}`);
@@ -394,7 +394,7 @@ describe('webhook channel', () => {
       await h.http.close();
       extraClients.push(h.redis);
       h = await start({}, undefined, h.prefix, log);
-      const lock = `${conversationKeys(h.prefix, 'webhook:crm:ticket-7').base}callback_lock`;
+      const lock = lockKey(h.prefix, 'webhook:crm:ticket-7');
       callbacks.delay(200);
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'one');
       await waitFor(async () => (await h.redis.get(lock)) ?? undefined, 5000, 'the pump holding the lock');
@@ -420,7 +420,7 @@ describe('webhook channel', () => {
       await first.http.close();
       extraClients.push(first.redis);
       expect(await first.redis.zscore(key, 'webhook:crm:ticket-7')).toBe('0');
-      expect(await first.redis.exists(`${conversationKeys(first.prefix, 'webhook:crm:ticket-7').base}callback_lock`)).toBe(0);
+      expect(await first.redis.exists(lockKey(first.prefix, 'webhook:crm:ticket-7'))).toBe(0);
 
       release();
       h = await start({}, undefined, first.prefix);

@@ -1,5 +1,6 @@
 /** A logger writing into memory, for tests of what gets logged. */
-import { createLogger, type Logger } from '../../src/logger.js';
+import { BUILTIN_PLUGINS } from '../../app/registry.js';
+import { createLogger, type Logger, pluginRedactPaths } from '../../src/logger.js';
 
 /** `raw()` is everything written; `lines()` parses it, one JSON object per line. */
 export function memoryLogger(opts: { level?: string; secrets?: string[] } = {}): {
@@ -11,6 +12,8 @@ export function memoryLogger(opts: { level?: string; secrets?: string[] } = {}):
   const logger = createLogger({
     level: opts.level ?? 'info',
     ...(opts.secrets && { secrets: opts.secrets }),
+    // What the composition gives the process logger: the built-in plugins' declared redactions.
+    redactPaths: pluginRedactPaths(BUILTIN_PLUGINS),
     destination: { write: (s: string) => void chunks.push(s) },
   });
   return {

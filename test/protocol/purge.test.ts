@@ -1,6 +1,9 @@
 /** purgeConversation: one atomic delete of a conversation, a tombstone, and what later updates and late run writes get. */
 import { describe, expect, it } from 'vitest';
+import webhooks from '../../plugins/webhook/index.js';
+import { cursorKey } from '../../plugins/webhook/keys.js';
 import { InvalidInputError, RunNotFoundError } from '../../src/errors.js';
+import { declaredConversationKeys } from '../../src/plugin-storage.js';
 import type { RunRef } from '../../src/protocol/index.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import type { ModelStep } from '../../src/record/entries.js';
@@ -18,6 +21,8 @@ const modelStep = (run: RunRef): ModelStep => ({
   messages: [{ role: 'assistant', content: 'hello' }],
 });
 
+/** The webhook channels' declared conversation keys: purged with the conversation. */
+const PLUGIN_KEYS = declaredConversationKeys([webhooks]);
 /** A conversation with everything a conversation stores: an ended run, a running one, state, outbox, steering, pending, channel keys. */
 async function busyConversation(fx: ProtocolFixture) {
   const d = fx.dispatch();
@@ -49,7 +54,7 @@ async function busyConversation(fx: ProtocolFixture) {
   // The webhook channel's keys: its reply stream, a reply mark named by the delivery key, its cursor.
   await fx.redis.xadd(k.replies, '*', 'data', '{}');
   await fx.redis.set(k.replyStored(`${first.runId}:1:0`), '1-0', 'EX', 3600);
-  await fx.redis.set(`${k.base}callback_cursor`, '1-0');
+  await fx.redis.set(cursorKey(fx.prefix, CID), '1-0');
   expect((await runs.finish(r1, 'completed')).kind).toBe('ended');
   const second = expectKind(await d.ingest(fx.message(2)), 'new-run');
   const r2 = await runs.acquire(CID, second.runId, 'w2');
@@ -69,7 +74,7 @@ describe('purgeConversation', () => {
 
   describe('when nothing was ever stored', () => {
     it('answers not_found and writes nothing', async () => {
-      expect(await purgeConversation(fx.redis, fx.prefix, CID)).toEqual({ kind: 'not_found' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'not_found' });
       expect(await fx.allKeys()).toEqual([]);
     });
   });
@@ -78,14 +83,14 @@ describe('purgeConversation', () => {
     it('answers active with the run id and writes nothing', async () => {
       const { second } = await busyConversation(fx);
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID)).toEqual({ kind: 'active', runId: second.runId });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'active', runId: second.runId });
       expect(await fx.snapshot()).toEqual(before);
     });
 
     it('with stopActive, tells the runner to stop and deletes everything, leaving only dedupe keys and the tombstone', async () => {
       const { k, second } = await busyConversation(fx);
       const sub = await fx.subscribeControl();
-      const r = await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       expect(r).toMatchObject({ kind: 'purged', stoppedRunId: second.runId });
       expect(await fx.redis.ttl(k.tombstone)).toBeGreaterThan(0);
       expect(await sub.waitFor()).toEqual({ conversation: CID, run: second.runId, kind: 'stop' });
@@ -106,7 +111,7 @@ describe('purgeConversation', () => {
       const lastSeq = Number(await fx.redis.hget(fx.keys().meta, 'seq'));
       await fx.redis.xadd(fx.keys().replies, '*', 'data', '{}');
 
-      const r = await purgeConversation(fx.redis, fx.prefix, CID);
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS });
       expect(r).toEqual({ kind: 'purged', keysDeleted: expect.any(Number), lastSeq });
       if (r.kind === 'purged') expect(r.keysDeleted).toBeGreaterThanOrEqual(4); // log, meta, run, runs, replies
       expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
@@ -119,9 +124,9 @@ describe('purgeConversation', () => {
         .runs()
         .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
         .then((run) => fx.runs().finish(run, 'completed'));
-      expect((await purgeConversation(fx.redis, fx.prefix, CID)).kind).toBe('purged');
+      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).kind).toBe('purged');
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID)).toEqual({ kind: 'already_purged' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS })).toEqual({ kind: 'already_purged' });
       expect(await fx.snapshot()).toEqual(before);
     });
 
@@ -131,7 +136,7 @@ describe('purgeConversation', () => {
         .runs()
         .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
         .then((run) => fx.runs().finish(run, 'completed'));
-      await purgeConversation(fx.redis, fx.prefix, CID, { tombstoneTtlSeconds: 60, dedupeTtlSeconds: 5000 });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, tombstoneTtlSeconds: 60, dedupeTtlSeconds: 5000 });
       const ttl = await fx.redis.ttl(fx.keys().tombstone);
       expect(ttl).toBeGreaterThan(4900);
       expect(ttl).toBeLessThanOrEqual(5000);
@@ -141,7 +146,7 @@ describe('purgeConversation', () => {
   describe('late writes of a purged run', () => {
     it('are refused: heartbeat, append, pull, state set, outbox claim, finish and acquire write nothing', async () => {
       const { runs, state, k, r2, second } = await busyConversation(fx);
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       const before = await fx.snapshot();
       await expect(runs.heartbeat(r2)).rejects.toBeInstanceOf(RunNotFoundError);
       await expect(runs.append(r2, modelStep(r2))).rejects.toBeInstanceOf(RunNotFoundError);
@@ -161,7 +166,7 @@ describe('purgeConversation', () => {
   describe('later updates, afterPurge refuse (default)', () => {
     it('are answered purged, writing only their dedupe key; a redelivery is a duplicate', async () => {
       await busyConversation(fx);
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       const d = fx.dispatch();
       expect(await d.ingest(fx.message(10))).toEqual({ kind: 'purged', seq: 0 });
       expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
@@ -170,13 +175,13 @@ describe('purgeConversation', () => {
 
     it('a redelivered pre-purge update stays a duplicate of its original seq', async () => {
       await busyConversation(fx);
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       expect(await fx.dispatch().ingest(fx.message(1))).toEqual({ kind: 'duplicate', seq: 1 });
     });
 
     it('control commands are answered purged, writing only their dedupe key (seq 0); a redelivery is a duplicate', async () => {
       await busyConversation(fx);
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       const d = fx.dispatch();
       const commands = [
         () => d.reset(fx.source(20)),
@@ -198,7 +203,7 @@ describe('purgeConversation', () => {
     it('a redelivered pre-purge command stays a duplicate of its original seq', async () => {
       await busyConversation(fx);
       const seq = Number(await fx.redis.get(fx.keys().dedupe(fx.source(1).updateKey)));
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true });
       expect(await fx.dispatch().setPolicy(fx.source(1), 'collect')).toEqual({ kind: 'duplicate', seq });
       expect(seq).toBeGreaterThan(0);
     });
@@ -207,7 +212,7 @@ describe('purgeConversation', () => {
   describe('later updates, afterPurge restart', () => {
     it('start a new, empty conversation whose seqs continue after the purged record', async () => {
       const { r2 } = await busyConversation(fx);
-      const r = await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true, afterPurge: 'restart' });
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true, afterPurge: 'restart' });
       if (r.kind !== 'purged') throw new Error(r.kind);
       const d = fx.dispatch();
       const fresh = expectKind(await d.ingest(fx.message(30)), 'new-run');
@@ -221,7 +226,7 @@ describe('purgeConversation', () => {
 
     it('/status shows the empty conversation and leaves the tombstone for the next update to lift', async () => {
       await busyConversation(fx);
-      await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true, afterPurge: 'restart' });
+      await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true, afterPurge: 'restart' });
       const r = await fx.dispatch().statusCommand(fx.source(40));
       expect(r).toMatchObject({ kind: 'status', status: { activeRunId: undefined, lastSeq: 0 } });
       expect(await nonDedupeKeys(fx)).toEqual([fx.keys().tombstone]);
@@ -229,7 +234,7 @@ describe('purgeConversation', () => {
 
     it('a control command lifts the tombstone and is recorded after the purged seqs', async () => {
       await busyConversation(fx);
-      const r = await purgeConversation(fx.redis, fx.prefix, CID, { stopActive: true, afterPurge: 'restart' });
+      const r = await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true, afterPurge: 'restart' });
       if (r.kind !== 'purged') throw new Error(r.kind);
       expect(await fx.dispatch().setPolicy(fx.source(41), 'steer')).toEqual({ kind: 'ok', seq: r.lastSeq + 1 });
       expect(await fx.redis.exists(fx.keys().tombstone)).toBe(0);
@@ -243,10 +248,14 @@ describe('purgeConversation', () => {
         .runs()
         .acquire(CID, (await fx.redis.get(fx.keys().active))!, 'w')
         .then((run) => fx.runs().finish(run, 'completed'));
-      expect((await purgeConversation(fx.redis, fx.prefix, CID, { updateKey: 'telegram:cmd-p', afterPurge: 'restart' })).kind).toBe('purged');
+      expect((await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', afterPurge: 'restart' })).kind).toBe(
+        'purged',
+      );
       expectKind(await fx.dispatch().ingest(fx.message(2)), 'new-run');
       const before = await fx.snapshot();
-      expect(await purgeConversation(fx.redis, fx.prefix, CID, { updateKey: 'telegram:cmd-p', stopActive: true })).toEqual({ kind: 'duplicate' });
+      expect(await purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'telegram:cmd-p', stopActive: true })).toEqual({
+        kind: 'duplicate',
+      });
       expect(await fx.snapshot()).toEqual(before);
     });
   });
@@ -254,8 +263,10 @@ describe('purgeConversation', () => {
   describe('bad input', () => {
     it('refuses a bad conversation id, mode or update key, writing nothing', async () => {
       await expect(purgeConversation(fx.redis, fx.prefix, 'has space')).rejects.toBeInstanceOf(InvalidInputError);
-      await expect(purgeConversation(fx.redis, fx.prefix, CID, { afterPurge: 'later' as never })).rejects.toBeInstanceOf(InvalidInputError);
-      await expect(purgeConversation(fx.redis, fx.prefix, CID, { updateKey: 'a b' })).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, afterPurge: 'later' as never })).rejects.toBeInstanceOf(
+        InvalidInputError,
+      );
+      await expect(purgeConversation(fx.redis, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, updateKey: 'a b' })).rejects.toBeInstanceOf(InvalidInputError);
       expect(await fx.allKeys()).toEqual([]);
     });
   });
@@ -266,7 +277,7 @@ describe('purgeConversation', () => {
       const clients = fx.connections(4);
       const results = await Promise.all([
         ...Array.from({ length: 40 }, (_, i) => fx.dispatch({}, clients[i % 4]!).ingest(fx.message(100 + i))),
-        purgeConversation(clients[0]!, fx.prefix, CID, { stopActive: true }),
+        purgeConversation(clients[0]!, fx.prefix, CID, { pluginKeys: PLUGIN_KEYS, stopActive: true }),
       ]);
       const purge = results.at(-1)!;
       expect(purge.kind).toBe('purged');

@@ -13,8 +13,6 @@ const ALL_NAMES: ScriptName[] = [
   'request-compaction',
   'outbox-claim',
   'outbox-set',
-  'cursor-advance',
-  'callback-advance',
   'lock-release',
   'lease-acquire',
   'ingest',

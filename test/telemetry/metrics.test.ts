@@ -10,7 +10,7 @@ import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import { signedHeaders } from '../../src/signature.js';
-import { METRIC_NAMES } from '../../src/telemetry/metrics.js';
+import { metricNames } from '../../src/telemetry/metrics.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -85,7 +85,7 @@ describe('GET /metrics', () => {
   it('lists every steerbot metric', async () => {
     const text = await (await fetch(`${app.address}/metrics`)).text();
     const declared = new Set([...text.matchAll(/^# TYPE (steerbot_\w+) /gm)].map((m) => m[1]));
-    expect([...declared].sort()).toEqual([...METRIC_NAMES].sort());
+    expect([...declared].sort()).toEqual([...metricNames()].sort());
     // Process metrics too.
     expect(text).toMatch(/^process_cpu_user_seconds_total /m);
   });

@@ -100,10 +100,12 @@ local function create_run(base, active_key, run_id, conversation_id, inputs, cau
   -- The conversation's run index (what purge deletes); `+inf` until the run ends and its keys get a TTL.
   redis.call('ZADD', base .. 'runs', 'inf', run_id)
   -- An idle conversation may have been set to expire (retain-1.lua); a live one never expires under a run.
+  -- `idle_keys` names the keys that were persistent before (plugins' declared keys among them).
   if redis.call('PTTL', base .. 'meta') >= 0 then
-    for _, suffix in ipairs({ 'log', 'meta', 'state', 'runs', 'pending', 'replies', 'callback_cursor' }) do
+    for _, suffix in ipairs(redis.call('SMEMBERS', base .. 'idle_keys')) do
       redis.call('PERSIST', base .. suffix)
     end
+    redis.call('DEL', base .. 'idle_keys')
   end
   return run_key
 end

@@ -5,8 +5,10 @@
  * callback receiver: every update's token must appear in exactly one reply
  * per answer part.
  */
+
+import { pendingKey } from '../../../plugins/webhook/keys.js';
 import { signedHeaders } from '../../../plugins/webhook/signature.js';
-import { activeKeyPattern, channelKeys } from '../../../src/keys.js';
+import { activeKeyPattern } from '../../../src/keys.js';
 import type { RedisClient } from '../../../src/redis.js';
 import type { ReceivedCallback } from '../../../testing/fakes/webhook-callback-server.js';
 
@@ -190,7 +192,7 @@ export async function quiet(redis: RedisClient, prefix: string): Promise<boolean
   try {
     for (let i = 0; i < 2; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 100));
-      if ((await redis.zcard(channelKeys(prefix, CHANNEL).callbacksDue)) > 0) return false;
+      if ((await redis.zcard(pendingKey(prefix, CHANNEL))) > 0) return false;
       const [, active] = await redis.scan('0', 'MATCH', activeKeyPattern(prefix), 'COUNT', 100_000);
       if (active.length > 0) return false;
     }

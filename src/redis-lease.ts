@@ -1,10 +1,13 @@
 /**
- * A Redis lease held by one owner at a time (the one long-polling host).
- * Taking, extending and giving it up are scripts (`lease-acquire`,
- * `lock-release`), so a host never extends a lease another host took over in between.
+ * A Redis lease (a lock with a lifetime) held by one owner at a time: one
+ * long-polling host, one host sending a conversation's callbacks. Taking,
+ * extending and giving it up are scripts (`lease-acquire`, `lock-release`),
+ * so an owner never extends or frees a lease another owner took over in between.
+ * A plugin script may check the lease itself (the key holds the owner id) to
+ * write only while it holds it.
  */
-import type { RedisClient } from '../../src/redis.js';
-import { runScript } from '../../src/scripts/index.js';
+import type { RedisClient } from './redis.js';
+import { runScript } from './scripts/index.js';
 
 /** What `acquire` found. */
 export type LeaseState =
@@ -15,7 +18,8 @@ export type LeaseState =
 /** One owner's handle on a lease key. */
 export class RedisLease {
   /**
-   * @param key The lease key.
+   * @param redis The connection the scripts run on.
+   * @param key The lease key (a plugin's `PluginStorage.key` or `conversationKey`).
    * @param owner This owner's id (unique per process and plugin instance).
    * @param leaseMs Lease length, in ms, from each successful `acquire`.
    */
@@ -26,7 +30,7 @@ export class RedisLease {
     readonly leaseMs: number,
   ) {}
 
-  /** Takes the lease when it is free, or extends it when this owner holds it. */
+  /** Takes the lease when it is free, or extends it by `leaseMs` from now when this owner holds it. */
   async acquire(): Promise<LeaseState> {
     const reply = await runScript(this.redis, 'lease-acquire', [this.key], [this.owner, this.leaseMs]);
     if (reply[0] === 1) return { held: true };
