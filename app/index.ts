@@ -8,8 +8,6 @@
  * ```
  */
 
-export { ToolFailure, type ToolFailureCategory } from '../plugins/local-agent/tool-errors.js';
-export type { AgentTool, ToolCallContext } from '../plugins/local-agent/tools.js';
 export type { EnvBinding, LoadConfigOptions } from '../src/config.js';
 export { ConfigError, type ConfigIssue } from '../src/errors.js';
 export type { PluginEnvBinding } from '../src/plugin-definition.js';
@@ -26,6 +24,6 @@ export {
   type SteerbotConfig,
   type SteerbotConfigInput,
 } from './config.js';
-export { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, loadPluginModule, type PluginRegistry, resolvePlugins } from './registry.js';
+export type { PluginRegistry } from './registry.js';
 export { type RunningApp, type StartAppOptions, startApp } from './start.js';
 export { redactConfig } from './summary.js';

@@ -10,8 +10,9 @@
  */
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
+import type { RedisClient } from 'steerbot/channel';
 import { channelKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { runScript } from '../../src/scripts/index.js';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;

@@ -13,11 +13,18 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
+import { redactSecrets, registerCounter } from 'steerbot/runner';
 import { z } from 'zod';
-import { redactSecrets } from '../../src/errors.js';
-import { metrics } from '../../src/telemetry/metrics.js';
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
+
+/** Runs that went without a server's tools (the counter is registered on first use, with the process's metrics). */
+const mcpUnavailable = () =>
+  registerCounter({
+    name: 'steerbot_mcp_unavailable_total',
+    help: "Runs that went without an MCP server's tools because it could not be reached, by server.",
+    labelNames: ['server'],
+  });
 
 const names = z.array(z.string().trim().min(1).max(128)).min(1, { error: 'expected at least one tool name' });
 const common = {
@@ -164,7 +171,7 @@ export class McpManager {
         const conn = await this.connection(name, cfg);
         if (!conn) {
           this.stats.unavailable++;
-          metrics.mcpUnavailable.inc({ server: name });
+          mcpUnavailable().inc({ server: name });
           logger.warn({ mcpServer: name }, 'MCP server unavailable; its tools are left out of this run');
           return [];
         }

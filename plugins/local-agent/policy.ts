@@ -5,8 +5,9 @@
  * specific scope wins among entries (conversation > channel > global) and
  * among defaults. A denied tool is not offered to the model.
  */
+
+import { redactSecrets } from 'steerbot/runner';
 import { z } from 'zod';
-import { redactSecrets } from '../../src/errors.js';
 
 /** What may happen when the model calls a tool. */
 export const toolModeSchema = z.enum(['allow', 'deny', 'require_approval'], { error: 'expected allow, deny or require_approval' });

@@ -12,8 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { channelIdOf } from '../../src/channel.js';
-import { ConfigError, type ConfigIssue } from '../../src/errors.js';
+import { ConfigError, type ConfigIssue, channelIdOf } from 'steerbot/runner';
 
 /** A persona: the system prompt for one channel or conversation. */
 export interface PersonaSettings {

@@ -10,11 +10,8 @@
  */
 import { type ModelMessage, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
+import { activeContext, allowEntry, int, type RunContext, StaleRunError, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
-import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
-import { allowEntry, int } from '../../src/config-schema.js';
-import { StaleRunError } from '../../src/errors.js';
-import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
 import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';

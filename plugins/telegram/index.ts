@@ -7,9 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Api } from 'grammy';
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type ReceiveResult } from '../../src/channel.js';
-import { parseSection } from '../../src/config-section.js';
-import { InvalidInputError } from '../../src/errors.js';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  type ChannelPlugin,
+  defineChannelPlugin,
+  InvalidInputError,
+  parseSection,
+  type ReceiveResult,
+} from 'steerbot/channel';
 import { channelKeys } from '../../src/keys.js';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { toChannelApiError } from './errors.js';

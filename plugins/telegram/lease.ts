@@ -3,7 +3,7 @@
  * Taking, extending and giving it up are scripts (`lease-acquire`,
  * `lock-release`), so a host never extends a lease another host took over in between.
  */
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from 'steerbot/channel';
 import { runScript } from '../../src/scripts/index.js';
 
 /** What `acquire` found. */

@@ -9,10 +9,8 @@
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
 import type { Logger } from 'pino';
+import { asRedisUnavailable, BlockingReaders, parseEntry, type ReaderPlace, type RedisClient, type XreadReply } from 'steerbot/channel';
 import { conversationKeys } from '../../src/keys.js';
-import { parseEntry } from '../../src/record/read.js';
-import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
-import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
 import { recordView } from './record-view.js';
 
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */

@@ -7,11 +7,16 @@
  * delivery key: a retried run attempt that sends it again finds it stored.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChannelOutbound, MessageButton, SendOptions } from '../../src/channel.js';
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
+import {
+  ChannelApiError,
+  type ChannelOutbound,
+  DEFAULT_DELIVERY_KEY_TTL_SECONDS,
+  type MessageButton,
+  type RedisClient,
+  type SendOptions,
+} from 'steerbot/channel';
 import { conversationKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { runScript } from '../../src/scripts/index.js';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */

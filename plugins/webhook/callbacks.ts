@@ -18,9 +18,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { backoffMs } from '../../src/backoff.js';
+import { backoffMs, type RedisClient } from 'steerbot/channel';
 import { channelKeys, conversationKeys } from '../../src/keys.js';
-import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { runScript } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
 import { repliesKey, type WebhookReply } from './events.js';
 import { signedHeaders } from './signature.js';

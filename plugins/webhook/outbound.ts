@@ -8,12 +8,8 @@
  * stored: a receiver that is down does not hold up the run.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
-import { fetchUrlFile } from '../../src/fetch-file.js';
-import type { ResolveHost } from '../../src/guarded-fetch.js';
+import { ChannelApiError, type ChannelOutbound, fetchUrlFile, type RedisClient, type ResolveHost, type SendOptions } from 'steerbot/channel';
 import { conversationKeys } from '../../src/keys.js';
-import type { RedisClient } from '../../src/redis.js';
 import { runScript } from '../../src/scripts/index.js';
 import { markPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';

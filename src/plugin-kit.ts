@@ -1,0 +1,43 @@
+/**
+ * What both kinds of plugin import, re-exported by `steerbot/channel` and
+ * `steerbot/runner` alike: config helpers, errors, signatures, the guarded
+ * fetch, HTTP route helpers, Redis and the conversation record's types. A
+ * built-in plugin imports these from the package, as a third party would
+ * (docs/plugins.md, "The public API").
+ */
+
+/** The zod this package validates with: define a plugin's `configSchema` with it. */
+export { z } from 'zod';
+export { backoffMs } from './backoff.js';
+export { allowEntry, enumOf, int, pageToken } from './config-schema.js';
+export { parseSection } from './config-section.js';
+export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
+export {
+  ChannelApiError,
+  ConfigError,
+  type ConfigIssue,
+  type FetchRefusal,
+  FetchRefusedError,
+  InvalidInputError,
+  RedisUnavailableError,
+  RunEndedError,
+  redactSecrets,
+  ScriptError,
+  StaleRunError,
+  SteerbotError,
+  type SteerbotErrorCode,
+} from './errors.js';
+export { type FetchedFile, type FetchFileOptions, fetchFile, fetchUrlFile } from './fetch-file.js';
+export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
+export { sameToken } from './http-access.js';
+export type { HttpRoute, RouteHeaders, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
+export { eventStream, json, readJsonBody } from './http-routes.js';
+export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
+export type { Logger } from './logger.js';
+export type { PluginDefinition, PluginEnvBinding } from './plugin-definition.js';
+export type { IncomingMessage, IngestResult, SteeringMode, StopKind } from './protocol/types.js';
+export { type Attachment, attachmentSchema, type MessageReceived, type RecordEntry, type Sender, type SeqEntry } from './record/entries.js';
+export { parseEntry } from './record/read.js';
+export { asRedisUnavailable, type RedisClient } from './redis.js';
+export { checkSignature, SIGNATURE_HEADER, sign, signedHeaders, TIMESTAMP_HEADER } from './signature.js';
+export { type PluginCounterOptions, registerCounter } from './telemetry/plugin-metrics.js';
