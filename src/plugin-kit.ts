@@ -9,6 +9,7 @@
 /** The zod this package validates with: define a plugin's `configSchema` with it. */
 export { z } from 'zod';
 export { backoffMs } from './backoff.js';
+export type { EnvBinding, EnvKind } from './config.js';
 export { allowEntry, enumOf, int, pageToken } from './config-schema.js';
 export { parseSection } from './config-section.js';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
@@ -35,8 +36,18 @@ export { eventStream, json, readJsonBody } from './http-routes.js';
 export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 export type { Logger } from './logger.js';
 export type { PluginDefinition, PluginEnvBinding } from './plugin-definition.js';
-export type { IncomingMessage, IngestResult, SteeringMode, StopKind } from './protocol/types.js';
-export { type Attachment, attachmentSchema, type MessageReceived, type RecordEntry, type Sender, type SeqEntry } from './record/entries.js';
+export type { IncomingMessage, IngestResult, PurgedResult, SteeringMode, StopKind } from './protocol/types.js';
+export {
+  type Attachment,
+  attachmentSchema,
+  type MessageReceived,
+  messageReceivedSchema,
+  type RecordEntry,
+  recordEntrySchema,
+  type Sender,
+  type SeqEntry,
+  senderSchema,
+} from './record/entries.js';
 export { parseEntry } from './record/read.js';
 export { asRedisUnavailable, type RedisClient } from './redis.js';
 export { checkSignature, SIGNATURE_HEADER, sign, signedHeaders, TIMESTAMP_HEADER } from './signature.js';
