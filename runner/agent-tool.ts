@@ -6,6 +6,9 @@
 import type { FlexibleSchema } from 'ai';
 import type { z } from 'zod';
 
+/** How a tool call is let through: run it, ask a person in the chat first, or refuse it (docs/tools.md). */
+export type ToolMode = 'allow' | 'require_approval' | 'deny';
+
 /** A tool the local agent can call. */
 // biome-ignore lint/suspicious/noExplicitAny: `unknown` would refuse AgentTool<{ url: string }> (a tool's input is contravariant).
 export interface AgentTool<I = any> {
@@ -21,6 +24,10 @@ export interface AgentTool<I = any> {
   timeoutMs?: number;
   /** Running a call twice is harmless: after a takeover a call started without a recorded result runs again. Default false (its outcome is reported unknown). */
   idempotent?: boolean;
+  /** Mode when no `toolPolicy` entry names the tool; a scope's `default` only makes it stricter (MCP tools: from their annotations or server). Default `allow`. */
+  defaultMode?: ToolMode;
+  /** The tool may delete or overwrite data (MCP `destructiveHint`): its approval request says so. Default false. */
+  destructive?: boolean;
 }
 
 /** What a tool call knows about where it runs (docs/tools.md). */

@@ -66,6 +66,8 @@ export interface RunDeliveryOptions {
   sleep?: (ms: number) => Promise<void>;
   /** The outbox expires this long after its last write, in seconds (every write renews it). Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Acknowledged outbox records beyond the conversation's newest this many are dropped at a claim (this run's and the active run's stay); 0: no count bound. Default 100. */
+  outboxMaxEntries?: number;
   /** The run's fencing token: claims of delivery keys are refused once another attempt owns the run. Default: unfenced. */
   token?: number;
 }
@@ -255,7 +257,7 @@ export class RunDelivery implements DeliverySink {
         this.o.client,
         'outbox-claim',
         [this.outboxKey, this.runKey, this.outboxIndexKey],
-        [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl],
+        [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl, this.o.outboxMaxEntries ?? DEFAULTS.retention.indexMaxEntries],
       ),
       this.o.runId,
     );
@@ -395,7 +397,7 @@ export class RunDelivery implements DeliverySink {
    */
   private hold(retryAfterMs: number): number {
     const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs);
-    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait);
+    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.now() + wait, this.now());
     return wait;
   }
 

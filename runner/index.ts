@@ -11,9 +11,9 @@ export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, type ModelProvider } from '../src/defa
 // What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).
 export * from '../src/plugin-kit.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
-export { type AgentTool, type ToolCallContext, ToolFailure, type ToolFailureCategory } from './agent-tool.js';
+export { type AgentTool, type ToolCallContext, ToolFailure, type ToolFailureCategory, type ToolMode } from './agent-tool.js';
 export { SUMMARY_HEADER } from './compaction/checkpoint.js';
-export { estimateMessages, estimateTokens } from './compaction/estimate.js';
+export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
 export { isContextOverflowError } from './compaction/overflow.js';
 export { createModel, createTranscriptionModel, modelSetupNotice } from './model.js';
 export {

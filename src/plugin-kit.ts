@@ -8,6 +8,7 @@
 
 /** The zod this package validates with: define a plugin's `configSchema` with it. */
 export { z } from 'zod';
+export { childController } from './abort.js';
 export { backoffMs } from './backoff.js';
 export type { EnvBinding, EnvKind } from './config.js';
 export { allowEntry, enumOf, int, pageToken } from './config-schema.js';
@@ -31,6 +32,8 @@ export {
 export { type FetchedFile, type FetchFileOptions, fetchFile, fetchUrlFile } from './fetch-file.js';
 export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
 export { sameToken } from './http-access.js';
+export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpResponse } from './http-client.js';
+export { createHttpClient, HttpTimeoutError } from './http-client.js';
 export type { HttpRoute, RouteHeaders, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
 export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';

@@ -11,6 +11,7 @@ import { APICallError, type LanguageModel, type ModelMessage, streamText, type T
 import {
   answerText,
   DEFAULTS,
+  ESTIMATE_MAX_OVERCOUNT,
   estimateMessages,
   estimateTokens,
   isContextOverflowError,
@@ -218,6 +219,11 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
         continue;
       }
     }
+    if (streamError !== undefined && isContextOverflowError(streamError)) {
+      // Refused again after the one compaction (or nothing could be compacted): the same typed end as the pre-call check, not a bare 400.
+      ctx.logger.error({ err: streamError }, 'context overflow persists after compaction; giving up');
+      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+    }
     if (streamError !== undefined) {
       ctx.logger.error({ err: streamError }, 'model call failed');
       return { outcome: 'failed', reason: failureReason(streamError), notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE };
@@ -268,15 +274,17 @@ async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
  * Checks, before a call, that the request can fit the model's whole context
  * window (the provider would refuse it with a 400). When it cannot, compacts
  * once (like a provider overflow) and checks again; `overflow` when it still
- * cannot. The estimate never undercounts, so the full window (not minus the
- * output reserve) is the bound: no request the provider would take is refused.
+ * cannot. The estimate leans high, so it is divided by its largest overcount
+ * and held against the full window (not minus the output reserve): only a
+ * request clearly too long is refused here; a closer one goes to the
+ * provider, whose own overflow error compacts once and retries.
  */
 async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: number, compactedAlready: boolean): Promise<'fits' | 'compacted' | 'overflow'> {
-  const window = ctx.model.contextWindow;
-  if (estimateMessages(messages) + overhead <= window) return 'fits';
+  const fits = () => (estimateMessages(messages) + overhead) / ESTIMATE_MAX_OVERCOUNT <= ctx.model.contextWindow;
+  if (fits()) return 'fits';
   if (compactedAlready) return 'overflow';
   const compacted = await ctx.compaction.onOverflow();
   if (!compacted) return 'overflow';
   messages.splice(0, messages.length, ...compacted);
-  return estimateMessages(messages) + overhead <= window ? 'compacted' : 'overflow';
+  return fits() ? 'compacted' : 'overflow';
 }
