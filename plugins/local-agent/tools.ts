@@ -6,7 +6,7 @@
 import { type ToolSet, tool } from 'ai';
 import { type AgentTool, activeContext, traceToolCall, z } from 'steerbot/runner';
 
-export type { AgentTool, ToolCallContext } from 'steerbot/runner';
+export type { AgentTool } from 'steerbot/runner';
 
 /** Current date and time (built in, on by default). */
 export const currentTimeTool: AgentTool<{ timeZone?: string }> = {
