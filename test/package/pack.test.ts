@@ -123,7 +123,7 @@ function importsLeaving(dir: string): string[] {
 /** The folders the build compiles (tsconfig.build.json). */
 const COMPILED = ['src', 'host', 'runner', 'plugins', 'app', 'testing'];
 /** What `npm pack` needs from the repository: the package's files and what builds them. */
-const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', ...COMPILED];
+const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'README.md', 'docs', ...COMPILED];
 
 /**
  * A lockfile for a project that depends on the tarball only: our lockfile's
