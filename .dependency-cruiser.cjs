@@ -10,7 +10,6 @@ const LAYER_RULES = [
   ['core-is-the-bottom', 'src', 'host|runner|plugins|app|testing|test|bench|examples', 'src/ (core) knows no role, plugin, composition or test code; move the piece to app/ or pass it in as an option.'],
   ['host-imports-only-core', 'host', 'runner|plugins|app|testing|test|bench|examples', "host/ may import src/ and host/ only: not the runner, plugins, app/ or tests (wiring plugins in is app/'s job)."],
   ['runner-imports-only-core', 'runner', 'host|plugins|app|testing|test|bench|examples', 'runner/ may import src/ and runner/ only: not the host, plugins, app/ or tests.'],
-  ['plugins-import-core-and-runner', 'plugins', 'host|app|testing|test|bench|examples', 'A plugin may import src/, runner/ (plugin contract and helpers) and its own folder; never host/, app/ or tests.'],
   ['app-ships-no-tests', 'app', 'test|bench|examples', 'app/ (composition) may import every production layer, but not test/, bench/ or examples/.'],
   ['app-ships-no-test-kit', 'app', 'testing', 'app/ is production code; the test kit (testing/) builds on app/, not the other way round.'],
   ['test-kit-ships-no-tests', 'testing', 'test|bench|examples', 'testing/ is published: it may import src/, host/, runner/, plugins/, app/, never test/, bench/ or examples/.'],
@@ -20,6 +19,17 @@ const LAYER_RULES = [
 module.exports = {
   forbidden: [
     ...LAYER_RULES,
+    {
+      name: 'plugins-import-the-package',
+      comment:
+        "A plugin imports the package, not the repository: only its own folder, npm packages and the public entry points. Import it from 'steerbot/channel' or 'steerbot/runner'; if it is not exported, make it public API in src/channel.ts or runner/index.ts, typed and documented in docs/plugins.md.",
+      severity: 'error',
+      from: { path: '^plugins/([^/]+)/' },
+      to: {
+        path: '^(src|host|runner|app|testing|test|bench|examples|plugins)/',
+        pathNot: ['^plugins/$1/', '^src/channel\\.ts$', '^runner/index\\.ts$'],
+      },
+    },
     {
       name: 'plugins-are-independent',
       comment: 'A plugin never imports another plugin\'s folder; shared code belongs in src/ or runner/.',

@@ -8,14 +8,16 @@
  * ```
  */
 
-export { ToolFailure, type ToolFailureCategory } from '../plugins/local-agent/tool-errors.js';
-export type { AgentTool, ToolCallContext } from '../plugins/local-agent/tools.js';
-export type { EnvBinding, LoadConfigOptions } from '../src/config.js';
-export { ConfigError, type ConfigIssue } from '../src/errors.js';
+export type { RunnerPluginDefinition } from '../runner/index.js';
+export type { ChannelPluginDefinition } from '../src/channel.js';
+export type { EnvBinding, EnvKind, LoadConfigOptions } from '../src/config.js';
+export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config-schema.js';
+export { ConfigError, type ConfigIssue, SteerbotError, type SteerbotErrorCode } from '../src/errors.js';
 export type { PluginEnvBinding } from '../src/plugin-definition.js';
 export { type DecideResult, decideApproval } from '../src/protocol/approvals.js';
 export { type PurgeOptions, type PurgeResult, purgeConversation } from '../src/protocol/purge.js';
 export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js';
+export type { RedisClient } from '../src/redis.js';
 export {
   buildConfigSchema,
   DEFAULT_CONFIG,
@@ -26,6 +28,6 @@ export {
   type SteerbotConfig,
   type SteerbotConfigInput,
 } from './config.js';
-export { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, loadPluginModule, type PluginRegistry, resolvePlugins } from './registry.js';
+export type { PluginRegistry } from './registry.js';
 export { type RunningApp, type StartAppOptions, startApp } from './start.js';
 export { redactConfig } from './summary.js';

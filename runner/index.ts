@@ -1,28 +1,21 @@
 /**
  * The runner plugin contract (`steerbot/runner`): what a runner plugin module
  * exports (`defineRunnerPlugin`), what it gets for each run (`RunContext`),
- * and the helpers a plugin author needs (the model factory).
+ * the local agent's tool types, and the helpers a plugin author needs (the
+ * model factory, token estimates, the projection of the record into model
+ * messages, trace spans). docs/plugins.md, "The public API", lists them.
  */
 
-// The zod steerbot composes the configuration with, so a plugin's configSchema needs no zod of its own.
-export { z } from 'zod';
-export type { PluginRedaction } from '../src/logger.js';
-export type { PluginEnvBinding } from '../src/plugin-definition.js';
-export {
-  assertPluginKeyName,
-  type CoreConversationKeys,
-  PluginStorage,
-  type PluginStorageDeclaration,
-  pluginStorage,
-} from '../src/plugin-storage.js';
-export type { SteeringMode, StopKind } from '../src/protocol/types.js';
-export type { MessageReceived, SeqEntry } from '../src/record/entries.js';
-export type { RedisClient } from '../src/redis.js';
-export { type LeaseState, RedisLease } from '../src/redis-lease.js';
-export type { ScriptReply } from '../src/scripts/index.js';
-export { defineScript, type PluginScript } from '../src/scripts/plugin-script.js';
-export { type PluginMetrics, pluginMetrics } from '../src/telemetry/plugin-metrics.js';
-export { createModel } from './model.js';
+export { channelResolver, type MessageButton } from '../src/channel.js';
+export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, type ModelProvider } from '../src/defaults.js';
+// What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).
+export * from '../src/plugin-kit.js';
+export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
+export { type AgentTool, type ToolCallContext, ToolFailure, type ToolFailureCategory, type ToolMode } from './agent-tool.js';
+export { SUMMARY_HEADER } from './compaction/checkpoint.js';
+export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
+export { isContextOverflowError } from './compaction/overflow.js';
+export { createModel, createTranscriptionModel, modelSetupNotice } from './model.js';
 export {
   type ApprovalGate,
   type ApprovalOutcome,
@@ -45,3 +38,4 @@ export {
   type ToolCallJournal,
   type ToolCallRef,
 } from './plugin.js';
+export { answerText, userMessage } from './projection.js';

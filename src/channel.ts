@@ -7,37 +7,21 @@
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import type { FetchedFile } from './fetch-file.js';
 import type { RouteRegistry } from './http-routes.js';
 import type { InputPolicy } from './input-policies.js';
 import type { PluginDefinition } from './plugin-definition.js';
 import type { IncomingMessage, IngestResult } from './protocol/types.js';
 import type { Attachment } from './record/entries.js';
-import type { RedisClient } from './scripts/index.js';
+import type { RedisClient } from './redis.js';
 
-/** The zod this package validates with: define a plugin's `configSchema` with it. */
-export { z } from 'zod';
-export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
-export { ChannelApiError, type FetchRefusal, FetchRefusedError, InvalidInputError, RedisUnavailableError } from './errors.js';
-export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
-export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpResponse } from './http-client.js';
-export { createHttpClient, HttpTimeoutError } from './http-client.js';
-export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
-export { eventStream, json, readJsonBody } from './http-routes.js';
-export type { PluginRedaction } from './logger.js';
-export {
-  assertPluginKeyName,
-  type CoreConversationKeys,
-  MAX_PLUGIN_KEY_NAME_LENGTH,
-  PluginStorage,
-  type PluginStorageDeclaration,
-  pluginStorage,
-} from './plugin-storage.js';
-export { type LeaseState, RedisLease } from './redis-lease.js';
-export { replyStreamKey, type StoreReplyOptions, type StoreReplyResult, storeReply } from './reply-stream.js';
-export type { RedisClient, ScriptReply } from './scripts/index.js';
-export { defineScript, type PluginScript } from './scripts/plugin-script.js';
+// Helpers of channels that serve pages and event streams (the web chat, the webhook's event stream).
+export { type AccessVerdict, checkAccess, type PageAccess, sameOriginJson, servePage } from './http-access.js';
+export { assetRoute, pageHead } from './page-shell.js';
+// What channel plugins share with runner plugins (config helpers, errors, signatures, fetch, HTTP, Redis, record types).
+export * from './plugin-kit.js';
 export { splitMessage } from './split-message.js';
-export { type PluginMetrics, pluginMetrics } from './telemetry/plugin-metrics.js';
+export { BlockingReaders, blockingConnection, type ReaderPlace, type XreadReply } from './stream-readers.js';
 
 /** Options of one outbound send. */
 export interface SendOptions {
@@ -109,13 +93,6 @@ export interface ChannelOutbound {
    * Absent: attachments reach the model as text placeholders.
    */
   fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile>;
-}
-
-/** An attachment's bytes, as fetched from the platform. */
-export interface FetchedFile {
-  data: Uint8Array;
-  /** The platform's content type, when it says. */
-  mediaType?: string;
 }
 
 /** What the host does with one normalized inbound message. */

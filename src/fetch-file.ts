@@ -6,9 +6,15 @@
  * `fetchUrlFile` is for URLs that arrive in a message, which only the guarded
  * fetch may follow.
  */
-import type { FetchedFile } from './channel.js';
 import { ChannelApiError, InvalidInputError } from './errors.js';
 import { type GuardedFetchOptions, guardedFetch } from './guarded-fetch.js';
+
+/** An attachment's bytes, as fetched from the platform. */
+export interface FetchedFile {
+  data: Uint8Array;
+  /** The platform's content type, when it says. */
+  mediaType?: string;
+}
 
 /** Options of `fetchFile`. */
 export interface FetchFileOptions {

@@ -7,6 +7,20 @@
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
+
+export type { RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from '../runner/index.js';
+// Types the kit's signatures use, so a test author can name them.
+export type {
+  ChannelHost,
+  ChannelOutbound,
+  ChannelPlugin,
+  ChannelSettings,
+  IngestResult,
+  InputPolicy,
+  RecordEntry,
+  RedisClient,
+  SeqEntry,
+} from '../src/channel.js';
 export {
   type ChannelContractEnv,
   type ChannelContractOptions,
@@ -16,6 +30,7 @@ export {
   type MakeHarness,
 } from './channel-contract.js';
 export { type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
+export type { FakeGuild, InteractionResponse, StoredMessage } from './fakes/discord-server.js';
 export {
   FakeDiscord,
   type FakeDiscordOptions,
@@ -26,7 +41,9 @@ export {
   startFakeDiscord,
   user,
 } from './fakes/discord-server.js';
+export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
+export type { ScriptedFailure, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,
   type ApiCall,

@@ -11,7 +11,7 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'steerbot/runner';
 
-/** @type {import('steerbot').AgentTool<{ count: number; sides: number }>} */
+/** @type {import('steerbot/runner').AgentTool<{ count: number; sides: number }>} */
 const rollDice = {
   name: 'roll_dice',
   description: 'Rolls dice: `count` dice (1-20) with `sides` sides each (2-1000). Returns every roll and their sum.',

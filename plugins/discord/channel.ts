@@ -10,9 +10,7 @@
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
 import { type ButtonInteraction, Client, Events, GatewayIntentBits, type Message, MessageFlags, Partials } from 'discord.js';
-import type { ChannelDeps, ChannelHost, ChannelPlugin, InboundMessage } from '../../src/channel.js';
-import { parseSection } from '../../src/config-section.js';
-import { redactSecrets } from '../../src/errors.js';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, type InboundMessage, parseSection, redactSecrets } from 'steerbot/channel';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
 import { type DiscordConfig, type DiscordConfigInput, discordConfigSchema } from './config.js';
 import { InboundQueue } from './inbound-queue.js';

@@ -1,7 +1,7 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
+
+import { enumOf, INPUT_POLICIES, int } from 'steerbot/channel';
 import { z } from 'zod';
-import { enumOf, int } from '../../src/config-schema.js';
-import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
 

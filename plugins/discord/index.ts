@@ -3,7 +3,7 @@
  * itself (`channel.ts`, with discord.js) is imported when a Discord section
  * is configured, so a bot without Discord never loads discord.js.
  */
-import { defineChannelPlugin } from '../../src/channel.js';
+import { defineChannelPlugin } from 'steerbot/channel';
 import { discordConfigSchema } from './config.js';
 
 /** The Discord channel (`channels.discord`), on when `DISCORD_BOT_TOKEN` is set. */

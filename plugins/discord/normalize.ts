@@ -5,8 +5,7 @@
  * the allow-lists.
  */
 import { type Message, MessageType } from 'discord.js';
-import type { InboundMessage } from '../../src/channel.js';
-import type { Attachment } from '../../src/record/entries.js';
+import type { Attachment, InboundMessage } from 'steerbot/channel';
 import type { DiscordConfig } from './config.js';
 
 /** Why a message is not handed to the host. */

@@ -6,9 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
-import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
-import { ChannelApiError, InvalidInputError, redactSecrets } from '../../src/errors.js';
-import { fetchUrlFile } from '../../src/fetch-file.js';
+import { ChannelApiError, type ChannelOutbound, type EditOptions, fetchUrlFile, InvalidInputError, redactSecrets, type SendOptions } from 'steerbot/channel';
 import { isGuildAdmin } from './admins.js';
 import type { DiscordConfig } from './config.js';
 

@@ -2,9 +2,9 @@
  * Settings of the http-agent runner plugin (`agents.http-agent`), validated
  * with zod at load.
  */
+
+import { DEFAULTS, int } from 'steerbot/runner';
 import { z } from 'zod';
-import { int } from '../../src/config-schema.js';
-import { DEFAULTS } from '../../src/defaults.js';
 
 const url = () => z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' });
 

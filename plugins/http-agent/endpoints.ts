@@ -7,10 +7,7 @@
  * with a status that says which.
  */
 
-import { RunEndedError, StaleRunError } from '../../src/errors.js';
-import { sameToken } from '../../src/http-access.js';
-import type { HttpRoute, RouteRequest, RouteResponse } from '../../src/http-routes.js';
-import { json } from '../../src/http-routes.js';
+import { type HttpRoute, json, type RouteRequest, type RouteResponse, RunEndedError, StaleRunError, sameToken } from 'steerbot/runner';
 import { type AgentInvocation, InvocationEndedError } from './invocation.js';
 import { pullBodySchema } from './protocol.js';
 

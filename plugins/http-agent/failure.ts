@@ -3,7 +3,7 @@
  * terminal reason starts with it) and the short message the user gets.
  * Failures are data: `toResult` turns one into the plugin's RunResult.
  */
-import type { RunResult } from '../../runner/plugin.js';
+import type { RunResult } from 'steerbot/runner';
 
 /** What went wrong, by name. */
 export type AgentFailureCode =

@@ -6,9 +6,7 @@
  * runner serves, fenced to the invocation.
  */
 import type { Logger } from 'pino';
-import { defineRunnerPlugin, type RunnerPlugin } from '../../runner/plugin.js';
-import { createHttpClient, type HttpRequest } from '../../src/http-client.js';
-import type { RouteRegistry } from '../../src/http-routes.js';
+import { createHttpClient, defineRunnerPlugin, type HttpRequest, type RouteRegistry, type RunnerPlugin } from 'steerbot/runner';
 import { type HttpAgentConfig, httpAgentConfigSchema } from './config.js';
 import { RunEndpoints } from './endpoints.js';
 import { AgentInvocation } from './invocation.js';

@@ -8,10 +8,7 @@
  * are ordered after the events the agent wrote before it asked.
  */
 import { randomBytes } from 'node:crypto';
-import type { RunContext, RunResult } from '../../runner/plugin.js';
-import type { HttpRequest, HttpResponse } from '../../src/http-client.js';
-import type { SteeringMode } from '../../src/protocol/types.js';
-import { signedHeaders } from '../../src/signature.js';
+import { type HttpRequest, type HttpResponse, type RunContext, type RunResult, type SteeringMode, signedHeaders } from 'steerbot/runner';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
 import { ndjsonLines } from './ndjson.js';
 import { type AgentEvent, type AgentMessage, agentEventSchemas, agentMessage, type CancelRequest, NDJSON, PROTOCOL, type RunRequest } from './protocol.js';

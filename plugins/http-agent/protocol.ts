@@ -6,9 +6,8 @@
  * a trust boundary), and the body of a steering pull.
  */
 import type { ModelMessage } from 'ai';
+import type { MessageReceived, SeqEntry, StopKind } from 'steerbot/runner';
 import { z } from 'zod';
-import type { StopKind } from '../../src/protocol/types.js';
-import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 
 /** Protocol name and version, sent in every request body. */
 export const PROTOCOL = 'steerbot.agent/1';

@@ -20,11 +20,7 @@
 import { createHash } from 'node:crypto';
 import { type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
 import type { Logger } from 'pino';
-import type { RunContext } from '../../runner/plugin.js';
-import { userMessage } from '../../runner/projection.js';
-import type { FetchedFile } from '../../src/channel.js';
-import { InvalidInputError } from '../../src/errors.js';
-import type { Attachment, MessageReceived, SeqEntry } from '../../src/record/entries.js';
+import { type Attachment, type FetchedFile, InvalidInputError, type MessageReceived, type RunContext, type SeqEntry, userMessage } from 'steerbot/runner';
 
 /** What to do with an attachment the model cannot get. */
 export type AttachmentPolicy = 'omit' | 'text' | 'error';

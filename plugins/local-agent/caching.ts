@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { LanguageModel, ModelMessage, SystemModelMessage, ToolSet } from 'ai';
-import { SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
+import { SUMMARY_HEADER } from 'steerbot/runner';
 
 /** Cache settings of one request. */
 export interface CachePlan {

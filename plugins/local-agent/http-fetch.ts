@@ -5,9 +5,8 @@
  * allow-listed, after DNS resolution and on every redirect.
  */
 
+import { type FetchRefusal, FetchRefusedError, guardedFetch, type ResolveHost } from 'steerbot/runner';
 import { z } from 'zod';
-import { type FetchRefusal, FetchRefusedError } from '../../src/errors.js';
-import { guardedFetch, type ResolveHost } from '../../src/guarded-fetch.js';
 import { ToolFailure, type ToolFailureCategory } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 

@@ -6,13 +6,20 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LanguageModel, TranscriptionModel } from 'ai';
+import {
+  ConfigError,
+  createModel,
+  createTranscriptionModel,
+  DEFAULT_SYSTEM_PROMPT,
+  DEFAULTS,
+  defineRunnerPlugin,
+  int,
+  type ModelSettings,
+  modelSetupNotice,
+  type RunnerPlugin,
+  type SteeringMode,
+} from 'steerbot/runner';
 import { z } from 'zod';
-import { createModel, createTranscriptionModel, modelSetupNotice } from '../../runner/model.js';
-import { defineRunnerPlugin, type ModelSettings, type RunnerPlugin } from '../../runner/plugin.js';
-import { int } from '../../src/config-schema.js';
-import { DEFAULT_SYSTEM_PROMPT, DEFAULTS } from '../../src/defaults.js';
-import { ConfigError } from '../../src/errors.js';
-import type { SteeringMode } from '../../src/protocol/types.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';

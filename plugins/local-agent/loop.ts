@@ -8,13 +8,20 @@
  */
 
 import { APICallError, type LanguageModel, type ModelMessage, streamText, type ToolSet, type TranscriptionModel } from 'ai';
-import { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from '../../runner/compaction/estimate.js';
-import { isContextOverflowError } from '../../runner/compaction/overflow.js';
-import type { RunContext, RunResult, StepRecord } from '../../runner/plugin.js';
-import { answerText, userMessage } from '../../runner/projection.js';
-import { DEFAULTS } from '../../src/defaults.js';
-import type { SteeringMode } from '../../src/protocol/types.js';
-import { traceModelCall } from '../../src/telemetry/agent-spans.js';
+import {
+  answerText,
+  DEFAULTS,
+  ESTIMATE_MAX_OVERCOUNT,
+  estimateMessages,
+  estimateTokens,
+  isContextOverflowError,
+  type RunContext,
+  type RunResult,
+  type SteeringMode,
+  type StepRecord,
+  traceModelCall,
+  userMessage,
+} from 'steerbot/runner';
 import type { AttachmentParts } from './attachments.js';
 import { cachePlan } from './caching.js';
 import {

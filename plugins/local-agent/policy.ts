@@ -8,12 +8,13 @@
  * can make it stricter, never looser, so a catch-all `allow` does not open
  * an MCP server's write tools. A denied tool is not offered to the model.
  */
+
+import { redactSecrets, type ToolMode } from 'steerbot/runner';
 import { z } from 'zod';
-import { redactSecrets } from '../../src/errors.js';
 
 /** What may happen when the model calls a tool. */
-export const toolModeSchema = z.enum(['allow', 'deny', 'require_approval'], { error: 'expected allow, deny or require_approval' });
-export type ToolMode = z.infer<typeof toolModeSchema>;
+export const toolModeSchema: z.ZodType<ToolMode> = z.enum(['allow', 'deny', 'require_approval'], { error: 'expected allow, deny or require_approval' });
+export type { ToolMode } from 'steerbot/runner';
 
 /** Strictness order of the modes: a tool's own default is combined with a scope default by taking the stricter. */
 const STRICTNESS: Record<ToolMode, number> = { allow: 0, require_approval: 1, deny: 2 };

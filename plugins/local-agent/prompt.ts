@@ -12,8 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { channelResolver } from 'steerbot/channel';
-import { ConfigError, type ConfigIssue } from '../../src/errors.js';
+import { ConfigError, type ConfigIssue, channelResolver } from 'steerbot/runner';
 
 /** A persona: the system prompt for one channel or conversation. */
 export interface PersonaSettings {

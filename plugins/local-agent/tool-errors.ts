@@ -4,33 +4,9 @@
  * message reaches the model; any other error is described by its category
  * alone, its details go to the logs.
  */
-import { redactSecrets } from '../../src/errors.js';
+import { redactSecrets, ToolFailure, type ToolFailureCategory } from 'steerbot/runner';
 
-/** Categories of a tool failure. */
-export type ToolFailureCategory =
-  | 'timeout'
-  | 'aborted'
-  | 'forbidden'
-  | 'not_found'
-  | 'invalid_input'
-  | 'unavailable'
-  | 'too_many_redirects'
-  | 'tool_error'
-  | 'outcome_unknown'
-  | 'denied'
-  | 'approval_timeout'
-  | 'internal';
-
-/** A failure a tool reports on purpose: its message is meant for the model. */
-export class ToolFailure extends Error {
-  override readonly name = 'ToolFailure';
-  constructor(
-    readonly category: ToolFailureCategory,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { ToolFailure, type ToolFailureCategory } from 'steerbot/runner';
 
 /** What the model gets when a tool fails. */
 export interface ToolErrorEnvelope {

@@ -10,11 +10,8 @@
  */
 import { type ModelMessage, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
+import { activeContext, allowEntry, int, type RunContext, StaleRunError, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
-import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin.js';
-import { allowEntry, int } from '../../src/config-schema.js';
-import { StaleRunError } from '../../src/errors.js';
-import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
 import type { McpManager } from './mcp.js';
 import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
 import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';

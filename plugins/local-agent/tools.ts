@@ -3,47 +3,10 @@
  * schema, each with a timeout. A tool that throws or times out yields an
  * error result the model sees; it never throws through the loop.
  */
-import { type FlexibleSchema, type ToolSet, tool } from 'ai';
-import { z } from 'zod';
-import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
-import type { ToolMode } from './policy.js';
+import { type ToolSet, tool } from 'ai';
+import { type AgentTool, activeContext, traceToolCall, z } from 'steerbot/runner';
 
-/** A tool the local agent can call. */
-// biome-ignore lint/suspicious/noExplicitAny: `unknown` would refuse AgentTool<{ url: string }> (a tool's input is contravariant).
-export interface AgentTool<I = any> {
-  /** Name the model calls it by (`[a-zA-Z0-9_-]`, at most 64 characters). */
-  name: string;
-  /** What it does, for the model. */
-  description: string;
-  /** zod schema of its input (validated before `execute`); MCP tools bring a JSON schema (`jsonSchema()` of the AI SDK). */
-  inputSchema: z.ZodType<I> | FlexibleSchema<I>;
-  /** Does the work; may throw (becomes an error result). `signal` fires on stop requests and timeouts; `call` is given by the local agent's runtime. */
-  execute(input: I, opts: { signal: AbortSignal; call?: ToolCallContext }): Promise<unknown>;
-  /** Time limit of one call, in ms. Default 30000. */
-  timeoutMs?: number;
-  /** Running a call twice is harmless: after a takeover a call started without a recorded result runs again. Default false (its outcome is reported unknown). */
-  idempotent?: boolean;
-  /** Mode when no `toolPolicy` entry names the tool; a scope's `default` only makes it stricter (MCP tools: from their annotations or server). Default `allow`. */
-  defaultMode?: ToolMode;
-  /** The tool may delete or overwrite data (MCP `destructiveHint`): its approval request says so. Default false. */
-  destructive?: boolean;
-}
-
-/** What a tool call knows about where it runs (docs/tools.md). */
-export interface ToolCallContext {
-  runId: string;
-  conversationId: string;
-  /** The model's id of this call. */
-  callId: string;
-  /** Attempt of the run (more than 1 after a takeover). */
-  attempt: number;
-  /** The attempt's fencing token (higher after a takeover): an external system can refuse writes of a superseded attempt. Absent in hand-made contexts. */
-  fencingToken?: number;
-  /** Same for a re-run of the same call after a takeover: pass it to APIs that deduplicate. */
-  idempotencyKey: string;
-  /** True when an earlier attempt started this call and died before recording its result. */
-  rerun: boolean;
-}
+export type { AgentTool } from 'steerbot/runner';
 
 /** Current date and time (built in, on by default). */
 export const currentTimeTool: AgentTool<{ timeZone?: string }> = {

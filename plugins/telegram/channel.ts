@@ -7,10 +7,16 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Api } from 'grammy';
-import { pluginStorage, RedisLease } from 'steerbot/channel';
-import type { ChannelDeps, ChannelHost, ChannelPlugin, ReceiveResult } from '../../src/channel.js';
-import { parseSection } from '../../src/config-section.js';
-import { InvalidInputError } from '../../src/errors.js';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  type ChannelPlugin,
+  InvalidInputError,
+  parseSection,
+  pluginStorage,
+  type ReceiveResult,
+  RedisLease,
+} from 'steerbot/channel';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';

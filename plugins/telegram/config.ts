@@ -2,9 +2,9 @@
  * Configuration of the Telegram channel (`channels.telegram` in the config
  * file), validated with zod at load.
  */
+
+import { enumOf, INPUT_POLICIES } from 'steerbot/channel';
 import { z } from 'zod';
-import { enumOf } from '../../src/config-schema.js';
-import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const idList = z
   .array(z.union([z.string().regex(/^-?\d{1,20}$/, { error: 'expected a numeric Telegram id' }), z.number().int()]))

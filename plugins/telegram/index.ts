@@ -3,7 +3,7 @@
  * itself (`channel.ts`, with grammY) is imported when a Telegram section is
  * configured, so a bot without Telegram never loads grammY.
  */
-import { defineChannelPlugin } from '../../src/channel.js';
+import { defineChannelPlugin } from 'steerbot/channel';
 import { telegramConfigSchema } from './config.js';
 
 /** The Telegram channel (`channels.telegram`), on when `TELEGRAM_BOT_TOKEN` is set. */

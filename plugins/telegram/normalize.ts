@@ -3,8 +3,7 @@
  * messages are addressed to the bot and builds the ids of DESIGN.md:
  * update key `telegram:<update_id>`, conversation `telegram:<chat>[:<topic>]`.
  */
-import type { InboundMessage } from '../../src/channel.js';
-import type { Attachment } from '../../src/record/entries.js';
+import type { Attachment, InboundMessage } from 'steerbot/channel';
 import type { TelegramEntity, TelegramMessage, TelegramUpdate, TelegramUser } from './update-schema.js';
 
 /** The bot itself, from getMe. */

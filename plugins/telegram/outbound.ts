@@ -3,10 +3,7 @@
  * edit and show typing, through grammY's `Api`.
  */
 import type { Api } from 'grammy';
-import type { ChannelOutbound, EditOptions, SendOptions } from '../../src/channel.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { fetchFile } from '../../src/fetch-file.js';
-import type { Logger } from '../../src/logger.js';
+import { type ChannelOutbound, type EditOptions, fetchFile, InvalidInputError, type Logger, type SendOptions } from 'steerbot/channel';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
 

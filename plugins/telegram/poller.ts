@@ -7,10 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from 'grammy';
-import type { RedisLease } from 'steerbot/channel';
-import { backoffMs } from '../../src/backoff.js';
-import { ChannelApiError } from '../../src/errors.js';
-import type { Logger } from '../../src/logger.js';
+import { backoffMs, ChannelApiError, type Logger, type RedisLease } from 'steerbot/channel';
 import { isApiCallError, toChannelApiError } from './errors.js';
 
 /** Options of a TelegramPoller. */

@@ -6,8 +6,7 @@
  * server's error handler, so Telegram delivers the update again.
  */
 
-import { sameToken } from '../../src/http-access.js';
-import { json, type RouteRegistry, readJsonBody } from '../../src/http-routes.js';
+import { json, type RouteRegistry, readJsonBody, sameToken } from 'steerbot/channel';
 import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 
 /** Header Telegram carries the secret in. */

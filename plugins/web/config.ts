@@ -3,9 +3,9 @@
  * default, so `npm start` with nothing configured serves a chat page;
  * `STEERBOT_WEB=false` turns it off.
  */
+
+import { enumOf, INPUT_POLICIES, int, pageToken } from 'steerbot/channel';
 import { z } from 'zod';
-import { enumOf, int, pageToken } from '../../src/config-schema.js';
-import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 /** Schema of the web chat's settings. Unknown keys are errors. */
 export const webConfigSchema = z.strictObject({

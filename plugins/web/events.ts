@@ -9,10 +9,7 @@
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
 import type { Logger } from 'pino';
-import { pluginStorage } from 'steerbot/channel';
-import { parseEntry } from '../../src/record/read.js';
-import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
-import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
+import { asRedisUnavailable, BlockingReaders, parseEntry, pluginStorage, type ReaderPlace, type RedisClient, type XreadReply } from 'steerbot/channel';
 import { WEB_CHANNEL_ID } from './outbound.js';
 import { recordView } from './record-view.js';
 

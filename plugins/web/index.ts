@@ -12,22 +12,26 @@
  * browser keeps in localStorage); update key `web:<browser id>:<message id>`.
  * Access: see `src/http-access.ts` (token, else loopback clients only).
  */
-import { z } from 'zod';
+
 import {
+  assetRoute,
   type ChannelDeps,
   type ChannelHost,
   type ChannelPlugin,
+  checkAccess,
   defineChannelPlugin,
   eventStream,
   type InboundMessage,
   json,
+  type PageAccess,
+  parseSection,
   type RouteRequest,
   type RouteResponse,
   readJsonBody,
-} from '../../src/channel.js';
-import { parseSection } from '../../src/config-section.js';
-import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
-import { assetRoute } from '../../src/page-shell.js';
+  sameOriginJson,
+  servePage,
+} from 'steerbot/channel';
+import { z } from 'zod';
 import { type WebConfig, webConfigSchema } from './config.js';
 import { WebEventStreams } from './events.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';

@@ -7,10 +7,16 @@
  * delivery key: a retried run attempt that sends it again finds it stored.
  */
 import { randomUUID } from 'node:crypto';
-import { type RedisClient, replyStreamKey, storeReply } from 'steerbot/channel';
-import type { ChannelOutbound, MessageButton, SendOptions } from '../../src/channel.js';
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
+import {
+  ChannelApiError,
+  type ChannelOutbound,
+  DEFAULT_DELIVERY_KEY_TTL_SECONDS,
+  type MessageButton,
+  type RedisClient,
+  replyStreamKey,
+  type SendOptions,
+  storeReply,
+} from 'steerbot/channel';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */

@@ -18,9 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { defineScript, type RedisClient, RedisLease, replyStreamKey } from 'steerbot/channel';
-import { backoffMs } from '../../src/backoff.js';
-import { type HttpRequest, type HttpResponse, HttpTimeoutError } from '../../src/http-client.js';
+import { backoffMs, defineScript, type HttpRequest, type HttpResponse, HttpTimeoutError, type RedisClient, RedisLease, replyStreamKey } from 'steerbot/channel';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey } from './keys.js';

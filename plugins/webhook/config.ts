@@ -2,10 +2,8 @@
  * Configuration of one generic webhook channel (`channels.webhooks.<name>`
  * in the config file), validated with zod at load.
  */
+import { allowEntry, DEFAULT_DELIVERY_KEY_TTL_SECONDS, enumOf, INPUT_POLICIES, int } from 'steerbot/channel';
 import { z } from 'zod';
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
-import { allowEntry, enumOf, int } from '../../src/config-schema.js';
-import { INPUT_POLICIES } from '../../src/input-policies.js';
 
 const secret = z
   .string({ error: 'expected a secret of at least 16 characters' })

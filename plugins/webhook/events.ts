@@ -11,11 +11,19 @@
  * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
  */
 import type { Logger } from 'pino';
-import { replyStreamKey } from 'steerbot/channel';
-import { sameToken } from '../../src/http-access.js';
-import { eventStream, json, type RouteRequest, type RouteResponse } from '../../src/http-routes.js';
-import { asRedisUnavailable, type RedisClient } from '../../src/redis.js';
-import { BlockingReaders, type ReaderPlace, type XreadReply } from '../../src/stream-readers.js';
+import {
+  asRedisUnavailable,
+  BlockingReaders,
+  eventStream,
+  json,
+  type ReaderPlace,
+  type RedisClient,
+  type RouteRequest,
+  type RouteResponse,
+  replyStreamKey,
+  sameToken,
+  type XreadReply,
+} from 'steerbot/channel';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { sign } from './signature.js';

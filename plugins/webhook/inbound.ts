@@ -3,10 +3,9 @@
  * The signature is checked on the raw bytes before anything is parsed;
  * a rejected request writes nothing.
  */
+
+import { attachmentSchema, type ChannelHost, type InboundMessage, json, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/channel';
 import { z } from 'zod';
-import type { ChannelHost, InboundMessage } from '../../src/channel.js';
-import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
-import { attachmentSchema } from '../../src/record/entries.js';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';
 

@@ -6,10 +6,9 @@
  * update key `webhook:<name>:<Idempotency-Key header or body id>`.
  * The wire format is in the README (channels section).
  */
+
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, createHttpClient, defineChannelPlugin, parseSection } from 'steerbot/channel';
 import { z } from 'zod';
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from '../../src/channel.js';
-import { parseSection } from '../../src/config-section.js';
-import { createHttpClient } from '../../src/http-client.js';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';

@@ -8,12 +8,7 @@
  * stored: a receiver that is down does not hold up the run.
  */
 import { randomUUID } from 'node:crypto';
-import { storeReply } from 'steerbot/channel';
-import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
-import { ChannelApiError } from '../../src/errors.js';
-import { fetchUrlFile } from '../../src/fetch-file.js';
-import type { ResolveHost } from '../../src/guarded-fetch.js';
-import type { RedisClient } from '../../src/redis.js';
+import { ChannelApiError, type ChannelOutbound, fetchUrlFile, type RedisClient, type ResolveHost, type SendOptions, storeReply } from 'steerbot/channel';
 import { markPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';

@@ -158,7 +158,8 @@ export class SteerbotMetrics {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 
-  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  /** A counter on this registry (plugins: `registerCounter`, which checks the name). */
+  counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 

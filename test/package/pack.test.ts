@@ -7,13 +7,16 @@
  * (`loadConfig`, `startApp`), the channel is a webhook whose replies go to a
  * local callback receiver. The `steerbot` bin validates the same config, and
  * the runner plugin contract from `steerbot/testing` runs on the plugin in the
- * project's own vitest.
+ * project's own vitest. A copy of the built-in webhook channel plugin (its
+ * TypeScript and every other file of its folder) builds there with `tsc`
+ * against the installed package, importing only `steerbot/*`, and passes the
+ * channel plugin contract.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -76,10 +79,51 @@ async function stopProject(): Promise<number | null | undefined> {
   return exited;
 }
 
+/** Links a package of ours into the project: one the author brings (vitest, typescript, @types/node), ours stands in. */
+function linkFromRepo(name: string): void {
+  const target = join(project, 'node_modules', name);
+  if (existsSync(target)) return;
+  mkdirSync(dirname(target), { recursive: true });
+  symlinkSync(join(REPO, 'node_modules', name), target);
+}
+
+/** Runs the project's vitest on `files`; resolves with its verbose output, or fails with everything it printed. */
+async function projectVitest(files: string[], what: string): Promise<string> {
+  linkFromRepo('vitest');
+  // A clean environment for the inner vitest: the outer one's worker variables would confuse it.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST')));
+  const { stdout } = await run(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--reporter', 'verbose', ...files], {
+    cwd: project,
+    env: { ...env, REDIS_URL: redisUrl(), NO_COLOR: '1' },
+  }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`${what} failed in the project: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+  });
+  return stdout;
+}
+
+/**
+ * Imports in the TypeScript files under `dir` that a plugin written outside this repository could not make:
+ * a relative path that leaves the folder, or a `steerbot` entry point a plugin may not use.
+ */
+function importsLeaving(dir: string): string[] {
+  const found: string[] = [];
+  for (const f of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!f.isFile() || !f.name.endsWith('.ts')) continue;
+    const file = join(f.parentPath, f.name);
+    for (const m of readFileSync(file, 'utf8').matchAll(/\b(?:from|import)\s*\(?\s*'([^']+)'/g)) {
+      const spec = m[1]!;
+      const outside = spec.startsWith('.') && relative(dir, resolve(f.parentPath, spec)).startsWith('..');
+      const internal = /^steerbot(\/|$)/.test(spec) && !/^steerbot\/(channel|runner)$/.test(spec);
+      if (outside || internal) found.push(`${relative(dir, file)}: ${spec}`);
+    }
+  }
+  return found;
+}
+
 /** The folders the build compiles (tsconfig.build.json). */
 const COMPILED = ['src', 'host', 'runner', 'plugins', 'app', 'testing'];
 /** What `npm pack` needs from the repository: the package's files and what builds them. */
-const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', ...COMPILED];
+const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'README.md', 'docs', ...COMPILED];
 
 /**
  * A lockfile for a project that depends on the tarball only: our lockfile's
@@ -227,8 +271,6 @@ describe('the packed package', () => {
     });
 
     it("runs the runner plugin contract from steerbot/testing on the plugin, in the project's vitest", async () => {
-      // vitest is an optional peer the plugin author brings; ours stands in for it.
-      symlinkSync(join(REPO, 'node_modules/vitest'), join(project, 'node_modules/vitest'));
       writeFileSync(
         join(project, 'echo-agent.test.js'),
         [
@@ -238,16 +280,73 @@ describe('the packed package', () => {
           '',
         ].join('\n'),
       );
-      // A clean environment for the inner vitest: the outer one's worker variables would confuse it.
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST')));
-      const { stdout } = await run(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--reporter', 'verbose'], {
-        cwd: project,
-        env: { ...env, REDIS_URL: redisUrl(), NO_COLOR: '1' },
-      }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`the contract suite failed in the project: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
-      });
+      const stdout = await projectVitest(['echo-agent.test.js'], 'the runner contract suite');
       expect(stdout).toContain('runner plugin contract: echo-agent from the tarball');
       expect(stdout).toMatch(/Tests\s+8 passed \(8\)/);
+    });
+
+    it('builds a copy of the webhook channel plugin against the package (steerbot/* only) and passes the channel plugin contract there', async () => {
+      const dir = join(project, 'webhook');
+      // The whole folder: its TypeScript and any file it reads at run time (a Lua script of its own).
+      cpSync(join(REPO, 'plugins/webhook'), dir, { recursive: true });
+      expect(importsLeaving(dir)).toEqual([]);
+
+      linkFromRepo('typescript');
+      linkFromRepo('@types/node');
+      const compilerOptions = {
+        target: 'ES2023',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2023'],
+        types: ['node'],
+        strict: true,
+        verbatimModuleSyntax: true,
+        skipLibCheck: true,
+        rootDir: '.',
+        outDir: 'build',
+      };
+      writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['webhook'] }, null, 2));
+      await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { cwd: project }).catch(
+        (err: { stdout?: string; message: string }) => {
+          throw new Error(`tsc failed on the copied webhook plugin: ${err.message}\n${err.stdout ?? ''}`);
+        },
+      );
+      // What tsc does not emit goes next to the compiled modules, as the package's own build does.
+      cpSync(dir, join(project, 'build/webhook'), { recursive: true, filter: (f) => !f.endsWith('.ts') });
+
+      writeFileSync(
+        join(project, 'webhook.test.js'),
+        [
+          "import { signedHeaders } from 'steerbot/channel';",
+          "import { channelPluginContract, startCallbackServer } from 'steerbot/testing';",
+          "import { createWebhookPlugin } from './build/webhook/index.js';",
+          `const SECRET = ${JSON.stringify(SECRET)};`,
+          'channelPluginContract({',
+          "  name: 'webhook copied into the project',",
+          '  makeHarness: async (env) => {',
+          '    const callbacks = await startCallbackServer(SECRET);',
+          '    const deps = { logger: env.logger, redis: env.redis, prefix: env.prefix };',
+          "    const plugin = createWebhookPlugin('copy', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, deps);",
+          '    return {',
+          '      plugin,',
+          '      async inject(m) {',
+          '        const body = JSON.stringify({ id: m.updateId, conversation: m.chatId, sender: m.sender, text: m.text });',
+          "        const headers = { 'content-type': 'application/json', ...signedHeaders(SECRET, body) };",
+          "        const res = await fetch(env.baseUrl() + '/webhooks/copy', { method: 'POST', headers, body });",
+          "        if (res.status >= 400 && res.status !== 403) throw new Error('webhook answered ' + res.status + ': ' + (await res.text()));",
+          '      },',
+          "      expected: (m) => ({ updateKey: 'webhook:copy:' + m.updateId, conversationId: 'webhook:copy:' + m.chatId }),",
+          '      received: async (chatId) => callbacks.texts(chatId),',
+          '      close: () => callbacks.close(),',
+          '    };',
+          '  },',
+          '});',
+          '',
+        ].join('\n'),
+      );
+      const stdout = await projectVitest(['webhook.test.js'], 'the channel contract suite');
+      expect(stdout).toContain('channel contract: webhook copied into the project');
+      expect(stdout).toMatch(/Tests\s+6 passed \(6\)/);
     });
 
     it('answers a signed webhook message through the plugin, exactly once', async () => {

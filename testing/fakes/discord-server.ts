@@ -118,7 +118,8 @@ interface Session {
   forcedReplayFrom: number | undefined;
 }
 
-interface StoredMessage {
+/** A message the fake Discord holds. */
+export interface StoredMessage {
   id: string;
   channel_id: string;
   content: string;

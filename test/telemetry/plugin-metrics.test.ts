@@ -1,0 +1,28 @@
+import { Gauge } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, pluginMetrics } from '../../src/channel.js';
+import { metrics } from '../../src/telemetry/metrics.js';
+
+describe('pluginMetrics', () => {
+  it("adds a plugin's counter to the process's registry as steerbot_<plugin>_<name>, served with steerbot's own", async () => {
+    const plugin = `test-plugin-${process.pid}`;
+    pluginMetrics(plugin).counter('things_total', 'Things a test plugin did, by kind.', ['kind']).inc({ kind: 'a' }, 2);
+    const { body } = await metrics.scrape();
+    expect(body).toContain(`steerbot_test_plugin_${process.pid}_things_total{kind="a"} 2`);
+  });
+
+  it('returns the metric already registered under a name (a second instance of the plugin)', () => {
+    const plugin = `twice-${process.pid}`;
+    expect(pluginMetrics(plugin).counter('calls_total', 'Counted by two instances.')).toBe(pluginMetrics(plugin).counter('calls_total', 'again'));
+  });
+
+  it('refuses a name without its unit, a counter not ending in _total, and a name registered as another kind of metric', () => {
+    const m = pluginMetrics(`refuse-${process.pid}`);
+    expect(() => m.counter('things', 'no unit')).toThrow(InvalidInputError);
+    expect(() => m.counter('wait_seconds', 'a counter in seconds')).toThrow(/_total for a counter/);
+    expect(() => m.gauge('Bad-Name_bytes', 'not lowercase')).toThrow(InvalidInputError);
+    const taken = `steerbot_kind_${process.pid}_queue_bytes`;
+    new Gauge({ name: taken, help: 'A gauge.', registers: [metrics.registry] });
+    expect(() => pluginMetrics(`kind-${process.pid}`).histogram('queue_bytes', 'a histogram', [1, 2])).toThrow(/another kind/);
+  });
+});
