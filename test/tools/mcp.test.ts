@@ -127,8 +127,8 @@ describe('MCP servers as tools', () => {
       const tools = await m.tools(logger);
       expect(tools.map((t) => t.name)).toEqual(['local__echo']);
       expect(m.stats.unavailable).toBe(1);
-      expect(await metrics.registry.getSingleMetricAsString('steerbot_mcp_unavailable_total')).toMatch(
-        /steerbot_mcp_unavailable_total\{server="broken"\} [1-9]/,
+      expect(await metrics.registry.getSingleMetricAsString('steerbot_local_agent_mcp_unavailable_total')).toMatch(
+        /steerbot_local_agent_mcp_unavailable_total\{server="broken"\} [1-9]/,
       );
       expect(lines.join('')).toContain('MCP server unavailable');
       expect(lines.join('')).not.toContain('env-secret-value');
