@@ -168,6 +168,8 @@ describe('webhook channel end to end', () => {
     await callbacksDrained();
     const lock = lockKey(sys.prefix, CONVERSATION);
     await waitFor(async () => (await sys.ctx.redis.exists(lock)) === 0 || undefined, 10_000, 'the callback lock released');
+    // The console's activity index is written a moment after ingest, in a batch.
+    await waitFor(async () => (await sys.ctx.redis.exists(`${sys.prefix}:console:recent`)) === 1 || undefined, 10_000, 'the activity noted');
 
     const snapshot = async () => {
       const keys = (await sys.ctx.redis.keys(`${sys.prefix}:*`)).sort();
