@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, secretValues } from '../src/logger.js';
-import { loadConfig, type SteerbotConfig } from './config.js';
+import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
@@ -57,7 +57,15 @@ async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
 function makeLogger(config: SteerbotConfig): { logger: Logger; pretty: boolean } {
   const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true);
   const destination = pretty ? PinoPretty({ colorize: process.stdout.isTTY === true, sync: true, ignore: 'pid,hostname' }) : undefined;
-  return { logger: createLogger({ level: config.log.level, secrets: secretValues(config), ...(destination && { destination }) }), pretty };
+  return {
+    logger: createLogger({
+      level: config.log.level,
+      secrets: secretValues(config),
+      secretPaths: secretSettingsOf(config),
+      ...(destination && { destination }),
+    }),
+    pretty,
+  };
 }
 
 async function start(config: SteerbotConfig): Promise<void> {

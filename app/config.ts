@@ -25,6 +25,7 @@ import {
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import type { PluginEnvBinding } from '../src/plugin-definition.js';
+import { declareSecrets } from '../src/secrets.js';
 import { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, type PluginRegistry, resolvePlugins } from './registry.js';
 
 /** The configuration, defaults applied: the core sections plus the plugin sections. */
@@ -95,6 +96,45 @@ export function envBindings(registry: PluginRegistry, runnerId: string = DEFAULT
   return [...CORE_ENV_BINDINGS, ...defs.flatMap((d) => (d.env ?? []).map((b) => absolute(d, b)))];
 }
 
+/**
+ * Paths of the plugin settings declared `secret: true` (`channels.acme.signingKey`), whatever they are named.
+ * The core's own secrets are named like secrets and redacted by name (a Redis URL only loses its password).
+ */
+export function secretSettingPaths(registry: PluginRegistry, runnerId: string = DEFAULTS.runner.plugin): string[] {
+  return envBindings(registry, runnerId)
+    .slice(CORE_ENV_BINDINGS.length)
+    .filter((b) => b.secret)
+    .map((b) => b.path);
+}
+
+/** The string values at dotted `paths` of a configuration. */
+function valuesAt(config: unknown, paths: readonly string[]): string[] {
+  return paths.flatMap((path) => {
+    let at: unknown = config;
+    for (const seg of path.split('.')) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[seg] : undefined;
+    return typeof at === 'string' ? [at] : [];
+  });
+}
+
+// The declared secret settings of each loaded configuration (a copy of one is looked up against the built-ins).
+const secretPathsOf = new WeakMap<object, string[]>();
+
+/**
+ * Declares the values of a configuration's secret settings (`declareSecrets`): from then on errors, every
+ * logger and `check-config` redact them wherever they appear. Returns the settings' paths.
+ */
+export function declareConfigSecrets(config: SteerbotConfig, registry: PluginRegistry = BUILTIN_REGISTRY, runnerId = config.runner.plugin): string[] {
+  const paths = secretSettingPaths(registry, runnerId);
+  declareSecrets(valuesAt(config, paths));
+  secretPathsOf.set(config, paths);
+  return paths;
+}
+
+/** Paths of a configuration's secret settings: as declared when it was loaded, else those of the built-in plugins. */
+export function secretSettingsOf(config: SteerbotConfig): string[] {
+  return secretPathsOf.get(config) ?? secretSettingPaths(BUILTIN_REGISTRY, config.runner.plugin);
+}
+
 /** The built-in plugins only. */
 export const BUILTIN_REGISTRY: PluginRegistry = createRegistry(BUILTIN_PLUGINS);
 
@@ -108,7 +148,9 @@ function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: stri
   }
   const agents = (layers.raw.agents ??= {});
   if (typeof agents === 'object' && agents !== null && !Array.isArray(agents)) (agents as Record<string, unknown>)[runnerId] ??= {};
-  return validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;
+  const config = validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;
+  declareConfigSecrets(config, registry, runnerId);
+  return config;
 }
 
 /** Reads the core layers: file, then core variables. */

@@ -16,7 +16,7 @@ import { createLogger, type Logger, secretValues } from '../src/logger.js';
 import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
-import { BUILTIN_REGISTRY, type SteerbotConfig } from './config.js';
+import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig, secretSettingsOf } from './config.js';
 import { type PluginRegistry, resolvePlugins } from './registry.js';
 import { channelIds, redactConfig } from './summary.js';
 import { startTracing } from './telemetry.js';
@@ -124,7 +124,7 @@ function privateRedisRefusal(config: SteerbotConfig): string | undefined {
  */
 export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
   const { config } = opts;
-  const logger = opts.logger ?? createLogger({ level: config.log.level, secrets: secretValues(config) });
+  const logger = opts.logger ?? createLogger({ level: config.log.level, secrets: secretValues(config), secretPaths: secretSettingsOf(config) });
   // Stop steps, run in reverse start order: ingress, host, runner, Redis client, private Redis.
   const stops: Array<{ name: string; run: () => Promise<void> }> = [];
   let stopping: Promise<void> | undefined;
@@ -149,6 +149,8 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     const { registry, runnerId } = opts.registry
       ? { registry: opts.registry, runnerId: config.runner.plugin }
       : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
+    // A configuration built in code was never loaded: its plugins' secret settings are declared here.
+    declareConfigSecrets(config, registry, runnerId);
     let redisUrl: string | undefined;
     if (config.redis.mode === 'single') {
       const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');

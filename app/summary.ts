@@ -7,26 +7,29 @@ import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { redactSecrets } from '../src/errors.js';
 import { isLoopbackHostName } from '../src/http-access.js';
 import { isSecretKey, SECRET_MAP_KEYS } from '../src/logger.js';
-import type { SteerbotConfig } from './config.js';
+import { isDeclaredSecret, MIN_SCRUBBED_SECRET_CHARS } from '../src/secrets.js';
+import { type SteerbotConfig, secretSettingsOf } from './config.js';
 
-// The same keys `secretValues` scrubs from log lines, and the maps whose every value is a secret
-// (an MCP server's `env` and `headers`): what is hidden in logs is hidden here.
-function redactValue(key: string, value: unknown): unknown {
-  if (isSecretKey(key) && typeof value === 'string') return '[set]';
+// Settings declared secret (by their path, and any value declared secret), the same keys `secretValues` scrubs
+// from log lines, and the maps whose every value is a secret (an MCP server's `env` and `headers`): what is
+// hidden in logs is hidden here.
+function redactValue(key: string, value: unknown, path: string, declared: ReadonlySet<string>): unknown {
+  if (typeof value === 'string' && (declared.has(path) || isSecretKey(key) || (value.length >= MIN_SCRUBBED_SECRET_CHARS && isDeclaredSecret(value))))
+    return '[set]';
   if (SECRET_MAP_KEYS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
     return Object.fromEntries(Object.keys(value).map((k) => [k, '[set]']));
   }
   if (typeof value === 'string') return key === 'url' || key.endsWith('Url') || key.endsWith('URL') ? redactSecrets(value) : value;
-  if (Array.isArray(value)) return value.map((v) => redactValue('', v));
+  if (Array.isArray(value)) return value.map((v, i) => redactValue('', v, `${path}.${i}`, declared));
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(k, v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(k, v, path === '' ? k : `${path}.${k}`, declared)]));
   }
   return value;
 }
 
-/** A copy of the configuration safe to print or log: secrets as `[set]`, credentials in URLs removed. */
+/** A copy of the configuration safe to print or log: secrets (by name and by declaration) as `[set]`, credentials in URLs removed. */
 export function redactConfig(config: SteerbotConfig): Record<string, unknown> {
-  return redactValue('', config) as Record<string, unknown>;
+  return redactValue('', config, '', new Set(secretSettingsOf(config))) as Record<string, unknown>;
 }
 
 /** Ids of the configured channel instances, e.g. `['telegram', 'webhook:crm']`. */

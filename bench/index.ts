@@ -11,6 +11,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   memory: () => import('./memory.js').then((m) => m.main()),
   'rate-limit': () => import('./rate-limit.js').then((m) => m.main()),
   cost: () => import('./cost.js').then((m) => m.main()),
+  soak: () => import('./soak.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

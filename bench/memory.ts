@@ -13,6 +13,12 @@
  * it shows what a conversation costs once retention has done its work.
  * Dedupe keys (24 h) are counted in both.
  *
+ * Then one conversation that stays active for BENCH_TURNS (default 10 000)
+ * turns, with the default TTLs (3 and 7 days, never reached), without and
+ * with the count bound (`retention.indexMaxEntries`): it prints the element
+ * counts of the outbox, its index and the run index, and the bytes.
+ * BENCH_MEMORY_CASE=many or =active runs only the one part.
+ *
  * Scale: BENCH_CONVERSATIONS (default 2000) × BENCH_MESSAGES (default 50);
  * 10 000 × 50 takes several minutes per variant on a shared 2-core
  * machine, so the default is scaled down (printed). Per-conversation and
@@ -28,6 +34,7 @@ import { privateRedis } from './private-redis.js';
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 2_000);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 50);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const TURNS = Number(process.env.BENCH_TURNS ?? 10_000);
 const PREFIX = 'sb';
 const CHECKPOINT_KEY = 'runner.compaction.checkpoint';
 
@@ -40,15 +47,25 @@ interface Variant {
   endedRunTtlSeconds: number;
   outboxTtlSeconds: number;
   recordTrimAfterEntries: number;
+  /** `retention.indexMaxEntries`: ended runs and acknowledged outbox records kept per conversation (0: no count bound). */
+  indexMaxEntries: number;
 }
 
-/** One conversation's turns, in order. */
-async function conversation(client: Redis, dispatch: Dispatch, runs: Runs, state: ConversationState, v: Variant, c: number): Promise<void> {
+/** One conversation's `messages` turns, in order. */
+async function conversation(
+  client: Redis,
+  dispatch: Dispatch,
+  runs: Runs,
+  state: ConversationState,
+  v: Variant,
+  c: number,
+  messages = MESSAGES,
+): Promise<void> {
   const cid = `telegram:${c}`;
   const k = conversationKeys(PREFIX, cid);
   const messageSeqs: number[] = [];
   let checkpoint: string | undefined;
-  for (let m = 0; m < MESSAGES; m++) {
+  for (let m = 0; m < messages; m++) {
     const r = await dispatch.ingest({
       conversationId: cid,
       updateKey: `telegram:${c}-${m}`,
@@ -79,7 +96,7 @@ async function conversation(client: Redis, dispatch: Dispatch, runs: Runs, state
         client,
         'outbox-claim',
         [k.outbox, k.run(r.runId), k.outboxIndex],
-        [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds],
+        [key, run.token, '{"status":"possibly-dispatched"}', v.outboxTtlSeconds, v.indexMaxEntries],
       ),
     );
     checkReply(
@@ -125,6 +142,24 @@ async function conversation(client: Redis, dispatch: Dispatch, runs: Runs, state
   }
 }
 
+/** Removes the dedupe keys (one per update, 24 h), to measure what they account for; returns `used_memory` after. */
+async function dropDedupeKeys(client: Redis): Promise<number> {
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(cursor, 'MATCH', `${PREFIX}:*:dedupe:*`, 'COUNT', 1000);
+    cursor = next;
+    if (found.length > 0) await client.unlink(...found);
+  } while (cursor !== '0');
+  await new Promise((resolve) => setTimeout(resolve, 200)); // UNLINK frees in the background
+  return usedMemory(client);
+}
+
+function protocol(client: Redis, v: Variant): { dispatch: Dispatch; runs: Runs; state: ConversationState } {
+  const retention = { endedRunTtlSeconds: v.endedRunTtlSeconds, recordTrimAfterEntries: v.recordTrimAfterEntries, indexMaxEntries: v.indexMaxEntries };
+  const options = { client, prefix: PREFIX, retention };
+  return { dispatch: new Dispatch(options), runs: new Runs(options), state: new ConversationState(options) };
+}
+
 async function usedMemory(client: Redis): Promise<number> {
   return Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1]);
 }
@@ -134,10 +169,7 @@ async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number
   if (redis.shared) throw new Error('the memory bench needs its own redis-server (none installed)');
   const client = new Redis(redis.url);
   try {
-    const options = { client, prefix: PREFIX, retention: { endedRunTtlSeconds: v.endedRunTtlSeconds, recordTrimAfterEntries: v.recordTrimAfterEntries } };
-    const dispatch = new Dispatch(options);
-    const runs = new Runs(options);
-    const state = new ConversationState(options);
+    const { dispatch, runs, state } = protocol(client, v);
     // Scripts loaded and the connection warm before the baseline.
     await dispatch.status('telegram:warmup');
     const before = await usedMemory(client);
@@ -158,29 +190,94 @@ async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number
     }
     const after = await usedMemory(client);
     const keys = await client.dbsize();
-    // What the dedupe keys (one per update, 24 h) account for: measured by removing them.
-    let cursor = '0';
-    do {
-      const [next, found] = await client.scan(cursor, 'MATCH', `${PREFIX}:*:dedupe:*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length > 0) await client.unlink(...found);
-    } while (cursor !== '0');
-    await new Promise((resolve) => setTimeout(resolve, 200)); // UNLINK frees in the background
-    return { bytes: after - before, dedupeBytes: after - (await usedMemory(client)), keys, seconds };
+    return { bytes: after - before, dedupeBytes: after - (await dropDedupeKeys(client)), keys, seconds };
   } finally {
     client.disconnect();
     await redis.stop();
   }
 }
 
+/** What one conversation holds after `TURNS` turns without a pause (its runs' and records' TTLs never reached). */
+interface ActiveResult {
+  bytes: number;
+  dedupeBytes: number;
+  outbox: number;
+  outboxIndex: number;
+  runIndex: number;
+  runHashes: number;
+  log: number;
+  indexBytes: number;
+  seconds: number;
+}
+
+async function measureActive(v: Variant): Promise<ActiveResult> {
+  const redis = await privateRedis();
+  if (redis.shared) throw new Error('the memory bench needs its own redis-server (none installed)');
+  const client = new Redis(redis.url);
+  try {
+    const { dispatch, runs, state } = protocol(client, v);
+    await dispatch.status('telegram:warmup');
+    const before = await usedMemory(client);
+    const t0 = performance.now();
+    await conversation(client, dispatch, runs, state, v, 0, TURNS);
+    const seconds = (performance.now() - t0) / 1000;
+    const k = conversationKeys(PREFIX, 'telegram:0');
+    const [outbox, outboxIndex, runIndex, log] = await Promise.all([
+      client.hlen(k.outbox),
+      client.zcard(k.outboxIndex),
+      client.zcard(k.runs),
+      client.xlen(k.log),
+    ]);
+    let runHashes = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await client.scan(cursor, 'MATCH', `${k.base}run:*`, 'COUNT', 1000);
+      cursor = next;
+      runHashes += found.length;
+    } while (cursor !== '0');
+    const usage = await Promise.all([k.outbox, k.outboxIndex, k.runs].map((key) => client.memory('USAGE', key, 'SAMPLES', '0')));
+    const indexBytes = usage.reduce<number>((a, b) => a + Number(b ?? 0), 0);
+    const after = await usedMemory(client);
+    return { bytes: after - before, dedupeBytes: after - (await dropDedupeKeys(client)), outbox, outboxIndex, runIndex, runHashes, log, indexBytes, seconds };
+  } finally {
+    client.disconnect();
+    await redis.stop();
+  }
+}
+
+/** One conversation that stays active for `TURNS` turns: the indexes stay at the count bound instead of growing with every turn. */
+async function activeConversation(): Promise<void> {
+  console.log(`\none conversation active for ${TURNS} turns (ended runs 3 days, outbox 7 days; record trimmed to the newest 20 behind the checkpoint)`);
+  const base = { endedRunTtlSeconds: 259_200, outboxTtlSeconds: 604_800, recordTrimAfterEntries: 20 };
+  const variants: Variant[] = [
+    { name: 'no count bound', ...base, indexMaxEntries: 0 },
+    { name: 'indexMaxEntries 100', ...base, indexMaxEntries: 100 },
+  ];
+  const results: ActiveResult[] = [];
+  for (const v of variants) {
+    const r = await measureActive(v);
+    results.push(r);
+    console.log(
+      `${v.name.padEnd(20)} outbox ${r.outbox}  outbox_at ${r.outboxIndex}  runs ${r.runIndex}  run hashes ${r.runHashes}  log ${r.log}` +
+        `  indexes ${r.indexBytes} B  conversation ${r.bytes} B (dedupe keys, 24 h: ${r.dedupeBytes} B)  ${r.seconds.toFixed(1)} s of turns`,
+    );
+  }
+  const [off, on] = results as [ActiveResult, ActiveResult];
+  console.log(
+    `ratio bounded / unbounded: indexes ${(on.indexBytes / off.indexBytes).toFixed(3)}, conversation ${(on.bytes / off.bytes).toFixed(3)}` +
+      ` (${((on.bytes - on.dedupeBytes) / (off.bytes - off.dedupeBytes)).toFixed(3)} without the dedupe keys)`,
+  );
+}
+
 export async function main(): Promise<void> {
+  if (process.env.BENCH_MEMORY_CASE === 'active') return activeConversation();
   const total = CONVERSATIONS * MESSAGES;
   console.log(
     `memory: ${CONVERSATIONS} conversations × ${MESSAGES} messages (${total} turns)${CONVERSATIONS < 10_000 ? '; scaled down from 10 000 × 50 (BENCH_CONVERSATIONS=10000 for full scale)' : ''}`,
   );
   const variants: Variant[] = [
-    { name: 'without retention', endedRunTtlSeconds: 0, outboxTtlSeconds: 604_800, recordTrimAfterEntries: 0 },
-    { name: 'with retention', endedRunTtlSeconds: 1, outboxTtlSeconds: 1, recordTrimAfterEntries: 20 },
+    { name: 'without retention', endedRunTtlSeconds: 0, outboxTtlSeconds: 604_800, recordTrimAfterEntries: 0, indexMaxEntries: 0 },
+    { name: 'with retention', endedRunTtlSeconds: 1, outboxTtlSeconds: 1, recordTrimAfterEntries: 20, indexMaxEntries: 100 },
   ];
   const results = [];
   for (const v of variants) {
@@ -194,4 +291,5 @@ export async function main(): Promise<void> {
   const [without, withR] = results;
   console.log(`ratio with / without retention: ${(withR!.bytes / without!.bytes).toFixed(3)}`);
   console.log(`ratio without dedupe keys: ${((withR!.bytes - withR!.dedupeBytes) / (without!.bytes - without!.dedupeBytes)).toFixed(3)}`);
+  if (process.env.BENCH_MEMORY_CASE !== 'many') await activeConversation();
 }

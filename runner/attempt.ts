@@ -63,6 +63,7 @@ export class RunAttempt {
       resolve: o.resolveOutbound,
       logger: this.logger,
       ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }),
+      ...(o.outboxMaxEntries !== undefined && { outboxMaxEntries: o.outboxMaxEntries }),
     });
   }
 

@@ -53,6 +53,8 @@ export interface RunDeliveryOptions {
   sleep?: (ms: number) => Promise<void>;
   /** The outbox expires this long after its last write, in seconds (every write renews it). Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Acknowledged outbox records beyond the conversation's newest this many are dropped at a claim (this run's and the active run's stay); 0: no count bound. Default 100. */
+  outboxMaxEntries?: number;
   /** The run's fencing token: claims of delivery keys are refused once another attempt owns the run. Default: unfenced. */
   token?: number;
 }

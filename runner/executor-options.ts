@@ -37,6 +37,8 @@ export interface ExecutorOptions {
   compaction?: CompactionSettings;
   /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
+  outboxMaxEntries?: number;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */

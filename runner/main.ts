@@ -84,6 +84,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     compaction,
     historyTailEntries: config.compaction.tailEntries,
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
+    outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });

@@ -5,6 +5,7 @@
  * or re-acquired run never sends an acknowledged message twice.
  */
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../src/channel.js';
+import { DEFAULTS } from '../src/defaults.js';
 import { conversationKeys } from '../src/keys.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
@@ -31,6 +32,8 @@ export interface OutboxOptions {
   runId: string;
   /** The outbox expires this long after its last write, in seconds. Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Acknowledged outbox records kept per conversation beyond this run's and the active run's; 0: no count bound. Default 100. */
+  outboxMaxEntries?: number;
   /** The run's fencing token. Default: unfenced. */
   token?: number;
 }
@@ -60,7 +63,7 @@ export class RunOutbox {
         this.o.client,
         'outbox-claim',
         [this.outboxKey, this.runKey, this.outboxIndexKey],
-        [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl],
+        [key, this.token, JSON.stringify({ status } satisfies OutboxRecord), this.outboxTtl, this.o.outboxMaxEntries ?? DEFAULTS.retention.indexMaxEntries],
       ),
       this.o.runId,
     );

@@ -52,7 +52,7 @@ export class PlatformCalls {
    */
   hold(retryAfterMs: number): number {
     const wait = Math.min(Math.max(0, retryAfterMs), this.o.maxRetryDelayMs ?? DEFAULTS.deliveryMaxRetryDelayMs);
-    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.o.now() + wait);
+    if (this.outbound) holdUntil(this.outbound, this.o.conversationId, this.o.now() + wait, this.o.now());
     return wait;
   }
 

@@ -19,6 +19,8 @@ export { z } from 'zod';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
 export { ChannelApiError, type FetchRefusal, FetchRefusedError, InvalidInputError, RedisUnavailableError } from './errors.js';
 export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
+export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpResponse } from './http-client.js';
+export { createHttpClient, HttpTimeoutError } from './http-client.js';
 export type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
 export { splitMessage } from './split-message.js';

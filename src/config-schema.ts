@@ -289,6 +289,11 @@ const retentionSchema = z.strictObject({
     .describe(
       "How long a purged conversation's tombstone stands (`dispatch.afterPurge` applies meanwhile), in seconds; never shorter than `dispatch.dedupeTtlSeconds`. Default 604 800 (7 days).",
     ),
+  indexMaxEntries: int(0, 1_000_000)
+    .default(DEFAULTS.retention.indexMaxEntries)
+    .describe(
+      "Per conversation, the outbox keeps the newest this many acknowledged delivery records and the run index the newest this many ended runs (older ones go, run hashes with them), so a conversation that never goes quiet does not grow until the TTLs catch up. Records not acknowledged and the active run's are always kept; ended runs kept forever (`endedRunTtlSeconds` 0) are not counted. 0: off. Default 100.",
+    ),
 });
 
 /** Module specifiers: a relative path (against the working directory) or a package name. */

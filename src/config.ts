@@ -108,6 +108,7 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_RECORD_TRIM_AFTER_DAYS', path: 'retention.recordTrimAfterDays', kind: 'int' },
   { env: 'STEERBOT_IDLE_TTL_SECONDS', path: 'retention.idleTtlSeconds', kind: 'int' },
   { env: 'STEERBOT_TOMBSTONE_TTL_SECONDS', path: 'retention.tombstoneTtlSeconds', kind: 'int' },
+  { env: 'STEERBOT_INDEX_MAX_ENTRIES', path: 'retention.indexMaxEntries', kind: 'int' },
   { env: 'STEERBOT_PLUGINS', path: 'plugins', kind: 'list' },
 ];
 

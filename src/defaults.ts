@@ -37,8 +37,15 @@ export const DEFAULTS = {
   log: { level: 'info', format: 'auto' },
   model: { provider: 'openai', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 },
   compaction: { threshold: 0.8, keepRecentTurns: 4, maxSummaryChars: 6000, tailEntries: 2000 },
-  /** Ended run hashes 3 days, a purged conversation's tombstone 7 days; trimming and idle expiry off. */
-  retention: { endedRunTtlSeconds: 259_200, recordTrimAfterEntries: 0, recordTrimAfterDays: 0, idleTtlSeconds: 0, tombstoneTtlSeconds: 604_800 },
+  /** Ended run hashes 3 days, a purged conversation's tombstone 7 days, the newest 100 delivery records and ended runs per conversation; trimming and idle expiry off. */
+  retention: {
+    endedRunTtlSeconds: 259_200,
+    recordTrimAfterEntries: 0,
+    recordTrimAfterDays: 0,
+    idleTtlSeconds: 0,
+    tombstoneTtlSeconds: 604_800,
+    indexMaxEntries: 100,
+  },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
   /** Attempts of one outbound message before delivery gives it up. */
   deliveryMaxAttempts: 5,

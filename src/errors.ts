@@ -3,6 +3,7 @@
  * never on message text. Secrets are redacted when an error is built, so an
  * error is always safe to log.
  */
+import { scrubbedSecrets } from './secrets.js';
 
 /** Codes of every steerbot error. */
 export type SteerbotErrorCode =
@@ -165,11 +166,15 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/((?:api[_-]?key|token|secret|password)(?:=|["']\s*:\s*["']))[^"'\s,&]+/gi, '$1[redacted]'],
 ];
 
-/** Removes anything that looks like a credential from a string, and every occurrence of the `known` secrets. */
+/**
+ * Removes anything that looks like a credential from a string, every occurrence
+ * of the `known` secrets, and every declared secret value (`declareSecrets`).
+ */
 export function redactSecrets(text: string, ...known: string[]): string {
   let out = text;
-  // Secrets this caller knows (a bot token) go first, whatever they look like.
+  // Secrets this caller knows (a bot token) and declared ones go first, whatever they look like.
   for (const secret of known) if (secret.length > 0) out = out.split(secret).join('[redacted-token]');
+  for (const secret of scrubbedSecrets()) if (out.includes(secret)) out = out.split(secret).join('[redacted]');
   for (const [re, repl] of SECRET_PATTERNS) out = out.replace(re, repl);
   return out;
 }

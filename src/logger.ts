@@ -7,6 +7,7 @@
  */
 import { type DestinationStream, type Logger, type LoggerOptions, pino, stdSerializers } from 'pino';
 import { redactSecrets } from './errors.js';
+import { MIN_SCRUBBED_SECRET_CHARS, scrubbedSecrets } from './secrets.js';
 import { logTraceFields } from './telemetry/tracing.js';
 
 /** The logger type used across steerbot (pino's). */
@@ -76,10 +77,21 @@ export interface CreateLoggerOptions {
    * match everywhere. Default: none.
    */
   secrets?: readonly string[];
+  /**
+   * Paths of settings declared secret, as in the configuration
+   * (`channels.acme.signingKey`): pino censors them in a logged configuration,
+   * at the top level or under one key (`{ config }`). Default: none.
+   */
+  secretPaths?: readonly string[];
 }
 
-/** Shortest secret value scrubbed from whole lines. */
-export const MIN_SCRUBBED_SECRET_CHARS = 4;
+/** A dotted settings path as a pino redact path: segments that are not identifiers (`local-agent`) in brackets. */
+function redactPath(path: string): string {
+  return path
+    .split('.')
+    .map((seg, i) => (/^[A-Za-z_$][\w$]*$/.test(seg) ? `${i === 0 ? '' : '.'}${seg}` : `[${JSON.stringify(seg)}]`))
+    .join('');
+}
 
 /** What a scrubbed secret value becomes. */
 const SCRUBBED = '[redacted]';
@@ -178,20 +190,30 @@ function urlCredentials(text: string): string[] {
   return found;
 }
 
-/** Replaces each secret (as written, and as JSON escapes it) in a serialized line. */
-function lineScrubber(secrets: readonly string[]): ((line: string) => string) | undefined {
-  const forms = new Set<string>();
-  for (const s of secrets) {
-    if (s.length < MIN_SCRUBBED_SECRET_CHARS) continue;
-    forms.add(s);
-    forms.add(JSON.stringify(s).slice(1, -1));
-  }
-  // Longest first: a secret that contains another is replaced whole.
-  const list = [...forms].sort((a, b) => b.length - a.length);
-  if (list.length === 0) return undefined;
+/**
+ * Replaces each secret (as written, and as JSON escapes it) in a serialized line:
+ * the logger's own `secrets` and every declared one (`declareSecrets`, read again when one is added).
+ */
+function lineScrubber(secrets: readonly string[]): (line: string) => string {
+  let declared: readonly string[] | undefined;
+  let list: string[] = [];
+  const forms = (): string[] => {
+    const now = scrubbedSecrets();
+    if (now === declared) return list;
+    declared = now;
+    const all = new Set<string>();
+    for (const s of [...secrets, ...now]) {
+      if (s.length < MIN_SCRUBBED_SECRET_CHARS) continue;
+      all.add(s);
+      all.add(JSON.stringify(s).slice(1, -1));
+    }
+    // Longest first: a secret that contains another is replaced whole.
+    list = [...all].sort((a, b) => b.length - a.length);
+    return list;
+  };
   return (line) => {
     let out = line;
-    for (const f of list) if (out.includes(f)) out = out.split(f).join(SCRUBBED);
+    for (const f of forms()) if (out.includes(f)) out = out.split(f).join(SCRUBBED);
     return out;
   };
 }
@@ -204,7 +226,10 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
   const options: LoggerOptions = {
     level: opts.level ?? 'info',
     ...(opts.base ? { base: opts.base } : {}),
-    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+    redact: {
+      paths: [...REDACT_PATHS, ...(opts.secretPaths ?? []).map(redactPath).flatMap((p) => [p, p.startsWith('[') ? `*${p}` : `*.${p}`])],
+      censor: '[redacted]',
+    },
     serializers: { err: errSerializer, error: errSerializer },
     // Lines written inside a run or a request carry its `trace_id` and `span_id` (nothing without a tracing SDK).
     mixin: logTraceFields,
@@ -224,8 +249,8 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
       logMethod(args, method) {
         method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecrets(a, ...known) : a)) as Parameters<typeof method>);
       },
-      // Last line of defence: a configured secret anywhere in the line (any field, any depth).
-      ...(scrub && { streamWrite: scrub }),
+      // Last line of defence: a configured or declared secret anywhere in the line (any field, any depth).
+      streamWrite: scrub,
     },
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);

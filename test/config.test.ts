@@ -44,6 +44,7 @@ describe('loadConfig', () => {
       recordTrimAfterDays: 0,
       idleTtlSeconds: 0,
       tombstoneTtlSeconds: 604_800,
+      indexMaxEntries: 100,
     });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
     expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800 });

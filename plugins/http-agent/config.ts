@@ -8,7 +8,7 @@ import { DEFAULTS } from '../../src/defaults.js';
 
 const url = () => z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' });
 
-// Node's fetch gives up on a response after 300 s without data whatever we ask; a longer timeout would never fire.
+// Longest timeout the settings take (5 min): a silence longer than that is a dead agent, not a slow one.
 const MAX_TIMEOUT_MS = 300_000;
 
 /** Schema of the http-agent settings. Unknown keys are errors. */

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { defineRunnerPlugin, type RunnerPlugin } from '../../runner/plugin.js';
+import { createHttpClient, type HttpRequest } from '../../src/http-client.js';
 import type { RouteRegistry } from '../../src/http-routes.js';
 import { type HttpAgentConfig, httpAgentConfigSchema } from './config.js';
 import { RunEndpoints } from './endpoints.js';
@@ -20,8 +21,8 @@ export interface HttpAgentOptions {
   routes?: RouteRegistry;
   /** The server's own address once it listens (used when `publicUrl` is not set). */
   serverUrl?: () => string | undefined;
-  /** `fetch` for the agent requests. Default: the global `fetch`. */
-  fetch?: typeof fetch;
+  /** Sends the requests to the agent. Default: a keep-alive connection pool of the plugin's own (`createHttpClient`), closed by `close()`. */
+  request?: HttpRequest;
   logger?: Logger;
 }
 
@@ -34,7 +35,8 @@ function reachable(address: string): string {
 export function createHttpAgentPlugin(config: HttpAgentConfig, opts: HttpAgentOptions = {}): RunnerPlugin {
   const endpoints = opts.routes ? new RunEndpoints() : undefined;
   if (endpoints) for (const route of endpoints.routes()) opts.routes!.add(route);
-  const fetchImpl = opts.fetch ?? fetch;
+  const pool = opts.request ? undefined : createHttpClient();
+  const request = opts.request ?? pool!.request;
   let warned = false;
   const baseUrl = (): string | undefined => {
     const found = config.publicUrl ?? (opts.serverUrl?.() !== undefined ? reachable(opts.serverUrl()!) : undefined);
@@ -49,13 +51,16 @@ export function createHttpAgentPlugin(config: HttpAgentConfig, opts: HttpAgentOp
     async run(ctx) {
       const base = endpoints ? baseUrl() : undefined;
       const url = base === undefined ? undefined : RunEndpoints.urlOf(base, ctx.runId);
-      const invocation = new AgentInvocation(ctx, config, fetchImpl, url);
+      const invocation = new AgentInvocation(ctx, config, request, url);
       const close = endpoints?.open(ctx.runId, invocation);
       try {
         return await invocation.run();
       } finally {
         close?.();
       }
+    },
+    async close() {
+      pool?.close();
     },
   };
 }
@@ -81,7 +86,6 @@ export default defineRunnerPlugin({
   create: (settings, deps) =>
     createHttpAgentPlugin(settings, {
       logger: deps.logger,
-      ...(deps.fetch && { fetch: deps.fetch }),
       ...(deps.routes && { routes: deps.routes }),
       ...(deps.serverUrl && { serverUrl: deps.serverUrl }),
     }),

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RunContext, RunResult } from '../../runner/plugin.js';
+import type { HttpRequest, HttpResponse } from '../../src/http-client.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
 import { signedHeaders } from '../../src/signature.js';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
@@ -62,12 +63,15 @@ export function parseEvent(line: string): AgentEvent {
 const hasToolPart = (messages: Array<{ content: unknown }>) =>
   messages.some((m) => Array.isArray(m.content) && m.content.some((p: { type: string }) => p.type === 'tool-call' || p.type === 'tool-result'));
 
-/** A short, secret-free description of a network error. */
+/** A short, secret-free description of a network error (its code, e.g. `ECONNREFUSED`). */
 function networkError(err: unknown): string {
-  const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause;
-  if (cause && typeof cause.code === 'string') return cause.code;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
   return err instanceof Error ? err.name : 'network error';
 }
+
+/** How long the rest of a stream is read after its result before it is closed, in ms. */
+const DRAIN_MS = 1000;
 
 /** One invocation of the agent for one RunContext. */
 export class AgentInvocation {
@@ -81,6 +85,8 @@ export class AgentInvocation {
   private partial = '';
   private state: Record<string, unknown> = {};
   private ended = false;
+  /** The result arrived and the rest of the stream is being read off (`drain`). */
+  private draining = false;
   private requested = false;
   private lock: Promise<unknown> = Promise.resolve();
   private waiters: Array<() => void> = [];
@@ -90,7 +96,8 @@ export class AgentInvocation {
   constructor(
     private readonly ctx: RunContext,
     private readonly s: InvocationSettings,
-    private readonly fetchImpl: typeof fetch,
+    /** Sends the requests to the agent (a keep-alive pool). */
+    private readonly send: HttpRequest,
     /** Base URL of this invocation's run endpoints; undefined when none are served. */
     private readonly capabilityUrl: string | undefined,
   ) {}
@@ -115,8 +122,27 @@ export class AgentInvocation {
       this.ended = true;
       this.notify();
       ctx.signal.removeEventListener('abort', onAbort);
-      this.ac.abort('done'); // closes a stream the agent left open after its result
+      if (!this.draining) this.ac.abort('done'); // closes a stream the agent left open
     }
+  }
+
+  /**
+   * After the result: reads the rest of the stream (ignored) so its connection goes back to the pool for
+   * the next invocation; a stream still open after `DRAIN_MS` is closed.
+   */
+  private drain(lines: AsyncIterator<string>): void {
+    this.draining = true;
+    const timer = setTimeout(() => this.ac.abort('done'), DRAIN_MS);
+    void (async () => {
+      try {
+        while (!(await lines.next()).done);
+      } catch {
+        // closed, or a line past the cap: either way the stream is done with
+      } finally {
+        clearTimeout(timer);
+        this.ac.abort('done');
+      }
+    })();
   }
 
   /**
@@ -146,9 +172,9 @@ export class AgentInvocation {
     const body = JSON.stringify(this.request());
     this.arm('connect-timeout', s.connectTimeoutMs, `no response within ${s.connectTimeoutMs} ms`);
     this.requested = true;
-    let res: Response;
+    let res: HttpResponse;
     try {
-      res = await this.fetchImpl(s.url, {
+      res = await this.send(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: NDJSON, ...signedHeaders(s.secret, body) },
         body,
@@ -158,15 +184,14 @@ export class AgentInvocation {
       throw this.watchdogFailure() ?? new AgentFailure('unreachable', `request failed: ${networkError(err)}`);
     }
     if (!res.ok) {
-      await res.body?.cancel().catch(() => undefined);
+      res.destroy();
       throw new AgentFailure('http-status', `the agent answered HTTP ${res.status}`);
     }
-    const type = res.headers.get('content-type') ?? '';
+    const type = res.headers['content-type'] ?? '';
     if (!type.toLowerCase().startsWith(NDJSON)) {
-      await res.body?.cancel().catch(() => undefined);
+      res.destroy();
       throw new AgentFailure('bad-content-type', `expected ${NDJSON}, got "${type.slice(0, 60)}"`);
     }
-    if (!res.body) throw new AgentFailure('no-result', 'the response has no body');
     this.arm('first-event-timeout', s.firstEventTimeoutMs, `no event within ${s.firstEventTimeoutMs} ms of the response`);
     const lines = ndjsonLines(res.body, s.maxEventBytes)[Symbol.asyncIterator]();
     for (;;) {
@@ -184,7 +209,7 @@ export class AgentInvocation {
         this.applied++;
         this.notify();
         if (result) {
-          void lines.return?.(undefined).catch(() => undefined); // done: anything after the result is not read
+          this.drain(lines);
           return result;
         }
       }
@@ -263,13 +288,13 @@ export class AgentInvocation {
     const { ctx, s } = this;
     const body = JSON.stringify({ protocol: PROTOCOL, type: 'cancel', run: this.runInfo(), reason } satisfies CancelRequest);
     try {
-      const res = await this.fetchImpl(s.url, {
+      const res = await this.send(s.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...signedHeaders(s.secret, body) },
         body,
-        signal: AbortSignal.timeout(s.connectTimeoutMs),
+        timeoutMs: s.connectTimeoutMs,
       });
-      await res.body?.cancel().catch(() => undefined);
+      await res.discard();
       if (!res.ok) ctx.logger.warn({ status: res.status }, 'agent refused the cancel request');
     } catch (err) {
       ctx.logger.warn({ detail: networkError(err) }, 'cancel request to the agent failed');

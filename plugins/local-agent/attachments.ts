@@ -73,6 +73,11 @@ export class AttachmentParts {
     this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings };
   }
 
+  /** Bytes the fetch cache holds now (the sum over its files; at most `cacheBytes`). */
+  get cacheSize(): number {
+    return this.cachedBytes;
+  }
+
   /**
    * Replaces, in `messages`, the user message of each entry that has
    * attachments by one with image / file parts. Returns the notice to send
@@ -172,6 +177,12 @@ export class AttachmentParts {
     }
     if (!file) return undefined;
     if (file.data.byteLength <= this.s.cacheBytes) {
+      // Two runs may fetch one file at once (in-flight fetches are per run): the second replaces the first's entry, not adds to it.
+      const earlier = this.cache.get(key);
+      if (earlier) {
+        this.cache.delete(key);
+        this.cachedBytes -= earlier.data.byteLength;
+      }
       this.cache.set(key, file);
       this.cachedBytes += file.data.byteLength;
       for (const [k, f] of this.cache) {

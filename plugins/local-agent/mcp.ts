@@ -4,7 +4,9 @@
  * the runner; its tools join the run's tool set, named `<server>__<tool>`.
  * A server that cannot be reached leaves its tools out of that run (logged
  * and counted), never fails the run; a dropped connection is re-established
- * by the next run that needs it.
+ * by the next run that needs it. A tool the server does not annotate
+ * `readOnlyHint: true` needs approval unless the server's `defaultPolicy` or
+ * a `toolPolicy` entry says otherwise.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -13,63 +15,20 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { redactSecrets } from '../../src/errors.js';
 import { metrics } from '../../src/telemetry/metrics.js';
+import { type McpServerConfig, McpToolError, mcpToolName } from './mcp-config.js';
+import type { ToolMode } from './policy.js';
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
-
-const names = z.array(z.string().trim().min(1).max(128)).min(1, { error: 'expected at least one tool name' });
-const common = {
-  tools: names.optional().describe("Allow-list of the server's tool names offered to the model. Default: all of them."),
-  timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe('Time limit of one tool call, in ms. Default 30 000.'),
-  connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000).describe('Time limit of connecting and listing the tools, in ms. Default 10 000.'),
-};
-
-/** One MCP server: a stdio command or a Streamable HTTP endpoint. */
-export const mcpServerSchema = z.union(
-  [
-    z.strictObject({
-      command: z.string().trim().min(1).describe('Executable that serves MCP on stdin/stdout.'),
-      args: z.array(z.string()).default([]).describe('Its arguments. Default `[]`.'),
-      env: z
-        .record(z.string(), z.string())
-        .default({})
-        .describe('Extra environment variables (on top of a minimal safe set: PATH, HOME, …). Values are secrets: never logged, redacted by `check-config`.'),
-      cwd: z.string().min(1).optional().describe("Working directory. Default: the runner's."),
-      ...common,
-    }),
-    z.strictObject({
-      url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).describe('Streamable HTTP endpoint of the server.'),
-      headers: z
-        .record(z.string(), z.string())
-        .default({})
-        .describe('Headers sent with every request (e.g. `Authorization`). Values are secrets: never logged, redacted by `check-config`.'),
-      ...common,
-    }),
-  ],
-  { error: 'expected a stdio server ({ command, args?, env?, cwd? }) or an HTTP server ({ url, headers? })' },
-);
-
-/** Settings of one MCP server as written. */
-export type McpServerSettings = z.input<typeof mcpServerSchema>;
-
-/** Settings of one MCP server as parsed. */
-export type McpServerConfig = z.output<typeof mcpServerSchema>;
-
-/** `agents.local-agent.mcpServers`: servers by name (the name prefixes its tools). */
-export const mcpServersSchema = z
-  .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, { error: 'expected a server name of 1-32 characters [A-Za-z0-9_-]' }), mcpServerSchema)
-  .describe(
-    'MCP servers whose tools join the agent\'s, by name: `{ "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }, "crm": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer …" }, "tools": ["lookup"] } }`. Tools are named `<server>__<tool>`. Default `{}`.',
-  );
 
 /** One MCP tool as the server lists it. */
 interface ListedTool {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
-  annotations?: { idempotentHint?: boolean | undefined; readOnlyHint?: boolean | undefined } | undefined;
+  annotations?: { idempotentHint?: boolean | undefined; readOnlyHint?: boolean | undefined; destructiveHint?: boolean | undefined } | undefined;
 }
 
 /** Shape of a `tools/call` result the agent reads. */
@@ -77,16 +36,6 @@ interface CallResult {
   content?: Array<{ type: string; text?: string; mimeType?: string; resource?: { uri?: string; text?: string } }>;
   structuredContent?: unknown;
   isError?: boolean;
-}
-
-/** An MCP tool reported a failure (`isError`): its text is the message the model sees. */
-export class McpToolError extends Error {
-  override readonly name = 'McpToolError';
-}
-
-/** Builds the model-facing name `<server>__<tool>` (AI SDK names: `[A-Za-z0-9_-]`, at most 64 characters). */
-export function mcpToolName(server: string, tool: string): string {
-  return `${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
 }
 
 /** What the model gets from a tool result: structured content when given, else the text parts joined. */
@@ -98,6 +47,15 @@ function resultValue(r: CallResult): unknown {
     return `[${c.type}${c.mimeType ? ` ${c.mimeType}` : ''}]`;
   });
   return parts.join('\n');
+}
+
+/**
+ * The mode of an MCP tool no `toolPolicy` entry names: the server's
+ * `defaultPolicy`, else `allow` only for a tool the server says is read-only
+ * (a tool without annotations may write: MCP assumes so too).
+ */
+function defaultModeOf(cfg: McpServerConfig, t: ListedTool): ToolMode {
+  return cfg.defaultPolicy ?? (t.annotations?.readOnlyHint === true ? 'allow' : 'require_approval');
 }
 
 /** Safe description of a connection failure: no headers, env or URL credentials. */
@@ -276,6 +234,9 @@ export class McpManager {
       inputSchema: jsonSchema({ type: 'object', properties: {}, ...t.inputSchema } as Parameters<typeof jsonSchema>[0]) as unknown as z.ZodType<unknown>,
       timeoutMs: cfg.timeoutMs,
       ...(t.annotations?.idempotentHint === true || t.annotations?.readOnlyHint === true ? { idempotent: true } : {}),
+      defaultMode: defaultModeOf(cfg, t),
+      // Only when the server says so: MCP's own default (a non-read-only tool may be destructive) would put the warning on every tool.
+      ...(t.annotations?.destructiveHint === true && t.annotations.readOnlyHint !== true && { destructive: true }),
       execute: async (input, { signal }) => {
         const conn = await this.connection(server, cfg);
         if (!conn) throw new Error(`MCP server ${server} is unavailable`);

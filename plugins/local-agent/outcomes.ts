@@ -8,7 +8,7 @@
 export const RUN_REASON = {
   /** The provider stream stayed silent for `streamIdleTimeoutMs`, twice in a row. */
   timeout: 'timeout',
-  /** The prompt is larger than the model's context window even after compaction; the provider was not called. */
+  /** The prompt is larger than the model's context window even after compaction: by the estimate (the provider was not called), or the provider refused it again after the one compaction. */
   contextOverflow: 'context_overflow',
   /** The model's final answer had no text (the run still completed; the user got `EMPTY_ANSWER_MESSAGE`). */
   emptyAnswer: 'empty_answer',

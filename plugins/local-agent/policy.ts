@@ -3,7 +3,10 @@
  * `require_approval`, with defaults per channel and overrides per
  * conversation. An explicit entry for a tool beats any default; the more
  * specific scope wins among entries (conversation > channel > global) and
- * among defaults. A denied tool is not offered to the model.
+ * among defaults. A tool may bring a default of its own (MCP tools: from
+ * their annotations or their server's `defaultPolicy`); a scope's default
+ * can make it stricter, never looser, so a catch-all `allow` does not open
+ * an MCP server's write tools. A denied tool is not offered to the model.
  */
 import { z } from 'zod';
 import { redactSecrets } from '../../src/errors.js';
@@ -12,8 +15,11 @@ import { redactSecrets } from '../../src/errors.js';
 export const toolModeSchema = z.enum(['allow', 'deny', 'require_approval'], { error: 'expected allow, deny or require_approval' });
 export type ToolMode = z.infer<typeof toolModeSchema>;
 
+/** Strictness order of the modes: a tool's own default is combined with a scope default by taking the stricter. */
+const STRICTNESS: Record<ToolMode, number> = { allow: 0, require_approval: 1, deny: 2 };
+
 const scope = z.strictObject({
-  default: toolModeSchema.optional().describe('Mode of tools not named in `tools`.'),
+  default: toolModeSchema.optional().describe("Mode of tools not named in `tools`; for an MCP tool only when stricter than the tool's own (docs/tools.md)."),
   tools: z.record(z.string().min(1).max(129), toolModeSchema).optional().describe('Mode per tool name; a name ending in `*` matches a prefix (`crm__*`).'),
 });
 
@@ -45,7 +51,7 @@ export const toolPolicySchema = z
       ),
   })
   .describe(
-    'Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed.',
+    'Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed, except MCP tools not annotated read-only, which need approval (docs/tools.md).',
   );
 
 export type ToolPolicySettings = z.input<typeof toolPolicySchema>;
@@ -53,6 +59,9 @@ export type ToolPolicySettings = z.input<typeof toolPolicySchema>;
 /** Default of `approvalTimeoutMs`: five minutes. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
 const DEFAULT_REDACT = 'pass|secret|token|key|auth|card|cvv|iban';
+
+/** Line added to the approval request of a tool marked destructive. */
+const DESTRUCTIVE_NOTE = '⚠️ This tool is marked destructive: it may delete or overwrite data.';
 
 /** The channel id of a conversation id (`webhook:<name>:…` keeps its name). */
 export function channelOf(conversationId: string): string {
@@ -84,11 +93,18 @@ export class ToolPolicy {
     this.redact = new RegExp(this.p.redactArguments ?? DEFAULT_REDACT, 'i');
   }
 
-  /** The mode of `tool` in `conversationId`. */
-  mode(tool: string, conversationId: string): ToolMode {
+  /**
+   * The mode of `tool` in `conversationId`. `toolDefault` is the tool's own
+   * default (an MCP tool's, from its annotations or server); an entry naming
+   * the tool beats it, a scope default only when stricter. Default `allow`.
+   */
+  mode(tool: string, conversationId: string, toolDefault: ToolMode = 'allow'): ToolMode {
     const conv = this.p.conversations?.[conversationId];
     const chan = this.p.channels?.[channelOf(conversationId)];
-    return entry(conv, tool) ?? entry(chan, tool) ?? entry(this.p, tool) ?? conv?.default ?? chan?.default ?? this.p.default ?? 'allow';
+    const named = entry(conv, tool) ?? entry(chan, tool) ?? entry(this.p, tool);
+    if (named) return named;
+    const scoped = conv?.default ?? chan?.default ?? this.p.default ?? 'allow';
+    return STRICTNESS[scoped] >= STRICTNESS[toolDefault] ? scoped : toolDefault;
   }
 
   /** Who may approve besides the run's starter. */
@@ -100,10 +116,16 @@ export class ToolPolicy {
     return this.p.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   }
 
-  /** The approval message: the tool and its arguments, bounded, values of secret-looking names and secret-looking text redacted. */
-  approvalText(tool: string, input: unknown, maxChars = 600): string {
+  /**
+   * The approval message: the tool and its arguments, bounded, values of
+   * secret-looking names and secret-looking text redacted; a `destructive`
+   * tool (MCP `destructiveHint`) is named as such first.
+   */
+  approvalText(tool: string, input: unknown, opts: { destructive?: boolean; maxChars?: number } = {}): string {
+    const maxChars = opts.maxChars ?? 600;
     const shown = JSON.stringify(input ?? {}, (k, v) => (k && this.redact.test(k) ? '[redacted]' : v)) ?? '{}';
     const args = redactSecrets(shown);
-    return `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? `${args.slice(0, maxChars)}…` : args}`;
+    const text = `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? `${args.slice(0, maxChars)}…` : args}`;
+    return opts.destructive ? `${text}\n${DESTRUCTIVE_NOTE}` : text;
   }
 }

@@ -6,7 +6,7 @@
  * step's: a step that answers leaves the next step a fresh one.
  */
 import { APICallError, type ModelMessage } from 'ai';
-import { estimateMessages } from '../../runner/compaction/estimate.js';
+import { ESTIMATE_MAX_OVERCOUNT, estimateMessages } from '../../runner/compaction/estimate.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
 import type { RunContext, RunResult, StepRecord } from '../../runner/plugin.js';
 import type { LoopState } from './loop-state.js';
@@ -65,7 +65,12 @@ class StepRecovery {
     // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
     if (outcome.kind === 'aborted') return cutOff(ctx, outcome.text);
     if (outcome.kind === 'stalled') return this.afterStall(outcome.text);
-    if (!this.compacted && isContextOverflowError(outcome.error) && (await this.compactAfterOverflow())) return 'retry';
+    if (isContextOverflowError(outcome.error)) {
+      if (!this.compacted && (await this.compactAfterOverflow())) return 'retry';
+      // Refused again after the one compaction (or nothing could be compacted): the same typed end as the pre-call check, not a bare 400.
+      ctx.logger.error({ err: outcome.error }, 'context overflow persists after compaction; giving up');
+      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+    }
     ctx.logger.error({ err: outcome.error }, 'model call failed');
     return { outcome: 'failed', reason: failureReason(outcome.error), notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE };
   }
@@ -107,15 +112,17 @@ function failureReason(err: unknown): string {
  * Checks, before a call, that the request can fit the model's whole context
  * window (the provider would refuse it with a 400). When it cannot, compacts
  * once (like a provider overflow) and checks again; `overflow` when it still
- * cannot. The estimate never undercounts, so the full window (not minus the
- * output reserve) is the bound: no request the provider would take is refused.
+ * cannot. The estimate leans high, so it is divided by its largest overcount
+ * and held against the full window (not minus the output reserve): only a
+ * request clearly too long is refused here; a closer one goes to the
+ * provider, whose own overflow error compacts once and retries.
  */
 async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: number, compactedAlready: boolean): Promise<'fits' | 'compacted' | 'overflow'> {
-  const window = ctx.model.contextWindow;
-  if (estimateMessages(messages) + overhead <= window) return 'fits';
+  const fits = () => (estimateMessages(messages) + overhead) / ESTIMATE_MAX_OVERCOUNT <= ctx.model.contextWindow;
+  if (fits()) return 'fits';
   if (compactedAlready) return 'overflow';
   const compacted = await ctx.compaction.onOverflow();
   if (!compacted) return 'overflow';
   messages.splice(0, messages.length, ...compacted);
-  return estimateMessages(messages) + overhead <= window ? 'compacted' : 'overflow';
+  return fits() ? 'compacted' : 'overflow';
 }

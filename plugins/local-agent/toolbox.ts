@@ -15,7 +15,8 @@ import type { RunContext, ToolCallClaim, ToolCallRef } from '../../runner/plugin
 import { allowEntry, int } from '../../src/config-schema.js';
 import { StaleRunError } from '../../src/errors.js';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
-import { McpManager, type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp.js';
+import type { McpManager } from './mcp.js';
+import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
 import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
@@ -71,7 +72,7 @@ export interface ToolboxOptions {
   logger?: Logger;
   /** After a failed MCP connection, the next attempt waits this long (doubling), in ms. Default 1000. */
   mcpRetryDelayMs?: number;
-  /** Per tool allow / deny / require_approval (as `agents.local-agent.toolPolicy`). Default: all allowed. */
+  /** Per tool allow / deny / require_approval (as `agents.local-agent.toolPolicy`). Default: all allowed, except MCP tools not annotated read-only (approval). */
   policy?: ToolPolicySettings;
 }
 
@@ -83,8 +84,11 @@ const readArtifactInput = z.object({
 
 /** The run-time tool set of the local agent. */
 export class Toolbox {
-  /** The MCP connections (shared by every run of this plugin instance), when servers are configured. */
-  readonly mcp: McpManager | undefined;
+  /**
+   * The MCP connections (shared by every run of this plugin instance), when servers are configured. The MCP SDK
+   * is imported only then.
+   */
+  private readonly mcp: Promise<McpManager> | undefined;
   private readonly maxChars: number;
   private readonly ttlSeconds: number;
   private readonly idempotent: Set<string>;
@@ -94,7 +98,10 @@ export class Toolbox {
     const servers = mcpServersSchema.parse(o.mcpServers ?? {}) as Record<string, McpServerConfig>;
     this.mcp =
       Object.keys(servers).length > 0
-        ? new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) })
+        ? import('./mcp.js').then(
+            ({ McpManager }) =>
+              new McpManager(servers, { logger: o.logger ?? silent, ...(o.mcpRetryDelayMs !== undefined && { retryDelayMs: o.mcpRetryDelayMs }) }),
+          )
         : undefined;
     this.maxChars = o.maxResultChars ?? DEFAULT_TOOL_RESULT_MAX_CHARS;
     this.ttlSeconds = o.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
@@ -104,7 +111,7 @@ export class Toolbox {
 
   /** Closes the MCP connections. */
   async close(): Promise<void> {
-    await this.mcp?.close();
+    await (await this.mcp)?.close();
   }
 
   /**
@@ -116,7 +123,9 @@ export class Toolbox {
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     // A denied tool is not offered at all.
-    const all = [...tools, ...(this.mcp ? await this.mcp.tools(ctx.logger) : [])].filter((t) => this.policy.mode(t.name, ctx.conversationId) !== 'deny');
+    const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
+      (t) => this.policy.mode(t.name, ctx.conversationId, t.defaultMode) !== 'deny',
+    );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
     const parent = activeContext();
@@ -155,9 +164,9 @@ export class Toolbox {
   ): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
-    if (this.policy.mode(t.name, ctx.conversationId) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
+    if (this.policy.mode(t.name, ctx.conversationId, t.defaultMode) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
-      const approval = await this.approve(ctx, log, t.name, input, callId, signal ?? ctx.signal);
+      const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.signal);
       if ('refused' in approval) return { value: approval.refused, failed: true };
       if (approval.id !== undefined) ref.approval = approval.id;
     }
@@ -220,11 +229,12 @@ export class Toolbox {
   private async approve(
     ctx: RunContext,
     log: Logger,
-    tool: string,
+    t: AgentTool,
     input: unknown,
     callId: string,
     signal: AbortSignal,
   ): Promise<{ id?: string } | { refused: unknown }> {
+    const tool = t.name;
     const refuse = (category: 'denied' | 'approval_timeout' | 'aborted', message: string) => ({
       refused: toolErrorEnvelope(tool, new ToolFailure(category, message)),
     });
@@ -235,7 +245,7 @@ export class Toolbox {
         callId,
         tool,
         input,
-        text: this.policy.approvalText(tool, input),
+        text: this.policy.approvalText(tool, input, { destructive: t.destructive === true }),
         approvers: this.policy.approvers,
         timeoutMs: this.policy.approvalTimeoutMs,
       };

@@ -6,6 +6,7 @@
 import { type FlexibleSchema, type ToolSet, tool } from 'ai';
 import { z } from 'zod';
 import { activeContext, traceToolCall } from '../../src/telemetry/agent-spans.js';
+import type { ToolMode } from './policy.js';
 
 /** A tool the local agent can call. */
 // biome-ignore lint/suspicious/noExplicitAny: `unknown` would refuse AgentTool<{ url: string }> (a tool's input is contravariant).
@@ -22,6 +23,10 @@ export interface AgentTool<I = any> {
   timeoutMs?: number;
   /** Running a call twice is harmless: after a takeover a call started without a recorded result runs again. Default false (its outcome is reported unknown). */
   idempotent?: boolean;
+  /** Mode when no `toolPolicy` entry names the tool; a scope's `default` only makes it stricter (MCP tools: from their annotations or server). Default `allow`. */
+  defaultMode?: ToolMode;
+  /** The tool may delete or overwrite data (MCP `destructiveHint`): its approval request says so. Default false. */
+  destructive?: boolean;
 }
 
 /** What a tool call knows about where it runs (docs/tools.md). */

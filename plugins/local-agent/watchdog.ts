@@ -6,6 +6,7 @@
  * spent running the step's tools does not (the model is not expected to speak
  * then).
  */
+import { childController } from '../../src/abort.js';
 
 /** Why the watchdog aborted a call (the abort reason of its signal). */
 export class StreamIdleTimeout extends Error {
@@ -19,7 +20,9 @@ export class StreamIdleTimeout extends Error {
 export class StreamWatchdog {
   /** The signal to give the model call: the run's signal or the watchdog's abort. */
   readonly signal: AbortSignal;
-  private readonly ac = new AbortController();
+  private readonly ac: AbortController;
+  /** Unhooks the call's signal from the run's (`stop()`): one model call after another leaves nothing on the run's signal. */
+  private readonly unlink: () => void;
   private timer: NodeJS.Timeout | undefined;
   private readonly openToolCalls = new Set<string>();
   private stopped = false;
@@ -29,13 +32,14 @@ export class StreamWatchdog {
     private readonly idleMs: number,
     parent: AbortSignal,
   ) {
-    this.signal = AbortSignal.any([parent, this.ac.signal]);
+    ({ controller: this.ac, unlink: this.unlink } = childController(parent));
+    this.signal = this.ac.signal;
     this.arm();
   }
 
   /** True when the watchdog aborted the call. */
   get fired(): boolean {
-    return this.ac.signal.aborted;
+    return this.signal.reason instanceof StreamIdleTimeout;
   }
 
   /** Reports one stream part: any part is a sign of life; tool calls pause the clock until their results arrive. */
@@ -50,6 +54,7 @@ export class StreamWatchdog {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.unlink();
   }
 
   private arm(): void {

@@ -60,7 +60,7 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       await runScript(
         o.redis,
         'reply-store',
-        [keys.replies, keys.replyStored(id)],
+        [keys.replies, keys.replyStored(id), keys.tombstone],
         [JSON.stringify(event), o.config.eventStreamMaxLen, opts.deliveryKey === undefined ? 0 : DEFAULT_DELIVERY_KEY_TTL_SECONDS],
       );
       return { messageId: id };

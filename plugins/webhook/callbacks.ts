@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { backoffMs } from '../../src/backoff.js';
+import { type HttpRequest, type HttpResponse, HttpTimeoutError } from '../../src/http-client.js';
 import { channelKeys, conversationKeys } from '../../src/keys.js';
 import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import type { WebhookChannelConfig } from './config.js';
@@ -53,8 +54,8 @@ const PARALLEL = 8;
 const retryable = (status: number) => status === 408 || status === 425 || status === 429 || status >= 500;
 
 /** Wait asked by a `Retry-After` header (seconds or an HTTP date), in ms. */
-function retryAfterMs(res: Response, now: number): number | undefined {
-  const h = res.headers.get('retry-after');
+function retryAfterMs(res: HttpResponse, now: number): number | undefined {
+  const h = res.headers['retry-after'];
   if (!h) return undefined;
   if (/^\d+$/.test(h)) return Number(h) * 1000;
   const at = Date.parse(h);
@@ -70,7 +71,8 @@ export interface CallbackPumpOptions {
   redis: RedisClient;
   prefix: string;
   logger: Logger;
-  fetch: typeof fetch;
+  /** Sends the POSTs: a pooled keep-alive client (`createHttpClient`), or a stand-in in tests. */
+  request: HttpRequest;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
 }
@@ -85,7 +87,7 @@ export class CallbackPump {
   private readonly heldElsewhere = new Map<string, number>();
   private readonly now: () => number;
   private readonly url: string;
-  /** `Authorization: Basic …` from the credentials of `callbackUrl` (fetch refuses a URL that carries them). */
+  /** `Authorization: Basic …` from the credentials of `callbackUrl` (sent as a header, not in the URL). */
   private readonly auth: Record<string, string>;
   private readonly secret: string;
 
@@ -271,19 +273,22 @@ export class CallbackPump {
   private async post(reply: WebhookReply): Promise<Outcome> {
     const body = JSON.stringify(reply);
     try {
-      const res = await this.o.fetch(this.url, {
+      // The stop signal and a timer, each dropped when the request ends: no `AbortSignal.any` over the
+      // process-long stop signal, which would keep an entry per callback for the life of the process.
+      const res = await this.o.request(this.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': reply.messageId, ...this.auth, ...signedHeaders(this.secret, body) },
         body,
-        signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.o.config.callbackTimeoutMs)]),
+        signal: this.stopping.signal,
+        timeoutMs: this.o.config.callbackTimeoutMs,
       });
-      await res.arrayBuffer().catch(() => undefined);
+      await res.discard();
       if (res.ok) return { kind: 'taken' };
       if (!retryable(res.status)) return { kind: 'refused', status: res.status };
       const after = retryAfterMs(res, this.now());
       return { kind: 'failed', why: `HTTP ${res.status}`, ...(after !== undefined && { retryAfterMs: after }) };
     } catch (err) {
-      return { kind: 'failed', why: (err as Error).name === 'TimeoutError' ? 'timeout' : `network error (${(err as Error).message})` };
+      return { kind: 'failed', why: err instanceof HttpTimeoutError ? 'timeout' : `network error (${(err as Error).message})` };
     }
   }
 }

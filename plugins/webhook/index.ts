@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from '../../src/channel.js';
 import { parseSection } from '../../src/config-section.js';
+import { createHttpClient } from '../../src/http-client.js';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
@@ -37,9 +38,11 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
   let host: ChannelHost | undefined;
   const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
   const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix });
-  // Only started channels (hosts) POST callbacks; runners only store replies.
+  // Only started channels (hosts) POST callbacks; runners only store replies. The POSTs go over keep-alive
+  // connections of the channel's own pool (created at start, closed at stop).
+  let http: ReturnType<typeof createHttpClient> | undefined;
   const pump = cfg.callbackUrl
-    ? new CallbackPump({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, fetch: deps.fetch ?? fetch })
+    ? new CallbackPump({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, logger, request: (url, init) => http!.request(url, init) })
     : undefined;
 
   return {
@@ -55,12 +58,17 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
         handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }),
       });
       h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
-      pump?.start();
+      if (pump) {
+        http ??= createHttpClient({ maxSocketsPerOrigin: 16 });
+        pump.start();
+      }
       logger.info({ path, callbacks: pump !== undefined }, 'webhook channel ready');
     },
     async stop() {
       streams.closeAll();
       await pump?.stop();
+      http?.close();
+      http = undefined;
     },
   };
 }

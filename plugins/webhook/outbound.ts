@@ -67,7 +67,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       await runScript(
         o.redis,
         'reply-store',
-        [keys.replies, keys.replyStored(reply.messageId)],
+        [keys.replies, keys.replyStored(reply.messageId), keys.tombstone],
         [JSON.stringify(reply), cfg.replyStreamMaxLen, opts.deliveryKey === undefined ? 0 : cfg.replyDedupeSeconds],
       );
       if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);

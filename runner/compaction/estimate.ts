@@ -2,14 +2,15 @@
  * Token estimates for compaction decisions, without a tokenizer at run time.
  *
  * Text is scanned once and each run of characters is weighted by its class,
- * fitted against o200k_base (GPT-4o / GPT-4.1 / GPT-5 / o-series) on chat,
- * code, JSON and log text in English, Chinese, Japanese and Korean (see
- * test/compaction/estimate.test.ts): ASCII words cost about one token per
- * 7 letters, digits one per group of three, CJK about 0.8 per character.
- * `chars / 4` would undercount CJK text 3–4×; this does not. Tokenizers that
- * are more expensive on CJK (cl100k_base, other vendors) are caught by the
- * per-conversation `Calibrator`, which learns the provider's own ratio from
- * the usage it reports.
+ * set against o200k_base (GPT-4o / GPT-4.1 / GPT-5 / o-series) to lean high:
+ * on the corpus of test/compaction/estimate.test.ts (chat in English, CJK,
+ * European, Indic, Thai and Middle Eastern scripts; code, JSON, logs, emoji,
+ * hashes and tokens, numbers, symbols) the estimate is never below the
+ * tokenizer's count and at most `ESTIMATE_MAX_OVERCOUNT` times it. Text unlike
+ * that corpus can still be undercounted: the bound is measured, not proven.
+ * Tokenizers that are more expensive (cl100k_base on CJK, other vendors) are
+ * caught by the per-conversation `Calibrator`, which learns the provider's own
+ * ratio from the usage it reports.
  */
 import type { ModelMessage } from 'ai';
 import type { SeqEntry } from '../../src/record/entries.js';
@@ -24,23 +25,36 @@ const W = {
   hangul: 0.8,
   /** CJK and full-width punctuation, per character. */
   cjkPunct: 1,
-  /** Other letters outside ASCII (accented Latin, Cyrillic, Greek, Arabic, …), per character. */
+  /** Accented Latin (Vietnamese included) and Cyrillic letters, per character. */
   otherLetter: 0.35,
-  /** Emoji and other astral-plane symbols, per code point. */
-  astral: 2,
-  /** Anything else outside ASCII, per character. */
-  other: 1,
-  /** ASCII letters per token, within one word part (camelCase parts are split). */
-  lettersPerToken: 7,
+  /** Greek and Hebrew letters, Indic scripts and Thai, per character. */
+  smallAlphabet: 0.5,
+  /** Arabic letters, per character. */
+  arabic: 0.45,
+  /** Box-drawing characters (runs of them merge), per character. */
+  boxDrawing: 0.7,
+  /** Emoji and other astral-plane symbols, per code point (rare ones cost 2 byte tokens or more). */
+  astral: 2.25,
+  /** Anything else outside ASCII (math, arrows, symbols: often 2 byte tokens), per character. */
+  other: 1.6,
+  /** Characters per token of a machine-made letter-and-digit run (hash, base64, key). */
+  opaqueCharsPerToken: 1.5,
   /** ASCII digits per token (tokenizers split numbers in groups of three). */
   digitsPerToken: 3,
   /** First ASCII punctuation character of a run. */
   punctFirst: 1,
   /** Each further punctuation character of the same run (`");` merges). */
   punctNext: 0.3,
-  /** A whitespace run other than one plain space (a single space merges into the next word). */
+  /** A whitespace run other than one plain space before a word (a single space merges into the next word, not into a number). */
   whitespaceRun: 1,
 } as const;
+
+/**
+ * Largest ratio of estimate to o200k_base count on the test corpus (the
+ * estimate leans high): dividing an estimate by it gives a count the
+ * tokenizer's does not fall below there.
+ */
+export const ESTIMATE_MAX_OVERCOUNT = 1.5;
 
 /** Fixed cost of one message (role and framing tokens). */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
@@ -62,18 +76,79 @@ function wideWeight(c: number): number {
   if ((c >= 0xac00 && c <= 0xd7af) || (c >= 0x1100 && c <= 0x11ff) || (c >= 0x3130 && c <= 0x318f)) return W.hangul;
   if ((c >= 0x3000 && c <= 0x303f) || (c >= 0xff00 && c <= 0xffef) || (c >= 0x2000 && c <= 0x206f)) return W.cjkPunct;
   if (c >= 0x10000) return W.astral;
-  if ((c >= 0x00c0 && c <= 0x024f) || (c >= 0x0370 && c <= 0x06ff)) return W.otherLetter;
+  if ((c >= 0x00c0 && c <= 0x024f && c !== 0xd7 && c !== 0xf7) || (c >= 0x0400 && c <= 0x04ff) || (c >= 0x1e00 && c <= 0x1eff)) return W.otherLetter;
+  if (c >= 0x0600 && c <= 0x06ff) return W.arabic;
+  if ((c >= 0x0370 && c <= 0x03ff) || (c >= 0x0590 && c <= 0x05ff) || (c >= 0x0900 && c <= 0x0e7f)) return W.smallAlphabet;
+  if (c >= 0x2500 && c <= 0x257f) return W.boxDrawing;
   return W.other;
 }
 
-/** Tokens of one ASCII letter run: camelCase parts are tokens of their own. */
+const VOWEL = /[aeiouy]/i;
+/** An upper-case run going on into lower case (`RJSMe`): pieces of a base64 or hash string, not a word. */
+const INNER_CAPS = /[A-Z]{2}[a-z]/;
+
+/**
+ * Tokens of one word part (camelCase parts are parts of their own). Words of
+ * up to 7 letters are one token, longer ones are charged more (rare long words
+ * split into pieces of about 3 letters); a part with no vowel or with inner
+ * capitals (hashes, base64, tokens) is charged a token per 2 letters, an
+ * all-capitals part one per 4.
+ */
+function partCost(part: string): number {
+  const len = part.length;
+  if (len > 1 && (!VOWEL.test(part) || INNER_CAPS.test(part))) return Math.ceil(len / 2);
+  if (len > 1 && part === part.toUpperCase()) return Math.ceil(len / 4);
+  if (len <= 7) return 1;
+  if (len <= 12) return 2;
+  return Math.ceil(len / 3);
+}
+
+const isAlnum = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+const isDigit = (c: number) => c >= 48 && c <= 57;
+
+/**
+ * Tokens of the ASCII letter-and-digit run `text[i, end)`: its letter runs
+ * (as words) and digit runs (in groups of three). A run that looks
+ * machine-made (a hash, base64, an API key: long, switching between
+ * letters, digits and capitals every few characters) is charged at least a
+ * token per 1.5 characters: tokenizers cut such runs into pieces of one or
+ * two characters.
+ */
+function alnumTokens(text: string, i: number, end: number): number {
+  let tokens = 0;
+  let switches = 0;
+  for (let k = i; k < end; ) {
+    const digit = isDigit(text.charCodeAt(k));
+    let j = k + 1;
+    while (j < end && isDigit(text.charCodeAt(j)) === digit) j++;
+    tokens += digit ? Math.ceil((j - k) / W.digitsPerToken) : wordTokens(text.slice(k, j));
+    k = j;
+  }
+  for (let k = i + 1; k < end; k++) {
+    const [a, b] = [charKind(text.charCodeAt(k - 1)), charKind(text.charCodeAt(k))];
+    // Capital to lower case is how words start; any other change of kind is a cut.
+    if (a !== b && !(a === 'u' && b === 'l')) switches++;
+  }
+  const len = end - i;
+  const opaque = len >= OPAQUE_MIN_CHARS && switches * OPAQUE_CHARS_PER_SWITCH >= len;
+  return opaque ? Math.max(tokens, len / W.opaqueCharsPerToken) : tokens;
+}
+
+const charKind = (c: number): 'd' | 'u' | 'l' => (isDigit(c) ? 'd' : c <= 90 ? 'u' : 'l');
+
+/** Shortest letter-and-digit run that can count as machine-made. */
+const OPAQUE_MIN_CHARS = 12;
+/** A run that changes kind (letter, digit, capital) at least once per this many characters counts as machine-made. */
+const OPAQUE_CHARS_PER_SWITCH = 6;
+
+/** Tokens of one ASCII letter run: camelCase parts are charged one by one. */
 function wordTokens(word: string): number {
   let tokens = 0;
   let start = 0;
   for (let i = 1; i <= word.length; i++) {
     const boundary = i === word.length || (word.charCodeAt(i) <= 90 && word.charCodeAt(i - 1) >= 97);
     if (boundary) {
-      tokens += Math.ceil((i - start) / W.lettersPerToken);
+      tokens += partCost(word.slice(start, i));
       start = i;
     }
   }
@@ -93,18 +168,20 @@ export function estimateTokens(text: string): number {
       continue;
     }
     const cls = asciiClass(c);
+    if (cls === 'letter' || cls === 'digit') {
+      let end = i + 1;
+      while (end < n && isAlnum(text.charCodeAt(end))) end++;
+      total += alnumTokens(text, i, end);
+      i = end;
+      continue;
+    }
     let j = i + 1;
     while (j < n && text.charCodeAt(j) < 128 && asciiClass(text.charCodeAt(j)) === cls) j++;
     const len = j - i;
     switch (cls) {
-      case 'letter':
-        total += wordTokens(text.slice(i, j));
-        break;
-      case 'digit':
-        total += Math.ceil(len / W.digitsPerToken);
-        break;
       case 'space':
-        if (!(len === 1 && c === 32)) total += W.whitespaceRun;
+        // One plain space merges into a following word or punctuation, not into a number.
+        if (!(len === 1 && c === 32) || (j < n && asciiClass(text.charCodeAt(j)) === 'digit')) total += W.whitespaceRun;
         break;
       default:
         total += W.punctFirst + (len - 1) * W.punctNext;
@@ -156,7 +233,7 @@ export function estimateMessages(messages: readonly ModelMessage[]): number {
 
 /** Options of a `Calibrator`. */
 export interface CalibratorOptions {
-  /** Lowest ratio kept. Default 0.5. */
+  /** Lowest ratio kept. Default 1: calibration only raises the estimate, so it stays on the high side for a provider that counts fewer tokens. */
   min?: number;
   /** Highest ratio kept. Default 4. */
   max?: number;
@@ -179,7 +256,7 @@ export class Calibrator {
   private readonly cap: number;
 
   constructor(o: CalibratorOptions = {}) {
-    this.min = o.min ?? 0.5;
+    this.min = o.min ?? 1;
     this.max = o.max ?? 4;
     this.alpha = o.alpha ?? 0.5;
     this.cap = o.maxConversations ?? 10_000;

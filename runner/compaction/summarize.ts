@@ -7,6 +7,7 @@
 
 import { generateText, type LanguageModel, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import { childController } from '../../src/abort.js';
 import { DEFAULTS } from '../../src/defaults.js';
 
 /** Options of `summarize`. */
@@ -50,23 +51,29 @@ export async function summarize(o: SummarizeOptions): Promise<SummaryResult> {
   const maxChars = o.maxChars ?? DEFAULTS.compaction.maxSummaryChars;
   // Nothing new to merge (e.g. only failed runs were selected): the deterministic summary is exact.
   if (o.model && !o.signal?.aborted && o.turns.length > 0) {
+    // The run's signal or the timeout, both let go of when the call ends (no AbortSignal.any over the run's signal).
+    const { controller, unlink } = childController(o.signal);
+    const timeoutMs = o.timeoutMs ?? 60_000;
+    const timer = setTimeout(() => controller.abort(new DOMException(`no summary within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
     try {
       const transcript = keepNewest(transcriptLines(o.turns, 2000), o.maxInputChars ?? 120_000).join('\n');
       const prompt = `${o.previousSummary ? `Previous summary:\n${o.previousSummary}\n\n` : ''}New part of the conversation:\n${transcript}`;
-      const signals = [AbortSignal.timeout(o.timeoutMs ?? 60_000), ...(o.signal ? [o.signal] : [])];
       const result = await generateText({
         model: o.model,
         instructions: INSTRUCTIONS(maxChars),
         prompt,
         maxOutputTokens: maxChars,
         maxRetries: 1,
-        abortSignal: AbortSignal.any(signals),
+        abortSignal: controller.signal,
       });
       const text = result.text.trim();
       if (text !== '') return { summary: clip(text, maxChars), summarizer: 'llm' };
       o.logger?.warn('summarizer answered nothing; writing the fallback summary');
     } catch (err) {
       o.logger?.warn({ err }, 'summarizer failed; writing the fallback summary');
+    } finally {
+      clearTimeout(timer);
+      unlink();
     }
   }
   return { summary: fallbackSummary(o.previousSummary, o.turns, maxChars, o.fallbackLineChars ?? 200), summarizer: 'fallback' };

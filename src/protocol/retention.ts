@@ -21,6 +21,9 @@ export const DEFAULT_ENDED_RUN_TTL_SECONDS: number = DEFAULTS.retention.endedRun
 /** Default life of a purged conversation's tombstone, in seconds (7 days). Never shorter than the dedupe TTL. */
 export const DEFAULT_TOMBSTONE_TTL_SECONDS: number = DEFAULTS.retention.tombstoneTtlSeconds;
 
+/** Default count bound of a conversation's run index and outbox (ended runs, acknowledged delivery records). */
+export const DEFAULT_INDEX_MAX_ENTRIES: number = DEFAULTS.retention.indexMaxEntries;
+
 /** Retention settings of the protocol. */
 export interface RetentionOptions {
   /** How long an ended run's hash is kept, in seconds; 0 keeps it forever. Default 259 200 (3 days). */
@@ -37,6 +40,14 @@ export interface RetentionOptions {
   idleTtlSeconds?: number;
   /** How long a purged conversation's tombstone stands, in seconds (raised to the dedupe TTL when shorter). Default 604 800 (7 days). */
   tombstoneTtlSeconds?: number;
+  /**
+   * Per conversation, ended runs beyond the newest this many leave the run
+   * index and their hashes are deleted (at a run's end), and acknowledged
+   * delivery records beyond the newest this many leave the outbox (at a
+   * claim; `RunDelivery`'s `outboxMaxEntries`). The active run and records not
+   * acknowledged always stay. 0 turns it off. Default 100.
+   */
+  indexMaxEntries?: number;
 }
 
 /** Retention with defaults applied. */
@@ -51,6 +62,7 @@ export function resolveRetention(r: RetentionOptions = {}): ResolvedRetention {
     recordTrimAfterMs: n(r.recordTrimAfterMs, 0),
     idleTtlSeconds: n(r.idleTtlSeconds, 0),
     tombstoneTtlSeconds: Math.max(1, n(r.tombstoneTtlSeconds, DEFAULT_TOMBSTONE_TTL_SECONDS)),
+    indexMaxEntries: n(r.indexMaxEntries, DEFAULT_INDEX_MAX_ENTRIES),
   };
 }
 
@@ -61,6 +73,7 @@ export function retentionOptions(c: {
   recordTrimAfterDays: number;
   idleTtlSeconds: number;
   tombstoneTtlSeconds: number;
+  indexMaxEntries: number;
 }): RetentionOptions {
   return {
     endedRunTtlSeconds: c.endedRunTtlSeconds,
@@ -68,6 +81,7 @@ export function retentionOptions(c: {
     recordTrimAfterMs: c.recordTrimAfterDays * 86_400_000,
     idleTtlSeconds: c.idleTtlSeconds,
     tombstoneTtlSeconds: c.tombstoneTtlSeconds,
+    indexMaxEntries: c.indexMaxEntries,
   };
 }
 

@@ -142,6 +142,7 @@ export class Runs {
           run.conversationId,
           this.options.retention.endedRunTtlSeconds,
           opts.abandon ? '1' : '0',
+          this.options.retention.indexMaxEntries,
         ],
       ),
       run.runId,

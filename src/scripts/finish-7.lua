@@ -29,6 +29,8 @@
   ARGV[8] ended ttl      seconds an ended run's hash is kept (0 or absent: forever)
   ARGV[9] abandon        '1': only when the run's lease has run out (an operator ending a run whose
                          runner stopped renewing it); a live lease answers { -4, lease until ms }
+  ARGV[10] keep ended   most ended runs (those with a TTL) the run index keeps; older ones go, and
+                         their hashes with them (0 or absent: no count bound)
 
   Returns { 'continue', n, seq1, json1, ... }
           { 'ended', successor id or '', successor inputs csv }
@@ -65,7 +67,7 @@ local now = now_ms()
 redis.call('HSET', run_key, 'state', 'ended', 'outcome', outcome, 'reason', ARGV[4], 'ended_at', now)
 -- Only acquire reads the inputs key, and an ended run is never acquired again (`run.started` keeps them).
 redis.call('DEL', base .. 'inputs:' .. run_id)
-expire_ended_run(base, run_key, run_id, ARGV[8], now)
+expire_ended_run(base, run_key, run_id, ARGV[8], now, ARGV[10])
 local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[2]),
   token = tonumber(ARGV[1]), outcome = outcome }
 if ARGV[4] ~= '' then ended.reason = ARGV[4] end

@@ -15,12 +15,56 @@
   ARGV[4] ttl       seconds the outbox lives after this write (renewed on every claim); a
                     delivery key first claimed longer ago than this is pruned (its run is long
                     over), so a conversation that is never idle that long does not grow forever.
+  ARGV[5] keep      most delivery records kept by count (0 or absent: no count bound): beyond the
+                    newest this many, acknowledged records go (at most 100 per claim). Records not
+                    acknowledged stay (a retry must still find them), and so do those of the
+                    claiming run and of the active run (`<run id>:` keys; an attempt taking the
+                    run over skips what they acknowledged).
 
   Returns { 'claimed', earlier record JSON or '' }
           { 'delivered', current record JSON }   acknowledged by an earlier attempt; nothing written
   Errors  { -1 }, { -2 }, { -3, current token } (fenced claims only)
 ]]
 --- @include "common"
+
+-- Records of the runs whose keys start with one of `runs` (run id followed by `:`) are kept.
+local function live_run_key(key, runs)
+  for _, id in ipairs(runs) do
+    if string.sub(key, 1, #id + 1) == id .. ':' then return true end
+  end
+  return false
+end
+
+-- Drops records from the outbox and its index, and the webhook's per-reply marks named by them
+-- (purge finds those through the outbox: a mark left behind would outlive a purge).
+local function forget(outbox, index, keys)
+  local base = string.sub(outbox, 1, -7)
+  local marks = {}
+  for i, key in ipairs(keys) do marks[i] = base .. 'reply_stored:' .. key end
+  redis.call('HDEL', outbox, unpack(keys))
+  redis.call('ZREM', index, unpack(keys))
+  redis.call('DEL', unpack(marks))
+end
+
+-- Drops acknowledged records among the oldest beyond the newest `keep` (by first claim).
+local function prune_by_count(outbox, index, keep)
+  if keep <= 0 then return end
+  local over = redis.call('ZCARD', index) - keep
+  if over <= 0 then return end
+  local base = string.sub(outbox, 1, -7)
+  local runs = { string.match(KEYS[2], 'run:([^:]+)$') }
+  local active = redis.call('GET', base .. 'active')
+  if active then runs[#runs + 1] = active end
+  local drop = {}
+  for _, key in ipairs(redis.call('ZRANGE', index, 0, math.min(over, 100) - 1)) do
+    if not live_run_key(key, runs) then
+      local raw = redis.call('HGET', outbox, key)
+      local ok, rec = pcall(cjson.decode, raw or '')
+      if not raw or (ok and type(rec) == 'table' and rec.status == 'acknowledged') then drop[#drop + 1] = key end
+    end
+  end
+  if #drop > 0 then forget(outbox, index, drop) end
+end
 
 if ARGV[2] ~= '' then
   local _, err = fenced_run(KEYS[2], ARGV[2])
@@ -35,10 +79,8 @@ if not current then
   redis.call('ZADD', index, now, ARGV[1])
   -- At most 100 per claim: the work stays bounded, and claims outnumber what ages out.
   local old = redis.call('ZRANGEBYSCORE', index, '-inf', now - tonumber(ARGV[4]) * 1000, 'LIMIT', 0, 100)
-  if #old > 0 then
-    redis.call('HDEL', KEYS[1], unpack(old))
-    redis.call('ZREM', index, unpack(old))
-  end
+  if #old > 0 then forget(KEYS[1], index, old) end
+  prune_by_count(KEYS[1], index, tonumber(ARGV[5]) or 0)
   redis.call('EXPIRE', index, ARGV[4])
 end
 return { 'claimed', current or '' }

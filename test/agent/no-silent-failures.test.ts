@@ -2,7 +2,8 @@
  * No silent failures, end to end through the real OpenAI-compatible provider
  * against the fake server: a silent stream is aborted, retried once, then
  * reported; an empty answer gets a fallback message; a prompt that cannot fit
- * the context window ends `context_overflow` without calling the provider.
+ * the context window ends `context_overflow` without calling the provider, and
+ * so does one the provider refuses again after the one compaction.
  */
 import type { ModelMessage } from 'ai';
 import { pino } from 'pino';
@@ -11,6 +12,7 @@ import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
+import { ESTIMATE_MAX_OVERCOUNT, estimateMessages } from '../../runner/compaction/estimate.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
 import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
@@ -133,6 +135,19 @@ describe('a prompt larger than the context window', () => {
     expect(t.fake.requests).toHaveLength(0);
   });
 
+  it('sends a prompt whose (high-leaning) estimate is only a little over the window to the provider, without compacting', async () => {
+    const near: ModelMessage = { role: 'user', content: 'lorem ipsum dolor sit amet '.repeat(480) };
+    expect(estimateMessages([near])).toBeGreaterThan(2000);
+    expect(estimateMessages([near])).toBeLessThan(2000 * ESTIMATE_MAX_OVERCOUNT);
+    const { ctx, delivered, overflowCalls } = overflowContext([near], async () => undefined);
+    t.fake.script([{ text: 'Read it.' }]);
+
+    expect(await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 })).toEqual({ outcome: 'completed' });
+    expect(t.fake.requests).toHaveLength(1);
+    expect(overflowCalls()).toBe(0);
+    expect(delivered).toEqual(['Read it.']);
+  });
+
   it('compacts first and calls the provider with the compacted prompt when that fits', async () => {
     const { ctx, delivered } = overflowContext([huge], async () => [{ role: 'user', content: 'summary: a long text was pasted' }]);
     t.fake.script([{ text: 'Understood.' }]);
@@ -143,6 +158,31 @@ describe('a prompt larger than the context window', () => {
     expect(t.fake.requests).toHaveLength(1);
     expect(t.fake.requests[0]!.body.messages).toEqual([{ role: 'user', content: 'summary: a long text was pasted' }]);
     expect(delivered).toEqual(['Understood.']);
+  });
+
+  const refused = { error: { status: 400, message: "This model's maximum context length is 2000 tokens.", code: 'context_length_exceeded' } };
+
+  it('ends context_overflow, not a bare 400, when the provider refuses the prompt again after the one compaction', async () => {
+    const { ctx, delivered, overflowCalls } = overflowContext([{ role: 'user', content: 'hello' }], async () => [{ role: 'user', content: 'summary' }]);
+    t.fake.script([refused, refused, { text: 'never reached' }]);
+
+    const result = await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 });
+
+    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE });
+    expect(t.fake.requests).toHaveLength(2);
+    expect(t.fake.requests[1]!.body.messages).toEqual([{ role: 'user', content: 'summary' }]);
+    expect(overflowCalls()).toBe(1);
+    // The runtime sends the notice; the loop itself delivered nothing.
+    expect(delivered).toEqual([]);
+  });
+
+  it('ends context_overflow when the provider refuses the prompt and there is nothing to compact', async () => {
+    const { ctx, overflowCalls } = overflowContext([{ role: 'user', content: 'hello' }], async () => undefined);
+    t.fake.script([refused, { text: 'never reached' }]);
+
+    expect(await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 })).toMatchObject({ reason: RUN_REASON.contextOverflow });
+    expect(t.fake.requests).toHaveLength(1);
+    expect(overflowCalls()).toBe(1);
   });
 
   it('ends context_overflow when the compacted prompt still does not fit', async () => {

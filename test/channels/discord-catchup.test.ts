@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countSent } from '../../bench/private-redis.js';
 import { advanceCursor, CursorBuffer, cursorsKey } from '../../plugins/discord/catch-up.js';
-import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/index.js';
+import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/channel.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
 import type { Logger } from '../../src/logger.js';

@@ -1,5 +1,5 @@
 /** The Discord channel passes the channel contract (real discord.js client against the fake Discord gateway + REST). */
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { FakeDiscord, user } from '../../testing/fakes/discord-server.js';
 import { redisUrl } from '../helpers/redis.js';

@@ -6,7 +6,7 @@
  * Discord outbound → the fake Discord REST.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
@@ -19,6 +19,13 @@ import { alice, discordOnHarness, RecordingHost, TOKEN } from './discord-harness
 const STREAM_DM = '510000000000000009';
 /** A streamed answer: word by word, 120 ms apart (about 2.6 s, more than one edit interval). */
 const STREAMED = 'Streaming this answer word by word so that the message is edited in place while the model is still writing it out.';
+
+/** A second streamed DM: a message is steered in while its reply streams. */
+const STEER_STREAM_DM = '510000000000000010';
+/** Its first step: streamed slowly (more than one edit interval), then a `lookup` call. */
+const CHECKING = 'Let me check the opening hours of every museum on your list before I put the whole day together for you.';
+/** Its final answer, streamed after the tool batch. */
+const FINAL = 'Here is your day: the science museum at ten, lunch by the river, and the art museum until six, with the children in mind.';
 
 /** A reply of about 4 600 characters in paragraphs: Discord needs three messages for it. */
 const LONG_REPLY = Array.from({ length: 12 }, (_, i) => `Paragraph ${i + 1}. ${'All work and no play makes a long answer. '.repeat(9).trim()}`).join('\n\n');
@@ -43,6 +50,11 @@ beforeAll(async () => {
   model.script((req) => {
     const all = JSON.stringify(req.messages);
     const last = JSON.stringify(req.messages.at(-1)?.content ?? '');
+    if (all.includes('plan a museum day')) {
+      return req.messages.some((m: { role: string }) => m.role === 'tool')
+        ? { text: FINAL, chunkDelayMs: 60 }
+        : { text: CHECKING, chunkDelayMs: 120, toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] };
+    }
     if (all.includes('look up the schedule')) {
       return req.messages.some((m: { role: string }) => m.role === 'tool')
         ? { text: 'Here is the schedule, weekend included.' }
@@ -68,7 +80,8 @@ beforeAll(async () => {
   const runner = await startRunner(ctx, {
     // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
     plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookup.tool], builtins: { currentTime: false } }),
-    resolveOutbound: (cid) => (cid === `discord:${STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined),
+    resolveOutbound: (cid) =>
+      cid === `discord:${STREAM_DM}` || cid === `discord:${STEER_STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined,
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
   });
@@ -154,6 +167,44 @@ describe('discord end to end', () => {
     expect(edits.length).toBeGreaterThanOrEqual(1);
     expect(edits.at(-1)?.body.content).toBe(STREAMED);
     expect(discord.messages.get(messageId)?.content).toBe(STREAMED);
+  });
+
+  it('with streaming on, a message steered in while the reply streams joins at the turn boundary; the reply is edited in place and ends complete, once', async () => {
+    const cid = `discord:${STEER_STREAM_DM}`;
+    lookup.reset();
+    discord.messageCreate({ channelId: STEER_STREAM_DM, author: alice, content: 'plan a museum day' });
+    // The draft is out and the first step is still streaming: steer now.
+    await waitFor(() => sentTo(STEER_STREAM_DM).length >= 1, 10_000, 'the draft');
+    discord.messageCreate({ channelId: STEER_STREAM_DM, author: alice, content: 'we have two small children' });
+    const [queued] = await waitFor(
+      async () => {
+        const q = await h.entries('steering.queued', cid);
+        return q.length === 1 && q;
+      },
+      10_000,
+      'the message steered',
+    );
+    await lookup.started;
+    lookup.release('open 10-18');
+    await h.idle(15_000, cid);
+
+    // It arrived while the first step streamed (before that step was recorded), and was pulled after the tool batch.
+    const [firstStep] = await h.entries('model.step', cid);
+    expect(queued!.seq).toBeLessThan(firstStep!.seq);
+    const [injected] = await h.entries('steering.injected', cid);
+    expect(injected).toMatchObject({ run: queued!.run });
+    expect(injected!.seq).toBeGreaterThan(firstStep!.seq);
+    const requests = userTextsOf('plan a museum day');
+    expect(requests).toEqual([['plan a museum day'], ['plan a museum day', 'we have two small children']]);
+    expect(await runsIn(STEER_STREAM_DM)).toEqual([queued!.run]);
+
+    // One message, edited in place to the complete final answer.
+    expect(sentTo(STEER_STREAM_DM)).toHaveLength(1);
+    const messageId = [...discord.messages.values()].find((m) => m.channel_id === STEER_STREAM_DM)!.id;
+    const edits = discord.callsTo('PATCH', new RegExp(`^/channels/${STEER_STREAM_DM}/messages/`));
+    expect(edits.length).toBeGreaterThanOrEqual(2);
+    for (const e of edits) expect(e.path).toBe(`/channels/${STEER_STREAM_DM}/messages/${messageId}`);
+    expect(discord.messages.get(messageId)?.content).toBe(FINAL);
   });
 
   it('steers a message sent while the agent runs a tool into the same run, and the reply answers it', async () => {

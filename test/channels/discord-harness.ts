@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';

@@ -6,7 +6,7 @@
  * with the host's answers (errors), the real one where they must agree.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/index.js';
+import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/channel.js';
 import type { ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { ChannelApiError, ConfigError, InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
 import { closeRedis, createRedis } from '../../src/redis.js';

@@ -4,7 +4,7 @@
  * Dispatch.ingest on real Redis). One client serves the whole file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';

@@ -1,5 +1,5 @@
 /** The Telegram channel passes the channel contract, in webhook mode and in long-polling mode (real grammY against the fake Bot API). */
-import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
+import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { redisUrl } from '../helpers/redis.js';

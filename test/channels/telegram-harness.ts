@@ -7,8 +7,8 @@
 import { Redis } from 'ioredis';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
+import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
-import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
@@ -135,12 +135,19 @@ export interface TelegramSystem {
  * enqueueing runs on `h`'s queue, and a runner with `agent` that delivers
  * through the plugin (added to `h.runners`, so `h.close()` stops it).
  */
-export async function startTelegramSystem(o: { h: RunnerHarness; tg: FakeTelegram; secret: string; agent: RunnerPlugin }): Promise<TelegramSystem> {
+export async function startTelegramSystem(o: {
+  h: RunnerHarness;
+  tg: FakeTelegram;
+  secret: string;
+  agent: RunnerPlugin;
+  /** Plugin settings over the defaults (e.g. `streaming: true`). */
+  telegram?: Partial<TelegramConfigInput>;
+}): Promise<TelegramSystem> {
   const { h } = o;
   const { logger, redis } = h.ctx;
   const http = createHttpServer({ config: h.ctx.config, redis, logger });
   const plugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: o.tg.apiRoot, mode: 'webhook', webhookSecret: o.secret, registerCommands: false },
+    { token: FAKE_TOKEN, apiRoot: o.tg.apiRoot, mode: 'webhook', webhookSecret: o.secret, registerCommands: false, ...o.telegram },
     { logger, redis, prefix: h.prefix },
   );
   const host = createChannelHost({

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, routeRegistry } from '../../host/http.js';
-import { createTelegramPlugin } from '../../plugins/telegram/index.js';
+import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { ChannelApiError, ConfigError, InvalidInputError } from '../../src/errors.js';
 import { FAKE_TOKEN } from '../../testing/fakes/telegram-server.js';
 import { startTelegramHarness, type TelegramHarness } from './telegram-harness.js';

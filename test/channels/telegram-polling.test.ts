@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
-import { createTelegramPlugin } from '../../plugins/telegram/index.js';
+import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import type { ChannelPlugin, ReceiveResult } from '../../src/channel.js';
 import { RedisUnavailableError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';

@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { createTelegramPlugin } from '../../plugins/telegram/index.js';
+import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { markdownToTelegramHtml } from '../../plugins/telegram/markdown.js';
 import { RunDelivery } from '../../runner/delivery.js';
 import { startRunner } from '../../runner/main.js';

@@ -163,6 +163,10 @@ describe('webhook channel end to end', () => {
     fake.script([{ text: 'ok' }]);
     const first = await post(message('some history first'));
     await runEnded(first.body.runId);
+    // The callback pump writes its lock and due set until the reply is taken: the snapshot starts once it is idle.
+    await callbacksDrained();
+    const lock = conversationKeys(sys.prefix, CONVERSATION).callbackLock;
+    await waitFor(async () => (await sys.ctx.redis.exists(lock)) === 0 || undefined, 10_000, 'the callback lock released');
 
     const snapshot = async () => {
       const keys = (await sys.ctx.redis.keys(`${sys.prefix}:*`)).sort();

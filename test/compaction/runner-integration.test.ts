@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { readConfig } from '../../app/config.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
+import { CONTEXT_OVERFLOW_MESSAGE, RUN_REASON } from '../../plugins/local-agent/outcomes.js';
 import { CHECKPOINT_KEY, type Checkpoint, checkpointSchema, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
 import { turnBoundaries } from '../../runner/compaction/select.js';
 import { startRunner } from '../../runner/main.js';
@@ -298,7 +299,7 @@ describe('compaction in the runtime', () => {
       expect(retry[1]!.content).toBe(userText(3));
     });
 
-    it('fails loudly when the error repeats after the compaction, without looping', async () => {
+    it('ends context_overflow, telling the user, when the error repeats after the compaction, without looping', async () => {
       script({ agent: (_body, n) => (n >= 2 ? OVERFLOW : undefined) });
       await start();
       await say(1);
@@ -307,8 +308,8 @@ describe('compaction in the runtime', () => {
       const run = await say(3);
       expect(run.outcome).toBe('failed');
       const [ended] = (await h.entries('run.ended')).filter((e) => e.run === run.runId);
-      expect(ended!.reason).toBe('model API error 400');
-      expect(h.outbound.texts.at(-1)).toBe(DEFAULT_MODEL_FAILURE_MESSAGE);
+      expect(ended!.reason).toBe(RUN_REASON.contextOverflow);
+      expect(h.outbound.texts.at(-1)).toBe(CONTEXT_OVERFLOW_MESSAGE);
       expect(agentRequests()).toHaveLength(4); // the refused request and one retry after compacting
       expect(summarizerRequests()).toHaveLength(1);
       expect(await h.entries('compaction')).toHaveLength(1);

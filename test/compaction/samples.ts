@@ -1,6 +1,7 @@
 /**
  * Realistic chat-sized texts for the token estimator test (a few hundred
- * characters each), written for this test.
+ * characters each), written for this test: chat in several scripts, code,
+ * JSON, logs, emoji, identifiers and tokens, numbers, symbols.
  */
 export const SAMPLES: Record<string, string> = {
   english: `Thanks for the quick reply! I tried restarting the worker like you suggested, but the queue still looks stuck: \
@@ -72,4 +73,32 @@ the backlog without losing any of the messages that were already accepted?`,
     '수요일에는 팀의 절반이 출장을 가기 때문에 회의가 목요일로 변경되었습니다. 그 전에 릴리스 노트를 업데이트하고, 마이그레이션 가이드에 새 환경 변수가 언급되어 있는지 확인해 주세요.',
   python:
     'def load_config(path: str) -> dict:\n    with open(path, encoding="utf-8") as fh:\n        data = yaml.safe_load(fh) or {}\n    for key in ("redis", "model", "channels"):\n        if key not in data:\n            raise ConfigError(f"missing section: {key}")\n    return data\n',
+  emoji:
+    'Great job team 🎉🎉 the release is out 🚀! Thanks 🙏 everyone ❤️ 👍👍👍 see you 😀😂🤣 next week. Family trip photos: 👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷🇯🇵🇧🇷 ☺️ 🧑🏽‍💻👋🏻',
+  'emoji-only': '😀😃😄😁😆😅🤣😂🙂🙃😉😊😇🥰😍🤩😘😗☺️😚😙🥲😋😛😜🤪😝🤑🤗🤭🤫🤔🤐🤨😐😑😶😏😒🙄😬🤥😌😔😪🤤😴😷🤒🤕🤢🤮🤧🥵🥶🥴😵🤯🤠🥳🥸😎🤓🧐',
+  russian:
+    'Спасибо за быстрый ответ! Я перезапустил воркер, как вы предложили, но очередь всё ещё выглядит застрявшей: панель показывает сорок два задания в ожидании, а память Redis почти заполнена.',
+  french:
+    "Merci pour la réponse rapide ! J'ai redémarré le travailleur comme vous l'avez suggéré, mais la file d'attente semble toujours bloquée : le tableau de bord affiche quarante-deux tâches en attente.",
+  german:
+    'Vielen Dank für die schnelle Antwort! Ich habe den Worker neu gestartet, aber die Warteschlange hängt immer noch: Das Dashboard zeigt zweiundvierzig wartende Aufträge. Größenänderungsüberprüfung läuft.',
+  greek: 'Ευχαριστώ για τη γρήγορη απάντηση! Επανεκκίνησα τον εργάτη όπως προτείνατε, αλλά η ουρά φαίνεται ακόμα κολλημένη.',
+  arabic: 'شكرا على الرد السريع! أعدت تشغيل العامل كما اقترحت، لكن قائمة الانتظار لا تزال عالقة.',
+  hebrew: 'תודה על התשובה המהירה! הפעלתי מחדש את העובד כפי שהצעת, אבל התור עדיין נראה תקוע.',
+  hindi: 'त्वरित उत्तर के लिए धन्यवाद! मैंने आपके सुझाव के अनुसार वर्कर को पुनः आरंभ किया, लेकिन कतार अभी भी अटकी हुई लगती है।',
+  thai: 'ขอบคุณสำหรับการตอบกลับอย่างรวดเร็ว! ฉันรีสตาร์ทเวิร์กเกอร์ตามที่คุณแนะนำแล้ว แต่คิวยังดูเหมือนค้างอยู่',
+  vietnamese: 'Cảm ơn bạn đã trả lời nhanh! Tôi đã khởi động lại worker như bạn đề nghị, nhưng hàng đợi vẫn có vẻ bị kẹt.',
+  identifiers:
+    'sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 commit 4c92026e1f3b9a7d2c5e8f0a1b3c4d5e6f7a8b9c run 3f2b8c1e-9a4d-4e7b-8c2a-1d5e6f7a8b9c trace 7c9e6679-7425-40de-944b-e07fc1f90ae7',
+  token:
+    'Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c',
+  numbers: 'pi 3.14159265358979, e 2718281828, total 1,234,567.89 over 0.000001 s, delta -42, eps 1e-9, 65536 4294967296 123456789012345678901234567890',
+  urls: 'See https://example.com/api/v2/users/12345?include=orders&sort=-created_at#section-3 and https://github.com/owner/repo/blob/main/src/index.ts#L42-L57 for details.',
+  shouting: 'WARNING: THE SYSTEM WILL REBOOT IN FIVE MINUTES. PLEASE SAVE YOUR WORK. NASA HTTP API URL JSON XML CPU GPU RAM SSD',
+  'long-words': 'Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism floccinaucinihilipilification supercalifragilisticexpialidocious',
+  symbols: '∀x∈ℝ: x² ≥ 0 ∧ ∑ᵢ aᵢ ≤ ∞ → ∫₀¹ f(x)dx ≈ π/4 ± ε; ½ ¼ ¾ °C µs ™ © ® § ¶ † ‡ • … ‰ ′ ″ ‹ › « » ← ↑ → ↓ ↔',
+  table:
+    '┌─────────┬──────────┬───────┐\n│ (index) │ name     │ o200k │\n├─────────┼──────────┼───────┤\n│ 0       │ english  │ 113   │\n└─────────┴──────────┴───────┘',
+  html: '<div class="container"><p style="color:red">Hello <b>world</b></p><a href="/x?y=1&amp;z=2">link</a><br/><img src="a.png" alt=""/></div>',
+  'cjk-code': 'const 用户名 = "张三"; // 获取用户信息\nif (用户名.length > 0) { console.log("你好，" + 用户名 + "！"); }',
 };

@@ -50,6 +50,8 @@ export interface ScriptedAgent {
   runs(): RunRequest[];
   /** Bodies of the cancel requests. */
   cancels(): any[];
+  /** TCP connections the runner opened to the agent so far. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -113,10 +115,13 @@ export async function startScriptedAgent(script: (run: RunRequest, t: RunTools) 
       }
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/agent`,
+    connections: () => connections,
     requests,
     runs: () => requests.filter((r) => r.body.type === 'run').map((r) => r.body as RunRequest),
     cancels: () => requests.filter((r) => r.body.type === 'cancel').map((r) => r.body),

@@ -89,6 +89,23 @@ describe('http-agent plugin', () => {
     });
   });
 
+  describe('connections', () => {
+    it('sends one run after another over one kept-alive connection to the agent', async () => {
+      agent = await startScriptedAgent((run, t) => {
+        t.start();
+        t.send({ type: 'message', text: `re: ${run.inputs[0]!.text}` });
+        t.send({ type: 'result', outcome: 'completed' });
+      });
+      rig = await startRig({ url: agent.url });
+      for (const text of ['one', 'two', 'three']) {
+        expect((await rig.h.runEnded(runIdOf(await rig.h.ingest(text)))).outcome).toBe('completed');
+        await rig.h.idle();
+      }
+      expect(rig.h.outbound.texts).toEqual(['re: one', 're: two', 're: three']);
+      expect(agent.connections()).toBe(1);
+    });
+  });
+
   describe('steering', () => {
     it('hands the agent a message sent mid-run when it pulls, after the events it wrote before the pull', async () => {
       const gate = deferred();

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runAgentLoop } from '../../plugins/local-agent/loop.js';
+import { RUN_REASON, STEP_LIMIT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
 import { type AgentTool, toToolSet } from '../../plugins/local-agent/tools.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
 import type { SteeringMode } from '../../src/protocol/types.js';
@@ -319,5 +320,27 @@ describe('runAgentLoop', () => {
       expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'stop']);
       expect(delivered).toEqual(['recovered']);
     });
+  });
+});
+
+describe('the step limit (maxSteps)', () => {
+  it('stops a model that keeps calling tools after maxSteps steps, failed with a notice and no answer', async () => {
+    const model = scriptedModel(Array.from({ length: 10 }, () => ({ calls: [{ name: 'noop' }] })));
+    const { ctx, steps, delivered } = fakeContext([]);
+
+    const result = await runAgentLoop(ctx, { model, tools: toToolSet([noop]), maxSteps: 3 });
+
+    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE });
+    expect(model.doStreamCalls).toHaveLength(3);
+    expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'tool-calls', 'tool-calls']);
+    expect(delivered).toEqual([]);
+  });
+
+  it('lets an answer on the last allowed step through', async () => {
+    const model = scriptedModel([{ calls: [{ name: 'noop' }] }, { calls: [{ name: 'noop' }] }, { text: 'just in time' }]);
+    const { ctx, delivered } = fakeContext([]);
+
+    expect(await runAgentLoop(ctx, { model, tools: toToolSet([noop]), maxSteps: 3 })).toEqual({ outcome: 'completed' });
+    expect(delivered).toEqual(['just in time']);
   });
 });

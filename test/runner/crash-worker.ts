@@ -17,7 +17,7 @@
  * Prints `ready <owner>` once it takes jobs.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { type StartedRunner, startRunner } from '../../runner/main.js';

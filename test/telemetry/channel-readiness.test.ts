@@ -4,7 +4,7 @@
  * webhook registration. Real clients against the local fakes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDiscordPlugin } from '../../plugins/discord/index.js';
+import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { captureLogger, guild, RecordingHost, TOKEN } from '../channels/discord-harness.js';

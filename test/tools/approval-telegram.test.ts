@@ -4,8 +4,8 @@
  * agent (real OpenAI-compatible provider, fake model) → the approval request
  * in the chat (fake Bot API) with an inline keyboard → a button click (the
  * callback query answered, the message edited) or `/approve` / `/deny` sent
- * in the chat → the tool runs once (or not) → the answer arrives. Also: an MCP tool under
- * approval, a user who may not decide.
+ * in the chat → the tool runs once (or not) → the answer arrives. Also: an MCP tool
+ * (not read-only, destructive) under approval by default, a user who may not decide.
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -168,11 +168,16 @@ describe('approval over Telegram', () => {
     expect(JSON.parse(ai.requests[1]!.body.messages.at(-1).content)).toMatchObject({ error: { category: 'approval_timeout' } });
   });
 
-  it('uses an MCP tool in a run over Telegram', async () => {
-    ai.script([{ toolCalls: [{ id: 'call_e', name: 'fx__echo', args: { text: 'ping' } }] }, { text: 'It said echo: ping.' }]);
-    await boot({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE], tools: ['echo'] } } });
-    await say('echo ping');
-    expect(await nth(1, 'the answer')).toBe('It said echo: ping.');
-    expect(ai.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'echo: ping' });
+  it('asks for an MCP tool that is not read-only, saying it is destructive; a click runs it', async () => {
+    ai.script([{ toolCalls: [{ id: 'call_rm', name: 'fx__remove', args: { id: 'r7' } }] }, { text: 'Removed r7.' }]);
+    await boot({ mcpServers: { fx: { command: process.execPath, args: [FIXTURE], tools: ['remove'] } } });
+    await say('remove r7');
+    const text = await nth(1, 'the approval request');
+    expect(text).toContain('run fx__remove with {"id":"r7"}');
+    expect(text).toContain('This tool is marked destructive: it may delete or overwrite data.');
+    expect(ai.requests).toHaveLength(1);
+    expect(await click(tg.sent[0]!, `/approve ${approvalIdIn(text)}`)).toBe(200);
+    expect(await nth(2, 'the answer')).toBe('Removed r7.');
+    expect(ai.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'removed r7' });
   });
 });

@@ -218,6 +218,22 @@ describe('ToolPolicy', () => {
     expect(policy.mode('crm__delete', 'webhook:crm:u9')).toBe('allow');
     expect(new ToolPolicy().mode('anything', 'telegram:1')).toBe('allow');
   });
+  it("gives a tool's own default (an MCP tool's) way to an entry naming the tool, and to a scope default only when stricter", () => {
+    const p = new ToolPolicy({ default: 'allow', tools: { fx__lookup: 'allow' }, channels: { discord: { default: 'deny' } } });
+    // A catch-all allow does not open a tool that needs approval by its own default.
+    expect(p.mode('fx__delete', 'telegram:1', 'require_approval')).toBe('require_approval');
+    expect(p.mode('fx__lookup', 'telegram:1', 'require_approval')).toBe('allow');
+    expect(p.mode('fx__delete', 'discord:1', 'require_approval')).toBe('deny');
+    expect(new ToolPolicy({ default: 'require_approval' }).mode('fx__read', 'telegram:1', 'allow')).toBe('require_approval');
+    expect(new ToolPolicy().mode('fx__write', 'telegram:1', 'require_approval')).toBe('require_approval');
+    expect(new ToolPolicy().mode('fx__write', 'telegram:1', 'deny')).toBe('deny');
+  });
+  it('says in the approval request of a destructive tool that it may delete data, and only then', () => {
+    expect(policy.approvalText('fx__remove', { id: 'r1' }, { destructive: true })).toMatch(
+      /`fx__remove`.*\n.*marked destructive: it may delete or overwrite data/s,
+    );
+    expect(policy.approvalText('fx__remove', { id: 'r1' })).not.toContain('destructive');
+  });
   it('finds the channel of a conversation id', () => {
     expect(channelOf('telegram:42:7')).toBe('telegram');
     expect(channelOf('webhook:crm:u1')).toBe('webhook:crm');

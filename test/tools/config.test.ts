@@ -34,7 +34,7 @@ describe('tool settings', () => {
       file: configFile({
         mcpServers: {
           files: { command: 'npx', args: ['-y', 'server-filesystem', '/srv'], env: { API_TOKEN: 'stdio-secret-1' } },
-          crm: { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer http-secret-2' }, tools: ['lookup'] },
+          crm: { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer http-secret-2' }, tools: ['lookup'], defaultPolicy: 'allow' },
         },
         toolResultMaxChars: 8000,
         idempotentTools: ['crm__lookup'],
@@ -50,7 +50,7 @@ describe('tool settings', () => {
       timeoutMs: 30_000,
       connectTimeoutMs: 10_000,
     });
-    expect(agent.mcpServers.crm).toMatchObject({ url: 'https://mcp.example.com/mcp', tools: ['lookup'] });
+    expect(agent.mcpServers.crm).toMatchObject({ url: 'https://mcp.example.com/mcp', tools: ['lookup'], defaultPolicy: 'allow' });
     expect(agent.toolResultMaxChars).toBe(8000);
     const text = JSON.stringify(redactConfig(config));
     expect(text).not.toContain('stdio-secret-1');
@@ -69,6 +69,7 @@ describe('tool settings', () => {
     expect(issues({ mcpServers: { s: { url: 'ftp://x' } } })).toEqual([expect.stringContaining('agents.local-agent.mcpServers.s')]);
     expect(issues({ mcpServers: { s: { command: 'x', url: 'http://x' } } })).toEqual([expect.stringContaining('agents.local-agent.mcpServers.s')]);
     expect(issues({ mcpServers: { s: { command: 'x', tools: [] } } })).toEqual([expect.stringContaining('agents.local-agent.mcpServers.s')]);
+    expect(issues({ mcpServers: { s: { command: 'x', defaultPolicy: 'ask' } } })).toEqual([expect.stringContaining('agents.local-agent.mcpServers.s')]);
     expect(issues({ toolResultMaxChars: 10 })).toEqual(['agents.local-agent.toolResultMaxChars']);
     expect(issues({ artifactTtlSeconds: 1.5 })).toEqual(['agents.local-agent.artifactTtlSeconds']);
     expect(issues({ httpFetchAllow: ['10.0.0.0/8', '10.0.0.0/33'] })).toEqual(['agents.local-agent.httpFetchAllow.1']);

@@ -6,7 +6,8 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { McpManager, type McpServerSettings, McpToolError, mcpServersSchema } from '../../plugins/local-agent/mcp.js';
+import { McpManager } from '../../plugins/local-agent/mcp.js';
+import { type McpServerSettings, McpToolError, mcpServersSchema } from '../../plugins/local-agent/mcp-config.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
 import { metrics } from '../../src/telemetry/metrics.js';
@@ -52,12 +53,37 @@ describe('MCP servers as tools', () => {
     it("offers the server's tools as <server>__<tool> and calls them", async () => {
       const m = manager({ local: stdio() });
       const tools = await m.tools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['local__add', 'local__big', 'local__count', 'local__echo', 'local__env', 'local__exit', 'local__fail']);
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        'local__add',
+        'local__big',
+        'local__count',
+        'local__echo',
+        'local__env',
+        'local__exit',
+        'local__fail',
+        'local__remove',
+      ]);
       expect(await call(byName(tools, 'local__echo'), { text: 'hi' })).toBe('echo: hi');
       // Structured content when the tool gives it; read-only tools count as idempotent.
       expect(await call(byName(tools, 'local__add'), { a: 2, b: 40 })).toEqual({ sum: 42 });
       expect(byName(tools, 'local__add').idempotent).toBe(true);
       expect(byName(tools, 'local__echo').idempotent).toBeUndefined();
+    });
+
+    it('needs approval for tools not annotated read-only and marks destructive ones, unless the server has a defaultPolicy', async () => {
+      const m = manager({ local: stdio({ tools: ['add', 'echo', 'remove'] }), open: stdio({ tools: ['echo', 'remove'], defaultPolicy: 'allow' }) });
+      const tools = await m.tools();
+      const modes = Object.fromEntries(tools.map((t) => [t.name, [t.defaultMode, t.destructive === true]]));
+      expect(modes).toEqual({
+        // readOnlyHint: true
+        local__add: ['allow', false],
+        // no annotations: MCP assumes a tool may write
+        local__echo: ['require_approval', false],
+        // readOnlyHint: false, destructiveHint: true
+        local__remove: ['require_approval', true],
+        open__echo: ['allow', false],
+        open__remove: ['allow', true],
+      });
     });
 
     it("filters the tools by the server's allow-list", async () => {
@@ -88,7 +114,7 @@ describe('MCP servers as tools', () => {
       await call(byName(first, 'local__exit'), {});
       await waitUntil(async () => {
         const tools = await m.tools();
-        return m.stats.connects === 2 && tools.length === 7;
+        return m.stats.connects === 2 && tools.length === 8;
       });
       const pid2 = JSON.parse(String(await call(byName(await m.tools(), 'local__env'), {}))).pid as number;
       expect(pid2).not.toBe(pid1);

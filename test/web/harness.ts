@@ -1,11 +1,16 @@
 /**
  * The browser tests' world: steerbot started with `startApp` (the web chat
  * and the console on), the real OpenAI-compatible provider against the fake
- * model server, a slow tool, and Debian's Chromium driven by playwright-core.
+ * model server, a slow tool, and a Chromium driven by playwright-core: the
+ * build inside the @sparticuz/chromium package (no system browser needed), or
+ * the one `CHROMIUM_PATH` names.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createBrotliDecompress } from 'node:zlib';
 import { type Browser, chromium } from 'playwright-core';
 import { expect } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
@@ -17,12 +22,38 @@ import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
 /** `expect.poll` with a deadline for a loaded machine (pages poll and stream; the default 1 s is too tight). */
 export const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
 
-/** Where Debian's chromium package puts the browser. */
-export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+/**
+ * The Chromium build shipped (brotli-compressed) in @sparticuz/chromium,
+ * unpacked once per machine and version into the temp folder. Not the
+ * package's `executablePath()`: it writes `/tmp/chromium` in place, so a test
+ * file in another worker (or another run) could start a half-written binary.
+ * Here each unpacks to a file of its own and renames it into place.
+ */
+async function packagedChromium(): Promise<string> {
+  const require = createRequire(import.meta.url);
+  const pkgDir = resolve(dirname(require.resolve('@sparticuz/chromium')), '..');
+  const { version } = require(join(pkgDir, 'package.json')) as { version: string };
+  const target = join(tmpdir(), `steerbot-chromium-${version}`, 'chromium');
+  if (existsSync(target)) return target;
+  mkdirSync(dirname(target), { recursive: true });
+  const partial = `${target}.${process.pid}.${Date.now()}.partial`;
+  try {
+    await pipeline(createReadStream(join(pkgDir, 'bin', 'chromium.br')), createBrotliDecompress(), createWriteStream(partial, { mode: 0o755 }));
+    renameSync(partial, target);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  return target;
+}
 
-export function launchBrowser(): Promise<Browser> {
+/** The browser: `CHROMIUM_PATH` when set, else the packaged build. */
+function chromiumPath(): Promise<string> {
+  return process.env.CHROMIUM_PATH ? Promise.resolve(process.env.CHROMIUM_PATH) : packagedChromium();
+}
+
+export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: await chromiumPath(),
     args: [
       '--headless',
       '--no-sandbox',

@@ -22,6 +22,8 @@ export interface CallbackServer {
   requests: ReceivedCallback[];
   /** Requests whose body has arrived, answered or not yet (a `delay` holds the answer). */
   received(): number;
+  /** TCP connections clients opened to the server so far (1 for any number of requests on one kept-alive connection). */
+  connections(): number;
   /** Accepted (2xx) callbacks. */
   accepted(): ReceivedCallback[];
   /** Texts accepted for `conversation`, in order. */
@@ -69,6 +71,8 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
       for (const w of ws) w();
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const accepted = () => requests.filter((r) => r.status < 300);
@@ -76,6 +80,7 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
     url: `http://127.0.0.1:${port}/callback`,
     requests,
     received: () => received,
+    connections: () => connections,
     accepted,
     texts: (conversation) =>
       accepted()

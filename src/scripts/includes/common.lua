@@ -109,14 +109,27 @@ local function create_run(base, active_key, run_id, conversation_id, inputs, cau
 end
 
 -- An ended run's keys expire after `ttl` seconds (0: kept), and its index entry
--- with them; index entries of runs already expired are pruned. `now` in ms.
-local function expire_ended_run(base, run_key, run_id, ttl, now)
+-- with them; index entries of runs already expired are pruned. Ended runs
+-- beyond the newest `keep` (0: no bound) go now, their hashes with them: a
+-- conversation that never goes quiet would otherwise hold every run of the
+-- last `ttl`. The live run is never counted (its score is `+inf`). `now` in ms.
+local function expire_ended_run(base, run_key, run_id, ttl, now, keep)
   ttl = tonumber(ttl) or 0
   if ttl <= 0 then return end
   redis.call('EXPIRE', run_key, ttl)
   local index = base .. 'runs'
   redis.call('ZADD', index, now + ttl * 1000, run_id)
   redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
+  keep = tonumber(keep) or 0
+  if keep <= 0 then return end
+  local over = redis.call('ZCOUNT', index, '-inf', '(+inf') - keep
+  if over <= 0 then return end
+  -- At most 100 per run end: the work stays bounded, and each end adds one.
+  local old = redis.call('ZRANGEBYSCORE', index, '-inf', '(+inf', 'LIMIT', 0, math.min(over, 100))
+  local keys = {}
+  for _, id in ipairs(old) do keys[#keys + 1] = base .. 'run:' .. id end
+  redis.call('DEL', unpack(keys))
+  redis.call('ZREM', index, unpack(old))
 end
 
 -- Reads entries of the given seqs; returns a flat list seq, json, seq, json...

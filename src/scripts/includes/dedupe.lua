@@ -17,7 +17,7 @@ end
 -- A purged conversation keeps a tombstone `<base>tombstone` {mode, seq} for a
 -- while (purge-1.lua). Mode `refuse`: a new update is refused, its dedupe key
 -- set to 0 (a redelivery is a duplicate) and nothing else written; returns true.
--- Mode `restart`: the tombstone is lifted and the seq counter continues after
+-- Mode `restart`: the tombstone is lifted (the reply stream kept again) and the seq counter continues after
 -- the purged record's last seq (seqs are never reused); returns false. A
 -- redelivery of an update seen before the purge is left to the dedupe check.
 local function purge_refuses(meta_key, dedupe_key, ttl)
@@ -27,6 +27,8 @@ local function purge_refuses(meta_key, dedupe_key, ttl)
   if t[1] == 'restart' then
     redis.call('HSETNX', meta_key, 'seq', tonumber(t[2]) or 0)
     redis.call('DEL', tombstone)
+    -- The reply stream expired with the tombstone (reply-store-3.lua); the new conversation keeps it.
+    redis.call('PERSIST', string.sub(meta_key, 1, -5) .. 'replies')
     return false
   end
   dedupe_mark(dedupe_key, 0, ttl)

@@ -5,6 +5,8 @@
 
   KEYS[1] replies   the conversation's reply stream
   KEYS[2] stored    `<base>reply_stored:<delivery key>` (its stream id, for a while)
+  KEYS[3] tombstone `<base>tombstone`: while a purged conversation's tombstone stands, the
+                    stream (then holding only the notices sent since the purge) expires with it
 
   ARGV[1] data json     the reply
   ARGV[2] max length    approximate length cap of the stream (`MAXLEN ~`)
@@ -20,4 +22,6 @@ if remember then
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'data', ARGV[1])
 if remember then redis.call('SET', KEYS[2], id, 'EX', ARGV[3]) end
+local ends = redis.call('PTTL', KEYS[3])
+if ends > 0 then redis.call('PEXPIRE', KEYS[1], ends) end
 return { 'stored', id }

@@ -1,0 +1,243 @@
+/**
+ * `npm run bench -- soak`: the memory of one all-in-one process under a
+ * steady load. Signed webhook messages arrive at BENCH_RATE msg/s (default
+ * 50) over BENCH_CONVERSATIONS conversations (default 500) for BENCH_MINUTES
+ * minutes (default 5), with BENCH_CONCURRENCY runs at once (default 32); the local agent answers each on an instant model
+ * (fake OpenAI-compatible server, streaming) and the webhook channel POSTs
+ * every reply to a callback receiver. The app (host, runner, HTTP ingress)
+ * runs in this process, started with `--expose-gc` (the bench re-executes
+ * itself with it when `global.gc` is missing); the sender, the model and the
+ * callback receiver run in a child process, so their memory and CPU are not
+ * counted. Redis is a private redis-server.
+ *
+ * Every 30 s it forces a full GC and prints the heap then, RSS, messages sent
+ * and replies called back. At the end: bytes retained per message after the
+ * first minute (heap after full GC, last sample minus the one at 1 min,
+ * over the messages between), the slope of RSS over the second half
+ * (least squares, MB/min), CPU of this process per message, and a verdict
+ * against the goal: heap growth after the first minute <= 2 MB and RSS
+ * slope <= 5 MB/min.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { readConfig } from '../app/config.js';
+import { startApp } from '../app/start.js';
+import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+import { signedHeaders } from '../plugins/webhook/signature.js';
+import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
+import { privateRedis } from './private-redis.js';
+
+const MINUTES = Number(process.env.BENCH_MINUTES ?? 5);
+const RATE = Number(process.env.BENCH_RATE ?? 50);
+const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 500);
+const SAMPLE_MS = Number(process.env.BENCH_SAMPLE_MS ?? 30_000);
+const SECRET = 'bench-soak-secret-0123456789abcdef';
+const GOAL_HEAP_MB = 2;
+const GOAL_RSS_SLOPE = 5;
+const MB = 1024 * 1024;
+
+/** Messages from the driver (child) to the app (parent). */
+type DriverMessage = { ready: { modelUrl: string; callbackUrl: string } } | { counts: { sent: number; failed: number; callbacks: number } };
+/** Messages from the app (parent) to the driver (child). */
+type AppMessage = { start: { url: string } } | 'counts' | 'stop';
+
+interface Sample {
+  seconds: number;
+  heapMb: number;
+  rssMb: number;
+  sent: number;
+  callbacks: number;
+}
+
+export async function main(): Promise<void> {
+  if (process.env.BENCH_SOAK_ROLE === 'driver') return driver();
+  if (typeof global.gc !== 'function') return reexecWithGc();
+  await soak();
+}
+
+/** Runs this bench again under `--expose-gc`, with the same loader flags and arguments. */
+async function reexecWithGc(): Promise<void> {
+  const child = fork(process.argv[1]!, process.argv.slice(2), { execArgv: [...process.execArgv, '--expose-gc'], stdio: 'inherit' });
+  const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+  process.exitCode = code;
+}
+
+/** The load: sender, instant model and callback receiver, in a child process. */
+async function driver(): Promise<void> {
+  const model = await startFakeOpenAI();
+  model.script(() => ({ text: 'ok, noted.' }));
+  let callbacks = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      callbacks++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks`;
+  const send = (m: DriverMessage) => process.send!(m);
+  let sent = 0;
+  let failed = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  process.on('message', async (m: AppMessage) => {
+    if (m === 'counts') return send({ counts: { sent, failed, callbacks } });
+    if (m === 'stop') {
+      clearInterval(timer);
+      agent.destroy();
+      receiver.closeAllConnections();
+      receiver.close();
+      await model.close();
+      process.disconnect();
+      return;
+    }
+    const target = new URL('/webhooks/soak', m.start.url);
+    const t0 = performance.now();
+    let issued = 0;
+    const post = (n: number) => {
+      const raw = JSON.stringify({
+        id: `m-${n}-${randomBytes(4).toString('hex')}`,
+        conversation: `c${n % CONVERSATIONS}`,
+        sender: { id: `u${n % CONVERSATIONS}`, name: 'Ann' },
+        text: `message ${n}: the quick brown fox jumps over the lazy dog`,
+      });
+      const req = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) } }, (res) => {
+        res.resume();
+        if (res.statusCode === 202 || res.statusCode === 200) sent++;
+        else failed++;
+      });
+      req.on('error', () => failed++);
+      req.end(raw);
+    };
+    timer = setInterval(() => {
+      const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
+      while (issued < due) post(issued++);
+    }, 20);
+  });
+  send({ ready: { modelUrl: model.url, callbackUrl } });
+}
+
+/** Asks the driver something and waits for its answer. */
+function ask<K extends 'ready' | 'counts'>(child: ChildProcess, kind: K, message?: AppMessage): Promise<Extract<DriverMessage, Record<K, unknown>>[K]> {
+  return new Promise((resolve, reject) => {
+    const onExit = () => reject(new Error('the soak driver exited'));
+    const onMessage = (m: DriverMessage) => {
+      if (!(kind in (m as object))) return;
+      child.off('message', onMessage).off('exit', onExit);
+      resolve((m as unknown as Record<K, never>)[kind]);
+    };
+    child.on('message', onMessage).once('exit', onExit);
+    if (message !== undefined) child.send(message);
+  });
+}
+
+/** Heap used after a forced full GC, and RSS, in MB. */
+function measure(): { heapMb: number; rssMb: number } {
+  global.gc!();
+  global.gc!(); // a second pass collects what the first one's finalizers released
+  const m = process.memoryUsage();
+  return { heapMb: m.heapUsed / MB, rssMb: m.rss / MB };
+}
+
+/** A TCP port nobody listens on now (the app's config takes 1..65535, not 0). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: Array<[number, number]>): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+async function soak(): Promise<void> {
+  console.log(
+    `soak: ${RATE} msg/s over ${CONVERSATIONS} conversations for ${MINUTES} min (webhook channel with callbacks, instant model); node ${process.version}`,
+  );
+  const redis = await privateRedis();
+  const child = fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['soak'], {
+    env: { ...process.env, BENCH_SOAK_ROLE: 'driver' },
+    execArgv: process.execArgv.filter((a) => a !== '--expose-gc'),
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  });
+  const { modelUrl, callbackUrl } = await ask(child, 'ready');
+  const prefix = `soak${randomBytes(3).toString('hex')}`;
+  const base = readConfig({
+    env: {
+      REDIS_URL: redis.url,
+      STEERBOT_PREFIX: prefix,
+      STEERBOT_QUEUE_NAME: `runs-${prefix}`,
+      HOST: '127.0.0.1',
+      PORT: String(await freePort()),
+      LOG_LEVEL: 'silent',
+      // Enough runs at once to keep up with the rate (the default 4 would let a backlog build up).
+      STEERBOT_RUNNER_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? '32',
+      STEERBOT_MODEL: 'm',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '128000',
+      OPENAI_API_KEY: 'k',
+      OPENAI_BASE_URL: modelUrl,
+    },
+  });
+  const config = {
+    ...base,
+    channels: { webhooks: { soak: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl, maxSkewSeconds: 3600 }) } },
+  };
+  const app = await startApp({ config, dataDir: '.steerbot/soak-unused' });
+  const samples: Sample[] = [];
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const sample = async () => {
+    const counts = await ask(child, 'counts', 'counts');
+    const s = { seconds: (performance.now() - t0) / 1000, ...measure(), sent: counts.sent, callbacks: counts.callbacks };
+    samples.push(s);
+    console.log(
+      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}`,
+    );
+    return counts;
+  };
+  try {
+    child.send({ start: { url: app.address! } } satisfies AppMessage);
+    await sample();
+    const end = t0 + MINUTES * 60_000;
+    while (performance.now() < end) {
+      await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, end - performance.now())));
+      await sample();
+    }
+    const cpu = process.cpuUsage(cpu0);
+    const last = samples.at(-1)!;
+    const atMinute = samples.find((s) => s.seconds >= 60) ?? samples[0]!;
+    const growthMb = last.heapMb - atMinute.heapMb;
+    const messages = last.sent - atMinute.sent;
+    const perMessage = messages > 0 ? (growthMb * MB) / messages : 0;
+    const half = samples.filter((s) => s.seconds >= (MINUTES * 60) / 2);
+    const rssSlope = slope(half.map((s) => [s.seconds / 60, s.rssMb]));
+    const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
+    console.log(
+      `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(2)} MB)`,
+    );
+    console.log(`retained per message after the first minute: ${perMessage.toFixed(0)} B (${messages} messages)`);
+    console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
+    console.log(`cpu per message (this process): ${cpuMs.toFixed(2)} ms; replies called back ${last.callbacks} of ${last.sent} messages`);
+    const pass = growthMb <= GOAL_HEAP_MB && rssSlope <= GOAL_RSS_SLOPE;
+    console.log(
+      `verdict: ${pass ? 'PASS' : 'FAIL'} (goal: heap growth after the first minute <= ${GOAL_HEAP_MB} MB, got ${growthMb.toFixed(2)}; RSS slope of the second half <= ${GOAL_RSS_SLOPE} MB/min, got ${rssSlope.toFixed(2)})`,
+    );
+  } finally {
+    child.send('stop' satisfies AppMessage);
+    await app.stop();
+    await redis.stop();
+  }
+}
