@@ -89,7 +89,7 @@ export class DiscordGateway {
   }
 
   /** Readiness as `/readyz` reports it. */
-  ready(): { ready: true } | { ready: false; detail: string } {
+  ready(): { ready: boolean; detail?: string } {
     if (!this.client) return { ready: false, detail: 'gateway not started' };
     return this.status === 'ready' && this.client.isReady() ? { ready: true } : { ready: false, detail: `gateway ${this.status}` };
   }
