@@ -151,18 +151,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
     // A configuration built in code was never loaded: its plugins' secret settings are declared here.
     declareConfigSecrets(config, registry, runnerId);
-    let redisUrl: string | undefined;
-    if (config.redis.mode === 'single') {
-      const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
-      const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
-      const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
-      stops.push({ name: 'private redis', run: local.stop });
-      redisUrl = local.url;
-    }
-    const redisConnection = redisOptionsFromConfig(config.redis, redisUrl === undefined ? {} : { url: redisUrl });
-    const redis = createRedis(redisConnection);
-    watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
-    stops.push({ name: 'redis', run: () => closeRedis(redis) });
+    const { redisUrl, redisConnection, redis } = await openRedis(opts, logger, stops);
     logger.info({ redis: redisSummary(redisConnection), runner: config.runner.plugin }, 'steerbot starting');
     logger.debug({ config: redactConfig(config) }, 'effective configuration');
 
@@ -225,4 +214,22 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
 /** `/readyz`'s check of the runner: its BullMQ worker takes jobs. */
 function workerProbe(runner: StartedRunner): ReadinessProbe {
   return { name: 'runner.worker', check: () => (runner.worker.worker.isRunning() ? { ready: true } : { ready: false, detail: 'not running' }) };
+}
+
+/** The process's Redis client (after starting the private Redis in `single` mode when no URL is set); both are added to `stops`. */
+async function openRedis(opts: StartAppOptions, logger: Logger, stops: Array<{ name: string; run: () => Promise<void> }>) {
+  const { config } = opts;
+  let redisUrl: string | undefined;
+  if (config.redis.mode === 'single') {
+    const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
+    const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
+    const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
+    stops.push({ name: 'private redis', run: local.stop });
+    redisUrl = local.url;
+  }
+  const redisConnection = redisOptionsFromConfig(config.redis, redisUrl === undefined ? {} : { url: redisUrl });
+  const redis = createRedis(redisConnection);
+  watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
+  stops.push({ name: 'redis', run: () => closeRedis(redis) });
+  return { redisUrl, redisConnection, redis };
 }

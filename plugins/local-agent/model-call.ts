@@ -7,7 +7,7 @@
  */
 import { type ModelMessage, streamText } from 'ai';
 import type { StepRecord } from '../../runner/plugin.js';
-import { traceModelCall } from '../../src/telemetry/agent-spans.js';
+import { type ModelCallTrace, traceModelCall } from '../../src/telemetry/agent-spans.js';
 import type { LoopState } from './loop-state.js';
 import { declaredTools } from './tool-batch.js';
 import { StreamWatchdog } from './watchdog.js';
@@ -32,8 +32,8 @@ export type ModelOutcome =
 export async function callModel(state: LoopState, step: number, quiet: boolean): Promise<ModelOutcome> {
   const { ctx, o, cache } = state;
   const sent = [...state.messages];
-  let text = '';
-  let streamError: unknown;
+  // One slot for every report of a failure (`onError`, an `error` part, a throw), in the order they come.
+  const failure: { error?: unknown } = {};
   const call = traceModelCall(state.modelName, step);
   const watchdog = new StreamWatchdog(state.idleMs, ctx.signal);
   const result = streamText({
@@ -45,25 +45,16 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
     abortSignal: watchdog.signal,
     maxRetries: o.maxRetries ?? 2,
     onError: ({ error }: { error: unknown }) => {
-      streamError = error;
+      failure.error = error;
     },
   });
-  try {
-    for await (const part of result.fullStream) {
-      watchdog.part(part as { type: string; toolCallId?: string });
-      call.part();
-      if (part.type === 'text-delta') {
-        text += part.text;
-        if (o.streaming && !quiet) ctx.delivery.delta(part.text);
-      } else if (part.type === 'error') {
-        streamError = part.error;
-      }
-    }
-  } catch (err) {
-    streamError ??= err;
-  } finally {
-    watchdog.stop();
-  }
+  const text = await readStream(result.fullStream, {
+    watchdog,
+    call,
+    failure,
+    ...(o.streaming && !quiet && { onDelta: (t: string) => ctx.delivery.delta(t) }),
+  });
+  const streamError = failure.error;
 
   if (ctx.signal.aborted || streamError !== undefined || watchdog.fired)
     call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
@@ -93,4 +84,35 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
       },
     },
   };
+}
+
+/**
+ * Reads a call's stream to its end and returns the text said; an error
+ * reported by an `error` part or thrown by the stream goes to `failure`.
+ * Every part feeds the watchdog and the call's time to first token;
+ * `onDelta` gets the text deltas.
+ */
+async function readStream(
+  stream: AsyncIterable<{ type: string; text?: string; error?: unknown }>,
+  r: { watchdog: StreamWatchdog; call: ModelCallTrace; failure: { error?: unknown }; onDelta?: (text: string) => void },
+): Promise<string> {
+  const { watchdog, call, failure } = r;
+  let text = '';
+  try {
+    for await (const part of stream) {
+      watchdog.part(part as { type: string; toolCallId?: string });
+      call.part();
+      if (part.type === 'text-delta') {
+        text += part.text;
+        r.onDelta?.(part.text as string);
+      } else if (part.type === 'error') {
+        failure.error = part.error;
+      }
+    }
+  } catch (err) {
+    failure.error ??= err;
+  } finally {
+    watchdog.stop();
+  }
+  return text;
 }
