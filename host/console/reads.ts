@@ -114,6 +114,7 @@ export class ConsoleReads {
   }
 
   /** One conversation's row. */
+  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one conversation row: each stuck check is one guard over the same reads
   async row(id: string, lastActivityMs: number): Promise<ConversationRow> {
     const k = conversationKeys(this.d.prefix, id);
     const [s, tail, outboxLen] = await Promise.all([
