@@ -125,22 +125,7 @@ function privateRedisRefusal(config: SteerbotConfig): string | undefined {
  */
 export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
   const { config } = opts;
-  // Nothing is started yet: a module that cannot be loaded throws ConfigError with nothing to stop.
-  const { registry, runnerId } = opts.registry
-    ? { registry: opts.registry, runnerId: config.runner.plugin }
-    : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
-  // A configuration built in code was never loaded: its plugins' secret settings are declared here.
-  declareConfigSecrets(config, registry, runnerId);
-  const definitions = registryDefinitions(registry);
-  const logger =
-    opts.logger ??
-    createLogger({
-      level: config.log.level,
-      secrets: secretValues(config),
-      secretPaths: secretSettingsOf(config),
-      redactPaths: pluginRedactPaths(definitions),
-    });
-  const pluginKeys = declaredConversationKeys(definitions);
+  const { registry, runnerId, logger, pluginKeys } = await preparePlugins(opts);
   // Stop steps, run in reverse start order: ingress, host, runner, Redis client, private Redis.
   const stops: Array<{ name: string; run: () => Promise<void> }> = [];
   let stopping: Promise<void> | undefined;
@@ -162,18 +147,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     metrics.withProcessMetrics(); // `process_*` / `nodejs_*` beside steerbot's own on /metrics
     // What `/readyz` checks besides Redis: the runner's worker and the channels' inbound sides, added as they start.
     const probes: ReadinessProbe[] = [];
-    let redisUrl: string | undefined;
-    if (config.redis.mode === 'single') {
-      const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
-      const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
-      const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
-      stops.push({ name: 'private redis', run: local.stop });
-      redisUrl = local.url;
-    }
-    const redisConnection = redisOptionsFromConfig(config.redis, redisUrl === undefined ? {} : { url: redisUrl });
-    const redis = createRedis(redisConnection);
-    watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
-    stops.push({ name: 'redis', run: () => closeRedis(redis) });
+    const { redisUrl, redisConnection, redis } = await openRedis(opts, logger, stops);
     logger.info({ redis: redisSummary(redisConnection), runner: config.runner.plugin }, 'steerbot starting');
     logger.debug({ config: redactConfig(config) }, 'effective configuration');
 
@@ -236,6 +210,30 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
   }
 }
 
+/**
+ * What the process needs of its plugins before anything starts: the registry, a logger that redacts what
+ * they declare, and the conversation keys they own. Nothing is started yet: a module that cannot be loaded
+ * throws ConfigError with nothing to stop.
+ */
+async function preparePlugins(opts: StartAppOptions): Promise<{ registry: PluginRegistry; runnerId: string; logger: Logger; pluginKeys: string[] }> {
+  const { config } = opts;
+  const { registry, runnerId } = opts.registry
+    ? { registry: opts.registry, runnerId: config.runner.plugin }
+    : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
+  // A configuration built in code was never loaded: its plugins' secret settings are declared here.
+  declareConfigSecrets(config, registry, runnerId);
+  const definitions = registryDefinitions(registry);
+  const logger =
+    opts.logger ??
+    createLogger({
+      level: config.log.level,
+      secrets: secretValues(config),
+      secretPaths: secretSettingsOf(config),
+      redactPaths: pluginRedactPaths(definitions),
+    });
+  return { registry, runnerId, logger, pluginKeys: declaredConversationKeys(definitions) };
+}
+
 /** Every definition of a registry, channels and runners. */
 export function registryDefinitions(registry: PluginRegistry): AnyDefinition[] {
   return [...registry.channels.values(), ...registry.runners.values()];
@@ -244,4 +242,22 @@ export function registryDefinitions(registry: PluginRegistry): AnyDefinition[] {
 /** `/readyz`'s check of the runner: its BullMQ worker takes jobs. */
 function workerProbe(runner: StartedRunner): ReadinessProbe {
   return { name: 'runner.worker', check: () => (runner.worker.worker.isRunning() ? { ready: true } : { ready: false, detail: 'not running' }) };
+}
+
+/** The process's Redis client (after starting the private Redis in `single` mode when no URL is set); both are added to `stops`. */
+async function openRedis(opts: StartAppOptions, logger: Logger, stops: Array<{ name: string; run: () => Promise<void> }>) {
+  const { config } = opts;
+  let redisUrl: string | undefined;
+  if (config.redis.mode === 'single') {
+    const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
+    const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
+    const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
+    stops.push({ name: 'private redis', run: local.stop });
+    redisUrl = local.url;
+  }
+  const redisConnection = redisOptionsFromConfig(config.redis, redisUrl === undefined ? {} : { url: redisUrl });
+  const redis = createRedis(redisConnection);
+  watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
+  stops.push({ name: 'redis', run: () => closeRedis(redis) });
+  return { redisUrl, redisConnection, redis };
 }

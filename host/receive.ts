@@ -45,6 +45,7 @@ const allowed = (list: readonly string[] | undefined, id: string) => !list || li
 export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const logger = deps.logger.child({ part: 'receive' });
   const admins = deps.admins ?? createAdminCheck();
+  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
     const settings = deps.settings?.(channelId) ?? {};
     if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {

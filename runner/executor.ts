@@ -11,74 +11,46 @@
  * again) instead of asking the model again. Steered messages a run took and
  * then did not answer (it failed or was stopped) are named in the message
  * the user gets and kept for `/status`.
+ *
+ * The steps live in modules with one job each: the attempt (acquire, lease,
+ * stop requests: attempt.ts), what it starts from (inputs, takeover:
+ * attempt-start.ts), compact-only runs (compact-only.ts), the invocation's
+ * context (run-context.ts), finish and hand-back (finish-run.ts), and the
+ * unanswered steering (unanswered-steering.ts).
  */
 
-import type { Logger } from 'pino';
 import { DEFAULTS } from '../src/defaults.js';
-import { CasConflictError, RunEndedError, StaleRunError } from '../src/errors.js';
-import { conversationKeys } from '../src/keys.js';
-import { runLogger } from '../src/logger.js';
-import type { RunRef, Runs } from '../src/protocol/runs.js';
-import type { ConversationState } from '../src/protocol/state.js';
-import type { SteeringMode, StopKind } from '../src/protocol/types.js';
+import { RunEndedError, StaleRunError } from '../src/errors.js';
+import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { readSeqs } from '../src/record/read.js';
-import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { RunTrace, tracePull } from '../src/telemetry/run-trace.js';
-import { RunApprovals } from './approval.js';
-import { RedisArtifacts } from './artifacts.js';
+import { RunTrace } from '../src/telemetry/run-trace.js';
+import { RunAttempt } from './attempt.js';
+import { type AttemptStart, readAttemptStart } from './attempt-start.js';
+import { compactOnly } from './compact-only.js';
 import { Calibrator } from './compaction/estimate.js';
-import { type CompactionSettings, RunCompaction } from './compaction-hooks.js';
-import type { ControlListener } from './control.js';
-import { type OutboundResolver, RunDelivery } from './delivery.js';
-import { keepLease } from './lease.js';
-import type { ModelSettings, RunContext, RunnerPlugin, RunResult, StepRecord } from './plugin.js';
-import { isFinalStep } from './projection.js';
-import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
-import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
+import { RunCompaction } from './compaction-hooks.js';
+import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
+import { finishRun } from './finish-run.js';
+import type { RunResult, StepRecord } from './plugin.js';
+import { createRunContext } from './run-context.js';
+import type { RecordedAnswer } from './takeover.js';
+import { UnansweredSteering } from './unanswered-steering.js';
 
-/** Options of the executor (one per runner process). */
-export interface ExecutorOptions {
-  client: RedisClient;
-  prefix: string;
-  runs: Runs;
-  state: ConversationState;
-  plugin: RunnerPlugin;
-  control: ControlListener;
-  /** Enqueues a successor run's job. */
-  enqueue(conversationId: string, runId: string): Promise<void>;
-  resolveOutbound: OutboundResolver;
-  logger: Logger;
-  /** Worker identity recorded on the run. */
-  owner: string;
-  leaseMs: number;
-  heartbeatMs: number;
-  model: ModelSettings;
-  /** Steering mode of continuations handed back by finish. Default `all`. */
-  steeringMode?: SteeringMode;
-  /** Most record entries read to build a prompt (bounded tail), and read by an attempt taking a run over. Default 2000. */
-  historyTailEntries?: number;
-  /** Text sent to the user when a run fails unexpectedly. */
-  failureMessage?: string;
-  /** Compaction settings (summarizer model, threshold, kept turns). */
-  compaction?: CompactionSettings;
-  /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
-  outboxTtlSeconds?: number;
-  /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
-  outboxMaxEntries?: number;
-}
-
-/** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */
-export type ExecutionResult = { kind: 'finished'; outcome: RunOutcome; successorId?: string } | { kind: 'lost' } | { kind: 'aborted' };
+export type { ExecutionResult } from './executor-options.js';
 
 const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted', supersede: 'superseded', stop: 'stopped' };
 
 export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answering. Please try again.';
 
+/** What the next invocation of an attempt does besides answering its inputs: deliver a recorded answer, or finish a recorded tool-call step. */
+interface Carried {
+  recorded: RecordedAnswer | undefined;
+  unfinished: StepRecord | undefined;
+}
+
 /** Runs one run end to end. */
 export class RunExecutor {
-  private readonly active = new Map<string, AbortController>();
+  private readonly active = new Map<string, RunAttempt>();
   // Learns each conversation's provider-tokens / estimated-tokens ratio from observed usage.
   private readonly calibrator = new Calibrator();
 
@@ -91,7 +63,7 @@ export class RunExecutor {
 
   /** Aborts every executing run without finishing it (shutdown); they stay recoverable from Redis. */
   abortAll(): number {
-    for (const ac of this.active.values()) ac.abort('shutdown');
+    for (const attempt of this.active.values()) attempt.abort('shutdown');
     return this.active.size;
   }
 
@@ -111,344 +83,114 @@ export class RunExecutor {
   }
 
   private async executeAttempt(conversationId: string, runId: string, telemetry: RunTrace): Promise<ExecutionResult> {
-    const o = this.o;
-    const acquired = await o.runs.acquire(conversationId, runId, o.owner, o.leaseMs);
-    const ref: RunRef = { conversationId, runId, token: acquired.token };
-    const logger = runLogger(o.logger, conversationId, runId).child({ attempt: acquired.attempt });
-    const ac = new AbortController();
-    let stopKind: StopKind | undefined = acquired.stop;
-    let lost = false;
-    const onStop = (kind: StopKind) => {
-      if (stopKind) return;
-      stopKind = kind;
-      logger.info({ stop: kind }, 'stop requested');
-      ac.abort(kind);
-    };
-    this.active.set(runId, ac);
-    const unregister = o.control.register(runId, onStop);
-    const lease = keepLease({
-      runs: o.runs,
-      run: ref,
-      heartbeatMs: o.heartbeatMs,
-      leaseMs: o.leaseMs,
-      onStop,
-      logger,
-      onLost: () => {
-        lost = true;
-        ac.abort('lost');
-      },
-    });
-    const delivery = new RunDelivery({
-      client: o.client,
-      prefix: o.prefix,
-      conversationId,
-      runId,
-      token: acquired.token,
-      resolve: o.resolveOutbound,
-      logger,
-      ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }),
-      ...(o.outboxMaxEntries !== undefined && { outboxMaxEntries: o.outboxMaxEntries }),
-    });
-    // Steered messages the run took and has not answered yet: a final answer step clears them.
-    let unanswered: Array<SeqEntry<MessageReceived>> = [];
-    const taken = { add: (m: Array<SeqEntry<MessageReceived>>) => unanswered.push(...m), answered: () => (unanswered = []) };
+    const attempt = await RunAttempt.open(this.o, conversationId, runId);
+    this.active.set(runId, attempt);
     try {
-      logger.info({ inputs: acquired.inputs }, 'run started');
-      const log = conversationKeys(o.prefix, conversationId).log;
-      // Pipelined: the note read and a takeover's record read cost no round trip of their own.
-      const [inputEntries, noteRaw, runEntries] = await Promise.all([
-        readSeqs(o.client, log, acquired.inputs),
-        o.state.getRaw(conversationId, UNANSWERED_KEY),
-        acquired.attempt > 1 ? readRunEntries(o.client, log, runId, o.historyTailEntries ?? DEFAULTS.compaction.tailEntries) : undefined,
-      ]);
-      // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
-      const takeover = runEntries && (await this.progress(log, runId, runEntries));
-      const tools = toolState(o.runs, ref, runEntries ?? []);
-      let inputs = inputEntries.filter(isMessage);
-      telemetry.begin({ conversationId, runId, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, inputs);
-      let note = noteRaw;
-      let recorded: RecordedAnswer | undefined;
-      // The tool-call step an earlier attempt died in: the first invocation finishes it instead of asking the model.
-      let unfinished: StepRecord | undefined;
-      if (takeover) {
-        // Keys of anything sent before a plugin runs (a recorded answer, a notice) are the earlier attempt's.
-        delivery.beginTurn(takeover.anchor);
-        recorded = takeover.answer;
-        unanswered = takeover.unanswered;
-        unfinished = takeover.unfinishedStep;
-        logger.info(
-          { recordedAnswer: recorded?.stepSeq, unansweredSteered: unanswered.map((m) => m.seq), unfinishedStep: unfinished !== undefined },
-          'taking over the run',
-        );
-      }
-      if (acquired.cause === 'compact' && !stopKind) {
-        // `/compact` while idle: a run of its own that compacts first. Messages that joined it while it
-        // was queued are its inputs and are answered below, as is steering finish hands back.
-        const compacted = await this.compaction(ref, ac.signal, logger).manualOnly();
-        logger.info({ compacted, inputs: inputs.length }, 'manual compaction run');
-        if (inputs.length === 0 && !stopKind) {
-          const fin = await o.runs.finish(ref, 'completed', { mode: o.steeringMode ?? DEFAULTS.agent.steeringMode });
-          if (fin.kind === 'ended') {
-            if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
-            return { kind: 'finished', outcome: 'completed', ...(fin.successor && { successorId: fin.successor.runId }) };
-          }
-          inputs = fin.messages.filter(isMessage);
-          taken.add(inputs);
-        }
-      }
-      for (;;) {
-        let result: RunResult = { outcome: 'completed' };
-        if (recorded) {
-          // The turn is answered in the record; an earlier attempt died before (or while) delivering it.
-          // Asking the model again would answer an answered prompt: deliver what was recorded.
-          logger.info({ stepSeq: recorded.stepSeq }, 'delivering the answer an earlier attempt recorded, without calling the model');
-          if (recorded.text.trim()) await delivery.message(recorded.text);
-          recorded = undefined;
-        } else if (!stopKind) {
-          delivery.typing();
-          const ctx = await this.context(ref, acquired.attempt, inputs, ac.signal, () => stopKind, delivery, logger, taken, telemetry, tools, unfinished);
-          unfinished = undefined;
-          try {
-            result = await o.plugin.run(ctx);
-          } catch (err) {
-            if (err instanceof StaleRunError) throw err;
-            const aborted = ac.signal.aborted;
-            if (!aborted) logger.error({ err }, 'runner plugin threw');
-            result = { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: o.failureMessage ?? DEFAULT_FAILURE_MESSAGE }) };
-          }
-        }
-        if (lost) return { kind: 'lost' };
-        if (ac.signal.aborted && ac.signal.reason === 'shutdown') return { kind: 'aborted' };
-        const outcome = stopKind ? OUTCOME_OF_STOP[stopKind] : result.outcome;
-        note = await this.settleUnanswered(ref, delivery, outcome, result.notice, unanswered, note, logger);
-        const fin = await o.runs.finish(ref, outcome, { reason: result.reason ?? '', mode: o.steeringMode ?? DEFAULTS.agent.steeringMode });
-        if (fin.kind === 'continue') {
-          logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
-          inputs = fin.messages.filter(isMessage);
-          taken.add(inputs);
-          continue;
-        }
-        logger.info({ outcome, successor: fin.successor?.runId }, 'run ended');
-        if (fin.successor) await o.enqueue(conversationId, fin.successor.runId);
-        return { kind: 'finished', outcome, ...(fin.successor && { successorId: fin.successor.runId }) };
-      }
+      return await this.run(attempt, telemetry);
     } catch (err) {
       if (err instanceof StaleRunError || err instanceof RunEndedError) {
-        logger.warn({ err }, 'run lost to another attempt; stopping');
+        attempt.logger.warn({ err }, 'run lost to another attempt; stopping');
         return { kind: 'lost' };
       }
       throw err;
     } finally {
-      lease.stop();
-      unregister();
-      delivery.close();
+      attempt.close();
       this.active.delete(runId);
     }
   }
 
-  private async context(
-    ref: RunRef,
-    attempt: number,
-    inputs: Array<SeqEntry<MessageReceived>>,
-    signal: AbortSignal,
-    stopRequested: () => StopKind | undefined,
-    delivery: RunDelivery,
-    logger: Logger,
-    taken: UnansweredTracker,
-    telemetry: RunTrace,
-    tools: ToolState,
-    unfinishedStep: StepRecord | undefined,
-  ): Promise<RunContext> {
-    const o = this.o;
-    const compaction = this.compaction(ref, signal, logger);
-    const history = await compaction.initialPrompt();
-    delivery.beginTurn(compaction.answerAnchor);
-    return {
-      conversationId: ref.conversationId,
-      runId: ref.runId,
-      attempt,
-      fencingToken: ref.token,
-      history,
-      inputs,
-      steering: {
-        pull: async (mode) => {
-          const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? DEFAULTS.agent.steeringMode));
-          compaction.noteRequested(pulled.compactionRequestedSeq);
-          const messages = pulled.messages.filter(isMessage);
-          taken.add(messages);
-          // What follows answers the newest message taken: the anchor a retried attempt reads from the
-          // record (its `steering.injected`), so both attempts deliver under the same keys.
-          if (pulled.messages.length > 0) delivery.beginTurn(Math.max(...pulled.messages.map((m) => m.seq)));
-          return messages;
-        },
-      },
-      state: {
-        get: (key) => o.state.get(ref.conversationId, key),
-        set: (key, value) => o.state.set(ref, key, value),
-      },
-      recordStep: async (step) => {
-        const messages = step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>;
-        telemetry.usage(step.usage);
-        const seq = await o.runs.append(ref, {
-          v: 1,
-          kind: 'model.step',
-          at: Date.now(),
-          run: ref.runId,
-          token: ref.token,
-          step: 0,
-          messages,
-          ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
-          ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
-          ...(step.partial && { partial: true }),
-        });
-        if (isFinalStep({ messages, finishReason: step.finishReason, partial: step.partial })) taken.answered();
-        return seq;
-      },
-      recordToolCalls: (step) =>
-        o.runs.append(ref, {
-          v: 1,
-          kind: 'tool.calls',
-          at: Date.now(),
-          run: ref.runId,
-          token: ref.token,
-          step: 0,
-          messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
-          ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
-          ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
-        }),
-      ...(unfinishedStep && { unfinishedStep }),
-      delivery,
-      signal,
-      stopRequested,
-      logger,
-      model: o.model,
-      compaction,
-      fetchAttachment: async (attachment, opts) => {
-        const out = o.resolveOutbound(ref.conversationId);
-        return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
-      },
-      toolCalls: tools.journal,
-      artifacts: new RedisArtifacts(o.client, o.prefix, ref),
-      approvals: new RunApprovals({
-        client: o.client,
-        prefix: o.prefix,
-        run: ref,
-        delivery,
-        starter: inputs[0]?.sender.id,
-        logger,
-        usedApprovals: tools.usedApprovals,
-        earlierRequests: tools.earlierApprovals,
-      }),
-    };
-  }
-
-  /**
-   * What earlier attempts left in `entries` (a takeover's read of the record):
-   * the turn's anchor, a recorded final answer, the steered messages taken
-   * since the last answer, and the tool-call step an attempt died in.
-   */
-  private async progress(
-    log: string,
-    runId: string,
-    entries: readonly SeqEntry[],
-  ): Promise<{ anchor: number; answer: RecordedAnswer | undefined; unanswered: Array<SeqEntry<MessageReceived>>; unfinishedStep: StepRecord | undefined }> {
-    const progress = runProgress(entries, runId);
-    const unanswered = progress.unansweredSteered.length > 0 ? (await readSeqs(this.o.client, log, progress.unansweredSteered)).filter(isMessage) : [];
-    const calls = progress.unfinishedStep;
-    const unfinishedStep: StepRecord | undefined = calls && {
-      messages: calls.messages as StepRecord['messages'],
-      ...(calls.finishReason !== undefined && { finishReason: calls.finishReason }),
-      ...(calls.usage !== undefined && { usage: calls.usage }),
-    };
-    return { anchor: progress.anchor, answer: progress.answer, unanswered, unfinishedStep };
-  }
-
-  /**
-   * At the end of one invocation: a failed or stopped one sends the plugin's
-   * notice and names the steered messages it took and did not answer (kept in
-   * state for `/status`); a completed one clears a note an earlier run left.
-   * Returns the note now stored (raw), if any.
-   */
-  private async settleUnanswered(
-    ref: RunRef,
-    delivery: RunDelivery,
-    outcome: RunOutcome,
-    notice: string | undefined,
-    unanswered: ReadonlyArray<SeqEntry<MessageReceived>>,
-    stored: string | undefined,
-    logger: Logger,
-  ): Promise<string | undefined> {
-    const o = this.o;
-    if (outcome === 'completed') {
-      if (notice) await delivery.message(notice);
-      if (stored === undefined) return undefined;
-      try {
-        await o.state.delete(ref, UNANSWERED_KEY, { kind: 'equals', raw: stored });
-      } catch (err) {
-        if (!(err instanceof CasConflictError)) throw err;
-      }
-      return undefined;
+  /** The attempt's sequence: read its start, compact first when `/compact` made it, then invoke and finish until the run ends. */
+  private async run(attempt: RunAttempt, telemetry: RunTrace): Promise<ExecutionResult> {
+    const { acquired, ref, logger } = attempt;
+    logger.info({ inputs: acquired.inputs }, 'run started');
+    const start = await readAttemptStart(this.o, attempt);
+    telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
+    const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
+    const carried = this.takeOver(attempt, start, unanswered);
+    let inputs = start.inputs;
+    if (acquired.cause === 'compact' && !attempt.stopKind) {
+      const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
+      if (after?.kind === 'ended') return after.result;
+      if (after) unanswered.add((inputs = after.inputs));
     }
-    const note =
-      (outcome === 'failed' || outcome === 'stopped') && unanswered.length > 0 ? unansweredNote(ref.runId, outcome, unanswered, Date.now()) : undefined;
-    const text = [notice, note && unansweredNotice(note)].filter((t): t is string => !!t).join('\n\n');
-    if (note) logger.warn({ seqs: unanswered.map((m) => m.seq), outcome }, 'run ended without answering steered messages it took');
-    if (text) await delivery.message(text);
-    if (!note) return stored;
-    await o.state.set(ref, UNANSWERED_KEY, note);
-    return JSON.stringify(note);
+    for (;;) {
+      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools }, carried);
+      const interrupted = attempt.interruption();
+      if (interrupted) return interrupted;
+      const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
+      await unanswered.settle(attempt.delivery, outcome, result.notice);
+      const after = await finishRun(this.o, attempt, outcome, result.reason ?? '');
+      if (after.kind === 'ended') return after.result;
+      unanswered.add((inputs = after.inputs));
+    }
   }
 
-  private compaction(ref: RunRef, signal: AbortSignal, logger: Logger): RunCompaction {
+  /** What a takeover carries into the attempt: the delivery anchor, the steering taken and not answered, a recorded answer or tool-call step. */
+  private takeOver(attempt: RunAttempt, start: AttemptStart, unanswered: UnansweredSteering): Carried {
+    const { takeover } = start;
+    if (!takeover) return { recorded: undefined, unfinished: undefined };
+    // Keys of anything sent before a plugin runs (a recorded answer, a notice) are the earlier attempt's.
+    attempt.delivery.beginTurn(takeover.anchor);
+    unanswered.add(takeover.unanswered);
+    attempt.logger.info(
+      {
+        recordedAnswer: takeover.answer?.stepSeq,
+        unansweredSteered: takeover.unanswered.map((m) => m.seq),
+        unfinishedStep: takeover.unfinishedStep !== undefined,
+      },
+      'taking over the run',
+    );
+    return { recorded: takeover.answer, unfinished: takeover.unfinishedStep };
+  }
+
+  /**
+   * One invocation: delivers the answer an earlier attempt recorded, or hands
+   * a RunContext to the plugin (unless a stop was requested). A plugin that
+   * throws fails the run (with the failure message, unless it was aborted).
+   */
+  private async invoke(
+    attempt: RunAttempt,
+    p: { inputs: Array<SeqEntry<MessageReceived>>; unanswered: UnansweredSteering; telemetry: RunTrace; tools: AttemptStart['tools'] },
+    carried: Carried,
+  ): Promise<RunResult> {
+    const { delivery, logger } = attempt;
+    const recorded = carried.recorded;
+    if (recorded) {
+      // The turn is answered in the record; an earlier attempt died before (or while) delivering it.
+      // Asking the model again would answer an answered prompt: deliver what was recorded.
+      carried.recorded = undefined;
+      logger.info({ stepSeq: recorded.stepSeq }, 'delivering the answer an earlier attempt recorded, without calling the model');
+      if (recorded.text.trim()) await delivery.message(recorded.text);
+      return { outcome: 'completed' };
+    }
+    if (attempt.stopKind) return { outcome: 'completed' };
+    delivery.typing();
+    const ctx = await createRunContext(this.o, attempt, { ...p, compaction: this.compaction(attempt), unfinishedStep: carried.unfinished });
+    carried.unfinished = undefined;
+    try {
+      return await this.o.plugin.run(ctx);
+    } catch (err) {
+      if (err instanceof StaleRunError) throw err;
+      const aborted = attempt.signal.aborted;
+      if (!aborted) logger.error({ err }, 'runner plugin threw');
+      return { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: this.o.failureMessage ?? DEFAULT_FAILURE_MESSAGE }) };
+    }
+  }
+
+  private compaction(attempt: RunAttempt): RunCompaction {
     const o = this.o;
     return new RunCompaction({
       client: o.client,
       prefix: o.prefix,
       runs: o.runs,
       state: o.state,
-      run: ref,
+      run: attempt.ref,
       contextWindow: o.model.contextWindow - o.model.outputReserve,
       tailEntries: o.historyTailEntries ?? DEFAULTS.compaction.tailEntries,
       settings: o.compaction ?? {},
       calibrator: this.calibrator,
-      signal,
-      logger,
+      signal: attempt.signal,
+      logger: attempt.logger,
     });
   }
-}
-
-/** The tool journal of one attempt and the approvals its run's calls ran under (shared by every invocation of the attempt). */
-interface ToolState {
-  journal: RunToolJournal;
-  usedApprovals: Set<string>;
-  earlierApprovals: ReturnType<typeof earlierApprovalRequests>;
-}
-
-/**
- * The attempt's tool state from what earlier attempts recorded (`entries`,
- * empty on a first attempt): calls left unanswered, approvals already acted on.
- * Kept for the whole attempt, so a call a first invocation replayed is not
- * pending again in a continuation.
- */
-function toolState(runs: Runs, ref: RunRef, entries: readonly SeqEntry[]): ToolState {
-  return {
-    journal: new RunToolJournal(runs, ref, pendingToolCalls(entries, ref.runId)),
-    usedApprovals: usedApprovals(entries, ref.runId),
-    earlierApprovals: earlierApprovalRequests(entries, ref.runId),
-  };
-}
-
-/** Bookkeeping of the steered messages a run took (pulled or handed back) and the answers that cover them. */
-interface UnansweredTracker {
-  add(messages: Array<SeqEntry<MessageReceived>>): void;
-  /** A final answer was recorded: everything taken so far is answered. */
-  answered(): void;
-}
-
-function isMessage(e: SeqEntry): e is SeqEntry<MessageReceived> {
-  return e.kind === 'message.received';
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }

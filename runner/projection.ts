@@ -177,6 +177,7 @@ const partsOf = (m: ModelMessage): Part[] => (typeof m.content === 'string' ? []
  * result answers one call. Unpaired calls and results are dropped, with the
  * approval parts that refer to them, and messages left empty are dropped.
  */
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one pass pairing tool calls with their results across adjacent messages; splitting it would pass the pairing state between functions
 function pairToolCalls(items: Item[]): Item[] {
   const dropped = new Set<Part>();
   for (let i = 0; i < items.length; ) {

@@ -49,6 +49,7 @@ export interface RunProgress {
  * ignored. `run.started` of a later attempt lists the same inputs again: only
  * a message the run had not taken before starts a new turn.
  */
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one pass over the record, one branch per entry kind that moves the run's progress; the branches share the progress state
 export function runProgress(entries: readonly SeqEntry[], runId: string): RunProgress {
   const taken = new Set<number>();
   let anchor = 0;

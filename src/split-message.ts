@@ -126,6 +126,7 @@ interface Cut {
 }
 
 /** The best cut of `text` from `pos` for a chunk of at most `budget` characters of original text (plus a closing fence when it ends inside one). */
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the cut preference order (paragraph, line, sentence, word, hard cut) with fence handling, kept together so the order is visible
 function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cut {
   const limitEnd = pos + budget;
   // Best candidate per class: 0 paragraph, 1 line, 2 word (all outside fences), 3 line inside a fence.

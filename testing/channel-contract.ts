@@ -98,7 +98,9 @@ export interface ChannelContractOptions {
 }
 
 /** Registers the contract suite for a channel plugin (call it at the top level of a vitest test file). */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
 export function channelPluginContract({ name, makeHarness, capabilities = {}, redisUrl = defaultRedisUrl() }: ChannelContractOptions): void {
+  // biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
   describe(`channel contract: ${name}`, () => {
     let redis: Redis;
     let prefix: string;

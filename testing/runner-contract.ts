@@ -226,6 +226,7 @@ export interface RunnerContractOptions {
 }
 
 /** Registers the contract suite for one runner plugin (call it at the top level of a vitest test file). */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
 export function runnerPluginContract({ name, definition, config, makePlugin, redisUrl }: RunnerContractOptions): void {
   if (!definition === !makePlugin) throw new Error('runnerPluginContract: give either `definition` or `makePlugin`');
   const make = async (env: RunnerContractEnv): Promise<RunnerPlugin> => {
@@ -242,6 +243,7 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
     const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
     return definition!.create(settings, { logger, model, createModel: (s) => createModel(s ?? model) });
   };
+  // biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
   describe(`runner plugin contract: ${name}`, () => {
     let fake: FakeOpenAIServer;
     let plugin: RunnerPlugin;

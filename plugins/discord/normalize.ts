@@ -20,6 +20,7 @@ const MAX_ATTACHMENTS = 32;
 type AddressingConfig = Pick<DiscordConfig, 'alwaysChannels' | 'allowedUsers' | 'allowedChats' | 'answerBots'>;
 
 /** Decides on and normalizes one gateway message. `botId` is the bot's own user id. */
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one skip guard per rule (own message, bots, system, addressing, allow-lists, empty), then the message built; the guards read as the decision table
 export function normalizeMessage(m: Message, channelId: string, botId: string, config: AddressingConfig): Normalized {
   if (m.author.id === botId) return { kind: 'skip', reason: 'own' };
   if ((m.author.bot || m.webhookId) && !config.answerBots) return { kind: 'skip', reason: 'bot' };

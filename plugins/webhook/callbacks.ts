@@ -107,6 +107,7 @@ export class CallbackPump {
     await this.o.redis.zadd(pendingKey(this.o.prefix, this.o.channelId), 'XX', Math.round(at), conversationId);
   }
 
+  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the poll loop: page through due conversations, skip the ones held elsewhere, pause; its state is the loop itself
   private async run(): Promise<void> {
     const signal = this.stopping.signal;
     while (!signal.aborted) {
@@ -141,6 +142,7 @@ export class CallbackPump {
   }
 
   /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. False when another host holds it. */
+  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one locked pass over a conversation: lock, read after the cursor, send in order, advance or back off, release; the lock must span every step
   private async pump(conversationId: string): Promise<boolean> {
     const redis = this.o.redis;
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);

@@ -124,6 +124,7 @@ export type CompactResult =
  * Summarizes the oldest whole turns of `loaded.entries` into a new checkpoint.
  * Throws StaleRunError when the run lost its fence (nothing written then).
  */
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the compaction transaction in order (breaker, selection, summary with fallback, fenced commit, breaker update); each step is one guard
 export async function compact(o: CompactOptions): Promise<CompactResult> {
   const now = o.now ?? Date.now;
   const cid = o.run.conversationId;

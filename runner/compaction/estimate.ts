@@ -70,6 +70,7 @@ function asciiClass(c: number): Cls {
   return 'punct';
 }
 
+// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: a flat table of Unicode ranges, one return per script; a lookup structure would be slower in the per-character hot path
 function wideWeight(c: number): number {
   if ((c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3400 && c <= 0x4dbf) || (c >= 0xf900 && c <= 0xfaff) || (c >= 0x20000 && c <= 0x3ffff)) return W.han;
   if (c >= 0x3040 && c <= 0x30ff) return W.kana;

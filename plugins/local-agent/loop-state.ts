@@ -1,0 +1,83 @@
+/**
+ * What one invocation of the agent loop works on: the prompt it grows step
+ * by step, the messages it answers, and the request settings every model
+ * call of the invocation shares. Declared in one place so the loop's steps
+ * (model call, recovery, turn boundary) share state without closures.
+ */
+import type { LanguageModel, ModelMessage, ToolSet, TranscriptionModel } from 'ai';
+import { estimateTokens, type RunContext, type RunResult, type SteeringMode } from 'steerbot/runner';
+import type { AttachmentParts } from './attachments.js';
+import { type CachePlan, cachePlan } from './caching.js';
+import { RUN_REASON } from './outcomes.js';
+
+/** Settings of one loop. */
+export interface LoopOptions {
+  model: LanguageModel;
+  tools: ToolSet;
+  /** System prompt. */
+  system?: string;
+  /** Steering taken per boundary. Default `all`. */
+  steeringMode?: SteeringMode;
+  /** Most model steps in one invocation (guards against tool loops). Default 24. */
+  maxSteps?: number;
+  /** Provider retries of a failed call before the run fails. Default 2. */
+  maxRetries?: number;
+  /** Stream deltas to the delivery sink. Default false. */
+  streaming?: boolean;
+  /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
+  modelFailureMessage?: string;
+  /** Puts attachments of the messages a run answers into its requests as image / file parts. Default: placeholders only. */
+  attachments?: AttachmentParts;
+  /** Transcribes voice notes and audio files of the messages a run answers. Default: none (placeholders). */
+  transcriber?: TranscriptionModel;
+  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
+  streamIdleTimeoutMs?: number;
+}
+
+/** Default of `streamIdleTimeoutMs`: generous, since reasoning models may think for a while before their first token. */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 120_000;
+
+type Answered = RunContext['inputs'];
+
+/** The state of one invocation of the loop. */
+export class LoopState {
+  /** The prompt: history, then every step and steered message of this invocation. */
+  readonly messages: ModelMessage[];
+  /** The messages this invocation answers: their attachments go to the model as parts (again after a compaction rebuilt the prompt). */
+  readonly answering: Answered;
+  /** Request tokens outside the messages (system prompt, tool definitions), for the compaction estimate. */
+  readonly overhead: number;
+  /** Provider prompt caching: the same system, tools and cache key for every request of the conversation. */
+  readonly cache: CachePlan;
+  readonly modelName: string;
+  /** How long a silent model stream is tolerated, in ms. */
+  readonly idleMs: number;
+
+  constructor(
+    readonly ctx: RunContext,
+    readonly o: LoopOptions,
+  ) {
+    this.messages = [...ctx.history];
+    this.answering = [...ctx.inputs];
+    this.overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
+    this.cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
+    this.modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
+    this.idleMs = o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
+  }
+
+  /** Puts the attachments of `entries` into the prompt; the result that ends the run when the attachment policy refuses one. */
+  async attach(entries: Answered): Promise<RunResult | undefined> {
+    const refused = await this.o.attachments?.expand(this.ctx, this.messages, entries, this.o.transcriber);
+    return refused ? { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused } : undefined;
+  }
+
+  /** Replaces the prompt with a compacted one (the record holds everything it replaces). */
+  replace(compacted: ModelMessage[]): void {
+    this.messages.splice(0, this.messages.length, ...compacted);
+  }
+
+  /** Puts the answered messages' attachments back into a rebuilt prompt (a refusal was reported when they first arrived). */
+  async reattach(): Promise<void> {
+    await this.attach(this.answering);
+  }
+}

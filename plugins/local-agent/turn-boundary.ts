@@ -1,0 +1,81 @@
+/**
+ * The work after a model step: its tool batch runs (recorded first when the
+ * model just made the calls), the step is recorded, and then either its
+ * answer is delivered (the invocation ends) or, at the turn boundary,
+ * steering is pulled into the next request and compaction gets its chance.
+ */
+import type { ModelMessage } from 'ai';
+import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord, userMessage } from 'steerbot/runner';
+import type { LoopState } from './loop-state.js';
+import { EMPTY_ANSWER_MESSAGE, RUN_REASON } from './outcomes.js';
+import { openToolCalls, runToolCalls } from './tool-batch.js';
+
+/**
+ * Runs a step's open tool calls (recorded first when the model just made
+ * them: `fresh`), records the step, then delivers its answer or works at
+ * the turn boundary. Returns the invocation's result when the step ends it.
+ */
+export async function finishStep(state: LoopState, response: StepRecord, text: string, fresh: boolean): Promise<RunResult | undefined> {
+  const { ctx } = state;
+  const stepMessages = await runBatch(state, response, fresh);
+  // Stopped (or shut down) during the batch: as a stop during the model call.
+  if (!stepMessages) return cutOff(ctx, text);
+  await ctx.recordStep({ ...response, messages: stepMessages });
+  state.messages.push(...stepMessages);
+  if (response.finishReason !== 'tool-calls') return deliverAnswer(ctx, stepMessages, text, response.finishReason);
+  return atBoundary(state);
+}
+
+/**
+ * Ends the invocation cut off by a stop request: keeps what was said, marked
+ * partial (the projection decides whether the model sees it). On shutdown or
+ * a lost lease nobody interrupted: the next attempt redoes the step instead.
+ */
+export async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
+  if (text && ctx.stopRequested())
+    await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+  return { outcome: 'completed' };
+}
+
+/** The step's messages with its tool results; undefined when the run was stopped during the batch. */
+async function runBatch(state: LoopState, response: StepRecord, fresh: boolean): Promise<ModelMessage[] | undefined> {
+  const { ctx } = state;
+  if (openToolCalls(response.messages).length === 0) return response.messages;
+  // Recorded before any call runs: a takeover finishes this step from the record, the model does not decide it again.
+  if (fresh) await ctx.recordToolCalls?.(response);
+  const stepMessages = await runToolCalls(state.o.tools, response.messages, state.messages, ctx.signal);
+  return ctx.signal.aborted ? undefined : stepMessages;
+}
+
+/** A step that is not a tool step ends the invocation: its answer goes out, or the user hears that nothing came back. */
+async function deliverAnswer(ctx: RunContext, stepMessages: ModelMessage[], text: string, finishReason: StepRecord['finishReason']): Promise<RunResult> {
+  // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
+  const answer = answerText(stepMessages) || text;
+  if (answer.trim()) {
+    await ctx.delivery.message(answer);
+    // Anything that arrived during this last step is handed back by `finish`.
+    return { outcome: 'completed' };
+  }
+  // Never silence: the user hears that nothing came back, and the run says why (the step is recorded as it was).
+  ctx.logger.warn({ finishReason }, 'the model returned an empty answer');
+  return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
+}
+
+/** Turn boundary: the whole tool batch is done; steering joins the next request, and the prompt may be compacted. */
+async function atBoundary(state: LoopState): Promise<RunResult | undefined> {
+  const { ctx, o } = state;
+  const steered = await ctx.steering.pull(o.steeringMode ?? DEFAULTS.agent.steeringMode);
+  // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
+  for (const m of steered) state.messages.push(userMessage(m, false));
+  state.answering.push(...steered);
+  const refused = await state.attach(steered);
+  if (refused) return refused;
+  if (steered.length) ctx.logger.info({ seqs: steered.map((m) => m.seq) }, 'steering injected');
+  // Pressure check (or a pending /compact): the record holds everything in `messages`, so a compacted prompt replaces it.
+  const compacted = await ctx.compaction.atBoundary(state.messages);
+  if (compacted) {
+    state.replace(compacted);
+    await state.reattach();
+  }
+  return undefined;
+}

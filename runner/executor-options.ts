@@ -1,0 +1,45 @@
+/** Options of the run executor and how one execution ends. */
+import type { Logger } from 'pino';
+import type { Runs } from '../src/protocol/runs.js';
+import type { ConversationState } from '../src/protocol/state.js';
+import type { SteeringMode } from '../src/protocol/types.js';
+import type { RunOutcome } from '../src/record/entries.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import type { CompactionSettings } from './compaction-hooks.js';
+import type { ControlListener } from './control.js';
+import type { OutboundResolver } from './delivery.js';
+import type { ModelSettings, RunnerPlugin } from './plugin.js';
+
+/** Options of the executor (one per runner process). */
+export interface ExecutorOptions {
+  client: RedisClient;
+  prefix: string;
+  runs: Runs;
+  state: ConversationState;
+  plugin: RunnerPlugin;
+  control: ControlListener;
+  /** Enqueues a successor run's job. */
+  enqueue(conversationId: string, runId: string): Promise<void>;
+  resolveOutbound: OutboundResolver;
+  logger: Logger;
+  /** Worker identity recorded on the run. */
+  owner: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  model: ModelSettings;
+  /** Steering mode of continuations handed back by finish. Default `all`. */
+  steeringMode?: SteeringMode;
+  /** Most record entries read to build a prompt (bounded tail), and read by an attempt taking a run over. Default 2000. */
+  historyTailEntries?: number;
+  /** Text sent to the user when a run fails unexpectedly. */
+  failureMessage?: string;
+  /** Compaction settings (summarizer model, threshold, kept turns). */
+  compaction?: CompactionSettings;
+  /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
+  outboxTtlSeconds?: number;
+  /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
+  outboxMaxEntries?: number;
+}
+
+/** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */
+export type ExecutionResult = { kind: 'finished'; outcome: RunOutcome; successorId?: string } | { kind: 'lost' } | { kind: 'aborted' };

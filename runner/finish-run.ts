@@ -1,0 +1,27 @@
+/**
+ * Finish and hand-back: the run's outcome goes through the finish script,
+ * which either hands back steering that arrived after the plugin's last
+ * pull (the run continues with it: nothing falls between the last look and
+ * the end) or ends the run, creating its successor when messages wait.
+ */
+import { DEFAULTS } from '../src/defaults.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
+import type { RunAttempt } from './attempt.js';
+import { isMessage } from './attempt-start.js';
+import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
+
+/** What follows a finish: another invocation with the handed-back messages, or the execution's end. */
+export type AfterFinish = { kind: 'continue'; inputs: Array<SeqEntry<MessageReceived>> } | { kind: 'ended'; result: ExecutionResult };
+
+/** Finishes the run with `outcome`; a successor it creates is enqueued before this returns. */
+export async function finishRun(o: ExecutorOptions, attempt: RunAttempt, outcome: RunOutcome, reason = ''): Promise<AfterFinish> {
+  const { ref, logger } = attempt;
+  const fin = await o.runs.finish(ref, outcome, { reason, mode: o.steeringMode ?? DEFAULTS.agent.steeringMode });
+  if (fin.kind === 'continue') {
+    logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
+    return { kind: 'continue', inputs: fin.messages.filter(isMessage) };
+  }
+  logger.info({ outcome, successor: fin.successor?.runId }, 'run ended');
+  if (fin.successor) await o.enqueue(ref.conversationId, fin.successor.runId);
+  return { kind: 'ended', result: { kind: 'finished', outcome, ...(fin.successor && { successorId: fin.successor.runId }) } };
+}

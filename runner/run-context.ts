@@ -1,0 +1,117 @@
+/**
+ * The RunContext one plugin invocation gets: its prompt (from the
+ * compaction checkpoint and the record), steering pulls, fenced state and
+ * record writes, delivery, tools' journal, artifacts and approvals, all
+ * bound to one attempt of the run.
+ */
+import { DEFAULTS } from '../src/defaults.js';
+import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
+import type { RunTrace } from '../src/telemetry/run-trace.js';
+import { tracePull } from '../src/telemetry/run-trace.js';
+import { RunApprovals } from './approval.js';
+import { RedisArtifacts } from './artifacts.js';
+import type { RunAttempt } from './attempt.js';
+import { isMessage, type ToolState } from './attempt-start.js';
+import type { RunCompaction } from './compaction-hooks.js';
+import type { ExecutorOptions } from './executor-options.js';
+import type { RunContext, StepRecord } from './plugin.js';
+import { isFinalStep } from './projection.js';
+import type { UnansweredSteering } from './unanswered-steering.js';
+
+/** What one invocation is bound to besides the attempt. */
+export interface InvocationParts {
+  compaction: RunCompaction;
+  /** The user messages this invocation answers. */
+  inputs: Array<SeqEntry<MessageReceived>>;
+  unanswered: UnansweredSteering;
+  telemetry: RunTrace;
+  tools: ToolState;
+  /** The tool-call step an earlier attempt died in, for the first invocation to finish. */
+  unfinishedStep: StepRecord | undefined;
+}
+
+/** Builds the context of one invocation (reads its prompt). */
+export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts): Promise<RunContext> {
+  const { ref, delivery, logger } = attempt;
+  const { compaction, inputs, unanswered, tools, unfinishedStep } = p;
+  const history = await compaction.initialPrompt();
+  delivery.beginTurn(compaction.answerAnchor);
+  return {
+    conversationId: ref.conversationId,
+    runId: ref.runId,
+    attempt: attempt.acquired.attempt,
+    fencingToken: ref.token,
+    history,
+    inputs,
+    steering: {
+      pull: async (mode) => {
+        const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? DEFAULTS.agent.steeringMode));
+        compaction.noteRequested(pulled.compactionRequestedSeq);
+        const messages = pulled.messages.filter(isMessage);
+        unanswered.add(messages);
+        // What follows answers the newest message taken: the anchor a retried attempt reads from the
+        // record (its `steering.injected`), so both attempts deliver under the same keys.
+        if (pulled.messages.length > 0) delivery.beginTurn(Math.max(...pulled.messages.map((m) => m.seq)));
+        return messages;
+      },
+    },
+    state: {
+      get: (key) => o.state.get(ref.conversationId, key),
+      set: (key, value) => o.state.set(ref, key, value),
+    },
+    recordStep: (step) => recordStep(o, attempt, p, step),
+    recordToolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
+    ...(unfinishedStep && { unfinishedStep }),
+    delivery,
+    signal: attempt.signal,
+    stopRequested: () => attempt.stopKind,
+    logger,
+    model: o.model,
+    compaction,
+    fetchAttachment: async (attachment, opts) => {
+      const out = o.resolveOutbound(ref.conversationId);
+      return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
+    },
+    toolCalls: tools.journal,
+    artifacts: new RedisArtifacts(o.client, o.prefix, ref),
+    approvals: new RunApprovals({
+      client: o.client,
+      prefix: o.prefix,
+      run: ref,
+      delivery,
+      starter: inputs[0]?.sender.id,
+      logger,
+      usedApprovals: tools.usedApprovals,
+      earlierRequests: tools.earlierApprovals,
+    }),
+  };
+}
+
+/** Appends a `model.step`; a final answer answers every steered message taken so far. */
+async function recordStep(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts, step: StepRecord): Promise<number> {
+  p.telemetry.usage(step.usage);
+  const entry: ModelStep = { ...stepEntry(attempt, step, 'model.step'), ...(step.partial && { partial: true }) };
+  const seq = await o.runs.append(attempt.ref, entry);
+  if (isFinalStep({ messages: entry.messages, finishReason: step.finishReason, partial: step.partial })) p.unanswered.answered();
+  return seq;
+}
+
+/** The fields a `model.step` and a `tool.calls` entry share. */
+function stepEntry<K extends 'model.step' | 'tool.calls'>(attempt: RunAttempt, step: StepRecord, kind: K) {
+  const { ref } = attempt;
+  return {
+    v: 1 as const,
+    kind,
+    at: Date.now(),
+    run: ref.runId,
+    token: ref.token,
+    step: 0,
+    messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
+    ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
+    ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
+  };
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
