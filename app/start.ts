@@ -251,7 +251,13 @@ async function openRedis(opts: StartAppOptions, logger: Logger, stops: Array<{ n
   if (config.redis.mode === 'single') {
     const dataDir = resolve(opts.dataDir ?? '.steerbot/redis');
     const refusal = config.redis.url === undefined ? privateRedisRefusal(config) : undefined;
-    const local = await ensureRedis({ url: config.redis.url, dataDir, persistent: true, logger, ...(refusal !== undefined && { refuseToStart: refusal }) });
+    const local = await ensureRedis({
+      ...(config.redis.url !== undefined && { url: config.redis.url }),
+      dataDir,
+      persistent: true,
+      logger,
+      ...(refusal !== undefined && { refuseToStart: refusal }),
+    });
     stops.push({ name: 'private redis', run: local.stop });
     redisUrl = local.url;
   }

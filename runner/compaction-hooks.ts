@@ -71,7 +71,7 @@ export class RunCompaction implements CompactionHooks {
         trigger,
         contextWindow: o.contextWindow,
         ...(o.settings.threshold !== undefined && { threshold: o.settings.threshold }),
-        keepRecentTurns: trigger === 'overflow' ? 0 : o.settings.keepRecentTurns,
+        ...(trigger === 'overflow' ? { keepRecentTurns: 0 } : o.settings.keepRecentTurns !== undefined && { keepRecentTurns: o.settings.keepRecentTurns }),
         ...(o.settings.maxSummaryChars !== undefined && { maxSummaryChars: o.settings.maxSummaryChars }),
         ...(o.settings.model && { model: o.settings.model }),
         calibrator: o.calibrator,

@@ -75,7 +75,12 @@ export interface DeliverySink {
 export interface StepRecord {
   messages: ModelMessage[];
   finishReason?: string;
-  usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number; cachedInputTokens?: number };
+  usage?: {
+    inputTokens?: number | undefined;
+    outputTokens?: number | undefined;
+    totalTokens?: number | undefined;
+    cachedInputTokens?: number | undefined;
+  };
   /** True when the step was cut off by a stop request. */
   partial?: boolean;
 }
@@ -84,9 +89,9 @@ export interface StepRecord {
 export interface ModelSettings {
   provider: ModelProvider;
   name: string;
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** Never logged. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Context window, in tokens. */
   contextWindow: number;
   /** Tokens kept free for the answer. */

@@ -53,7 +53,10 @@ export type RedisConnectionOptions =
   /** A Redis Cluster from seed nodes. */
   | ({ mode: 'cluster'; nodes: HostPort[] } & RedisCommonOptions);
 
-function baseOptions(opts: RedisCommonOptions): RedisOptions {
+/** Connection options that keep ioredis's default `replyMapping: 'legacy'` (see the header). */
+type LegacyRedisOptions = RedisOptions & { replyMapping?: 'legacy' };
+
+function baseOptions(opts: RedisCommonOptions): LegacyRedisOptions {
   return {
     connectionName: opts.connectionName ?? 'steerbot',
     ...(opts.forBullmq ? { maxRetriesPerRequest: null } : {}),
@@ -78,10 +81,10 @@ export function createRedis(opts: RedisConnectionOptions): RedisClient {
   } else if ('url' in opts) client = new Redis(opts.url, baseOptions(opts));
   else if (opts.mode === 'sentinel') client = new Redis({ ...baseOptions(opts), sentinels: opts.sentinels, name: opts.name });
   else {
-    const clusterOptions: ClusterOptions = {
+    const clusterOptions = {
       redisOptions: baseOptions(opts),
       ...(opts.failFastMs !== undefined && { enableOfflineQueue: false }),
-    };
+    } satisfies ClusterOptions;
     client = new Cluster(opts.nodes, clusterOptions);
   }
   client.on('error', ignoreError);

@@ -22,7 +22,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const given = process.env.REDIS_URL || undefined;
   if (given && !(await pingRedis(given, 2000))) throw new Error(`REDIS_URL is set but does not answer PING: ${redactSecrets(given)}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'steerbot-test-redis-'));
-  const redis = await ensureRedis({ url: given, dataDir, persistent: false });
+  const redis = await ensureRedis({ ...(given && { url: given }), dataDir, persistent: false });
   project.provide('redisUrl', redis.url);
   // Workers are forked after global setup, so child processes the tests spawn see it too.
   process.env.REDIS_URL = redis.url;

@@ -66,8 +66,20 @@ export function agentMessage(m: SeqEntry<MessageReceived>): AgentMessage {
     text: m.text,
     sender: { id: m.sender.id, ...(m.sender.name !== undefined && { name: m.sender.name }) },
     at: m.at,
-    ...(m.attachments && { attachments: m.attachments }),
-    ...(m.replyTo && { replyTo: m.replyTo }),
+    ...(m.attachments && { attachments: m.attachments.map(agentAttachment) }),
+    ...(m.replyTo && { replyTo: { messageId: m.replyTo.messageId, ...(m.replyTo.text !== undefined && { text: m.replyTo.text }) } }),
+  };
+}
+
+type AgentAttachment = NonNullable<AgentMessage['attachments']>[number];
+
+function agentAttachment(a: NonNullable<MessageReceived['attachments']>[number]): AgentAttachment {
+  return {
+    kind: a.kind,
+    ref: a.ref,
+    ...(a.name !== undefined && { name: a.name }),
+    ...(a.mime !== undefined && { mime: a.mime }),
+    ...(a.size !== undefined && { size: a.size }),
   };
 }
 

@@ -153,7 +153,7 @@ export class McpManager {
   private forget(name: string, client: Client): void {
     const cur = this.states.get(name);
     if (cur?.kind === 'connected' && cur.client === client) this.states.set(name, { kind: 'idle' });
-    client.onclose = undefined;
+    delete client.onclose;
     void client.close().catch(() => undefined);
   }
 
@@ -209,7 +209,7 @@ export class McpManager {
       const allowed = cfg.tools ? new Set(cfg.tools) : undefined;
       return { client, tools: tools.filter((t) => !allowed || allowed.has(t.name)).map((t) => this.agentTool(name, cfg, t)) };
     } catch (err) {
-      client.onclose = undefined;
+      delete client.onclose;
       await client.close().catch(() => undefined);
       throw err;
     }

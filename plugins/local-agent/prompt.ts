@@ -17,17 +17,17 @@ import { ConfigError, type ConfigIssue, channelResolver } from 'steerbot/runner'
 /** A persona: the system prompt for one channel or conversation. */
 export interface PersonaSettings {
   /** The persona's system prompt. */
-  systemPrompt?: string;
+  systemPrompt?: string | undefined;
   /** Or a file holding it (resolved against the working directory). */
-  systemPromptFile?: string;
+  systemPromptFile?: string | undefined;
   /** Append the notes files to this persona's prompt too. Default true. */
   notes?: boolean;
 }
 
 /** Where the prompt comes from (the `agents.local-agent` settings that shape it). */
 export interface PromptSettings {
-  systemPrompt?: string;
-  systemPromptFile?: string;
+  systemPrompt?: string | undefined;
+  systemPromptFile?: string | undefined;
   /** Notes files, appended in this order. */
   notesFiles?: string[];
   /** Most characters of one notes file. */
@@ -84,7 +84,7 @@ function withNotes(prompt: string, notes: string): string {
 }
 
 /** The inline prompt or the file's text; undefined when neither is set (or on an issue). */
-async function basePrompt(s: { systemPrompt?: string; systemPromptFile?: string }, path: string, issues: ConfigIssue[]): Promise<string | undefined> {
+async function basePrompt(s: Pick<PersonaSettings, 'systemPrompt' | 'systemPromptFile'>, path: string, issues: ConfigIssue[]): Promise<string | undefined> {
   if (s.systemPromptFile === undefined) return s.systemPrompt;
   if (s.systemPrompt !== undefined) {
     issues.push({ path: `${path}.systemPromptFile`, message: 'set either systemPrompt or systemPromptFile, not both' });

@@ -9,7 +9,7 @@ import { type AgentTool, activeContext, traceToolCall, z } from 'steerbot/runner
 export type { AgentTool } from 'steerbot/runner';
 
 /** Current date and time (built in, on by default). */
-export const currentTimeTool: AgentTool<{ timeZone?: string }> = {
+export const currentTimeTool: AgentTool<{ timeZone?: string | undefined }> = {
   name: 'current_time',
   description: 'Returns the current date and time, optionally in an IANA time zone such as Europe/Paris.',
   inputSchema: z.object({ timeZone: z.string().max(64).optional() }),

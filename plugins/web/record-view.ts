@@ -106,10 +106,6 @@ function toolJournal(e: SeqEntry): Partial<RecordView> {
   if (e.kind !== ('tool.started' as string) && e.kind !== ('tool.completed' as string)) return {};
   const f = e as unknown as Record<string, unknown>;
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  return {
-    ...(str(f.run) && { run: str(f.run) }),
-    ...(str(f.tool) && { tool: str(f.tool) }),
-    ...(str(f.call) && { call: str(f.call) }),
-    ...(str(f.status) && { status: str(f.status) }),
-  };
+  const [run, tool, call, status] = [str(f.run), str(f.tool), str(f.call), str(f.status)];
+  return { ...(run && { run }), ...(tool && { tool }), ...(call && { call }), ...(status && { status }) };
 }

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
-import { attachmentSchema, senderSchema } from '../record/entries.js';
+import { attachmentSchema, type Sender, senderSchema } from '../record/entries.js';
 import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
@@ -30,7 +30,7 @@ export const MAX_METADATA_BYTES = 8192;
 export interface CommandSource {
   conversationId: string;
   updateKey: string;
-  sender: { id: string; name?: string };
+  sender: Sender;
 }
 
 /** Result of a stop request. */

@@ -46,9 +46,9 @@ export interface TokenBucketOptions {
 /** Rate limits of ingest; an absent bucket does not limit. */
 export interface RateLimitOptions {
   /** Per sender, within one conversation. */
-  user?: TokenBucketOptions;
+  user?: TokenBucketOptions | undefined;
   /** Per conversation, all senders together. */
-  conversation?: TokenBucketOptions;
+  conversation?: TokenBucketOptions | undefined;
 }
 
 /** Options with defaults applied. */

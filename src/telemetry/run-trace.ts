@@ -24,9 +24,9 @@ export interface RunTraceInfo {
 
 /** Token usage of one model step, as the record keeps it. */
 export interface StepUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  cachedInputTokens?: number;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  cachedInputTokens?: number | undefined;
 }
 
 /** How an execution ended, as the executor reports it. */

@@ -23,9 +23,9 @@ class FakeOutbound implements ChannelOutbound {
   /** Errors thrown by the next send calls, in order. */
   sendFailures: Error[] = [];
   /** Called inside `send`, before it succeeds. */
-  onSend?: (text: string, opts?: SendOptions) => Promise<void>;
-  edit?: ChannelOutbound['edit'];
-  streamEditIntervalMs?: ChannelOutbound['streamEditIntervalMs'];
+  onSend?: ((text: string, opts?: SendOptions) => Promise<void>) | undefined;
+  edit?: NonNullable<ChannelOutbound['edit']>;
+  streamEditIntervalMs?: NonNullable<ChannelOutbound['streamEditIntervalMs']>;
 
   constructor(
     readonly maxMessageChars = 100,

@@ -18,7 +18,7 @@ import { CID, fakeModel, perTestModel, RunnerHarness, waitFor } from '../runner/
 
 const t = perTestModel();
 
-function payTool(): { tool: AgentTool<{ amount: number; cardNumber?: string }>; runs: number[] } {
+function payTool(): { tool: AgentTool<{ amount: number; cardNumber?: string | undefined }>; runs: number[] } {
   const runs: number[] = [];
   return {
     runs,

@@ -34,7 +34,7 @@ export async function startMcpHttp(opts: { token?: string; port?: number } = {})
         return;
       }
       const mcp = buildServer(state);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      const transport = new StreamableHTTPServerTransport({});
       res.on('close', () => {
         void transport.close();
         void mcp.close();

@@ -24,7 +24,7 @@ function get(url: string, headers: Record<string, string>): Promise<{ status: nu
 }
 
 describe('page access rules', () => {
-  const req = (remoteAddress: string | undefined, headers: Record<string, string>) => ({ remoteAddress, headers });
+  const req = (remoteAddress: string, headers: Record<string, string>) => ({ remoteAddress, headers });
 
   it('counts 127.0.0.0/8 and ::1 (also IPv4-mapped) as loopback, nothing else', () => {
     for (const a of ['127.0.0.1', '127.3.2.1', '::1', '::ffff:127.0.0.1']) expect(isLoopbackAddress(a), a).toBe(true);

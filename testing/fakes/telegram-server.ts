@@ -305,6 +305,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const text = visibleText(raw, p.parse_mode);
     if (typeof text !== 'string') return text;
     if (text.length > 4096) return badRequest('message is too long');
+    const buttons = buttonsOf(p.reply_markup);
     const message = {
       chatId,
       messageId: nextMessageId++,
@@ -314,7 +315,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       threadId: p.message_thread_id,
       replyTo: p.reply_parameters?.message_id,
       edits: [],
-      ...(buttonsOf(p.reply_markup) && { buttons: buttonsOf(p.reply_markup) }),
+      ...(buttons && { buttons }),
     } satisfies SentMessage;
     sent.push(message);
     return {
