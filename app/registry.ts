@@ -12,8 +12,8 @@ import localAgent from '../plugins/local-agent/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
-import type { RunnerPluginDefinition } from '../runner/plugin.js';
-import type { ChannelPluginDefinition } from '../src/channel.js';
+import type { ChannelPluginDefinition } from 'steerbot/channel';
+import type { RunnerPluginDefinition } from 'steerbot/runner';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
 
