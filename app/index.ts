@@ -27,12 +27,12 @@ export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js'
 export type { RedisClient } from '../src/redis.js';
 export {
   buildConfigSchema,
+  type configSchema,
   DEFAULT_CONFIG,
   defineConfig,
   envBindings,
   loadConfig,
   readConfig,
-  type configSchema,
   type SteerbotConfig,
   type SteerbotConfigInput,
 } from './config.js';

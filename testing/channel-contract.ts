@@ -23,8 +23,8 @@
  * declares them.
  */
 import { Redis } from 'ioredis';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, ReceiveResult } from 'steerbot/channel';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import { RunDelivery } from '../runner/delivery.js';
 import { conversationKeys } from '../src/keys.js';

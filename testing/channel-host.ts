@@ -3,9 +3,10 @@
  * over a real `Dispatch` on Redis, for channel tests without a runner: new
  * runs are recorded in `enqueued`, not queued.
  */
-import type { ChannelHost, ChannelOutbound, ChannelSettings, Logger, RedisClient } from 'steerbot/channel';
+import type { ChannelHost, ChannelOutbound, ChannelSettings, RedisClient } from 'steerbot/channel';
 import { type HttpServer, routeRegistry } from '../host/http.js';
 import { createChannelHost } from '../host/receive.js';
+import type { Logger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 
 /** Options of `ingestOnlyHost`. */

@@ -32,9 +32,10 @@
  * throw ends the run `failed` and the next message is answered; state set in
  * one run is read in the next (state capability), else the plugin writes none.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
 import type { IngestResult } from 'steerbot/channel';
 import type { ModelSettings, RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from 'steerbot/runner';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IngestService } from '../host/ingest.js';
 import { DEFAULT_FAILURE_MESSAGE } from '../runner/executor.js';
 import { createModel } from '../runner/model.js';
