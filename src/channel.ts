@@ -2,8 +2,8 @@
  * The channel plugin contract. A channel plugin has an inbound side that
  * turns platform updates into normalized messages and hands them to the
  * host, and an outbound side that delivery uses (send, edit, typing,
- * platform limits). Every channel plugin passes the contract suite in
- * `test/channels/contract.ts`.
+ * platform limits). Every channel plugin passes `channelPluginContract`
+ * from `steerbot/testing` (testing/channel-contract.ts).
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';

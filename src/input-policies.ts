@@ -1,7 +1,7 @@
 /**
  * The input policies, in documentation order. A module of its own (no
- * imports) so channel config schemas can use it while `config-schema.ts`
- * imports those schemas.
+ * imports), so that the protocol types, the core config schema and every
+ * plugin's config schema (through the public `INPUT_POLICIES`) share one list.
  */
 export const INPUT_POLICIES = ['steer', 'followup', 'collect', 'interrupt', 'supersede'] as const;
 
