@@ -22,7 +22,6 @@ import {
   readConfigFile,
   validateConfig,
 } from '../src/config.js';
-import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import type { PluginEnvBinding } from '../src/plugin-definition.js';
 import { declareSecrets } from '../src/secrets.js';
@@ -45,8 +44,24 @@ export interface SteerbotConfig extends CoreConfig {
   };
 }
 
+/** The runner plugin of a configuration that names none (`runner.plugin`): the built-in local agent. */
+const DEFAULT_RUNNER_PLUGIN = 'local-agent';
+
+/** The core sections with the composition's defaults: the core names no plugin, so the default runner is filled in here. */
+export const configSchema = coreConfigSchema.extend({
+  runner: coreConfigSchema.shape.runner
+    .extend({
+      plugin: coreConfigSchema.shape.runner.shape.plugin
+        .default(DEFAULT_RUNNER_PLUGIN)
+        .describe(
+          'The runner plugin: a registered id (`local-agent`) or a module specifier (`./my-agent.js`, `my-agent-package`) loaded at start. Its settings live under `agents.<id>`. Default `local-agent`.',
+        ),
+    })
+    .prefault({}),
+});
+
 /** What a config file may contain. */
-export type SteerbotConfigInput = z.input<typeof coreConfigSchema>;
+export type SteerbotConfigInput = z.input<typeof configSchema>;
 
 /** Types a configuration object (identity at run time): `export default defineConfig({ ... })`. */
 export function defineConfig(config: SteerbotConfigInput): SteerbotConfigInput {
@@ -56,7 +71,7 @@ export function defineConfig(config: SteerbotConfigInput): SteerbotConfigInput {
 /** The full schema for a registry: every plugin's section validated by its own schema. */
 export function buildConfigSchema(registry: PluginRegistry) {
   const sections = (defs: Iterable<AnyDefinition>) => Object.fromEntries([...defs].map((d) => [d.id, d.configSchema.optional()]));
-  return coreConfigSchema
+  return configSchema
     .extend({
       channels: z.strictObject(sections(registry.channels.values())).prefault({}),
       agents: z.strictObject(sections(registry.runners.values())).prefault({}),
@@ -90,7 +105,7 @@ function absolute(def: AnyDefinition, b: PluginEnvBinding): EnvBinding {
 }
 
 /** Every environment variable of a registry, core first; the runner plugin's only for the selected runner. */
-export function envBindings(registry: PluginRegistry, runnerId: string = DEFAULTS.runner.plugin): EnvBinding[] {
+export function envBindings(registry: PluginRegistry, runnerId: string = DEFAULT_RUNNER_PLUGIN): EnvBinding[] {
   const runner = registry.runners.get(runnerId);
   const defs: AnyDefinition[] = [...registry.channels.values(), ...(runner ? [runner] : [])];
   return [...CORE_ENV_BINDINGS, ...defs.flatMap((d) => (d.env ?? []).map((b) => absolute(d, b)))];
@@ -100,7 +115,7 @@ export function envBindings(registry: PluginRegistry, runnerId: string = DEFAULT
  * Paths of the plugin settings declared `secret: true` (`channels.acme.signingKey`), whatever they are named.
  * The core's own secrets are named like secrets and redacted by name (a Redis URL only loses its password).
  */
-export function secretSettingPaths(registry: PluginRegistry, runnerId: string = DEFAULTS.runner.plugin): string[] {
+export function secretSettingPaths(registry: PluginRegistry, runnerId: string = DEFAULT_RUNNER_PLUGIN): string[] {
   return envBindings(registry, runnerId)
     .slice(CORE_ENV_BINDINGS.length)
     .filter((b) => b.secret)
@@ -165,7 +180,7 @@ function selection(layers: ConfigLayers): { modules: string[]; runner: string } 
   const raw = layers.raw;
   const modules = Array.isArray(raw.plugins) ? raw.plugins.filter((m): m is string => typeof m === 'string' && m.trim() !== '') : [];
   const runnerSection = raw.runner as Record<string, unknown> | undefined;
-  const runner = typeof runnerSection?.plugin === 'string' && runnerSection.plugin.trim() !== '' ? runnerSection.plugin.trim() : DEFAULTS.runner.plugin;
+  const runner = typeof runnerSection?.plugin === 'string' && runnerSection.plugin.trim() !== '' ? runnerSection.plugin.trim() : DEFAULT_RUNNER_PLUGIN;
   return { modules, runner };
 }
 

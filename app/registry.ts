@@ -6,14 +6,14 @@
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ChannelPluginDefinition } from 'steerbot/channel';
+import type { RunnerPluginDefinition } from 'steerbot/runner';
 import discord from '../plugins/discord/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
 import localAgent from '../plugins/local-agent/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
-import type { RunnerPluginDefinition } from '../runner/plugin.js';
-import type { ChannelPluginDefinition } from '../src/channel.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
 

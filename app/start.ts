@@ -14,7 +14,7 @@ import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
 import { ensureRedis } from '../src/local-redis.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { declaredConversationKeys } from '../src/plugin-storage.js';
-import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
+import { closeRedis, createRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig, secretSettingsOf } from './config.js';
@@ -37,14 +37,22 @@ export interface StartAppOptions {
   registry?: PluginRegistry;
   /** `fetch` for the channels' platform calls and the model provider (proxies, tests). Default: the global `fetch`. */
   fetch?: typeof fetch;
-  /** Replace how the host / runner start (tests). Default: `startHost` / `startRunner`. */
+  /**
+   * Replace how the host / runner start (tests). Default: `startHost` / `startRunner`.
+   * @internal
+   */
   hooks?: { startHost?: StartHook<HostContext, HostParts>; startRunner?: StartHook<AppContext, RunnerParts> };
 }
 
 /** A started process. */
 export interface RunningApp {
-  /** What host and runner were given. */
+  /**
+   * What host and runner were given (tests).
+   * @internal
+   */
   ctx: AppContext;
+  /** The process's shared Redis command connection (`purgeConversation`, `decideApproval`); closed by `stop()`. */
+  redis: RedisClient;
   /** Where the HTTP server listens, e.g. `http://127.0.0.1:8080`; undefined when the host is disabled. */
   address: string | undefined;
   /** Ids of the configured channels, e.g. `['telegram', 'webhook:crm']`. */
@@ -203,7 +211,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     }
     const channels = channelIds(config);
     logger.info({ address, host: config.host.enabled, runner: config.runner.enabled, channels }, 'steerbot started');
-    return { ctx, address, channels, probeAddress, stop };
+    return { ctx, redis, address, channels, probeAddress, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -7,7 +7,7 @@
  */
 
 export { channelResolver, type MessageButton } from '../src/channel.js';
-export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, type ModelProvider } from '../src/defaults.js';
+export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/defaults.js';
 // What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).
 export * from '../src/plugin-kit.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';

@@ -161,14 +161,8 @@ const runsSchema = z
 
 const runnerSchema = z.strictObject({
   enabled: z.boolean({ error: 'expected true or false' }).default(DEFAULTS.runner.enabled).describe('Run the runner in this process. Default true.'),
-  plugin: z
-    .string()
-    .trim()
-    .min(1, { error: 'expected a plugin id or module' })
-    .default(DEFAULTS.runner.plugin)
-    .describe(
-      'The runner plugin: a registered id (`local-agent`) or a module specifier (`./my-agent.js`, `my-agent-package`) loaded at start. Its settings live under `agents.<id>`. Default `local-agent`.',
-    ),
+  // No default here: which runner a configuration that names none gets is the composition's choice (app/config.ts).
+  plugin: z.string().trim().min(1, { error: 'expected a plugin id or module' }),
   concurrency: int(1, 1000).default(DEFAULTS.runner.concurrency).describe('Runs this process executes at once. Default 4.'),
   shutdownGraceMs: int(0, 600_000)
     .default(DEFAULTS.runner.shutdownGraceMs)
@@ -304,7 +298,8 @@ const baseSchema = z.strictObject({
   http: httpSchema.prefault({}),
   dispatch: dispatchSchema.prefault({}),
   runs: runsSchema.prefault({}),
-  runner: runnerSchema.prefault({}),
+  // Required here: the composition gives `runner.plugin` its default and the section its prefault.
+  runner: runnerSchema,
   host: hostSchema.prefault({}),
   log: logSchema.prefault({}),
   model: modelSchema.prefault({}),

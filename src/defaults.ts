@@ -28,7 +28,6 @@ export const DEFAULTS = {
   runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' },
   runner: {
     enabled: true,
-    plugin: 'local-agent',
     concurrency: 4,
     shutdownGraceMs: 10_000,
     outboxTtlSeconds: DEFAULT_DELIVERY_KEY_TTL_SECONDS,

@@ -23,11 +23,10 @@
  * declares them.
  */
 import { Redis } from 'ioredis';
+import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, ReceiveResult } from 'steerbot/channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
-import type { ChannelSettings } from '../host/receive.js';
 import { RunDelivery } from '../runner/delivery.js';
-import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../src/channel.js';
 import { conversationKeys } from '../src/keys.js';
 import { createLogger, type Logger } from '../src/logger.js';
 import { readRange } from '../src/record/read.js';

@@ -3,18 +3,25 @@
  * over a real `Dispatch` on Redis, for channel tests without a runner: new
  * runs are recorded in `enqueued`, not queued.
  */
+import type { ChannelHost, ChannelOutbound, ChannelSettings, RedisClient } from 'steerbot/channel';
 import { type HttpServer, routeRegistry } from '../host/http.js';
-import { type ChannelSettings, createChannelHost } from '../host/receive.js';
-import type { ChannelHost, ChannelOutbound } from '../src/channel.js';
+import { createChannelHost } from '../host/receive.js';
 import type { Logger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
-import type { RedisClient } from '../src/redis.js';
 
+/** Options of `ingestOnlyHost`. */
 export interface IngestOnlyHostOptions {
+  /** The Redis the host dispatches on. */
   redis: RedisClient;
+  /** Key prefix of the test. */
   prefix: string;
+  /** The host's logger. */
   logger: Logger;
-  /** Where channels register routes. Default: none (gateway and polling channels need none). */
+  /**
+   * Where channels register routes (the process's HTTP server, built with the repository's `createHttpServer`).
+   * Default: none (gateway and polling channels need none).
+   * @internal
+   */
   http?: HttpServer;
   /** A channel's settings by channel id. Default: none. */
   settings?: (channelId: string) => ChannelSettings | undefined;
@@ -29,8 +36,21 @@ const noRoutes = {
   },
 };
 
+/** What `ingestOnlyHost` returns. */
+export interface IngestOnlyHost {
+  /** The host to start channels with. */
+  host: ChannelHost;
+  /**
+   * The dispatch under the host (tests read conversation status through it).
+   * @internal
+   */
+  dispatch: Dispatch;
+  /** New runs, `[conversationId, runId]`, in the order they would have been queued. */
+  enqueued: Array<[string, string]>;
+}
+
 /** The channel host over a real `Dispatch` on `o.redis` under `o.prefix`; new runs are recorded in `enqueued`, never run. */
-export function ingestOnlyHost(o: IngestOnlyHostOptions): { host: ChannelHost; dispatch: Dispatch; enqueued: Array<[string, string]> } {
+export function ingestOnlyHost(o: IngestOnlyHostOptions): IngestOnlyHost {
   const dispatch = new Dispatch({ client: o.redis, prefix: o.prefix });
   const enqueued: Array<[string, string]> = [];
   const host = createChannelHost({

@@ -8,8 +8,7 @@
  * prefix it deletes after each test.
  */
 
-export type { RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from '../runner/index.js';
-// Types the kit's signatures use, so a test author can name them.
+// Types the kit's signatures use, so a test author can name them: the other entry points' own.
 export type {
   ChannelHost,
   ChannelOutbound,
@@ -20,7 +19,8 @@ export type {
   RecordEntry,
   RedisClient,
   SeqEntry,
-} from '../src/channel.js';
+} from 'steerbot/channel';
+export type { RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from 'steerbot/runner';
 export {
   type ChannelContractEnv,
   type ChannelContractOptions,
@@ -29,7 +29,7 @@ export {
   channelPluginContract,
   type MakeHarness,
 } from './channel-contract.js';
-export { type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
+export { type IngestOnlyHost, type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
 export type { FakeGuild, InteractionResponse, StoredMessage } from './fakes/discord-server.js';
 export {
   FakeDiscord,
@@ -58,5 +58,5 @@ export {
 export { type CallbackServer, type ReceivedCallback, startCallbackServer } from './fakes/webhook-callback-server.js';
 export { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
 export { type Invocation, PluginProbe, type RunnerContractEnv, type RunnerContractOptions, runnerPluginContract } from './runner-contract.js';
-export { CID, deferred, type HarnessOptions, RecordingOutbound, RunnerHarness, type SentMessage } from './runner-harness.js';
+export { CID, deferred, type HarnessOptions, type HarnessRunner, RecordingOutbound, RunnerHarness, type SentMessage } from './runner-harness.js';
 export { waitFor } from './wait.js';

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
-import type { RedisClient } from '../src/redis.js';
+import type { RedisClient } from 'steerbot/channel';
 
 /** The Redis the kit uses when a suite is given none: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
 export function defaultRedisUrl(): string {

@@ -32,14 +32,15 @@
  * throw ends the run `failed` and the next message is answered; state set in
  * one run is read in the next (state capability), else the plugin writes none.
  */
+
+import type { IngestResult } from 'steerbot/channel';
+import type { ModelSettings, RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from 'steerbot/runner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IngestService } from '../host/ingest.js';
 import { DEFAULT_FAILURE_MESSAGE } from '../runner/executor.js';
 import { createModel } from '../runner/model.js';
-import type { ModelSettings, RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from '../runner/plugin.js';
 import { createLogger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
-import type { IngestResult } from '../src/protocol/types.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 import { CID, deferred, RunnerHarness } from './runner-harness.js';
 import { waitFor } from './wait.js';

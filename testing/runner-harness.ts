@@ -4,18 +4,15 @@
  * one BullMQ queue per harness, a recording channel outbound, and teardown
  * that leaves nothing behind. No vitest imports.
  */
+import type { ChannelOutbound, IncomingMessage, IngestResult, InputPolicy, RecordEntry, RedisClient, SeqEntry } from 'steerbot/channel';
+import type { RunnerPlugin } from 'steerbot/runner';
 import { IngestService } from '../host/ingest.js';
 import { dispatchFromConfig } from '../host/main.js';
-import type { ChannelOutbound } from '../runner/delivery.js';
 import { type StartedRunner, startRunner } from '../runner/main.js';
-import type { RunnerPlugin } from '../runner/plugin.js';
 import type { AppContext } from '../src/app-context.js';
 import { conversationKeys } from '../src/keys.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
-import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
-import type { RecordEntry, SeqEntry } from '../src/record/entries.js';
 import { readRange } from '../src/record/read.js';
-import type { RedisClient } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
 import { closeTestContext, createTestContext } from './runner-context.js';
@@ -81,22 +78,41 @@ export interface HarnessOptions {
   redisUrl?: string;
 }
 
+/** A runner `RunnerHarness.startRunner` started. */
+export interface HarnessRunner {
+  /** The runner's owner id, as run records name it. */
+  readonly owner: string;
+  /** Stops with a grace period; reports how many runs were aborted in flight. */
+  close(graceMs?: number): Promise<{ abortedInFlight: number }>;
+}
+
 /** Host parts + runner on a private prefix and queue. */
 export class RunnerHarness {
+  /** Where replies to `telegram:` conversations go. */
   readonly outbound = new RecordingOutbound();
+  /** The BullMQ queue of the test. */
   readonly queueName: string;
+  /** The key prefix of the test. */
+  readonly prefix: string;
+  /** The harness's Redis command connection (read keys with it; closed by `close()`). */
+  readonly redis: RedisClient;
+  /** @internal */
+  readonly ctx: AppContext;
+  /** @internal */
   readonly dispatch: Dispatch;
+  /** @internal */
   readonly queue: RunQueue;
+  /** @internal */
   readonly ingestService: IngestService;
+  /** @internal */
   readonly runners: StartedRunner[] = [];
   private updates = 0;
   private readonly queueConn: RedisClient;
 
-  private constructor(
-    readonly ctx: AppContext,
-    readonly prefix: string,
-    steeringCapable: boolean,
-  ) {
+  private constructor(ctx: AppContext, prefix: string, steeringCapable: boolean) {
+    this.ctx = ctx;
+    this.prefix = prefix;
+    this.redis = ctx.redis;
     const { config } = ctx;
     this.queueName = config.runs.queueName;
     // The prefix comes from the config the test context was built with.
@@ -117,7 +133,7 @@ export class RunnerHarness {
   }
 
   /** Starts a runner in this process (BullMQ lock 2000 ms, stalled check every 500 ms). */
-  async startRunner(plugin: RunnerPlugin): Promise<StartedRunner> {
+  async startRunner(plugin: RunnerPlugin): Promise<HarnessRunner> {
     const runner = await startRunner(this.ctx, {
       plugin,
       resolveOutbound: (cid) => (cid.startsWith('telegram:') ? this.outbound : undefined),
