@@ -77,12 +77,22 @@ export function pendingToolCalls(entries: readonly SeqEntry[], runId: string): P
       if (e.supersedes) consumed.add(e.supersedes);
       started.set(e.call, { call: e.call, tool: e.tool, inputHash: e.inputHash, key: e.key });
     } else if (e.kind === 'tool.completed') {
-      if (e.supersedes) consumed.add(e.supersedes);
+      if (e.supersedes) carryForward(e.supersedes, e.call, started, consumed);
       const s = started.get(e.call);
       if (s && (e.status === 'ok' || e.status === 'error')) s.result = { status: e.status, output: e.output };
     }
   }
   return [...started.values()].filter((c) => !consumed.has(c.call));
+}
+
+/**
+ * A call an attempt accounted for under a new id without running it (replayed, or reported unknown) stays the
+ * earlier call under that id, key and result included: a later takeover finds it pending and never runs it for real.
+ */
+function carryForward(earlierCall: string, call: string, started: Map<string, PendingToolCall>, consumed: Set<string>): void {
+  consumed.add(earlierCall);
+  const earlier = started.get(earlierCall);
+  if (earlier && !started.has(call)) started.set(call, { ...earlier, call });
 }
 
 /** The journal of one run attempt. */

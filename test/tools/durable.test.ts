@@ -238,8 +238,26 @@ describe('pendingToolCalls', () => {
     expect(pending.map((p) => [p.call, p.result?.output])).toEqual([
       ['b', 2],
       ['c', undefined],
+      // d, reported unknown under e by a later attempt, is still accounted for under e.
+      ['e', undefined],
     ]);
     expect(pendingToolCalls(entries, 'other-run')).toEqual([]);
+  });
+
+  it('keeps a call that an attempt replayed or reported unknown under a new id pending for the next takeover, with its key and result', () => {
+    const entries = [
+      started('p1', 'pay', { amount: 1 }),
+      completed('p1', 'pay', 'ok', 'paid'),
+      completed('p2', 'pay', 'replayed', 'paid', { supersedes: 'p1' }),
+      started('r1', 'refund', {}),
+      completed('r2', 'refund', 'unknown', null, { supersedes: 'r1' }),
+    ];
+    const pending = pendingToolCalls(entries, 'r1');
+    // A third attempt whose model rephrases the calls again finds them by tool and input: replayed, or unknown, never run.
+    expect(pending.map((p) => [p.call, p.tool, p.key, p.result?.output])).toEqual([
+      ['p2', 'pay', 'k-p1', 'paid'],
+      ['r2', 'refund', 'k-r1', undefined],
+    ]);
   });
 
   it('names the approvals calls ran under, which a takeover does not resume for another call', () => {
