@@ -25,6 +25,13 @@ export interface HttpRequestInit {
   signal?: AbortSignal;
   /** Gives up when the request and the read of its response body take longer, in ms; the error is an `HttpTimeoutError`. Default: no limit. */
   timeoutMs?: number;
+  /**
+   * Sends the request once more, on a fresh connection, when a pooled one fails before any response
+   * (ECONNRESET, EPIPE). The server may have received the first one (it can reset a connection it was
+   * already working on), so only for requests it may receive twice: idempotent methods, or a body that
+   * carries an idempotency key. Default: true for GET, HEAD, OPTIONS, PUT and DELETE, false otherwise.
+   */
+  retryStaleSocket?: boolean;
 }
 
 /** A response whose headers have arrived. Read `body` to its end or call `discard()`: until then its socket is not reused. */
@@ -71,8 +78,11 @@ export class HttpTimeoutError extends Error {
   }
 }
 
-/** Errors of a pooled socket the server closed while it sat idle: the request never reached it, and is sent once more. */
+/** Errors of a pooled socket the server closed, mostly while it sat idle; see `HttpRequestInit.retryStaleSocket`. */
 const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+
+/** Methods a server may receive twice with the same effect. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /** A client with its own keep-alive pools for http and https. */
 export function createHttpClient(o: HttpClientOptions = {}): HttpClient {
@@ -80,11 +90,12 @@ export function createHttpClient(o: HttpClientOptions = {}): HttpClient {
   const agents = { http: new HttpAgent(options), https: new HttpsAgent(options) };
   const request: HttpRequest = async (url, init = {}) => {
     const target = typeof url === 'string' ? new URL(url) : url;
+    const retry = init.retryStaleSocket ?? IDEMPOTENT.has((init.method ?? 'GET').toUpperCase());
     for (let attempt = 1; ; attempt++) {
       try {
         return await send(target, init, agents);
       } catch (err) {
-        if (attempt === 1 && err instanceof StaleSocket) continue;
+        if (attempt === 1 && retry && err instanceof StaleSocket) continue;
         throw err instanceof StaleSocket ? err.cause : err;
       }
     }
@@ -98,7 +109,7 @@ export function createHttpClient(o: HttpClientOptions = {}): HttpClient {
   };
 }
 
-/** A reused connection failed before any response: safe to send again on a fresh one. */
+/** A reused connection failed before any response (sent again only where `retryStaleSocket` allows). */
 class StaleSocket extends Error {
   constructor(override readonly cause: unknown) {
     super('a pooled connection was closed by the server');

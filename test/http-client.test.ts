@@ -13,17 +13,24 @@ import { waitFor } from '../testing/wait.js';
 let server: Server;
 let url: string;
 let connections: number;
+/** Requests to `/reset`, whose connection the server drops without an answer. */
+let resets: number;
 let client: HttpClient;
 /** Answers of requests to `/hang`, held until the test ends. */
 const hanging: Array<() => void> = [];
 
 beforeEach(async () => {
   connections = 0;
+  resets = 0;
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       if (req.url === '/hang') return void hanging.push(() => res.end());
+      if (req.url === '/reset') {
+        resets++;
+        return void req.socket.destroy();
+      }
       res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${Buffer.concat(chunks).toString()}`);
     });
   });
@@ -74,5 +81,18 @@ describe('pooled http client', () => {
     const failing = client.request(`${url}/hang`, { signal: stop, timeoutMs: 20 });
     await expect(failing).rejects.toBeInstanceOf(HttpTimeoutError);
     expect(getEventListeners(stop, 'abort')).toHaveLength(0);
+  });
+
+  it('sends a request again on a fresh connection when a pooled one is dropped, only where the server may get it twice', async () => {
+    const dropped = async (init: Parameters<HttpClient['request']>[1]) => {
+      await (await client.request(`${url}/`)).discard(); // leaves a pooled connection to reuse
+      const before = resets;
+      await expect(client.request(`${url}/reset`, init)).rejects.toMatchObject({ code: 'ECONNRESET' });
+      return resets - before;
+    };
+    // A POST may have reached the server before the connection dropped: not sent twice unless the caller says so.
+    expect(await dropped({ method: 'POST', body: 'run' })).toBe(1);
+    expect(await dropped({ method: 'POST', body: 'callback', retryStaleSocket: true })).toBe(2);
+    expect(await dropped({ method: 'GET' })).toBe(2);
   });
 });

@@ -278,6 +278,8 @@ export class CallbackPump {
         body,
         signal: this.stopping.signal,
         timeoutMs: this.o.config.callbackTimeoutMs,
+        // The receiver dedupes by the idempotency key: a POST a reset pooled connection may have delivered can go again.
+        retryStaleSocket: true,
       });
       await res.discard();
       if (res.ok) return { kind: 'taken' };
