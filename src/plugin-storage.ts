@@ -45,7 +45,10 @@ export interface CoreConversationKeys {
   replyStored(deliveryKey: string): string;
 }
 
-/** Key names of one plugin. Build it with `pluginStorage`. */
+/** A plugin id as its keys carry it. */
+const PLUGIN_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Key names of one plugin. Build it with `pluginStorage`. Throws InvalidInputError for an id with other than [A-Za-z0-9_-]. */
 export class PluginStorage {
   /**
    * @param prefix The key prefix (config `redis.prefix`).
@@ -54,7 +57,10 @@ export class PluginStorage {
   constructor(
     readonly prefix: string,
     readonly pluginId: string,
-  ) {}
+  ) {
+    // No `:` in the id: plugin `a` with key `b:c` and plugin `a:b` with key `c` would share a Redis key.
+    if (!PLUGIN_ID_RE.test(pluginId)) throw new InvalidInputError(`plugin id ${JSON.stringify(pluginId)}: expected 1-64 of [A-Za-z0-9_-]`);
+  }
 
   /**
    * The plugin's key `name` of a conversation: `<prefix>:{c:<conversation id>}:p:<plugin id>:<name>`,

@@ -28,6 +28,8 @@ describe('plugin storage', () => {
     const s = pluginStorage('sb', 'memo');
     for (const name of ['', 'a}b', '{c:x}', 'a b', 'x'.repeat(129), ':lead']) expect(() => s.key(name), name).toThrow(InvalidInputError);
     expect(() => s.conversationKey('has space', 'note')).toThrow(InvalidInputError);
+    // `a` + `b:c` and `a:b` + `c` would name one key.
+    for (const id of ['a:b', '', 'has space', '{x}']) expect(() => pluginStorage('sb', id), id).toThrow(InvalidInputError);
     expect(() => declaredConversationKeys([{ id: 'memo', storage: { conversationKeys: ['bad name'] } }])).toThrow(/plugin memo/);
   });
 
