@@ -16,7 +16,8 @@
                     delivery key first claimed longer ago than this is pruned (its run is long
                     over), so a conversation that is never idle that long does not grow forever.
   ARGV[5] keep      most delivery records kept by count (0 or absent: no count bound): beyond the
-                    newest this many, acknowledged records go (at most 100 per claim). Records not
+                    newest this many, acknowledged records go (at most 100 per claim, from the
+                    oldest 200, past the records that must stay). Records not
                     acknowledged stay (a retry must still find them), and so do those of the
                     claiming run and of the active run (`<run id>:` keys; an attempt taking the
                     run over skips what they acknowledged).
@@ -55,8 +56,12 @@ local function prune_by_count(outbox, index, keep)
   local runs = { string.match(KEYS[2], 'run:([^:]+)$') }
   local active = redis.call('GET', base .. 'active')
   if active then runs[#runs + 1] = active end
+  -- Records that must stay (not acknowledged, or a live run's) are passed over, not counted: up to 200 of
+  -- the oldest are looked at, so a few stuck records at the front do not stop the bound.
+  local want = math.min(over, 100)
   local drop = {}
-  for _, key in ipairs(redis.call('ZRANGE', index, 0, math.min(over, 100) - 1)) do
+  for _, key in ipairs(redis.call('ZRANGE', index, 0, math.min(over, 200) - 1)) do
+    if #drop >= want then break end
     if not live_run_key(key, runs) then
       local raw = redis.call('HGET', outbox, key)
       local ok, rec = pcall(cjson.decode, raw or '')

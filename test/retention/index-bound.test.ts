@@ -104,6 +104,15 @@ describe('the outbox', () => {
     expect(JSON.parse((await fx.redis.hget(k.outbox, old[0]!))!)).toEqual({ status: 'possibly-dispatched' });
   });
 
+  it('drops acknowledged records behind more than 100 that must stay (the oldest ones not acknowledged do not stop the bound)', async () => {
+    const { run, runId } = await fx.running();
+    const k = fx.keys();
+    const old = await oldRecords([...Array<string>(120).fill('possibly-dispatched'), ...Array<string>(5).fill('acknowledged')]);
+    await claim(run, `${runId}:1:0`, 3);
+    // The newest 3 stay; of the older ones, the acknowledged go (100 stuck at the front used to stop the look).
+    expect(await fx.redis.zrange(k.outboxIndex, '0', '-1')).toEqual([...old.slice(0, 120), old[123], old[124], `${runId}:1:0`]);
+  });
+
   it("keeps the live run's acknowledged records: a retried attempt must find them", async () => {
     const { run, runId } = await fx.running();
     const k = fx.keys();
