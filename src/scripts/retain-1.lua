@@ -92,8 +92,11 @@ if idle > 0 and not active and redis.call('LLEN', pending_key) == 0 then
     -- A key that had no TTL of its own is named in `idle_keys`: a new run makes it persistent again.
     if ARGV[i] ~= 'idle_keys' and expire(base .. ARGV[i]) == -1 then redis.call('SADD', idle_keys, ARGV[i]) end
   end
+  -- Ended runs' hashes kept for good (an ended-run TTL of 0) are restored by a new run like the other keys.
+  for _, id in ipairs(redis.call('ZRANGE', base .. 'runs', 0, -1)) do
+    if expire(base .. 'run:' .. id) == -1 then redis.call('SADD', idle_keys, 'run:' .. id) end
+  end
   expire(idle_keys)
-  for _, id in ipairs(redis.call('ZRANGE', base .. 'runs', 0, -1)) do expire(base .. 'run:' .. id) end
   expiring = 1
 end
 return { 'ok', trimmed, expiring }

@@ -50,4 +50,12 @@ describe('idle expiry', () => {
     const k = fx.keys();
     for (const key of [k.log, k.meta, k.runs]) expect(await fx.redis.ttl(key), key).toBe(-1);
   });
+
+  it('a new run makes the hashes of ended runs kept for good persistent again', async () => {
+    const { dispatch, runs, run, runId } = await fx.running({ retention: { idleTtlSeconds: IDLE, endedRunTtlSeconds: 0 } });
+    await runs.finish(run, 'completed');
+    expect(await fx.redis.ttl(fx.keys().run(runId))).toBeGreaterThan(0);
+    expectKind(await dispatch.ingest(fx.message(2)), 'new-run');
+    expect(await fx.redis.ttl(fx.keys().run(runId))).toBe(-1);
+  });
 });
