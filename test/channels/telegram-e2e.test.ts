@@ -11,7 +11,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
-import { startTelegramSystem } from './telegram-harness.js';
+import { postUpdate, startTelegramSystem } from './telegram-harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -47,15 +47,7 @@ afterEach(async () => {
   await ai.close();
 });
 
-async function post(update: unknown): Promise<number> {
-  const res = await http.inject({
-    method: 'POST',
-    url: '/telegram/webhook',
-    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
-    payload: JSON.stringify(update),
-  });
-  return res.statusCode;
-}
+const post = (update: unknown): Promise<number> => postUpdate(http, SECRET, update);
 
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
 const userTexts = (i: number): unknown[] =>

@@ -123,6 +123,17 @@ export async function startTelegramHarness(config: Partial<TelegramConfigInput> 
   };
 }
 
+/** POSTs one update to the Telegram webhook route of `http` with the secret header; resolves with the status code. */
+export async function postUpdate(http: HttpServer, secret: string, update: unknown): Promise<number> {
+  const res = await http.inject({
+    method: 'POST',
+    url: '/telegram/webhook',
+    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
+    payload: JSON.stringify(update),
+  });
+  return res.statusCode;
+}
+
 /** What `startTelegramSystem` started: stop `plugin`, then close `http`, when done. */
 export interface TelegramSystem {
   http: HttpServer;

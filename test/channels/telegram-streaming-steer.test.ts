@@ -13,7 +13,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { FetchTap, fakeModel, gatedTool, RunnerHarness } from '../runner/harness.js';
-import { startTelegramSystem } from './telegram-harness.js';
+import { postUpdate, startTelegramSystem } from './telegram-harness.js';
 
 const SECRET = 'stream_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -51,15 +51,7 @@ afterEach(async () => {
   await ai.close();
 });
 
-async function post(update: unknown): Promise<number> {
-  const res = await http.inject({
-    method: 'POST',
-    url: '/telegram/webhook',
-    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
-    payload: JSON.stringify(update),
-  });
-  return res.statusCode;
-}
+const post = (update: unknown): Promise<number> => postUpdate(http, SECRET, update);
 
 const userTexts = (i: number): unknown[] =>
   ai.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => m.content);

@@ -23,7 +23,7 @@ import {
   startFakeTelegram,
   type TgUser,
 } from '../../testing/fakes/telegram-server.js';
-import { startTelegramSystem } from '../channels/telegram-harness.js';
+import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -64,24 +64,12 @@ afterEach(async () => {
 });
 
 async function say(text: string, from: TgUser = ALICE): Promise<void> {
-  const res = await http.inject({
-    method: 'POST',
-    url: '/telegram/webhook',
-    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
-    payload: JSON.stringify(messageUpdate({ text, from, chatId: ALICE.id })),
-  });
-  expect(res.statusCode).toBe(200);
+  expect(await postUpdate(http, SECRET, messageUpdate({ text, from, chatId: ALICE.id }))).toBe(200);
 }
 
 /** Clicks a button of the bot's message `m`. */
 async function click(m: SentMessage, data: string, from: TgUser = ALICE): Promise<number> {
-  const res = await http.inject({
-    method: 'POST',
-    url: '/telegram/webhook',
-    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET },
-    payload: JSON.stringify(callbackQueryUpdate({ data, message: m, from })),
-  });
-  return res.statusCode;
+  return postUpdate(http, SECRET, callbackQueryUpdate({ data, message: m, from }));
 }
 
 /** Waits for the bot's n-th message (1-based) and returns its text. */
