@@ -4,7 +4,10 @@
  * and small readers for the keys the scripts write.
  */
 import { Redis } from 'ioredis';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { type ChannelHostDeps, createChannelHost } from '../../host/receive.js';
+import type { ChannelHost, ChannelOutbound } from '../../src/channel.js';
 import { type ConversationKeys, controlChannel, conversationKeys } from '../../src/keys.js';
 import { ConversationState, Dispatch, type IncomingMessage, type IngestResult, type ProtocolOptions, Runs } from '../../src/protocol/index.js';
 import type { SeqEntry } from '../../src/record/entries.js';
@@ -97,6 +100,25 @@ export class ProtocolFixture {
 
   dispatch(overrides: Overrides = {}, client: Redis = this.redis): Dispatch {
     return new Dispatch(this.options(overrides, client));
+  }
+
+  /** The real channel host on this fixture's Redis, with no HTTP routes, answering through `outbound`. */
+  channelHost(dispatch: Dispatch, outbound: ChannelOutbound, more: Pick<Partial<ChannelHostDeps>, 'enqueue' | 'onActivity'> = {}): ChannelHost {
+    return createChannelHost({
+      routes: {
+        add() {
+          throw new Error('no HTTP routes in this test');
+        },
+      },
+      redis: this.redis,
+      prefix: this.prefix,
+      logger: pino({ level: 'silent' }),
+      dispatch,
+      ingest: dispatch,
+      enqueue: async () => undefined,
+      outbound: () => outbound,
+      ...more,
+    });
   }
 
   runs(overrides: Overrides = {}, client: Redis = this.redis): Runs {

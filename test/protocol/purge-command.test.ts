@@ -1,8 +1,6 @@
 /** `/purge` through the real channel host: replies, dedupe, and what the chat sees afterwards. */
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { PURGED_NOTICE, parseCommand } from '../../host/commands.js';
-import { createChannelHost } from '../../host/receive.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
@@ -22,19 +20,8 @@ function setup() {
     },
   };
   const dispatch = fx.dispatch();
-  const host = createChannelHost({
-    routes: {
-      add() {
-        throw new Error('no HTTP routes in this test');
-      },
-    },
-    redis: fx.redis,
-    prefix: fx.prefix,
-    logger: pino({ level: 'silent' }),
-    dispatch,
-    ingest: dispatch,
+  const host = fx.channelHost(dispatch, outbound, {
     enqueue: async (_conversationId, runId) => void enqueued.push(runId),
-    outbound: () => outbound,
     onActivity: (conversationId) => void activity.push(conversationId),
   });
   const message = (n: number, text: string): InboundMessage => ({

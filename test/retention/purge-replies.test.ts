@@ -3,10 +3,8 @@
  * purge (its own answer, a refused message's notice) go with the tombstone,
  * not stay for ever; a conversation restarted after a purge keeps its stream.
  */
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { PURGED_NOTICE } from '../../host/commands.js';
-import { createChannelHost } from '../../host/receive.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import type { InboundMessage } from '../../src/channel.js';
@@ -25,20 +23,7 @@ function setup(afterPurge: AfterPurge) {
     prefix: fx.prefix,
   });
   const dispatch = fx.dispatch({ afterPurge });
-  const host = createChannelHost({
-    routes: {
-      add() {
-        throw new Error('no HTTP routes in this test');
-      },
-    },
-    redis: fx.redis,
-    prefix: fx.prefix,
-    logger: pino({ level: 'silent' }),
-    dispatch,
-    ingest: dispatch,
-    enqueue: async () => undefined,
-    outbound: () => outbound,
-  });
+  const host = fx.channelHost(dispatch, outbound);
   const message = (n: number, text: string): InboundMessage => ({
     conversationId: WCID,
     updateKey: `${CHANNEL}:${n}`,
