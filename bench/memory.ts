@@ -164,15 +164,24 @@ async function usedMemory(client: Redis): Promise<number> {
   return Number(/^used_memory:(\d+)/m.exec(await client.info('memory'))?.[1]);
 }
 
-async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number; keys: number; seconds: number }> {
+/** A warm protocol on a private redis-server of its own (stopped after `fn`), with the memory it used before `fn`. */
+async function onPrivateRedis<T>(v: Variant, fn: (c: { client: Redis; before: number } & ReturnType<typeof protocol>) => Promise<T>): Promise<T> {
   const redis = await privateRedis();
   if (redis.shared) throw new Error('the memory bench needs its own redis-server (none installed)');
   const client = new Redis(redis.url);
   try {
-    const { dispatch, runs, state } = protocol(client, v);
+    const p = protocol(client, v);
     // Scripts loaded and the connection warm before the baseline.
-    await dispatch.status('telegram:warmup');
-    const before = await usedMemory(client);
+    await p.dispatch.status('telegram:warmup');
+    return await fn({ client, before: await usedMemory(client), ...p });
+  } finally {
+    client.disconnect();
+    await redis.stop();
+  }
+}
+
+async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number; keys: number; seconds: number }> {
+  return onPrivateRedis(v, async ({ client, before, dispatch, runs, state }) => {
     const t0 = performance.now();
     let next = 0;
     await Promise.all(
@@ -191,10 +200,7 @@ async function measure(v: Variant): Promise<{ bytes: number; dedupeBytes: number
     const after = await usedMemory(client);
     const keys = await client.dbsize();
     return { bytes: after - before, dedupeBytes: after - (await dropDedupeKeys(client)), keys, seconds };
-  } finally {
-    client.disconnect();
-    await redis.stop();
-  }
+  });
 }
 
 /** What one conversation holds after `TURNS` turns without a pause (its runs' and records' TTLs never reached). */
@@ -211,13 +217,7 @@ interface ActiveResult {
 }
 
 async function measureActive(v: Variant): Promise<ActiveResult> {
-  const redis = await privateRedis();
-  if (redis.shared) throw new Error('the memory bench needs its own redis-server (none installed)');
-  const client = new Redis(redis.url);
-  try {
-    const { dispatch, runs, state } = protocol(client, v);
-    await dispatch.status('telegram:warmup');
-    const before = await usedMemory(client);
+  return onPrivateRedis(v, async ({ client, before, dispatch, runs, state }) => {
     const t0 = performance.now();
     await conversation(client, dispatch, runs, state, v, 0, TURNS);
     const seconds = (performance.now() - t0) / 1000;
@@ -239,10 +239,7 @@ async function measureActive(v: Variant): Promise<ActiveResult> {
     const indexBytes = usage.reduce<number>((a, b) => a + Number(b ?? 0), 0);
     const after = await usedMemory(client);
     return { bytes: after - before, dedupeBytes: after - (await dropDedupeKeys(client)), outbox, outboxIndex, runIndex, runHashes, log, indexBytes, seconds };
-  } finally {
-    client.disconnect();
-    await redis.stop();
-  }
+  });
 }
 
 /** One conversation that stays active for `TURNS` turns: the indexes stay at the count bound instead of growing with every turn. */
