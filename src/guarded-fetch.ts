@@ -14,6 +14,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { childController } from './abort.js';
 import { AddressPolicy } from './address-policy.js';
 import { FetchRefusedError } from './errors.js';
 
@@ -79,8 +80,15 @@ export async function guardedFetch(url: string, o: GuardedFetchOptions): Promise
   const guard: Guard = { policy: new AddressPolicy(o.allowPrivate), resolve: o.resolve ?? defaultResolve, label: o.label ?? 'URL', allowUrl: o.allowUrl };
   const timeoutMs = o.timeoutMs ?? 30_000;
   const maxRedirects = o.maxRedirects ?? 5;
-  const timer = AbortSignal.timeout(timeoutMs);
-  const signal = o.signal ? AbortSignal.any([o.signal, timer]) : timer;
+  // A child of the caller's signal with a listener dropped at the end, not `AbortSignal.any` over it: a run's
+  // signal lives on after the fetch, and `any` would keep an entry for every fetch made under it.
+  const { controller, unlink } = childController(o.signal);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException(`no complete answer within ${timeoutMs} ms`, 'TimeoutError'));
+  }, timeoutMs);
+  const signal = controller.signal;
   const headers = o.headers ?? { 'user-agent': 'steerbot' };
   try {
     let target = parseUrl(url, guard.label);
@@ -98,8 +106,11 @@ export async function guardedFetch(url: string, o: GuardedFetchOptions): Promise
       return { status: res.statusCode ?? 0, url: target.href, redirects: hop, headers: res.headers, data, truncated };
     }
   } catch (err) {
-    if (timer.aborted && !o.signal?.aborted) throw new FetchRefusedError('timeout', `${guard.label}: no complete answer within ${timeoutMs} ms`);
+    if (timedOut && !o.signal?.aborted) throw new FetchRefusedError('timeout', `${guard.label}: no complete answer within ${timeoutMs} ms`);
     throw err;
+  } finally {
+    clearTimeout(timer);
+    unlink();
   }
 }
 

@@ -5,6 +5,7 @@
  * time are bounded. Host names are pointed at the local servers with the
  * `resolve` option.
  */
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -200,5 +201,15 @@ describe('guardedFetch', () => {
     const err = await fetching.catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(FetchRefusedError);
     expect((err as Error).name).toBe('AbortError');
+  });
+
+  it("leaves nothing on the caller's signal once a fetch is over (a run's signal outlives its fetches)", async () => {
+    const { port } = await serve((_q, s) => s.end('ok'));
+    const run = new AbortController();
+    for (let i = 0; i < 5; i++) await guardedFetch(`http://files.test:${port}/`, filesHost({ signal: run.signal }));
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(0);
+    const key = Object.getOwnPropertySymbols(run.signal).find((k) => k.description === 'kDependantSignals');
+    // What `AbortSignal.any` registers on its sources, one per call, kept until the source is collected.
+    expect(key ? ((run.signal as unknown as Record<symbol, Set<unknown> | undefined>)[key]?.size ?? 0) : 0).toBe(0);
   });
 });
