@@ -24,8 +24,6 @@ import type { WebhookReply } from './events.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey } from './keys.js';
 import { signedHeaders } from './signature.js';
 
-export { cursorKey, givenUpKey, pendingKey } from './keys.js';
-
 /** Moves a conversation's cursor and keeps its lock, only while this host holds the lock. */
 const callbackAdvance = defineScript(new URL('./callback-advance-2.lua', import.meta.url));
 

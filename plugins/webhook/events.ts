@@ -44,11 +44,6 @@ export interface WebhookReply {
   actions?: Array<{ label: string; command: string }>;
 }
 
-/** Key of a conversation's reply stream: `<prefix>:{c:<conversation id>}:replies`. */
-export function repliesKey(prefix: string, conversationId: string): string {
-  return replyStreamKey(prefix, conversationId);
-}
-
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
 const BLOCK_MS = 15_000;
 const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
@@ -105,7 +100,7 @@ export class EventStreams {
       const place = this.readers.hold(this.o.config.maxStreamClients, req.signal);
       if (!place) return json(503, { error: 'too many event stream clients' });
 
-      const key = repliesKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
+      const key = replyStreamKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
       // Resolve "from now" to a concrete id first, so no reply falls between two reads.
       let from = lastHeader as string | undefined;
       if (from === undefined) {

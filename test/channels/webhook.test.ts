@@ -8,15 +8,15 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
-import { cursorKey, DUE_PAGE, givenUpKey, pendingKey } from '../../plugins/webhook/callbacks.js';
-import { repliesKey } from '../../plugins/webhook/events.js';
+import { DUE_PAGE } from '../../plugins/webhook/callbacks.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
-import { lockKey } from '../../plugins/webhook/keys.js';
+import { cursorKey, givenUpKey, lockKey, pendingKey } from '../../plugins/webhook/keys.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { RedisClient } from '../../src/redis.js';
+import { replyStreamKey } from '../../src/reply-stream.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
@@ -263,12 +263,12 @@ describe('webhook channel', () => {
     it('are stored once per delivery key: sent again with the same key, nothing new is stored or called back', async () => {
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'once', { deliveryKey: 'r1:5:0' });
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'once, regenerated', { deliveryKey: 'r1:5:0' });
-      expect((await h.redis.xrange(repliesKey(h.prefix, 'webhook:crm:ticket-7'), '-', '+')).length).toBe(1);
+      expect((await h.redis.xrange(replyStreamKey(h.prefix, 'webhook:crm:ticket-7'), '-', '+')).length).toBe(1);
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'next', { deliveryKey: 'r1:6:0' });
       await callbacks.waitForAccepted(2);
       await waitFor(async () => (await h.redis.zcard(pendingKey(h.prefix, 'webhook:crm'))) === 0 || undefined, 5000, 'nothing pending');
       expect(callbacks.texts('ticket-7')).toEqual(['once', 'next']);
-      expect((await h.redis.xrange(repliesKey(h.prefix, 'webhook:crm:ticket-7'), '-', '+')).length).toBe(2);
+      expect((await h.redis.xrange(replyStreamKey(h.prefix, 'webhook:crm:ticket-7'), '-', '+')).length).toBe(2);
     });
 
     it('are marked pending again when sent again after a crash between storing and marking', async () => {

@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { repliesKey } from '../../plugins/webhook/events.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import { type OutboxRecord, RunDelivery } from '../../runner/delivery.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
@@ -9,6 +8,7 @@ import { ChannelApiError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch, Runs } from '../../src/protocol/index.js';
+import { replyStreamKey } from '../../src/reply-stream.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
@@ -438,7 +438,7 @@ describe('RunDelivery › webhook channel', () => {
     second.beginTurn(5);
     await second.message('the answer, regenerated');
 
-    const entries = await redis.xrange(repliesKey(prefix, WCID), '-', '+');
+    const entries = await redis.xrange(replyStreamKey(prefix, WCID), '-', '+');
     expect(entries.map(([, fields]) => JSON.parse(fields[1]!).text)).toEqual(['the answer']);
     expect(await records()).toEqual([{ status: 'acknowledged', messageId: 'run1:5:0' }]);
   });

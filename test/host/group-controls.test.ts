@@ -14,7 +14,6 @@ import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { normalizeMessage } from '../../plugins/discord/normalize.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { normalizeUpdate } from '../../plugins/telegram/normalize.js';
-import { repliesKey } from '../../plugins/webhook/events.js';
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, ChannelSettings, InboundMessage } from '../../src/channel.js';
@@ -22,6 +21,7 @@ import type { HttpRoute } from '../../src/http-routes.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RateLimitOptions } from '../../src/protocol/index.js';
+import { replyStreamKey } from '../../src/reply-stream.js';
 import { FakeDiscord, user } from '../../testing/fakes/discord-server.js';
 import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -318,7 +318,7 @@ describe('the webhook channel, through its route', () => {
   };
   /** Texts stored for the event stream and callbacks of `conversation`. */
   const replies = async (conversation: string) =>
-    (await redis.xrange(repliesKey(prefix, `webhook:crm:${conversation}`), '-', '+')).map(
+    (await redis.xrange(replyStreamKey(prefix, `webhook:crm:${conversation}`), '-', '+')).map(
       ([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1]!).text as string,
     );
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pendingKey } from '../../plugins/webhook/callbacks.js';
+import { pendingKey } from '../../plugins/webhook/keys.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
