@@ -17,7 +17,7 @@ import { declaredConversationKeys } from '../src/plugin-storage.js';
 import { closeRedis, createRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
-import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig, secretSettingsOf } from './config.js';
+import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig } from './config.js';
 import { type AnyDefinition, type PluginRegistry, resolvePlugins } from './registry.js';
 import { channelIds, redactConfig } from './summary.js';
 import { startTracing } from './telemetry.js';
@@ -229,14 +229,14 @@ async function preparePlugins(opts: StartAppOptions): Promise<{ registry: Plugin
     ? { registry: opts.registry, runnerId: config.runner.plugin }
     : await resolvePlugins({ modules: config.plugins, runner: config.runner.plugin });
   // A configuration built in code was never loaded: its plugins' secret settings are declared here.
-  declareConfigSecrets(config, registry, runnerId);
+  const secretPaths = declareConfigSecrets(config, registry, runnerId);
   const definitions = registryDefinitions(registry);
   const logger =
     opts.logger ??
     createLogger({
       level: config.log.level,
       secrets: secretValues(config),
-      secretPaths: secretSettingsOf(config),
+      secretPaths,
       redactPaths: pluginRedactPaths(definitions),
     });
   return { registry, runnerId, logger, pluginKeys: declaredConversationKeys(definitions) };
