@@ -4,7 +4,7 @@
  * (declared, so purge deletes and idle retention expires them); per channel
  * the conversations whose callbacks are due.
  */
-import { pluginStorage } from 'steerbot/channel';
+import { type PluginStorage, pluginStorage } from 'steerbot/channel';
 
 /** The plugin's id (its definition's), which namespaces its keys. */
 export const WEBHOOK_PLUGIN_ID = 'webhooks';
@@ -12,17 +12,18 @@ export const WEBHOOK_PLUGIN_ID = 'webhooks';
 /** Keys the plugin keeps per conversation: `storage.conversationKeys` of its definition. */
 export const WEBHOOK_CONVERSATION_KEYS = ['callback_cursor', 'callback_lock', 'callback_given_up'] as const;
 
+// One storage for the process's prefix, not one per key: the callback pump names keys on every pass.
+let storage: PluginStorage | undefined;
+const keys = (prefix: string): PluginStorage => (storage?.prefix === prefix ? storage : (storage = pluginStorage(prefix, WEBHOOK_PLUGIN_ID)));
+
 /** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
-export const pendingKey = (prefix: string, channelId: string): string => pluginStorage(prefix, WEBHOOK_PLUGIN_ID).key(`callbacks_due:${channelId}`);
+export const pendingKey = (prefix: string, channelId: string): string => keys(prefix).key(`callbacks_due:${channelId}`);
 
 /** Stream id of the last reply of the conversation the receiver took. */
-export const cursorKey = (prefix: string, conversationId: string): string =>
-  pluginStorage(prefix, WEBHOOK_PLUGIN_ID).conversationKey(conversationId, 'callback_cursor');
+export const cursorKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'callback_cursor');
 
 /** The lock of the host sending the conversation's callbacks (holds its token). */
-export const lockKey = (prefix: string, conversationId: string): string =>
-  pluginStorage(prefix, WEBHOOK_PLUGIN_ID).conversationKey(conversationId, 'callback_lock');
+export const lockKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'callback_lock');
 
 /** Replies of the conversation whose callback was given up (hash: `count`, `last_reply`, `at` ms), shown by the console as stuck. */
-export const givenUpKey = (prefix: string, conversationId: string): string =>
-  pluginStorage(prefix, WEBHOOK_PLUGIN_ID).conversationKey(conversationId, 'callback_given_up');
+export const givenUpKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'callback_given_up');
