@@ -22,7 +22,10 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { readConfig } from '../app/config.js';
 import { startApp } from '../app/start.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
@@ -34,6 +37,8 @@ const MINUTES = Number(process.env.BENCH_MINUTES ?? 5);
 const RATE = Number(process.env.BENCH_RATE ?? 50);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 500);
 const SAMPLE_MS = Number(process.env.BENCH_SAMPLE_MS ?? 30_000);
+/** Seconds after which a sample also writes a heap snapshot (e.g. `60,120,300`), for `bench/heap-diff.ts`. */
+const SNAPSHOTS_AT = (process.env.BENCH_HEAP_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number);
 const SECRET = 'bench-soak-secret-0123456789abcdef';
 const GOAL_HEAP_MB = 2;
 const GOAL_RSS_SLOPE = 5;
@@ -47,6 +52,8 @@ type AppMessage = { start: { url: string } } | 'counts' | 'stop';
 interface Sample {
   seconds: number;
   heapMb: number;
+  /** Of `heapMb`, compiled code and its metadata. */
+  codeMb: number;
   rssMb: number;
   sent: number;
   callbacks: number;
@@ -135,12 +142,24 @@ function ask<K extends 'ready' | 'counts'>(child: ChildProcess, kind: K, message
   });
 }
 
-/** Heap used after a forced full GC, and RSS, in MB. */
-function measure(): { heapMb: number; rssMb: number } {
+/** V8 heap spaces that hold compiled code and its metadata (machine code, deoptimization data, relocation info, bytecode). */
+const CODE_SPACES = new Set(['code_space', 'code_large_object_space', 'trusted_space', 'trusted_large_object_space']);
+
+/**
+ * Heap used after a forced full GC, the part of it in the code spaces, and
+ * RSS, in MB. Between the two collections the event loop turns once, so the
+ * FinalizationRegistry callbacks the first one scheduled (undici's `fetch`
+ * registers every request) run and the second one collects what they let go.
+ */
+async function measure(): Promise<{ heapMb: number; codeMb: number; rssMb: number }> {
   global.gc!();
-  global.gc!(); // a second pass collects what the first one's finalizers released
+  await new Promise((r) => setImmediate(r));
+  global.gc!();
   const m = process.memoryUsage();
-  return { heapMb: m.heapUsed / MB, rssMb: m.rss / MB };
+  const code = getHeapSpaceStatistics()
+    .filter((s) => CODE_SPACES.has(s.space_name))
+    .reduce((sum, s) => sum + s.space_used_size, 0);
+  return { heapMb: m.heapUsed / MB, codeMb: code / MB, rssMb: m.rss / MB };
 }
 
 /** A TCP port nobody listens on now (the app's config takes 1..65535, not 0). */
@@ -201,10 +220,14 @@ async function soak(): Promise<void> {
   const t0 = performance.now();
   const sample = async () => {
     const counts = await ask(child, 'counts', 'counts');
-    const s = { seconds: (performance.now() - t0) / 1000, ...measure(), sent: counts.sent, callbacks: counts.callbacks };
+    const s = { seconds: (performance.now() - t0) / 1000, ...(await measure()), sent: counts.sent, callbacks: counts.callbacks };
     samples.push(s);
+    if (SNAPSHOTS_AT.length > 0 && s.seconds >= SNAPSHOTS_AT[0]!) {
+      SNAPSHOTS_AT.shift();
+      console.log(`heap snapshot: ${writeHeapSnapshot(join(tmpdir(), `soak-${process.pid}-${s.seconds.toFixed(0)}s.heapsnapshot`))}`);
+    }
     console.log(
-      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}`,
+      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB (code ${s.codeMb.toFixed(1).padStart(4)})  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}`,
     );
     return counts;
   };
@@ -227,6 +250,10 @@ async function soak(): Promise<void> {
     const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
     console.log(
       `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(2)} MB)`,
+    );
+    const codeGrowthMb = last.codeMb - atMinute.codeMb;
+    console.log(
+      `  of which compiled code: ${atMinute.codeMb.toFixed(1)} → ${last.codeMb.toFixed(1)} MB (${codeGrowthMb >= 0 ? '+' : ''}${codeGrowthMb.toFixed(2)}); the rest ${(atMinute.heapMb - atMinute.codeMb).toFixed(1)} → ${(last.heapMb - last.codeMb).toFixed(1)} MB (${growthMb - codeGrowthMb >= 0 ? '+' : ''}${(growthMb - codeGrowthMb).toFixed(2)})`,
     );
     console.log(`retained per message after the first minute: ${perMessage.toFixed(0)} B (${messages} messages)`);
     console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
