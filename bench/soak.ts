@@ -31,6 +31,7 @@ import { startApp } from '../app/start.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
+import { heapSplit } from './heap-diff.js';
 import { privateRedis } from './private-redis.js';
 
 const MINUTES = Number(process.env.BENCH_MINUTES ?? 5);
@@ -56,6 +57,8 @@ interface Sample {
   codeMb: number;
   rssMb: number;
   sent: number;
+  /** Path of the heap snapshot written after this sample, if one was. */
+  snapshot?: string;
   callbacks: number;
 }
 
@@ -218,53 +221,69 @@ async function soak(): Promise<void> {
   const samples: Sample[] = [];
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const sample = async () => {
+  const sample = async (snapshot: boolean) => {
     const counts = await ask(child, 'counts', 'counts');
-    const s = { seconds: (performance.now() - t0) / 1000, ...(await measure()), sent: counts.sent, callbacks: counts.callbacks };
-    samples.push(s);
-    if (SNAPSHOTS_AT.length > 0 && s.seconds >= SNAPSHOTS_AT[0]!) {
-      SNAPSHOTS_AT.shift();
-      console.log(`heap snapshot: ${writeHeapSnapshot(join(tmpdir(), `soak-${process.pid}-${s.seconds.toFixed(0)}s.heapsnapshot`))}`);
+    const s: Sample = { seconds: (performance.now() - t0) / 1000, ...(await measure()), sent: counts.sent, callbacks: counts.callbacks };
+    if (snapshot || (SNAPSHOTS_AT.length > 0 && s.seconds >= SNAPSHOTS_AT[0]!)) {
+      if (!snapshot) SNAPSHOTS_AT.shift();
+      s.snapshot = writeHeapSnapshot(join(tmpdir(), `soak-${process.pid}-${s.seconds.toFixed(0)}s.heapsnapshot`));
     }
+    samples.push(s);
     console.log(
-      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB (code ${s.codeMb.toFixed(1).padStart(4)})  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}`,
+      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB (code spaces ${s.codeMb.toFixed(1).padStart(4)})  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}${s.snapshot ? `  snapshot ${s.snapshot}` : ''}`,
     );
-    return counts;
   };
+  let cpu: NodeJS.CpuUsage;
   try {
     child.send({ start: { url: app.address! } } satisfies AppMessage);
-    await sample();
+    await sample(false);
     const end = t0 + MINUTES * 60_000;
+    let minuteTaken = false;
     while (performance.now() < end) {
       await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, end - performance.now())));
-      await sample();
+      // Snapshots at the first minute and at the end: what the heap holds as compiled code and as data.
+      const snapshot: boolean = (!minuteTaken && performance.now() - t0 >= 60_000) || performance.now() >= end;
+      minuteTaken ||= snapshot;
+      await sample(snapshot);
     }
-    const cpu = process.cpuUsage(cpu0);
-    const last = samples.at(-1)!;
-    const atMinute = samples.find((s) => s.seconds >= 60) ?? samples[0]!;
-    const growthMb = last.heapMb - atMinute.heapMb;
-    const messages = last.sent - atMinute.sent;
-    const perMessage = messages > 0 ? (growthMb * MB) / messages : 0;
-    const half = samples.filter((s) => s.seconds >= (MINUTES * 60) / 2);
-    const rssSlope = slope(half.map((s) => [s.seconds / 60, s.rssMb]));
-    const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
-    console.log(
-      `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(2)} MB)`,
-    );
-    const codeGrowthMb = last.codeMb - atMinute.codeMb;
-    console.log(
-      `  of which compiled code: ${atMinute.codeMb.toFixed(1)} → ${last.codeMb.toFixed(1)} MB (${codeGrowthMb >= 0 ? '+' : ''}${codeGrowthMb.toFixed(2)}); the rest ${(atMinute.heapMb - atMinute.codeMb).toFixed(1)} → ${(last.heapMb - last.codeMb).toFixed(1)} MB (${growthMb - codeGrowthMb >= 0 ? '+' : ''}${(growthMb - codeGrowthMb).toFixed(2)})`,
-    );
-    console.log(`retained per message after the first minute: ${perMessage.toFixed(0)} B (${messages} messages)`);
-    console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
-    console.log(`cpu per message (this process): ${cpuMs.toFixed(2)} ms; replies called back ${last.callbacks} of ${last.sent} messages`);
-    const pass = growthMb <= GOAL_HEAP_MB && rssSlope <= GOAL_RSS_SLOPE;
-    console.log(
-      `verdict: ${pass ? 'PASS' : 'FAIL'} (goal: heap growth after the first minute <= ${GOAL_HEAP_MB} MB, got ${growthMb.toFixed(2)}; RSS slope of the second half <= ${GOAL_RSS_SLOPE} MB/min, got ${rssSlope.toFixed(2)})`,
-    );
+    cpu = process.cpuUsage(cpu0);
   } finally {
     child.send('stop' satisfies AppMessage);
     await app.stop();
     await redis.stop();
   }
+  report(samples, cpu);
+}
+
+const signed = (mb: number) => `${mb >= 0 ? '+' : ''}${mb.toFixed(2)}`;
+
+/** Prints the run's figures and the verdict (the app is stopped: reading the snapshots does not disturb it). */
+function report(samples: Sample[], cpu: NodeJS.CpuUsage): void {
+  const last = samples.at(-1)!;
+  const atMinute = samples.find((s) => s.seconds >= 60) ?? samples[0]!;
+  const growthMb = last.heapMb - atMinute.heapMb;
+  const messages = last.sent - atMinute.sent;
+  const half = samples.filter((s) => s.seconds >= (MINUTES * 60) / 2);
+  const rssSlope = slope(half.map((s) => [s.seconds / 60, s.rssMb]));
+  const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
+  console.log(
+    `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${signed(growthMb)} MB; code spaces ${signed(last.codeMb - atMinute.codeMb)} MB)`,
+  );
+  let dataGrowthMb = growthMb;
+  if (atMinute.snapshot && last.snapshot && atMinute !== last) {
+    const [a, b] = [heapSplit(atMinute.snapshot), heapSplit(last.snapshot)];
+    dataGrowthMb = (b.data - a.data) / MB;
+    console.log(
+      `heap snapshots, same samples: compiled code and its metadata ${(a.code / MB).toFixed(1)} → ${(b.code / MB).toFixed(1)} MB (${signed((b.code - a.code) / MB)}), data ${(a.data / MB).toFixed(1)} → ${(b.data / MB).toFixed(1)} MB (${signed(dataGrowthMb)})`,
+    );
+  }
+  console.log(
+    `retained per message after the first minute: ${messages > 0 ? ((dataGrowthMb * MB) / messages).toFixed(0) : 0} B of data (${messages > 0 ? ((growthMb * MB) / messages).toFixed(0) : 0} B of heap; ${messages} messages)`,
+  );
+  console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
+  console.log(`cpu per message (this process): ${cpuMs.toFixed(2)} ms; replies called back ${last.callbacks} of ${last.sent} messages`);
+  const pass = dataGrowthMb <= GOAL_HEAP_MB && rssSlope <= GOAL_RSS_SLOPE;
+  console.log(
+    `verdict: ${pass ? 'PASS' : 'FAIL'} (goal: data on the heap after the first minute grows <= ${GOAL_HEAP_MB} MB, got ${signed(dataGrowthMb)}; RSS slope of the second half <= ${GOAL_RSS_SLOPE} MB/min, got ${rssSlope.toFixed(2)})`,
+  );
 }
