@@ -48,7 +48,7 @@ const MB = 1024 * 1024;
 /** Messages from the driver (child) to the app (parent). */
 type DriverMessage = { ready: { modelUrl: string; callbackUrl: string } } | { counts: { sent: number; failed: number; callbacks: number } };
 /** Messages from the app (parent) to the driver (child). */
-type AppMessage = { start: { url: string } } | 'counts' | 'stop';
+type AppMessage = { start: { url: string } } | 'counts' | 'pause' | 'resume' | 'stop';
 
 interface Sample {
   seconds: number;
@@ -94,6 +94,28 @@ async function driver(): Promise<void> {
   let failed = 0;
   let timer: NodeJS.Timeout | undefined;
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  let target: URL | undefined;
+  let t0 = 0;
+  let issued = 0;
+  const post = (n: number) => {
+    const raw = JSON.stringify({
+      id: `m-${n}-${randomBytes(4).toString('hex')}`,
+      conversation: `c${n % CONVERSATIONS}`,
+      sender: { id: `u${n % CONVERSATIONS}`, name: 'Ann' },
+      text: `message ${n}: the quick brown fox jumps over the lazy dog`,
+    });
+    const req = request(target!, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) } }, (res) => {
+      res.resume();
+      if (res.statusCode === 202 || res.statusCode === 200) sent++;
+      else failed++;
+    });
+    req.on('error', () => failed++);
+    req.end(raw);
+  };
+  const tick = () => {
+    const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
+    while (issued < due) post(issued++);
+  };
   process.on('message', async (m: AppMessage) => {
     if (m === 'counts') return send({ counts: { sent, failed, callbacks } });
     if (m === 'stop') {
@@ -105,28 +127,15 @@ async function driver(): Promise<void> {
       process.disconnect();
       return;
     }
-    const target = new URL('/webhooks/soak', m.start.url);
-    const t0 = performance.now();
-    let issued = 0;
-    const post = (n: number) => {
-      const raw = JSON.stringify({
-        id: `m-${n}-${randomBytes(4).toString('hex')}`,
-        conversation: `c${n % CONVERSATIONS}`,
-        sender: { id: `u${n % CONVERSATIONS}`, name: 'Ann' },
-        text: `message ${n}: the quick brown fox jumps over the lazy dog`,
-      });
-      const req = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) } }, (res) => {
-        res.resume();
-        if (res.statusCode === 202 || res.statusCode === 200) sent++;
-        else failed++;
-      });
-      req.on('error', () => failed++);
-      req.end(raw);
-    };
-    timer = setInterval(() => {
-      const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
-      while (issued < due) post(issued++);
-    }, 20);
+    if (m === 'pause') return clearInterval(timer);
+    if (m === 'resume') {
+      t0 = performance.now() - (issued / RATE) * 1000; // the rate goes on from where it paused, with no burst
+      timer = setInterval(tick, 20);
+      return;
+    }
+    target = new URL('/webhooks/soak', m.start.url);
+    t0 = performance.now();
+    timer = setInterval(tick, 20);
   });
   send({ ready: { modelUrl: model.url, callbackUrl } });
 }
@@ -244,7 +253,9 @@ async function soak(): Promise<void> {
       // Snapshots at the first minute and at the end: what the heap holds as compiled code and as data.
       const snapshot: boolean = (!minuteTaken && performance.now() - t0 >= 60_000) || performance.now() >= end;
       minuteTaken ||= snapshot;
+      if (snapshot) await drain(child);
       await sample(snapshot);
+      if (snapshot) child.send('resume' satisfies AppMessage);
     }
     cpu = process.cpuUsage(cpu0);
   } finally {
@@ -253,6 +264,26 @@ async function soak(): Promise<void> {
     await redis.stop();
   }
   report(samples, cpu);
+}
+
+/**
+ * Pauses the sender and waits until the replies stop coming (every one
+ * called back, or none for 3 s; at most 60 s): the heap then holds what the
+ * app keeps, not the messages in flight, whatever the machine's load.
+ */
+async function drain(child: ChildProcess): Promise<void> {
+  child.send('pause' satisfies AppMessage);
+  const deadline = performance.now() + 60_000;
+  let last = -1;
+  let still = 0;
+  while (performance.now() < deadline) {
+    const { sent, callbacks } = await ask(child, 'counts', 'counts');
+    if (callbacks >= sent) return;
+    still = callbacks === last ? still + 1 : 0;
+    if (still >= 6) return;
+    last = callbacks;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 const signed = (mb: number) => `${mb >= 0 ? '+' : ''}${mb.toFixed(2)}`;
