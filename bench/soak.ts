@@ -10,13 +10,19 @@
  * callback receiver run in a child process, so their memory and CPU are not
  * counted. Redis is a private redis-server.
  *
- * Every 30 s it forces a full GC and prints the heap then, RSS, messages sent
- * and replies called back. At the end: bytes retained per message after the
- * first minute (heap after full GC, last sample minus the one at 1 min,
- * over the messages between), the slope of RSS over the second half
- * (least squares, MB/min), CPU of this process per message, and a verdict
- * against the goal: heap growth after the first minute <= 2 MB and RSS
- * slope <= 5 MB/min.
+ * Every 30 s it forces a full GC and prints the heap then (and the part of
+ * it in V8's code spaces), RSS, messages sent and replies called back. At
+ * the first minute and at the end it pauses the sender, waits until the
+ * replies stop coming, and writes a heap snapshot. At the end: the heap
+ * growth between those two samples, split from the snapshots into compiled
+ * code (machine code, bytecode, feedback, hidden classes: the JIT warming
+ * up, bounded by the program) and data (everything else: what messages
+ * could leave behind), bytes of data retained per message, the slope of RSS
+ * over the second half (least squares, MB/min), CPU of this process per
+ * message, and a verdict against the goal: data on the heap grows <= 2 MB
+ * after the first minute and the RSS slope is <= 5 MB/min.
+ * `BENCH_HEAP_SNAPSHOTS` (seconds, comma-separated) writes more snapshots,
+ * for `npm run bench -- heap-diff A B`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
