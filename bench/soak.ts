@@ -59,7 +59,7 @@ type AppMessage = { start: { url: string } } | 'counts' | 'pause' | 'resume' | '
 interface Sample {
   seconds: number;
   heapMb: number;
-  /** Of `heapMb`, compiled code and its metadata. */
+  /** Of `heapMb`, the part in V8's code spaces (machine code and its trusted metadata; feedback and dependency lists are in old space). */
   codeMb: number;
   rssMb: number;
   sent: number;
