@@ -117,9 +117,12 @@ describe('whatsapp end to end', () => {
     await h.idle(15_000, CONVERSATION);
     expect(wa.calls.filter((c) => c.kind === 'send')).toHaveLength(1);
     expect(wa.sent).toEqual([]);
-    expect(await plugin.conversationProblems!(CONVERSATION)).toEqual([
-      '1 reply not delivered (last: 24-hour window closed (the user must write first, or send a template))',
-    ]);
+    const problem = '1 reply not delivered (last: 24-hour window closed (the user must write first, or send a template))';
+    expect(await plugin.conversationProblems!(CONVERSATION)).toEqual([problem]);
+
+    // /status names it too (its own reply goes out: the user wrote, so the window is open again).
+    await say('/status');
+    expect((await nth(1, 'the /status reply')).text).toContain(`Problem: ${problem}`);
   });
 
   it('refuses a delivery with a bad signature (401) or a malformed body (400): no turn, nothing recorded', async () => {

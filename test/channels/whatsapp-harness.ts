@@ -42,6 +42,7 @@ export async function startWhatsAppSystem(o: {
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+    channelProblems: (id) => (id === plugin.id ? plugin.conversationProblems : undefined),
   });
   await plugin.start(host);
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
