@@ -5,10 +5,12 @@
  * provider, fake model) → delivery → the plugin's outbound → the fake Graph API.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConsoleReads } from '../../host/console/reads.js';
 import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import type { ChannelPlugin } from '../../src/channel.js';
+import type { RunQueue } from '../../src/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeWhatsApp, messageDelivery, postDelivery, startFakeWhatsApp, WA_ALICE, wamid } from '../../testing/fakes/whatsapp-server.js';
 import { fakeModel, gatedTool, RunnerHarness, refundTool } from '../runner/harness.js';
@@ -119,6 +121,9 @@ describe('whatsapp end to end', () => {
     expect(wa.sent).toEqual([]);
     const problem = '1 reply not delivered (last: 24-hour window closed (the user must write first, or send a template))';
     expect(await plugin.conversationProblems!(CONVERSATION)).toEqual([problem]);
+    // The console's conversation row lists it as why the conversation is stuck.
+    const reads = new ConsoleReads({ redis: h.redis, prefix: h.prefix, dispatch: h.dispatch, queue: {} as RunQueue, channels: [plugin] });
+    expect((await reads.row(CONVERSATION, Date.now())).stuck).toContain(problem);
 
     // /status names it too (its own reply goes out: the user wrote, so the window is open again).
     await say('/status');
