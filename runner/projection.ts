@@ -7,6 +7,7 @@
  *   saw it: at its `steering.injected` entry when it was steered into a run,
  *   else at the `run.started` entry of the run that took it as input, else at
  *   its own seq.
+ * - `message.sent` (sent through the messages API) is an assistant message at its own seq.
  * - `model.step` messages are replayed as recorded, except: steps of a
  *   `failed` or `superseded` run are left out; the last assistant message of
  *   an `interrupted` or `stopped` run, and of a `partial` step, ends with the
@@ -102,6 +103,10 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
       case 'steering.injected':
       case 'run.started':
         for (const m of deferred.get(e.seq) ?? []) emitUser(m);
+        break;
+      case 'message.sent':
+        // Sent by the bot from outside a run (the messages API): the agent said it, as far as the user knows.
+        items.push({ message: { role: 'assistant', content: e.text } });
         break;
       case 'model.step': {
         const outcome = outcomes.get(e.run);

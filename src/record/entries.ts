@@ -240,10 +240,29 @@ export const conversationResetSchema = z.object({
   sender: senderSchema.optional(),
 });
 
+/**
+ * A message sent to the conversation from outside a run (the messages API,
+ * `sendMessage`): the bot said it, so the prompt shows it as the assistant's.
+ */
+export const messageSentSchema = z.object({
+  ...base,
+  kind: z.literal('message.sent'),
+  /** The caller's idempotency key: the message is delivered once per key. */
+  key: z.string().min(1).max(256),
+  text: z.string().min(1),
+  buttons: z
+    .array(z.object({ label: z.string(), command: z.string() }))
+    .max(16)
+    .optional(),
+  /** Who sent it: `api` (HTTP) or `package` (`sendMessage`). */
+  via: z.enum(['api', 'package']),
+});
+
 /** Every entry kind this build can read. */
 export const recordEntrySchema = z.discriminatedUnion('kind', [
   messageReceivedSchema,
   messageRefusedSchema,
+  messageSentSchema,
   commandReceivedSchema,
   steeringQueuedSchema,
   steeringInjectedSchema,
@@ -265,6 +284,7 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
+export type MessageSent = z.infer<typeof messageSentSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
 export type ToolCalls = z.infer<typeof toolCallsSchema>;
 export type ToolStarted = z.infer<typeof toolStartedSchema>;
