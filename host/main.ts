@@ -6,13 +6,15 @@
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
-import { channelResolver } from '../src/channel.js';
+import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
+import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import type { RedisClient } from '../src/scripts/index.js';
+import { registerApiRoutes } from './api-routes.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
@@ -34,6 +36,8 @@ export interface HostParts {
   steeringCapable: boolean;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
+  send?(req: SendMessageRequest): Promise<SendMessageResult>;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -81,6 +85,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const problems = new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : [])));
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
+  const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const channelHost = createChannelHost({
@@ -106,9 +111,22 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       logger,
       token: config.host.console.token,
       traceUrl: config.host.console.traceUrl,
-      channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
+      channelPolicy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
+    });
+  }
+  if (config.host.api.token !== undefined && parts.send) {
+    registerApiRoutes({
+      routes,
+      token: config.host.api.token,
+      redis: ingressConn,
+      prefix,
+      ingest: { dispatch, queue, logger: logger.child({ part: 'api' }) },
+      maxMessageChars: config.dispatch.maxMessageChars,
+      channelPolicy,
+      outbound: outboundResolver(channels),
+      send: parts.send,
     });
   }
   const reconciler = startReconciler({
