@@ -231,11 +231,12 @@ export class CallbackPump {
     let settled = false;
     try {
       // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
-      await this.schedule(conversationId, this.now() + lockMs);
-      let scoredAt = this.now();
+      // The cursor is read in the same round trip (independent keys; the lock already keeps other hosts off both).
       const cursorAt = cursorKey(this.o.prefix, conversationId);
       const stream = replyStreamKey(this.o.prefix, conversationId);
-      let cursor = (await redis.get(cursorAt)) ?? '0-0';
+      const [, stored] = await Promise.all([this.schedule(conversationId, this.now() + lockMs), redis.get(cursorAt)]);
+      let scoredAt = this.now();
+      let cursor = stored ?? '0-0';
       for (;;) {
         const entries = await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', BATCH);
         if (entries.length === 0) {
