@@ -10,7 +10,10 @@ import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol
 import { isRedisUnavailable } from '../src/redis.js';
 import type { RunQueue } from '../src/run-queue.js';
 import { metrics } from '../src/telemetry/metrics.js';
-import { failSpan, SPAN, type Span, SpanKind, traceparentOf, tracer } from '../src/telemetry/tracing.js';
+import { activeRequestSpan, failSpan, SPAN, type Span, SpanKind, type SpanOptions, traceparentOf, tracer } from '../src/telemetry/tracing.js';
+
+/** Options of an `ingest` span of its own, shared (nothing built per message). */
+const INGEST_SPAN: SpanOptions = { kind: SpanKind.INTERNAL };
 
 /** Ingests updates and schedules the runs they create. */
 export class IngestService {
@@ -21,17 +24,21 @@ export class IngestService {
   ) {}
 
   /**
-   * Ingests one normalized message; see `Dispatch.ingest`. Traced as an
-   * `ingest` span whose context goes into the record entry (the run that
-   * answers the message continues the trace) and counted by `channel`
-   * (default: the conversation id's first segment; the channel host passes the channel id).
+   * Ingests one normalized message; see `Dispatch.ingest`. Traced on the
+   * span active here — the HTTP request's, when the message came over a
+   * route: one span per request — or, without one (polling, a gateway), on
+   * an `ingest` span of its own. That span's context goes into the record
+   * entry (the run that answers the message continues the trace). Counted by
+   * `channel` (default: the conversation id's first segment; the channel
+   * host passes the channel id).
    */
   async ingest(message: IncomingMessage, opts: { policy?: InputPolicy; channel?: string } = {}): Promise<IngestResult> {
     const channel = opts.channel ?? message.conversationId.split(':', 1)[0]!;
-    const span = tracer().startSpan(SPAN.ingest, {
-      kind: SpanKind.INTERNAL,
-      attributes: { 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey },
-    });
+    const request = activeRequestSpan();
+    const span = request ?? tracer().startSpan(SPAN.ingest, INGEST_SPAN);
+    // Attributes only on a recorded span: a request that is not sampled builds nothing for tracing.
+    if (span.isRecording())
+      span.setAttributes({ 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey });
     try {
       const traceparent = traceparentOf(span);
       // Not made active: nothing inside logs or makes spans, and entering a context costs the hot path.
@@ -51,7 +58,7 @@ export class IngestService {
       failSpan(span, err);
       throw err;
     } finally {
-      span.end();
+      if (span !== request) span.end(); // the request's span is ended by its route
     }
   }
 }
