@@ -19,8 +19,8 @@
  *
  * The breakdown per stage comes from the spans steerbot emits (every message
  * sampled, kept by an in-process span processor in each steerbot process):
- * `http.request` (the route, ingest inside it), queue wait (ingest end → `run`
- * start), run start → `model.call` (acquire, inputs, prompt), `model.call`,
+ * the request's span (the route, carrying the ingest), queue wait (request end
+ * → `run` start), run start → `model.call` (acquire, inputs, prompt), `model.call`,
  * model end → `delivery` (record the step, split), `delivery` (outbox claim,
  * store, acknowledge), delivery end → reply received (callback pump or Bot
  * API call). Framework overhead is total minus `model.call`. Tracing is on
@@ -311,15 +311,15 @@ function stages(spans: SpanRecord[], from: number): Map<string, number[]> {
     out.set(stage, list);
   };
   for (const t of byTrace.values()) {
+    // One span per webhook request (it carries the ingest); an `ingest` span of its own only off HTTP.
     const http = t.get('http.request') ?? t.get('ingest');
-    const ingest = t.get('ingest');
+    const ingest = t.get('ingest') ?? http;
     const run = t.get('run');
     const model = t.get('model.call');
     const delivery = t.get('delivery');
     if (!http || !ingest || !run || !model || !delivery || http[0] < from) continue;
-    add('1 route + ingest (http.request)', http[1] - http[0]);
-    add('   of which ingest span', ingest[1] - ingest[0]);
-    add('2 queue wait (ingest end → run start)', run[0] - ingest[1]);
+    add('1 route + ingest (request span)', http[1] - http[0]);
+    add('2 queue wait (request end → run start)', run[0] - ingest[1]);
     add('3 acquire + prompt (run start → model.call)', model[0] - run[0]);
     add('4 model.call', model[1] - model[0]);
     add('5 record (model end → delivery)', delivery[0] - model[1]);
