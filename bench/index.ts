@@ -13,6 +13,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   cost: () => import('./cost.js').then((m) => m.main()),
   soak: () => import('./soak.js').then((m) => m.main()),
   'heap-diff': () => import('./heap-diff.js').then((m) => m.main()),
+  e2e: () => import('./e2e.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

@@ -11,7 +11,10 @@ import type { IncomingMessage, IngestResult, InputPolicy } from './protocol/type
 import { isRedisUnavailable } from './redis.js';
 import type { RunQueue } from './run-queue.js';
 import { metrics } from './telemetry/metrics.js';
-import { failSpan, SPAN, type Span, SpanKind, traceparentOf, tracer } from './telemetry/tracing.js';
+import { activeRequestSpan, failSpan, SPAN, type Span, SpanKind, type SpanOptions, traceparentOf, tracer } from './telemetry/tracing.js';
+
+/** Options of an `ingest` span of its own, shared (nothing built per message). */
+const INGEST_SPAN: SpanOptions = { kind: SpanKind.INTERNAL };
 
 /** What `ingestInput` writes with. */
 export interface IngestDeps {
@@ -29,21 +32,21 @@ export interface IngestOptions {
 }
 
 /**
- * Ingests one normalized input; see `Dispatch.ingest`. Traced as an `ingest`
- * span whose context goes into the record entry (the run that answers the
- * input continues the trace) and counted by `channel`.
+ * Ingests one normalized input; see `Dispatch.ingest`. Traced on the span
+ * active here — the HTTP request's, when the input came over a route: one
+ * span per request — or, without one (polling, a gateway, an event), on an
+ * `ingest` span of its own. That span's context goes into the record entry
+ * (the run that answers the input continues the trace). Counted by `channel`.
  */
 export async function ingestInput(deps: IngestDeps, message: IncomingMessage, opts: IngestOptions = {}): Promise<IngestResult> {
   const channel = opts.channel ?? message.conversationId.split(':', 1)[0]!;
-  const span = tracer().startSpan(SPAN.ingest, {
-    kind: SpanKind.INTERNAL,
-    attributes: {
-      'steerbot.channel': channel,
-      'steerbot.conversation_id': message.conversationId,
-      'steerbot.update_key': message.updateKey,
-      ...(message.origin && { 'steerbot.origin': message.origin.kind }),
-    },
-  });
+  const request = activeRequestSpan();
+  const span = request ?? tracer().startSpan(SPAN.ingest, INGEST_SPAN);
+  // Attributes only on a recorded span: a request that is not sampled builds nothing for tracing.
+  if (span.isRecording()) {
+    span.setAttributes({ 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey });
+    if (message.origin) span.setAttribute('steerbot.origin', message.origin.kind);
+  }
   try {
     const traceparent = traceparentOf(span);
     // Not made active: nothing inside logs or makes spans, and entering a context costs the hot path.
@@ -63,7 +66,7 @@ export async function ingestInput(deps: IngestDeps, message: IncomingMessage, op
     failSpan(span, err);
     throw err;
   } finally {
-    span.end();
+    if (span !== request) span.end(); // the request's span is ended by its route
   }
 }
 
