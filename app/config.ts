@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
+import type { SlackConfig } from '../plugins/slack/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
@@ -33,6 +34,7 @@ export interface SteerbotConfig extends CoreConfig {
   channels: {
     telegram?: TelegramConfig;
     discord?: DiscordConfig;
+    slack?: SlackConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;
