@@ -131,7 +131,6 @@ export async function startSlackSystem(o: {
     { botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN, signingSecret: SLACK_SIGNING_SECRET, apiUrl: o.slack.apiUrl, ...o.config },
     { logger, redis, prefix: h.prefix },
   );
-  const cfg = slackConfigSchema.parse({ botToken: SLACK_BOT_TOKEN, ...o.config });
   const host = createChannelHost({
     routes: routeRegistry(http),
     redis,
@@ -141,7 +140,7 @@ export async function startSlackSystem(o: {
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    settings: () => ({ admins: cfg.admins }),
+    settings: () => ({ admins: o.config?.admins ?? [] }),
   });
   await plugin.start(host);
   await http.ready();
