@@ -9,7 +9,7 @@ import type { WebClient } from '@slack/web-api';
 import { asRedisUnavailable, type ChannelHost, InvalidInputError, type Logger, type PluginStorage, type ReceiveResult } from 'steerbot/channel';
 import { call } from './api.js';
 import { textBlock } from './blocks.js';
-import { THREAD_KEY } from './conversation.js';
+import { parseConversationId, THREAD_KEY } from './conversation.js';
 import { slackBlockActionsSchema, slackMessageEventSchema } from './event-schema.js';
 import { type BotIdentity, normalizeClick, normalizeMessage } from './normalize.js';
 
@@ -82,7 +82,7 @@ export class SlackInbound {
     result: ReceiveResult,
   ): Promise<void> {
     const reply = result.kind === 'command' ? result.reply : result.kind === 'ignored' ? 'Not allowed here.' : '';
-    const thread = c.message.conversationId.split(':')[2];
+    const thread = parseConversationId(this.channelId, c.message.conversationId).threadTs;
     if (reply) {
       await call(
         'chat.postEphemeral',

@@ -8,7 +8,7 @@
  */
 import { SocketModeClient } from '@slack/socket-mode';
 import { InvalidInputError, type Logger, RedisUnavailableError } from 'steerbot/channel';
-import { slackLogger, webClientOptions } from './api.js';
+import { slackLogger, toChannelApiError, webClientOptions } from './api.js';
 import { slackEnvelopeSchema, slackInteractionTypeSchema } from './event-schema.js';
 import type { Handled } from './inbound.js';
 
@@ -58,9 +58,13 @@ export class SlackSocket {
     });
   }
 
-  /** Opens the connection; resolves once Slack said hello. */
+  /** Opens the connection; resolves once Slack said hello. Throws ChannelApiError when Slack refuses the app token. */
   async start(): Promise<void> {
-    await this.client.start();
+    try {
+      await this.client.start();
+    } catch (err) {
+      throw toChannelApiError(err, 'apps.connections.open', this.o.appToken);
+    }
     this.connected = true;
   }
 

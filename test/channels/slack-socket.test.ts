@@ -7,8 +7,13 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventCallback, SLACK_APP_TOKEN } from '../../testing/fakes/slack-server.js';
+import { createSlackPlugin } from '../../plugins/slack/channel.js';
+import type { ChannelHost } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { createLogger } from '../../src/logger.js';
+import { eventCallback, SLACK_APP_TOKEN, SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { redisUrl } from '../helpers/redis.js';
 import { type SlackHarness, startSlackHarness } from './slack-harness.js';
 
 const DM = 'D0000DM1';
@@ -61,6 +66,26 @@ describe('slack socket mode', () => {
     await waitFor(() => envelopes.every((e) => h!.fake.acks.includes(e)), 10_000, 'every ack');
     expect(h.host.received).toEqual([]);
     expect(await h.keys()).toEqual([]);
+  });
+
+  it('fails to start with a ChannelApiError, without the token, when Slack refuses the app token', async () => {
+    const fake = await startFakeSlack();
+    const redis = new Redis(redisUrl());
+    const wrong = 'xapp-1-A111-9999-notTheRightAppToken';
+    try {
+      const plugin = createSlackPlugin(
+        { botToken: SLACK_BOT_TOKEN, appToken: wrong, apiUrl: fake.apiUrl },
+        { logger: createLogger({ level: 'silent' }), redis, prefix: 'tslack' },
+      );
+      const err = await plugin.start({} as ChannelHost).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChannelApiError);
+      expect((err as Error).message).toBe('slack apps.connections.open failed: invalid_auth');
+      expect(fake.connections).toBe(0);
+      await plugin.stop();
+    } finally {
+      await fake.close();
+      await redis.quit();
+    }
   });
 
   it('opens a new connection when Slack recycles one, and takes events over it', async () => {
