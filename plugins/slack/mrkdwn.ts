@@ -22,10 +22,13 @@ function inline(s: string): string {
   );
 }
 
-/** One line outside code blocks: headings bold, bullets `•`, code spans kept. */
+/** One line outside code blocks: headings bold, quotes kept, bullets `•`, code spans kept. */
 function line(l: string): string {
   const heading = /^#{1,6}\s+(.*)$/.exec(l);
   if (heading) return `*${inlineWithCode(heading[1]!.replace(/\*\*/g, ''))}*`;
+  // A quote's `>` is Slack's too: kept unescaped.
+  const quote = /^>\s?(.*)$/.exec(l);
+  if (quote) return `> ${inlineWithCode(quote[1]!)}`;
   const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(l);
   if (bullet) return `${bullet[1]}• ${inlineWithCode(bullet[2]!)}`;
   return inlineWithCode(l);

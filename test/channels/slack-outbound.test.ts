@@ -44,6 +44,10 @@ const delivery = (conversationId: string) =>
   new RunDelivery({ client: h.redis, prefix: h.prefix, conversationId, runId: `run${++runs}`, resolve: () => h.outbound, logger });
 
 describe('markdown to mrkdwn', () => {
+  it('keeps a quote a quote', () => {
+    expect(markdownToMrkdwn('> **said** a < b')).toBe('> *said* a &lt; b');
+  });
+
   it('converts bold, italic, strike, links, headings and bullets, escapes &, < and >, and leaves code alone', () => {
     const md =
       '# Plan\n**bold** and *it* and ~~gone~~, see [docs](https://x.test/a?b=1&c=2)\n- one & <two>\n```ts\nconst a = 1 < 2 && **b**;\n```\nuse `**raw**`';
