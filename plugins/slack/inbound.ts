@@ -6,7 +6,15 @@
  * bot's identity, the socket) is declared as fields.
  */
 import type { WebClient } from '@slack/web-api';
-import { asRedisUnavailable, type ChannelHost, InvalidInputError, type Logger, type PluginStorage, type ReceiveResult } from 'steerbot/channel';
+import {
+  asRedisUnavailable,
+  ChannelApiError,
+  type ChannelHost,
+  InvalidInputError,
+  type Logger,
+  type PluginStorage,
+  type ReceiveResult,
+} from 'steerbot/channel';
 import { call } from './api.js';
 import { textBlock } from './blocks.js';
 import { parseConversationId, THREAD_KEY } from './conversation.js';
@@ -42,7 +50,7 @@ export class SlackInbound {
   /** Reads the bot's user id (`auth.test`): mentions of it address the bot, its own messages are skipped. */
   async identify(): Promise<BotIdentity> {
     const me = await call('auth.test', () => this.web.auth.test(), this.token);
-    if (!me.user_id) throw new InvalidInputError('auth.test named no bot user');
+    if (!me.user_id) throw new ChannelApiError('slack auth.test named no bot user');
     this.bot = { userId: me.user_id, ...(me.bot_id && { botId: me.bot_id }) };
     return this.bot;
   }

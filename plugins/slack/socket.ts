@@ -37,6 +37,8 @@ interface Envelope {
 export class SlackSocket {
   private readonly client: SocketModeClient;
   private connected = false;
+  /** The envelope being handled: envelopes are handed over one at a time, in the order Slack sent them (a user's quick messages keep their order). */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly o: SlackSocketOptions,
@@ -54,7 +56,8 @@ export class SlackSocket {
       this.connected = false;
     });
     this.client.on('slack_event', (e: Envelope) => {
-      void this.onEnvelope(e);
+      // onEnvelope never rejects: the chain holds only the envelopes not yet handled.
+      this.tail = this.tail.then(() => this.onEnvelope(e));
     });
   }
 

@@ -38,6 +38,15 @@ describe('slack socket mode', () => {
     expect(h.fake.connections).toBe(1);
   });
 
+  it("hands envelopes over one at a time, so a user's quick messages keep their order", async () => {
+    h = await startSlackHarness(socket);
+    const texts = ['one', 'two', 'three', 'four', 'five', 'six'];
+    const envelopes = texts.map((t, i) => h!.fake.deliver('events_api', dm(t, `170000001${i}.000100`)));
+    await waitFor(() => envelopes.every((e) => h!.fake.acks.includes(e)), 10_000, 'every ack');
+    expect(h.host.received.map((m) => m.text)).toEqual(texts);
+    expect(h.host.results.map((r) => (r.kind === 'ingested' ? r.result.seq : 0))).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('leaves an envelope unacknowledged while the host cannot reach Redis, so Slack delivers it again, and writes nothing', async () => {
     const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
     dead.on('error', () => undefined); // the refused connection is the point of the test
