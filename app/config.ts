@@ -12,6 +12,7 @@ import type { SlackConfig } from '../plugins/slack/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
+import type { WhatsAppConfig } from '../plugins/whatsapp/config.js';
 import {
   applyEnv,
   CORE_ENV_BINDINGS,
@@ -35,6 +36,7 @@ export interface SteerbotConfig extends CoreConfig {
     telegram?: TelegramConfig;
     discord?: DiscordConfig;
     slack?: SlackConfig;
+    whatsapp?: WhatsAppConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;
