@@ -12,9 +12,10 @@
  * finds no record and removes it (see `ScheduleFireWorker`). The record is what
  * counts: listed, limited, and deleted by purge with the conversation.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { type ConnectionOptions, type JobType, Queue } from 'bullmq';
 import { z } from 'zod';
+import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError, ScheduleLimitError, ScriptError } from '../errors.js';
 import { conversationKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
@@ -40,7 +41,7 @@ export interface FireJobData {
 }
 
 /** Default name of the BullMQ queue of fires. */
-export const DEFAULT_FIRE_QUEUE = 'steerbot-schedules';
+export const DEFAULT_FIRE_QUEUE = DEFAULTS.schedules.queueName;
 
 /** Job id of a one-shot's delayed job. */
 export function onceJobId(scheduleId: string): string {
@@ -235,6 +236,11 @@ export class Schedules {
       return undefined;
     }
   }
+}
+
+/** The schedule id derived from a key (a tool call's idempotency key, a heartbeat's settings): the same key, the same id. */
+export function scheduleIdFor(key: string): string {
+  return `s${createHash('sha256').update(key).digest().readBigUInt64BE().toString(36).padStart(13, '0').slice(-12)}`;
 }
 
 /** A fresh schedule id: `s` and 12 base-36 characters. */
