@@ -7,7 +7,10 @@
  * conversation's input policy like a user message: steered into an active
  * run, parked for a successor, or starting a run, never a run beside another.
  */
+
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
+import { ingestEvent } from '../events.js';
+import type { IngestDeps, IngestOptions } from '../ingest.js';
 import { conversationKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Dispatch } from '../protocol/dispatch.js';
@@ -15,9 +18,9 @@ import type { IngestResult, InputPolicy } from '../protocol/types.js';
 import { logQueueError, type RunQueue } from '../run-queue.js';
 import type { RedisClient } from '../scripts/index.js';
 import { metrics } from '../telemetry/metrics.js';
-import { failSpan, SPAN, SpanKind, traceparentOf, tracer } from '../telemetry/tracing.js';
+import { context, failSpan, SPAN, type Span, SpanKind, trace, tracer } from '../telemetry/tracing.js';
 import { DEFAULT_FIRE_QUEUE, type FireJobData, type Schedules } from './schedules.js';
-import type { Schedule } from './spec.js';
+import { describeWhen, type Schedule } from './spec.js';
 
 /** A fire that finds no record this soon after its schedule's creation is retried: the record is written just after BullMQ's side. */
 const ORPHAN_GRACE_MS = 30_000;
@@ -108,7 +111,7 @@ export class ScheduleFireWorker {
       },
     });
     try {
-      const result = schedule ? await this.fire({ schedule, scheduledAt, firedAt: this.now() }, traceparentOf(span)) : await this.orphan(data);
+      const result = schedule ? await this.fire({ schedule, scheduledAt, firedAt: this.now() }, span) : await this.orphan(data);
       span.setAttribute('steerbot.schedule.result', result);
       metrics.scheduleFires.inc({ origin, result });
       return result;
@@ -121,7 +124,7 @@ export class ScheduleFireWorker {
     }
   }
 
-  private async fire(f: Fire, traceparent: string | undefined): Promise<FireResult> {
+  private async fire(f: Fire, span: Span): Promise<FireResult> {
     const { schedule } = f;
     const log = this.o.logger.child({ conversationId: schedule.conversationId, scheduleId: schedule.id });
     const lagMs = f.firedAt - f.scheduledAt;
@@ -132,8 +135,10 @@ export class ScheduleFireWorker {
     }
     if (schedule.origin === 'heartbeat' && (await this.busy(schedule.conversationId))) return 'busy';
     const policy = this.o.policyFor?.(schedule.conversationId);
-    const result = await ingestFire(this.o.dispatch, f, { ...(policy && { policy }), ...(traceparent && { traceparent }) });
-    if (result.kind === 'new-run') await this.o.queue.enqueue(schedule.conversationId, result.runId);
+    // Inside the fire's span: the ingest span (and the run answering the fire) continue its trace.
+    const result = await context.with(trace.setSpan(context.active(), span), () =>
+      ingestFire({ dispatch: this.o.dispatch, queue: this.o.queue, logger: this.o.logger }, f, policy ? { policy } : {}),
+    );
     if (result.kind === 'purged') {
       // A purged conversation's schedules go with it.
       await this.o.schedules.disarm(schedule);
@@ -175,21 +180,23 @@ export class ScheduleFireWorker {
 }
 
 /**
- * The one place a fire becomes an input: deduped by `schedule:<id>:<tick ms>`,
- * recorded and routed by the conversation's input policy.
+ * The one place a fire becomes an input: an input of origin `schedule` or
+ * `heartbeat` (`ingestEvent`), deduped by the schedule id and the tick,
+ * recorded and routed by the conversation's input policy; a new run is enqueued.
  */
-export async function ingestFire(dispatch: Dispatch, f: Fire, opts: { policy?: InputPolicy; traceparent?: string }): Promise<IngestResult> {
+export function ingestFire(deps: IngestDeps, f: Fire, opts: IngestOptions): Promise<IngestResult> {
   const { schedule } = f;
-  const heartbeat = schedule.origin === 'heartbeat';
-  return dispatch.ingest(
+  return ingestEvent(
+    deps,
     {
       conversationId: schedule.conversationId,
-      updateKey: `schedule:${schedule.id}:${f.scheduledAt}`,
-      sender: { id: `${schedule.origin}:${schedule.id}`, name: heartbeat ? 'heartbeat' : 'scheduler', isBot: true },
-      text: heartbeat
-        ? `[heartbeat ${schedule.id}] ${schedule.prompt}\n(Reply only if there is something worth telling the user; otherwise answer with nothing.)`
-        : `[scheduled ${schedule.id}, due ${new Date(f.scheduledAt).toISOString()}] ${schedule.prompt}`,
-      metadata: { origin: { kind: schedule.origin, source: 'scheduler', id: `${schedule.id}:${f.scheduledAt}`, scheduledAt: f.scheduledAt } },
+      origin: {
+        kind: schedule.origin,
+        source: schedule.id,
+        id: String(f.scheduledAt),
+        data: { due: new Date(f.scheduledAt).toISOString(), schedule: describeWhen(schedule.when) },
+      },
+      text: schedule.prompt,
     },
     opts,
   );

@@ -73,9 +73,9 @@ function startWorker(opts: { missedAfterMs?: number } = {}): ScheduleFireWorker 
   return worker;
 }
 
-async function fireInputs(): Promise<Array<{ seq: number; text: string }>> {
+async function fireInputs(): Promise<Array<{ seq: number; text: string; origin?: { kind: string; source: string; id: string } }>> {
   const entries = await readRange(redis, conversationKeys(prefix, CID).log);
-  return entries.filter((e) => e.kind === 'message.received').map((e) => ({ seq: e.seq, text: (e as unknown as { text: string }).text }));
+  return entries.filter((e) => e.kind === 'message.received').map((e) => e as unknown as { seq: number; text: string; origin?: { kind: string; source: string; id: string } });
 }
 
 describe('parseDuration', () => {
@@ -162,7 +162,8 @@ describe('ScheduleFireWorker', () => {
     const s = await schedules.create(CID, { in: '1s', prompt: 'call Anna' }, { createdBy: 'agent' });
     const inputs = await waitFor(async () => ((await fireInputs()).length > 0 ? fireInputs() : undefined), 10_000, 'the fire');
     expect(inputs).toHaveLength(1);
-    expect(inputs[0]!.text).toContain('call Anna');
+    expect(inputs[0]!.text).toBe('call Anna');
+    expect(inputs[0]!.origin).toMatchObject({ kind: 'schedule', source: s.id });
     const runId = await redis.get(conversationKeys(prefix, CID).active);
     expect(runId).toBeTruthy();
     expect(await queue.queue.getJob(runId!)).toBeDefined();
@@ -233,8 +234,11 @@ describe('ScheduleFireWorker', () => {
       'two ticks',
     );
     expect(inputs.every((i) => i.text.includes('tick'))).toBe(true);
-    const keys = new Set(inputs.map((i) => i.text.match(/due (\S+)\]/)?.[1]));
-    expect(keys.size).toBe(inputs.length);
+    expect(inputs.every((i) => i.origin?.kind === 'schedule')).toBe(true);
+    const ticks = inputs.map((i) => Number(i.origin?.id));
+    expect(new Set(ticks).size).toBe(inputs.length);
+    // One interval apart: BullMQ's ticks, not one per process or per retry.
+    expect(ticks[1]! - ticks[0]!).toBe(1000);
   });
 });
 
