@@ -66,6 +66,8 @@ export async function main(): Promise<void> {
     heartbeatMs: 3000,
     modelUrl: fake.url,
     env: { STEERBOT_RUNNER_CONCURRENCY: '16' },
+    // Two processes compiling TypeScript on a loaded machine start slowly.
+    readyTimeoutMs: 180_000,
   };
   const runners: RunnerProcess[] = await Promise.all([startRunnerProcess(settings), startRunnerProcess(settings)]);
   const schedules = new Schedules({
