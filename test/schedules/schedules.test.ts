@@ -75,7 +75,9 @@ function startWorker(opts: { missedAfterMs?: number } = {}): ScheduleFireWorker 
 
 async function fireInputs(): Promise<Array<{ seq: number; text: string; origin?: { kind: string; source: string; id: string } }>> {
   const entries = await readRange(redis, conversationKeys(prefix, CID).log);
-  return entries.filter((e) => e.kind === 'message.received').map((e) => e as unknown as { seq: number; text: string; origin?: { kind: string; source: string; id: string } });
+  return entries
+    .filter((e) => e.kind === 'message.received')
+    .map((e) => e as unknown as { seq: number; text: string; origin?: { kind: string; source: string; id: string } });
 }
 
 describe('parseDuration', () => {
