@@ -8,9 +8,6 @@
  */
 import { type AgentTool, describeWhen, InvalidInputError, type ListedSchedule, type RunContext, ToolFailure, z } from 'steerbot/runner';
 
-/** Names of the schedule tools. */
-export const SCHEDULE_TOOL_NAMES = ['schedule_create', 'schedule_list', 'schedule_cancel'] as const;
-
 const createInput = z.object({
   prompt: z
     .string()
