@@ -14,6 +14,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   soak: () => import('./soak.js').then((m) => m.main()),
   'heap-diff': () => import('./heap-diff.js').then((m) => m.main()),
   e2e: () => import('./e2e.js').then((m) => m.main()),
+  schedule: () => import('./schedule.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

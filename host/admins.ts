@@ -7,7 +7,7 @@
 import type { ChannelOutbound } from '../src/channel.js';
 
 /** Commands that change the conversation for everyone in it (`/status` only reads). */
-export const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['stop', 'new', 'queue', 'compact', 'purge']);
+export const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['stop', 'new', 'queue', 'compact', 'purge', 'unschedule']);
 
 /** The answer: `unknown` when the platform could not be asked (the error is in `error`). */
 export type AdminVerdict = { kind: 'admin' } | { kind: 'not-admin' } | { kind: 'unknown'; error: unknown };

@@ -1,7 +1,8 @@
 /**
  * Control commands every channel understands: `/stop`, `/new`, `/compact`,
  * `/queue <mode>`, `/status`, `/purge` (admins), `/approve <id>` and
- * `/deny <id>` (a tool call waiting for approval: host/approval-commands.ts). Each is deduped by its update key (the
+ * `/deny <id>` (a tool call waiting for approval: host/approval-commands.ts), `/schedules` and
+ * `/unschedule <id>` (host/schedule-commands.ts). Each is deduped by its update key (the
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply. In a
  * conversation purged with `afterPurge: 'refuse'`, `/stop`, `/new`,
@@ -14,10 +15,12 @@ import { purgeConversation } from '../src/protocol/purge.js';
 import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../src/protocol/types.js';
 import { parseBreaker } from '../src/record/breaker.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../src/record/unanswered.js';
+import type { Schedules } from '../src/schedules/schedules.js';
 import { approvalCommand } from './approval-commands.js';
+import { scheduleCommand } from './schedule-commands.js';
 
 /** Names of the control commands, without the slash. */
-export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny'] as const;
+export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny', 'schedules', 'unschedule'] as const;
 /** A control command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -45,6 +48,8 @@ export interface CommandDeps {
   dispatch: Dispatch;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
+  /** The schedules service (`/schedules`, `/unschedule`, and purge disarms a purged conversation's schedules). Default: none (schedules off). */
+  schedules?: Schedules | undefined;
   /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
   problems?(conversationId: string): Promise<string[]>;
 }
@@ -136,6 +141,9 @@ export async function runCommand(
     case 'approve':
     case 'deny':
       return approvalCommand(deps, command.name === 'approve' ? 'approved' : 'denied', command.args, source);
+    case 'schedules':
+    case 'unschedule':
+      return scheduleCommand(deps, command.name, command.args, source);
   }
 }
 
@@ -165,6 +173,8 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
  */
 async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
   const o = deps.dispatch.options;
+  // Read before the purge deletes them: their BullMQ side goes after it (a fire of one missed here finds no record and removes itself).
+  const schedules = (await deps.schedules?.list(source.conversationId, 0)) ?? [];
   const r = await purgeConversation(o.client, o.prefix, source.conversationId, {
     stopActive: args.toLowerCase() === 'stop',
     afterPurge: o.afterPurge,
@@ -183,9 +193,10 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
     case 'already_purged':
       return { reply: 'This conversation was already deleted.', duplicate: false };
     case 'purged': {
+      await Promise.all(schedules.map((s) => deps.schedules?.disarm(s)));
       const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
       return {
-        reply: `Deleted this conversation: its messages, runs, state and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,
+        reply: `Deleted this conversation: its messages, runs, state, schedules and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,
         duplicate: false,
       };
     }

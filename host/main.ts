@@ -7,13 +7,12 @@ import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
-import type { CoreConfig } from '../src/config.js';
-import { Dispatch } from '../src/protocol/dispatch.js';
-import { retentionOptions } from '../src/protocol/retention.js';
+import type { Dispatch } from '../src/protocol/dispatch.js';
+import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
-import type { RedisClient } from '../src/scripts/index.js';
+import { schedulesFromConfig } from '../src/schedules/from-config.js';
 import { registerApiRoutes } from './api-routes.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
@@ -51,23 +50,7 @@ export interface StartedHost extends Stoppable {
   channels: ChannelPlugin[];
 }
 
-/** The host's Dispatch (ingest and commands) for a configuration. */
-export function dispatchFromConfig(config: CoreConfig, client: RedisClient, steeringCapable: boolean, pluginKeys: readonly string[] = []): Dispatch {
-  return new Dispatch({
-    client,
-    prefix: config.redis.prefix,
-    dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
-    steeringCap: config.dispatch.steeringCap,
-    defaultPolicy: config.dispatch.defaultPolicy,
-    steeringCapable,
-    maxMessageChars: config.dispatch.maxMessageChars,
-    leaseMs: config.runs.leaseMs,
-    rateLimit: config.dispatch.rateLimit,
-    afterPurge: config.dispatch.afterPurge,
-    retention: retentionOptions(config.retention),
-    pluginKeys,
-  });
-}
+export { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
 export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
@@ -88,9 +71,20 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
+  const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules');
+  const heartbeats = scheduling && Object.keys(config.schedules.heartbeats).length > 0 ? scheduling.heartbeats : undefined;
+  const onActivity =
+    activity || heartbeats
+      ? (conversationId: string) => {
+          activity?.note(conversationId);
+          // A channel-wide heartbeat starts with a conversation's first message this host sees.
+          if (heartbeats) void heartbeats.ensure(conversationId);
+        }
+      : undefined;
   const channelHost = createChannelHost({
     routes,
-    ...(activity && { onActivity: (conversationId: string) => activity.note(conversationId) }),
+    ...(onActivity && { onActivity }),
+    ...(scheduling && { schedules: scheduling.schedules }),
     redis: ctx.redis,
     prefix,
     logger,
@@ -114,6 +108,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       channelPolicy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
+      ...(scheduling && { schedules: scheduling.schedules }),
     });
   }
   if (config.host.api.token !== undefined && parts.send) {
@@ -143,6 +138,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await Promise.all(started.map((p) => p.stop().catch((err: unknown) => logger.error({ err, channel: p.id }, 'channel stop failed'))));
     await reconciler.stop();
     await activity?.flush();
+    await scheduling?.close();
     await queue.close();
     queueConn.disconnect();
     ingressConn.disconnect();

@@ -13,6 +13,7 @@ import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
+import type { Schedules } from '../src/schedules/schedules.js';
 import { ADMIN_COMMANDS, type AdminCheck, createAdminCheck } from './admins.js';
 import { type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
 
@@ -35,6 +36,8 @@ export interface ChannelHostDeps {
   outbound(channelId: string): ChannelOutbound | undefined;
   /** Who is an admin of a group chat. Default: `createAdminCheck()` (platform answers cached 60 s). */
   admins?: AdminCheck;
+  /** The schedules service (`/schedules`, `/unschedule`; purge disarms schedules). Default: none (schedules off). */
+  schedules?: Schedules | undefined;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
   /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */

@@ -4,6 +4,7 @@ import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';
 import type { RunOutcome } from '../src/record/entries.js';
+import type { Schedules } from '../src/schedules/schedules.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { CompactionSettings } from './compaction-hooks.js';
 import type { ControlListener } from './control.js';
@@ -39,6 +40,8 @@ export interface ExecutorOptions {
   outboxTtlSeconds?: number;
   /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
   outboxMaxEntries?: number;
+  /** The schedules service: runs get `RunContext.schedules` for their conversation. Default: none (schedules off). */
+  schedules?: Schedules;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */

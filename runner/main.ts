@@ -7,13 +7,16 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import { type ChannelPlugin, outboundResolver } from '../src/channel.js';
+import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
+import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
+import { ScheduleFireWorker } from '../src/schedules/fire-worker.js';
+import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/from-config.js';
 import type { CompactionSettings } from './compaction-hooks.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';
@@ -43,6 +46,8 @@ export interface RunnerParts {
 export interface StartedRunner extends Stoppable {
   executor: RunExecutor;
   worker: RunWorker;
+  /** The schedule fire worker; undefined when `schedules.enabled` is false. */
+  fires: ScheduleFireWorker | undefined;
   owner: string;
   /** Stops with a grace period; reports how many runs were aborted in flight. */
   close(graceMs?: number): Promise<{ abortedInFlight: number }>;
@@ -69,6 +74,11 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
   const owner = workerIdentity();
   const { plugin } = extras;
   const channels = extras.channels ?? [];
+  const scheduling = schedulesFromConfig(
+    ctx,
+    channels.map((c) => c.id),
+    'steerbot-runner-schedules',
+  );
   const compaction: CompactionSettings = {
     threshold: config.compaction.threshold,
     keepRecentTurns: config.compaction.keepRecentTurns,
@@ -94,6 +104,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
     outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
+    ...(scheduling && { schedules: scheduling.schedules }),
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({
@@ -107,12 +118,16 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
     ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
   });
-  logger.info({ owner, plugin: plugin.manifest.name, concurrency: config.runner.concurrency }, 'runner started');
+  const fires = scheduling && startFires(ctx, scheduling, queue, channels, plugin.manifest.capabilities.steering, extras);
+  logger.info({ owner, plugin: plugin.manifest.name, concurrency: config.runner.concurrency, schedules: fires !== undefined }, 'runner started');
   let closed: Promise<{ abortedInFlight: number }> | undefined;
   const close = (graceMs = config.runner.shutdownGraceMs) =>
     (closed ??= (async () => {
+      // Fires first: a fire in flight finishes or is redelivered to another runner.
+      await fires?.close();
       const report = await worker.close(graceMs);
       logger.info(report, 'runner stopped');
+      await scheduling?.close();
       await control.close();
       await queue.close();
       await Promise.all(channels.map((c) => c.stop().catch(() => undefined)));
@@ -121,7 +136,46 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
       queueConn.disconnect();
       return report;
     })());
-  return { executor, worker, owner, close, stop: async () => void (await close()) };
+  return { executor, worker, fires: fires?.worker, owner, close, stop: async () => void (await close()) };
+}
+
+/** The fire worker (fires become inputs through each conversation's input policy) and the conversations' configured heartbeats. */
+function startFires(
+  ctx: AppContext,
+  scheduling: ConfiguredSchedules,
+  queue: RunQueue,
+  channels: readonly ChannelPlugin[],
+  steeringCapable: boolean,
+  extras: RunnerParts,
+): { worker: ScheduleFireWorker; close(): Promise<void> } {
+  const { config, logger } = ctx;
+  const policies = new Map(channels.map((c) => [c.id, c.settings?.policy]));
+  const channelOf = channelResolver(policies.keys());
+  const connection = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-fires' });
+  const worker = new ScheduleFireWorker({
+    schedules: scheduling.schedules,
+    dispatch: dispatchFromConfig(config, ctx.redis, steeringCapable, extras.pluginKeys ?? []),
+    queue,
+    client: ctx.redis,
+    prefix: config.redis.prefix,
+    connection,
+    bullPrefix: bullPrefixFor(config.redis.prefix),
+    queueName: DEFAULTS.schedules.queueName,
+    policyFor: (conversationId) => policies.get(channelOf(conversationId) ?? ''),
+    missedAfterMs: config.schedules.missedAfterSeconds * 1000,
+    concurrency: config.schedules.concurrency,
+    ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
+    ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
+    logger: logger.child({ part: 'schedules' }),
+  });
+  void scheduling.heartbeats.ensureConfigured(policies.keys());
+  return {
+    worker,
+    close: async () => {
+      await worker.close();
+      connection.disconnect();
+    },
+  };
 }
 
 /** The summarizer is the configured model; without a usable one, summaries are the deterministic fallback. */

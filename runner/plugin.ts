@@ -12,6 +12,8 @@ import type { RouteRegistry } from '../src/http-routes.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
+import type { ListedSchedule } from '../src/schedules/schedules.js';
+import type { ScheduleRequest } from '../src/schedules/spec.js';
 import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
 
 export type {
@@ -174,12 +176,29 @@ export interface RunContext {
   artifacts?: ArtifactStore;
   /** Asks a person in the chat to approve a tool call, durably. Absent in hand-made contexts. */
   approvals?: ApprovalGate;
+  /** The conversation's schedules. Absent when schedules are off (`schedules.enabled`) and in hand-made contexts. */
+  schedules?: ConversationSchedules;
   /**
    * Fetches an attachment's bytes through the conversation's channel (the
    * record keeps references only); undefined when the channel cannot. Throws
    * as the channel does (InvalidInputError: larger than `maxBytes`).
    */
   fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile | undefined>;
+}
+
+/** The run's conversation's schedules (docs/scheduling.md), for a plugin's schedule tools. */
+export interface ConversationSchedules {
+  /**
+   * Validates and creates a schedule; returns it with its next fire times.
+   * Throws InvalidInputError naming the field on a bad request, and
+   * ScheduleLimitError (`code` `SCHEDULE_LIMIT`) past the conversation's limit; nothing is written then.
+   * `idempotencyKey` (a tool call's): the same key makes the same schedule, so a re-run creates no second one.
+   */
+  create(request: ScheduleRequest, opts?: { idempotencyKey?: string }): Promise<ListedSchedule>;
+  /** The conversation's schedules with their next `count` fire times (default 1), soonest first. */
+  list(count?: number): Promise<ListedSchedule[]>;
+  /** Cancels one of the conversation's schedules; false when it has no such schedule. */
+  cancel(id: string): Promise<boolean>;
 }
 
 /** A runner plugin. */

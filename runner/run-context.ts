@@ -6,6 +6,7 @@
  */
 import { DEFAULTS } from '../src/defaults.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
+import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';
 import type { RunTrace } from '../src/telemetry/run-trace.js';
 import { tracePull } from '../src/telemetry/run-trace.js';
 import { RunApprovals } from './approval.js';
@@ -14,7 +15,7 @@ import type { RunAttempt } from './attempt.js';
 import { isMessage, type ToolState } from './attempt-start.js';
 import type { RunCompaction } from './compaction-hooks.js';
 import type { ExecutorOptions } from './executor-options.js';
-import type { RunContext, StepRecord } from './plugin.js';
+import type { ConversationSchedules, RunContext, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
 
@@ -72,6 +73,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       const out = o.resolveOutbound(ref.conversationId);
       return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
     },
+    ...(o.schedules && { schedules: conversationSchedules(o.schedules, ref.conversationId) }),
     toolCalls: tools.journal,
     artifacts: new RedisArtifacts(o.client, o.prefix, ref),
     approvals: new RunApprovals({
@@ -114,4 +116,14 @@ function stepEntry<K extends 'model.step' | 'tool.calls'>(attempt: RunAttempt, s
 
 function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** The schedules of one conversation, created by the agent. */
+function conversationSchedules(schedules: Schedules, conversationId: string): ConversationSchedules {
+  return {
+    create: (request, opts) =>
+      schedules.create(conversationId, request, { createdBy: 'agent', ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }) }),
+    list: (count) => schedules.list(conversationId, count),
+    cancel: (id) => schedules.cancel(conversationId, id),
+  };
 }

@@ -205,6 +205,41 @@ const hostSchema = z.strictObject({
   api: apiSchema.prefault({}).describe('The send-and-wake API: `POST /api/conversations/:id/events` and `/messages` (docs/send-and-wake.md).'),
 });
 
+const heartbeatSchema = z.strictObject({
+  everyMinutes: int(1, 7 * 24 * 60).describe('Minutes between two heartbeats (a heartbeat while the conversation works waits for the next one). Required.'),
+  prompt: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a prompt' })
+    .max(4000, { error: 'expected at most 4000 characters' })
+    .describe('What the agent is asked at each heartbeat, e.g. "look at the build; tell me only if it broke". Required.'),
+});
+
+const schedulesSchema = z.strictObject({
+  enabled: z
+    .boolean({ error: 'expected true or false' })
+    .default(DEFAULTS.schedules.enabled)
+    .describe('Schedules and heartbeats: runners fire them, the agent gets its schedule tools, `/schedules` and `/unschedule` answer. Default true.'),
+  maxPerConversation: int(1, 1000)
+    .default(DEFAULTS.schedules.maxPerConversation)
+    .describe('Most schedules one conversation may have (heartbeats included); one more is refused with an error. Default 20.'),
+  minIntervalSeconds: int(1, 86_400)
+    .default(DEFAULTS.schedules.minIntervalSeconds)
+    .describe('Shortest interval between two fires of a recurring schedule, in seconds; a shorter `every` or cron line is refused. Default 60.'),
+  missedAfterSeconds: int(1, 86_400)
+    .default(DEFAULTS.schedules.missedAfterSeconds)
+    .describe(
+      "A fire handled later than this after its time (every runner was down) is a missed fire: dropped or run once, by the schedule's `missed` choice. Default 60.",
+    ),
+  concurrency: int(1, 1000).default(DEFAULTS.schedules.concurrency).describe('Fires one runner process handles at once. Default 16.'),
+  heartbeats: z
+    .record(z.string().min(1), heartbeatSchema)
+    .default({})
+    .describe(
+      'Heartbeats by channel id (every conversation of the channel, from its next message on) or conversation id (that conversation, from start-up): every N minutes while idle, the agent runs the prompt and stays silent unless there is something to say. Default `{}`.',
+    ),
+});
+
 const logSchema = z.strictObject({
   level: enumOf(LOG_LEVELS).default(DEFAULTS.log.level).describe('Minimum level written. Default `info`.'),
   format: enumOf(['auto', 'pretty', 'json'])
@@ -312,6 +347,7 @@ const baseSchema = z.strictObject({
   model: modelSchema.prefault({}),
   compaction: compactionSchema.prefault({}),
   retention: retentionSchema.prefault({}),
+  schedules: schedulesSchema.prefault({}),
   plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });
 

@@ -45,6 +45,14 @@ export const DEFAULTS = {
     tombstoneTtlSeconds: 604_800,
     indexMaxEntries: 100,
   },
+  schedules: {
+    enabled: true,
+    maxPerConversation: 20,
+    minIntervalSeconds: 60,
+    missedAfterSeconds: 60,
+    concurrency: 16,
+    queueName: 'steerbot-schedules',
+  },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
   /** Attempts of one outbound message before delivery gives it up. */
   deliveryMaxAttempts: 5,

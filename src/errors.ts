@@ -14,6 +14,7 @@ export type SteerbotErrorCode =
   | 'RUN_ENDED'
   | 'LEASE_HELD'
   | 'INVALID_INPUT'
+  | 'SCHEDULE_LIMIT'
   | 'FETCH_REFUSED'
   | 'RECORD'
   | 'CHANNEL_API'
@@ -103,6 +104,13 @@ export class LeaseHeldError extends ScriptError {
 export class InvalidInputError extends SteerbotError {
   constructor(message: string, code: SteerbotErrorCode = 'INVALID_INPUT') {
     super(code, message);
+  }
+}
+
+/** A conversation already has as many schedules as allowed (`schedules.maxPerConversation`); nothing was written. */
+export class ScheduleLimitError extends InvalidInputError {
+  constructor(message: string) {
+    super(message, 'SCHEDULE_LIMIT');
   }
 }
 

@@ -60,6 +60,8 @@ export interface ConversationKeys {
   tombstone: string;
   /** The conversation's reply stream, for channels that keep one (`src/reply-stream.ts`). */
   readonly replies: string;
+  /** The conversation's schedules (hash: schedule id → JSON, `src/schedules/`). Deleted by purge, never expired by idle retention. */
+  readonly schedules: string;
   /** Run record of `runId`. */
   run(runId: string): string;
   /** Steering list of `runId`. */
@@ -101,6 +103,9 @@ class Keys implements ConversationKeys {
   // Named when asked for: ingest builds the keys of every update and needs none of it.
   get replies(): string {
     return `${this.base}replies`;
+  }
+  get schedules(): string {
+    return `${this.base}schedules`;
   }
   run(runId: string): string {
     return `${this.base}run:${runId}`;
@@ -144,6 +149,12 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'approvals',
   'idle_keys',
 ] as const;
+
+/**
+ * Suffixes of conversation keys purge deletes but idle retention leaves alone:
+ * `schedules` (a reminder a month ahead must outlive a quiet conversation).
+ */
+export const PURGE_ONLY_KEY_SUFFIXES = ['schedules'] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {

@@ -24,6 +24,7 @@ export {
   RedisUnavailableError,
   RunEndedError,
   redactSecrets,
+  ScheduleLimitError,
   ScriptError,
   StaleRunError,
   SteerbotError,

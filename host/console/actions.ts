@@ -17,6 +17,7 @@ import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
+import type { Schedules } from '../../src/schedules/schedules.js';
 import { type CommandName, runCommand } from '../commands.js';
 
 /** What actions need. */
@@ -27,6 +28,8 @@ export interface ConsoleActionDeps {
   channelPolicy(conversationId: string): InputPolicy | undefined;
   logger: Logger;
   now?: () => number;
+  /** The schedules service (purge disarms the conversation's schedules). Default: none. */
+  schedules?: Schedules;
 }
 
 /** An action's outcome: `ok` false is a refusal the operator is shown (409). */

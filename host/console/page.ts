@@ -42,6 +42,7 @@ export function consolePage(base: string): string {
     <button type="button" data-action="abandon" class="danger">abandon stuck run</button>
     <span id="c-result" class="note"></span>
   </div>
+  <div id="schedules" class="run" hidden><b>schedules</b><ul id="schedule-list"></ul></div>
   <div id="run-view" class="run" hidden></div>
   <button id="older" type="button">older entries</button>
   <ol id="timeline"></ol>

@@ -14,6 +14,7 @@ import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { RunQueue } from '../../src/run-queue.js';
+import type { Schedules } from '../../src/schedules/schedules.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
@@ -37,6 +38,8 @@ export interface ConsoleOptions {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** The host's channels (a conversation's channel, its `conversationProblems`). Default: none. */
   channels?: readonly ChannelPlugin[];
+  /** The schedules service: a conversation's schedules are listed and can be cancelled. Default: none (schedules off). */
+  schedules?: Schedules | undefined;
 }
 
 const BASE = '/console';
@@ -50,7 +53,13 @@ const actionSchema = z.strictObject({ action: z.enum(CONSOLE_ACTIONS), arg: z.st
 export function registerConsole(o: ConsoleOptions): void {
   const access: PageAccess = { token: o.token, cookie: 'steerbot_console', cookiePath: BASE };
   const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue, ...(o.channels && { channels: o.channels }) });
-  const actions = new ConsoleActions({ dispatch: o.dispatch, enqueue: o.enqueue, channelPolicy: o.channelPolicy, logger: o.logger.child({ part: 'console' }) });
+  const actions = new ConsoleActions({
+    dispatch: o.dispatch,
+    enqueue: o.enqueue,
+    channelPolicy: o.channelPolicy,
+    logger: o.logger.child({ part: 'console' }),
+    ...(o.schedules && { schedules: o.schedules }),
+  });
 
   /** An API route: refused requests get 401 before anything is read. */
   const api = (method: HttpRoute['method'], path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) =>
@@ -100,6 +109,16 @@ export function registerConsole(o: ConsoleOptions): void {
     if (!detail) return json(404, { error: 'no such run (it may have expired)' });
     const traceLink = detail.traceId && o.traceUrl ? o.traceUrl.replace('{traceId}', detail.traceId) : undefined;
     return json(200, { ...detail, ...(traceLink && { traceLink }) });
+  });
+  api('GET', '/conversations/:id/schedules', async (req) => {
+    const list = o.schedules ? await o.schedules.list(req.params.id ?? '', 3) : [];
+    return json(200, { enabled: o.schedules !== undefined, schedules: list, now: Date.now() });
+  });
+  api('POST', '/conversations/:id/schedules/:schedule/cancel', async (req) => {
+    if (!o.schedules) return json(409, { ok: false, message: 'schedules are turned off' });
+    const cancelled = await o.schedules.cancel(req.params.id ?? '', req.params.schedule ?? '');
+    o.logger.info({ conversationId: req.params.id, scheduleId: req.params.schedule, cancelled }, 'console: schedule cancel');
+    return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
   });
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);

@@ -24,6 +24,7 @@ import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from '.
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { loadSystemPrompts } from './prompt.js';
+import { scheduleTools } from './schedule-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
 
@@ -195,7 +196,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
           ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
         }
       }
-      const toolSet = await toolbox.toolSet(ctx, tools);
+      const toolSet = await toolbox.toolSet(ctx, [...tools, ...scheduleTools(ctx)]);
       return runAgentLoop(ctx, {
         model,
         tools: toolSet,

@@ -10,7 +10,7 @@
  */
 import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError, ScriptError } from '../errors.js';
-import { assertUpdateKey, CONVERSATION_KEY_SUFFIXES, controlChannel, conversationKeys } from '../keys.js';
+import { assertUpdateKey, CONVERSATION_KEY_SUFFIXES, controlChannel, conversationKeys, PURGE_ONLY_KEY_SUFFIXES } from '../keys.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { type AfterPurge, DEFAULT_TOMBSTONE_TTL_SECONDS } from './retention.js';
@@ -70,6 +70,7 @@ export async function purgeConversation(client: RedisClient, prefix: string, con
         opts.updateKey ?? '',
         opts.dedupeTtlSeconds ?? DEFAULTS.dispatch.dedupeTtlSeconds,
         ...CONVERSATION_KEY_SUFFIXES,
+        ...PURGE_ONLY_KEY_SUFFIXES,
         ...(opts.pluginKeys ?? []),
       ],
     ),

@@ -44,6 +44,7 @@ export type ScriptName =
   | 'approval-request'
   | 'approval-decide'
   | 'send-record'
+  | 'schedule-put'
   | 'noop';
 
 interface LoadedScript {

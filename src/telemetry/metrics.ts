@@ -130,9 +130,25 @@ export class SteerbotMetrics {
     'steerbot_lease_takeovers_total',
     'Runs this process acquired after the lease of an earlier attempt (a dead or stalled worker) expired.',
   );
+  readonly schedulesChanged = this.counter(
+    'steerbot_schedules_changed_total',
+    'Schedules created or cancelled, by change (created, cancelled, done: a one-shot after its fire), kind (once, cron, every) and origin (schedule, heartbeat).',
+    ['change', 'kind', 'origin'],
+  );
+  readonly scheduleFires = this.counter(
+    'steerbot_schedule_fires_total',
+    'Schedule fires handled, by origin (schedule, heartbeat) and result (ingested, duplicate: the tick was ingested before a crash, missed: skipped after downtime, busy: a heartbeat while the conversation works, orphan: no record, refused, failed).',
+    ['origin', 'result'],
+  );
+  readonly scheduleFireLag = this.histogram(
+    'steerbot_schedule_fire_lag_seconds',
+    "Time from a fire's scheduled time to its ingest, by origin.",
+    LATENCY_BUCKETS,
+    ['origin'],
+  );
   readonly queueJobs = new Gauge({
     name: 'steerbot_queue_jobs',
-    help: 'BullMQ run jobs by state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',
+    help: 'BullMQ jobs (runs, schedule fires) by queue and state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',
     labelNames: ['queue', 'state'] as const,
     registers: [this.registry],
     collect: () => this.collectQueues(),

@@ -51,6 +51,7 @@ export const SPAN = {
   steeringPull: 'steering.pull',
   compaction: 'compaction',
   delivery: 'delivery',
+  scheduleFire: 'schedule.fire',
 } as const;
 
 const TRACEPARENT_RE = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

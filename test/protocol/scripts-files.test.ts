@@ -10,6 +10,7 @@ import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 const DIR = fileURLToPath(new URL('../../src/scripts/', import.meta.url));
 const FILE_RE = /^([a-z]+(?:-[a-z]+)*)-(\d+)(n?)\.lua$/;
 const ALL_NAMES: ScriptName[] = [
+  'schedule-put',
   'request-compaction',
   'outbox-claim',
   'outbox-set',

@@ -274,6 +274,42 @@
     box.replaceChildren(el('b', '', 'run'), facts, el('b', '', 'attempts'), attempts, el('b', '', 'outbox'), outbox);
   }
 
+  // ---- schedules ----
+  async function loadSchedules() {
+    const id = view.conversation;
+    const { body } = await api(`/conversations/${encodeURIComponent(id)}/schedules`);
+    const box = $('schedules');
+    box.hidden = !body.enabled;
+    const items = body.schedules.map((s) => {
+      const li = el(
+        'li',
+        '',
+        `${s.id}${s.origin === 'heartbeat' ? ' (heartbeat)' : ''} · ${describeWhen(s.when)} · next ${s.next.length ? s.next.map((t) => new Date(t).toISOString()).join(', ') : 'none'} · ${s.prompt}`,
+      );
+      const cancel = el('button', 'danger', 'cancel');
+      cancel.type = 'button';
+      cancel.dataset.schedule = s.id;
+      cancel.addEventListener('click', () => void cancelSchedule(s.id));
+      li.append(' ', cancel);
+      return li;
+    });
+    $('schedule-list').replaceChildren(...(items.length ? items : [el('li', 'note', 'none')]));
+  }
+  function describeWhen(w) {
+    if (w.kind === 'once') return `once at ${new Date(w.at).toISOString()}`;
+    if (w.kind === 'cron') return `cron ${w.cron} (${w.tz})`;
+    return `every ${Math.round(w.everyMs / 1000)} s`;
+  }
+  async function cancelSchedule(scheduleId) {
+    const res = await api(`/conversations/${encodeURIComponent(view.conversation)}/schedules/${encodeURIComponent(scheduleId)}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    }).catch((err) => ({ body: { ok: false, message: err.message } }));
+    $('c-result').textContent = res.body.message || res.body.error || '';
+    await refresh();
+  }
+
   async function act(action) {
     // Purge deletes the conversation's record and state for good (stopping its run first): ask once.
     if (action === 'purge' && !window.confirm('Delete everything stored for this conversation (its run is stopped first)?')) return;
@@ -294,7 +330,7 @@
   async function refresh() {
     try {
       if (view.conversation) {
-        await Promise.all([loadConversation(), loadTimeline(false), loadRun()]);
+        await Promise.all([loadConversation(), loadTimeline(false), loadRun(), loadSchedules()]);
         const { body } = await api('/queue');
         showQueue(body);
       } else {

@@ -1,0 +1,76 @@
+/**
+ * Heartbeats from the configuration: "every N minutes while idle, run this
+ * prompt; say nothing unless there is something to say". A heartbeat is a
+ * schedule of origin `heartbeat` with an id derived from the conversation and
+ * its settings, so ensuring it again (every runner start, every host) is a
+ * no-op, and a changed setting makes a new one.
+ */
+import { channelResolver } from '../channel.js';
+import type { Logger } from '../logger.js';
+import { type Schedules, scheduleIdFor } from './schedules.js';
+
+/** One heartbeat setting (`schedules.heartbeats.<channel or conversation id>`). */
+export interface HeartbeatSettings {
+  /** Minutes between heartbeats. */
+  everyMinutes: number;
+  /** What the agent is asked. */
+  prompt: string;
+}
+
+// Conversations whose heartbeat this process already ensured; cleared when full, so it stays bounded.
+const MAX_REMEMBERED = 10_000;
+
+/** The schedule id of a conversation's heartbeat with these settings. */
+export function heartbeatId(conversationId: string, hb: HeartbeatSettings): string {
+  return scheduleIdFor(`heartbeat\n${conversationId}\n${hb.everyMinutes}\n${hb.prompt}`);
+}
+
+/** Keeps the configured heartbeats in place. */
+export class HeartbeatKeeper {
+  private readonly channelOf: (conversationId: string) => string | undefined;
+  private readonly ensured = new Set<string>();
+
+  constructor(
+    private readonly schedules: Schedules,
+    private readonly settings: Readonly<Record<string, HeartbeatSettings>>,
+    channelIds: Iterable<string>,
+    private readonly logger?: Logger,
+  ) {
+    this.channelOf = channelResolver([...channelIds].filter((id) => id in settings));
+  }
+
+  /** The heartbeat that applies to a conversation: its own setting, else its channel's. */
+  settingFor(conversationId: string): HeartbeatSettings | undefined {
+    const own = this.settings[conversationId];
+    if (own) return own;
+    const channel = this.channelOf(conversationId);
+    return channel === undefined ? undefined : this.settings[channel];
+  }
+
+  /** Ensures the heartbeats set per conversation (at start-up). Failures are logged, never thrown. */
+  async ensureConfigured(channelIds: Iterable<string>): Promise<void> {
+    const channels = new Set(channelIds);
+    await Promise.all(
+      Object.keys(this.settings)
+        .filter((id) => !channels.has(id))
+        .map((id) => this.ensure(id)),
+    );
+  }
+
+  /** Ensures the heartbeat of a conversation that just got a message (a channel-wide heartbeat). Never throws. */
+  async ensure(conversationId: string): Promise<void> {
+    const hb = this.settingFor(conversationId);
+    if (!hb || this.ensured.has(conversationId)) return;
+    const id = heartbeatId(conversationId, hb);
+    try {
+      if (!(await this.schedules.get(conversationId, id))) {
+        await this.schedules.create(conversationId, { every: `${hb.everyMinutes}m`, prompt: hb.prompt }, { createdBy: 'config', origin: 'heartbeat', id });
+        this.logger?.info({ conversationId, scheduleId: id, everyMinutes: hb.everyMinutes }, 'heartbeat created');
+      }
+      if (this.ensured.size >= MAX_REMEMBERED) this.ensured.clear();
+      this.ensured.add(conversationId);
+    } catch (err) {
+      this.logger?.warn({ err, conversationId }, 'heartbeat not created');
+    }
+  }
+}
