@@ -168,3 +168,24 @@ export function conversationIdFromKey(prefix: string, key: string): string | und
 export function controlChannel(prefix: string): string {
   return `${prefix}:control`;
 }
+
+/**
+ * Keys of people (identities, their linked accounts, access): all carry the
+ * hash tag `{people}`, so linking two accounts, approving a pairing code or
+ * purging an identity is one script in one cluster slot. They hold only
+ * linked accounts, paired identities and short-lived codes, never messages.
+ */
+export interface PeopleKeys {
+  /** Common prefix of every people key, ending in `:`; scripts derive per-identity keys from it. */
+  base: string;
+  /** Hash: account (`<channel>:<user id>`) → identity id, for linked accounts only. */
+  links: string;
+  /** Set of the accounts linked into `identity`. */
+  members(identity: string): string;
+}
+
+/** The people keys under `prefix`. */
+export function peopleKeys(prefix: string): PeopleKeys {
+  const base = `${prefix}:{people}:`;
+  return { base, links: `${base}links`, members: (identity) => `${base}members:${identity}` };
+}

@@ -43,6 +43,9 @@ export type ScriptName =
   | 'artifact-put'
   | 'approval-request'
   | 'approval-decide'
+  | 'identity-link'
+  | 'identity-unlink'
+  | 'identity-purge'
   | 'noop';
 
 interface LoadedScript {

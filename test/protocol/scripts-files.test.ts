@@ -36,6 +36,9 @@ const ALL_NAMES: ScriptName[] = [
   'artifact-put',
   'approval-request',
   'approval-decide',
+  'identity-link',
+  'identity-unlink',
+  'identity-purge',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));
