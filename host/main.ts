@@ -8,11 +8,14 @@ import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
+import { IdentityStore } from '../src/identity.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import type { RedisClient } from '../src/scripts/index.js';
+import { AccessGate } from './access/gate.js';
+import { AccessStore } from './access/store.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
@@ -34,6 +37,8 @@ export interface HostParts {
   steeringCapable: boolean;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
+  identities?: IdentityStore;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -45,6 +50,8 @@ export interface StartedHost extends Stoppable {
   channelHost: ChannelHost;
   /** The started channel plugins. */
   channels: ChannelPlugin[];
+  /** The access policy and its store (pairing codes, approvals, refusals). */
+  access: AccessGate;
 }
 
 /** The host's Dispatch (ingest and commands) for a configuration. */
@@ -80,6 +87,8 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
+  const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
+  const access = new AccessGate(config.access, new AccessStore(ingressConn, prefix, config.access, identities), logger.child({ part: 'access' }));
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const channelHost = createChannelHost({
@@ -93,6 +102,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
+    access,
   });
   if (config.host.console.enabled) {
     registerConsole({
@@ -139,5 +149,5 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await stop();
     throw err;
   }
-  return { dispatch, ingest, queue, channelHost, channels, stop };
+  return { dispatch, ingest, queue, channelHost, channels, access, stop };
 }

@@ -101,6 +101,12 @@ export class IdentityStore {
     return (await this.redis.hget(this.keys.links, account)) ?? account;
   }
 
+  /** The identity id of an account (`<channel>:<user id>`). Throws InvalidInputError for a bad account. */
+  async resolveAccount(account: string): Promise<string> {
+    assertIdentityId(account);
+    return (await this.redis.hget(this.keys.links, account)) ?? account;
+  }
+
   /** The identity ids of several users of one channel, in order (one HMGET). */
   async resolveMany(channelId: string, userIds: readonly string[]): Promise<string[]> {
     if (userIds.length === 0) return [];

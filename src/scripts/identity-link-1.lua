@@ -2,11 +2,12 @@
   Links an account into the identity of another: every account of the
   joining account's identity moves to the target's identity (one person's
   accounts stay together). Both accounts' own ids are their identities until
-  they are linked.
+  they are linked. An approval (the `paired` set) moves with the identity.
 
   KEYS[1] links     people links hash (account -> identity id)
 
-  ARGV[1] base      people key prefix, ending in ':' (members sets are `<base>members:<identity>`)
+  ARGV[1] base      people key prefix, ending in ':' (members sets are `<base>members:<identity>`,
+                    approved identities the set `<base>paired`)
   ARGV[2] account   the joining account, `<channel>:<user id>`
   ARGV[3] target    the account whose identity it joins
 
@@ -30,4 +31,6 @@ for _, m in ipairs(moving) do
   redis.call('SADD', into_members, m)
 end
 redis.call('DEL', from_members)
+local paired = base .. 'paired'
+if redis.call('SREM', paired, from) == 1 then redis.call('SADD', paired, into) end
 return { 'linked', into, from }

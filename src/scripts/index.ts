@@ -46,6 +46,9 @@ export type ScriptName =
   | 'identity-link'
   | 'identity-unlink'
   | 'identity-purge'
+  | 'access-check'
+  | 'access-request'
+  | 'access-approve'
   | 'noop';
 
 interface LoadedScript {

@@ -39,6 +39,9 @@ const ALL_NAMES: ScriptName[] = [
   'identity-link',
   'identity-unlink',
   'identity-purge',
+  'access-check',
+  'access-request',
+  'access-approve',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));
