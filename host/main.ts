@@ -117,6 +117,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
+      access: access.store,
     });
   }
   const reconciler = startReconciler({
