@@ -11,6 +11,7 @@ import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import type { AccessConfig, ChannelAccess } from '../../src/config-schema.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { accountId } from '../../src/identity.js';
+import { metrics } from '../../src/telemetry/metrics.js';
 import type { AccessStore } from './store.js';
 
 /** Why a message was refused. */
@@ -58,6 +59,7 @@ export class AccessGate {
     });
     if (verdict.kind === 'refuse') {
       this.logger.info({ channelId, reason: verdict.reason, answered: verdict.notice !== undefined }, 'message refused by the access policy');
+      metrics.accessRefused.inc({ channel: channelId, reason: verdict.reason });
       await this.store.noteRefusal({ channel: channelId, chatId: message.chatId, userId, reason: verdict.reason });
     }
     return verdict;

@@ -14,6 +14,7 @@ import { accessSchema } from '../../src/config-schema.js';
 import { IdentityStore } from '../../src/identity.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
+import { metrics } from '../../src/telemetry/metrics.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());
@@ -60,6 +61,12 @@ const msg = (user: string, chat: string, text: string, group = false): InboundMe
   ...(group && { group: true }),
 });
 
+/** The current value of a counter with exactly these labels (0 when never counted). */
+async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
+  const m = (await metrics.registry.getSingleMetric(name)?.get())?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+  return m?.value ?? 0;
+}
+
 const keysOf = (chat: string) => redis.keys(`${prefix}:{c:chan:${chat}}:*`);
 
 beforeEach(() => {
@@ -71,6 +78,7 @@ afterEach(() => cleanupPrefix(redis, prefix));
 describe('access in groups', () => {
   it('refuses a group not listed, answering each member once per window and recording nothing', async () => {
     const { host, store } = hostWith({ channels: { chan: { policy: 'pairing', groups: ['-100'] } } });
+    const before = await metricValue('steerbot_access_refused_total', { channel: 'chan', reason: 'group-not-allowed' });
     expect(await host.receive('chan', msg('u1', '-200', 'hi all', true))).toEqual({ kind: 'ignored', reason: 'refused' });
     expect(await host.receive('chan', msg('u1', '-200', 'hello?', true))).toEqual({ kind: 'ignored', reason: 'refused' });
     expect(await host.receive('chan', msg('u2', '-200', 'me too', true))).toEqual({ kind: 'ignored', reason: 'refused' });
@@ -80,6 +88,7 @@ describe('access in groups', () => {
     ]);
     expect(await keysOf('-200')).toEqual([]);
     expect((await store.refusals()).map((r) => r.reason)).toEqual(['group-not-allowed', 'group-not-allowed', 'group-not-allowed']);
+    expect(await metricValue('steerbot_access_refused_total', { channel: 'chan', reason: 'group-not-allowed' })).toBe(before + 3);
     // No pairing code is handed out in a group.
     expect(await store.waitingCodes()).toEqual([]);
   });
