@@ -45,6 +45,8 @@ export interface CommandDeps {
   dispatch: Dispatch;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
+  /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
+  problems?(conversationId: string): Promise<string[]>;
 }
 
 /** The outcome of a command: the reply to send (empty for a duplicate). */
@@ -118,13 +120,16 @@ export async function runCommand(
       return queueCommand(deps, command.args, source, channelPolicy);
     case 'status': {
       // Sent together on one connection: one round trip of waiting, not two.
-      const [unanswered, r] = await Promise.all([
+      const [unanswered, r, problems] = await Promise.all([
         readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
         dispatch.statusCommand(source),
+        // The channel's own report is extra: /status answers without it when it fails.
+        deps.problems?.(source.conversationId).catch(() => []) ?? [],
       ]);
       if (r.kind === 'duplicate') return DUPLICATE;
       if (r.kind === 'purged') return PURGED;
-      return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), duplicate: false };
+      const lines = [formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), ...problems.map((p) => `Problem: ${p}`)];
+      return { reply: lines.join('\n'), duplicate: false };
     }
     case 'purge':
       return purgeCommand(deps, command.args, source);

@@ -41,6 +41,8 @@ export interface ChannelHostDeps {
   access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
+  /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */
+  channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
 }
 
 const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);
@@ -74,7 +76,8 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           const refusal = await adminRefusal(channelId, settings, message, command);
           if (refusal) return refusal;
         }
-        const outcome = await runCommand(deps, command, source, settings.policy);
+        const problems = deps.channelProblems?.(channelId);
+        const outcome = await runCommand({ dispatch: deps.dispatch, enqueue: deps.enqueue, ...(problems && { problems }) }, command, source, settings.policy);
         if (!outcome.duplicate) {
           // A refused command records nothing, like a refused message: no activity.
           if (!outcome.purged) deps.onActivity?.(message.conversationId);
