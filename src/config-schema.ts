@@ -324,7 +324,7 @@ export const accessSchema = z.strictObject({
   channels: z
     .record(z.string().min(1), channelAccessSchema)
     .default({})
-    .describe('Access settings by channel id (`telegram`, `discord`, `webhook:<name>`); a channel not listed is `open`. Default `{}`.'),
+    .describe("Access settings by channel id (the id a channel's conversation ids start with); a channel not listed is `open`. Default `{}`."),
   codeTtlSeconds: int(60, 7 * 86_400)
     .default(3600)
     .describe('How long a pairing code (and a `/link` code) stays valid, in seconds. Default 3600.'),
