@@ -38,5 +38,6 @@ export {
   type SteerbotConfigInput,
 } from './config.js';
 export type { PluginRegistry } from './registry.js';
+export { type SendMessageRequest, type SendMessageResult, sendMessage } from './send.js';
 export { type RunningApp, type StartAppOptions, startApp } from './start.js';
 export { redactConfig } from './summary.js';

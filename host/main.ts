@@ -6,16 +6,18 @@
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
-import { channelResolver } from '../src/channel.js';
+import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
 import { IdentityStore } from '../src/identity.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
+import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { AccessGate } from './access/gate.js';
 import { AccessStore } from './access/store.js';
+import { registerApiRoutes } from './api-routes.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
@@ -39,6 +41,8 @@ export interface HostParts {
   pluginKeys?: readonly string[];
   /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
   identities?: IdentityStore;
+  /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
+  send?(req: SendMessageRequest): Promise<SendMessageResult>;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -72,6 +76,23 @@ export function dispatchFromConfig(config: CoreConfig, client: RedisClient, stee
   });
 }
 
+/** The channels' settings, outbound sides and `conversationProblems`, by channel id. */
+function channelMaps(channels: readonly ChannelPlugin[]) {
+  return {
+    settings: new Map(channels.map((p) => [p.id, p.settings ?? {}])),
+    outbounds: new Map(channels.map((p) => [p.id, p.outbound])),
+    problems: new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : []))),
+  };
+}
+
+/** The access gate of `config.access`, on the ingress connection (refusals fail fast like ingest). */
+function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentityStore | undefined): AccessGate {
+  const { config } = ctx;
+  const prefix = config.redis.prefix;
+  const store = new AccessStore(redis, prefix, config.access, identities ?? new IdentityStore({ redis, prefix }));
+  return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
+}
+
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
 export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
   const { config, logger } = ctx;
@@ -83,13 +104,11 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
-  const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
-  const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
-  const problems = new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : [])));
+  const { settings, outbounds, problems } = channelMaps(channels);
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
-  const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
-  const access = new AccessGate(config.access, new AccessStore(ingressConn, prefix, config.access, identities), logger.child({ part: 'access' }));
+  const access = accessGate(ctx, ingressConn, parts.identities);
+  const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const channelHost = createChannelHost({
@@ -116,10 +135,23 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       logger,
       token: config.host.console.token,
       traceUrl: config.host.console.traceUrl,
-      channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
+      channelPolicy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
       access: access.store,
+    });
+  }
+  if (config.host.api.token !== undefined && parts.send) {
+    registerApiRoutes({
+      routes,
+      token: config.host.api.token,
+      redis: ingressConn,
+      prefix,
+      ingest: { dispatch, queue, logger: logger.child({ part: 'api' }) },
+      maxMessageChars: config.dispatch.maxMessageChars,
+      channelPolicy,
+      outbound: outboundResolver(channels),
+      send: parts.send,
     });
   }
   const reconciler = startReconciler({

@@ -49,6 +49,7 @@ export type ScriptName =
   | 'access-check'
   | 'access-request'
   | 'access-approve'
+  | 'send-record'
   | 'noop';
 
 interface LoadedScript {
