@@ -7,12 +7,16 @@ import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
+import { IdentityStore } from '../src/identity.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { schedulesFromConfig } from '../src/schedules/from-config.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import { AccessGate } from './access/gate.js';
+import { AccessStore } from './access/store.js';
 import { registerApiRoutes } from './api-routes.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
@@ -35,6 +39,8 @@ export interface HostParts {
   steeringCapable: boolean;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
+  identities?: IdentityStore;
   /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
   send?(req: SendMessageRequest): Promise<SendMessageResult>;
 }
@@ -48,9 +54,28 @@ export interface StartedHost extends Stoppable {
   channelHost: ChannelHost;
   /** The started channel plugins. */
   channels: ChannelPlugin[];
+  /** The access policy and its store (pairing codes, approvals, refusals). */
+  access: AccessGate;
 }
 
 export { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
+
+/** The channels' settings, outbound sides and `conversationProblems`, by channel id. */
+function channelMaps(channels: readonly ChannelPlugin[]) {
+  return {
+    settings: new Map(channels.map((p) => [p.id, p.settings ?? {}])),
+    outbounds: new Map(channels.map((p) => [p.id, p.outbound])),
+    problems: new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : []))),
+  };
+}
+
+/** The access gate of `config.access`, on the ingress connection (refusals fail fast like ingest). */
+function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentityStore | undefined): AccessGate {
+  const { config } = ctx;
+  const prefix = config.redis.prefix;
+  const store = new AccessStore(redis, prefix, config.access, identities ?? new IdentityStore({ redis, prefix }));
+  return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
+}
 
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
 export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
@@ -63,11 +88,10 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
-  const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
-  const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
-  const problems = new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : [])));
+  const { settings, outbounds, problems } = channelMaps(channels);
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
+  const access = accessGate(ctx, ingressConn, parts.identities);
   const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
@@ -94,6 +118,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
     channelProblems: (id) => problems.get(id),
+    access,
   });
   if (config.host.console.enabled) {
     registerConsole({
@@ -109,6 +134,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
       ...(scheduling && { schedules: scheduling.schedules }),
+      access: access.store,
     });
   }
   if (config.host.api.token !== undefined && parts.send) {
@@ -155,5 +181,5 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await stop();
     throw err;
   }
-  return { dispatch, ingest, queue, channelHost, channels, stop };
+  return { dispatch, ingest, queue, channelHost, channels, access, stop };
 }

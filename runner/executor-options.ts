@@ -1,5 +1,6 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
+import type { IdentityStore } from '../src/identity.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';
@@ -38,6 +39,10 @@ export interface ExecutorOptions {
   compaction?: CompactionSettings;
   /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Resolves senders to identities (`RunContext.identities`). Default: none (the context has no `identities`). */
+  identities?: IdentityStore;
+  /** The channel id of a conversation. Default: the conversation id up to its first `:`. */
+  resolveChannel?(conversationId: string): string | undefined;
   /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
   outboxMaxEntries?: number;
   /** The schedules service: runs get `RunContext.schedules` for their conversation. Default: none (schedules off). */

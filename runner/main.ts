@@ -10,6 +10,7 @@ import type { AppContext, Stoppable } from '../src/app-context.js';
 import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
+import { IdentityStore } from '../src/identity.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
@@ -38,6 +39,8 @@ export interface RunnerParts {
   stalledIntervalMs?: number;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): idle retention expires them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Resolves senders to identities for `RunContext.identities`. Default: a store on the context's Redis. */
+  identities?: IdentityStore;
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
 }
@@ -105,6 +108,8 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     ...(scheduling && { schedules: scheduling.schedules }),
+    identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
+    ...(channels.length > 0 && { resolveChannel: channelResolver(channels.map((c) => c.id)) }),
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

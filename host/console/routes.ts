@@ -15,6 +15,8 @@ import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { RunQueue } from '../../src/run-queue.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
+import type { AccessStore } from '../access/store.js';
+import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
@@ -40,6 +42,8 @@ export interface ConsoleOptions {
   channels?: readonly ChannelPlugin[];
   /** The schedules service: a conversation's schedules are listed and can be cancelled. Default: none (schedules off). */
   schedules?: Schedules | undefined;
+  /** Access (pairing codes, refusals, links): its API routes. Default: none. */
+  access?: AccessStore;
 }
 
 const BASE = '/console';
@@ -120,6 +124,7 @@ export function registerConsole(o: ConsoleOptions): void {
     o.logger.info({ conversationId: req.params.id, scheduleId: req.params.schedule, cancelled }, 'console: schedule cancel');
     return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
   });
+  if (o.access) registerAccessApi(api, o.access, o.channels ?? []);
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;

@@ -43,6 +43,12 @@ export type ScriptName =
   | 'artifact-put'
   | 'approval-request'
   | 'approval-decide'
+  | 'identity-link'
+  | 'identity-unlink'
+  | 'identity-purge'
+  | 'access-check'
+  | 'access-request'
+  | 'access-approve'
   | 'send-record'
   | 'schedule-put'
   | 'noop';

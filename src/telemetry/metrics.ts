@@ -38,6 +38,11 @@ export class SteerbotMetrics {
     'Updates handed to ingest, by channel and dispatch result (new-run, joined, steered, pending, interrupting, duplicate, refused, purged, rejected) and reason.',
     ['channel', 'result', 'reason'],
   );
+  readonly accessRefused = this.counter(
+    'steerbot_access_refused_total',
+    'Messages the access policy refused before ingest, by channel and reason (not-allowed, not-paired, group-not-allowed).',
+    ['channel', 'reason'],
+  );
   readonly httpRequests = this.counter('steerbot_http_requests_total', 'HTTP requests answered, by method, route pattern and status code.', [
     'method',
     'route',
