@@ -1,5 +1,6 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
+import type { Budgets } from '../src/budget.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';
@@ -39,6 +40,12 @@ export interface ExecutorOptions {
   outboxTtlSeconds?: number;
   /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
   outboxMaxEntries?: number;
+  /** Spending budgets (`budgets.*`). Default: none. */
+  budgets?: Budgets;
+  /** The identity of a conversation's user (budgets key by it). Default: `<channel id>:<user id>`. */
+  identityOf?: (conversationId: string, userId: string) => Promise<string>;
+  /** The clock, ms since the epoch (budget windows and notices). Default `Date.now`. */
+  now?: () => number;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */

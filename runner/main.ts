@@ -7,9 +7,11 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import { type ChannelPlugin, outboundResolver } from '../src/channel.js';
+import { Budgets } from '../src/budget.js';
+import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
+import { defaultIdentity, type IdentityResolver } from '../src/identity.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
@@ -37,6 +39,10 @@ export interface RunnerParts {
   pluginKeys?: readonly string[];
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
+  /** The clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
+  now?: () => number;
+  /** Maps a channel's user to their identity (budgets key by it). Default: `<channel id>:<user id>`. */
+  identityOf?: IdentityResolver;
 }
 
 /** A started runner, with its parts exposed for tests. */
@@ -75,6 +81,10 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     maxSummaryChars: config.compaction.maxSummaryChars,
     ...(extras.compaction ?? defaultCompaction(config.model, logger)),
   };
+  const now = extras.now ?? Date.now;
+  const channelOf = channelResolver(channels.map((c) => c.id));
+  const identityOf = extras.identityOf ?? defaultIdentity;
+  const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
   const executor = new RunExecutor({
     client: ctx.redis,
     prefix,
@@ -94,6 +104,10 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
     outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
+    ...(budgets.enabled && { budgets }),
+    // Conversation ids start with their channel id (`webhook:<name>` has a colon of its own).
+    identityOf: (cid, userId) => identityOf(channelOf(cid) ?? cid.split(':')[0]!, userId),
+    now,
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

@@ -159,6 +159,14 @@ export interface RunContext {
    * invocation of a takeover only.
    */
   unfinishedStep?: StepRecord;
+  /**
+   * Checks the spending budgets (`budgets.*`) before a model step: the result
+   * that ends the run (reason `budget`, the person's notice included) when one
+   * is spent, else undefined. The runtime checks before the first step and
+   * charges every recorded step's usage; a plugin calls this before each
+   * further step. Absent when no budget applies.
+   */
+  spendingCheck?(): Promise<RunResult | undefined>;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
   signal: AbortSignal;

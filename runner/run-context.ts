@@ -16,6 +16,7 @@ import type { RunCompaction } from './compaction-hooks.js';
 import type { ExecutorOptions } from './executor-options.js';
 import type { RunContext, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
+import type { RunBudget } from './run-budget.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
 
 /** What one invocation is bound to besides the attempt. */
@@ -28,6 +29,8 @@ export interface InvocationParts {
   tools: ToolState;
   /** The tool-call step an earlier attempt died in, for the first invocation to finish. */
   unfinishedStep: StepRecord | undefined;
+  /** The budgets the run spends from; undefined when no limit is set. */
+  budget: RunBudget | undefined;
 }
 
 /** Builds the context of one invocation (reads its prompt). */
@@ -60,6 +63,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       set: (key, value) => o.state.set(ref, key, value),
     },
     recordStep: (step) => recordStep(o, attempt, p, step),
+    ...(p.budget && { spendingCheck: () => p.budget!.check() }),
     recordToolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
     ...(unfinishedStep && { unfinishedStep }),
     delivery,
@@ -90,6 +94,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
 /** Appends a `model.step`; a final answer answers every steered message taken so far. */
 async function recordStep(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts, step: StepRecord): Promise<number> {
   p.telemetry.usage(step.usage);
+  await p.budget?.charge(step.usage);
   const entry: ModelStep = { ...stepEntry(attempt, step, 'model.step'), ...(step.partial && { partial: true }) };
   const seq = await o.runs.append(attempt.ref, entry);
   if (isFinalStep({ messages: entry.messages, finishReason: step.finishReason, partial: step.partial })) p.unanswered.answered();

@@ -290,6 +290,20 @@ const retentionSchema = z.strictObject({
     ),
 });
 
+const budgetLimitsSchema = z.strictObject({
+  tokensPerDay: int(1, 1_000_000_000_000).optional().describe('Most tokens (input + output, as providers report them) per UTC day. Default: unset (no limit).'),
+  tokensPerMonth: int(1, 1_000_000_000_000).optional().describe('Most tokens per UTC month. Default: unset (no limit).'),
+  runsPerHour: int(1, 1_000_000).optional().describe('Most runs started per hour (on the hour, UTC). Default: unset (no limit).'),
+});
+
+/** Spending budgets: checked before a run starts and before every model step. */
+const budgetsSchema = z.strictObject({
+  identity: budgetLimitsSchema
+    .optional()
+    .describe('Per person: their identity (`<channel id>:<user id>`, or the identity their linked accounts share). Default: unset (no limit).'),
+  conversation: budgetLimitsSchema.optional().describe('Per conversation, everyone in it together. Default: unset (no limit).'),
+});
+
 /** Module specifiers: a relative path (against the working directory) or a package name. */
 const moduleList = z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]);
 
@@ -305,6 +319,11 @@ const baseSchema = z.strictObject({
   model: modelSchema.prefault({}),
   compaction: compactionSchema.prefault({}),
   retention: retentionSchema.prefault({}),
+  budgets: budgetsSchema
+    .prefault({})
+    .describe(
+      'Spending budgets per person and per conversation; a run that finds one spent ends with reason `budget` and the person is told once when it resets (docs/people.md). Default: none.',
+    ),
   plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });
 
