@@ -45,6 +45,8 @@ export interface CommandDeps {
   dispatch: Dispatch;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
+  /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
+  profileName?: string;
 }
 
 /** The outcome of a command: the reply to send (empty for a duplicate). */
@@ -124,7 +126,8 @@ export async function runCommand(
       ]);
       if (r.kind === 'duplicate') return DUPLICATE;
       if (r.kind === 'purged') return PURGED;
-      return { reply: formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), duplicate: false };
+      const lines = formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered);
+      return { reply: deps.profileName ? `${lines}\nAgent profile: ${deps.profileName}` : lines, duplicate: false };
     }
     case 'purge':
       return purgeCommand(deps, command.args, source);

@@ -8,6 +8,8 @@ import type { AppContext, Stoppable } from '../src/app-context.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
+import { defaultIdentity, type IdentityResolver } from '../src/identity.js';
+import { loadProfiles } from '../src/profiles.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
@@ -34,6 +36,8 @@ export interface HostParts {
   steeringCapable: boolean;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Maps a channel's user to their identity (profile bindings by identity). Default: `<channel id>:<user id>`. */
+  identityOf?: IdentityResolver;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -82,7 +86,13 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const routes = routeRegistry(ctx.http);
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
+  const profiles = Object.keys(config.profiles).length > 0 ? await loadProfiles(config.model, config.profiles, config.bindings) : undefined;
+  const identityOf = parts.identityOf ?? defaultIdentity;
   const channelHost = createChannelHost({
+    ...(profiles && {
+      profileOf: async (channelId: string, conversationId: string, senderId: string) =>
+        profiles.resolve(conversationId, profiles.bindsIdentities ? await identityOf(channelId, senderId) : undefined),
+    }),
     routes,
     ...(activity && { onActivity: (conversationId: string) => activity.note(conversationId) }),
     redis: ctx.redis,

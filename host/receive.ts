@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import { assertUpdateKey, conversationKeys } from '../src/keys.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
@@ -35,6 +36,8 @@ export interface ChannelHostDeps {
   outbound(channelId: string): ChannelOutbound | undefined;
   /** Who is an admin of a group chat. Default: `createAdminCheck()` (platform answers cached 60 s). */
   admins?: AdminCheck;
+  /** The agent profile of a conversation for a sender (its input policy, `/status`). Default: none (the channel's policy). */
+  profileOf?(channelId: string, conversationId: string, senderId: string): Promise<AgentProfile>;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
 }
@@ -47,7 +50,10 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const admins = deps.admins ?? createAdminCheck();
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
-    const settings = deps.settings?.(channelId) ?? {};
+    const channelSettings = deps.settings?.(channelId) ?? {};
+    const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
+    // A profile's input policy wins over the channel's.
+    const settings = profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings;
     if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {
       logger.info({ channelId, sender: message.sender.id, chatId: message.chatId }, 'message from outside the allow-list ignored');
       return { kind: 'ignored', reason: 'not-allowed' };
@@ -61,7 +67,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           const refusal = await adminRefusal(channelId, settings, message, command);
           if (refusal) return refusal;
         }
-        const outcome = await runCommand(deps, command, source, settings.policy);
+        const outcome = await runCommand({ ...deps, ...(profile && { profileName: profile.name }) }, command, source, settings.policy);
         if (!outcome.duplicate) {
           // A refused command records nothing, like a refused message: no activity.
           if (!outcome.purged) deps.onActivity?.(message.conversationId);

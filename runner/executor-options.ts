@@ -1,6 +1,7 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
 import type { Budgets } from '../src/budget.js';
+import type { Profiles } from '../src/profiles.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';
@@ -44,6 +45,8 @@ export interface ExecutorOptions {
   budgets?: Budgets;
   /** The identity of a conversation's user (budgets key by it). Default: `<channel id>:<user id>`. */
   identityOf?: (conversationId: string, userId: string) => Promise<string>;
+  /** Agent profiles and their bindings (`profiles`, `bindings`). Default: the base settings for every run. */
+  profiles?: Profiles;
   /** The clock, ms since the epoch (budget windows and notices). Default `Date.now`. */
   now?: () => number;
 }

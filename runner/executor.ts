@@ -21,6 +21,7 @@
 
 import { DEFAULTS } from '../src/defaults.js';
 import { RunEndedError, StaleRunError } from '../src/errors.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import { RunTrace } from '../src/telemetry/run-trace.js';
@@ -108,7 +109,11 @@ export class RunExecutor {
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
     const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
     const carried = this.takeOver(attempt, start, unanswered);
-    const budget = await RunBudget.open(this.o.budgets, ref.conversationId, start.inputs[0]?.sender, this.identityOf, this.o.now);
+    // The person whose message started the run: budgets, profile bindings and memory follow their identity.
+    const starter = start.inputs[0]?.sender;
+    const identity = starter ? await this.identityOf(ref.conversationId, starter.id) : undefined;
+    const budget = RunBudget.open(this.o.budgets, ref.conversationId, identity, this.o.now);
+    const profile = this.o.profiles?.resolve(ref.conversationId, identity);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
       const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
@@ -116,7 +121,7 @@ export class RunExecutor {
       if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools, budget, first }, carried);
+      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools, budget, first, identity, profile }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
@@ -162,6 +167,8 @@ export class RunExecutor {
       tools: AttemptStart['tools'];
       budget: RunBudget | undefined;
       first: boolean;
+      identity: string | undefined;
+      profile: AgentProfile | undefined;
     },
     carried: Carried,
   ): Promise<RunResult> {

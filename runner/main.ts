@@ -12,6 +12,7 @@ import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/ch
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { defaultIdentity, type IdentityResolver } from '../src/identity.js';
+import { loadProfiles, type Profiles } from '../src/profiles.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
@@ -41,6 +42,8 @@ export interface RunnerParts {
   compaction?: CompactionSettings;
   /** The clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
   now?: () => number;
+  /** Agent profiles and bindings. Default: loaded from `config.profiles` and `config.bindings`. */
+  profiles?: Profiles;
   /** Maps a channel's user to their identity (budgets key by it). Default: `<channel id>:<user id>`. */
   identityOf?: IdentityResolver;
 }
@@ -84,6 +87,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
   const now = extras.now ?? Date.now;
   const channelOf = channelResolver(channels.map((c) => c.id));
   const identityOf = extras.identityOf ?? defaultIdentity;
+  const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
   const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
   const executor = new RunExecutor({
     client: ctx.redis,
@@ -105,6 +109,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     ...(budgets.enabled && { budgets }),
+    profiles,
     // Conversation ids start with their channel id (`webhook:<name>` has a colon of its own).
     identityOf: (cid, userId) => identityOf(channelOf(cid) ?? cid.split(':')[0]!, userId),
     now,

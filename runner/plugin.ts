@@ -10,6 +10,7 @@ import type { FetchedFile, MessageButton } from '../src/channel.js';
 import type { ModelProvider } from '../src/defaults.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
@@ -173,7 +174,12 @@ export interface RunContext {
   /** Why the signal fired, when it was a stop request. */
   stopRequested(): StopKind | undefined;
   logger: Logger;
+  /** The run's model settings: `model.*`, or its profile's. */
   model: ModelSettings;
+  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy, memory. Absent when none is configured. */
+  profile?: AgentProfile;
+  /** The identity of the person whose message started the run (`<channel id>:<user id>`, or their linked identity). Absent when unknown. */
+  identity?: string;
   /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
   compaction: CompactionHooks;
   /** Durable tool calls: recorded when they start and complete, replayed after a takeover (docs/tools.md). Absent in hand-made contexts. */

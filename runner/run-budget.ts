@@ -5,7 +5,6 @@
  * run `failed` with reason `budget`; the person hears it once per window.
  */
 import { type BudgetRefusal, type BudgetSubjects, type Budgets, budgetNotice } from '../src/budget.js';
-import type { Sender } from '../src/record/entries.js';
 import type { RunResult, StepRecord } from './plugin.js';
 
 /** Terminal reason of a run a spent budget ended. Stable: dashboards and tests branch on it. */
@@ -19,19 +18,9 @@ export class RunBudget {
     private readonly now: () => number,
   ) {}
 
-  /**
-   * Opens the run's budget: the identity of the person it answers (`starter`,
-   * through `identityOf`) and its conversation. Undefined when no limit is set.
-   */
-  static async open(
-    budgets: Budgets | undefined,
-    conversationId: string,
-    starter: Sender | undefined,
-    identityOf: (conversationId: string, userId: string) => Promise<string>,
-    now: () => number = Date.now,
-  ): Promise<RunBudget | undefined> {
+  /** Opens the run's budget: the identity of the person it answers (undefined: unknown) and its conversation. Undefined when no limit is set. */
+  static open(budgets: Budgets | undefined, conversationId: string, identity: string | undefined, now: () => number = Date.now): RunBudget | undefined {
     if (!budgets?.enabled) return undefined;
-    const identity = starter ? await identityOf(conversationId, starter.id) : undefined;
     return new RunBudget(budgets, { identity, conversationId }, now);
   }
 

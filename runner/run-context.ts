@@ -5,6 +5,7 @@
  * bound to one attempt of the run.
  */
 import { DEFAULTS } from '../src/defaults.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
 import type { RunTrace } from '../src/telemetry/run-trace.js';
 import { tracePull } from '../src/telemetry/run-trace.js';
@@ -31,6 +32,10 @@ export interface InvocationParts {
   unfinishedStep: StepRecord | undefined;
   /** The budgets the run spends from; undefined when no limit is set. */
   budget: RunBudget | undefined;
+  /** The identity of the person whose message started the run. */
+  identity: string | undefined;
+  /** The run's agent profile (from the bindings); undefined: none configured. */
+  profile: AgentProfile | undefined;
 }
 
 /** Builds the context of one invocation (reads its prompt). */
@@ -70,7 +75,9 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
     signal: attempt.signal,
     stopRequested: () => attempt.stopKind,
     logger,
-    model: o.model,
+    model: p.profile?.model ?? o.model,
+    ...(p.profile && { profile: p.profile }),
+    ...(p.identity !== undefined && { identity: p.identity }),
     compaction,
     fetchAttachment: async (attachment, opts) => {
       const out = o.resolveOutbound(ref.conversationId);
