@@ -4,7 +4,8 @@
  * - `steerbot start [--config file]` (the default): load the configuration,
  *   start the process, stop cleanly on SIGINT / SIGTERM;
  * - `steerbot check-config [--config file]`: validate and print the effective
- *   configuration with secrets redacted.
+ *   configuration with secrets redacted;
+ * - `steerbot pair <code> [--config file]`: approve a pairing code (docs/access.md).
  * Exit codes: 0 fine, 1 failed, 2 bad configuration or usage.
  */
 import { parseArgs } from 'node:util';
@@ -12,14 +13,16 @@ import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
+import { pairFromCli } from './pair.js';
 import { BUILTIN_PLUGINS } from './registry.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
-const USAGE = `usage: steerbot [start | check-config] [--config file]
+const USAGE = `usage: steerbot [start | check-config | pair <code>] [--config file]
 
   start          start the bot (default); settings from --config / STEERBOT_CONFIG and the environment
   check-config   validate the configuration and print it with secrets redacted
+  pair <code>    approve a pairing code (channels with access policy pairing)
 `;
 
 function fail(message: string, code: number): never {
@@ -27,7 +30,7 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
-function parseCommandLine(): { command: 'start' | 'check-config'; file: string | undefined } {
+function parseCommandLine(): { command: 'start' | 'check-config' | 'pair'; args: string[]; file: string | undefined } {
   let parsed: ReturnType<
     typeof parseArgs<{ options: { config: { type: 'string'; short: 'c' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>
   >;
@@ -41,8 +44,12 @@ function parseCommandLine(): { command: 'start' | 'check-config'; file: string |
     process.exit(0);
   }
   const [command = 'start', ...rest] = parsed.positionals;
+  if (command === 'pair') {
+    if (rest.length !== 1) fail(`steerbot: pair takes one code\n${USAGE}`, 2);
+    return { command, args: rest, file: parsed.values.config };
+  }
   if ((command !== 'start' && command !== 'check-config') || rest.length > 0) fail(`steerbot: unknown command ${[command, ...rest].join(' ')}\n${USAGE}`, 2);
-  return { command, file: parsed.values.config };
+  return { command, args: [], file: parsed.values.config };
 }
 
 async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
@@ -120,7 +127,11 @@ async function start(config: SteerbotConfig): Promise<void> {
   process.on('SIGTERM', onSignal);
 }
 
-const { command, file } = parseCommandLine();
+const { command, args, file } = parseCommandLine();
 const config = await readConfig(file);
 if (command === 'check-config') process.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
-else await start(config);
+else if (command === 'pair') {
+  const r = await pairFromCli(config, args[0]!);
+  process.stdout.write(`${r.line}\n`);
+  process.exit(r.ok ? 0 : 1);
+} else await start(config);

@@ -5,16 +5,19 @@
  */
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import { Budgets } from '../src/budget.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
-import { defaultIdentity, type IdentityResolver } from '../src/identity.js';
+import { IdentityStore } from '../src/identity.js';
 import { loadProfiles } from '../src/profiles.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import type { RedisClient } from '../src/scripts/index.js';
+import { AccessGate } from './access/gate.js';
+import { AccessStore } from './access/store.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
@@ -36,8 +39,8 @@ export interface HostParts {
   steeringCapable: boolean;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): `/purge` deletes them. Default: none. */
   pluginKeys?: readonly string[];
-  /** Maps a channel's user to their identity (profile bindings by identity). Default: `<channel id>:<user id>`. */
-  identityOf?: IdentityResolver;
+  /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
+  identities?: IdentityStore;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -49,6 +52,8 @@ export interface StartedHost extends Stoppable {
   channelHost: ChannelHost;
   /** The started channel plugins. */
   channels: ChannelPlugin[];
+  /** The access policy and its store (pairing codes, approvals, refusals). */
+  access: AccessGate;
 }
 
 /** The host's Dispatch (ingest and commands) for a configuration. */
@@ -84,14 +89,17 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
+  const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
+  const access = new AccessGate(config.access, new AccessStore(ingressConn, prefix, config.access, identities), logger.child({ part: 'access' }));
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const profiles = Object.keys(config.profiles).length > 0 ? await loadProfiles(config.model, config.profiles, config.bindings) : undefined;
-  const identityOf = parts.identityOf ?? defaultIdentity;
+  // Purging a person deletes their usage counters too.
+  identities.onChange({ purged: (identity) => new Budgets({ client: ingressConn, prefix, settings: config.budgets }).purge(identity) });
   const channelHost = createChannelHost({
     ...(profiles && {
       profileOf: async (channelId: string, conversationId: string, senderId: string) =>
-        profiles.resolve(conversationId, profiles.bindsIdentities ? await identityOf(channelId, senderId) : undefined),
+        profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.resolve(channelId, senderId) : undefined),
     }),
     routes,
     ...(activity && { onActivity: (conversationId: string) => activity.note(conversationId) }),
@@ -103,6 +111,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
+    access,
   });
   if (config.host.console.enabled) {
     registerConsole({
@@ -117,6 +126,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
+      access: access.store,
     });
   }
   const reconciler = startReconciler({
@@ -149,5 +159,5 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await stop();
     throw err;
   }
-  return { dispatch, ingest, queue, channelHost, channels, stop };
+  return { dispatch, ingest, queue, channelHost, channels, access, stop };
 }

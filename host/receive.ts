@@ -14,6 +14,8 @@ import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
+import type { AccessGate } from './access/gate.js';
+import { accessStep } from './access/step.js';
 import { ADMIN_COMMANDS, type AdminCheck, createAdminCheck } from './admins.js';
 import { type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
 
@@ -38,6 +40,8 @@ export interface ChannelHostDeps {
   admins?: AdminCheck;
   /** The agent profile of a conversation for a sender (its input policy, `/status`). Default: none (the channel's policy). */
   profileOf?(channelId: string, conversationId: string, senderId: string): Promise<AgentProfile>;
+  /** The access policy (`access` config) and `/pair`, `/link`. Default: none (every channel open, no access commands). */
+  access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
 }
@@ -61,6 +65,15 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
     const command = parseCommand(message.text);
     try {
+      if (deps.access) {
+        const early = await accessStep(
+          { gate: deps.access, admins, outbound: deps.outbound, reply: replyTo, firstDelivery: (m) => firstDelivery(deps, m) },
+          channelId,
+          settings,
+          message,
+        );
+        if (early) return early;
+      }
       if (command) {
         const source = { conversationId: message.conversationId, updateKey: message.updateKey, sender: message.sender };
         if (message.group && ADMIN_COMMANDS.has(command.name)) {
@@ -114,10 +127,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
       verdict.kind === 'not-admin'
         ? `Only admins can use /${command.name} here.`
         : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
-    assertUpdateKey(message.updateKey);
-    const key = conversationKeys(deps.prefix, message.conversationId).dedupe(message.updateKey);
-    // Seq 0: the update became no record entry.
-    const fresh = (await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX')) === 'OK';
+    const fresh = await firstDelivery(deps, message);
     if (fresh) await replyTo(channelId, message.conversationId, reply, message.messageId);
     return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
   }
@@ -137,6 +147,13 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   }
 
   return { receive, routes: deps.routes, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+}
+
+/** Sets the update's dedupe key (seq 0: it became no record entry); false when it was set before (a redelivery). */
+async function firstDelivery(deps: ChannelHostDeps, message: InboundMessage): Promise<boolean> {
+  assertUpdateKey(message.updateKey);
+  const key = conversationKeys(deps.prefix, message.conversationId).dedupe(message.updateKey);
+  return (await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX')) === 'OK';
 }
 
 /** The short answer to a message over a rate limit. */

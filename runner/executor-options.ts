@@ -1,6 +1,7 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
 import type { Budgets } from '../src/budget.js';
+import type { IdentityStore } from '../src/identity.js';
 import type { Profiles } from '../src/profiles.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
@@ -39,12 +40,14 @@ export interface ExecutorOptions {
   compaction?: CompactionSettings;
   /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */
   outboxTtlSeconds?: number;
+  /** Resolves senders to identities (`RunContext.identities`). Default: none (the context has no `identities`). */
+  identities?: IdentityStore;
+  /** The channel id of a conversation. Default: the conversation id up to its first `:`. */
+  resolveChannel?(conversationId: string): string | undefined;
   /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
   outboxMaxEntries?: number;
   /** Spending budgets (`budgets.*`). Default: none. */
   budgets?: Budgets;
-  /** The identity of a conversation's user (budgets key by it). Default: `<channel id>:<user id>`. */
-  identityOf?: (conversationId: string, userId: string) => Promise<string>;
   /** Agent profiles and their bindings (`profiles`, `bindings`). Default: the base settings for every run. */
   profiles?: Profiles;
   /** The clock, ms since the epoch (budget windows and notices). Default `Date.now`. */

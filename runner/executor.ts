@@ -199,9 +199,11 @@ export class RunExecutor {
     }
   }
 
-  /** The identity of a conversation's user: the configured resolver, else `<channel id>:<user id>`. */
-  private readonly identityOf = (conversationId: string, userId: string): Promise<string> =>
-    this.o.identityOf ? this.o.identityOf(conversationId, userId) : Promise.resolve(`${conversationId.split(':')[0]}:${userId}`);
+  /** The identity of a conversation's user: linked through the identity store, else `<channel id>:<user id>`. */
+  private readonly identityOf = (conversationId: string, userId: string): Promise<string> => {
+    const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
+    return this.o.identities ? this.o.identities.resolve(channel, userId) : Promise.resolve(`${channel}:${userId}`);
+  };
 
   private compaction(attempt: RunAttempt): RunCompaction {
     const o = this.o;

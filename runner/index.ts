@@ -28,6 +28,7 @@ export {
   defineRunnerPlugin,
   type ModelSettings,
   type RunContext,
+  type RunIdentities,
   type RunnerCapabilities,
   type RunnerManifest,
   type RunnerPlugin,

@@ -11,7 +11,7 @@ import { Budgets } from '../src/budget.js';
 import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
-import { defaultIdentity, type IdentityResolver } from '../src/identity.js';
+import { IdentityStore } from '../src/identity.js';
 import { loadProfiles, type Profiles } from '../src/profiles.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
@@ -38,14 +38,14 @@ export interface RunnerParts {
   stalledIntervalMs?: number;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): idle retention expires them. Default: none. */
   pluginKeys?: readonly string[];
+  /** Resolves senders to identities for `RunContext.identities`. Default: a store on the context's Redis. */
+  identities?: IdentityStore;
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
   /** The clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
   now?: () => number;
   /** Agent profiles and bindings. Default: loaded from `config.profiles` and `config.bindings`. */
   profiles?: Profiles;
-  /** Maps a channel's user to their identity (budgets key by it). Default: `<channel id>:<user id>`. */
-  identityOf?: IdentityResolver;
 }
 
 /** A started runner, with its parts exposed for tests. */
@@ -85,8 +85,6 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     ...(extras.compaction ?? defaultCompaction(config.model, logger)),
   };
   const now = extras.now ?? Date.now;
-  const channelOf = channelResolver(channels.map((c) => c.id));
-  const identityOf = extras.identityOf ?? defaultIdentity;
   const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
   const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
   const executor = new RunExecutor({
@@ -110,9 +108,9 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     ...(budgets.enabled && { budgets }),
     profiles,
-    // Conversation ids start with their channel id (`webhook:<name>` has a colon of its own).
-    identityOf: (cid, userId) => identityOf(channelOf(cid) ?? cid.split(':')[0]!, userId),
     now,
+    identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
+    ...(channels.length > 0 && { resolveChannel: channelResolver(channels.map((c) => c.id)) }),
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

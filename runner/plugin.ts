@@ -194,6 +194,20 @@ export interface RunContext {
    * as the channel does (InvalidInputError: larger than `maxBytes`).
    */
   fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile | undefined>;
+  /**
+   * Who sent the run's messages across channels: the identity id of a sender
+   * of this conversation (an input's `sender.id`), the key of what follows a
+   * person (memory, budgets). Absent in hand-made contexts.
+   */
+  identities?: RunIdentities;
+}
+
+/** Identities of the senders of one conversation (`RunContext.identities`). */
+export interface RunIdentities {
+  /** The conversation's channel id. */
+  readonly channel: string;
+  /** Identity id of sender `senderId` on this channel: the linked identity, else `<channel>:<sender id>`. One Redis read. Throws InvalidInputError for a bad id. */
+  resolve(senderId: string): Promise<string>;
 }
 
 /** A runner plugin. */

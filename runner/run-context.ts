@@ -5,6 +5,7 @@
  * bound to one attempt of the run.
  */
 import { DEFAULTS } from '../src/defaults.js';
+import type { IdentityStore } from '../src/identity.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
 import type { RunTrace } from '../src/telemetry/run-trace.js';
@@ -15,7 +16,7 @@ import type { RunAttempt } from './attempt.js';
 import { isMessage, type ToolState } from './attempt-start.js';
 import type { RunCompaction } from './compaction-hooks.js';
 import type { ExecutorOptions } from './executor-options.js';
-import type { RunContext, StepRecord } from './plugin.js';
+import type { RunContext, RunIdentities, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
 import type { RunBudget } from './run-budget.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
@@ -95,7 +96,15 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       usedApprovals: tools.usedApprovals,
       earlierRequests: tools.earlierApprovals,
     }),
+    ...(o.identities && { identities: runIdentities(o, ref.conversationId) }),
   };
+}
+
+/** The identities of one conversation's senders, resolved through the conversation's channel. */
+function runIdentities(o: ExecutorOptions, conversationId: string): RunIdentities {
+  const store = o.identities as IdentityStore;
+  const channel = o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
+  return { channel, resolve: (senderId) => store.resolve(channel, senderId) };
 }
 
 /** Appends a `model.step`; a final answer answers every steered message taken so far. */

@@ -13,7 +13,7 @@
  * is checked before it starts and before each model step, and the step that
  * crosses a limit is still answered.
  */
-import { InvalidInputError } from './errors.js';
+import { assertIdentityId } from './identity.js';
 import { assertConversationId, conversationKeys } from './keys.js';
 import type { RedisClient } from './scripts/index.js';
 import { runScript } from './scripts/index.js';
@@ -74,18 +74,6 @@ export interface BudgetWindows {
   dayEnds: number;
   monthEnds: number;
   hourEnds: number;
-}
-
-/** Longest identity id, in characters. */
-export const MAX_IDENTITY_LENGTH = 256;
-// No braces (the hash tag), no whitespace or control characters.
-const IDENTITY_RE = /^[^\s{}\p{Cc}]+$/u;
-
-/** Throws InvalidInputError unless `id` can name an identity's keys. */
-export function assertIdentityId(id: string): void {
-  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_IDENTITY_LENGTH || !IDENTITY_RE.test(id)) {
-    throw new InvalidInputError(`identity id must be 1-${MAX_IDENTITY_LENGTH} characters without whitespace or braces`);
-  }
 }
 
 /** The usage hash of an identity. */

@@ -100,7 +100,8 @@ export type ReceiveResult =
   | { kind: 'ingested'; result: IngestResult }
   /** `edit`: for a button click, the text the message with the buttons should now show (buttons removed); absent when it stays as it is. */
   | { kind: 'command'; command: string; reply: string; duplicate: boolean; edit?: string }
-  | { kind: 'ignored'; reason: 'not-allowed' | 'not-addressed' | 'empty' };
+  /** `refused`: the channel's access policy refused the sender (answered at most once per notice window, nothing recorded). */
+  | { kind: 'ignored'; reason: 'not-allowed' | 'not-addressed' | 'empty' | 'refused' };
 
 /** A normalized inbound message plus what the host needs to decide on it. */
 export interface InboundMessage extends IncomingMessage {

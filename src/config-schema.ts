@@ -351,6 +351,56 @@ const bindingSchema = z.strictObject({
   chat: z.string().min(1).optional().describe('A conversation id or a prefix of one (`telegram:-1001234`: the group and its topics).'),
   identity: z.string().min(1).optional().describe('A person: their identity (`telegram:123`, or the identity linked accounts share).'),
 });
+// Access (who may talk, per channel): applied by the host at ingest (host/access/).
+/** Access policies of a channel. */
+const ACCESS_POLICIES = ['open', 'allowlist', 'pairing'] as const;
+
+// Platform ids are strings; Telegram's are numbers in JSON too.
+const accessIdList = z
+  .array(z.union([z.string().trim().min(1).max(128), z.number().int()], { error: 'expected a platform id (string or integer)' }))
+  .transform((ids) => ids.map(String))
+  .default([]);
+
+const channelAccessSchema = z.strictObject({
+  policy: enumOf(ACCESS_POLICIES)
+    .default('open')
+    .describe(
+      "`open`: everyone (the default); `allowlist`: only `users`; `pairing`: `users` and people an admin approved: an unknown user's first direct message gets a pairing code, nothing reaches the agent until an admin sends `/pair <code>`.",
+    ),
+  users: accessIdList.describe('Platform user ids always allowed (`allowlist`, `pairing`). Default `[]`.'),
+  groups: accessIdList.describe('Group chat ids the bot answers in under `allowlist` or `pairing`; a group not listed is refused. Default `[]`.'),
+  members: z
+    .boolean({ error: 'expected true or false' })
+    .default(false)
+    .describe(
+      'In allowed groups, also check each member like a direct message (listed or approved); false lets every member of an allowed group talk. Default false.',
+    ),
+});
+
+/** One channel's access settings. */
+export type ChannelAccess = z.output<typeof channelAccessSchema>;
+
+/** The `access` section. */
+export const accessSchema = z.strictObject({
+  channels: z
+    .record(z.string().min(1), channelAccessSchema)
+    .default({})
+    .describe('Access settings by channel id (`telegram`, `discord`, `webhook:<name>`); a channel not listed is `open`. Default `{}`.'),
+  codeTtlSeconds: int(60, 7 * 86_400)
+    .default(3600)
+    .describe('How long a pairing code (and a `/link` code) stays valid, in seconds. Default 3600.'),
+  noticeWindowSeconds: int(1, 7 * 86_400)
+    .default(3600)
+    .describe('A refused user is answered once per this window, in seconds; later messages in it get no answer. Default 3600.'),
+  maxPendingCodes: int(1, 100_000)
+    .default(1000)
+    .describe('Most pairing codes waiting for approval at once; more requests are refused until some expire. Default 1000.'),
+  maxGuesses: int(1, 1000).default(5).describe('Wrong `/pair` or `/link` codes one person may send per `guessWindowSeconds`. Default 5.'),
+  guessWindowSeconds: int(10, 86_400).default(900).describe('The window of `maxGuesses`, in seconds. Default 900.'),
+});
+
+/** The `access` section after defaults. */
+export type AccessConfig = z.output<typeof accessSchema>;
 
 /** Module specifiers: a relative path (against the working directory) or a package name. */
 const moduleList = z.array(z.string().trim().min(1, { error: 'expected a module path or package name' })).default([]);
@@ -383,6 +433,7 @@ const baseSchema = z.strictObject({
     .describe(
       'Which profile a conversation uses: each binding names a profile and one `identity`, `chat` or `channel`; the most specific wins (identity, then the longest chat, then channel), else the base settings. Default `[]`.',
     ),
+  access: accessSchema.prefault({}).describe('Who may talk to the bot, per channel: `open`, `allowlist` or `pairing` (docs/access.md).'),
   plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });
 

@@ -168,3 +168,55 @@ export function conversationIdFromKey(prefix: string, key: string): string | und
 export function controlChannel(prefix: string): string {
   return `${prefix}:control`;
 }
+
+/**
+ * Keys of people (identities, their linked accounts, access): all carry the
+ * hash tag `{people}`, so linking two accounts, approving a pairing code or
+ * purging an identity is one script in one cluster slot. They hold only
+ * linked accounts, paired identities and short-lived codes, never messages.
+ */
+export interface PeopleKeys {
+  /** Common prefix of every people key, ending in `:`; scripts derive per-identity keys from it. */
+  base: string;
+  /** Hash: account (`<channel>:<user id>`) → identity id, for linked accounts only. */
+  links: string;
+  /** Set of the accounts linked into `identity`. */
+  members(identity: string): string;
+  /** Set of the identity ids an admin approved (`pairing` channels). */
+  paired: string;
+  /** Sorted set: hash of every waiting pairing code → its expiry (ms). */
+  codes: string;
+  /** A waiting pairing code's record (JSON, TTL), by the SHA-256 of the code. */
+  code(hash: string): string;
+  /** The pairing code an account waits with (TTL). */
+  pending(account: string): string;
+  /** Set while a refused account was answered within the notice window (TTL). */
+  notice(account: string): string;
+  /** Wrong codes one account sent in the guess window (counter, TTL). */
+  guesses(account: string): string;
+  /** A `/link` code's record (JSON, TTL), by the SHA-256 of the code. */
+  linkCode(hash: string): string;
+  /** The `/link` code an account gave out (TTL). */
+  linkPending(account: string): string;
+  /** Stream of refused messages (channel, chat, user, reason), capped: what the console lists. Never message text. */
+  refused: string;
+}
+
+/** The people keys under `prefix`. */
+export function peopleKeys(prefix: string): PeopleKeys {
+  const base = `${prefix}:{people}:`;
+  return {
+    base,
+    links: `${base}links`,
+    members: (identity) => `${base}members:${identity}`,
+    paired: `${base}paired`,
+    codes: `${base}codes`,
+    code: (hash) => `${base}code:${hash}`,
+    pending: (account) => `${base}pending:${account}`,
+    notice: (account) => `${base}notice:${account}`,
+    guesses: (account) => `${base}guesses:${account}`,
+    linkCode: (hash) => `${base}link_code:${hash}`,
+    linkPending: (account) => `${base}link_pending:${account}`,
+    refused: `${base}refused`,
+  };
+}

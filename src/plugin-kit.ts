@@ -36,6 +36,15 @@ export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpR
 export { createHttpClient, HttpTimeoutError } from './http-client.js';
 export type { HttpRoute, RouteHeaders, RouteRegistry, RouteRequest, RouteResponse } from './http-routes.js';
 export { eventStream, json, readJsonBody } from './http-routes.js';
+export {
+  accountId,
+  assertIdentityId,
+  type IdentityHooks,
+  IdentityStore,
+  type IdentityStoreOptions,
+  type LinkResult,
+  MAX_IDENTITY_ID_LENGTH,
+} from './identity.js';
 export { INPUT_POLICIES, type InputPolicy } from './input-policies.js';
 export type { Logger, PluginRedaction } from './logger.js';
 export type { PluginDefinition, PluginEnvBinding } from './plugin-definition.js';

@@ -14,6 +14,8 @@ import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis.js';
 import type { RunQueue } from '../../src/run-queue.js';
+import type { AccessStore } from '../access/store.js';
+import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
@@ -37,6 +39,8 @@ export interface ConsoleOptions {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** The host's channels (a conversation's channel, its `conversationProblems`). Default: none. */
   channels?: readonly ChannelPlugin[];
+  /** Access (pairing codes, refusals, links): its API routes. Default: none. */
+  access?: AccessStore;
 }
 
 const BASE = '/console';
@@ -101,6 +105,7 @@ export function registerConsole(o: ConsoleOptions): void {
     const traceLink = detail.traceId && o.traceUrl ? o.traceUrl.replace('{traceId}', detail.traceId) : undefined;
     return json(200, { ...detail, ...(traceLink && { traceLink }) });
   });
+  if (o.access) registerAccessApi(api, o.access, o.channels ?? []);
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;

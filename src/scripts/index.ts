@@ -44,6 +44,12 @@ export type ScriptName =
   | 'approval-request'
   | 'approval-decide'
   | 'usage-add'
+  | 'identity-link'
+  | 'identity-unlink'
+  | 'identity-purge'
+  | 'access-check'
+  | 'access-request'
+  | 'access-approve'
   | 'noop';
 
 interface LoadedScript {

@@ -37,6 +37,12 @@ const ALL_NAMES: ScriptName[] = [
   'artifact-put',
   'approval-request',
   'approval-decide',
+  'identity-link',
+  'identity-unlink',
+  'identity-purge',
+  'access-check',
+  'access-request',
+  'access-approve',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));

@@ -1,0 +1,106 @@
+/**
+ * The access check at ingest: a message on a channel whose policy is
+ * `allowlist` or `pairing` reaches the record only from a listed user, an
+ * approved identity (pairing) or a configured admin; in groups, only in a
+ * listed group (and, with `members`, from an allowed member). Anything else
+ * is refused before the record write: answered at most once per user per
+ * notice window, noted for the console, never recorded in the conversation.
+ */
+import type { Logger } from 'pino';
+import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
+import type { AccessConfig, ChannelAccess } from '../../src/config-schema.js';
+import { InvalidInputError } from '../../src/errors.js';
+import { accountId } from '../../src/identity.js';
+import type { AccessStore } from './store.js';
+
+/** Why a message was refused. */
+export type RefusalReason = 'not-allowed' | 'not-paired' | 'group-not-allowed';
+
+/** The gate's verdict: `refuse` carries the answer to send, or none when the user was answered within the window. */
+export type AccessVerdict = { kind: 'allow' } | { kind: 'refuse'; reason: RefusalReason; notice: string | undefined };
+
+const ALLOW: AccessVerdict = { kind: 'allow' };
+
+/** What the refusals say. */
+export const ACCESS_NOTICES = {
+  notAllowed: 'This bot does not answer you here.',
+  groupNotAllowed: 'This bot is not enabled in this chat.',
+  memberNotPaired: 'This bot only answers people an admin approved. Send it a direct message to get a pairing code.',
+  full: 'Too many people are waiting for approval right now; try again later.',
+  code: (code: string, minutes: number) =>
+    `This bot only answers people an admin approved. Your pairing code is ${code} (valid ${minutes} min): ask an admin to send /pair ${code}. Your messages are not kept until then.`,
+  pending: (code: string) => `Your pairing code ${code} is still waiting for an admin's approval (/pair ${code}). Your messages are not kept until then.`,
+} as const;
+
+/** Applies the `access` config section. */
+export class AccessGate {
+  constructor(
+    readonly config: AccessConfig,
+    readonly store: AccessStore,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The channel's access settings (default `open`). */
+  channel(channelId: string): ChannelAccess | undefined {
+    return this.config.channels[channelId];
+  }
+
+  /** Decides on one message; writes only the refusal note and notice window. Throws Redis errors. */
+  async check(channelId: string, settings: ChannelSettings, message: InboundMessage): Promise<AccessVerdict> {
+    const access = this.channel(channelId);
+    if (!access || access.policy === 'open') return ALLOW;
+    const userId = message.sender.id;
+    if (settings.admins?.includes(userId)) return ALLOW;
+    const verdict = await this.decide(channelId, access, message).catch((err: unknown): AccessVerdict => {
+      // A sender id that cannot name an account (whitespace, braces) cannot be listed or approved either.
+      if (err instanceof InvalidInputError) return { kind: 'refuse', reason: 'not-allowed', notice: undefined };
+      throw err;
+    });
+    if (verdict.kind === 'refuse') {
+      this.logger.info({ channelId, reason: verdict.reason, answered: verdict.notice !== undefined }, 'message refused by the access policy');
+      await this.store.noteRefusal({ channel: channelId, chatId: message.chatId, userId, reason: verdict.reason });
+    }
+    return verdict;
+  }
+
+  private async decide(channelId: string, access: ChannelAccess, message: InboundMessage): Promise<AccessVerdict> {
+    const account = accountId(channelId, message.sender.id);
+    if (message.group) {
+      if (!access.groups.includes(message.chatId)) return this.refuse(account, 'group-not-allowed', ACCESS_NOTICES.groupNotAllowed);
+      if (!access.members || (await this.userAllowed(channelId, access, message))) return ALLOW;
+      return access.policy === 'pairing'
+        ? this.refuse(account, 'not-paired', ACCESS_NOTICES.memberNotPaired)
+        : this.refuse(account, 'not-allowed', ACCESS_NOTICES.notAllowed);
+    }
+    if (await this.userAllowed(channelId, access, message)) return ALLOW;
+    if (access.policy === 'allowlist') return this.refuse(account, 'not-allowed', ACCESS_NOTICES.notAllowed);
+    const r = await this.store.requestCode({
+      account,
+      channel: channelId,
+      userId: message.sender.id,
+      ...(message.sender.name && { name: message.sender.name.slice(0, 64) }),
+      conversationId: message.conversationId,
+    });
+    const minutes = Math.round(this.store.limits.codeTtlSeconds / 60);
+    const notice =
+      r.kind === 'code'
+        ? ACCESS_NOTICES.code(r.code, minutes)
+        : r.kind === 'pending'
+          ? ACCESS_NOTICES.pending(r.code)
+          : r.kind === 'full'
+            ? ACCESS_NOTICES.full
+            : undefined;
+    return { kind: 'refuse', reason: 'not-paired', notice };
+  }
+
+  /** A listed user, or (pairing) an approved identity. */
+  private async userAllowed(channelId: string, access: ChannelAccess, message: InboundMessage): Promise<boolean> {
+    if (access.users.includes(message.sender.id)) return true;
+    if (access.policy !== 'pairing') return false;
+    return (await this.store.approved(channelId, message.sender.id)).approved;
+  }
+
+  private async refuse(account: string, reason: RefusalReason, text: string): Promise<AccessVerdict> {
+    return { kind: 'refuse', reason, notice: (await this.store.firstNotice(account)) ? text : undefined };
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The access step of `ChannelHost.receive`, before commands and ingest:
+ * `/pair` and `/link` (answered once per update), then the access policy. A
+ * refused message gets its notice (at most once per window) and goes no
+ * further: nothing reaches the conversation's record.
+ */
+import type { ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import type { AdminCheck } from '../admins.js';
+import { parseAccessCommand, runAccessCommand } from './commands.js';
+import type { AccessGate } from './gate.js';
+
+/** What the step needs from the channel host. */
+export interface AccessStepDeps {
+  gate: AccessGate;
+  admins: AdminCheck;
+  outbound(channelId: string): ChannelOutbound | undefined;
+  /** Sends a text to a conversation; must not throw. */
+  reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
+  /** Marks the update seen; false for a redelivery. */
+  firstDelivery(message: InboundMessage): Promise<boolean>;
+}
+
+/** Undefined: the message goes on to commands and ingest. Throws Redis errors. */
+export async function accessStep(
+  deps: AccessStepDeps,
+  channelId: string,
+  settings: ChannelSettings,
+  message: InboundMessage,
+): Promise<ReceiveResult | undefined> {
+  const command = parseAccessCommand(message.text);
+  if (command) {
+    if (!(await deps.firstDelivery(message))) return { kind: 'command', command: command.name, reply: '', duplicate: true };
+    const outcome = await runAccessCommand(
+      { store: deps.gate.store, admins: deps.admins, outbound: deps.outbound },
+      command.name,
+      command.args,
+      channelId,
+      settings,
+      message,
+    );
+    await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
+    if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
+    return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: false };
+  }
+  const verdict = await deps.gate.check(channelId, settings, message);
+  if (verdict.kind === 'allow') return undefined;
+  if (verdict.notice) await deps.reply(channelId, message.conversationId, verdict.notice, message.messageId);
+  return { kind: 'ignored', reason: 'refused' };
+}
