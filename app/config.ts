@@ -11,6 +11,7 @@ import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
+import type { WhatsAppConfig } from '../plugins/whatsapp/config.js';
 import {
   applyEnv,
   CORE_ENV_BINDINGS,
@@ -33,6 +34,7 @@ export interface SteerbotConfig extends CoreConfig {
   channels: {
     telegram?: TelegramConfig;
     discord?: DiscordConfig;
+    whatsapp?: WhatsAppConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

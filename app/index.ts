@@ -17,6 +17,7 @@ export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/loca
 export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/config.js';
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';
 export type { WebhookChannelConfig, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+export type { WhatsAppConfig, whatsappConfigSchema } from '../plugins/whatsapp/config.js';
 export type { EnvBinding, EnvKind, LoadConfigOptions } from '../src/config.js';
 export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config-schema.js';
 export { ConfigError, type ConfigIssue, SteerbotError, type SteerbotErrorCode } from '../src/errors.js';

@@ -14,6 +14,7 @@ import localAgent from '../plugins/local-agent/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
+import whatsapp from '../plugins/whatsapp/index.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
 import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
 
@@ -21,7 +22,7 @@ import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, whatsapp, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

@@ -47,6 +47,8 @@ export interface CommandDeps {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
   profileName?: string;
+  /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
+  problems?(conversationId: string): Promise<string[]>;
 }
 
 /** The outcome of a command: the reply to send (empty for a duplicate). */
@@ -120,14 +122,20 @@ export async function runCommand(
       return queueCommand(deps, command.args, source, channelPolicy);
     case 'status': {
       // Sent together on one connection: one round trip of waiting, not two.
-      const [unanswered, r] = await Promise.all([
+      const [unanswered, r, problems] = await Promise.all([
         readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
         dispatch.statusCommand(source),
+        // The channel's own report is extra: /status answers without it when it fails.
+        deps.problems?.(source.conversationId).catch(() => []) ?? [],
       ]);
       if (r.kind === 'duplicate') return DUPLICATE;
       if (r.kind === 'purged') return PURGED;
-      const lines = formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered);
-      return { reply: deps.profileName ? `${lines}\nAgent profile: ${deps.profileName}` : lines, duplicate: false };
+      const lines = [
+        formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered),
+        ...(deps.profileName ? [`Agent profile: ${deps.profileName}`] : []),
+        ...problems.map((p) => `Problem: ${p}`),
+      ];
+      return { reply: lines.join('\n'), duplicate: false };
     }
     case 'purge':
       return purgeCommand(deps, command.args, source);

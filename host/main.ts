@@ -87,6 +87,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
   const settings = new Map(channels.map((p) => [p.id, p.settings ?? {}]));
   const outbounds = new Map(channels.map((p) => [p.id, p.outbound]));
+  const problems = new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : [])));
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
   const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
@@ -112,6 +113,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
     access,
+    channelProblems: (id) => problems.get(id),
   });
   if (config.host.console.enabled) {
     registerConsole({

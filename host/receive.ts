@@ -44,6 +44,8 @@ export interface ChannelHostDeps {
   access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
+  /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */
+  channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
 }
 
 const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);
@@ -54,10 +56,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const admins = deps.admins ?? createAdminCheck();
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
-    const channelSettings = deps.settings?.(channelId) ?? {};
-    const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
-    // A profile's input policy wins over the channel's.
-    const settings = profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings;
+    const { settings, profile } = await settingsFor(deps, channelId, message);
     if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {
       logger.info({ channelId, sender: message.sender.id, chatId: message.chatId }, 'message from outside the allow-list ignored');
       return { kind: 'ignored', reason: 'not-allowed' };
@@ -80,7 +79,13 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           const refusal = await adminRefusal(channelId, settings, message, command);
           if (refusal) return refusal;
         }
-        const outcome = await runCommand({ ...deps, ...(profile && { profileName: profile.name }) }, command, source, settings.policy);
+        const problems = deps.channelProblems?.(channelId);
+        const outcome = await runCommand(
+          { dispatch: deps.dispatch, enqueue: deps.enqueue, ...(problems && { problems }), ...(profile && { profileName: profile.name }) },
+          command,
+          source,
+          settings.policy,
+        );
         if (!outcome.duplicate) {
           // A refused command records nothing, like a refused message: no activity.
           if (!outcome.purged) deps.onActivity?.(message.conversationId);
@@ -147,6 +152,17 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   }
 
   return { receive, routes: deps.routes, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+}
+
+/** The channel's settings for a message, with its agent profile's input policy (which wins over the channel's). */
+async function settingsFor(
+  deps: ChannelHostDeps,
+  channelId: string,
+  message: InboundMessage,
+): Promise<{ settings: ChannelSettings; profile: AgentProfile | undefined }> {
+  const channelSettings = deps.settings?.(channelId) ?? {};
+  const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
+  return { settings: profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings, profile };
 }
 
 /** Sets the update's dedupe key (seq 0: it became no record entry); false when it was set before (a redelivery). */

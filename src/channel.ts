@@ -186,7 +186,7 @@ export interface ChannelPlugin {
   ready?(): { ready: boolean; detail?: string };
   /**
    * What an operator should look at in one of this channel's conversations
-   * (e.g. `callbacks behind`), listed by the console as why it is stuck.
+   * (e.g. `callbacks behind`), listed by the console as why it is stuck and by `/status`.
    * Called for every conversation the console lists: keep it to one round
    * trip of reads. Returns [] when all is well. Default: nothing to report.
    */

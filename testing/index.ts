@@ -2,8 +2,8 @@
  * steerbot's test kit (`steerbot/testing`), for plugin authors' vitest
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
- * chat completions, Telegram Bot API, Discord REST + gateway, a webhook
- * callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API, a
+ * webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -56,6 +56,23 @@ export {
   type TgUser,
 } from './fakes/telegram-server.js';
 export { type CallbackServer, type ReceivedCallback, startCallbackServer } from './fakes/webhook-callback-server.js';
+export {
+  delivery as whatsappDelivery,
+  type FakeWhatsApp,
+  type FakeWhatsAppOptions,
+  type GraphCall,
+  type GraphFailure,
+  messageDelivery,
+  postDelivery,
+  signDelivery,
+  startFakeWhatsApp,
+  statusDelivery,
+  WA_ALICE,
+  type WaMessageOptions,
+  WHATSAPP_TEST,
+  type WhatsAppSentMessage,
+  wamid,
+} from './fakes/whatsapp-server.js';
 export { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
 export { type Invocation, PluginProbe, type RunnerContractEnv, type RunnerContractOptions, runnerPluginContract } from './runner-contract.js';
 export { CID, deferred, type HarnessOptions, type HarnessRunner, RecordingOutbound, RunnerHarness, type SentMessage } from './runner-harness.js';

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Built-in plugin and channel ids; `web` only as a whole word (not `webhook` or `website`). */
-const NAMES = /telegram|discord|webhook|\bweb\b|local-agent|http-agent/i;
+const NAMES = /telegram|discord|whatsapp|webhook|\bweb\b|local-agent|http-agent/i;
 /** Where the core may still name a plugin, each with its reason: nowhere (the default runner is app/'s choice). */
 const ALLOWED: ReadonlyArray<[file: string, text: string]> = [];
 

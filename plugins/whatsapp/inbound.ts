@@ -1,0 +1,106 @@
+/**
+ * The WhatsApp channel's inbound side: each checked delivery's messages are
+ * normalized and handed to the host (a click on a reply button is answered
+ * here, WhatsApp having no toast), the newest message id is kept for the
+ * read receipt and typing indicator, and status callbacks create no turns:
+ * a `failed` one is recorded for the reply it names.
+ */
+import { asRedisUnavailable, type ChannelHost, type Logger, type ReceiveResult, type RedisClient } from 'steerbot/channel';
+import type { WhatsAppConfig } from './config.js';
+import { recordFailure } from './failures.js';
+import type { GraphClient } from './graph.js';
+import { lastInboundKey } from './keys.js';
+import { normalizeMessage } from './normalize.js';
+import { messageBody } from './outbound.js';
+import type { ChangeValue, WaMessage, WaStatus, WebhookPayload } from './payload-schema.js';
+
+/** How long the newest message id is kept, in seconds: WhatsApp's customer-service window. */
+const LAST_INBOUND_TTL_SECONDS = 24 * 3600;
+
+/** What the inbound side needs. */
+export interface WhatsAppInboundOptions {
+  channelId: string;
+  cfg: WhatsAppConfig;
+  graph: GraphClient;
+  redis: RedisClient;
+  prefix: string;
+  logger: Logger;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The inbound side of one WhatsApp channel. */
+export class WhatsAppInbound {
+  constructor(private readonly o: WhatsAppInboundOptions) {}
+
+  /** Handles one delivery: every message and status of the changes for this channel's phone number, in order. */
+  async handle(host: ChannelHost, payload: WebhookPayload): Promise<Record<string, unknown>> {
+    const results: string[] = [];
+    for (const entry of payload.entry) {
+      for (const change of entry.changes) {
+        if (change.field !== 'messages' || !this.forUs(change.value)) continue;
+        for (const status of change.value.statuses ?? []) results.push(await this.handleStatus(status));
+        for (const msg of change.value.messages ?? []) results.push(await this.handleMessage(host, msg, this.nameOf(change.value, msg.from)));
+      }
+    }
+    return { ok: true, results };
+  }
+
+  /** Deliveries for another phone number of the same app are not this channel's. */
+  private forUs(value: ChangeValue): boolean {
+    return value.metadata?.phone_number_id === this.o.cfg.phoneNumberId;
+  }
+
+  private nameOf(value: ChangeValue, waId: string): string | undefined {
+    return value.contacts?.find((c) => c.wa_id === waId)?.profile?.name;
+  }
+
+  private async handleMessage(host: ChannelHost, msg: WaMessage, name: string | undefined): Promise<string> {
+    const normalized = normalizeMessage(this.o.channelId, msg, name);
+    if (normalized.kind === 'skip') {
+      this.o.logger.debug({ type: msg.type, reason: normalized.reason }, 'whatsapp message ignored');
+      return `ignored:${normalized.reason}`;
+    }
+    const { message } = normalized;
+    const result = await host.receive(this.o.channelId, message);
+    if (normalized.kind === 'button') await this.answerButton(message.conversationId, msg.from, result);
+    else if (result.kind !== 'ignored') await this.remember(message.conversationId, msg.id);
+    return result.kind === 'ingested' ? result.result.kind : result.kind;
+  }
+
+  /** Keeps the newest message id: the read receipt and the typing indicator name it. */
+  private async remember(conversationId: string, messageId: string): Promise<void> {
+    try {
+      await this.o.redis.set(lastInboundKey(this.o.prefix, conversationId), messageId, 'EX', LAST_INBOUND_TTL_SECONDS);
+    } catch (err) {
+      throw asRedisUnavailable(err);
+    }
+  }
+
+  /** A click on a reply button: the command's reply goes to the chat (once: a redelivered click is a duplicate). Failures are logged. */
+  private async answerButton(conversationId: string, to: string, result: ReceiveResult): Promise<void> {
+    if (result.kind !== 'command' || result.duplicate || !result.reply) return;
+    await this.o.graph
+      .post('send', `${this.o.cfg.phoneNumberId}/messages`, messageBody(to, result.reply.slice(0, 4096), undefined, undefined))
+      .catch((err: unknown) => this.o.logger.warn({ err, conversationId }, 'could not answer the button click'));
+  }
+
+  /** A status callback: no turn; `failed` is recorded for the reply it names. */
+  private async handleStatus(status: WaStatus): Promise<string> {
+    if (status.status !== 'failed') return `status:${status.status}`;
+    const error = status.errors?.[0];
+    const conversationId = `${this.o.channelId}:${status.recipient_id}`;
+    try {
+      await recordFailure(this.o.redis, this.o.prefix, conversationId, status.id, {
+        source: 'status',
+        ...(error?.code !== undefined && { code: error.code }),
+        title: (error?.title ?? error?.message ?? 'failed').slice(0, 300),
+        at: (this.o.now ?? Date.now)(),
+      });
+    } catch (err) {
+      throw asRedisUnavailable(err);
+    }
+    this.o.logger.warn({ conversationId, messageId: status.id, code: error?.code }, 'whatsapp reports a reply failed');
+    return 'status:failed';
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Markdown (as models write it) → WhatsApp's own formatting: `*bold*`,
+ * `_italic_`, `~strike~`, inline `` `code` ``, ```` ``` ```` blocks, `> ` quotes
+ * and `- ` lists (which WhatsApp renders as written). Headings become bold
+ * lines, links `text (url)`. WhatsApp never refuses a text for its
+ * formatting, so whatever this converter does not understand shows as itself.
+ */
+
+const FENCE_RE = /^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)\s*$/;
+const HEADING_RE = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
+const BULLET_RE = /^(\s*)[*+]\s+(.*)$/;
+const QUOTE_RE = /^(\s{0,3}>\s?)(.*)$/;
+
+/** Converts Markdown to WhatsApp formatting. */
+export function markdownToWhatsApp(markdown: string): string {
+  const out: string[] = [];
+  let fence: string | undefined;
+  for (const line of markdown.split('\n')) {
+    const f = FENCE_RE.exec(line);
+    if (fence !== undefined) {
+      // Inside a block nothing is converted; its closing fence becomes WhatsApp's.
+      if (f && f[2] === '' && f[1]![0] === fence[0] && f[1]!.length >= fence.length) {
+        out.push('```');
+        fence = undefined;
+      } else out.push(line);
+      continue;
+    }
+    if (f) {
+      fence = f[1]!;
+      out.push('```');
+      continue;
+    }
+    out.push(convertLine(line));
+  }
+  // An unclosed block (a split part may end inside one) is closed, so the rest is not all monospace.
+  if (fence !== undefined) out.push('```');
+  return out.join('\n');
+}
+
+function convertLine(line: string): string {
+  const h = HEADING_RE.exec(line);
+  if (h) return `*${inline(h[1]!).replace(/\*/g, '')}*`;
+  const q = QUOTE_RE.exec(line);
+  if (q) return `> ${inline(q[2]!)}`;
+  // `* item` would read as bold: WhatsApp's list marker is `- `.
+  const b = BULLET_RE.exec(line);
+  if (b) return `${b[1]}- ${inline(b[2]!)}`;
+  return inline(line);
+}
+
+/** Inline formatting of one line. Code spans become placeholders first, so nothing inside them is reformatted. */
+function inline(line: string): string {
+  const held: string[] = [];
+  const hold = (text: string) => `\uE000${held.push(text) - 1}\uE001`;
+  let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (m) => hold(m));
+  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_m, text: string, url: string) => hold(text === url ? url : `${text} (${url})`));
+  s = s
+    // Italic first (`*x*` → `_x_`), so the bold that follows (`**x**` → `*x*`) is not read as italic again.
+    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1_$2_')
+    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '*$1*')
+    .replace(/(^|[^\w])__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1*$2*')
+    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '~$1~');
+  return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
+}

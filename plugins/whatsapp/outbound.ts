@@ -1,0 +1,142 @@
+/**
+ * The outbound side of the WhatsApp channel: replies through
+ * `POST /{phone-number-id}/messages` (text, or interactive reply buttons for
+ * an approval), the read receipt with the typing indicator, and media
+ * downloads for the attachment resolver. WhatsApp cannot edit a message, so
+ * the channel does not stream: a reply goes out whole when the turn ends.
+ * A reply WhatsApp refuses (the 24-hour window closed, any other 4xx) is
+ * recorded for the console before the error is thrown; delivery does not
+ * retry it.
+ */
+import { type ChannelOutbound, InvalidInputError, type Logger, type MessageButton, type RedisClient, type SendOptions } from 'steerbot/channel';
+import { WhatsAppApiError } from './errors.js';
+import { recordFailure } from './failures.js';
+import type { GraphClient, MediaInfo } from './graph.js';
+import { lastInboundKey } from './keys.js';
+import { markdownToWhatsApp } from './markdown.js';
+
+/** WhatsApp's limit on a text message's body, in characters. */
+export const WHATSAPP_MAX_MESSAGE_CHARS = 4096;
+/** Limits of an interactive reply-button message: body characters, buttons, a title's characters, an id's characters. */
+const BUTTON_BODY_MAX = 1024;
+const MAX_BUTTONS = 3;
+const BUTTON_TITLE_MAX = 20;
+const BUTTON_ID_MAX = 256;
+/** Most conversations whose last typing indicator time is remembered (the oldest is forgotten first). */
+const TYPING_MEMORY = 1000;
+
+/** Parses `<channel id>:<wa_id>`; throws InvalidInputError for any other conversation. */
+export function recipientOf(channelId: string, conversationId: string): string {
+  const prefix = `${channelId}:`;
+  const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
+  if (!/^\d{1,32}$/.test(id)) throw new InvalidInputError(`not a ${channelId} conversation: ${conversationId}`);
+  return id;
+}
+
+/** Options of `createWhatsAppOutbound`. */
+export interface WhatsAppOutboundOptions {
+  channelId: string;
+  phoneNumberId: string;
+  graph: GraphClient;
+  redis: RedisClient;
+  prefix: string;
+  /** Least time between two typing indicators of one conversation, in ms. */
+  typingRefreshMs: number;
+  logger: Logger;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The `messages` request body of one reply: text, or reply buttons under a body (buttons past three are named in the body). */
+export function messageBody(to: string, text: string, buttons: readonly MessageButton[] | undefined, replyTo: string | undefined): Record<string, unknown> {
+  const base = { messaging_product: 'whatsapp', recipient_type: 'individual', to, ...(replyTo !== undefined && { context: { message_id: replyTo } }) };
+  const usable = (buttons ?? []).filter((b) => b.command.length <= BUTTON_ID_MAX);
+  if (usable.length === 0) return { ...base, type: 'text', text: { body: text, preview_url: false } };
+  const shown = usable.slice(0, MAX_BUTTONS);
+  const rest = usable.slice(MAX_BUTTONS);
+  const extra = rest.length > 0 ? `\n\n${rest.map((b) => `${b.label}: send ${b.command}`).join('\n')}` : '';
+  return {
+    ...base,
+    type: 'interactive',
+    interactive: {
+      type: 'button',
+      body: { text: `${text}${extra}`.slice(0, BUTTON_BODY_MAX) },
+      action: { buttons: shown.map((b) => ({ type: 'reply', reply: { id: b.command, title: b.label.slice(0, BUTTON_TITLE_MAX) } })) },
+    },
+  };
+}
+
+/** The message id a `messages` answer names. */
+function sentId(answer: Record<string, unknown>): string {
+  const id = (answer.messages as Array<{ id?: unknown }> | undefined)?.[0]?.id;
+  if (typeof id !== 'string') throw new WhatsAppApiError('whatsapp send: the answer named no message id', { status: 502 });
+  return id;
+}
+
+/** Builds the outbound side. Every method throws ChannelApiError (a WhatsAppApiError; 429: `retryAfterMs`). */
+export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbound {
+  const { graph, channelId } = o;
+  const now = o.now ?? Date.now;
+  const lastTyping = new Map<string, number>();
+  const messagesPath = `${o.phoneNumberId}/messages`;
+
+  async function post(conversationId: string, body: Record<string, unknown>, deliveryKey: string | undefined): Promise<string> {
+    try {
+      return sentId(await graph.post('send', messagesPath, body));
+    } catch (err) {
+      // Refused for good (not a rate limit, not the server's fault): recorded for the console, then given up by delivery.
+      if (err instanceof WhatsAppApiError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.retryAfterMs === undefined) {
+        await recordFailure(o.redis, o.prefix, conversationId, deliveryKey ?? `send:${now()}`, {
+          source: 'send',
+          ...(err.graphCode !== undefined && { code: err.graphCode }),
+          title: err.message.slice(0, 300),
+          at: now(),
+        }).catch((e: unknown) => o.logger.warn({ err: e }, 'could not record the failed reply'));
+      }
+      throw err;
+    }
+  }
+
+  return {
+    channelId,
+    maxMessageChars: WHATSAPP_MAX_MESSAGE_CHARS,
+
+    async send(conversationId: string, text: string, opts: SendOptions = {}) {
+      const to = recipientOf(channelId, conversationId);
+      const formatted = opts.format === 'markdown' ? markdownToWhatsApp(text) : text;
+      // Formatting may lengthen a text (a link's URL in brackets): past the limit the part goes as written.
+      const body = formatted.length <= WHATSAPP_MAX_MESSAGE_CHARS ? formatted : text;
+      const replyTo = opts.replyTo?.startsWith('wamid.') ? opts.replyTo : undefined;
+      if (opts.buttons?.length && body.length > BUTTON_BODY_MAX) {
+        // Too long for a button message's body: the text goes first, the buttons under a short line after it.
+        await post(conversationId, messageBody(to, body, undefined, replyTo), opts.deliveryKey);
+        return { messageId: await post(conversationId, messageBody(to, 'Choose:', opts.buttons, undefined), opts.deliveryKey) };
+      }
+      return { messageId: await post(conversationId, messageBody(to, body, opts.buttons, replyTo), opts.deliveryKey) };
+    },
+
+    async typing(conversationId: string) {
+      const at = now();
+      if (at - (lastTyping.get(conversationId) ?? -Infinity) < o.typingRefreshMs) return;
+      recipientOf(channelId, conversationId);
+      // The indicator is tied to a message the user sent (it is marked read too); none known, none shown.
+      const messageId = await o.redis.get(lastInboundKey(o.prefix, conversationId));
+      if (!messageId) return;
+      await graph.post('typing', messagesPath, { messaging_product: 'whatsapp', status: 'read', message_id: messageId, typing_indicator: { type: 'text' } });
+      lastTyping.delete(conversationId);
+      lastTyping.set(conversationId, at);
+      if (lastTyping.size > TYPING_MEMORY) lastTyping.delete(lastTyping.keys().next().value as string);
+    },
+
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      if (!/^[A-Za-z0-9_.-]{1,256}$/.test(attachment.ref)) throw new InvalidInputError('not a WhatsApp media id');
+      const info = (await graph.get('media', attachment.ref)) as Partial<MediaInfo>;
+      if (typeof info.url !== 'string') throw new WhatsAppApiError('whatsapp media: the answer named no URL', { status: 502 });
+      if (typeof info.file_size === 'number' && info.file_size > maxBytes) {
+        throw new InvalidInputError(`attachment is ${info.file_size} bytes, more than ${maxBytes}`);
+      }
+      const file = await graph.download(info as MediaInfo, { maxBytes, label: `WhatsApp media ${attachment.ref}`, ...(signal && { signal }) });
+      return info.mime_type && !file.mediaType ? { ...file, mediaType: info.mime_type } : file;
+    },
+  };
+}

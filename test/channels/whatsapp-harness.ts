@@ -1,0 +1,63 @@
+/**
+ * The WhatsApp channel wired end to end on a RunnerHarness: a host HTTP
+ * server listening on a local port (the fake posts signed deliveries to it),
+ * the real plugin against the fake Cloud API, the real channel host
+ * enqueueing runs, and a runner with `agent` delivering through the plugin.
+ */
+import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
+import { createChannelHost } from '../../host/receive.js';
+import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
+import { startRunner } from '../../runner/main.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { type FakeWhatsApp, postDelivery, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
+import type { RunnerHarness } from '../../testing/runner-harness.js';
+
+/** What `startWhatsAppSystem` started: stop `plugin`, then close `http`, when done. */
+export interface WhatsAppSystem {
+  http: HttpServer;
+  plugin: ChannelPlugin;
+  /** POSTs a delivery to the webhook, signed with the app secret as Meta does; resolves with the status. */
+  deliver(payload: unknown): Promise<number>;
+  /** The webhook's URL. */
+  url: string;
+}
+
+export async function startWhatsAppSystem(o: {
+  h: RunnerHarness;
+  wa: FakeWhatsApp;
+  agent: RunnerPlugin;
+  whatsapp?: Partial<WhatsAppConfigInput>;
+}): Promise<WhatsAppSystem> {
+  const { h } = o;
+  const { logger, redis } = h.ctx;
+  const http = createHttpServer({ config: h.ctx.config, redis, logger });
+  const plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: o.wa.graphUrl, ...o.whatsapp }, { logger, redis, prefix: h.prefix });
+  const host = createChannelHost({
+    routes: routeRegistry(http),
+    redis,
+    prefix: h.prefix,
+    logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+    channelProblems: (id) => (id === plugin.id ? plugin.conversationProblems : undefined),
+  });
+  await plugin.start(host);
+  const address = await listen(http, { host: '127.0.0.1', port: 0 });
+  const runner = await startRunner(h.ctx, {
+    plugin: o.agent,
+    resolveOutbound: (cid) => (cid.startsWith('whatsapp:') ? plugin.outbound : undefined),
+    lockDurationMs: 2000,
+    stalledIntervalMs: 500,
+  });
+  h.runners.push(runner);
+  const url = `${address}/whatsapp/webhook`;
+  return {
+    http,
+    plugin,
+    url,
+    deliver: async (payload) => (await postDelivery(url, payload, WHATSAPP_TEST.appSecret)).status,
+  };
+}

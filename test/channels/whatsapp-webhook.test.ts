@@ -1,0 +1,260 @@
+/**
+ * The WhatsApp webhook edge and outbound side against the fake Cloud API:
+ * verification, signature (401) and body (400) checks that write nothing,
+ * 503 when Redis is down, status callbacks (no turns; `failed` recorded and
+ * listed as a problem), the 24-hour window refusal as a typed, recorded,
+ * unretried failure, rate limits as `retryAfterMs`, media downloads, reply
+ * buttons, and the Markdown mapping.
+ */
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
+import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
+import { WhatsAppApiError, WindowClosedError } from '../../plugins/whatsapp/errors.js';
+import { markdownToWhatsApp } from '../../plugins/whatsapp/markdown.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { createLogger } from '../../src/logger.js';
+import {
+  type FakeWhatsApp,
+  messageDelivery,
+  signDelivery,
+  startFakeWhatsApp,
+  statusDelivery,
+  WA_ALICE,
+  WHATSAPP_TEST,
+  wamid,
+} from '../../testing/fakes/whatsapp-server.js';
+import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { dispatchHost, MemoryLog } from './telegram-harness.js';
+
+const CONVERSATION = `whatsapp:${WA_ALICE.waId}`;
+
+interface Harness {
+  wa: FakeWhatsApp;
+  plugin: ChannelPlugin;
+  host: ReturnType<typeof dispatchHost>;
+  http: HttpServer;
+  redis: Redis;
+  prefix: string;
+  log: MemoryLog;
+  post(payload: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: Redis } = {}): Promise<Harness> {
+  const prefix = testPrefix();
+  const redis = opts.redis ?? new Redis(redisUrl());
+  const wa = await startFakeWhatsApp();
+  const log = new MemoryLog();
+  const logger = createLogger({ level: 'debug', destination: log });
+  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: wa.graphUrl, ...config }, { logger, redis, prefix });
+  const host = dispatchHost({ redis, prefix, http, logger, outbound: () => plugin.outbound });
+  await plugin.start(host);
+  await http.ready();
+  return {
+    wa,
+    plugin,
+    host,
+    http,
+    redis,
+    prefix,
+    log,
+    async post(payload, headers) {
+      const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+      const res = await http.inject({
+        method: 'POST',
+        url: '/whatsapp/webhook',
+        headers: { 'content-type': 'application/json', ...(headers ?? { 'x-hub-signature-256': signDelivery(WHATSAPP_TEST.appSecret, body) }) },
+        payload: body,
+      });
+      return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
+    },
+    async close() {
+      await plugin.stop();
+      await http.close();
+      await wa.close();
+      if (!opts.redis) {
+        await cleanupPrefix(redis, prefix);
+        await redis.quit();
+      }
+    },
+  };
+}
+
+const keysOf = async (h: Harness) => (await h.redis.keys(`${h.prefix}:*`)).sort();
+
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+
+describe('whatsapp webhook', () => {
+  beforeEach(async () => {
+    h = await start();
+  });
+
+  it('answers the verification challenge only with the right verify token', async () => {
+    const ok = await h.http.inject({
+      method: 'GET',
+      url: `/whatsapp/webhook?hub.mode=subscribe&hub.verify_token=${WHATSAPP_TEST.verifyToken}&hub.challenge=1158201444`,
+    });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toBe('1158201444');
+    const wrong = await h.http.inject({ method: 'GET', url: '/whatsapp/webhook?hub.mode=subscribe&hub.verify_token=nope-nope&hub.challenge=1' });
+    expect(wrong.statusCode).toBe(403);
+  });
+
+  it('refuses a delivery with a bad or missing signature with 401 and writes nothing', async () => {
+    const payload = messageDelivery({ text: 'hi' });
+    const body = JSON.stringify(payload);
+    expect((await h.post(payload, { 'x-hub-signature-256': signDelivery('another-app-secret-0000', body) })).status).toBe(401);
+    expect((await h.post(payload, {})).status).toBe(401);
+    // Signed over other bytes than those sent.
+    expect((await h.post(`${body} `, { 'x-hub-signature-256': signDelivery(WHATSAPP_TEST.appSecret, body) })).status).toBe(401);
+    expect(h.host.received).toEqual([]);
+    expect(await keysOf(h)).toEqual([]);
+  });
+
+  it('refuses a malformed delivery with 400 naming the problem and writes nothing', async () => {
+    const notJson = await h.post('{"object": "whatsapp_business_account", ');
+    expect(notJson).toEqual({ status: 400, body: { error: 'body is not valid JSON' } });
+    const wrongObject = await h.post({ object: 'page', entry: [] });
+    expect(wrongObject.status).toBe(400);
+    expect(wrongObject.body.error).toMatch(/^bad delivery: object/);
+    const badMessage = messageDelivery({ text: 'hi' }) as any;
+    badMessage.entry[0].changes[0].value.messages[0].from = 'not a number';
+    const res = await h.post(badMessage);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toContain('from');
+    expect(h.host.received).toEqual([]);
+    expect(await keysOf(h)).toEqual([]);
+  });
+
+  it('ingests a message once however often it is delivered', async () => {
+    const payload = messageDelivery({ id: wamid(), text: 'once' });
+    const results = await Promise.all([h.post(payload), h.post(payload), h.post(payload)]);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const kinds = h.host.results.map((r) => (r.kind === 'ingested' ? r.result.kind : r.kind)).sort();
+    expect(kinds).toEqual(['duplicate', 'duplicate', 'new-run']);
+    expect(h.host.received[0]).toMatchObject({ conversationId: CONVERSATION, sender: { id: WA_ALICE.waId, name: WA_ALICE.name }, text: 'once' });
+  });
+
+  it('turns image, voice, video and document messages into attachments by media id', async () => {
+    await h.post(messageDelivery({ media: { type: 'image', id: 'm-img', mimeType: 'image/jpeg', caption: 'look' } }));
+    await h.post(messageDelivery({ media: { type: 'audio', id: 'm-voice', mimeType: 'audio/ogg; codecs=opus', voice: true } }));
+    await h.post(messageDelivery({ media: { type: 'video', id: 'm-vid', mimeType: 'video/mp4' } }));
+    await h.post(messageDelivery({ media: { type: 'document', id: 'm-doc', mimeType: 'application/pdf', filename: 'report.pdf' } }));
+    expect(h.host.received.map((m) => [m.text, m.attachments])).toEqual([
+      ['look', [{ kind: 'image', ref: 'm-img', mime: 'image/jpeg' }]],
+      ['', [{ kind: 'audio', ref: 'm-voice', mime: 'audio/ogg; codecs=opus' }]],
+      ['', [{ kind: 'video', ref: 'm-vid', mime: 'video/mp4' }]],
+      ['', [{ kind: 'file', ref: 'm-doc', name: 'report.pdf', mime: 'application/pdf' }]],
+    ]);
+  });
+
+  it('ignores deliveries for another phone number of the app', async () => {
+    const res = await h.post(messageDelivery({ text: 'not for us', phoneNumberId: '999' }));
+    expect(res).toEqual({ status: 200, body: { ok: true, results: [] } });
+    expect(h.host.received).toEqual([]);
+  });
+
+  it('creates no turn for status callbacks, and records a failed one for the console', async () => {
+    const sent = await h.plugin.outbound.send(CONVERSATION, 'a reply');
+    for (const status of ['sent', 'delivered', 'read'] as const) expect((await h.post(statusDelivery({ messageId: sent.messageId, status }))).status).toBe(200);
+    expect(h.host.received).toEqual([]);
+    expect(await h.plugin.conversationProblems!(CONVERSATION)).toEqual([]);
+
+    const failed = statusDelivery({ messageId: sent.messageId, status: 'failed', error: { code: 131026, title: 'Message undeliverable' } });
+    expect((await h.post(failed)).status).toBe(200);
+    expect((await h.post(failed)).status).toBe(200);
+    expect(h.host.received).toEqual([]);
+    expect(await h.plugin.conversationProblems!(CONVERSATION)).toEqual(['1 reply not delivered (last: 131026 Message undeliverable)']);
+  });
+});
+
+describe('whatsapp outbound', () => {
+  beforeEach(async () => {
+    h = await start();
+  });
+
+  it('refuses a reply outside the 24-hour window with a typed error, records it, and is not retried', async () => {
+    h.wa.failNext('send', { status: 400, code: 131047, message: 'Re-engagement message' });
+    const err = await h.plugin.outbound.send(CONVERSATION, 'too late', { deliveryKey: 'r1:3:0' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WindowClosedError);
+    expect(err).toMatchObject({ code: 'CHANNEL_API', status: 400, graphCode: 131047, retryAfterMs: undefined });
+    expect(h.wa.calls.filter((c) => c.kind === 'send')).toHaveLength(1);
+    expect(await h.plugin.conversationProblems!(CONVERSATION)).toEqual([
+      '1 reply not delivered (last: 24-hour window closed (the user must write first, or send a template))',
+    ]);
+  });
+
+  it('turns a rate limit into retryAfterMs from Retry-After, also when the API answers 400 with a rate-limit code', async () => {
+    h.wa.failNext('send', { status: 429, code: 130429, retryAfterSeconds: 3 });
+    expect(await h.plugin.outbound.send(CONVERSATION, 'x').catch((e: unknown) => e)).toMatchObject({ status: 429, retryAfterMs: 3000 });
+    h.wa.failNext('send', { status: 400, code: 131056 });
+    expect(await h.plugin.outbound.send(CONVERSATION, 'x').catch((e: unknown) => e)).toMatchObject({ status: 429, retryAfterMs: 10_000 });
+    // Not failures of the reply: nothing for the console.
+    expect(await h.plugin.conversationProblems!(CONVERSATION)).toEqual([]);
+  });
+
+  it('never puts the access token in an error', async () => {
+    const other = await start({ graphApiUrl: 'http://127.0.0.1:1' });
+    try {
+      const err = (await other.plugin.outbound.send(CONVERSATION, 'x').catch((e: unknown) => e)) as WhatsAppApiError;
+      expect(err).toBeInstanceOf(WhatsAppApiError);
+      expect(err.message).not.toContain(WHATSAPP_TEST.accessToken);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('sends up to three reply buttons and names the rest in the text', async () => {
+    const buttons = ['one', 'two', 'three', 'four'].map((w) => ({ label: w, command: `/approve ap_${w}` }));
+    await h.plugin.outbound.send(CONVERSATION, 'Pick one', { buttons });
+    expect(h.wa.sent[0]).toMatchObject({
+      to: WA_ALICE.waId,
+      type: 'interactive',
+      text: 'Pick one\n\nfour: send /approve ap_four',
+      buttons: buttons.slice(0, 3).map((b) => ({ id: b.command, title: b.label })),
+    });
+  });
+
+  it('maps Markdown to WhatsApp formatting when sending', async () => {
+    await h.plugin.outbound.send(CONVERSATION, '## Plan\n**bold** and *it* ~~gone~~ `x*y*` [docs](https://e.x/a)\n* item', { format: 'markdown' });
+    expect(h.wa.sent[0]!.text).toBe('*Plan*\n*bold* and _it_ ~gone~ `x*y*` docs (https://e.x/a)\n- item');
+    expect(markdownToWhatsApp('```ts\nconst a = **b**;\n```')).toBe('```\nconst a = **b**;\n```');
+  });
+
+  it('fetches a media attachment through the media endpoint with the token', async () => {
+    const bytes = Buffer.from('fake jpeg bytes');
+    h.wa.addMedia('m-1', bytes, 'image/jpeg');
+    const file = await h.plugin.outbound.fetchAttachment!({ kind: 'image', ref: 'm-1' }, { maxBytes: 1000 });
+    expect(Buffer.from(file.data)).toEqual(bytes);
+    expect(file.mediaType).toBe('image/jpeg');
+    expect(h.wa.calls.map((c) => c.kind)).toEqual(['media', 'download']);
+    await expect(h.plugin.outbound.fetchAttachment!({ kind: 'image', ref: 'm-1' }, { maxBytes: 4 })).rejects.toThrow(/more than 4/);
+  });
+
+  it('marks the newest message read with the typing indicator, at most once per refresh interval', async () => {
+    const id = wamid();
+    await h.post(messageDelivery({ id, text: 'hello' }));
+    await h.plugin.outbound.typing!(CONVERSATION);
+    await h.plugin.outbound.typing!(CONVERSATION);
+    expect(h.wa.reads).toEqual([{ messageId: id, typing: true }]);
+  });
+});
+
+describe('whatsapp webhook without Redis', () => {
+  it('answers 503 so WhatsApp delivers again', async () => {
+    const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    dead.on('error', () => undefined); // the refused connection is the point of the test
+    h = await start({}, { redis: dead });
+    expect(await h.post(messageDelivery({ text: 'hi' }))).toEqual({ status: 503, body: { error: 'redis unreachable' } });
+    expect(await h.post(statusDelivery({ messageId: wamid(), status: 'failed', error: { code: 1, title: 'x' } }))).toEqual({
+      status: 503,
+      body: { error: 'redis unreachable' },
+    });
+    dead.disconnect();
+  });
+});
