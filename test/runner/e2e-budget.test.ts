@@ -10,6 +10,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { BudgetSettings } from '../../src/budget.js';
 import { Budgets } from '../../src/budget.js';
+import { IdentityStore } from '../../src/identity.js';
 import { CID, fakeModel, RunnerHarness as Harness, perTestModel } from './harness.js';
 
 const t = perTestModel();
@@ -116,5 +117,23 @@ describe('Budgets', () => {
     const b = new Budgets({ client: h.redis, prefix: h.prefix, settings: { identity: { tokensPerDay: 10 } } });
     await expect(b.charge({ identity: 'a {b}', conversationId: CID }, 5)).rejects.toThrow(/identity id/);
     expect(await h.redis.keys(`${h.prefix}:*`)).toEqual([]);
+  });
+});
+
+describe('a linked identity', () => {
+  it('spends from one budget on both channels, and purging the identity deletes its usage', async () => {
+    const h = await Harness.start();
+    t.h = h;
+    const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
+    const b = new Budgets({ client: h.redis, prefix: h.prefix, settings: { identity: { tokensPerDay: 100 } } });
+    identities.onChange({ purged: (identity) => b.purge(identity) });
+    await identities.link('discord:d1', 'telegram:u1');
+    const onTelegram = { identity: await identities.resolve('telegram', 'u1'), conversationId: CID };
+    const onDiscord = { identity: await identities.resolve('discord', 'd1'), conversationId: 'discord:9' };
+    await b.charge(onTelegram, 60);
+    await b.charge(onDiscord, 50);
+    expect(await b.check(onDiscord)).toMatchObject({ scope: 'identity', limit: 'tokensPerDay' });
+    await identities.purge(onTelegram.identity);
+    expect(await b.usage(onTelegram.identity)).toEqual({ tokensToday: 0, tokensThisMonth: 0, runsThisHour: 0 });
   });
 });
