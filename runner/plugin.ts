@@ -176,7 +176,7 @@ export interface RunContext {
   logger: Logger;
   /** The run's model settings: `model.*`, or its profile's. */
   model: ModelSettings;
-  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy, memory. Absent when none is configured. */
+  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy. Absent when none is configured. */
   profile?: AgentProfile;
   /** The identity of the person whose message started the run (`<channel id>:<user id>`, or their linked identity). Absent when unknown. */
   identity?: string;

@@ -342,7 +342,6 @@ const profileSchema = z.strictObject({
     .optional()
     .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (`agents.local-agent.toolPolicy`)."),
   inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
-  memory: z.boolean({ error: 'expected true or false' }).default(false).describe('Long-term memory of the people it talks to (docs/people.md). Default false.'),
 });
 
 const bindingSchema = z.strictObject({
@@ -425,7 +424,7 @@ const baseSchema = z.strictObject({
   profiles: z
     .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' }), profileSchema)
     .default({})
-    .describe('Agent profiles by name: model, system prompt, tools and tool policy, input policy, memory (docs/people.md#agent-profiles). Default `{}`.'),
+    .describe('Agent profiles by name: model, system prompt, tools and tool policy, input policy (docs/people.md#agent-profiles). Default `{}`.'),
   bindings: z
     .array(bindingSchema)
     .max(10_000)

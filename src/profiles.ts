@@ -1,7 +1,7 @@
 /**
  * Agent profiles: several agent setups in one deployment. A profile names a
  * model, a system prompt, the tools offered and their policy, an input
- * policy, and whether the agent keeps long-term memory. Bindings choose a
+ * policy. Bindings choose a
  * conversation's profile by the person (identity), the chat (a conversation
  * id, or a prefix of it: a group's threads share the group's binding) or the
  * channel; the most specific wins, and a conversation no binding names gets
@@ -46,8 +46,6 @@ export interface ProfileSettings {
   tools?: string[] | undefined;
   toolPolicy?: ProfileToolPolicy | undefined;
   inputPolicy?: InputPolicy | undefined;
-  /** Long-term memory of the people it talks to. Default false. */
-  memory?: boolean | undefined;
 }
 
 /** One binding (`bindings[]`): the profile and exactly one of what it matches. */
@@ -85,8 +83,6 @@ export interface AgentProfile {
   toolPolicy?: ProfileToolPolicy;
   /** Its input policy; undefined: the channel's. */
   inputPolicy?: InputPolicy;
-  /** Whether the agent keeps long-term memory for the people it talks to. */
-  memory: boolean;
 }
 
 /** Chooses profiles. */
@@ -126,7 +122,7 @@ export async function loadProfiles(
     else if (b.channel !== undefined) byChannel.set(b.channel, b.profile);
   });
   if (issues.length > 0) throw new ConfigError(issues);
-  const fallback: AgentProfile = { name: DEFAULT_PROFILE, model: base, memory: false };
+  const fallback: AgentProfile = { name: DEFAULT_PROFILE, model: base };
   // The longest chat prefix, then the channel: as personas resolve.
   const chatOf = channelResolver(byChat.keys());
   const channelOf = channelResolver(byChannel.keys());
@@ -166,7 +162,6 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
   return {
     name,
     model,
-    memory: p.memory ?? false,
     ...(systemPrompt && { systemPrompt }),
     ...(p.tools && { tools: p.tools }),
     ...(p.toolPolicy && { toolPolicy: p.toolPolicy }),

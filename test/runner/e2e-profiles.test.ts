@@ -30,7 +30,7 @@ describe('loadProfiles', () => {
     expect(p.resolve('telegram:-100:3').name).toBe('b');
     expect(p.resolve('telegram:-100:7').name).toBe('c');
     expect(p.resolve('telegram:-100:7', 'telegram:u9')).toMatchObject({ name: 'd', inputPolicy: 'followup', systemPrompt: 'D' });
-    expect(p.resolve('discord:1')).toEqual({ name: 'default', model: BASE, memory: false });
+    expect(p.resolve('discord:1')).toEqual({ name: 'default', model: BASE });
     expect(p.bindsIdentities).toBe(true);
   });
 
@@ -81,8 +81,8 @@ describe('two profiles bound to two chats', () => {
     const config = {
       ...h.ctx.config,
       profiles: {
-        sales: { model: model(one!.url, 'model-one'), systemPrompt: 'You sell.', memory: false },
-        support: { model: model(two!.url, 'model-two'), systemPrompt: 'You help.', memory: false },
+        sales: { model: model(one!.url, 'model-one'), systemPrompt: 'You sell.' },
+        support: { model: model(two!.url, 'model-two'), systemPrompt: 'You help.' },
       },
       bindings: [
         { profile: 'sales', chat: 'telegram:1' },
