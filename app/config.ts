@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
+import type { SlackConfig } from '../plugins/slack/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
@@ -34,6 +35,7 @@ export interface SteerbotConfig extends CoreConfig {
   channels: {
     telegram?: TelegramConfig;
     discord?: DiscordConfig;
+    slack?: SlackConfig;
     whatsapp?: WhatsAppConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;

@@ -14,6 +14,7 @@ export type { RunnerPluginDefinition } from 'steerbot/runner';
 // The built-in plugins' settings, as `SteerbotConfig` types them (`typeof` a schema: a type, no run-time export).
 export type { DiscordConfig, discordConfigSchema } from '../plugins/discord/config.js';
 export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/local-agent/index.js';
+export type { SlackConfig, slackConfigSchema } from '../plugins/slack/config.js';
 export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/config.js';
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';
 export type { WebhookChannelConfig, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
@@ -38,5 +39,6 @@ export {
   type SteerbotConfigInput,
 } from './config.js';
 export type { PluginRegistry } from './registry.js';
+export { type SendMessageRequest, type SendMessageResult, sendMessage } from './send.js';
 export { type RunningApp, type StartAppOptions, startApp } from './start.js';
 export { redactConfig } from './summary.js';

@@ -11,6 +11,7 @@ import type { RunnerPluginDefinition } from 'steerbot/runner';
 import discord from '../plugins/discord/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
 import localAgent from '../plugins/local-agent/index.js';
+import slack from '../plugins/slack/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
@@ -22,7 +23,7 @@ import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, whatsapp, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, slack, whatsapp, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

@@ -3,18 +3,29 @@
  * with the plugins the configuration selects. `cli.ts` wires it to signals;
  * tests and embedders drive it directly.
  */
+import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { createHttpServer, listen, routeRegistry } from '../host/http.js';
 import { type HostContext, type HostParts, startHost } from '../host/main.js';
 import { type RunnerParts, type StartedRunner, startRunner } from '../runner/main.js';
 import { createModel } from '../runner/model.js';
 import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
+import { MessageSender } from '../runner/send-message.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import type { ChannelDeps, ChannelPlugin } from '../src/channel.js';
+import { type ChannelDeps, type ChannelOutbound, type ChannelPlugin, outboundResolver } from '../src/channel.js';
 import { ensureRedis } from '../src/local-redis.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { declaredConversationKeys } from '../src/plugin-storage.js';
-import { closeRedis, createRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary, watchRedis } from '../src/redis.js';
+import {
+  closeRedis,
+  createRedis,
+  INGRESS_COMMAND_TIMEOUT_MS,
+  type RedisClient,
+  redisFromConfig,
+  redisOptionsFromConfig,
+  redisSummary,
+  watchRedis,
+} from '../src/redis.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig } from './config.js';
@@ -59,6 +70,11 @@ export interface RunningApp {
   channels: string[];
   /** Where a runner-only process serves `/healthz`, `/readyz` and `/metrics` (on `http.host` / `http.port`); undefined with a host (its server serves them). */
   probeAddress?: string | undefined;
+  /**
+   * Records and delivers messages from outside a run (`sendMessage`), through the channels this process created.
+   * @internal
+   */
+  sender: MessageSender;
   /** Stops ingress, then the host, then the runner (bounded by its grace), then Redis. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -177,9 +193,14 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     const served = config.runner.enabled ? { routes: routeRegistry(server), serverUrl: () => address ?? probeAddress } : {};
     const plugin = await createRunnerPlugin(config, registry, runnerId, logger, opts.fetch, served);
 
+    // Messages sent from outside a run go out through the outbound sides of one set of this process's channels.
+    const { sender, useChannels } = await startSender(ctx, stops);
+
     if (config.runner.enabled) {
       // Runners use only the channels' outbound sides: instances of their own, never started.
-      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: await createChannels(config, channelDeps, registry), pluginKeys });
+      const runnerChannels = await createChannels(config, channelDeps, registry);
+      useChannels(runnerChannels);
+      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: runnerChannels, pluginKeys });
       if ('worker' in runner) probes.push(workerProbe(runner as StartedRunner));
       const bound = config.runner.shutdownGraceMs + RUNNER_STOP_SLACK_MS;
       stops.push({
@@ -193,9 +214,10 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     if (config.host.enabled) {
       const http = server;
       const channels = await createChannels(config, channelDeps, registry);
+      useChannels(channels);
       const host = await (opts.hooks?.startHost ?? startHost)(
         { ...ctx, http },
-        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys },
+        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys, send: (req) => sender.send(req, 'api') },
       );
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
@@ -211,11 +233,34 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     }
     const channels = channelIds(config);
     logger.info({ address, host: config.host.enabled, runner: config.runner.enabled, channels }, 'steerbot started');
-    return { ctx, redis, address, channels, probeAddress, stop };
+    return { ctx, redis, address, channels, probeAddress, sender, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * The sender of messages from outside a run (`sendMessage`, the messages API) on a connection of its own that
+ * fails fast while Redis is down (503, not a request held for the outage); it sends through the channels
+ * `useChannels` names first.
+ */
+async function startSender(ctx: AppContext, stops: Array<{ name: string; run: () => Promise<void> }>) {
+  const { config } = ctx;
+  const conn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-send' });
+  stops.push({ name: 'send connection', run: async () => conn.disconnect() });
+  // Without an offline queue, a command sent before the connection is ready fails: wait for it once.
+  if (conn.status !== 'ready') await once(conn, 'ready');
+  let resolveOutbound: ((conversationId: string) => ChannelOutbound | undefined) | undefined;
+  const sender = new MessageSender({
+    client: conn,
+    prefix: config.redis.prefix,
+    resolve: (conversationId) => resolveOutbound?.(conversationId),
+    logger: ctx.logger.child({ part: 'send' }),
+    dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
+    maxMessageChars: config.dispatch.maxMessageChars,
+  });
+  return { sender, useChannels: (channels: ChannelPlugin[]) => void (resolveOutbound ??= outboundResolver(channels)) };
 }
 
 /**

@@ -71,7 +71,7 @@ export function nextSteps(config: SteerbotConfig, started: StartedSummary): stri
   if (started.address) lines.push(...pageLines(config, started.address, started.channels.includes('web')));
   if (started.channels.every((c) => c === 'web') && started.address) {
     const first = started.channels.includes('web') ? 'next: chat on the page above; for a platform, set' : 'next: set';
-    lines.push(`${first} TELEGRAM_BOT_TOKEN (from @BotFather) or DISCORD_BOT_TOKEN and start again,`);
+    lines.push(`${first} TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN and start again,`);
     lines.push('      or add a webhook channel to a config file (--config steerbot.json); see docs/channels.md');
   }
   return lines;

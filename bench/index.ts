@@ -12,6 +12,8 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   'rate-limit': () => import('./rate-limit.js').then((m) => m.main()),
   cost: () => import('./cost.js').then((m) => m.main()),
   soak: () => import('./soak.js').then((m) => m.main()),
+  'heap-diff': () => import('./heap-diff.js').then((m) => m.main()),
+  e2e: () => import('./e2e.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

@@ -10,30 +10,42 @@
  * callback receiver run in a child process, so their memory and CPU are not
  * counted. Redis is a private redis-server.
  *
- * Every 30 s it forces a full GC and prints the heap then, RSS, messages sent
- * and replies called back. At the end: bytes retained per message after the
- * first minute (heap after full GC, last sample minus the one at 1 min,
- * over the messages between), the slope of RSS over the second half
- * (least squares, MB/min), CPU of this process per message, and a verdict
- * against the goal: heap growth after the first minute <= 2 MB and RSS
- * slope <= 5 MB/min.
+ * Every 30 s it forces a full GC and prints the heap then (and the part of
+ * it in V8's code spaces), RSS, messages sent and replies called back. At
+ * the first minute and at the end it pauses the sender, waits until the
+ * replies stop coming, and writes a heap snapshot. At the end: the heap
+ * growth between those two samples, split from the snapshots into compiled
+ * code (machine code, bytecode, feedback, hidden classes: the JIT warming
+ * up, bounded by the program) and data (everything else: what messages
+ * could leave behind), bytes of data retained per message, the slope of RSS
+ * over the second half (least squares, MB/min), CPU of this process per
+ * message, and a verdict against the goal: data on the heap grows <= 2 MB
+ * after the first minute and the RSS slope is <= 5 MB/min.
+ * `BENCH_HEAP_SNAPSHOTS` (seconds, comma-separated) writes more snapshots,
+ * for `npm run bench -- heap-diff A B`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { readConfig } from '../app/config.js';
 import { startApp } from '../app/start.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
+import { heapSplit } from './heap-diff.js';
 import { privateRedis } from './private-redis.js';
 
 const MINUTES = Number(process.env.BENCH_MINUTES ?? 5);
 const RATE = Number(process.env.BENCH_RATE ?? 50);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 500);
 const SAMPLE_MS = Number(process.env.BENCH_SAMPLE_MS ?? 30_000);
+/** Seconds after which a sample also writes a heap snapshot (e.g. `60,120,300`), for `bench/heap-diff.ts`. */
+const SNAPSHOTS_AT = (process.env.BENCH_HEAP_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number);
 const SECRET = 'bench-soak-secret-0123456789abcdef';
 const GOAL_HEAP_MB = 2;
 const GOAL_RSS_SLOPE = 5;
@@ -42,13 +54,17 @@ const MB = 1024 * 1024;
 /** Messages from the driver (child) to the app (parent). */
 type DriverMessage = { ready: { modelUrl: string; callbackUrl: string } } | { counts: { sent: number; failed: number; callbacks: number } };
 /** Messages from the app (parent) to the driver (child). */
-type AppMessage = { start: { url: string } } | 'counts' | 'stop';
+type AppMessage = { start: { url: string } } | 'counts' | 'pause' | 'resume' | 'stop';
 
 interface Sample {
   seconds: number;
   heapMb: number;
+  /** Of `heapMb`, the part in V8's code spaces (machine code and its trusted metadata; feedback and dependency lists are in old space). */
+  codeMb: number;
   rssMb: number;
   sent: number;
+  /** Path of the heap snapshot written after this sample, if one was. */
+  snapshot?: string;
   callbacks: number;
 }
 
@@ -84,6 +100,28 @@ async function driver(): Promise<void> {
   let failed = 0;
   let timer: NodeJS.Timeout | undefined;
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  let target: URL | undefined;
+  let t0 = 0;
+  let issued = 0;
+  const post = (n: number) => {
+    const raw = JSON.stringify({
+      id: `m-${n}-${randomBytes(4).toString('hex')}`,
+      conversation: `c${n % CONVERSATIONS}`,
+      sender: { id: `u${n % CONVERSATIONS}`, name: 'Ann' },
+      text: `message ${n}: the quick brown fox jumps over the lazy dog`,
+    });
+    const req = request(target!, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) } }, (res) => {
+      res.resume();
+      if (res.statusCode === 202 || res.statusCode === 200) sent++;
+      else failed++;
+    });
+    req.on('error', () => failed++);
+    req.end(raw);
+  };
+  const tick = () => {
+    const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
+    while (issued < due) post(issued++);
+  };
   process.on('message', async (m: AppMessage) => {
     if (m === 'counts') return send({ counts: { sent, failed, callbacks } });
     if (m === 'stop') {
@@ -95,28 +133,15 @@ async function driver(): Promise<void> {
       process.disconnect();
       return;
     }
-    const target = new URL('/webhooks/soak', m.start.url);
-    const t0 = performance.now();
-    let issued = 0;
-    const post = (n: number) => {
-      const raw = JSON.stringify({
-        id: `m-${n}-${randomBytes(4).toString('hex')}`,
-        conversation: `c${n % CONVERSATIONS}`,
-        sender: { id: `u${n % CONVERSATIONS}`, name: 'Ann' },
-        text: `message ${n}: the quick brown fox jumps over the lazy dog`,
-      });
-      const req = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) } }, (res) => {
-        res.resume();
-        if (res.statusCode === 202 || res.statusCode === 200) sent++;
-        else failed++;
-      });
-      req.on('error', () => failed++);
-      req.end(raw);
-    };
-    timer = setInterval(() => {
-      const due = Math.floor(((performance.now() - t0) / 1000) * RATE);
-      while (issued < due) post(issued++);
-    }, 20);
+    if (m === 'pause') return clearInterval(timer);
+    if (m === 'resume') {
+      t0 = performance.now() - (issued / RATE) * 1000; // the rate goes on from where it paused, with no burst
+      timer = setInterval(tick, 20);
+      return;
+    }
+    target = new URL('/webhooks/soak', m.start.url);
+    t0 = performance.now();
+    timer = setInterval(tick, 20);
   });
   send({ ready: { modelUrl: model.url, callbackUrl } });
 }
@@ -135,12 +160,24 @@ function ask<K extends 'ready' | 'counts'>(child: ChildProcess, kind: K, message
   });
 }
 
-/** Heap used after a forced full GC, and RSS, in MB. */
-function measure(): { heapMb: number; rssMb: number } {
+/** V8 heap spaces that hold compiled code and its metadata (machine code, deoptimization data, relocation info, bytecode). */
+const CODE_SPACES = new Set(['code_space', 'code_large_object_space', 'trusted_space', 'trusted_large_object_space']);
+
+/**
+ * Heap used after a forced full GC, the part of it in the code spaces, and
+ * RSS, in MB. Between the two collections the event loop turns once, so the
+ * FinalizationRegistry callbacks the first one scheduled (undici's `fetch`
+ * registers every request) run and the second one collects what they let go.
+ */
+async function measure(): Promise<{ heapMb: number; codeMb: number; rssMb: number }> {
   global.gc!();
-  global.gc!(); // a second pass collects what the first one's finalizers released
+  await new Promise((r) => setImmediate(r));
+  global.gc!();
   const m = process.memoryUsage();
-  return { heapMb: m.heapUsed / MB, rssMb: m.rss / MB };
+  const code = getHeapSpaceStatistics()
+    .filter((s) => CODE_SPACES.has(s.space_name))
+    .reduce((sum, s) => sum + s.space_used_size, 0);
+  return { heapMb: m.heapUsed / MB, codeMb: code / MB, rssMb: m.rss / MB };
 }
 
 /** A TCP port nobody listens on now (the app's config takes 1..65535, not 0). */
@@ -199,45 +236,91 @@ async function soak(): Promise<void> {
   const samples: Sample[] = [];
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const sample = async () => {
+  const sample = async (snapshot: boolean) => {
     const counts = await ask(child, 'counts', 'counts');
-    const s = { seconds: (performance.now() - t0) / 1000, ...measure(), sent: counts.sent, callbacks: counts.callbacks };
+    const s: Sample = { seconds: (performance.now() - t0) / 1000, ...(await measure()), sent: counts.sent, callbacks: counts.callbacks };
+    if (snapshot || (SNAPSHOTS_AT.length > 0 && s.seconds >= SNAPSHOTS_AT[0]!)) {
+      if (!snapshot) SNAPSHOTS_AT.shift();
+      s.snapshot = writeHeapSnapshot(join(tmpdir(), `soak-${process.pid}-${s.seconds.toFixed(0)}s.heapsnapshot`));
+    }
     samples.push(s);
     console.log(
-      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}`,
+      `${s.seconds.toFixed(0).padStart(5)} s  heap ${s.heapMb.toFixed(1).padStart(7)} MB (code spaces ${s.codeMb.toFixed(1).padStart(4)})  rss ${s.rssMb.toFixed(1).padStart(7)} MB  sent ${String(s.sent).padStart(7)}  called back ${String(s.callbacks).padStart(7)}  failed ${counts.failed}${s.snapshot ? `  snapshot ${s.snapshot}` : ''}`,
     );
-    return counts;
   };
+  let cpu: NodeJS.CpuUsage;
   try {
     child.send({ start: { url: app.address! } } satisfies AppMessage);
-    await sample();
+    await sample(false);
     const end = t0 + MINUTES * 60_000;
+    let minuteTaken = false;
     while (performance.now() < end) {
       await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, end - performance.now())));
-      await sample();
+      // Snapshots at the first minute and at the end: what the heap holds as compiled code and as data.
+      const snapshot: boolean = (!minuteTaken && performance.now() - t0 >= 60_000) || performance.now() >= end;
+      minuteTaken ||= snapshot;
+      if (snapshot) await drain(child);
+      await sample(snapshot);
+      if (snapshot) child.send('resume' satisfies AppMessage);
     }
-    const cpu = process.cpuUsage(cpu0);
-    const last = samples.at(-1)!;
-    const atMinute = samples.find((s) => s.seconds >= 60) ?? samples[0]!;
-    const growthMb = last.heapMb - atMinute.heapMb;
-    const messages = last.sent - atMinute.sent;
-    const perMessage = messages > 0 ? (growthMb * MB) / messages : 0;
-    const half = samples.filter((s) => s.seconds >= (MINUTES * 60) / 2);
-    const rssSlope = slope(half.map((s) => [s.seconds / 60, s.rssMb]));
-    const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
-    console.log(
-      `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${growthMb >= 0 ? '+' : ''}${growthMb.toFixed(2)} MB)`,
-    );
-    console.log(`retained per message after the first minute: ${perMessage.toFixed(0)} B (${messages} messages)`);
-    console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
-    console.log(`cpu per message (this process): ${cpuMs.toFixed(2)} ms; replies called back ${last.callbacks} of ${last.sent} messages`);
-    const pass = growthMb <= GOAL_HEAP_MB && rssSlope <= GOAL_RSS_SLOPE;
-    console.log(
-      `verdict: ${pass ? 'PASS' : 'FAIL'} (goal: heap growth after the first minute <= ${GOAL_HEAP_MB} MB, got ${growthMb.toFixed(2)}; RSS slope of the second half <= ${GOAL_RSS_SLOPE} MB/min, got ${rssSlope.toFixed(2)})`,
-    );
+    cpu = process.cpuUsage(cpu0);
   } finally {
     child.send('stop' satisfies AppMessage);
     await app.stop();
     await redis.stop();
   }
+  report(samples, cpu);
+}
+
+/**
+ * Pauses the sender and waits until the replies stop coming (every one
+ * called back, or none for 3 s; at most 60 s): the heap then holds what the
+ * app keeps, not the messages in flight, whatever the machine's load.
+ */
+async function drain(child: ChildProcess): Promise<void> {
+  child.send('pause' satisfies AppMessage);
+  const deadline = performance.now() + 60_000;
+  let last = -1;
+  let still = 0;
+  while (performance.now() < deadline) {
+    const { sent, callbacks } = await ask(child, 'counts', 'counts');
+    if (callbacks >= sent) return;
+    still = callbacks === last ? still + 1 : 0;
+    if (still >= 6) return;
+    last = callbacks;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const signed = (mb: number) => `${mb >= 0 ? '+' : ''}${mb.toFixed(2)}`;
+
+/** Prints the run's figures and the verdict (the app is stopped: reading the snapshots does not disturb it). */
+function report(samples: Sample[], cpu: NodeJS.CpuUsage): void {
+  const last = samples.at(-1)!;
+  const atMinute = samples.find((s) => s.seconds >= 60) ?? samples[0]!;
+  const growthMb = last.heapMb - atMinute.heapMb;
+  const messages = last.sent - atMinute.sent;
+  const half = samples.filter((s) => s.seconds >= (MINUTES * 60) / 2);
+  const rssSlope = slope(half.map((s) => [s.seconds / 60, s.rssMb]));
+  const cpuMs = (cpu.user + cpu.system) / 1000 / Math.max(1, last.sent);
+  console.log(
+    `heap after full GC: ${atMinute.heapMb.toFixed(1)} MB at ${atMinute.seconds.toFixed(0)} s → ${last.heapMb.toFixed(1)} MB at the end (${signed(growthMb)} MB; code spaces ${signed(last.codeMb - atMinute.codeMb)} MB)`,
+  );
+  let dataGrowthMb = growthMb;
+  if (atMinute.snapshot && last.snapshot && atMinute !== last) {
+    const [a, b] = [heapSplit(atMinute.snapshot), heapSplit(last.snapshot)];
+    dataGrowthMb = (b.data - a.data) / MB;
+    console.log(
+      `heap snapshots, same samples: compiled code and its metadata ${(a.code / MB).toFixed(1)} → ${(b.code / MB).toFixed(1)} MB (${signed((b.code - a.code) / MB)}), data ${(a.data / MB).toFixed(1)} → ${(b.data / MB).toFixed(1)} MB (${signed(dataGrowthMb)})`,
+    );
+  }
+  console.log(
+    `retained per message after the first minute: ${messages > 0 ? ((dataGrowthMb * MB) / messages).toFixed(0) : 0} B of data (${messages > 0 ? ((growthMb * MB) / messages).toFixed(0) : 0} B of heap; ${messages} messages)`,
+  );
+  console.log(`rss: ${samples[0]!.rssMb.toFixed(0)} → ${last.rssMb.toFixed(0)} MB; slope of the second half ${rssSlope.toFixed(2)} MB/min`);
+  console.log(`cpu per message (this process): ${cpuMs.toFixed(2)} ms; replies called back ${last.callbacks} of ${last.sent} messages`);
+  const pass = dataGrowthMb <= GOAL_HEAP_MB && rssSlope <= GOAL_RSS_SLOPE;
+  console.log(
+    `verdict: ${pass ? 'PASS' : 'FAIL'} (goal: data on the heap after the first minute grows <= ${GOAL_HEAP_MB} MB, got ${signed(dataGrowthMb)}; RSS slope of the second half <= ${GOAL_RSS_SLOPE} MB/min, got ${rssSlope.toFixed(2)})`,
+  );
 }

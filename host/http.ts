@@ -21,7 +21,19 @@ import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis.js';
 import { metrics as processMetrics, type SteerbotMetrics } from '../src/telemetry/metrics.js';
 import { type ReadinessProbe, readinessReport } from '../src/telemetry/readiness.js';
-import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode } from '../src/telemetry/tracing.js';
+import {
+  type Attributes,
+  type Context,
+  context,
+  contextFromTraceparent,
+  failSpan,
+  requestContext,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  SpanStatusCode,
+  tracer,
+} from '../src/telemetry/tracing.js';
 
 /** The Fastify instance the host serves. */
 export type HttpServer = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
@@ -170,20 +182,41 @@ export function routeRegistry(app: HttpServer): RouteRegistry {
   return { add: (route) => register(route) };
 }
 
+/** The options of every request span, shared: nothing is built per request for a span that is not sampled. */
+const SERVER_SPAN: SpanOptions = { kind: SpanKind.SERVER };
+
+/**
+ * Runs `fn` inside the request's span (child of `parent`, else of the active context), marks it failed when `fn`
+ * throws, ends it when `fn` settles. `attributes` (the route's, built once) are set only on a recorded span.
+ */
+async function inRequestSpan<T>(name: string, attributes: Attributes, parent: Context | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
+  const ctx = parent ?? context.active();
+  const span = tracer().startSpan(name, SERVER_SPAN, ctx);
+  if (span.isRecording()) span.setAttributes(attributes);
+  try {
+    // Made active even when not sampled: the ingest under it follows its sampling decision.
+    return await context.with(requestContext(ctx, span), fn, undefined, span);
+  } catch (err) {
+    failSpan(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
 function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortController>): void {
+  const spanName = `${route.method} ${route.path}`;
+  const routeAttributes: Attributes = { 'http.request.method': route.method, 'http.route': route.path };
   scope.route({
     method: route.method,
     url: route.path,
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
     handler: (req: FastifyRequest, reply: FastifyReply) =>
-      // The request's span (a caller's W3C `traceparent` continues): the ingest span of a webhook message is its child.
-      inSpan(
-        `${route.method} ${route.path}`,
-        {
-          kind: SpanKind.SERVER,
-          attributes: { 'http.request.method': route.method, 'http.route': route.path },
-          ...(typeof req.headers.traceparent === 'string' && { parent: contextFromTraceparent(req.headers.traceparent) }),
-        },
+      // The request's span (a caller's W3C `traceparent` continues); an ingested message's attributes go on it (one span per request).
+      inRequestSpan(
+        spanName,
+        routeAttributes,
+        typeof req.headers.traceparent === 'string' ? contextFromTraceparent(req.headers.traceparent) : undefined,
         async (span) => {
           const ac = new AbortController();
           open.add(ac);

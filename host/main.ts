@@ -7,22 +7,24 @@ import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import { Budgets } from '../src/budget.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
-import { channelResolver } from '../src/channel.js';
+import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
 import { IdentityStore } from '../src/identity.js';
 import { loadProfiles } from '../src/profiles.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 import { retentionOptions } from '../src/protocol/retention.js';
+import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { AccessGate } from './access/gate.js';
 import { AccessStore } from './access/store.js';
+import { registerApiRoutes } from './api-routes.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
 import { IngestService } from './ingest.js';
-import { createChannelHost } from './receive.js';
+import { type ChannelHostDeps, createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';
 
 /** The host's context: the app's, plus the HTTP server (not yet listening) to register webhook routes on. */
@@ -41,6 +43,8 @@ export interface HostParts {
   pluginKeys?: readonly string[];
   /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
   identities?: IdentityStore;
+  /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
+  send?(req: SendMessageRequest): Promise<SendMessageResult>;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -74,6 +78,17 @@ export function dispatchFromConfig(config: CoreConfig, client: RedisClient, stee
   });
 }
 
+/** What follows a person at the host: their agent profile (input policy, `/status`); purging them deletes their usage counters. */
+async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<Pick<ChannelHostDeps, 'profileOf'>> {
+  identities.onChange({ purged: (identity) => new Budgets({ client: redis, prefix, settings: config.budgets }).purge(identity) });
+  if (Object.keys(config.profiles).length === 0) return {};
+  const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
+  return {
+    profileOf: async (channelId, conversationId, senderId) =>
+      profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.resolve(channelId, senderId) : undefined),
+  };
+}
+
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
 export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
   const { config, logger } = ctx;
@@ -92,16 +107,11 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const routes = routeRegistry(ctx.http);
   const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
   const access = new AccessGate(config.access, new AccessStore(ingressConn, prefix, config.access, identities), logger.child({ part: 'access' }));
+  const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
-  const profiles = Object.keys(config.profiles).length > 0 ? await loadProfiles(config.model, config.profiles, config.bindings) : undefined;
-  // Purging a person deletes their usage counters too.
-  identities.onChange({ purged: (identity) => new Budgets({ client: ingressConn, prefix, settings: config.budgets }).purge(identity) });
   const channelHost = createChannelHost({
-    ...(profiles && {
-      profileOf: async (channelId: string, conversationId: string, senderId: string) =>
-        profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.resolve(channelId, senderId) : undefined),
-    }),
+    ...(await peopleParts(config, identities, ingressConn, prefix)),
     routes,
     ...(activity && { onActivity: (conversationId: string) => activity.note(conversationId) }),
     redis: ctx.redis,
@@ -125,19 +135,27 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
       logger,
       token: config.host.console.token,
       traceUrl: config.host.console.traceUrl,
-      channelPolicy: (conversationId) => settings.get(channelOf(conversationId) ?? '')?.policy,
+      channelPolicy,
       channels,
       enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
       access: access.store,
     });
   }
-  const reconciler = startReconciler({
-    client: ctx.redis,
-    prefix,
-    queue,
-    logger: logger.child({ part: 'reconciler' }),
-    intervalMs: config.runs.reconcileIntervalMs,
-  });
+  if (config.host.api.token !== undefined && parts.send) {
+    registerApiRoutes({
+      routes,
+      token: config.host.api.token,
+      redis: ingressConn,
+      prefix,
+      ingest: { dispatch, queue, logger: logger.child({ part: 'api' }) },
+      maxMessageChars: config.dispatch.maxMessageChars,
+      channelPolicy,
+      outbound: outboundResolver(channels),
+      send: parts.send,
+    });
+  }
+  const reconcilerLogger = logger.child({ part: 'reconciler' });
+  const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 
   const started: ChannelPlugin[] = [];
   const stop = async () => {

@@ -100,7 +100,8 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           ...(outcome.edit !== undefined && { edit: outcome.edit }),
         };
       }
-      const { chatId: _chatId, group: _group, ...incoming } = message;
+      // `origin` marks inputs that are not a user's (ingestEvent): a channel's message never carries one.
+      const { chatId: _chatId, group: _group, origin: _origin, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
       if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
       // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.

@@ -7,6 +7,7 @@
  *   saw it: at its `steering.injected` entry when it was steered into a run,
  *   else at the `run.started` entry of the run that took it as input, else at
  *   its own seq.
+ * - `message.sent` (sent through the messages API) is an assistant message at its own seq.
  * - `model.step` messages are replayed as recorded, except: steps of a
  *   `failed` or `superseded` run are left out; the last assistant message of
  *   an `interrupted` or `stopped` run, and of a `partial` step, ends with the
@@ -17,7 +18,7 @@
  */
 import type { AssistantModelMessage, ModelMessage, ToolModelMessage, UserModelMessage } from 'ai';
 import { RecordError } from '../src/errors.js';
-import type { Attachment, MessageReceived, ModelStep, RunOutcome, SeqEntry } from '../src/record/entries.js';
+import type { Attachment, InputOrigin, MessageReceived, ModelStep, RunOutcome, SeqEntry } from '../src/record/entries.js';
 
 /** The marker appended to an answer the user interrupted, unless configured. */
 export const DEFAULT_CUT_OFF_MARKER = '[cut off: the user interrupted this answer]';
@@ -103,6 +104,10 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
       case 'run.started':
         for (const m of deferred.get(e.seq) ?? []) emitUser(m);
         break;
+      case 'message.sent':
+        // Sent by the bot from outside a run (the messages API): the agent said it, as far as the user knows.
+        items.push({ message: { role: 'assistant', content: e.text } });
+        break;
       case 'model.step': {
         const outcome = outcomes.get(e.run);
         if (outcome === 'failed' || outcome === 'superseded') break;
@@ -140,12 +145,33 @@ export function placements(live: readonly SeqEntry[]): Map<number, number> {
   return placedAt;
 }
 
-/** The user turn the model sees for a received message (the runtime renders pulled steering the same way). */
+/**
+ * The user turn the model sees for a received message (the runtime renders
+ * pulled steering the same way). An input with an `origin` (an event, a
+ * schedule's fire, a heartbeat) is framed as such, never as the user's words.
+ */
 export function userMessage(m: MessageReceived, senderNames: boolean): UserModelMessage {
   const lines = m.text === '' ? [] : [m.text];
   for (const a of m.attachments ?? []) lines.push(attachmentLine(a));
+  if (m.origin) return { role: 'user', content: originFrame(m.origin, lines.join('\n')) };
   const body = lines.length > 0 ? lines.join('\n') : '[empty message]';
   return { role: 'user', content: senderNames ? `${m.sender.name || m.sender.id}: ${body}` : body };
+}
+
+/** How each kind of non-user input introduces itself to the model. */
+const ORIGIN_HEADER: Record<InputOrigin['kind'], (source: string) => string> = {
+  event: (source) => `[event from ${source}: not a message from the user]`,
+  schedule: (source) => `[scheduled task ${source} is due: not a message from the user]`,
+  heartbeat: (source) =>
+    `[heartbeat ${source}: not a message from the user. Reply only if there is something worth telling the user; otherwise answer with an empty message]`,
+};
+
+/** A non-user input as the model sees it: a header naming its origin, the text, and its data as JSON. */
+function originFrame(origin: InputOrigin, body: string): string {
+  const lines = [ORIGIN_HEADER[origin.kind](origin.source)];
+  if (body) lines.push(body);
+  if (origin.data !== undefined) lines.push(`[data: ${JSON.stringify(origin.data)}]`);
+  return lines.join('\n');
 }
 
 function attachmentLine(a: Attachment): string {

@@ -93,6 +93,13 @@ export interface ChannelOutbound {
    * Absent: attachments reach the model as text placeholders.
    */
   fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile>;
+  /**
+   * Whether the bot may start `conversationId` itself, before anyone wrote in
+   * it (Telegram: any chat id; the platform still refuses a user who never
+   * started the bot). The messages and events APIs refuse a conversation with
+   * no record unless this says yes. Absent: never.
+   */
+  opensConversation?(conversationId: string): boolean;
 }
 
 /** What the host does with one normalized inbound message. */

@@ -190,12 +190,19 @@ const consoleSchema = z.strictObject({
     ),
 });
 
+const apiSchema = z.strictObject({
+  token: pageToken
+    .optional()
+    .describe('Bearer token of the send-and-wake API (`Authorization: Bearer <token>`). Secret. Default: unset — the API is not served.'),
+});
+
 const hostSchema = z.strictObject({
   enabled: z
     .boolean({ error: 'expected true or false' })
     .default(DEFAULTS.host.enabled)
     .describe('Run the host (HTTP ingress, channels, reconciler) in this process. Default true.'),
   console: consoleSchema.prefault({}).describe('The operator console (conversations, runs, actions, queue counts).'),
+  api: apiSchema.prefault({}).describe('The send-and-wake API: `POST /api/conversations/:id/events` and `/messages` (docs/send-and-wake.md).'),
 });
 
 const logSchema = z.strictObject({

@@ -29,6 +29,7 @@ export {
   SteerbotError,
   type SteerbotErrorCode,
 } from './errors.js';
+export { silenceAllowed } from './events.js';
 export { type FetchedFile, type FetchFileOptions, fetchFile, fetchUrlFile } from './fetch-file.js';
 export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from './guarded-fetch.js';
 export { sameToken } from './http-access.js';
@@ -60,6 +61,8 @@ export type { IncomingMessage, IngestResult, PurgedResult, SteeringMode, StopKin
 export {
   type Attachment,
   attachmentSchema,
+  type InputOrigin,
+  inputOriginSchema,
   type MessageReceived,
   messageReceivedSchema,
   type RecordEntry,

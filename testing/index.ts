@@ -2,8 +2,8 @@
  * steerbot's test kit (`steerbot/testing`), for plugin authors' vitest
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
- * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API, a
- * webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
+ * Slack Web API + Socket Mode, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -43,6 +43,23 @@ export {
 } from './fakes/discord-server.js';
 export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
+export {
+  blockActions as slackBlockActions,
+  eventCallback as slackEventCallback,
+  FakeSlack,
+  type FakeSlackOptions,
+  SLACK_APP_TOKEN,
+  SLACK_BOT_TOKEN,
+  SLACK_BOT_USER,
+  SLACK_SIGNING_SECRET,
+  type SlackApiCall,
+  type SlackFailure,
+  type SlackFakeFile,
+  type SlackMessageInput,
+  type SlackPostedMessage,
+  signedSlackHeaders,
+  startFakeSlack,
+} from './fakes/slack-server.js';
 export type { ScriptedFailure, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,

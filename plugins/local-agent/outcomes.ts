@@ -12,6 +12,8 @@ export const RUN_REASON = {
   contextOverflow: 'context_overflow',
   /** The model's final answer had no text (the run still completed; the user got `EMPTY_ANSWER_MESSAGE`). */
   emptyAnswer: 'empty_answer',
+  /** A run answering only heartbeats ended without a message: nothing to say (completed, nobody was told anything). */
+  silent: 'silent',
   /** A file the model cannot take arrived and the attachment policy is `error`. */
   attachmentUnsupported: 'attachment_unsupported',
   /** The loop stopped after `maxSteps` tool steps. */

@@ -5,7 +5,7 @@
  * steering is pulled into the next request and compaction gets its chance.
  */
 import type { ModelMessage } from 'ai';
-import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord, userMessage } from 'steerbot/runner';
+import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord, silenceAllowed, userMessage } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { EMPTY_ANSWER_MESSAGE, RUN_REASON } from './outcomes.js';
 import { openToolCalls, runToolCalls } from './tool-batch.js';
@@ -22,7 +22,7 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
   if (!stepMessages) return cutOff(ctx, text);
   await ctx.recordStep({ ...response, messages: stepMessages });
   state.messages.push(...stepMessages);
-  if (response.finishReason !== 'tool-calls') return deliverAnswer(ctx, stepMessages, text, response.finishReason);
+  if (response.finishReason !== 'tool-calls') return deliverAnswer(state, stepMessages, text, response.finishReason);
   return atBoundary(state);
 }
 
@@ -47,8 +47,13 @@ async function runBatch(state: LoopState, response: StepRecord, fresh: boolean):
   return ctx.signal.aborted ? undefined : stepMessages;
 }
 
-/** A step that is not a tool step ends the invocation: its answer goes out, or the user hears that nothing came back. */
-async function deliverAnswer(ctx: RunContext, stepMessages: ModelMessage[], text: string, finishReason: StepRecord['finishReason']): Promise<RunResult> {
+/**
+ * A step that is not a tool step ends the invocation: its answer goes out, or
+ * the user hears that nothing came back, unless the run answers only
+ * heartbeats, which may say nothing (a silent turn).
+ */
+async function deliverAnswer(state: LoopState, stepMessages: ModelMessage[], text: string, finishReason: StepRecord['finishReason']): Promise<RunResult> {
+  const { ctx } = state;
   // Exactly the recorded step's text: an attempt that takes the run over after a crash delivers it from the record.
   const answer = answerText(stepMessages) || text;
   if (answer.trim()) {
@@ -56,7 +61,11 @@ async function deliverAnswer(ctx: RunContext, stepMessages: ModelMessage[], text
     // Anything that arrived during this last step is handed back by `finish`.
     return { outcome: 'completed' };
   }
-  // Never silence: the user hears that nothing came back, and the run says why (the step is recorded as it was).
+  if (silenceAllowed(state.answering)) {
+    ctx.logger.info({ seqs: state.answering.map((m) => m.seq) }, 'heartbeat turn ended without a message');
+    return { outcome: 'completed', reason: RUN_REASON.silent };
+  }
+  // Never silence a user: they hear that nothing came back, and the run says why (the step is recorded as it was).
   ctx.logger.warn({ finishReason }, 'the model returned an empty answer');
   return { outcome: 'completed', reason: `${RUN_REASON.emptyAnswer} (finish: ${finishReason})`, notice: EMPTY_ANSWER_MESSAGE };
 }

@@ -46,6 +46,16 @@ const GROUP_ANONYMOUS_BOT_ID = '1087968824';
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;
 
+/** Any chat id is a conversation the bot may open; Telegram refuses users who never started the bot (403). */
+function isChatOf(channelId: string, conversationId: string): boolean {
+  try {
+    parseConversationId(channelId, conversationId);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
 export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOutbound {
   const { api, token, channelId, logger } = opts;
@@ -136,6 +146,7 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
       const member = await call('getChatMember', () => api.getChatMember(chatId, Number(userId)));
       return member.status === 'creator' || member.status === 'administrator';
     },
+    opensConversation: (conversationId: string) => isChatOf(channelId, conversationId),
   };
   if (opts.streaming) {
     // Private chats have positive ids; Telegram throttles edits in groups harder.

@@ -71,6 +71,8 @@ export function recordView(e: SeqEntry): RecordView {
   switch (e.kind) {
     case 'message.received':
       return { ...base, text: e.text, ...(e.messageId !== undefined && { messageId: e.messageId }) };
+    case 'message.sent':
+      return { ...base, text: e.text };
     case 'command.received':
       return { ...base, command: e.command, ...(e.args !== undefined && { args: e.args }) };
     case 'steering.queued':

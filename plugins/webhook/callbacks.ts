@@ -14,14 +14,29 @@
  * changes its score. A poll reads only due conversations, a page at a time, so
  * a receiver that is down for thousands of conversations costs a poll no more
  * than one page, and every host sees the same retry schedule.
+ *
+ * A stored reply also publishes a wake-up (`notifyPending`): a pump sleeping
+ * between polls looks at once instead of after `callbackPollMs`, so a reply
+ * is called back within a round trip or two of being stored. The poll stays:
+ * a wake-up missed (subscriber reconnecting, a host started late) costs one
+ * poll interval, never a reply.
  */
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { backoffMs, defineScript, type HttpRequest, type HttpResponse, HttpTimeoutError, type RedisClient, RedisLease, replyStreamKey } from 'steerbot/channel';
+import {
+  backoffMs,
+  blockingConnection,
+  defineScript,
+  type HttpRequest,
+  type HttpResponse,
+  HttpTimeoutError,
+  type RedisClient,
+  RedisLease,
+  replyStreamKey,
+} from 'steerbot/channel';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
-import { cursorKey, givenUpKey, lockKey, pendingKey } from './keys.js';
+import { cursorKey, givenUpKey, lockKey, pendingKey, wakeChannel } from './keys.js';
 import { signedHeaders } from './signature.js';
 
 /** Moves a conversation's cursor and keeps its lock, only while this host holds the lock. */
@@ -30,6 +45,15 @@ const callbackAdvance = defineScript(new URL('./callback-advance-2.lua', import.
 /** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
 export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
   await redis.zadd(pendingKey(prefix, channelId), 'NX', 0, conversationId);
+}
+
+/**
+ * Marks a conversation pending and wakes the channel's pumps. The wake-up is not awaited (it rides the same
+ * connection behind the mark, so it costs the caller no round trip) and may be lost: the poll finds the mark.
+ */
+export async function notifyPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
+  await markPending(redis, prefix, channelId, conversationId);
+  redis.publish(wakeChannel(prefix, channelId), '1').catch(() => undefined);
 }
 
 /** Replies read per round trip. */
@@ -83,6 +107,12 @@ export class CallbackPump {
   /** `Authorization: Basic …` from the credentials of `callbackUrl` (sent as a header, not in the URL). */
   private readonly auth: Record<string, string>;
   private readonly secret: string;
+  /** Ends the current pause between polls early (a wake-up arrived); replaced for every pause. */
+  private wake: (() => void) | undefined;
+  /** A wake-up arrived during a poll: the next one starts at once. */
+  private woken = false;
+  /** The connection subscribed to wake-ups (a subscribed connection takes no other commands). */
+  private subscriber: RedisClient | undefined;
 
   constructor(private readonly o: CallbackPumpOptions) {
     this.now = o.now ?? Date.now;
@@ -91,13 +121,53 @@ export class CallbackPump {
   }
 
   start(): void {
-    this.loop ??= this.run();
+    if (this.loop) return;
+    this.listen();
+    this.loop = this.run();
   }
 
   /** Stops after the POST in flight (if any) ends or is aborted. */
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
     await this.loop;
+  }
+
+  /** Subscribes to wake-ups on a connection of its own; without it (subscription failed) the pump only polls. */
+  private listen(): void {
+    const sub = blockingConnection(this.o.redis);
+    this.subscriber = sub;
+    sub.on('message', () => this.poke());
+    sub.subscribe(wakeChannel(this.o.prefix, this.o.channelId)).catch((err: unknown) => {
+      if (!this.stopping.signal.aborted) this.o.logger.warn({ err }, 'webhook callbacks: could not subscribe to wake-ups; polling only');
+    });
+  }
+
+  /** A reply was stored somewhere: end the pause now, or poll again right after the poll under way. */
+  private poke(): void {
+    if (this.wake) this.wake();
+    else this.woken = true;
+  }
+
+  /** Waits `ms`, or less when woken or stopped. */
+  private async pause(ms: number): Promise<void> {
+    const signal = this.stopping.signal;
+    if (this.woken || ms <= 0 || signal.aborted) {
+      this.woken = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
   }
 
   /** Sets when a pending conversation is due next (ms since the epoch), if it is still pending. Only the lock holder calls it. */
@@ -134,8 +204,9 @@ export class CallbackPump {
       } catch (err) {
         this.o.logger.warn({ err }, 'webhook callbacks: could not read pending replies; trying again');
         pause = Math.max(pause, 1000);
+        this.woken = false; // Redis is failing: no hot retries, wake-ups or not
       }
-      await sleep(pause, undefined, { signal }).catch(() => undefined); // aborted: the loop ends
+      await this.pause(pause); // stopped: the loop ends
     }
   }
 
@@ -160,11 +231,12 @@ export class CallbackPump {
     let settled = false;
     try {
       // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
-      await this.schedule(conversationId, this.now() + lockMs);
-      let scoredAt = this.now();
+      // The cursor is read in the same round trip (independent keys; the lock already keeps other hosts off both).
       const cursorAt = cursorKey(this.o.prefix, conversationId);
       const stream = replyStreamKey(this.o.prefix, conversationId);
-      let cursor = (await redis.get(cursorAt)) ?? '0-0';
+      const [, stored] = await Promise.all([this.schedule(conversationId, this.now() + lockMs), redis.get(cursorAt)]);
+      let scoredAt = this.now();
+      let cursor = stored ?? '0-0';
       for (;;) {
         const entries = await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', BATCH);
         if (entries.length === 0) {

@@ -50,7 +50,11 @@ export const webhookChannelConfigSchema = z.strictObject({
     .default(500)
     .describe('First wait after a failed callback, in ms; doubles per attempt (a `Retry-After` answer wins). Default 500.'),
   callbackMaxDelayMs: int(1, 3_600_000).default(30_000).describe('Longest wait between callback attempts, in ms. Default 30 000.'),
-  callbackPollMs: int(10, 60_000).default(100).describe('How often a host looks for conversations with replies to call back, in ms. Default 100.'),
+  callbackPollMs: int(10, 60_000)
+    .default(100)
+    .describe(
+      'How often a host looks for conversations with replies to call back when no wake-up came (a stored reply wakes the hosts at once), in ms. Default 100.',
+    ),
   callbackTimeoutMs: int(100, 300_000).default(10_000).describe('Timeout of one callback POST, in ms. Default 10 000.'),
   replyStreamMaxLen: int(10, 1_000_000).default(1000).describe('Replies kept per conversation for the event stream (approximate, `MAXLEN ~`). Default 1000.'),
   replyDedupeSeconds: int(60, 30 * 86_400)

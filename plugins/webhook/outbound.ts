@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ChannelApiError, type ChannelOutbound, fetchUrlFile, type RedisClient, type ResolveHost, type SendOptions, storeReply } from 'steerbot/channel';
-import { markPending } from './callbacks.js';
+import { notifyPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
 
@@ -63,7 +63,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
         ...(opts.deliveryKey !== undefined && { deliveryKey: opts.deliveryKey }),
         dedupeSeconds: cfg.replyDedupeSeconds,
       });
-      if (cfg.callbackUrl) await markPending(o.redis, o.prefix, o.channelId, conversationId);
+      if (cfg.callbackUrl) await notifyPending(o.redis, o.prefix, o.channelId, conversationId);
       return { messageId: reply.messageId };
     },
     async fetchAttachment(attachment, { maxBytes, signal }) {

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
 import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
-import { attachmentSchema, type Sender, senderSchema } from '../record/entries.js';
+import { attachmentSchema, inputOriginSchema, type Sender, senderSchema } from '../record/entries.js';
 import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
@@ -84,6 +84,7 @@ export class Dispatch {
       replyTo: z.object({ messageId: z.string().max(128), text: z.string().max(this.options.maxMessageChars).optional() }).optional(),
       attachments: z.array(attachmentSchema).max(32).optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
+      origin: inputOriginSchema.optional(),
     }) as z.ZodType<IncomingMessage>;
   }
 
@@ -105,15 +106,9 @@ export class Dispatch {
     // Generated ids are valid by construction; only a caller's id needs checking (ingest is the hot path).
     if (opts.runId !== undefined) assertRunId(opts.runId);
     const runId = opts.runId ?? newRunId();
-    // Metadata is serialized once: measured against its cap here, spliced into the entry below.
-    let metadataJson: string | undefined;
-    try {
-      metadataJson = m.metadata === undefined ? undefined : JSON.stringify(m.metadata);
-    } catch {
-      throw new InvalidInputError('bad message: metadata is not JSON-serializable');
-    }
-    const metadataBytes = metadataJson === undefined ? 0 : Buffer.byteLength(metadataJson);
-    if (metadataBytes > MAX_METADATA_BYTES) throw new InvalidInputError(`bad message: metadata is ${metadataBytes} bytes; the cap is ${MAX_METADATA_BYTES}`);
+    // Metadata and origin are serialized once: measured against their cap here, spliced into the entry below.
+    const metadataJson = cappedJson('metadata', m.metadata);
+    const originJson = cappedJson('origin', m.origin);
     const policy = opts.policy ?? this.options.defaultPolicy;
     if (!INPUT_POLICIES.includes(policy)) throw new InvalidInputError(`unknown policy ${String(policy)}`);
     const k = conversationKeys(this.options.prefix, m.conversationId);
@@ -129,13 +124,14 @@ export class Dispatch {
       ...(m.attachments !== undefined && { attachments: m.attachments }),
       ...(opts.traceparent !== undefined && { trace: opts.traceparent }),
     };
-    const json = JSON.stringify(entry);
+    const json = originJson === undefined ? JSON.stringify(entry) : `${JSON.stringify(entry).slice(0, -1)},"origin":${originJson}}`;
     const entryJson = metadataJson === undefined ? json : `${json.slice(0, -1)},"metadata":${metadataJson}}`;
     const reply = checkReply(
       'ingest',
       await this.ingestBatch.run(
         [k.base, k.dedupe(m.updateKey)],
-        [entryJson, `${policy}${this.ingestOptionsMiddle}${runId}${this.rateLimitSpec && `${this.rateLimitSpec}${m.sender.id}`}`],
+        // Rate limits are for chat users: an event, a fire or a heartbeat is never refused by them.
+        [entryJson, `${policy}${this.ingestOptionsMiddle}${runId}${this.rateLimitSpec && m.origin === undefined ? `${this.rateLimitSpec}${m.sender.id}` : ''}`],
       ),
     );
     const [kind, seq, replyRunId, a, b] = reply;
@@ -282,6 +278,20 @@ export class Dispatch {
       ...(args !== undefined && { args }),
     };
   }
+}
+
+/** `value` as JSON, undefined when absent. Throws InvalidInputError when it cannot be serialized or is over `MAX_METADATA_BYTES`. */
+function cappedJson(name: 'metadata' | 'origin', value: object | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    throw new InvalidInputError(`bad message: ${name} is not JSON-serializable`);
+  }
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_METADATA_BYTES) throw new InvalidInputError(`bad message: ${name} is ${bytes} bytes; the cap is ${MAX_METADATA_BYTES}`);
+  return json;
 }
 
 /** The rate-limit part of ingest's options argument (without the sender id), '' when nothing limits. Throws InvalidInputError on a bad bucket. */

@@ -1,7 +1,7 @@
 /** Plain types of the dispatch protocol (no zod inside). */
 
 import type { InputPolicy } from '../input-policies.js';
-import type { Attachment, Sender } from '../record/entries.js';
+import type { Attachment, InputOrigin, Sender } from '../record/entries.js';
 
 /** How a message that arrives during a run is handled (see the README's dispatch table), and every policy in documentation order. */
 export { INPUT_POLICIES, type InputPolicy } from '../input-policies.js';
@@ -26,6 +26,8 @@ export interface IncomingMessage {
   replyTo?: { messageId: string; text?: string };
   attachments?: Attachment[];
   metadata?: Record<string, unknown>;
+  /** Set for an input that is not a user's message (`ingestEvent`); channels never set it (the host strips it). */
+  origin?: InputOrigin;
 }
 
 /** What ingest did with an update. */

@@ -24,6 +24,24 @@ export const attachmentSchema = z.object({
   size: z.number().int().nonnegative().optional(),
 });
 
+/** Kinds of input that do not come from a chat user. */
+export const INPUT_ORIGIN_KINDS = ['event', 'schedule', 'heartbeat'] as const;
+
+/**
+ * Where an input that is not a user's message came from: an external event,
+ * a schedule's fire or a heartbeat. The prompt shows such an input as an
+ * event, never as something the user said.
+ */
+export const inputOriginSchema = z.object({
+  kind: z.enum(INPUT_ORIGIN_KINDS),
+  /** What sent it: `ci`, `monitoring`, a schedule's or heartbeat's name. 1–64 of `[A-Za-z0-9_.-]`. */
+  source: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected 1-64 characters of [A-Za-z0-9_.-]'),
+  /** The input's own id at its source (a CI run, a fire time): the dedupe identity, with kind and source. 1–256 characters without whitespace or braces. */
+  id: z.string().regex(/^[^\s{}\p{Cc}]{1,256}$/u, 'expected 1-256 characters without whitespace or braces'),
+  /** Structured details the prompt shows with the text (JSON, at most `MAX_METADATA_BYTES` serialized). */
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+
 export const messageReceivedSchema = z.object({
   ...base,
   kind: z.literal('message.received'),
@@ -36,6 +54,8 @@ export const messageReceivedSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
   /** W3C `traceparent` of the host's ingest span, when tracing sampled it: the run answering the message continues that trace. */
   trace: z.string().max(64).optional(),
+  /** Set when the input is not a user's message (an event, a schedule's fire, a heartbeat); the sender then names the source. */
+  origin: inputOriginSchema.optional(),
 });
 
 /**
@@ -220,10 +240,29 @@ export const conversationResetSchema = z.object({
   sender: senderSchema.optional(),
 });
 
+/**
+ * A message sent to the conversation from outside a run (the messages API,
+ * `sendMessage`): the bot said it, so the prompt shows it as the assistant's.
+ */
+export const messageSentSchema = z.object({
+  ...base,
+  kind: z.literal('message.sent'),
+  /** The caller's idempotency key: the message is delivered once per key. */
+  key: z.string().min(1).max(256),
+  text: z.string().min(1),
+  buttons: z
+    .array(z.object({ label: z.string(), command: z.string() }))
+    .max(16)
+    .optional(),
+  /** Who sent it: `api` (HTTP) or `package` (`sendMessage`). */
+  via: z.enum(['api', 'package']),
+});
+
 /** Every entry kind this build can read. */
 export const recordEntrySchema = z.discriminatedUnion('kind', [
   messageReceivedSchema,
   messageRefusedSchema,
+  messageSentSchema,
   commandReceivedSchema,
   steeringQueuedSchema,
   steeringInjectedSchema,
@@ -245,11 +284,13 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
+export type MessageSent = z.infer<typeof messageSentSchema>;
 export type ModelStep = z.infer<typeof modelStepSchema>;
 export type ToolCalls = z.infer<typeof toolCallsSchema>;
 export type ToolStarted = z.infer<typeof toolStartedSchema>;
 export type ToolCompleted = z.infer<typeof toolCompletedSchema>;
 export type Sender = z.infer<typeof senderSchema>;
+export type InputOrigin = z.infer<typeof inputOriginSchema>;
 export type Attachment = z.infer<typeof attachmentSchema>;
 
 /** A record entry with the seq Redis gave it. */

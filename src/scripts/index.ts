@@ -50,6 +50,7 @@ export type ScriptName =
   | 'access-check'
   | 'access-request'
   | 'access-approve'
+  | 'send-record'
   | 'noop';
 
 interface LoadedScript {

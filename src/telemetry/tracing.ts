@@ -12,6 +12,7 @@ import {
   type Attributes,
   type Context,
   context,
+  createContextKey,
   type Link,
   type ProxyTracerProvider,
   ROOT_CONTEXT,
@@ -25,7 +26,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 
-export { type Attributes, type Context, context, type Link, type Span, SpanKind, SpanStatusCode, trace };
+export { type Attributes, type Context, context, type Link, type Span, SpanKind, type SpanOptions, SpanStatusCode, trace };
 
 /** Instrumentation scope of every steerbot span. */
 export const TRACER_NAME = 'steerbot';
@@ -119,4 +120,16 @@ export function logTraceFields(): { trace_id?: string; span_id?: string } {
  */
 export function enterContext(ctx: Context): void {
   context.attach(ctx);
+}
+
+const REQUEST_SPAN = createContextKey('steerbot.request_span');
+
+/** `parent` with `span` active and marked as the span of an incoming HTTP request (see `activeRequestSpan`). */
+export function requestContext(parent: Context, span: Span): Context {
+  return trace.setSpan(parent, span).setValue(REQUEST_SPAN, span);
+}
+
+/** The span of the HTTP request being served here, when there is one: work done for the request (ingest) records its attributes on it. */
+export function activeRequestSpan(): Span | undefined {
+  return context.active().getValue(REQUEST_SPAN) as Span | undefined;
 }

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CallbackPump } from '../../plugins/webhook/callbacks.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
+import { wakeChannel } from '../../plugins/webhook/keys.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import { createHttpClient, type HttpClient } from '../../src/http-client.js';
 import { createLogger } from '../../src/logger.js';
@@ -27,8 +28,8 @@ let pump: CallbackPump | undefined;
 /** The signals the pump handed to its requests. */
 let signals: AbortSignal[];
 
-function startPump(): { send(conversation: string, text: string): Promise<unknown> } {
-  const config = webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: receiver.url, callbackPollMs: 10 });
+function startPump(callbackPollMs = 10): { send(conversation: string, text: string): Promise<unknown> } {
+  const config = webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: receiver.url, callbackPollMs });
   pump = new CallbackPump({
     channelId: CHANNEL,
     config,
@@ -70,6 +71,18 @@ describe('callback pump', () => {
     }
     expect(receiver.texts('ticket-1')).toEqual(['reply 0', 'reply 1', 'reply 2', 'reply 3', 'reply 4']);
     expect(receiver.connections()).toBe(1);
+  });
+
+  it('is woken by a stored reply instead of waiting for its next poll', async () => {
+    // A poll a minute apart: every reply after the first pass is sent only because its store woke the pump.
+    const out = startPump(60_000);
+    const channel = wakeChannel(prefix, CHANNEL);
+    await waitFor(async () => ((await redis.pubsub('NUMSUB', channel)) as [string, number])[1] === 1 || undefined, 5000, 'the pump subscribed');
+    for (let i = 0; i < 3; i++) {
+      await out.send(`ticket-${i}`, `reply ${i}`);
+      await receiver.waitForAccepted(i + 1, 5000);
+    }
+    expect(receiver.texts('ticket-2')).toEqual(['reply 2']);
   });
 
   it('leaves no listener on its stop signal once the callbacks are sent', async () => {

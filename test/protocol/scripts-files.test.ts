@@ -14,6 +14,7 @@ const ALL_NAMES: ScriptName[] = [
   'outbox-claim',
   'outbox-set',
   'lock-release',
+  'send-record',
   'lease-acquire',
   'ingest',
   'acquire',

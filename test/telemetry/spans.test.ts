@@ -1,6 +1,7 @@
 /**
  * Spans and metrics made in-process, recorded by an SDK registered for this
- * file (an in-memory exporter): delivery retries after 429 and 5xx, the
+ * file (an in-memory exporter): the ingest on the request's span (one span
+ * per request), delivery retries after 429 and 5xx, the
  * compaction span and breaker counter, log lines carrying trace ids, and the
  * `OTEL_*` settings the composition reads.
  */
@@ -18,13 +19,18 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { exportersFromEnv, samplerFromEnv } from '../../app/telemetry.js';
+import { IngestService } from '../../host/ingest.js';
 import { RunDelivery } from '../../runner/delivery.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { ChannelApiError, ConfigError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
+import { Dispatch } from '../../src/protocol/dispatch.js';
+import { readRange } from '../../src/record/read.js';
+import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import { traceCompaction } from '../../src/telemetry/run-trace.js';
-import { contextFromTraceparent, inSpan, traceparentOf, tracer } from '../../src/telemetry/tracing.js';
+import { contextFromTraceparent, inSpan, requestContext, traceparentOf, tracer } from '../../src/telemetry/tracing.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const exporter = new InMemorySpanExporter();
@@ -49,6 +55,59 @@ const value = async (name: string, labels: Record<string, string> = {}): Promise
   const got = (await metric?.get())?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
   return got?.value ?? 0;
 };
+
+describe('the ingest', () => {
+  const prefix = testPrefix();
+  let queue: RunQueue;
+  let service: IngestService;
+  beforeAll(() => {
+    queue = new RunQueue({ connection: redis, name: `runs-${prefix}`, bullPrefix: bullPrefixFor(prefix) });
+    service = new IngestService(new Dispatch({ client: redis, prefix }), queue);
+  });
+  afterAll(async () => {
+    await queue.queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await cleanupPrefix(redis, prefix);
+  });
+  const message = (id: string) => ({ conversationId: `webhook:t:${id}`, updateKey: `webhook:t:${id}`, sender: { id: 'u1' }, text: 'hi' });
+  /** The record entry's trace context of the conversation's first message. */
+  const recordedTrace = async (id: string) => {
+    const [entry] = await readRange(redis, conversationKeys(prefix, `webhook:t:${id}`).log, { count: 1 });
+    return (entry as { trace?: string }).trace;
+  };
+
+  it("is recorded on the request's span, one span per request, whose context the record entry carries", async () => {
+    const request = tracer().startSpan('POST /webhooks/t');
+    const result = await context.with(requestContext(context.active(), request), () => service.ingest(message('a'), { channel: 'webhook:t' }));
+    const expected = traceparentOf(request);
+    request.end();
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.name)).toEqual(['POST /webhooks/t']);
+    expect(spans[0]!.attributes).toMatchObject({
+      'steerbot.channel': 'webhook:t',
+      'steerbot.conversation_id': 'webhook:t:a',
+      'steerbot.update_key': 'webhook:t:a',
+      'steerbot.dispatch.result': 'new-run',
+      'steerbot.run_id': (result as { runId: string }).runId,
+    });
+    expect(await recordedTrace('a')).toBe(expected);
+  });
+
+  it('has a span of its own outside a request (polling, a gateway)', async () => {
+    await service.ingest(message('b'), { channel: 'webhook:t' });
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.name)).toEqual(['ingest']);
+    expect(spans[0]!.attributes).toMatchObject({ 'steerbot.update_key': 'webhook:t:b', 'steerbot.dispatch.result': 'new-run' });
+    expect(await recordedTrace('b')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  });
+
+  it('makes no span and writes no trace context for a request that is not sampled', async () => {
+    const unsampled = trace.wrapSpanContext({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 0 });
+    await context.with(requestContext(context.active(), unsampled), () => service.ingest(message('c'), { channel: 'webhook:t' }));
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    expect(await recordedTrace('c')).toBeUndefined();
+  });
+});
 
 describe('the delivery span', () => {
   const prefix = testPrefix();

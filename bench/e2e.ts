@@ -1,0 +1,438 @@
+/**
+ * `npm run bench -- e2e`: a message's way through steerbot, end to end. Signed
+ * webhook POSTs arrive at a fixed rate (BENCH_RATES, default `50,200` msg/s)
+ * over `rate × 10` conversations (each gets a message every 10 s, so a reply
+ * is never queued behind its own conversation's previous one) for
+ * BENCH_SECONDS (default 20, after BENCH_WARMUP_SECONDS = 3 not counted); the
+ * local agent answers each on an instant model (fake OpenAI-compatible
+ * server over real HTTP) and the webhook channel POSTs the reply to a
+ * callback receiver. Latency is POST sent → callback received.
+ *
+ * Layouts: all-in-one (one process, host and runner) and split (one host and
+ * two runner processes, concurrency divided between them); plus one Telegram
+ * leg (all-in-one at the first rate, webhook mode, the real grammY client
+ * sending to a fake Bot API server; latency is update POSTed → sendMessage
+ * received). The sender, the model, the callback receiver and the fake Bot
+ * API run in a driver process; every steerbot process is a child of its own
+ * whose CPU (user + system, /proc) is counted, as is redis-server's (a
+ * private one).
+ *
+ * The breakdown per stage comes from the spans steerbot emits (every message
+ * sampled, kept by an in-process span processor in each steerbot process):
+ * the request's span (the route, carrying the ingest), queue wait (request end
+ * → `run` start), run start → `model.call` (acquire, inputs, prompt), `model.call`,
+ * model end → `delivery` (record the step, split), `delivery` (outbox claim,
+ * store, acknowledge), delivery end → reply received (callback pump or Bot
+ * API call). Framework overhead is total minus `model.call`. Tracing is on
+ * in this bench, so the figures include its cost.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { Redis } from 'ioredis';
+import { readConfig } from '../app/config.js';
+import { startApp } from '../app/start.js';
+import { telegramConfigSchema } from '../plugins/telegram/config.js';
+import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
+import { signedHeaders } from '../plugins/webhook/signature.js';
+import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
+import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
+import { privateRedis } from './private-redis.js';
+
+const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const LAYOUTS = (process.env.BENCH_LAYOUTS ?? 'all-in-one,split,telegram').split(',');
+const SECRET = 'bench-e2e-secret-0123456789abcdef';
+const TG_SECRET = 'bench-e2e-telegram-secret';
+const GOAL_P50 = 25;
+const GOAL_P99 = 80;
+
+/** What one steerbot process runs. */
+interface AppSpec {
+  redisUrl: string;
+  prefix: string;
+  host: boolean;
+  runner: boolean;
+  concurrency: number;
+  port: number;
+  modelUrl: string;
+  callbackUrl: string;
+  telegramApiRoot?: string;
+}
+/** A span as the bench keeps it: name, trace id, start and end (ms since the epoch). */
+type SpanRecord = [string, string, number, number];
+/** A message and its reply: sent and received, ms since the epoch. */
+type Sample = [number, number];
+
+type DriverIn = { run: { url: string; rate: number; channel: 'webhook' | 'telegram' } } | 'stop';
+type DriverOut =
+  | { ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string } }
+  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number } };
+type AppIn = { start: AppSpec } | 'spans' | 'stop';
+type AppOut = { started: { address: string | undefined } } | { spans: SpanRecord[] };
+
+const nowMs = () => performance.timeOrigin + performance.now();
+
+export async function main(): Promise<void> {
+  if (process.env.BENCH_E2E_ROLE === 'driver') return driver();
+  if (process.env.BENCH_E2E_ROLE === 'app') return appProcess();
+  await orchestrate();
+}
+
+// ---------------------------------------------------------------- driver
+
+/** Sender, instant model, callback receiver and fake Bot API, in a child process. */
+async function driver(): Promise<void> {
+  const model = await startFakeOpenAI();
+  model.script(() => ({ text: 'ok, noted.' }));
+  const telegram = await startFakeTelegram({ token: FAKE_TOKEN });
+  /** Per conversation, the send times of messages not answered yet (oldest first). */
+  const outstanding = new Map<string, number[]>();
+  let samples: Sample[] = [];
+  let measureFrom = Number.POSITIVE_INFINITY;
+  const answered = (conversation: string, at: number) => {
+    const sent = outstanding.get(conversation)?.shift();
+    if (sent !== undefined && sent >= measureFrom) samples.push([sent, at]);
+  };
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = nowMs();
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      answered(`w:${(JSON.parse(Buffer.concat(chunks).toString()) as { conversation: string }).conversation}`, at);
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks`;
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  const send = (m: DriverOut) => process.send!(m);
+
+  process.on('message', async (m: DriverIn) => {
+    if (m === 'stop') {
+      agent.destroy();
+      receiver.closeAllConnections();
+      receiver.close();
+      await Promise.all([model.close(), telegram.close()]);
+      process.exit(0);
+    }
+    const { url, rate, channel } = m.run;
+    const conversations = rate * 10;
+    outstanding.clear();
+    samples = [];
+    let failed = 0;
+    const why: Record<string, number> = {};
+    const fail = (reason: string) => {
+      failed++;
+      why[reason] = (why[reason] ?? 0) + 1;
+    };
+    const tag = randomBytes(3).toString('hex');
+    const post = (n: number) => {
+      const c = n % conversations;
+      const sentAt = channel === 'telegram' ? Date.now() : nowMs();
+      const key = channel === 'telegram' ? `t:${100_000 + c}` : `w:c${c}`;
+      const list = outstanding.get(key) ?? [];
+      list.push(sentAt);
+      outstanding.set(key, list);
+      const raw =
+        channel === 'telegram'
+          ? JSON.stringify(messageUpdate({ from: { id: 100_000 + c, is_bot: false, first_name: 'Ann' }, text: `message ${n}: the quick brown fox` }))
+          : JSON.stringify({ id: `m-${tag}-${n}`, conversation: `c${c}`, sender: { id: `u${c}`, name: 'Ann' }, text: `message ${n}: the quick brown fox` });
+      const headers =
+        channel === 'telegram'
+          ? { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': TG_SECRET }
+          : { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) };
+      const target = new URL(channel === 'telegram' ? '/telegram/webhook' : '/webhooks/e2e', url);
+      const req = request(target, { method: 'POST', agent, headers }, (res) => {
+        res.resume();
+        if (res.statusCode !== 202 && res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
+      });
+      req.on('error', (err) => fail((err as NodeJS.ErrnoException).code ?? err.message));
+      req.end(raw);
+    };
+    // Bot API calls: sendMessage received, by chat (`at` is when the fake got it).
+    let seenCalls = telegram.calls.length;
+    const watchTelegram = setInterval(() => {
+      for (; seenCalls < telegram.calls.length; seenCalls++) {
+        const call = telegram.calls[seenCalls]!;
+        if (call.method === 'sendMessage') answered(`t:${call.payload.chat_id}`, call.at);
+      }
+    }, 2);
+    const t0 = nowMs();
+    measureFrom = t0 + WARMUP * 1000;
+    const total = Math.round((WARMUP + SECONDS) * rate);
+    let issued = 0;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const due = Math.min(total, Math.floor(((nowMs() - t0) / 1000) * rate));
+        while (issued < due) post(issued++);
+        if (issued >= total) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 2);
+    });
+    const expected = Math.round(SECONDS * rate);
+    const deadline = nowMs() + 15_000;
+    while (samples.length < expected - failed && nowMs() < deadline) await new Promise((r) => setTimeout(r, 50));
+    clearInterval(watchTelegram);
+    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length) } });
+  });
+  send({ ready: { modelUrl: model.url, callbackUrl, telegramApiRoot: telegram.apiRoot } });
+}
+
+// ---------------------------------------------------------------- one steerbot process
+
+/** Keeps every ended span's name, trace and times (the bench's trace sink, in process: nothing exported). */
+class KeepSpans implements SpanProcessor {
+  readonly spans: SpanRecord[] = [];
+  onStart(): void {}
+  onEnd(span: ReadableSpan): void {
+    const ms = ([s, ns]: [number, number]) => s * 1000 + ns / 1e6;
+    this.spans.push([span.name, span.spanContext().traceId, ms(span.startTime), ms(span.endTime)]);
+  }
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+async function appProcess(): Promise<void> {
+  const keep = new KeepSpans();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
+  let app: Awaited<ReturnType<typeof startApp>> | undefined;
+  const send = (m: AppOut) => process.send!(m);
+  process.on('message', async (m: AppIn) => {
+    if (m === 'spans') return send({ spans: keep.spans.splice(0) });
+    if (m === 'stop') {
+      await app?.stop();
+      process.exit(0);
+    }
+    app = await startApp({ config: appConfig(m.start), dataDir: '.steerbot/e2e-unused' });
+    send({ started: { address: app.address } });
+  });
+}
+
+function appConfig(s: AppSpec) {
+  const base = readConfig({
+    env: {
+      REDIS_URL: s.redisUrl,
+      STEERBOT_PREFIX: s.prefix,
+      STEERBOT_QUEUE_NAME: `runs-${s.prefix}`,
+      HOST: '127.0.0.1',
+      PORT: String(s.port),
+      LOG_LEVEL: 'silent',
+      STEERBOT_RUNNER_CONCURRENCY: String(s.concurrency),
+      STEERBOT_MODEL: 'm',
+      STEERBOT_MODEL_CONTEXT_WINDOW: '128000',
+      OPENAI_API_KEY: 'k',
+      OPENAI_BASE_URL: s.modelUrl,
+    },
+  });
+  const webhooks = { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: s.callbackUrl, maxSkewSeconds: 3600 }) };
+  const telegram =
+    s.telegramApiRoot === undefined
+      ? undefined
+      : telegramConfigSchema.parse({ token: FAKE_TOKEN, apiRoot: s.telegramApiRoot, mode: 'webhook', webhookSecret: TG_SECRET, registerCommands: false });
+  return {
+    ...base,
+    host: { ...base.host, enabled: s.host },
+    runner: { ...base.runner, enabled: s.runner },
+    channels: telegram ? { telegram } : { webhooks },
+  };
+}
+
+// ---------------------------------------------------------------- orchestration
+
+/** Sends `message` (if any) and waits for the child's answer of `kind`. */
+function ask<K extends string>(child: ChildProcess, kind: K, message?: unknown): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const onExit = () => reject(new Error(`a bench process exited while waiting for ${kind}`));
+    const onMessage = (m: unknown) => {
+      if (typeof m !== 'object' || m === null || !(kind in m)) return;
+      child.off('message', onMessage).off('exit', onExit);
+      resolve((m as Record<string, unknown>)[kind]);
+    };
+    child.on('message', onMessage).once('exit', onExit);
+    if (message !== undefined) child.send(message as string);
+  });
+}
+
+function spawnRole(role: 'driver' | 'app'): ChildProcess {
+  return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['e2e'], {
+    env: { ...process.env, BENCH_E2E_ROLE: role },
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+/** CPU time (user + system) of a process so far, in ms (/proc; 0 where there is no /proc). */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+const pct = (sorted: number[], p: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
+const fmt = (n: number) => (Number.isNaN(n) ? '   -' : n.toFixed(1).padStart(6));
+
+/** Stage durations per trace, from the spans of every process. */
+function stages(spans: SpanRecord[], from: number): Map<string, number[]> {
+  const byTrace = new Map<string, Map<string, [number, number]>>();
+  for (const [raw, traceId, start, end] of spans) {
+    const name = raw.startsWith('POST ') ? 'http.request' : raw; // the route's span is named `<method> <path>`
+    let t = byTrace.get(traceId);
+    if (!t) byTrace.set(traceId, (t = new Map()));
+    if (!t.has(name)) t.set(name, [start, end]); // the first of a name (one per message here)
+  }
+  const out = new Map<string, number[]>();
+  const add = (stage: string, v: number | undefined) => {
+    if (v === undefined || Number.isNaN(v)) return;
+    const list = out.get(stage) ?? [];
+    list.push(v);
+    out.set(stage, list);
+  };
+  for (const t of byTrace.values()) {
+    // One span per webhook request (it carries the ingest); an `ingest` span of its own only off HTTP.
+    const http = t.get('http.request') ?? t.get('ingest');
+    const ingest = t.get('ingest') ?? http;
+    const run = t.get('run');
+    const model = t.get('model.call');
+    const delivery = t.get('delivery');
+    if (!http || !ingest || !run || !model || !delivery || http[0] < from) continue;
+    add('1 route + ingest (request span)', http[1] - http[0]);
+    add('2 queue wait (request end → run start)', run[0] - ingest[1]);
+    add('3 acquire + prompt (run start → model.call)', model[0] - run[0]);
+    add('4 model.call', model[1] - model[0]);
+    add('5 record (model end → delivery)', delivery[0] - model[1]);
+    add('6 delivery (outbox → channel ack)', delivery[1] - delivery[0]);
+    add('   finish (delivery end → run end)', run[1] - delivery[1]);
+  }
+  return out;
+}
+
+interface Scenario {
+  name: string;
+  rate: number;
+  runners: number;
+  channel: 'webhook' | 'telegram';
+}
+
+async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string }): Promise<void> {
+  const redis = await privateRedis();
+  const client = new Redis(redis.url);
+  const redisPid = Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1] ?? 0);
+  const prefix = `e2e${randomBytes(3).toString('hex')}`;
+  const base = {
+    redisUrl: redis.url,
+    prefix,
+    modelUrl: ready.modelUrl,
+    callbackUrl: ready.callbackUrl,
+    ...(s.channel === 'telegram' && { telegramApiRoot: ready.telegramApiRoot }),
+  };
+  const specs: AppSpec[] =
+    s.runners === 0
+      ? [{ ...base, host: true, runner: true, concurrency: CONCURRENCY, port: await freePort() }]
+      : [
+          { ...base, host: true, runner: false, concurrency: 1, port: await freePort() },
+          ...(await Promise.all(
+            Array.from({ length: s.runners }, async () => ({
+              ...base,
+              host: false,
+              runner: true,
+              concurrency: Math.ceil(CONCURRENCY / s.runners),
+              port: await freePort(),
+            })),
+          )),
+        ];
+  const apps = specs.map(() => spawnRole('app'));
+  try {
+    const started = await Promise.all(apps.map((a, i) => ask(a, 'started', { start: specs[i] })));
+    const url = started[0].address as string;
+    const cpu0 = apps.map((a) => cpuMs(a.pid!));
+    const redisCpu0 = cpuMs(redisPid);
+    const t0 = nowMs();
+    const done = await ask(driverProc, 'done', { run: { url, rate: s.rate, channel: s.channel } });
+    const cpu = apps.map((a, i) => cpuMs(a.pid!) - cpu0[i]!);
+    const redisCpu = cpuMs(redisPid) - redisCpu0;
+    const spans = (await Promise.all(apps.map((a) => ask(a, 'spans', 'spans')))).flat() as SpanRecord[];
+    report(s, done, spans, t0 + WARMUP * 1000, { cpu, redisCpu, messages: Math.round((WARMUP + SECONDS) * s.rate), specs });
+  } finally {
+    await Promise.all(apps.map((a) => ask(a, 'exit-never', 'stop').catch(() => undefined)));
+    client.disconnect();
+    await redis.stop();
+  }
+}
+
+function report(
+  s: Scenario,
+  done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number },
+  spans: SpanRecord[],
+  from: number,
+  cpu: { cpu: number[]; redisCpu: number; messages: number; specs: AppSpec[] },
+): void {
+  const total = done.samples.map(([a, b]) => b - a).sort((x, y) => x - y);
+  const st = stages(spans, from);
+  const model = (st.get('4 model.call') ?? []).slice().sort((x, y) => x - y);
+  const modelP50 = pct(model, 50);
+  // Overhead per message is total minus that message's model call; without the pairing, total minus the median model call.
+  const overhead = total.map((t) => t - (Number.isNaN(modelP50) ? 0 : modelP50));
+  console.log(`\n== ${s.name}: ${s.rate} msg/s over ${s.rate * 10} conversations, ${SECONDS} s measured (${done.samples.length} replies)`);
+  console.log(`   failed POSTs ${done.failed}${done.failed ? ` ${JSON.stringify(done.why)}` : ''}, replies missing after 15 s ${done.missing}`);
+  console.log(`   total (POST → reply received) ms: p50 ${fmt(pct(total, 50))}  p99 ${fmt(pct(total, 99))}  max ${fmt(total.at(-1) ?? Number.NaN)}`);
+  console.log(`   framework overhead (total − model.call p50 ${modelP50.toFixed(1)} ms): p50 ${fmt(pct(overhead, 50))}  p99 ${fmt(pct(overhead, 99))}`);
+  console.log('   stage (from spans)                              p50     p99');
+  const keys = [...st.keys()].sort();
+  for (const k of keys) {
+    const v = st.get(k)!.sort((x, y) => x - y);
+    console.log(`   ${k.padEnd(45)} ${fmt(pct(v, 50))}  ${fmt(pct(v, 99))}`);
+  }
+  const delivered = st.get('6 delivery (outbox → channel ack)');
+  if (delivered) {
+    // Reply received minus delivery end is not per trace (the driver's clock and the reply's trace are not paired); estimated from medians.
+    const after = pct(total, 50) - keys.filter((k) => /^[1-6] /.test(k)).reduce((sum, k) => sum + pct(st.get(k)!, 50), 0);
+    console.log(`   7 delivery end → reply received (est. from p50s)  ${fmt(after)}`);
+  }
+  const names = cpu.specs.map((p) => (p.host && p.runner ? 'all-in-one' : p.host ? 'host' : 'runner'));
+  const perMsg = cpu.cpu.map((c, i) => `${names[i]} ${(c / cpu.messages).toFixed(2)}`);
+  console.log(`   CPU per message, ms: ${perMsg.join(', ')}, redis-server ${(cpu.redisCpu / cpu.messages).toFixed(2)}`);
+  if (s.name === 'all-in-one' && s.rate === 50) {
+    const ok = pct(overhead, 50) <= GOAL_P50 && pct(overhead, 99) <= GOAL_P99;
+    console.log(`   goal (overhead p50 <= ${GOAL_P50} ms, p99 <= ${GOAL_P99} ms): ${ok ? 'MET' : 'NOT MET'}`);
+  }
+}
+
+async function orchestrate(): Promise<void> {
+  console.log(`e2e: rates ${RATES.join(', ')} msg/s, ${SECONDS} s each after ${WARMUP} s warm-up, concurrency ${CONCURRENCY}; node ${process.version}`);
+  const driverProc = spawnRole('driver');
+  const ready = await ask(driverProc, 'ready');
+  try {
+    const scenarios: Scenario[] = [];
+    for (const rate of RATES) {
+      if (LAYOUTS.includes('all-in-one')) scenarios.push({ name: 'all-in-one', rate, runners: 0, channel: 'webhook' });
+      if (LAYOUTS.includes('split')) scenarios.push({ name: 'split (1 host + 2 runners)', rate, runners: 2, channel: 'webhook' });
+    }
+    if (LAYOUTS.includes('telegram')) scenarios.push({ name: 'telegram all-in-one', rate: RATES[0]!, runners: 0, channel: 'telegram' });
+    for (const s of scenarios) await runScenario(s, driverProc, ready);
+  } finally {
+    driverProc.send('stop');
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The outbound side of the Slack channel: what delivery calls to send, edit
+ * (streaming by throttled `chat.update`) and fetch shared files, through
+ * the Web API client. Replies go into the conversation's thread.
+ */
+import type { WebClient } from '@slack/web-api';
+import { type ChannelOutbound, type EditOptions, fetchFile, InvalidInputError, type Logger, type SendOptions } from 'steerbot/channel';
+import { call, platformError, toChannelApiError } from './api.js';
+import { buttonBlocks } from './blocks.js';
+import { parseConversationId } from './conversation.js';
+import { markdownToMrkdwn } from './mrkdwn.js';
+
+/**
+ * Longest message sent, in characters. Slack truncates `text` past 40 000
+ * and advises 4 000; Markdown conversion may lengthen a part a little.
+ */
+export const SLACK_MAX_MESSAGE_CHARS = 4000;
+
+/** Options of `createSlackOutbound`. */
+export interface SlackOutboundOptions {
+  channelId: string;
+  web: WebClient;
+  /** The bot token: sent with file downloads, redacted from errors. */
+  token: string;
+  /** Least time between streaming edits in ms; absent: no streaming. */
+  streamEditIntervalMs?: number;
+  /** Origins a file URL may have for the bot token to be sent to it. */
+  fileOrigins: readonly string[];
+  logger: Logger;
+  /** Fetch for file downloads. Default: global fetch. */
+  fetch?: typeof fetch;
+}
+
+const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : text);
+
+/** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
+export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound {
+  const { web, token, channelId } = opts;
+
+  const outbound: ChannelOutbound = {
+    channelId,
+    maxMessageChars: SLACK_MAX_MESSAGE_CHARS,
+
+    async send(conversationId: string, text: string, sendOpts: SendOptions = {}) {
+      const target = parseConversationId(channelId, conversationId);
+      const body = render(text, sendOpts.format);
+      const sent = await call(
+        'chat.postMessage',
+        () =>
+          web.chat.postMessage({
+            channel: target.channel,
+            text: body,
+            ...(target.threadTs !== undefined && { thread_ts: target.threadTs }),
+            ...(sendOpts.buttons?.length && { blocks: buttonBlocks(body, sendOpts.buttons) }),
+            // Links in answers stay links, not previews that repeat them.
+            unfurl_links: false,
+          }),
+        token,
+      );
+      if (!sent.ts) throw toChannelApiError(new Error('no ts in the answer'), 'chat.postMessage', token);
+      return { messageId: sent.ts };
+    },
+
+    async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
+      const target = parseConversationId(channelId, conversationId);
+      try {
+        await web.chat.update({ channel: target.channel, ts: messageId, text: render(text, editOpts.format) });
+      } catch (err) {
+        // Nothing changed: what the caller wanted already.
+        if (platformError(err) === 'no_changes') return;
+        throw toChannelApiError(err, 'chat.update', token);
+      }
+    },
+
+    async isAdmin(_conversationId: string, userId: string) {
+      if (!/^[A-Z0-9]{1,32}$/.test(userId)) return false;
+      const res = await call('users.info', () => web.users.info({ user: userId }), token);
+      return res.user?.is_admin === true || res.user?.is_owner === true || res.user?.is_primary_owner === true;
+    },
+
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      if (attachment.size !== undefined && attachment.size > maxBytes) {
+        throw new InvalidInputError(`attachment is ${attachment.size} bytes, more than ${maxBytes}`);
+      }
+      let url: URL;
+      try {
+        url = new URL(attachment.ref);
+      } catch {
+        throw new InvalidInputError('not a Slack file URL');
+      }
+      // The bot token goes to Slack's file hosts only, never to a URL someone put in a message.
+      if (!opts.fileOrigins.includes(url.origin)) throw new InvalidInputError(`file host ${url.origin} is not one of Slack's (filesOrigins)`);
+      const base = opts.fetch ?? fetch;
+      const withToken: typeof fetch = (input, init) => base(input, { ...init, headers: { authorization: `Bearer ${token}` } });
+      return fetchFile(url.href, { maxBytes, ...(signal && { signal }), fetch: withToken, label: `Slack file ${attachment.name ?? ''}`.trim() });
+    },
+  };
+  const interval = opts.streamEditIntervalMs;
+  if (interval !== undefined) outbound.streamEditIntervalMs = () => interval;
+  return outbound;
+}

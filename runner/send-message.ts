@@ -1,0 +1,112 @@
+/**
+ * Sends a message to a conversation from outside a run (the messages API,
+ * `sendMessage`): recorded once per idempotency key (the agent sees it in
+ * later prompts), then delivered through the conversation's outbox like a
+ * reply: split to the channel's limit, each part claimed before it is sent,
+ * rate limits retried. A retry with the same key skips the parts already
+ * acknowledged and delivers the rest; a concurrent one is told the key is busy.
+ */
+import type { Logger } from 'pino';
+import type { ChannelOutbound } from '../src/channel.js';
+import { conversationKeys } from '../src/keys.js';
+import {
+  assertSendRequest,
+  type RecordSendResult,
+  recordSend,
+  releaseSendLock,
+  type SendMessageRequest,
+  type SendMessageResult,
+  type SendVia,
+} from '../src/protocol/send.js';
+import { asRedisUnavailable } from '../src/redis.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import { splitMessage } from '../src/split-message.js';
+import { type OutboundResolver, RunDelivery } from './delivery.js';
+import type { OutboxRecord } from './outbox.js';
+
+/** How long one send may hold its key before another call may deliver it, in ms. */
+const SEND_LOCK_MS = 60_000;
+
+/** What a `MessageSender` needs. */
+export interface MessageSenderOptions {
+  client: RedisClient;
+  prefix: string;
+  /** The outbound side of a conversation's channel. */
+  resolve: OutboundResolver;
+  logger: Logger;
+  /** Dedupe TTL of an idempotency key, in seconds (`dispatch.dedupeTtlSeconds`). */
+  dedupeTtlSeconds: number;
+  /** Longest text, in characters (`dispatch.maxMessageChars`). */
+  maxMessageChars: number;
+  /** Waits between delivery retries (tests make it instant). Default: a timer. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Sends messages to conversations, exactly once per idempotency key. */
+export class MessageSender {
+  constructor(private readonly o: MessageSenderOptions) {}
+
+  /**
+   * Records and delivers one message. Throws InvalidInputError (nothing
+   * written) on a bad request, RedisUnavailableError while Redis cannot be reached.
+   */
+  async send(req: SendMessageRequest, via: SendVia): Promise<SendMessageResult> {
+    assertSendRequest(req, this.o.maxMessageChars);
+    const out = this.o.resolve(req.conversationId);
+    if (!out) return { kind: 'unknown-conversation' };
+    let recorded: RecordSendResult;
+    try {
+      recorded = await recordSend(req, {
+        client: this.o.client,
+        prefix: this.o.prefix,
+        dedupeTtlSeconds: this.o.dedupeTtlSeconds,
+        lockMs: SEND_LOCK_MS,
+        known: !(out.opensConversation?.(req.conversationId) ?? false),
+        via,
+      });
+    } catch (err) {
+      throw asRedisUnavailable(err);
+    }
+    if (recorded.kind === 'unknown') return { kind: 'unknown-conversation' };
+    if (recorded.kind === 'purged' || recorded.kind === 'busy') return recorded;
+    // A retry delivers what the first call recorded, whatever text it carries now.
+    const entry = recorded.kind === 'duplicate' ? recorded.entry : undefined;
+    const message = entry ? { ...req, text: entry.text, ...(entry.buttons && { buttons: entry.buttons }) } : req;
+    try {
+      return await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
+    } finally {
+      await releaseSendLock(this.o.client, this.o.prefix, req, recorded.lockToken).catch((err: unknown) =>
+        this.o.logger.warn({ err }, 'could not release a send lock; it expires on its own'),
+      );
+    }
+  }
+
+  /** Delivers the parts not yet acknowledged, then reads back what the outbox says of each. */
+  private async deliver(out: ChannelOutbound, req: SendMessageRequest, seq: number, duplicate: boolean): Promise<SendMessageResult> {
+    // The seq is the same for every call with this key: so are the delivery keys `send-<seq>:<key>:<n>`.
+    const runId = `send-${seq}`;
+    const delivery = new RunDelivery({
+      client: this.o.client,
+      prefix: this.o.prefix,
+      conversationId: req.conversationId,
+      runId,
+      resolve: () => out,
+      logger: this.o.logger,
+      ...(this.o.sleep && { sleep: this.o.sleep }),
+    });
+    try {
+      await delivery.message(req.text, { key: req.idempotencyKey, ...(req.buttons && { buttons: req.buttons }) });
+    } finally {
+      delivery.close();
+    }
+    const parts = splitMessage(req.text, out.maxMessageChars).length;
+    const fields = Array.from({ length: parts }, (_, i) => `${runId}:${req.idempotencyKey}:${i}`);
+    const raw = fields.length > 0 ? await this.o.client.hmget(conversationKeys(this.o.prefix, req.conversationId).outbox, ...fields) : [];
+    const records = raw.map((r) => (r ? (JSON.parse(r) as OutboxRecord) : undefined));
+    const unsent = records.find((r) => r?.status !== 'acknowledged');
+    if (unsent !== undefined || records.length === 0) {
+      return { kind: 'failed', seq, error: unsent?.error ?? 'the channel did not acknowledge the message' };
+    }
+    return { kind: 'sent', seq, messageIds: records.map((r) => r!.messageId ?? ''), duplicate };
+  }
+}

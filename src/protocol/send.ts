@@ -1,0 +1,144 @@
+/**
+ * Messages sent to a conversation from outside a run (the messages API,
+ * `sendMessage`): the request, its validation, and the one script that
+ * records it (deduped by the caller's idempotency key) and takes the key's
+ * send lock. Delivery through the outbox is the runner's (`runner/send-message.ts`).
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { assertUpdateKey, conversationKeys } from '../keys.js';
+import type { MessageSent } from '../record/entries.js';
+import { type RedisClient, runScript } from '../scripts/index.js';
+import { checkReply } from '../scripts/results.js';
+
+/** One message to send. */
+export interface SendMessageRequest {
+  /** The conversation (`<channel id>:<chat id>[:<thread id>]`). */
+  conversationId: string;
+  /** The text (1 to `dispatch.maxMessageChars` characters); split to the channel's limit like a reply. */
+  text: string;
+  /** Buttons under the message (at most 16): `label` shown (1–64 characters), `command` sent on a click (1–64 bytes). */
+  buttons?: Array<{ label: string; command: string }>;
+  /** The caller's idempotency key: one delivery per key (within the dedupe TTL, 24 h by default). 1–200 characters without whitespace or braces. */
+  idempotencyKey: string;
+}
+
+/** What became of a send. */
+export type SendMessageResult =
+  /** Delivered (now, or by an earlier call with the same key: `duplicate`). `messageIds`: the platform's, one per part. */
+  | { kind: 'sent'; seq: number; messageIds: string[]; duplicate: boolean }
+  /** Recorded, but not (all) delivered: the channel refused or kept failing. A retry with the same key delivers what is unsent. */
+  | { kind: 'failed'; seq: number; error: string }
+  /** Another call with the same key is delivering it right now. */
+  | { kind: 'busy'; seq: number }
+  /** No such conversation (no record, and its channel cannot open one), or no channel serves it. Nothing written. */
+  | { kind: 'unknown-conversation' }
+  /** The conversation was purged and refuses updates. Nothing written. */
+  | { kind: 'purged' };
+
+/** How a send was asked for, as the record keeps it. */
+export type SendVia = MessageSent['via'];
+
+const buttonSchema = z.strictObject({
+  label: z.string().min(1).max(64),
+  command: z.string().refine((c) => c.length > 0 && Buffer.byteLength(c) <= 64, { error: 'expected 1-64 bytes' }),
+});
+
+/** A send request's fields as a JSON body carries them (the key comes from a header there). */
+export const sendBodySchema = (maxChars: number) =>
+  z.strictObject({
+    text: z
+      .string()
+      .min(1, { error: 'expected non-empty text' })
+      .max(maxChars, { error: `expected at most ${maxChars} characters` }),
+    buttons: z.array(buttonSchema).min(1).max(16).optional(),
+  });
+
+/** Checks a request; throws InvalidInputError naming the first problem. */
+export function assertSendRequest(req: SendMessageRequest, maxChars: number): void {
+  const parsed = sendBodySchema(maxChars).safeParse({ text: req.text, ...(req.buttons !== undefined && { buttons: req.buttons }) });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new InvalidInputError(`bad message: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+  }
+  if (typeof req.idempotencyKey !== 'string' || !/^[^\s{}]{1,200}$/.test(req.idempotencyKey)) {
+    throw new InvalidInputError('bad message: idempotency key must be 1-200 characters without whitespace or braces');
+  }
+  assertUpdateKey(req.conversationId);
+}
+
+/** What `recordSend` answers. */
+export type RecordSendResult =
+  | { kind: 'recorded'; seq: number; lockToken: string }
+  | { kind: 'duplicate'; seq: number; lockToken: string; entry: MessageSent | undefined }
+  | { kind: 'busy'; seq: number }
+  | { kind: 'unknown' }
+  | { kind: 'purged' };
+
+/** Options of `recordSend`. */
+export interface RecordSendOptions {
+  client: RedisClient;
+  prefix: string;
+  /** Dedupe TTL of the key, in seconds. */
+  dedupeTtlSeconds: number;
+  /** The send lock holds this long without a release, in ms (a crashed sender's key is free again after it). */
+  lockMs: number;
+  /** Refuse a conversation that has no record yet (its channel cannot open one). */
+  known: boolean;
+  via: SendVia;
+  now?: () => number;
+}
+
+/** The dedupe and lock keys of an idempotency key. */
+export function sendKeys(prefix: string, conversationId: string, key: string) {
+  const k = conversationKeys(prefix, conversationId);
+  return { dedupe: k.dedupe(`send:${key}`), lock: `${k.base}send_lock:${key}`, log: k.log, meta: k.meta };
+}
+
+/** Records a checked request (`assertSendRequest`) in one script; see send-record-4.lua. */
+export async function recordSend(req: SendMessageRequest, o: RecordSendOptions): Promise<RecordSendResult> {
+  const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey);
+  const entry: MessageSent = {
+    v: 1,
+    kind: 'message.sent',
+    at: (o.now ?? Date.now)(),
+    key: req.idempotencyKey,
+    text: req.text,
+    ...(req.buttons !== undefined && { buttons: req.buttons }),
+    via: o.via,
+  };
+  const lockToken = randomBytes(12).toString('hex');
+  const reply = checkReply(
+    'send-record',
+    await runScript(
+      o.client,
+      'send-record',
+      [keys.dedupe, keys.log, keys.meta, keys.lock],
+      [JSON.stringify(entry), o.dedupeTtlSeconds, o.lockMs, lockToken, o.known ? '1' : '0'],
+    ),
+  );
+  switch (reply[0]) {
+    case 'recorded':
+      return { kind: 'recorded', seq: Number(reply[1]), lockToken };
+    case 'duplicate':
+      return { kind: 'duplicate', seq: Number(reply[1]), lockToken, entry: parseSent(String(reply[2] ?? '')) };
+    case 'busy':
+      return { kind: 'busy', seq: Number(reply[1]) };
+    case 'unknown':
+      return { kind: 'unknown' };
+    default:
+      return { kind: 'purged' };
+  }
+}
+
+/** Releases the key's send lock (only if this call still holds it). */
+export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, lockToken: string): Promise<void> {
+  await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey).lock], [lockToken]);
+}
+
+function parseSent(raw: string): MessageSent | undefined {
+  if (raw === '') return undefined;
+  const v = JSON.parse(raw) as MessageSent;
+  return v.kind === 'message.sent' ? v : undefined;
+}

@@ -1,0 +1,38 @@
+--[[
+  Record a message sent to a conversation from outside a run (the messages
+  API, `sendMessage`), deduped by its idempotency key, and take the key's
+  send lock so one caller at a time delivers it. A key seen before answers
+  the entry it became (a retry delivers what is still unsent, never a second copy).
+
+  KEYS[1] dedupe   the key's dedupe key (holds the seq the message became)
+  KEYS[2] log      conversation record
+  KEYS[3] meta     conversation meta (its seq counter: the conversation exists)
+  KEYS[4] lock     the key's send lock
+
+  ARGV[1] entry    `message.sent` entry JSON
+  ARGV[2] ttl      dedupe TTL, seconds
+  ARGV[3] lock ms  how long the send lock holds without a release
+  ARGV[4] token    the lock holder's token
+  ARGV[5] known    '1': refuse a conversation that has no record yet
+
+  Returns { 'recorded', seq }                 new: recorded, lock taken
+          { 'duplicate', seq, entry JSON or '' } seen before: lock taken (the entry is '' once it is gone)
+          { 'busy', seq }                       seen before and another caller holds the lock
+          { 'unknown' }                         ARGV[5] = '1' and the conversation has no record; nothing written
+          { 'purged' }                          the conversation was purged and refuses updates
+]]
+--- @include "common"
+--- @include "dedupe"
+
+local seen = dedupe_seen(KEYS[1])
+if seen then
+  if not redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
+  local e = redis.call('XRANGE', KEYS[2], seen .. '-0', seen .. '-0')
+  return { 'duplicate', seen, (e[1] and e[1][2][2]) or '' }
+end
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return { 'unknown' } end
+if purge_refuses(KEYS[3], KEYS[1], ARGV[2]) then return { 'purged' } end
+local seq = append_entry(KEYS[2], KEYS[3], ARGV[1])
+dedupe_mark(KEYS[1], seq, ARGV[2])
+redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
+return { 'recorded', seq }
