@@ -50,6 +50,8 @@ export interface CommandDeps {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** The schedules service (`/schedules`, `/unschedule`, and purge disarms a purged conversation's schedules). Default: none (schedules off). */
   schedules?: Schedules | undefined;
+  /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
+  profileName?: string;
   /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
   problems?(conversationId: string): Promise<string[]>;
 }
@@ -133,7 +135,11 @@ export async function runCommand(
       ]);
       if (r.kind === 'duplicate') return DUPLICATE;
       if (r.kind === 'purged') return PURGED;
-      const lines = [formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered), ...problems.map((p) => `Problem: ${p}`)];
+      const lines = [
+        formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered),
+        ...(deps.profileName ? [`Agent profile: ${deps.profileName}`] : []),
+        ...problems.map((p) => `Problem: ${p}`),
+      ];
       return { reply: lines.join('\n'), duplicate: false };
     }
     case 'purge':

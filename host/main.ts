@@ -5,12 +5,16 @@
  */
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import { Budgets } from '../src/budget.js';
 import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
+import type { CoreConfig } from '../src/config.js';
 import { IdentityStore } from '../src/identity.js';
+import { loadProfiles } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
+import type { InputPolicy } from '../src/protocol/types.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { schedulesFromConfig } from '../src/schedules/from-config.js';
@@ -22,7 +26,7 @@ import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
 import { IngestService } from './ingest.js';
-import { createChannelHost } from './receive.js';
+import { type ChannelHostDeps, createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';
 
 /** The host's context: the app's, plus the HTTP server (not yet listening) to register webhook routes on. */
@@ -77,6 +81,78 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
   return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
 }
 
+/** What follows a person at the host: their agent profile (input policy, `/status`); purging them deletes their usage counters. */
+async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<Pick<ChannelHostDeps, 'profileOf'>> {
+  identities.onChange({ purged: (identity) => new Budgets({ client: redis, prefix, settings: config.budgets }).purge(identity) });
+  if (Object.keys(config.profiles).length === 0) return {};
+  const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
+  return {
+    profileOf: async (channelId, conversationId, senderId) =>
+      profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.resolve(channelId, senderId) : undefined),
+  };
+}
+
+type Scheduling = ReturnType<typeof schedulesFromConfig>;
+
+/** What a channel message notes besides ingest: the console's activity index, and a channel-wide heartbeat's start. */
+function activityHook(activity: ActivityIndex | undefined, scheduling: Scheduling, heartbeatConfig: object): ((conversationId: string) => void) | undefined {
+  const heartbeats = scheduling && Object.keys(heartbeatConfig).length > 0 ? scheduling.heartbeats : undefined;
+  if (!activity && !heartbeats) return undefined;
+  return (conversationId) => {
+    activity?.note(conversationId);
+    // A channel-wide heartbeat starts with a conversation's first message this host sees.
+    if (heartbeats) void heartbeats.ensure(conversationId);
+  };
+}
+
+/** What the console and the send/events API are served with. */
+interface OperatorRouteDeps {
+  routes: ReturnType<typeof routeRegistry>;
+  dispatch: Dispatch;
+  queue: RunQueue;
+  ingressConn: RedisClient;
+  channelPolicy: (conversationId: string) => InputPolicy | undefined;
+  scheduling: Scheduling;
+  access: AccessGate;
+}
+
+/** Registers the console (when enabled) and the send/events API (when it has a token). */
+function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorRouteDeps): void {
+  const { config, logger } = ctx;
+  const prefix = config.redis.prefix;
+  const enqueue = (conversationId: string, runId: string) => d.queue.enqueue(conversationId, runId);
+  if (config.host.console.enabled) {
+    registerConsole({
+      routes: d.routes,
+      redis: ctx.redis,
+      prefix,
+      dispatch: d.dispatch,
+      queue: d.queue,
+      logger,
+      token: config.host.console.token,
+      traceUrl: config.host.console.traceUrl,
+      channelPolicy: d.channelPolicy,
+      channels: parts.channels,
+      enqueue,
+      ...(d.scheduling && { schedules: d.scheduling.schedules }),
+      access: d.access.store,
+    });
+  }
+  if (config.host.api.token !== undefined && parts.send) {
+    registerApiRoutes({
+      routes: d.routes,
+      token: config.host.api.token,
+      redis: d.ingressConn,
+      prefix,
+      ingest: { dispatch: d.dispatch, queue: d.queue, logger: logger.child({ part: 'api' }) },
+      maxMessageChars: config.dispatch.maxMessageChars,
+      channelPolicy: d.channelPolicy,
+      outbound: outboundResolver(parts.channels),
+      send: parts.send,
+    });
+  }
+}
+
 /** Starts the host. On a failure part-way, stops what already started and rethrows. */
 export async function startHost(ctx: HostContext, parts: HostParts): Promise<StartedHost> {
   const { config, logger } = ctx;
@@ -91,21 +167,15 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const { settings, outbounds, problems } = channelMaps(channels);
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
-  const access = accessGate(ctx, ingressConn, parts.identities);
+  const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
+  const access = accessGate(ctx, ingressConn, identities);
   const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules');
-  const heartbeats = scheduling && Object.keys(config.schedules.heartbeats).length > 0 ? scheduling.heartbeats : undefined;
-  const onActivity =
-    activity || heartbeats
-      ? (conversationId: string) => {
-          activity?.note(conversationId);
-          // A channel-wide heartbeat starts with a conversation's first message this host sees.
-          if (heartbeats) void heartbeats.ensure(conversationId);
-        }
-      : undefined;
+  const onActivity = activityHook(activity, scheduling, config.schedules.heartbeats);
   const channelHost = createChannelHost({
+    ...(await peopleParts(config, identities, ingressConn, prefix)),
     routes,
     ...(onActivity && { onActivity }),
     ...(scheduling && { schedules: scheduling.schedules }),
@@ -120,43 +190,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     channelProblems: (id) => problems.get(id),
     access,
   });
-  if (config.host.console.enabled) {
-    registerConsole({
-      routes,
-      redis: ctx.redis,
-      prefix,
-      dispatch,
-      queue,
-      logger,
-      token: config.host.console.token,
-      traceUrl: config.host.console.traceUrl,
-      channelPolicy,
-      channels,
-      enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
-      ...(scheduling && { schedules: scheduling.schedules }),
-      access: access.store,
-    });
-  }
-  if (config.host.api.token !== undefined && parts.send) {
-    registerApiRoutes({
-      routes,
-      token: config.host.api.token,
-      redis: ingressConn,
-      prefix,
-      ingest: { dispatch, queue, logger: logger.child({ part: 'api' }) },
-      maxMessageChars: config.dispatch.maxMessageChars,
-      channelPolicy,
-      outbound: outboundResolver(channels),
-      send: parts.send,
-    });
-  }
-  const reconciler = startReconciler({
-    client: ctx.redis,
-    prefix,
-    queue,
-    logger: logger.child({ part: 'reconciler' }),
-    intervalMs: config.runs.reconcileIntervalMs,
-  });
+  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access });
+  const reconcilerLogger = logger.child({ part: 'reconciler' });
+  const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 
   const started: ChannelPlugin[] = [];
   const stop = async () => {

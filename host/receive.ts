@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import { assertUpdateKey, conversationKeys } from '../src/keys.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
@@ -40,6 +41,8 @@ export interface ChannelHostDeps {
   admins?: AdminCheck;
   /** The schedules service (`/schedules`, `/unschedule`; purge disarms schedules). Default: none (schedules off). */
   schedules?: Schedules | undefined;
+  /** The agent profile of a conversation for a sender (its input policy, `/status`). Default: none (the channel's policy). */
+  profileOf?(channelId: string, conversationId: string, senderId: string): Promise<AgentProfile>;
   /** The access policy (`access` config) and `/pair`, `/link`. Default: none (every channel open, no access commands). */
   access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
@@ -56,7 +59,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const admins = deps.admins ?? createAdminCheck();
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
-    const settings = deps.settings?.(channelId) ?? {};
+    const { settings, profile } = await settingsFor(deps, channelId, message);
     if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {
       logger.info({ channelId, sender: message.sender.id, chatId: message.chatId }, 'message from outside the allow-list ignored');
       return { kind: 'ignored', reason: 'not-allowed' };
@@ -80,7 +83,12 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           if (refusal) return refusal;
         }
         const problems = deps.channelProblems?.(channelId);
-        const outcome = await runCommand({ dispatch: deps.dispatch, enqueue: deps.enqueue, ...(problems && { problems }) }, command, source, settings.policy);
+        const outcome = await runCommand(
+          { dispatch: deps.dispatch, enqueue: deps.enqueue, ...(problems && { problems }), ...(profile && { profileName: profile.name }) },
+          command,
+          source,
+          settings.policy,
+        );
         if (!outcome.duplicate) {
           // A refused command records nothing, like a refused message: no activity.
           if (!outcome.purged) deps.onActivity?.(message.conversationId);
@@ -148,6 +156,17 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   }
 
   return { receive, routes: deps.routes, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+}
+
+/** The channel's settings for a message, with its agent profile's input policy (which wins over the channel's). */
+async function settingsFor(
+  deps: ChannelHostDeps,
+  channelId: string,
+  message: InboundMessage,
+): Promise<{ settings: ChannelSettings; profile: AgentProfile | undefined }> {
+  const channelSettings = deps.settings?.(channelId) ?? {};
+  const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
+  return { settings: profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings, profile };
 }
 
 /** Sets the update's dedupe key (seq 0: it became no record entry); false when it was set before (a redelivery). */

@@ -1,6 +1,8 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
+import type { Budgets } from '../src/budget.js';
 import type { IdentityStore } from '../src/identity.js';
+import type { Profiles } from '../src/profiles.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';
@@ -47,6 +49,12 @@ export interface ExecutorOptions {
   outboxMaxEntries?: number;
   /** The schedules service: runs get `RunContext.schedules` for their conversation. Default: none (schedules off). */
   schedules?: Schedules;
+  /** Spending budgets (`budgets.*`). Default: none. */
+  budgets?: Budgets;
+  /** Agent profiles and their bindings (`profiles`, `bindings`). Default: the base settings for every run. */
+  profiles?: Profiles;
+  /** The clock, ms since the epoch (budget windows and notices). Default `Date.now`. */
+  now?: () => number;
 }
 
 /** How one execution ended. `lost`: another attempt owns the run; `aborted`: shutdown, left recoverable. */

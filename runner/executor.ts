@@ -21,6 +21,7 @@
 
 import { DEFAULTS } from '../src/defaults.js';
 import { RunEndedError, StaleRunError } from '../src/errors.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import { RunTrace } from '../src/telemetry/run-trace.js';
@@ -32,6 +33,7 @@ import { RunCompaction } from './compaction-hooks.js';
 import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
 import { finishRun } from './finish-run.js';
 import type { RunResult, StepRecord } from './plugin.js';
+import { BUDGET_REASON, RunBudget } from './run-budget.js';
 import { createRunContext } from './run-context.js';
 import type { RecordedAnswer } from './takeover.js';
 import { UnansweredSteering } from './unanswered-steering.js';
@@ -107,18 +109,26 @@ export class RunExecutor {
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
     const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
     const carried = this.takeOver(attempt, start, unanswered);
+    // The person whose message started the run: budgets, profile bindings and memory follow their identity.
+    const starter = start.inputs[0]?.sender;
+    const identity = starter ? await this.identityOf(ref.conversationId, starter.id) : undefined;
+    const budget = RunBudget.open(this.o.budgets, ref.conversationId, identity, this.o.now);
+    const profile = this.o.profiles?.resolve(ref.conversationId, identity);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
       const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
       if (after?.kind === 'ended') return after.result;
       if (after) unanswered.add((inputs = after.inputs));
     }
-    for (;;) {
-      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools }, carried);
+    for (let first = true; ; first = false) {
+      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools, budget, first, identity, profile }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
-      await unanswered.settle(attempt.delivery, outcome, result.notice);
+      const spent = result.reason === BUDGET_REASON;
+      // A spent budget leaves the run's own messages unanswered too: /status names them; the notice alone says why.
+      if (spent && first) unanswered.add(inputs);
+      await unanswered.settle(attempt.delivery, outcome, result.notice, { listInMessage: !spent });
       const after = await finishRun(this.o, attempt, outcome, result.reason ?? '');
       if (after.kind === 'ended') return after.result;
       unanswered.add((inputs = after.inputs));
@@ -150,7 +160,16 @@ export class RunExecutor {
    */
   private async invoke(
     attempt: RunAttempt,
-    p: { inputs: Array<SeqEntry<MessageReceived>>; unanswered: UnansweredSteering; telemetry: RunTrace; tools: AttemptStart['tools'] },
+    p: {
+      inputs: Array<SeqEntry<MessageReceived>>;
+      unanswered: UnansweredSteering;
+      telemetry: RunTrace;
+      tools: AttemptStart['tools'];
+      budget: RunBudget | undefined;
+      first: boolean;
+      identity: string | undefined;
+      profile: AgentProfile | undefined;
+    },
     carried: Carried,
   ): Promise<RunResult> {
     const { delivery, logger } = attempt;
@@ -164,6 +183,9 @@ export class RunExecutor {
       return { outcome: 'completed' };
     }
     if (attempt.stopKind) return { outcome: 'completed' };
+    // A new run counts against runs per hour once: not again on a takeover or a continuation.
+    const spent = await p.budget?.before(p.first && attempt.acquired.attempt === 1);
+    if (spent) return spent;
     delivery.typing();
     const ctx = await createRunContext(this.o, attempt, { ...p, compaction: this.compaction(attempt), unfinishedStep: carried.unfinished });
     carried.unfinished = undefined;
@@ -176,6 +198,12 @@ export class RunExecutor {
       return { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: this.o.failureMessage ?? DEFAULT_FAILURE_MESSAGE }) };
     }
   }
+
+  /** The identity of a conversation's user: linked through the identity store, else `<channel id>:<user id>`. */
+  private readonly identityOf = (conversationId: string, userId: string): Promise<string> => {
+    const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
+    return this.o.identities ? this.o.identities.resolve(channel, userId) : Promise.resolve(`${channel}:${userId}`);
+  };
 
   private compaction(attempt: RunAttempt): RunCompaction {
     const o = this.o;

@@ -7,10 +7,12 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
+import { Budgets } from '../src/budget.js';
 import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { IdentityStore } from '../src/identity.js';
+import { loadProfiles, type Profiles } from '../src/profiles.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { Runs } from '../src/protocol/runs.js';
@@ -43,6 +45,10 @@ export interface RunnerParts {
   identities?: IdentityStore;
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
+  /** The clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
+  now?: () => number;
+  /** Agent profiles and bindings. Default: loaded from `config.profiles` and `config.bindings`. */
+  profiles?: Profiles;
 }
 
 /** A started runner, with its parts exposed for tests. */
@@ -54,6 +60,17 @@ export interface StartedRunner extends Stoppable {
   owner: string;
   /** Stops with a grace period; reports how many runs were aborted in flight. */
   close(graceMs?: number): Promise<{ abortedInFlight: number }>;
+}
+
+/** The compaction settings of `config.compaction`, with the summarizer given or the default one on the configured model. */
+function compactionSettings(ctx: AppContext, extras: RunnerParts): CompactionSettings {
+  const { compaction } = ctx.config;
+  return {
+    threshold: compaction.threshold,
+    keepRecentTurns: compaction.keepRecentTurns,
+    maxSummaryChars: compaction.maxSummaryChars,
+    ...(extras.compaction ?? defaultCompaction(ctx.config.model, ctx.logger)),
+  };
 }
 
 /** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
@@ -77,17 +94,12 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
   const owner = workerIdentity();
   const { plugin } = extras;
   const channels = extras.channels ?? [];
-  const scheduling = schedulesFromConfig(
-    ctx,
-    channels.map((c) => c.id),
-    'steerbot-runner-schedules',
-  );
-  const compaction: CompactionSettings = {
-    threshold: config.compaction.threshold,
-    keepRecentTurns: config.compaction.keepRecentTurns,
-    maxSummaryChars: config.compaction.maxSummaryChars,
-    ...(extras.compaction ?? defaultCompaction(config.model, logger)),
-  };
+  const channelIds = channels.map((c) => c.id);
+  const scheduling = schedulesFromConfig(ctx, channelIds, 'steerbot-runner-schedules');
+  const compaction = compactionSettings(ctx, extras);
+  const now = extras.now ?? Date.now;
+  const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
+  const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
   const executor = new RunExecutor({
     client: ctx.redis,
     prefix,
@@ -108,8 +120,11 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     outboxMaxEntries: config.retention.indexMaxEntries,
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     ...(scheduling && { schedules: scheduling.schedules }),
+    ...(budgets.enabled && { budgets }),
+    profiles,
+    now,
     identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
-    ...(channels.length > 0 && { resolveChannel: channelResolver(channels.map((c) => c.id)) }),
+    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds) }),
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

@@ -10,6 +10,7 @@ import type { FetchedFile, MessageButton } from '../src/channel.js';
 import type { ModelProvider } from '../src/defaults.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { ListedSchedule } from '../src/schedules/schedules.js';
@@ -161,13 +162,26 @@ export interface RunContext {
    * invocation of a takeover only.
    */
   unfinishedStep?: StepRecord;
+  /**
+   * Checks the spending budgets (`budgets.*`) before a model step: the result
+   * that ends the run (reason `budget`, the person's notice included) when one
+   * is spent, else undefined. The runtime checks before the first step and
+   * charges every recorded step's usage; a plugin calls this before each
+   * further step. Absent when no budget applies.
+   */
+  spendingCheck?(): Promise<RunResult | undefined>;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
   signal: AbortSignal;
   /** Why the signal fired, when it was a stop request. */
   stopRequested(): StopKind | undefined;
   logger: Logger;
+  /** The run's model settings: `model.*`, or its profile's. */
   model: ModelSettings;
+  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy. Absent when none is configured. */
+  profile?: AgentProfile;
+  /** The identity of the person whose message started the run (`<channel id>:<user id>`, or their linked identity). Absent when unknown. */
+  identity?: string;
   /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
   compaction: CompactionHooks;
   /** Durable tool calls: recorded when they start and complete, replayed after a takeover (docs/tools.md). Absent in hand-made contexts. */

@@ -6,6 +6,7 @@
  */
 import { DEFAULTS } from '../src/defaults.js';
 import type { IdentityStore } from '../src/identity.js';
+import type { AgentProfile } from '../src/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
 import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';
 import type { RunTrace } from '../src/telemetry/run-trace.js';
@@ -18,6 +19,7 @@ import type { RunCompaction } from './compaction-hooks.js';
 import type { ExecutorOptions } from './executor-options.js';
 import type { ConversationSchedules, RunContext, RunIdentities, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
+import type { RunBudget } from './run-budget.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
 
 /** What one invocation is bound to besides the attempt. */
@@ -30,6 +32,12 @@ export interface InvocationParts {
   tools: ToolState;
   /** The tool-call step an earlier attempt died in, for the first invocation to finish. */
   unfinishedStep: StepRecord | undefined;
+  /** The budgets the run spends from; undefined when no limit is set. */
+  budget: RunBudget | undefined;
+  /** The identity of the person whose message started the run. */
+  identity: string | undefined;
+  /** The run's agent profile (from the bindings); undefined: none configured. */
+  profile: AgentProfile | undefined;
 }
 
 /** Builds the context of one invocation (reads its prompt). */
@@ -62,13 +70,16 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       set: (key, value) => o.state.set(ref, key, value),
     },
     recordStep: (step) => recordStep(o, attempt, p, step),
+    ...(p.budget && { spendingCheck: () => p.budget!.check() }),
     recordToolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
     ...(unfinishedStep && { unfinishedStep }),
     delivery,
     signal: attempt.signal,
     stopRequested: () => attempt.stopKind,
     logger,
-    model: o.model,
+    model: p.profile?.model ?? o.model,
+    ...(p.profile && { profile: p.profile }),
+    ...(p.identity !== undefined && { identity: p.identity }),
     compaction,
     fetchAttachment: async (attachment, opts) => {
       const out = o.resolveOutbound(ref.conversationId);
@@ -101,6 +112,7 @@ function runIdentities(o: ExecutorOptions, conversationId: string): RunIdentitie
 /** Appends a `model.step`; a final answer answers every steered message taken so far. */
 async function recordStep(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts, step: StepRecord): Promise<number> {
   p.telemetry.usage(step.usage);
+  await p.budget?.charge(step.usage);
   const entry: ModelStep = { ...stepEntry(attempt, step, 'model.step'), ...(step.partial && { partial: true }) };
   const seq = await o.runs.append(attempt.ref, entry);
   if (isFinalStep({ messages: entry.messages, finishReason: step.finishReason, partial: step.partial })) p.unanswered.answered();

@@ -43,9 +43,11 @@ export class UnansweredSteering {
   /**
    * At the end of one invocation: a failed or stopped one sends the plugin's
    * notice and names the steered messages it took and did not answer (kept in
-   * state for `/status`); a completed one clears a note an earlier run left.
+   * state for `/status`; `listInMessage: false` keeps them out of the message,
+   * when the notice already says what happened to them); a completed one
+   * clears a note an earlier run left.
    */
-  async settle(delivery: DeliverySink, outcome: RunOutcome, notice: string | undefined): Promise<void> {
+  async settle(delivery: DeliverySink, outcome: RunOutcome, notice: string | undefined, opts: { listInMessage?: boolean } = {}): Promise<void> {
     if (outcome === 'completed') {
       if (notice) await delivery.message(notice);
       await this.clearStored();
@@ -54,7 +56,7 @@ export class UnansweredSteering {
     const unanswered = this.taken;
     const note =
       (outcome === 'failed' || outcome === 'stopped') && unanswered.length > 0 ? unansweredNote(this.ref.runId, outcome, unanswered, Date.now()) : undefined;
-    const text = [notice, note && unansweredNotice(note)].filter((t): t is string => !!t).join('\n\n');
+    const text = [notice, opts.listInMessage !== false && note && unansweredNotice(note)].filter((t): t is string => !!t).join('\n\n');
     if (note) this.logger.warn({ seqs: unanswered.map((m) => m.seq), outcome }, 'run ended without answering steered messages it took');
     if (text) await delivery.message(text);
     if (!note) return;

@@ -332,6 +332,66 @@ const retentionSchema = z.strictObject({
     ),
 });
 
+const budgetLimitsSchema = z.strictObject({
+  tokensPerDay: int(1, 1_000_000_000_000).optional().describe('Most tokens (input + output, as providers report them) per UTC day. Default: unset (no limit).'),
+  tokensPerMonth: int(1, 1_000_000_000_000).optional().describe('Most tokens per UTC month. Default: unset (no limit).'),
+  runsPerHour: int(1, 1_000_000).optional().describe('Most runs started per hour (on the hour, UTC). Default: unset (no limit).'),
+});
+
+/** Spending budgets: checked before a run starts and before every model step. */
+const budgetsSchema = z.strictObject({
+  identity: budgetLimitsSchema
+    .optional()
+    .describe('Per person: their identity (`<channel id>:<user id>`, or the identity their linked accounts share). Default: unset (no limit).'),
+  conversation: budgetLimitsSchema.optional().describe('Per conversation, everyone in it together. Default: unset (no limit).'),
+});
+
+const toolModeSchema = enumOf(['allow', 'deny', 'require_approval']);
+
+const profileSchema = z.strictObject({
+  model: z
+    .strictObject({
+      provider: enumOf(MODEL_PROVIDERS).optional().describe('Provider. Default: `model.provider`.'),
+      name: z.string().min(1, { error: 'expected a model name' }).optional().describe('Model name. Default: `model.name`.'),
+      baseURL: z
+        .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+        .optional()
+        .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
+      apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
+      contextWindow: int(1024, 10_000_000).optional().describe('Context window, in tokens. Default: from the catalogue (required for other models).'),
+      outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
+    })
+    .optional()
+    .describe('The model, as changes to `model`. Default: `model`.'),
+  systemPrompt: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a non-empty prompt' })
+    .max(100_000, { error: 'expected at most 100 000 characters' })
+    .optional()
+    .describe("System prompt. Default: the agent's own (`agents.local-agent.systemPrompt`, personas)."),
+  systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('Or a file holding it (read at start).'),
+  tools: z
+    .array(z.string().min(1).max(129))
+    .max(256)
+    .optional()
+    .describe('Names of the tools offered to the model (a name ending in `*` matches a prefix: `crm__*`). Default: every tool.'),
+  toolPolicy: z
+    .strictObject({
+      default: toolModeSchema.optional().describe('Mode of tools not named in `tools`.'),
+      tools: z.record(z.string().min(1).max(129), toolModeSchema).optional().describe('Mode per tool name (`*` suffix: a prefix).'),
+    })
+    .optional()
+    .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (`agents.local-agent.toolPolicy`)."),
+  inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
+});
+
+const bindingSchema = z.strictObject({
+  profile: z.string().min(1, { error: 'expected a profile name' }).describe('The profile (a key of `profiles`).'),
+  channel: z.string().min(1).optional().describe('A channel id: `telegram`, `discord`, `webhook:<name>`.'),
+  chat: z.string().min(1).optional().describe('A conversation id or a prefix of one (`telegram:-1001234`: the group and its topics).'),
+  identity: z.string().min(1).optional().describe('A person: their identity (`telegram:123`, or the identity linked accounts share).'),
+});
 // Access (who may talk, per channel): applied by the host at ingest (host/access/).
 /** Access policies of a channel. */
 const ACCESS_POLICIES = ['open', 'allowlist', 'pairing'] as const;
@@ -399,6 +459,22 @@ const baseSchema = z.strictObject({
   compaction: compactionSchema.prefault({}),
   retention: retentionSchema.prefault({}),
   schedules: schedulesSchema.prefault({}),
+  budgets: budgetsSchema
+    .prefault({})
+    .describe(
+      'Spending budgets per person and per conversation; a run that finds one spent ends with reason `budget` and the person is told once when it resets (docs/people.md). Default: none.',
+    ),
+  profiles: z
+    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' }), profileSchema)
+    .default({})
+    .describe('Agent profiles by name: model, system prompt, tools and tool policy, input policy (docs/people.md#agent-profiles). Default `{}`.'),
+  bindings: z
+    .array(bindingSchema)
+    .max(10_000)
+    .default([])
+    .describe(
+      'Which profile a conversation uses: each binding names a profile and one `identity`, `chat` or `channel`; the most specific wins (identity, then the longest chat, then channel), else the base settings. Default `[]`.',
+    ),
   access: accessSchema.prefault({}).describe('Who may talk to the bot, per channel: `open`, `allowlist` or `pairing` (docs/access.md).'),
   plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });

@@ -16,6 +16,7 @@ import {
   int,
   type ModelSettings,
   modelSetupNotice,
+  type RunContext,
   type RunnerPlugin,
   type SteeringMode,
 } from 'steerbot/runner';
@@ -167,7 +168,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   const fetchOpt = config.builtins?.httpFetch;
   if (fetchOpt) tools.push(httpFetchTool(typeof fetchOpt === 'object' ? fetchOpt : {}));
   tools.push(...(config.tools ?? []));
-  let model: LanguageModel | undefined = config.model;
+  // One model per distinct model setting (the base one and each profile's): bounded by the configuration.
+  const models = new Map<string, LanguageModel>();
   const toolbox = new Toolbox(config.toolbox);
   const attachments = new AttachmentParts(config.attachments);
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
@@ -180,8 +182,9 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
       steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
     },
     async run(ctx) {
+      let model = config.model;
       try {
-        model ??= (config.createModel ?? createModel)(ctx.model);
+        model ??= modelFor(models, ctx.model, config.createModel ?? createModel);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // No model configured yet (a fresh `npm start`): one clear answer naming what to set, not a generic failure.
@@ -200,7 +203,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
       return runAgentLoop(ctx, {
         model,
         tools: toolSet,
-        system: typeof config.system === 'function' ? config.system(ctx.conversationId) : (config.system ?? DEFAULT_SYSTEM_PROMPT),
+        system: systemPrompt(ctx, config.system),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
@@ -211,6 +214,20 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
       });
     },
   };
+}
+
+/** The run's system prompt: its profile's, else the conversation's (personas), else the default. */
+function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): string {
+  if (ctx.profile?.systemPrompt) return ctx.profile.systemPrompt;
+  return typeof system === 'function' ? system(ctx.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
+}
+
+/** The model for `settings`, built once per provider, endpoint and name. */
+function modelFor(models: Map<string, LanguageModel>, settings: ModelSettings, build: (s: ModelSettings) => LanguageModel): LanguageModel {
+  const key = `${settings.provider}|${settings.baseURL ?? ''}|${settings.name}|${settings.apiKey ?? ''}`;
+  let model = models.get(key);
+  if (!model) models.set(key, (model = build(settings)));
+  return model;
 }
 
 const isTool = (v: unknown): v is AgentTool =>

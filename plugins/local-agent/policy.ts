@@ -84,6 +84,11 @@ function entry(s: Scope | undefined, tool: string): ToolMode | undefined {
   return best?.[1];
 }
 
+/** Whether a profile's tool list (`undefined`: every tool) offers `tool`; a name ending in `*` matches a prefix. */
+export function offeredBy(list: readonly string[] | undefined, tool: string): boolean {
+  return !list || list.some((p) => (p.endsWith('*') ? tool.startsWith(p.slice(0, -1)) : p === tool));
+}
+
 /** Resolves modes for one conversation. */
 export class ToolPolicy {
   private readonly p: z.infer<typeof toolPolicySchema>;
@@ -97,14 +102,16 @@ export class ToolPolicy {
   /**
    * The mode of `tool` in `conversationId`. `toolDefault` is the tool's own
    * default (an MCP tool's, from its annotations or server); an entry naming
-   * the tool beats it, a scope default only when stricter. Default `allow`.
+   * the tool beats it, a scope default only when stricter. `profile`: the
+   * run's agent profile's scope, between the conversation's and the channel's.
+   * Default `allow`.
    */
-  mode(tool: string, conversationId: string, toolDefault: ToolMode = 'allow'): ToolMode {
+  mode(tool: string, conversationId: string, toolDefault: ToolMode = 'allow', profile?: Scope): ToolMode {
     const conv = this.p.conversations?.[conversationId];
     const chan = this.p.channels?.[channelOf(conversationId)];
-    const named = entry(conv, tool) ?? entry(chan, tool) ?? entry(this.p, tool);
+    const named = entry(conv, tool) ?? entry(profile, tool) ?? entry(chan, tool) ?? entry(this.p, tool);
     if (named) return named;
-    const scoped = conv?.default ?? chan?.default ?? this.p.default ?? 'allow';
+    const scoped = conv?.default ?? profile?.default ?? chan?.default ?? this.p.default ?? 'allow';
     return STRICTNESS[scoped] >= STRICTNESS[toolDefault] ? scoped : toolDefault;
   }
 

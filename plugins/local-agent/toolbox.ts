@@ -14,7 +14,7 @@ import { activeContext, allowEntry, int, type RunContext, StaleRunError, type To
 import { z } from 'zod';
 import type { McpManager } from './mcp.js';
 import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
-import { ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
+import { offeredBy, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -120,8 +120,9 @@ export class Toolbox {
    */
   async toolSet(ctx: RunContext, tools: readonly AgentTool[]): Promise<ToolSet> {
     // A denied tool is not offered at all.
+    // So is one the run's profile does not list.
     const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
-      (t) => this.policy.mode(t.name, ctx.conversationId, t.defaultMode) !== 'deny',
+      (t) => offeredBy(ctx.profile?.tools, t.name) && this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) !== 'deny',
     );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
@@ -161,7 +162,7 @@ export class Toolbox {
   ): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
-    if (this.policy.mode(t.name, ctx.conversationId, t.defaultMode) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
+    if (this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
       const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.signal);
       if ('refused' in approval) return { value: approval.refused, failed: true };

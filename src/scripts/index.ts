@@ -43,6 +43,7 @@ export type ScriptName =
   | 'artifact-put'
   | 'approval-request'
   | 'approval-decide'
+  | 'usage-add'
   | 'identity-link'
   | 'identity-unlink'
   | 'identity-purge'

@@ -151,6 +151,16 @@ export class SteerbotMetrics {
     LATENCY_BUCKETS,
     ['origin'],
   );
+  readonly budgetTokens = this.counter(
+    'steerbot_budget_tokens_total',
+    'Tokens (input + output) counted against budgets, by scope (identity, conversation); counted only while a limit of that scope is set.',
+    ['scope'],
+  );
+  readonly budgetRefusals = this.counter(
+    'steerbot_budget_refusals_total',
+    'Runs or steps refused because a budget was spent, by scope (identity, conversation) and limit (tokensPerDay, tokensPerMonth, runsPerHour).',
+    ['scope', 'limit'],
+  );
   readonly queueJobs = new Gauge({
     name: 'steerbot_queue_jobs',
     help: 'BullMQ jobs (runs, schedule fires) by queue and state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',

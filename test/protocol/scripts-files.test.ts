@@ -28,6 +28,7 @@ const ALL_NAMES: ScriptName[] = [
   'set-policy',
   'status',
   'status-command',
+  'usage-add',
   'state-set',
   'compaction-commit',
   'compact-request-clear',

@@ -1,0 +1,252 @@
+/**
+ * Spending budgets: tokens (input + output, as providers report them) per
+ * day and per month, and runs per hour, for each identity (a person, across
+ * their linked accounts) and each conversation. Fixed UTC windows: a day
+ * budget resets at 00:00 UTC, a month budget on the 1st, an hour budget on
+ * the hour.
+ *
+ * Counters live in one hash per subject (`<p>:{i:<identity>}:usage`,
+ * `<p>:{c:<conversation>}:usage`) with a TTL past the month's end: a Cluster
+ * keeps each subject's counters in one slot, and purging a person deletes one
+ * key. Checks read the counters (one HMGET per subject); adding is one script
+ * per subject (`usage-add-1.lua`). Budgets are soft by up to one step: a run
+ * is checked before it starts and before each model step, and the step that
+ * crosses a limit is still answered.
+ */
+import { assertIdentityId } from './identity.js';
+import { assertConversationId, conversationKeys } from './keys.js';
+import type { RedisClient } from './scripts/index.js';
+import { runScript } from './scripts/index.js';
+import { metrics } from './telemetry/metrics.js';
+
+/** Limits of one subject; an unset limit is no limit. */
+export interface BudgetLimits {
+  /** Most tokens (input + output) per UTC day. */
+  tokensPerDay?: number | undefined;
+  /** Most tokens (input + output) per UTC month. */
+  tokensPerMonth?: number | undefined;
+  /** Most runs started per hour (on the hour, UTC). */
+  runsPerHour?: number | undefined;
+}
+
+/** The `budgets` settings: limits per identity and per conversation. */
+export interface BudgetSettings {
+  /** Per person (their identity: linked accounts share it). Default: none. */
+  identity?: BudgetLimits | undefined;
+  /** Per conversation, everyone in it together. Default: none. */
+  conversation?: BudgetLimits | undefined;
+}
+
+/** Whose counter: a person or a conversation. */
+export type BudgetScope = 'identity' | 'conversation';
+/** Which limit. */
+export type BudgetLimit = keyof BudgetLimits;
+
+/** Who a run spends for. */
+export interface BudgetSubjects {
+  /** The identity of the person the run answers; undefined when unknown (no identity budget applies). */
+  identity?: string | undefined;
+  conversationId: string;
+}
+
+/** A spent budget. */
+export interface BudgetRefusal {
+  scope: BudgetScope;
+  limit: BudgetLimit;
+  /** When the limit's window ends, ms since the epoch. */
+  resetsAt: number;
+  /** True the first time this window's refusal is reported for the subject: the person is told once per window. */
+  firstNotice: boolean;
+}
+
+/** Usage of one subject in the current windows. */
+export interface BudgetUsage {
+  tokensToday: number;
+  tokensThisMonth: number;
+  runsThisHour: number;
+}
+
+/** The current UTC windows at `now` (ms) and when each ends. */
+export interface BudgetWindows {
+  day: string;
+  month: string;
+  hour: string;
+  dayEnds: number;
+  monthEnds: number;
+  hourEnds: number;
+}
+
+/** The usage hash of an identity. */
+export function identityUsageKey(prefix: string, identity: string): string {
+  assertIdentityId(identity);
+  return `${prefix}:{i:${identity}}:usage`;
+}
+
+/** The usage hash of a conversation. */
+export function conversationUsageKey(prefix: string, conversationId: string): string {
+  return `${conversationKeys(prefix, conversationId).base}usage`;
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** The UTC windows at `now`. */
+export function budgetWindows(now: number): BudgetWindows {
+  const d = new Date(now);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  const day = `${y}-${pad(m + 1)}-${pad(d.getUTCDate())}`;
+  return {
+    day,
+    month: `${y}-${pad(m + 1)}`,
+    hour: `${day}T${pad(d.getUTCHours())}`,
+    dayEnds: Date.UTC(y, m, d.getUTCDate() + 1),
+    monthEnds: Date.UTC(y, m + 1, 1),
+    hourEnds: Date.UTC(y, m, d.getUTCDate(), d.getUTCHours() + 1),
+  };
+}
+
+/** What `Budgets` needs. */
+export interface BudgetsOptions {
+  client: RedisClient;
+  prefix: string;
+  settings: BudgetSettings;
+  /** The clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+const hasLimits = (l: BudgetLimits | undefined): l is BudgetLimits =>
+  l !== undefined && (l.tokensPerDay !== undefined || l.tokensPerMonth !== undefined || l.runsPerHour !== undefined);
+
+/** Checks and counts spending. Writes only counters; never throws on a spent budget (it returns the refusal). */
+export class Budgets {
+  private readonly now: () => number;
+
+  constructor(private readonly o: BudgetsOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** True when any limit is set. */
+  get enabled(): boolean {
+    return hasLimits(this.o.settings.identity) || hasLimits(this.o.settings.conversation);
+  }
+
+  /**
+   * Before a run starts: a refusal when a token budget is spent or the hour's
+   * runs are used up; otherwise counts the run and returns undefined.
+   */
+  async admit(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+    const refusal = await this.refusal(subjects, true);
+    if (refusal) return refusal;
+    const w = budgetWindows(this.now());
+    await Promise.all(this.targets(subjects).map((t) => this.add(t.key, w, [[`r:${w.hour}`, 1]])));
+    return undefined;
+  }
+
+  /** Before a model step: a refusal when a token budget is spent. */
+  check(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+    return this.refusal(subjects, false);
+  }
+
+  /** Counts `tokens` (input + output of one step) for every subject that has a limit. */
+  async charge(subjects: BudgetSubjects, tokens: number): Promise<void> {
+    if (!(tokens > 0)) return;
+    const w = budgetWindows(this.now());
+    const n = Math.round(tokens);
+    const targets = this.targets(subjects);
+    await Promise.all(
+      targets.map((t) =>
+        this.add(t.key, w, [
+          [`t:${w.day}`, n],
+          [`t:${w.month}`, n],
+        ]),
+      ),
+    );
+    for (const t of targets) metrics.budgetTokens.inc({ scope: t.scope }, n);
+  }
+
+  /** Usage of an identity in the current windows (zeros when nothing was counted). */
+  usage(identity: string): Promise<BudgetUsage> {
+    return this.read(identityUsageKey(this.o.prefix, identity), budgetWindows(this.now()));
+  }
+
+  /** Deletes an identity's counters (purge of a person). */
+  async purge(identity: string): Promise<void> {
+    await this.o.client.del(identityUsageKey(this.o.prefix, identity));
+  }
+
+  private targets(s: BudgetSubjects): Array<{ scope: BudgetScope; key: string; limits: BudgetLimits }> {
+    const out: Array<{ scope: BudgetScope; key: string; limits: BudgetLimits }> = [];
+    const { identity, conversation } = this.o.settings;
+    if (hasLimits(identity) && s.identity !== undefined) out.push({ scope: 'identity', key: identityUsageKey(this.o.prefix, s.identity), limits: identity });
+    if (hasLimits(conversation)) {
+      assertConversationId(s.conversationId);
+      out.push({ scope: 'conversation', key: conversationUsageKey(this.o.prefix, s.conversationId), limits: conversation });
+    }
+    return out;
+  }
+
+  private async refusal(subjects: BudgetSubjects, starting: boolean): Promise<BudgetRefusal | undefined> {
+    const w = budgetWindows(this.now());
+    for (const t of this.targets(subjects)) {
+      const used = await this.read(t.key, w);
+      const spent = spentLimit(t.limits, used, starting, w);
+      if (!spent) continue;
+      // One notice per subject and window: the first refusal of the window says so.
+      const [notices] = await this.add(t.key, w, [[`n:${spent.window}`, 1]]);
+      metrics.budgetRefusals.inc({ scope: t.scope, limit: spent.limit });
+      return { scope: t.scope, limit: spent.limit, resetsAt: spent.resetsAt, firstNotice: notices === 1 };
+    }
+    return undefined;
+  }
+
+  private async read(key: string, w: BudgetWindows): Promise<BudgetUsage> {
+    const [day, month, hour] = await this.o.client.hmget(key, `t:${w.day}`, `t:${w.month}`, `r:${w.hour}`);
+    return { tokensToday: Number(day ?? 0), tokensThisMonth: Number(month ?? 0), runsThisHour: Number(hour ?? 0) };
+  }
+
+  private async add(key: string, w: BudgetWindows, increments: Array<[string, number]>): Promise<number[]> {
+    // Every field is dead once the month is over; a day of slack for clock skew between processes.
+    const ttl = Math.ceil((w.monthEnds - this.now()) / 1000) + 86_400;
+    const reply = await runScript(this.o.client, 'usage-add', [key], [ttl, w.day, w.month, w.hour, ...increments.flat()]);
+    return reply.slice(1).map(Number);
+  }
+}
+
+/** The first limit `used` has reached, with its window; runs count only when a run is `starting`. */
+function spentLimit(
+  limits: BudgetLimits,
+  used: BudgetUsage,
+  starting: boolean,
+  w: BudgetWindows,
+): { limit: BudgetLimit; window: string; resetsAt: number } | undefined {
+  if (limits.tokensPerMonth !== undefined && used.tokensThisMonth >= limits.tokensPerMonth)
+    return { limit: 'tokensPerMonth', window: w.month, resetsAt: w.monthEnds };
+  if (limits.tokensPerDay !== undefined && used.tokensToday >= limits.tokensPerDay) return { limit: 'tokensPerDay', window: w.day, resetsAt: w.dayEnds };
+  if (starting && limits.runsPerHour !== undefined && used.runsThisHour >= limits.runsPerHour)
+    return { limit: 'runsPerHour', window: w.hour, resetsAt: w.hourEnds };
+  return undefined;
+}
+
+const LIMIT_WORDS: Record<BudgetLimit, string> = {
+  tokensPerDay: "today's usage allowance",
+  tokensPerMonth: "this month's usage allowance",
+  runsPerHour: 'the number of requests allowed per hour',
+};
+
+/** The message a person gets when a budget is spent: what is spent, when it resets, and that their message is kept. */
+export function budgetNotice(r: Pick<BudgetRefusal, 'scope' | 'limit' | 'resetsAt'>, now: number): string {
+  const whose = r.scope === 'identity' ? 'You have used up' : 'This chat has used up';
+  const at = new Date(r.resetsAt).toISOString().replace('T', ' ').slice(0, 16);
+  return `${whose} ${LIMIT_WORDS[r.limit]}. It resets at ${at} UTC (in ${duration(r.resetsAt - now)}). Your message is kept: send a message after that to get an answer, or see /status.`;
+}
+
+/** `3 h 20 min`, `12 min`, `2 d 4 h`. */
+function duration(ms: number): string {
+  const min = Math.max(1, Math.ceil(ms / 60_000));
+  const d = Math.floor(min / 1440);
+  const h = Math.floor((min % 1440) / 60);
+  const m = min % 60;
+  if (d > 0) return h > 0 ? `${d} d ${h} h` : `${d} d`;
+  if (h > 0) return m > 0 ? `${h} h ${m} min` : `${h} h`;
+  return `${m} min`;
+}

@@ -1,0 +1,192 @@
+/**
+ * Agent profiles: several agent setups in one deployment. A profile names a
+ * model, a system prompt, the tools offered and their policy, an input
+ * policy. Bindings choose a
+ * conversation's profile by the person (identity), the chat (a conversation
+ * id, or a prefix of it: a group's threads share the group's binding) or the
+ * channel; the most specific wins, and a conversation no binding names gets
+ * the base settings (`default`).
+ *
+ * Profiles are not part of the compaction checkpoint, so changing one (or a
+ * binding) never invalidates a checkpoint. Prompt files are read once, at
+ * start, like the local agent's own.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { channelResolver } from './channel.js';
+import { ConfigError, type ConfigIssue } from './errors.js';
+import type { InputPolicy } from './input-policies.js';
+import { resolveModelLimits } from './model-catalogue.js';
+
+/** The name of the profile a conversation no binding names gets (the base settings). */
+export const DEFAULT_PROFILE = 'default';
+
+/** Model settings a profile changes (the rest come from `model`). */
+export interface ProfileModelSettings {
+  provider?: 'openai' | 'anthropic' | 'google' | 'openai-compatible' | undefined;
+  name?: string | undefined;
+  baseURL?: string | undefined;
+  apiKey?: string | undefined;
+  contextWindow?: number | undefined;
+  outputReserve?: number | undefined;
+}
+
+/** A tool policy scope: a default mode and modes per tool name. */
+export interface ProfileToolPolicy {
+  default?: 'allow' | 'deny' | 'require_approval' | undefined;
+  tools?: Record<string, 'allow' | 'deny' | 'require_approval'> | undefined;
+}
+
+/** One profile as configured (`profiles.<name>`). */
+export interface ProfileSettings {
+  model?: ProfileModelSettings | undefined;
+  systemPrompt?: string | undefined;
+  systemPromptFile?: string | undefined;
+  /** Names of the tools offered (a name ending in `*` matches a prefix). Default: every tool. */
+  tools?: string[] | undefined;
+  toolPolicy?: ProfileToolPolicy | undefined;
+  inputPolicy?: InputPolicy | undefined;
+}
+
+/** One binding (`bindings[]`): the profile and exactly one of what it matches. */
+export interface ProfileBinding {
+  profile: string;
+  /** A channel id (`telegram`, `webhook:<name>`). */
+  channel?: string | undefined;
+  /** A conversation id or a prefix of one (`telegram:-1001234`: the group and its topics). */
+  chat?: string | undefined;
+  /** An identity (`telegram:123`, or a linked identity). */
+  identity?: string | undefined;
+}
+
+/** The model settings every run has (`model.*`, resolved). */
+export interface BaseModelSettings {
+  provider: 'openai' | 'anthropic' | 'google' | 'openai-compatible';
+  name: string;
+  baseURL?: string | undefined;
+  apiKey?: string | undefined;
+  contextWindow: number;
+  outputReserve: number;
+}
+
+/** A resolved profile, as runs and commands see it. */
+export interface AgentProfile {
+  /** Its name (`default` for the base settings). */
+  name: string;
+  /** The model: the base settings with the profile's changes. */
+  model: BaseModelSettings;
+  /** The system prompt (the file's text, when a file was named); undefined: the agent's own. */
+  systemPrompt?: string;
+  /** Tool names offered; undefined: all. */
+  tools?: readonly string[];
+  /** The profile's tool policy scope (between the conversation's and the channel's). */
+  toolPolicy?: ProfileToolPolicy;
+  /** Its input policy; undefined: the channel's. */
+  inputPolicy?: InputPolicy;
+}
+
+/** Chooses profiles. */
+export interface Profiles {
+  /** The profile of a conversation, for a person (`identity`) when known. */
+  resolve(conversationId: string, identity?: string): AgentProfile;
+  /** Whether any binding names identities (callers resolve one only then). */
+  readonly bindsIdentities: boolean;
+}
+
+/**
+ * Builds the profiles: reads prompt files, checks that every binding names a
+ * profile and exactly one target, and resolves each model.
+ * @throws ConfigError naming every problem.
+ */
+export async function loadProfiles(
+  base: BaseModelSettings,
+  profiles: Record<string, ProfileSettings> = {},
+  bindings: ProfileBinding[] = [],
+): Promise<Profiles> {
+  const issues: ConfigIssue[] = [];
+  const resolved = new Map<string, AgentProfile>();
+  for (const [name, p] of Object.entries(profiles)) {
+    const profile = await resolveProfile(name, p, base, issues);
+    if (profile) resolved.set(name, profile);
+  }
+  const byIdentity = new Map<string, string>();
+  const byChat = new Map<string, string>();
+  const byChannel = new Map<string, string>();
+  bindings.forEach((b, i) => {
+    const path = `bindings.${i}`;
+    const targets = [b.identity, b.chat, b.channel].filter((t) => t !== undefined);
+    if (targets.length !== 1) issues.push({ path, message: 'set exactly one of identity, chat or channel' });
+    if (!(b.profile in profiles)) issues.push({ path: `${path}.profile`, message: `no profile named "${b.profile}" in profiles` });
+    if (b.identity !== undefined) byIdentity.set(b.identity, b.profile);
+    else if (b.chat !== undefined) byChat.set(b.chat, b.profile);
+    else if (b.channel !== undefined) byChannel.set(b.channel, b.profile);
+  });
+  if (issues.length > 0) throw new ConfigError(issues);
+  const fallback: AgentProfile = { name: DEFAULT_PROFILE, model: base };
+  // The longest chat prefix, then the channel: as personas resolve.
+  const chatOf = channelResolver(byChat.keys());
+  const channelOf = channelResolver(byChannel.keys());
+  return {
+    bindsIdentities: byIdentity.size > 0,
+    resolve(conversationId, identity) {
+      const name =
+        (identity !== undefined ? byIdentity.get(identity) : undefined) ??
+        byChat.get(chatOf(conversationId) ?? '') ??
+        byChannel.get(channelOf(conversationId) ?? '');
+      return (name !== undefined ? resolved.get(name) : undefined) ?? fallback;
+    },
+  };
+}
+
+async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelSettings, issues: ConfigIssue[]): Promise<AgentProfile | undefined> {
+  const path = `profiles.${name}`;
+  if (name === DEFAULT_PROFILE) {
+    issues.push({ path, message: `"${DEFAULT_PROFILE}" names the base settings; choose another name` });
+    return undefined;
+  }
+  const model = profileModel(base, p.model, `${path}.model`, issues);
+  let systemPrompt = p.systemPrompt;
+  if (p.systemPromptFile !== undefined) {
+    if (p.systemPrompt !== undefined) issues.push({ path: `${path}.systemPromptFile`, message: 'set either systemPrompt or systemPromptFile, not both' });
+    try {
+      systemPrompt = (await readFile(resolve(p.systemPromptFile), 'utf8')).trim();
+      if (!systemPrompt) issues.push({ path: `${path}.systemPromptFile`, message: `${p.systemPromptFile} is empty` });
+    } catch (err) {
+      issues.push({
+        path: `${path}.systemPromptFile`,
+        message: `cannot read ${p.systemPromptFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      });
+    }
+  }
+  if (!model) return undefined;
+  return {
+    name,
+    model,
+    ...(systemPrompt && { systemPrompt }),
+    ...(p.tools && { tools: p.tools }),
+    ...(p.toolPolicy && { toolPolicy: p.toolPolicy }),
+    ...(p.inputPolicy && { inputPolicy: p.inputPolicy }),
+  };
+}
+
+/** The base model with the profile's changes; a model of another name takes its limits from the catalogue unless given. */
+function profileModel(base: BaseModelSettings, m: ProfileModelSettings | undefined, path: string, issues: ConfigIssue[]): BaseModelSettings | undefined {
+  if (!m) return base;
+  const provider = m.provider ?? base.provider;
+  const name = m.name ?? base.name;
+  const sameModel = provider === base.provider && name === base.name;
+  const limits = resolveModelLimits({
+    name,
+    contextWindow: m.contextWindow ?? (sameModel ? base.contextWindow : undefined),
+    outputReserve: m.outputReserve ?? (sameModel ? base.outputReserve : undefined),
+  });
+  if (!limits) {
+    issues.push({ path: `${path}.contextWindow`, message: `unknown model "${name}": set its context window in tokens` });
+    return undefined;
+  }
+  // A profile on another provider does not inherit the base provider's endpoint or key.
+  const sameProvider = provider === base.provider;
+  const baseURL = m.baseURL ?? (sameProvider ? base.baseURL : undefined);
+  const apiKey = m.apiKey ?? (sameProvider ? base.apiKey : undefined);
+  return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }) };
+}
