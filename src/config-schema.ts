@@ -369,7 +369,7 @@ const profileSchema = z.strictObject({
     .min(1, { error: 'expected a non-empty prompt' })
     .max(100_000, { error: 'expected at most 100 000 characters' })
     .optional()
-    .describe("System prompt. Default: the agent's own (`agents.local-agent.systemPrompt`, personas)."),
+    .describe("System prompt. Default: the runner plugin's own (its `systemPrompt` setting, personas)."),
   systemPromptFile: z.string().trim().min(1, { error: 'expected a file path' }).optional().describe('Or a file holding it (read at start).'),
   tools: z
     .array(z.string().min(1).max(129))
@@ -382,15 +382,15 @@ const profileSchema = z.strictObject({
       tools: z.record(z.string().min(1).max(129), toolModeSchema).optional().describe('Mode per tool name (`*` suffix: a prefix).'),
     })
     .optional()
-    .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (`agents.local-agent.toolPolicy`)."),
+    .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (the runner plugin's `toolPolicy`)."),
   inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
 });
 
 const bindingSchema = z.strictObject({
   profile: z.string().min(1, { error: 'expected a profile name' }).describe('The profile (a key of `profiles`).'),
-  channel: z.string().min(1).optional().describe('A channel id: `telegram`, `discord`, `webhook:<name>`.'),
-  chat: z.string().min(1).optional().describe('A conversation id or a prefix of one (`telegram:-1001234`: the group and its topics).'),
-  identity: z.string().min(1).optional().describe('A person: their identity (`telegram:123`, or the identity linked accounts share).'),
+  channel: z.string().min(1).optional().describe("A channel id: a channel plugin's id, or `<plugin>:<name>` for a named instance."),
+  chat: z.string().min(1).optional().describe("A conversation id or a prefix of one (a group's id covers its topics)."),
+  identity: z.string().min(1).optional().describe('A person: their identity (`<channel>:<user id>`, or the identity linked accounts share).'),
 });
 // Access (who may talk, per channel): applied by the host at ingest (host/access/).
 /** Access policies of a channel. */

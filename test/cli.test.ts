@@ -128,7 +128,7 @@ describe('cli', () => {
     it('refuses an unknown command with the usage and exit 2', async () => {
       const proc = startCli({}, ['launch']);
       expect(await proc.exit).toBe(2);
-      expect(proc.stderr()).toContain('usage: steerbot [start | check-config] [--config file]');
+      expect(proc.stderr()).toContain('usage: steerbot [start | check-config | pair <code>] [--config file]');
     });
   });
 });

@@ -47,6 +47,8 @@ async function runnerFromConfig(env: Record<string, string>, outbound: ChannelOu
   return harness;
 }
 
+/** The agent's schedule tools, on by default (`schedules.enabled`). */
+const SCHEDULE_TOOLS = ['schedule_cancel', 'schedule_create', 'schedule_list'];
 const toolNames = (i: number): string[] => (t.fake.requests[i]!.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name).sort();
 const systemPrompt = (i: number): unknown => t.fake.requests[i]!.body.messages.find((m: { role: string }) => m.role === 'system')?.content;
 
@@ -61,7 +63,7 @@ describe('the default agent from config', () => {
     await t.h.ingest('hello');
     await t.h.idle(10_000, CID);
     expect(systemPrompt(0)).toBe('You are Zed, terse.');
-    expect(toolNames(0)).toEqual(['http_fetch']);
+    expect(toolNames(0)).toEqual(['http_fetch', ...SCHEDULE_TOOLS]);
   });
 
   it('has the clock and no network tool, and streams into channels that stream, by default', async () => {
@@ -71,7 +73,7 @@ describe('the default agent from config', () => {
     t.fake.script([{ text: answer, chunkDelayMs: 30 }]);
     await t.h.ingest('count please');
     await t.h.idle(10_000, CID);
-    expect(toolNames(0)).toEqual(['current_time']);
+    expect(toolNames(0)).toEqual(['current_time', ...SCHEDULE_TOOLS]);
     expect(systemPrompt(0)).toEqual(expect.stringContaining('helpful assistant'));
     // One message, shown early and edited up to the full answer.
     expect(out.sent).toHaveLength(1);

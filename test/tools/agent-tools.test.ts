@@ -22,7 +22,12 @@ const toolResults = (i: number): Array<{ tool_call_id: string; content: any }> =
     tool_call_id: m.tool_call_id,
     content: JSON.parse(m.content),
   }));
-const offered = (i: number): string[] => (t.fake.requests[i]!.body.tools ?? []).map((x: { function: { name: string } }) => x.function.name).sort();
+// The tools offered, but for the schedule tools every conversation gets while schedules are on (the default).
+const offered = (i: number): string[] =>
+  (t.fake.requests[i]!.body.tools ?? [])
+    .map((x: { function: { name: string } }) => x.function.name)
+    .filter((name: string) => !name.startsWith('schedule_'))
+    .sort();
 
 /** A tool returning `chars` characters of numbered lines. */
 function bigTool(chars: number): { tool: AgentTool; text: string } {
