@@ -20,7 +20,8 @@
  */
 
 import { DEFAULTS } from '../src/defaults.js';
-import { RunEndedError, StaleRunError } from '../src/errors.js';
+import { InvalidInputError, RunEndedError, StaleRunError } from '../src/errors.js';
+import { accountId } from '../src/identity.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
@@ -199,10 +200,19 @@ export class RunExecutor {
     }
   }
 
-  /** The identity of a conversation's user: linked through the identity store, else `<channel id>:<user id>`. */
-  private readonly identityOf = (conversationId: string, userId: string): Promise<string> => {
+  /**
+   * The identity of a conversation's user: linked through the identity store, else `<channel id>:<user id>`.
+   * None for a user id no identity can be made of (a channel may pass any string): the run goes on without
+   * per-person budgets and bindings rather than failing.
+   */
+  private readonly identityOf = async (conversationId: string, userId: string): Promise<string | undefined> => {
     const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
-    return this.o.identities ? this.o.identities.resolve(channel, userId) : Promise.resolve(`${channel}:${userId}`);
+    try {
+      return this.o.identities ? await this.o.identities.resolve(channel, userId) : accountId(channel, userId);
+    } catch (err) {
+      if (err instanceof InvalidInputError) return undefined;
+      throw err;
+    }
   };
 
   private compaction(attempt: RunAttempt): RunCompaction {
