@@ -88,7 +88,7 @@ async function peopleParts(config: CoreConfig, identities: IdentityStore, redis:
   const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
   return {
     profileOf: async (channelId, conversationId, senderId) =>
-      profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.resolve(channelId, senderId) : undefined),
+      profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.tryResolve(channelId, senderId) : undefined),
   };
 }
 

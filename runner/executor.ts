@@ -20,8 +20,8 @@
  */
 
 import { DEFAULTS } from '../src/defaults.js';
-import { InvalidInputError, RunEndedError, StaleRunError } from '../src/errors.js';
-import { accountId } from '../src/identity.js';
+import { RunEndedError, StaleRunError } from '../src/errors.js';
+import { tryAccountId } from '../src/identity.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
@@ -200,19 +200,10 @@ export class RunExecutor {
     }
   }
 
-  /**
-   * The identity of a conversation's user: linked through the identity store, else `<channel id>:<user id>`.
-   * None for a user id no identity can be made of (a channel may pass any string): the run goes on without
-   * per-person budgets and bindings rather than failing.
-   */
-  private readonly identityOf = async (conversationId: string, userId: string): Promise<string | undefined> => {
+  /** The identity of a conversation's user (see `IdentityStore.tryResolve`): none for a user id no identity can be made of. */
+  private readonly identityOf = (conversationId: string, userId: string): Promise<string | undefined> => {
     const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
-    try {
-      return this.o.identities ? await this.o.identities.resolve(channel, userId) : accountId(channel, userId);
-    } catch (err) {
-      if (err instanceof InvalidInputError) return undefined;
-      throw err;
-    }
+    return this.o.identities ? this.o.identities.tryResolve(channel, userId) : Promise.resolve(tryAccountId(channel, userId));
   };
 
   private compaction(attempt: RunAttempt): RunCompaction {

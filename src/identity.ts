@@ -49,6 +49,16 @@ export function accountId(channelId: string, userId: string): string {
   return `${channelId}:${userId}`;
 }
 
+/** `accountId`, or undefined where it would throw InvalidInputError. */
+export function tryAccountId(channelId: string, userId: string): string | undefined {
+  try {
+    return accountId(channelId, userId);
+  } catch (err) {
+    if (err instanceof InvalidInputError) return undefined;
+    throw err;
+  }
+}
+
 /** What a link did: `linked` moved the joining account's identity (`from`) into `identity`; `same`: they were one already. */
 export type LinkResult = { kind: 'linked'; identity: string; from: string } | { kind: 'same'; identity: string };
 
@@ -99,6 +109,16 @@ export class IdentityStore {
   async resolve(channelId: string, userId: string): Promise<string> {
     const account = accountId(channelId, userId);
     return (await this.redis.hget(this.keys.links, account)) ?? account;
+  }
+
+  /**
+   * Like `resolve`, but undefined for a user id no identity can be made of
+   * (a channel may pass any string): the caller goes on without per-person
+   * state rather than failing the message or the run. Redis errors still throw.
+   */
+  async tryResolve(channelId: string, userId: string): Promise<string | undefined> {
+    const account = tryAccountId(channelId, userId);
+    return account === undefined ? undefined : ((await this.redis.hget(this.keys.links, account)) ?? account);
   }
 
   /** The identity id of an account (`<channel>:<user id>`). Throws InvalidInputError for a bad account. */

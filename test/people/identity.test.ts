@@ -38,6 +38,15 @@ describe('identity resolve', () => {
   ])('refuses %s', async (_what, channel, user) => {
     await expect(store.resolve(channel, user)).rejects.toBeInstanceOf(InvalidInputError);
     expect(() => accountId(channel, user)).toThrow(InvalidInputError);
+    // What a run or a message goes on with instead of failing: no identity.
+    expect(await store.tryResolve(channel, user)).toBeUndefined();
+    expect(await keysNow()).toEqual([]);
+  });
+
+  it('tryResolve follows a link like resolve', async () => {
+    await store.link('discord:7', 'telegram:42');
+    expect(await store.tryResolve('discord', '7')).toBe('telegram:42');
+    expect(await store.tryResolve('telegram', '43')).toBe('telegram:43');
   });
 });
 
