@@ -77,7 +77,7 @@ function peopleSections(): string {
 </section>
 <section id="person-view" hidden>
   <form id="person-form" class="actions">
-    <label>identity or account <input id="person-id" placeholder="telegram:42" size="32" autocomplete="off"></label>
+    <label>identity or account <input id="person-id" placeholder="channel:user id" size="32" autocomplete="off"></label>
     <button type="submit">look up</button>
   </form>
   <div id="person" hidden>
@@ -86,7 +86,7 @@ function peopleSections(): string {
     <h3>accounts</h3>
     <ul id="p-accounts"></ul>
     <form id="link-form" class="actions">
-      <label>link account <input id="link-account" placeholder="discord:1093" size="28" autocomplete="off"></label>
+      <label>link account <input id="link-account" placeholder="channel:user id" size="28" autocomplete="off"></label>
       <button type="submit">link into this identity</button>
     </form>
     <h3>usage</h3>
