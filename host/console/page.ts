@@ -106,7 +106,7 @@ export const CONSOLE_STYLES = `
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
 header { display: flex; gap: 16px; align-items: baseline; padding: 10px 16px; border-bottom: 1px solid var(--line); }
-header nav a { margin-right: 10px; }
+header nav a { margin-right: 10px; color: var(--accent); }
 h3 { font-size: 13px; margin: 14px 0 6px; }
 header h1 { font-size: 17px; margin: 0; } header h1 a { color: inherit; text-decoration: none; }
 .queue, .status, .note { font-size: 12px; color: var(--muted); }

@@ -16,9 +16,12 @@ import { redisUrl } from '../helpers/redis.js';
 import { launchBrowser, poll, startWorld, type World } from './harness.js';
 
 const TOKEN = 'console-token-0123456789';
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
 const SECRET = 'whsec-people-0123456789abcdef';
 const CODE_RE = /pairing code is ([A-Z2-9]{4}-[A-Z2-9]{4})/;
 const ALICE = 'webhook:crm:alice';
+/** Display names sent with the messages: markup, to show the page renders it as text. */
+const NAMES: Record<string, string> = { alice: '<img src=x onerror="window.__xss = 1">Alice' };
 
 describe('console people panels in a browser', { timeout: 90_000 }, () => {
   let world: World;
@@ -62,7 +65,7 @@ describe('console people panels in a browser', { timeout: 90_000 }, () => {
 
   /** A signed webhook message from `sender` in conversation `conversation`. */
   async function send(conversation: string, sender: string, id: string, text: string): Promise<number> {
-    const raw = JSON.stringify({ id, conversation, sender: { id: sender, name: sender }, text });
+    const raw = JSON.stringify({ id, conversation, sender: { id: sender, name: NAMES[sender] ?? sender }, text });
     const res = await fetch(`${world.app.address}/webhooks/crm`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) },
@@ -85,6 +88,8 @@ describe('console people panels in a browser', { timeout: 90_000 }, () => {
     const waiting = page.locator(`#waiting tr[data-account="${ALICE}"]`);
     await waiting.waitFor();
     expect(await waiting.textContent()).toContain('alice-1');
+    expect(await waiting.locator('td').nth(1).textContent()).toBe(NAMES.alice);
+    expect(await page.locator('#waiting img').count()).toBe(0);
     // The code is never on the page: the person passes it on.
     expect(await page.content()).not.toContain(code!);
 
@@ -99,6 +104,7 @@ describe('console people panels in a browser', { timeout: 90_000 }, () => {
     expect(await nth('alice-1', 2)).toEqual([notice, APPROVED_NOTICE]);
     await page.locator(`#paired tr[data-identity="${ALICE}"]`).waitFor();
     await poll(() => page.locator('#waiting tr[data-account]').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__xss)).toBeUndefined();
   });
 
   it("shows a person's usage after a run, in the person panel and the approved list", async () => {
@@ -113,6 +119,7 @@ describe('console people panels in a browser', { timeout: 90_000 }, () => {
     await poll(async () => Number(await used('tokens today'))).toBeGreaterThan(0);
     expect(await used('runs this hour')).toBe('1');
     expect(await page.textContent('#p-usage tr[data-window="runs this hour"]')).toContain('100');
+    if (SCREENSHOTS) await page.screenshot({ path: 'docs/console-people.png', fullPage: true });
 
     await page.click(`a[href="#panel=access"]`);
     const listed = page.locator(`#paired tr[data-identity="${ALICE}"]`);

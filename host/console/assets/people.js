@@ -119,7 +119,7 @@
   }
 
   function accountItem(a, linked) {
-    const li = el('li', '', `${a.account} · ${a.policy}${a.listed ? ' (listed)' : ''}`);
+    const li = el('li', '', `${a.account} · channel policy ${a.policy}${a.listed ? ', listed in users' : ''}`);
     li.dataset.account = a.account;
     if (linked) {
       const b = el('button', '', 'unlink');
@@ -217,7 +217,11 @@
   $('person-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const id = $('person-id').value.trim();
-    if (id) location.hash = `#${new URLSearchParams({ panel: 'person', id })}`;
+    if (!id) return;
+    const hash = `#${new URLSearchParams({ panel: 'person', id })}`;
+    // The same hash fires no hashchange: look the person up again.
+    if (location.hash === hash) route();
+    else location.hash = hash;
   });
   route();
 })();
