@@ -23,7 +23,8 @@
  * none missing once drained, none twice).
  *
  * Second part (BENCH_MODE=capacity alone, or after the scale part by default):
- * one host and one runner process on an instant model; the offered rate steps
+ * one host and one runner process (BENCH_CAPACITY_CONCURRENCY = 32 slots, so
+ * the slots are not the limit) on an instant model; the offered rate steps
  * up (BENCH_CAPACITY_RATES) for BENCH_SECONDS each until the p99 of POST →
  * reply passes 1 s. Prints turns/s sustained, p50 / p99 and CPU per turn of
  * runner, host and redis.
@@ -49,6 +50,8 @@ const MODEL_MS = Number(process.env.BENCH_MODEL_MS ?? 300);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 2000);
+/** The capacity part's runner slots: enough that the CPU, not the slots, is the limit on an instant model. */
+const CAPACITY_CONCURRENCY = Number(process.env.BENCH_CAPACITY_CONCURRENCY ?? 32);
 const CAPACITY_RATES = (process.env.BENCH_CAPACITY_RATES ?? '10,20,40,60,80,100,120,150,200').split(',').map(Number);
 const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
 const P99_LIMIT_MS = 1000;
@@ -110,6 +113,8 @@ class Traffic {
   private tainted = new Set<string>();
   /** Reply ids seen (the delivery key: the same on a redelivery). */
   private replyIds = new Set<string>();
+  /** Per conversation, the sequence number of the input its latest reply answered (from the delivery key). */
+  private answeredSeq = new Map<string, number>();
   /** Per conversation, its latest model call. */
   private lastCall = new Map<string, FakeRequest>();
   private tag = '';
@@ -175,6 +180,7 @@ class Traffic {
     this.used = new Set();
     this.tainted = new Set();
     this.replyIds = new Set();
+    this.answeredSeq = new Map();
     this.lastCall = new Map();
     this.tag = randomBytes(3).toString('hex');
     this.n = 0;
@@ -297,6 +303,16 @@ class Traffic {
       return;
     }
     this.replyIds.add(reply.messageId);
+    // The delivery key is `<run id>:<answered seq>:<n>`: a reply to an input answered before is a second one, even
+    // when it comes after the conversation's next message was sent.
+    const seq = Number(reply.messageId.split(':').at(-2));
+    if (Number.isInteger(seq)) {
+      if (seq <= (this.answeredSeq.get(reply.conversation) ?? 0)) {
+        this.c.duplicates++;
+        return;
+      }
+      this.answeredSeq.set(reply.conversation, seq);
+    }
     const m = this.waiting.get(reply.conversation);
     if (m) {
       // (Possibly before its POST's answer arrived.)
@@ -410,13 +426,13 @@ async function startApps(specs: AppSpec[]): Promise<{ apps: ChildProcess[]; addr
   }
 }
 
-async function spec(cluster: PrivateCluster, traffic: Traffic, prefix: string, role: 'host' | 'runner'): Promise<AppSpec> {
+async function spec(cluster: PrivateCluster, traffic: Traffic, prefix: string, role: 'host' | 'runner', concurrency = CONCURRENCY): Promise<AppSpec> {
   return {
     redisEnv: { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: cluster.nodes.join(',') },
     prefix,
     host: role === 'host',
     runner: role === 'runner',
-    concurrency: CONCURRENCY,
+    concurrency,
     port: await freePort(),
     modelUrl: traffic.modelUrl,
     callbackUrl: traffic.callbackUrl,
@@ -514,9 +530,9 @@ function scaleTables(rows: ScaleRow[]): void {
     );
   }
   console.log(
-    `\n| runner processes | CPU, cores of ${CORES}: hosts / runners / redis / bench / rest of machine | CPU per turn, ms: hosts / runners / redis / bench |`,
+    `\n| runner processes | CPU, cores: hosts / runners / redis / bench / other processes | steerbot + redis, share of ${CORES} cores | machine busy | CPU per turn, ms: hosts / runners / redis / bench |`,
   );
-  console.log('| --- | --- | --- |');
+  console.log('| --- | --- | ---: | ---: | --- |');
   for (const r of rows) {
     const { w } = r;
     const hostMs = w.apps.slice(0, HOSTS).reduce((s, x) => s + x, 0);
@@ -525,7 +541,8 @@ function scaleTables(rows: ScaleRow[]): void {
     const rest = w.machineCores - (w.appMs + w.redisMs + w.benchMs) / 1000 / w.seconds;
     const per = (ms: number) => f(ms / Math.max(1, w.turns), 2);
     console.log(
-      `| ${r.runners} | ${cores(hostMs)} / ${cores(runnerMs)} / ${cores(w.redisMs)} / ${cores(w.benchMs)} / ${f(Math.max(0, rest), 2)} (machine busy ${f(w.machineCores, 2)}) | ` +
+      `| ${r.runners} | ${cores(hostMs)} / ${cores(runnerMs)} / ${cores(w.redisMs)} / ${cores(w.benchMs)} / ${f(Math.max(0, rest), 2)} | ` +
+        `${f((100 * (w.appMs + w.redisMs)) / 1000 / w.seconds / CORES, 0)} % | ${f((100 * w.machineCores) / CORES, 0)} % | ` +
         `${per(hostMs)} / ${per(runnerMs)} / ${per(w.redisMs)} / ${per(w.benchMs)} |`,
     );
   }
@@ -557,7 +574,10 @@ interface Step {
 
 async function capacity(cluster: PrivateCluster, traffic: Traffic, m: Masters): Promise<Step[]> {
   const prefix = `cap${randomBytes(3).toString('hex')}`;
-  const { apps, addresses } = await startApps([await spec(cluster, traffic, prefix, 'host'), await spec(cluster, traffic, prefix, 'runner')]);
+  const { apps, addresses } = await startApps([
+    await spec(cluster, traffic, prefix, 'host'),
+    await spec(cluster, traffic, prefix, 'runner', CAPACITY_CONCURRENCY),
+  ]);
   const steps: Step[] = [];
   try {
     traffic.modelMs = 0;
@@ -612,7 +632,7 @@ function capacityTable(steps: Step[]): void {
   const held = steps.filter((s) => s.p99 <= P99_LIMIT_MS).at(-1);
   console.log(
     held
-      ? `\none runner process (concurrency ${CONCURRENCY}, instant model) sustains ${f(held.turnsPerSecond)} turns/s with p99 <= 1 s (offered ${held.rate} msg/s); ` +
+      ? `\none runner process (concurrency ${CAPACITY_CONCURRENCY}, instant model) sustains ${f(held.turnsPerSecond)} turns/s with p99 <= 1 s (offered ${held.rate} msg/s); ` +
           `${steps.at(-1) === held ? 'the last step still held: raise BENCH_CAPACITY_RATES' : `at ${steps.at(-1)!.rate} msg/s p99 was ${f(steps.at(-1)!.p99, 0)} ms`}`
       : `\nno step held p99 <= 1 s (the first was ${CAPACITY_RATES[0]} msg/s)`,
   );
@@ -642,7 +662,9 @@ export async function main(): Promise<void> {
       ok &&= rows.every((r) => passed(r.checks));
     }
     if (MODE !== 'scale') {
-      console.log(`\ncapacity: 1 host + 1 runner process (concurrency ${CONCURRENCY}), instant model, ${SECONDS} s per step, until p99 POST → reply > 1 s`);
+      console.log(
+        `\ncapacity: 1 host + 1 runner process (concurrency ${CAPACITY_CONCURRENCY}), instant model, ${SECONDS} s per step, until p99 POST → reply > 1 s`,
+      );
       const steps = await capacity(cluster, traffic, m);
       capacityTable(steps);
       ok &&= steps.every((s) => passed(s.checks));
