@@ -66,6 +66,11 @@ interface Sent {
   sentAt: number;
   accepted: boolean;
   answeredAt?: number;
+  /** POST sent → its model call started, and model call ended → reply received, ms (wall clock, as the fake records calls). */
+  toModel?: number;
+  afterModel?: number;
+  /** `Date.now()` when sent. */
+  sentWall: number;
 }
 
 /** What a run's traffic came to, for the correctness checks. */
@@ -229,10 +234,20 @@ class Traffic {
 
   /** POST → reply latencies (ms) of the messages sent in [from, to), ascending; unanswered ones count as infinite. */
   latencies(from: number, to: number): number[] {
+    return this.segment(from, to, (m) => (m.answeredAt === undefined ? Number.POSITIVE_INFINITY : m.answeredAt - m.sentAt));
+  }
+
+  /** The same messages' POST → model call start and model call end → reply received (answered ones only), ascending. */
+  stages(from: number, to: number): { toModel: number[]; afterModel: number[] } {
+    return { toModel: this.segment(from, to, (m) => m.toModel), afterModel: this.segment(from, to, (m) => m.afterModel) };
+  }
+
+  private segment(from: number, to: number, value: (m: Sent) => number | undefined): number[] {
     const out: number[] = [];
     for (const m of this.messages.values()) {
       if (m.sentAt < from || m.sentAt >= to || !m.accepted) continue;
-      out.push(m.answeredAt === undefined ? Number.POSITIVE_INFINITY : m.answeredAt - m.sentAt);
+      const v = value(m);
+      if (v !== undefined) out.push(v);
     }
     return out.sort((a, b) => a - b);
   }
@@ -261,7 +276,7 @@ class Traffic {
     const n = this.n++;
     const id = `m-${this.tag}-${n}`;
     const conversation = `c${c}`;
-    const m: Sent = { conversation, sentAt: nowMs(), accepted: false };
+    const m: Sent = { conversation, sentAt: nowMs(), sentWall: Date.now(), accepted: false };
     this.messages.set(id, m);
     this.waiting.set(conversation, m);
     this.used.add(conversation);
@@ -317,6 +332,11 @@ class Traffic {
     if (m) {
       // (Possibly before its POST's answer arrived.)
       m.answeredAt = nowMs();
+      const call = this.lastCall.get(reply.conversation);
+      if (call && call.receivedAt >= m.sentWall) {
+        m.toModel = call.receivedAt - m.sentWall;
+        if (call.endedAt !== undefined) m.afterModel = Date.now() - call.endedAt;
+      }
       this.completed++;
       this.c.answered++;
       this.settle(m);
@@ -451,6 +471,20 @@ function checkLine(c: Checks): string {
   );
 }
 
+/** p50 and p99 of POST → model call start and of model call end → reply received, ms. */
+interface Stages {
+  toModel: [number, number];
+  afterModel: [number, number];
+}
+
+function stagesOf(traffic: Traffic, from: number, to: number): Stages {
+  const { toModel, afterModel } = traffic.stages(from, to);
+  return { toModel: [pct(toModel, 50), pct(toModel, 99)], afterModel: [pct(afterModel, 50), pct(afterModel, 99)] };
+}
+
+const stagesText = (s: Stages) =>
+  `POST → model call p50 ${f(s.toModel[0], 0)} p99 ${f(s.toModel[1], 0)} ms, model end → reply received p50 ${f(s.afterModel[0], 0)} p99 ${f(s.afterModel[1], 0)} ms`;
+
 const passed = (c: Checks) => c.overlaps === 0 && c.unattributed === 0 && c.missing === 0 && c.duplicates === 0 && c.unexpected === 0;
 
 // ---------------------------------------------------------------- scale part
@@ -461,6 +495,7 @@ interface ScaleRow {
   turnsPerSecond: number;
   p50: number;
   p99: number;
+  stages: Stages;
   w: ReturnType<typeof windowOf>;
   checks: Checks;
 }
@@ -490,11 +525,12 @@ async function scaleRun(cluster: PrivateCluster, traffic: Traffic, m: Masters, r
       turnsPerSecond: w.turns / w.seconds,
       p50: pct(lat, 50),
       p99: pct(lat, 99),
+      stages: stagesOf(traffic, a.t, b.t),
       w,
       checks,
     };
     console.log(
-      `  ${runners} runner(s): ${f(row.turnsPerSecond)} turns/s of ${f(row.ideal)} ideal (${f(row.turnsPerSecond / row.ideal, 2)}), POST → reply p50 ${f(row.p50, 0)} ms p99 ${f(row.p99, 0)} ms`,
+      `  ${runners} runner(s): ${f(row.turnsPerSecond)} turns/s of ${f(row.ideal)} ideal (${f(row.turnsPerSecond / row.ideal, 2)}), POST → reply p50 ${f(row.p50, 0)} ms p99 ${f(row.p99, 0)} ms; ${stagesText(row.stages)}`,
     );
     console.log(checkLine(checks));
     return row;
@@ -518,15 +554,15 @@ function limitOf(r: ScaleRow): { ceiling: number; limit: number; why: string } {
 
 function scaleTables(rows: ScaleRow[]): void {
   console.log(
-    `\n| runner processes × ${CONCURRENCY} | ideal turns/s | turns/s | efficiency | CPU ceiling turns/s | limit | efficiency vs limit | POST → reply p50 / p99 ms | Redis ops/s per master |`,
+    `\n| runner processes × ${CONCURRENCY} | ideal turns/s | turns/s | efficiency | CPU ceiling turns/s | limit | efficiency vs limit | POST → reply p50 / p99 ms | POST → model call / model end → reply, p50 ms | Redis ops/s per master |`,
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |');
+  console.log('| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- |');
   for (const r of rows) {
     const { w } = r;
     const { ceiling, limit, why } = limitOf(r);
     console.log(
       `| ${r.runners} | ${f(r.ideal)} | **${f(r.turnsPerSecond)}** | ${f(r.turnsPerSecond / r.ideal, 2)} | ${f(ceiling)} | ${why} | ` +
-        `**${f(r.turnsPerSecond / limit, 2)}** | ${f(r.p50, 0)} / ${f(r.p99, 0)} | ${w.opsPerMaster.map((o) => f(o, 0)).join(', ')} |`,
+        `**${f(r.turnsPerSecond / limit, 2)}** | ${f(r.p50, 0)} / ${f(r.p99, 0)} | ${f(r.stages.toModel[0], 0)} / ${f(r.stages.afterModel[0], 0)} | ${w.opsPerMaster.map((o) => f(o, 0)).join(', ')} |`,
     );
   }
   console.log(
@@ -569,6 +605,9 @@ interface Step {
   p99: number;
   /** CPU ms per turn: host, runner, redis. */
   perTurn: [number, number, number];
+  stages: Stages;
+  /** Cores the whole machine kept busy, this bench's processes and others. */
+  machineCores: number;
   checks: Checks;
 }
 
@@ -605,11 +644,13 @@ async function capacity(cluster: PrivateCluster, traffic: Traffic, m: Masters): 
         p50: pct(lat, 50),
         p99: pct(lat, 99),
         perTurn: [per(all.apps[0]!), per(all.apps[1]!), per(all.redisMs)],
+        stages: stagesOf(traffic, a.t, b.t),
+        machineCores: all.machineCores,
         checks,
       };
       steps.push(step);
       console.log(
-        `  ${rate} msg/s: ${f(step.turnsPerSecond)} turns/s, POST → reply p50 ${f(step.p50, 0)} ms p99 ${f(step.p99, 0)} ms, CPU per turn host ${f(step.perTurn[0], 2)} runner ${f(step.perTurn[1], 2)} redis ${f(step.perTurn[2], 2)} ms`,
+        `  ${rate} msg/s: ${f(step.turnsPerSecond)} turns/s, POST → reply p50 ${f(step.p50, 0)} ms p99 ${f(step.p99, 0)} ms, CPU per turn host ${f(step.perTurn[0], 2)} runner ${f(step.perTurn[1], 2)} redis ${f(step.perTurn[2], 2)} ms; ${stagesText(step.stages)}`,
       );
       console.log(checkLine(checks));
       if (!(step.p99 <= P99_LIMIT_MS)) break;
@@ -622,11 +663,14 @@ async function capacity(cluster: PrivateCluster, traffic: Traffic, m: Masters): 
 }
 
 function capacityTable(steps: Step[]): void {
-  console.log(`\n| offered msg/s | turns/s | POST → reply p50 / p99 ms | CPU per turn, ms: host / runner / redis | runner CPU, cores |`);
-  console.log('| ---: | ---: | --- | --- | ---: |');
+  console.log(
+    `\n| offered msg/s | turns/s | POST → reply p50 / p99 ms | POST → model call p50 / p99 ms | model end → reply p50 / p99 ms | CPU per turn, ms: host / runner / redis | runner CPU, cores | machine busy |`,
+  );
+  console.log('| ---: | ---: | --- | --- | --- | --- | ---: | ---: |');
   for (const s of steps) {
     console.log(
-      `| ${s.rate} | ${f(s.turnsPerSecond)} | ${f(s.p50, 0)} / ${f(s.p99, 0)} | ${f(s.perTurn[0], 2)} / ${f(s.perTurn[1], 2)} / ${f(s.perTurn[2], 2)} | ${f((s.perTurn[1] * s.turnsPerSecond) / 1000, 2)} |`,
+      `| ${s.rate} | ${f(s.turnsPerSecond)} | ${f(s.p50, 0)} / ${f(s.p99, 0)} | ${f(s.stages.toModel[0], 0)} / ${f(s.stages.toModel[1], 0)} | ${f(s.stages.afterModel[0], 0)} / ${f(s.stages.afterModel[1], 0)} | ` +
+        `${f(s.perTurn[0], 2)} / ${f(s.perTurn[1], 2)} / ${f(s.perTurn[2], 2)} | ${f((s.perTurn[1] * s.turnsPerSecond) / 1000, 2)} | ${f((100 * s.machineCores) / CORES, 0)} % |`,
     );
   }
   const held = steps.filter((s) => s.p99 <= P99_LIMIT_MS).at(-1);
