@@ -53,7 +53,8 @@ const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 2000);
 /** The capacity part's runner slots: enough that the CPU, not the slots, is the limit on an instant model. */
 const CAPACITY_CONCURRENCY = Number(process.env.BENCH_CAPACITY_CONCURRENCY ?? 32);
 const CAPACITY_RATES = (process.env.BENCH_CAPACITY_RATES ?? '10,20,40,60,80,100,120,150,200').split(',').map(Number);
-const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
+/** How long the drain after a run waits for the next reply before it counts the unanswered as missing. */
+const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 20);
 const P99_LIMIT_MS = 1000;
 const GOAL_EFFICIENCY = 0.9;
 const CORES = availableParallelism();
@@ -223,10 +224,14 @@ class Traffic {
     this.window = 0;
   }
 
-  /** Waits until every accepted message is answered, or `seconds` pass; then the checks. */
+  /** Waits until every accepted message is answered, or `seconds` pass without a reply (a backlog drains as long as it takes); then the checks. */
   async drain(seconds: number): Promise<Checks> {
-    const deadline = nowMs() + seconds * 1000;
-    while (this.inFlight > 0 && nowMs() < deadline) await sleep(50);
+    let seen = this.completed;
+    let deadline = nowMs() + seconds * 1000;
+    while (this.inFlight > 0 && nowMs() < deadline) {
+      await sleep(50);
+      if (this.completed > seen) [seen, deadline] = [this.completed, nowMs() + seconds * 1000];
+    }
     clearInterval(this.trim);
     this.c.missing = [...this.messages.values()].filter((m) => m.accepted && m.answeredAt === undefined).length;
     return { ...this.c };
@@ -466,7 +471,7 @@ function checkLine(c: Checks): string {
     .join(' ');
   return (
     `   no conversation with two model calls at once: ${c.overlaps === 0 && c.unattributed === 0 ? 'PASS' : 'FAIL'} (${c.overlaps} overlaps in ${c.modelCalls} calls${c.unattributed ? `, ${c.unattributed} without a conversation` : ''}); ` +
-    `every accepted message answered exactly once: ${once ? 'PASS' : 'FAIL'} (${c.answered} of ${c.accepted} accepted answered, ${c.missing} missing, ` +
+    `every accepted message answered exactly once: ${once ? 'PASS' : 'FAIL'} (${c.answered} of ${c.accepted} accepted answered, ${c.missing} missing ${DRAIN_SECONDS} s after the last reply, ` +
     `${c.duplicates} answered twice, ${c.unexpected} unexpected replies, ${c.redelivered} redelivered; ${c.sent - c.accepted} POSTs refused${refused ? `: ${refused}` : ''}, ${c.answeredRefused} of them answered)`
   );
 }
@@ -633,7 +638,7 @@ async function capacity(cluster: PrivateCluster, traffic: Traffic, m: Masters): 
       await sleep(SECONDS * 1000);
       const b = await snapshot(traffic, apps, m);
       traffic.stop();
-      const checks = await traffic.drain(10);
+      const checks = await traffic.drain(DRAIN_SECONDS);
       const c = await snapshot(traffic, apps, m);
       const all = windowOf(a, c);
       const lat = traffic.latencies(a.t, b.t);
