@@ -271,8 +271,11 @@ function ask<K extends string>(child: ChildProcess, kind: K, message?: unknown):
 }
 
 function spawnRole(role: 'driver' | 'app'): ChildProcess {
+  // BENCH_CPU_PROF=<dir>: each steerbot process writes a V8 CPU profile there when it stops.
+  const prof = process.env.BENCH_CPU_PROF;
   return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['e2e'], {
     env: { ...process.env, BENCH_E2E_ROLE: role },
+    ...(prof && role === 'app' && { execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${prof}`] }),
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
 }

@@ -55,12 +55,12 @@ export function watchPauses(): { take(): Pauses } {
   let lastCpu = process.cpuUsage();
   setInterval(() => {
     const t = nowMs();
+    const cpu = process.cpuUsage(); // one call a tick: the watch should not cost what it measures
     if (t - last - TICK_MS >= STALL_MS) {
-      const cpu = process.cpuUsage(lastCpu);
-      long.push([last + TICK_MS, t - last - TICK_MS, 'stall', (cpu.user + cpu.system) / 1000]);
+      long.push([last + TICK_MS, t - last - TICK_MS, 'stall', (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000]);
     }
     last = t;
-    lastCpu = process.cpuUsage();
+    lastCpu = cpu;
   }, TICK_MS).unref();
   return {
     take() {
@@ -101,9 +101,11 @@ export function describePauses(name: string, p: Pauses, from: number): string[] 
   return [
     `   ${name}: event-loop delay p50 ${f(p.loop.p50)} p99 ${f(p.loop.p99)} max ${f(p.loop.max)} ms; GC ${p.gc.count} pauses, ${f(p.gc.totalMs)} ms in all (${kinds})`,
     `   ${name}: stalls ≥ ${STALL_MS} ms while measuring: ${stalls.length}, ${f(stallMs)} ms, process CPU over them ${f(stallCpu)} ms (${stallMs ? ((stallCpu / stallMs) * 100).toFixed(0) : 0} %: the rest is waiting for a core)`,
-    `   ${name}: long pauses (s since measuring started: ms kind [cpu ms]): ${
+    `   ${name}: longest pauses (s since measuring started: ms kind [cpu ms]): ${
       p.long
         .filter(([at]) => at >= from)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
         .map(([at, ms, k, cpu]) => `${((at - from) / 1000).toFixed(2)}: ${f(ms)} ${k}${cpu === undefined ? '' : ` [${f(cpu)}]`}`)
         .join(', ') || 'none'
     }`,

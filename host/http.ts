@@ -224,35 +224,30 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
     handler: (req: FastifyRequest, reply: FastifyReply) =>
       // The request's span (a caller's W3C `traceparent` continues); an ingested message's attributes go on it (one span per request).
-      inRequestSpan(
-        spanName,
-        routeAttributes,
-        req.headers.traceparent,
-        async (span) => {
-          const ac = new AbortController();
-          open.add(ac);
-          reply.raw.on('close', () => {
-            open.delete(ac);
-            // Only a request that ended before its response did has anyone to stop (a handler still at work, an
-            // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
-            if (!reply.raw.writableFinished) ac.abort();
-          });
-          const res = await route.handle({
-            method: req.method,
-            path: req.url.split('?')[0] ?? req.url,
-            params: (req.params ?? {}) as Record<string, string>,
-            query: firstValues(req.query),
-            headers: req.headers,
-            body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-            signal: ac.signal,
-            ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
-          });
-          if (span.isRecording()) {
-            span.setAttribute('http.response.status_code', res.status);
-            if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-          }
-          return send(reply, res, ac.signal);
-        },
-      ),
+      inRequestSpan(spanName, routeAttributes, req.headers.traceparent, async (span) => {
+        const ac = new AbortController();
+        open.add(ac);
+        reply.raw.on('close', () => {
+          open.delete(ac);
+          // Only a request that ended before its response did has anyone to stop (a handler still at work, an
+          // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
+          if (!reply.raw.writableFinished) ac.abort();
+        });
+        const res = await route.handle({
+          method: req.method,
+          path: req.url.split('?')[0] ?? req.url,
+          params: (req.params ?? {}) as Record<string, string>,
+          query: firstValues(req.query),
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+          signal: ac.signal,
+          ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
+        });
+        if (span.isRecording()) {
+          span.setAttribute('http.response.status_code', res.status);
+          if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        return send(reply, res, ac.signal);
+      }),
   });
 }

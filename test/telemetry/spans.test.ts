@@ -123,7 +123,10 @@ describe("a webhook route's span", () => {
       path: '/webhooks/t',
       async handle(req) {
         const id = req.body.toString();
-        const r = await service.ingest({ conversationId: `webhook:t:${id}`, updateKey: `webhook:t:${id}`, sender: { id: 'u1' }, text: 'hi' }, { channel: 'webhook:t' });
+        const r = await service.ingest(
+          { conversationId: `webhook:t:${id}`, updateKey: `webhook:t:${id}`, sender: { id: 'u1' }, text: 'hi' },
+          { channel: 'webhook:t' },
+        );
         return { status: 202, json: { result: r.kind } };
       },
     });
