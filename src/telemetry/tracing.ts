@@ -151,8 +151,9 @@ export function requestContext(parent: Context, span: Span): Context {
 }
 
 /**
- * The context of every incoming request that is not sampled, built once: it marks the request (work done for it makes
- * no span of its own) and makes no span active, so a request that is not sampled builds no context and logs no trace id.
+ * The context of every incoming request that is not sampled, built once: it marks the request (the ingest done for it
+ * makes no span of its own) and makes no span active, so a request that is not sampled builds no context and logs no
+ * trace id. A span something else starts under it is a root, sampled on its own.
  */
 export const UNSAMPLED_REQUEST_CONTEXT: Context = ROOT_CONTEXT.setValue(REQUEST_SPAN, NON_RECORDING_SPAN);
 
