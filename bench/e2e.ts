@@ -37,6 +37,7 @@ import { Redis } from 'ioredis';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
+import { describePauses, type Pauses, slowDuringPauses, watchPauses } from './pauses.js';
 import { privateRedis } from './private-redis.js';
 import {
   type AppSpec,
@@ -68,7 +69,7 @@ type Sample = [number, number];
 type DriverIn = { run: { url: string; rate: number; channel: 'webhook' | 'telegram' } } | 'stop';
 type DriverOut =
   | { ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string } }
-  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number } };
+  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number; pauses: Pauses } };
 
 export async function main(): Promise<void> {
   if (process.env.BENCH_ROLE === 'driver') return driver();
@@ -80,6 +81,7 @@ export async function main(): Promise<void> {
 
 /** Sender, instant model, callback receiver and fake Bot API, in a child process. */
 async function driver(): Promise<void> {
+  const pauses = watchPauses();
   const model = await startFakeOpenAI();
   model.script(() => ({ text: 'ok, noted.' }));
   const telegram = await startFakeTelegram({ token: FAKE_TOKEN });
@@ -124,6 +126,7 @@ async function driver(): Promise<void> {
       why[reason] = (why[reason] ?? 0) + 1;
     };
     const tag = randomBytes(3).toString('hex');
+    pauses.take();
     const post = (n: number) => {
       const c = n % conversations;
       const sentAt = channel === 'telegram' ? Date.now() : nowMs();
@@ -173,7 +176,7 @@ async function driver(): Promise<void> {
     const deadline = nowMs() + 15_000;
     while (samples.length < expected - failed && nowMs() < deadline) await new Promise((r) => setTimeout(r, 50));
     clearInterval(watchTelegram);
-    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length) } });
+    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length), pauses: pauses.take() } });
   });
   send({ ready: { modelUrl: model.url, callbackUrl, telegramApiRoot: telegram.apiRoot } });
 }
@@ -195,9 +198,10 @@ class KeepSpans implements SpanProcessor {
 /** A steerbot process whose spans are kept in process and handed over on `'spans'`. */
 function spanKeepingApp(): void {
   const keep = new KeepSpans();
+  const pauses = watchPauses();
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
-  appProcess((m) => (m === 'spans' ? { spans: keep.spans.splice(0) } : undefined));
+  appProcess((m) => (m === 'spans' ? { spans: keep.spans.splice(0) } : m === 'pauses' ? { pauses: pauses.take() } : undefined));
 }
 
 // ---------------------------------------------------------------- orchestration
@@ -280,12 +284,15 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
     const url = started[0].address as string;
     const cpu0 = apps.map((a) => cpuMs(a.pid!));
     const redisCpu0 = cpuMs(redisPid);
+    await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses'))); // a new window
     const t0 = nowMs();
     const done = await ask(driverProc, 'done', { run: { url, rate: s.rate, channel: s.channel } });
+    const appPauses = (await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses')))) as Pauses[];
     const cpu = apps.map((a, i) => cpuMs(a.pid!) - cpu0[i]!);
     const redisCpu = cpuMs(redisPid) - redisCpu0;
     const spans = (await Promise.all(apps.map((a) => ask(a, 'spans', 'spans')))).flat() as SpanRecord[];
     report(s, done, spans, t0 + WARMUP * 1000, { cpu, redisCpu, messages: Math.round((WARMUP + SECONDS) * s.rate), specs });
+    reportPauses(done, appPauses, specs, t0 + WARMUP * 1000);
   } finally {
     await stopAll(apps);
     client.disconnect();
@@ -328,6 +335,20 @@ function report(
   if (s.name === 'all-in-one' && s.rate === 50) {
     const ok = pct(overhead, 50) <= GOAL_P50 && pct(overhead, 99) <= GOAL_P99;
     console.log(`   goal (overhead p50 <= ${GOAL_P50} ms, p99 <= ${GOAL_P99} ms): ${ok ? 'MET' : 'NOT MET'}`);
+  }
+}
+
+/** Each process's event-loop delay, GC and stalls, and how many slow messages were in flight during one. */
+function reportPauses(done: { samples: Sample[]; pauses: Pauses }, apps: Pauses[], specs: AppSpec[], from: number): void {
+  const names = specs.map((p, i) => (p.host && p.runner ? 'all-in-one' : p.host ? 'host' : `runner ${i}`));
+  for (const line of describePauses('driver', done.pauses, from)) console.log(line);
+  apps.forEach((p, i) => {
+    for (const line of describePauses(names[i]!, p, from)) console.log(line);
+  });
+  const all = [...done.pauses.long, ...apps.flatMap((p) => p.long)];
+  for (const slowMs of [80, 150]) {
+    const { slow, duringPause } = slowDuringPauses(done.samples, all, slowMs);
+    console.log(`   replies slower than ${slowMs} ms: ${slow}, of which ${duringPause} were in flight during a stall or GC pause ≥ 30 ms of some process`);
   }
 }
 

@@ -92,10 +92,16 @@ function appConfig(s: AppSpec) {
   };
 }
 
-/** Forks `npm run bench -- <bench>` again as a child with `BENCH_ROLE=<role>` (and IPC). */
+/**
+ * Forks `npm run bench -- <bench>` again as a child with `BENCH_ROLE=<role>`
+ * (and IPC). BENCH_CPU_PROF=<dir>: each steerbot process (role `app`) writes a
+ * V8 CPU profile there when it stops.
+ */
 export function spawnRole(bench: string, role: string): ChildProcess {
+  const prof = process.env.BENCH_CPU_PROF;
   return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), [bench], {
     env: { ...process.env, BENCH_ROLE: role },
+    ...(prof && role === 'app' && { execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${prof}`] }),
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
 }
