@@ -281,17 +281,6 @@ export function selectPromptNotes(notes: readonly MemoryNote[], limits: Pick<Mem
   return chosen.sort(byCreation);
 }
 
-/**
- * The memory block of a system prompt: the notes, one per line with their
- * ids. Empty when there are none. Same notes, same bytes.
- */
-export function memoryPromptBlock(notes: readonly MemoryNote[], total: number): string {
-  if (notes.length === 0) return '';
-  const lines = notes.map((n) => `- [${n.id}] ${n.text.replace(/\s*\n\s*/g, ' ')}`);
-  const more = total > notes.length ? `\n(${total - notes.length} older notes are not shown here; memory_search finds them.)` : '';
-  return `<memory>\nWhat you remember about the person you are talking to (saved notes; ids in brackets):\n${lines.join('\n')}${more}\n</memory>`;
-}
-
 // Note ids are the counter's numbers.
 const NOTE_ID_RE = /^[1-9][0-9]{0,15}$/;
 
