@@ -137,6 +137,8 @@ interface OperatorRouteDeps {
   channelPolicy: (conversationId: string) => InputPolicy | undefined;
   scheduling: Scheduling;
   access: AccessGate;
+  /** People's memory; undefined when memory is off. */
+  memory: MemoryStore | undefined;
 }
 
 /** Registers the console (when enabled) and the send/events API (when it has a token). */
@@ -159,6 +161,7 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       enqueue,
       ...(d.scheduling && { schedules: d.scheduling.schedules }),
       access: d.access.store,
+      memory: d.memory,
     });
   }
   if (config.host.api.token !== undefined && parts.send) {
@@ -197,8 +200,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules');
   const onActivity = activityHook(activity, scheduling, config.schedules.heartbeats);
+  const people = await peopleParts(config, identities, ingressConn, prefix);
   const channelHost = createChannelHost({
-    ...(await peopleParts(config, identities, ingressConn, prefix)),
+    ...people,
     routes,
     ...(onActivity && { onActivity }),
     ...(scheduling && { schedules: scheduling.schedules }),
@@ -213,7 +217,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     channelProblems: (id) => problems.get(id),
     access,
   });
-  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access });
+  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access, memory: people.memory?.store });
   const reconcilerLogger = logger.child({ part: 'reconciler' });
   const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { pageHead } from '../../src/page-shell.js';
+import { memoryPanel } from './memory-panel.js';
 
 /** The page's script (browser JavaScript). */
 export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
@@ -47,7 +48,7 @@ export function consolePage(base: string): string {
   <button id="older" type="button">older entries</button>
   <ol id="timeline"></ol>
 </section>
-</body>
+${memoryPanel(base)}</body>
 </html>
 `;
 }

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
+import type { MemoryStore } from '../../src/memory.js';
 import { assetRoute } from '../../src/page-shell.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
@@ -19,6 +20,8 @@ import type { AccessStore } from '../access/store.js';
 import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
+import { registerMemoryApi } from './memory-api.js';
+import { MEMORY_PANEL_SCRIPT } from './memory-panel.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
 import { ConsoleReads, FILTER_WINDOW } from './reads.js';
 
@@ -44,6 +47,8 @@ export interface ConsoleOptions {
   schedules?: Schedules | undefined;
   /** Access (pairing codes, refusals, links): its API routes. Default: none. */
   access?: AccessStore;
+  /** People's memory: its API routes list, edit and delete notes. Default: none (memory off). */
+  memory?: MemoryStore | undefined;
 }
 
 const BASE = '/console';
@@ -82,6 +87,7 @@ export function registerConsole(o: ConsoleOptions): void {
   const html = consolePage(BASE);
   o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
+  o.routes.add({ method: 'GET', path: `${BASE}/memory.js`, handle: assetRoute('text/javascript; charset=utf-8', MEMORY_PANEL_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
   api('GET', '/conversations', async (req) => {
@@ -125,6 +131,7 @@ export function registerConsole(o: ConsoleOptions): void {
     return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
   });
   if (o.access) registerAccessApi(api, o.access, o.channels ?? []);
+  registerMemoryApi(api, o.memory);
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;
