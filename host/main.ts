@@ -87,7 +87,7 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
  * `/status`) and memory (`/memory`, `/forget`); purging them deletes their
  * usage counters and memory, linking merges their memory.
  */
-async function peopleParts(
+export async function peopleParts(
   config: CoreConfig,
   identities: IdentityStore,
   redis: RedisClient,
