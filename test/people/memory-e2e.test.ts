@@ -16,11 +16,13 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { createEmbedder } from '../../runner/model.js';
 import { startRunner } from '../../runner/main.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
 import { identityUsageKey } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { CoreConfig } from '../../src/config.js';
 import { IdentityStore } from '../../src/identity.js';
 import { MemoryStore, memoryKeys } from '../../src/memory.js';
+import { loadProfiles } from '../../src/profiles.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
@@ -214,6 +216,35 @@ describe('memory search with an embedding model', () => {
     } finally {
       await h.close();
       await model.close();
+    }
+  });
+});
+
+describe('which runs get memory', () => {
+  it('a run with a person gets it; a profile with `memory: false` and a run without an identity do not', async () => {
+    const h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    try {
+      const seen: string[] = [];
+      const plugin: RunnerPlugin = {
+        manifest: { name: 'probe', version: '1.0.0', capabilities: { steering: false, state: false } },
+        async run(ctx) {
+          seen.push(`${ctx.conversationId} ${ctx.memory ? 'memory' : 'none'}`);
+          return { outcome: 'completed' };
+        },
+      };
+      const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
+      const profiles = await loadProfiles(config.model, { quiet: { memory: false } }, [{ profile: 'quiet', chat: 'telegram:quiet' }]);
+      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, profiles, resolveOutbound: () => undefined, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      const runOf = async (conversationId: string, senderId: string) => {
+        const r = await h.ingestService.ingest({ conversationId, updateKey: `telegram:${conversationId}:1`, sender: { id: senderId }, text: 'hi' });
+        await h.runEnded((r as { runId: string }).runId, 10_000, conversationId);
+      };
+      await runOf('telegram:42', '42');
+      await runOf('telegram:quiet', '43');
+      await runOf('telegram:44', 'no identity here');
+      expect(seen).toEqual(['telegram:42 memory', 'telegram:quiet none', 'telegram:44 none']);
+    } finally {
+      await h.close();
     }
   });
 });
