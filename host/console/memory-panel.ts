@@ -15,7 +15,7 @@ export function memoryPanel(base: string): string {
   <details>
     <summary><b>memory</b> <span class="note">what the bot remembers about a person</span></summary>
     <form id="m-form" class="actions">
-      <label>identity <input id="m-identity" placeholder="placeholder="telegram:123 (or a linked identity)"lt;channelplaceholder="telegram:123 (or a linked identity)"gt;:placeholder="telegram:123 (or a linked identity)"lt;user idplaceholder="telegram:123 (or a linked identity)"gt; (or a linked identity)" size="32"></label>
+      <label>identity <input id="m-identity" placeholder="channel:user id, or a linked identity" size="32"></label>
       <button type="submit">show notes</button>
       <button type="button" id="m-delete-all" class="danger" hidden>delete all</button>
       <span id="m-result" class="note"></span>
