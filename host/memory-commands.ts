@@ -74,7 +74,10 @@ export async function memoryCommand(
   const what = args.split(/\s+/)[0] ?? '';
   if (what.toLowerCase() === 'all') {
     const n = await deps.store.deleteAll(identity);
-    return { reply: n === 0 ? 'I remembered nothing about you.' : `Forgot everything I remembered about you (${n} note${n === 1 ? '' : 's'}).`, duplicate: false };
+    return {
+      reply: n === 0 ? 'I remembered nothing about you.' : `Forgot everything I remembered about you (${n} note${n === 1 ? '' : 's'}).`,
+      duplicate: false,
+    };
   }
   if (!/^[1-9][0-9]{0,15}$/.test(what)) return { reply: 'Usage: /forget <id> (the ids are in /memory), or /forget all.', duplicate: false };
   const deleted = await deps.store.delete(identity, what);

@@ -28,6 +28,7 @@ import { checkReply } from './scripts/results.js';
 export interface MemoryNote {
   /** Its id: a small number, unique per identity (`/forget <id>`). */
   id: string;
+  /** The note, trimmed; at most `memory.maxNoteChars` characters. */
   text: string;
   /** When it was saved, ms since the epoch. */
   createdAt: number;
@@ -37,12 +38,15 @@ export interface MemoryNote {
 
 /** A note found by a search, with its score (higher is closer; 0-1). */
 export interface MemoryHit extends MemoryNote {
+  /** How well it matches: keywords, blended with embedding similarity when an embedder is set. */
   score: number;
 }
 
 /** What a save did: `created` a note, `updated` one, or found the `same` text stored already (nothing written). */
 export interface MemorySaveResult {
+  /** What was done. */
   kind: 'created' | 'updated' | 'same';
+  /** The note as stored (for `same`: the one stored before). */
   note: MemoryNote;
 }
 

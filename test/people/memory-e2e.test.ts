@@ -14,8 +14,8 @@ import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
-import { createEmbedder } from '../../runner/model.js';
 import { startRunner } from '../../runner/main.js';
+import { createEmbedder } from '../../runner/model.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { identityUsageKey } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
@@ -28,7 +28,7 @@ import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/open
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { alice as discordAlice, TOKEN as DISCORD_TOKEN } from '../channels/discord-harness.js';
+import { TOKEN as DISCORD_TOKEN, alice as discordAlice } from '../channels/discord-harness.js';
 import { postUpdate } from '../channels/telegram-harness.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel } from '../runner/harness.js';
@@ -203,7 +203,10 @@ describe('memory search with an embedding model', () => {
     const model = await startFakeOpenAI({ embed: (t) => (/peanut|cook|dinner|tea/i.test(t) ? [1, 0, 0] : [0, 1, 0]) });
     const h = await RunnerHarness.start({ redisUrl: redisUrl() });
     try {
-      const embedder = createEmbedder({ provider: 'openai-compatible', name: 'm', baseURL: model.url, contextWindow: 128_000, outputReserve: 4096 }, 'embed-small');
+      const embedder = createEmbedder(
+        { provider: 'openai-compatible', name: 'm', baseURL: model.url, contextWindow: 128_000, outputReserve: 4096 },
+        'embed-small',
+      );
       const m = new MemoryStore({ redis: h.redis, prefix: h.prefix, embedder });
       await m.save(TG_ALICE, 'Allergic to peanuts.');
       await m.save(TG_ALICE, 'Works night shifts as a nurse.');
@@ -234,7 +237,9 @@ describe('which runs get memory', () => {
       };
       const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
       const profiles = await loadProfiles(config.model, { quiet: { memory: false } }, [{ profile: 'quiet', chat: 'telegram:quiet' }]);
-      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, profiles, resolveOutbound: () => undefined, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      h.runners.push(
+        await startRunner({ ...h.ctx, config }, { plugin, profiles, resolveOutbound: () => undefined, lockDurationMs: 2000, stalledIntervalMs: 500 }),
+      );
       const runOf = async (conversationId: string, senderId: string) => {
         const r = await h.ingestService.ingest({ conversationId, updateKey: `telegram:${conversationId}:1`, sender: { id: senderId }, text: 'hi' });
         await h.runEnded((r as { runId: string }).runId, 10_000, conversationId);
