@@ -253,3 +253,42 @@ describe('which runs get memory', () => {
     }
   });
 });
+
+describe('the memory tools and the tool policy', () => {
+  it('a tool the policy denies is not offered, and the others still are', async () => {
+    const h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const model = await startFakeOpenAI();
+    try {
+      const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
+      const plugin = createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0, toolbox: { policy: { tools: { memory_save: 'deny' } } } });
+      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      const r = await h.ingest('hello');
+      await h.runEnded((r as { runId: string }).runId);
+      const offered = toolNames(model.requests[0]!.body);
+      expect(offered).toEqual(expect.arrayContaining(['memory_search', 'memory_delete']));
+      expect(offered).not.toContain('memory_save');
+    } finally {
+      await h.close();
+      await model.close();
+    }
+  });
+
+  it('a note over the size limit from the model is refused with an error it reads, and nothing is written', async () => {
+    const h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    const model = await startFakeOpenAI();
+    try {
+      const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true, maxNoteChars: 50 } };
+      const plugin = createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0 });
+      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      model.script([{ toolCalls: [{ name: 'memory_save', args: { text: 'x'.repeat(51) } }] }, { text: 'Could not save that.' }]);
+      const r = await h.ingest('remember this long thing');
+      await h.runEnded((r as { runId: string }).runId);
+      const toolMessage = model.requests[1]!.body.messages.find((m: { role: string }) => m.role === 'tool');
+      expect(String(toolMessage?.content)).toMatch(/50/);
+      expect(await h.redis.keys(`${h.prefix}:{i:*`)).toEqual([]);
+    } finally {
+      await h.close();
+      await model.close();
+    }
+  });
+});
