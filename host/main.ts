@@ -162,6 +162,8 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       ...(d.scheduling && { schedules: d.scheduling.schedules }),
       access: d.access.store,
       memory: d.memory,
+      accessChannels: config.access.channels,
+      budgets: new Budgets({ client: ctx.redis, prefix, settings: config.budgets }),
     });
   }
   if (config.host.api.token !== undefined && parts.send) {

@@ -164,6 +164,16 @@ export class Budgets {
     for (const t of targets) metrics.budgetTokens.inc({ scope: t.scope }, n);
   }
 
+  /** The per-identity limits, or undefined when none is set (then identity usage is not counted). */
+  get identityLimits(): BudgetLimits | undefined {
+    return hasLimits(this.o.settings.identity) ? this.o.settings.identity : undefined;
+  }
+
+  /** The current UTC windows and when each ends. */
+  windows(): BudgetWindows {
+    return budgetWindows(this.now());
+  }
+
   /** Usage of an identity in the current windows (zeros when nothing was counted). */
   usage(identity: string): Promise<BudgetUsage> {
     return this.read(identityUsageKey(this.o.prefix, identity), budgetWindows(this.now()));

@@ -9,8 +9,7 @@
 import type { Logger } from 'pino';
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import type { AccessConfig, ChannelAccess } from '../../src/config-schema.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { accountId } from '../../src/identity.js';
+import { tryAccountId } from '../../src/identity.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import type { AccessStore } from './store.js';
 
@@ -52,11 +51,11 @@ export class AccessGate {
     if (!access || access.policy === 'open') return ALLOW;
     const userId = message.sender.id;
     if (settings.admins?.includes(userId)) return ALLOW;
-    const verdict = await this.decide(channelId, access, message).catch((err: unknown): AccessVerdict => {
-      // A sender id that cannot name an account (whitespace, braces) cannot be listed or approved either.
-      if (err instanceof InvalidInputError) return { kind: 'refuse', reason: 'not-allowed', notice: undefined };
-      throw err;
-    });
+    // A sender id that cannot name an account (whitespace, braces) cannot be listed or approved either.
+    const account = tryAccountId(channelId, userId);
+    const verdict: AccessVerdict = account
+      ? await this.decide(channelId, account, access, message)
+      : { kind: 'refuse', reason: 'not-allowed', notice: undefined };
     if (verdict.kind === 'refuse') {
       this.logger.info({ channelId, reason: verdict.reason, answered: verdict.notice !== undefined }, 'message refused by the access policy');
       metrics.accessRefused.inc({ channel: channelId, reason: verdict.reason });
@@ -65,8 +64,7 @@ export class AccessGate {
     return verdict;
   }
 
-  private async decide(channelId: string, access: ChannelAccess, message: InboundMessage): Promise<AccessVerdict> {
-    const account = accountId(channelId, message.sender.id);
+  private async decide(channelId: string, account: string, access: ChannelAccess, message: InboundMessage): Promise<AccessVerdict> {
     if (message.group) {
       if (!access.groups.includes(message.chatId)) return this.refuse(account, 'group-not-allowed', ACCESS_NOTICES.groupNotAllowed);
       if (!access.members || (await this.userAllowed(channelId, access, message))) return ALLOW;

@@ -146,6 +146,11 @@ export class AccessStore {
     return (await this.redis.srem(this.keys.paired, identity)) === 1;
   }
 
+  /** Whether an identity was approved. */
+  async isPaired(identity: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.paired, identity)) === 1;
+  }
+
   /** Approved identities (up to `count`, any order). */
   async pairedIdentities(count = 200): Promise<string[]> {
     const [, ids] = await this.redis.sscan(this.keys.paired, '0', 'COUNT', count);

@@ -12,7 +12,7 @@ import { APPROVED_NOTICE } from '../access/commands.js';
 import type { AccessStore } from '../access/store.js';
 
 /** Registers one console API route (access-checked by the console). */
-type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;
+export type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;
 
 const account = z.string().min(3).max(257);
 
@@ -21,7 +21,8 @@ export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: r
   api('GET', '/access', async () => {
     const [codes, refusals, paired] = await Promise.all([store.waitingCodes(), store.refusals(), store.pairedIdentities()]);
     // The codes themselves are what approves a person: the console shows who waits, and approves by the code the person passes on.
-    return json(200, { waiting: codes.map(({ code: _code, ...rest }) => rest), refusals, paired });
+    const ttlMs = store.limits.codeTtlSeconds * 1000;
+    return json(200, { waiting: codes.map(({ code: _code, ...rest }) => ({ ...rest, expiresAt: rest.at + ttlMs })), refusals, paired });
   });
   api('POST', '/access/pair', async (req) => {
     const body = readJsonBody(req, z.strictObject({ code: z.string().min(1).max(32) }));
@@ -51,7 +52,7 @@ export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: r
 }
 
 /** A bad id is the caller's mistake: 400, nothing written. */
-async function guarded(run: () => Promise<RouteResponse>): Promise<RouteResponse> {
+export async function guarded(run: () => Promise<RouteResponse>): Promise<RouteResponse> {
   try {
     return await run();
   } catch (err) {

@@ -11,10 +11,14 @@ import { memoryPanel } from './memory-panel.js';
 /** The page's script (browser JavaScript). */
 export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
 
+/** The people panels' script (browser JavaScript): access and one person. */
+export const PEOPLE_SCRIPT = readFileSync(new URL('./assets/people.js', import.meta.url), 'utf8');
+
 /** The page. `base` is the console's path (`/console`). */
 export function consolePage(base: string): string {
   return `${pageHead('steerbot console', base)}<header>
   <h1><a href="#">steerbot console</a></h1>
+  <nav><a href="#">conversations</a> <a href="#panel=access">access</a> <a href="#panel=person">people</a></nav>
   <span id="queue" class="queue" title="BullMQ jobs per state"></span>
   <span id="status" class="status"></span>
 </header>
@@ -48,9 +52,52 @@ export function consolePage(base: string): string {
   <button id="older" type="button">older entries</button>
   <ol id="timeline"></ol>
 </section>
+${peopleSections()}
+<script src="${base}/people.js" defer></script>
 ${memoryPanel(base)}</body>
 </html>
 `;
+}
+
+/** The access and person panels (`assets/people.js` fills them; hash `#panel=access`, `#panel=person&id=<identity or account>`). */
+function peopleSections(): string {
+  return `<section id="access-view" hidden>
+  <h2>access</h2>
+  <form id="pair-form" class="actions">
+    <label>pairing code <input id="pair-code" placeholder="K7QM-2XRD" size="12" autocomplete="off"></label>
+    <button type="submit">approve</button>
+    <span id="pair-result" class="note"></span>
+  </form>
+  <h3>waiting for approval</h3>
+  <table id="waiting"><thead><tr><th>account</th><th>name</th><th>channel</th><th>conversation</th><th>asked</th><th>expires</th></tr></thead><tbody></tbody></table>
+  <h3>approved people</h3>
+  <p id="usage-note" class="note"></p>
+  <table id="paired"><thead><tr><th>identity</th><th>tokens today</th><th>tokens this month</th><th>runs this hour</th></tr></thead><tbody></tbody></table>
+  <h3>recent refusals</h3>
+  <table id="refusals"><thead><tr><th>when</th><th>channel</th><th>chat</th><th>user</th><th>reason</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="person-view" hidden>
+  <form id="person-form" class="actions">
+    <label>identity or account <input id="person-id" placeholder="channel:user id" size="32" autocomplete="off"></label>
+    <button type="submit">look up</button>
+  </form>
+  <div id="person" hidden>
+    <h2 id="p-title"></h2>
+    <div id="p-facts" class="facts"></div>
+    <h3>accounts</h3>
+    <ul id="p-accounts"></ul>
+    <form id="link-form" class="actions">
+      <label>link account <input id="link-account" placeholder="channel:user id" size="28" autocomplete="off"></label>
+      <button type="submit">link into this identity</button>
+    </form>
+    <h3>usage</h3>
+    <table id="p-usage"><thead><tr><th>window</th><th>used</th><th>limit</th><th>resets</th></tr></thead><tbody></tbody></table>
+    <!-- More per-person sections (memory, ...) go into #p-sections, each its own <div> filled by its own script. -->
+    <div id="p-sections"></div>
+    <div class="actions"><button type="button" id="p-purge" class="danger">purge person</button></div>
+  </div>
+  <p id="p-result" class="note"></p>
+</section>`;
 }
 
 /** The page's stylesheet. */
@@ -60,6 +107,8 @@ export const CONSOLE_STYLES = `
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
 header { display: flex; gap: 16px; align-items: baseline; padding: 10px 16px; border-bottom: 1px solid var(--line); }
+header nav a { margin-right: 10px; color: var(--accent); }
+h3 { font-size: 13px; margin: 14px 0 6px; }
 header h1 { font-size: 17px; margin: 0; } header h1 a { color: inherit; text-decoration: none; }
 .queue, .status, .note { font-size: 12px; color: var(--muted); }
 section { padding: 12px 16px; }

@@ -6,7 +6,9 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Budgets } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
+import type { AccessConfig } from '../../src/config-schema.js';
 import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
 import type { MemoryStore } from '../../src/memory.js';
@@ -22,7 +24,8 @@ import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { registerMemoryApi } from './memory-api.js';
 import { MEMORY_PANEL_SCRIPT } from './memory-panel.js';
-import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage } from './page.js';
+import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage, PEOPLE_SCRIPT } from './page.js';
+import { registerPeopleApi } from './people-api.js';
 import { ConsoleReads, FILTER_WINDOW } from './reads.js';
 
 /** What the console needs from the host. */
@@ -47,6 +50,10 @@ export interface ConsoleOptions {
   schedules?: Schedules | undefined;
   /** Access (pairing codes, refusals, links): its API routes. Default: none. */
   access?: AccessStore;
+  /** The `access` section's channel settings: the people panel shows each account's policy and whether it is listed. Default: none (every channel open). */
+  accessChannels?: AccessConfig['channels'];
+  /** The spending budgets: the people panel shows a person's usage against the identity limits. Default: none. */
+  budgets?: Budgets;
   /** People's memory: its API routes list, edit and delete notes. Default: none (memory off). */
   memory?: MemoryStore | undefined;
 }
@@ -88,6 +95,7 @@ export function registerConsole(o: ConsoleOptions): void {
   o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/memory.js`, handle: assetRoute('text/javascript; charset=utf-8', MEMORY_PANEL_SCRIPT) });
+  o.routes.add({ method: 'GET', path: `${BASE}/people.js`, handle: assetRoute('text/javascript; charset=utf-8', PEOPLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
   api('GET', '/conversations', async (req) => {
@@ -130,7 +138,10 @@ export function registerConsole(o: ConsoleOptions): void {
     o.logger.info({ conversationId: req.params.id, scheduleId: req.params.schedule, cancelled }, 'console: schedule cancel');
     return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
   });
-  if (o.access) registerAccessApi(api, o.access, o.channels ?? []);
+  if (o.access) {
+    registerAccessApi(api, o.access, o.channels ?? []);
+    registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
+  }
   registerMemoryApi(api, o.memory);
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);

@@ -1,8 +1,9 @@
 /** The console's access API: lists waiting codes (without the codes), refusals and approvals; approves, links, unlinks and purges; refuses bad bodies and a missing token. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
-import { registerConsole } from '../../host/console/routes.js';
+import { type ConsoleOptions, registerConsole } from '../../host/console/routes.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import { Budgets } from '../../src/budget.js';
 import { accessSchema } from '../../src/config-schema.js';
 import { IdentityStore } from '../../src/identity.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
@@ -10,14 +11,19 @@ import { redisUrl } from '../helpers/redis.js';
 
 const TOKEN = 'console-token-0123456789';
 let h: RunnerHarness;
-let http: HttpServer;
+let http: HttpServer | undefined;
 let store: AccessStore;
 
 beforeEach(async () => {
   h = await RunnerHarness.start({ redisUrl: redisUrl() });
   const { ctx } = h;
-  http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
   store = new AccessStore(ctx.redis, h.prefix, accessSchema.parse({}), new IdentityStore({ redis: ctx.redis, prefix: h.prefix }));
+});
+
+/** Serves the console with `extra` options (budgets, access channel settings). */
+async function open(extra: Partial<ConsoleOptions> = {}): Promise<void> {
+  const { ctx } = h;
+  http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
   registerConsole({
     routes: routeRegistry(http),
     redis: ctx.redis,
@@ -30,16 +36,18 @@ beforeEach(async () => {
     channelPolicy: () => undefined,
     enqueue: async () => undefined,
     access: store,
+    ...extra,
   });
   await http.ready();
-});
+}
 afterEach(async () => {
-  await http.close();
+  await http?.close();
+  http = undefined;
   await h.close();
 });
 
 async function call(method: 'GET' | 'POST', path: string, body?: unknown, token = TOKEN): Promise<{ status: number; body: any }> {
-  const res = await http.inject({
+  const res = await http!.inject({
     method,
     url: `/console/api${path}`,
     headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
@@ -52,11 +60,13 @@ const request = () => store.requestCode({ account: 'telegram:1001', channel: 'te
 
 describe('console access API', () => {
   it('lists who waits (never the code), approves by code, and lists the approval', async () => {
+    await open();
     const r = await request();
     const code = (r as { code: string }).code;
     const listed = await call('GET', '/access');
     expect(listed.status).toBe(200);
     expect(listed.body.waiting).toEqual([expect.objectContaining({ account: 'telegram:1001', name: 'Alice' })]);
+    expect(listed.body.waiting[0].expiresAt - listed.body.waiting[0].at).toBe(3600 * 1000);
     expect(JSON.stringify(listed.body)).not.toContain(code);
 
     expect(await call('POST', '/access/pair', { code: 'ZZZZ-ZZZZ' })).toEqual({ status: 404, body: { error: 'no such pairing code, or it expired' } });
@@ -67,6 +77,7 @@ describe('console access API', () => {
   });
 
   it('links, unlinks and purges identities', async () => {
+    await open();
     expect((await call('POST', '/access/link', { account: 'discord:9', to: 'telegram:1001' })).body).toEqual({
       kind: 'linked',
       identity: 'telegram:1001',
@@ -81,6 +92,7 @@ describe('console access API', () => {
   });
 
   it('refuses bad bodies and bad ids with 400, writing nothing', async () => {
+    await open();
     expect((await call('POST', '/access/link', { account: 'discord:9' })).status).toBe(400);
     expect((await call('POST', '/access/link', { account: 'discord:{9}', to: 'telegram:1' })).status).toBe(400);
     expect((await call('POST', '/access/pair', { code: 'x', extra: 1 })).status).toBe(400);
@@ -88,6 +100,88 @@ describe('console access API', () => {
   });
 
   it('answers 401 without the token', async () => {
-    expect((await call('GET', '/access', undefined, 'wrong-token-0123456789')).status).toBe(401);
+    await open();
+    for (const path of ['/access', '/people/person?id=telegram:1001', '/people/usage']) {
+      expect((await call('GET', path, undefined, 'wrong-token-0123456789')).status).toBe(401);
+    }
+  });
+});
+
+describe('console people API', () => {
+  const LIMITS = { tokensPerDay: 1000, runsPerHour: 5 };
+  const budgets = () => new Budgets({ client: h.ctx.redis, prefix: h.prefix, settings: { identity: LIMITS } });
+  const channels = accessSchema.parse({ channels: { telegram: { policy: 'pairing' }, 'webhook:crm': { policy: 'allowlist', users: ['alice'] } } }).channels;
+
+  it("shows a person looked up by any account: their identity, accounts with their channel's policy, approval, and usage against the limits", async () => {
+    await open({ budgets: budgets(), accessChannels: channels });
+    await store.identities.link('webhook:crm:alice', 'telegram:1001');
+    await store.pair('telegram:1001');
+    const spend = budgets();
+    expect(await spend.admit({ identity: 'telegram:1001', conversationId: 'telegram:1001' })).toBeUndefined();
+    await spend.charge({ identity: 'telegram:1001', conversationId: 'telegram:1001' }, 120);
+
+    const seen = await call('GET', `/people/person?id=${encodeURIComponent('webhook:crm:alice')}`);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({
+      query: 'webhook:crm:alice',
+      identity: 'telegram:1001',
+      linked: true,
+      paired: true,
+      accounts: [
+        { account: 'telegram:1001', policy: 'pairing', listed: false },
+        { account: 'webhook:crm:alice', policy: 'allowlist', listed: true },
+      ],
+      usage: { tokensToday: 120, tokensThisMonth: 120, runsThisHour: 1 },
+      limits: LIMITS,
+    });
+    expect(seen.body.resets.day).toBeGreaterThan(Date.now());
+
+    const other = await call('GET', '/people/person?id=discord:5');
+    expect(other.body).toMatchObject({
+      identity: 'discord:5',
+      linked: false,
+      paired: false,
+      accounts: [{ account: 'discord:5', policy: 'open', listed: false }],
+    });
+    expect(other.body.usage).toEqual({ tokensToday: 0, tokensThisMonth: 0, runsThisHour: 0 });
+  });
+
+  it('lists the approved people with their usage, most tokens this month first', async () => {
+    await open({ budgets: budgets() });
+    for (const id of ['telegram:1', 'telegram:2', 'telegram:3']) await store.pair(id);
+    await budgets().charge({ identity: 'telegram:2', conversationId: 'telegram:2' }, 50);
+    await budgets().charge({ identity: 'telegram:3', conversationId: 'telegram:3' }, 70);
+    const list = await call('GET', '/people/usage');
+    expect(list.status).toBe(200);
+    expect(list.body.counted).toBe(true);
+    expect(list.body.people.map((p: { identity: string; usage: { tokensThisMonth: number } }) => [p.identity, p.usage.tokensThisMonth])).toEqual([
+      ['telegram:3', 70],
+      ['telegram:2', 50],
+      ['telegram:1', 0],
+    ]);
+  });
+
+  it('says usage is not counted when no identity budget is set', async () => {
+    await open({ budgets: new Budgets({ client: h.ctx.redis, prefix: h.prefix, settings: { conversation: { runsPerHour: 3 } } }) });
+    await store.pair('telegram:1');
+    expect((await call('GET', '/people/person?id=telegram:1')).body).toMatchObject({ identity: 'telegram:1', usage: null, limits: null });
+    expect((await call('GET', '/people/usage')).body).toMatchObject({ counted: false, people: [{ identity: 'telegram:1', usage: null }] });
+  });
+
+  it('refuses a missing or bad id with 400, writing nothing', async () => {
+    await open({ budgets: budgets() });
+    for (const q of [
+      '',
+      '?id=',
+      '?id=%20',
+      `?id=${encodeURIComponent('telegram:{1}')}`,
+      `?id=${encodeURIComponent('telegram:a b')}`,
+      `?id=${'x'.repeat(300)}`,
+    ]) {
+      const res = await call('GET', `/people/person${q}`);
+      expect(res.status, q).toBe(400);
+      expect(res.body.error, q).toMatch(/id/);
+    }
+    expect(await h.ctx.redis.keys(`${h.prefix}:*`)).toEqual([]);
   });
 });

@@ -107,11 +107,11 @@ export interface World {
   stop(): Promise<void>;
 }
 
-/** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix. */
+/** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix, `opts.config` to the config file (channels, access, budgets). */
 export async function startWorld(
   redisUrl: string,
   env: Record<string, string> = {},
-  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean; agent?: Record<string, unknown> } = {},
+  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean; agent?: Record<string, unknown>; config?: Record<string, unknown> } = {},
 ): Promise<World> {
   const ai = opts.ai ?? (await startFakeOpenAI());
   if (!opts.ai) ai.script(modelScript);
@@ -124,6 +124,7 @@ export async function startWorld(
       http: { host: '127.0.0.1' },
       ...(!opts.noModel && { model: { provider: 'openai-compatible', baseURL: ai.url, name: 'fake-model', contextWindow: 128_000 } }),
       agents: { 'local-agent': { toolModules: [resolve('test/web/slow-tool.ts')], currentTime: false, ...opts.agent } },
+      ...opts.config,
     }),
   );
   const loaded = await loadConfig({ file, env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, ...env } });

@@ -30,7 +30,8 @@
 
   function readHash() {
     const p = new URLSearchParams(location.hash.slice(1));
-    view = { conversation: p.get('c') || undefined, run: p.get('r') || undefined };
+    // `#panel=…` is a panel of people.js (access, person): this script's views stay hidden and idle.
+    view = { conversation: p.get('c') || undefined, run: p.get('r') || undefined, panel: p.get('panel') || undefined };
   }
   const link = (conversation, run) => `#${new URLSearchParams({ c: conversation, ...(run ? { r: run } : {}) })}`;
 
@@ -328,6 +329,7 @@
   // ---- routing and polling ----
   let timer;
   async function refresh() {
+    if (view.panel) return;
     try {
       if (view.conversation) {
         await Promise.all([loadConversation(), loadTimeline(false), loadRun(), loadSchedules()]);
@@ -343,8 +345,8 @@
   }
   async function route() {
     readHash();
-    $('list-view').hidden = !!view.conversation;
-    $('conversation-view').hidden = !view.conversation;
+    $('list-view').hidden = !!view.conversation || !!view.panel;
+    $('conversation-view').hidden = !view.conversation || !!view.panel;
     if (view.conversation) {
       $('c-result').textContent = '';
       await loadTimeline(true).catch((err) => status(`error: ${err.message}`));
