@@ -23,6 +23,7 @@ import { parseJsonOrUndefined } from './json.js';
 import type { RedisClient } from './redis.js';
 import { runScript } from './scripts/index.js';
 import { checkReply } from './scripts/results.js';
+import { metrics } from './telemetry/metrics.js';
 
 /** One remembered note. */
 export interface MemoryNote {
@@ -142,12 +143,15 @@ export class MemoryStore {
       await runScript(this.o.redis, 'memory-save', [k.notes, k.seq], [opts.id ?? '', body, this.now(), this.limits.maxNotes, embedding ?? '']),
     );
     if (r[0] === 'limit') {
+      metrics.memoryWrites.inc({ kind: 'refused' });
       throw new MemoryLimitError('count', `memory is full: ${r[1]} notes (at most ${this.limits.maxNotes}); delete one first`);
     }
     if (r[0] === 'not_found') throw new InvalidInputError(`no note ${opts.id} to edit`);
     const note = parseNote(String(r[2]));
     if (!note) throw new InvalidInputError('memory-save: unreadable note');
-    return { kind: r[0] as MemorySaveResult['kind'], note: plain(note) };
+    const kind = r[0] as MemorySaveResult['kind'];
+    metrics.memoryWrites.inc({ kind });
+    return { kind, note: plain(note) };
   }
 
   /** Every note of an identity, oldest first. */
@@ -190,13 +194,16 @@ export class MemoryStore {
   /** Deletes note `id`; false when there was none. */
   async delete(identity: string, id: string): Promise<boolean> {
     assertNoteId(id);
-    return (await this.o.redis.hdel(memoryKeys(this.prefix, identity).notes, id)) === 1;
+    const deleted = (await this.o.redis.hdel(memoryKeys(this.prefix, identity).notes, id)) === 1;
+    if (deleted) metrics.memoryWrites.inc({ kind: 'deleted' });
+    return deleted;
   }
 
   /** Deletes every note of an identity (ids are not reused); returns how many there were. */
   async deleteAll(identity: string): Promise<number> {
     const k = memoryKeys(this.prefix, identity);
     const [[, count]] = (await this.o.redis.multi().hlen(k.notes).del(k.notes).exec()) as [[unknown, number], unknown];
+    if (Number(count) > 0) metrics.memoryWrites.inc({ kind: 'deleted' }, Number(count));
     return Number(count);
   }
 
@@ -235,6 +242,7 @@ export class MemoryStore {
     const body = typeof text === 'string' ? text.trim() : '';
     if (body === '') throw new InvalidInputError('a note needs some text');
     if (body.length > this.limits.maxNoteChars) {
+      metrics.memoryWrites.inc({ kind: 'refused' });
       throw new MemoryLimitError('size', `a note has at most ${this.limits.maxNoteChars} characters (this one has ${body.length})`);
     }
     return body;

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError, MemoryLimitError } from '../../src/errors.js';
 import { type MemoryEmbedder, MemoryStore, memoryKeys, selectPromptNotes } from '../../src/memory.js';
+import { metrics } from '../../src/telemetry/metrics.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());
@@ -17,6 +18,10 @@ beforeEach(() => {
 });
 afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
+
+/** The current value of `steerbot_memory_writes_total{kind}`. */
+const writes = async (kind: string) =>
+  (await metrics.registry.getSingleMetric('steerbot_memory_writes_total')?.get())?.values.find((v) => v.labels.kind === kind)?.value ?? 0;
 
 const keysNow = async () => (await redis.keys(`${prefix}:*`)).sort();
 const ME = 'telegram:42';
@@ -44,11 +49,13 @@ describe('memory store', () => {
 
   it('refuses a note over the size limit and writes nothing', async () => {
     const m = store();
+    const refusedBefore = await writes('refused');
     const err = await m.save(ME, 'x'.repeat(41)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MemoryLimitError);
     expect((err as MemoryLimitError).limit).toBe('size');
     expect((err as MemoryLimitError).code).toBe('MEMORY_LIMIT');
     expect(await keysNow()).toEqual([]);
+    expect(await writes('refused')).toBe(refusedBefore + 1);
     await expect(m.save(ME, '   ')).rejects.toBeInstanceOf(InvalidInputError);
     expect(await keysNow()).toEqual([]);
   });
@@ -93,12 +100,14 @@ describe('memory store', () => {
 
   it('deletes one note, all notes (ids not reused), and purges everything', async () => {
     const m = store();
+    const deletedBefore = await writes('deleted');
     await m.save(ME, 'a1');
     await m.save(ME, 'b2');
     expect(await m.delete(ME, '1')).toBe(true);
     expect(await m.delete(ME, '1')).toBe(false);
     expect(await m.deleteAll(ME)).toBe(1);
     expect(await m.list(ME)).toEqual([]);
+    expect(await writes('deleted')).toBe(deletedBefore + 2);
     expect((await m.save(ME, 'c3')).note.id).toBe('3');
     await m.purge(ME);
     expect(await keysNow()).toEqual([]);
