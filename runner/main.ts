@@ -82,7 +82,10 @@ function memoryFromConfig(ctx: AppContext, now: () => number): MemoryStore {
     prefix: ctx.config.redis.prefix,
     limits: memory,
     now,
-    ...(memory.embeddingModel !== undefined && { embedder: createEmbedder(model, memory.embeddingModel) }),
+    ...(memory.embeddingModel !== undefined && {
+      embedder: createEmbedder(model, memory.embeddingModel),
+      onEmbedderError: (err: unknown) => ctx.logger.warn({ err }, 'memory: the embedding model failed; going on without embeddings'),
+    }),
   });
 }
 

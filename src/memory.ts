@@ -78,6 +78,8 @@ export interface MemoryStoreOptions {
   limits?: Partial<MemoryLimits>;
   /** Embeds notes and queries; without it search is by keywords only. */
   embedder?: MemoryEmbedder;
+  /** Told when the embedder fails; the save goes on without an embedding, the search by keywords. Must not throw. Default: none. */
+  onEmbedderError?(err: unknown): void;
   /** The clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
 }
@@ -179,7 +181,9 @@ export class MemoryStore {
     const notes = await this.stored(identity);
     if (notes.length === 0) return [];
     const terms = words(query);
-    const vectors = this.o.embedder ? await this.vectors(identity, query, notes, opts.signal) : undefined;
+    const vectors = this.o.embedder
+      ? await this.vectors(identity, query, notes, opts.signal).catch((err: unknown) => this.embedFailed(err, opts.signal))
+      : undefined;
     const hits = notes.map((n, i) => {
       const kw = keywordScore(terms, n.text);
       const score = vectors ? EMBEDDING_WEIGHT * Math.max(0, cosine(vectors.query, vectors.notes[i]!)) + (1 - EMBEDDING_WEIGHT) * kw : kw;
@@ -258,8 +262,20 @@ export class MemoryStore {
 
   private async embedding(text: string, signal: AbortSignal | undefined): Promise<string | undefined> {
     if (!this.o.embedder) return undefined;
-    const [v] = await this.o.embedder.embed([text], signal);
-    return v ? encodeVector(v) : undefined;
+    try {
+      const [v] = await this.o.embedder.embed([text], signal);
+      return v ? encodeVector(v) : undefined;
+    } catch (err) {
+      // Saved without one, the note is embedded at its first search.
+      return this.embedFailed(err, signal);
+    }
+  }
+
+  /** An embedder failure is reported and worked around (undefined); an abort is rethrown. */
+  private embedFailed(err: unknown, signal: AbortSignal | undefined): undefined {
+    if (signal?.aborted) throw err;
+    this.o.onEmbedderError?.(err);
+    return undefined;
   }
 
   /** The query's vector and every note's; notes saved without one are embedded now and the vector stored. */

@@ -160,6 +160,18 @@ describe('memory search', () => {
     await m.search(ME, 'lunch');
     expect(calls.at(-1)).toEqual(['lunch']);
   });
+
+  it('goes on without embeddings when the embedder fails: saves the note, searches by keywords, reports the failure', async () => {
+    const failures: unknown[] = [];
+    const m = store({
+      limits: { maxNoteChars: 200 },
+      embedder: { embed: async () => Promise.reject(new Error('provider down')) },
+      onEmbedderError: (err) => failures.push(err),
+    });
+    expect((await m.save(ME, 'Allergic to peanuts')).kind).toBe('created');
+    expect((await m.search(ME, 'peanuts')).map((h) => h.text)).toEqual(['Allergic to peanuts']);
+    expect(failures).toHaveLength(2);
+  });
 });
 
 describe('memory prompt selection', () => {
