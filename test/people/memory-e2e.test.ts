@@ -292,3 +292,22 @@ describe('the memory tools and the tool policy', () => {
     }
   });
 });
+
+describe('linking merges memory', () => {
+  it("the joining account's notes move into the identity it joins (the host's link hook)", async () => {
+    const h = await RunnerHarness.start({ redisUrl: redisUrl() });
+    try {
+      const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
+      const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
+      await peopleParts(config, identities, h.redis, h.prefix);
+      const m = new MemoryStore({ redis: h.redis, prefix: h.prefix });
+      await m.save(TG_ALICE, 'Likes green tea.');
+      await m.save(`discord:${discordAlice.id}`, 'Plays chess on Sundays.');
+      await identities.link(`discord:${discordAlice.id}`, TG_ALICE);
+      expect((await m.list(TG_ALICE)).map((n) => n.text)).toEqual(['Likes green tea.', 'Plays chess on Sundays.']);
+      expect(await h.redis.exists(...Object.values(memoryKeys(h.prefix, `discord:${discordAlice.id}`)))).toBe(0);
+    } finally {
+      await h.close();
+    }
+  });
+});
