@@ -43,6 +43,7 @@ import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
+import { describePauses, type Pauses, slowDuringPauses, watchPauses } from './pauses.js';
 import { privateRedis } from './private-redis.js';
 
 const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
@@ -75,9 +76,9 @@ type Sample = [number, number];
 type DriverIn = { run: { url: string; rate: number; channel: 'webhook' | 'telegram' } } | 'stop';
 type DriverOut =
   | { ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string } }
-  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number } };
-type AppIn = { start: AppSpec } | 'spans' | 'stop';
-type AppOut = { started: { address: string | undefined } } | { spans: SpanRecord[] };
+  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number; pauses: Pauses } };
+type AppIn = { start: AppSpec } | 'spans' | 'pauses' | 'stop';
+type AppOut = { started: { address: string | undefined } } | { spans: SpanRecord[] } | { pauses: Pauses };
 
 const nowMs = () => performance.timeOrigin + performance.now();
 
@@ -91,6 +92,7 @@ export async function main(): Promise<void> {
 
 /** Sender, instant model, callback receiver and fake Bot API, in a child process. */
 async function driver(): Promise<void> {
+  const pauses = watchPauses();
   const model = await startFakeOpenAI();
   model.script(() => ({ text: 'ok, noted.' }));
   const telegram = await startFakeTelegram({ token: FAKE_TOKEN });
@@ -135,6 +137,7 @@ async function driver(): Promise<void> {
       why[reason] = (why[reason] ?? 0) + 1;
     };
     const tag = randomBytes(3).toString('hex');
+    pauses.take();
     const post = (n: number) => {
       const c = n % conversations;
       const sentAt = channel === 'telegram' ? Date.now() : nowMs();
@@ -184,7 +187,7 @@ async function driver(): Promise<void> {
     const deadline = nowMs() + 15_000;
     while (samples.length < expected - failed && nowMs() < deadline) await new Promise((r) => setTimeout(r, 50));
     clearInterval(watchTelegram);
-    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length) } });
+    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length), pauses: pauses.take() } });
   });
   send({ ready: { modelUrl: model.url, callbackUrl, telegramApiRoot: telegram.apiRoot } });
 }
@@ -205,12 +208,14 @@ class KeepSpans implements SpanProcessor {
 
 async function appProcess(): Promise<void> {
   const keep = new KeepSpans();
+  const pauses = watchPauses();
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
   let app: Awaited<ReturnType<typeof startApp>> | undefined;
   const send = (m: AppOut) => process.send!(m);
   process.on('message', async (m: AppIn) => {
     if (m === 'spans') return send({ spans: keep.spans.splice(0) });
+    if (m === 'pauses') return send({ pauses: pauses.take() });
     if (m === 'stop') {
       await app?.stop();
       process.exit(0);
@@ -266,8 +271,11 @@ function ask<K extends string>(child: ChildProcess, kind: K, message?: unknown):
 }
 
 function spawnRole(role: 'driver' | 'app'): ChildProcess {
+  // BENCH_CPU_PROF=<dir>: each steerbot process writes a V8 CPU profile there when it stops.
+  const prof = process.env.BENCH_CPU_PROF;
   return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['e2e'], {
     env: { ...process.env, BENCH_E2E_ROLE: role },
+    ...(prof && role === 'app' && { execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${prof}`] }),
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
 }
@@ -369,12 +377,15 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
     const url = started[0].address as string;
     const cpu0 = apps.map((a) => cpuMs(a.pid!));
     const redisCpu0 = cpuMs(redisPid);
+    await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses'))); // a new window
     const t0 = nowMs();
     const done = await ask(driverProc, 'done', { run: { url, rate: s.rate, channel: s.channel } });
+    const appPauses = (await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses')))) as Pauses[];
     const cpu = apps.map((a, i) => cpuMs(a.pid!) - cpu0[i]!);
     const redisCpu = cpuMs(redisPid) - redisCpu0;
     const spans = (await Promise.all(apps.map((a) => ask(a, 'spans', 'spans')))).flat() as SpanRecord[];
     report(s, done, spans, t0 + WARMUP * 1000, { cpu, redisCpu, messages: Math.round((WARMUP + SECONDS) * s.rate), specs });
+    reportPauses(done, appPauses, specs, t0 + WARMUP * 1000);
   } finally {
     await Promise.all(apps.map((a) => ask(a, 'exit-never', 'stop').catch(() => undefined)));
     client.disconnect();
@@ -417,6 +428,20 @@ function report(
   if (s.name === 'all-in-one' && s.rate === 50) {
     const ok = pct(overhead, 50) <= GOAL_P50 && pct(overhead, 99) <= GOAL_P99;
     console.log(`   goal (overhead p50 <= ${GOAL_P50} ms, p99 <= ${GOAL_P99} ms): ${ok ? 'MET' : 'NOT MET'}`);
+  }
+}
+
+/** Each process's event-loop delay, GC and stalls, and how many slow messages were in flight during one. */
+function reportPauses(done: { samples: Sample[]; pauses: Pauses }, apps: Pauses[], specs: AppSpec[], from: number): void {
+  const names = specs.map((p, i) => (p.host && p.runner ? 'all-in-one' : p.host ? 'host' : `runner ${i}`));
+  for (const line of describePauses('driver', done.pauses, from)) console.log(line);
+  apps.forEach((p, i) => {
+    for (const line of describePauses(names[i]!, p, from)) console.log(line);
+  });
+  const all = [...done.pauses.long, ...apps.flatMap((p) => p.long)];
+  for (const slowMs of [80, 150]) {
+    const { slow, duringPause } = slowDuringPauses(done.samples, all, slowMs);
+    console.log(`   replies slower than ${slowMs} ms: ${slow}, of which ${duringPause} were in flight during a stall or GC pause ≥ 30 ms of some process`);
   }
 }
 

@@ -27,12 +27,15 @@ import {
   context,
   contextFromTraceparent,
   failSpan,
+  NON_RECORDING_SPAN,
   requestContext,
   type Span,
   SpanKind,
   type SpanOptions,
   SpanStatusCode,
   tracer,
+  tracingOn,
+  UNSAMPLED_REQUEST_CONTEXT,
 } from '../src/telemetry/tracing.js';
 
 /** The Fastify instance the host serves. */
@@ -186,15 +189,23 @@ export function routeRegistry(app: HttpServer): RouteRegistry {
 const SERVER_SPAN: SpanOptions = { kind: SpanKind.SERVER };
 
 /**
- * Runs `fn` inside the request's span (child of `parent`, else of the active context), marks it failed when `fn`
- * throws, ends it when `fn` settles. `attributes` (the route's, built once) are set only on a recorded span.
+ * Runs `fn` inside the request's span (child of the caller's W3C `traceparent`, else of the active context), marks it failed when `fn`
+ * throws, ends it when `fn` settles. `attributes` (the route's, built once) are set only on a recorded span. Without
+ * a tracing SDK nothing is started; a request that is not sampled runs in one shared context (see
+ * `UNSAMPLED_REQUEST_CONTEXT`): neither builds anything per request for tracing.
  */
-async function inRequestSpan<T>(name: string, attributes: Attributes, parent: Context | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
-  const ctx = parent ?? context.active();
+function inRequestSpan<T>(name: string, attributes: Attributes, traceparent: unknown, fn: (span: Span) => Promise<T>): Promise<T> {
+  if (!tracingOn()) return fn(NON_RECORDING_SPAN);
+  const ctx = typeof traceparent === 'string' ? contextFromTraceparent(traceparent) : context.active();
   const span = tracer().startSpan(name, SERVER_SPAN, ctx);
-  if (span.isRecording()) span.setAttributes(attributes);
+  // Entered even when not sampled: the ingest under it follows the request's sampling decision instead of making its own.
+  if (!span.isRecording()) return context.with(UNSAMPLED_REQUEST_CONTEXT, fn, undefined, NON_RECORDING_SPAN);
+  return inRecordedSpan(span, attributes, ctx, fn);
+}
+
+async function inRecordedSpan<T>(span: Span, attributes: Attributes, ctx: Context, fn: (span: Span) => Promise<T>): Promise<T> {
+  span.setAttributes(attributes);
   try {
-    // Made active even when not sampled: the ingest under it follows its sampling decision.
     return await context.with(requestContext(ctx, span), fn, undefined, span);
   } catch (err) {
     failSpan(span, err);
@@ -213,33 +224,30 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
     handler: (req: FastifyRequest, reply: FastifyReply) =>
       // The request's span (a caller's W3C `traceparent` continues); an ingested message's attributes go on it (one span per request).
-      inRequestSpan(
-        spanName,
-        routeAttributes,
-        typeof req.headers.traceparent === 'string' ? contextFromTraceparent(req.headers.traceparent) : undefined,
-        async (span) => {
-          const ac = new AbortController();
-          open.add(ac);
-          reply.raw.on('close', () => {
-            open.delete(ac);
-            // Only a request that ended before its response did has anyone to stop (a handler still at work, an
-            // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
-            if (!reply.raw.writableFinished) ac.abort();
-          });
-          const res = await route.handle({
-            method: req.method,
-            path: req.url.split('?')[0] ?? req.url,
-            params: (req.params ?? {}) as Record<string, string>,
-            query: firstValues(req.query),
-            headers: req.headers,
-            body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-            signal: ac.signal,
-            ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
-          });
+      inRequestSpan(spanName, routeAttributes, req.headers.traceparent, async (span) => {
+        const ac = new AbortController();
+        open.add(ac);
+        reply.raw.on('close', () => {
+          open.delete(ac);
+          // Only a request that ended before its response did has anyone to stop (a handler still at work, an
+          // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
+          if (!reply.raw.writableFinished) ac.abort();
+        });
+        const res = await route.handle({
+          method: req.method,
+          path: req.url.split('?')[0] ?? req.url,
+          params: (req.params ?? {}) as Record<string, string>,
+          query: firstValues(req.query),
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+          signal: ac.signal,
+          ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
+        });
+        if (span.isRecording()) {
           span.setAttribute('http.response.status_code', res.status);
           if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-          return send(reply, res, ac.signal);
-        },
-      ),
+        }
+        return send(reply, res, ac.signal);
+      }),
   });
 }

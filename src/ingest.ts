@@ -11,7 +11,19 @@ import type { IncomingMessage, IngestResult, InputPolicy } from './protocol/type
 import { isRedisUnavailable } from './redis.js';
 import type { RunQueue } from './run-queue.js';
 import { metrics } from './telemetry/metrics.js';
-import { activeRequestSpan, failSpan, SPAN, type Span, SpanKind, type SpanOptions, traceparentOf, tracer } from './telemetry/tracing.js';
+import {
+  type Attributes,
+  activeRequestSpan,
+  failSpan,
+  NON_RECORDING_SPAN,
+  SPAN,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  traceparentOf,
+  tracer,
+  tracingOn,
+} from './telemetry/tracing.js';
 
 /** Options of an `ingest` span of its own, shared (nothing built per message). */
 const INGEST_SPAN: SpanOptions = { kind: SpanKind.INTERNAL };
@@ -41,12 +53,8 @@ export interface IngestOptions {
 export async function ingestInput(deps: IngestDeps, message: IncomingMessage, opts: IngestOptions = {}): Promise<IngestResult> {
   const channel = opts.channel ?? message.conversationId.split(':', 1)[0]!;
   const request = activeRequestSpan();
-  const span = request ?? tracer().startSpan(SPAN.ingest, INGEST_SPAN);
-  // Attributes only on a recorded span: a request that is not sampled builds nothing for tracing.
-  if (span.isRecording()) {
-    span.setAttributes({ 'steerbot.channel': channel, 'steerbot.conversation_id': message.conversationId, 'steerbot.update_key': message.updateKey });
-    if (message.origin) span.setAttribute('steerbot.origin', message.origin.kind);
-  }
+  // Without a tracing SDK no span is started; under a request that is not sampled, the request's shared non-recording one.
+  const span = request ?? (tracingOn() ? tracer().startSpan(SPAN.ingest, INGEST_SPAN) : NON_RECORDING_SPAN);
   try {
     const traceparent = traceparentOf(span);
     // Not made active: nothing inside logs or makes spans, and entering a context costs the hot path.
@@ -54,7 +62,7 @@ export async function ingestInput(deps: IngestDeps, message: IncomingMessage, op
     if (result.kind === 'new-run') {
       await deps.queue.enqueue(message.conversationId, result.runId);
     }
-    noteIngested(span, channel, result);
+    noteIngested(span, channel, message, result);
     deps.logger?.debug({ conversationId: message.conversationId, result: result.kind, seq: result.seq }, 'ingested');
     return result;
   } catch (err) {
@@ -63,6 +71,7 @@ export async function ingestInput(deps: IngestDeps, message: IncomingMessage, op
       result: 'rejected',
       reason: err instanceof InvalidInputError ? 'bad-input' : isRedisUnavailable(err) ? 'redis-unavailable' : 'error',
     });
+    if (span.isRecording()) span.setAttributes(inputAttributes(channel, message));
     failSpan(span, err);
     throw err;
   } finally {
@@ -70,17 +79,30 @@ export async function ingestInput(deps: IngestDeps, message: IncomingMessage, op
   }
 }
 
-/** The dispatch result on the ingest span and in `steerbot_updates_ingested_total` (with the depths it reports). */
-function noteIngested(span: Span, channel: string, result: IngestResult): void {
+/** The input's attributes on the span that carries its ingest. */
+function inputAttributes(channel: string, message: IncomingMessage): Attributes {
+  return {
+    'steerbot.channel': channel,
+    'steerbot.conversation_id': message.conversationId,
+    'steerbot.update_key': message.updateKey,
+    'steerbot.origin': message.origin?.kind,
+  };
+}
+
+/**
+ * The dispatch result in `steerbot_updates_ingested_total` (with the depths it reports) and, on a recorded span, with
+ * the input's attributes in one call: a span that is not recorded gets nothing built for it.
+ */
+function noteIngested(span: Span, channel: string, message: IncomingMessage, result: IngestResult): void {
   const reason = result.kind === 'pending' ? result.reason : result.kind === 'refused' ? result.limit : result.kind === 'interrupting' ? result.stop : '';
   metrics.updatesIngested.inc({ channel, result: result.kind, reason });
   if (result.kind === 'steered') metrics.steeringDepth.observe(result.depth);
   else if (result.kind === 'pending') metrics.pendingDepth.observe(result.depth);
   if (!span.isRecording()) return;
-  span.setAttributes({
-    'steerbot.dispatch.result': result.kind,
-    'steerbot.seq': result.seq,
-    ...(reason && { 'steerbot.dispatch.reason': reason }),
-    ...('runId' in result && { 'steerbot.run_id': result.runId }),
-  });
+  const attributes = inputAttributes(channel, message);
+  attributes['steerbot.dispatch.result'] = result.kind;
+  attributes['steerbot.seq'] = result.seq;
+  if (reason) attributes['steerbot.dispatch.reason'] = reason;
+  if ('runId' in result) attributes['steerbot.run_id'] = result.runId;
+  span.setAttributes(attributes);
 }

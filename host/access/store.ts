@@ -157,14 +157,15 @@ export class AccessStore {
     return ids.slice(0, count);
   }
 
-  /** Pairing codes waiting for approval, soonest to expire first. */
-  async waitingCodes(count = 100): Promise<PairingRecord[]> {
-    const hashes = await this.redis.zrangebyscore(this.keys.codes, Date.now(), '+inf', 'LIMIT', 0, count);
-    if (hashes.length === 0) return [];
+  /** Pairing codes waiting for approval, soonest to expire first, with when each expires (ms; the codes index's score). */
+  async waitingCodes(count = 100): Promise<Array<PairingRecord & { expiresAt: number }>> {
+    const flat = await this.redis.zrangebyscore(this.keys.codes, Date.now(), '+inf', 'WITHSCORES', 'LIMIT', 0, count);
+    if (flat.length === 0) return [];
+    const hashes = flat.filter((_, i) => i % 2 === 0);
     const raw = await this.redis.mget(...hashes.map((h) => this.keys.code(h)));
-    return raw.flatMap((r) => {
+    return raw.flatMap((r, i) => {
       const p = pairingRecordSchema.safeParse(parseJsonOrUndefined(r ?? ''));
-      return p.success ? [p.data] : [];
+      return p.success ? [{ ...p.data, expiresAt: Number(flat[2 * i + 1]) }] : [];
     });
   }
 

@@ -21,8 +21,7 @@ export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: r
   api('GET', '/access', async () => {
     const [codes, refusals, paired] = await Promise.all([store.waitingCodes(), store.refusals(), store.pairedIdentities()]);
     // The codes themselves are what approves a person: the console shows who waits, and approves by the code the person passes on.
-    const ttlMs = store.limits.codeTtlSeconds * 1000;
-    return json(200, { waiting: codes.map(({ code: _code, ...rest }) => ({ ...rest, expiresAt: rest.at + ttlMs })), refusals, paired });
+    return json(200, { waiting: codes.map(({ code: _code, ...rest }) => rest), refusals, paired });
   });
   api('POST', '/access/pair', async (req) => {
     const body = readJsonBody(req, z.strictObject({ code: z.string().min(1).max(32) }));
@@ -34,8 +33,14 @@ export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: r
     await out?.send(record.conversationId, APPROVED_NOTICE, {}).catch(() => undefined);
     return json(200, { approved: record.account, identity });
   });
+  // An account to link is `<channel id>:<user id>` on a channel this host runs: a typo would link an account that can never talk.
+  const prefixes = channels.map((c) => `${c.id}:`);
+  const channelAccount = account.refine(
+    (a) => prefixes.some((p) => a.length > p.length && a.startsWith(p)),
+    'an account is `<channel id>:<user id>` on a channel this host runs',
+  );
   api('POST', '/access/link', async (req) => {
-    const body = readJsonBody(req, z.strictObject({ account, to: account }));
+    const body = readJsonBody(req, z.strictObject({ account: channelAccount, to: account }));
     if (!body.ok) return body.response;
     return guarded(async () => json(200, await store.identities.link(body.value.account, body.value.to)));
   });

@@ -38,6 +38,10 @@ function asToolFailure(err: unknown): never {
   throw err;
 }
 
+// Module constants, like `createInput`: the tools are made per run, their schemas (and JSON Schemas) once.
+const listInput = z.object({});
+const cancelInput = z.object({ id: z.string().min(1).max(64).describe('The schedule id, e.g. s0k3x9q2m1a7b.') });
+
 /** The schedule tools of one run; none when the run has no `schedules`. */
 export function scheduleTools(ctx: RunContext): AgentTool[] {
   const schedules = ctx.schedules;
@@ -58,7 +62,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
   const list: AgentTool<Record<string, never>> = {
     name: 'schedule_list',
     description: "Lists this conversation's schedules with their next fire times.",
-    inputSchema: z.object({}),
+    inputSchema: listInput,
     idempotent: true,
     timeoutMs: 10_000,
     async execute() {
@@ -68,7 +72,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
   const cancel: AgentTool<{ id: string }> = {
     name: 'schedule_cancel',
     description: "Cancels one of this conversation's schedules by id (from schedule_list).",
-    inputSchema: z.object({ id: z.string().min(1).max(64).describe('The schedule id, e.g. s0k3x9q2m1a7b.') }),
+    inputSchema: cancelInput,
     idempotent: true,
     timeoutMs: 10_000,
     async execute({ id }) {

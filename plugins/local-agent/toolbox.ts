@@ -8,7 +8,7 @@
  *   model gets a preview plus a reference it can page through,
  * - failing safely: the model sees a short envelope, the logs the details.
  */
-import { type ModelMessage, type ToolSet, tool } from 'ai';
+import { asSchema, type ModelMessage, type Schema, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
 import { activeContext, allowEntry, int, type RunContext, StaleRunError, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
@@ -26,6 +26,19 @@ export const DEFAULT_ARTIFACT_TTL_SECONDS = 86_400;
 const PREVIEW_CHARS = 2000;
 /** Largest artifact stored, in characters; beyond it the result is cut (and says so). */
 const MAX_ARTIFACT_CHARS = 5_000_000;
+
+/**
+ * The AI SDK's schema of each tool input schema, kept while the input schema lives: the SDK converts a zod schema to
+ * JSON Schema at every model call when handed the zod schema, and once when handed this wrapper (it keeps the result).
+ */
+const sdkSchemas = new WeakMap<object, Schema>();
+
+function sdkSchema(inputSchema: unknown): unknown {
+  if (typeof inputSchema !== 'object' || inputSchema === null) return inputSchema;
+  let schema = sdkSchemas.get(inputSchema);
+  if (!schema) sdkSchemas.set(inputSchema, (schema = asSchema(inputSchema as Parameters<typeof asSchema>[0])));
+  return schema;
+}
 
 /** Tool settings of `agents.local-agent` (spread into its schema). Optional, so an unset one stays out of the effective configuration. */
 export const toolSettingsShape = {
@@ -134,7 +147,7 @@ export class Toolbox {
       }
       set[t.name] = tool({
         description: t.description,
-        inputSchema: t.inputSchema,
+        inputSchema: sdkSchema(t.inputSchema),
         execute: (input: unknown, opts: { toolCallId: string; abortSignal?: AbortSignal }) =>
           traceToolCall(t.name, parent, input, async (failed) => {
             const out = await this.call(ctx, t, input, opts.toolCallId, opts.abortSignal, offerReader);

@@ -13,7 +13,9 @@ import {
   type Context,
   context,
   createContextKey,
+  INVALID_SPAN_CONTEXT,
   type Link,
+  ProxyTracer,
   type ProxyTracerProvider,
   ROOT_CONTEXT,
   type Span,
@@ -31,15 +33,32 @@ export { type Attributes, type Context, context, type Link, type Span, SpanKind,
 /** Instrumentation scope of every steerbot span. */
 export const TRACER_NAME = 'steerbot';
 
-let cached: { delegate: TracerProvider | undefined; tracer: Tracer } | undefined;
+let cached: { delegate: TracerProvider | undefined; tracer: Tracer; on: boolean } | undefined;
+
+/** The tracer of steerbot's spans and whether a tracing SDK stands behind it, for the registered provider. */
+function current(): { tracer: Tracer; on: boolean } {
+  // Looked up once per registered provider: `getTracer` builds a key and a map lookup per call, on the ingest hot path.
+  const delegate = (trace.getTracerProvider() as ProxyTracerProvider).getDelegate?.();
+  if (cached?.delegate !== delegate || !cached) {
+    const t = trace.getTracer(TRACER_NAME);
+    // Without a registered provider the API hands out a proxy whose spans are the no-op's.
+    cached = { delegate, tracer: t, on: !(t instanceof ProxyTracer) };
+  }
+  return cached;
+}
 
 /** The tracer of steerbot's spans (the global provider's; a no-op one until an SDK is registered). */
 export function tracer(): Tracer {
-  // Looked up once per registered provider: `getTracer` builds a key and a map lookup per call, on the ingest hot path.
-  const delegate = (trace.getTracerProvider() as ProxyTracerProvider).getDelegate?.();
-  if (cached?.delegate !== delegate || !cached) cached = { delegate, tracer: trace.getTracer(TRACER_NAME) };
-  return cached.tracer;
+  return current().tracer;
 }
+
+/** Whether a tracing SDK is registered: without one no span is ever recorded, and hot paths skip tracing altogether. */
+export function tracingOn(): boolean {
+  return current().on;
+}
+
+/** A span that records nothing, shared: what a hot path uses instead of starting a span that cannot be recorded. */
+export const NON_RECORDING_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** Span names, one place (docs/operations.md lists them). */
 export const SPAN = {
@@ -58,8 +77,9 @@ const TRACEPARENT_RE = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** The W3C `traceparent` of a span, or undefined when the span is not sampled (nothing to continue). */
 export function traceparentOf(span: Span): string | undefined {
+  if (!span.isRecording()) return undefined;
   const sc = span.spanContext();
-  if (!span.isRecording() || !trace.isSpanContextValid(sc)) return undefined;
+  if (!trace.isSpanContextValid(sc)) return undefined;
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
@@ -129,6 +149,13 @@ const REQUEST_SPAN = createContextKey('steerbot.request_span');
 export function requestContext(parent: Context, span: Span): Context {
   return trace.setSpan(parent, span).setValue(REQUEST_SPAN, span);
 }
+
+/**
+ * The context of every incoming request that is not sampled, built once: it marks the request (the ingest done for it
+ * makes no span of its own) and makes no span active, so a request that is not sampled builds no context and logs no
+ * trace id. A span something else starts under it is a root, sampled on its own.
+ */
+export const UNSAMPLED_REQUEST_CONTEXT: Context = ROOT_CONTEXT.setValue(REQUEST_SPAN, NON_RECORDING_SPAN);
 
 /** The span of the HTTP request being served here, when there is one: work done for the request (ingest) records its attributes on it. */
 export function activeRequestSpan(): Span | undefined {

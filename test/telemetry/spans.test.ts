@@ -19,6 +19,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { exportersFromEnv, samplerFromEnv } from '../../app/telemetry.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { IngestService } from '../../host/ingest.js';
 import { RunDelivery } from '../../runner/delivery.js';
 import type { ChannelOutbound } from '../../src/channel.js';
@@ -106,6 +107,73 @@ describe('the ingest', () => {
     await context.with(requestContext(context.active(), unsampled), () => service.ingest(message('c'), { channel: 'webhook:t' }));
     expect(exporter.getFinishedSpans()).toEqual([]);
     expect(await recordedTrace('c')).toBeUndefined();
+  });
+});
+
+describe("a webhook route's span", () => {
+  const prefix = testPrefix();
+  let queue: RunQueue;
+  let http: HttpServer;
+  beforeAll(async () => {
+    queue = new RunQueue({ connection: redis, name: `runs-${prefix}`, bullPrefix: bullPrefixFor(prefix) });
+    const service = new IngestService(new Dispatch({ client: redis, prefix }), queue);
+    http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 4096 } }, redis, logger: createLogger({ level: 'silent' }) });
+    routeRegistry(http).add({
+      method: 'POST',
+      path: '/webhooks/t',
+      async handle(req) {
+        const id = req.body.toString();
+        const r = await service.ingest(
+          { conversationId: `webhook:t:${id}`, updateKey: `webhook:t:${id}`, sender: { id: 'u1' }, text: 'hi' },
+          { channel: 'webhook:t' },
+        );
+        return { status: 202, json: { result: r.kind } };
+      },
+    });
+    await http.ready();
+  });
+  afterAll(async () => {
+    await http.close();
+    await queue.queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await cleanupPrefix(redis, prefix);
+  });
+  const post = (id: string, traceparent?: string) =>
+    http.inject({ method: 'POST', url: '/webhooks/t', payload: id, headers: { 'content-type': 'text/plain', ...(traceparent && { traceparent }) } });
+  const recordedTrace = async (id: string) => {
+    const [entry] = await readRange(redis, conversationKeys(prefix, `webhook:t:${id}`).log, { count: 1 });
+    return (entry as { trace?: string }).trace;
+  };
+
+  it("is one span carrying the route, the ingest and the status, continuing the caller's trace", async () => {
+    const caller = `00-${'c'.repeat(32)}-${'d'.repeat(16)}-01`;
+    expect((await post('r1', caller)).statusCode).toBe(202);
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((s) => s.name)).toEqual(['POST /webhooks/t']);
+    const [span] = spans;
+    expect(span!.spanContext().traceId).toBe('c'.repeat(32));
+    expect(span!.attributes).toMatchObject({
+      'http.route': '/webhooks/t',
+      'http.response.status_code': 202,
+      'steerbot.conversation_id': 'webhook:t:r1',
+      'steerbot.dispatch.result': 'new-run',
+    });
+    expect(await recordedTrace('r1')).toBe(`00-${'c'.repeat(32)}-${span!.spanContext().spanId}-01`);
+  });
+
+  it('makes no span, of the request or of its ingest, and writes no trace context when the request is not sampled', async () => {
+    const sampler = new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    const unsampledProvider = new TracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    trace.disable();
+    trace.setGlobalTracerProvider(unsampledProvider);
+    try {
+      expect((await post('r2', `00-${'c'.repeat(32)}-${'d'.repeat(16)}-00`)).statusCode).toBe(202);
+    } finally {
+      trace.disable();
+      trace.setGlobalTracerProvider(provider);
+    }
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    expect(await recordedTrace('r2')).toBeUndefined();
   });
 });
 

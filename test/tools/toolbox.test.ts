@@ -3,7 +3,7 @@
  * limits, stop requests, failures as envelopes, results bounded without an
  * artifact store, and the journal's decisions applied.
  */
-import type { ToolSet } from 'ai';
+import type { Schema, ToolSet } from 'ai';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -44,6 +44,18 @@ const tool = (name: string, execute: AgentTool['execute'], extra: Partial<AgentT
 });
 
 describe('Toolbox', () => {
+  it('hands the SDK one schema per tool input schema across runs, converted to JSON Schema once, that still validates', async () => {
+    const input = z.object({ city: z.string().describe('A city') });
+    const t = tool('weather', async () => 'sunny', { inputSchema: input });
+    const [a, b] = [await new Toolbox().toolSet(context(), [t]), await new Toolbox().toolSet(context({ runId: 'run-2' }), [t])];
+    const schema = a.weather!.inputSchema as unknown as Schema<unknown>;
+    expect(b.weather!.inputSchema).toBe(schema);
+    expect(schema.jsonSchema).toMatchObject({ type: 'object', properties: { city: { type: 'string', description: 'A city' } }, required: ['city'] });
+    expect(await schema.jsonSchema).toBe(await schema.jsonSchema);
+    expect(await schema.validate!({ city: 'Oslo' })).toEqual({ success: true, value: { city: 'Oslo' } });
+    expect(await schema.validate!({ city: 3 })).toMatchObject({ success: false });
+  });
+
   it('ends a call at its time limit with a timeout envelope, aborting the tool', async () => {
     let seen: AbortSignal | undefined;
     const slow = tool(
