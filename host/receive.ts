@@ -173,6 +173,7 @@ function commandDeps(deps: ChannelHostDeps, channelId: string, message: InboundM
   return {
     dispatch: deps.dispatch,
     enqueue: deps.enqueue,
+    ...(deps.schedules && { schedules: deps.schedules }),
     ...(problems && { problems }),
     ...(profile && { profileName: profile.name }),
     memory: memoryDeps(deps, channelId, message),
