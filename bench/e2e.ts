@@ -26,48 +26,41 @@
  * API call). Framework overhead is total minus `model.call`. Tracing is on
  * in this bench, so the figures include its cost.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { Redis } from 'ioredis';
-import { readConfig } from '../app/config.js';
-import { startApp } from '../app/start.js';
-import { telegramConfigSchema } from '../plugins/telegram/config.js';
-import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
 import { describePauses, type Pauses, slowDuringPauses, watchPauses } from './pauses.js';
 import { privateRedis } from './private-redis.js';
+import {
+  type AppSpec,
+  appProcess,
+  ask,
+  cpuMs,
+  freePort,
+  nowMs,
+  pct,
+  WEBHOOK_SECRET as SECRET,
+  spawnRole,
+  stopAll,
+  TELEGRAM_SECRET as TG_SECRET,
+} from './processes.js';
 
 const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const LAYOUTS = (process.env.BENCH_LAYOUTS ?? 'all-in-one,split,telegram').split(',');
-const SECRET = 'bench-e2e-secret-0123456789abcdef';
-const TG_SECRET = 'bench-e2e-telegram-secret';
 const GOAL_P50 = 25;
 const GOAL_P99 = 80;
 
-/** What one steerbot process runs. */
-interface AppSpec {
-  redisUrl: string;
-  prefix: string;
-  host: boolean;
-  runner: boolean;
-  concurrency: number;
-  port: number;
-  modelUrl: string;
-  callbackUrl: string;
-  telegramApiRoot?: string;
-}
 /** A span as the bench keeps it: name, trace id, start and end (ms since the epoch). */
 type SpanRecord = [string, string, number, number];
 /** A message and its reply: sent and received, ms since the epoch. */
@@ -77,14 +70,10 @@ type DriverIn = { run: { url: string; rate: number; channel: 'webhook' | 'telegr
 type DriverOut =
   | { ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string } }
   | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number; pauses: Pauses } };
-type AppIn = { start: AppSpec } | 'spans' | 'pauses' | 'stop';
-type AppOut = { started: { address: string | undefined } } | { spans: SpanRecord[] } | { pauses: Pauses };
-
-const nowMs = () => performance.timeOrigin + performance.now();
 
 export async function main(): Promise<void> {
-  if (process.env.BENCH_E2E_ROLE === 'driver') return driver();
-  if (process.env.BENCH_E2E_ROLE === 'app') return appProcess();
+  if (process.env.BENCH_ROLE === 'driver') return driver();
+  if (process.env.BENCH_ROLE === 'app') return spanKeepingApp();
   await orchestrate();
 }
 
@@ -206,100 +195,18 @@ class KeepSpans implements SpanProcessor {
   async shutdown(): Promise<void> {}
 }
 
-async function appProcess(): Promise<void> {
+/** A steerbot process whose spans are kept in process and handed over on `'spans'`. */
+function spanKeepingApp(): void {
   const keep = new KeepSpans();
   const pauses = watchPauses();
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
-  let app: Awaited<ReturnType<typeof startApp>> | undefined;
-  const send = (m: AppOut) => process.send!(m);
-  process.on('message', async (m: AppIn) => {
-    if (m === 'spans') return send({ spans: keep.spans.splice(0) });
-    if (m === 'pauses') return send({ pauses: pauses.take() });
-    if (m === 'stop') {
-      await app?.stop();
-      process.exit(0);
-    }
-    app = await startApp({ config: appConfig(m.start), dataDir: '.steerbot/e2e-unused' });
-    send({ started: { address: app.address } });
-  });
-}
-
-function appConfig(s: AppSpec) {
-  const base = readConfig({
-    env: {
-      REDIS_URL: s.redisUrl,
-      STEERBOT_PREFIX: s.prefix,
-      STEERBOT_QUEUE_NAME: `runs-${s.prefix}`,
-      HOST: '127.0.0.1',
-      PORT: String(s.port),
-      LOG_LEVEL: 'silent',
-      STEERBOT_RUNNER_CONCURRENCY: String(s.concurrency),
-      STEERBOT_MODEL: 'm',
-      STEERBOT_MODEL_CONTEXT_WINDOW: '128000',
-      OPENAI_API_KEY: 'k',
-      OPENAI_BASE_URL: s.modelUrl,
-    },
-  });
-  const webhooks = { e2e: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl: s.callbackUrl, maxSkewSeconds: 3600 }) };
-  const telegram =
-    s.telegramApiRoot === undefined
-      ? undefined
-      : telegramConfigSchema.parse({ token: FAKE_TOKEN, apiRoot: s.telegramApiRoot, mode: 'webhook', webhookSecret: TG_SECRET, registerCommands: false });
-  return {
-    ...base,
-    host: { ...base.host, enabled: s.host },
-    runner: { ...base.runner, enabled: s.runner },
-    channels: telegram ? { telegram } : { webhooks },
-  };
+  appProcess((m) => (m === 'spans' ? { spans: keep.spans.splice(0) } : m === 'pauses' ? { pauses: pauses.take() } : undefined));
 }
 
 // ---------------------------------------------------------------- orchestration
 
-/** Sends `message` (if any) and waits for the child's answer of `kind`. */
-function ask<K extends string>(child: ChildProcess, kind: K, message?: unknown): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const onExit = () => reject(new Error(`a bench process exited while waiting for ${kind}`));
-    const onMessage = (m: unknown) => {
-      if (typeof m !== 'object' || m === null || !(kind in m)) return;
-      child.off('message', onMessage).off('exit', onExit);
-      resolve((m as Record<string, unknown>)[kind]);
-    };
-    child.on('message', onMessage).once('exit', onExit);
-    if (message !== undefined) child.send(message as string);
-  });
-}
-
-function spawnRole(role: 'driver' | 'app'): ChildProcess {
-  // BENCH_CPU_PROF=<dir>: each steerbot process writes a V8 CPU profile there when it stops.
-  const prof = process.env.BENCH_CPU_PROF;
-  return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), ['e2e'], {
-    env: { ...process.env, BENCH_E2E_ROLE: role },
-    ...(prof && role === 'app' && { execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${prof}`] }),
-    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-  });
-}
-
-/** CPU time (user + system) of a process so far, in ms (/proc; 0 where there is no /proc). */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return 0;
-  }
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((r) => probe.close(r));
-  return port;
-}
-
-const pct = (sorted: number[], p: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
+const e2eRole = (role: 'driver' | 'app') => spawnRole('e2e', role);
 const fmt = (n: number) => (Number.isNaN(n) ? '   -' : n.toFixed(1).padStart(6));
 
 /** Stage durations per trace, from the spans of every process. */
@@ -350,7 +257,7 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
   const redisPid = Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1] ?? 0);
   const prefix = `e2e${randomBytes(3).toString('hex')}`;
   const base = {
-    redisUrl: redis.url,
+    redisEnv: { REDIS_URL: redis.url },
     prefix,
     modelUrl: ready.modelUrl,
     callbackUrl: ready.callbackUrl,
@@ -371,7 +278,7 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
             })),
           )),
         ];
-  const apps = specs.map(() => spawnRole('app'));
+  const apps = specs.map(() => e2eRole('app'));
   try {
     const started = await Promise.all(apps.map((a, i) => ask(a, 'started', { start: specs[i] })));
     const url = started[0].address as string;
@@ -387,7 +294,7 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
     report(s, done, spans, t0 + WARMUP * 1000, { cpu, redisCpu, messages: Math.round((WARMUP + SECONDS) * s.rate), specs });
     reportPauses(done, appPauses, specs, t0 + WARMUP * 1000);
   } finally {
-    await Promise.all(apps.map((a) => ask(a, 'exit-never', 'stop').catch(() => undefined)));
+    await stopAll(apps);
     client.disconnect();
     await redis.stop();
   }
@@ -447,7 +354,7 @@ function reportPauses(done: { samples: Sample[]; pauses: Pauses }, apps: Pauses[
 
 async function orchestrate(): Promise<void> {
   console.log(`e2e: rates ${RATES.join(', ')} msg/s, ${SECONDS} s each after ${WARMUP} s warm-up, concurrency ${CONCURRENCY}; node ${process.version}`);
-  const driverProc = spawnRole('driver');
+  const driverProc = e2eRole('driver');
   const ready = await ask(driverProc, 'ready');
   try {
     const scenarios: Scenario[] = [];

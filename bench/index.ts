@@ -15,6 +15,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   'heap-diff': () => import('./heap-diff.js').then((m) => m.main()),
   e2e: () => import('./e2e.js').then((m) => m.main()),
   schedule: () => import('./schedule.js').then((m) => m.main()),
+  scale: () => import('./scale.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];

@@ -147,6 +147,28 @@ describe('fake OpenAI server', () => {
     });
   });
 
+  describe('request times', () => {
+    it('records when a request arrived and, once its answer is sent, when it ended', async () => {
+      server.script([{ text: 'done' }]);
+      await generateText({ model: model(), prompt: 'x' });
+      await vi.waitFor(() => expect(server.requests[0]!.endedAt).toBeDefined());
+      const [r] = server.requests;
+      expect(r!.endedAt!).toBeGreaterThanOrEqual(r!.receivedAt);
+    });
+
+    it('has no end while the answer is in progress, and ends when the client goes away', async () => {
+      server.script([{ text: 'too late', delayMs: 10_000 }]);
+      const abort = new AbortController();
+      const pending = generateText({ model: model(), prompt: 'x', abortSignal: abort.signal, maxRetries: 0 }).catch(() => undefined);
+      await server.waitForRequests(1);
+      expect(server.requests[0]!.receivedAt).toBeGreaterThan(0);
+      expect(server.requests[0]!.endedAt).toBeUndefined();
+      abort.abort();
+      await pending;
+      await vi.waitFor(() => expect(server.requests[0]!.endedAt).toBeDefined());
+    });
+  });
+
   describe('script', () => {
     it('answers ok when the script runs out', async () => {
       server.script([{ text: 'first' }]);

@@ -34,6 +34,10 @@ export interface FakeRequest {
   headers: Record<string, string | string[] | undefined>;
   /** True when the client went away before the answer was complete. */
   aborted?: boolean;
+  /** When the request arrived, ms since the epoch. */
+  receivedAt: number;
+  /** When the answer ended (sent in full, or the client went away), ms since the epoch; absent while it is in progress. */
+  endedAt?: number;
   /** The usage the answer reported (absent for errors and requests dropped before answering). */
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 }
@@ -154,7 +158,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       sendError(res, 400, { message: 'body is not JSON', type: 'invalid_request_error' });
       return;
     }
-    const record: FakeRequest = { body, headers: { ...req.headers } };
+    const record: FakeRequest = { body, headers: { ...req.headers }, receivedAt: Date.now() };
     const index = requests.push(record) - 1;
     notify();
     const given = /^Bearer (.*)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
@@ -170,6 +174,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     // `close` on the response fires when the socket goes away; unfinished means the client aborted.
     let gone = false;
     res.on('close', () => {
+      record.endedAt = Date.now();
       if (!res.writableFinished) {
         gone = true;
         record.aborted = true;
