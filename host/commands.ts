@@ -2,7 +2,8 @@
  * Control commands every channel understands: `/stop`, `/new`, `/compact`,
  * `/queue <mode>`, `/status`, `/purge` (admins), `/approve <id>` and
  * `/deny <id>` (a tool call waiting for approval: host/approval-commands.ts), `/schedules` and
- * `/unschedule <id>` (host/schedule-commands.ts). Each is deduped by its update key (the
+ * `/unschedule <id>` (host/schedule-commands.ts), `/memory` and `/forget <id|all>`
+ * (host/memory-commands.ts). Each is deduped by its update key (the
  * protocol scripts record it; `/status`, which writes nothing else, sets the
  * dedupe key itself), so a redelivered command gets no second reply. In a
  * conversation purged with `afterPurge: 'refuse'`, `/stop`, `/new`,
@@ -17,10 +18,11 @@ import { parseBreaker } from '../src/record/breaker.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../src/record/unanswered.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import { approvalCommand } from './approval-commands.js';
+import { type MemoryCommandDeps, memoryCommand } from './memory-commands.js';
 import { scheduleCommand } from './schedule-commands.js';
 
 /** Names of the control commands, without the slash. */
-export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny', 'schedules', 'unschedule'] as const;
+export const COMMAND_NAMES = ['stop', 'new', 'compact', 'queue', 'status', 'purge', 'approve', 'deny', 'schedules', 'unschedule', 'memory', 'forget'] as const;
 /** A control command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
@@ -52,6 +54,8 @@ export interface CommandDeps {
   schedules?: Schedules | undefined;
   /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
   profileName?: string;
+  /** The sender's memory (`/memory`, `/forget`). Default: memory off. */
+  memory?: MemoryCommandDeps;
   /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
   problems?(conversationId: string): Promise<string[]>;
 }
@@ -76,6 +80,8 @@ const POLICY_HELP: Record<InputPolicy, string> = {
 };
 
 const modesList = () => INPUT_POLICIES.map((p) => `• ${p}: ${POLICY_HELP[p]}`).join('\n');
+
+const NO_MEMORY: MemoryCommandDeps = { store: undefined, identity: async () => undefined, group: false, maxChars: 2000 };
 
 const DUPLICATE: CommandOutcome = { reply: '', duplicate: true };
 
@@ -150,6 +156,9 @@ export async function runCommand(
     case 'schedules':
     case 'unschedule':
       return scheduleCommand(deps, command.name, command.args, source);
+    case 'memory':
+    case 'forget':
+      return memoryCommand(dispatch, deps.memory ?? NO_MEMORY, command.name, command.args, source);
   }
 }
 

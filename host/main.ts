@@ -10,6 +10,7 @@ import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
 import { IdentityStore } from '../src/identity.js';
+import { MemoryStore } from '../src/memory.js';
 import { loadProfiles } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
@@ -81,12 +82,34 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
   return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
 }
 
-/** What follows a person at the host: their agent profile (input policy, `/status`); purging them deletes their usage counters. */
-async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<Pick<ChannelHostDeps, 'profileOf'>> {
-  identities.onChange({ purged: (identity) => new Budgets({ client: redis, prefix, settings: config.budgets }).purge(identity) });
-  if (Object.keys(config.profiles).length === 0) return {};
+/**
+ * What follows a person at the host: their agent profile (input policy,
+ * `/status`) and memory (`/memory`, `/forget`); purging them deletes their
+ * usage counters and memory, linking merges their memory.
+ */
+export async function peopleParts(
+  config: CoreConfig,
+  identities: IdentityStore,
+  redis: RedisClient,
+  prefix: string,
+): Promise<Pick<ChannelHostDeps, 'profileOf' | 'memory'>> {
+  // Memory that was kept while memory was on goes with a purge (or a link) even after it is turned off.
+  const memory = new MemoryStore({ redis, prefix, limits: config.memory });
+  identities.onChange({
+    purged: async (identity) => {
+      await Promise.all([new Budgets({ client: redis, prefix, settings: config.budgets }).purge(identity), memory.purge(identity)]);
+    },
+    linked: async ({ from, into }) => {
+      await memory.merge(from, into);
+    },
+  });
+  const parts: Pick<ChannelHostDeps, 'profileOf' | 'memory'> = config.memory.enabled
+    ? { memory: { store: memory, identityOf: (channelId, senderId) => identities.tryResolve(channelId, senderId) } }
+    : {};
+  if (Object.keys(config.profiles).length === 0) return parts;
   const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
   return {
+    ...parts,
     profileOf: async (channelId, conversationId, senderId) =>
       profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.tryResolve(channelId, senderId) : undefined),
   };
@@ -114,6 +137,8 @@ interface OperatorRouteDeps {
   channelPolicy: (conversationId: string) => InputPolicy | undefined;
   scheduling: Scheduling;
   access: AccessGate;
+  /** People's memory; undefined when memory is off. */
+  memory: MemoryStore | undefined;
 }
 
 /** Registers the console (when enabled) and the send/events API (when it has a token). */
@@ -136,6 +161,7 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       enqueue,
       ...(d.scheduling && { schedules: d.scheduling.schedules }),
       access: d.access.store,
+      memory: d.memory,
       accessChannels: config.access.channels,
       budgets: new Budgets({ client: ctx.redis, prefix, settings: config.budgets }),
     });
@@ -176,8 +202,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules');
   const onActivity = activityHook(activity, scheduling, config.schedules.heartbeats);
+  const people = await peopleParts(config, identities, ingressConn, prefix);
   const channelHost = createChannelHost({
-    ...(await peopleParts(config, identities, ingressConn, prefix)),
+    ...people,
     routes,
     ...(onActivity && { onActivity }),
     ...(scheduling && { schedules: scheduling.schedules }),
@@ -192,7 +219,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     channelProblems: (id) => problems.get(id),
     access,
   });
-  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access });
+  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access, memory: people.memory?.store });
   const reconcilerLogger = logger.child({ part: 'reconciler' });
   const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http-routes.js';
 import { assertUpdateKey, conversationKeys } from '../src/keys.js';
+import type { MemoryStore } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
@@ -18,7 +19,8 @@ import type { Schedules } from '../src/schedules/schedules.js';
 import type { AccessGate } from './access/gate.js';
 import { accessStep } from './access/step.js';
 import { ADMIN_COMMANDS, type AdminCheck, createAdminCheck } from './admins.js';
-import { type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
+import { type CommandDeps, type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
+import type { MemoryCommandDeps } from './memory-commands.js';
 
 export type { ChannelSettings } from '../src/channel.js';
 
@@ -47,6 +49,8 @@ export interface ChannelHostDeps {
   access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
+  /** Long-term memory (`/memory`, `/forget`) and the sender's identity. Default: none (memory off). */
+  memory?: { store: MemoryStore; identityOf(channelId: string, senderId: string): Promise<string | undefined> };
   /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */
   channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
 }
@@ -82,13 +86,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           const refusal = await adminRefusal(channelId, settings, message, command);
           if (refusal) return refusal;
         }
-        const problems = deps.channelProblems?.(channelId);
-        const outcome = await runCommand(
-          { dispatch: deps.dispatch, enqueue: deps.enqueue, ...(problems && { problems }), ...(profile && { profileName: profile.name }) },
-          command,
-          source,
-          settings.policy,
-        );
+        const outcome = await runCommand(commandDeps(deps, channelId, message, profile), command, source, settings.policy);
         if (!outcome.duplicate) {
           // A refused command records nothing, like a refused message: no activity.
           if (!outcome.purged) deps.onActivity?.(message.conversationId);
@@ -167,6 +165,30 @@ async function settingsFor(
   const channelSettings = deps.settings?.(channelId) ?? {};
   const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
   return { settings: profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings, profile };
+}
+
+/** What a command from this message runs with. */
+function commandDeps(deps: ChannelHostDeps, channelId: string, message: InboundMessage, profile: AgentProfile | undefined): CommandDeps {
+  const problems = deps.channelProblems?.(channelId);
+  return {
+    dispatch: deps.dispatch,
+    enqueue: deps.enqueue,
+    ...(deps.schedules && { schedules: deps.schedules }),
+    ...(problems && { problems }),
+    ...(profile && { profileName: profile.name }),
+    memory: memoryDeps(deps, channelId, message),
+  };
+}
+
+/** What `/memory` and `/forget` need for this message: the sender's identity, resolved only when asked. */
+function memoryDeps(deps: ChannelHostDeps, channelId: string, message: InboundMessage): MemoryCommandDeps {
+  const m = deps.memory;
+  return {
+    store: m?.store,
+    identity: async () => m?.identityOf(channelId, message.sender.id),
+    group: message.group === true,
+    maxChars: deps.outbound(channelId)?.maxMessageChars ?? 2000,
+  };
 }
 
 /** Sets the update's dedupe key (seq 0: it became no record entry); false when it was set before (a redelivery). */

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Budgets } from '../src/budget.js';
 import type { IdentityStore } from '../src/identity.js';
+import type { MemoryStore } from '../src/memory.js';
 import type { Profiles } from '../src/profiles.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
@@ -49,6 +50,8 @@ export interface ExecutorOptions {
   outboxMaxEntries?: number;
   /** The schedules service: runs get `RunContext.schedules` for their conversation. Default: none (schedules off). */
   schedules?: Schedules;
+  /** Long-term memory per identity (`memory.*`): runs with an identity get `RunContext.memory`. Default: none (memory off). */
+  memory?: MemoryStore;
   /** Spending budgets (`budgets.*`). Default: none. */
   budgets?: Budgets;
   /** Agent profiles and their bindings (`profiles`, `bindings`). Default: the base settings for every run. */

@@ -8,6 +8,7 @@
 
 export { channelResolver, type MessageButton } from '../src/channel.js';
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/defaults.js';
+export type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/memory.js';
 // What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).
 export * from '../src/plugin-kit.js';
 export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/profiles.js';
@@ -32,6 +33,7 @@ export {
   type ModelSettings,
   type RunContext,
   type RunIdentities,
+  type RunMemory,
   type RunnerCapabilities,
   type RunnerManifest,
   type RunnerPlugin,

@@ -12,6 +12,7 @@ import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/ch
 import { DEFAULTS } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { IdentityStore } from '../src/identity.js';
+import { MemoryStore } from '../src/memory.js';
 import { loadProfiles, type Profiles } from '../src/profiles.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { retentionOptions } from '../src/protocol/retention.js';
@@ -24,7 +25,7 @@ import type { CompactionSettings } from './compaction-hooks.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';
 import { RunExecutor } from './executor.js';
-import { createModel } from './model.js';
+import { createEmbedder, createModel } from './model.js';
 import type { ModelSettings, RunnerPlugin } from './plugin.js';
 import { RunWorker, workerIdentity } from './worker.js';
 
@@ -71,6 +72,21 @@ function compactionSettings(ctx: AppContext, extras: RunnerParts): CompactionSet
     maxSummaryChars: compaction.maxSummaryChars,
     ...(extras.compaction ?? defaultCompaction(ctx.config.model, ctx.logger)),
   };
+}
+
+/** The memory store of `config.memory`, with an embedder when `memory.embeddingModel` is set. */
+function memoryFromConfig(ctx: AppContext, now: () => number): MemoryStore {
+  const { memory, model } = ctx.config;
+  return new MemoryStore({
+    redis: ctx.redis,
+    prefix: ctx.config.redis.prefix,
+    limits: memory,
+    now,
+    ...(memory.embeddingModel !== undefined && {
+      embedder: createEmbedder(model, memory.embeddingModel),
+      onEmbedderError: (err: unknown) => ctx.logger.warn({ err }, 'memory: the embedding model failed; going on without embeddings'),
+    }),
+  });
 }
 
 /** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
@@ -121,6 +137,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     ...(scheduling && { schedules: scheduling.schedules }),
     ...(budgets.enabled && { budgets }),
+    ...(config.memory.enabled && { memory: memoryFromConfig(ctx, now) }),
     profiles,
     now,
     identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),

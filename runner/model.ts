@@ -8,8 +8,10 @@ import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel, TranscriptionModel } from 'ai';
+import { embedMany } from 'ai';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { ConfigError } from '../src/errors.js';
+import type { MemoryEmbedder } from '../src/memory.js';
 import type { ModelSettings } from './plugin.js';
 
 /**
@@ -66,6 +68,35 @@ export function createTranscriptionModel(settings: ModelSettings, name: string, 
     ...(settings.baseURL && { baseURL: settings.baseURL }),
     ...(fetchImpl && { fetch: fetchImpl }),
   }).transcription(name);
+}
+
+/**
+ * The memory embedder (`memory.embeddingModel`): an embedding model named
+ * `name` (`text-embedding-3-small`) on the configured provider, OpenAI's
+ * embeddings API, at `baseURL` when set (an OpenAI-compatible server with it).
+ * @throws ConfigError for a provider without an embeddings API here, or a missing key.
+ */
+export function createEmbedder(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): MemoryEmbedder {
+  if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
+    throw new ConfigError([
+      { path: 'memory.embeddingModel', message: `embeddings need model.provider openai or openai-compatible (it is ${settings.provider})` },
+    ]);
+  }
+  if (settings.provider === 'openai' && !settings.apiKey) {
+    throw new ConfigError([{ path: 'model.apiKey', message: `required for embeddings with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);
+  }
+  const model = createOpenAI({
+    // A local OpenAI-compatible server may need no key; the provider insists on one.
+    apiKey: settings.apiKey ?? 'none',
+    ...(settings.baseURL && { baseURL: settings.baseURL }),
+    ...(fetchImpl && { fetch: fetchImpl }),
+  }).embedding(name);
+  return {
+    async embed(texts, signal) {
+      const r = await embedMany({ model, values: texts, maxRetries: 1, ...(signal && { abortSignal: signal }) });
+      return r.embeddings;
+    },
+  };
 }
 
 /**

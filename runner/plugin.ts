@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type { FetchedFile, MessageButton } from '../src/channel.js';
 import type { ModelProvider } from '../src/defaults.js';
 import type { RouteRegistry } from '../src/http-routes.js';
+import type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/memory.js';
 import type { PluginDefinition } from '../src/plugin-definition.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { SteeringMode, StopKind } from '../src/protocol/types.js';
@@ -193,6 +194,12 @@ export interface RunContext {
   /** The conversation's schedules. Absent when schedules are off (`schedules.enabled`) and in hand-made contexts. */
   schedules?: ConversationSchedules;
   /**
+   * The long-term memory of the person whose message started the run
+   * (`identity`). Absent when memory is off (`memory.enabled`, or the
+   * profile's `memory: false`), when the run has no identity, and in hand-made contexts.
+   */
+  memory?: RunMemory;
+  /**
    * Fetches an attachment's bytes through the conversation's channel (the
    * record keeps references only); undefined when the channel cannot. Throws
    * as the channel does (InvalidInputError: larger than `maxBytes`).
@@ -227,6 +234,30 @@ export interface ConversationSchedules {
   list(count?: number): Promise<ListedSchedule[]>;
   /** Cancels one of the conversation's schedules; false when it has no such schedule. */
   cancel(id: string): Promise<boolean>;
+}
+
+/** The memory of the run's person (docs/people.md#memory), for a plugin's memory tools and prompt. */
+export interface RunMemory {
+  /** Most characters of one note. */
+  readonly maxNoteChars: number;
+  /**
+   * Saves a note (the same text twice is stored once: `same`). Throws
+   * MemoryLimitError (`code` `MEMORY_LIMIT`) past the count or size limit,
+   * InvalidInputError for an empty text; nothing is written then.
+   */
+  save(text: string, opts?: { signal?: AbortSignal }): Promise<MemorySaveResult>;
+  /** Notes matching `query`, best first (at most `limit`, default 5, at most 20). */
+  search(query: string, opts?: { limit?: number; signal?: AbortSignal }): Promise<MemoryHit[]>;
+  /** Deletes note `id`; false when there is none. Throws InvalidInputError for an id that is not a note id. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * The notes for the system prompt, read once per invocation (the same
+   * array on every call): the most recently saved or edited notes that fit
+   * `memory.promptNotes` and `memory.promptChars`, in the order they were
+   * saved; `total` is how many notes there are. It depends on the notes
+   * alone, so a prompt built from it stays byte-identical until a note changes.
+   */
+  promptNotes(): Promise<{ notes: MemoryNote[]; total: number }>;
 }
 
 /** A runner plugin. */

@@ -6,6 +6,7 @@
  */
 import { DEFAULTS } from '../src/defaults.js';
 import type { IdentityStore } from '../src/identity.js';
+import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
 import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';
@@ -17,7 +18,7 @@ import type { RunAttempt } from './attempt.js';
 import { isMessage, type ToolState } from './attempt-start.js';
 import type { RunCompaction } from './compaction-hooks.js';
 import type { ExecutorOptions } from './executor-options.js';
-import type { ConversationSchedules, RunContext, RunIdentities, StepRecord } from './plugin.js';
+import type { ConversationSchedules, RunContext, RunIdentities, RunMemory, StepRecord } from './plugin.js';
 import { isFinalStep } from './projection.js';
 import type { RunBudget } from './run-budget.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
@@ -86,6 +87,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
     },
     ...(o.schedules && { schedules: conversationSchedules(o.schedules, ref.conversationId) }),
+    ...(o.memory && p.identity !== undefined && p.profile?.memory !== false && { memory: runMemory(o.memory, p.identity) }),
     toolCalls: tools.journal,
     artifacts: new RedisArtifacts(o.client, o.prefix, ref),
     approvals: new RunApprovals({
@@ -137,6 +139,21 @@ function stepEntry<K extends 'model.step' | 'tool.calls'>(attempt: RunAttempt, s
 
 function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** The memory of one identity; the prompt's notes are read once per invocation. */
+function runMemory(store: MemoryStore, identity: string): RunMemory {
+  let prompt: Promise<{ notes: MemoryNote[]; total: number }> | undefined;
+  return {
+    maxNoteChars: store.limits.maxNoteChars,
+    save: (text, opts) => store.save(identity, text, opts?.signal ? { signal: opts.signal } : {}),
+    search: (query, opts) => store.search(identity, query, opts),
+    delete: (id) => store.delete(identity, id),
+    promptNotes: () => {
+      prompt ??= store.list(identity).then((all) => ({ notes: selectPromptNotes(all, store.limits), total: all.length }));
+      return prompt;
+    },
+  };
 }
 
 /** The schedules of one conversation, created by the agent. */

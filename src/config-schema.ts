@@ -346,6 +346,32 @@ const budgetsSchema = z.strictObject({
   conversation: budgetLimitsSchema.optional().describe('Per conversation, everyone in it together. Default: unset (no limit).'),
 });
 
+/** Long-term memory per person (docs/people.md#memory). */
+const memorySchema = z.strictObject({
+  enabled: z
+    .boolean({ error: 'expected true or false' })
+    .default(DEFAULTS.memory.enabled)
+    .describe(
+      "Long-term memory per person: the agent gets its memory tools and the person's notes in its system prompt, `/memory` and `/forget` answer. Default false.",
+    ),
+  maxNotes: int(1, 10_000).default(DEFAULTS.memory.maxNotes).describe('Most notes per person; one more is refused with an error. Default 200.'),
+  maxNoteChars: int(10, 10_000)
+    .default(DEFAULTS.memory.maxNoteChars)
+    .describe('Most characters of one note; a longer one is refused with an error. Default 1000.'),
+  promptNotes: int(0, 1000)
+    .default(DEFAULTS.memory.promptNotes)
+    .describe('Most notes in the system prompt (the most recently saved or edited that fit, in the order they were saved). Default 20.'),
+  promptChars: int(0, 100_000).default(DEFAULTS.memory.promptChars).describe('Most characters of the notes in the system prompt together. Default 4000.'),
+  embeddingModel: z
+    .string()
+    .trim()
+    .min(1, { error: 'expected a model name' })
+    .optional()
+    .describe(
+      'Embedding model (`text-embedding-3-small`) on the `model` provider (openai, or openai-compatible with an embeddings API): memory search blends in embedding similarity. Default: unset (keywords only).',
+    ),
+});
+
 const toolModeSchema = enumOf(['allow', 'deny', 'require_approval']);
 
 const profileSchema = z.strictObject({
@@ -384,6 +410,10 @@ const profileSchema = z.strictObject({
     .optional()
     .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (the runner plugin's `toolPolicy`)."),
   inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
+  memory: z
+    .boolean({ error: 'expected true or false' })
+    .optional()
+    .describe("Long-term memory in the profile's runs (when `memory.enabled`); false: no memory tools and no notes in the prompt. Default true."),
 });
 
 const bindingSchema = z.strictObject({
@@ -464,6 +494,7 @@ const baseSchema = z.strictObject({
     .describe(
       'Spending budgets per person and per conversation; a run that finds one spent ends with reason `budget` and the person is told once when it resets (docs/people.md). Default: none.',
     ),
+  memory: memorySchema.prefault({}),
   profiles: z
     .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' }), profileSchema)
     .default({})

@@ -53,6 +53,7 @@ export const DEFAULTS = {
     concurrency: 16,
     queueName: 'steerbot-schedules',
   },
+  memory: { enabled: false, maxNotes: 200, maxNoteChars: 1000, promptNotes: 20, promptChars: 4000 },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
   /** Attempts of one outbound message before delivery gives it up. */
   deliveryMaxAttempts: 5,

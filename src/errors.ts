@@ -15,6 +15,7 @@ export type SteerbotErrorCode =
   | 'LEASE_HELD'
   | 'INVALID_INPUT'
   | 'SCHEDULE_LIMIT'
+  | 'MEMORY_LIMIT'
   | 'FETCH_REFUSED'
   | 'RECORD'
   | 'CHANNEL_API'
@@ -111,6 +112,19 @@ export class InvalidInputError extends SteerbotError {
 export class ScheduleLimitError extends InvalidInputError {
   constructor(message: string) {
     super(message, 'SCHEDULE_LIMIT');
+  }
+}
+
+/** Why a note was refused: the identity has as many notes as allowed (`count`), or the note is too long (`size`). */
+export type MemoryLimit = 'count' | 'size';
+
+/** A note was refused by a memory limit (`memory.maxNotes`, `memory.maxNoteChars`); nothing was written. */
+export class MemoryLimitError extends InvalidInputError {
+  /** Which limit. */
+  readonly limit: MemoryLimit;
+  constructor(limit: MemoryLimit, message: string) {
+    super(message, 'MEMORY_LIMIT');
+    this.limit = limit;
   }
 }
 

@@ -21,6 +21,8 @@ export {
   type FetchRefusal,
   FetchRefusedError,
   InvalidInputError,
+  type MemoryLimit,
+  MemoryLimitError,
   RedisUnavailableError,
   RunEndedError,
   redactSecrets,

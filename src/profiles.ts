@@ -46,6 +46,8 @@ export interface ProfileSettings {
   tools?: string[] | undefined;
   toolPolicy?: ProfileToolPolicy | undefined;
   inputPolicy?: InputPolicy | undefined;
+  /** Long-term memory in the profile's runs (when `memory.enabled`). Default true. */
+  memory?: boolean | undefined;
 }
 
 /** One binding (`bindings[]`): the profile and exactly one of what it matches. */
@@ -83,6 +85,8 @@ export interface AgentProfile {
   toolPolicy?: ProfileToolPolicy;
   /** Its input policy; undefined: the channel's. */
   inputPolicy?: InputPolicy;
+  /** False: the profile's runs get no memory (tools, prompt notes). Absent: memory as configured. */
+  memory?: false;
 }
 
 /** Chooses profiles. */
@@ -166,6 +170,7 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
     ...(p.tools && { tools: p.tools }),
     ...(p.toolPolicy && { toolPolicy: p.toolPolicy }),
     ...(p.inputPolicy && { inputPolicy: p.inputPolicy }),
+    ...(p.memory === false && { memory: false as const }),
   };
 }
 

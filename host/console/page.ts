@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { pageHead } from '../../src/page-shell.js';
+import { memoryPanel } from './memory-panel.js';
 
 /** The page's script (browser JavaScript). */
 export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
@@ -53,7 +54,7 @@ export function consolePage(base: string): string {
 </section>
 ${peopleSections()}
 <script src="${base}/people.js" defer></script>
-</body>
+${memoryPanel(base)}</body>
 </html>
 `;
 }

@@ -11,6 +11,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import type { AccessConfig } from '../../src/config-schema.js';
 import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
+import type { MemoryStore } from '../../src/memory.js';
 import { assetRoute } from '../../src/page-shell.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
@@ -21,6 +22,8 @@ import type { AccessStore } from '../access/store.js';
 import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
+import { registerMemoryApi } from './memory-api.js';
+import { MEMORY_PANEL_SCRIPT } from './memory-panel.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage, PEOPLE_SCRIPT } from './page.js';
 import { registerPeopleApi } from './people-api.js';
 import { ConsoleReads, FILTER_WINDOW } from './reads.js';
@@ -51,6 +54,8 @@ export interface ConsoleOptions {
   accessChannels?: AccessConfig['channels'];
   /** The spending budgets: the people panel shows a person's usage against the identity limits. Default: none. */
   budgets?: Budgets;
+  /** People's memory: its API routes list, edit and delete notes. Default: none (memory off). */
+  memory?: MemoryStore | undefined;
 }
 
 const BASE = '/console';
@@ -89,6 +94,7 @@ export function registerConsole(o: ConsoleOptions): void {
   const html = consolePage(BASE);
   o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
+  o.routes.add({ method: 'GET', path: `${BASE}/memory.js`, handle: assetRoute('text/javascript; charset=utf-8', MEMORY_PANEL_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/people.js`, handle: assetRoute('text/javascript; charset=utf-8', PEOPLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
@@ -136,6 +142,7 @@ export function registerConsole(o: ConsoleOptions): void {
     registerAccessApi(api, o.access, o.channels ?? []);
     registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
   }
+  registerMemoryApi(api, o.memory);
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;

@@ -24,6 +24,7 @@ import { z } from 'zod';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
+import { memoryTools, withMemory } from './memory-tools.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
@@ -199,11 +200,11 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
           ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
         }
       }
-      const toolSet = await toolbox.toolSet(ctx, [...tools, ...scheduleTools(ctx)]);
+      const toolSet = await toolbox.toolSet(ctx, [...tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
       return runAgentLoop(ctx, {
         model,
         tools: toolSet,
-        system: systemPrompt(ctx, config.system),
+        system: await withMemory(ctx, systemPrompt(ctx, config.system)),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,

@@ -52,6 +52,8 @@ export type ScriptName =
   | 'access-approve'
   | 'send-record'
   | 'schedule-put'
+  | 'memory-save'
+  | 'memory-embed'
   | 'noop';
 
 interface LoadedScript {

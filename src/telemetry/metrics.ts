@@ -161,6 +161,11 @@ export class SteerbotMetrics {
     'Runs or steps refused because a budget was spent, by scope (identity, conversation) and limit (tokensPerDay, tokensPerMonth, runsPerHour).',
     ['scope', 'limit'],
   );
+  readonly memoryWrites = this.counter(
+    'steerbot_memory_writes_total',
+    "Changes to people's memory notes, by kind (created, updated, same: the text was stored already, deleted, refused: over a limit).",
+    ['kind'],
+  );
   readonly queueJobs = new Gauge({
     name: 'steerbot_queue_jobs',
     help: 'BullMQ jobs (runs, schedule fires) by queue and state (waiting, active, delayed), read at scrape time (a few O(1) reads per queue).',

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runCommand } from '../../host/commands.js';
+import { createChannelHost } from '../../host/receive.js';
 import { scheduleTools } from '../../plugins/local-agent/schedule-tools.js';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';
 import { ToolFailure } from '../../runner/agent-tool.js';
@@ -53,6 +54,32 @@ const source = (n: number) => ({ conversationId: CID, updateKey: `telegram:${n}`
 const deps = () => ({ dispatch, enqueue: async () => undefined, schedules });
 
 describe('/schedules and /unschedule', () => {
+  it('answer through a channel host given the schedules service', async () => {
+    await schedules.create(CID, { in: '1h', prompt: 'stretch' }, { createdBy: 'user' });
+    const texts: string[] = [];
+    const host = createChannelHost({
+      routes: { add: () => undefined },
+      redis,
+      prefix,
+      logger: pino({ level: 'silent' }),
+      dispatch,
+      ingest: dispatch,
+      enqueue: async () => undefined,
+      schedules,
+      outbound: () => ({
+        channelId: 'telegram',
+        maxMessageChars: 4096,
+        async send(_cid, text) {
+          texts.push(text);
+          return { messageId: String(texts.length) };
+        },
+      }),
+    });
+    const r = await host.receive('telegram', { conversationId: CID, chatId: '7', updateKey: 'telegram:host-1', sender: { id: 'u1' }, text: '/schedules' });
+    expect((r as { reply: string }).reply).toMatch(/^Schedules \(1\):/);
+    expect(texts).toHaveLength(1);
+  });
+
   it('lists the schedules with their next fire, and cancels one once', async () => {
     const s = await schedules.create(CID, { cron: '0 8 * * 1-5', tz: 'Europe/Paris', prompt: 'Summarise the open tickets.' }, { createdBy: 'agent' });
     const listed = await runCommand(deps(), { name: 'schedules', args: '' }, source(1), undefined);

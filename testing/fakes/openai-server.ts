@@ -1,8 +1,8 @@
 /**
  * A local fake of the OpenAI chat-completions API, for end-to-end tests of the
  * real `@ai-sdk/openai-compatible` provider. It answers `POST
- * /v1/chat/completions` with scripted turns, as JSON or as an SSE stream, and
- * records every request it received.
+ * /v1/chat/completions` with scripted turns, as JSON or as an SSE stream,
+ * `POST /v1/embeddings` with vectors (`embed`), and records every request it received.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -50,6 +50,8 @@ export interface FakeOpenAIServer {
   requests: FakeRequest[];
   /** Every transcription request's multipart body, in arrival order. */
   transcriptions: Buffer[];
+  /** The inputs of every embeddings request, in arrival order. */
+  embeddings: string[][];
   /**
    * Sets what the model answers. A list is consumed one turn per request from
    * the time it is set; a function is called with the request body and the
@@ -83,6 +85,15 @@ export interface FakeOpenAIOptions {
   promptCache?: boolean;
   /** What `POST /v1/audio/transcriptions` answers for the uploaded request body (multipart, as received). Default: text `transcribed audio`. */
   transcribe?(body: Buffer): string;
+  /** The vector `POST /v1/embeddings` answers for one input. Default: 16 dimensions counting the input's words by a hash (texts sharing words point alike). */
+  embed?(text: string): number[];
+}
+
+/** The default embedding: a bag of words hashed into 16 dimensions. */
+function wordVector(text: string): number[] {
+  const v = new Array<number>(16).fill(0);
+  for (const w of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) v[createHash('sha256').update(w).digest()[0]! % 16]! += 1;
+  return v;
 }
 
 /** Starts a fake on 127.0.0.1 with a free port. */
@@ -93,6 +104,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   let cursor = 0;
   const prefixes = new PrefixCache();
   const transcriptions: Buffer[] = [];
+  const embeddings: string[][] = [];
 
   const nextTurn = (body: any, index: number): FakeTurn => {
     if (typeof turns === 'function') return turns(body, index);
@@ -124,6 +136,15 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       const raw = Buffer.concat(chunks);
       transcriptions.push(raw);
       sendJson(res, 200, { text: opts.transcribe?.(raw) ?? 'transcribed audio' });
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/embeddings') {
+      const body = JSON.parse(await readBody(req)) as { input: string | string[]; model: string };
+      const inputs = Array.isArray(body.input) ? body.input : [body.input];
+      embeddings.push(inputs);
+      const data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: (opts.embed ?? wordVector)(text) }));
+      const tokens = inputs.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+      sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
       return;
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
@@ -196,6 +217,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     transcriptions,
+    embeddings,
     script(next) {
       turns = next;
       cursor = 0;

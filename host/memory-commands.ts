@@ -1,0 +1,85 @@
+/**
+ * `/memory` lists what the bot remembers about the sender (their identity's
+ * notes, docs/people.md#memory); `/forget <id>` deletes one note, `/forget
+ * all` every one. Only in the sender's own name: the identity is the
+ * sender's, never an argument. In a group chat `/memory` does not list the
+ * notes (everyone would read them). Deduped by the command's update key (set
+ * first, as for `/status`), so a redelivered command gets no second reply.
+ */
+import { conversationKeys } from '../src/keys.js';
+import type { MemoryNote, MemoryStore } from '../src/memory.js';
+import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
+
+/** What the memory commands need besides the dispatch. */
+export interface MemoryCommandDeps {
+  /** The memory store; undefined when memory is off. */
+  store: MemoryStore | undefined;
+  /** The sender's identity; undefined when no identity can be made of their id. */
+  identity(): Promise<string | undefined>;
+  /** The message is in a group chat. */
+  group: boolean;
+  /** Longest reply the channel takes, in characters. */
+  maxChars: number;
+}
+
+const OFF = 'Memory is turned off on this bot.';
+/** Longest text of one note in the list, in characters. */
+const NOTE_CHARS = 200;
+
+/** One line per note: id and text (cut). */
+function noteLine(n: MemoryNote): string {
+  const text = n.text.replace(/\s+/g, ' ');
+  return `• ${n.id}: ${text.length > NOTE_CHARS ? `${text.slice(0, NOTE_CHARS - 1)}…` : text}`;
+}
+
+/** The list, as many notes as fit in `maxChars`, newest last; says how many were left out. */
+export function memoryList(notes: readonly MemoryNote[], maxChars: number): string {
+  const head = `What I remember about you (${notes.length} note${notes.length === 1 ? '' : 's'}):`;
+  const foot = 'Delete one with /forget <id>, or all with /forget all.';
+  const lines: string[] = [];
+  let used = head.length + foot.length + 80;
+  // Newest first while they fit, shown oldest first.
+  for (let i = notes.length - 1; i >= 0; i--) {
+    const line = noteLine(notes[i]!);
+    if (used + line.length + 1 > maxChars) break;
+    used += line.length + 1;
+    lines.unshift(line);
+  }
+  const left = notes.length - lines.length;
+  const more = left > 0 ? [`(${left} older note${left === 1 ? '' : 's'} not shown.)`] : [];
+  return [head, ...more, ...lines, foot].join('\n');
+}
+
+/** Runs `/memory` or `/forget <id|all>` for `source`. */
+export async function memoryCommand(
+  dispatch: Dispatch,
+  deps: MemoryCommandDeps,
+  name: 'memory' | 'forget',
+  args: string,
+  source: CommandSource,
+): Promise<{ reply: string; duplicate: boolean }> {
+  const o = dispatch.options;
+  const k = conversationKeys(o.prefix, source.conversationId);
+  const first = await o.client.set(k.dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
+  if (first !== 'OK') return { reply: '', duplicate: true };
+  if (!deps.store) return { reply: OFF, duplicate: false };
+  const identity = await deps.identity();
+  if (identity === undefined) return { reply: 'There is no memory for your account here.', duplicate: false };
+  if (name === 'memory') {
+    if (deps.group) return { reply: 'Send /memory in a private chat with me: here everyone would read it.', duplicate: false };
+    const notes = await deps.store.list(identity);
+    if (notes.length === 0) return { reply: 'I remember nothing about you.', duplicate: false };
+    return { reply: memoryList(notes, deps.maxChars), duplicate: false };
+  }
+  const what = args.split(/\s+/)[0] ?? '';
+  if (what.toLowerCase() === 'all') {
+    const n = await deps.store.deleteAll(identity);
+    return {
+      reply: n === 0 ? 'I remembered nothing about you.' : `Forgot everything I remembered about you (${n} note${n === 1 ? '' : 's'}).`,
+      duplicate: false,
+    };
+  }
+  if (!/^[1-9][0-9]{0,15}$/.test(what)) return { reply: 'Usage: /forget <id> (the ids are in /memory), or /forget all.', duplicate: false };
+  const deleted = await deps.store.delete(identity, what);
+  return { reply: deleted ? `Forgot note ${what}.` : `No note ${what} (see /memory).`, duplicate: false };
+}

@@ -1,0 +1,82 @@
+/**
+ * The agent's memory (docs/people.md#memory): tools to save, search and
+ * delete notes about the person it talks to, and the block of notes that
+ * goes into the system prompt. Offered when the run has `ctx.memory`
+ * (memory on, the run has a person's identity, the profile does not turn it
+ * off); the tool policy applies to the tools by name.
+ *
+ * The prompt block is part of the system prompt, the cached prefix: it
+ * holds the most recently saved notes that fit its bounds, in the order they
+ * were saved, read once per run, so it changes only when a note changes;
+ * never a per-message selection that would break the provider's cache.
+ */
+import { type AgentTool, InvalidInputError, type MemoryNote, type RunContext, ToolFailure, z } from 'steerbot/runner';
+
+/** Limit errors and bad ids reach the model as they are: it can tell the person or fix the call. */
+function asToolFailure(err: unknown): never {
+  if (err instanceof InvalidInputError) throw new ToolFailure('invalid_input', err.message);
+  throw err;
+}
+
+const shown = (n: MemoryNote) => ({ id: n.id, text: n.text, saved: new Date(n.createdAt).toISOString() });
+
+/** The memory tools of one run; none when the run has no `memory`. */
+export function memoryTools(ctx: RunContext): AgentTool[] {
+  const memory = ctx.memory;
+  if (!memory) return [];
+  const save: AgentTool<{ text: string }> = {
+    name: 'memory_save',
+    description:
+      'Saves a short note about the person you are talking to, recalled in later conversations on any channel (their preferences, facts they asked you to remember). Save only what they would want remembered; one fact per note. Returns the note id.',
+    inputSchema: z.object({
+      text: z.string().min(1).max(memory.maxNoteChars).describe(`The note, at most ${memory.maxNoteChars} characters, e.g. "Prefers answers in French."`),
+    }),
+    // The same text is stored once: a re-run after a takeover saves no second note.
+    idempotent: true,
+    timeoutMs: 15_000,
+    async execute({ text }, { signal }) {
+      const r = await memory.save(text, { signal }).catch(asToolFailure);
+      return { [r.kind === 'same' ? 'alreadySaved' : 'saved']: shown(r.note) };
+    },
+  };
+  const search: AgentTool<{ query: string; limit?: number | undefined }> = {
+    name: 'memory_search',
+    description: 'Searches your saved notes about this person (older ones are not all in the prompt). Returns the best matches with their ids.',
+    inputSchema: z.object({
+      query: z.string().min(1).max(500).describe('What to look for, e.g. "food allergies".'),
+      limit: z.number().int().min(1).max(20).optional().describe('Most notes returned. Default 5.'),
+    }),
+    idempotent: true,
+    timeoutMs: 15_000,
+    async execute({ query, limit }, { signal }) {
+      const hits = await memory.search(query, { signal, ...(limit !== undefined && { limit }) });
+      return { notes: hits.map((h) => ({ ...shown(h), score: Math.round(h.score * 100) / 100 })) };
+    },
+  };
+  const del: AgentTool<{ id: string }> = {
+    name: 'memory_delete',
+    description: 'Deletes one of your saved notes about this person by id (when they ask you to forget it, or it is wrong).',
+    inputSchema: z.object({ id: z.string().min(1).max(20).describe('The note id, e.g. 3.') }),
+    idempotent: true,
+    timeoutMs: 10_000,
+    async execute({ id }) {
+      if (!(await memory.delete(id).catch(asToolFailure))) throw new ToolFailure('not_found', `no note ${id}`);
+      return { deleted: id };
+    },
+  };
+  return [save, search, del];
+}
+
+/**
+ * The system prompt with the memory block appended: the notes one per line
+ * with their ids. The prompt itself when the run has no memory or no notes.
+ * Same notes, same bytes.
+ */
+export async function withMemory(ctx: RunContext, system: string): Promise<string> {
+  if (!ctx.memory) return system;
+  const { notes, total } = await ctx.memory.promptNotes();
+  if (notes.length === 0) return system;
+  const lines = notes.map((n) => `- [${n.id}] ${n.text.replace(/\s*\n\s*/g, ' ')}`);
+  const more = total > notes.length ? `\n(${total - notes.length} more notes are not shown here; memory_search finds them.)` : '';
+  return `${system}\n\n<memory>\nWhat you remember about the person you are talking to (saved notes, ids in brackets):\n${lines.join('\n')}${more}\n</memory>`;
+}

@@ -1,0 +1,362 @@
+/**
+ * Long-term memory per identity: short notes a person's agent saves with its
+ * memory tools, or the person writes (`/forget`, the console), never taken
+ * silently from messages. Notes follow the identity, so a linked person's
+ * notes are recalled on every channel.
+ *
+ * Notes live in one hash per identity (`<p>:{i:<identity>}:memory`, note id →
+ * JSON) with an id counter beside it: the `{i:<identity>}` hash tag keeps them
+ * in one Cluster slot, and a save is one script (`memory-save-2.lua`) that
+ * checks the count and writes in one step. Counts and sizes are bounded
+ * (`memory.maxNotes`, `memory.maxNoteChars`); a note over a limit is refused
+ * with MemoryLimitError and nothing is written.
+ *
+ * Search scores keywords; with an embedder (an embedding model configured)
+ * it blends in the cosine similarity of the query's embedding and each
+ * note's, computed at save time and stored with the note (a note saved
+ * without one is embedded at its first search).
+ */
+import { z } from 'zod';
+import { InvalidInputError, MemoryLimitError } from './errors.js';
+import { assertIdentityId } from './identity.js';
+import { parseJsonOrUndefined } from './json.js';
+import type { RedisClient } from './redis.js';
+import { runScript } from './scripts/index.js';
+import { checkReply } from './scripts/results.js';
+import { metrics } from './telemetry/metrics.js';
+
+/** One remembered note. */
+export interface MemoryNote {
+  /** Its id: a small number, unique per identity (`/forget <id>`). */
+  id: string;
+  /** The note, trimmed; at most `memory.maxNoteChars` characters. */
+  text: string;
+  /** When it was saved, ms since the epoch. */
+  createdAt: number;
+  /** When its text last changed, ms since the epoch. */
+  updatedAt: number;
+}
+
+/** A note found by a search, with its score (higher is closer; 0-1). */
+export interface MemoryHit extends MemoryNote {
+  /** How well it matches: keywords, blended with embedding similarity when an embedder is set. */
+  score: number;
+}
+
+/** What a save did: `created` a note, `updated` one, or found the `same` text stored already (nothing written). */
+export interface MemorySaveResult {
+  /** What was done. */
+  kind: 'created' | 'updated' | 'same';
+  /** The note as stored (for `same`: the one stored before). */
+  note: MemoryNote;
+}
+
+/** Turns text into an embedding vector. Throws on a provider failure. */
+export interface MemoryEmbedder {
+  /** One vector per text, in order. */
+  embed(texts: string[], signal?: AbortSignal): Promise<number[][]>;
+}
+
+/** The `memory` settings a store needs. */
+export interface MemoryLimits {
+  /** Most notes per identity. Default 200. */
+  maxNotes: number;
+  /** Most characters of one note. Default 1000. */
+  maxNoteChars: number;
+  /** Most notes in the prompt block. Default 20. */
+  promptNotes: number;
+  /** Most characters of the prompt block's notes together. Default 4000. */
+  promptChars: number;
+}
+
+/** Options of `MemoryStore`. */
+export interface MemoryStoreOptions {
+  redis: RedisClient;
+  /** Key prefix (config `redis.prefix`). Default `sb`. */
+  prefix?: string;
+  /** Limits. Default: `DEFAULT_MEMORY_LIMITS`. */
+  limits?: Partial<MemoryLimits>;
+  /** Embeds notes and queries; without it search is by keywords only. */
+  embedder?: MemoryEmbedder;
+  /** Told when the embedder fails; the save goes on without an embedding, the search by keywords. Must not throw. Default: none. */
+  onEmbedderError?(err: unknown): void;
+  /** The clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The default limits (`memory.*`). */
+export const DEFAULT_MEMORY_LIMITS: MemoryLimits = { maxNotes: 200, maxNoteChars: 1000, promptNotes: 20, promptChars: 4000 };
+
+/** Most results of one search. */
+const MAX_SEARCH_RESULTS = 20;
+/** Longest accepted embedding, in dimensions. */
+const MAX_EMBEDDING_DIMS = 8192;
+/** Weight of the embedding similarity in a blended score (the rest is keywords). */
+const EMBEDDING_WEIGHT = 0.7;
+
+/** The memory keys of an identity (one hash tag: one Cluster slot). */
+export function memoryKeys(prefix: string, identity: string): { notes: string; seq: string } {
+  assertIdentityId(identity);
+  const base = `${prefix}:{i:${identity}}:`;
+  return { notes: `${base}memory`, seq: `${base}memory_seq` };
+}
+
+const storedNote = z.object({
+  id: z.string(),
+  text: z.string(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  embedding: z.string().optional(),
+});
+type StoredNote = z.infer<typeof storedNote>;
+
+const plain = ({ id, text, createdAt, updatedAt }: StoredNote): MemoryNote => ({ id, text, createdAt, updatedAt });
+
+/** Creation order: oldest first, then by id. */
+const byCreation = (a: MemoryNote, b: MemoryNote) => a.createdAt - b.createdAt || Number(a.id) - Number(b.id);
+
+/** Saves, lists, searches and deletes an identity's notes. Holds no state besides its options. */
+export class MemoryStore {
+  readonly limits: MemoryLimits;
+  private readonly now: () => number;
+
+  constructor(private readonly o: MemoryStoreOptions) {
+    this.limits = { ...DEFAULT_MEMORY_LIMITS, ...o.limits };
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Whether search blends in embeddings. */
+  get embeds(): boolean {
+    return this.o.embedder !== undefined;
+  }
+
+  /**
+   * Saves `text` as a new note, or as the new text of note `id`. The text is
+   * trimmed. Throws MemoryLimitError over a limit, InvalidInputError for an
+   * empty text or an unknown `id`; nothing is written then.
+   */
+  async save(identity: string, text: string, opts: { id?: string; signal?: AbortSignal } = {}): Promise<MemorySaveResult> {
+    const k = memoryKeys(this.prefix, identity);
+    const body = this.checkText(text);
+    if (opts.id !== undefined) assertNoteId(opts.id);
+    const embedding = await this.embedding(body, opts.signal);
+    const r = checkReply(
+      'memory-save',
+      await runScript(this.o.redis, 'memory-save', [k.notes, k.seq], [opts.id ?? '', body, this.now(), this.limits.maxNotes, embedding ?? '']),
+    );
+    if (r[0] === 'limit') {
+      metrics.memoryWrites.inc({ kind: 'refused' });
+      throw new MemoryLimitError('count', `memory is full: ${r[1]} notes (at most ${this.limits.maxNotes}); delete one first`);
+    }
+    if (r[0] === 'not_found') throw new InvalidInputError(`no note ${opts.id} to edit`);
+    const note = parseNote(String(r[2]));
+    if (!note) throw new InvalidInputError('memory-save: unreadable note');
+    const kind = r[0] as MemorySaveResult['kind'];
+    metrics.memoryWrites.inc({ kind });
+    return { kind, note: plain(note) };
+  }
+
+  /** Every note of an identity, oldest first. */
+  async list(identity: string): Promise<MemoryNote[]> {
+    return (await this.stored(identity)).map(plain);
+  }
+
+  /**
+   * The notes of the prompt block: the most recently saved or edited notes
+   * that fit in `promptNotes` and `promptChars`, shown oldest first. It
+   * depends on the notes alone (not on the conversation or the query), so
+   * the system prompt it goes into stays byte-identical until a note changes.
+   */
+  async promptNotes(identity: string): Promise<MemoryNote[]> {
+    return selectPromptNotes(await this.list(identity), this.limits);
+  }
+
+  /**
+   * Notes matching `query`, best first, at most `limit` (default 5, at most
+   * 20): by keywords, blended with embedding similarity when an embedder is
+   * set. Keyword-only search returns only notes sharing a word with the query.
+   */
+  async search(identity: string, query: string, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<MemoryHit[]> {
+    const limit = Math.max(1, Math.min(opts.limit ?? 5, MAX_SEARCH_RESULTS));
+    const notes = await this.stored(identity);
+    if (notes.length === 0) return [];
+    const terms = words(query);
+    const vectors = this.o.embedder
+      ? await this.vectors(identity, query, notes, opts.signal).catch((err: unknown) => this.embedFailed(err, opts.signal))
+      : undefined;
+    const hits = notes.map((n, i) => {
+      const kw = keywordScore(terms, n.text);
+      const score = vectors ? EMBEDDING_WEIGHT * Math.max(0, cosine(vectors.query, vectors.notes[i]!)) + (1 - EMBEDDING_WEIGHT) * kw : kw;
+      return { ...plain(n), score };
+    });
+    return hits
+      .filter((h) => h.score > 0)
+      .sort((a, b) => b.score - a.score || b.updatedAt - a.updatedAt)
+      .slice(0, limit);
+  }
+
+  /** Deletes note `id`; false when there was none. */
+  async delete(identity: string, id: string): Promise<boolean> {
+    assertNoteId(id);
+    const deleted = (await this.o.redis.hdel(memoryKeys(this.prefix, identity).notes, id)) === 1;
+    if (deleted) metrics.memoryWrites.inc({ kind: 'deleted' });
+    return deleted;
+  }
+
+  /** Deletes every note of an identity (ids are not reused); returns how many there were. */
+  async deleteAll(identity: string): Promise<number> {
+    const k = memoryKeys(this.prefix, identity);
+    const [[, count]] = (await this.o.redis.multi().hlen(k.notes).del(k.notes).exec()) as [[unknown, number], unknown];
+    if (Number(count) > 0) metrics.memoryWrites.inc({ kind: 'deleted' }, Number(count));
+    return Number(count);
+  }
+
+  /** Deletes an identity's memory, notes and id counter (purge of a person). */
+  async purge(identity: string): Promise<void> {
+    const k = memoryKeys(this.prefix, identity);
+    await this.o.redis.del(k.notes, k.seq);
+  }
+
+  /**
+   * Moves the notes of identity `from` into `into` (a link merged them),
+   * oldest first, as far as `into` has room; then deletes `from`'s memory.
+   * Two slots, so not one step: a note saved to `from` meanwhile is lost
+   * with it (its accounts already resolve to `into`). Returns how many moved.
+   */
+  async merge(from: string, into: string): Promise<number> {
+    let moved = 0;
+    for (const note of await this.list(from)) {
+      try {
+        if ((await this.save(into, note.text)).kind === 'created') moved++;
+      } catch (err) {
+        if (!(err instanceof MemoryLimitError)) throw err;
+        break;
+      }
+    }
+    await this.purge(from);
+    return moved;
+  }
+
+  private get prefix(): string {
+    return this.o.prefix ?? 'sb';
+  }
+
+  /** The trimmed text; throws MemoryLimitError or InvalidInputError (empty). */
+  private checkText(text: string): string {
+    const body = typeof text === 'string' ? text.trim() : '';
+    if (body === '') throw new InvalidInputError('a note needs some text');
+    if (body.length > this.limits.maxNoteChars) {
+      metrics.memoryWrites.inc({ kind: 'refused' });
+      throw new MemoryLimitError('size', `a note has at most ${this.limits.maxNoteChars} characters (this one has ${body.length})`);
+    }
+    return body;
+  }
+
+  private async stored(identity: string): Promise<StoredNote[]> {
+    const all = await this.o.redis.hvals(memoryKeys(this.prefix, identity).notes);
+    return all
+      .map(parseNote)
+      .filter((n) => n !== undefined)
+      .sort(byCreation);
+  }
+
+  private async embedding(text: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+    if (!this.o.embedder) return undefined;
+    try {
+      const [v] = await this.o.embedder.embed([text], signal);
+      return v ? encodeVector(v) : undefined;
+    } catch (err) {
+      // Saved without one, the note is embedded at its first search.
+      return this.embedFailed(err, signal);
+    }
+  }
+
+  /** An embedder failure is reported and worked around (undefined); an abort is rethrown. */
+  private embedFailed(err: unknown, signal: AbortSignal | undefined): undefined {
+    if (signal?.aborted) throw err;
+    this.o.onEmbedderError?.(err);
+    return undefined;
+  }
+
+  /** The query's vector and every note's; notes saved without one are embedded now and the vector stored. */
+  private async vectors(identity: string, query: string, notes: StoredNote[], signal: AbortSignal | undefined) {
+    const missing = notes.filter((n) => decodeVector(n.embedding) === undefined);
+    const fresh = await this.o.embedder!.embed([query, ...missing.map((n) => n.text)], signal);
+    const k = memoryKeys(this.prefix, identity);
+    await Promise.all(
+      missing.map((n, i) => {
+        const v = fresh[i + 1];
+        if (!v) return undefined;
+        n.embedding = encodeVector(v);
+        return runScript(this.o.redis, 'memory-embed', [k.notes], [n.id, n.updatedAt, n.embedding]);
+      }),
+    );
+    return { query: fresh[0] ?? [], notes: notes.map((n) => decodeVector(n.embedding) ?? []) };
+  }
+}
+
+/** The notes of a prompt block (see `MemoryStore.promptNotes`). */
+export function selectPromptNotes(notes: readonly MemoryNote[], limits: Pick<MemoryLimits, 'promptNotes' | 'promptChars'>): MemoryNote[] {
+  const newest = [...notes].sort((a, b) => b.updatedAt - a.updatedAt || Number(b.id) - Number(a.id));
+  const chosen: MemoryNote[] = [];
+  let chars = 0;
+  for (const n of newest) {
+    if (chosen.length >= limits.promptNotes) break;
+    if (chars + n.text.length > limits.promptChars) continue;
+    chars += n.text.length;
+    chosen.push(n);
+  }
+  return chosen.sort(byCreation);
+}
+
+// Note ids are the counter's numbers.
+const NOTE_ID_RE = /^[1-9][0-9]{0,15}$/;
+
+function assertNoteId(id: string): void {
+  if (typeof id !== 'string' || !NOTE_ID_RE.test(id)) throw new InvalidInputError('a note id is a number, e.g. 3');
+}
+
+function parseNote(raw: string): StoredNote | undefined {
+  const r = storedNote.safeParse(parseJsonOrUndefined(raw));
+  return r.success ? r.data : undefined;
+}
+
+/** Lower-case words of at least two letters or digits, each once. */
+function words(text: string): string[] {
+  return [...new Set(text.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [])];
+}
+
+/** The share of `terms` found in `text` (a term matches a word it starts: `dog` finds `dogs`). */
+function keywordScore(terms: readonly string[], text: string): number {
+  if (terms.length === 0) return 0;
+  const have = words(text);
+  const found = terms.filter((t) => have.some((w) => w.startsWith(t))).length;
+  return found / terms.length;
+}
+
+function cosine(a: readonly number[], b: readonly number[]): number {
+  if (a.length === 0 || a.length !== b.length) return 0;
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+/** Base64 of the vector's float32s: a quarter of the JSON size. */
+function encodeVector(v: readonly number[]): string {
+  if (v.length === 0 || v.length > MAX_EMBEDDING_DIMS) throw new InvalidInputError(`an embedding has 1-${MAX_EMBEDDING_DIMS} dimensions (got ${v.length})`);
+  return Buffer.from(new Float32Array(v).buffer).toString('base64');
+}
+
+function decodeVector(s: string | undefined): number[] | undefined {
+  if (!s) return undefined;
+  const buf = Buffer.from(s, 'base64');
+  if (buf.length === 0 || buf.length % 4 !== 0) return undefined;
+  // A copy: a small decoded Buffer may sit at an offset of a shared pool that is not a multiple of 4.
+  return Array.from(new Float32Array(new Uint8Array(buf).buffer));
+}

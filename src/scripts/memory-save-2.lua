@@ -1,0 +1,49 @@
+--[[
+  Saves a note of an identity's memory: a new note (its id from the
+  identity's counter) or a new text for an existing one. The count and the
+  write are one step, so two saves racing for the last place cannot both get
+  it. A new note whose text equals a stored note's is not stored twice: a
+  tool call run again after a takeover saves once.
+
+  KEYS[1] notes      the identity's notes (hash: note id -> JSON)
+  KEYS[2] seq        the identity's note id counter
+
+  ARGV[1] id         '' for a new note, else the id of the note to edit
+  ARGV[2] text       the note's text (its size is checked by the caller)
+  ARGV[3] now        ms since the epoch
+  ARGV[4] max        most notes the identity may have
+  ARGV[5] embedding  the text's embedding (base64 of float32s), or ''
+
+  Returns { 'created', id, json }   a new note
+          { 'updated', id, json }   the note's text was replaced
+          { 'same', id, json }      a note with this text was stored already; nothing written
+          { 'limit', count }        the identity has `max` notes; nothing written
+          { 'not_found' }           no note `id` to edit; nothing written
+]]
+local notes, seq = KEYS[1], KEYS[2]
+local id, text, now, max, embedding = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+
+local function encode(note_id, created)
+  local note = { id = note_id, text = text, createdAt = created, updatedAt = now }
+  if embedding ~= '' then note.embedding = embedding end
+  return cjson.encode(note)
+end
+
+if id ~= '' then
+  local old = redis.call('HGET', notes, id)
+  if not old then return { 'not_found' } end
+  local json = encode(id, cjson.decode(old).createdAt)
+  redis.call('HSET', notes, id, json)
+  return { 'updated', id, json }
+end
+
+local all = redis.call('HGETALL', notes)
+for i = 2, #all, 2 do
+  if cjson.decode(all[i]).text == text then return { 'same', all[i - 1], all[i] } end
+end
+local count = #all / 2
+if count >= max then return { 'limit', count } end
+local new_id = tostring(redis.call('INCR', seq))
+local json = encode(new_id, now)
+redis.call('HSET', notes, new_id, json)
+return { 'created', new_id, json }
