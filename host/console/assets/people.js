@@ -37,11 +37,20 @@
   const fill = (table, rows, empty) => table.querySelector('tbody').replaceChildren(...(rows.length ? rows : [row([empty], 'note')]));
 
   let panel;
+  // Bumped by every route (a new panel or person): answers of an older one are dropped.
+  let generation = 0;
   let personId;
 
   // ---- access: waiting codes, approved people with their usage, refusals ----
   async function loadAccess() {
-    const [{ body: access }, { body: usage }] = await Promise.all([api('/access'), api('/people/usage')]);
+    const gen = generation;
+    const answers = await Promise.all([api('/access'), api('/people/usage')]);
+    // An error (expired session, Redis down) is said as one, never shown as empty lists.
+    const failed = answers.find((a) => !a.ok);
+    if (failed) throw new Error(failed.body.error || `HTTP ${failed.status}`);
+    // A newer route or look-up started meanwhile: this answer is stale.
+    if (gen !== generation) return;
+    const [{ body: access }, { body: usage }] = answers;
     fill(
       $('waiting'),
       (access.waiting || []).map((w) => {
@@ -90,7 +99,10 @@
       box.hidden = true;
       return;
     }
+    const gen = generation;
     const res = await api(`/people/person?${new URLSearchParams({ id: personId })}`);
+    // A newer look-up started meanwhile: rendering this one would let link and purge act on the wrong person.
+    if (gen !== generation) return;
     if (!res.ok) {
       box.hidden = true;
       $('p-result').textContent = res.body.error || `HTTP ${res.status}`;
@@ -124,7 +136,10 @@
     if (linked) {
       const b = el('button', '', 'unlink');
       b.type = 'button';
-      b.addEventListener('click', () => void change('/access/unlink', { account: a.account }, (r) => `unlinked ${a.account} from ${r.left}`));
+      b.addEventListener(
+        'click',
+        () => void change('/access/unlink', { account: a.account }, (r) => (r.left ? `unlinked ${a.account} from ${r.left}` : `${a.account} was not linked`)),
+      );
       li.append(' ', b);
     }
     return li;
@@ -179,7 +194,6 @@
 
   // ---- routing and polling ----
   let timer;
-  let generation = 0;
   async function refresh() {
     try {
       if (panel === 'access') await loadAccess();
