@@ -5,7 +5,7 @@
  * agent on a fake OpenAI-compatible model), and the measuring helpers (CPU
  * from /proc, free ports, percentiles).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -58,7 +58,8 @@ export function appProcess(extra?: (message: string) => unknown): void {
       process.send!(extra?.(m));
       return;
     }
-    app = await startApp({ config: appConfig(m.start), dataDir: '.steerbot/e2e-unused' });
+    const start: typeof startApp = process.env.BENCH_APP === 'dist' ? (await import(new URL('../dist/app/start.js', import.meta.url).href)).startApp : startApp;
+    app = await start({ config: appConfig(m.start), dataDir: '.steerbot/e2e-unused' });
     process.send!({ started: { address: app.address } });
   });
 }
@@ -92,12 +93,23 @@ function appConfig(s: AppSpec) {
   };
 }
 
+let built = false;
+
+/** BENCH_APP=dist: the steerbot processes run the compiled dist/ (what `npm start` runs), built first when stale. */
+function buildDistOnce(): void {
+  if (built || process.env.BENCH_APP !== 'dist') return;
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('../scripts/build.mjs', import.meta.url)), '--if-stale'], { stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('bench: building dist/ failed');
+  built = true;
+}
+
 /**
  * Forks `npm run bench -- <bench>` again as a child with `BENCH_ROLE=<role>`
  * (and IPC). BENCH_CPU_PROF=<dir>: each steerbot process (role `app`) writes a
  * V8 CPU profile there when it stops.
  */
 export function spawnRole(bench: string, role: string): ChildProcess {
+  if (role === 'app') buildDistOnce();
   const prof = process.env.BENCH_CPU_PROF;
   return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), [bench], {
     env: { ...process.env, BENCH_ROLE: role },
