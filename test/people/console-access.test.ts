@@ -1,16 +1,16 @@
 /** The console's access API: lists waiting codes (without the codes), refusals and approvals; approves, links, unlinks and purges; refuses bad bodies and a missing token. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
-import { type ConsoleOptions, registerConsole } from '../../host/console/routes.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import type { ConsoleOptions } from '../../host/console/routes.js';
+import type { HttpServer } from '../../host/http.js';
 import { Budgets } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { accessSchema } from '../../src/config-schema.js';
 import { IdentityStore } from '../../src/identity.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
+import { consoleCall, serveConsole } from '../helpers/console-api.js';
 import { redisUrl } from '../helpers/redis.js';
 
-const TOKEN = 'console-token-0123456789';
 let h: RunnerHarness;
 let http: HttpServer | undefined;
 let store: AccessStore;
@@ -26,23 +26,7 @@ const ON_CHANNELS = [{ id: 'telegram' }, { id: 'discord' }] as unknown as Channe
 
 /** Serves the console with `extra` options (budgets, access channel settings). */
 async function open(extra: Partial<ConsoleOptions> = {}): Promise<void> {
-  const { ctx } = h;
-  http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
-  registerConsole({
-    routes: routeRegistry(http),
-    redis: ctx.redis,
-    prefix: h.prefix,
-    dispatch: h.dispatch,
-    queue: h.queue,
-    logger: ctx.logger,
-    token: TOKEN,
-    traceUrl: undefined,
-    channelPolicy: () => undefined,
-    enqueue: async () => undefined,
-    access: store,
-    ...extra,
-  });
-  await http.ready();
+  http = await serveConsole(h, { access: store, ...extra });
 }
 afterEach(async () => {
   await http?.close();
@@ -50,15 +34,7 @@ afterEach(async () => {
   await h.close();
 });
 
-async function call(method: 'GET' | 'POST', path: string, body?: unknown, token = TOKEN): Promise<{ status: number; body: any }> {
-  const res = await http!.inject({
-    method,
-    url: `/console/api${path}`,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
-    ...(body !== undefined && { payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
-}
+const call = (method: 'GET' | 'POST', path: string, body?: unknown, token?: string) => consoleCall(http!, method, path, body, token);
 
 const request = () => store.requestCode({ account: 'telegram:1001', channel: 'telegram', userId: '1001', name: 'Alice', conversationId: 'telegram:1001' });
 

@@ -1,12 +1,11 @@
 /** The console's memory API: lists, saves (new and edited) and deletes an identity's notes; refuses bad bodies and notes over a limit with 400 and writes nothing; answers that memory is off when it is. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { registerConsole } from '../../host/console/routes.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import type { HttpServer } from '../../host/http.js';
 import { MemoryStore } from '../../src/memory.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
+import { CONSOLE_TOKEN, consoleCall, serveConsole } from '../helpers/console-api.js';
 import { redisUrl } from '../helpers/redis.js';
 
-const TOKEN = 'console-token-0123456789';
 const ME = 'telegram:1001';
 let h: RunnerHarness | undefined;
 let http: HttpServer | undefined;
@@ -20,35 +19,12 @@ afterEach(async () => {
 
 async function start(memory: boolean): Promise<{ http: HttpServer; store: MemoryStore; h: RunnerHarness }> {
   h = await RunnerHarness.start({ redisUrl: redisUrl() });
-  const { ctx } = h;
-  http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
-  const store = new MemoryStore({ redis: ctx.redis, prefix: h.prefix, limits: { maxNotes: 2, maxNoteChars: 20 } });
-  registerConsole({
-    routes: routeRegistry(http),
-    redis: ctx.redis,
-    prefix: h.prefix,
-    dispatch: h.dispatch,
-    queue: h.queue,
-    logger: ctx.logger,
-    token: TOKEN,
-    traceUrl: undefined,
-    channelPolicy: () => undefined,
-    enqueue: async () => undefined,
-    ...(memory && { memory: store }),
-  });
-  await http.ready();
+  const store = new MemoryStore({ redis: h.ctx.redis, prefix: h.prefix, limits: { maxNotes: 2, maxNoteChars: 20 } });
+  http = await serveConsole(h, memory ? { memory: store } : {});
   return { http, store, h };
 }
 
-async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await http!.inject({
-    method,
-    url: `/console/api${path}`,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
-    ...(body !== undefined && { payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
-}
+const call = (method: 'GET' | 'POST', path: string, body?: unknown) => consoleCall(http!, method, path, body);
 
 const memoryKeysNow = () => h!.redis.keys(`${h!.prefix}:{i:*`);
 
@@ -99,7 +75,7 @@ describe('console memory API', () => {
 
   it('serves the panel with the page', async () => {
     await start(true);
-    const page = await http!.inject({ method: 'GET', url: '/console', headers: { authorization: `Bearer ${TOKEN}` } });
+    const page = await http!.inject({ method: 'GET', url: '/console', headers: { authorization: `Bearer ${CONSOLE_TOKEN}` } });
     expect(page.body).toContain('id="memory-panel"');
     const script = await http!.inject({ method: 'GET', url: '/console/memory.js' });
     expect(script.statusCode).toBe(200);

@@ -1,36 +1,20 @@
 /** The console's schedules API: lists a conversation's schedules with their next fires, cancels one, and says when schedules are off. */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { registerConsole } from '../../host/console/routes.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import type { HttpServer } from '../../host/http.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
+import { consoleCall, serveConsole } from '../helpers/console-api.js';
 import { cleanupPrefix, redisUrl } from '../helpers/redis.js';
 
-const TOKEN = 'console-token-0123456789';
 const CID = 'telegram:42';
 let h: RunnerHarness;
 let http: HttpServer;
 let schedules: Schedules;
 
 async function serve(withSchedules: boolean): Promise<void> {
-  const { ctx } = h;
-  http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
-  registerConsole({
-    routes: routeRegistry(http),
-    redis: ctx.redis,
-    prefix: h.prefix,
-    dispatch: h.dispatch,
-    queue: h.queue,
-    logger: ctx.logger,
-    token: TOKEN,
-    traceUrl: undefined,
-    channelPolicy: () => undefined,
-    enqueue: async () => undefined,
-    ...(withSchedules && { schedules }),
-  });
-  await http.ready();
+  http = await serveConsole(h, withSchedules ? { schedules } : {});
 }
 
 beforeEach(async () => {
@@ -49,17 +33,7 @@ afterEach(async () => {
   await h.close();
 });
 
-async function call(method: 'GET' | 'POST', path: string): Promise<{ status: number; body: any }> {
-  // POSTs are same-origin JSON requests, as the console page sends them.
-  const json = method === 'POST' ? { headers: { 'content-type': 'application/json' }, payload: '{}' } : { headers: {} };
-  const res = await http.inject({
-    method,
-    url: `/console/api${path}`,
-    headers: { authorization: `Bearer ${TOKEN}`, ...json.headers },
-    ...('payload' in json && { payload: json.payload }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
-}
+const call = (method: 'GET' | 'POST', path: string) => consoleCall(http, method, path);
 
 describe('console schedules API', () => {
   it("lists a conversation's schedules with their next fires and cancels one", async () => {
