@@ -45,6 +45,8 @@ const ALL_NAMES: ScriptName[] = [
   'access-check',
   'access-request',
   'access-approve',
+  'memory-save',
+  'memory-embed',
 ];
 
 const luaFiles = readdirSync(DIR).filter((f) => f.endsWith('.lua'));
