@@ -95,9 +95,10 @@ export async function peopleParts(
 ): Promise<Pick<ChannelHostDeps, 'profileOf' | 'memory'>> {
   // Memory that was kept while memory was on goes with a purge (or a link) even after it is turned off.
   const memory = new MemoryStore({ redis, prefix, limits: config.memory });
+  const budgets = new Budgets({ client: redis, prefix, settings: config.budgets });
   identities.onChange({
     purged: async (identity) => {
-      await Promise.all([new Budgets({ client: redis, prefix, settings: config.budgets }).purge(identity), memory.purge(identity)]);
+      await Promise.all([budgets.purge(identity), memory.purge(identity)]);
     },
     linked: async ({ from, into }) => {
       await memory.merge(from, into);
