@@ -27,6 +27,19 @@ export async function privateRedis(): Promise<{ url: string; shared: boolean; st
   }
 }
 
+/** On a shared Redis (no private one could start), deletes what a run wrote under its prefix and its queues' BullMQ prefix. */
+export async function dropRunKeys(client: Redis, shared: boolean, patterns: string[]): Promise<void> {
+  if (!shared) return;
+  for (const pattern of patterns) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await client.unlink(...keys);
+    } while (cursor !== '0');
+  }
+}
+
 /** Sum of `calls` in INFO commandstats for the given commands. */
 export async function commandCalls(client: Redis, commands: string[]): Promise<number> {
   const info = await client.info('commandstats');

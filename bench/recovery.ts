@@ -22,7 +22,7 @@ import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { type RunnerProcess, type RunnerProcessSettings, recordedSends, startRunnerProcess } from '../test/fixtures/runner-processes.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { queueNameFor } from '../testing/runner-context.js';
-import { privateRedis } from './private-redis.js';
+import { dropRunKeys, privateRedis } from './private-redis.js';
 
 const KILLS = Number(process.env.BENCH_KILLS ?? 20);
 const LEASE_MS = Number(process.env.BENCH_LEASE_MS ?? 3000);
@@ -122,16 +122,7 @@ export async function main(): Promise<void> {
     await queue.queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
     queueConn.disconnect();
-    if (redis.shared) {
-      for (const pattern of [`${prefix}:*`, `${bullPrefixFor(prefix)}:*`]) {
-        let cursor = '0';
-        do {
-          const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await client.unlink(...keys);
-        } while (cursor !== '0');
-      }
-    }
+    await dropRunKeys(client, redis.shared, [`${prefix}:*`, `${bullPrefixFor(prefix)}:*`]);
     await client.quit();
     await fake.close();
     await redis.stop();

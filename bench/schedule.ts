@@ -19,7 +19,7 @@ import { bullPrefixFor } from '../src/run-queue.js';
 import { Schedules } from '../src/schedules/schedules.js';
 import { type RunnerProcess, type RunnerProcessSettings, recordedSends, startRunnerProcess } from '../test/fixtures/runner-processes.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
-import { privateRedis } from './private-redis.js';
+import { dropRunKeys, privateRedis } from './private-redis.js';
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 1000);
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 500);
@@ -141,16 +141,7 @@ export async function main(): Promise<void> {
     await schedules.queue.obliterate({ force: true }).catch(() => undefined);
     await schedules.close();
     scheduleConn.disconnect();
-    if (redis.shared) {
-      for (const pattern of [`${prefix}:*`, `${bullPrefixFor(prefix)}:*`]) {
-        let cursor = '0';
-        do {
-          const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await client.unlink(...keys);
-        } while (cursor !== '0');
-      }
-    }
+    await dropRunKeys(client, redis.shared, [`${prefix}:*`, `${bullPrefixFor(prefix)}:*`]);
     await client.quit();
     await fake.close();
     await redis.stop();
