@@ -205,7 +205,7 @@ describe('whatsapp outbound', () => {
   it('sends a long reply with buttons as text then buttons, and a retry after the buttons failed sends the text once', async () => {
     const text = 'x'.repeat(1100);
     const buttons = [{ label: 'Approve', command: '/approve a1' }];
-    h.wa.failNext('send', { status: 503, message: 'busy' }, 1, 1);
+    h.wa.failNext('send', { status: 503, code: 2, message: 'busy' }, 1, 1);
     const err = await h.plugin.outbound.send(CONVERSATION, text, { buttons, deliveryKey: 'r1:4:0' }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 503 });
     // The delivery's retry, same key: only the buttons go out.
