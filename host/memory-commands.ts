@@ -6,7 +6,6 @@
  * notes (everyone would read them). Deduped by the command's update key (set
  * first, as for `/status`), so a redelivered command gets no second reply.
  */
-import { conversationKeys } from '../src/keys.js';
 import type { MemoryNote, MemoryStore } from '../src/memory.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 
@@ -58,10 +57,7 @@ export async function memoryCommand(
   args: string,
   source: CommandSource,
 ): Promise<{ reply: string; duplicate: boolean }> {
-  const o = dispatch.options;
-  const k = conversationKeys(o.prefix, source.conversationId);
-  const first = await o.client.set(k.dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
-  if (first !== 'OK') return { reply: '', duplicate: true };
+  if (!(await dispatch.claimUpdate(source.conversationId, source.updateKey))) return { reply: '', duplicate: true };
   if (!deps.store) return { reply: OFF, duplicate: false };
   const identity = await deps.identity();
   if (identity === undefined) return { reply: 'There is no memory for your account here.', duplicate: false };

@@ -9,7 +9,6 @@
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http-routes.js';
-import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import type { MemoryStore } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
@@ -73,7 +72,13 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     try {
       if (deps.access) {
         const early = await accessStep(
-          { gate: deps.access, admins, outbound: deps.outbound, reply: replyTo, firstDelivery: (m) => firstDelivery(deps, m) },
+          {
+            gate: deps.access,
+            admins,
+            outbound: deps.outbound,
+            reply: replyTo,
+            firstDelivery: (m) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey),
+          },
           channelId,
           settings,
           message,
@@ -134,7 +139,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
       verdict.kind === 'not-admin'
         ? `Only admins can use /${command.name} here.`
         : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
-    const fresh = await firstDelivery(deps, message);
+    const fresh = await deps.dispatch.claimUpdate(message.conversationId, message.updateKey);
     if (fresh) await replyTo(channelId, message.conversationId, reply, message.messageId);
     return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
   }
@@ -189,13 +194,6 @@ function memoryDeps(deps: ChannelHostDeps, channelId: string, message: InboundMe
     group: message.group === true,
     maxChars: deps.outbound(channelId)?.maxMessageChars ?? 2000,
   };
-}
-
-/** Sets the update's dedupe key (seq 0: it became no record entry); false when it was set before (a redelivery). */
-async function firstDelivery(deps: ChannelHostDeps, message: InboundMessage): Promise<boolean> {
-  assertUpdateKey(message.updateKey);
-  const key = conversationKeys(deps.prefix, message.conversationId).dedupe(message.updateKey);
-  return (await deps.redis.set(key, '0', 'EX', deps.dispatch.options.dedupeTtlSeconds, 'NX')) === 'OK';
 }
 
 /** The short answer to a message over a rate limit. */

@@ -5,7 +5,6 @@
  * no second reply and cancels nothing twice.
  */
 
-import { conversationKeys } from '../src/keys.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 import type { ListedSchedule, Schedules } from '../src/schedules/schedules.js';
 import { describeWhen } from '../src/schedules/spec.js';
@@ -33,10 +32,7 @@ export async function scheduleCommand(
   args: string,
   source: CommandSource,
 ): Promise<{ reply: string; duplicate: boolean }> {
-  const o = deps.dispatch.options;
-  const k = conversationKeys(o.prefix, source.conversationId);
-  const first = await o.client.set(k.dedupe(source.updateKey), '0', 'EX', o.dedupeTtlSeconds, 'NX');
-  if (first !== 'OK') return { reply: '', duplicate: true };
+  if (!(await deps.dispatch.claimUpdate(source.conversationId, source.updateKey))) return { reply: '', duplicate: true };
   if (!deps.schedules) return { reply: OFF, duplicate: false };
   if (name === 'schedules') {
     const all = await deps.schedules.list(source.conversationId);

@@ -238,6 +238,17 @@ export class Dispatch {
   }
 
   /** `/status`: the active run, steering depth, pending depth and policy, in one round trip. */
+  /**
+   * Claims an update that becomes no record entry (a command answered outside
+   * the record, a refused message): sets its dedupe key with seq 0. False when
+   * it was claimed or recorded before (a redelivery: answer nothing).
+   */
+  async claimUpdate(conversationId: string, updateKey: string): Promise<boolean> {
+    assertUpdateKey(updateKey);
+    const key = conversationKeys(this.options.prefix, conversationId).dedupe(updateKey);
+    return (await this.options.client.set(key, '0', 'EX', this.options.dedupeTtlSeconds, 'NX')) === 'OK';
+  }
+
   async status(conversationId: string): Promise<ConversationStatus> {
     const k = conversationKeys(this.options.prefix, conversationId);
     return statusOf(await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []));
