@@ -8,10 +8,12 @@
  * Counters live in one hash per subject (`<p>:{i:<identity>}:usage`,
  * `<p>:{c:<conversation>}:usage`) with a TTL past the month's end: a Cluster
  * keeps each subject's counters in one slot, and purging a person deletes one
- * key. Checks read the counters (one HMGET per subject); adding is one script
- * per subject (`usage-add-1.lua`). Budgets are soft by up to one step: a run
- * is checked before it starts and before each model step, and the step that
- * crosses a limit is still answered.
+ * key. A check is one script per subject (`usage-admit-1.lua`: compare and,
+ * in the same step, count the starting run or the refusal's notice), so runs
+ * starting at once cannot both take the hour's last run; charging tokens is
+ * one script per subject (`usage-add-1.lua`). Token budgets are soft by up to
+ * one step: a run is checked before it starts and before each model step, and
+ * the step that crosses a limit is still answered.
  */
 import { assertIdentityId } from './identity.js';
 import { assertConversationId, conversationKeys } from './keys.js';
@@ -117,6 +119,13 @@ export interface BudgetsOptions {
 const hasLimits = (l: BudgetLimits | undefined): l is BudgetLimits =>
   l !== undefined && (l.tokensPerDay !== undefined || l.tokensPerMonth !== undefined || l.runsPerHour !== undefined);
 
+/** One subject a run spends for, with its limits. */
+interface Target {
+  scope: BudgetScope;
+  key: string;
+  limits: BudgetLimits;
+}
+
 /** Checks and counts spending. Writes only counters; never throws on a spent budget (it returns the refusal). */
 export class Budgets {
   private readonly now: () => number;
@@ -133,18 +142,33 @@ export class Budgets {
   /**
    * Before a run starts: a refusal when a token budget is spent or the hour's
    * runs are used up; otherwise counts the run and returns undefined.
+   *
+   * Each subject is checked and counted atomically by its own script (the
+   * identity's and the conversation's hashes are in different Cluster slots,
+   * so one script cannot hold both). The identity goes first and the
+   * conversation only when the identity admitted: a run the conversation then
+   * refuses stays counted in the person's hour. Counters so err only toward
+   * refusing, never past a limit; undoing the count instead would be a second
+   * write another starting run could see in between.
    */
   async admit(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
-    const refusal = await this.refusal(subjects, true);
-    if (refusal) return refusal;
     const w = budgetWindows(this.now());
-    await Promise.all(this.targets(subjects).map((t) => this.add(t.key, w, [[`r:${w.hour}`, 1]])));
+    for (const t of this.targets(subjects)) {
+      const refusal = await this.verdict(t, w, true);
+      if (refusal) return refusal;
+    }
     return undefined;
   }
 
-  /** Before a model step: a refusal when a token budget is spent. */
-  check(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
-    return this.refusal(subjects, false);
+  /**
+   * Before a model step: a refusal when a token budget is spent. Every
+   * subject at once (one round trip); the identity's refusal is the one
+   * returned when both refuse, though each refusing subject counts its notice.
+   */
+  async check(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+    const w = budgetWindows(this.now());
+    const refusals = await Promise.all(this.targets(subjects).map((t) => this.verdict(t, w, false)));
+    return refusals.find((r) => r !== undefined);
   }
 
   /** Counts `tokens` (input + output of one step) for every subject that has a limit. */
@@ -184,8 +208,8 @@ export class Budgets {
     await this.o.client.del(identityUsageKey(this.o.prefix, identity));
   }
 
-  private targets(s: BudgetSubjects): Array<{ scope: BudgetScope; key: string; limits: BudgetLimits }> {
-    const out: Array<{ scope: BudgetScope; key: string; limits: BudgetLimits }> = [];
+  private targets(s: BudgetSubjects): Target[] {
+    const out: Target[] = [];
     const { identity, conversation } = this.o.settings;
     if (hasLimits(identity) && s.identity !== undefined) out.push({ scope: 'identity', key: identityUsageKey(this.o.prefix, s.identity), limits: identity });
     if (hasLimits(conversation)) {
@@ -195,18 +219,20 @@ export class Budgets {
     return out;
   }
 
-  private async refusal(subjects: BudgetSubjects, starting: boolean): Promise<BudgetRefusal | undefined> {
-    const w = budgetWindows(this.now());
-    for (const t of this.targets(subjects)) {
-      const used = await this.read(t.key, w);
-      const spent = spentLimit(t.limits, used, starting, w);
-      if (!spent) continue;
-      // One notice per subject and window: the first refusal of the window says so.
-      const [notices] = await this.add(t.key, w, [[`n:${spent.window}`, 1]]);
-      metrics.budgetRefusals.inc({ scope: t.scope, limit: spent.limit });
-      return { scope: t.scope, limit: spent.limit, resetsAt: spent.resetsAt, firstNotice: notices === 1 };
-    }
-    return undefined;
+  /** One subject's verdict in one script: undefined when admitted (the run counted when `starting`), else the refusal (its notice counted). */
+  private async verdict(t: Target, w: BudgetWindows, starting: boolean): Promise<BudgetRefusal | undefined> {
+    const { tokensPerMonth, tokensPerDay, runsPerHour } = t.limits;
+    const reply = await runScript(
+      this.o.client,
+      'usage-admit',
+      [t.key],
+      [this.ttl(w), w.day, w.month, w.hour, tokensPerMonth ?? '', tokensPerDay ?? '', runsPerHour ?? '', starting ? 1 : 0],
+    );
+    if (reply[0] === 'ok') return undefined;
+    const limit = String(reply[1]) as BudgetLimit;
+    metrics.budgetRefusals.inc({ scope: t.scope, limit });
+    // One notice per subject and window: the first refusal of the window says so.
+    return { scope: t.scope, limit, resetsAt: resetsAt(limit, w), firstNotice: Number(reply[2]) === 1 };
   }
 
   private async read(key: string, w: BudgetWindows): Promise<BudgetUsage> {
@@ -215,26 +241,20 @@ export class Budgets {
   }
 
   private async add(key: string, w: BudgetWindows, increments: Array<[string, number]>): Promise<number[]> {
-    // Every field is dead once the month is over; a day of slack for clock skew between processes.
-    const ttl = Math.ceil((w.monthEnds - this.now()) / 1000) + 86_400;
-    const reply = await runScript(this.o.client, 'usage-add', [key], [ttl, w.day, w.month, w.hour, ...increments.flat()]);
+    const reply = await runScript(this.o.client, 'usage-add', [key], [this.ttl(w), w.day, w.month, w.hour, ...increments.flat()]);
     return reply.slice(1).map(Number);
+  }
+
+  /** Seconds a usage hash lives after a write: every field is dead once the month is over; a day of slack for clock skew between processes. */
+  private ttl(w: BudgetWindows): number {
+    return Math.ceil((w.monthEnds - this.now()) / 1000) + 86_400;
   }
 }
 
-/** The first limit `used` has reached, with its window; runs count only when a run is `starting`. */
-function spentLimit(
-  limits: BudgetLimits,
-  used: BudgetUsage,
-  starting: boolean,
-  w: BudgetWindows,
-): { limit: BudgetLimit; window: string; resetsAt: number } | undefined {
-  if (limits.tokensPerMonth !== undefined && used.tokensThisMonth >= limits.tokensPerMonth)
-    return { limit: 'tokensPerMonth', window: w.month, resetsAt: w.monthEnds };
-  if (limits.tokensPerDay !== undefined && used.tokensToday >= limits.tokensPerDay) return { limit: 'tokensPerDay', window: w.day, resetsAt: w.dayEnds };
-  if (starting && limits.runsPerHour !== undefined && used.runsThisHour >= limits.runsPerHour)
-    return { limit: 'runsPerHour', window: w.hour, resetsAt: w.hourEnds };
-  return undefined;
+/** When `limit`'s window ends. */
+function resetsAt(limit: BudgetLimit, w: BudgetWindows): number {
+  if (limit === 'tokensPerMonth') return w.monthEnds;
+  return limit === 'tokensPerDay' ? w.dayEnds : w.hourEnds;
 }
 
 const LIMIT_WORDS: Record<BudgetLimit, string> = {

@@ -44,6 +44,7 @@ export type ScriptName =
   | 'approval-request'
   | 'approval-decide'
   | 'usage-add'
+  | 'usage-admit'
   | 'identity-link'
   | 'identity-unlink'
   | 'identity-purge'

@@ -29,6 +29,7 @@ const ALL_NAMES: ScriptName[] = [
   'status',
   'status-command',
   'usage-add',
+  'usage-admit',
   'state-set',
   'compaction-commit',
   'compact-request-clear',
