@@ -139,36 +139,12 @@ export class MemoryStore {
     const k = memoryKeys(this.prefix, identity);
     const body = this.checkText(text);
     if (opts.id !== undefined) assertNoteId(opts.id);
-    const embedding = await this.embedding(body, opts.signal);
-    const r = checkReply(
-      'memory-save',
-      await runScript(this.o.redis, 'memory-save', [k.notes, k.seq], [opts.id ?? '', body, this.now(), this.limits.maxNotes, embedding ?? '']),
-    );
-    if (r[0] === 'limit') {
-      metrics.memoryWrites.inc({ kind: 'refused' });
-      throw new MemoryLimitError('count', `memory is full: ${r[1]} notes (at most ${this.limits.maxNotes}); delete one first`);
-    }
-    if (r[0] === 'not_found') throw new InvalidInputError(`no note ${opts.id} to edit`);
-    const note = parseNote(String(r[2]));
-    if (!note) throw new InvalidInputError('memory-save: unreadable note');
-    const kind = r[0] as MemorySaveResult['kind'];
-    metrics.memoryWrites.inc({ kind });
-    return { kind, note: plain(note) };
+    return this.write(k, body, opts.id ?? '', await this.embedding(body, opts.signal));
   }
 
   /** Every note of an identity, oldest first. */
   async list(identity: string): Promise<MemoryNote[]> {
     return (await this.stored(identity)).map(plain);
-  }
-
-  /**
-   * The notes of the prompt block: the most recently saved or edited notes
-   * that fit in `promptNotes` and `promptChars`, shown oldest first. It
-   * depends on the notes alone (not on the conversation or the query), so
-   * the system prompt it goes into stays byte-identical until a note changes.
-   */
-  async promptNotes(identity: string): Promise<MemoryNote[]> {
-    return selectPromptNotes(await this.list(identity), this.limits);
   }
 
   /**
@@ -221,13 +197,15 @@ export class MemoryStore {
    * Moves the notes of identity `from` into `into` (a link merged them),
    * oldest first, as far as `into` has room; then deletes `from`'s memory.
    * Two slots, so not one step: a note saved to `from` meanwhile is lost
-   * with it (its accounts already resolve to `into`). Returns how many moved.
+   * with it (its accounts already resolve to `into`). A note keeps its
+   * embedding (none is computed). Returns how many moved.
    */
   async merge(from: string, into: string): Promise<number> {
+    const k = memoryKeys(this.prefix, into);
     let moved = 0;
-    for (const note of await this.list(from)) {
+    for (const note of await this.stored(from)) {
       try {
-        if ((await this.save(into, note.text)).kind === 'created') moved++;
+        if ((await this.write(k, this.checkText(note.text), '', note.embedding)).kind === 'created') moved++;
       } catch (err) {
         if (!(err instanceof MemoryLimitError)) throw err;
         break;
@@ -250,6 +228,24 @@ export class MemoryStore {
       throw new MemoryLimitError('size', `a note has at most ${this.limits.maxNoteChars} characters (this one has ${body.length})`);
     }
     return body;
+  }
+
+  /** Runs the save script: a new note (`id` '') or note `id`'s new text, checked `body`, with its `embedding` if any. */
+  private async write(k: { notes: string; seq: string }, body: string, id: string, embedding: string | undefined): Promise<MemorySaveResult> {
+    const r = checkReply(
+      'memory-save',
+      await runScript(this.o.redis, 'memory-save', [k.notes, k.seq], [id, body, this.now(), this.limits.maxNotes, embedding ?? '']),
+    );
+    if (r[0] === 'limit') {
+      metrics.memoryWrites.inc({ kind: 'refused' });
+      throw new MemoryLimitError('count', `memory is full: ${r[1]} notes (at most ${this.limits.maxNotes}); delete one first`);
+    }
+    if (r[0] === 'not_found') throw new InvalidInputError(`no note ${id} to edit`);
+    const note = parseNote(String(r[2]));
+    if (!note) throw new InvalidInputError('memory-save: unreadable note');
+    const kind = r[0] as MemorySaveResult['kind'];
+    metrics.memoryWrites.inc({ kind });
+    return { kind, note: plain(note) };
   }
 
   private async stored(identity: string): Promise<StoredNote[]> {
@@ -295,7 +291,12 @@ export class MemoryStore {
   }
 }
 
-/** The notes of a prompt block (see `MemoryStore.promptNotes`). */
+/**
+ * The notes of the prompt block: the most recently saved or edited notes
+ * that fit in `promptNotes` and `promptChars`, shown oldest first. It
+ * depends on the notes alone (not on the conversation or the query), so
+ * the system prompt it goes into stays byte-identical until a note changes.
+ */
 export function selectPromptNotes(notes: readonly MemoryNote[], limits: Pick<MemoryLimits, 'promptNotes' | 'promptChars'>): MemoryNote[] {
   const newest = [...notes].sort((a, b) => b.updatedAt - a.updatedAt || Number(b.id) - Number(a.id));
   const chosen: MemoryNote[] = [];

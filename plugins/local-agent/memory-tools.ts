@@ -20,6 +20,26 @@ function asToolFailure(err: unknown): never {
 
 const shown = (n: MemoryNote) => ({ id: n.id, text: n.text, saved: new Date(n.createdAt).toISOString() });
 
+// Module constants, like the schedule tools' schemas: the tools are made per run, their schemas (and JSON Schemas) once.
+const searchInput = z.object({
+  query: z.string().min(1).max(500).describe('What to look for, e.g. "food allergies".'),
+  limit: z.number().int().min(1).max(20).optional().describe('Most notes returned. Default 5.'),
+});
+const deleteInput = z.object({ id: z.string().min(1).max(20).describe('The note id, e.g. 3.') });
+
+const makeSaveInput = (maxNoteChars: number) =>
+  z.object({
+    text: z.string().min(1).max(maxNoteChars).describe(`The note, at most ${maxNoteChars} characters, e.g. "Prefers answers in French."`),
+  });
+/** The save schema per `memory.maxNoteChars`: one entry per configured value, so a handful at most. */
+const saveInputs = new Map<number, ReturnType<typeof makeSaveInput>>();
+
+function saveInput(maxNoteChars: number): ReturnType<typeof makeSaveInput> {
+  let schema = saveInputs.get(maxNoteChars);
+  if (!schema) saveInputs.set(maxNoteChars, (schema = makeSaveInput(maxNoteChars)));
+  return schema;
+}
+
 /** The memory tools of one run; none when the run has no `memory`. */
 export function memoryTools(ctx: RunContext): AgentTool[] {
   const memory = ctx.memory;
@@ -28,9 +48,7 @@ export function memoryTools(ctx: RunContext): AgentTool[] {
     name: 'memory_save',
     description:
       'Saves a short note about the person you are talking to, recalled in later conversations on any channel (their preferences, facts they asked you to remember). Save only what they would want remembered; one fact per note. Returns the note id.',
-    inputSchema: z.object({
-      text: z.string().min(1).max(memory.maxNoteChars).describe(`The note, at most ${memory.maxNoteChars} characters, e.g. "Prefers answers in French."`),
-    }),
+    inputSchema: saveInput(memory.maxNoteChars),
     // The same text is stored once: a re-run after a takeover saves no second note.
     idempotent: true,
     timeoutMs: 15_000,
@@ -42,10 +60,7 @@ export function memoryTools(ctx: RunContext): AgentTool[] {
   const search: AgentTool<{ query: string; limit?: number | undefined }> = {
     name: 'memory_search',
     description: 'Searches your saved notes about this person (older ones are not all in the prompt). Returns the best matches with their ids.',
-    inputSchema: z.object({
-      query: z.string().min(1).max(500).describe('What to look for, e.g. "food allergies".'),
-      limit: z.number().int().min(1).max(20).optional().describe('Most notes returned. Default 5.'),
-    }),
+    inputSchema: searchInput,
     idempotent: true,
     timeoutMs: 15_000,
     async execute({ query, limit }, { signal }) {
@@ -56,7 +71,7 @@ export function memoryTools(ctx: RunContext): AgentTool[] {
   const del: AgentTool<{ id: string }> = {
     name: 'memory_delete',
     description: 'Deletes one of your saved notes about this person by id (when they ask you to forget it, or it is wrong).',
-    inputSchema: z.object({ id: z.string().min(1).max(20).describe('The note id, e.g. 3.') }),
+    inputSchema: deleteInput,
     idempotent: true,
     timeoutMs: 10_000,
     async execute({ id }) {

@@ -123,6 +123,30 @@ describe('memory store', () => {
     expect(await m.list('discord:7')).toEqual([]);
   });
 
+  it('merges notes with their stored embeddings, embedding nothing again', async () => {
+    const calls: string[][] = [];
+    const embed = async (texts: string[]) => {
+      calls.push(texts);
+      return texts.map((t) => [t.length, 1]);
+    };
+    const m = store({ embedder: { embed } });
+    await m.save('discord:7', 'likes tea');
+    await m.save('discord:7', 'lives in Oslo');
+    const raw = async (identity: string) =>
+      Object.values(await redis.hgetall(memoryKeys(prefix, identity).notes)).map((j) => JSON.parse(j) as { text: string; embedding?: string });
+    const before = await raw('discord:7');
+    expect(before.every((n) => n.embedding)).toBe(true);
+    expect(await m.merge('discord:7', ME)).toBe(2);
+    expect(calls).toHaveLength(2);
+    const after = await raw(ME);
+    expect(after.map(({ text, embedding }) => ({ text, embedding })).sort((a, b) => a.text.localeCompare(b.text))).toEqual(
+      before.map(({ text, embedding }) => ({ text, embedding })).sort((a, b) => a.text.localeCompare(b.text)),
+    );
+    // Search uses the moved vectors as they are.
+    await m.search(ME, 'tea');
+    expect(calls.at(-1)).toEqual(['tea']);
+  });
+
   it('refuses identity ids that would break the hash tag', async () => {
     await expect(store().save('a{b', 'x')).rejects.toBeInstanceOf(InvalidInputError);
     expect(await keysNow()).toEqual([]);

@@ -7,10 +7,11 @@ import type { Schema, ToolSet } from 'ai';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { memoryTools } from '../../plugins/local-agent/memory-tools.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
-import type { RunContext, ToolCallClaim, ToolCallJournal } from '../../runner/plugin.js';
+import type { RunContext, RunMemory, ToolCallClaim, ToolCallJournal } from '../../runner/plugin.js';
 
 function context(extra: Partial<RunContext> = {}, signal = new AbortController().signal): RunContext {
   return {
@@ -54,6 +55,27 @@ describe('Toolbox', () => {
     expect(await schema.jsonSchema).toBe(await schema.jsonSchema);
     expect(await schema.validate!({ city: 'Oslo' })).toEqual({ success: true, value: { city: 'Oslo' } });
     expect(await schema.validate!({ city: 3 })).toMatchObject({ success: false });
+  });
+
+  it('offers the memory tools with the same input schemas on every run (one per note size limit), so their JSON Schemas are made once', async () => {
+    const memory = (maxNoteChars: number): RunMemory => ({
+      maxNoteChars,
+      save: async () => Promise.reject(new Error('not called')),
+      search: async () => [],
+      delete: async () => false,
+      promptNotes: async () => ({ notes: [], total: 0 }),
+    });
+    const [a, b] = [memoryTools(context({ memory: memory(300) })), memoryTools(context({ runId: 'run-2', memory: memory(300) }))];
+    expect(a.map((t) => t.name)).toEqual(['memory_save', 'memory_search', 'memory_delete']);
+    expect(b.map((t) => t.inputSchema)).toEqual(a.map((t) => t.inputSchema));
+    for (const [i, t] of a.entries()) expect(b[i]!.inputSchema).toBe(t.inputSchema);
+    const [sa, sb] = [await new Toolbox().toolSet(context(), a), await new Toolbox().toolSet(context({ runId: 'run-2' }), b)];
+    for (const name of ['memory_save', 'memory_search', 'memory_delete']) expect(sb[name]!.inputSchema).toBe(sa[name]!.inputSchema);
+    // Another size limit is another save schema, with its own bound.
+    const other = memoryTools(context({ memory: memory(20) }))[0]!.inputSchema as z.ZodType;
+    expect(other).not.toBe(a[0]!.inputSchema);
+    expect(other.safeParse({ text: 'x'.repeat(21) }).success).toBe(false);
+    expect((a[0]!.inputSchema as z.ZodType).safeParse({ text: 'x'.repeat(21) }).success).toBe(true);
   });
 
   it('ends a call at its time limit with a timeout envelope, aborting the tool', async () => {
