@@ -38,7 +38,7 @@ export function createWhatsAppPlugin(config: WhatsAppConfigInput, deps: ChannelD
   });
   const common = { channelId: CHANNEL_ID, graph, redis: deps.redis, prefix: deps.prefix, logger };
   const outbound = createWhatsAppOutbound({ ...common, phoneNumberId: cfg.phoneNumberId, typingRefreshMs: cfg.typingRefreshMs });
-  const inbound = new WhatsAppInbound({ ...common, cfg });
+  const inbound = new WhatsAppInbound({ ...common, cfg, outbound });
   // The route stays with the host's server; readiness is whether it was registered.
   const state = { started: false };
   return {

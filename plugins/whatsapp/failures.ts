@@ -5,12 +5,14 @@
  * writes the same field), at most `MAX_FAILURES` per conversation, and the
  * console lists them as the conversation's problems.
  */
-import type { RedisClient } from 'steerbot/channel';
+import { defineScript, type RedisClient } from 'steerbot/channel';
 import { WINDOW_CLOSED_CODE } from './errors.js';
 import { failuresKey } from './keys.js';
 
 /** Most failures kept per conversation; later ones are not recorded (the count shown is then a floor). */
 export const MAX_FAILURES = 100;
+
+const recordScript = defineScript(new URL('./failure-record-1.lua', import.meta.url));
 
 /** One failed reply. */
 export interface FailureRecord {
@@ -26,9 +28,7 @@ export interface FailureRecord {
 
 /** Records a failed reply under `id` (its `wamid`, or its delivery key when it never got one). Idempotent per id. */
 export async function recordFailure(redis: RedisClient, prefix: string, conversationId: string, id: string, failure: FailureRecord): Promise<void> {
-  const key = failuresKey(prefix, conversationId);
-  if ((await redis.hlen(key)) >= MAX_FAILURES) return;
-  await redis.hset(key, id, JSON.stringify(failure));
+  await recordScript.run(redis, [failuresKey(prefix, conversationId)], [id, JSON.stringify(failure), MAX_FAILURES]);
 }
 
 /** The failures recorded for a conversation, oldest first. */

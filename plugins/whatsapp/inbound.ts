@@ -5,13 +5,12 @@
  * read receipt and typing indicator, and status callbacks create no turns:
  * a `failed` one is recorded for the reply it names.
  */
-import { asRedisUnavailable, type ChannelHost, type Logger, type ReceiveResult, type RedisClient } from 'steerbot/channel';
+import { asRedisUnavailable, type ChannelHost, type ChannelOutbound, type Logger, type ReceiveResult, type RedisClient } from 'steerbot/channel';
 import type { WhatsAppConfig } from './config.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient } from './graph.js';
 import { lastInboundKey } from './keys.js';
-import { normalizeMessage } from './normalize.js';
-import { messageBody } from './outbound.js';
+import { conversationIdOf, normalizeMessage } from './normalize.js';
 import type { ChangeValue, WaMessage, WaStatus, WebhookPayload } from './payload-schema.js';
 
 /** How long the newest message id is kept, in seconds: WhatsApp's customer-service window. */
@@ -25,6 +24,8 @@ export interface WhatsAppInboundOptions {
   redis: RedisClient;
   prefix: string;
   logger: Logger;
+  /** The channel's outbound side: a button click's answer goes out as any reply does. */
+  outbound: ChannelOutbound;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
 }
@@ -62,9 +63,13 @@ export class WhatsAppInbound {
       return `ignored:${normalized.reason}`;
     }
     const { message } = normalized;
-    const result = await host.receive(this.o.channelId, message);
-    if (normalized.kind === 'button') await this.answerButton(message.conversationId, msg.from, result);
-    else if (result.kind !== 'ignored') await this.remember(message.conversationId, msg.id);
+    if (normalized.kind === 'button') {
+      const result = await host.receive(this.o.channelId, message);
+      await this.answerButton(message.conversationId, result);
+      return result.kind === 'ingested' ? result.result.kind : result.kind;
+    }
+    // The newest message id is kept beside the ingest, not after it: the runner's typing indicator may ask for it at once.
+    const [result] = await Promise.all([host.receive(this.o.channelId, message), this.remember(message.conversationId, msg.id)]);
     return result.kind === 'ingested' ? result.result.kind : result.kind;
   }
 
@@ -78,10 +83,10 @@ export class WhatsAppInbound {
   }
 
   /** A click on a reply button: the command's reply goes to the chat (once: a redelivered click is a duplicate). Failures are logged. */
-  private async answerButton(conversationId: string, to: string, result: ReceiveResult): Promise<void> {
+  private async answerButton(conversationId: string, result: ReceiveResult): Promise<void> {
     if (result.kind !== 'command' || result.duplicate || !result.reply) return;
-    await this.o.graph
-      .post('send', `${this.o.cfg.phoneNumberId}/messages`, messageBody(to, result.reply.slice(0, 4096), undefined, undefined))
+    await this.o.outbound
+      .send(conversationId, result.reply.slice(0, this.o.outbound.maxMessageChars))
       .catch((err: unknown) => this.o.logger.warn({ err, conversationId }, 'could not answer the button click'));
   }
 
@@ -89,7 +94,7 @@ export class WhatsAppInbound {
   private async handleStatus(status: WaStatus): Promise<string> {
     if (status.status !== 'failed') return `status:${status.status}`;
     const error = status.errors?.[0];
-    const conversationId = `${this.o.channelId}:${status.recipient_id}`;
+    const conversationId = conversationIdOf(this.o.channelId, status.recipient_id);
     try {
       await recordFailure(this.o.redis, this.o.prefix, conversationId, status.id, {
         source: 'status',

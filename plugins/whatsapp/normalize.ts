@@ -7,6 +7,9 @@
 import type { Attachment, InboundMessage } from 'steerbot/channel';
 import type { WaMessage } from './payload-schema.js';
 
+/** The conversation of a WhatsApp user: `<channel id>:<wa_id>` (`recipientOf` parses it back). */
+export const conversationIdOf = (channelId: string, waId: string): string => `${channelId}:${waId}`;
+
 /** Why a message is not passed on. */
 export type SkipReason = 'unsupported-type' | 'empty';
 
@@ -56,7 +59,7 @@ function contentOf(msg: WaMessage): { text: string; attachments: Attachment[] } 
 /** Turns one message into an inbound message, or says why it is skipped. `name`: the sender's profile name, from `contacts`. */
 export function normalizeMessage(channelId: string, msg: WaMessage, name: string | undefined): Normalized {
   const base = {
-    conversationId: `${channelId}:${msg.from}`,
+    conversationId: conversationIdOf(channelId, msg.from),
     updateKey: `${channelId}:${msg.id}`,
     chatId: msg.from,
     sender: { id: msg.from, ...(name && { name: name.slice(0, 256) }) },

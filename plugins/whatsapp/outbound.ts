@@ -24,8 +24,10 @@ const BUTTON_TITLE_MAX = 20;
 const BUTTON_ID_MAX = 256;
 /** Most conversations whose last typing indicator time is remembered (the oldest is forgotten first). */
 const TYPING_MEMORY = 1000;
+/** Most two-part replies whose first part is remembered as sent (the oldest is forgotten first). */
+const SPLIT_MEMORY = 1000;
 
-/** Parses `<channel id>:<wa_id>`; throws InvalidInputError for any other conversation. */
+/** Parses `<channel id>:<wa_id>` (`conversationIdOf`'s); throws InvalidInputError for any other conversation. */
 export function recipientOf(channelId: string, conversationId: string): string {
   const prefix = `${channelId}:`;
   const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
@@ -78,6 +80,9 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
   const { graph, channelId } = o;
   const now = o.now ?? Date.now;
   const lastTyping = new Map<string, number>();
+  // Delivery keys of two-part replies (text, then buttons) whose text went out: a retry of the send (the buttons
+  // failed on a 429 or 5xx) sends only the buttons, so the text is not shown twice.
+  const textSent = new Set<string>();
   const messagesPath = `${o.phoneNumberId}/messages`;
 
   async function post(conversationId: string, body: Record<string, unknown>, deliveryKey: string | undefined): Promise<string> {
@@ -109,8 +114,14 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
       const replyTo = opts.replyTo?.startsWith('wamid.') ? opts.replyTo : undefined;
       if (opts.buttons?.length && body.length > BUTTON_BODY_MAX) {
         // Too long for a button message's body: the text goes first, the buttons under a short line after it.
-        await post(conversationId, messageBody(to, body, undefined, replyTo), opts.deliveryKey);
-        return { messageId: await post(conversationId, messageBody(to, 'Choose:', opts.buttons, undefined), opts.deliveryKey) };
+        const key = opts.deliveryKey;
+        if (key === undefined || !textSent.has(key)) {
+          await post(conversationId, messageBody(to, body, undefined, replyTo), key);
+          if (key !== undefined) remember(textSent, key, SPLIT_MEMORY);
+        }
+        const messageId = await post(conversationId, messageBody(to, 'Choose:', opts.buttons, undefined), key);
+        if (key !== undefined) textSent.delete(key);
+        return { messageId };
       }
       return { messageId: await post(conversationId, messageBody(to, body, opts.buttons, replyTo), opts.deliveryKey) };
     },
@@ -139,4 +150,10 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
       return info.mime_type && !file.mediaType ? { ...file, mediaType: info.mime_type } : file;
     },
   };
+}
+
+/** Adds `key` to a set kept to `max` entries, the oldest forgotten first. */
+function remember(set: Set<string>, key: string, max: number): void {
+  set.add(key);
+  if (set.size > max) set.delete(set.values().next().value as string);
 }

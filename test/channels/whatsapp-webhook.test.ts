@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
 import { WhatsAppApiError, WindowClosedError } from '../../plugins/whatsapp/errors.js';
+import { MAX_FAILURES, readFailures, recordFailure } from '../../plugins/whatsapp/failures.js';
 import { markdownToWhatsApp } from '../../plugins/whatsapp/markdown.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
@@ -187,6 +188,29 @@ describe('whatsapp outbound', () => {
     expect(await h.plugin.conversationProblems!(CONVERSATION)).toEqual([
       '1 reply not delivered (last: 24-hour window closed (the user must write first, or send a template))',
     ]);
+  });
+
+  it('keeps at most MAX_FAILURES failures per conversation under concurrent failures, and a recorded one is written again', async () => {
+    const ids = Array.from({ length: MAX_FAILURES + 20 }, (_, i) => `wamid.f${i}`);
+    await Promise.all(ids.map((id, i) => recordFailure(h.redis, h.prefix, CONVERSATION, id, { source: 'status', title: `t${i}`, at: i })));
+    const kept = await readFailures(h.redis, h.prefix, CONVERSATION);
+    expect(kept).toHaveLength(MAX_FAILURES);
+    const first = kept[0]!;
+    await recordFailure(h.redis, h.prefix, CONVERSATION, first.id, { source: 'status', title: 'again', at: 1_000 });
+    const after = await readFailures(h.redis, h.prefix, CONVERSATION);
+    expect(after).toHaveLength(MAX_FAILURES);
+    expect(after.find((f) => f.id === first.id)?.title).toBe('again');
+  });
+
+  it('sends a long reply with buttons as text then buttons, and a retry after the buttons failed sends the text once', async () => {
+    const text = 'x'.repeat(1100);
+    const buttons = [{ label: 'Approve', command: '/approve a1' }];
+    h.wa.failNext('send', { status: 503, code: 2, message: 'busy' }, 1, 1);
+    const err = await h.plugin.outbound.send(CONVERSATION, text, { buttons, deliveryKey: 'r1:4:0' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 503 });
+    // The delivery's retry, same key: only the buttons go out.
+    await h.plugin.outbound.send(CONVERSATION, text, { buttons, deliveryKey: 'r1:4:0' });
+    expect(h.wa.sent.map((m) => (m.type === 'text' ? 'text' : 'buttons'))).toEqual(['text', 'buttons']);
   });
 
   it('turns a rate limit into retryAfterMs from Retry-After, also when the API answers 400 with a rate-limit code', async () => {

@@ -78,8 +78,8 @@ export interface FakeWhatsApp {
   reads: Array<{ messageId: string; typing: boolean }>;
   /** Serves `data` as media `id` (`GET /<version>/<id>` and its download URL). */
   addMedia(id: string, data: Buffer, mimeType: string): void;
-  /** The next `n` calls of `kind` fail with `failure`. */
-  failNext(kind: 'send' | 'read' | 'media', failure: GraphFailure, n?: number): void;
+  /** The next `n` calls of `kind` fail with `failure`, after `after` more that succeed (default 0). */
+  failNext(kind: 'send' | 'read' | 'media', failure: GraphFailure, n?: number, after?: number): void;
   /** Waits until `check` returns a value (not undefined or false). */
   waitUntil<T>(check: () => T | undefined | false, timeoutMs?: number, what?: string): Promise<T>;
   close(): Promise<void>;
@@ -108,7 +108,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
   const token = opts.accessToken ?? WHATSAPP_TEST.accessToken;
   const phoneNumberId = opts.phoneNumberId ?? WHATSAPP_TEST.phoneNumberId;
   const media = new Map<string, { data: Buffer; mimeType: string }>();
-  const failures: Record<string, GraphFailure[]> = { send: [], read: [], media: [] };
+  const failures: Record<string, Array<GraphFailure | undefined>> = { send: [], read: [], media: [] };
   let base = '';
 
   const fake: FakeWhatsApp = {
@@ -120,7 +120,8 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     sent: [],
     reads: [],
     addMedia: (id, data, mimeType) => media.set(id, { data, mimeType }),
-    failNext(kind, failure, n = 1) {
+    failNext(kind, failure, n = 1, after = 0) {
+      for (let i = 0; i < after; i++) failures[kind]!.push(undefined);
       for (let i = 0; i < n; i++) failures[kind]!.push(failure);
     },
     waitUntil: (check, timeoutMs = 5000, what = 'condition') => waitFor(() => check(), timeoutMs, what),
