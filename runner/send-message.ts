@@ -73,6 +73,8 @@ export class MessageSender {
     const entry = recorded.kind === 'duplicate' ? recorded.entry : undefined;
     const message = entry ? { ...req, text: entry.text, ...(entry.buttons && { buttons: entry.buttons }) } : req;
     try {
+      // A duplicate whose entry is gone (purged, or trimmed) is never delivered again: it answers what the outbox says.
+      if (recorded.kind === 'duplicate' && !entry) return await this.readBack(out, req, recorded.seq, true);
       return await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
     } finally {
       await releaseSendLock(this.o.client, this.o.prefix, req, recorded.lockToken).catch((err: unknown) =>
@@ -99,13 +101,20 @@ export class MessageSender {
     } finally {
       delivery.close();
     }
+    return await this.readBack(out, req, seq, duplicate);
+  }
+
+  /** Reads back what the outbox says of each part of the message recorded at `seq`. */
+  private async readBack(out: ChannelOutbound, req: SendMessageRequest, seq: number, duplicate: boolean): Promise<SendMessageResult> {
+    const runId = `send-${seq}`;
     const parts = splitMessage(req.text, out.maxMessageChars).length;
     const fields = Array.from({ length: parts }, (_, i) => `${runId}:${req.idempotencyKey}:${i}`);
     const raw = fields.length > 0 ? await this.o.client.hmget(conversationKeys(this.o.prefix, req.conversationId).outbox, ...fields) : [];
     const records = raw.map((r) => (r ? (JSON.parse(r) as OutboxRecord) : undefined));
-    const unsent = records.find((r) => r?.status !== 'acknowledged');
-    if (unsent !== undefined || records.length === 0) {
-      return { kind: 'failed', seq, error: unsent?.error ?? 'the channel did not acknowledge the message' };
+    // A missing record (never written, or purged) counts as unsent.
+    const unsent = records.findIndex((r) => r?.status !== 'acknowledged');
+    if (unsent >= 0 || records.length === 0) {
+      return { kind: 'failed', seq, error: records[unsent]?.error ?? 'the channel did not acknowledge the message' };
     }
     return { kind: 'sent', seq, messageIds: records.map((r) => r!.messageId ?? ''), duplicate };
   }

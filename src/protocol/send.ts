@@ -93,10 +93,10 @@ export interface RecordSendOptions {
 /** The dedupe and lock keys of an idempotency key. */
 export function sendKeys(prefix: string, conversationId: string, key: string) {
   const k = conversationKeys(prefix, conversationId);
-  return { dedupe: k.dedupe(`send:${key}`), lock: `${k.base}send_lock:${key}`, log: k.log, meta: k.meta };
+  return { dedupe: k.dedupe(`send:${key}`), lock: `${k.base}send_lock:${key}`, log: k.log, meta: k.meta, tombstone: k.tombstone };
 }
 
-/** Records a checked request (`assertSendRequest`) in one script; see send-record-4.lua. */
+/** Records a checked request (`assertSendRequest`) in one script; see send-record-5.lua. */
 export async function recordSend(req: SendMessageRequest, o: RecordSendOptions): Promise<RecordSendResult> {
   const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey);
   const entry: MessageSent = {
@@ -114,7 +114,7 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     await runScript(
       o.client,
       'send-record',
-      [keys.dedupe, keys.log, keys.meta, keys.lock],
+      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone],
       [JSON.stringify(entry), o.dedupeTtlSeconds, o.lockMs, lockToken, o.known ? '1' : '0'],
     ),
   );

@@ -129,15 +129,15 @@ export class Schedules {
     const id = opts.id ?? newScheduleId();
     if (!SCHEDULE_ID_RE.test(id)) throw new InvalidInputError('schedule id must be s and 12 characters of [0-9a-z]');
     const schedule: Schedule = { id, conversationId, ...parts, origin: opts.origin ?? 'schedule', createdAt: this.now(), createdBy: opts.createdBy };
-    // Refused early, before BullMQ is touched; the script decides for real (two racing creations).
-    const count = await this.o.client.hlen(k.schedules);
-    if (count >= this.limits.maxPerConversation) throw limitError(count, this.limits.maxPerConversation);
+    // The cap is the script's to decide (atomically; an id that exists is a re-run, not a new place).
+    const existed = (await this.o.client.hexists(k.schedules, id)) === 1;
     await this.arm(schedule);
     let reply: Array<string | number>;
     try {
       reply = await runScript(this.o.client, 'schedule-put', [k.schedules, k.tombstone], [id, JSON.stringify(schedule), this.limits.maxPerConversation]);
     } catch (err) {
-      await this.disarm(schedule).catch(() => undefined);
+      // A schedule that was there keeps its timer.
+      if (!existed) await this.disarm(schedule).catch(() => undefined);
       throw err;
     }
     if (reply[0] !== 'ok') {

@@ -14,6 +14,7 @@ import { loadConfig, type RunningApp, sendMessage, startApp } from '../../app/in
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
+import { purgeConversation } from '../../src/protocol/purge.js';
 import { readRange } from '../../src/record/read.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -150,6 +151,38 @@ describe('the send-and-wake API', () => {
       expect(b).toMatchObject({ kind: 'sent', duplicate: true, seq: (a as { seq: number }).seq });
       await waitFor(() => w.callbacks.texts('c-pkg').length === 2 || undefined, 10_000, 'the sent message');
       expect(w.callbacks.texts('c-pkg')).toEqual(['answer to hi', 'Your ticket was closed.']);
+    });
+
+    it('never sends a key twice across a purge: a pre-purge key and a key refused after it answer purged', async () => {
+      const chatId = 777_001;
+      const conversation = `telegram:${chatId}`;
+      const sends = () => w.tg.sent.filter((m) => m.chatId === chatId).length;
+      const msg = (idempotencyKey: string) => ({ conversationId: conversation, text: 'Your order shipped.', idempotencyKey });
+      expect(await sendMessage(w.app, msg('order-1'))).toMatchObject({ kind: 'sent', duplicate: false });
+      expect(sends()).toBe(1);
+
+      expect(await purgeConversation(w.app.ctx.redis, w.prefix, conversation)).toMatchObject({ kind: 'purged' });
+      // The key sent before the purge: its message went with the purge, the tombstone refuses a second copy.
+      expect(await sendMessage(w.app, msg('order-1'))).toEqual({ kind: 'purged' });
+      // A new key is refused (its dedupe value is 0), and so is its retry.
+      expect(await sendMessage(w.app, msg('order-2'))).toEqual({ kind: 'purged' });
+      expect(await sendMessage(w.app, msg('order-2'))).toEqual({ kind: 'purged' });
+      expect((await api(w, `${conversation}/messages`, { text: 'again' }, { 'idempotency-key': 'order-2' })).status).toBe(409);
+      expect(sends()).toBe(1);
+    });
+
+    it('after a restart-mode purge, a key sent before it is not delivered again', async () => {
+      const chatId = 777_002;
+      const conversation = `telegram:${chatId}`;
+      const sends = () => w.tg.sent.filter((m) => m.chatId === chatId).map((m) => m.text);
+      const msg = (text: string, idempotencyKey: string) => ({ conversationId: conversation, text, idempotencyKey });
+      expect(await sendMessage(w.app, msg('first', 'r-1'))).toMatchObject({ kind: 'sent', duplicate: false });
+      expect(await purgeConversation(w.app.ctx.redis, w.prefix, conversation, { afterPurge: 'restart' })).toMatchObject({ kind: 'purged' });
+      // A new key starts the conversation again (the tombstone is lifted)...
+      expect(await sendMessage(w.app, msg('second', 'r-2'))).toMatchObject({ kind: 'sent', duplicate: false });
+      // ...and the pre-purge key, whose entry and outbox record are gone, sends nothing.
+      expect(await sendMessage(w.app, msg('first', 'r-1'))).toMatchObject({ kind: 'failed' });
+      expect(sends()).toEqual(['first', 'second']);
     });
 
     it('refuses a bad or missing token (401), a missing key or bad body (400), an unknown conversation (404), writing nothing', async () => {

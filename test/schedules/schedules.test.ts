@@ -146,6 +146,21 @@ describe('Schedules.create', () => {
     expect(await schedules.queue.getDelayedCount()).toBe(3);
   });
 
+  it('at the cap, creating an existing schedule id again (a re-run) succeeds and the schedule keeps firing', async () => {
+    startWorker();
+    const [first, ...rest] = ['s00000000000a', 's00000000000b', 's00000000000c'] as const;
+    const ids = [first, ...rest];
+    await schedules.create(CID, { every: '1s', prompt: 'tick' }, { createdBy: 'agent', id: first });
+    for (const id of rest) await schedules.create(CID, { in: '5h', prompt: id }, { createdBy: 'agent', id });
+    const again = await schedules.create(CID, { every: '1s', prompt: 'tick' }, { createdBy: 'agent', id: first });
+    expect(again).toMatchObject({ id: first, prompt: 'tick' });
+    expect((await schedules.list(CID)).map((s) => s.id).sort()).toEqual(ids);
+    expect(await schedules.queue.getJobSchedulersCount()).toBe(1);
+    await waitFor(async () => ((await fireInputs()).some((i) => i.origin?.source === first) ? true : undefined), 10_000, 'a tick of the re-created schedule');
+    // A new id at the cap is still refused.
+    await expect(schedules.create(CID, { in: '5h', prompt: 'one too many' }, { createdBy: 'agent' })).rejects.toBeInstanceOf(ScheduleLimitError);
+  });
+
   it('cancel removes the record and the BullMQ side', async () => {
     const a = await schedules.create(CID, { every: '1h', prompt: 'a' }, { createdBy: 'agent' });
     const b = await schedules.create(CID, { in: '1h', prompt: 'b' }, { createdBy: 'agent' });

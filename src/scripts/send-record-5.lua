@@ -8,6 +8,7 @@
   KEYS[2] log      conversation record
   KEYS[3] meta     conversation meta (its seq counter: the conversation exists)
   KEYS[4] lock     the key's send lock
+  KEYS[5] tombstone the conversation's purge tombstone (purge-1.lua)
 
   ARGV[1] entry    `message.sent` entry JSON
   ARGV[2] ttl      dedupe TTL, seconds
@@ -16,16 +17,21 @@
   ARGV[5] known    '1': refuse a conversation that has no record yet
 
   Returns { 'recorded', seq }                 new: recorded, lock taken
-          { 'duplicate', seq, entry JSON or '' } seen before: lock taken (the entry is '' once it is gone)
+          { 'duplicate', seq, entry JSON or '' } seen before: lock taken (the entry is '' once it is gone:
+                                                the caller delivers nothing again)
           { 'busy', seq }                       seen before and another caller holds the lock
           { 'unknown' }                         ARGV[5] = '1' and the conversation has no record; nothing written
-          { 'purged' }                          the conversation was purged and refuses updates
+          { 'purged' }                          the conversation was purged and refuses updates, or the key
+                                                was refused by a purged conversation (seq 0), or its message
+                                                was purged (a tombstone stands); nothing written
 ]]
 --- @include "common"
 --- @include "dedupe"
 
 local seen = dedupe_seen(KEYS[1])
 if seen then
+  -- Seq 0: refused by a purged conversation (purge_refuses). A tombstone: the message went with the purge.
+  if seen == 0 or redis.call('EXISTS', KEYS[5]) == 1 then return { 'purged' } end
   if not redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
   local e = redis.call('XRANGE', KEYS[2], seen .. '-0', seen .. '-0')
   return { 'duplicate', seen, (e[1] and e[1][2][2]) or '' }
