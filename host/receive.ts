@@ -62,12 +62,14 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const admins = deps.admins ?? createAdminCheck();
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
-    const { settings, profile } = await settingsFor(deps, channelId, message);
-    if (!allowed(settings.allowedUsers, message.sender.id) || !allowed(settings.allowedChats, message.chatId)) {
+    const channelSettings = deps.settings?.(channelId) ?? {};
+    if (!allowed(channelSettings.allowedUsers, message.sender.id) || !allowed(channelSettings.allowedChats, message.chatId)) {
       logger.info({ channelId, sender: message.sender.id, chatId: message.chatId }, 'message from outside the allow-list ignored');
       return { kind: 'ignored', reason: 'not-allowed' };
     }
     if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
+    // The profile (a Redis read when bindings name identities) only for a message that gets this far.
+    const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
     const command = parseCommand(message.text);
     try {
       if (deps.access) {
@@ -165,9 +167,9 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
 async function settingsFor(
   deps: ChannelHostDeps,
   channelId: string,
+  channelSettings: ChannelSettings,
   message: InboundMessage,
 ): Promise<{ settings: ChannelSettings; profile: AgentProfile | undefined }> {
-  const channelSettings = deps.settings?.(channelId) ?? {};
   const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
   return { settings: profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings, profile };
 }
