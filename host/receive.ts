@@ -60,6 +60,7 @@ const allowed = (list: readonly string[] | undefined, id: string) => !list || li
 export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const logger = deps.logger.child({ part: 'receive' });
   const admins = deps.admins ?? createAdminCheck();
+  const firstDelivery = (m: InboundMessage) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey);
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
     const channelSettings = deps.settings?.(channelId) ?? {};
@@ -73,18 +74,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     const command = parseCommand(message.text);
     try {
       if (deps.access) {
-        const early = await accessStep(
-          {
-            gate: deps.access,
-            admins,
-            outbound: deps.outbound,
-            reply: replyTo,
-            firstDelivery: (m) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey),
-          },
-          channelId,
-          settings,
-          message,
-        );
+        const early = await accessStep({ gate: deps.access, admins, outbound: deps.outbound, reply: replyTo, firstDelivery }, channelId, settings, message);
         if (early) return early;
       }
       if (command) {
@@ -141,7 +131,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
       verdict.kind === 'not-admin'
         ? `Only admins can use /${command.name} here.`
         : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
-    const fresh = await deps.dispatch.claimUpdate(message.conversationId, message.updateKey);
+    const fresh = await firstDelivery(message);
     if (fresh) await replyTo(channelId, message.conversationId, reply, message.messageId);
     return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
   }
