@@ -21,6 +21,7 @@ import { ConversationState } from '../src/protocol/state.js';
 import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
 import { ScheduleFireWorker } from '../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/from-config.js';
+import type { Schedule } from '../src/schedules/spec.js';
 import type { CompactionSettings } from './compaction-hooks.js';
 import { ControlListener } from './control.js';
 import type { OutboundResolver } from './delivery.js';
@@ -33,7 +34,10 @@ import { RunWorker, workerIdentity } from './worker.js';
 export interface RunnerParts {
   /** The runner plugin. */
   plugin: RunnerPlugin;
-  /** Channels to deliver through (created, never started: only their outbound sides are used). Stopped with the runner. */
+  /**
+   * Channels to deliver through (created, never started: only their outbound sides are used). Stopped with the runner.
+   * Their ids also say which conversations a channel-wide heartbeat covers: without `channels`, fires never cancel a stale heartbeat.
+   */
   channels?: ChannelPlugin[];
   /** Finds a conversation's outbound side. Default: by channel id among `channels`. */
   resolveOutbound?: OutboundResolver;
@@ -199,6 +203,8 @@ function startFires(
     bullPrefix: bullPrefixFor(config.redis.prefix),
     queueName: DEFAULTS.schedules.queueName,
     policyFor: (conversationId) => policies.get(channelOf(conversationId) ?? ''),
+    // Without its channels the runner cannot tell a channel-wide heartbeat from a stale one: it leaves heartbeats be.
+    ...(extras.channels && { isStaleHeartbeat: (schedule: Schedule) => scheduling.heartbeats.isStale(schedule) }),
     missedAfterMs: config.schedules.missedAfterSeconds * 1000,
     concurrency: config.schedules.concurrency,
     ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),

@@ -26,7 +26,7 @@ import { describeWhen, type Schedule } from './spec.js';
 const ORPHAN_GRACE_MS = 30_000;
 
 /** What became of one fire (the `result` label of `steerbot_schedule_fires_total`). */
-export type FireResult = 'ingested' | 'duplicate' | 'missed' | 'busy' | 'orphan' | 'refused';
+export type FireResult = 'ingested' | 'duplicate' | 'missed' | 'busy' | 'orphan' | 'stale' | 'refused';
 
 /** One fire, ready to become an input. */
 export interface Fire {
@@ -53,6 +53,11 @@ export interface FireWorkerOptions {
   queueName?: string;
   /** The channel's input policy of a conversation (its `/queue` override still wins); undefined: the default. */
   policyFor?: (conversationId: string) => InputPolicy | undefined;
+  /**
+   * Whether a schedule is a heartbeat the configuration no longer has
+   * (`HeartbeatKeeper.isStale`): its fire cancels it instead. Undefined: no heartbeat is stale.
+   */
+  isStaleHeartbeat?: (schedule: Schedule) => boolean;
   /** A fire handled later than this after its tick counts as missed (downtime), in ms. Default 60 000. */
   missedAfterMs?: number;
   /** Fires handled at once by this process. Default 16. */
@@ -93,9 +98,10 @@ export class ScheduleFireWorker {
 
   /**
    * Handles the fire of `data.scheduleId` due at `scheduledAt` (epoch ms):
-   * drops it when the schedule is gone (removing its BullMQ side), when it was
-   * missed and the schedule skips missed fires, or when it is a heartbeat and
-   * the conversation is busy; otherwise ingests it. Throws when Redis fails
+   * drops it when the schedule is gone (removing its BullMQ side), when it is
+   * a stale heartbeat (cancelling it), when it was missed and the schedule
+   * skips missed fires, or when it is a heartbeat and the conversation is
+   * busy; otherwise ingests it. Throws when Redis fails
    * (BullMQ retries the job; the update key keeps the retry from making a second input).
    */
   async handle(data: FireJobData, scheduledAt: number): Promise<FireResult> {
@@ -127,6 +133,12 @@ export class ScheduleFireWorker {
   private async fire(f: Fire, span: Span): Promise<FireResult> {
     const { schedule } = f;
     const log = this.o.logger.child({ conversationId: schedule.conversationId, scheduleId: schedule.id });
+    if (this.o.isStaleHeartbeat?.(schedule)) {
+      // Its setting changed (a new heartbeat replaces it) or was removed: firing it would be a heartbeat nobody configured.
+      await this.o.schedules.cancel(schedule.conversationId, schedule.id);
+      log.info('stale heartbeat cancelled (its setting changed or was removed)');
+      return 'stale';
+    }
     const lagMs = f.firedAt - f.scheduledAt;
     if (lagMs > (this.o.missedAfterMs ?? 60_000) && schedule.missed === 'skip') {
       log.info({ lagMs }, 'missed fire skipped (the schedule skips fires missed during downtime)');

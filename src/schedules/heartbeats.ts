@@ -3,11 +3,14 @@
  * prompt; say nothing unless there is something to say". A heartbeat is a
  * schedule of origin `heartbeat` with an id derived from the conversation and
  * its settings, so ensuring it again (every runner start, every host) is a
- * no-op, and a changed setting makes a new one.
+ * no-op, and a changed setting makes a new one; the heartbeat of the old
+ * setting, or of a removed one, is stale and is cancelled (when the new one is
+ * made, else at its next fire).
  */
 import { channelResolver } from '../channel.js';
 import type { Logger } from '../logger.js';
 import { type Schedules, scheduleIdFor } from './schedules.js';
+import type { Schedule } from './spec.js';
 
 /** One heartbeat setting (`schedules.heartbeats.<channel or conversation id>`). */
 export interface HeartbeatSettings {
@@ -29,6 +32,9 @@ export function heartbeatId(conversationId: string, hb: HeartbeatSettings): stri
 export class HeartbeatKeeper {
   private readonly channelOf: (conversationId: string) => string | undefined;
   private readonly ensured = new Set<string>();
+  // When this process took its configuration. During a rolling deploy a heartbeat made later may come from a
+  // newer configuration than this process's: only heartbeats made before it are judged stale, so the newest wins.
+  private readonly since = Date.now();
 
   constructor(
     private readonly schedules: Schedules,
@@ -45,6 +51,20 @@ export class HeartbeatKeeper {
     if (own) return own;
     const channel = this.channelOf(conversationId);
     return channel === undefined ? undefined : this.settings[channel];
+  }
+
+  /** The id of the conversation's heartbeat under this configuration; undefined when it has none. */
+  currentId(conversationId: string): string | undefined {
+    const hb = this.settingFor(conversationId);
+    return hb && heartbeatId(conversationId, hb);
+  }
+
+  /**
+   * Whether a schedule is a heartbeat this configuration no longer has (its
+   * setting changed or was removed), made before this process started.
+   */
+  isStale(s: Pick<Schedule, 'id' | 'conversationId' | 'origin' | 'createdAt'>): boolean {
+    return s.origin === 'heartbeat' && s.createdAt <= this.since && s.id !== this.currentId(s.conversationId);
   }
 
   /** Ensures the heartbeats set per conversation (at start-up). Failures are logged, never thrown. */
@@ -64,6 +84,8 @@ export class HeartbeatKeeper {
     const id = heartbeatId(conversationId, hb);
     try {
       if (!(await this.schedules.get(conversationId, id))) {
+        // Before creating: the old heartbeat is stale anyway, and its place may be the one under the cap the new one needs.
+        await this.cancelStale(conversationId);
         await this.schedules.create(conversationId, { every: `${hb.everyMinutes}m`, prompt: hb.prompt }, { createdBy: 'config', origin: 'heartbeat', id });
         this.logger?.info({ conversationId, scheduleId: id, everyMinutes: hb.everyMinutes }, 'heartbeat created');
       }
@@ -71,6 +93,14 @@ export class HeartbeatKeeper {
       this.ensured.add(conversationId);
     } catch (err) {
       this.logger?.warn({ err, conversationId }, 'heartbeat not created');
+    }
+  }
+
+  /** Cancels the conversation's stale heartbeats (a setting changed since they were made). */
+  private async cancelStale(conversationId: string): Promise<void> {
+    const stale = (await this.schedules.list(conversationId, 0)).filter((s) => this.isStale(s));
+    for (const s of stale) {
+      if (await this.schedules.cancel(conversationId, s.id)) this.logger?.info({ conversationId, scheduleId: s.id }, 'stale heartbeat cancelled');
     }
   }
 }
