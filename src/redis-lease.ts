@@ -3,8 +3,8 @@
  * long-polling host, one host sending a conversation's callbacks. Taking,
  * extending and giving it up are scripts (`lease-acquire`, `lock-release`),
  * so an owner never extends or frees a lease another owner took over in between.
- * A plugin script may check the lease itself (the key holds the owner id) to
- * write only while it holds it.
+ * A plugin script may take, check or give up the lease itself, beside its own
+ * keys of the lease key's slot, with the same steps (`--- @include "lease"`).
  */
 import type { RedisClient } from './redis.js';
 import { runScript } from './scripts/index.js';

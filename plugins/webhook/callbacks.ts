@@ -20,6 +20,14 @@
  * is called back within a round trip or two of being stored. The poll stays:
  * a wake-up missed (subscriber reconnecting, a host started late) costs one
  * poll interval, never a reply.
+ *
+ * A pass over a conversation costs few round trips: a claim (the lock, the
+ * cursor and the first replies after it, one script), the score sent beside
+ * the first POST, per reply an advance (cursor moved, lock renewed, the next
+ * replies read once the read ones are sent, one script), and at the end the
+ * pending mark dropped and a finish (a last look and the lock released, one
+ * script). The conversation's keys share its cluster slot; the pending set is
+ * in another, so it is never in a script with them.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -39,8 +47,14 @@ import type { WebhookReply } from './events.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey, wakeChannel } from './keys.js';
 import { signedHeaders } from './signature.js';
 
-/** Moves a conversation's cursor and keeps its lock, only while this host holds the lock. */
-const callbackAdvance = defineScript(new URL('./callback-advance-2.lua', import.meta.url));
+/** Takes a conversation's lock and reads its cursor and the replies after it, in one step. */
+const callbackClaim = defineScript(new URL('./callback-claim-3.lua', import.meta.url));
+/** Moves a conversation's cursor, keeps its lock and reads the replies after it, only while this host holds the lock. */
+const callbackAdvance = defineScript(new URL('./callback-advance-3.lua', import.meta.url));
+/** Looks for a reply after the cursor and releases the lock, in one step. */
+const callbackFinish = defineScript(new URL('./callback-finish-2.lua', import.meta.url));
+/** Marks a conversation pending and publishes the wake-up, in one command. */
+const callbackMark = defineScript(new URL('./callback-mark-1.lua', import.meta.url));
 
 /** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
 export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
@@ -48,12 +62,11 @@ export async function markPending(redis: RedisClient, prefix: string, channelId:
 }
 
 /**
- * Marks a conversation pending and wakes the channel's pumps. The wake-up is not awaited (it rides the same
- * connection behind the mark, so it costs the caller no round trip) and may be lost: the poll finds the mark.
+ * Marks a conversation pending and wakes the channel's pumps, in one command (the mark first, so a woken pump
+ * finds it). The wake-up may be lost: the poll finds the mark.
  */
 export async function notifyPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
-  await markPending(redis, prefix, channelId, conversationId);
-  redis.publish(wakeChannel(prefix, channelId), '1').catch(() => undefined);
+  await callbackMark.run(redis, [pendingKey(prefix, channelId)], [conversationId, wakeChannel(prefix, channelId)]);
 }
 
 /** Replies read per round trip. */
@@ -81,6 +94,25 @@ function retryAfterMs(res: HttpResponse, now: number): number | undefined {
 
 /** How one POST ended. */
 type Outcome = { kind: 'taken' } | { kind: 'refused'; status: number } | { kind: 'failed'; why: string; retryAfterMs?: number };
+
+/** Stream entries as XRANGE answers them: `[id, [field, value, …]]`. */
+type Entries = Array<[string, string[]]>;
+
+/** One host's pass over one conversation, under its lock. */
+interface Pass {
+  conversationId: string;
+  /** The conversation's lock, cursor and reply stream: one slot, so one script may touch all three. */
+  keys: [lock: string, cursor: string, replies: string];
+  /** This pass's lock token. */
+  token: string;
+  lockMs: number;
+  /** Stream id of the last reply the receiver took ('0-0': none). */
+  cursor: string;
+  /** The score says what comes next (done, retry time, another host's); else the pass ends with the conversation due again now. */
+  settled: boolean;
+  /** The lock needs nothing more from the pass (released, kept for a retry, or another host's); else the pass releases it. */
+  lockDone: boolean;
+}
 
 export interface CallbackPumpOptions {
   channelId: string;
@@ -211,97 +243,125 @@ export class CallbackPump {
   }
 
   /** Sends a conversation's replies after its cursor, in order, until one fails or none is left. False when another host holds it. */
-  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: one locked pass over a conversation: lock, read after the cursor, send in order, advance or back off, release; the lock must span every step
   private async pump(conversationId: string): Promise<boolean> {
-    const redis = this.o.redis;
+    const { prefix, redis } = this.o;
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
-    const lease = new RedisLease(redis, lockKey(this.o.prefix, conversationId), randomBytes(8).toString('hex'), lockMs);
-    const { key: lock, owner: token } = lease;
-    const taken = await lease.acquire();
-    if (!taken.held) {
+    const keys: Pass['keys'] = [lockKey(prefix, conversationId), cursorKey(prefix, conversationId), replyStreamKey(prefix, conversationId)];
+    const pass: Pass = { conversationId, keys, token: randomBytes(8).toString('hex'), lockMs, cursor: '0-0', settled: false, lockDone: false };
+    const claimed = await callbackClaim.run(redis, keys, [pass.token, lockMs, BATCH]);
+    if (claimed[0] !== 1) {
       // Another host is on it; it keeps the score (only the holder writes it). Not asked for again for a
       // while: until its lock runs out, at most a second (it may hand the conversation back sooner).
-      this.heldElsewhere.set(conversationId, this.now() + Math.min(HELD_ELSEWHERE_MAX_MS, Math.max(taken.msLeft, this.o.config.callbackPollMs)));
+      const msLeft = Number(claimed[1]);
+      this.heldElsewhere.set(conversationId, this.now() + Math.min(HELD_ELSEWHERE_MAX_MS, Math.max(msLeft, this.o.config.callbackPollMs)));
       this.failures.delete(conversationId);
       return false;
     }
     this.heldElsewhere.delete(conversationId);
-    let hold = false;
-    /** The conversation's score says what comes next (done, retry time, another host's); else it is due again now. */
-    let settled = false;
+    pass.cursor = String(claimed[1]);
+    // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock
+    // runs out. Sent beside the first POST, not before it, and awaited after it (where a failure surfaces).
+    const scheduled = this.schedule(conversationId, this.now() + lockMs);
+    scheduled.catch(() => undefined);
     try {
-      // Not due for anyone while this host holds it (renewed with the lock); if this host dies, due again when the lock runs out.
-      // The cursor is read in the same round trip (independent keys; the lock already keeps other hosts off both).
-      const cursorAt = cursorKey(this.o.prefix, conversationId);
-      const stream = replyStreamKey(this.o.prefix, conversationId);
-      const [, stored] = await Promise.all([this.schedule(conversationId, this.now() + lockMs), redis.get(cursorAt)]);
-      let scoredAt = this.now();
-      let cursor = stored ?? '0-0';
-      for (;;) {
-        const entries = await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', BATCH);
-        if (entries.length === 0) {
-          // A reply appended after the read above re-marks the conversation itself; one appended
-          // between that read and this SREM would not, so look once more after it.
-          await redis.zrem(pendingKey(this.o.prefix, this.o.channelId), conversationId);
-          if ((await redis.xrange(stream, `(${cursor}`, '+', 'COUNT', 1)).length > 0) await markPending(redis, this.o.prefix, this.o.channelId, conversationId);
-          this.failures.delete(conversationId);
-          settled = true;
-          return true;
-        }
-        for (const [id, fields] of entries) {
-          if (this.stopping.signal.aborted) return true;
-          const reply = parseReply(fields);
-          if (!reply) this.o.logger.error({ conversationId, replyId: id }, 'webhook callbacks: a stored reply is not readable; skipped');
-          const outcome = reply ? await this.post(reply) : ({ kind: 'taken' } as const);
-          // Cut off by shutdown: not the receiver's failure; the next host sends this reply again.
-          if (outcome.kind === 'failed' && this.stopping.signal.aborted) return true;
-          if (outcome.kind === 'failed') {
-            const wait = this.retryWait(conversationId, id, outcome);
-            if (wait !== undefined) {
-              // The schedule says when the retry is due, and the lock outlives this attempt until then,
-              // so no host retries sooner.
-              hold = await this.advance(lock, cursorAt, token, '', Math.max(1, wait));
-              // The lock first, then the score: the conversation is not due before its lock runs out.
-              if (hold) await this.schedule(conversationId, this.now() + wait);
-              settled = true;
-              return true;
-            }
-          }
-          if (outcome.kind === 'refused') {
-            this.o.logger.error(
-              { conversationId, replyId: id, status: outcome.status },
-              'webhook callback refused by the receiver (4xx); that reply is not sent again',
-            );
-            this.recordGivenUp(conversationId, id);
-          }
-          this.failures.delete(conversationId);
-          // Lost the lock (it ran out and another host took the conversation): stop; that host goes on.
-          if (!(await this.advance(lock, cursorAt, token, id, lockMs))) {
-            this.o.logger.warn({ conversationId, replyId: id }, 'webhook callbacks: lost the lock of a conversation to another host; leaving it to that host');
-            hold = true;
-            settled = true;
-            return true;
-          }
-          // The lock was renewed; the score follows once half of it has passed (not per reply), so a long
-          // backlog never falls due while this host still sends it.
-          if (this.now() - scoredAt >= lockMs / 2) {
-            scoredAt = this.now();
-            await this.schedule(conversationId, scoredAt + lockMs);
-          }
-          cursor = id;
-        }
-      }
+      await this.deliver(pass, claimed[2] as unknown as Entries, scheduled);
     } finally {
       // Cut off by shutdown or an error: due again at once, for this host's next poll or another host.
-      if (!settled) await this.schedule(conversationId, 0).catch(() => undefined);
-      if (!hold) await lease.release().catch(() => undefined);
+      if (!pass.settled) await this.schedule(conversationId, 0).catch(() => undefined);
+      if (!pass.lockDone) await new RedisLease(redis, keys[0], pass.token, lockMs).release().catch(() => undefined);
     }
+    return true;
   }
 
-  /** Moves the conversation's cursor to `id` ('' keeps it) and keeps the lock `ms` longer, if the lock is still `token`'s; false when it is not. */
-  private async advance(lock: string, cursorAt: string, token: string, id: string, ms: number): Promise<boolean> {
-    const [done] = await callbackAdvance.run(this.o.redis, [lock, cursorAt], [token, id, ms]);
-    return done === 1;
+  /**
+   * Sends a claimed conversation's replies, `entries` (read with the claim) first, each advance reading the next
+   * ones when the last read ends, then gives the conversation up; stops at a failure to wait out, a lost lock or shutdown.
+   */
+  private async deliver(pass: Pass, entries: Entries, scheduled: Promise<void>): Promise<void> {
+    let batch = entries;
+    let next = 0;
+    let scoredAt = this.now();
+    let first: Promise<void> | undefined = scheduled;
+    while (next < batch.length) {
+      if (this.stopping.signal.aborted) return;
+      const [id, fields] = batch[next] as Entries[number];
+      const outcome = await this.sendReply(pass.conversationId, id, fields);
+      await first;
+      first = undefined;
+      // Cut off by shutdown: not the receiver's failure; the next host sends this reply again.
+      if (outcome.kind === 'failed' && this.stopping.signal.aborted) return;
+      const wait = outcome.kind === 'failed' ? this.retryWait(pass.conversationId, id, outcome) : undefined;
+      if (wait !== undefined) return this.waitOut(pass, wait);
+      if (outcome.kind === 'refused') {
+        this.o.logger.error(
+          { conversationId: pass.conversationId, replyId: id, status: outcome.status },
+          'webhook callback refused by the receiver (4xx); that reply is not sent again',
+        );
+        this.recordGivenUp(pass.conversationId, id);
+      }
+      this.failures.delete(pass.conversationId);
+      const last = next === batch.length - 1;
+      const more = await this.advance(pass, id, pass.lockMs, last ? BATCH : 0);
+      // Lost the lock (it ran out and another host took the conversation): stop; that host goes on.
+      if (!more) {
+        this.o.logger.warn(
+          { conversationId: pass.conversationId, replyId: id },
+          'webhook callbacks: lost the lock of a conversation to another host; leaving it to that host',
+        );
+        pass.settled = pass.lockDone = true;
+        return;
+      }
+      pass.cursor = id;
+      // The lock was renewed; the score follows once half of it has passed (not per reply), so a long
+      // backlog never falls due while this host still sends it.
+      if (this.now() - scoredAt >= pass.lockMs / 2) {
+        scoredAt = this.now();
+        await this.schedule(pass.conversationId, scoredAt + pass.lockMs);
+      }
+      [batch, next] = last ? [more, 0] : [batch, next + 1];
+    }
+    await first;
+    await this.finish(pass);
+  }
+
+  /** POSTs one stored reply; an unreadable one counts as taken (logged), so it does not hold up the rest. */
+  private async sendReply(conversationId: string, replyId: string, fields: string[]): Promise<Outcome> {
+    const reply = parseReply(fields);
+    if (reply) return this.post(reply);
+    this.o.logger.error({ conversationId, replyId }, 'webhook callbacks: a stored reply is not readable; skipped');
+    return { kind: 'taken' };
+  }
+
+  /** After a failed POST: keeps the lock until the retry is due and schedules the retry then, so no host retries sooner. */
+  private async waitOut(pass: Pass, wait: number): Promise<void> {
+    // The lock first, then the score: the conversation is not due before its lock runs out.
+    const held = (await this.advance(pass, '', Math.max(1, wait), 0)) !== undefined;
+    pass.lockDone = true;
+    if (held) await this.schedule(pass.conversationId, this.now() + wait);
+    pass.settled = true;
+  }
+
+  /**
+   * Moves the cursor to `id` ('' keeps it), keeps the lock `ms` longer and reads up to `count` replies after the
+   * cursor, if the lock is still the pass's: the replies read; undefined when the lock is not.
+   */
+  private async advance(pass: Pass, id: string, ms: number, count: number): Promise<Entries | undefined> {
+    const reply = await callbackAdvance.run(this.o.redis, pass.keys, [pass.token, id, ms, count]);
+    return reply[0] === 1 ? (reply[1] as unknown as Entries) : undefined;
+  }
+
+  /** Gives up a conversation with nothing left after its cursor: drops its pending mark, then looks once more and releases its lock. */
+  private async finish(pass: Pass): Promise<void> {
+    const [lock, , replies] = pass.keys;
+    // A reply stored after the ZREM marks the conversation again itself; one stored before it found this host's mark
+    // and left it, and the ZREM drops that mark: the look after the ZREM finds that reply, and marks it again. The
+    // look is sent once the ZREM is answered: the two keys' slots may be on different cluster nodes, with no order between them.
+    await this.o.redis.zrem(pendingKey(this.o.prefix, this.o.channelId), pass.conversationId);
+    const [more] = await callbackFinish.run(this.o.redis, [lock, replies], [pass.token, pass.cursor]);
+    pass.lockDone = true;
+    if (more === 1) await markPending(this.o.redis, this.o.prefix, this.o.channelId, pass.conversationId);
+    this.failures.delete(pass.conversationId);
+    pass.settled = true;
   }
 
   /** Keeps a count of the conversation's given-up replies for operators (the console lists it as stuck), as long as delivery keys are kept. */

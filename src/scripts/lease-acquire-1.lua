@@ -10,9 +10,5 @@
   Returns { 1, lease ms }             the caller holds the lease (taken or extended)
           { 0, ms left, holder id }   another owner holds it for ms left
 ]]
-local holder = redis.call('GET', KEYS[1])
-if holder == false or holder == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return { 1, tonumber(ARGV[2]) }
-end
-return { 0, redis.call('PTTL', KEYS[1]), holder }
+--- @include "lease"
+return lease_take(KEYS[1], ARGV[1], ARGV[2])

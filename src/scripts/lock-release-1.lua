@@ -8,8 +8,6 @@
 
   Returns { 1 } when released, { 0 } when the lock was not (or no longer) ours
 ]]
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return { 1 }
-end
+--- @include "lease"
+if lease_give_up(KEYS[1], ARGV[1]) then return { 1 } end
 return { 0 }

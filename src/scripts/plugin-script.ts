@@ -17,7 +17,7 @@ import { checkReply } from './results.js';
 
 /** A plugin script, loaded once; `run` registers it on a client the first time. */
 export interface PluginScript {
-  /** The script's verb, from its file name (`callback-advance-2.lua` → `callback-advance`). */
+  /** The script's verb, from its file name (`callback-advance-3.lua` → `callback-advance`). */
   readonly name: string;
   /** How many KEYS it takes (from its file name). */
   readonly numberOfKeys: number;
@@ -33,7 +33,7 @@ export interface PluginScript {
 }
 
 /**
- * Loads a plugin's script file, e.g. `defineScript(new URL('./callback-advance-2.lua', import.meta.url))`.
+ * Loads a plugin's script file, e.g. `defineScript(new URL('./callback-advance-3.lua', import.meta.url))`.
  * Call it once, at module load: it reads the file synchronously.
  * @throws ScriptError when the file name is not `<verb>-<numKeys>.lua`, the file has no `--[[` header or an include is missing.
  */
