@@ -58,7 +58,7 @@ export function appProcess(extra?: (message: string) => unknown): void {
       process.send!(extra?.(m));
       return;
     }
-    const start: typeof startApp = process.env.BENCH_APP === 'dist' ? (await import(new URL('../dist/app/start.js', import.meta.url).href)).startApp : startApp;
+    const start: typeof startApp = process.env.BENCH_APP !== 'src' ? (await import(new URL('../dist/app/start.js', import.meta.url).href)).startApp : startApp;
     app = await start({ config: appConfig(m.start), dataDir: '.steerbot/e2e-unused' });
     process.send!({ started: { address: app.address } });
   });
@@ -95,9 +95,9 @@ function appConfig(s: AppSpec) {
 
 let built = false;
 
-/** BENCH_APP=dist: the steerbot processes run the compiled dist/ (what `npm start` runs), built first when stale. */
+/** The steerbot processes run the compiled dist/ (what `npm start` runs), built first when stale; BENCH_APP=src: the sources, through tsx. */
 function buildDistOnce(): void {
-  if (built || process.env.BENCH_APP !== 'dist') return;
+  if (built || process.env.BENCH_APP === 'src') return;
   const r = spawnSync(process.execPath, [fileURLToPath(new URL('../scripts/build.mjs', import.meta.url)), '--if-stale'], { stdio: 'inherit' });
   if (r.status !== 0) throw new Error('bench: building dist/ failed');
   built = true;
@@ -108,11 +108,11 @@ function buildDistOnce(): void {
  * (and IPC). BENCH_CPU_PROF=<dir>: each steerbot process (role `app`) writes a
  * V8 CPU profile there when it stops.
  */
-export function spawnRole(bench: string, role: string): ChildProcess {
+export function spawnRole(bench: string, role: string, env: Record<string, string> = {}): ChildProcess {
   if (role === 'app') buildDistOnce();
   const prof = process.env.BENCH_CPU_PROF;
   return fork(fileURLToPath(new URL('./index.ts', import.meta.url)), [bench], {
-    env: { ...process.env, BENCH_ROLE: role },
+    env: { ...process.env, ...env, BENCH_ROLE: role },
     ...(prof && role === 'app' && { execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${prof}`] }),
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
