@@ -25,7 +25,7 @@ function parseConfig(config: TelegramConfigInput): TelegramConfig {
 export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
   const logger = deps.logger.child({ channel: CHANNEL_ID });
-  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: deps.fetch }) });
+  const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: withNativeSignal(deps.fetch) }) });
   const outbound = createTelegramOutbound({
     channelId: CHANNEL_ID,
     api,
@@ -44,5 +44,21 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
     start: (host) => inbound.start(host),
     stop: () => inbound.stop(),
     ready: () => inbound.ready(),
+  };
+}
+
+/**
+ * A `fetch` given to grammY, taking the abort signal grammY makes (from the
+ * `abort-controller` package, not the platform's) as a native one: Node 24's
+ * fetch refuses any other ("Expected signal to be an instance of AbortSignal").
+ */
+function withNativeSignal(f: typeof fetch): typeof fetch {
+  return (input, init) => {
+    const signal = init?.signal;
+    if (!signal || signal instanceof AbortSignal) return f(input, init);
+    const native = new AbortController();
+    if (signal.aborted) native.abort(signal.reason);
+    else signal.addEventListener('abort', () => native.abort(signal.reason), { once: true });
+    return f(input, { ...init, signal: native.signal });
   };
 }

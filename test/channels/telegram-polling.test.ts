@@ -20,6 +20,8 @@ interface PollingHost {
   getUpdates: number;
   /** Holder of the lease key at each getUpdates this host sent. */
   holdersAtPoll: Array<string | null>;
+  /** Abort signals the given fetch got: the platform's own, and others. */
+  signals: { native: number; other: number };
   stop(): Promise<void>;
 }
 
@@ -45,12 +47,14 @@ describe('telegram long polling', () => {
       log,
       getUpdates: 0,
       holdersAtPoll: [],
+      signals: { native: 0, other: 0 },
       async stop() {
         await me.plugin.stop();
         await http.close();
       },
     };
     const countingFetch: typeof fetch = async (input, init) => {
+      if (init?.signal) me.signals[init.signal instanceof AbortSignal ? 'native' : 'other']++;
       if (String(input).endsWith('/getUpdates')) {
         me.getUpdates++;
         me.holdersAtPoll.push(await redis.get(leaseKey()));
@@ -76,6 +80,13 @@ describe('telegram long polling', () => {
     await fake.close();
     await cleanupPrefix(redis, prefix);
     await redis.quit();
+  });
+
+  it("hands the given fetch the platform's AbortSignal (Node 24's fetch refuses grammY's own)", async () => {
+    const a = await startHost();
+    await fake.waitUntil(() => a.getUpdates > 0, 5000, 'host A polling');
+    expect(a.signals.native).toBeGreaterThan(0);
+    expect(a.signals.other).toBe(0);
   });
 
   it('polls from exactly one of two hosts; the other stands by', async () => {
