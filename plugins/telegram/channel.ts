@@ -54,8 +54,9 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
  */
 function withNativeSignal(f: typeof fetch): typeof fetch {
   return (input, init) => {
-    const signal = init?.signal;
-    if (!signal || signal instanceof AbortSignal) return f(input, init);
+    if (!init?.signal || init.signal instanceof AbortSignal) return f(input, init);
+    // Typed as AbortSignal, but another implementation: only what every one has is used.
+    const signal = init.signal as Pick<AbortSignal, 'aborted' | 'reason' | 'addEventListener'>;
     const native = new AbortController();
     if (signal.aborted) native.abort(signal.reason);
     else signal.addEventListener('abort', () => native.abort(signal.reason), { once: true });
