@@ -11,15 +11,16 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { conversationKeys } from '../../src/keys.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { readRange } from '../../src/record/read.js';
-import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
+import { bullPrefixFor, type RunQueue } from '../../src/run-queue.js';
 import { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { HeartbeatKeeper, type HeartbeatSettings, heartbeatId } from '../../src/schedules/heartbeats.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { redisUrl, testPrefix } from '../helpers/redis.js';
+import { bullConn, closeScheduleParts, scheduleParts } from '../helpers/schedule-parts.js';
 import { fakeModel } from '../runner/harness.js';
 
 const CID = 'telegram:42';
@@ -33,7 +34,6 @@ let schedules: Schedules;
 let queue: RunQueue;
 let dispatch: Dispatch;
 let worker: ScheduleFireWorker | undefined;
-const bullConn = () => new Redis(redisUrl(), { maxRetriesPerRequest: null });
 
 beforeAll(() => {
   redis = new Redis(redisUrl());
@@ -44,24 +44,12 @@ afterAll(async () => {
 
 beforeEach(() => {
   prefix = testPrefix();
-  schedules = new Schedules({
-    client: redis,
-    prefix,
-    connection: bullConn(),
-    bullPrefix: bullPrefixFor(prefix),
-    limits: { maxPerConversation: 3, minIntervalSeconds: 1 },
-  });
-  queue = new RunQueue({ connection: bullConn(), bullPrefix: bullPrefixFor(prefix) });
-  dispatch = new Dispatch({ client: redis, prefix, steeringCapable: true });
+  ({ schedules, queue, dispatch } = scheduleParts(redis, prefix));
 });
 
 afterEach(async () => {
-  await worker?.close();
+  await closeScheduleParts(redis, prefix, { schedules, queue, dispatch }, worker);
   worker = undefined;
-  await schedules.close();
-  await queue.close();
-  await cleanupPrefix(redis, prefix);
-  await cleanupPrefix(redis, bullPrefixFor(prefix));
 });
 
 /** A process's heartbeats under a configuration (the process starts now). */

@@ -8,15 +8,16 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError, ScheduleLimitError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/keys.js';
-import { Dispatch } from '../../src/protocol/dispatch.js';
+import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { readRange } from '../../src/record/read.js';
-import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
+import { bullPrefixFor, type RunQueue } from '../../src/run-queue.js';
 import { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
-import { onceJobId, Schedules } from '../../src/schedules/schedules.js';
+import { onceJobId, type Schedules } from '../../src/schedules/schedules.js';
 import { DEFAULT_SCHEDULE_LIMITS, parseDuration, parseScheduleRequest } from '../../src/schedules/spec.js';
 import { waitFor } from '../../testing/wait.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { redisUrl, testPrefix } from '../helpers/redis.js';
+import { bullConn, closeScheduleParts, scheduleParts } from '../helpers/schedule-parts.js';
 
 const CID = 'telegram:42';
 const logger = pino({ level: 'silent' });
@@ -27,7 +28,6 @@ let schedules: Schedules;
 let queue: RunQueue;
 let dispatch: Dispatch;
 let worker: ScheduleFireWorker | undefined;
-const bullConn = () => new Redis(redisUrl(), { maxRetriesPerRequest: null });
 
 beforeAll(() => {
   redis = new Redis(redisUrl());
@@ -38,24 +38,12 @@ afterAll(async () => {
 
 beforeEach(() => {
   prefix = testPrefix();
-  schedules = new Schedules({
-    client: redis,
-    prefix,
-    connection: bullConn(),
-    bullPrefix: bullPrefixFor(prefix),
-    limits: { maxPerConversation: 3, minIntervalSeconds: 1 },
-  });
-  queue = new RunQueue({ connection: bullConn(), bullPrefix: bullPrefixFor(prefix) });
-  dispatch = new Dispatch({ client: redis, prefix, steeringCapable: true });
+  ({ schedules, queue, dispatch } = scheduleParts(redis, prefix));
 });
 
 afterEach(async () => {
-  await worker?.close();
+  await closeScheduleParts(redis, prefix, { schedules, queue, dispatch }, worker);
   worker = undefined;
-  await schedules.close();
-  await queue.close();
-  await cleanupPrefix(redis, prefix);
-  await cleanupPrefix(redis, bullPrefixFor(prefix));
 });
 
 function startWorker(opts: { missedAfterMs?: number } = {}): ScheduleFireWorker {
