@@ -35,9 +35,6 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { context, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { Redis } from 'ioredis';
 import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
@@ -57,6 +54,7 @@ import {
   stopAll,
   TELEGRAM_SECRET as TG_SECRET,
 } from './processes.js';
+import { keepSpans, type SpanRecord } from './span-keeper.js';
 
 const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -66,8 +64,6 @@ const LAYOUTS = (process.env.BENCH_LAYOUTS ?? 'all-in-one,split,telegram').split
 const GOAL_P50 = 25;
 const GOAL_P99 = 80;
 
-/** A span as the bench keeps it: name, trace id, start and end (ms since the epoch). */
-type SpanRecord = [string, string, number, number];
 /** A message and its reply: sent and received, ms since the epoch. */
 type Sample = [number, number];
 
@@ -188,27 +184,11 @@ async function driver(): Promise<void> {
 
 // ---------------------------------------------------------------- one steerbot process
 
-/** Keeps every ended span's name, trace and times (the bench's trace sink, in process: nothing exported). */
-class KeepSpans implements SpanProcessor {
-  readonly spans: SpanRecord[] = [];
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    const ms = ([s, ns]: [number, number]) => s * 1000 + ns / 1e6;
-    this.spans.push([span.name, span.spanContext().traceId, ms(span.startTime), ms(span.endTime)]);
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
-}
-
-/** A steerbot process whose spans are kept in process and handed over on `'spans'`. */
+/** A steerbot process whose spans (BENCH_TRACED=1) are kept in process and handed over on `'spans'`. */
 function spanKeepingApp(): void {
-  const keep = new KeepSpans();
+  const take = keepSpans();
   const pauses = watchPauses();
-  if (process.env.BENCH_TRACED === '1') {
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
-  }
-  appProcess((m) => (m === 'spans' ? { spans: keep.spans.splice(0) } : m === 'pauses' ? { pauses: pauses.take() } : undefined));
+  appProcess((m) => (m === 'spans' ? { spans: take() } : m === 'pauses' ? { pauses: pauses.take() } : undefined));
 }
 
 // ---------------------------------------------------------------- orchestration

@@ -28,6 +28,12 @@
  * up (BENCH_CAPACITY_RATES) for BENCH_SECONDS each until the p99 of POST →
  * reply passes 1 s. Prints turns/s sustained, p50 / p99 and CPU per turn of
  * runner, host and redis.
+ *
+ * BENCH_TRACED=1: every steerbot process traces every message into an
+ * in-process sink, and each size also prints where a slot's time per turn
+ * goes, from the runners' `run` spans (model call, before it, after it,
+ * delivery). Tracing costs CPU, so the throughput of such a run is not the
+ * figure to quote.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +47,7 @@ import { signedHeaders } from '../plugins/webhook/signature.js';
 import { type PrivateCluster, startPrivateCluster } from '../test/helpers/private-cluster.js';
 import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { type AppSpec, appProcess, ask, cpuMs, freePort, nowMs, pct, spawnRole, stopAll, WEBHOOK_PATH, WEBHOOK_SECRET } from './processes.js';
+import { keepSpans, type SpanRecord } from './span-keeper.js';
 
 const MODE = process.env.BENCH_MODE ?? 'all';
 const RUNNERS = (process.env.BENCH_RUNNERS ?? '1,2,4').split(',').map(Number);
@@ -520,6 +527,7 @@ async function scaleRun(cluster: PrivateCluster, traffic: Traffic, m: Masters, r
     const a = await snapshot(traffic, apps, m);
     await sleep(SECONDS * 1000);
     const b = await snapshot(traffic, apps, m);
+    if (process.env.BENCH_TRACED === '1') console.log(await slotTime(apps.slice(HOSTS), a.t, b.t));
     traffic.stop();
     const checks = await traffic.drain(DRAIN_SECONDS);
     const w = windowOf(a, b);
@@ -543,6 +551,30 @@ async function scaleRun(cluster: PrivateCluster, traffic: Traffic, m: Masters, r
     traffic.stop();
     await stopAll(apps);
   }
+}
+
+/** Where a slot's time per turn went, from the runners' spans of runs that started in [from, to): means, ms. */
+async function slotTime(runners: ChildProcess[], from: number, to: number): Promise<string> {
+  const spans = (await Promise.all(runners.map((r) => ask(r, 'spans', 'spans')))).flatMap((x) => x as SpanRecord[]);
+  const byTrace = new Map<string, Map<string, [number, number]>>();
+  for (const [name, traceId, start, end] of spans) {
+    const t = byTrace.get(traceId) ?? new Map<string, [number, number]>();
+    if (!t.has(name)) t.set(name, [start, end]);
+    byTrace.set(traceId, t);
+  }
+  const sums = { run: 0, model: 0, before: 0, after: 0, delivery: 0, n: 0 };
+  for (const t of byTrace.values()) {
+    const [run, model, delivery] = [t.get('run'), t.get('model.call'), t.get('delivery')];
+    if (!run || !model || run[0] < from || run[0] >= to) continue;
+    sums.n++;
+    sums.run += run[1] - run[0];
+    sums.model += model[1] - model[0];
+    sums.before += model[0] - run[0];
+    sums.after += run[1] - model[1];
+    sums.delivery += delivery ? delivery[1] - delivery[0] : 0;
+  }
+  const mean = (v: number) => f(v / Math.max(1, sums.n));
+  return `   slot time per turn (traced, ${sums.n} runs, means): run ${mean(sums.run)} ms = model.call ${mean(sums.model)} + run start → model call ${mean(sums.before)} + model end → run end ${mean(sums.after)} (of it delivery ${mean(sums.delivery)})`;
 }
 
 /** The CPU ceiling (cores / CPU per turn), the lower of it and the ideal, and which one it was. */
@@ -690,7 +722,10 @@ function capacityTable(steps: Step[]): void {
 // ---------------------------------------------------------------- main
 
 export async function main(): Promise<void> {
-  if (process.env.BENCH_ROLE === 'app') return appProcess();
+  if (process.env.BENCH_ROLE === 'app') {
+    const take = keepSpans();
+    return appProcess((msg) => (msg === 'spans' ? { spans: take() } : undefined));
+  }
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(
     `scale: ${new Date().toISOString().slice(0, 16)}Z, node ${process.version}, ${CORES} cores, load average ${load}; 3-master Redis Cluster; ` +
