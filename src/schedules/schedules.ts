@@ -154,11 +154,9 @@ export class Schedules {
   async list(conversationId: string, count = 1): Promise<ListedSchedule[]> {
     const k = conversationKeys(this.o.prefix, conversationId);
     const raw = await this.o.client.hgetall(k.schedules);
-    const out: ListedSchedule[] = [];
-    for (const json of Object.values(raw)) {
-      const s = this.parse(json);
-      if (s) out.push({ ...s, next: await this.nextOf(s, count) });
-    }
+    const parsed = Object.values(raw).flatMap((json) => this.parse(json) ?? []);
+    // The next fires of all at once: an `every` schedule's is a read of BullMQ's scheduler, and those reads go out together.
+    const out: ListedSchedule[] = await Promise.all(parsed.map(async (s) => ({ ...s, next: await this.nextOf(s, count) })));
     return out.sort((a, b) => (a.next[0] ?? Number.POSITIVE_INFINITY) - (b.next[0] ?? Number.POSITIVE_INFINITY));
   }
 
