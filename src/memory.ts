@@ -5,15 +5,16 @@
  * notes are recalled on every channel.
  *
  * Notes live in one hash per identity (`<p>:{i:<identity>}:memory`, note id →
- * JSON) with an id counter beside it: the `{i:<identity>}` hash tag keeps them
- * in one Cluster slot, and a save is one script (`memory-save-2.lua`) that
- * checks the count and writes in one step. Counts and sizes are bounded
- * (`memory.maxNotes`, `memory.maxNoteChars`); a note over a limit is refused
- * with MemoryLimitError and nothing is written.
+ * JSON) with an id counter and a hash of embeddings beside it (`memory_vec`,
+ * note id → vector: apart, so listing the notes reads no vectors): the
+ * `{i:<identity>}` hash tag keeps them in one Cluster slot, and a save is one
+ * script (`memory-save-3.lua`) that checks the count and writes in one step.
+ * Counts and sizes are bounded (`memory.maxNotes`, `memory.maxNoteChars`); a
+ * note over a limit is refused with MemoryLimitError and nothing is written.
  *
  * Search scores keywords; with an embedder (an embedding model configured)
  * it blends in the cosine similarity of the query's embedding and each
- * note's, computed at save time and stored with the note (a note saved
+ * note's, computed at save time and stored beside the note (a note saved
  * without one is embedded at its first search).
  */
 import { z } from 'zod';
@@ -94,11 +95,18 @@ const MAX_EMBEDDING_DIMS = 8192;
 /** Weight of the embedding similarity in a blended score (the rest is keywords). */
 const EMBEDDING_WEIGHT = 0.7;
 
+/** The memory keys of an identity (one hash tag: one Cluster slot): notes, id counter, embeddings. */
+export interface MemoryKeys {
+  notes: string;
+  seq: string;
+  vectors: string;
+}
+
 /** The memory keys of an identity (one hash tag: one Cluster slot). */
-export function memoryKeys(prefix: string, identity: string): { notes: string; seq: string } {
+export function memoryKeys(prefix: string, identity: string): MemoryKeys {
   assertIdentityId(identity);
   const base = `${prefix}:{i:${identity}}:`;
-  return { notes: `${base}memory`, seq: `${base}memory_seq` };
+  return { notes: `${base}memory`, seq: `${base}memory_seq`, vectors: `${base}memory_vec` };
 }
 
 const storedNote = z.object({
@@ -106,11 +114,7 @@ const storedNote = z.object({
   text: z.string(),
   createdAt: z.number(),
   updatedAt: z.number(),
-  embedding: z.string().optional(),
 });
-type StoredNote = z.infer<typeof storedNote>;
-
-const plain = ({ id, text, createdAt, updatedAt }: StoredNote): MemoryNote => ({ id, text, createdAt, updatedAt });
 
 /** Creation order: oldest first, then by id. */
 const byCreation = (a: MemoryNote, b: MemoryNote) => a.createdAt - b.createdAt || Number(a.id) - Number(b.id);
@@ -142,9 +146,13 @@ export class MemoryStore {
     return this.write(k, body, opts.id ?? '', await this.embedding(body, opts.signal));
   }
 
-  /** Every note of an identity, oldest first. */
+  /** Every note of an identity, oldest first (no embeddings are read). */
   async list(identity: string): Promise<MemoryNote[]> {
-    return (await this.stored(identity)).map(plain);
+    const all = await this.o.redis.hvals(memoryKeys(this.prefix, identity).notes);
+    return all
+      .map(parseNote)
+      .filter((n) => n !== undefined)
+      .sort(byCreation);
   }
 
   /**
@@ -154,7 +162,7 @@ export class MemoryStore {
    */
   async search(identity: string, query: string, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<MemoryHit[]> {
     const limit = Math.max(1, Math.min(opts.limit ?? 5, MAX_SEARCH_RESULTS));
-    const notes = await this.stored(identity);
+    const notes = await this.list(identity);
     if (notes.length === 0) return [];
     const terms = words(query);
     const vectors = this.o.embedder
@@ -163,7 +171,7 @@ export class MemoryStore {
     const hits = notes.map((n, i) => {
       const kw = keywordScore(terms, n.text);
       const score = vectors ? EMBEDDING_WEIGHT * Math.max(0, cosine(vectors.query, vectors.notes[i]!)) + (1 - EMBEDDING_WEIGHT) * kw : kw;
-      return { ...plain(n), score };
+      return { ...n, score };
     });
     return hits
       .filter((h) => h.score > 0)
@@ -174,7 +182,9 @@ export class MemoryStore {
   /** Deletes note `id`; false when there was none. */
   async delete(identity: string, id: string): Promise<boolean> {
     assertNoteId(id);
-    const deleted = (await this.o.redis.hdel(memoryKeys(this.prefix, identity).notes, id)) === 1;
+    const k = memoryKeys(this.prefix, identity);
+    const [[, n]] = (await this.o.redis.multi().hdel(k.notes, id).hdel(k.vectors, id).exec()) as [[unknown, number], unknown];
+    const deleted = Number(n) === 1;
     if (deleted) metrics.memoryWrites.inc({ kind: 'deleted' });
     return deleted;
   }
@@ -182,15 +192,15 @@ export class MemoryStore {
   /** Deletes every note of an identity (ids are not reused); returns how many there were. */
   async deleteAll(identity: string): Promise<number> {
     const k = memoryKeys(this.prefix, identity);
-    const [[, count]] = (await this.o.redis.multi().hlen(k.notes).del(k.notes).exec()) as [[unknown, number], unknown];
+    const [[, count]] = (await this.o.redis.multi().hlen(k.notes).del(k.notes, k.vectors).exec()) as [[unknown, number], unknown];
     if (Number(count) > 0) metrics.memoryWrites.inc({ kind: 'deleted' }, Number(count));
     return Number(count);
   }
 
-  /** Deletes an identity's memory, notes and id counter (purge of a person). */
+  /** Deletes an identity's memory, notes, embeddings and id counter (purge of a person). */
   async purge(identity: string): Promise<void> {
     const k = memoryKeys(this.prefix, identity);
-    await this.o.redis.del(k.notes, k.seq);
+    await this.o.redis.del(k.notes, k.seq, k.vectors);
   }
 
   /**
@@ -198,14 +208,16 @@ export class MemoryStore {
    * oldest first, as far as `into` has room; then deletes `from`'s memory.
    * Two slots, so not one step: a note saved to `from` meanwhile is lost
    * with it (its accounts already resolve to `into`). A note keeps its
-   * embedding (none is computed). Returns how many moved.
+   * embedding (none is computed); `from`'s embeddings go with its notes.
+   * Returns how many moved.
    */
   async merge(from: string, into: string): Promise<number> {
     const k = memoryKeys(this.prefix, into);
+    const [notes, vectors] = await Promise.all([this.list(from), this.o.redis.hgetall(memoryKeys(this.prefix, from).vectors)]);
     let moved = 0;
-    for (const note of await this.stored(from)) {
+    for (const note of notes) {
       try {
-        if ((await this.write(k, this.checkText(note.text), '', note.embedding)).kind === 'created') moved++;
+        if ((await this.write(k, this.checkText(note.text), '', vectors[note.id])).kind === 'created') moved++;
       } catch (err) {
         if (!(err instanceof MemoryLimitError)) throw err;
         break;
@@ -231,10 +243,10 @@ export class MemoryStore {
   }
 
   /** Runs the save script: a new note (`id` '') or note `id`'s new text, checked `body`, with its `embedding` if any. */
-  private async write(k: { notes: string; seq: string }, body: string, id: string, embedding: string | undefined): Promise<MemorySaveResult> {
+  private async write(k: MemoryKeys, body: string, id: string, embedding: string | undefined): Promise<MemorySaveResult> {
     const r = checkReply(
       'memory-save',
-      await runScript(this.o.redis, 'memory-save', [k.notes, k.seq], [id, body, this.now(), this.limits.maxNotes, embedding ?? '']),
+      await runScript(this.o.redis, 'memory-save', [k.notes, k.seq, k.vectors], [id, body, this.now(), this.limits.maxNotes, embedding ?? '']),
     );
     if (r[0] === 'limit') {
       metrics.memoryWrites.inc({ kind: 'refused' });
@@ -245,15 +257,7 @@ export class MemoryStore {
     if (!note) throw new InvalidInputError('memory-save: unreadable note');
     const kind = r[0] as MemorySaveResult['kind'];
     metrics.memoryWrites.inc({ kind });
-    return { kind, note: plain(note) };
-  }
-
-  private async stored(identity: string): Promise<StoredNote[]> {
-    const all = await this.o.redis.hvals(memoryKeys(this.prefix, identity).notes);
-    return all
-      .map(parseNote)
-      .filter((n) => n !== undefined)
-      .sort(byCreation);
+    return { kind, note };
   }
 
   private async embedding(text: string, signal: AbortSignal | undefined): Promise<string | undefined> {
@@ -274,20 +278,21 @@ export class MemoryStore {
     return undefined;
   }
 
-  /** The query's vector and every note's; notes saved without one are embedded now and the vector stored. */
-  private async vectors(identity: string, query: string, notes: StoredNote[], signal: AbortSignal | undefined) {
-    const missing = notes.filter((n) => decodeVector(n.embedding) === undefined);
-    const fresh = await this.o.embedder!.embed([query, ...missing.map((n) => n.text)], signal);
+  /** The query's vector and every note's (read from the embeddings hash); notes saved without one are embedded now and the vector stored. */
+  private async vectors(identity: string, query: string, notes: MemoryNote[], signal: AbortSignal | undefined) {
     const k = memoryKeys(this.prefix, identity);
+    const stored = (await this.o.redis.hmget(k.vectors, ...notes.map((n) => n.id))).map((s) => decodeVector(s ?? undefined));
+    const missing = notes.map((n, i) => ({ n, i })).filter(({ i }) => stored[i] === undefined);
+    const fresh = await this.o.embedder!.embed([query, ...missing.map(({ n }) => n.text)], signal);
     await Promise.all(
-      missing.map((n, i) => {
-        const v = fresh[i + 1];
+      missing.map(({ n, i }, j) => {
+        const v = fresh[j + 1];
         if (!v) return undefined;
-        n.embedding = encodeVector(v);
-        return runScript(this.o.redis, 'memory-embed', [k.notes], [n.id, n.updatedAt, n.embedding]);
+        stored[i] = v;
+        return runScript(this.o.redis, 'memory-embed', [k.notes, k.vectors], [n.id, n.updatedAt, encodeVector(v)]);
       }),
     );
-    return { query: fresh[0] ?? [], notes: notes.map((n) => decodeVector(n.embedding) ?? []) };
+    return { query: fresh[0] ?? [], notes: stored.map((v) => v ?? []) };
   }
 }
 
@@ -317,7 +322,7 @@ function assertNoteId(id: string): void {
   if (typeof id !== 'string' || !NOTE_ID_RE.test(id)) throw new InvalidInputError('a note id is a number, e.g. 3');
 }
 
-function parseNote(raw: string): StoredNote | undefined {
+function parseNote(raw: string): MemoryNote | undefined {
   const r = storedNote.safeParse(parseJsonOrUndefined(raw));
   return r.success ? r.data : undefined;
 }

@@ -132,8 +132,14 @@ describe('memory store', () => {
     const m = store({ embedder: { embed } });
     await m.save('discord:7', 'likes tea');
     await m.save('discord:7', 'lives in Oslo');
-    const raw = async (identity: string) =>
-      Object.values(await redis.hgetall(memoryKeys(prefix, identity).notes)).map((j) => JSON.parse(j) as { text: string; embedding?: string });
+    const raw = async (identity: string) => {
+      const k = memoryKeys(prefix, identity);
+      const vectors = await redis.hgetall(k.vectors);
+      return Object.values(await redis.hgetall(k.notes)).map((j) => {
+        const n = JSON.parse(j) as { id: string; text: string };
+        return { text: n.text, embedding: vectors[n.id] };
+      });
+    };
     const before = await raw('discord:7');
     expect(before.every((n) => n.embedding)).toBe(true);
     expect(await m.merge('discord:7', ME)).toBe(2);
@@ -145,6 +151,70 @@ describe('memory store', () => {
     // Search uses the moved vectors as they are.
     await m.search(ME, 'tea');
     expect(calls.at(-1)).toEqual(['tea']);
+  });
+
+  it("keeps embeddings beside the notes: a list reads no vectors, the notes' JSON holds none", async () => {
+    const vector = (t: string) => Array.from({ length: 1536 }, (_, i) => Math.sin(i + t.length));
+    const m = store({ limits: { maxNoteChars: 200, maxNotes: 10 }, embedder: { embed: async (texts) => texts.map(vector) } });
+    for (let i = 0; i < 8; i++) await m.save(ME, `note number ${i}`);
+    const k = memoryKeys(prefix, ME);
+    expect(await redis.hlen(k.vectors)).toBe(8);
+    const notes = await redis.hgetall(k.notes);
+    expect(Object.values(notes).some((j) => 'embedding' in (JSON.parse(j) as object))).toBe(false);
+    // 8 vectors of 1536 float32s are ~64 KB; the notes alone a few hundred bytes.
+    expect(Object.entries(notes).flat().join('').length).toBeLessThan(1000);
+    // A list touches the notes hash only.
+    const monitor = await redis.duplicate().monitor();
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+    try {
+      expect(await m.list(ME)).toHaveLength(8);
+      await redis.ping(`${prefix}:listed`);
+      await expect.poll(() => seen.some((a) => a[1] === `${prefix}:listed`)).toBe(true);
+    } finally {
+      monitor.disconnect();
+    }
+    // Other test files share this Redis: only commands on this test's keys count.
+    const mine = seen.filter((a) => a.slice(1).some((x) => x.startsWith(`${prefix}:{`)));
+    expect(mine).toEqual([['hvals', k.notes]]);
+  });
+
+  it('leaves no vector behind: delete, delete all, purge and merge', async () => {
+    const m = store({ embedder: { embed: async (texts) => texts.map((t) => [t.length, 1]) } });
+    const k = memoryKeys(prefix, ME);
+    await m.save(ME, 'a1');
+    await m.save(ME, 'b22');
+    expect(await m.delete(ME, '1')).toBe(true);
+    expect(Object.keys(await redis.hgetall(k.vectors))).toEqual(['2']);
+    expect(await m.deleteAll(ME)).toBe(1);
+    expect(await redis.exists(k.vectors)).toBe(0);
+    await m.save(ME, 'c333');
+    await m.purge(ME);
+    expect(await keysNow()).toEqual([]);
+    await m.save('discord:7', 'from discord');
+    expect(await m.merge('discord:7', ME)).toBe(1);
+    expect(await redis.exists(...Object.values(memoryKeys(prefix, 'discord:7')))).toBe(0);
+    expect(await redis.hlen(k.vectors)).toBe(1);
+  });
+
+  it("drops a note's vector when its text changes without a new one, keeps it for the same text", async () => {
+    let up = true;
+    const m = store({ embedder: { embed: async (texts) => (up ? texts.map((t) => [t.length, 1]) : Promise.reject(new Error('down'))) } });
+    const k = memoryKeys(prefix, ME);
+    await m.save(ME, 'likes tea');
+    await m.save(ME, 'lives in Oslo');
+    const teaVector = await redis.hget(k.vectors, '1');
+    up = false;
+    await m.save(ME, 'likes tea', { id: '1' });
+    expect(await redis.hget(k.vectors, '1')).toBe(teaVector);
+    await m.save(ME, 'likes coffee', { id: '1' });
+    expect(await redis.hget(k.vectors, '1')).toBeNull();
+    expect(await redis.hexists(k.vectors, '2')).toBe(1);
+    // A new text with its vector replaces the old one.
+    up = true;
+    await m.save(ME, 'likes green coffee', { id: '1' });
+    expect(await redis.hget(k.vectors, '1')).not.toBeNull();
+    expect(await redis.hget(k.vectors, '1')).not.toBe(teaVector);
   });
 
   it('refuses identity ids that would break the hash tag', async () => {

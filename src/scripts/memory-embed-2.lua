@@ -4,6 +4,7 @@
   changed or went away in the meantime.
 
   KEYS[1] notes      the identity's notes (hash: note id -> JSON)
+  KEYS[2] vectors    the notes' embeddings (hash: note id -> base64 of float32s)
 
   ARGV[1] id         note id
   ARGV[2] updatedAt  the note's `updatedAt` the embedding was computed for
@@ -13,8 +14,6 @@
 ]]
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if not old then return { 'changed' } end
-local note = cjson.decode(old)
-if tostring(note.updatedAt) ~= ARGV[2] then return { 'changed' } end
-note.embedding = ARGV[3]
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(note))
+if tostring(cjson.decode(old).updatedAt) ~= ARGV[2] then return { 'changed' } end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return { 'ok' }

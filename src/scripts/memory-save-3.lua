@@ -3,10 +3,13 @@
   identity's counter) or a new text for an existing one. The count and the
   write are one step, so two saves racing for the last place cannot both get
   it. A new note whose text equals a stored note's is not stored twice: a
-  tool call run again after a takeover saves once.
+  tool call run again after a takeover saves once. The note's embedding is
+  kept apart from its JSON (lists never read vectors); a new text without
+  an embedding drops the old text's one.
 
   KEYS[1] notes      the identity's notes (hash: note id -> JSON)
   KEYS[2] seq        the identity's note id counter
+  KEYS[3] vectors    the notes' embeddings (hash: note id -> base64 of float32s)
 
   ARGV[1] id         '' for a new note, else the id of the note to edit
   ARGV[2] text       the note's text (its size is checked by the caller)
@@ -20,20 +23,24 @@
           { 'limit', count }        the identity has `max` notes; nothing written
           { 'not_found' }           no note `id` to edit; nothing written
 ]]
-local notes, seq = KEYS[1], KEYS[2]
+local notes, seq, vectors = KEYS[1], KEYS[2], KEYS[3]
 local id, text, now, max, embedding = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
 local function encode(note_id, created)
-  local note = { id = note_id, text = text, createdAt = created, updatedAt = now }
-  if embedding ~= '' then note.embedding = embedding end
-  return cjson.encode(note)
+  return cjson.encode({ id = note_id, text = text, createdAt = created, updatedAt = now })
 end
 
 if id ~= '' then
   local old = redis.call('HGET', notes, id)
   if not old then return { 'not_found' } end
-  local json = encode(id, cjson.decode(old).createdAt)
+  local prev = cjson.decode(old)
+  local json = encode(id, prev.createdAt)
   redis.call('HSET', notes, id, json)
+  if embedding ~= '' then
+    redis.call('HSET', vectors, id, embedding)
+  elseif prev.text ~= text then
+    redis.call('HDEL', vectors, id)
+  end
   return { 'updated', id, json }
 end
 
@@ -46,4 +53,5 @@ if count >= max then return { 'limit', count } end
 local new_id = tostring(redis.call('INCR', seq))
 local json = encode(new_id, now)
 redis.call('HSET', notes, new_id, json)
+if embedding ~= '' then redis.call('HSET', vectors, new_id, embedding) end
 return { 'created', new_id, json }
