@@ -164,7 +164,7 @@ describe('memory store', () => {
     // 8 vectors of 1536 float32s are ~64 KB; the notes alone a few hundred bytes.
     expect(Object.entries(notes).flat().join('').length).toBeLessThan(1000);
     // A list touches the notes hash only.
-    const monitor = await redis.duplicate().monitor();
+    const monitor = await redis.monitor(); // a connection of its own
     const seen: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
     try {
