@@ -54,7 +54,7 @@ import {
   stopAll,
   TELEGRAM_SECRET as TG_SECRET,
 } from './processes.js';
-import { keepSpans, type SpanRecord } from './span-keeper.js';
+import { keepSpans, type SpanRecord, spansByTrace } from './span-keeper.js';
 
 const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -198,13 +198,8 @@ const fmt = (n: number) => (Number.isNaN(n) ? '   -' : n.toFixed(1).padStart(6))
 
 /** Stage durations per trace, from the spans of every process. */
 function stages(spans: SpanRecord[], from: number): Map<string, number[]> {
-  const byTrace = new Map<string, Map<string, [number, number]>>();
-  for (const [raw, traceId, start, end] of spans) {
-    const name = raw.startsWith('POST ') ? 'http.request' : raw; // the route's span is named `<method> <path>`
-    let t = byTrace.get(traceId);
-    if (!t) byTrace.set(traceId, (t = new Map()));
-    if (!t.has(name)) t.set(name, [start, end]); // the first of a name (one per message here)
-  }
+  // The route's span is named `<method> <path>`.
+  const byTrace = spansByTrace(spans, (raw) => (raw.startsWith('POST ') ? 'http.request' : raw));
   const out = new Map<string, number[]>();
   const add = (stage: string, v: number | undefined) => {
     if (v === undefined || Number.isNaN(v)) return;

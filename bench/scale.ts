@@ -47,7 +47,7 @@ import { signedHeaders } from '../plugins/webhook/signature.js';
 import { type PrivateCluster, startPrivateCluster } from '../test/helpers/private-cluster.js';
 import { type FakeOpenAIServer, type FakeRequest, startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { type AppSpec, appProcess, ask, cpuMs, freePort, nowMs, pct, spawnRole, stopAll, WEBHOOK_PATH, WEBHOOK_SECRET } from './processes.js';
-import { keepSpans, type SpanRecord } from './span-keeper.js';
+import { keepSpans, type SpanRecord, spansByTrace } from './span-keeper.js';
 
 const MODE = process.env.BENCH_MODE ?? 'all';
 const RUNNERS = (process.env.BENCH_RUNNERS ?? '1,2,4').split(',').map(Number);
@@ -556,12 +556,7 @@ async function scaleRun(cluster: PrivateCluster, traffic: Traffic, m: Masters, r
 /** Where a slot's time per turn went, from the runners' spans of runs that started in [from, to): means, ms. */
 async function slotTime(runners: ChildProcess[], from: number, to: number): Promise<string> {
   const spans = (await Promise.all(runners.map((r) => ask(r, 'spans', 'spans')))).flatMap((x) => x as SpanRecord[]);
-  const byTrace = new Map<string, Map<string, [number, number]>>();
-  for (const [name, traceId, start, end] of spans) {
-    const t = byTrace.get(traceId) ?? new Map<string, [number, number]>();
-    if (!t.has(name)) t.set(name, [start, end]);
-    byTrace.set(traceId, t);
-  }
+  const byTrace = spansByTrace(spans);
   const sums = { run: 0, model: 0, before: 0, after: 0, delivery: 0, n: 0 };
   for (const t of byTrace.values()) {
     const [run, model, delivery] = [t.get('run'), t.get('model.call'), t.get('delivery')];

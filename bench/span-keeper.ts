@@ -31,3 +31,15 @@ export function keepSpans(): () => SpanRecord[] {
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [keep] }));
   return () => keep.spans.splice(0);
 }
+
+/** Each trace's spans by name (the first of a name), as [start, end]; `nameOf` maps a span's name first. */
+export function spansByTrace(spans: readonly SpanRecord[], nameOf: (name: string) => string = (n) => n): Map<string, Map<string, [number, number]>> {
+  const byTrace = new Map<string, Map<string, [number, number]>>();
+  for (const [raw, traceId, start, end] of spans) {
+    const name = nameOf(raw);
+    let t = byTrace.get(traceId);
+    if (!t) byTrace.set(traceId, (t = new Map()));
+    if (!t.has(name)) t.set(name, [start, end]);
+  }
+  return byTrace;
+}
