@@ -1,6 +1,8 @@
 /**
  * What an attempt starts from, read in one pipelined round: the run's input
- * messages, the unanswered-steering note an earlier run left, and — for an
+ * messages, the unanswered-steering note an earlier run left, the prompt's
+ * head (checkpoint and meta fields, so the prompt load starts with the
+ * record), and — for an
  * attempt taking the run over — what earlier attempts left in the record
  * (runner/takeover.ts): a final answer to deliver, the turn's anchor, the
  * steered messages taken and not answered, a tool-call step to finish, and
@@ -13,6 +15,7 @@ import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
 import { readSeqs } from '../src/record/read.js';
 import { UNANSWERED_KEY } from '../src/record/unanswered.js';
 import type { RunAttempt } from './attempt.js';
+import { type PromptHead, readPromptHead } from './compaction/load.js';
 import type { ExecutorOptions } from './executor-options.js';
 import type { StepRecord } from './plugin.js';
 import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
@@ -46,21 +49,24 @@ export interface AttemptStart {
   /** Set when earlier attempts recorded progress. */
   takeover: Takeover | undefined;
   tools: ToolState;
+  /** The checkpoint and meta fields as the attempt started (for its first prompt load). */
+  head: PromptHead;
 }
 
 /** Reads what `attempt` starts from. */
 export async function readAttemptStart(o: ExecutorOptions, attempt: RunAttempt): Promise<AttemptStart> {
   const { ref, acquired } = attempt;
   const log = conversationKeys(o.prefix, ref.conversationId).log;
-  // Pipelined: the note read and a takeover's record read cost no round trip of their own.
-  const [inputEntries, note, runEntries] = await Promise.all([
+  // Pipelined: the note, the prompt head and a takeover's record read cost no round trip of their own.
+  const [inputEntries, note, head, runEntries] = await Promise.all([
     readSeqs(o.client, log, acquired.inputs),
     o.state.getRaw(ref.conversationId, UNANSWERED_KEY),
+    readPromptHead(o.client, o.prefix, ref.conversationId),
     acquired.attempt > 1 ? readRunEntries(o.client, log, ref.runId, o.historyTailEntries ?? DEFAULTS.compaction.tailEntries) : undefined,
   ]);
   // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
   const takeover = runEntries && (await progress(o, log, ref.runId, runEntries));
-  return { inputs: inputEntries.filter(isMessage), note, takeover, tools: toolState(o.runs, ref, runEntries ?? []) };
+  return { inputs: inputEntries.filter(isMessage), note, takeover, tools: toolState(o.runs, ref, runEntries ?? []), head };
 }
 
 /**

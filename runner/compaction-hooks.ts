@@ -15,7 +15,7 @@ import type { RedisClient } from '../src/scripts/index.js';
 import { type CompactionFacts, traceCompaction } from '../src/telemetry/run-trace.js';
 import { type CompactionTrigger, type CompactResult, shouldCompact } from './compaction/compactor.js';
 import { type Calibrator, estimateMessages } from './compaction/estimate.js';
-import { type LoadedPrompt, loadPrompt } from './compaction/load.js';
+import { type LoadedPrompt, loadPrompt, type PromptHead } from './compaction/load.js';
 import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
 import type { CompactionHooks } from './plugin.js';
 
@@ -53,11 +53,31 @@ export class RunCompaction implements CompactionHooks {
   private overhead = 0;
   private manualSeen = 0;
 
+  private preloaded: Promise<LoadedPrompt> | undefined;
+
   constructor(private readonly o: RunCompactionOptions) {}
 
-  private load(): Promise<LoadedPrompt> {
+  /**
+   * Starts the load `initialPrompt` will use, from a head read beforehand, so
+   * the record read overlaps whatever the run does before its invocation. A
+   * load that is never used is a wasted read and nothing else.
+   */
+  preload(head: PromptHead): void {
+    const loading = this.load(head);
+    loading.catch(() => undefined);
+    this.preloaded = loading;
+  }
+
+  private load(head?: PromptHead): Promise<LoadedPrompt> {
     const o = this.o;
-    return loadPrompt({ client: o.client, prefix: o.prefix, conversationId: o.run.conversationId, tailEntries: o.tailEntries, logger: o.logger });
+    return loadPrompt({
+      client: o.client,
+      prefix: o.prefix,
+      conversationId: o.run.conversationId,
+      tailEntries: o.tailEntries,
+      logger: o.logger,
+      ...(head && { head }),
+    });
   }
 
   private async compactWith(trigger: CompactionTrigger, loaded: LoadedPrompt): Promise<PressureCheck | undefined> {
@@ -98,7 +118,9 @@ export class RunCompaction implements CompactionHooks {
 
   /** The prompt a run (or a continuation) starts from; compacts first when needed. */
   async initialPrompt(): Promise<ModelMessage[]> {
-    const loaded = await this.load();
+    const preloaded = this.preloaded;
+    this.preloaded = undefined;
+    const loaded = await (preloaded ?? this.load());
     this.answerAnchor = lastTakenSeq(loaded.entries, this.o.run.runId);
     const check = await this.compactWith(loaded.manualRequested ? 'manual' : 'pressure', loaded);
     if (loaded.manualRequested) await this.settleManual(check, loaded.compactRequestedSeq);

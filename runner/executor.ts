@@ -110,6 +110,9 @@ export class RunExecutor {
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
     const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
     const carried = this.takeOver(attempt, start, unanswered);
+    // The first invocation's prompt is read while the starter's identity is (a compact-only run reads its own; a recorded answer needs none).
+    const compaction = this.compaction(attempt);
+    if (acquired.cause !== 'compact' && !carried.recorded) compaction.preload(start.head);
     // The person whose message started the run: budgets, profile bindings and memory follow their identity.
     const starter = start.inputs[0]?.sender;
     const identity = starter ? await this.identityOf(ref.conversationId, starter.id) : undefined;
@@ -122,7 +125,8 @@ export class RunExecutor {
       if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const result = await this.invoke(attempt, { inputs, unanswered, telemetry, tools: start.tools, budget, first, identity, profile }, carried);
+      const parts = { inputs, unanswered, telemetry, tools: start.tools, budget, first, identity, profile };
+      const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt) }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
@@ -170,6 +174,7 @@ export class RunExecutor {
       first: boolean;
       identity: string | undefined;
       profile: AgentProfile | undefined;
+      compaction: RunCompaction;
     },
     carried: Carried,
   ): Promise<RunResult> {
@@ -188,7 +193,7 @@ export class RunExecutor {
     const spent = await p.budget?.before(p.first && attempt.acquired.attempt === 1);
     if (spent) return spent;
     delivery.typing();
-    const ctx = await createRunContext(this.o, attempt, { ...p, compaction: this.compaction(attempt), unfinishedStep: carried.unfinished });
+    const ctx = await createRunContext(this.o, attempt, { ...p, unfinishedStep: carried.unfinished });
     carried.unfinished = undefined;
     try {
       return await this.o.plugin.run(ctx);

@@ -28,7 +28,26 @@ export interface LoadPromptOptions {
   pageSize?: number;
   /** Projection options; `unclaimed` defaults to `exclude` (the runtime's choice). */
   projection?: ProjectionOptions;
+  /** The checkpoint and meta fields, when read beforehand (`readPromptHead`): the load then starts with the record. */
+  head?: PromptHead;
   logger: Logger;
+}
+
+/** What a prompt load reads before the record: the stored checkpoint and the meta fields it is checked against. */
+export interface PromptHead {
+  /** The raw checkpoint in conversation state, if any. */
+  raw: string | undefined;
+  /** Seq of the last reset (meta `reset_seq`), 0 when none. */
+  resetSeq: number;
+  /** Seq of a pending `/compact` (meta `compact_requested`), 0 when none. */
+  compactRequested: number;
+}
+
+/** Reads the prompt head: two commands of the conversation's slot, sent together. */
+export async function readPromptHead(client: RedisClient, prefix: string, conversationId: string): Promise<PromptHead> {
+  const k = conversationKeys(prefix, conversationId);
+  const [raw, [resetRaw, requestedRaw]] = await Promise.all([client.hget(k.state, CHECKPOINT_KEY), client.hmget(k.meta, 'reset_seq', 'compact_requested')]);
+  return { raw: raw ?? undefined, resetSeq: Number(resetRaw ?? 0) || 0, compactRequested: Number(requestedRaw ?? 0) || 0 };
 }
 
 /** A run's prompt as loaded. */
@@ -60,9 +79,7 @@ export interface LoadedPrompt {
 /** Reads the checkpoint and the record after it, and projects the prompt. */
 export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   const k = conversationKeys(o.prefix, o.conversationId);
-  const [raw, [resetRaw, requestedRaw]] = await Promise.all([o.client.hget(k.state, CHECKPOINT_KEY), o.client.hmget(k.meta, 'reset_seq', 'compact_requested')]);
-  const stored = raw ?? undefined;
-  const requested = Number(requestedRaw ?? 0) || 0;
+  const { raw: stored, resetSeq, compactRequested: requested } = o.head ?? (await readPromptHead(o.client, o.prefix, o.conversationId));
   // `compact_requested` is cleared by the append of the next compaction entry, so it is pending exactly while set.
   const manualRequested = requested > 0;
   const pageSize = o.pageSize ?? 500;
@@ -70,7 +87,7 @@ export async function loadPrompt(o: LoadPromptOptions): Promise<LoadedPrompt> {
   let head: SeqEntry[] = [];
   const validation = await validateCheckpoint(stored, {
     conversationId: o.conversationId,
-    resetSeq: o.resetSeq ?? (Number(resetRaw ?? 0) || 0),
+    resetSeq: o.resetSeq ?? resetSeq,
     seqExists: async (seq) => {
       head = await readRange(o.client, k.log, { fromSeq: seq, count: pageSize + 1 });
       return head[0]?.seq === seq;

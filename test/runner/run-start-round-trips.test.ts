@@ -1,0 +1,78 @@
+/**
+ * What a run costs in Redis before its model call: the sequential round
+ * trips from the acquire to the model request. The start read carries the
+ * prompt's head (checkpoint and meta fields) beside the inputs, and the
+ * record read goes out beside the starter's identity read, so a run reaches
+ * its model in three: acquire, start, record.
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { conversationKeys } from '../../src/keys.js';
+import { scriptSource } from '../../src/scripts/index.js';
+import { CID, fakeModel, perTestModel, RunnerHarness } from './harness.js';
+
+const t = perTestModel();
+const sha = (name: 'acquire' | 'heartbeat') => createHash('sha1').update(scriptSource(name)).digest('hex');
+
+/** One command the runner sent on the conversation's slot or the people's. */
+interface Sent {
+  name: string;
+  args: string[];
+  /** The round trip it went out in: a command sent while none of the recorded ones was in flight starts the next. */
+  wave: number;
+}
+
+/**
+ * Records the commands `client` sends that touch the conversation or the
+ * identity links (a lease heartbeat left out: it runs on its own timer), and
+ * numbers their round trips.
+ */
+function recordWaves(client: Redis): Sent[] {
+  const sent: Sent[] = [];
+  let inFlight = 0;
+  let wave = 0;
+  const heartbeat = sha('heartbeat');
+  const orig = client.sendCommand.bind(client);
+  client.sendCommand = ((...args: Parameters<typeof orig>) => {
+    const command = args[0];
+    const flat = command.args.map(String);
+    const ours = flat.some((a) => a.includes(`{c:${CID}}`) || a.includes('{people}')) && flat[0] !== heartbeat;
+    const reply = orig(...args);
+    if (!ours) return reply;
+    if (inFlight === 0) wave++;
+    inFlight++;
+    sent.push({ name: command.name, args: flat, wave });
+    void Promise.resolve(reply).finally(() => inFlight--);
+    return reply;
+  }) as typeof client.sendCommand;
+  return sent;
+}
+
+describe('a run before its model call', () => {
+  it('reaches the model in three round trips after it is picked up: acquire, the start read with the prompt head, the record read beside the identity read', async () => {
+    // The answer waits, so nothing after the model call is recorded before the request is seen.
+    t.fake.script([{ text: 'Hello Ann!', delayMs: 500 }]);
+    t.h = await RunnerHarness.start();
+    const sent = recordWaves(t.h.redis as Redis);
+    await t.h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false } }));
+
+    await t.h.ingest('hi there');
+    await t.fake.waitForRequests(1);
+    const before = sent.slice(sent.findIndex((s) => s.name.startsWith('eval') && s.args[0] === sha('acquire')));
+    const first = before[0]!.wave;
+    const waves = new Map<number, Sent[]>();
+    for (const s of before) waves.set(s.wave - first, [...(waves.get(s.wave - first) ?? []), s]);
+
+    expect([...waves.keys()]).toEqual([0, 1, 2]);
+    const k = conversationKeys(t.h.prefix, CID);
+    const start = waves.get(1)!;
+    expect(start.map((s) => s.name).sort()).toEqual(['hget', 'hget', 'hmget', 'xrange']);
+    expect(start.find((s) => s.name === 'hmget')!.args).toEqual([k.meta, 'reset_seq', 'compact_requested']);
+    const record = waves.get(2)!.map((s) => `${s.name} ${s.args[0]}`);
+    expect(record).toEqual(expect.arrayContaining([`hget ${t.h.prefix}:{people}:links`, `xrevrange ${k.log}`]));
+    expect(record).toHaveLength(2);
+    await t.h.outbound.waitForMessages(1);
+  });
+});
