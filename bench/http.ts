@@ -16,6 +16,10 @@
  * ingest's attributes, exported over OTLP/HTTP JSON to a sink process) and
  * prints tracing on / off for the webhook route (target >= 85 %), and once
  * more with 10 % of requests sampled (`parentbased_traceidratio`; target >= 97 %).
+ * A third traced phase samples nothing: the SDK is registered and every
+ * request is dropped at the sampler, which is the floor the runtime sets
+ * (on Node 22 a registered context manager turns on promise hooks for every
+ * promise); both traced figures are also printed against it.
  *
  * The server runs in a worker thread (its own event loop) so the client's
  * work does not slow it down; the client is node:http with keep-alive over
@@ -302,6 +306,7 @@ export async function main(): Promise<void> {
     const trip: Phase[] = [];
     const traced: Phase[] = [];
     const sampled: Phase[] = [];
+    const floor: Phase[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const reqs = prepare(REQUESTS, round);
       bare.push(await phase(worker, agent, url, BARE_PATH, reqs, admin));
@@ -309,9 +314,12 @@ export async function main(): Promise<void> {
       // update keys (the same keys again would be duplicates, a cheaper path).
       const tracedReqs = prepare(REQUESTS, -round);
       const sampledReqs = prepare(REQUESTS, -round - 1000);
+      const floorReqs = prepare(REQUESTS, -round - 2000);
       if (round % 2 === 0) traced.push(await tracedPhase(worker, agent, url, tracedReqs, admin));
       if (round % 2 === 0) sampled.push(await tracedPhase(worker, agent, url, sampledReqs, admin, 0.1));
+      if (round % 2 === 0) floor.push(await tracedPhase(worker, agent, url, floorReqs, admin, 0));
       hook.push(await phase(worker, agent, url, WEBHOOK_PATH, reqs, admin));
+      if (round % 2 === 1) floor.push(await tracedPhase(worker, agent, url, floorReqs, admin, 0));
       if (round % 2 === 1) sampled.push(await tracedPhase(worker, agent, url, sampledReqs, admin, 0.1));
       if (round % 2 === 1) traced.push(await tracedPhase(worker, agent, url, tracedReqs, admin));
       ingest.push(await phase(worker, agent, url, INGEST_PATH, reqs, admin));
@@ -354,6 +362,10 @@ export async function main(): Promise<void> {
     const sampledRatios = hook.map((h, i) => sampled[i]!.rps / h.rps);
     console.log(
       `  tracing at 10 %:        ${(median(sampledRatios) * 100).toFixed(1)} % median of rounds (${sampledRatios.map((r) => (r * 100).toFixed(0)).join(', ')} %), parentbased_traceidratio 0.1   (target >= 97 %)`,
+    );
+    const pct = (xs: Phase[], of: Phase[]) => `${(median(xs.map((x, i) => x.rps / of[i]!.rps)) * 100).toFixed(1)} %`;
+    console.log(
+      `  floor, nothing sampled: ${pct(floor, hook)} of off (the SDK registered, every request dropped at the sampler: the runtime's cost); every request sampled ${pct(traced, floor)} of it, 10 % ${pct(sampled, floor)} (medians of rounds)`,
     );
     const tripRatios = bare.map((b, i) => trip[i]!.rps / b.rps);
     console.log(
