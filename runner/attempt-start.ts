@@ -2,11 +2,10 @@
  * What an attempt starts from, read in one pipelined round: the run's input
  * messages, the unanswered-steering note an earlier run left, the prompt's
  * head (checkpoint and meta fields, so the prompt load starts with the
- * record), and — for an
- * attempt taking the run over — what earlier attempts left in the record
- * (runner/takeover.ts): a final answer to deliver, the turn's anchor, the
- * steered messages taken and not answered, a tool-call step to finish, and
- * the tool journal.
+ * record), and — for an attempt taking the run over — what earlier attempts
+ * left in the record (runner/takeover.ts): a final answer to deliver, the
+ * turn's anchor, the steered messages taken and not answered, a tool-call
+ * step to finish, and the tool journal.
  */
 import { DEFAULTS } from '../src/defaults.js';
 import { conversationKeys } from '../src/keys.js';

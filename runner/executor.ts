@@ -110,9 +110,10 @@ export class RunExecutor {
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
     const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
     const carried = this.takeOver(attempt, start, unanswered);
-    // The first invocation's prompt is read while the starter's identity is (a compact-only run reads its own; a recorded answer needs none).
+    // The first invocation's record read goes out now, beside the identity read below. A compact-only run
+    // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
     const compaction = this.compaction(attempt);
-    if (acquired.cause !== 'compact' && !carried.recorded) compaction.preload(start.head);
+    if (acquired.cause !== 'compact' && !carried.recorded && !attempt.stopKind) compaction.preload(start.head);
     // The person whose message started the run: budgets, profile bindings and memory follow their identity.
     const starter = start.inputs[0]?.sender;
     const identity = starter ? await this.identityOf(ref.conversationId, starter.id) : undefined;

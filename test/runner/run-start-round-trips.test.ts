@@ -44,7 +44,10 @@ function recordWaves(client: Redis): Sent[] {
     if (inFlight === 0) wave++;
     inFlight++;
     sent.push({ name: command.name, args: flat, wave });
-    void Promise.resolve(reply).finally(() => inFlight--);
+    const settled = () => {
+      inFlight--;
+    };
+    void Promise.resolve(reply).then(settled, settled);
     return reply;
   }) as typeof client.sendCommand;
   return sent;
@@ -52,7 +55,8 @@ function recordWaves(client: Redis): Sent[] {
 
 describe('a run before its model call', () => {
   it('reaches the model in three round trips after it is picked up: acquire, the start read with the prompt head, the record read beside the identity read', async () => {
-    // The answer waits, so nothing after the model call is recorded before the request is seen.
+    // The answer waits: the wait for the request resolves in the tick the fake receives it, long before the
+    // answer's timer, so nothing the runner sends after the model call is among the commands read below.
     t.fake.script([{ text: 'Hello Ann!', delayMs: 500 }]);
     t.h = await RunnerHarness.start();
     const sent = recordWaves(t.h.redis as Redis);
@@ -60,7 +64,9 @@ describe('a run before its model call', () => {
 
     await t.h.ingest('hi there');
     await t.fake.waitForRequests(1);
-    const before = sent.slice(sent.findIndex((s) => s.name.startsWith('eval') && s.args[0] === sha('acquire')));
+    const acquired = sent.findIndex((s) => s.name.startsWith('eval') && s.args[0] === sha('acquire'));
+    expect(acquired).toBeGreaterThanOrEqual(0);
+    const before = sent.slice(acquired);
     const first = before[0]!.wave;
     const waves = new Map<number, Sent[]>();
     for (const s of before) waves.set(s.wave - first, [...(waves.get(s.wave - first) ?? []), s]);
