@@ -40,7 +40,7 @@ import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
 import { describePauses, type Pauses, slowDuringPauses, watchPauses } from './pauses.js';
-import { privateRedis } from './private-redis.js';
+import { commandStats, privateRedis } from './private-redis.js';
 import {
   type AppSpec,
   appProcess,
@@ -329,12 +329,6 @@ function report(
     const ok = pct(overhead, 50) <= GOAL_P50 && pct(overhead, 99) <= GOAL_P99;
     console.log(`   goal (overhead p50 <= ${GOAL_P50} ms, p99 <= ${GOAL_P99} ms): ${ok ? 'MET' : 'NOT MET'}`);
   }
-}
-
-/** Calls per command from INFO commandstats. */
-async function commandStats(client: Redis): Promise<Map<string, number>> {
-  const info = await client.info('commandstats');
-  return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
 /** Redis commands per message over the scenario (each is a round trip, or part of a pipeline), the most frequent first. */

@@ -40,15 +40,16 @@ export async function dropRunKeys(client: Redis, shared: boolean, patterns: stri
   }
 }
 
+/** Calls per command from INFO commandstats (lower-case names; a script's own calls count too). */
+export async function commandStats(client: Redis): Promise<Map<string, number>> {
+  const info = await client.info('commandstats');
+  return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
 /** Sum of `calls` in INFO commandstats for the given commands. */
 export async function commandCalls(client: Redis, commands: string[]): Promise<number> {
-  const info = await client.info('commandstats');
-  let total = 0;
-  for (const c of commands) {
-    const m = new RegExp(`^cmdstat_${c}:calls=(\\d+)`, 'm').exec(info);
-    if (m) total += Number(m[1]);
-  }
-  return total;
+  const stats = await commandStats(client);
+  return commands.reduce((total, c) => total + (stats.get(c) ?? 0), 0);
 }
 
 /** Counts commands the client writes (each is one request on the wire; pipelining batches them). */

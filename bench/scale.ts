@@ -576,14 +576,17 @@ async function slotTime(runners: ChildProcess[], from: number, to: number): Prom
   return `   slot time per turn (traced, ${sums.n} runs, means): run ${mean(sums.run)} ms = model.call ${mean(sums.model)} + run start → model call ${mean(sums.before)} + model end → run end ${mean(sums.after)} (of it delivery ${mean(sums.delivery)})`;
 }
 
+/** The CPU of the run's own processes, ms: steerbot, redis-servers and the bench's sender, model and receiver, which share the cores. */
+const ownMs = (w: ScaleRow['w']) => w.appMs + w.redisMs + w.benchMs;
+/** All the CPU a turn took on this machine, ms. */
+const cpuPerTurnMs = (w: ScaleRow['w']) => ownMs(w) / Math.max(1, w.turns);
+
 /** The CPU ceiling (cores / CPU per turn), the lower of it and the ideal, and which one it was. */
 function limitOf(r: ScaleRow): { ceiling: number; limit: number; why: string } {
   const { w } = r;
-  // All the CPU a turn took on this machine, the bench's own sender, model and receiver included: they share the cores.
-  const ownMs = w.appMs + w.redisMs + w.benchMs;
-  const ceiling = (CORES * 1000) / (ownMs / Math.max(1, w.turns));
+  const ceiling = (CORES * 1000) / cpuPerTurnMs(w);
   // Other processes (not this bench's) on a busy machine: they, as much as the slots, held this run back.
-  const others = w.machineCores - ownMs / 1000 / w.seconds;
+  const others = w.machineCores - ownMs(w) / 1000 / w.seconds;
   const busy = w.machineCores >= 0.9 * CORES && others >= 0.1 ? `; machine busy (${f(w.machineCores, 2)} cores), ${f(others, 2)} of them other processes` : '';
   return { ceiling, limit: Math.min(r.ideal, ceiling), why: `${r.ideal <= ceiling ? 'slots (model latency)' : 'CPU'}${busy}` };
 }
@@ -610,7 +613,7 @@ function scaleTables(rows: ScaleRow[]): void {
     const hostMs = w.apps.slice(0, HOSTS).reduce((s, x) => s + x, 0);
     const runnerMs = w.appMs - hostMs;
     const cores = (ms: number) => f(ms / 1000 / w.seconds, 2);
-    const rest = w.machineCores - (w.appMs + w.redisMs + w.benchMs) / 1000 / w.seconds;
+    const rest = w.machineCores - ownMs(w) / 1000 / w.seconds;
     const per = (ms: number) => f(ms / Math.max(1, w.turns), 2);
     console.log(
       `| ${r.runners} | ${cores(hostMs)} / ${cores(runnerMs)} / ${cores(w.redisMs)} / ${cores(w.benchMs)} / ${f(Math.max(0, rest), 2)} | ` +
@@ -639,9 +642,7 @@ function slotsBoundModelMs(rows: ScaleRow[]): number | undefined {
   const at4 = rows.find((r) => r.runners === 4);
   // Met as it is, or nothing measured to scale from: no second run.
   if (!at4 || at4.w.turns === 0 || at4.turnsPerSecond / at4.ideal >= GOAL_EFFICIENCY) return undefined;
-  const { w } = at4;
-  const cpuPerTurnMs = (w.appMs + w.redisMs + w.benchMs) / w.turns;
-  const cores = (at4.ideal * cpuPerTurnMs) / 1000;
+  const cores = (at4.ideal * cpuPerTurnMs(at4.w)) / 1000;
   return cores <= CORES / 2 ? undefined : Math.ceil((MODEL_MS * cores) / (CORES / 2) / 100) * 100;
 }
 
