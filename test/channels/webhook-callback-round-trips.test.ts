@@ -14,7 +14,8 @@ import { createHttpClient, type HttpClient } from '../../src/http-client.js';
 import { createLogger } from '../../src/logger.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { stopPumpParts } from '../helpers/callback-pump.js';
+import { redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-trips-0123456789abcdef';
 const CHANNEL = 'webhook:crm';
@@ -93,11 +94,8 @@ beforeEach(async () => {
   client = createHttpClient();
 });
 afterEach(async () => {
-  await pump?.stop();
+  await stopPumpParts({ pump, client, receiver, redis, prefix });
   pump = undefined;
-  client.close();
-  await receiver.close();
-  await cleanupPrefix(redis, prefix);
   await Promise.all([redis.quit(), pumpRedis.quit(), senderRedis.quit()]);
 });
 
