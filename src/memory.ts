@@ -162,11 +162,15 @@ export class MemoryStore {
    */
   async search(identity: string, query: string, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<MemoryHit[]> {
     const limit = Math.max(1, Math.min(opts.limit ?? 5, MAX_SEARCH_RESULTS));
-    const notes = await this.list(identity);
+    // With an embedder, the notes and their embeddings are read in one round trip (one slot, sent together).
+    const [notes, stored] = await Promise.all([
+      this.list(identity),
+      this.o.embedder ? this.o.redis.hgetall(memoryKeys(this.prefix, identity).vectors) : undefined,
+    ]);
     if (notes.length === 0) return [];
     const terms = words(query);
-    const vectors = this.o.embedder
-      ? await this.vectors(identity, query, notes, opts.signal).catch((err: unknown) => this.embedFailed(err, opts.signal))
+    const vectors = stored
+      ? await this.vectors(identity, query, notes, stored, opts.signal).catch((err: unknown) => this.embedFailed(err, opts.signal))
       : undefined;
     const hits = notes.map((n, i) => {
       const kw = keywordScore(terms, n.text);
@@ -278,10 +282,10 @@ export class MemoryStore {
     return undefined;
   }
 
-  /** The query's vector and every note's (read from the embeddings hash); notes saved without one are embedded now and the vector stored. */
-  private async vectors(identity: string, query: string, notes: MemoryNote[], signal: AbortSignal | undefined) {
+  /** The query's vector and every note's (`embeddings`: the embeddings hash as read); notes saved without one are embedded now and the vector stored. */
+  private async vectors(identity: string, query: string, notes: MemoryNote[], embeddings: Record<string, string>, signal: AbortSignal | undefined) {
     const k = memoryKeys(this.prefix, identity);
-    const stored = (await this.o.redis.hmget(k.vectors, ...notes.map((n) => n.id))).map((s) => decodeVector(s ?? undefined));
+    const stored = notes.map((n) => decodeVector(embeddings[n.id]));
     const missing = notes.map((n, i) => ({ n, i })).filter(({ i }) => stored[i] === undefined);
     const fresh = await this.o.embedder!.embed([query, ...missing.map(({ n }) => n.text)], signal);
     await Promise.all(

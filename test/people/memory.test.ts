@@ -19,6 +19,22 @@ beforeEach(() => {
 afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
 
+/** The commands on this test's memory keys while `fn` runs, from MONITOR (other test files share this Redis). */
+async function commandsOn(fn: () => Promise<unknown>): Promise<string[][]> {
+  const monitor = await redis.monitor(); // a connection of its own
+  const seen: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+  const marker = `${prefix}:done-${Date.now()}`;
+  try {
+    await fn();
+    await redis.ping(marker);
+    await expect.poll(() => seen.some((a) => a[1] === marker)).toBe(true);
+  } finally {
+    monitor.disconnect();
+  }
+  return seen.filter((a) => a.slice(1).some((x) => x.startsWith(`${prefix}:{`)));
+}
+
 /** The current value of `steerbot_memory_writes_total{kind}`. */
 const writes = async (kind: string) =>
   (await metrics.registry.getSingleMetric('steerbot_memory_writes_total')?.get())?.values.find((v) => v.labels.kind === kind)?.value ?? 0;
@@ -164,19 +180,14 @@ describe('memory store', () => {
     // 8 vectors of 1536 float32s are ~64 KB; the notes alone a few hundred bytes.
     expect(Object.entries(notes).flat().join('').length).toBeLessThan(1000);
     // A list touches the notes hash only.
-    const monitor = await redis.monitor(); // a connection of its own
-    const seen: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
-    try {
-      expect(await m.list(ME)).toHaveLength(8);
-      await redis.ping(`${prefix}:listed`);
-      await expect.poll(() => seen.some((a) => a[1] === `${prefix}:listed`)).toBe(true);
-    } finally {
-      monitor.disconnect();
-    }
-    // Other test files share this Redis: only commands on this test's keys count.
-    const mine = seen.filter((a) => a.slice(1).some((x) => x.startsWith(`${prefix}:{`)));
+    const mine = await commandsOn(async () => expect(await m.list(ME)).toHaveLength(8));
     expect(mine).toEqual([['hvals', k.notes]]);
+    // A search with an embedder reads the notes and their vectors, each once, and writes nothing (every note has one).
+    const searched = await commandsOn(async () => expect(await m.search(ME, 'note number 3')).not.toHaveLength(0));
+    expect(searched).toEqual([
+      ['hvals', k.notes],
+      ['hgetall', k.vectors],
+    ]);
   });
 
   it('leaves no vector behind: delete, delete all, purge and merge', async () => {
