@@ -56,8 +56,11 @@ const callbackFinish = defineScript(new URL('./callback-finish-2.lua', import.me
 /** Marks a conversation pending and publishes the wake-up, in one command. */
 const callbackMark = defineScript(new URL('./callback-mark-1.lua', import.meta.url));
 
-/** Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way). */
-export async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
+/**
+ * Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way).
+ * No wake-up: it marks again a reply whose own store published one.
+ */
+async function markPending(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<void> {
   await redis.zadd(pendingKey(prefix, channelId), 'NX', 0, conversationId);
 }
 
