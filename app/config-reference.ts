@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { buildConfigSchema, envBindings } from './config.js';
+import { DEPRECATED_KEYS } from './config-migration.js';
 import type { PluginRegistry } from './registry.js';
 
 interface JsonSchema {
@@ -19,6 +20,8 @@ interface JsonSchema {
   additionalProperties?: JsonSchema | boolean;
   items?: JsonSchema;
   anyOf?: JsonSchema[];
+  /** Set on old keys still accepted for a release (`.meta({ deprecated: true })`): listed apart, not as settings. */
+  deprecated?: boolean;
 }
 
 /** The JSON Schema of a configuration file for `registry`. */
@@ -41,7 +44,8 @@ function typeOf(s: JsonSchema): string {
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
 /** Markdown rows of every leaf setting under `schema`, with `path` as their prefix. */
-function rows(schema: JsonSchema, path: string, env: Map<string, string>, out: string[]): void {
+function rows(schema: JsonSchema, path: string, env: Map<string, readonly string[]>, out: string[]): void {
+  if (schema.deprecated) return;
   if (schema.properties) {
     for (const [key, child] of Object.entries(schema.properties)) rows(child, path ? `${path}.${key}` : key, env, out);
     return;
@@ -50,15 +54,21 @@ function rows(schema: JsonSchema, path: string, env: Map<string, string>, out: s
     rows(schema.additionalProperties, `${path}.<name>`, env, out);
     return;
   }
-  const variable = env.get(path);
-  out.push(`| \`${path}\` | ${variable ? `\`${variable}\`` : ''} | ${cell(typeOf(schema))} | ${cell(schema.description ?? '')} |`);
+  const variables = (env.get(path) ?? []).map((v) => `\`${v}\``).join(', ');
+  out.push(`| \`${path}\` | ${variables} | ${cell(typeOf(schema))} | ${cell(schema.description ?? '')} |`);
 }
 
 /** The Markdown reference of every setting for `registry`. */
 export function configReference(registry: PluginRegistry): string {
   const schema = configJsonSchema(registry) as JsonSchema;
-  const env = new Map(envBindings(registry).map((b) => [b.path, b.env]));
-  for (const def of registry.runners.values()) for (const b of def.env ?? []) env.set(`agents.${def.id}.${b.path}`, b.env);
+  // Several variables can set one path (each provider's key sets `model.apiKey`): the row names them all.
+  const env = new Map<string, string[]>();
+  const bind = (path: string, variable: string) => {
+    const named = env.get(path) ?? [];
+    if (!named.includes(variable)) env.set(path, [...named, variable]);
+  };
+  for (const b of envBindings(registry)) bind(b.path, b.env);
+  for (const def of registry.runners.values()) for (const b of def.env ?? []) bind(`agents.${def.id}.${b.path}`, b.env);
   const lines = [
     '# Configuration reference',
     '',
@@ -67,6 +77,8 @@ export function configReference(registry: PluginRegistry): string {
     'Settings come from a JSON file (`--config file` or `STEERBOT_CONFIG`) with environment variables on top.',
     'Unknown keys are errors. `steerbot check-config` prints the effective configuration with secrets redacted.',
     'Editors can validate a config file against [`steerbot.schema.json`](steerbot.schema.json).',
+    '',
+    'Who may talk is said in `access` only, and what each chat or channel gets (model, prompt, tools and tool policy, input policy, memory) in `bindings` → `profiles` only; channel sections hold platform settings. Keys of the older model are listed under [Deprecated keys](#deprecated-keys).',
     '',
   ];
   for (const [section, sub] of Object.entries(schema.properties ?? {})) {
@@ -77,5 +89,23 @@ export function configReference(registry: PluginRegistry): string {
     rows(sub, section, env, out);
     lines.push(...out, '');
   }
+  lines.push(
+    '## Deprecated keys',
+    '',
+    'Still accepted for one release: at load each is translated into its replacement and named in a start-up warning; `steerbot check-config --migrate` prints the file rewritten (docs/access.md#migration).',
+    '',
+    '| old key | replacement |',
+    '| --- | --- |',
+    ...DEPRECATED_KEYS.map((d) => `| \`${d.oldKey}\` | ${cell(d.newKey)} |`),
+    '',
+  );
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** How many settings the reference lists (its rows, deprecated keys not counted). */
+export function countSettings(registry: PluginRegistry): number {
+  const schema = configJsonSchema(registry) as JsonSchema;
+  const out: string[] = [];
+  for (const [section, sub] of Object.entries(schema.properties ?? {})) rows(sub, section, new Map(), out);
+  return out.length;
 }

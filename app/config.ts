@@ -27,6 +27,7 @@ import {
 import { ConfigError } from '../src/errors.js';
 import type { PluginEnvBinding } from '../src/plugin-definition.js';
 import { declareSecrets } from '../src/secrets.js';
+import { type Deprecation, isObj, migrateScopeKeys, noteDeprecations } from './config-migration.js';
 import { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, type PluginRegistry, resolvePlugins } from './registry.js';
 
 /** The configuration, defaults applied: the core sections plus the plugin sections. */
@@ -159,6 +160,7 @@ export const BUILTIN_REGISTRY: PluginRegistry = createRegistry(BUILTIN_PLUGINS);
 
 function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: string, env: NodeJS.ProcessEnv): SteerbotConfig {
   applyEnv(layers, envBindings(registry, runnerId).slice(CORE_ENV_BINDINGS.length), env);
+  const deprecations = translateOldKeys(layers);
   // The selected runner plugin always gets its section, so its schema's defaults (and required fields) apply.
   // Channels on without configuration (the web chat) always get their section; their settings turn them off.
   const channels = (layers.raw.channels ??= {});
@@ -169,7 +171,19 @@ function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: stri
   if (typeof agents === 'object' && agents !== null && !Array.isArray(agents)) (agents as Record<string, unknown>)[runnerId] ??= {};
   const config = validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;
   declareConfigSecrets(config, registry, runnerId);
+  noteDeprecations(config, deprecations);
   return config;
+}
+
+/** The old scope keys translated into `access` and profiles (app/config-migration.ts); a conflict joins the other issues. */
+function translateOldKeys(layers: ConfigLayers): Deprecation[] {
+  if (!isObj(layers.raw)) return [];
+  try {
+    return migrateScopeKeys(layers.raw);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError([...layers.issues, ...err.issues]);
+  }
 }
 
 /** Reads the core layers: file, then core variables. */

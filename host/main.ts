@@ -6,9 +6,10 @@
 import { once } from 'node:events';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import { Budgets } from '../src/budget.js';
-import type { ChannelHost, ChannelPlugin } from '../src/channel.js';
+import type { ChannelHost, ChannelPlugin, ChannelSettings } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
+import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http-access.js';
 import { IdentityStore } from '../src/identity.js';
 import { MemoryStore } from '../src/memory.js';
 import { loadProfiles } from '../src/profiles.js';
@@ -23,6 +24,7 @@ import type { RedisClient } from '../src/scripts/index.js';
 import { AccessGate } from './access/gate.js';
 import { AccessStore } from './access/store.js';
 import { registerApiRoutes } from './api-routes.js';
+import { ApiTokens, apiTokensFromConfig } from './api-tokens.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
 import { type HttpServer, routeRegistry } from './http.js';
@@ -34,6 +36,12 @@ import { startReconciler } from './reconciler.js';
 export interface HostContext extends AppContext {
   /** Register routes here; the entry starts listening after `startHost` resolves. */
   http: HttpServer;
+  /**
+   * The operator's login: the console's secret (and the loopback opt-in), the one the composition printed a
+   * login link for and gave the channels. Default: `host.console.token`, else a fresh secret nobody is told
+   * (the console then lets nobody in).
+   */
+  operatorAccess?: PageAccess;
 }
 
 /** What the composition gives the host besides the context. */
@@ -47,7 +55,7 @@ export interface HostParts {
   /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
   identities?: IdentityStore;
   /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
-  send?(req: SendMessageRequest): Promise<SendMessageResult>;
+  send?(req: SendMessageRequest, opts: { open: boolean }): Promise<SendMessageResult>;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */
@@ -65,10 +73,17 @@ export interface StartedHost extends Stoppable {
 
 export { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 
-/** The channels' settings, outbound sides and `conversationProblems`, by channel id. */
-function channelMaps(channels: readonly ChannelPlugin[]) {
+/**
+ * The channels' settings, outbound sides and `conversationProblems`, by channel id. A channel's
+ * operator-made admins are `access.channels.<id>.admins` (with any a plugin built in code names).
+ */
+function channelMaps(channels: readonly ChannelPlugin[], access: CoreConfig['access']) {
+  const settingsOf = (p: ChannelPlugin): ChannelSettings => {
+    const admins = [...new Set([...(access.channels[p.id]?.admins ?? []), ...(p.settings?.admins ?? [])])];
+    return { ...p.settings, ...(admins.length > 0 && { admins }) };
+  };
   return {
-    settings: new Map(channels.map((p) => [p.id, p.settings ?? {}])),
+    settings: new Map(channels.map((p) => [p.id, settingsOf(p)])),
     outbounds: new Map(channels.map((p) => [p.id, p.outbound])),
     problems: new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : []))),
   };
@@ -82,17 +97,18 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
   return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
 }
 
+/** What `peopleParts` gives the host. */
+type PeopleParts = Pick<ChannelHostDeps, 'profileOf' | 'memory'> & {
+  /** The input policy of the profile a conversation's chat or channel binding names (no person: the API, the console). */
+  policyOf?(conversationId: string): InputPolicy | undefined;
+};
+
 /**
  * What follows a person at the host: their agent profile (input policy,
  * `/status`) and memory (`/memory`, `/forget`); purging them deletes their
  * usage counters and memory, linking merges their memory.
  */
-export async function peopleParts(
-  config: CoreConfig,
-  identities: IdentityStore,
-  redis: RedisClient,
-  prefix: string,
-): Promise<Pick<ChannelHostDeps, 'profileOf' | 'memory'>> {
+export async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<PeopleParts> {
   // Memory that was kept while memory was on goes with a purge (or a link) even after it is turned off.
   const memory = new MemoryStore({ redis, prefix, limits: config.memory });
   const budgets = new Budgets({ client: redis, prefix, settings: config.budgets });
@@ -111,6 +127,7 @@ export async function peopleParts(
   const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
   return {
     ...parts,
+    policyOf: (conversationId) => profiles.resolve(conversationId).inputPolicy,
     profileOf: async (channelId, conversationId, senderId) =>
       profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.tryResolve(channelId, senderId) : undefined),
   };
@@ -148,6 +165,7 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
   const prefix = config.redis.prefix;
   const enqueue = (conversationId: string, runId: string) => d.queue.enqueue(conversationId, runId);
   if (config.host.console.enabled) {
+    const login = ctx.operatorAccess ?? operatorAccess(config.host.console.token ?? generateLoginSecret(), config.host.console.allowLoopback);
     registerConsole({
       routes: d.routes,
       redis: ctx.redis,
@@ -155,7 +173,8 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       dispatch: d.dispatch,
       queue: d.queue,
       logger,
-      token: config.host.console.token,
+      token: login.token,
+      allowLoopback: login.allowLoopback === true,
       traceUrl: config.host.console.traceUrl,
       channelPolicy: d.channelPolicy,
       channels: parts.channels,
@@ -167,17 +186,23 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       budgets: new Budgets({ client: ctx.redis, prefix, settings: config.budgets }),
     });
   }
-  if (config.host.api.token !== undefined && parts.send) {
+  const apiTokens = apiTokensFromConfig(config.host.api);
+  if (apiTokens.length > 0 && parts.send) {
+    if (config.host.api.token !== undefined) {
+      logger.warn('host.api.token is one API token with every scope on every conversation; give each client its own scoped token in host.api.tokens');
+    }
     registerApiRoutes({
       routes: d.routes,
-      token: config.host.api.token,
+      tokens: new ApiTokens(apiTokens, d.ingressConn, prefix),
       redis: d.ingressConn,
       prefix,
       ingest: { dispatch: d.dispatch, queue: d.queue, logger: logger.child({ part: 'api' }) },
       maxMessageChars: config.dispatch.maxMessageChars,
       channelPolicy: d.channelPolicy,
+      channelOf: channelResolver(parts.channels.map((c) => c.id)),
       outbound: outboundResolver(parts.channels),
       send: parts.send,
+      logger: logger.child({ part: 'api' }),
     });
   }
 }
@@ -193,17 +218,18 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
-  const { settings, outbounds, problems } = channelMaps(channels);
+  const { settings, outbounds, problems } = channelMaps(channels, config.access);
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
   const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
   const access = accessGate(ctx, ingressConn, identities);
-  const channelPolicy = (conversationId: string) => settings.get(channelOf(conversationId) ?? '')?.policy;
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
-  const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules');
+  const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules', identities);
   const onActivity = activityHook(activity, scheduling, config.schedules.heartbeats);
-  const people = await peopleParts(config, identities, ingressConn, prefix);
+  const { policyOf, ...people } = await peopleParts(config, identities, ingressConn, prefix);
+  // A conversation's input policy outside a message (events API, console): its chat's or channel's profile.
+  const channelPolicy = (conversationId: string) => policyOf?.(conversationId) ?? settings.get(channelOf(conversationId) ?? '')?.policy;
   const channelHost = createChannelHost({
     ...people,
     routes,

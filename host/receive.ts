@@ -1,6 +1,6 @@
 /**
  * The host side of the channel contract: `ChannelHost.receive` applies the
- * channel's allow-lists, runs control commands (answered through the
+ * access policy (`access`), runs control commands (answered through the
  * channel's outbound side; in group chats the ones that affect everyone only
  * for admins) and ingests everything else with the channel's policy; a
  * message over a rate limit gets a short notice. Redis connection failures
@@ -54,27 +54,22 @@ export interface ChannelHostDeps {
   channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
 }
 
-const allowed = (list: readonly string[] | undefined, id: string) => !list || list.length === 0 || list.includes(id);
-
 /** Builds the ChannelHost channel plugins start with. */
 export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const logger = deps.logger.child({ part: 'receive' });
   const admins = deps.admins ?? createAdminCheck();
   const firstDelivery = (m: InboundMessage) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey);
-  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (allow-list, empty, command with its admin check, ingest, typed errors to results); each step is one guard
+  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (empty, command with its admin check, ingest, typed errors to results); each step is one guard
   async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
+    // Who may talk is the access gate's alone (`access.channels.<id>`), in the access step below.
     const channelSettings = deps.settings?.(channelId) ?? {};
-    if (!allowed(channelSettings.allowedUsers, message.sender.id) || !allowed(channelSettings.allowedChats, message.chatId)) {
-      logger.info({ channelId, sender: message.sender.id, chatId: message.chatId }, 'message from outside the allow-list ignored');
-      return { kind: 'ignored', reason: 'not-allowed' };
-    }
     if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
     // The profile (a Redis read when bindings name identities) only for a message that gets this far.
     const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
     const command = parseCommand(message.text);
     try {
       if (deps.access) {
-        const early = await accessStep({ gate: deps.access, admins, outbound: deps.outbound, reply: replyTo, firstDelivery }, channelId, settings, message);
+        const early = await accessStep({ gate: deps.access, reply: replyTo, firstDelivery }, channelId, settings, message);
         if (early) return early;
       }
       if (command) {
@@ -99,7 +94,8 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
         };
       }
       // `origin` marks inputs that are not a user's (ingestEvent): a channel's message never carries one.
-      const { chatId: _chatId, group: _group, origin: _origin, ...incoming } = message;
+      // `group` is recorded: the prompt names each sender, and personal memory stays out of group runs.
+      const { chatId: _chatId, origin: _origin, ...incoming } = message;
       const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
       if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
       // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.
@@ -150,7 +146,14 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     }
   }
 
-  return { receive, routes: deps.routes, redis: deps.redis, prefix: deps.prefix, logger: deps.logger };
+  return {
+    receive,
+    routes: deps.routes,
+    redis: deps.redis,
+    prefix: deps.prefix,
+    logger: deps.logger,
+    dedupeTtlSeconds: deps.dispatch.options.dedupeTtlSeconds,
+  };
 }
 
 /** The channel's settings for a message, with its agent profile's input policy (which wins over the channel's). */

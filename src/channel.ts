@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { FetchedFile } from './fetch-file.js';
+import type { PageAccess } from './http-access.js';
 import type { RouteRegistry } from './http-routes.js';
 import type { InputPolicy } from './input-policies.js';
 import type { PluginDefinition } from './plugin-definition.js';
@@ -16,10 +17,12 @@ import type { Attachment } from './record/entries.js';
 import type { RedisClient } from './redis.js';
 
 // Helpers of channels that serve pages and event streams (the web chat, the webhook's event stream).
-export { type AccessVerdict, checkAccess, type PageAccess, sameOriginJson, servePage } from './http-access.js';
+export { type AccessVerdict, checkAccess, type PageAccess, type PageGuard, sameOriginJson, servePage } from './http-access.js';
 export { assetRoute, pageHead } from './page-shell.js';
 // What channel plugins share with runner plugins (config helpers, errors, signatures, fetch, HTTP, Redis, record types).
 export * from './plugin-kit.js';
+// The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
+export { REPLAY_MARGIN_SECONDS, replayWindowSeconds, type StaleReason, staleDelivery } from './replay-window.js';
 export { splitMessage } from './split-message.js';
 export { BlockingReaders, blockingConnection, type ReaderPlace, type XreadReply } from './stream-readers.js';
 
@@ -144,6 +147,13 @@ export interface ChannelHost {
   /** Key prefix. */
   prefix: string;
   logger: Logger;
+  /**
+   * How long an update's dedupe key lives, in seconds (`dispatch.dedupeTtlSeconds`):
+   * a redelivery or replay after it is no longer recognised, so channels whose
+   * signature carries no time refuse deliveries older than `replayWindowSeconds(dedupeTtlSeconds)`.
+   * Default (hosts that do not set it): 86 400.
+   */
+  dedupeTtlSeconds?: number;
 }
 
 /**
@@ -159,17 +169,30 @@ export interface ChannelDeps {
   prefix: string;
   /** `fetch` for platform HTTP calls (tests, proxies). Default: the global `fetch`. */
   fetch?: typeof fetch;
+  /**
+   * The operator's login (the console's secret and cookie): a page private to
+   * the operator accepts it (`checkAccess`, `servePage`). Undefined where no
+   * host serves pages (a runner's outbound-only instances); a private page
+   * then lets nobody in without a token of its own.
+   */
+  operatorAccess?: PageAccess;
 }
 
 /** What the host applies to a channel's inbound messages. */
 export interface ChannelSettings {
-  /** Input policy of the channel's conversations. Default: the dispatch default. */
+  /**
+   * Input policy of the channel's conversations. The composition leaves it
+   * unset: a conversation's input policy comes from its profile (`bindings`
+   * → `profiles.<name>.inputPolicy`). Default: the dispatch default.
+   */
   policy?: InputPolicy;
-  /** Sender ids allowed to talk to the bot; empty or absent allows everyone. */
-  allowedUsers?: readonly string[];
-  /** Chat ids the bot answers in; empty or absent allows every chat. */
-  allowedChats?: readonly string[];
-  /** Sender ids that may use `/stop`, `/new`, `/queue`, `/compact` and `/purge` in group chats, besides the platform's chat admins. */
+  /**
+   * Operator-made admins: sender ids that may approve pairing codes and link
+   * (`/pair`, `/link`), always talk, and use `/stop`, `/new`, `/queue`,
+   * `/compact` and `/purge` in group chats besides the platform's chat
+   * admins. The composition fills it from `access.channels.<id>.admins`.
+   * Who else may talk is the access gate's (`access.channels.<id>`).
+   */
   admins?: readonly string[];
 }
 
@@ -177,7 +200,7 @@ export interface ChannelSettings {
 export interface ChannelPlugin {
   /** Channel id (the conversation id prefix). */
   id: string;
-  /** Policy and allow-lists the host applies to this channel. Default: none (the dispatch default, everyone allowed). */
+  /** Settings the host applies to this channel (the composition adds `admins` from `access`). Default: none. */
   settings?: ChannelSettings;
   /** Outbound side; used by runners (and by the host for command replies). */
   outbound: ChannelOutbound;

@@ -120,7 +120,9 @@ const dispatchSchema = z.strictObject({
   steeringCap: int(1, 1000).default(DEFAULTS.dispatch.steeringCap).describe("Most messages a run's steering list holds; more go to `pending`. Default 20."),
   dedupeTtlSeconds: int(60, 30 * 86_400)
     .default(DEFAULTS.dispatch.dedupeTtlSeconds)
-    .describe('How long a platform update is remembered for dedupe, in seconds. Default 86 400 (24 h).'),
+    .describe(
+      'How long a platform update is remembered for dedupe, in seconds. Channels whose requests carry no signed time do not answer a message sent longer ago than this less 5 minutes (it could be a replay; see docs/channels.md). Default 86 400 (24 h).',
+    ),
   maxMessageChars: int(1, 1_000_000).default(DEFAULTS.dispatch.maxMessageChars).describe('Longest accepted message text, in characters. Default 16 000.'),
   rateLimit: z
     .strictObject({
@@ -179,7 +181,13 @@ const consoleSchema = z.strictObject({
   token: pageToken
     .optional()
     .describe(
-      'Token the console requires (open it once with `/console?token=<token>`, or send `Authorization: Bearer`). Secret. Default: unset — loopback clients only.',
+      'Token the console (and the web chat, unless it is public) requires: open it once with `/console?token=<token>`, or send `Authorization: Bearer`. Secret. Default: unset — each start generates a random one and prints a one-time login link to stderr (never to the logs). Set it when several hosts share a load balancer, or when your process output is collected.',
+    ),
+  allowLoopback: z
+    .boolean({ error: 'expected true or false' })
+    .default(false)
+    .describe(
+      'Also let in, without the token, clients on this machine (peer 127.0.0.0/8 or ::1, no forwarding header, Host a loopback name). Dangerous behind a reverse proxy on the same machine: a default nginx `proxy_pass` makes every internet client look like that. Default false.',
     ),
   traceUrl: z
     .string()
@@ -190,11 +198,74 @@ const consoleSchema = z.strictObject({
     ),
 });
 
-const apiSchema = z.strictObject({
-  token: pageToken
-    .optional()
-    .describe('Bearer token of the send-and-wake API (`Authorization: Bearer <token>`). Secret. Default: unset — the API is not served.'),
-});
+/** What an API token may do: send messages, wake agents with events, open a conversation that has no record yet. */
+export const API_TOKEN_SCOPES = ['send', 'events', 'open'] as const;
+
+/** Requests per minute an API token may make unless its `ratePerMinute` says (the single `host.api.token` too). */
+export const API_TOKEN_RATE_PER_MINUTE = 60;
+
+/** Name of the single `host.api.token` among the scoped tokens (its rate bucket, its revocation). */
+export const LEGACY_API_TOKEN_NAME = 'default';
+
+const apiTokenSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 of A-Z a-z 0-9 _ -' })
+      .describe('Name of the token: logs, its rate limit and `steerbot revoke-token <name>` use it. Required, unique.'),
+    token: pageToken.optional().describe('The bearer token itself (16–512 characters). Secret. Give this or `tokenSha256`.'),
+    tokenSha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, { error: 'expected 64 hex digits (SHA-256 of the token)' })
+      .transform((h) => h.toLowerCase())
+      .optional()
+      .describe('Hex SHA-256 of the bearer token, so the token itself need not be in the file (`printf %s "$TOKEN" | sha256sum`). Give this or `token`.'),
+    channels: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe('Channel ids the token may reach (`telegram`, `webhook:crm`). Default: unset — every channel.'),
+    conversations: z
+      .array(z.string().min(1).max(300))
+      .min(1)
+      .optional()
+      .describe(
+        'Conversations the token may reach: an entry matches that conversation id and its threads (`telegram:-100123` matches `telegram:-100123:7`); an entry ending in `*` matches every id that starts with the text before it. Default: unset — every conversation of its channels.',
+      ),
+    scopes: z
+      .array(enumOf(API_TOKEN_SCOPES))
+      .min(1, { error: 'expected at least one scope' })
+      .describe('What the token may do: `send` (messages), `events` (wake the agent), `open` (reach a conversation that has no record yet). Required.'),
+    ratePerMinute: int(1, 100_000)
+      .default(API_TOKEN_RATE_PER_MINUTE)
+      .describe('Requests per minute the token may make (a token bucket that holds as many; more get 429). Default 60.'),
+  })
+  .superRefine((t, ctx) => {
+    if ((t.token === undefined) === (t.tokenSha256 === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of token and tokenSha256' });
+  });
+
+const apiSchema = z
+  .strictObject({
+    token: pageToken
+      .optional()
+      .describe(
+        'One bearer token with every scope, on every conversation, at the default rate (kept for existing setups; `host.api.tokens` limits what each token may do). Secret. Default: unset.',
+      ),
+    tokens: z
+      .array(apiTokenSchema)
+      .max(1000)
+      .default([])
+      .describe(
+        'Named bearer tokens of the send-and-wake API, each limited to scopes, channels or conversations, and a rate (docs/send-and-wake.md). Default `[]`; with neither this nor `token` the API is not served.',
+      ),
+  })
+  .superRefine((a, ctx) => {
+    const names = a.tokens.map((t) => t.name);
+    if (a.token !== undefined) names.push(LEGACY_API_TOKEN_NAME);
+    const dup = names.find((n, i) => names.indexOf(n) !== i);
+    if (dup !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['tokens'], message: `token name "${dup}" is used twice (\`token\` is named "${LEGACY_API_TOKEN_NAME}")` });
+  });
 
 const hostSchema = z.strictObject({
   enabled: z
@@ -213,6 +284,13 @@ const heartbeatSchema = z.strictObject({
     .min(1, { error: 'expected a prompt' })
     .max(4000, { error: 'expected at most 4000 characters' })
     .describe('What the agent is asked at each heartbeat, e.g. "look at the build; tell me only if it broke". Required.'),
+  owner: z
+    .string()
+    .regex(/^[^\s{}]{1,257}$/, { error: 'expected an identity id such as telegram:1001 (no whitespace or braces)' })
+    .optional()
+    .describe(
+      "The identity a heartbeat's runs are charged to (its budget; its memory), e.g. `telegram:1001`; purging that person removes the heartbeat until the next start. Default: the operator (only the conversation's budget applies, no person's memory).",
+    ),
 });
 
 const schedulesSchema = z.strictObject({
@@ -258,7 +336,13 @@ const modelSchema = z
       .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
       .optional()
       .describe("Base URL of the provider's API. Default: the provider's own."),
-    apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: unset.'),
+    apiKey: z
+      .string()
+      .min(1, { error: 'expected a non-empty key' })
+      .optional()
+      .describe(
+        "API key. Secret. Read from the selected provider's own variable: `OPENAI_API_KEY` (`openai`, `openai-compatible`), `ANTHROPIC_API_KEY` (`anthropic`), `GOOGLE_GENERATIVE_AI_API_KEY` (`google`). Default: unset.",
+      ),
     name: z.string().min(1, { error: 'expected a model name' }).default(DEFAULTS.model.name).describe('Model name. Default `gpt-4o-mini`.'),
     contextWindow: int(1024, 10_000_000)
       .optional()
@@ -411,9 +495,13 @@ const profileSchema = z.strictObject({
     .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (the runner plugin's `toolPolicy`)."),
   inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
   memory: z
-    .boolean({ error: 'expected true or false' })
+    .union([z.boolean(), z.strictObject({ inGroups: z.boolean().optional().describe('Memory in group chats too. Default false.') })], {
+      error: 'expected true, false or { "inGroups": true }',
+    })
     .optional()
-    .describe("Long-term memory in the profile's runs (when `memory.enabled`); false: no memory tools and no notes in the prompt. Default true."),
+    .describe(
+      'Long-term memory in the profile\'s runs (when `memory.enabled`): true, memory in private chats only; false, no memory tools and no notes in the prompt; `{ "inGroups": true }`, in group chats too (the notes of the person who started the run). Default true.',
+    ),
 });
 
 const bindingSchema = z.strictObject({
@@ -446,6 +534,9 @@ const channelAccessSchema = z.strictObject({
     .describe(
       'In allowed groups, also check each member like a direct message (listed or approved); false lets every member of an allowed group talk. Default false.',
     ),
+  admins: accessIdList.describe(
+    "Platform user ids the operator makes admins of this channel: they may always talk, approve pairing codes (`/pair`), and run group-wide commands (`/stop`, `/new`, `/queue`, `/compact`, `/purge`) besides the platform's own chat admins. Default `[]`.",
+  ),
 });
 
 /** One channel's access settings. */
@@ -506,7 +597,11 @@ const baseSchema = z.strictObject({
     .describe(
       'Which profile a conversation uses: each binding names a profile and one `identity`, `chat` or `channel`; the most specific wins (identity, then the longest chat, then channel), else the base settings. Default `[]`.',
     ),
-  access: accessSchema.prefault({}).describe('Who may talk to the bot, per channel: `open`, `allowlist` or `pairing` (docs/access.md).'),
+  access: accessSchema
+    .prefault({})
+    .describe(
+      "Who may talk to the bot, per channel: `open`, `allowlist` or `pairing`, and the channel's admins; the only place that says so (docs/access.md).",
+    ),
   plugins: moduleList.describe('Extra plugin modules loaded at start (channels and runners), e.g. `["./my-channel.js"]`. Default `[]`.'),
 });
 

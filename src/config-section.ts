@@ -17,3 +17,22 @@ export function parseSection<S extends z.ZodType>(schema: S, value: unknown, pat
   if (issues.length > 0 || !parsed.success) throw new ConfigError(issues);
   return parsed.data;
 }
+
+/**
+ * Refuses settings that moved out of a channel section (who may talk went to
+ * `access`, the input policy to profiles). Loading a configuration translates
+ * them (a deprecation warning names each); a plugin built in code with them
+ * set would otherwise drop them silently, and an allow-list dropped silently
+ * lets everyone in.
+ * @param moved the keys and where each went, e.g. `{ allowedUsers: 'access.channels.telegram.users' }`.
+ * @throws ConfigError naming each one set (a non-empty list, or any other value).
+ */
+export function refuseMovedSettings(section: object, path: readonly string[], moved: Record<string, string>): void {
+  const issues: ConfigIssue[] = [];
+  for (const [key, to] of Object.entries(moved)) {
+    const value = (section as Record<string, unknown>)[key];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+    issues.push({ path: [...path, key].join('.'), message: `moved to ${to}: set it there (loading a config file translates it)` });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+}

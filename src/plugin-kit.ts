@@ -12,7 +12,7 @@ export { childController } from './abort.js';
 export { backoffMs } from './backoff.js';
 export type { EnvBinding, EnvKind } from './config.js';
 export { allowEntry, enumOf, int, pageToken } from './config-schema.js';
-export { parseSection } from './config-section.js';
+export { parseSection, refuseMovedSettings } from './config-section.js';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from './defaults.js';
 export {
   ChannelApiError,
@@ -26,6 +26,7 @@ export {
   RedisUnavailableError,
   RunEndedError,
   redactSecrets,
+  ScheduleForbiddenError,
   ScheduleLimitError,
   ScriptError,
   StaleRunError,

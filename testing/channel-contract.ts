@@ -107,6 +107,8 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
     let harness: ChannelHarness;
     let address: string;
     let settings: ChannelSettings = {};
+    // The `access` config section the host applies (as written); undefined: every channel open.
+    let access: unknown;
     const calls: Recorded[] = [];
     let n = 0;
     const msg = (text: string, over: Partial<ContractMessage> = {}): ContractMessage => ({
@@ -126,6 +128,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       prefix = testPrefix();
       calls.length = 0;
       settings = {};
+      access = undefined;
       const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
       http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
       let plugin: ChannelPlugin | undefined;
@@ -136,6 +139,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
         logger,
         settings: () => settings,
         outbound: (id) => (plugin?.id === id ? plugin.outbound : undefined),
+        access: () => access,
       });
       const host: ChannelHost = {
         ...inner,
@@ -195,14 +199,17 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       expect(entries).toHaveLength(1);
     });
 
-    it('ignores a sender outside the allow-list and writes nothing', async () => {
-      settings = { allowedUsers: ['someone-else'] };
-      const before = await keys();
+    it('refuses a sender outside the access allow-list and writes nothing to the conversation', async () => {
+      access = { channels: { [harness.plugin.id]: { policy: 'allowlist', users: ['someone-else'] } } };
+      // Sending the refusal notice may touch the channel's own outbound keys (`:p:…`, a reply stream); nothing else.
+      const stateKeys = async () => (await keys()).filter((k) => !/:(p:|replies$)/.test(k));
+      const before = await stateKeys();
       const m = msg('let me in');
       await harness.inject(m);
       const call = await waitForReceive(m);
-      expect(call.result).toEqual({ kind: 'ignored', reason: 'not-allowed' });
-      expect(await keys()).toEqual(before);
+      expect(call.result).toEqual({ kind: 'ignored', reason: 'refused' });
+      expect(await stateKeys()).toEqual(before);
+      expect(await recordOf(harness.expected(m).conversationId)).toEqual([]);
     });
 
     it('answers /status through its outbound side, once even when the command is redelivered', async () => {

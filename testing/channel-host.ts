@@ -1,11 +1,15 @@
 /**
- * The real channel host (`createChannelHost`: allow-lists, commands, policy)
+ * The real channel host (`createChannelHost`: access policy, commands, input policy)
  * over a real `Dispatch` on Redis, for channel tests without a runner: new
  * runs are recorded in `enqueued`, not queued.
  */
 import type { ChannelHost, ChannelOutbound, ChannelSettings, RedisClient } from 'steerbot/channel';
+import { AccessGate } from '../host/access/gate.js';
+import { AccessStore } from '../host/access/store.js';
 import { type HttpServer, routeRegistry } from '../host/http.js';
 import { createChannelHost } from '../host/receive.js';
+import { accessSchema } from '../src/config-schema.js';
+import { IdentityStore } from '../src/identity.js';
 import type { Logger } from '../src/logger.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 
@@ -27,6 +31,11 @@ export interface IngestOnlyHostOptions {
   settings?: (channelId: string) => ChannelSettings | undefined;
   /** A channel's outbound side by channel id, for command replies. Default: none. */
   outbound?: (channelId: string) => ChannelOutbound | undefined;
+  /**
+   * Who may talk: the `access` config section as written (`{ channels: { <id>: { policy, users, … } } }`),
+   * read on every message so a test can change it. Default: every channel open.
+   */
+  access?: () => unknown;
 }
 
 /** Where routes go without an HTTP server: a channel that registers one is misconfigured for this host. */
@@ -63,6 +72,17 @@ export function ingestOnlyHost(o: IngestOnlyHostOptions): IngestOnlyHost {
     enqueue: async (conversationId, runId) => void enqueued.push([conversationId, runId]),
     settings: (id) => o.settings?.(id),
     outbound: (id) => o.outbound?.(id),
+    ...(o.access && { access: accessGateOf(o, o.access) }),
   });
   return { host, dispatch, enqueued };
+}
+
+/** An access gate that parses `access()` on every check (the section as a test last set it). */
+function accessGateOf(o: IngestOnlyHostOptions, access: () => unknown): AccessGate {
+  const parsed = () => accessSchema.parse(access() ?? {});
+  const store = new AccessStore(o.redis, o.prefix, parsed(), new IdentityStore({ redis: o.redis, prefix: o.prefix }));
+  const gate = new AccessGate(parsed(), store, o.logger);
+  // The gate reads `config.channels` per message: keep it current.
+  Object.defineProperty(gate, 'config', { get: parsed });
+  return gate;
 }

@@ -9,7 +9,7 @@
  * came over the gateway (no host connected, or a session Discord would not
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
-import { type ChannelDeps, type ChannelPlugin, parseSection } from 'steerbot/channel';
+import { type ChannelDeps, type ChannelPlugin, parseSection, refuseMovedSettings } from 'steerbot/channel';
 import { type DiscordConfig, type DiscordConfigInput, discordConfigSchema } from './config.js';
 import { DiscordGateway } from './gateway.js';
 import { createDiscordOutbound, createRest } from './outbound.js';
@@ -25,13 +25,19 @@ const CHANNEL_ID = 'discord';
  */
 export function createDiscordPlugin(config: DiscordConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
+  refuseMovedSettings(cfg, ['channels', 'discord'], {
+    allowedUsers: 'access.channels.discord.users',
+    allowedChats: 'access.channels.discord.groups',
+    policy: 'profiles.<name>.inputPolicy bound to discord',
+  });
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const outbound = createDiscordOutbound(CHANNEL_ID, cfg, createRest(cfg, deps.fetch));
   // The gateway session's state (client, inbound queue, cursors, readiness) lives in one object.
   const gateway = new DiscordGateway(CHANNEL_ID, cfg, deps, logger);
   return {
     id: CHANNEL_ID,
-    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins },
+    // Who may talk is the access gate's, the input policy a profile's; `admins` here only for a plugin built in code.
+    settings: { admins: cfg.admins },
     outbound,
     start: (host) => gateway.start(host),
     ready: () => gateway.ready(),

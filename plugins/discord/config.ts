@@ -18,18 +18,11 @@ export const discordConfigSchema = z.strictObject({
   alwaysChannels: z.array(snowflake).default([]).describe('Guild channel ids where the bot answers every message, not only when mentioned. Default `[]`.'),
   policy: enumOf(INPUT_POLICIES)
     .optional()
-    .describe("Input policy of this channel's conversations (overridable per conversation with `/queue`). Default: `dispatch.defaultPolicy`."),
-  allowedUsers: z.array(snowflake).default([]).describe('User ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),
-  allowedChats: z
-    .array(snowflake)
-    .default([])
-    .describe('Channel, thread-parent or guild ids the bot answers in; empty allows all. A DM passes only when its DM channel id is listed. Default `[]`.'),
-  admins: z
-    .array(snowflake)
-    .default([])
-    .describe(
-      "User ids that may use /stop, /new, /queue, /compact and /purge in guild channels besides the guild's admins (Administrator, Manage Guild or Manage Messages). Default `[]`.",
-    ),
+    .describe('Deprecated: use `profiles.<name>.inputPolicy` bound to the channel (translated at load).')
+    .meta({ deprecated: true }),
+  allowedUsers: z.array(snowflake).default([]).describe('Deprecated: use `access.channels.discord.users` (translated at load).').meta({ deprecated: true }),
+  allowedChats: z.array(snowflake).default([]).describe('Deprecated: use `access.channels.discord.groups` (translated at load).').meta({ deprecated: true }),
+  admins: z.array(snowflake).default([]).describe('Deprecated: use `access.channels.discord.admins` (translated at load).').meta({ deprecated: true }),
   streaming: z
     .boolean({ error: 'expected true or false' })
     .default(false)

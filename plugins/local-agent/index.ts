@@ -63,9 +63,8 @@ export const localAgentConfigSchema = z.strictObject({
   personas: z
     .record(z.string().trim().min(1, { error: 'expected a channel or conversation id' }), personaSchema)
     .default({})
-    .describe(
-      "System prompt overrides keyed by conversation id (`telegram:42`) or channel id (`telegram`, `discord`, `webhook:<name>`); a conversation's own entry wins over its channel's. Each: `systemPrompt` or `systemPromptFile`, and `notes` (append the notes files, default true). Changing one never invalidates a compaction checkpoint. Default `{}`.",
-    ),
+    .describe('Deprecated: use `profiles.<name>.systemPrompt` (or `systemPromptFile`) bound to the chat or channel (translated at load).')
+    .meta({ deprecated: true }),
   streaming: bool
     .default(DEFAULTS.agent.streaming)
     .describe(

@@ -28,7 +28,11 @@ const scope = z.strictObject({
 export const toolPolicySchema = z
   .strictObject({
     ...scope.shape,
-    channels: z.record(z.string().min(1), scope).optional().describe('Per channel id (`telegram`, `discord`, `webhook:<name>`): `default` and `tools`.'),
+    channels: z
+      .record(z.string().min(1), scope)
+      .optional()
+      .describe('Deprecated: use `profiles.<name>.toolPolicy` bound to the channel (translated at load).')
+      .meta({ deprecated: true }),
     conversations: z.record(z.string().min(1), scope).optional().describe('Per conversation id (`telegram:42`): `default` and `tools`.'),
     approvers: z
       .array(z.string().min(1).max(128))
@@ -52,7 +56,7 @@ export const toolPolicySchema = z
       ),
   })
   .describe(
-    'Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "channels": { "discord": { "default": "deny" } }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed, except MCP tools not annotated read-only, which need approval (docs/tools.md).',
+    'Which tools the model may call freely, only with a person\'s approval in the chat, or not at all: `{ "default": "allow", "tools": { "pay": "require_approval", "shell": "deny" }, "conversations": { "telegram:42": { "tools": { "pay": "allow" } } } }`. Default: everything allowed, except MCP tools not annotated read-only, which need approval (docs/tools.md).',
   );
 
 export type ToolPolicySettings = z.input<typeof toolPolicySchema>;

@@ -4,7 +4,15 @@
  * handed to the host; replies go out through `outbound` in the
  * conversation's thread. Both on Slack's official clients.
  */
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, parseSection, pluginStorage } from 'steerbot/channel';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  type ChannelPlugin,
+  parseSection,
+  pluginStorage,
+  refuseMovedSettings,
+  replayWindowSeconds,
+} from 'steerbot/channel';
 import { createWebClient } from './api.js';
 import { modeOf, type SlackConfig, type SlackConfigInput, slackConfigSchema } from './config.js';
 import { SlackInbound } from './inbound.js';
@@ -26,6 +34,11 @@ function parseConfig(config: SlackConfigInput): SlackConfig {
  */
 export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
+  refuseMovedSettings(cfg, ['channels', 'slack'], {
+    allowedUsers: 'access.channels.slack.users',
+    allowedChats: 'access.channels.slack.groups',
+    policy: 'profiles.<name>.inputPolicy bound to slack',
+  });
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const fetchFn = deps.fetch;
   const web = createWebClient(cfg.botToken, cfg.apiUrl, logger, fetchFn);
@@ -45,7 +58,8 @@ export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): 
 
   return {
     id: CHANNEL_ID,
-    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins },
+    // Who may talk is the access gate's, the input policy a profile's; `admins` here only for a plugin built in code.
+    settings: { admins: cfg.admins },
     outbound,
     async start(host: ChannelHost) {
       const bot = await inbound.identify();
@@ -55,7 +69,9 @@ export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): 
         await socket.start();
         logger.info({ bot: bot.userId }, 'slack socket mode connected');
       } else {
-        const { eventsPath, interactivityPath, maxSkewSeconds } = cfg;
+        const { eventsPath, interactivityPath } = cfg;
+        // A replay is refused by its signed timestamp only while a replay of it is still deduped: the skew never outlasts the dedupe window.
+        const maxSkewSeconds = Math.min(cfg.maxSkewSeconds, replayWindowSeconds(host.dedupeTtlSeconds));
         registerSlackRoutes(host.routes, { eventsPath, interactivityPath, maxSkewSeconds, signingSecret: cfg.signingSecret as string, handlers });
         logger.info({ bot: bot.userId, eventsPath, interactivityPath }, 'slack events api routes ready');
       }

@@ -57,12 +57,11 @@ export const slackConfigSchema = z
       .describe('Events mode: oldest `X-Slack-Request-Timestamp` accepted, in seconds from now (replays are refused). Default 300.'),
     policy: enumOf(INPUT_POLICIES)
       .optional()
-      .describe("Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`)."),
-    allowedUsers: idList.describe('Slack user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`.'),
-    allowedChats: idList.describe('Channel ids (C…, G…, D…) the bot answers in (the host applies it); empty allows every channel. Default `[]`.'),
-    admins: idList.describe(
-      'User ids that may use /stop, /new, /queue, /compact and /purge in channels besides workspace admins and owners (asked with users.info). Default `[]`.',
-    ),
+      .describe('Deprecated: use `profiles.<name>.inputPolicy` bound to the channel (translated at load).')
+      .meta({ deprecated: true }),
+    allowedUsers: idList.describe('Deprecated: use `access.channels.slack.users` (translated at load).').meta({ deprecated: true }),
+    allowedChats: idList.describe('Deprecated: use `access.channels.slack.groups` (translated at load).').meta({ deprecated: true }),
+    admins: idList.describe('Deprecated: use `access.channels.slack.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(true).describe('Stream replies by editing one message in place with `chat.update` (throttled). Default true.'),
     streamEditIntervalMs: z
       .number()

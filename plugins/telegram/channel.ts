@@ -5,7 +5,7 @@
  */
 
 import { Api } from 'grammy';
-import { type ChannelDeps, type ChannelPlugin, parseSection } from 'steerbot/channel';
+import { type ChannelDeps, type ChannelPlugin, parseSection, refuseMovedSettings } from 'steerbot/channel';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { TelegramInbound } from './inbound.js';
 import { createTelegramOutbound } from './outbound.js';
@@ -24,6 +24,11 @@ function parseConfig(config: TelegramConfigInput): TelegramConfig {
  */
 export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
+  refuseMovedSettings(cfg, ['channels', 'telegram'], {
+    allowedUsers: 'access.channels.telegram.users',
+    allowedChats: 'access.channels.telegram.groups',
+    policy: 'profiles.<name>.inputPolicy bound to telegram',
+  });
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const api = new Api(cfg.token, { apiRoot: cfg.apiRoot, ...(deps.fetch && { fetch: withNativeSignal(deps.fetch) }) });
   const outbound = createTelegramOutbound({
@@ -39,7 +44,8 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
   const inbound = new TelegramInbound(CHANNEL_ID, cfg, api, deps, logger);
   return {
     id: CHANNEL_ID,
-    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins },
+    // Who may talk is the access gate's, the input policy a profile's; `admins` here only for a plugin built in code.
+    settings: { admins: cfg.admins },
     outbound,
     start: (host) => inbound.start(host),
     stop: () => inbound.stop(),

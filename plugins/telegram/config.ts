@@ -49,12 +49,11 @@ export const telegramConfigSchema = z
       .describe('In groups: `mention` answers when the bot is mentioned or replied to (commands always); `always` answers every message. Default `mention`.'),
     policy: enumOf(INPUT_POLICIES)
       .optional()
-      .describe("Input policy of this channel's conversations (the host applies it). Default: the dispatch default (`steer`)."),
-    allowedUsers: idList.describe('Telegram user ids allowed to talk to the bot (the host applies it); empty allows everyone. Default `[]`.'),
-    allowedChats: idList.describe('Chat ids the bot answers in (the host applies it); empty allows every chat. Default `[]`.'),
-    admins: idList.describe(
-      "User ids that may use /stop, /new, /queue, /compact and /purge in groups besides the chat's admins (asked with getChatMember). Default `[]`.",
-    ),
+      .describe('Deprecated: use `profiles.<name>.inputPolicy` bound to the channel (translated at load).')
+      .meta({ deprecated: true }),
+    allowedUsers: idList.describe('Deprecated: use `access.channels.telegram.users` (translated at load).').meta({ deprecated: true }),
+    allowedChats: idList.describe('Deprecated: use `access.channels.telegram.groups` / `users` (translated at load).').meta({ deprecated: true }),
+    admins: idList.describe('Deprecated: use `access.channels.telegram.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (throttled). Default false.'),
     registerCommands: z.boolean().default(true).describe('Register /stop, /new, /compact, /queue, /status with `setMyCommands` at start. Default true.'),
     pollingLeaseMs: z

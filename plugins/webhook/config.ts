@@ -28,14 +28,20 @@ export const webhookChannelConfigSchema = z.strictObject({
     .optional()
     .describe('Replies are POSTed here, signed like requests. Default: unset (replies are only on the event stream).'),
   callbackSecret: secret.optional().describe('Key that signs callbacks. Secret. Default: `secret`.'),
-  policy: enumOf(INPUT_POLICIES).optional().describe("Input policy of this channel's conversations. Default: `dispatch.defaultPolicy`."),
-  allowedSenders: z.array(z.string().min(1)).default([]).describe('Sender ids allowed to talk to the bot; empty allows everyone. Default `[]`.'),
+  policy: enumOf(INPUT_POLICIES)
+    .optional()
+    .describe('Deprecated: use `profiles.<name>.inputPolicy` bound to the channel (translated at load).')
+    .meta({ deprecated: true }),
+  allowedSenders: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('Deprecated: use `access.channels.webhook:<name>.users` (translated at load).')
+    .meta({ deprecated: true }),
   admins: z
     .array(z.string().min(1))
     .default([])
-    .describe(
-      'Sender ids that may use /stop, /new, /queue, /compact and /purge in conversations sent with `group: true` (others are 1:1: the sender may). Default `[]`.',
-    ),
+    .describe('Deprecated: use `access.channels.webhook:<name>.admins` (translated at load).')
+    .meta({ deprecated: true }),
   maxSkewSeconds: int(1, 3600).default(300).describe('Largest accepted clock difference of `X-Steerbot-Timestamp`, in seconds. Default 300.'),
   maxBodyBytes: int(256, 16 * 1024 * 1024)
     .default(262_144)

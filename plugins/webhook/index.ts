@@ -7,7 +7,15 @@
  * The wire format is in the README (channels section).
  */
 
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, createHttpClient, defineChannelPlugin, parseSection } from 'steerbot/channel';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  type ChannelPlugin,
+  createHttpClient,
+  defineChannelPlugin,
+  parseSection,
+  refuseMovedSettings,
+} from 'steerbot/channel';
 import { z } from 'zod';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
@@ -32,6 +40,10 @@ function parseConfig(name: string, config: WebhookChannelConfigInput): WebhookCh
  */
 export function createWebhookPlugin(name: string, config: WebhookChannelConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(name, config);
+  refuseMovedSettings(cfg, ['channels', 'webhooks', name], {
+    allowedSenders: `access.channels.webhook:${name}.users`,
+    policy: `profiles.<name>.inputPolicy bound to webhook:${name}`,
+  });
   const channelId = `webhook:${name}`;
   const path = cfg.path ?? `/webhooks/${name}`;
   const logger = deps.logger.child({ channel: channelId });
@@ -48,7 +60,8 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
 
   return {
     id: channelId,
-    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedSenders, admins: cfg.admins },
+    // Who may talk is the access gate's, the input policy a profile's; `admins` here only for a plugin built in code.
+    settings: { admins: cfg.admins },
     outbound,
     conversationProblems: callbackProblems(deps.redis, deps.prefix, now),
     async start(h: ChannelHost) {

@@ -5,7 +5,7 @@
  * `graph.ts` (plain `fetch`: there is no well-kept SDK for the Cloud API).
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection } from 'steerbot/channel';
+import { parseSection, refuseMovedSettings } from 'steerbot/channel';
 import { type WhatsAppConfig, type WhatsAppConfigInput, whatsappConfigSchema } from './config.js';
 import { failureProblems } from './failures.js';
 import { GraphClient } from './graph.js';
@@ -27,6 +27,10 @@ function parseConfig(config: WhatsAppConfigInput): WhatsAppConfig {
  */
 export function createWhatsAppPlugin(config: WhatsAppConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
+  refuseMovedSettings(cfg, ['channels', 'whatsapp'], {
+    allowedUsers: 'access.channels.whatsapp.users',
+    policy: 'profiles.<name>.inputPolicy bound to whatsapp',
+  });
   const logger = deps.logger.child({ channel: CHANNEL_ID });
   const graph = new GraphClient({
     baseUrl: cfg.graphApiUrl,
@@ -43,7 +47,8 @@ export function createWhatsAppPlugin(config: WhatsAppConfigInput, deps: ChannelD
   const state = { started: false };
   return {
     id: CHANNEL_ID,
-    settings: { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers },
+    // Who may talk is the access gate's, the input policy a profile's.
+    settings: {},
     outbound,
     conversationProblems: failureProblems(deps.redis, deps.prefix),
     async start(host: ChannelHost) {

@@ -45,8 +45,9 @@ export const whatsappConfigSchema = z.strictObject({
     .describe('Graph API version of every call. Default `v23.0`.'),
   policy: enumOf(INPUT_POLICIES)
     .optional()
-    .describe("Input policy of this channel's conversations (overridable with `/queue`). Default: the dispatch default (`steer`)."),
-  allowedUsers: waIdList.describe('WhatsApp ids (phone numbers, digits only) allowed to talk to the bot; empty allows everyone. Default `[]`.'),
+    .describe('Deprecated: use `profiles.<name>.inputPolicy` bound to the channel (translated at load).')
+    .meta({ deprecated: true }),
+  allowedUsers: waIdList.describe('Deprecated: use `access.channels.whatsapp.users` (translated at load).').meta({ deprecated: true }),
   rateLimitRetryMs: int(100, 600_000)
     .default(10_000)
     .describe('Wait before a rate-limited call is retried when the Graph API names no `Retry-After`, in ms. Default 10 000.'),

@@ -19,7 +19,7 @@ const withWebhooks = {
   channels: {
     ...config.channels,
     webhooks: {
-      crm: { ...loadWebhook(), policy: 'collect' as const, allowedSenders: ['a'] },
+      crm: { ...loadWebhook(), admins: ['a'] },
       shop: loadWebhook(),
     },
   },
@@ -58,10 +58,12 @@ describe('channels from config', () => {
     expect(channelIdOf('telegrams:1')).toBeUndefined();
   });
 
-  it("carries each channel's policy and allow-lists as the settings the host applies", async () => {
+  it('carries no allow-list or input policy in channel settings: access and profiles say those', async () => {
     const byId = new Map((await createChannels(withWebhooks, deps)).map((p) => [p.id, p.settings]));
-    expect(byId.get('webhook:crm')).toEqual({ policy: 'collect', allowedUsers: ['a'], admins: [] });
-    expect(byId.get('telegram')).toEqual({ allowedUsers: [], allowedChats: [], admins: [] });
+    expect(byId.get('webhook:crm')).toEqual({ admins: ['a'] });
+    expect(byId.get('telegram')).toEqual({ admins: [] });
+    const moved = { ...withWebhooks, channels: { webhooks: { crm: { ...loadWebhook(), allowedSenders: ['a'] } } } };
+    await expect(createChannels(moved, deps)).rejects.toThrow(/access\.channels\.webhook:crm\.users/);
   });
 
   it('refuses a bad webhook name with ConfigError naming it', async () => {

@@ -9,10 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/channel.js';
 import type { ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { ChannelApiError, ConfigError, InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
-import { closeRedis, createRedis } from '../../src/redis.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { alice, bob, CHANNEL, captureLogger, DM, GUILD, guild, mentionBot, otherBot, RecordingHost, realHost, THREAD, TOKEN } from './discord-harness.js';
+import { alice, captureLogger, DM, GUILD, guild, mentionBot, otherBot, RecordingHost, TOKEN } from './discord-harness.js';
 
 const OK: ReceiveResult = { kind: 'ignored', reason: 'empty' };
 let fake: FakeDiscord;
@@ -44,7 +42,7 @@ async function start(config: Partial<DiscordConfigInput>, handle: (m: InboundMes
   return { plugin, host, lines };
 }
 
-const mention = (channelId: string, content: string, author = alice) => mentionBot(fake, channelId, content, author);
+const _mention = (channelId: string, content: string, author = alice) => mentionBot(fake, channelId, content, author);
 
 describe('discord inbound when the host cannot take a message', () => {
   it('retries while Redis is unreachable, keeps the conversation in order, and hands the message over once', async () => {
@@ -90,26 +88,19 @@ describe('discord inbound when the host cannot take a message', () => {
 });
 
 describe('discord allow-lists and bots', () => {
-  it('passes only allowed users in allowed chats, and the host agrees (a guild id allows its channels and threads)', async () => {
-    const lists = { allowedUsers: [alice.id], allowedChats: [GUILD] };
-    const redis = createRedis({ url: redisUrl() });
-    const prefix = testPrefix();
+  it('refuses allow-lists given to the plugin in code, naming where they moved (access decides who may talk)', () => {
+    const deps = { logger: captureLogger().logger, redis: undefined as never, prefix: 'unused' };
+    let err: unknown;
     try {
-      const { receive } = realHost({ redis, prefix, logger: captureLogger().logger, settings: lists, outbound: () => undefined });
-      const { host } = await start(lists, receive);
-      fake.messageCreate({ channelId: DM, author: alice, content: 'dm not in allowed chats' });
-      mention(CHANNEL, 'from bob', bob);
-      mention(THREAD, 'alice in a thread');
-      mention(CHANNEL, 'alice in the guild');
-      await host.waitForText('alice in the guild');
-      expect(host.received.map((r) => [r.message.text, r.message.chatId, r.result?.kind])).toEqual([
-        ['alice in a thread', GUILD, 'ingested'],
-        ['alice in the guild', GUILD, 'ingested'],
-      ]);
-    } finally {
-      await cleanupPrefix(redis, prefix);
-      await closeRedis(redis);
+      createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, allowedUsers: [alice.id], allowedChats: [GUILD] }, deps);
+    } catch (e) {
+      err = e;
     }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => [i.path, i.message.includes('access.channels.discord')])).toEqual([
+      ['channels.discord.allowedUsers', true],
+      ['channels.discord.allowedChats', true],
+    ]);
   });
 
   it('passes other bots with answerBots, never its own messages', async () => {

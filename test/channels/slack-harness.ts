@@ -81,7 +81,7 @@ export async function startSlackHarness(config: Partial<SlackConfigInput> = {}, 
   const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
   const cfg = slackConfigSchema.parse({ botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET, apiUrl: fake.apiUrl, ...config });
   const plugin = createSlackPlugin(cfg, { logger, redis, prefix });
-  const settings = { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats, admins: cfg.admins };
+  const settings = plugin.settings ?? {};
   const host = dispatchHost({ redis: opts.hostRedis ?? redis, prefix, http, logger, settings, outbound: () => plugin.outbound });
   await plugin.start(host);
   await http.ready();

@@ -89,8 +89,8 @@ export async function startTelegramHarness(config: Partial<TelegramConfigInput> 
   const logger = createLogger({ level: 'debug', destination: log });
   const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
   const cfg = telegramConfigSchema.parse({ token: FAKE_TOKEN, apiRoot: fake.apiRoot, mode: 'webhook', webhookSecret: WEBHOOK_SECRET, ...config });
-  const settings = { ...(cfg.policy && { policy: cfg.policy }), allowedUsers: cfg.allowedUsers, allowedChats: cfg.allowedChats };
   const plugin = createTelegramPlugin(cfg, { logger, redis, prefix });
+  const settings = plugin.settings ?? {};
   const host = dispatchHost({ redis: opts.hostRedis ?? redis, prefix, http, logger, settings, outbound: () => plugin.outbound });
   await plugin.start(host);
   await http.ready();

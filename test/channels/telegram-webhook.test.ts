@@ -1,6 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
+import { ConfigError } from '../../src/errors.js';
+import { createLogger } from '../../src/logger.js';
+import { ALICE, FAKE_TOKEN, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { startTelegramHarness, type TelegramHarness, WEBHOOK_SECRET } from './telegram-harness.js';
 
 const BOB: TgUser = { id: 2002, is_bot: false, first_name: 'Bob' };
@@ -214,25 +217,18 @@ describe('telegram webhook options', () => {
     }
   });
 
-  it('lets the host apply the allow-lists of users and chats', async () => {
-    const h = await startTelegramHarness({ allowedUsers: [String(ALICE.id)], allowedChats: [String(ALICE.id), GROUP] });
-    try {
-      const fromBob = await h.post(messageUpdate({ from: BOB, text: 'hi' }));
-      const otherChat = await h.post(messageUpdate({ chatId: -5, text: '/status' }));
-      await h.post(messageUpdate({ text: 'hi from alice' }));
-      await h.post(messageUpdate({ chatId: GROUP, text: '/status' }));
-      expect([fromBob.body, otherChat.body]).toEqual([
-        { ok: true, ignored: 'not-allowed' },
-        { ok: true, ignored: 'not-allowed' },
-      ]);
-      const accepted = h.host.received.filter((_m, i) => h.host.results[i]?.kind !== 'ignored');
-      expect(accepted.map((m) => m.text)).toEqual(['hi from alice', '/status']);
-      expect(h.host.results.map((r) => r.kind)).toEqual(['ignored', 'ignored', 'ingested', 'command']);
-      // The command was answered in the group through the plugin's outbound side.
-      expect(h.fake.sent.map((m) => m.chatId)).toEqual([GROUP]);
-    } finally {
-      await h.close();
-    }
+  it('refuses allow-lists and a policy given to the plugin in code, naming where each moved', async () => {
+    const deps = { logger: createLogger({ level: 'silent' }), redis: undefined as never, prefix: 'unused' };
+    const config = { token: FAKE_TOKEN, allowedUsers: [String(ALICE.id)], allowedChats: [GROUP], policy: 'followup' as const };
+    const err = await Promise.resolve()
+      .then(() => createTelegramPlugin(config, deps))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      { path: 'channels.telegram.allowedUsers', message: expect.stringContaining('access.channels.telegram.users') },
+      { path: 'channels.telegram.allowedChats', message: expect.stringContaining('access.channels.telegram.groups') },
+      { path: 'channels.telegram.policy', message: expect.stringContaining('inputPolicy') },
+    ]);
   });
 
   it('serves the configured webhook path and registers the webhook when a public URL is set', async () => {
