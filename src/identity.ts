@@ -153,8 +153,17 @@ export class IdentityStore {
     const r = checkReply('identity-link', await runScript(this.redis, 'identity-link', [this.keys.links], [this.keys.base, account, target]));
     if (r[0] === 'same') return { kind: 'same', identity: String(r[1]) };
     const result: LinkResult = { kind: 'linked', identity: String(r[1]), from: String(r[2]) };
-    await this.tell((h) => h.linked?.({ from: result.from, into: result.identity }));
+    await this.tellLinked({ from: result.from, into: result.identity });
     return result;
+  }
+
+  /**
+   * Tells the hooks (`linked`) of a link another script committed: access's
+   * `/link`, which checks and uses up its code in the same script as the
+   * merge (includes/identity-merge.lua). Throws the first hook's failure.
+   */
+  async tellLinked(change: { from: string; into: string }): Promise<void> {
+    await this.tell((h) => h.linked?.(change));
   }
 
   /**

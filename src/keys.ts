@@ -197,17 +197,17 @@ export interface PeopleKeys {
   paired: string;
   /** Sorted set: hash of every waiting pairing code → its expiry (ms). */
   codes: string;
-  /** A waiting pairing code's record (JSON, TTL), by the SHA-256 of the code. */
+  /** A waiting pairing code's record (JSON, TTL; no code), by the SHA-256 of the code. */
   code(hash: string): string;
-  /** The pairing code an account waits with (TTL). */
+  /** The SHA-256 of the pairing code an account waits with (TTL; codes are never kept in clear). */
   pending(account: string): string;
   /** Set while a refused account was answered within the notice window (TTL). */
   notice(account: string): string;
   /** Wrong codes one account sent in the guess window (counter, TTL). */
   guesses(account: string): string;
-  /** A `/link` code's record (JSON, TTL), by the SHA-256 of the code. */
+  /** The account that asked for a `/link` code (TTL), by the SHA-256 of the code. */
   linkCode(hash: string): string;
-  /** The `/link` code an account gave out (TTL). */
+  /** The SHA-256 of the one `/link` code an account has out (TTL). */
   linkPending(account: string): string;
   /** Stream of refused messages (channel, chat, user, reason), capped: what the console lists. Never message text. */
   refused: string;

@@ -1,13 +1,20 @@
 /**
  * `/pair <code>` (an admin approves a pairing code) and `/link` / `/link <code>`
- * (a person links their accounts across channels). They work on every channel
- * whatever its access policy: `/link <code>` is how a person brings another
- * account of theirs, and an admin may pair from any chat they administer.
+ * (a person links their accounts across channels). They run before the access
+ * policy, on every channel whatever its policy: `/link <code>` is how a
+ * person brings another account of theirs.
+ *
+ * Acts that widen who may talk need someone the operator chose: `/pair` is
+ * for the channel's configured `admins` only (in any chat), never for
+ * whoever a platform calls an admin of the group it was sent in, since
+ * anyone can create a group, add the bot and be its admin. Link codes are
+ * shown only in a direct chat and bound to the account that asked, so an
+ * identity (with its approval, memory and budget) is joined only by someone
+ * its owner gave a code to.
  */
-import type { ChannelOutbound, ChannelSettings, InboundMessage } from '../../src/channel.js';
+import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import { accountId } from '../../src/identity.js';
-import type { AdminCheck } from '../admins.js';
-import type { AccessStore, CodeOutcome } from './store.js';
+import type { AccessStore, CodeOutcome, LinkOutcome } from './store.js';
 
 /** Names of the access commands, without the slash. */
 export type AccessCommandName = 'pair' | 'link';
@@ -25,8 +32,6 @@ export function parseAccessCommand(text: string): { name: AccessCommandName; arg
 /** What running an access command needs. */
 export interface AccessCommandDeps {
   store: AccessStore;
-  admins: AdminCheck;
-  outbound(channelId: string): ChannelOutbound | undefined;
 }
 
 /** The reply, and for an approval who to tell (their conversation, on their channel). */
@@ -38,6 +43,19 @@ export interface AccessCommandOutcome {
 
 /** What an approved person is told. */
 export const APPROVED_NOTICE = 'An admin approved you: you can talk to this bot now. Please send your message again.';
+
+/** What the access commands answer besides approvals and links. */
+export const ACCESS_COMMAND_REPLIES = {
+  pairNotAdmin: "Only this bot's admins can use /pair.",
+  pairUsage: 'Usage: /pair <code> — approves the person who got that pairing code.',
+  linkInDm: 'Send /link to me in a direct message: link codes are only shown there.',
+  linkBurned:
+    'That code was posted where others can see it, so it no longer works. Send /link to me in a direct message for a new one, and send it from your other account in a direct message too.',
+  linkOwn: 'That code is for this account: send it from your other account.',
+  linkSame: 'These accounts are already one person to this bot.',
+  linkRefused:
+    'This account is approved and the one that made that code is not, so they were not linked (the code is used up). To bring your other account in, send /link here and send the code you get from the other account.',
+} as const;
 
 const wrong = (o: { kind: 'unknown' } | { kind: 'rate-limited'; retryAfterSeconds: number }, what: string) =>
   o.kind === 'rate-limited' ? `Too many wrong codes; try again in ${Math.ceil(o.retryAfterSeconds / 60)} min.` : `No such ${what} code, or it expired.`;
@@ -52,13 +70,9 @@ export async function runAccessCommand(
   message: InboundMessage,
 ): Promise<AccessCommandOutcome> {
   const account = accountId(channelId, message.sender.id);
-  if (name === 'link') return linkCommand(deps.store, account, args);
-  // Platform admins count in a group; in a direct chat only the configured admins do (everyone "administers" their own DM).
-  const admin = message.group
-    ? (await deps.admins.check(deps.outbound(channelId), settings.admins, message.conversationId, message.sender.id)).kind === 'admin'
-    : (settings.admins?.includes(message.sender.id) ?? false);
-  if (!admin) return { reply: 'Only admins can use /pair.' };
-  if (!args) return { reply: 'Usage: /pair <code> — approves the person who got that pairing code.' };
+  if (name === 'link') return message.group ? linkInGroup(deps.store, args) : linkCommand(deps.store, account, args);
+  if (!settings.admins?.includes(message.sender.id)) return { reply: ACCESS_COMMAND_REPLIES.pairNotAdmin };
+  if (!args) return { reply: ACCESS_COMMAND_REPLIES.pairUsage };
   const r = await deps.store.approve(args, account);
   if (r.kind !== 'ok') return { reply: wrong(r, 'pairing') };
   const { record } = r.value;
@@ -69,14 +83,30 @@ export async function runAccessCommand(
   };
 }
 
+/** In a group everyone reads the chat: no code is shown there, and one posted there is revoked. */
+async function linkInGroup(store: AccessStore, args: string): Promise<AccessCommandOutcome> {
+  if (args && (await store.revokeLinkCode(args))) return { reply: ACCESS_COMMAND_REPLIES.linkBurned };
+  return { reply: ACCESS_COMMAND_REPLIES.linkInDm };
+}
+
 async function linkCommand(store: AccessStore, account: string, args: string): Promise<AccessCommandOutcome> {
   const minutes = Math.round(store.limits.codeTtlSeconds / 60);
   if (!args) {
     const code = await store.linkCode(account);
-    return { reply: `To link another account of yours to this one, send /link ${code} from it (on any channel) within ${minutes} min.` };
+    return {
+      reply: `To link another account of yours to this one, send /link ${code} from it (on any channel, in a direct message) within ${minutes} min. The code works once; keep it to yourself.`,
+    };
   }
-  const r: CodeOutcome<{ kind: 'linked' | 'same'; other: string }> = await store.confirmLink(account, args);
+  const r: CodeOutcome<LinkOutcome> = await store.confirmLink(account, args);
   if (r.kind !== 'ok') return { reply: wrong(r, 'link') };
-  if (r.value.kind === 'same') return { reply: 'That code is for this account: send it from your other account.' };
-  return { reply: `Linked: this account and ${r.value.other} are now one person to this bot (memory, limits and access follow both).` };
+  switch (r.value.kind) {
+    case 'own':
+      return { reply: ACCESS_COMMAND_REPLIES.linkOwn };
+    case 'same':
+      return { reply: ACCESS_COMMAND_REPLIES.linkSame };
+    case 'refused':
+      return { reply: ACCESS_COMMAND_REPLIES.linkRefused };
+    case 'linked':
+      return { reply: `Linked: this account and ${r.value.other} are now one person to this bot (memory, limits and access follow both).` };
+  }
 }

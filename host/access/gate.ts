@@ -29,7 +29,9 @@ export const ACCESS_NOTICES = {
   full: 'Too many people are waiting for approval right now; try again later.',
   code: (code: string, minutes: number) =>
     `This bot only answers people an admin approved. Your pairing code is ${code} (valid ${minutes} min): ask an admin to send /pair ${code}. Your messages are not kept until then.`,
-  pending: (code: string) => `Your pairing code ${code} is still waiting for an admin's approval (/pair ${code}). Your messages are not kept until then.`,
+  // The code is not kept (only its hash), so the reminder cannot repeat it; the code sent earlier stays valid.
+  pending: (minutes: number) =>
+    `Your pairing code, sent earlier, is still waiting for an admin's approval; it expires in ${minutes} min, and after that a message to me gets you a new one. Your messages are not kept until then.`,
 } as const;
 
 /** Applies the `access` config section. */
@@ -86,7 +88,7 @@ export class AccessGate {
       r.kind === 'code'
         ? ACCESS_NOTICES.code(r.code, minutes)
         : r.kind === 'pending'
-          ? ACCESS_NOTICES.pending(r.code)
+          ? ACCESS_NOTICES.pending(Math.max(1, Math.ceil(r.expiresInSeconds / 60)))
           : r.kind === 'full'
             ? ACCESS_NOTICES.full
             : undefined;

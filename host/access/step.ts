@@ -4,16 +4,13 @@
  * refused message gets its notice (at most once per window) and goes no
  * further: nothing reaches the conversation's record.
  */
-import type { ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../../src/channel.js';
-import type { AdminCheck } from '../admins.js';
+import type { ChannelSettings, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { parseAccessCommand, runAccessCommand } from './commands.js';
 import type { AccessGate } from './gate.js';
 
 /** What the step needs from the channel host. */
 export interface AccessStepDeps {
   gate: AccessGate;
-  admins: AdminCheck;
-  outbound(channelId: string): ChannelOutbound | undefined;
   /** Sends a text to a conversation; must not throw. */
   reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
   /** Marks the update seen; false for a redelivery. */
@@ -30,14 +27,7 @@ export async function accessStep(
   const command = parseAccessCommand(message.text);
   if (command) {
     if (!(await deps.firstDelivery(message))) return { kind: 'command', command: command.name, reply: '', duplicate: true };
-    const outcome = await runAccessCommand(
-      { store: deps.gate.store, admins: deps.admins, outbound: deps.outbound },
-      command.name,
-      command.args,
-      channelId,
-      settings,
-      message,
-    );
+    const outcome = await runAccessCommand({ store: deps.gate.store }, command.name, command.args, channelId, settings, message);
     await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
     if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
     return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: false };

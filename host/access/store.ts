@@ -1,16 +1,19 @@
 /**
  * What access keeps in Redis, under the `{people}` hash tag: waiting pairing
  * codes, approved identities, `/link` codes, the guess limiter and the
- * refusals the console lists. Policy decisions are the gate's (gate.ts).
+ * refusals the console lists. Codes are kept only as their SHA-256: the
+ * person is shown the code once and passes it on. Policy decisions are the
+ * gate's (gate.ts).
  */
 import { z } from 'zod';
+import { ScriptError } from '../../src/errors.js';
 import { accountId, type IdentityStore } from '../../src/identity.js';
 import { parseJsonOrUndefined } from '../../src/json.js';
 import { type PeopleKeys, peopleKeys } from '../../src/keys.js';
 import type { RedisClient } from '../../src/redis.js';
 import { runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';
-import { codeHash, newCode, normalizeCode, sameCode } from './codes.js';
+import { codeHash, newCode, normalizeCode } from './codes.js';
 
 /** Limits of the access store (the `access` config section's). */
 export interface AccessLimits {
@@ -29,8 +32,8 @@ export interface AccessLimits {
 /** Most refusals the console's list keeps (older ones are trimmed). */
 const REFUSALS_KEPT = 500;
 
+// Records written before codes were kept as hashes only also held the code: zod drops it on read.
 const pairingRecordSchema = z.object({
-  code: z.string(),
   account: z.string(),
   channel: z.string(),
   userId: z.string(),
@@ -41,8 +44,6 @@ const pairingRecordSchema = z.object({
 /** What a waiting pairing code stands for. */
 export type PairingRecord = z.infer<typeof pairingRecordSchema>;
 
-const linkRecordSchema = z.object({ code: z.string(), account: z.string() });
-
 /** A refused message as the console lists it (no message text). */
 export interface Refusal {
   at: number;
@@ -52,8 +53,25 @@ export interface Refusal {
   reason: string;
 }
 
-/** What a pairing request got. `quiet`: the account was answered within the window already. */
-export type PairingRequest = { kind: 'code' | 'pending'; code: string } | { kind: 'full' } | { kind: 'quiet' };
+/**
+ * What a pairing request got. `code`: a fresh code, to show now (it is not
+ * kept, so this is the only time it can be shown). `pending`: the account's
+ * earlier code still waits, `expiresInSeconds` more. `quiet`: the account was
+ * answered within the window already.
+ */
+export type PairingRequest = { kind: 'code'; code: string } | { kind: 'pending'; expiresInSeconds: number } | { kind: 'full' } | { kind: 'quiet' };
+
+/**
+ * What confirming a `/link` code did. `linked`: the sender joined `identity`
+ * (the code maker's, `other`). `same`: they were one identity already.
+ * `refused`: the sender is approved and the maker is not, so nothing was
+ * linked. `own`: the sender made the code (it stays valid).
+ */
+export type LinkOutcome =
+  | { kind: 'linked'; identity: string; from: string; other: string }
+  | { kind: 'same'; identity: string; other: string }
+  | { kind: 'refused'; other: string }
+  | { kind: 'own' };
 
 /** What a code sent by a person got. */
 export type CodeOutcome<T> = { kind: 'ok'; value: T } | { kind: 'unknown' } | { kind: 'rate-limited'; retryAfterSeconds: number };
@@ -77,10 +95,10 @@ export class AccessStore {
     return { identity: String(r[0]), approved: Number(r[1]) === 1 };
   }
 
-  /** Gives an unknown account a pairing code, or reminds it of its own, at most once per notice window. */
-  async requestCode(record: Omit<PairingRecord, 'code' | 'at'>): Promise<PairingRequest> {
+  /** Gives an unknown account a pairing code, or tells it its code still waits, at most once per notice window. */
+  async requestCode(record: Omit<PairingRecord, 'at'>): Promise<PairingRequest> {
     const code = newCode();
-    const full: PairingRecord = { ...record, code, at: Date.now() };
+    const full: PairingRecord = { ...record, at: Date.now() };
     const r = checkReply(
       'access-request',
       await runScript(
@@ -90,7 +108,6 @@ export class AccessStore {
         [
           this.keys.base,
           record.account,
-          code,
           codeHash(code),
           JSON.stringify(full),
           this.limits.codeTtlSeconds * 1000,
@@ -100,7 +117,8 @@ export class AccessStore {
       ),
     );
     const kind = String(r[0]);
-    if (kind === 'code' || kind === 'pending') return { kind, code: String(r[1]) };
+    if (kind === 'code') return { kind, code };
+    if (kind === 'pending') return { kind, expiresInSeconds: Math.ceil(Number(r[1]) / 1000) };
     return { kind: kind === 'full' ? 'full' : 'quiet' };
   }
 
@@ -128,11 +146,12 @@ export class AccessStore {
     return this.withGuess(guesser, async () => {
       const code = normalizeCode(text);
       if (!code) return undefined;
-      const hash = codeHash(code);
-      const record = pairingRecordSchema.safeParse(parseJsonOrUndefined((await this.redis.get(this.keys.code(hash))) ?? ''));
-      if (!record.success || !sameCode(record.data.code, code)) return undefined;
-      const r = checkReply('access-approve', await runScript(this.redis, 'access-approve', [this.keys.codes], [this.keys.base, hash, record.data.account]));
-      return r[0] === 'paired' ? { record: record.data, identity: String(r[1]) } : undefined;
+      const r = checkReply('access-approve', await runScript(this.redis, 'access-approve', [this.keys.codes], [this.keys.base, codeHash(code)]));
+      if (r[0] !== 'paired') return undefined;
+      const record = pairingRecordSchema.safeParse(parseJsonOrUndefined(String(r[2])));
+      // The script read the account from the same JSON: a record zod refuses was written by another build.
+      if (!record.success) throw new ScriptError('access-approve', `unreadable pairing record for identity ${String(r[1])}`);
+      return { record: record.data, identity: String(r[1]) };
     });
   }
 
@@ -169,37 +188,51 @@ export class AccessStore {
     });
   }
 
-  /** A `/link` code for `account` (the same one while it is valid). */
+  /** A fresh `/link` code for `account`; it replaces the account's earlier one. Show it only in a direct chat. */
   async linkCode(account: string): Promise<string> {
-    const ttlMs = this.limits.codeTtlSeconds * 1000;
     const code = newCode();
-    const set = await this.redis.set(this.keys.linkPending(account), code, 'PX', ttlMs, 'NX');
-    if (set !== 'OK') {
-      const existing = await this.redis.get(this.keys.linkPending(account));
-      if (existing) return existing;
-      await this.redis.set(this.keys.linkPending(account), code, 'PX', ttlMs);
-    }
-    await this.redis.set(this.keys.linkCode(codeHash(code)), JSON.stringify({ code, account }), 'PX', ttlMs);
+    checkReply(
+      'access-link-code',
+      await runScript(this.redis, 'access-link-code', [this.keys.links], [this.keys.base, account, codeHash(code), this.limits.codeTtlSeconds * 1000]),
+    );
     return code;
   }
 
   /**
-   * Confirms a `/link` code from `account`: it joins the identity of the
-   * account that gave the code. `same`: the code is this account's own.
+   * Confirms a `/link` code from `account` in one script (checked, used up
+   * and linked at once: of two accounts sending one code, one links). The
+   * sender joins the identity of the account that asked for the code; then
+   * the identity hooks are told.
    */
-  async confirmLink(account: string, text: string): Promise<CodeOutcome<{ kind: 'linked' | 'same'; identity: string; other: string }>> {
-    return this.withGuess(account, async () => {
+  async confirmLink(account: string, text: string): Promise<CodeOutcome<LinkOutcome>> {
+    return this.withGuess(account, async (): Promise<LinkOutcome | undefined> => {
       const code = normalizeCode(text);
       if (!code) return undefined;
-      const hash = codeHash(code);
-      const record = linkRecordSchema.safeParse(parseJsonOrUndefined((await this.redis.get(this.keys.linkCode(hash))) ?? ''));
-      if (!record.success || !sameCode(record.data.code, code)) return undefined;
-      const other = record.data.account;
-      if (other === account) return { kind: 'same' as const, identity: await this.identities.resolveAccount(account), other };
-      const linked = await this.identities.link(account, other);
-      await this.redis.del(this.keys.linkCode(hash), this.keys.linkPending(other));
-      return { kind: 'linked' as const, identity: linked.identity, other };
+      const r = checkReply('access-link', await runScript(this.redis, 'access-link', [this.keys.links], [this.keys.base, codeHash(code), account]));
+      switch (r[0]) {
+        case 'linked': {
+          const out = { kind: 'linked' as const, identity: String(r[1]), from: String(r[2]), other: String(r[3]) };
+          await this.identities.tellLinked({ from: out.from, into: out.identity });
+          return out;
+        }
+        case 'same':
+          return { kind: 'same', identity: String(r[1]), other: String(r[2]) };
+        case 'refused':
+          return { kind: 'refused', other: String(r[1]) };
+        case 'own':
+          return { kind: 'own' };
+        default:
+          return undefined;
+      }
     });
+  }
+
+  /** Revokes the `/link` code `text` (as posted where others could read it). Returns whether there was one. */
+  async revokeLinkCode(text: string): Promise<boolean> {
+    const code = normalizeCode(text);
+    if (!code) return false;
+    const r = checkReply('access-link-revoke', await runScript(this.redis, 'access-link-revoke', [this.keys.links], [this.keys.base, codeHash(code)]));
+    return r[0] === 'revoked';
   }
 
   /**

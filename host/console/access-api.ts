@@ -20,8 +20,8 @@ const account = z.string().min(3).max(257);
 export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: readonly ChannelPlugin[]): void {
   api('GET', '/access', async () => {
     const [codes, refusals, paired] = await Promise.all([store.waitingCodes(), store.refusals(), store.pairedIdentities()]);
-    // The codes themselves are what approves a person: the console shows who waits, and approves by the code the person passes on.
-    return json(200, { waiting: codes.map(({ code: _code, ...rest }) => rest), refusals, paired });
+    // Only hashes of the codes are kept: the console shows who waits, and approves by the code the person passes on.
+    return json(200, { waiting: codes, refusals, paired });
   });
   api('POST', '/access/pair', async (req) => {
     const body = readJsonBody(req, z.strictObject({ code: z.string().min(1).max(32) }));

@@ -90,9 +90,9 @@ describe('pairing on Telegram', () => {
     const code = CODE_RE.exec((await tgReplies(sys, ALICE.id, 1))[0]!)?.[1];
     // Mallory is on the allow-list (may talk) but is no admin.
     await tgSay(sys, MALLORY, `/pair ${code}`);
-    expect((await tgReplies(sys, MALLORY.id, 1))[0]).toBe('Only admins can use /pair.');
+    expect((await tgReplies(sys, MALLORY.id, 1))[0]).toBe("Only this bot's admins can use /pair.");
     await tgSay(sys, ALICE, `/pair ${code}`);
-    expect((await tgReplies(sys, ALICE.id, 2))[1]).toBe('Only admins can use /pair.');
+    expect((await tgReplies(sys, ALICE.id, 2))[1]).toBe("Only this bot's admins can use /pair.");
     expect((await sys.store.approved('telegram', String(ALICE.id))).approved).toBe(false);
     // A listed user talks without pairing.
     await tgSay(sys, MALLORY, 'listed');
@@ -155,7 +155,7 @@ describe('pairing on Discord', () => {
 
     // A non-admin cannot pair, even with the right code.
     sys.discord.messageCreate({ channelId: ALICE_DM, author: discordAlice, content: `/pair ${code}` });
-    expect((await dcReplies(sys, ALICE_DM, 2))[1]).toBe('Only admins can use /pair.');
+    expect((await dcReplies(sys, ALICE_DM, 2))[1]).toBe("Only this bot's admins can use /pair.");
 
     sys.discord.messageCreate({ channelId: ADMIN_DM, author: discordAdmin, content: `/pair ${code.toLowerCase()}` });
     expect((await dcReplies(sys, ADMIN_DM, 1))[0]).toBe(`Approved Alice (discord:${discordAlice.id}).`);

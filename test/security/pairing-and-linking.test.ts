@@ -1,0 +1,256 @@
+/**
+ * Attacks on pairing and linking, black-box through the real grammY and
+ * discord.js clients against the local fakes: a stranger approving their own
+ * code from a group or server they own, a link code shown to a whole group,
+ * a link code confirmed by two accounts at once, an approved person talked
+ * into confirming a stranger's code, and codes kept in clear in Redis.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { APPROVED_NOTICE } from '../../host/access/commands.js';
+import type { RedisClient } from '../../src/redis.js';
+import { user } from '../../testing/fakes/discord-server.js';
+import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { waitFor } from '../../testing/wait.js';
+import { type AccessSystem, startAccessSystem, TG_ADMIN } from '../people/access-system.js';
+
+const ADMIN: TgUser = { id: TG_ADMIN, is_bot: false, first_name: 'Admin' };
+const MALLORY: TgUser = { id: 1666, is_bot: false, first_name: 'Mallory' };
+/** A group Mallory created and added the bot to: Telegram calls her its creator. */
+const MALLORY_GROUP = -100500;
+/** A group Alice and Mallory are both in. */
+const SHARED_GROUP = -100600;
+const ALICE_ID = `telegram:${ALICE.id}`;
+const MALLORY_ID = `telegram:${MALLORY.id}`;
+const CODE_RE = /([A-Z2-9]{4}-[A-Z2-9]{4})/;
+const PAIR_CODE_RE = /pairing code is ([A-Z2-9]{4}-[A-Z2-9]{4})/;
+
+/** Discord: Mallory owns a server with one text channel, and has a DM with the bot. */
+const MALLORY_DC = user('400000000000000666', 'mallory');
+const MALLORY_GUILD = '200000000000000666';
+const MALLORY_GUILD_CHANNEL = '300000000000000666';
+const MALLORY_DC_DM = '510000000000000666';
+
+const PAIRING = { channels: { telegram: { policy: 'pairing' }, discord: { policy: 'pairing' } } };
+const REFUSED_PAIR = "Only this bot's admins can use /pair.";
+const LINK_IN_DM = 'Send /link to me in a direct message: link codes are only shown there.';
+
+let sys: AccessSystem | undefined;
+afterEach(async () => {
+  await sys?.close();
+  sys = undefined;
+});
+
+/** Texts the bot sent to Telegram chat `chatId`. */
+const tgTexts = (s: AccessSystem, chatId: number) => s.tg.sent.filter((m) => m.chatId === chatId).map((m) => m.text);
+/** Waits until chat `chatId` has `n` messages from the bot; returns them. */
+const tgReplies = (s: AccessSystem, chatId: number, n: number) =>
+  waitFor(() => tgTexts(s, chatId).length >= n && tgTexts(s, chatId), 10_000, `${n} replies in chat ${chatId}`);
+/** Texts the bot posted to Discord channel `channel`. */
+const dcTexts = (s: AccessSystem, channel: string) =>
+  s.discord
+    .callsTo('POST', new RegExp(`^/channels/${channel}/messages$`))
+    .filter((c) => c.status === 200)
+    .map((c) => String(c.body.content));
+const dcReplies = (s: AccessSystem, channel: string, n: number) =>
+  waitFor(() => dcTexts(s, channel).length >= n && dcTexts(s, channel), 10_000, `${n} replies in Discord channel ${channel}`);
+
+/** Sends a Telegram message from `from` (in their DM, or in `chatId`) and waits until the host answered the webhook. */
+async function tgSay(s: AccessSystem, from: TgUser, text: string, chatId?: number): Promise<void> {
+  expect(await s.post(messageUpdate({ from, text, ...(chatId !== undefined && { chatId }) }))).toBe(200);
+}
+
+/** Keys of conversation `cid` (its whole cluster slot). */
+const conversationKeysOf = (s: AccessSystem, cid: string) => s.h.ctx.redis.keys(`${s.h.prefix}:{c:${cid}}:*`);
+/** The `message.received` entries of conversation `cid`. */
+const received = async (s: AccessSystem, cid: string) => (await s.h.record(cid)).filter((e) => e.kind === 'message.received');
+
+/** Nothing reached the agent: the echo runner answered no one. */
+const agentNeverRan = (s: AccessSystem) => expect(s.tg.sent.filter((m) => m.text.startsWith('echo:'))).toEqual([]);
+
+/** Every key under `prefix` and every value in it, as text: what an attacker reading Redis would see. */
+async function everythingUnder(redis: RedisClient, prefix: string): Promise<string> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`);
+    cursor = next;
+    for (const key of keys) {
+      out.push(key);
+      const type = await redis.type(key);
+      if (type === 'string') out.push((await redis.get(key)) ?? '');
+      else if (type === 'hash') out.push(JSON.stringify(await redis.hgetall(key)));
+      else if (type === 'list') out.push(JSON.stringify(await redis.lrange(key, 0, -1)));
+      else if (type === 'set') out.push(JSON.stringify(await redis.smembers(key)));
+      else if (type === 'zset') out.push(JSON.stringify(await redis.zrange(key, '0', '-1', 'WITHSCORES')));
+      else if (type === 'stream') out.push(JSON.stringify(await redis.xrange(key, '-', '+')));
+    }
+  } while (cursor !== '0');
+  return out.join('\n');
+}
+
+/** Asks for a pairing code from Mallory's DM; returns it. */
+async function mallorysCode(s: AccessSystem): Promise<string> {
+  await tgSay(s, MALLORY, 'hello');
+  return PAIR_CODE_RE.exec((await tgReplies(s, MALLORY.id, 1))[0]!)![1]!;
+}
+
+describe('approving pairing codes', () => {
+  it('a stranger who created a Telegram group cannot approve their own code there; the code stays valid for a configured admin', async () => {
+    sys = await startAccessSystem(PAIRING);
+    const code = await mallorysCode(sys);
+    sys.tg.chatMembers.set(`${MALLORY_GROUP}:${MALLORY.id}`, 'creator');
+
+    await tgSay(sys, MALLORY, `/pair ${code}`, MALLORY_GROUP);
+    expect(await tgReplies(sys, MALLORY_GROUP, 1)).toEqual([REFUSED_PAIR]);
+    // As an anonymous admin of her group (Telegram: the chat itself speaks) she is refused too.
+    const anonymous = messageUpdate({ chatId: MALLORY_GROUP, text: `/pair ${code}` });
+    delete anonymous.message.from;
+    anonymous.message.sender_chat = { id: MALLORY_GROUP, type: 'supergroup', title: 'Test group' };
+    expect(await sys.post(anonymous)).toBe(200);
+    expect(await tgReplies(sys, MALLORY_GROUP, 2)).toEqual([REFUSED_PAIR, REFUSED_PAIR]);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
+    // Nothing was written to the group's conversation, and her DM still reaches nobody.
+    expect(await received(sys, `telegram:${MALLORY_GROUP}`)).toEqual([]);
+    await tgSay(sys, MALLORY, 'let me in');
+    expect(await received(sys, MALLORY_ID)).toEqual([]);
+    agentNeverRan(sys);
+
+    // The code was not used up: the configured admin approves it.
+    await tgSay(sys, ADMIN, `/pair ${code}`);
+    expect(await tgReplies(sys, ADMIN.id, 1)).toEqual([`Approved Mallory (${MALLORY_ID}).`]);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(true);
+  });
+
+  it('a stranger who owns a Discord server cannot approve their own code there', async () => {
+    sys = await startAccessSystem(PAIRING);
+    sys.discord.addGuild({
+      id: MALLORY_GUILD,
+      ownerId: MALLORY_DC.id,
+      channels: [{ id: MALLORY_GUILD_CHANNEL }],
+      members: { [MALLORY_DC.id]: [] },
+    });
+    sys.discord.messageCreate({ channelId: MALLORY_DC_DM, author: MALLORY_DC, content: 'hello' });
+    const code = PAIR_CODE_RE.exec((await dcReplies(sys, MALLORY_DC_DM, 1))[0]!)![1]!;
+
+    const bot = sys.discord.bot;
+    sys.discord.messageCreate({
+      channelId: MALLORY_GUILD_CHANNEL,
+      guildId: MALLORY_GUILD,
+      author: MALLORY_DC,
+      content: `<@${bot.id}> /pair ${code}`,
+      mentions: [bot],
+    });
+    expect(await dcReplies(sys, MALLORY_GUILD_CHANNEL, 1)).toEqual([REFUSED_PAIR]);
+    expect((await sys.store.approved('discord', MALLORY_DC.id)).approved).toBe(false);
+    expect(await received(sys, `discord:${MALLORY_GUILD_CHANNEL}`)).toEqual([]);
+    expect(dcTexts(sys, MALLORY_GUILD_CHANNEL).filter((t) => t.startsWith('echo:'))).toEqual([]);
+    expect((await sys.store.waitingCodes()).map((w) => w.account)).toEqual([`discord:${MALLORY_DC.id}`]);
+  });
+
+  it('a configured admin approves a code from any chat, a group included', async () => {
+    sys = await startAccessSystem(PAIRING);
+    const code = await mallorysCode(sys);
+    await tgSay(sys, ADMIN, `/pair ${code}`, SHARED_GROUP);
+    expect(await tgReplies(sys, SHARED_GROUP, 1)).toEqual([`Approved Mallory (${MALLORY_ID}).`]);
+    expect(await tgReplies(sys, MALLORY.id, 2)).toEqual([expect.stringContaining(code), APPROVED_NOTICE]);
+  });
+});
+
+describe('codes at rest', () => {
+  it('no pairing or link code is kept in clear in Redis, and a repeat request does not repeat the code', async () => {
+    sys = await startAccessSystem(PAIRING, { noticeWindowSeconds: 1 });
+    const code = await mallorysCode(sys);
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, ALICE, '/link');
+    const linkCode = CODE_RE.exec((await tgReplies(sys, ALICE.id, 1))[0]!)![1]!;
+
+    const seen = await everythingUnder(sys.h.ctx.redis, sys.h.prefix);
+    for (const c of [code, linkCode]) {
+      expect(seen).not.toContain(c);
+      expect(seen).not.toContain(c.replace('-', ''));
+    }
+
+    // After the notice window Mallory is told her code is still waiting, without the code (it is not kept).
+    const s = sys;
+    await waitFor(async () => (await s.h.ctx.redis.exists(s.store.keys.notice(MALLORY_ID))) === 0, 5000, 'the notice window to pass');
+    await tgSay(sys, MALLORY, 'hello again');
+    const again = (await tgReplies(sys, MALLORY.id, 2))[1]!;
+    expect(again).toMatch(/^Your pairing code, sent earlier, is still waiting for an admin/);
+    expect(again).not.toMatch(CODE_RE);
+    // The code she passed on still works.
+    expect((await sys.store.approve(code)).kind).toBe('ok');
+  });
+});
+
+describe('link codes', () => {
+  it('`/link` in a group shows no code and asks for a direct message; a group member cannot join the identity', async () => {
+    sys = await startAccessSystem(PAIRING);
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, ALICE, '/link', SHARED_GROUP);
+    const [reply] = await tgReplies(sys, SHARED_GROUP, 1);
+    expect(reply).toBe(LINK_IN_DM);
+    expect(reply).not.toMatch(CODE_RE);
+
+    // What Mallory would do with a code she saw in the group: nothing she can see works.
+    const code = CODE_RE.exec(reply!)?.[1] ?? 'QQQQ-QQQQ';
+    await tgSay(sys, MALLORY, `/link ${code}`);
+    expect(await tgReplies(sys, MALLORY.id, 1)).toEqual(['No such link code, or it expired.']);
+    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(MALLORY_ID);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
+    expect(await received(sys, `telegram:${SHARED_GROUP}`)).toEqual([]);
+    agentNeverRan(sys);
+  });
+
+  it('a link code posted in a group is burned: nobody can use it afterwards', async () => {
+    sys = await startAccessSystem(PAIRING);
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, ALICE, '/link');
+    const code = CODE_RE.exec((await tgReplies(sys, ALICE.id, 1))[0]!)![1]!;
+    // Alice pastes it in the shared group by mistake.
+    await tgSay(sys, ALICE, `/link ${code}`, SHARED_GROUP);
+    expect((await tgReplies(sys, SHARED_GROUP, 1))[0]).toMatch(/^That code was posted where others can see it, so it no longer works\./);
+    await tgSay(sys, MALLORY, `/link ${code}`);
+    expect(await tgReplies(sys, MALLORY.id, 1)).toEqual(['No such link code, or it expired.']);
+    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(MALLORY_ID);
+  });
+
+  it("an approved person confirming an unapproved stranger's code is refused: approval only flows from the account that made the code", async () => {
+    sys = await startAccessSystem(PAIRING);
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, MALLORY, '/link');
+    const code = CODE_RE.exec((await tgReplies(sys, MALLORY.id, 1))[0]!)![1]!;
+    // Mallory talks Alice into sending her code to the bot.
+    await tgSay(sys, ALICE, `/link ${code}`);
+    expect((await tgReplies(sys, ALICE.id, 1))[0]).toMatch(/^This account is approved and the one that made that code is not/);
+    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(MALLORY_ID);
+    expect(await sys.identities.resolve('telegram', String(ALICE.id))).toBe(ALICE_ID);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
+    expect(await conversationKeysOf(sys, MALLORY_ID)).not.toContainEqual(expect.stringMatching(/:log$/));
+    expect(await received(sys, ALICE_ID)).toEqual([]);
+    agentNeverRan(sys);
+  });
+
+  it('two accounts racing to confirm one link code: exactly one links, in each of 6 tries', async () => {
+    sys = await startAccessSystem(PAIRING);
+    await sys.store.pair(ALICE_ID);
+    const merged: Array<{ from: string; into: string }> = [];
+    sys.identities.onChange({ linked: (change) => void merged.push(change) });
+    for (let i = 0; i < 6; i++) {
+      await tgSay(sys, ALICE, '/link');
+      const code = CODE_RE.exec((await tgReplies(sys, ALICE.id, i + 1))[i]!)![1]!;
+      const racers: TgUser[] = [0, 1].map((k) => ({ id: 3000 + 2 * i + k, is_bot: false, first_name: `Racer${k}` }));
+      await Promise.all(racers.map((r) => sys!.post(messageUpdate({ from: r, text: `/link ${code}` }))));
+      const answers = await Promise.all(racers.map(async (r) => (await tgReplies(sys!, r.id, 1))[0]!));
+      expect(
+        answers.filter((a) => a.startsWith('Linked:')),
+        `try ${i}: ${answers.join(' | ')}`,
+      ).toHaveLength(1);
+      expect(answers.filter((a) => a === 'No such link code, or it expired.')).toHaveLength(1);
+      const joined = await Promise.all(racers.map((r) => sys!.identities.resolve('telegram', String(r.id))));
+      expect(joined.filter((id) => id === ALICE_ID)).toHaveLength(1);
+    }
+    // The identity hooks (memory, usage) were told once per link.
+    expect(merged).toHaveLength(6);
+    expect(merged.every((m) => m.into === ALICE_ID && m.from.startsWith('telegram:30'))).toBe(true);
+  });
+});
