@@ -3,9 +3,11 @@
  * The `steerbot` command:
  * - `steerbot start [--config file]` (the default): load the configuration,
  *   start the process, stop cleanly on SIGINT / SIGTERM;
- * - `steerbot check-config [--config file]`: validate and print the effective
- *   configuration with secrets redacted;
- * - `steerbot pair <code> [--config file]`: approve a pairing code (docs/access.md).
+ * - `steerbot check-config [--config file] [--migrate]`: validate and print the effective
+ *   configuration with secrets redacted; with `--migrate`, print the config file
+ *   rewritten without deprecated keys (docs/access.md#migration);
+ * - `steerbot pair <code> [--config file]`: approve a pairing code (docs/access.md);
+ * - `steerbot revoke-token <name> [--config file]`: revoke an API token (docs/send-and-wake.md).
  * Exit codes: 0 fine, 1 failed, 2 bad configuration or usage.
  */
 import { parseArgs } from 'node:util';
@@ -13,16 +15,20 @@ import { PinoPretty } from 'pino-pretty';
 import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
+import { configDeprecations, deprecationWarning, migrateConfigFile } from './config-migration.js';
 import { pairFromCli } from './pair.js';
 import { BUILTIN_PLUGINS } from './registry.js';
+import { revokeTokenFromCli } from './revoke-token.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
-const USAGE = `usage: steerbot [start | check-config | pair <code>] [--config file]
+const USAGE = `usage: steerbot [start | check-config | pair <code> | revoke-token <name>] [--config file]
 
   start          start the bot (default); settings from --config / STEERBOT_CONFIG and the environment
   check-config   validate the configuration and print it with secrets redacted
+                 --migrate: print the config file with deprecated keys rewritten (secrets as written)
   pair <code>    approve a pairing code (channels with access policy pairing)
+  revoke-token <name>  revoke the send-and-wake API token of that name (host.api.tokens)
 `;
 
 function fail(message: string, code: number): never {
@@ -30,12 +36,12 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
-function parseCommandLine(): { command: 'start' | 'check-config' | 'pair'; args: string[]; file: string | undefined } {
-  let parsed: ReturnType<
-    typeof parseArgs<{ options: { config: { type: 'string'; short: 'c' }; help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>
-  >;
+const OPTIONS = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, migrate: { type: 'boolean' } } as const;
+
+function parseCommandLine(): { command: 'start' | 'check-config' | 'pair' | 'revoke-token'; args: string[]; file: string | undefined; migrate: boolean } {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
-    parsed = parseArgs({ options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+    parsed = parseArgs({ options: OPTIONS, allowPositionals: true });
   } catch (err) {
     fail(`steerbot: ${(err as Error).message}\n${USAGE}`, 2);
   }
@@ -44,12 +50,36 @@ function parseCommandLine(): { command: 'start' | 'check-config' | 'pair'; args:
     process.exit(0);
   }
   const [command = 'start', ...rest] = parsed.positionals;
+  const migrate = parsed.values.migrate === true;
+  if (migrate && command !== 'check-config') fail(`steerbot: --migrate goes with check-config\n${USAGE}`, 2);
   if (command === 'pair') {
     if (rest.length !== 1) fail(`steerbot: pair takes one code\n${USAGE}`, 2);
-    return { command, args: rest, file: parsed.values.config };
+    return { command, args: rest, file: parsed.values.config, migrate };
+  }
+  if (command === 'revoke-token') {
+    if (rest.length !== 1) fail(`steerbot: revoke-token takes one token name\n${USAGE}`, 2);
+    return { command, args: rest, file: parsed.values.config, migrate };
   }
   if ((command !== 'start' && command !== 'check-config') || rest.length > 0) fail(`steerbot: unknown command ${[command, ...rest].join(' ')}\n${USAGE}`, 2);
-  return { command, args: [], file: parsed.values.config };
+  return { command, args: [], file: parsed.values.config, migrate };
+}
+
+/** `check-config`: the effective configuration (secrets redacted), or with `--migrate` the file rewritten; old keys named on stderr. */
+function checkConfig(config: SteerbotConfig, file: string | undefined, migrate: boolean): void {
+  if (!migrate) {
+    for (const d of configDeprecations(config)) process.stderr.write(`steerbot: warning: ${deprecationWarning(d)}\n`);
+    process.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
+    return;
+  }
+  let migrated: ReturnType<typeof migrateConfigFile>;
+  try {
+    migrated = migrateConfigFile(file === undefined ? {} : { file });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    fail(`steerbot: ${err.message}`, 2);
+  }
+  for (const d of migrated.deprecations) process.stderr.write(`steerbot: rewrote ${d.oldKey} as ${d.newKey}${d.note ? ` (note: ${d.note})` : ''}\n`);
+  process.stdout.write(migrated.text);
 }
 
 async function readConfig(file: string | undefined): Promise<SteerbotConfig> {
@@ -127,11 +157,15 @@ async function start(config: SteerbotConfig): Promise<void> {
   process.on('SIGTERM', onSignal);
 }
 
-const { command, args, file } = parseCommandLine();
+const { command, args, file, migrate } = parseCommandLine();
 const config = await readConfig(file);
-if (command === 'check-config') process.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
+if (command === 'check-config') checkConfig(config, file, migrate);
 else if (command === 'pair') {
   const r = await pairFromCli(config, args[0]!);
+  process.stdout.write(`${r.line}\n`);
+  process.exit(r.ok ? 0 : 1);
+} else if (command === 'revoke-token') {
+  const r = await revokeTokenFromCli(config, args[0]!);
   process.stdout.write(`${r.line}\n`);
   process.exit(r.ok ? 0 : 1);
 } else await start(config);

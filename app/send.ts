@@ -11,8 +11,9 @@ export type { SendMessageRequest, SendMessageResult } from '../src/protocol/send
 /**
  * Sends `request.text` (and optional buttons) to `request.conversationId`
  * through `app`'s channels. A second call with the same `idempotencyKey`
- * sends nothing new (`duplicate: true`), or the parts an earlier call could
- * not deliver. A conversation with no record is refused (`unknown-conversation`)
+ * within the key's window (`dispatch.dedupeTtlSeconds`) sends nothing new and
+ * answers the first call's seq and message ids (`duplicate: true`), or
+ * delivers the parts an earlier call could not. A conversation with no record is refused (`unknown-conversation`)
  * unless its channel can open one (Telegram: a chat id).
  *
  * ```ts

@@ -4,13 +4,15 @@
  * conversation, through its input policy) and `POST
  * /api/conversations/:id/messages` (a message delivered on the
  * conversation's channel, once per `Idempotency-Key`). Both need
- * `Authorization: Bearer <host.api.token>`; bad token 401, bad body 400
- * (nothing written), unknown conversation 404, Redis down 503.
+ * `Authorization: Bearer <token>` of a configured API token (api-tokens.ts):
+ * unknown or revoked token 401, over the token's rate 429 (with
+ * `Retry-After`), outside its scopes, channels or conversations 403, bad body
+ * 400, unknown conversation 404, Redis down 503 — a refusal writes and sends nothing.
  */
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ChannelOutbound } from '../src/channel.js';
 import { ingestEvent } from '../src/events.js';
-import { sameToken } from '../src/http-access.js';
 import { json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../src/http-routes.js';
 import type { IngestDeps } from '../src/ingest.js';
 import { assertUpdateKey, conversationKeys } from '../src/keys.js';
@@ -18,12 +20,13 @@ import { type SendMessageRequest, type SendMessageResult, sendBodySchema } from 
 import type { IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { inputOriginSchema } from '../src/record/entries.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
+import type { ApiScope, ApiToken, ApiTokens } from './api-tokens.js';
 
 /** What the API routes need. */
 export interface ApiRoutesOptions {
   routes: RouteRegistry;
-  /** The bearer token both routes require (`host.api.token`). */
-  token: string;
+  /** The tokens the routes accept (`host.api.tokens`, `host.api.token`). */
+  tokens: ApiTokens;
   redis: RedisClient;
   prefix: string;
   /** Ingest and enqueue (the host's dispatch and run queue). */
@@ -32,10 +35,14 @@ export interface ApiRoutesOptions {
   maxMessageChars: number;
   /** The configured policy of a conversation's channel. */
   channelPolicy(conversationId: string): InputPolicy | undefined;
+  /** The id of the configured channel that serves a conversation, if one does. */
+  channelOf(conversationId: string): string | undefined;
   /** The outbound side of a conversation's channel; undefined: no channel serves it (404). */
   outbound(conversationId: string): ChannelOutbound | undefined;
-  /** Records and delivers a message (`MessageSender.send`). */
-  send(req: SendMessageRequest): Promise<SendMessageResult>;
+  /** Records and delivers a message (`MessageSender.send`); `open: false` refuses a conversation that has no record yet. */
+  send(req: SendMessageRequest, opts: { open: boolean }): Promise<SendMessageResult>;
+  /** Refusals of admitted-looking requests (revoked, over rate, out of scope) are logged here, by token name. Default: not logged. */
+  logger?: Logger;
 }
 
 const BASE = '/api/conversations/:conversation';
@@ -56,29 +63,35 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
   const events = eventBodySchema(o.maxMessageChars);
   const messages = sendBodySchema(o.maxMessageChars);
 
-  /** A route that answers 401 before reading anything, and 503 (not 500) while Redis is down. */
-  const route = (path: string, handle: (req: RouteRequest, conversationId: string) => Promise<RouteResponse>) =>
+  /**
+   * A route for one scope: 401 before reading anything but the token, 429 over
+   * the token's rate, 403 out of its scope or reach, and 503 (not 500) while Redis is down.
+   */
+  const route = (path: string, scope: ApiScope, handle: (req: RouteRequest, conversationId: string, token: ApiToken) => Promise<RouteResponse>) =>
     o.routes.add({
       method: 'POST',
       path: `${BASE}${path}`,
       handle: async (req) => {
-        const refusal = unauthorized(req, o.token);
-        if (refusal) return refusal;
+        const presented = bearer(req);
+        if (presented === undefined) return json(401, { error: 'a bearer token is required' });
+        const token = o.tokens.find(presented);
+        if (!token) return json(401, { error: 'bad token' });
         const conversationId = req.params.conversation ?? '';
         assertUpdateKey(conversationId);
         try {
-          return { ...(await handle(req, conversationId)), headers: { 'cache-control': 'no-store' } };
+          const r = (await refusal(o, token, scope, conversationId)) ?? (await handle(req, conversationId, token));
+          return { ...r, headers: { ...r.headers, 'cache-control': 'no-store' } };
         } catch (err) {
           throw asRedisUnavailable(err);
         }
       },
     });
 
-  route('/events', async (req, conversationId) => {
+  route('/events', 'events', async (req, conversationId, token) => {
     const body = readJsonBody(req, events);
     if (!body.ok) return body.response;
-    const refusal = await unknownConversation(o, conversationId);
-    if (refusal) return refusal;
+    const unknown = await unknownConversation(o, conversationId, token);
+    if (unknown) return unknown;
     const { source, id, text, data } = body.value;
     const policy = o.channelPolicy(conversationId);
     const result = await ingestEvent(
@@ -89,12 +102,18 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
     return eventResponse(result);
   });
 
-  route('/messages', async (req, conversationId) => {
+  route('/messages', 'send', async (req, conversationId, token) => {
     const key = header(req, 'idempotency-key');
     if (!key) return json(400, { error: 'the Idempotency-Key header is required' });
     const body = readJsonBody(req, messages);
     if (!body.ok) return body.response;
-    const result = await o.send({ conversationId, idempotencyKey: key, text: body.value.text, ...(body.value.buttons && { buttons: body.value.buttons }) });
+    const open = token.scopes.has('open');
+    const result = await o.send(
+      { conversationId, idempotencyKey: key, text: body.value.text, ...(body.value.buttons && { buttons: body.value.buttons }) },
+      { open },
+    );
+    // The send refused a conversation with no record: the token's missing scope says why, when its channel could open it.
+    if (result.kind === 'unknown-conversation' && !open && o.outbound(conversationId)?.opensConversation?.(conversationId)) return outOfScope(token, 'open', o);
     return sendResponse(result);
   });
 }
@@ -104,18 +123,48 @@ const header = (req: RouteRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-/** 401 unless the request carries `Authorization: Bearer <token>`. */
-function unauthorized(req: RouteRequest, token: string): RouteResponse | undefined {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '');
-  if (!m) return json(401, { error: 'a bearer token is required' });
-  return sameToken(m[1]!, token) ? undefined : json(401, { error: 'bad token' });
+/** The token of `Authorization: Bearer <token>`, if the request carries one. */
+function bearer(req: RouteRequest): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
 }
 
-/** 404 unless a channel serves the conversation and it has a record or the channel can open it. */
-async function unknownConversation(o: ApiRoutesOptions, conversationId: string): Promise<RouteResponse | undefined> {
+/** 401 for a revoked token, 429 over its rate, 403 when `scope` or the conversation is not the token's; undefined: go on. */
+async function refusal(o: ApiRoutesOptions, token: ApiToken, scope: ApiScope, conversationId: string): Promise<RouteResponse | undefined> {
+  const admission = await o.tokens.admit(token);
+  if (admission.kind === 'revoked') {
+    o.logger?.warn({ token: token.name }, 'API request with a revoked token refused');
+    return json(401, { error: 'the token is revoked' });
+  }
+  if (admission.kind === 'limited') {
+    const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000));
+    return {
+      ...json(429, { error: `rate limited: the token may make ${token.ratePerMinute} requests a minute`, retryAfterSeconds: seconds }),
+      headers: { 'retry-after': String(seconds) },
+    };
+  }
+  if (!token.scopes.has(scope)) return outOfScope(token, scope, o);
+  if (!o.tokens.reaches(token, conversationId, o.channelOf(conversationId))) {
+    o.logger?.warn({ token: token.name, conversationId }, "API request outside the token's channels or conversations refused");
+    return json(403, { error: 'the token may not reach this conversation (see its channels and conversations)' });
+  }
+  return undefined;
+}
+
+function outOfScope(token: ApiToken, scope: ApiScope, o: ApiRoutesOptions): RouteResponse {
+  o.logger?.warn({ token: token.name, scope }, "API request outside the token's scopes refused");
+  return json(403, { error: `the token's scopes do not include ${scope}`, scope });
+}
+
+/**
+ * 404 unless a channel serves the conversation and it has a record or the
+ * channel can open it; 403 when only opening would reach it and the token lacks `open`.
+ */
+async function unknownConversation(o: ApiRoutesOptions, conversationId: string, token: ApiToken): Promise<RouteResponse | undefined> {
   const out = o.outbound(conversationId);
-  if (out && (out.opensConversation?.(conversationId) || (await o.redis.exists(conversationKeys(o.prefix, conversationId).meta)) === 1)) return undefined;
-  return json(404, { error: 'unknown conversation' });
+  if (!out) return json(404, { error: 'unknown conversation' });
+  if ((await o.redis.exists(conversationKeys(o.prefix, conversationId).meta)) === 1) return undefined;
+  if (!out.opensConversation?.(conversationId)) return json(404, { error: 'unknown conversation' });
+  return token.scopes.has('open') ? undefined : outOfScope(token, 'open', o);
 }
 
 function eventResponse(result: IngestResult): RouteResponse {

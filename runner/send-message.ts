@@ -5,12 +5,16 @@
  * reply: split to the channel's limit, each part claimed before it is sent,
  * rate limits retried. A retry with the same key skips the parts already
  * acknowledged and delivers the rest; a concurrent one is told the key is busy.
+ * Once every part is acknowledged the ids are kept under the key for its
+ * dedupe window: a retry answers them and sends nothing, however many newer
+ * deliveries the outbox has pruned since.
  */
 import type { Logger } from 'pino';
 import type { ChannelOutbound } from '../src/channel.js';
 import { conversationKeys } from '../src/keys.js';
 import {
   assertSendRequest,
+  keepSendResult,
   type RecordSendResult,
   recordSend,
   releaseSendLock,
@@ -42,6 +46,12 @@ export interface MessageSenderOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** Options of one send. */
+export interface SendOptions {
+  /** Whether the send may open a conversation that has no record yet (when its channel can). Default true. */
+  open?: boolean;
+}
+
 /** Sends messages to conversations, exactly once per idempotency key. */
 export class MessageSender {
   constructor(private readonly o: MessageSenderOptions) {}
@@ -50,7 +60,7 @@ export class MessageSender {
    * Records and delivers one message. Throws InvalidInputError (nothing
    * written) on a bad request, RedisUnavailableError while Redis cannot be reached.
    */
-  async send(req: SendMessageRequest, via: SendVia): Promise<SendMessageResult> {
+  async send(req: SendMessageRequest, via: SendVia, opts: SendOptions = {}): Promise<SendMessageResult> {
     assertSendRequest(req, this.o.maxMessageChars);
     const out = this.o.resolve(req.conversationId);
     if (!out) return { kind: 'unknown-conversation' };
@@ -61,7 +71,7 @@ export class MessageSender {
         prefix: this.o.prefix,
         dedupeTtlSeconds: this.o.dedupeTtlSeconds,
         lockMs: SEND_LOCK_MS,
-        known: !(out.opensConversation?.(req.conversationId) ?? false),
+        known: opts.open === false || !(out.opensConversation?.(req.conversationId) ?? false),
         via,
       });
     } catch (err) {
@@ -69,18 +79,30 @@ export class MessageSender {
     }
     if (recorded.kind === 'unknown') return { kind: 'unknown-conversation' };
     if (recorded.kind === 'purged' || recorded.kind === 'busy') return recorded;
+    if (recorded.kind === 'done') return { kind: 'sent', seq: recorded.seq, messageIds: recorded.messageIds, duplicate: true };
     // A retry delivers what the first call recorded, whatever text it carries now.
     const entry = recorded.kind === 'duplicate' ? recorded.entry : undefined;
     const message = entry ? { ...req, text: entry.text, ...(entry.buttons && { buttons: entry.buttons }) } : req;
     try {
       // A duplicate whose entry is gone (purged, or trimmed) is never delivered again: it answers what the outbox says.
-      if (recorded.kind === 'duplicate' && !entry) return await this.readBack(out, req, recorded.seq, true);
-      return await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
+      const result =
+        recorded.kind === 'duplicate' && !entry
+          ? await this.readBack(out, req, recorded.seq, true)
+          : await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
+      if (result.kind === 'sent') await this.keep(req, result);
+      return result;
     } finally {
       await releaseSendLock(this.o.client, this.o.prefix, req, recorded.lockToken).catch((err: unknown) =>
         this.o.logger.warn({ err }, 'could not release a send lock; it expires on its own'),
       );
     }
+  }
+
+  /** Keeps a delivered send's ids under its key; a failure is logged (a retry then reads the outbox, as before). */
+  private async keep(req: SendMessageRequest, result: { seq: number; messageIds: string[] }): Promise<void> {
+    await keepSendResult(this.o.client, this.o.prefix, req, result.seq, result.messageIds).catch((err: unknown) =>
+      this.o.logger.warn({ err }, 'could not keep the result of a send under its key; a retry reads the outbox instead'),
+    );
   }
 
   /** Delivers the parts not yet acknowledged, then reads back what the outbox says of each. */

@@ -80,9 +80,13 @@ describe('cli', () => {
           `  http:     http://127.0.0.1:${port} (health: http://127.0.0.1:${port}/healthz)`,
           '  channels: web',
           '  model:    openai gpt-4o-mini',
-          `  chat:     http://127.0.0.1:${port}/ (this machine only)`,
+          `  chat:     http://127.0.0.1:${port}/ (private: log in with the link printed at start; it changes at every start)`,
         ]),
       );
+      // The one-time login link goes to stderr, never into the JSON log lines on stdout.
+      const login = /http:\/\/127\.0\.0\.1:\d+\/console\?token=([A-Za-z0-9_-]+)/.exec(proc.stderr());
+      expect(login).not.toBeNull();
+      expect(proc.stdout()).not.toContain(login![1]);
       expect(steps.steps.join('\n')).toContain('next: chat on the page above; for a platform, set TELEGRAM_BOT_TOKEN');
     }, 60_000);
   }
@@ -128,7 +132,7 @@ describe('cli', () => {
     it('refuses an unknown command with the usage and exit 2', async () => {
       const proc = startCli({}, ['launch']);
       expect(await proc.exit).toBe(2);
-      expect(proc.stderr()).toContain('usage: steerbot [start | check-config | pair <code>] [--config file]');
+      expect(proc.stderr()).toContain('usage: steerbot [start | check-config | pair <code> | revoke-token <name>] [--config file]');
     });
   });
 });

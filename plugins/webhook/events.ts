@@ -5,11 +5,17 @@
  * own per client). Resumes after `Last-Event-ID` (header, or `lastEventId`
  * query parameter); without one it starts with the next reply.
  *
- * Authentication: `Authorization: Bearer <secret>`, or (for browsers'
- * EventSource, which cannot set headers) query parameters `ts=<unix seconds>`
- * and `sig=sha256=<hex HMAC-SHA256(secret, "<ts>.<conversation>")>`, valid
- * within the channel's `maxSkewSeconds` of `ts` when the stream is opened.
+ * Authentication: `Authorization: Bearer <stream token>`, where the stream
+ * token of a conversation is `<hex HMAC-SHA256(secret, "events:<conversation>")>`
+ * (minted by the receiver's backend: it opens that one conversation's stream
+ * and signs nothing), or (for browsers' EventSource, which cannot set headers)
+ * query parameters `ts=<unix seconds>` and `sig=sha256=<hex HMAC-SHA256(secret,
+ * "<ts>.<conversation>")>`, valid within the channel's `maxSkewSeconds` of `ts`
+ * when the stream is opened. The signing secret itself is never a bearer
+ * credential: it would travel in every request, and whoever saw it could sign
+ * messages as the channel's sender.
  */
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   asRedisUnavailable,
@@ -44,6 +50,15 @@ export interface WebhookReply {
   actions?: Array<{ label: string; command: string }>;
 }
 
+/**
+ * The bearer token of one conversation's event stream: hex HMAC-SHA256 of
+ * `events:<conversation>` with the channel's secret. Its message cannot be a
+ * signed request's (`<digits>.<body>`), so it signs nothing.
+ */
+export function streamToken(secret: string, conversation: string): string {
+  return createHmac('sha256', secret).update(`events:${conversation}`).digest('hex');
+}
+
 /** How long one XREAD blocks before a keep-alive comment is sent, in ms. */
 const BLOCK_MS = 15_000;
 const STREAM_ID_RE = /^\d{1,20}-\d{1,20}$/;
@@ -76,10 +91,10 @@ export class EventStreams {
   private refuse(req: RouteRequest, conversation: string): string | undefined {
     const auth = req.headers.authorization;
     if (typeof auth === 'string' && auth.startsWith('Bearer ')) {
-      return sameToken(auth.slice('Bearer '.length), this.o.config.secret) ? undefined : 'bad bearer token';
+      return sameToken(auth.slice('Bearer '.length), streamToken(this.o.config.secret, conversation)) ? undefined : 'bad stream token';
     }
     const q = req.query;
-    if (typeof q.ts !== 'string' || typeof q.sig !== 'string') return 'missing Authorization: Bearer <secret> or signed ts & sig query';
+    if (typeof q.ts !== 'string' || typeof q.sig !== 'string') return 'missing Authorization: Bearer <stream token> or signed ts & sig query';
     if (!/^\d{1,12}$/.test(q.ts)) return 'ts must be unix seconds';
     if (!sameToken(sign(this.o.config.secret, q.ts, conversation), q.sig.toLowerCase())) return 'bad signature';
     if (Math.abs(Math.floor(this.o.now() / 1000) - Number(q.ts)) > this.o.config.maxSkewSeconds) return 'stale timestamp';

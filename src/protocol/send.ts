@@ -1,8 +1,10 @@
 /**
  * Messages sent to a conversation from outside a run (the messages API,
- * `sendMessage`): the request, its validation, and the one script that
+ * `sendMessage`): the request, its validation, the one script that
  * records it (deduped by the caller's idempotency key) and takes the key's
- * send lock. Delivery through the outbox is the runner's (`runner/send-message.ts`).
+ * send lock, and the one that keeps the key's result once it is delivered
+ * (so a retry within the key's window answers it, whatever the outbox pruned).
+ * Delivery through the outbox is the runner's (`runner/send-message.ts`).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
@@ -71,6 +73,8 @@ export function assertSendRequest(req: SendMessageRequest, maxChars: number): vo
 /** What `recordSend` answers. */
 export type RecordSendResult =
   | { kind: 'recorded'; seq: number; lockToken: string }
+  /** Seen before and delivered: the platform message ids kept under the key. Nothing written, no lock taken. */
+  | { kind: 'done'; seq: number; messageIds: string[] }
   | { kind: 'duplicate'; seq: number; lockToken: string; entry: MessageSent | undefined }
   | { kind: 'busy'; seq: number }
   | { kind: 'unknown' }
@@ -90,13 +94,20 @@ export interface RecordSendOptions {
   now?: () => number;
 }
 
-/** The dedupe and lock keys of an idempotency key. */
+/** The dedupe, lock and result keys of an idempotency key. */
 export function sendKeys(prefix: string, conversationId: string, key: string) {
   const k = conversationKeys(prefix, conversationId);
-  return { dedupe: k.dedupe(`send:${key}`), lock: `${k.base}send_lock:${key}`, log: k.log, meta: k.meta, tombstone: k.tombstone };
+  return {
+    dedupe: k.dedupe(`send:${key}`),
+    lock: `${k.base}send_lock:${key}`,
+    result: `${k.base}send_result:${key}`,
+    log: k.log,
+    meta: k.meta,
+    tombstone: k.tombstone,
+  };
 }
 
-/** Records a checked request (`assertSendRequest`) in one script; see send-record-5.lua. */
+/** Records a checked request (`assertSendRequest`) in one script; see send-record-6.lua. */
 export async function recordSend(req: SendMessageRequest, o: RecordSendOptions): Promise<RecordSendResult> {
   const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey);
   const entry: MessageSent = {
@@ -114,13 +125,15 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     await runScript(
       o.client,
       'send-record',
-      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone],
+      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone, keys.result],
       [JSON.stringify(entry), o.dedupeTtlSeconds, o.lockMs, lockToken, o.known ? '1' : '0'],
     ),
   );
   switch (reply[0]) {
     case 'recorded':
       return { kind: 'recorded', seq: Number(reply[1]), lockToken };
+    case 'done':
+      return { kind: 'done', seq: Number(reply[1]), messageIds: parseIds(String(reply[2])) };
     case 'duplicate':
       return { kind: 'duplicate', seq: Number(reply[1]), lockToken, entry: parseSent(String(reply[2] ?? '')) };
     case 'busy':
@@ -135,6 +148,21 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
 /** Releases the key's send lock (only if this call still holds it). */
 export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, lockToken: string): Promise<void> {
   await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey).lock], [lockToken]);
+}
+
+/**
+ * Keeps the platform message ids of a delivered send under its key, for the
+ * rest of the key's dedupe window (send-result-1.lua): a retry answers them
+ * and sends nothing, even after the outbox pruned the part records.
+ */
+export async function keepSendResult(client: RedisClient, prefix: string, req: SendMessageRequest, seq: number, messageIds: readonly string[]): Promise<void> {
+  await runScript(client, 'send-result', [sendKeys(prefix, req.conversationId, req.idempotencyKey).result], [seq, JSON.stringify(messageIds)]);
+}
+
+const idsSchema = z.array(z.string());
+
+function parseIds(raw: string): string[] {
+  return idsSchema.parse(JSON.parse(raw));
 }
 
 function parseSent(raw: string): MessageSent | undefined {

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { DUE_PAGE } from '../../plugins/webhook/callbacks.js';
+import { streamToken } from '../../plugins/webhook/events.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey } from '../../plugins/webhook/keys.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
@@ -32,6 +33,8 @@ interface Harness {
   redis: Redis;
   http: HttpServer;
   settings: ChannelSettings;
+  /** The `access` section the host applies (as written). */
+  access: { channels: Record<string, unknown> };
 }
 
 let h: Harness;
@@ -45,10 +48,19 @@ async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?
   const ingestRedis = hostRedis ?? redis;
   const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger: log, redis, prefix });
   const settings: ChannelSettings = {};
-  const { host } = ingestOnlyHost({ http, redis: ingestRedis, prefix, logger, settings: () => settings, outbound: () => plugin.outbound });
+  const access = { channels: {} };
+  const { host } = ingestOnlyHost({
+    http,
+    redis: ingestRedis,
+    prefix,
+    logger,
+    settings: () => settings,
+    outbound: () => plugin.outbound,
+    access: () => access,
+  });
   await plugin.start(host);
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
-  return { url, plugin, prefix, redis, http, settings };
+  return { url, plugin, prefix, redis, http, settings, access };
 }
 
 beforeEach(async () => {
@@ -115,13 +127,15 @@ describe('webhook channel', () => {
       expect(second).toMatchObject({ status: 200, body: { result: 'duplicate' } });
     });
 
-    it('answers 403 for a sender outside allowedSenders, writing nothing', async () => {
-      h.settings.allowedUsers = ['boss'];
-      const before = await snapshot();
+    it('answers 403 for a sender outside the access allow-list, writing nothing to the conversation', async () => {
+      h.access.channels['webhook:crm'] = { policy: 'allowlist', users: ['boss'] };
+      // The gate notes the refusal for the console and the notice goes out on the reply stream; the conversation records nothing.
+      const conversationKeys = async () => (await h.redis.keys(`${h.prefix}:*`)).filter((k) => k.includes('{c:') && !/:(p:|replies$)/.test(k)).sort();
+      const before = await conversationKeys();
       const res = await post(body());
       expect(res.status).toBe(403);
       expect(res.body.error).toMatch(/not allowed/);
-      expect(await snapshot()).toBe(before);
+      expect(await conversationKeys()).toEqual(before);
     });
 
     it('runs commands and answers them on the callback', async () => {
@@ -459,7 +473,7 @@ describe('webhook channel', () => {
     const eventsUrl = (conversation = 'ticket-7', query = '') => `${h.url}/webhooks/crm/conversations/${conversation}/events${query}`;
 
     it("streams a conversation's replies and resumes after Last-Event-ID", async () => {
-      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}` });
+      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${streamToken(SECRET, 'ticket-7')}` });
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'first');
       await h.plugin.outbound.send('webhook:crm:other', 'not for this stream');
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'second');
@@ -469,13 +483,13 @@ describe('webhook channel', () => {
       expect(JSON.parse(events[0]!.data)).toMatchObject({ conversation: 'ticket-7', messageId: expect.any(String) });
 
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'third');
-      const resumed = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}`, 'last-event-id': events[0]!.id });
+      const resumed = await openEvents(eventsUrl(), { authorization: `Bearer ${streamToken(SECRET, 'ticket-7')}`, 'last-event-id': events[0]!.id });
       const again = await resumed.waitFor(2);
       resumed.close();
       expect(again.map((e) => JSON.parse(e.data).text)).toEqual(['second', 'third']);
     });
 
-    it('accepts a signed query instead of the bearer secret (for EventSource)', async () => {
+    it('accepts a signed query instead of the bearer stream token (for EventSource)', async () => {
       const ts = Math.floor(Date.now() / 1000);
       const stream = await openEvents(eventsUrl('ticket-7', `?ts=${ts}&sig=${encodeURIComponent(sign(SECRET, ts, 'ticket-7'))}`));
       await h.plugin.outbound.send('webhook:crm:ticket-7', 'hi');
@@ -483,20 +497,23 @@ describe('webhook channel', () => {
       stream.close();
     });
 
-    it('refuses a missing or wrong secret, a query signed for another conversation, and a stale one', async () => {
+    it('refuses a missing or wrong token, the signing secret as a bearer, a token or query for another conversation, and a stale query', async () => {
       const ts = Math.floor(Date.now() / 1000);
       const other = `sha256=${createHmac('sha256', SECRET).update(`${ts}.ticket-8`).digest('hex')}`;
       const statuses = await Promise.all([
         fetch(eventsUrl()).then((r) => r.status),
         fetch(eventsUrl(), { headers: { authorization: 'Bearer wrong-secret-000000' } }).then((r) => r.status),
+        // The signing secret is not a bearer credential; nor is another conversation's stream token.
+        fetch(eventsUrl(), { headers: { authorization: `Bearer ${SECRET}` } }).then((r) => r.status),
+        fetch(eventsUrl(), { headers: { authorization: `Bearer ${streamToken(SECRET, 'ticket-8')}` } }).then((r) => r.status),
         fetch(eventsUrl('ticket-7', `?ts=${ts}&sig=${encodeURIComponent(other)}`)).then((r) => r.status),
         fetch(eventsUrl('ticket-7', `?ts=${ts - 1000}&sig=${encodeURIComponent(sign(SECRET, ts - 1000, 'ticket-7'))}`)).then((r) => r.status),
       ]);
-      expect(statuses).toEqual([401, 401, 401, 401]);
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 401]);
     });
 
     it('is ended when the plugin stops, so the server can close', async () => {
-      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${SECRET}` });
+      const stream = await openEvents(eventsUrl(), { authorization: `Bearer ${streamToken(SECRET, 'ticket-7')}` });
       await h.plugin.stop();
       await stream.ended;
     });
@@ -505,7 +522,7 @@ describe('webhook channel', () => {
   it('admits at most maxStreamClients event streams, also when requests arrive together; a closed one frees its place', async () => {
     h = await start({ maxStreamClients: 2 });
     const url = `${h.url}/webhooks/crm/conversations/ticket-7/events`;
-    const headers = { authorization: `Bearer ${SECRET}` };
+    const headers = { authorization: `Bearer ${streamToken(SECRET, 'ticket-7')}` };
     const aborts = Array.from({ length: 6 }, () => new AbortController());
     // A blocking command on the plugin's connection holds its reads back: all six requests are checked before any
     // stream begins (the window concurrent page loads slipped through).

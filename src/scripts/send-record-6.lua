@@ -2,23 +2,27 @@
   Record a message sent to a conversation from outside a run (the messages
   API, `sendMessage`), deduped by its idempotency key, and take the key's
   send lock so one caller at a time delivers it. A key seen before answers
-  the entry it became (a retry delivers what is still unsent, never a second copy).
+  the entry it became (a retry delivers what is still unsent, never a second copy),
+  or, once its delivery finished, the result kept under the key (`send-result-1.lua`):
+  that result lives as long as the key's dedupe, whatever the outbox has pruned since.
 
   KEYS[1] dedupe   the key's dedupe key (holds the seq the message became)
   KEYS[2] log      conversation record
   KEYS[3] meta     conversation meta (its seq counter: the conversation exists)
   KEYS[4] lock     the key's send lock
   KEYS[5] tombstone the conversation's purge tombstone (purge-1.lua)
+  KEYS[6] result   the key's result hash: `seq`, and `ids` (JSON platform message ids) once delivered
 
   ARGV[1] entry    `message.sent` entry JSON
-  ARGV[2] ttl      dedupe TTL, seconds
+  ARGV[2] ttl      dedupe TTL, seconds (the result hash lives as long)
   ARGV[3] lock ms  how long the send lock holds without a release
   ARGV[4] token    the lock holder's token
   ARGV[5] known    '1': refuse a conversation that has no record yet
 
   Returns { 'recorded', seq }                 new: recorded, lock taken
-          { 'duplicate', seq, entry JSON or '' } seen before: lock taken (the entry is '' once it is gone:
-                                                the caller delivers nothing again)
+          { 'done', seq, ids JSON }             seen before and delivered: nothing written, no lock
+          { 'duplicate', seq, entry JSON or '' } seen before, not known delivered: lock taken (the entry
+                                                is '' once it is gone: the caller delivers nothing again)
           { 'busy', seq }                       seen before and another caller holds the lock
           { 'unknown' }                         ARGV[5] = '1' and the conversation has no record; nothing written
           { 'purged' }                          the conversation was purged and refuses updates, or the key
@@ -32,6 +36,8 @@ local seen = dedupe_seen(KEYS[1])
 if seen then
   -- Seq 0: refused by a purged conversation (purge_refuses). A tombstone: the message went with the purge.
   if seen == 0 or redis.call('EXISTS', KEYS[5]) == 1 then return { 'purged' } end
+  local ids = redis.call('HGET', KEYS[6], 'ids')
+  if ids then return { 'done', seen, ids } end
   if not redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
   local e = redis.call('XRANGE', KEYS[2], seen .. '-0', seen .. '-0')
   return { 'duplicate', seen, (e[1] and e[1][2][2]) or '' }
@@ -40,5 +46,8 @@ if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return { 'unknown'
 if purge_refuses(KEYS[3], KEYS[1], ARGV[2]) then return { 'purged' } end
 local seq = append_entry(KEYS[2], KEYS[3], ARGV[1])
 dedupe_mark(KEYS[1], seq, ARGV[2])
+redis.call('DEL', KEYS[6])
+redis.call('HSET', KEYS[6], 'seq', seq)
+redis.call('EXPIRE', KEYS[6], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
 return { 'recorded', seq }
