@@ -46,6 +46,8 @@ export interface ExecutorOptions {
   identities?: IdentityStore;
   /** The channel id of a conversation. Default: the conversation id up to its first `:`. */
   resolveChannel?(conversationId: string): string | undefined;
+  /** The channel's configured `admins` (sender ids) of a conversation, for the schedule tools' group rule. Default: none (the platform's chat admins only). */
+  chatAdmins?(conversationId: string): readonly string[] | undefined;
   /** Acknowledged outbox records kept per conversation (older ones of ended runs go); 0: no count bound. Default 100. */
   outboxMaxEntries?: number;
   /** The schedules service: runs get `RunContext.schedules` for their conversation. Default: none (schedules off). */

@@ -34,7 +34,7 @@ import { RunCompaction } from './compaction-hooks.js';
 import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
 import { finishRun } from './finish-run.js';
 import type { RunResult, StepRecord } from './plugin.js';
-import { BUDGET_REASON, RunBudget } from './run-budget.js';
+import { accountableIdentity, BUDGET_REASON, RunBudget } from './run-budget.js';
 import { createRunContext } from './run-context.js';
 import type { RecordedAnswer } from './takeover.js';
 import { UnansweredSteering } from './unanswered-steering.js';
@@ -44,6 +44,8 @@ export type { ExecutionResult } from './executor-options.js';
 const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted', supersede: 'superseded', stop: 'stopped' };
 
 export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answering. Please try again.';
+
+const isFire = (kind: string | undefined) => kind === 'schedule' || kind === 'heartbeat';
 
 /** What the next invocation of an attempt does besides answering its inputs: deliver a recorded answer, or finish a recorded tool-call step. */
 interface Carried {
@@ -114,10 +116,10 @@ export class RunExecutor {
     // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
     const compaction = this.compaction(attempt);
     if (acquired.cause !== 'compact' && !carried.recorded && !attempt.stopKind) compaction.preload(start.head);
-    // The person whose message started the run: budgets, profile bindings and memory follow their identity.
-    const starter = start.inputs[0]?.sender;
-    const identity = starter ? await this.identityOf(ref.conversationId, starter.id) : undefined;
-    const budget = RunBudget.open(this.o.budgets, ref.conversationId, identity, this.o.now);
+    // The run's accountable identity (the person whose message started it, or a fire's owner): budgets, profile bindings and memory follow it.
+    const starter = start.inputs[0];
+    const identity = await accountableIdentity(starter, (userId) => this.identityOf(ref.conversationId, userId), this.currentIdentity);
+    const budget = RunBudget.open(this.o.budgets, ref.conversationId, identity, this.o.now, isFire(starter?.origin?.kind));
     const profile = this.o.profiles?.resolve(ref.conversationId, identity);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
@@ -211,6 +213,10 @@ export class RunExecutor {
     const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
     return this.o.identities ? this.o.identities.tryResolve(channel, userId) : Promise.resolve(tryAccountId(channel, userId));
   };
+
+  /** An identity as it is now: a link may have merged it into another since it was recorded. */
+  private readonly currentIdentity = (identity: string): Promise<string> =>
+    this.o.identities ? this.o.identities.resolveAccount(identity) : Promise.resolve(identity);
 
   private compaction(attempt: RunAttempt): RunCompaction {
     const o = this.o;

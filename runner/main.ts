@@ -93,6 +93,13 @@ function memoryFromConfig(ctx: AppContext, now: () => number): MemoryStore {
   });
 }
 
+/** The configured `admins` of a conversation's channel. */
+function chatAdminsOf(channels: readonly ChannelPlugin[]): (conversationId: string) => readonly string[] | undefined {
+  const channelOf = channelResolver(channels.map((c) => c.id));
+  const admins = new Map(channels.map((c) => [c.id, c.settings?.admins]));
+  return (conversationId) => admins.get(channelOf(conversationId) ?? '');
+}
+
 /** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
 export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise<StartedRunner> {
   const { config, logger } = ctx;
@@ -145,7 +152,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     profiles,
     now,
     identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
-    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds) }),
+    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds), chatAdmins: chatAdminsOf(channels) }),
   });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({

@@ -224,7 +224,8 @@ export interface RunIdentities {
 /** The run's conversation's schedules (docs/scheduling.md), for a plugin's schedule tools. */
 export interface ConversationSchedules {
   /**
-   * Validates and creates a schedule; returns it with its next fire times.
+   * Validates and creates a schedule, owned by the run's accountable identity
+   * (its fires are charged to it); returns it with its next fire times.
    * Throws InvalidInputError naming the field on a bad request, and
    * ScheduleLimitError (`code` `SCHEDULE_LIMIT`) past the conversation's limit; nothing is written then.
    * `idempotencyKey` (a tool call's): the same key makes the same schedule, so a re-run creates no second one.
@@ -232,7 +233,12 @@ export interface ConversationSchedules {
   create(request: ScheduleRequest, opts?: { idempotencyKey?: string }): Promise<ListedSchedule>;
   /** The conversation's schedules with their next `count` fire times (default 1), soonest first. */
   list(count?: number): Promise<ListedSchedule[]>;
-  /** Cancels one of the conversation's schedules; false when it has no such schedule. */
+  /**
+   * Cancels one of the conversation's schedules; false when it has no such
+   * schedule. Throws ScheduleForbiddenError (`code` `SCHEDULE_FORBIDDEN`),
+   * changing nothing, when the schedule is someone else's and a person whose
+   * message the run answers is not an admin of the chat (docs/scheduling.md).
+   */
   cancel(id: string): Promise<boolean>;
 }
 

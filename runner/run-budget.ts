@@ -3,12 +3,36 @@
  * also counts it against runs per hour) and before every model step, and
  * charged with each recorded step's provider usage. A spent budget ends the
  * run `failed` with reason `budget`; the person hears it once per window.
+ *
+ * Every run is charged to an accountable identity (`accountableIdentity`):
+ * the person whose message started it, or the owner a schedule's fire or a
+ * heartbeat names (the person who made the schedule), else the operator
+ * (no person's budget; the conversation's still applies). A fire's sender
+ * is never taken for a person.
  */
 import { type BudgetRefusal, type BudgetSubjects, type Budgets, budgetNotice } from '../src/budget.js';
+import type { MessageReceived } from '../src/record/entries.js';
 import type { RunResult, StepRecord } from './plugin.js';
 
 /** Terminal reason of a run a spent budget ended. Stable: dashboards and tests branch on it. */
 export const BUDGET_REASON = 'budget';
+
+/**
+ * The identity a run is charged to (budgets, profile, memory), from the input
+ * that started it: a person's message → its sender's identity (`identityOf`);
+ * an input with an origin (a fire, a heartbeat, an event) → the `owner` it
+ * names, as that identity is now (`current`: a link may have merged it), else
+ * undefined: the operator.
+ */
+export async function accountableIdentity(
+  starter: Pick<MessageReceived, 'sender' | 'origin'> | undefined,
+  identityOf: (userId: string) => Promise<string | undefined>,
+  current: (identity: string) => Promise<string>,
+): Promise<string | undefined> {
+  if (!starter) return undefined;
+  if (!starter.origin) return identityOf(starter.sender.id);
+  return starter.origin.owner === undefined ? undefined : current(starter.origin.owner);
+}
 
 /** The budgets one run spends from. */
 export class RunBudget {
@@ -18,11 +42,25 @@ export class RunBudget {
     private readonly now: () => number,
   ) {}
 
-  /** Opens the run's budget: the identity of the person it answers (undefined: unknown) and its conversation. Undefined when no limit is set. */
-  static open(budgets: Budgets | undefined, conversationId: string, identity: string | undefined, now: () => number = Date.now): RunBudget | undefined {
+  /**
+   * Opens the run's budget: its accountable identity (undefined: the operator)
+   * and its conversation; `scheduled` when a fire started the run (its notice
+   * says the scheduled task was not run). Undefined when no limit is set.
+   */
+  static open(
+    budgets: Budgets | undefined,
+    conversationId: string,
+    identity: string | undefined,
+    now: () => number = Date.now,
+    scheduled = false,
+  ): RunBudget | undefined {
     if (!budgets?.enabled) return undefined;
-    return new RunBudget(budgets, { identity, conversationId }, now);
+    const run = new RunBudget(budgets, { identity, conversationId }, now);
+    run.scheduled = scheduled;
+    return run;
   }
+
+  private scheduled = false;
 
   /** Before the run's first invocation: counts a new run (`countRun`), or only checks (a takeover, a continuation). */
   async before(countRun: boolean): Promise<RunResult | undefined> {
@@ -43,6 +81,6 @@ export class RunBudget {
   }
 
   private result(r: BudgetRefusal): RunResult {
-    return { outcome: 'failed', reason: BUDGET_REASON, ...(r.firstNotice && { notice: budgetNotice(r, this.now()) }) };
+    return { outcome: 'failed', reason: BUDGET_REASON, ...(r.firstNotice && { notice: budgetNotice(r, this.now(), { scheduled: this.scheduled }) }) };
   }
 }

@@ -5,10 +5,12 @@
  * bound to one attempt of the run.
  */
 import { DEFAULTS } from '../src/defaults.js';
-import type { IdentityStore } from '../src/identity.js';
+import { ScheduleForbiddenError } from '../src/errors.js';
+import { type IdentityStore, tryAccountId } from '../src/identity.js';
 import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
+import { type CancelRuleDeps, cancelRefusal } from '../src/schedules/cancel-rule.js';
 import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';
 import type { RunTrace } from '../src/telemetry/run-trace.js';
 import { tracePull } from '../src/telemetry/run-trace.js';
@@ -35,7 +37,7 @@ export interface InvocationParts {
   unfinishedStep: StepRecord | undefined;
   /** The budgets the run spends from; undefined when no limit is set. */
   budget: RunBudget | undefined;
-  /** The identity of the person whose message started the run. */
+  /** The run's accountable identity: the person whose message started it, or a fire's owner (`accountableIdentity`). */
   identity: string | undefined;
   /** The run's agent profile (from the bindings); undefined: none configured. */
   profile: AgentProfile | undefined;
@@ -47,6 +49,8 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
   const { compaction, inputs, unanswered, tools, unfinishedStep } = p;
   const history = await compaction.initialPrompt();
   delivery.beginTurn(compaction.answerAnchor);
+  // The people whose messages this invocation answers (fires and events are nobody's): the schedule tools' group rule asks about each.
+  const requesters = new Set(inputs.filter((m) => !m.origin).map((m) => m.sender.id));
   return {
     conversationId: ref.conversationId,
     runId: ref.runId,
@@ -59,6 +63,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
         const pulled = await tracePull(() => o.runs.pullAtBoundary(ref, mode ?? o.steeringMode ?? DEFAULTS.agent.steeringMode));
         compaction.noteRequested(pulled.compactionRequestedSeq);
         const messages = pulled.messages.filter(isMessage);
+        for (const m of messages) if (!m.origin) requesters.add(m.sender.id);
         unanswered.add(messages);
         // What follows answers the newest message taken: the anchor a retried attempt reads from the
         // record (its `steering.injected`), so both attempts deliver under the same keys.
@@ -86,8 +91,15 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       const out = o.resolveOutbound(ref.conversationId);
       return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
     },
-    ...(o.schedules && { schedules: conversationSchedules(o.schedules, ref.conversationId) }),
-    ...(o.memory && p.identity !== undefined && p.profile?.memory !== false && { memory: runMemory(o.memory, p.identity) }),
+    ...(o.schedules && {
+      schedules: conversationSchedules(
+        o.schedules,
+        ref.conversationId,
+        p.identity,
+        cancelRule(o, ref.conversationId, p.identity, () => [...requesters]),
+      ),
+    }),
+    ...(o.memory && p.identity !== undefined && memoryAllowed(p) && { memory: runMemory(o.memory, p.identity) }),
     toolCalls: tools.journal,
     artifacts: new RedisArtifacts(o.client, o.prefix, ref),
     approvals: new RunApprovals({
@@ -141,6 +153,17 @@ function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
+/**
+ * Whether the invocation gets its starter's memory: not when the profile turns
+ * memory off, and in a group chat (several people share the prompt and the
+ * answers) only when the profile opts in with `memory: { inGroups: true }`.
+ */
+function memoryAllowed(p: InvocationParts): boolean {
+  const setting = p.profile?.memory;
+  if (setting === false) return false;
+  return setting?.inGroups === true || !p.inputs.some((m) => m.group === true);
+}
+
 /** The memory of one identity; the prompt's notes are read once per invocation. */
 function runMemory(store: MemoryStore, identity: string): RunMemory {
   let prompt: Promise<{ notes: MemoryNote[]; total: number }> | undefined;
@@ -156,12 +179,42 @@ function runMemory(store: MemoryStore, identity: string): RunMemory {
   };
 }
 
-/** The schedules of one conversation, created by the agent. */
-function conversationSchedules(schedules: Schedules, conversationId: string): ConversationSchedules {
+/**
+ * The schedules of one conversation, created by the agent and owned by the
+ * run's accountable identity (their fires are charged to it); cancelling
+ * another's follows the group rule (`cancelRefusal`).
+ */
+function conversationSchedules(schedules: Schedules, conversationId: string, owner: string | undefined, rule: CancelRuleDeps): ConversationSchedules {
   return {
     create: (request, opts) =>
-      schedules.create(conversationId, request, { createdBy: 'agent', ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }) }),
+      schedules.create(conversationId, request, {
+        createdBy: 'agent',
+        owner,
+        ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }),
+      }),
     list: (count) => schedules.list(conversationId, count),
-    cancel: (id) => schedules.cancel(conversationId, id),
+    cancel: async (id) => {
+      const s = await schedules.get(conversationId, id);
+      if (!s) return false;
+      const refusal = await cancelRefusal(s, rule);
+      if (refusal) throw new ScheduleForbiddenError(refusal);
+      return schedules.cancel(conversationId, id);
+    },
+  };
+}
+
+/** What the group rule of one run's schedule tools asks: who the run answers, their identities, whether they administer the chat. */
+function cancelRule(o: ExecutorOptions, conversationId: string, runIdentity: string | undefined, requesters: () => string[]): CancelRuleDeps {
+  const channel = o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
+  return {
+    runIdentity,
+    requesters,
+    identityOf: (userId) => (o.identities ? o.identities.tryResolve(channel, userId) : Promise.resolve(tryAccountId(channel, userId))),
+    current: (identity) => (o.identities ? o.identities.resolveAccount(identity) : Promise.resolve(identity)),
+    isAdmin: async (userId) => {
+      if (o.chatAdmins?.(conversationId)?.includes(userId)) return true;
+      const out = o.resolveOutbound(conversationId);
+      return out?.isAdmin ? out.isAdmin(conversationId, userId) : false;
+    },
   };
 }

@@ -263,11 +263,21 @@ const LIMIT_WORDS: Record<BudgetLimit, string> = {
   runsPerHour: 'the number of requests allowed per hour',
 };
 
-/** The message a person gets when a budget is spent: what is spent, when it resets, and that their message is kept. */
-export function budgetNotice(r: Pick<BudgetRefusal, 'scope' | 'limit' | 'resetsAt'>, now: number): string {
-  const whose = r.scope === 'identity' ? 'You have used up' : 'This chat has used up';
+/**
+ * The message a person gets when a budget is spent: what is spent, when it
+ * resets, and that their message is kept. `scheduled`: a schedule's fire (or
+ * a heartbeat) started the run, charged to the person who set it up; the
+ * notice says the task was not run.
+ */
+export function budgetNotice(r: Pick<BudgetRefusal, 'scope' | 'limit' | 'resetsAt'>, now: number, opts: { scheduled?: boolean } = {}): string {
   const at = new Date(r.resetsAt).toISOString().replace('T', ' ').slice(0, 16);
-  return `${whose} ${LIMIT_WORDS[r.limit]}. It resets at ${at} UTC (in ${duration(r.resetsAt - now)}). Your message is kept: send a message after that to get an answer, or see /status.`;
+  const resets = `It resets at ${at} UTC (in ${duration(r.resetsAt - now)}).`;
+  if (opts.scheduled) {
+    const whose = r.scope === 'identity' ? 'the person who set it up has' : 'this chat has';
+    return `The scheduled task was not run: ${whose} used up ${LIMIT_WORDS[r.limit]}. ${resets}`;
+  }
+  const whose = r.scope === 'identity' ? 'You have used up' : 'This chat has used up';
+  return `${whose} ${LIMIT_WORDS[r.limit]}. ${resets} Your message is kept: send a message after that to get an answer, or see /status.`;
 }
 
 /** `3 h 20 min`, `12 min`, `2 d 4 h`. */

@@ -15,6 +15,7 @@ export type SteerbotErrorCode =
   | 'LEASE_HELD'
   | 'INVALID_INPUT'
   | 'SCHEDULE_LIMIT'
+  | 'SCHEDULE_FORBIDDEN'
   | 'MEMORY_LIMIT'
   | 'FETCH_REFUSED'
   | 'RECORD'
@@ -112,6 +113,13 @@ export class InvalidInputError extends SteerbotError {
 export class ScheduleLimitError extends InvalidInputError {
   constructor(message: string) {
     super(message, 'SCHEDULE_LIMIT');
+  }
+}
+
+/** A schedule may not be cancelled by who asked (another person's, in a chat where they are not an admin); nothing was changed. */
+export class ScheduleForbiddenError extends SteerbotError {
+  constructor(message: string) {
+    super('SCHEDULE_FORBIDDEN', message);
   }
 }
 

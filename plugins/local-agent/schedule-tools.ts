@@ -4,9 +4,12 @@
  * time or a cron line; the tool validates it and echoes the next fire times,
  * so the model can tell the user exactly when. Offered when the run has
  * `ctx.schedules` (schedules on); the tool policy applies to them by name, so
- * an operator can require approval or deny them.
+ * an operator can require approval or deny them. A schedule the agent makes
+ * is owned by the run's accountable identity; cancelling someone else's needs
+ * every person the run answers to be an admin of the chat (`ctx.schedules`
+ * refuses, and the model is told why).
  */
-import { type AgentTool, describeWhen, InvalidInputError, type ListedSchedule, type RunContext, ToolFailure, z } from 'steerbot/runner';
+import { type AgentTool, describeWhen, InvalidInputError, type ListedSchedule, type RunContext, ScheduleForbiddenError, ToolFailure, z } from 'steerbot/runner';
 
 const createInput = z.object({
   prompt: z
@@ -32,9 +35,10 @@ function shown(s: ListedSchedule) {
   return { id: s.id, when: describeWhen(s.when), next: s.next.map(iso), prompt: s.prompt, kind: s.origin, missed: s.missed };
 }
 
-/** Validation errors reach the model as they are: it can fix the request. */
+/** Validation errors reach the model as they are: it can fix the request; a refusal (someone else's schedule) it can pass on. */
 function asToolFailure(err: unknown): never {
   if (err instanceof InvalidInputError) throw new ToolFailure('invalid_input', err.message);
+  if (err instanceof ScheduleForbiddenError) throw new ToolFailure('forbidden', err.message);
   throw err;
 }
 
@@ -76,7 +80,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
     idempotent: true,
     timeoutMs: 10_000,
     async execute({ id }) {
-      if (!(await schedules.cancel(id))) throw new ToolFailure('not_found', `no schedule ${id} in this conversation`);
+      if (!(await schedules.cancel(id).catch(asToolFailure))) throw new ToolFailure('not_found', `no schedule ${id} in this conversation`);
       return { cancelled: id };
     },
   };

@@ -154,7 +154,7 @@ export class ScheduleFireWorker {
     if (result.kind === 'purged') {
       // A purged conversation's schedules go with it.
       await this.o.schedules.disarm(schedule);
-      await this.o.schedules.forget(schedule.conversationId, schedule.id);
+      await this.o.schedules.forget(schedule.conversationId, schedule.id, schedule.owner);
       return 'refused';
     }
     if (result.kind !== 'duplicate') metrics.scheduleFireLag.observe({ origin: schedule.origin }, Math.max(0, lagMs) / 1000);
@@ -166,7 +166,7 @@ export class ScheduleFireWorker {
   /** A one-shot is over once its fire was handled. */
   private async done(schedule: Schedule): Promise<void> {
     if (schedule.when.kind !== 'once') return;
-    if (await this.o.schedules.forget(schedule.conversationId, schedule.id)) {
+    if (await this.o.schedules.forget(schedule.conversationId, schedule.id, schedule.owner)) {
       metrics.schedulesChanged.inc({ change: 'done', kind: 'once', origin: schedule.origin });
     }
   }
@@ -195,6 +195,7 @@ export class ScheduleFireWorker {
  * The one place a fire becomes an input: an input of origin `schedule` or
  * `heartbeat` (`ingestEvent`), deduped by the schedule id and the tick,
  * recorded and routed by the conversation's input policy; a new run is enqueued.
+ * The origin names the schedule's `owner`: the run is charged to them (budgets, memory).
  */
 export function ingestFire(deps: IngestDeps, f: Fire, opts: IngestOptions): Promise<IngestResult> {
   const { schedule } = f;
@@ -207,6 +208,8 @@ export function ingestFire(deps: IngestDeps, f: Fire, opts: IngestOptions): Prom
         source: schedule.id,
         id: String(f.scheduledAt),
         data: { due: new Date(f.scheduledAt).toISOString(), schedule: describeWhen(schedule.when) },
+        // Who the run answering it is charged to; absent: the operator.
+        ...(schedule.owner !== undefined && { owner: schedule.owner }),
       },
       text: schedule.prompt,
     },

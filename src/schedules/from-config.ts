@@ -1,6 +1,7 @@
 /** The schedules service and heartbeats of a configuration (hosts and runners build theirs alike). */
 import type { AppContext } from '../app-context.js';
 import { DEFAULTS } from '../defaults.js';
+import type { IdentityStore } from '../identity.js';
 import type { RedisClient } from '../redis.js';
 import { bullPrefixFor } from '../run-queue.js';
 import { HeartbeatKeeper } from './heartbeats.js';
@@ -17,8 +18,15 @@ export interface ConfiguredSchedules {
 /**
  * The configuration's schedules service (limits from `schedules.*`) on a
  * connection of its own, and its heartbeats; undefined when `schedules.enabled` is false.
+ * With `identities` (the host's), purging a person cancels the schedules they
+ * own, and a link hands them to the identity they joined.
  */
-export function schedulesFromConfig(ctx: AppContext, channelIds: Iterable<string>, connectionName: string): ConfiguredSchedules | undefined {
+export function schedulesFromConfig(
+  ctx: AppContext,
+  channelIds: Iterable<string>,
+  connectionName: string,
+  identities?: IdentityStore,
+): ConfiguredSchedules | undefined {
   const { config, logger } = ctx;
   if (!config.schedules.enabled) return undefined;
   const connection: RedisClient = ctx.connectRedis({ forBullmq: true, connectionName });
@@ -32,10 +40,18 @@ export function schedulesFromConfig(ctx: AppContext, channelIds: Iterable<string
     logger,
   });
   const heartbeats = new HeartbeatKeeper(schedules, config.schedules.heartbeats, channelIds, logger);
+  const unhook = identities?.onChange({
+    purged: async (identity) => {
+      const cancelled = await schedules.cancelOwnedBy(identity);
+      if (cancelled > 0) logger.info({ cancelled }, "purge: the person's schedules were cancelled");
+    },
+    linked: ({ from, into }) => schedules.mergeOwner(from, into),
+  });
   return {
     schedules,
     heartbeats,
     close: async () => {
+      unhook?.();
       await schedules.close();
       connection.disconnect();
     },

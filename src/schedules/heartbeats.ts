@@ -18,6 +18,8 @@ export interface HeartbeatSettings {
   everyMinutes: number;
   /** What the agent is asked. */
   prompt: string;
+  /** The identity its runs are charged to (budgets, memory), e.g. `telegram:1001`. Absent: the operator (only the conversation's budget applies). */
+  owner?: string | undefined;
 }
 
 // Conversations whose heartbeat this process already ensured; cleared when full, so it stays bounded.
@@ -25,7 +27,8 @@ const MAX_REMEMBERED = 10_000;
 
 /** The schedule id of a conversation's heartbeat with these settings. */
 export function heartbeatId(conversationId: string, hb: HeartbeatSettings): string {
-  return scheduleIdFor(`heartbeat\n${conversationId}\n${hb.everyMinutes}\n${hb.prompt}`);
+  // A heartbeat without an owner keeps the id it had before owners existed.
+  return scheduleIdFor(`heartbeat\n${conversationId}\n${hb.everyMinutes}\n${hb.prompt}${hb.owner === undefined ? '' : `\n${hb.owner}`}`);
 }
 
 /** Keeps the configured heartbeats in place. */
@@ -86,7 +89,11 @@ export class HeartbeatKeeper {
       if (!(await this.schedules.get(conversationId, id))) {
         // Before creating: the old heartbeat is stale anyway, and its place may be the one under the cap the new one needs.
         await this.cancelStale(conversationId);
-        await this.schedules.create(conversationId, { every: `${hb.everyMinutes}m`, prompt: hb.prompt }, { createdBy: 'config', origin: 'heartbeat', id });
+        await this.schedules.create(
+          conversationId,
+          { every: `${hb.everyMinutes}m`, prompt: hb.prompt },
+          { createdBy: 'config', owner: hb.owner, origin: 'heartbeat', id },
+        );
         this.logger?.info({ conversationId, scheduleId: id, everyMinutes: hb.everyMinutes }, 'heartbeat created');
       }
       if (this.ensured.size >= MAX_REMEMBERED) this.ensured.clear();

@@ -11,12 +11,19 @@
  * between the two leaves a scheduler without a record, and its first fire
  * finds no record and removes it (see `ScheduleFireWorker`). The record is what
  * counts: listed, limited, and deleted by purge with the conversation.
+ *
+ * A schedule names the identity its fires are charged to (`owner`), and each
+ * owner has an index of their schedules (`<p>:{i:<identity>}:schedules`, a
+ * set of `<schedule id>:<conversation id>`), so purging the person cancels
+ * them. The index entry is written before the record (an entry without a
+ * record is skipped), removed with it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { type ConnectionOptions, type JobType, Queue } from 'bullmq';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { InvalidInputError, ScheduleLimitError, ScriptError } from '../errors.js';
+import { assertIdentityId } from '../identity.js';
 import { conversationKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import { logQueueError } from '../run-queue.js';
@@ -67,6 +74,7 @@ const scheduleSchema = z.object({
   origin: z.enum(['schedule', 'heartbeat']),
   createdAt: z.number(),
   createdBy: z.string(),
+  owner: z.string().optional(),
 }) as z.ZodType<Schedule>;
 
 /** A schedule with its next fire time(s), as listed. */
@@ -123,17 +131,32 @@ export class Schedules {
    * next fire times. Throws InvalidInputError on a bad request (nothing
    * written), ScheduleLimitError when the conversation has as many schedules as allowed.
    */
-  async create(conversationId: string, request: ScheduleRequest, opts: { createdBy: string; origin?: ScheduleOrigin; id?: string }): Promise<ListedSchedule> {
+  async create(
+    conversationId: string,
+    request: ScheduleRequest,
+    opts: { createdBy: string; owner?: string | undefined; origin?: ScheduleOrigin; id?: string },
+  ): Promise<ListedSchedule> {
     const k = conversationKeys(this.o.prefix, conversationId);
     const { parts, next } = this.preview(request);
     const id = opts.id ?? newScheduleId();
     if (!SCHEDULE_ID_RE.test(id)) throw new InvalidInputError('schedule id must be s and 12 characters of [0-9a-z]');
-    const schedule: Schedule = { id, conversationId, ...parts, origin: opts.origin ?? 'schedule', createdAt: this.now(), createdBy: opts.createdBy };
+    if (opts.owner !== undefined) assertIdentityId(opts.owner);
+    const schedule: Schedule = {
+      id,
+      conversationId,
+      ...parts,
+      origin: opts.origin ?? 'schedule',
+      createdAt: this.now(),
+      createdBy: opts.createdBy,
+      ...(opts.owner !== undefined && { owner: opts.owner }),
+    };
     // The cap is the script's to decide (atomically; an id that exists is a re-run, not a new place).
     const existed = (await this.o.client.hexists(k.schedules, id)) === 1;
     await this.arm(schedule);
     let reply: Array<string | number>;
     try {
+      // The owner's index before the record: a purge of the person then finds every schedule they have.
+      if (schedule.owner !== undefined) await this.o.client.sadd(ownerIndexKey(this.o.prefix, schedule.owner), indexEntry(schedule));
       reply = await runScript(this.o.client, 'schedule-put', [k.schedules, k.tombstone], [id, JSON.stringify(schedule), this.limits.maxPerConversation]);
     } catch (err) {
       // A schedule that was there keeps its timer.
@@ -142,6 +165,7 @@ export class Schedules {
     }
     if (reply[0] !== 'ok') {
       await this.disarm(schedule);
+      await this.unindex(schedule);
       if (reply[0] === 'limit') throw limitError(Number(reply[1]), this.limits.maxPerConversation);
       if (reply[0] === 'purged') throw new InvalidInputError('the conversation was purged; it takes no schedules');
       throw new ScriptError('schedule-put', `unexpected reply ${JSON.stringify(reply)}`);
@@ -173,13 +197,44 @@ export class Schedules {
     if (!s) return false;
     await this.disarm(s);
     const removed = (await this.o.client.hdel(k.schedules, id)) === 1;
+    await this.unindex(s);
     if (removed) metrics.schedulesChanged.inc({ change: 'cancelled', kind: s.when.kind, origin: s.origin });
     return removed;
   }
 
   /** Removes a schedule's record only (a one-shot after its fire): true when it existed. */
-  async forget(conversationId: string, id: string): Promise<boolean> {
-    return (await this.o.client.hdel(conversationKeys(this.o.prefix, conversationId).schedules, id)) === 1;
+  async forget(conversationId: string, id: string, owner?: string): Promise<boolean> {
+    const removed = (await this.o.client.hdel(conversationKeys(this.o.prefix, conversationId).schedules, id)) === 1;
+    await this.unindex({ conversationId, id, owner });
+    return removed;
+  }
+
+  /**
+   * Cancels every schedule `identity` owns, in every conversation (purge of a
+   * person; their schedules' fires would be charged to nobody), and deletes
+   * their index. Returns how many were cancelled.
+   */
+  async cancelOwnedBy(identity: string): Promise<number> {
+    const key = ownerIndexKey(this.o.prefix, identity);
+    let cancelled = 0;
+    for (const entry of await this.o.client.smembers(key)) {
+      const [id, conversationId] = splitEntry(entry);
+      if ((await this.get(conversationId, id))?.owner === undefined) continue;
+      if (await this.cancel(conversationId, id)) cancelled++;
+    }
+    await this.o.client.del(key);
+    return cancelled;
+  }
+
+  /**
+   * Identity `from` was linked into `into`: `into`'s purge must find `from`'s
+   * schedules too. Their records keep `from`, which resolves to `into` now.
+   */
+  async mergeOwner(from: string, into: string): Promise<void> {
+    const fromKey = ownerIndexKey(this.o.prefix, from);
+    const entries = await this.o.client.smembers(fromKey);
+    if (entries.length > 0) await this.o.client.sadd(ownerIndexKey(this.o.prefix, into), ...entries);
+    await this.o.client.del(fromKey);
   }
 
   /**
@@ -203,6 +258,11 @@ export class Schedules {
   async close(): Promise<void> {
     this.unwatch();
     await this.queue.close();
+  }
+
+  /** Removes a schedule from its owner's index (a stale entry is harmless: purge skips it). */
+  private async unindex(s: { conversationId: string; id: string; owner?: string | undefined }): Promise<void> {
+    if (s.owner !== undefined) await this.o.client.srem(ownerIndexKey(this.o.prefix, s.owner), indexEntry(s));
   }
 
   private async arm(s: Schedule): Promise<void> {
@@ -235,6 +295,19 @@ export class Schedules {
     }
   }
 }
+
+/** The index of the schedules an identity owns (`{i:<identity>}`: the person's slot, beside their memory and usage). */
+export function ownerIndexKey(prefix: string, identity: string): string {
+  assertIdentityId(identity);
+  return `${prefix}:{i:${identity}}:schedules`;
+}
+
+// Schedule ids have no `:`, conversation ids may: the id goes first.
+const indexEntry = (s: Pick<Schedule, 'id' | 'conversationId'>) => `${s.id}:${s.conversationId}`;
+const splitEntry = (entry: string): [string, string] => {
+  const at = entry.indexOf(':');
+  return [entry.slice(0, at), entry.slice(at + 1)];
+};
 
 /** The schedule id derived from a key (a tool call's idempotency key, a heartbeat's settings): the same key, the same id. */
 export function scheduleIdFor(key: string): string {

@@ -36,6 +36,12 @@ export interface Schedule {
   createdAt: number;
   /** Who created it: `agent`, `operator`, `config`. */
   createdBy: string;
+  /**
+   * The identity its fires are charged to (budgets, memory, purge): the person
+   * whose run or command made it, or a heartbeat's configured `owner`. Absent:
+   * the operator (only the conversation's budget applies, no person's memory).
+   */
+  owner?: string;
 }
 
 /** A schedule as a tool, a command or the console asks for it. Exactly one of `at`, `in`, `cron`, `every`. */
