@@ -7,6 +7,7 @@
  */
 
 export { channelResolver, type MessageButton } from '../src/channel.js';
+export { type DataBlock, dataBlock, escapeAttribute, escapeData } from '../src/data-block.js';
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/defaults.js';
 export type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/memory.js';
 // What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).

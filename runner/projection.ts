@@ -17,6 +17,7 @@
  *   call are dropped, because providers refuse either.
  */
 import type { AssistantModelMessage, ModelMessage, ToolModelMessage, UserModelMessage } from 'ai';
+import { escapeAttribute, escapeData } from '../src/data-block.js';
 import { RecordError } from '../src/errors.js';
 import type { Attachment, InputOrigin, MessageReceived, ModelStep, RunOutcome, SeqEntry } from '../src/record/entries.js';
 
@@ -27,7 +28,10 @@ export const DEFAULT_CUT_OFF_MARKER = '[cut off: the user interrupted this answe
 export interface ProjectionOptions {
   /** Marker appended to an interrupted partial answer. Default `DEFAULT_CUT_OFF_MARKER`. */
   cutOffMarker?: string;
-  /** Prefix each user message with `<sender name>: ` (the sender id when unnamed), for group chats. Default false. */
+  /**
+   * Frame every user message with its sender (as a message recorded in a
+   * group chat always is): `<message from="name" id="id">`, escaped. Default false.
+   */
   senderNames?: boolean;
   /**
    * What to do with a message no run has taken yet (waiting in a steering list
@@ -87,7 +91,7 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
   const userSeqs: number[] = [];
   const deferred = new Map<number, SeqEntry<MessageReceived>[]>();
   const emitUser = (m: SeqEntry<MessageReceived>) => {
-    items.push({ message: userMessage(m, opts.senderNames === true) });
+    items.push({ message: userMessage(m, opts.senderNames) });
     userSeqs.push(m.seq);
   };
 
@@ -149,13 +153,26 @@ export function placements(live: readonly SeqEntry[]): Map<number, number> {
  * The user turn the model sees for a received message (the runtime renders
  * pulled steering the same way). An input with an `origin` (an event, a
  * schedule's fire, a heartbeat) is framed as such, never as the user's words.
+ * A message sent in a group chat (or any, with `senderNames`) is framed with
+ * its own sender, so the model sees who said what (`senderFrame`).
  */
-export function userMessage(m: MessageReceived, senderNames: boolean): UserModelMessage {
+export function userMessage(m: MessageReceived, senderNames = false): UserModelMessage {
   const lines = m.text === '' ? [] : [m.text];
   for (const a of m.attachments ?? []) lines.push(attachmentLine(a));
   if (m.origin) return { role: 'user', content: originFrame(m.origin, lines.join('\n')) };
   const body = lines.length > 0 ? lines.join('\n') : '[empty message]';
-  return { role: 'user', content: senderNames ? `${m.sender.name || m.sender.id}: ${body}` : body };
+  return { role: 'user', content: senderNames || m.group === true ? senderFrame(m.sender, body) : body };
+}
+
+/**
+ * A message framed with its sender: `<message from="name" id="id">`, the
+ * text, `</message>`. Name and id are escaped attribute values and the text
+ * is escaped too, so no sender can close the frame, open another one or
+ * pass for someone else, with their name or with their words.
+ */
+function senderFrame(sender: MessageReceived['sender'], body: string): string {
+  const from = sender.name ? ` from="${escapeAttribute(sender.name)}"` : '';
+  return `<message${from} id="${escapeAttribute(sender.id)}">\n${escapeData(body)}\n</message>`;
 }
 
 /** How each kind of non-user input introduces itself to the model. */

@@ -46,8 +46,12 @@ export interface ProfileSettings {
   tools?: string[] | undefined;
   toolPolicy?: ProfileToolPolicy | undefined;
   inputPolicy?: InputPolicy | undefined;
-  /** Long-term memory in the profile's runs (when `memory.enabled`). Default true. */
-  memory?: boolean | undefined;
+  /**
+   * Long-term memory in the profile's runs (when `memory.enabled`): true, in
+   * private chats only; false, none; `{ inGroups: true }`, in group chats too
+   * (the notes of the person who started the run). Default true.
+   */
+  memory?: boolean | { inGroups?: boolean | undefined } | undefined;
 }
 
 /** One binding (`bindings[]`): the profile and exactly one of what it matches. */
@@ -85,8 +89,12 @@ export interface AgentProfile {
   toolPolicy?: ProfileToolPolicy;
   /** Its input policy; undefined: the channel's. */
   inputPolicy?: InputPolicy;
-  /** False: the profile's runs get no memory (tools, prompt notes). Absent: memory as configured. */
-  memory?: false;
+  /**
+   * False: the profile's runs get no memory (tools, prompt notes).
+   * `{ inGroups: true }`: group runs get the starter's memory too. Absent:
+   * memory as configured, in private chats only.
+   */
+  memory?: false | { inGroups: true };
 }
 
 /** Chooses profiles. */
@@ -171,6 +179,7 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
     ...(p.toolPolicy && { toolPolicy: p.toolPolicy }),
     ...(p.inputPolicy && { inputPolicy: p.inputPolicy }),
     ...(p.memory === false && { memory: false as const }),
+    ...(typeof p.memory === 'object' && p.memory.inGroups === true && { memory: { inGroups: true as const } }),
   };
 }
 

@@ -75,7 +75,7 @@ async function atBoundary(state: LoopState): Promise<RunResult | undefined> {
   const { ctx, o } = state;
   const steered = await ctx.steering.pull(o.steeringMode ?? DEFAULTS.agent.steeringMode);
   // Rendered exactly as the projection renders them, so a rebuilt prompt is the same prompt.
-  for (const m of steered) state.messages.push(userMessage(m, false));
+  for (const m of steered) state.messages.push(userMessage(m));
   state.answering.push(...steered);
   const refused = await state.attach(steered);
   if (refused) return refused;

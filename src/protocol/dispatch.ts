@@ -85,6 +85,7 @@ export class Dispatch {
       attachments: z.array(attachmentSchema).max(32).optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
       origin: inputOriginSchema.optional(),
+      group: z.boolean().optional(),
     }) as z.ZodType<IncomingMessage>;
   }
 
@@ -122,6 +123,8 @@ export class Dispatch {
       ...(m.messageId !== undefined && { messageId: m.messageId }),
       ...(m.replyTo !== undefined && { replyTo: m.replyTo }),
       ...(m.attachments !== undefined && { attachments: m.attachments }),
+      // Kept so the runner can attribute each message to its sender and keep personal memory out of the group.
+      ...(m.group === true && { group: true }),
       ...(opts.traceparent !== undefined && { trace: opts.traceparent }),
     };
     const json = originJson === undefined ? JSON.stringify(entry) : `${JSON.stringify(entry).slice(0, -1)},"origin":${originJson}}`;

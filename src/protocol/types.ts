@@ -28,6 +28,12 @@ export interface IncomingMessage {
   metadata?: Record<string, unknown>;
   /** Set for an input that is not a user's message (`ingestEvent`); channels never set it (the host strips it). */
   origin?: InputOrigin;
+  /**
+   * Sent in a group chat (several people share the conversation): recorded, so
+   * the prompt names each message's sender and a run gets no personal memory
+   * unless its profile allows it (docs/people.md#in-groups). Default false (1:1).
+   */
+  group?: boolean;
 }
 
 /** What ingest did with an update. */

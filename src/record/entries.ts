@@ -40,6 +40,12 @@ export const inputOriginSchema = z.object({
   id: z.string().regex(/^[^\s{}\p{Cc}]{1,256}$/u, 'expected 1-256 characters without whitespace or braces'),
   /** Structured details the prompt shows with the text (JSON, at most `MAX_METADATA_BYTES` serialized). */
   data: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * The identity the run answering it is charged to (budgets, memory): a
+   * schedule's or heartbeat's owner. Never shown to the model. Absent: the
+   * operator (no person's budget or memory applies).
+   */
+  owner: z.string().min(1).max(257).optional(),
 });
 
 export const messageReceivedSchema = z.object({
@@ -56,6 +62,8 @@ export const messageReceivedSchema = z.object({
   trace: z.string().max(64).optional(),
   /** Set when the input is not a user's message (an event, a schedule's fire, a heartbeat); the sender then names the source. */
   origin: inputOriginSchema.optional(),
+  /** Sent in a group chat: the prompt names its sender (docs/people.md#in-groups). */
+  group: z.literal(true).optional(),
 });
 
 /**

@@ -176,6 +176,8 @@ describe('userMessage', () => {
   });
 
   it('leaves a user message as it was', () => {
-    expect(userMessage({ ...base, sender: { id: 'u1', name: 'Ann' } }, true).content).toBe('Ann: Summarise the open tickets');
+    expect(userMessage({ ...base, sender: { id: 'u1', name: 'Ann' } }, true).content).toBe(
+      '<message from="Ann" id="u1">\nSummarise the open tickets\n</message>',
+    );
   });
 });

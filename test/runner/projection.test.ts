@@ -88,12 +88,22 @@ describe('projectHistory', () => {
       ]);
     });
 
-    it('carry the sender name when senderNames is on, else the sender id', () => {
+    it('carry their sender, framed and escaped, when senderNames is on', () => {
       const r = record();
       r.user('hi all', { sender: { id: 'u1', name: 'Ann' } });
-      r.user('yo', { sender: { id: 'u2' } });
-      expect(projectHistory(r.entries, { senderNames: true }).messages).toEqual([user('Ann: hi all'), user('u2: yo')]);
-      expect(projectHistory(r.entries).messages).toEqual([user('hi all'), user('yo')]);
+      r.user('a < b & c', { sender: { id: 'u2' } });
+      expect(projectHistory(r.entries, { senderNames: true }).messages).toEqual([
+        user('<message from="Ann" id="u1">\nhi all\n</message>'),
+        user('<message id="u2">\na &lt; b &amp; c\n</message>'),
+      ]);
+      expect(projectHistory(r.entries).messages).toEqual([user('hi all'), user('a < b & c')]);
+    });
+
+    it('carry their sender when they were sent in a group chat, whatever senderNames says', () => {
+      const r = record();
+      r.user('hi all', { sender: { id: 'u1', name: 'Ann' }, group: true });
+      r.user('just me', { sender: { id: 'u2', name: 'Bob' } });
+      expect(projectHistory(r.entries).messages).toEqual([user('<message from="Ann" id="u1">\nhi all\n</message>'), user('just me')]);
     });
 
     it('stay separate when consecutive', () => {
@@ -470,14 +480,14 @@ describe('projectHistory with the real OpenAI-compatible provider', () => {
       const model = createOpenAICompatible({ name: 'fake', baseURL: server.url, apiKey: 'k' })('m');
       await generateText({ model, messages: [...messages, user('Ann: go on')] });
       expect(server.requests[0]!.body.messages).toEqual([
-        { role: 'user', content: 'Ann: research X' },
+        { role: 'user', content: '<message from="Ann" id="u1">\nresearch X\n</message>' },
         {
           role: 'assistant',
           content: M,
           tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search', arguments: '{"q":"X"}' } }],
         },
         { role: 'tool', tool_call_id: 'c1', content: '{"hits":3}' },
-        { role: 'user', content: 'Bob: also Y' },
+        { role: 'user', content: '<message from="Bob" id="u2">\nalso Y\n</message>' },
         { role: 'user', content: 'Ann: go on' },
       ]);
     } finally {
