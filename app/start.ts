@@ -13,6 +13,7 @@ import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
 import { MessageSender } from '../runner/send-message.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import { type ChannelDeps, type ChannelOutbound, type ChannelPlugin, outboundResolver } from '../src/channel.js';
+import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http-access.js';
 import { ensureRedis } from '../src/local-redis.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { declaredConversationKeys } from '../src/plugin-storage.js';
@@ -26,11 +27,13 @@ import {
   redisSummary,
   watchRedis,
 } from '../src/redis.js';
+import { declareSecrets } from '../src/secrets.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig } from './config.js';
+import { configDeprecations, deprecationWarning } from './config-migration.js';
 import { type AnyDefinition, type PluginRegistry, resolvePlugins } from './registry.js';
-import { channelIds, redactConfig } from './summary.js';
+import { channelIds, loginLines, redactConfig } from './summary.js';
 import { startTracing } from './telemetry.js';
 
 /** Starts one part of the process. */
@@ -53,6 +56,11 @@ export interface StartAppOptions {
    * @internal
    */
   hooks?: { startHost?: StartHook<HostContext, HostParts>; startRunner?: StartHook<AppContext, RunnerParts> };
+  /**
+   * Where the one-time login link goes when no console token is configured (the secret is in it). Default:
+   * straight to stderr, never through the logger, so it stays out of log collection (stdout carries the JSON logs).
+   */
+  printLogin?: (text: string) => void;
 }
 
 /** A started process. */
@@ -173,6 +181,8 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     const probes: ReadinessProbe[] = [];
     const { redisUrl, redisConnection, redis } = await openRedis(opts, logger, stops);
     logger.info({ redis: redisSummary(redisConnection), runner: config.runner.plugin }, 'steerbot starting');
+    // Old scope keys were translated at load: each is named once, with its new key, until the file is migrated.
+    for (const d of configDeprecations(config)) logger.warn({ oldKey: d.oldKey, newKey: d.newKey }, deprecationWarning(d));
     logger.debug({ config: redactConfig(config) }, 'effective configuration');
 
     const ctx: AppContext = {
@@ -183,7 +193,8 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       redis,
       connectRedis: (o = {}) => redisFromConfig(config.redis, { ...o, ...(redisUrl === undefined ? {} : { url: redisUrl }) }),
     };
-    const channelDeps: ChannelDeps = { logger, redis, prefix: config.redis.prefix, ...(opts.fetch && { fetch: opts.fetch }) };
+    const { login, generated } = operatorLogin(config);
+    const channelDeps: ChannelDeps = { logger, redis, prefix: config.redis.prefix, operatorAccess: login, ...(opts.fetch && { fetch: opts.fetch }) };
     // Both roles need the runner plugin: the host reads its capabilities from the manifest.
     // The process's one HTTP server (the host's ingress, or a runner-only process's probes), created before the
     // runner plugin so the plugin can serve routes on it (http-agent's run endpoints); it listens last.
@@ -216,13 +227,14 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       const channels = await createChannels(config, channelDeps, registry);
       useChannels(channels);
       const host = await (opts.hooks?.startHost ?? startHost)(
-        { ...ctx, http },
-        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys, send: (req) => sender.send(req, 'api') },
+        { ...ctx, http, operatorAccess: login },
+        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys, send: (req, opts) => sender.send(req, 'api', opts) },
       );
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
       for (const c of channels) if (c.ready) probes.push({ name: `channel:${c.id}`, check: () => c.ready!() });
       address = await listen(http, config.http);
+      if (generated) printLoginLinks(opts, address, login.token, channels);
     }
     if (!config.host.enabled) {
       // A runner-only process has no ingress; it still answers probes and scrapes.
@@ -238,6 +250,24 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * The operator's login (console and private pages): `host.console.token`, else a secret made for this start,
+ * declared a secret so that no log line can carry it.
+ */
+function operatorLogin(config: SteerbotConfig): { login: PageAccess; generated: boolean } {
+  const configured = config.host.console.token;
+  const login = operatorAccess(configured ?? generateLoginSecret(), config.host.console.allowLoopback);
+  if (configured === undefined) declareSecrets([login.token]);
+  return { login, generated: configured === undefined };
+}
+
+/** Prints the one-time login link(s) of a generated secret straight to the terminal (`printLogin`), never to the logs. */
+function printLoginLinks(opts: StartAppOptions, address: string, secret: string, channels: readonly ChannelPlugin[]): void {
+  const chat = channels.some((c) => c.id === 'web');
+  const lines = loginLines(opts.config, address, secret, chat);
+  if (lines.length > 0) (opts.printLogin ?? ((text) => void process.stderr.write(text)))(`\n${lines.join('\n')}\n\n`);
 }
 
 /**

@@ -5,7 +5,6 @@
  */
 import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
 import { redactSecrets } from '../src/errors.js';
-import { isLoopbackHostName } from '../src/http-access.js';
 import { isSecretKey, SECRET_MAP_KEYS } from '../src/logger.js';
 import { isDeclaredSecret, MIN_SCRUBBED_SECRET_CHARS } from '../src/secrets.js';
 import { type SteerbotConfig, secretSettingsOf } from './config.js';
@@ -78,22 +77,46 @@ export function nextSteps(config: SteerbotConfig, started: StartedSummary): stri
 }
 
 /** The address a person opens: a wildcard bind (`0.0.0.0`, `::`) is reached at 127.0.0.1 from this machine. */
-function browserAddress(address: string): string {
+export function browserAddress(address: string): string {
   return address.replace('://0.0.0.0:', '://127.0.0.1:').replace('://[::]:', '://127.0.0.1:');
 }
 
-/** Who may open a page served on `http.host`, with or without its token. */
-function accessNote(bindHost: string, token: string | undefined, tokenVar: string): string {
-  if (token !== undefined) return 'token required: open it once with ?token=<token>';
-  return isLoopbackHostName(bindHost) ? 'this machine only' : `this machine only: http.host is ${bindHost}; set ${tokenVar} to let other machines in`;
+/** Whether the web chat is served private to the operator (not `channels.web.public`). */
+const chatIsPrivate = (config: SteerbotConfig): boolean => (config.channels.web as { public?: unknown } | undefined)?.public !== true;
+
+/** Who may open the console, or the chat when it is private (never the token itself: these lines may be logged). */
+function accessNote(config: SteerbotConfig, chatToken: boolean): string {
+  const login =
+    config.host.console.token === undefined ? 'log in with the link printed at start; it changes at every start' : 'open it once with ?token=<token>';
+  const more = [chatToken ? 'or the chat token' : '', config.host.console.allowLoopback ? 'or from this machine (console.allowLoopback)' : ''].filter(Boolean);
+  return [login, ...more].join(', ');
 }
 
 /** The chat page and the operator console: where they are and who may open them. */
 function pageLines(config: SteerbotConfig, address: string, chat: boolean): string[] {
   const at = browserAddress(address);
   const lines: string[] = [];
-  if (chat) lines.push(`  chat:     ${at}/ (${accessNote(config.http.host, config.channels.web?.token, 'STEERBOT_WEB_TOKEN')})`);
-  if (config.host.console.enabled)
-    lines.push(`  console:  ${at}/console (${accessNote(config.http.host, config.host.console.token, 'STEERBOT_CONSOLE_TOKEN')})`);
+  if (chat) {
+    const web = config.channels.web as { token?: string } | undefined;
+    const note = chatIsPrivate(config) ? `private: ${accessNote(config, web?.token !== undefined)}` : 'public: the access section decides who may talk';
+    lines.push(`  chat:     ${at}/ (${note})`);
+  }
+  if (config.host.console.enabled) lines.push(`  console:  ${at}/console (${accessNote(config, false)})`);
   return lines;
+}
+
+/**
+ * The one-time login link(s) a start prints when no console token is configured: the generated secret in
+ * the URL of the console and, when the web chat is private, of the chat. Printed straight to the terminal
+ * (`startApp`'s `printLogin`), never logged. Empty when no page is served.
+ */
+export function loginLines(config: SteerbotConfig, address: string, secret: string, chat: boolean): string[] {
+  const at = browserAddress(address);
+  const token = encodeURIComponent(secret);
+  const links = [
+    ...(config.host.console.enabled ? [`  console: ${at}/console?token=${token}`] : []),
+    ...(chat && chatIsPrivate(config) ? [`  chat:    ${at}/?token=${token}`] : []),
+  ];
+  if (links.length === 0) return [];
+  return ['steerbot: log in with this link (it holds a secret made at this start; set STEERBOT_CONSOLE_TOKEN for a lasting one):', ...links];
 }

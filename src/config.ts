@@ -82,6 +82,7 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_HOST', path: 'host.enabled', kind: 'bool' },
   { env: 'STEERBOT_CONSOLE', path: 'host.console.enabled', kind: 'bool' },
   { env: 'STEERBOT_CONSOLE_TOKEN', path: 'host.console.token', kind: 'string', secret: true },
+  { env: 'STEERBOT_CONSOLE_ALLOW_LOOPBACK', path: 'host.console.allowLoopback', kind: 'bool' },
   { env: 'STEERBOT_API_TOKEN', path: 'host.api.token', kind: 'string', secret: true },
   { env: 'STEERBOT_TRACE_URL', path: 'host.console.traceUrl', kind: 'string' },
   { env: 'LOG_LEVEL', path: 'log.level', kind: 'string' },

@@ -68,7 +68,7 @@ describe('loadConfig', () => {
     // The web chat is the one channel on without configuration.
     expect(Object.keys(config.channels)).toEqual(['web']);
     expect(config.channels.web).toMatchObject({ enabled: true });
-    expect(config.host.console).toEqual({ enabled: true });
+    expect(config.host.console).toEqual({ enabled: true, allowLoopback: false });
   });
 
   it('reads the file named by STEERBOT_CONFIG', () => {
@@ -214,6 +214,23 @@ describe('loadConfig', () => {
       { path: `config file ${file}`, message: expect.stringContaining('not valid JSON') },
       { path: 'http.port', message: expect.stringContaining('PORT') },
     ]);
+  });
+
+  it("reads model.apiKey from each provider's standard variable, and only for that provider", () => {
+    // Written out, not read from MODEL_PROVIDER_KEY_ENV, so that a provider losing its variable fails here.
+    const standard = {
+      openai: 'OPENAI_API_KEY',
+      anthropic: 'ANTHROPIC_API_KEY',
+      google: 'GOOGLE_GENERATIVE_AI_API_KEY',
+      'openai-compatible': 'OPENAI_API_KEY',
+    } as const;
+    for (const [provider, variable] of Object.entries(standard)) {
+      const model = readConfig({ env: { STEERBOT_MODEL_PROVIDER: provider, [variable]: `key-for-${provider}` } }).model;
+      expect(model.apiKey, `${provider} with ${variable}`).toBe(`key-for-${provider}`);
+      for (const other of Object.values(standard).filter((v) => v !== variable)) {
+        expect(readConfig({ env: { STEERBOT_MODEL_PROVIDER: provider, [other]: 'not-this-one' } }).model.apiKey, `${provider} with ${other}`).toBeUndefined();
+      }
+    }
   });
 
   it('refuses to run with both host and runner disabled', () => {

@@ -1,15 +1,16 @@
 /**
  * The operator console's routes: the page (`/console`), its script and
  * stylesheet, and a JSON API under `/console/api/`. Every route checks
- * access first (`src/http-access.ts`: the console token, or loopback clients
- * only when none is set); a refused request gets 401 and no data.
+ * access first (`src/http-access.ts`: the operator's secret, configured or
+ * generated at start; loopback clients without it only when the operator
+ * turned `allowLoopback` on); a refused request gets 401 and no data.
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Budgets } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { AccessConfig } from '../../src/config-schema.js';
-import { checkAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
+import { checkAccess, operatorAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
 import type { MemoryStore } from '../../src/memory.js';
 import { assetRoute } from '../../src/page-shell.js';
@@ -36,8 +37,10 @@ export interface ConsoleOptions {
   dispatch: Dispatch;
   queue: RunQueue;
   logger: Logger;
-  /** Token the console requires; undefined: loopback clients only. */
-  token: string | undefined;
+  /** The secret the console requires: `host.console.token`, or the one generated at start. */
+  token: string;
+  /** Let loopback clients in without the token (`host.console.allowLoopback`). Default false. */
+  allowLoopback?: boolean;
   /** Trace UI link template with `{traceId}`. */
   traceUrl: string | undefined;
   /** The configured policy of a conversation's channel. */
@@ -67,7 +70,7 @@ const actionSchema = z.strictObject({ action: z.enum(CONSOLE_ACTIONS), arg: z.st
 
 /** Registers the console's routes. */
 export function registerConsole(o: ConsoleOptions): void {
-  const access: PageAccess = { token: o.token, cookie: 'steerbot_console', cookiePath: BASE };
+  const access: PageAccess = operatorAccess(o.token, o.allowLoopback);
   const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue, ...(o.channels && { channels: o.channels }) });
   const actions = new ConsoleActions({
     dispatch: o.dispatch,

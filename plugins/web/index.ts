@@ -10,7 +10,10 @@
  *
  * Channel id `web`; conversation id `web:<browser id>` (a random id the
  * browser keeps in localStorage); update key `web:<browser id>:<message id>`.
- * Access: see `src/http-access.ts` (token, else loopback clients only).
+ * Access: private by default — the operator's login (`deps.operatorAccess`,
+ * the console's secret) or the chat's own `token` opens it (`checkAccess`);
+ * `public: true` opens it to everyone, and the host's `access` section then
+ * decides who may talk, as on any channel.
  */
 
 import {
@@ -24,10 +27,12 @@ import {
   type InboundMessage,
   json,
   type PageAccess,
+  type PageGuard,
   parseSection,
   type RouteRequest,
   type RouteResponse,
   readJsonBody,
+  refuseMovedSettings,
   sameOriginJson,
   servePage,
 } from 'steerbot/channel';
@@ -49,6 +54,19 @@ const messageBodySchema = z.strictObject({
   text: z.string().refine((t) => t.trim() !== '', { error: 'text is empty' }),
 });
 
+/** Who may chat: everyone (public), else the operator's login and the chat's own token. */
+function chatGuard(cfg: WebConfig, operator: PageAccess | undefined): PageGuard {
+  if (cfg.public) return 'public';
+  const own: PageAccess[] = cfg.token === undefined ? [] : [{ token: cfg.token, cookie: 'steerbot_web', cookiePath: '/' }];
+  return [...(operator ? [operator] : []), ...own];
+}
+
+/** How the chat is protected, for the start log line (never a secret). */
+function accessSummary(cfg: WebConfig, guard: PageGuard): string {
+  if (guard === 'public') return 'public (the access section decides who may talk)';
+  return cfg.token === undefined ? "private: the operator's login" : "private: the operator's login or the chat token";
+}
+
 function parseConfig(config: unknown): WebConfig {
   return parseSection(webConfigSchema, config, ['channels', WEB_CHANNEL_ID]);
 }
@@ -56,8 +74,9 @@ function parseConfig(config: unknown): WebConfig {
 /** Creates the web chat channel. `config` is validated here (defaults applied); throws ConfigError naming every bad field. */
 export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
+  refuseMovedSettings(cfg, ['channels', WEB_CHANNEL_ID], { policy: 'profiles.<name>.inputPolicy bound to web' });
   const logger = deps.logger.child({ channel: WEB_CHANNEL_ID });
-  const access: PageAccess = { token: cfg.token, cookie: 'steerbot_web', cookiePath: '/' };
+  const access = chatGuard(cfg, deps.operatorAccess);
   const streams = new WebEventStreams({ redis: deps.redis, prefix: deps.prefix, logger, historyEntries: cfg.historyEntries, maxClients: cfg.maxStreamClients });
   let host: ChannelHost | undefined;
 
@@ -112,7 +131,8 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
 
   return {
     id: WEB_CHANNEL_ID,
-    settings: { ...(cfg.policy && { policy: cfg.policy }) },
+    // The input policy is a profile's (bound to `web`).
+    settings: {},
     outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix }),
     async start(h: ChannelHost) {
       host = h;
@@ -122,7 +142,9 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
       h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
       h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
       h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
-      logger.info({ path: '/', access: cfg.token === undefined ? 'loopback clients only (no token set)' : 'token' }, 'web chat ready');
+      logger.info({ path: '/', access: accessSummary(cfg, access) }, 'web chat ready');
+      if (access !== 'public' && (access as readonly PageAccess[]).length === 0)
+        logger.warn('the web chat is private and no login is configured: nobody can open it (set channels.web.token, or public: true)');
     },
     async stop() {
       streams.closeAll();
@@ -138,6 +160,7 @@ export default defineChannelPlugin({
   configSchema: webConfigSchema,
   env: [
     { env: 'STEERBOT_WEB', path: 'enabled', kind: 'bool', enables: true },
+    { env: 'STEERBOT_WEB_PUBLIC', path: 'public', kind: 'bool', enables: true },
     { env: 'STEERBOT_WEB_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
   ],
   defaultEnabled: true,

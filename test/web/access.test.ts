@@ -1,7 +1,9 @@
 /**
- * Who may use the web chat and the console: loopback clients without a
- * token (not proxied, Host a loopback name), everyone with the token, and
- * state-changing requests only as same-origin JSON.
+ * Who may use the web chat and the console: everyone with the token (the
+ * operator's, or the chat's own), loopback clients without one only when
+ * the operator turned `allowLoopback` on (not proxied, Host a loopback
+ * name), and state-changing requests only as same-origin JSON. The attacks
+ * through a reverse proxy are in test/security/console-and-web.test.ts.
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,12 +43,17 @@ describe('page access rules', () => {
     expect(isLoopbackRequest(req('10.1.2.3', { host: 'localhost:8080' }))).toBe(false);
   });
 
-  it('with a token, asks everyone for it (bearer or cookie), loopback included', () => {
+  it('asks everyone for the token (bearer or cookie), loopback included unless allowLoopback is on', () => {
     const access = { token: 'the-right-token-123', cookie: 'c', cookiePath: '/' };
     expect(checkAccess(req('127.0.0.1', { host: 'localhost' }), access)).toMatchObject({ ok: false, status: 401 });
+    expect(checkAccess(req('127.0.0.1', { host: 'localhost' }), { ...access, allowLoopback: true })).toEqual({ ok: true, via: 'loopback' });
+    expect(checkAccess(req('127.0.0.1', { host: 'localhost', authorization: 'Bearer wrong' }), { ...access, allowLoopback: true })).toMatchObject({
+      ok: false,
+    });
     expect(checkAccess(req('10.0.0.1', { authorization: 'Bearer the-right-token-123' }), access)).toEqual({ ok: true, via: 'token' });
     expect(checkAccess(req('10.0.0.1', { cookie: 'x=1; c=the-right-token-123' }), access)).toEqual({ ok: true, via: 'token' });
-    expect(checkAccess(req('10.0.0.1', { cookie: 'c=wrong' }), access)).toMatchObject({ ok: false, error: 'bad token' });
+    expect(checkAccess(req('10.0.0.1', { cookie: 'c=wrong' }), access)).toMatchObject({ ok: false, error: expect.stringContaining('no longer valid') });
+    expect(checkAccess(req('10.0.0.1', { authorization: 'Bearer wrong' }), access)).toMatchObject({ ok: false, error: 'bad token' });
   });
 
   it('takes state changes only as same-origin JSON', () => {
@@ -64,7 +71,7 @@ describe('web chat and console over HTTP', () => {
 
   beforeAll(async () => {
     open = await startWorld(redisUrl());
-    locked = await startWorld(redisUrl(), { STEERBOT_WEB_TOKEN: TOKEN });
+    locked = await startWorld(redisUrl(), { STEERBOT_WEB_TOKEN: TOKEN, STEERBOT_CONSOLE_ALLOW_LOOPBACK: 'false' });
   });
   afterAll(async () => {
     await open?.stop();
@@ -73,7 +80,7 @@ describe('web chat and console over HTTP', () => {
 
   const body = JSON.stringify({ conversation: 'abcdefgh12', id: 'm1', text: 'hi' });
 
-  it('serves a loopback client without a token, and not a rebinding page', async () => {
+  it('with allowLoopback on, serves a loopback client without a token, and not a rebinding page', async () => {
     expect((await fetch(`${open.app.address}/`)).status).toBe(200);
     const port = new URL(open.app.address!).port;
     const rebound = await get(`${open.app.address}/`, { host: `evil.example:${port}` });
