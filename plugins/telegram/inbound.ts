@@ -4,12 +4,26 @@
  * long polling (one polling host across all hosts, by a Redis lease),
  * normalized and handed to the host; a button click is answered here. Its
  * state (the poller, the webhook's readiness) is declared as fields.
+ * The webhook's secret token carries no time, so a webhook message whose
+ * `date` is older than the dedupe window less a margin is dropped unanswered
+ * (a captured update replayed after its dedupe key expired would otherwise
+ * be answered again); polled updates come from Telegram itself and are not.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Api } from 'grammy';
 import type { Logger } from 'pino';
-import { type ChannelDeps, type ChannelHost, InvalidInputError, pluginStorage, type ReceiveResult, RedisLease } from 'steerbot/channel';
+import {
+  type ChannelDeps,
+  type ChannelHost,
+  InvalidInputError,
+  pluginMetrics,
+  pluginStorage,
+  type ReceiveResult,
+  RedisLease,
+  replayWindowSeconds,
+  staleDelivery,
+} from 'steerbot/channel';
 import type { TelegramConfig } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';
@@ -25,6 +39,13 @@ const COMMANDS = [
   { command: 'queue', description: 'How messages sent while I work are handled: steer, followup, collect, interrupt, supersede' },
   { command: 'status', description: 'What I am doing now' },
 ];
+
+/** Webhook updates dropped as too old to answer (`steerbot_telegram_stale_updates_total`), by reason. */
+const staleUpdates = pluginMetrics('telegram').counter(
+  'stale_updates_total',
+  "Telegram webhook updates dropped unanswered because their message's date is older than the dedupe window less a margin, or missing.",
+  ['reason'],
+);
 
 /** The inbound side of one Telegram channel plugin. */
 export class TelegramInbound {
@@ -71,7 +92,7 @@ export class TelegramInbound {
     registerWebhookRoute(host.routes, {
       path: cfg.webhookPath,
       secret: cfg.webhookSecret as string,
-      handle: (update) => this.handleUpdate(host, bot, update),
+      handle: (update) => this.handleWebhookUpdate(host, bot, update, replayWindowSeconds(host.dedupeTtlSeconds)),
     });
     if (cfg.webhookUrl) {
       await this.call('setWebhook', () =>
@@ -110,6 +131,25 @@ export class TelegramInbound {
       if (!(err instanceof InvalidInputError)) throw err;
       this.logger.warn({ err, updateId: parsed.data.update_id }, 'telegram update rejected; skipped');
     }
+  }
+
+  /**
+   * One webhook update: a message dated outside the replay window (or not
+   * dated) is dropped, logged and counted, with nothing written or sent; the
+   * webhook still answers 200 so Telegram does not deliver it again. A button
+   * click carries no time of its own (its message's `date` is when the bot
+   * sent the buttons) and is handled as usual.
+   */
+  private async handleWebhookUpdate(host: ChannelHost, bot: BotIdentity, update: TelegramUpdate, windowSeconds: number): Promise<Record<string, unknown>> {
+    if (update.message) {
+      const reason = staleDelivery(update.message.date, windowSeconds);
+      if (reason) {
+        staleUpdates.inc({ reason });
+        this.logger.info({ updateId: update.update_id, date: update.message.date, windowSeconds, reason }, 'telegram update too old to be answered; dropped');
+        return { ok: true, ignored: reason };
+      }
+    }
+    return this.handleUpdate(host, bot, update);
   }
 
   /** Normalizes one update and hands it to the host; the result is what the webhook answers. */

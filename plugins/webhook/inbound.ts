@@ -1,10 +1,22 @@
 /**
  * The webhook channel's inbound route: `POST <path>` with a signed JSON body.
  * The signature is checked on the raw bytes before anything is parsed;
- * a rejected request writes nothing.
+ * a rejected request writes nothing. A signed timestamp older than
+ * `maxSkewSeconds`, or than the dedupe window less a margin when that is
+ * shorter, is a replay (401): a request is accepted only while its id's
+ * dedupe key would still recognise it.
  */
 
-import { attachmentSchema, type ChannelHost, type InboundMessage, json, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/channel';
+import {
+  attachmentSchema,
+  type ChannelHost,
+  type InboundMessage,
+  json,
+  type RouteRequest,
+  type RouteResponse,
+  readJsonBody,
+  replayWindowSeconds,
+} from 'steerbot/channel';
 import { z } from 'zod';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';
@@ -45,7 +57,8 @@ export function inboundHandler(o: InboundOptions) {
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the edge answers with a status per failure (signature 401, body 400, store down 503, duplicate 200); one guard per status, in order
   return async (req: RouteRequest): Promise<RouteResponse> => {
     const raw = req.body;
-    const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), o.config.maxSkewSeconds);
+    const maxSkewSeconds = Math.min(o.config.maxSkewSeconds, replayWindowSeconds(o.host().dedupeTtlSeconds));
+    const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), maxSkewSeconds);
     if (refused) return json(401, { error: refused });
 
     const parsed = readJsonBody(req, webhookBodySchema);
@@ -70,7 +83,9 @@ export function inboundHandler(o: InboundOptions) {
     const result = await o.host().receive(o.channelId, message);
     switch (result.kind) {
       case 'ignored':
-        return json(403, { error: result.reason === 'not-allowed' ? 'sender is not allowed on this channel' : `ignored: ${result.reason}` });
+        return json(403, {
+          error: result.reason === 'not-allowed' || result.reason === 'refused' ? 'sender is not allowed on this channel' : `ignored: ${result.reason}`,
+        });
       case 'command':
         return result.duplicate
           ? json(200, { result: 'duplicate', command: result.command })

@@ -3,9 +3,24 @@
  * normalized and handed to the host (a click on a reply button is answered
  * here, WhatsApp having no toast), the newest message id is kept for the
  * read receipt and typing indicator, and status callbacks create no turns:
- * a `failed` one is recorded for the reply it names.
+ * a `failed` one is recorded for the reply it names. The app secret's
+ * signature carries no time, so a message or status whose own `timestamp` is
+ * older than the dedupe window less a margin (or that has none) is dropped
+ * unanswered: a captured delivery replayed after its dedupe key expired
+ * would otherwise be answered again.
  */
-import { asRedisUnavailable, type ChannelHost, type ChannelOutbound, type Logger, type ReceiveResult, type RedisClient } from 'steerbot/channel';
+import {
+  asRedisUnavailable,
+  type ChannelHost,
+  type ChannelOutbound,
+  type Logger,
+  pluginMetrics,
+  type ReceiveResult,
+  type RedisClient,
+  replayWindowSeconds,
+  type StaleReason,
+  staleDelivery,
+} from 'steerbot/channel';
 import type { WhatsAppConfig } from './config.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient } from './graph.js';
@@ -15,6 +30,13 @@ import type { ChangeValue, WaMessage, WaStatus, WebhookPayload } from './payload
 
 /** How long the newest message id is kept, in seconds: WhatsApp's customer-service window. */
 const LAST_INBOUND_TTL_SECONDS = 24 * 3600;
+
+/** Messages and statuses dropped as too old to answer (`steerbot_whatsapp_stale_deliveries_total`), by reason. */
+const staleDeliveries = pluginMetrics('whatsapp').counter(
+  'stale_deliveries_total',
+  'WhatsApp messages and statuses dropped unanswered because their timestamp is older than the dedupe window less a margin, or missing.',
+  ['reason'],
+);
 
 /** What the inbound side needs. */
 export interface WhatsAppInboundOptions {
@@ -37,14 +59,31 @@ export class WhatsAppInbound {
   /** Handles one delivery: every message and status of the changes for this channel's phone number, in order. */
   async handle(host: ChannelHost, payload: WebhookPayload): Promise<Record<string, unknown>> {
     const results: string[] = [];
+    const windowSeconds = replayWindowSeconds(host.dedupeTtlSeconds);
+    const tooOld = (item: WaMessage | WaStatus, kind: 'message' | 'status') => this.tooOld(item, kind, windowSeconds);
     for (const entry of payload.entry) {
       for (const change of entry.changes) {
         if (change.field !== 'messages' || !this.forUs(change.value)) continue;
-        for (const status of change.value.statuses ?? []) results.push(await this.handleStatus(status));
-        for (const msg of change.value.messages ?? []) results.push(await this.handleMessage(host, msg, this.nameOf(change.value, msg.from)));
+        for (const status of change.value.statuses ?? []) results.push(tooOld(status, 'status') ?? (await this.handleStatus(status)));
+        for (const msg of change.value.messages ?? []) {
+          results.push(tooOld(msg, 'message') ?? (await this.handleMessage(host, msg, this.nameOf(change.value, msg.from))));
+        }
       }
     }
     return { ok: true, results };
+  }
+
+  /**
+   * `ignored:<reason>` when the item's timestamp is outside the replay window
+   * or missing (logged and counted; nothing is written or sent), else undefined.
+   * Meta signs the body, so a replay cannot change or drop the timestamp.
+   */
+  private tooOld(item: WaMessage | WaStatus, kind: 'message' | 'status', windowSeconds: number): string | undefined {
+    const reason: StaleReason | undefined = staleDelivery(item.timestamp, windowSeconds, (this.o.now ?? Date.now)());
+    if (!reason) return undefined;
+    staleDeliveries.inc({ reason });
+    this.o.logger.info({ kind, id: item.id, timestamp: item.timestamp, windowSeconds, reason }, `whatsapp ${kind} too old to be answered; dropped`);
+    return `ignored:${reason}`;
   }
 
   /** Deliveries for another phone number of the same app are not this channel's. */

@@ -130,7 +130,8 @@ const validTelegramMessage = fc.record(
       { id: fc.constant(UNIQUE_INT), type: fc.constantFrom('private', 'group', 'supergroup', 'channel'), is_forum: fc.boolean(), title: hostileString },
       { requiredKeys: ['id', 'type'] },
     ),
-    date: fc.nat(),
+    // Mostly now: the webhook drops a message dated outside the replay window before it is read further.
+    date: fc.oneof({ weight: 4, arbitrary: fc.constant(Math.floor(Date.now() / 1000)) }, { weight: 1, arbitrary: fc.nat() }),
     text: fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom('hello @steer_test_bot', '/stop', '/new@steer_test_bot', '/queue interrupt', '/status', '/purge') },
       { weight: 3, arbitrary: hostileString },
