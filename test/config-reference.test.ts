@@ -17,9 +17,18 @@ describe('configuration reference', () => {
   it('names every environment variable next to the setting it sets', () => {
     const text = configReference(BUILTIN_REGISTRY);
     for (const b of envBindings(BUILTIN_REGISTRY)) {
-      // Provider key variables share `model.apiKey`; the first one names the row, the others are listed in the model docs.
-      if (b.path === 'model.apiKey') continue;
-      expect(text, b.env).toContain(`| \`${b.path}\` | \`${b.env}\` |`);
+      const row = text.split('\n').find((l) => l.startsWith(`| \`${b.path}\` | `));
+      expect(row?.split(' | ')[1]?.split(', '), b.env).toContain(`\`${b.env}\``);
+    }
+  });
+
+  it("names every provider's key variable on the model.apiKey row and in its description", () => {
+    const row = configReference(BUILTIN_REGISTRY)
+      .split('\n')
+      .find((l) => l.startsWith('| `model.apiKey` | '));
+    for (const variable of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GOOGLE_GENERATIVE_AI_API_KEY']) {
+      expect(row?.split(' | ')[1], variable).toContain(`\`${variable}\``);
+      expect(row?.split(' | ')[3], variable).toContain(`\`${variable}\``);
     }
   });
 

@@ -125,6 +125,12 @@ const docFiles = [
     .map((f) => join(ROOT, 'docs', f)),
 ];
 
+/** docs/benchmarks/*.md: each bench's dated history, reached from docs/benchmarks.md rather than README.md. */
+const benchmarkHistoryFiles = readdirSync(join(ROOT, 'docs', 'benchmarks'))
+  .filter((f) => f.endsWith('.md'))
+  .sort()
+  .map((f) => join(ROOT, 'docs', 'benchmarks', f));
+
 describe('documentation links', () => {
   describe('the checker', () => {
     const file = join(ROOT, 'docs', 'example.md');
@@ -153,7 +159,7 @@ describe('documentation links', () => {
     });
   });
 
-  for (const path of docFiles) {
+  for (const path of [...docFiles, ...benchmarkHistoryFiles]) {
     it(`${relative(ROOT, path)}: every relative link points to an existing file and heading`, () => {
       const broken = brokenLinks(path, readFileSync(path, 'utf8'));
       expect(broken, `broken links:\n${broken.join('\n')}`).toEqual([]);
