@@ -5,6 +5,7 @@
  * build inside the @sparticuz/chromium package (no system browser needed), or
  * the one `CHROMIUM_PATH` names.
  */
+import { execFileSync } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -22,38 +23,69 @@ import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
 /** `expect.poll` with a deadline for a loaded machine (pages poll and stream; the default 1 s is too tight). */
 export const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 50 });
 
-/**
- * The Chromium build shipped (brotli-compressed) in @sparticuz/chromium,
- * unpacked once per machine and version into the temp folder. Not the
- * package's `executablePath()`: it writes `/tmp/chromium` in place, so a test
- * file in another worker (or another run) could start a half-written binary.
- * Here each unpacks to a file of its own and renames it into place.
- */
-async function packagedChromium(): Promise<string> {
-  const require = createRequire(import.meta.url);
-  const pkgDir = resolve(dirname(require.resolve('@sparticuz/chromium')), '..');
-  const { version } = require(join(pkgDir, 'package.json')) as { version: string };
-  const target = join(tmpdir(), `steerbot-chromium-${version}`, 'chromium');
-  if (existsSync(target)) return target;
-  mkdirSync(dirname(target), { recursive: true });
+/** Unpacks `<pkg>/bin/<archive>.br` (brotli) to `target`, through a file of its own renamed into place. */
+async function unbrotli(source: string, target: string, mode: number): Promise<void> {
   const partial = `${target}.${process.pid}.${Date.now()}.partial`;
   try {
-    await pipeline(createReadStream(join(pkgDir, 'bin', 'chromium.br')), createBrotliDecompress(), createWriteStream(partial, { mode: 0o755 }));
+    await pipeline(createReadStream(source), createBrotliDecompress(), createWriteStream(partial, { mode }));
     renameSync(partial, target);
   } finally {
     rmSync(partial, { force: true });
   }
-  return target;
 }
 
-/** The browser: `CHROMIUM_PATH` when set, else the packaged build. */
-function chromiumPath(): Promise<string> {
-  return process.env.CHROMIUM_PATH ? Promise.resolve(process.env.CHROMIUM_PATH) : packagedChromium();
+/** A packaged Chromium: the binary, and the folder of the shared libraries it brings (NSS, NSPR, expat). */
+interface PackagedChromium {
+  executablePath: string;
+  libDir: string;
+}
+
+/**
+ * The Chromium build shipped (brotli-compressed) in @sparticuz/chromium,
+ * unpacked once per machine and version into the temp folder, with the
+ * shared libraries of its `al2023` archive, so a slim machine without
+ * `libnss3` runs it too. Not the package's `executablePath()`: it writes
+ * `/tmp/chromium` in place, so a test file in another worker (or another
+ * run) could start a half-written binary. Here each unpacks to a file of its
+ * own and renames it into place; the libraries go to a folder of their own,
+ * renamed into place whole.
+ */
+async function packagedChromium(): Promise<PackagedChromium> {
+  const require = createRequire(import.meta.url);
+  const pkgDir = resolve(dirname(require.resolve('@sparticuz/chromium')), '..');
+  const { version } = require(join(pkgDir, 'package.json')) as { version: string };
+  const home = join(tmpdir(), `steerbot-chromium-${version}`);
+  const executablePath = join(home, 'chromium');
+  const libDir = join(home, 'lib');
+  mkdirSync(home, { recursive: true });
+  if (!existsSync(executablePath)) await unbrotli(join(pkgDir, 'bin', 'chromium.br'), executablePath, 0o755);
+  if (!existsSync(libDir)) {
+    const tar = join(home, `al2023.${process.pid}.tar`);
+    const staging = mkdtempSync(join(home, 'al2023-'));
+    try {
+      await unbrotli(join(pkgDir, 'bin', 'al2023.tar.br'), tar, 0o644);
+      execFileSync('tar', ['-xf', tar, '-C', staging]);
+      if (!existsSync(libDir)) renameSync(join(staging, 'lib'), libDir);
+    } finally {
+      rmSync(tar, { force: true });
+      rmSync(staging, { recursive: true, force: true });
+    }
+  }
+  return { executablePath, libDir };
+}
+
+/** The browser: `CHROMIUM_PATH` when set (its own libraries), else the packaged build with the packaged libraries first. */
+async function chromiumLaunch(): Promise<{ executablePath: string; env?: Record<string, string> }> {
+  if (process.env.CHROMIUM_PATH) return { executablePath: process.env.CHROMIUM_PATH };
+  const { executablePath, libDir } = await packagedChromium();
+  const ld = process.env.LD_LIBRARY_PATH;
+  const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+  return { executablePath, env: { ...env, LD_LIBRARY_PATH: ld ? `${libDir}:${ld}` : libDir } };
 }
 
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
-    executablePath: await chromiumPath(),
+    ...(await chromiumLaunch()),
     args: [
       '--headless',
       '--no-sandbox',
@@ -104,10 +136,17 @@ export interface World {
   ai: FakeOpenAIServer;
   prefix: string;
   config: SteerbotConfig;
+  /** What the start printed for the operator to log in (the one-time login links), when no console token is set. */
+  printed: string[];
   stop(): Promise<void>;
 }
 
-/** Starts steerbot for the browser tests; `env` is added to the test Redis and prefix, `opts.config` to the config file (channels, access, budgets). */
+/**
+ * Starts steerbot for the browser tests; `env` is added to the test Redis and prefix, `opts.config` to the
+ * config file (channels, access, budgets). The pages let this machine in without a login
+ * (`STEERBOT_CONSOLE_ALLOW_LOOPBACK=true`) unless `env` says otherwise: the browser tests are about the
+ * pages, test/web/access.test.ts and test/security/console-and-web.test.ts about who gets in.
+ */
 export async function startWorld(
   redisUrl: string,
   env: Record<string, string> = {},
@@ -127,14 +166,20 @@ export async function startWorld(
       ...opts.config,
     }),
   );
-  const loaded = await loadConfig({ file, env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, ...env } });
+  const loaded = await loadConfig({ file, env: { REDIS_URL: redisUrl, STEERBOT_PREFIX: prefix, STEERBOT_CONSOLE_ALLOW_LOOPBACK: 'true', ...env } });
   const config: SteerbotConfig = { ...loaded, http: { ...loaded.http, port: 0 } };
-  const app = await startApp({ config, logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  const printed: string[] = [];
+  const app = await startApp({
+    config,
+    logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    printLogin: (text) => void printed.push(text),
+  });
   return {
     app,
     ai,
     prefix,
     config,
+    printed,
     async stop() {
       const redis = app.ctx.redis;
       await cleanupPrefix(redis, prefix).catch(() => undefined);
