@@ -3,6 +3,34 @@ import { defineConfig } from 'vitest/config';
 
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
+/** Test files that start processes (tsx or dist), kill them, restart servers, pack the package or drive a browser. */
+const E2E = [
+  'test/chaos/**/*.test.ts',
+  'test/cluster/**/*.test.ts',
+  'test/sentinel/**/*.test.ts',
+  'test/package/**/*.test.ts',
+  'test/web/**/*.test.ts',
+  'test/runner/e2e-recorded-answer.test.ts',
+  'test/runner/e2e-recovery.test.ts',
+  'test/runner/recovery-lease.test.ts',
+  'test/schedules/fire-kill.test.ts',
+  'test/tools/durable.test.ts',
+  'test/http-agent/python-agent.test.ts',
+  'test/channels/slack-start.test.ts',
+  'test/channels/whatsapp-start.test.ts',
+  'test/host/prefix-isolation.test.ts',
+  'test/host/redis-outage.test.ts',
+  'test/events/api-e2e.test.ts',
+  'test/people/cli-pair.test.ts',
+  'test/telemetry/readiness.test.ts',
+  'test/security/send-api.test.ts',
+  'test/security/scope-model.test.ts',
+  'test/cli.test.ts',
+  'test/lazy-plugins.test.ts',
+  'test/secrets-e2e.test.ts',
+  'test/declared-secrets.test.ts',
+];
+
 export default defineConfig({
   // The package's own entry points, for examples/ (written as a user writes them): the sources, no build needed.
   resolve: {
@@ -14,11 +42,16 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
     reporters: ['default', './test/summary-reporter.ts'],
+    // Two lanes: `unit` runs in-process (the inner loop, `npm run test:unit`); `e2e` starts processes,
+    // kills them, restarts Redis, packs the package or drives a browser. `npm test` runs both.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: E2E } },
+      { extends: true, test: { name: 'e2e', include: E2E } },
+    ],
   },
 });

@@ -181,7 +181,7 @@ const consoleSchema = z.strictObject({
   token: pageToken
     .optional()
     .describe(
-      'Token the console (and the web chat, unless it is public) requires: open it once with `/console?token=<token>`, or send `Authorization: Bearer`. Secret. Default: unset — each start generates a random one and prints a one-time login link to stderr (never to the logs). Set it when several hosts share a load balancer, or when your process output is collected.',
+      'Token the console (and the browser chat channel, unless it is public) requires: open it once with `/console?token=<token>`, or send `Authorization: Bearer`. Secret. Default: unset — each start generates a random one and prints a one-time login link to stderr (never to the logs). Set it when several hosts share a load balancer, or when your process output is collected.',
     ),
   allowLoopback: z
     .boolean({ error: 'expected true or false' })
@@ -224,13 +224,13 @@ const apiTokenSchema = z
       .array(z.string().min(1))
       .min(1)
       .optional()
-      .describe('Channel ids the token may reach (`telegram`, `webhook:crm`). Default: unset — every channel.'),
+      .describe('Channel ids the token may reach (a channel plugin id, or `<plugin>:<name>` for a named instance). Default: unset — every channel.'),
     conversations: z
       .array(z.string().min(1).max(300))
       .min(1)
       .optional()
       .describe(
-        'Conversations the token may reach: an entry matches that conversation id and its threads (`telegram:-100123` matches `telegram:-100123:7`); an entry ending in `*` matches every id that starts with the text before it. Default: unset — every conversation of its channels.',
+        'Conversations the token may reach: an entry matches that conversation id and its threads (`<channel>:<chat>` matches `<channel>:<chat>:<thread>`); an entry ending in `*` matches every id that starts with the text before it. Default: unset — every conversation of its channels.',
       ),
     scopes: z
       .array(enumOf(API_TOKEN_SCOPES))
@@ -286,10 +286,10 @@ const heartbeatSchema = z.strictObject({
     .describe('What the agent is asked at each heartbeat, e.g. "look at the build; tell me only if it broke". Required.'),
   owner: z
     .string()
-    .regex(/^[^\s{}]{1,257}$/, { error: 'expected an identity id such as telegram:1001 (no whitespace or braces)' })
+    .regex(/^[^\s{}]{1,257}$/, { error: 'expected an identity id such as <channel>:<user id> (no whitespace or braces)' })
     .optional()
     .describe(
-      "The identity a heartbeat's runs are charged to (its budget; its memory), e.g. `telegram:1001`; purging that person removes the heartbeat until the next start. Default: the operator (only the conversation's budget applies, no person's memory).",
+      "The identity a heartbeat's runs are charged to (its budget; its memory), `<channel>:<user id>` or a linked identity; purging that person removes the heartbeat until the next start. Default: the operator (only the conversation's budget applies, no person's memory).",
     ),
 });
 
