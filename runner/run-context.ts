@@ -96,6 +96,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
         o.schedules,
         ref.conversationId,
         p.identity,
+        inputs.some((m) => m.group === true),
         cancelRule(o, ref.conversationId, p.identity, () => [...requesters]),
       ),
     }),
@@ -184,12 +185,19 @@ function runMemory(store: MemoryStore, identity: string): RunMemory {
  * run's accountable identity (their fires are charged to it); cancelling
  * another's follows the group rule (`cancelRefusal`).
  */
-function conversationSchedules(schedules: Schedules, conversationId: string, owner: string | undefined, rule: CancelRuleDeps): ConversationSchedules {
+function conversationSchedules(
+  schedules: Schedules,
+  conversationId: string,
+  owner: string | undefined,
+  group: boolean,
+  rule: CancelRuleDeps,
+): ConversationSchedules {
   return {
     create: (request, opts) =>
       schedules.create(conversationId, request, {
         createdBy: 'agent',
         owner,
+        group,
         ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }),
       }),
     list: (count) => schedules.list(conversationId, count),

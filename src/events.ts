@@ -17,6 +17,8 @@ export interface EventInput {
   origin: InputOrigin;
   /** What the agent is told (1 to `dispatch.maxMessageChars` characters). */
   text: string;
+  /** Goes to a group chat (a schedule made there): recorded as a group input. Default false. */
+  group?: boolean;
 }
 
 /** The update key (dedupe identity, per conversation) of a non-user input: `<kind>:<source>:<id>`. */
@@ -43,6 +45,7 @@ export function ingestEvent(deps: IngestDeps, input: EventInput, opts: IngestOpt
       sender: { id: `${origin.kind}:${origin.source}`, name: origin.source, isBot: true },
       text: input.text,
       origin,
+      ...(input.group === true && { group: true }),
     },
     opts,
   );

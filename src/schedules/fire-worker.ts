@@ -212,6 +212,7 @@ export function ingestFire(deps: IngestDeps, f: Fire, opts: IngestOptions): Prom
         ...(schedule.owner !== undefined && { owner: schedule.owner }),
       },
       text: schedule.prompt,
+      ...(schedule.group === true && { group: true }),
     },
     opts,
   );

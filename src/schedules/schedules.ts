@@ -75,6 +75,7 @@ const scheduleSchema = z.object({
   createdAt: z.number(),
   createdBy: z.string(),
   owner: z.string().optional(),
+  group: z.literal(true).optional(),
 }) as z.ZodType<Schedule>;
 
 /** A schedule with its next fire time(s), as listed. */
@@ -134,7 +135,7 @@ export class Schedules {
   async create(
     conversationId: string,
     request: ScheduleRequest,
-    opts: { createdBy: string; owner?: string | undefined; origin?: ScheduleOrigin; id?: string },
+    opts: { createdBy: string; owner?: string | undefined; group?: boolean; origin?: ScheduleOrigin; id?: string },
   ): Promise<ListedSchedule> {
     const k = conversationKeys(this.o.prefix, conversationId);
     const { parts, next } = this.preview(request);
@@ -149,6 +150,7 @@ export class Schedules {
       createdAt: this.now(),
       createdBy: opts.createdBy,
       ...(opts.owner !== undefined && { owner: opts.owner }),
+      ...(opts.group === true && { group: true as const }),
     };
     // The cap is the script's to decide (atomically; an id that exists is a re-run, not a new place).
     const existed = (await this.o.client.hexists(k.schedules, id)) === 1;

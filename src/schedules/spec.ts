@@ -42,6 +42,11 @@ export interface Schedule {
    * the operator (only the conversation's budget applies, no person's memory).
    */
   owner?: string;
+  /**
+   * Made in a group chat: its fires are group inputs, so their runs get no
+   * personal memory unless the profile opts in (docs/people.md#in-groups).
+   */
+  group?: true;
 }
 
 /** A schedule as a tool, a command or the console asks for it. Exactly one of `at`, `in`, `cron`, `every`. */

@@ -20,6 +20,7 @@ import type { BudgetSettings } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { CoreConfig } from '../../src/config.js';
 import { IdentityStore } from '../../src/identity.js';
+import { MemoryStore } from '../../src/memory.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
 import { type HeartbeatSettings, heartbeatId } from '../../src/schedules/heartbeats.js';
@@ -197,6 +198,28 @@ describe('a schedule fire is charged to the person who made the schedule', () =>
     expect(await allNotes(s)).toEqual([]);
     expect(await s.scheduling.schedules.list(ALICE_DM)).toEqual([]);
     expect(await s.scheduling.schedules.queue.getJobScheduler(recurring!.id)).toBeUndefined();
+  });
+});
+
+describe('a schedule made in a group', () => {
+  it("fires as a group input: its run gets none of the creator's personal notes or memory tools", async () => {
+    const s = (sys = await start());
+    s.model.script([
+      { toolCalls: [{ name: 'schedule_create', args: { in: '1s', prompt: 'Tell the group the plan.' } }] },
+      { text: 'Scheduled.' },
+      { text: 'Here is the plan.' },
+    ]);
+    // Alice has a personal note; she has the agent set a reminder in the group.
+    await new MemoryStore({ redis: s.h.redis, prefix: s.h.prefix, limits: s.h.ctx.config.memory }).save(P, 'Her bank PIN is 4321.');
+    expect(await s.post(messageUpdate({ chatId: GROUP, from: ALICE, text: 'remind the group of the plan' }))).toBe(200);
+    expect(await replies(s, GROUP, 2)).toEqual(['Scheduled.', 'Here is the plan.']);
+
+    const fire = (await s.h.entries('message.received', GROUP_CID)).find((m) => m.origin?.kind === 'schedule');
+    expect(fire?.group).toBe(true);
+    expect(fire?.origin?.owner).toBe(P);
+    const fireRequest = s.model.requests[2]!.body;
+    expect(JSON.stringify(fireRequest)).not.toContain('4321');
+    expect((fireRequest.tools ?? []).map((t: { function: { name: string } }) => t.function.name).filter((n: string) => n.startsWith('memory_'))).toEqual([]);
   });
 });
 
