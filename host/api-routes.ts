@@ -96,7 +96,12 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
     const policy = o.channelPolicy(conversationId);
     const result = await ingestEvent(
       o.ingest,
-      { conversationId, origin: { kind: 'event', source, id, ...(data !== undefined && { data }) }, text },
+      // The run is charged to the token's owner (its budget, its memory); none: the operator.
+      {
+        conversationId,
+        origin: { kind: 'event', source, id, ...(data !== undefined && { data }), ...(token.owner !== undefined && { owner: token.owner }) },
+        text,
+      },
       policy ? { policy } : {},
     );
     return eventResponse(result);

@@ -30,6 +30,8 @@ export interface ApiToken {
   conversations?: readonly string[];
   /** Requests per minute. */
   ratePerMinute: number;
+  /** The identity its events' runs are charged to; undefined: the operator. */
+  owner?: string;
 }
 
 /** What `admit` answers. */
@@ -46,6 +48,7 @@ export function apiTokensFromConfig(api: CoreConfig['host']['api']): ApiToken[] 
     ...(t.channels && { channels: t.channels }),
     ...(t.conversations && { conversations: t.conversations }),
     ratePerMinute: t.ratePerMinute,
+    ...(t.owner !== undefined && { owner: t.owner }),
   }));
   if (api.token !== undefined) {
     out.push({ name: LEGACY_API_TOKEN_NAME, digest: sha256(api.token), scopes: new Set(API_TOKEN_SCOPES), ratePerMinute: API_TOKEN_RATE_PER_MINUTE });

@@ -207,6 +207,9 @@ export const API_TOKEN_RATE_PER_MINUTE = 60;
 /** Name of the single `host.api.token` among the scoped tokens (its rate bucket, its revocation). */
 export const LEGACY_API_TOKEN_NAME = 'default';
 
+/** An identity id: `<channel>:<user id>`, or the identity linked accounts share. */
+const identityIdSchema = z.string().regex(/^[^\s{}]{1,257}$/, { error: 'expected an identity id such as <channel>:<user id> (no whitespace or braces)' });
+
 const apiTokenSchema = z
   .strictObject({
     name: z
@@ -236,6 +239,11 @@ const apiTokenSchema = z
       .array(enumOf(API_TOKEN_SCOPES))
       .min(1, { error: 'expected at least one scope' })
       .describe('What the token may do: `send` (messages), `events` (wake the agent), `open` (reach a conversation that has no record yet). Required.'),
+    owner: identityIdSchema
+      .optional()
+      .describe(
+        "The identity the runs this token's events start are charged to (its budget; its memory), `<channel>:<user id>` or a linked identity. Default: the operator (only the conversation's budget applies, no person's memory).",
+      ),
     ratePerMinute: int(1, 100_000)
       .default(API_TOKEN_RATE_PER_MINUTE)
       .describe('Requests per minute the token may make (a token bucket that holds as many; more get 429). Default 60.'),
@@ -284,9 +292,7 @@ const heartbeatSchema = z.strictObject({
     .min(1, { error: 'expected a prompt' })
     .max(4000, { error: 'expected at most 4000 characters' })
     .describe('What the agent is asked at each heartbeat, e.g. "look at the build; tell me only if it broke". Required.'),
-  owner: z
-    .string()
-    .regex(/^[^\s{}]{1,257}$/, { error: 'expected an identity id such as <channel>:<user id> (no whitespace or braces)' })
+  owner: identityIdSchema
     .optional()
     .describe(
       "The identity a heartbeat's runs are charged to (its budget; its memory), `<channel>:<user id>` or a linked identity; purging that person removes the heartbeat until the next start. Default: the operator (only the conversation's budget applies, no person's memory).",

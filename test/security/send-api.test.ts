@@ -22,6 +22,7 @@ import { readRange } from '../../src/record/read.js';
 import { bullPrefixFor } from '../../src/run-queue.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-sec-0123456789abcdef';
@@ -45,7 +46,7 @@ interface World {
 }
 
 /** The app from a config file (`api` is its `host.api` section), on a fresh prefix and queue. */
-async function startWorld(api: Record<string, unknown>, env: Record<string, string> = {}): Promise<World> {
+async function startWorld(api: Record<string, unknown>, env: Record<string, string> = {}, extra: Record<string, unknown> = {}): Promise<World> {
   const [tg, openai] = await Promise.all([startFakeTelegram(), startFakeOpenAI()]);
   const dir = mkdtempSync(join(tmpdir(), 'steerbot-sec-api-'));
   const prefix = testPrefix();
@@ -60,6 +61,7 @@ async function startWorld(api: Record<string, unknown>, env: Record<string, stri
         telegram: { apiRoot: tg.apiRoot, mode: 'polling', registerCommands: false, pollTimeoutSeconds: 1 },
         webhooks: { e2e: { secret: SECRET } },
       },
+      ...extra,
     }),
   );
   const base = {
@@ -288,5 +290,55 @@ describe("the webhook channel's event stream", () => {
     const other = await fetch(url(w, 'c-2'), { headers: { authorization: `Bearer ${token}` } });
     expect(other.status).toBe(401);
     await other.body?.cancel();
+  });
+});
+
+describe("an event is charged to its token's owner", () => {
+  const OWNED = 'owned-token-0123456789abcdef0';
+  const UNOWNED = 'unowned-token-0123456789abcde';
+  let w: World;
+  beforeAll(async () => {
+    w = await startWorld(
+      {
+        tokens: [
+          { name: 'alice-bot', token: OWNED, scopes: ['events', 'open'], owner: ALICE_CHAT },
+          { name: 'ops', token: UNOWNED, scopes: ['events', 'open'] },
+        ],
+      },
+      {},
+      { budgets: { identity: { runsPerHour: 1 } } },
+    );
+  }, 30_000);
+  afterAll(() => stopWorld(w));
+
+  it("refuses a second event run once the owner's budget is spent, with no model call; an operator's event still runs", async () => {
+    const chat = 880_101;
+    const cid = `telegram:${chat}`;
+    const record = () => readRange(w.app.ctx.redis, conversationKeys(w.prefix, cid).log);
+    const ended = (n: number) =>
+      waitFor(async () => (await record()).filter((e) => e.kind === 'run.ended').length >= n || undefined, 15_000, `${n} runs ended`);
+
+    expect((await event(w, OWNED, cid, 'o-1')).status).toBe(202);
+    await ended(1);
+    const calls = w.openai.requests.length;
+    expect(sentTo(w, chat)).toHaveLength(1);
+
+    // The owner's one run an hour is spent: the next event's run ends on the budget before any model call.
+    expect((await event(w, OWNED, cid, 'o-2')).status).toBe(202);
+    await ended(2);
+    expect(w.openai.requests.length).toBe(calls);
+    const entries = await record();
+    const runs = entries.filter((e) => e.kind === 'run.ended') as Array<{ outcome: string; reason?: string }>;
+    expect(runs.map((r) => [r.outcome, r.reason ?? null])).toEqual([
+      ['completed', null],
+      ['failed', 'budget'],
+    ]);
+    const owners = entries.filter((e) => e.kind === 'message.received').map((e) => (e as { origin?: { owner?: string } }).origin?.owner);
+    expect(owners).toEqual([ALICE_CHAT, ALICE_CHAT]);
+
+    // The operator's token is charged to nobody's identity budget: its event runs.
+    expect((await event(w, UNOWNED, cid, 'u-1')).status).toBe(202);
+    await ended(3);
+    expect(w.openai.requests.length).toBe(calls + 1);
   });
 });
