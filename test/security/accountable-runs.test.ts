@@ -10,47 +10,22 @@
  * group member who is not an admin has the agent cancel the admin's schedule.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { peopleParts } from '../../host/main.js';
-import { createChannelHost } from '../../host/receive.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
-import { startRunner } from '../../runner/main.js';
 import type { BudgetSettings } from '../../src/budget.js';
-import type { ChannelPlugin } from '../../src/channel.js';
-import type { CoreConfig } from '../../src/config.js';
-import { IdentityStore } from '../../src/identity.js';
-import { MemoryStore } from '../../src/memory.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
-import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
+import type { ConfiguredSchedules } from '../../src/schedules/from-config.js';
 import { type HeartbeatSettings, heartbeatId } from '../../src/schedules/heartbeats.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { RunnerHarness } from '../../testing/runner-harness.js';
+import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { postUpdate } from '../channels/telegram-harness.js';
-import { redisUrl } from '../helpers/redis.js';
-import { fakeModel } from '../runner/harness.js';
+import { startTelegramSystem, type TelegramSystem } from './telegram-system.js';
 
-const SECRET = 'accountable_secret_0123456789';
 const BOB: TgUser = { id: 1002, is_bot: false, first_name: 'Bob', username: 'bob' };
 const GROUP = -100_777;
 const ALICE_DM = `telegram:${ALICE.id}`;
 const GROUP_CID = `telegram:${GROUP}`;
 const P = `telegram:${ALICE.id}`;
 
-interface Sys {
-  h: RunnerHarness;
-  tg: FakeTelegram;
-  model: FakeOpenAIServer;
-  identities: IdentityStore;
-  /** The host's schedules service (as `startHost` builds it: purging a person disarms their schedules). */
-  scheduling: ConfiguredSchedules;
-  /** The runner's fire worker. */
-  fires: ScheduleFireWorker;
-  post(update: unknown): Promise<number>;
-  close(): Promise<void>;
-}
+/** The system with schedules fired by the runner, and its schedules service. */
+type Sys = TelegramSystem & { scheduling: ConfiguredSchedules; fires: ScheduleFireWorker };
 
 let sys: Sys | undefined;
 afterEach(async () => {
@@ -60,65 +35,8 @@ afterEach(async () => {
 
 /** Telegram on a real channel host, memory on, the local agent on the fake model, schedules fired by the runner. */
 async function start(opts: { budgets?: BudgetSettings; heartbeats?: Record<string, HeartbeatSettings> } = {}): Promise<Sys> {
-  const h = await RunnerHarness.start({ redisUrl: redisUrl() });
-  const model = await startFakeOpenAI();
-  const config: CoreConfig = {
-    ...h.ctx.config,
-    memory: { ...h.ctx.config.memory, enabled: true },
-    budgets: opts.budgets ?? {},
-    schedules: { ...h.ctx.config.schedules, enabled: true, missedAfterSeconds: 3600, heartbeats: opts.heartbeats ?? {} },
-  };
-  const ctx = { ...h.ctx, config };
-  const tg = await startFakeTelegram();
-  const http: HttpServer = createHttpServer({ config, redis: ctx.redis, logger: ctx.logger });
-  const deps = { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix };
-  const telegram: ChannelPlugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false, groups: 'always' },
-    deps,
-  );
-  const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
-  const people = await peopleParts(config, identities, ctx.redis, h.prefix);
-  const scheduling = schedulesFromConfig(ctx, ['telegram'], 'test-host-schedules', identities)!;
-  const host = createChannelHost({
-    ...people,
-    routes: routeRegistry(http),
-    redis: ctx.redis,
-    prefix: h.prefix,
-    logger: ctx.logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    schedules: scheduling.schedules,
-    settings: () => telegram.settings,
-    outbound: () => telegram.outbound,
-  });
-  await telegram.start(host);
-  await http.ready();
-  const runner = await startRunner(ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0 }),
-    channels: [],
-    resolveOutbound: () => telegram.outbound,
-    identities,
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-  });
-  h.runners.push(runner);
-  return {
-    h,
-    tg,
-    model,
-    identities,
-    scheduling,
-    fires: runner.fires!,
-    post: (update) => postUpdate(http, SECRET, update),
-    async close() {
-      await telegram.stop();
-      await http.close();
-      await h.close();
-      await scheduling.close();
-      await Promise.all([tg.close(), model.close()]);
-    },
-  };
+  const s = await startTelegramSystem({ ...(opts.budgets && { budgets: opts.budgets }), schedules: { heartbeats: opts.heartbeats ?? {} } });
+  return { ...s, scheduling: s.scheduling!, fires: s.fires! };
 }
 
 const textsIn = (s: Sys, chatId: number) => s.tg.sent.filter((m) => m.chatId === chatId).map((m) => m.text);
@@ -210,7 +128,7 @@ describe('a schedule made in a group', () => {
       { text: 'Here is the plan.' },
     ]);
     // Alice has a personal note; she has the agent set a reminder in the group.
-    await new MemoryStore({ redis: s.h.redis, prefix: s.h.prefix, limits: s.h.ctx.config.memory }).save(P, 'Her bank PIN is 4321.');
+    await s.memory.save(P, 'Her bank PIN is 4321.');
     expect(await s.post(messageUpdate({ chatId: GROUP, from: ALICE, text: 'remind the group of the plan' }))).toBe(200);
     expect(await replies(s, GROUP, 2)).toEqual(['Scheduled.', 'Here is the plan.']);
 

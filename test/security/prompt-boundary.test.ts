@@ -7,17 +7,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ALICE, messageUpdate } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { type PromptSystem, startPromptSystem, systemOf } from './prompt-system.js';
+import { startTelegramSystem, systemOf, type TelegramSystem } from './telegram-system.js';
 
 const ALICE_ID = `telegram:${ALICE.id}`;
 
-let sys: PromptSystem | undefined;
+let sys: TelegramSystem | undefined;
 afterEach(async () => {
   await sys?.close();
   sys = undefined;
 });
 
-const replies = (s: PromptSystem, n: number) => waitFor(() => s.tg.sent.filter((m) => m.chatId === ALICE.id).length >= n || undefined, 10_000, `${n} replies`);
+const replies = (s: TelegramSystem, n: number) =>
+  waitFor(() => s.tg.sent.filter((m) => m.chatId === ALICE.id).length >= n || undefined, 10_000, `${n} replies`);
 
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
@@ -32,7 +33,7 @@ const HOSTILE = [
 
 describe('memory notes in the system prompt', () => {
   it('a note holding a closing tag, fake system lines or look-alike brackets stays escaped inside one framed memory block', async () => {
-    const s = (sys = await startPromptSystem());
+    const s = (sys = await startTelegramSystem());
     // The attack path: text in a message gets the model to save it with its own tool.
     s.model.script([{ toolCalls: [{ name: 'memory_save', args: { text: HOSTILE[0] } }] }, { text: 'Noted.' }]);
     expect(await s.post(messageUpdate({ from: ALICE, text: 'remember this for me' }))).toBe(200);
@@ -68,7 +69,7 @@ describe('memory notes in the system prompt', () => {
   });
 
   it('the escaped memory block is the same bytes from run to run while the notes do not change', async () => {
-    const s = (sys = await startPromptSystem());
+    const s = (sys = await startTelegramSystem());
     await s.memory.save(ALICE_ID, 'Prefers <b>bold</b> & short answers.');
     s.model.script([{ text: 'One.' }, { text: 'Two.' }]);
     expect(await s.post(messageUpdate({ from: ALICE, text: 'first' }))).toBe(200);

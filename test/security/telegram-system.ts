@@ -1,9 +1,10 @@
 /**
- * The system the prompt-boundary tests attack: the Telegram channel (real
- * grammY against the fake Bot API, updates posted to the webhook) on a real
- * channel host with memory on, and the local agent on the real AI SDK
- * provider against the fake OpenAI-compatible model server, so a test reads
- * exactly the request the model received.
+ * The system the prompt, group and accountability attacks run against: the
+ * Telegram channel (real grammY against the fake Bot API, updates posted to
+ * the webhook, groups answered without a mention) on a real channel host with
+ * memory on, the local agent on the real AI SDK provider against the fake
+ * OpenAI-compatible model server (a test reads exactly the request the model
+ * received), and, when asked, schedules fired by the runner's real BullMQ fire worker.
  */
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { peopleParts } from '../../host/main.js';
@@ -12,10 +13,14 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import type { AgentTool } from '../../runner/agent-tool.js';
 import { startRunner } from '../../runner/main.js';
+import type { BudgetSettings } from '../../src/budget.js';
 import type { CoreConfig } from '../../src/config.js';
 import { IdentityStore } from '../../src/identity.js';
 import { MemoryStore } from '../../src/memory.js';
 import { loadProfiles, type ProfileBinding, type ProfileSettings } from '../../src/profiles.js';
+import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
+import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
+import type { HeartbeatSettings } from '../../src/schedules/heartbeats.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
@@ -23,37 +28,49 @@ import { postUpdate } from '../channels/telegram-harness.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel } from '../runner/harness.js';
 
-const SECRET = 'prompt_boundary_secret_0123456789';
+const SECRET = 'telegram_system_secret_0123456789';
 
 /** A running system; `close()` stops everything. */
-export interface PromptSystem {
+export interface TelegramSystem {
   h: RunnerHarness;
   tg: FakeTelegram;
   model: FakeOpenAIServer;
   memory: MemoryStore;
+  identities: IdentityStore;
+  /** The host's schedules service (purging a person disarms their schedules); undefined unless `schedules` was asked for. */
+  scheduling: ConfiguredSchedules | undefined;
+  /** The runner's fire worker; undefined unless `schedules` was asked for. */
+  fires: ScheduleFireWorker | undefined;
   /** POSTs a Telegram update to the webhook; returns the HTTP status. */
   post(update: unknown): Promise<number>;
   close(): Promise<void>;
 }
 
-/** Options of `startPromptSystem`. */
-export interface PromptSystemOptions {
+/** Options of `startTelegramSystem`. */
+export interface TelegramSystemOptions {
   /** Profiles and bindings (config `profiles`, `bindings`). Default: none. */
   profiles?: Record<string, ProfileSettings>;
   bindings?: ProfileBinding[];
   /** Extra agent tools. */
   tools?: AgentTool[];
+  /** Config `budgets`. Default: none. */
+  budgets?: BudgetSettings;
+  /** The host's schedules service, with these configured heartbeats. Default: none on the host (the runner's as configured). */
+  schedules?: { heartbeats?: Record<string, HeartbeatSettings> };
 }
 
-/** Starts Telegram (groups answered without a mention), memory on, the local agent on the fake model. */
-export async function startPromptSystem(o: PromptSystemOptions = {}): Promise<PromptSystem> {
+export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promise<TelegramSystem> {
   const h = await RunnerHarness.start({ redisUrl: redisUrl() });
   const model = await startFakeOpenAI();
   const config: CoreConfig = {
     ...h.ctx.config,
     memory: { ...h.ctx.config.memory, enabled: true },
+    budgets: o.budgets ?? {},
     profiles: o.profiles ?? {},
     bindings: o.bindings ?? [],
+    schedules: o.schedules
+      ? { ...h.ctx.config.schedules, enabled: true, missedAfterSeconds: 3600, heartbeats: o.schedules.heartbeats ?? {} }
+      : h.ctx.config.schedules,
   };
   const ctx = { ...h.ctx, config };
   const tg = await startFakeTelegram();
@@ -64,6 +81,7 @@ export async function startPromptSystem(o: PromptSystemOptions = {}): Promise<Pr
   );
   const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
   const people = await peopleParts(config, identities, ctx.redis, h.prefix);
+  const scheduling = o.schedules ? schedulesFromConfig(ctx, ['telegram'], 'test-host-schedules', identities) : undefined;
   const host = createChannelHost({
     ...people,
     routes: routeRegistry(http),
@@ -73,6 +91,7 @@ export async function startPromptSystem(o: PromptSystemOptions = {}): Promise<Pr
     dispatch: h.dispatch,
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
+    ...(scheduling && { schedules: scheduling.schedules }),
     settings: () => telegram.settings,
     outbound: (id) => (id === telegram.id ? telegram.outbound : undefined),
   });
@@ -93,11 +112,15 @@ export async function startPromptSystem(o: PromptSystemOptions = {}): Promise<Pr
     tg,
     model,
     memory: new MemoryStore({ redis: ctx.redis, prefix: h.prefix, limits: config.memory }),
+    identities,
+    scheduling,
+    fires: runner.fires,
     post: (update) => postUpdate(http, SECRET, update),
     async close() {
       await telegram.stop();
       await http.close();
       await h.close();
+      await scheduling?.close();
       await Promise.all([tg.close(), model.close()]);
     },
   };
