@@ -16,7 +16,7 @@ export async function pairFromCli(config: SteerbotConfig, code: string): Promise
     const prefix = config.redis.prefix;
     const store = new AccessStore(redis, prefix, config.access, new IdentityStore({ redis, prefix }));
     const r = await store.approve(code);
-    if (r.kind !== 'ok') return { ok: false, line: 'No such pairing code, or it expired.' };
+    if (r.kind !== 'ok' || r.value.kind !== 'paired') return { ok: false, line: 'No such pairing code, or it expired.' };
     const { record, identity } = r.value;
     return { ok: true, line: `Approved ${record.name ? `${record.name} (${record.account})` : record.account}; identity ${identity}.` };
   } finally {

@@ -9,6 +9,7 @@ import { Budgets } from '../src/budget.js';
 import type { ChannelHost, ChannelPlugin, ChannelSettings } from '../src/channel.js';
 import { channelResolver, outboundResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config.js';
+import { ConfigError } from '../src/errors.js';
 import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http-access.js';
 import { IdentityStore } from '../src/identity.js';
 import { MemoryStore } from '../src/memory.js';
@@ -79,7 +80,17 @@ export { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
  */
 function channelMaps(channels: readonly ChannelPlugin[], access: CoreConfig['access']) {
   const settingsOf = (p: ChannelPlugin): ChannelSettings => {
-    const admins = [...new Set([...(access.channels[p.id]?.admins ?? []), ...(p.settings?.admins ?? [])])];
+    const listed = access.channels[p.id];
+    // Its senders name themselves: a list would admit whoever claims a listed name.
+    if (p.settings?.unverifiedSenders && listed && (listed.users.length > 0 || listed.admins.length > 0)) {
+      throw new ConfigError([
+        {
+          path: `access.channels.${p.id}`,
+          message: "this channel's senders choose their own ids (a public chat), so users and admins cannot name them; use policy open or pairing there",
+        },
+      ]);
+    }
+    const admins = [...new Set([...(listed?.admins ?? []), ...(p.settings?.admins ?? [])])];
     return { ...p.settings, ...(admins.length > 0 && { admins }) };
   };
   return {

@@ -13,6 +13,7 @@ import type { MemoryStore } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
+import { typedOnlyCommand } from '../src/protocol/send.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { AccessGate } from './access/gate.js';
@@ -64,6 +65,9 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     // Who may talk is the access gate's alone (`access.channels.<id>`), in the access step below.
     const channelSettings = deps.settings?.(channelId) ?? {};
     if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
+    // A click sends its button's text as the clicker: never one that widens access or deletes (whoever made the button).
+    const typedOnly = message.interaction === 'button' ? typedOnlyCommand(message.text) : undefined;
+    if (typedOnly) return { kind: 'command', command: typedOnly, reply: `/${typedOnly} is not run from a button: type it.`, duplicate: false };
     // The profile (a Redis read when bindings name identities) only for a message that gets this far.
     const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
     const command = parseCommand(message.text);

@@ -183,11 +183,16 @@ const ORIGIN_HEADER: Record<InputOrigin['kind'], (source: string) => string> = {
     `[heartbeat ${source}: not a message from the user. Reply only if there is something worth telling the user; otherwise answer with an empty message]`,
 };
 
-/** A non-user input as the model sees it: a header naming its origin, the text, and its data as JSON. */
+/**
+ * A non-user input as the model sees it: a header naming its origin, the
+ * text, and its data as JSON. Text and data are escaped (`escapeData`), and
+ * the data's brackets too, so neither can close a frame, open another
+ * sender's message or forge a header.
+ */
 function originFrame(origin: InputOrigin, body: string): string {
   const lines = [ORIGIN_HEADER[origin.kind](origin.source)];
-  if (body) lines.push(body);
-  if (origin.data !== undefined) lines.push(`[data: ${JSON.stringify(origin.data)}]`);
+  if (body) lines.push(escapeData(body));
+  if (origin.data !== undefined) lines.push(`[data: ${escapeData(JSON.stringify(origin.data)).replaceAll('[', '&#x5B;').replaceAll(']', '&#x5D;')}]`);
   return lines.join('\n');
 }
 

@@ -158,11 +158,16 @@ function stripUndefined<T extends object>(o: T): T {
  * Whether the invocation gets its starter's memory: not when the profile turns
  * memory off, and in a group chat (several people share the prompt and the
  * answers) only when the profile opts in with `memory: { inGroups: true }`.
+ * A run only events or heartbeats started cannot tell a group from a
+ * private chat (nobody's message says which), so it gets the owner's
+ * memory only with that opt-in too; a schedule knows where it was made.
  */
 function memoryAllowed(p: InvocationParts): boolean {
   const setting = p.profile?.memory;
   if (setting === false) return false;
-  return setting?.inGroups === true || !p.inputs.some((m) => m.group === true);
+  if (setting?.inGroups === true) return true;
+  if (p.inputs.some((m) => m.group === true)) return false;
+  return p.inputs.some((m) => m.origin === undefined || m.origin.kind === 'schedule');
 }
 
 /** The memory of one identity; the prompt's notes are read once per invocation. */

@@ -194,6 +194,12 @@ export interface ChannelSettings {
    * Who else may talk is the access gate's (`access.channels.<id>`).
    */
   admins?: readonly string[];
+  /**
+   * The channel's sender ids are chosen by its client, not proven by a
+   * platform (a public web chat): listed users and admins never match them,
+   * and `/pair` and `/link` are refused there. Default false.
+   */
+  unverifiedSenders?: boolean;
 }
 
 /** A channel instance, created by its plugin definition's factory. */

@@ -31,6 +31,22 @@ const LOOK_ALIKES = [
   '\u02C3',
   '\u1438', // ᐸ Canadian syllabics pa
   '\u1433',
+  '\u00AB', // « double angle quotation mark
+  '\u00BB',
+  '\u300A', // 《 CJK double angle bracket
+  '\u300B',
+  '\u226A', // ≪ much less-than
+  '\u226B',
+  '\u27EA', // ⟪ mathematical double angle bracket
+  '\u27EB',
+  '\u29FC', // ⧼ left-pointing curved angle bracket
+  '\u29FD',
+  '\u276C', // ❬ medium angle bracket ornament
+  '\u276D',
+  '\u2770', // ❰ heavy angle bracket ornament
+  '\u2771',
+  '\uFE3F', // ︿ presentation form for vertical angle bracket
+  '\uFE40',
 ];
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };

@@ -14,6 +14,7 @@
  */
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import { accountId } from '../../src/identity.js';
+import type { AccessGate } from './gate.js';
 import type { AccessStore, CodeOutcome, LinkOutcome } from './store.js';
 
 /** Names of the access commands, without the slash. */
@@ -32,6 +33,8 @@ export function parseAccessCommand(text: string): { name: AccessCommandName; arg
 /** What running an access command needs. */
 export interface AccessCommandDeps {
   store: AccessStore;
+  /** Whether the sender may talk on this channel now (`AccessGate.mayTalk`), and has access they were given (`AccessGate.standing`). */
+  gate: Pick<AccessGate, 'mayTalk' | 'standing'>;
 }
 
 /** The reply, and for an approval who to tell (their conversation, on their channel). */
@@ -53,14 +56,22 @@ export const ACCESS_COMMAND_REPLIES = {
     'That code was posted where others can see it, so it no longer works. Send /link to me in a direct message for a new one, and send it from your other account in a direct message too.',
   linkOwn: 'That code is for this account: send it from your other account.',
   linkSame: 'These accounts are already one person to this bot.',
+  linkNotAllowed: 'Only people this bot answers can make link codes. To bring this account in, send /link from an account it answers and send the code here.',
+  pairElsewhere: (channel: string) => `That code was given on ${channel}: one of its admins approves it there, or the operator in the console.`,
+  unverified: 'This chat cannot approve or link accounts: its visitors are not known to a platform.',
   linkRefused:
-    'This account is approved and the one that made that code is not, so they were not linked (the code is used up). To bring your other account in, send /link here and send the code you get from the other account.',
+    'This account has access to this bot and the one that made that code does not, so they were not linked (the code is used up). To bring your other account in, send /link here and send the code you get from the other account.',
 } as const;
 
 const wrong = (o: { kind: 'unknown' } | { kind: 'rate-limited'; retryAfterSeconds: number }, what: string) =>
   o.kind === 'rate-limited' ? `Too many wrong codes; try again in ${Math.ceil(o.retryAfterSeconds / 60)} min.` : `No such ${what} code, or it expired.`;
 
-/** Runs `/pair` or `/link` sent by `message` on `channelId`. Throws Redis errors. */
+/**
+ * Runs `/pair` or `/link` sent by `message` on `channelId`. A refusal to
+ * someone who may not use the command is answered at most once per notice
+ * window (empty `reply` otherwise), so a stranger cannot make the bot talk on
+ * and on. Throws Redis errors.
+ */
 export async function runAccessCommand(
   deps: AccessCommandDeps,
   name: AccessCommandName,
@@ -70,11 +81,20 @@ export async function runAccessCommand(
   message: InboundMessage,
 ): Promise<AccessCommandOutcome> {
   const account = accountId(channelId, message.sender.id);
-  if (name === 'link') return message.group ? linkInGroup(deps.store, args) : linkCommand(deps.store, account, args);
-  if (!settings.admins?.includes(message.sender.id)) return { reply: ACCESS_COMMAND_REPLIES.pairNotAdmin };
+  // Its own window, apart from the refusal notice: a stranger who got a code is still told once why /pair did nothing.
+  const once = async (reply: string): Promise<AccessCommandOutcome> => ({ reply: (await deps.store.firstNotice(`command:${account}`)) ? reply : '' });
+  if (settings.unverifiedSenders) return once(ACCESS_COMMAND_REPLIES.unverified);
+  if (name === 'link') {
+    if (message.group) return linkInGroup(deps.store, args);
+    // Making a code is for people this bot answers; confirming one is how a new account joins them.
+    if (!args && !(await deps.gate.mayTalk(channelId, settings, message))) return once(ACCESS_COMMAND_REPLIES.linkNotAllowed);
+    return linkCommand(deps.store, account, args, await deps.gate.standing(channelId, settings, message.sender.id));
+  }
+  if (!settings.admins?.includes(message.sender.id)) return once(ACCESS_COMMAND_REPLIES.pairNotAdmin);
   if (!args) return { reply: ACCESS_COMMAND_REPLIES.pairUsage };
-  const r = await deps.store.approve(args, account);
+  const r = await deps.store.approve(args, account, channelId);
   if (r.kind !== 'ok') return { reply: wrong(r, 'pairing') };
+  if (r.value.kind === 'elsewhere') return { reply: ACCESS_COMMAND_REPLIES.pairElsewhere(r.value.channel) };
   const { record } = r.value;
   const who = record.name ? `${record.name} (${record.account})` : record.account;
   return {
@@ -89,15 +109,15 @@ async function linkInGroup(store: AccessStore, args: string): Promise<AccessComm
   return { reply: ACCESS_COMMAND_REPLIES.linkInDm };
 }
 
-async function linkCommand(store: AccessStore, account: string, args: string): Promise<AccessCommandOutcome> {
+async function linkCommand(store: AccessStore, account: string, args: string, standing: boolean): Promise<AccessCommandOutcome> {
   const minutes = Math.round(store.limits.codeTtlSeconds / 60);
   if (!args) {
-    const code = await store.linkCode(account);
+    const code = await store.linkCode(account, standing);
     return {
       reply: `To link another account of yours to this one, send /link ${code} from it (on any channel, in a direct message) within ${minutes} min. The code works once; keep it to yourself.`,
     };
   }
-  const r: CodeOutcome<LinkOutcome> = await store.confirmLink(account, args);
+  const r: CodeOutcome<LinkOutcome> = await store.confirmLink(account, args, standing);
   if (r.kind !== 'ok') return { reply: wrong(r, 'link') };
   switch (r.value.kind) {
     case 'own':

@@ -49,10 +49,12 @@ export class AccessGate {
 
   /** Decides on one message; writes only the refusal note and notice window. Throws Redis errors. */
   async check(channelId: string, settings: ChannelSettings, message: InboundMessage): Promise<AccessVerdict> {
-    const access = this.channel(channelId);
-    if (!access || access.policy === 'open') return ALLOW;
+    const configured = this.channel(channelId);
+    if (!configured || configured.policy === 'open') return ALLOW;
+    // Sender ids a client chooses itself (a public web chat) cannot be listed: anyone could claim one.
+    const access = settings.unverifiedSenders ? { ...configured, users: [] } : configured;
     const userId = message.sender.id;
-    if (settings.admins?.includes(userId)) return ALLOW;
+    if (!settings.unverifiedSenders && settings.admins?.includes(userId)) return ALLOW;
     // A sender id that cannot name an account (whitespace, braces) cannot be listed or approved either.
     const account = tryAccountId(channelId, userId);
     const verdict: AccessVerdict = account
@@ -93,6 +95,27 @@ export class AccessGate {
             ? ACCESS_NOTICES.full
             : undefined;
     return { kind: 'refuse', reason: 'not-paired', notice };
+  }
+
+  /**
+   * Whether the sender may talk here now, without writing anything (no code,
+   * no notice): the channel is open, or they are an admin, listed, or approved.
+   */
+  async mayTalk(channelId: string, settings: ChannelSettings, message: InboundMessage): Promise<boolean> {
+    const access = this.channel(channelId);
+    if (!access || access.policy === 'open') return true;
+    return this.standing(channelId, settings, message.sender.id);
+  }
+
+  /**
+   * Whether an account has access it was given, not merely an open door: a
+   * configured admin or listed user of its channel, or an approved identity.
+   * Linking never hands such an account to an identity without it.
+   */
+  async standing(channelId: string, settings: ChannelSettings, userId: string): Promise<boolean> {
+    if (settings.unverifiedSenders) return false;
+    if (settings.admins?.includes(userId) || this.channel(channelId)?.users.includes(userId)) return true;
+    return tryAccountId(channelId, userId) !== undefined && (await this.store.approved(channelId, userId)).approved;
   }
 
   /** A listed user, or (pairing) an approved identity. */

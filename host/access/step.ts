@@ -27,8 +27,8 @@ export async function accessStep(
   const command = parseAccessCommand(message.text);
   if (command) {
     if (!(await deps.firstDelivery(message))) return { kind: 'command', command: command.name, reply: '', duplicate: true };
-    const outcome = await runAccessCommand({ store: deps.gate.store }, command.name, command.args, channelId, settings, message);
-    await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
+    const outcome = await runAccessCommand({ store: deps.gate.store, gate: deps.gate }, command.name, command.args, channelId, settings, message);
+    if (outcome.reply) await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
     if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
     return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: false };
   }

@@ -74,6 +74,9 @@ export type LinkOutcome =
   | { kind: 'own' };
 
 /** What a code sent by a person got. */
+/** What approving a code did: `paired`, or nothing because it was given on `channel`, not the approver's (it stays valid). */
+export type Approval = { kind: 'paired'; record: PairingRecord; identity: string } | { kind: 'elsewhere'; channel: string };
+
 export type CodeOutcome<T> = { kind: 'ok'; value: T } | { kind: 'unknown' } | { kind: 'rate-limited'; retryAfterSeconds: number };
 
 /** Access's Redis state. */
@@ -141,17 +144,22 @@ export class AccessStore {
   /**
    * Approves the pairing code `text` (as typed). `guesser`: the account that
    * sent it, rate-limited; undefined for the operator (console, CLI).
+   * `channel`: the approver's channel, whose codes alone it approves
+   * (`elsewhere` for another channel's code, which stays valid); undefined:
+   * any channel (console, CLI).
    */
-  async approve(text: string, guesser?: string): Promise<CodeOutcome<{ record: PairingRecord; identity: string }>> {
-    return this.withGuess(guesser, async () => {
+  async approve(text: string, guesser?: string, channel?: string): Promise<CodeOutcome<Approval>> {
+    return this.withGuess(guesser, async (): Promise<Approval | undefined> => {
       const code = normalizeCode(text);
       if (!code) return undefined;
-      const r = checkReply('access-approve', await runScript(this.redis, 'access-approve', [this.keys.codes], [this.keys.base, codeHash(code)]));
+      const r = checkReply('access-approve', await runScript(this.redis, 'access-approve', [this.keys.codes], [this.keys.base, codeHash(code), channel ?? '']));
+      // A real code, though not this approver's: not a wrong guess.
+      if (r[0] === 'elsewhere') return { kind: 'elsewhere', channel: String(r[1]) };
       if (r[0] !== 'paired') return undefined;
       const record = pairingRecordSchema.safeParse(parseJsonOrUndefined(String(r[2])));
       // The script read the account from the same JSON: a record zod refuses was written by another build.
       if (!record.success) throw new ScriptError('access-approve', `unreadable pairing record for identity ${String(r[1])}`);
-      return { record: record.data, identity: String(r[1]) };
+      return { kind: 'paired', record: record.data, identity: String(r[1]) };
     });
   }
 
@@ -189,11 +197,16 @@ export class AccessStore {
   }
 
   /** A fresh `/link` code for `account`; it replaces the account's earlier one. Show it only in a direct chat. */
-  async linkCode(account: string): Promise<string> {
+  async linkCode(account: string, standing: boolean): Promise<string> {
     const code = newCode();
     checkReply(
       'access-link-code',
-      await runScript(this.redis, 'access-link-code', [this.keys.links], [this.keys.base, account, codeHash(code), this.limits.codeTtlSeconds * 1000]),
+      await runScript(
+        this.redis,
+        'access-link-code',
+        [this.keys.links],
+        [this.keys.base, account, codeHash(code), this.limits.codeTtlSeconds * 1000, standing ? '1' : '0'],
+      ),
     );
     return code;
   }
@@ -204,11 +217,14 @@ export class AccessStore {
    * sender joins the identity of the account that asked for the code; then
    * the identity hooks are told.
    */
-  async confirmLink(account: string, text: string): Promise<CodeOutcome<LinkOutcome>> {
+  async confirmLink(account: string, text: string, standing: boolean): Promise<CodeOutcome<LinkOutcome>> {
     return this.withGuess(account, async (): Promise<LinkOutcome | undefined> => {
       const code = normalizeCode(text);
       if (!code) return undefined;
-      const r = checkReply('access-link', await runScript(this.redis, 'access-link', [this.keys.links], [this.keys.base, codeHash(code), account]));
+      const r = checkReply(
+        'access-link',
+        await runScript(this.redis, 'access-link', [this.keys.links], [this.keys.base, codeHash(code), account, standing ? '1' : '0']),
+      );
       switch (r[0]) {
         case 'linked': {
           const out = { kind: 'linked' as const, identity: String(r[1]), from: String(r[2]), other: String(r[3]) };

@@ -27,7 +27,7 @@ export function registerAccessApi(api: ApiRoute, store: AccessStore, channels: r
     const body = readJsonBody(req, z.strictObject({ code: z.string().min(1).max(32) }));
     if (!body.ok) return body.response;
     const r = await store.approve(body.value.code);
-    if (r.kind !== 'ok') return json(404, { error: 'no such pairing code, or it expired' });
+    if (r.kind !== 'ok' || r.value.kind !== 'paired') return json(404, { error: 'no such pairing code, or it expired' });
     const { record, identity } = r.value;
     const out = channels.find((c) => c.id === record.channel)?.outbound;
     await out?.send(record.conversationId, APPROVED_NOTICE, {}).catch(() => undefined);

@@ -131,8 +131,8 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
 
   return {
     id: WEB_CHANNEL_ID,
-    // The input policy is a profile's (bound to `web`).
-    settings: {},
+    // The input policy is a profile's (bound to `web`). A public chat's visitors name themselves: no list can match them.
+    settings: cfg.public ? { unverifiedSenders: true } : {},
     outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix }),
     async start(h: ChannelHost) {
       host = h;

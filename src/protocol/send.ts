@@ -42,9 +42,25 @@ export type SendMessageResult =
 /** How a send was asked for, as the record keeps it. */
 export type SendVia = MessageSent['via'];
 
+/**
+ * Commands a button never runs, whoever clicks it: they widen access (`/pair`,
+ * `/link`) or delete (`/purge`, `/forget`), so they are typed by the person
+ * who means them, never put under someone's finger by a message.
+ */
+export const TYPED_ONLY_COMMANDS: ReadonlySet<string> = new Set(['pair', 'link', 'purge', 'forget']);
+
+/** The typed-only command `text` names (`/pair K7QM` → `pair`), or undefined. */
+export function typedOnlyCommand(text: string): string | undefined {
+  const name = /^\/([A-Za-z]+)(?:@[A-Za-z0-9_]+)?(?:\s|$)/.exec(text.trim())?.[1]?.toLowerCase();
+  return name !== undefined && TYPED_ONLY_COMMANDS.has(name) ? name : undefined;
+}
+
 const buttonSchema = z.strictObject({
   label: z.string().min(1).max(64),
-  command: z.string().refine((c) => c.length > 0 && Buffer.byteLength(c) <= 64, { error: 'expected 1-64 bytes' }),
+  command: z
+    .string()
+    .refine((c) => c.length > 0 && Buffer.byteLength(c) <= 64, { error: 'expected 1-64 bytes' })
+    .refine((c) => typedOnlyCommand(c) === undefined, { error: 'a button cannot carry /pair, /link, /purge or /forget' }),
 });
 
 /** A send request's fields as a JSON body carries them (the key comes from a header there). */

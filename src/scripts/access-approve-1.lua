@@ -7,16 +7,20 @@
 
   ARGV[1] base      people key prefix, ending in ':'
   ARGV[2] hash      SHA-256 (hex) of the code as typed
+  ARGV[3] channel   the approver's channel: a code given on another channel is
+                    left as it is; '' approves on any channel (console, CLI)
 
   Returns { 'paired', identity id, the code's record (JSON) }
+          { 'elsewhere', the code's channel }  (given on another channel; the code stays valid)
           { 'none' }  (no such code, or it expired or was used)
 ]]
-local base, hash = ARGV[1], ARGV[2]
+local base, hash, channel = ARGV[1], ARGV[2], ARGV[3]
 local code_key = base .. 'code:' .. hash
 local raw = redis.call('GET', code_key)
 if not raw then return { 'none' } end
 local ok, record = pcall(cjson.decode, raw)
 if not ok or type(record) ~= 'table' or type(record.account) ~= 'string' then return { 'none' } end
+if channel ~= '' and record.channel ~= channel then return { 'elsewhere', tostring(record.channel) } end
 local account = record.account
 local id = redis.call('HGET', base .. 'links', account) or account
 redis.call('SADD', base .. 'paired', id)

@@ -302,19 +302,27 @@ describe('opening access on purpose', () => {
   });
 
   it('a public web chat takes visitors without a login, applies the access section to them, and keeps the console closed', async () => {
-    const bot = await startBot({ channels: { web: { public: true } }, access: { channels: { web: { policy: 'allowlist', users: ['listed-visitor'] } } } });
+    const bot = await startBot({ channels: { web: { public: true } }, access: { channels: { web: { policy: 'pairing' } } } });
     try {
       expect((await viaProxy(bot, 'GET', '/')).status).toBe(200);
+      // A visitor nobody approved gets a pairing code, and nothing is recorded.
       const stranger = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'stranger-visitor', id: 'm1', text: 'hello' } });
       expect(stranger.status).toBe(403);
       expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:stranger-visitor'))).toBe(0);
-      const listed = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'listed-visitor', id: 'm1', text: 'hello' } });
-      expect(listed.status).toBe(200);
-      expect(await bot.app.ctx.redis.xlen(logKey(bot, 'web:listed-visitor'))).toBeGreaterThan(0);
+      // A visitor cannot approve or link from a public chat: its ids are whatever a client claims.
+      const pair = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'claims-admin', id: 'm2', text: '/pair ABCD-EFGH' } });
+      expect(pair.status).not.toBe(500);
+      expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:claims-admin'))).toBe(0);
       expectJsonRefusal(await viaProxy(bot, 'GET', '/console/api/conversations'), 'console of a public chat');
     } finally {
       await bot.stop();
     }
+  });
+
+  it('refuses to start a public web chat whose access section lists users or admins: any visitor could claim a listed id', async () => {
+    await expect(
+      startBot({ channels: { web: { public: true } }, access: { channels: { web: { policy: 'allowlist', users: ['listed-visitor'] } } } }),
+    ).rejects.toThrow(/access\.channels\.web: this channel's senders choose their own ids/);
   });
 
   it('a chat-only web token opens the chat but not the console', async () => {

@@ -6,12 +6,12 @@
  * into confirming a stranger's code, and codes kept in clear in Redis.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { APPROVED_NOTICE } from '../../host/access/commands.js';
+import { ACCESS_COMMAND_REPLIES, APPROVED_NOTICE } from '../../host/access/commands.js';
 import type { RedisClient } from '../../src/redis.js';
 import { user } from '../../testing/fakes/discord-server.js';
-import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { ALICE, callbackQueryUpdate, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { type AccessSystem, startAccessSystem, TG_ADMIN } from '../people/access-system.js';
+import { type AccessSystem, DISCORD_ADMIN, startAccessSystem, TG_ADMIN } from '../people/access-system.js';
 
 const ADMIN: TgUser = { id: TG_ADMIN, is_bot: false, first_name: 'Admin' };
 const MALLORY: TgUser = { id: 1666, is_bot: false, first_name: 'Mallory' };
@@ -33,6 +33,7 @@ const MALLORY_DC_DM = '510000000000000666';
 const PAIRING = { channels: { telegram: { policy: 'pairing' }, discord: { policy: 'pairing' } } };
 const REFUSED_PAIR = "Only this bot's admins can use /pair.";
 const LINK_IN_DM = 'Send /link to me in a direct message: link codes are only shown there.';
+const LINK_NOT_ALLOWED = ACCESS_COMMAND_REPLIES.linkNotAllowed;
 
 let sys: AccessSystem | undefined;
 afterEach(async () => {
@@ -147,6 +148,33 @@ describe('approving pairing codes', () => {
     expect((await sys.store.waitingCodes()).map((w) => w.account)).toEqual([`discord:${MALLORY_DC.id}`]);
   });
 
+  it("a configured admin's click on a button carrying /pair approves nobody", async () => {
+    sys = await startAccessSystem(PAIRING);
+    const code = await mallorysCode(sys);
+    // A message in the admin's chat carries a button whose command is /pair <code>; the admin clicks it.
+    expect(
+      await sys.post(callbackQueryUpdate({ from: ADMIN, data: `/pair ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } })),
+    ).toBe(200);
+    expect(
+      await sys.post(callbackQueryUpdate({ from: ADMIN, data: `/link ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } })),
+    ).toBe(200);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
+    expect(tgTexts(sys, ADMIN.id)).toEqual([]);
+    // The code still works when the admin types it.
+    await tgSay(sys, ADMIN, `/pair ${code}`);
+    expect(await tgReplies(sys, ADMIN.id, 1)).toEqual([`Approved Mallory (${MALLORY_ID}).`]);
+  });
+
+  it("an admin of one channel cannot approve another channel's code; that channel's admin still can", async () => {
+    sys = await startAccessSystem(PAIRING);
+    const code = await mallorysCode(sys);
+    sys.discord.messageCreate({ channelId: '510000000000000009', author: user(DISCORD_ADMIN, 'dcadmin'), content: `/pair ${code}` });
+    expect(await dcReplies(sys, '510000000000000009', 1)).toEqual([ACCESS_COMMAND_REPLIES.pairElsewhere('telegram')]);
+    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
+    await tgSay(sys, ADMIN, `/pair ${code}`);
+    expect(await tgReplies(sys, ADMIN.id, 1)).toEqual([`Approved Mallory (${MALLORY_ID}).`]);
+  });
+
   it('a configured admin approves a code from any chat, a group included', async () => {
     sys = await startAccessSystem(PAIRING);
     const code = await mallorysCode(sys);
@@ -215,18 +243,38 @@ describe('link codes', () => {
   });
 
   it("an approved person confirming an unapproved stranger's code is refused: approval only flows from the account that made the code", async () => {
-    sys = await startAccessSystem(PAIRING);
+    // Telegram asks for pairing; Discord is open, so Mallory may talk there and make a code.
+    sys = await startAccessSystem({ channels: { telegram: { policy: 'pairing' } } });
     await sys.store.pair(ALICE_ID);
-    await tgSay(sys, MALLORY, '/link');
-    const code = CODE_RE.exec((await tgReplies(sys, MALLORY.id, 1))[0]!)![1]!;
+    sys.discord.messageCreate({ channelId: MALLORY_DC_DM, author: MALLORY_DC, content: '/link' });
+    const code = CODE_RE.exec((await dcReplies(sys, MALLORY_DC_DM, 1))[0]!)![1]!;
     // Mallory talks Alice into sending her code to the bot.
     await tgSay(sys, ALICE, `/link ${code}`);
-    expect((await tgReplies(sys, ALICE.id, 1))[0]).toMatch(/^This account is approved and the one that made that code is not/);
-    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(MALLORY_ID);
+    expect((await tgReplies(sys, ALICE.id, 1))[0]).toMatch(/^This account has access to this bot and the one that made that code does not/);
+    expect(await sys.identities.resolve('discord', MALLORY_DC.id)).toBe(`discord:${MALLORY_DC.id}`);
     expect(await sys.identities.resolve('telegram', String(ALICE.id))).toBe(ALICE_ID);
-    expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
-    expect(await conversationKeysOf(sys, MALLORY_ID)).not.toContainEqual(expect.stringMatching(/:log$/));
     expect(await received(sys, ALICE_ID)).toEqual([]);
+    agentNeverRan(sys);
+  });
+
+  it("a listed person confirming an open channel's stranger's code is refused too: being listed is access given", async () => {
+    sys = await startAccessSystem({ channels: { telegram: { policy: 'allowlist', users: [ALICE.id] } } });
+    sys.discord.messageCreate({ channelId: MALLORY_DC_DM, author: MALLORY_DC, content: '/link' });
+    const code = CODE_RE.exec((await dcReplies(sys, MALLORY_DC_DM, 1))[0]!)![1]!;
+    await tgSay(sys, ALICE, `/link ${code}`);
+    expect((await tgReplies(sys, ALICE.id, 1))[0]).toMatch(/^This account has access to this bot and the one that made that code does not/);
+    expect(await sys.identities.resolve('telegram', String(ALICE.id))).toBe(ALICE_ID);
+  });
+
+  it('a stranger the bot does not answer cannot make link codes, and is told so once however often they ask', async () => {
+    sys = await startAccessSystem(PAIRING);
+    for (let i = 0; i < 10; i++) await tgSay(sys, MALLORY, '/link');
+    for (let i = 0; i < 10; i++) await tgSay(sys, MALLORY, '/pair ABCD-EFGH');
+    expect(await tgReplies(sys, MALLORY.id, 1)).toEqual([LINK_NOT_ALLOWED]);
+    // Every one of the twenty updates was answered by the webhook; the bot spoke once.
+    expect(tgTexts(sys, MALLORY.id)).toEqual([LINK_NOT_ALLOWED]);
+    expect(await everythingUnder(sys.h.ctx.redis, sys.h.prefix)).not.toMatch(/link_code:/);
+    expect(await conversationKeysOf(sys, MALLORY_ID)).not.toContainEqual(expect.stringMatching(/:log$/));
     agentNeverRan(sys);
   });
 

@@ -164,6 +164,24 @@ describe('the send API: one Idempotency-Key, one delivery', () => {
     expect(sentTo(w, ALICE.id).filter((m) => m.text === 'Your invoice is ready.')).toHaveLength(1);
   });
 
+  it('refuses a button that would run /pair, /link, /purge or /forget as whoever clicks it (400); nothing sent', async () => {
+    const chat = 880_003;
+    for (const command of ['/pair ABCD-EFGH', '/link ABCD-EFGH', '/purge stop', '/FORGET all', '/pair@SomeBot X']) {
+      const r = await api(
+        w,
+        LEGACY,
+        `telegram:${chat}`,
+        'messages',
+        { text: 'Done?', buttons: [{ label: 'Done', command }] },
+        { 'idempotency-key': `b-${command}` },
+      );
+      expect(r.status, command).toBe(400);
+      expect(r.body.error).toMatch(/a button cannot carry \/pair, \/link, \/purge or \/forget/);
+    }
+    expect(sentTo(w, chat)).toEqual([]);
+    expect(await keysOf(w, `telegram:${chat}`)).toEqual([]);
+  });
+
   it('two clients racing the same key get one delivery between them', async () => {
     const chat = 880_001;
     const answers = await Promise.all(Array.from({ length: 4 }, () => send(w, LEGACY, `telegram:${chat}`, 'race-1', 'once')));
