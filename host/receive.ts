@@ -12,8 +12,8 @@ import type { RouteRegistry } from '../src/http-routes.js';
 import type { MemoryStore } from '../src/memory.js';
 import type { AgentProfile } from '../src/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
-import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { typedOnlyCommand } from '../src/protocol/send.js';
+import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { AccessGate } from './access/gate.js';
@@ -97,15 +97,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
           ...(outcome.edit !== undefined && { edit: outcome.edit }),
         };
       }
-      // `origin` marks inputs that are not a user's (ingestEvent): a channel's message never carries one.
-      // `group` is recorded: the prompt names each sender, and personal memory stays out of group runs.
-      const { chatId: _chatId, origin: _origin, ...incoming } = message;
-      const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
-      if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
-      // Only the delivery that was refused sends the notice: a redelivery of it is a duplicate.
-      if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
-      if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);
-      return { kind: 'ingested', result };
+      return await ingestMessage(deps, channelId, settings, message, replyTo);
     } catch (err) {
       throw asRedisUnavailable(err);
     }
@@ -158,6 +150,24 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     logger: deps.logger,
     dedupeTtlSeconds: deps.dispatch.options.dedupeTtlSeconds,
   };
+}
+
+/** A user's message into its conversation; a refused or purged one is answered here (once: a redelivery is a duplicate). */
+async function ingestMessage(
+  deps: ChannelHostDeps,
+  channelId: string,
+  settings: ChannelSettings,
+  message: InboundMessage,
+  replyTo: (channelId: string, conversationId: string, text: string, replyTo: string | undefined) => Promise<void>,
+): Promise<ReceiveResult> {
+  // `origin` marks inputs that are not a user's (ingestEvent): a channel's message never carries one.
+  // `group` is recorded: the prompt names each sender, and personal memory stays out of group runs.
+  const { chatId: _chatId, origin: _origin, ...incoming } = message;
+  const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
+  if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
+  if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
+  if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);
+  return { kind: 'ingested', result };
 }
 
 /** The channel's settings for a message, with its agent profile's input policy (which wins over the channel's). */

@@ -153,10 +153,14 @@ describe('approving pairing codes', () => {
     const code = await mallorysCode(sys);
     // A message in the admin's chat carries a button whose command is /pair <code>; the admin clicks it.
     expect(
-      await sys.post(callbackQueryUpdate({ from: ADMIN, data: `/pair ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } })),
+      await sys.post(
+        callbackQueryUpdate({ from: ADMIN, data: `/pair ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } }),
+      ),
     ).toBe(200);
     expect(
-      await sys.post(callbackQueryUpdate({ from: ADMIN, data: `/link ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } })),
+      await sys.post(
+        callbackQueryUpdate({ from: ADMIN, data: `/link ${code}`, message: { chatId: ADMIN.id, messageId: 77, threadId: undefined, text: 'Weekly report' } }),
+      ),
     ).toBe(200);
     expect((await sys.store.approved('telegram', String(MALLORY.id))).approved).toBe(false);
     expect(tgTexts(sys, ADMIN.id)).toEqual([]);
