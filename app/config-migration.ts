@@ -9,7 +9,7 @@
  * values is a ConfigError: the file says two things and neither wins silently.
  * `steerbot check-config --migrate` prints the translated file.
  */
-import { type LoadConfigOptions, readConfigFile } from '../src/config.js';
+import { type LoadConfigOptions, readConfigFile } from '../src/config/load.js';
 import { ConfigError } from '../src/errors.js';
 import { migrateAccess } from './migrate-access.js';
 import { migrateProfiles } from './migrate-profiles.js';

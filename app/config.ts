@@ -23,10 +23,10 @@ import {
   type LoadConfigOptions,
   readConfigFile,
   validateConfig,
-} from '../src/config.js';
+} from '../src/config/load.js';
+import { declareSecrets } from '../src/config/secrets.js';
 import { ConfigError } from '../src/errors.js';
-import type { PluginEnvBinding } from '../src/plugin-definition.js';
-import { declareSecrets } from '../src/secrets.js';
+import type { PluginEnvBinding } from '../src/plugin/definition.js';
 import { type Deprecation, isObj, migrateScopeKeys, noteDeprecations } from './config-migration.js';
 import { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, type PluginRegistry, resolvePlugins } from './registry.js';
 

@@ -19,14 +19,14 @@ export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/c
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';
 export type { WebhookChannelConfig, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 export type { WhatsAppConfig, whatsappConfigSchema } from '../plugins/whatsapp/config.js';
-export type { EnvBinding, EnvKind, LoadConfigOptions } from '../src/config.js';
-export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config-schema.js';
+export type { EnvBinding, EnvKind, LoadConfigOptions } from '../src/config/load.js';
+export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config/schema.js';
 export { ConfigError, type ConfigIssue, SteerbotError, type SteerbotErrorCode } from '../src/errors.js';
-export type { PluginEnvBinding } from '../src/plugin-definition.js';
+export type { PluginEnvBinding } from '../src/plugin/definition.js';
 export { type ApprovalRecord, type approvalRecordSchema, type DecideResult, decideApproval } from '../src/protocol/approvals.js';
 export { type PurgeOptions, type PurgeResult, purgeConversation } from '../src/protocol/purge.js';
 export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js';
-export type { RedisClient } from '../src/redis.js';
+export type { RedisClient } from '../src/redis/connection.js';
 export {
   buildConfigSchema,
   type configSchema,

@@ -5,8 +5,8 @@
  * no channel runs in this process.
  */
 import { AccessStore } from '../host/access/store.js';
-import { IdentityStore } from '../src/identity.js';
-import { redisFromConfig } from '../src/redis.js';
+import { IdentityStore } from '../src/people/identity.js';
+import { redisFromConfig } from '../src/redis/connection.js';
 import type { SteerbotConfig } from './config.js';
 
 /** Approves `code`; resolves with the line to print and whether it was approved. */

@@ -17,7 +17,7 @@ import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
 import whatsapp from '../plugins/whatsapp/index.js';
 import { ConfigError, type ConfigIssue } from '../src/errors.js';
-import { PLUGIN_ID_RE } from '../src/plugin-definition.js';
+import { PLUGIN_ID_RE } from '../src/plugin/definition.js';
 
 /** A channel or runner plugin definition. */
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;

@@ -5,7 +5,7 @@
  * restart needed; a new token under the same name is not revoked.
  */
 import { revokeApiToken } from '../host/api-tokens.js';
-import { redisFromConfig } from '../src/redis.js';
+import { redisFromConfig } from '../src/redis/connection.js';
 import type { SteerbotConfig } from './config.js';
 
 /** Revokes the token named `name`; resolves with the line to print and whether a token was revoked. */

@@ -13,10 +13,10 @@ import type { RunnerPlugin, RunnerPluginDeps } from '../runner/plugin.js';
 import { MessageSender } from '../runner/send-message.js';
 import type { AppContext, Stoppable } from '../src/app-context.js';
 import { type ChannelDeps, type ChannelOutbound, type ChannelPlugin, outboundResolver } from '../src/channel.js';
-import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http-access.js';
-import { ensureRedis } from '../src/local-redis.js';
+import { declareSecrets } from '../src/config/secrets.js';
+import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http/access.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
-import { declaredConversationKeys } from '../src/plugin-storage.js';
+import { declaredConversationKeys } from '../src/plugin/storage.js';
 import {
   closeRedis,
   createRedis,
@@ -26,8 +26,8 @@ import {
   redisOptionsFromConfig,
   redisSummary,
   watchRedis,
-} from '../src/redis.js';
-import { declareSecrets } from '../src/secrets.js';
+} from '../src/redis/connection.js';
+import { ensureRedis } from '../src/redis/local.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig } from './config.js';

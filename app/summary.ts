@@ -3,10 +3,10 @@
  * replaced by `[set]` (for `check-config` and the start line), and the short
  * "what started, what to do next" text `npm start` prints once.
  */
-import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
+import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
+import { isDeclaredSecret, MIN_SCRUBBED_SECRET_CHARS } from '../src/config/secrets.js';
 import { redactSecrets } from '../src/errors.js';
 import { isSecretKey, SECRET_MAP_KEYS } from '../src/logger.js';
-import { isDeclaredSecret, MIN_SCRUBBED_SECRET_CHARS } from '../src/secrets.js';
 import { type SteerbotConfig, secretSettingsOf } from './config.js';
 
 // Settings declared secret (by their path, and any value declared secret), the same keys `secretValues` scrubs

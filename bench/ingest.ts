@@ -9,8 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { conversationKeys } from '../src/keys.js';
 import { Dispatch } from '../src/protocol/index.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { runScript } from '../src/scripts/index.js';
 import { tracingComparison } from './ingest-tracing.js';
 import { commandCalls, countSent, privateRedis } from './private-redis.js';

@@ -25,8 +25,8 @@
  * per-message figures do not depend on the count.
  */
 import { Redis } from 'ioredis';
-import { conversationKeys } from '../src/keys.js';
 import { ConversationState, Dispatch, type RunRef, Runs } from '../src/protocol/index.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import { privateRedis } from './private-redis.js';

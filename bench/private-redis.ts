@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { startPrivateRedis } from '../src/local-redis.js';
+import { startPrivateRedis } from '../src/redis/local.js';
 
 /** Starts redis-server; falls back to REDIS_URL / 6379 (shared, counts may include others) when it is not installed. */
 export async function privateRedis(): Promise<{ url: string; shared: boolean; stop(): Promise<void> }> {

@@ -15,10 +15,10 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { IngestService } from '../host/ingest.js';
-import { conversationKeys } from '../src/keys.js';
 import { Dispatch } from '../src/protocol/index.js';
+import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
 import { readRange } from '../src/record/read.js';
-import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { type RunnerProcess, type RunnerProcessSettings, recordedSends, startRunnerProcess } from '../test/fixtures/runner-processes.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { queueNameFor } from '../testing/runner-context.js';

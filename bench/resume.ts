@@ -16,9 +16,9 @@ import { CHECKPOINT_KEY, type Checkpoint } from '../runner/compaction/checkpoint
 import { Calibrator, estimateMessages, estimateTokens } from '../runner/compaction/estimate.js';
 import { loadPrompt } from '../runner/compaction/load.js';
 import { compactIfNeeded } from '../runner/compaction/pressure.js';
-import { conversationKeys } from '../src/keys.js';
 import { ConversationState, Dispatch, Runs } from '../src/protocol/index.js';
 import type { RecordEntry } from '../src/record/entries.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { countSent, privateRedis } from './private-redis.js';
 
 const SIZES = [1_000, 10_000, 100_000];

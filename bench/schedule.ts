@@ -13,9 +13,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { conversationKeys } from '../src/keys.js';
+import { bullPrefixFor } from '../src/protocol/run-queue.js';
 import { readRange } from '../src/record/read.js';
-import { bullPrefixFor } from '../src/run-queue.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { Schedules } from '../src/schedules/schedules.js';
 import { type RunnerProcess, type RunnerProcessSettings, recordedSends, startRunnerProcess } from '../test/fixtures/runner-processes.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';

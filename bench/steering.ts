@@ -22,12 +22,12 @@ import { IngestService } from '../host/ingest.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { startRunner } from '../runner/main.js';
 import type { AppContext } from '../src/app-context.js';
-import { conversationKeys } from '../src/keys.js';
 import { createLogger } from '../src/logger.js';
 import { Dispatch, type RunRef, Runs } from '../src/protocol/index.js';
+import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
 import { readRange } from '../src/record/read.js';
-import { createRedis, redisFromConfig } from '../src/redis.js';
-import { bullPrefixFor, RunQueue } from '../src/run-queue.js';
+import { createRedis, redisFromConfig } from '../src/redis/connection.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { commandCalls, countSent, privateRedis } from './private-redis.js';
 
 const PULLS = Number(process.env.BENCH_PULLS ?? 2000);

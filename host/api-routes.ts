@@ -13,13 +13,13 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ChannelOutbound } from '../src/channel.js';
 import { ingestEvent } from '../src/events.js';
-import { json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../src/http-routes.js';
+import { json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../src/http/routes.js';
 import type { IngestDeps } from '../src/ingest.js';
-import { assertUpdateKey, conversationKeys } from '../src/keys.js';
 import { type SendMessageRequest, type SendMessageResult, sendBodySchema } from '../src/protocol/send.js';
 import type { IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { inputOriginSchema } from '../src/record/entries.js';
-import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
+import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
+import { assertUpdateKey, conversationKeys } from '../src/redis/keys.js';
 import type { ApiScope, ApiToken, ApiTokens } from './api-tokens.js';
 
 /** What the API routes need. */

@@ -9,8 +9,8 @@
  * token at its next request, without a restart.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { CoreConfig } from '../src/config.js';
-import { API_TOKEN_RATE_PER_MINUTE, API_TOKEN_SCOPES, LEGACY_API_TOKEN_NAME } from '../src/config-schema.js';
+import type { CoreConfig } from '../src/config/load.js';
+import { API_TOKEN_RATE_PER_MINUTE, API_TOKEN_SCOPES, LEGACY_API_TOKEN_NAME } from '../src/config/schema.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 

@@ -14,11 +14,11 @@ import {
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
-import type { CoreConfig } from '../src/config.js';
+import type { CoreConfig } from '../src/config/load.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
-import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http-routes.js';
+import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
-import type { RedisClient } from '../src/redis.js';
+import type { RedisClient } from '../src/redis/connection.js';
 import { metrics as processMetrics, type SteerbotMetrics } from '../src/telemetry/metrics.js';
 import { type ReadinessProbe, readinessReport } from '../src/telemetry/readiness.js';
 import {

@@ -5,8 +5,8 @@
 import type { Logger } from 'pino';
 import { type IngestOptions, ingestInput } from '../src/ingest.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
+import type { RunQueue } from '../src/protocol/run-queue.js';
 import type { IncomingMessage, IngestResult } from '../src/protocol/types.js';
-import type { RunQueue } from '../src/run-queue.js';
 
 /** Ingests updates and schedules the runs they create. */
 export class IngestService {

@@ -6,7 +6,7 @@
  * notes (everyone would read them). Deduped by the command's update key (set
  * first, as for `/status`), so a redelivered command gets no second reply.
  */
-import type { MemoryNote, MemoryStore } from '../src/memory.js';
+import type { MemoryNote, MemoryStore } from '../src/people/memory.js';
 import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
 
 /** What the memory commands need besides the dispatch. */

@@ -8,13 +8,13 @@
  */
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
-import type { RouteRegistry } from '../src/http-routes.js';
-import type { MemoryStore } from '../src/memory.js';
-import type { AgentProfile } from '../src/profiles.js';
+import type { RouteRegistry } from '../src/http/routes.js';
+import type { MemoryStore } from '../src/people/memory.js';
+import type { AgentProfile } from '../src/people/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { typedOnlyCommand } from '../src/protocol/send.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
-import { asRedisUnavailable, type RedisClient } from '../src/redis.js';
+import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { AccessGate } from './access/gate.js';
 import { accessStep } from './access/step.js';

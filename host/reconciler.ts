@@ -14,9 +14,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ConfigError } from '../src/errors.js';
-import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../src/keys.js';
-import { isRedisUnavailable } from '../src/redis.js';
-import { bullPrefixFor, type RunQueue } from '../src/run-queue.js';
+import { bullPrefixFor, type RunQueue } from '../src/protocol/run-queue.js';
+import { isRedisUnavailable } from '../src/redis/connection.js';
+import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../src/redis/keys.js';
 import { metrics } from '../src/telemetry/metrics.js';
 
 /** Options of the reconciler. */

@@ -14,12 +14,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { conversationKeys } from '../src/keys.js';
+import { blockingConnection } from '../src/http/stream-readers.js';
 import { type ApprovalRecord, decideApproval, readApproval } from '../src/protocol/approvals.js';
 import type { RunRef } from '../src/protocol/runs.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
-import { blockingConnection } from '../src/stream-readers.js';
 import type { DeliverySink } from './plugin.js';
 import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './tool-contract.js';
 import { toolInputHash } from './tool-journal.js';

@@ -5,8 +5,8 @@
  * after the conversation's last artifact write.
  */
 import { randomBytes } from 'node:crypto';
-import { conversationKeys } from '../src/keys.js';
 import type { RunRef } from '../src/protocol/runs.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 import type { ArtifactRef, ArtifactStore } from './tool-contract.js';

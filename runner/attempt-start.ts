@@ -7,12 +7,12 @@
  * turn's anchor, the steered messages taken and not answered, a tool-call
  * step to finish, and the tool journal.
  */
-import { DEFAULTS } from '../src/defaults.js';
-import { conversationKeys } from '../src/keys.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import type { RunRef, Runs } from '../src/protocol/runs.js';
 import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
 import { readSeqs } from '../src/record/read.js';
 import { UNANSWERED_KEY } from '../src/record/unanswered.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import type { RunAttempt } from './attempt.js';
 import { type PromptHead, readPromptHead } from './compaction/load.js';
 import type { ExecutorOptions } from './executor-options.js';

@@ -7,10 +7,10 @@
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { StaleRunError } from '../src/errors.js';
-import { conversationKeys } from '../src/keys.js';
 import type { RunRef, Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SeqEntry } from '../src/record/entries.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { type CompactionFacts, traceCompaction } from '../src/telemetry/run-trace.js';
 import { type CompactionTrigger, type CompactResult, shouldCompact } from './compaction/compactor.js';

@@ -13,7 +13,7 @@
 
 import type { Logger } from 'pino';
 import type { ChannelOutbound, MessageButton } from '../src/channel.js';
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { splitMessage } from '../src/split-message.js';
 import { metrics } from '../src/telemetry/metrics.js';

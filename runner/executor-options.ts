@@ -1,9 +1,9 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
-import type { Budgets } from '../src/budget.js';
-import type { IdentityStore } from '../src/identity.js';
-import type { MemoryStore } from '../src/memory.js';
-import type { Profiles } from '../src/profiles.js';
+import type { Budgets } from '../src/people/budget.js';
+import type { IdentityStore } from '../src/people/identity.js';
+import type { MemoryStore } from '../src/people/memory.js';
+import type { Profiles } from '../src/people/profiles.js';
 import type { Runs } from '../src/protocol/runs.js';
 import type { ConversationState } from '../src/protocol/state.js';
 import type { SteeringMode } from '../src/protocol/types.js';

@@ -19,10 +19,10 @@
  * unanswered steering (unanswered-steering.ts).
  */
 
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { RunEndedError, StaleRunError } from '../src/errors.js';
-import { tryAccountId } from '../src/identity.js';
-import type { AgentProfile } from '../src/profiles.js';
+import { tryAccountId } from '../src/people/identity.js';
+import type { AgentProfile } from '../src/people/profiles.js';
 import type { StopKind } from '../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import { RunTrace } from '../src/telemetry/run-trace.js';

@@ -4,7 +4,7 @@
  * pull (the run continues with it: nothing falls between the last look and
  * the end) or ends the run, creating its successor when messages wait.
  */
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import type { RunAttempt } from './attempt.js';
 import { isMessage } from './attempt-start.js';

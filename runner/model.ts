@@ -9,9 +9,9 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel, TranscriptionModel } from 'ai';
 import { embedMany } from 'ai';
-import { MODEL_PROVIDER_KEY_ENV } from '../src/defaults.js';
+import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
 import { ConfigError } from '../src/errors.js';
-import type { MemoryEmbedder } from '../src/memory.js';
+import type { MemoryEmbedder } from '../src/people/memory.js';
 import type { ModelSettings } from './plugin.js';
 
 /**

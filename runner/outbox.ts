@@ -5,8 +5,8 @@
  * or re-acquired run never sends an acknowledged message twice.
  */
 import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../src/channel.js';
-import { DEFAULTS } from '../src/defaults.js';
-import { conversationKeys } from '../src/keys.js';
+import { DEFAULTS } from '../src/config/defaults.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
 import { checkReply } from '../src/scripts/results.js';
 

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { backoffMs } from '../src/backoff.js';
 import type { ChannelOutbound } from '../src/channel.js';
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { ChannelApiError } from '../src/errors.js';
 import { metrics } from '../src/telemetry/metrics.js';
 import { trace } from '../src/telemetry/tracing.js';

@@ -4,11 +4,11 @@
  * record writes, delivery, tools' journal, artifacts and approvals, all
  * bound to one attempt of the run.
  */
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { ScheduleForbiddenError } from '../src/errors.js';
-import { type IdentityStore, tryAccountId } from '../src/identity.js';
-import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../src/memory.js';
-import type { AgentProfile } from '../src/profiles.js';
+import { type IdentityStore, tryAccountId } from '../src/people/identity.js';
+import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../src/people/memory.js';
+import type { AgentProfile } from '../src/people/profiles.js';
 import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
 import { type CancelRuleDeps, cancelRefusal } from '../src/schedules/cancel-rule.js';
 import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';

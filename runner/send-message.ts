@@ -11,7 +11,6 @@
  */
 import type { Logger } from 'pino';
 import type { ChannelOutbound } from '../src/channel.js';
-import { conversationKeys } from '../src/keys.js';
 import {
   assertSendRequest,
   keepSendResult,
@@ -22,7 +21,8 @@ import {
   type SendMessageResult,
   type SendVia,
 } from '../src/protocol/send.js';
-import { asRedisUnavailable } from '../src/redis.js';
+import { asRedisUnavailable } from '../src/redis/connection.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { splitMessage } from '../src/split-message.js';
 import { type OutboundResolver, RunDelivery } from './delivery.js';

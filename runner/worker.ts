@@ -13,9 +13,9 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type ConnectionOptions, DelayedError, type Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { DEFAULTS } from '../src/defaults.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../src/errors.js';
-import { logQueueError, type RunJobData } from '../src/run-queue.js';
+import { logQueueError, type RunJobData } from '../src/protocol/run-queue.js';
 import type { ExecutionResult, RunExecutor } from './executor.js';
 
 /** Options of the run worker. */
@@ -25,7 +25,7 @@ export interface RunWorkerOptions {
   connection: ConnectionOptions;
   /** Queue name. Default `steerbot-runs`. */
   queueName?: string;
-  /** BullMQ key prefix: `bullPrefixFor(redis.prefix)` (src/run-queue.ts). Required: the queue is per deployment. */
+  /** BullMQ key prefix: `bullPrefixFor(redis.prefix)` (src/protocol/run-queue.ts). Required: the queue is per deployment. */
   bullPrefix: string;
   /** The run lease (`runs.leaseMs`), in ms: BullMQ's lock and stalled check derive from it. */
   leaseMs: number;

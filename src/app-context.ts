@@ -2,9 +2,9 @@
  * What the host and the runner get when they start: configuration, logger
  * and Redis, all owned by the process entry (they must not close them).
  */
-import type { CoreConfig } from './config.js';
+import type { CoreConfig } from './config/load.js';
 import type { Logger } from './logger.js';
-import type { RedisClient, RedisCommonOptions, RedisConnectionOptions } from './redis.js';
+import type { RedisClient, RedisCommonOptions, RedisConnectionOptions } from './redis/connection.js';
 
 /** Shared services of one steerbot process. */
 export interface AppContext {

@@ -3,7 +3,7 @@
  * never on message text. Secrets are redacted when an error is built, so an
  * error is always safe to log.
  */
-import { scrubbedSecrets } from './secrets.js';
+import { scrubbedSecrets } from './config/secrets.js';
 
 /** Codes of every steerbot error. */
 export type SteerbotErrorCode =

@@ -7,9 +7,9 @@
 import type { Logger } from 'pino';
 import { InvalidInputError } from './errors.js';
 import type { Dispatch } from './protocol/dispatch.js';
+import type { RunQueue } from './protocol/run-queue.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from './protocol/types.js';
-import { isRedisUnavailable } from './redis.js';
-import type { RunQueue } from './run-queue.js';
+import { isRedisUnavailable } from './redis/connection.js';
 import { metrics } from './telemetry/metrics.js';
 import {
   type Attributes,

@@ -6,8 +6,8 @@
  * written, so a secret never reaches a log line at any level.
  */
 import { type DestinationStream, type Logger, type LoggerOptions, pino, stdSerializers } from 'pino';
+import { MIN_SCRUBBED_SECRET_CHARS, scrubbedSecrets } from './config/secrets.js';
 import { redactSecrets } from './errors.js';
-import { MIN_SCRUBBED_SECRET_CHARS, scrubbedSecrets } from './secrets.js';
 import { logTraceFields } from './telemetry/tracing.js';
 
 /** The logger type used across steerbot (pino's). */

@@ -8,8 +8,9 @@
  * and finds it stored. Purge deletes the stream and the marks (a notice
  * stored after a purge expires with the tombstone); idle retention expires them.
  */
-import { conversationKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
+
+import type { RedisClient } from './redis/connection.js';
+import { conversationKeys } from './redis/keys.js';
 import { runScript } from './scripts/index.js';
 
 /** Options of `storeReply`. */

@@ -4,7 +4,7 @@
  * and what an operator's allow-list lets through.
  */
 import { describe, expect, it } from 'vitest';
-import { AddressPolicy, isAllowEntry, isPublicAddress } from '../src/address-policy.js';
+import { AddressPolicy, isAllowEntry, isPublicAddress } from '../src/http/address-policy.js';
 
 describe('isPublicAddress', () => {
   it.each([

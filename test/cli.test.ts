@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../src/local-redis.js';
+import { freePort } from '../src/redis/local.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 interface Proc {

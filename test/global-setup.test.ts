@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pingRedis } from '../src/redis.js';
+import { pingRedis } from '../src/redis/connection.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 describe('test setup', () => {

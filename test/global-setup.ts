@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { redactSecrets } from '../src/errors.js';
-import { ensureRedis } from '../src/local-redis.js';
-import { pingRedis } from '../src/redis.js';
+import { pingRedis } from '../src/redis/connection.js';
+import { ensureRedis } from '../src/redis/local.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FetchRefusedError, InvalidInputError } from '../src/errors.js';
-import { type GuardedFetchOptions, guardedFetch, type ResolveHost } from '../src/guarded-fetch.js';
+import { type GuardedFetchOptions, guardedFetch, type ResolveHost } from '../src/http/guarded-fetch.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

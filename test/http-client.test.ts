@@ -7,7 +7,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpClient, type HttpClient, HttpTimeoutError } from '../src/http-client.js';
+import { createHttpClient, type HttpClient, HttpTimeoutError } from '../src/http/client.js';
 import { waitFor } from '../testing/wait.js';
 
 let server: Server;

@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
-import { freePort } from '../src/local-redis.js';
 import { createLogger } from '../src/logger.js';
+import { freePort } from '../src/redis/local.js';
 import { redisUrl } from './helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });

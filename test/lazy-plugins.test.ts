@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../src/local-redis.js';
+import { freePort } from '../src/redis/local.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 const REPO = resolve(import.meta.dirname, '..');

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensureRedis, freePort, NO_REDIS_HELP } from '../src/local-redis.js';
-import { pingRedis } from '../src/redis.js';
+import { pingRedis } from '../src/redis/connection.js';
+import { ensureRedis, freePort, NO_REDIS_HELP } from '../src/redis/local.js';
 import { redisUrl } from './helpers/redis.js';
 
 const dirs: string[] = [];

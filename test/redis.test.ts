@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../app/config.js';
 import { ConfigError } from '../src/errors.js';
-import { freePort } from '../src/local-redis.js';
-import { closeRedis, createRedis, pingRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary } from '../src/redis.js';
+import { closeRedis, createRedis, pingRedis, type RedisClient, redisFromConfig, redisOptionsFromConfig, redisSummary } from '../src/redis/connection.js';
+import { freePort } from '../src/redis/local.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './helpers/redis.js';
 
 const openSockets = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;

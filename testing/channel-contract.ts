@@ -27,9 +27,9 @@ import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, Recei
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import { RunDelivery } from '../runner/delivery.js';
-import { conversationKeys } from '../src/keys.js';
 import { createLogger, type Logger } from '../src/logger.js';
 import { readRange } from '../src/record/read.js';
+import { conversationKeys } from '../src/redis/keys.js';
 import { ingestOnlyHost } from './channel-host.js';
 import { cleanupPrefix, defaultRedisUrl, testPrefix } from './redis.js';
 import { waitFor } from './wait.js';

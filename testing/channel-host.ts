@@ -8,9 +8,9 @@ import { AccessGate } from '../host/access/gate.js';
 import { AccessStore } from '../host/access/store.js';
 import { type HttpServer, routeRegistry } from '../host/http.js';
 import { createChannelHost } from '../host/receive.js';
-import { accessSchema } from '../src/config-schema.js';
-import { IdentityStore } from '../src/identity.js';
+import { accessSchema } from '../src/config/schema.js';
 import type { Logger } from '../src/logger.js';
+import { IdentityStore } from '../src/people/identity.js';
 import { Dispatch } from '../src/protocol/dispatch.js';
 
 /** Options of `ingestOnlyHost`. */

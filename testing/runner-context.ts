@@ -7,7 +7,7 @@
 import { readConfig } from '../app/config.js';
 import type { AppContext } from '../src/app-context.js';
 import { createLogger } from '../src/logger.js';
-import { closeRedis, createRedis, redisFromConfig } from '../src/redis.js';
+import { closeRedis, createRedis, redisFromConfig } from '../src/redis/connection.js';
 
 /** Settings of a test AppContext. */
 export interface TestContextSettings {

@@ -13,7 +13,7 @@
  * its owner gave a code to.
  */
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
-import { accountId } from '../../src/identity.js';
+import { accountId } from '../../src/people/identity.js';
 import type { AccessGate } from './gate.js';
 import type { AccessStore, CodeOutcome, LinkOutcome } from './store.js';
 

@@ -8,8 +8,8 @@
  */
 import type { Logger } from 'pino';
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
-import type { AccessConfig, ChannelAccess } from '../../src/config-schema.js';
-import { tryAccountId } from '../../src/identity.js';
+import type { AccessConfig, ChannelAccess } from '../../src/config/schema.js';
+import { tryAccountId } from '../../src/people/identity.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import type { AccessStore } from './store.js';
 

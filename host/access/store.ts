@@ -7,10 +7,10 @@
  */
 import { z } from 'zod';
 import { ScriptError } from '../../src/errors.js';
-import { accountId, type IdentityStore } from '../../src/identity.js';
 import { parseJsonOrUndefined } from '../../src/json.js';
-import { type PeopleKeys, peopleKeys } from '../../src/keys.js';
-import type { RedisClient } from '../../src/redis.js';
+import { accountId, type IdentityStore } from '../../src/people/identity.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { type PeopleKeys, peopleKeys } from '../../src/redis/keys.js';
 import { runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';
 import { codeHash, newCode, normalizeCode } from './codes.js';

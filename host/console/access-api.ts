@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
-import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
+import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
 import { APPROVED_NOTICE } from '../access/commands.js';
 import type { AccessStore } from '../access/store.js';
 

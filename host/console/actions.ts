@@ -13,10 +13,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { InvalidInputError, LeaseHeldError, RunEndedError, RunNotFoundError, StaleRunError } from '../../src/errors.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
 import { type CommandName, runCommand } from '../commands.js';
 

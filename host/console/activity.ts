@@ -8,7 +8,7 @@
  * write only delays a conversation's appearance until its next message.
  */
 import type { Logger } from 'pino';
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 
 /** Most conversations the index keeps. */
 export const RECENT_CAP = 10_000;

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { InvalidInputError } from '../../src/errors.js';
-import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
-import type { MemoryStore } from '../../src/memory.js';
+import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
+import type { MemoryStore } from '../../src/people/memory.js';
 
 /** Registers one console API route (access-checked by the console). */
 type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;

@@ -5,7 +5,7 @@
  * users, models and Redis is rendered with `textContent`, never as HTML.
  */
 import { readFileSync } from 'node:fs';
-import { pageHead } from '../../src/page-shell.js';
+import { pageHead } from '../../src/http/page-shell.js';
 import { memoryPanel } from './memory-panel.js';
 
 /** The page's script (browser JavaScript). */

@@ -11,9 +11,10 @@
  * else is looked up by id: listing every identity with counters would take a
  * SCAN of the keyspace.
  */
-import type { BudgetLimits, Budgets, BudgetUsage } from '../../src/budget.js';
-import type { AccessConfig } from '../../src/config-schema.js';
-import { json, type RouteRequest } from '../../src/http-routes.js';
+
+import type { AccessConfig } from '../../src/config/schema.js';
+import { json, type RouteRequest } from '../../src/http/routes.js';
+import type { BudgetLimits, Budgets, BudgetUsage } from '../../src/people/budget.js';
 import type { AccessStore } from '../access/store.js';
 import { type ApiRoute, guarded } from './access-api.js';
 

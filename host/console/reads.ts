@@ -7,13 +7,13 @@
  */
 import { type ChannelPlugin, channelResolver } from '../../src/channel.js';
 import { parseJsonOrUndefined } from '../../src/json.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
+import type { RunQueue } from '../../src/protocol/run-queue.js';
 import { parseBreaker } from '../../src/record/breaker.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { parseEntry } from '../../src/record/read.js';
-import type { RedisClient } from '../../src/redis.js';
-import type { RunQueue } from '../../src/run-queue.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { recentKey } from './activity.js';
 
 /** Most recent conversations a filtered list looks at. */

@@ -1,23 +1,23 @@
 /**
  * The operator console's routes: the page (`/console`), its script and
  * stylesheet, and a JSON API under `/console/api/`. Every route checks
- * access first (`src/http-access.ts`: the operator's secret, configured or
+ * access first (`src/http/access.ts`: the operator's secret, configured or
  * generated at start; loopback clients without it only when the operator
  * turned `allowLoopback` on); a refused request gets 401 and no data.
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Budgets } from '../../src/budget.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import type { AccessConfig } from '../../src/config-schema.js';
-import { checkAccess, operatorAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http-access.js';
-import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http-routes.js';
-import type { MemoryStore } from '../../src/memory.js';
-import { assetRoute } from '../../src/page-shell.js';
+import type { AccessConfig } from '../../src/config/schema.js';
+import { checkAccess, operatorAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http/access.js';
+import { assetRoute } from '../../src/http/page-shell.js';
+import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
+import type { Budgets } from '../../src/people/budget.js';
+import type { MemoryStore } from '../../src/people/memory.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
+import type { RunQueue } from '../../src/protocol/run-queue.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
-import type { RedisClient } from '../../src/redis.js';
-import type { RunQueue } from '../../src/run-queue.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
 import type { AccessStore } from '../access/store.js';
 import { registerAccessApi } from './access-api.js';

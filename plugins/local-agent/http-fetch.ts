@@ -1,6 +1,6 @@
 /**
  * The built-in `http_fetch` tool: HTTP GET with bounded size and time,
- * through the guarded fetch (`src/guarded-fetch.ts`): loopback, private,
+ * through the guarded fetch (`src/http/guarded-fetch.ts`): loopback, private,
  * link-local, metadata and other non-public addresses are refused unless
  * allow-listed, after DNS resolution and on every redirect.
  */

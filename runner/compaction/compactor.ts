@@ -7,7 +7,7 @@
 
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import { DEFAULTS } from '../../src/defaults.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
 import { CasConflictError } from '../../src/errors.js';
 import type { RunRef } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';

@@ -6,10 +6,10 @@
 
 import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import { DEFAULTS } from '../../src/defaults.js';
-import { conversationKeys } from '../../src/keys.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readAfter, readRange, readTail } from '../../src/record/read.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import type { RedisClient } from '../../src/scripts/index.js';
 import { type ProjectionOptions, projectHistory } from '../projection.js';
 import { CHECKPOINT_KEY, type Checkpoint, type CheckpointRejection, summaryMessages, validateCheckpoint } from './checkpoint.js';

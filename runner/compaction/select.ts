@@ -20,7 +20,7 @@
  */
 
 import type { ModelMessage } from 'ai';
-import { DEFAULTS } from '../../src/defaults.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { type ProjectionOptions, placements, projectHistory } from '../projection.js';
 

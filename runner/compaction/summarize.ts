@@ -8,7 +8,7 @@
 import { generateText, type LanguageModel, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { childController } from '../../src/abort.js';
-import { DEFAULTS } from '../../src/defaults.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
 
 /** Options of `summarize`. */
 export interface SummarizeOptions {

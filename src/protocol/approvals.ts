@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { InvalidInputError, ScriptError } from '../errors.js';
-import { conversationKeys } from '../keys.js';
+import { conversationKeys } from '../redis/keys.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 

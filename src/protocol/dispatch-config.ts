@@ -1,5 +1,5 @@
 /** The Dispatch of a configuration: what hosts ingest with, and runners ingest schedule fires with. */
-import type { CoreConfig } from '../config.js';
+import type { CoreConfig } from '../config/load.js';
 import type { RedisClient } from '../scripts/index.js';
 import { Dispatch } from './dispatch.js';
 import { retentionOptions } from './retention.js';

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../keys.js';
 import { attachmentSchema, inputOriginSchema, type Sender, senderSchema } from '../record/entries.js';
+import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../redis/keys.js';
 import { ScriptBatcher } from '../scripts/batch.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../defaults.js';
+import { DEFAULTS } from '../config/defaults.js';
 import type { RedisClient } from '../scripts/index.js';
 import { type AfterPurge, type ResolvedRetention, type RetentionOptions, resolveRetention } from './retention.js';
 import type { InputPolicy } from './types.js';

@@ -5,8 +5,8 @@
  * run after a run ends, only when configured: both lose history a user may
  * expect, so both are off by default).
  */
-import { DEFAULTS } from '../defaults.js';
-import { CONVERSATION_KEY_SUFFIXES, conversationKeys } from '../keys.js';
+import { DEFAULTS } from '../config/defaults.js';
+import { CONVERSATION_KEY_SUFFIXES, conversationKeys } from '../redis/keys.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 
 /** What an update for a purged conversation gets while its tombstone stands. */

@@ -3,11 +3,11 @@
  * pulls and finish. Every write after acquire carries the run's fencing
  * token; a stale token is refused with StaleRunError and writes nothing.
  */
-import { DEFAULTS } from '../defaults.js';
+import { DEFAULTS } from '../config/defaults.js';
 import { InvalidInputError } from '../errors.js';
-import { assertRunId, conversationKeys } from '../keys.js';
 import { type RecordEntry, type RunOutcome, recordEntrySchema, type SeqEntry } from '../record/entries.js';
 import { parseEntry } from '../record/read.js';
+import { assertRunId, conversationKeys } from '../redis/keys.js';
 import { runScript, type ScriptReply } from '../scripts/index.js';
 import { checkReply, pairsFrom, seqList } from '../scripts/results.js';
 import { newRunId } from './ids.js';

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.js';
-import { assertUpdateKey, conversationKeys } from '../keys.js';
 import type { MessageSent } from '../record/entries.js';
+import { assertUpdateKey, conversationKeys } from '../redis/keys.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 

@@ -4,8 +4,8 @@
  * compare-and-set.
  */
 import { InvalidInputError } from '../errors.js';
-import { conversationKeys } from '../keys.js';
 import { type RecordEntry, recordEntrySchema } from '../record/entries.js';
+import { conversationKeys } from '../redis/keys.js';
 import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { type ProtocolOptions, type ResolvedProtocolOptions, resolveOptions } from './options.js';

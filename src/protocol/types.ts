@@ -1,10 +1,10 @@
 /** Plain types of the dispatch protocol (no zod inside). */
 
-import type { InputPolicy } from '../input-policies.js';
+import type { InputPolicy } from '../config/input-policies.js';
 import type { Attachment, InputOrigin, Sender } from '../record/entries.js';
 
 /** How a message that arrives during a run is handled (see the README's dispatch table), and every policy in documentation order. */
-export { INPUT_POLICIES, type InputPolicy } from '../input-policies.js';
+export { INPUT_POLICIES, type InputPolicy } from '../config/input-policies.js';
 
 /** Kinds of stop request a run can receive. */
 export type StopKind = 'interrupt' | 'supersede' | 'stop';

@@ -5,7 +5,7 @@
  * run completes. One schema and one wording for both sides.
  */
 import { z } from 'zod';
-import { conversationKeys } from '../keys.js';
+import { conversationKeys } from '../redis/keys.js';
 import type { RedisClient } from '../scripts/index.js';
 
 /** State key of the note (runner namespace). */

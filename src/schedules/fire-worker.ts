@@ -11,11 +11,11 @@
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import { ingestEvent } from '../events.js';
 import type { IngestDeps, IngestOptions } from '../ingest.js';
-import { conversationKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
 import type { Dispatch } from '../protocol/dispatch.js';
+import { logQueueError, type RunQueue } from '../protocol/run-queue.js';
 import type { IngestResult, InputPolicy } from '../protocol/types.js';
-import { logQueueError, type RunQueue } from '../run-queue.js';
+import { conversationKeys } from '../redis/keys.js';
 import type { RedisClient } from '../scripts/index.js';
 import { metrics } from '../telemetry/metrics.js';
 import { context, failSpan, SPAN, type Span, SpanKind, trace, tracer } from '../telemetry/tracing.js';

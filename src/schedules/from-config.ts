@@ -1,9 +1,9 @@
 /** The schedules service and heartbeats of a configuration (hosts and runners build theirs alike). */
 import type { AppContext } from '../app-context.js';
-import { DEFAULTS } from '../defaults.js';
-import type { IdentityStore } from '../identity.js';
-import type { RedisClient } from '../redis.js';
-import { bullPrefixFor } from '../run-queue.js';
+import { DEFAULTS } from '../config/defaults.js';
+import type { IdentityStore } from '../people/identity.js';
+import { bullPrefixFor } from '../protocol/run-queue.js';
+import type { RedisClient } from '../redis/connection.js';
 import { HeartbeatKeeper } from './heartbeats.js';
 import { Schedules } from './schedules.js';
 

@@ -21,12 +21,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type ConnectionOptions, type JobType, Queue } from 'bullmq';
 import { z } from 'zod';
-import { DEFAULTS } from '../defaults.js';
+import { DEFAULTS } from '../config/defaults.js';
 import { InvalidInputError, ScheduleLimitError, ScriptError } from '../errors.js';
-import { assertIdentityId } from '../identity.js';
-import { conversationKeys } from '../keys.js';
 import type { Logger } from '../logger.js';
-import { logQueueError } from '../run-queue.js';
+import { assertIdentityId } from '../people/identity.js';
+import { logQueueError } from '../protocol/run-queue.js';
+import { conversationKeys } from '../redis/keys.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 import { metrics } from '../telemetry/metrics.js';
 import {

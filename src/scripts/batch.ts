@@ -11,7 +11,7 @@
  * call there.
  */
 import { ScriptError } from '../errors.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../redis/connection.js';
 import { isBatchScript, runScript, type ScriptName, type ScriptReply, scriptKeyCount } from './index.js';
 
 /** Most items in one script call: bounds how long one call holds Redis (about 20 µs per ingest), and a full call leaves without waiting for the turn to end. */

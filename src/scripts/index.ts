@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScriptError } from '../errors.js';
 
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../redis/connection.js';
 
-export type { RedisClient } from '../redis.js';
+export type { RedisClient } from '../redis/connection.js';
 
 /** Names of the scripts in this folder. */
 export type ScriptName =

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScriptError } from '../errors.js';
-import type { RedisClient } from '../redis.js';
+import type { RedisClient } from '../redis/connection.js';
 import { CORE_SCRIPT_DIR, resolveIncludes, SCRIPT_FILE_RE, type ScriptReply } from './index.js';
 import { checkReply } from './results.js';
 

@@ -21,7 +21,7 @@
   ARGV[6] update key     of the /purge command that asked, or '': a redelivery of it answers
                          duplicate (its dedupe key, seq 0, is set when the purge is done)
   ARGV[7] dedupe ttl     seconds
-  ARGV[8..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES and the
+  ARGV[8..] key suffixes of the conversation (src/redis/keys.ts CONVERSATION_KEY_SUFFIXES and the
             plugins' declared keys)
 
   Returns { 'duplicate' }  the command's update was seen before; nothing written

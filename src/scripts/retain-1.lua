@@ -23,7 +23,7 @@
   ARGV[3] idle ttl       seconds (0: off)
   ARGV[4] conversation id
   ARGV[5] checkpoint     state key of the compaction checkpoint
-  ARGV[6..] key suffixes of the conversation (src/keys.ts CONVERSATION_KEY_SUFFIXES and the
+  ARGV[6..] key suffixes of the conversation (src/redis/keys.ts CONVERSATION_KEY_SUFFIXES and the
             plugins' declared keys)
 
   Returns { 'ok', entries trimmed, 1 when idle expiry was set else 0 }

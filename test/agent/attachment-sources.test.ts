@@ -13,7 +13,7 @@ import { createDiscordOutbound, createRest } from '../../plugins/discord/outboun
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { allowedAttachmentUrl, createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import { FetchRefusedError, InvalidInputError } from '../../src/errors.js';
-import { createRedis } from '../../src/redis.js';
+import { createRedis } from '../../src/redis/connection.js';
 import { defaultRedisUrl } from '../../testing/redis.js';
 
 let server: Server;

@@ -14,8 +14,8 @@ import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
 import { createTranscriptionModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
 import type { ChannelOutbound } from '../../src/channel.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { Attachment } from '../../src/record/entries.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
-import { modelLimits } from '../../src/model-catalogue.js';
+import { modelLimits } from '../../src/config/model-catalogue.js';
 import { configErrorOf } from '../helpers/config-error.js';
 
 const KEY = { OPENAI_API_KEY: 'k' };

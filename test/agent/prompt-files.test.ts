@@ -13,9 +13,9 @@ import localAgent, { type LocalAgentSettings } from '../../plugins/local-agent/i
 import { CHECKPOINT_KEY, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
 import { createModel } from '../../runner/model.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
-import { DEFAULT_SYSTEM_PROMPT } from '../../src/defaults.js';
+import { DEFAULT_SYSTEM_PROMPT } from '../../src/config/defaults.js';
 import { ConfigError } from '../../src/errors.js';
-import { conversationKeys } from '../../src/keys.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();

@@ -9,7 +9,7 @@ import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type FakeDiscord, type FakeUser, user } from '../../testing/fakes/discord-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';

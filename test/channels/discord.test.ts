@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
-import { conversationKeys } from '../../src/keys.js';
 import { readRange } from '../../src/record/read.js';
-import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/redis/connection.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { FakeDiscord, snowflake } from '../../testing/fakes/discord-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import {

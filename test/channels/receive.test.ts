@@ -10,11 +10,11 @@ import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { InvalidInputError, RedisUnavailableError } from '../../src/errors.js';
-import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
-import type { RedisClient } from '../../src/redis.js';
-import { isRedisUnavailable } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { isRedisUnavailable } from '../../src/redis/connection.js';
+import { freePort } from '../../src/redis/local.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/local-redis.js';
+import { freePort } from '../../src/redis/local.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { eventCallback, type FakeSlack, SLACK_APP_TOKEN, SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { waitFor } from '../../testing/wait.js';

@@ -10,7 +10,7 @@ import { CallbackPump } from '../../plugins/webhook/callbacks.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { lockKey, pendingKey, wakeChannel } from '../../plugins/webhook/keys.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
-import { createHttpClient, type HttpClient } from '../../src/http-client.js';
+import { createHttpClient, type HttpClient } from '../../src/http/client.js';
 import { createLogger } from '../../src/logger.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';

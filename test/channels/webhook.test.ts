@@ -14,9 +14,9 @@ import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugi
 import { cursorKey, givenUpKey, lockKey, pendingKey } from '../../plugins/webhook/keys.js';
 import { sign, signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { freePort } from '../../src/local-redis.js';
 import { createLogger } from '../../src/logger.js';
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { freePort } from '../../src/redis/local.js';
 import { replyStreamKey } from '../../src/reply-stream.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';

@@ -10,7 +10,7 @@ import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import type { RunQueue } from '../../src/run-queue.js';
+import type { RunQueue } from '../../src/protocol/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeWhatsApp, messageDelivery, postDelivery, startFakeWhatsApp, WA_ALICE, wamid } from '../../testing/fakes/whatsapp-server.js';
 import { fakeModel, gatedTool, RunnerHarness, refundTool } from '../runner/harness.js';

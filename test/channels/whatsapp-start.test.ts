@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/local-redis.js';
+import { freePort } from '../../src/redis/local.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeWhatsApp, messageDelivery, postDelivery, startFakeWhatsApp, WA_ALICE, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
 import { waitFor } from '../../testing/wait.js';

@@ -15,9 +15,9 @@
  * sent twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../../src/keys.js';
 import { readRange } from '../../src/record/read.js';
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../../src/redis/keys.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { PrivateServers } from '../helpers/private-servers.js';

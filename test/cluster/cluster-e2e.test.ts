@@ -8,8 +8,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { AppContext } from '../../src/app-context.js';
-import { conversationKeys } from '../../src/keys.js';
 import { Dispatch } from '../../src/protocol/index.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { type PrivateCluster, startPrivateCluster } from '../helpers/private-cluster.js';

@@ -15,7 +15,7 @@ import { CONTEXT_OVERFLOW_MESSAGE, RUN_REASON } from '../../plugins/local-agent/
 import { CHECKPOINT_KEY, type Checkpoint, checkpointSchema, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
 import { turnBoundaries } from '../../runner/compaction/select.js';
 import { startRunner } from '../../runner/main.js';
-import { conversationKeys } from '../../src/keys.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
 import { redisUrl } from '../helpers/redis.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
 import { createLogger } from '../../src/logger.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

@@ -1,7 +1,7 @@
 /** The teardown the webhook callback pump tests share. */
 import type { Redis } from 'ioredis';
 import type { CallbackPump } from '../../plugins/webhook/callbacks.js';
-import type { HttpClient } from '../../src/http-client.js';
+import type { HttpClient } from '../../src/http/client.js';
 import type { CallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix } from './redis.js';
 

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { type EnsuredRedis, startPrivateRedis } from '../../src/local-redis.js';
+import { type EnsuredRedis, startPrivateRedis } from '../../src/redis/local.js';
 
 export class PrivateServers {
   private readonly servers: EnsuredRedis[] = [];

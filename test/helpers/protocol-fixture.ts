@@ -8,10 +8,10 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { type ChannelHostDeps, createChannelHost } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound } from '../../src/channel.js';
-import { type ConversationKeys, controlChannel, conversationKeys } from '../../src/keys.js';
 import { ConversationState, Dispatch, type IncomingMessage, type IngestResult, type ProtocolOptions, Runs } from '../../src/protocol/index.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
+import { type ConversationKeys, controlChannel, conversationKeys } from '../../src/redis/keys.js';
 import { cleanupPrefix, redisUrl, testPrefix } from './redis.js';
 
 /** The conversation most tests use. */

@@ -7,8 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../src/local-redis.js';
-import { pingRedis } from '../../src/redis.js';
+import { pingRedis } from '../../src/redis/connection.js';
+import { freePort } from '../../src/redis/local.js';
 
 export interface RestartableRedis {
   url: string;

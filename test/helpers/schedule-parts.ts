@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { Dispatch } from '../../src/protocol/dispatch.js';
-import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
+import { bullPrefixFor, RunQueue } from '../../src/protocol/run-queue.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { cleanupPrefix, redisUrl } from './redis.js';

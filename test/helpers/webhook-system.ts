@@ -16,11 +16,11 @@ import { pendingKey } from '../../plugins/webhook/keys.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { type StartedRunner, startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
-import { conversationKeys } from '../../src/keys.js';
 import { createLogger } from '../../src/logger.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readRange } from '../../src/record/read.js';
-import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig } from '../../src/redis.js';
+import { closeRedis, createRedis, redisFromConfig, redisOptionsFromConfig } from '../../src/redis/connection.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { waitFor } from '../../testing/wait.js';
 import { testPrefix } from './redis.js';
 

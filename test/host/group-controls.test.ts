@@ -17,7 +17,7 @@ import { normalizeUpdate } from '../../plugins/telegram/normalize.js';
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, ChannelSettings, InboundMessage } from '../../src/channel.js';
-import type { HttpRoute } from '../../src/http-routes.js';
+import type { HttpRoute } from '../../src/http/routes.js';
 import { createLogger } from '../../src/logger.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RateLimitOptions } from '../../src/protocol/index.js';

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createChannelHost } from '../../host/receive.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
-import { loadProfiles } from '../../src/profiles.js';
+import { loadProfiles } from '../../src/people/profiles.js';
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const fx = useProtocolFixture();

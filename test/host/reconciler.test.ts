@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ReconcileReport, reconcileOnce, startReconciler } from '../../host/reconciler.js';
 import { ConfigError } from '../../src/errors.js';
 import { Dispatch, Runs } from '../../src/protocol/index.js';
-import { bullPrefixFor, RunQueue } from '../../src/run-queue.js';
+import { bullPrefixFor, RunQueue } from '../../src/protocol/run-queue.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

@@ -16,7 +16,7 @@ import { type StartedRunner, startRunner } from '../../runner/main.js';
 import type { AppContext } from '../../src/app-context.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
-import { closeRedis, watchRedis } from '../../src/redis.js';
+import { closeRedis, watchRedis } from '../../src/redis/connection.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { createTestContext } from '../../testing/runner-context.js';

@@ -10,7 +10,7 @@ import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../
 import { createHttpAgentPlugin, type HttpAgentConfigInput, httpAgentConfigSchema } from '../../plugins/http-agent/index.js';
 import type { RunRequest } from '../../plugins/http-agent/protocol.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
-import { checkSignature } from '../../src/signature.js';
+import { checkSignature } from '../../src/http/signature.js';
 import { PluginProbe } from '../../testing/runner-contract.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 

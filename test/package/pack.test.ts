@@ -22,7 +22,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

@@ -4,7 +4,7 @@
  * the last of a token budget, and each window's refusal is noticed once.
  */
 import { describe, expect, it } from 'vitest';
-import { type BudgetRefusal, type BudgetSettings, Budgets } from '../../src/budget.js';
+import { type BudgetRefusal, type BudgetSettings, Budgets } from '../../src/people/budget.js';
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const fx = useProtocolFixture();

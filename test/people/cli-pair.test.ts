@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
-import { accessSchema } from '../../src/config-schema.js';
-import { IdentityStore } from '../../src/identity.js';
+import { accessSchema } from '../../src/config/schema.js';
+import { IdentityStore } from '../../src/people/identity.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());

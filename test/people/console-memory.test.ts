@@ -1,7 +1,7 @@
 /** The console's memory API: lists, saves (new and edited) and deletes an identity's notes; refuses bad bodies and notes over a limit with 400 and writes nothing; answers that memory is off when it is. */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
-import { MemoryStore } from '../../src/memory.js';
+import { MemoryStore } from '../../src/people/memory.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { CONSOLE_TOKEN, consoleCall, serveConsole } from '../helpers/console-api.js';
 import { redisUrl } from '../helpers/redis.js';

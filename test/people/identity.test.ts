@@ -2,8 +2,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../src/errors.js';
-import { accountId, IdentityStore } from '../../src/identity.js';
-import { peopleKeys } from '../../src/keys.js';
+import { accountId, IdentityStore } from '../../src/people/identity.js';
+import { peopleKeys } from '../../src/redis/keys.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());

@@ -2,7 +2,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError, MemoryLimitError } from '../../src/errors.js';
-import { type MemoryEmbedder, MemoryStore, memoryKeys, selectPromptNotes } from '../../src/memory.js';
+import { type MemoryEmbedder, MemoryStore, memoryKeys, selectPromptNotes } from '../../src/people/memory.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 

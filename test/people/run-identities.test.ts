@@ -1,7 +1,7 @@
 /** A run can tell who sent its inputs: `RunContext.identities` resolves an input's sender through the conversation's channel, links included. */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunContext, RunnerPlugin } from '../../runner/plugin.js';
-import { IdentityStore } from '../../src/identity.js';
+import { IdentityStore } from '../../src/people/identity.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { redisUrl } from '../helpers/redis.js';
 

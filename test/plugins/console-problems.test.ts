@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConsoleReads } from '../../host/console/reads.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import type { RunQueue } from '../../src/run-queue.js';
+import type { RunQueue } from '../../src/protocol/run-queue.js';
 import { useProtocolFixture } from '../helpers/protocol-fixture.js';
 
 const fx = useProtocolFixture();

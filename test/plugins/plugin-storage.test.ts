@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, ScriptError } from '../../src/errors.js';
-import { declaredConversationKeys, pluginStorage } from '../../src/plugin-storage.js';
+import { declaredConversationKeys, pluginStorage } from '../../src/plugin/storage.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { resolveRetention, retainConversation } from '../../src/protocol/retention.js';
 import { defineScript } from '../../src/scripts/plugin-script.js';

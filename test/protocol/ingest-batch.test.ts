@@ -3,9 +3,9 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ScriptError } from '../../src/errors.js';
-import { freePort } from '../../src/local-redis.js';
 import { Dispatch } from '../../src/protocol/index.js';
-import { isRedisUnavailable } from '../../src/redis.js';
+import { isRedisUnavailable } from '../../src/redis/connection.js';
+import { freePort } from '../../src/redis/local.js';
 import { DEFAULT_MAX_BATCH, hashTag, ScriptBatcher } from '../../src/scripts/batch.js';
 import { runScript } from '../../src/scripts/index.js';
 import { SCRIPT_ERRORS } from '../../src/scripts/results.js';

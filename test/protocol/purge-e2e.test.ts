@@ -6,8 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { conversationKeys } from '../../src/keys.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { CID, FetchTap, fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import webhooks from '../../plugins/webhook/index.js';
 import { cursorKey } from '../../plugins/webhook/keys.js';
 import { InvalidInputError, RunNotFoundError } from '../../src/errors.js';
-import { declaredConversationKeys } from '../../src/plugin-storage.js';
+import { declaredConversationKeys } from '../../src/plugin/storage.js';
 import type { RunRef } from '../../src/protocol/index.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import type { ModelStep } from '../../src/record/entries.js';

@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { runCommand } from '../../host/commands.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
-import type { BudgetSettings } from '../../src/budget.js';
-import { Budgets } from '../../src/budget.js';
-import { IdentityStore } from '../../src/identity.js';
+import type { BudgetSettings } from '../../src/people/budget.js';
+import { Budgets } from '../../src/people/budget.js';
+import { IdentityStore } from '../../src/people/identity.js';
 import { CID, fakeModel, RunnerHarness as Harness, perTestModel } from './harness.js';
 
 const t = perTestModel();

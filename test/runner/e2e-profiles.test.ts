@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { ConfigError } from '../../src/errors.js';
-import { type BaseModelSettings, loadProfiles } from '../../src/profiles.js';
+import { type BaseModelSettings, loadProfiles } from '../../src/people/profiles.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { RunnerHarness as Harness } from './harness.js';
 

@@ -12,7 +12,7 @@ import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { type StartedRunner, startRunner } from '../../runner/main.js';
-import { conversationKeys } from '../../src/keys.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { splitMessage } from '../../src/split-message.js';
 import { type FakeDiscord, startFakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { conversationKeys } from '../../src/keys.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { scriptSource } from '../../src/scripts/index.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from './harness.js';
 

@@ -9,7 +9,7 @@ import { answerText, isFinalStep } from '../../runner/projection.js';
 import { readRunEntries, runProgress } from '../../runner/takeover.js';
 import type { ModelStep, RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { MAX_UNANSWERED_LISTED, parseUnanswered, unansweredNote, unansweredNotice, unansweredStatusLine } from '../../src/record/unanswered.js';
-import { closeRedis, createRedis, type RedisClient } from '../../src/redis.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/redis/connection.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 type EntryInput = RecordEntry extends infer E ? (E extends RecordEntry ? Omit<E, 'v' | 'at'> : never) : never;

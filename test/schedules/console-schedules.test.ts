@@ -2,7 +2,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { consoleCall, serveConsole } from '../helpers/console-api.js';

@@ -10,10 +10,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { conversationKeys } from '../../src/keys.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
+import { bullPrefixFor, type RunQueue } from '../../src/protocol/run-queue.js';
 import { readRange } from '../../src/record/read.js';
-import { bullPrefixFor, type RunQueue } from '../../src/run-queue.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { HeartbeatKeeper, type HeartbeatSettings, heartbeatId } from '../../src/schedules/heartbeats.js';
 import { Schedules } from '../../src/schedules/schedules.js';

@@ -10,7 +10,7 @@
  * group member who is not an admin has the agent cancel the admin's schedule.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BudgetSettings } from '../../src/budget.js';
+import type { BudgetSettings } from '../../src/people/budget.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import type { ConfiguredSchedules } from '../../src/schedules/from-config.js';
 import { type HeartbeatSettings, heartbeatId } from '../../src/schedules/heartbeats.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { memoryLogger } from '../helpers/memory-logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { launchBrowser } from '../web/harness.js';

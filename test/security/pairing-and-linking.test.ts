@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ACCESS_COMMAND_REPLIES, APPROVED_NOTICE } from '../../host/access/commands.js';
-import type { RedisClient } from '../../src/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 import { user } from '../../testing/fakes/discord-server.js';
 import { ALICE, callbackQueryUpdate, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';

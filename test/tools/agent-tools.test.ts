@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { conversationKeys } from '../../src/keys.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();

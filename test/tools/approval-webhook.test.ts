@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl } from '../helpers/redis.js';

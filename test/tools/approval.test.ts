@@ -12,8 +12,8 @@ import { z } from 'zod';
 import { approvalCommand } from '../../host/approval-commands.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { channelOf, ToolPolicy, type ToolPolicySettings } from '../../plugins/local-agent/policy.js';
-import { conversationKeys } from '../../src/keys.js';
 import { readApproval } from '../../src/protocol/approvals.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, fakeModel, perTestModel, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const t = perTestModel();

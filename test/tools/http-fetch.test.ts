@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpFetchTool } from '../../plugins/local-agent/http-fetch.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
-import type { ResolveHost } from '../../src/guarded-fetch.js';
+import type { ResolveHost } from '../../src/http/guarded-fetch.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

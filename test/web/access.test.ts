@@ -7,7 +7,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkAccess, isLoopbackAddress, isLoopbackHostName, isLoopbackRequest, sameOriginJson } from '../../src/http-access.js';
+import { checkAccess, isLoopbackAddress, isLoopbackHostName, isLoopbackRequest, sameOriginJson } from '../../src/http/access.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
 import { startWorld, type World } from './harness.js';

@@ -16,7 +16,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { expect } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
 import { createLogger } from '../../src/logger.js';
-import { bullPrefixFor } from '../../src/run-queue.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
 

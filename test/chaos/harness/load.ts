@@ -8,8 +8,8 @@
 
 import { pendingKey } from '../../../plugins/webhook/keys.js';
 import { signedHeaders } from '../../../plugins/webhook/signature.js';
-import { activeKeyPattern } from '../../../src/keys.js';
-import type { RedisClient } from '../../../src/redis.js';
+import type { RedisClient } from '../../../src/redis/connection.js';
+import { activeKeyPattern } from '../../../src/redis/keys.js';
 import type { ReceivedCallback } from '../../../testing/fakes/webhook-callback-server.js';
 
 /** Secret of the suite's webhook channel `chaos`. */

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../../src/local-redis.js';
+import { freePort } from '../../../src/redis/local.js';
 import type { CallbackServer } from '../../../testing/fakes/webhook-callback-server.js';
 import type { PrivateServers } from '../../helpers/private-servers.js';
 

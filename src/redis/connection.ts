@@ -7,9 +7,9 @@
  * exactly as with RESP2. Code and Lua wrappers may rely on that.
  */
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import type { HostPort, RedisConfig } from './config-schema.js';
-import { ConfigError, RedisUnavailableError, redactSecrets, SteerbotError } from './errors.js';
-import type { Logger } from './logger.js';
+import type { HostPort, RedisConfig } from '../config/schema.js';
+import { ConfigError, RedisUnavailableError, redactSecrets, SteerbotError } from '../errors.js';
+import type { Logger } from '../logger.js';
 
 /** A Redis client of any topology. Both expose the same command API. */
 export type RedisClient = Redis | Cluster;

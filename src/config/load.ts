@@ -7,10 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
+import { ConfigError, type ConfigIssue } from '../errors.js';
 import { DEFAULTS, MODEL_PROVIDER_KEY_ENV } from './defaults.js';
-import { ConfigError, type ConfigIssue } from './errors.js';
 
-export { type CoreConfig, coreConfigSchema } from './config-schema.js';
+export { type CoreConfig, coreConfigSchema } from './schema.js';
 
 /** How an environment variable's text becomes a config value. */
 export type EnvKind = 'string' | 'int' | 'number' | 'bool' | 'list';

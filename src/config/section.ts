@@ -3,7 +3,7 @@
  * directly (defaults applied), with errors named by the section's full path.
  */
 import type { z } from 'zod';
-import { ConfigError, type ConfigIssue } from './errors.js';
+import { ConfigError, type ConfigIssue } from '../errors.js';
 
 /**
  * Parses `value` with `schema`.

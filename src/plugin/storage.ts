@@ -7,8 +7,8 @@
  * (`storage.conversationKeys`) are deleted by `/purge` and expire with an
  * idle conversation like the core's.
  */
-import { InvalidInputError } from './errors.js';
-import { conversationKeys } from './keys.js';
+import { InvalidInputError } from '../errors.js';
+import { conversationKeys } from '../redis/keys.js';
 
 /** Longest key name a plugin may use, in characters. */
 export const MAX_PLUGIN_KEY_NAME_LENGTH = 128;

@@ -8,7 +8,7 @@
  * margin: whatever is accepted still has its dedupe key when a replay or a
  * redelivery of it arrives, and anything older is refused outright.
  */
-import { DEFAULTS } from './defaults.js';
+import { DEFAULTS } from '../config/defaults.js';
 
 /** Margin between the oldest delivery answered and the end of the dedupe window, in seconds (at most half a short window). */
 export const REPLAY_MARGIN_SECONDS = 300;

@@ -5,7 +5,7 @@
  * assembles the whole. Loading (file + environment overlay) is `config.ts`.
  */
 import { z } from 'zod';
-import { isAllowEntry } from './address-policy.js';
+import { isAllowEntry } from '../http/address-policy.js';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
 import { resolveModelLimits } from './model-catalogue.js';

@@ -4,7 +4,7 @@
  * one). Shared by the channels that serve event streams (web chat, webhook).
  */
 import { Cluster } from 'ioredis';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from '../redis/connection.js';
 
 /** One batch of an `XREAD` reply: `[key, [[id, fields]]]` per stream, null after a block with nothing new. */
 export type XreadReply = Array<[string, Array<[string, string[]]>]> | null;

@@ -4,7 +4,7 @@
  * Each page links only its own `<base>/app.css` and `<base>/app.js`, which
  * the page headers' CSP (`'self'` only) allows.
  */
-import type { RouteResponse } from './http-routes.js';
+import type { RouteResponse } from './routes.js';
 
 /** The page up to and including `<body>`: charset, viewport, `title`, and the page's own stylesheet and script under `base`. */
 export function pageHead(title: string, base: string): string {

@@ -18,7 +18,7 @@
  * which a page on another site cannot send without a CORS preflight we never answer.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RouteRequest, RouteResponse } from './http-routes.js';
+import type { RouteRequest, RouteResponse } from './routes.js';
 
 /** One way into a page: a secret, and the cookie that carries it once a browser logged in. */
 export interface PageAccess {

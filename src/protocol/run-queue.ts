@@ -4,11 +4,11 @@
  */
 
 import { type ConnectionOptions, type Job, type JobType, Queue } from 'bullmq';
-import { DEFAULTS } from './defaults.js';
-import { assertRunId } from './keys.js';
-import type { Logger } from './logger.js';
-import { isRedisUnavailable } from './redis.js';
-import { metrics } from './telemetry/metrics.js';
+import { DEFAULTS } from '../config/defaults.js';
+import type { Logger } from '../logger.js';
+import { isRedisUnavailable } from '../redis/connection.js';
+import { assertRunId } from '../redis/keys.js';
+import { metrics } from '../telemetry/metrics.js';
 
 /** What a run job carries. */
 export interface RunJobData {

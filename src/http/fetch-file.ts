@@ -6,7 +6,7 @@
  * `fetchUrlFile` is for URLs that arrive in a message, which only the guarded
  * fetch may follow.
  */
-import { ChannelApiError, InvalidInputError } from './errors.js';
+import { ChannelApiError, InvalidInputError } from '../errors.js';
 import { type GuardedFetchOptions, guardedFetch } from './guarded-fetch.js';
 
 /** An attachment's bytes, as fetched from the platform. */

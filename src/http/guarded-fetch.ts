@@ -14,9 +14,9 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { childController } from './abort.js';
+import { childController } from '../abort.js';
+import { FetchRefusedError } from '../errors.js';
 import { AddressPolicy } from './address-policy.js';
-import { FetchRefusedError } from './errors.js';
 
 /** Resolves a host name to every address it has (the seam tests use to point names at local servers). */
 export type ResolveHost = (hostname: string) => Promise<LookupAddress[]>;

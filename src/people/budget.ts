@@ -15,11 +15,12 @@
  * one step: a run is checked before it starts and before each model step, and
  * the step that crosses a limit is still answered.
  */
+
+import { assertConversationId, conversationKeys } from '../redis/keys.js';
+import type { RedisClient } from '../scripts/index.js';
+import { runScript } from '../scripts/index.js';
+import { metrics } from '../telemetry/metrics.js';
 import { assertIdentityId } from './identity.js';
-import { assertConversationId, conversationKeys } from './keys.js';
-import type { RedisClient } from './scripts/index.js';
-import { runScript } from './scripts/index.js';
-import { metrics } from './telemetry/metrics.js';
 
 /** Limits of one subject; an unset limit is no limit. */
 export interface BudgetLimits {

@@ -9,8 +9,8 @@ import { createServer } from 'node:net';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { ConfigError } from './errors.js';
-import { pingRedis } from './redis.js';
+import { ConfigError } from '../errors.js';
+import { pingRedis } from './connection.js';
 
 /** Where Redis usually answers on a developer machine. */
 export const DEFAULT_PROBE_URL = 'redis://127.0.0.1:6379';

@@ -6,8 +6,9 @@
  * A plugin script may take, check or give up the lease itself, beside its own
  * keys of the lease key's slot, with the same steps (`--- @include "lease"`).
  */
-import type { RedisClient } from './redis.js';
-import { runScript } from './scripts/index.js';
+
+import { runScript } from '../scripts/index.js';
+import type { RedisClient } from './connection.js';
 
 /** What `acquire` found. */
 export type LeaseState =

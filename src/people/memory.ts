@@ -18,13 +18,13 @@
  * without one is embedded at its first search).
  */
 import { z } from 'zod';
-import { InvalidInputError, MemoryLimitError } from './errors.js';
+import { InvalidInputError, MemoryLimitError } from '../errors.js';
+import { parseJsonOrUndefined } from '../json.js';
+import type { RedisClient } from '../redis/connection.js';
+import { runScript } from '../scripts/index.js';
+import { checkReply } from '../scripts/results.js';
+import { metrics } from '../telemetry/metrics.js';
 import { assertIdentityId } from './identity.js';
-import { parseJsonOrUndefined } from './json.js';
-import type { RedisClient } from './redis.js';
-import { runScript } from './scripts/index.js';
-import { checkReply } from './scripts/results.js';
-import { metrics } from './telemetry/metrics.js';
 
 /** One remembered note. */
 export interface MemoryNote {

@@ -10,11 +10,11 @@
  * or a purge is one script in one cluster slot; an account that was never
  * linked costs nothing to store.
  */
-import { InvalidInputError } from './errors.js';
-import { peopleKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { runScript } from './scripts/index.js';
-import { checkReply } from './scripts/results.js';
+import { InvalidInputError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
+import { peopleKeys } from '../redis/keys.js';
+import { runScript } from '../scripts/index.js';
+import { checkReply } from '../scripts/results.js';
 
 /** Longest accepted channel id, in characters. */
 const MAX_CHANNEL_ID_LENGTH = 128;

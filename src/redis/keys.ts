@@ -2,7 +2,7 @@
  * The Redis key schema. Every key of one conversation carries the hash tag
  * `{c:<conversation id>}` so each Lua script touches a single cluster slot.
  */
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError } from '../errors.js';
 
 /** Longest accepted conversation id, in characters. */
 export const MAX_CONVERSATION_ID_LENGTH = 256;

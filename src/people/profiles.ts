@@ -13,10 +13,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { channelResolver } from './channel.js';
-import { ConfigError, type ConfigIssue } from './errors.js';
-import type { InputPolicy } from './input-policies.js';
-import { resolveModelLimits } from './model-catalogue.js';
+import { channelResolver } from '../channel.js';
+import type { InputPolicy } from '../config/input-policies.js';
+import { resolveModelLimits } from '../config/model-catalogue.js';
+import { ConfigError, type ConfigIssue } from '../errors.js';
 
 /** The name of the profile a conversation no binding names gets (the base settings). */
 export const DEFAULT_PROFILE = 'default';

@@ -5,9 +5,9 @@
  * configuration names.
  */
 import type { z } from 'zod';
-import type { EnvBinding } from './config.js';
-import type { PluginRedaction } from './logger.js';
-import type { PluginStorageDeclaration } from './plugin-storage.js';
+import type { EnvBinding } from '../config/load.js';
+import type { PluginRedaction } from '../logger.js';
+import type { PluginStorageDeclaration } from './storage.js';
 
 /** A plugin's environment variable: `path` is relative to the plugin's own section. */
 export interface PluginEnvBinding extends Pick<EnvBinding, 'env' | 'path' | 'kind' | 'secret'> {
