@@ -16,7 +16,6 @@ export * from '../src/plugin/kit.js';
 export type { ListedSchedule } from '../src/schedules/schedules.js';
 export { describeWhen, type MissedFires, type Schedule, type ScheduleOrigin, type ScheduleRequest, type ScheduleWhen } from '../src/schedules/spec.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
-export { type AgentTool, type ToolCallContext, ToolFailure, type ToolFailureCategory, type ToolMode } from './agent-tool.js';
 export { SUMMARY_HEADER } from './compaction/checkpoint.js';
 export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
 export { isContextOverflowError } from './compaction/overflow.js';
@@ -47,3 +46,4 @@ export {
   type ToolCallRef,
 } from './plugin.js';
 export { answerText, userMessage } from './projection.js';
+export { type AgentTool, type ToolCallContext, ToolFailure, type ToolFailureCategory, type ToolMode } from './tools/agent-tool.js';

@@ -22,12 +22,12 @@ import { ConversationState } from '../src/protocol/state.js';
 import { ScheduleFireWorker } from '../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/from-config.js';
 import type { Schedule } from '../src/schedules/spec.js';
-import type { CompactionSettings } from './compaction-hooks.js';
-import { ControlListener } from './control.js';
-import type { OutboundResolver } from './delivery.js';
-import { RunExecutor } from './executor.js';
+import type { CompactionSettings } from './compaction/hooks.js';
+import type { OutboundResolver } from './delivery/sink.js';
 import { createEmbedder, createModel } from './model.js';
 import type { ModelSettings, RunnerPlugin } from './plugin.js';
+import { ControlListener } from './run/control.js';
+import { RunExecutor } from './run/executor.js';
 import { RunWorker, workerIdentity } from './worker.js';
 
 /** What the composition gives the runner besides the context. */

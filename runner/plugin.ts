@@ -16,7 +16,7 @@ import type { SteeringMode, StopKind } from '../src/protocol/types.js';
 import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { ListedSchedule } from '../src/schedules/schedules.js';
 import type { ScheduleRequest } from '../src/schedules/spec.js';
-import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tool-contract.js';
+import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tools/contract.js';
 
 export type {
   ApprovalGate,
@@ -27,7 +27,7 @@ export type {
   ToolCallClaim,
   ToolCallJournal,
   ToolCallRef,
-} from './tool-contract.js';
+} from './tools/contract.js';
 
 /** What a runner plugin can do; the host and runtime adapt to it. */
 export interface RunnerCapabilities {

@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { LeaseHeldError, RunEndedError, RunNotFoundError } from '../src/errors.js';
 import { logQueueError, type RunJobData } from '../src/protocol/run-queue.js';
-import type { ExecutionResult, RunExecutor } from './executor.js';
+import type { ExecutionResult, RunExecutor } from './run/executor.js';
 
 /** Options of the run worker. */
 export interface RunWorkerOptions {

@@ -26,7 +26,7 @@ import { Redis } from 'ioredis';
 import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, ReceiveResult } from 'steerbot/channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
-import { RunDelivery } from '../runner/delivery.js';
+import { RunDelivery } from '../runner/delivery/sink.js';
 import { createLogger, type Logger } from '../src/logger.js';
 import { readRange } from '../src/record/read.js';
 import { conversationKeys } from '../src/redis/keys.js';

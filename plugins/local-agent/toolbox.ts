@@ -3,7 +3,7 @@
  * configured tools plus the MCP servers' (those reachable now) plus
  * `read_artifact`, each call
  * - journaled (started / completed) so a takeover replays recorded results
- *   and does not run a non-idempotent call twice (runner/tool-journal.ts),
+ *   and does not run a non-idempotent call twice (runner/tools/journal.ts),
  * - bounded: a result over `maxResultChars` is stored as an artifact and the
  *   model gets a preview plus a reference it can page through,
  * - failing safely: the model sees a short envelope, the logs the details.

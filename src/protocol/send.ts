@@ -4,7 +4,7 @@
  * records it (deduped by the caller's idempotency key) and takes the key's
  * send lock, and the one that keeps the key's result once it is delivered
  * (so a retry within the key's window answers it, whatever the outbox pruned).
- * Delivery through the outbox is the runner's (`runner/send-message.ts`).
+ * Delivery through the outbox is the runner's (`runner/delivery/send-message.ts`).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';

@@ -157,7 +157,7 @@ export function tracePull<T extends { messages: ReadonlyArray<SeqEntry> }>(pull:
   });
 }
 
-/** What one compaction attempt did (runner/compaction-hooks.ts maps its result to this). */
+/** What one compaction attempt did (runner/compaction/hooks.ts maps its result to this). */
 export interface CompactionFacts {
   /** compacted (effective), ineffective (still over the threshold), skipped, conflict (another checkpoint won), failed. */
   outcome: 'compacted' | 'ineffective' | 'skipped' | 'conflict' | 'failed';

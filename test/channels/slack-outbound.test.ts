@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSlackPlugin } from '../../plugins/slack/channel.js';
 import { parseConversationId } from '../../plugins/slack/conversation.js';
 import { markdownToMrkdwn } from '../../plugins/slack/mrkdwn.js';
-import { RunDelivery } from '../../runner/delivery.js';
+import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
-import { type OutboxRecord, RunDelivery } from '../../runner/delivery.js';
+import { type OutboxRecord, RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound, SendOptions } from '../../src/channel.js';
 import { ChannelApiError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';

@@ -3,7 +3,7 @@
  * forgotten even for a conversation never read again.
  */
 import { describe, expect, it } from 'vitest';
-import { heldUntil, holdCount, holdUntil } from '../../runner/rate-hold.js';
+import { heldUntil, holdCount, holdUntil } from '../../runner/delivery/rate-hold.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 
 const outbound = () => ({}) as ChannelOutbound;

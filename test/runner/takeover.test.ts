@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answerText, isFinalStep } from '../../runner/projection.js';
-import { readRunEntries, runProgress } from '../../runner/takeover.js';
+import { readRunEntries, runProgress } from '../../runner/run/takeover.js';
 import type { ModelStep, RecordEntry, SeqEntry } from '../../src/record/entries.js';
 import { MAX_UNANSWERED_LISTED, parseUnanswered, unansweredNote, unansweredNotice, unansweredStatusLine } from '../../src/record/unanswered.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis/connection.js';

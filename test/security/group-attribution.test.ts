@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { AgentTool } from '../../runner/agent-tool.js';
+import type { AgentTool } from '../../runner/tools/agent-tool.js';
 import { ingestEvent } from '../../src/events.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';

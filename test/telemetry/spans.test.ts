@@ -21,7 +21,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { exportersFromEnv, samplerFromEnv } from '../../app/telemetry.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { IngestService } from '../../host/ingest.js';
-import { RunDelivery } from '../../runner/delivery.js';
+import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { ChannelApiError, ConfigError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';

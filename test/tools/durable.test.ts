@@ -11,7 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tool-journal.js';
+import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tools/journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { SeqEntry } from '../../src/record/entries.js';

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
 import type { RunContext } from '../../runner/plugin.js';
-import { RunToolJournal } from '../../runner/tool-journal.js';
+import { RunToolJournal } from '../../runner/tools/journal.js';
 import { StaleRunError } from '../../src/errors.js';
 import { waitFor } from '../../testing/wait.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';

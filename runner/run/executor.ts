@@ -19,27 +19,27 @@
  * unanswered steering (unanswered-steering.ts).
  */
 
-import { DEFAULTS } from '../src/config/defaults.js';
-import { RunEndedError, StaleRunError } from '../src/errors.js';
-import { tryAccountId } from '../src/people/identity.js';
-import type { AgentProfile } from '../src/people/profiles.js';
-import type { StopKind } from '../src/protocol/types.js';
-import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { RunTrace } from '../src/telemetry/run-trace.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import { RunEndedError, StaleRunError } from '../../src/errors.js';
+import { tryAccountId } from '../../src/people/identity.js';
+import type { AgentProfile } from '../../src/people/profiles.js';
+import type { StopKind } from '../../src/protocol/types.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
+import { RunTrace } from '../../src/telemetry/run-trace.js';
+import { Calibrator } from '../compaction/estimate.js';
+import { RunCompaction } from '../compaction/hooks.js';
+import type { RunResult, StepRecord } from '../plugin.js';
 import { RunAttempt } from './attempt.js';
-import { type AttemptStart, readAttemptStart } from './attempt-start.js';
+import { accountableIdentity, BUDGET_REASON, RunBudget } from './budget.js';
 import { compactOnly } from './compact-only.js';
-import { Calibrator } from './compaction/estimate.js';
-import { RunCompaction } from './compaction-hooks.js';
-import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
-import { finishRun } from './finish-run.js';
-import type { RunResult, StepRecord } from './plugin.js';
-import { accountableIdentity, BUDGET_REASON, RunBudget } from './run-budget.js';
-import { createRunContext } from './run-context.js';
+import { createRunContext } from './context.js';
+import { finishRun } from './finish.js';
+import type { ExecutionResult, ExecutorOptions } from './options.js';
+import { type AttemptStart, readAttemptStart } from './start.js';
 import type { RecordedAnswer } from './takeover.js';
 import { UnansweredSteering } from './unanswered-steering.js';
 
-export type { ExecutionResult } from './executor-options.js';
+export type { ExecutionResult } from './options.js';
 
 const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted', supersede: 'superseded', stop: 'stopped' };
 

@@ -8,10 +8,10 @@
  * `runProgress` is pure; `readRunEntries` reads the record back to the
  * run's first start.
  */
-import type { SeqEntry, ToolCalls } from '../src/record/entries.js';
-import { readRange, readTail } from '../src/record/read.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { answerText, isFinalStep } from './projection.js';
+import type { SeqEntry, ToolCalls } from '../../src/record/entries.js';
+import { readRange, readTail } from '../../src/record/read.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import { answerText, isFinalStep } from '../projection.js';
 
 /** A final answer recorded by an earlier attempt, for the turn the run is on. */
 export interface RecordedAnswer {

@@ -3,22 +3,22 @@
  * messages, the unanswered-steering note an earlier run left, the prompt's
  * head (checkpoint and meta fields, so the prompt load starts with the
  * record), and — for an attempt taking the run over — what earlier attempts
- * left in the record (runner/takeover.ts): a final answer to deliver, the
+ * left in the record (runner/run/takeover.ts): a final answer to deliver, the
  * turn's anchor, the steered messages taken and not answered, a tool-call
  * step to finish, and the tool journal.
  */
-import { DEFAULTS } from '../src/config/defaults.js';
-import type { RunRef, Runs } from '../src/protocol/runs.js';
-import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
-import { readSeqs } from '../src/record/read.js';
-import { UNANSWERED_KEY } from '../src/record/unanswered.js';
-import { conversationKeys } from '../src/redis/keys.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import type { RunRef, Runs } from '../../src/protocol/runs.js';
+import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
+import { readSeqs } from '../../src/record/read.js';
+import { UNANSWERED_KEY } from '../../src/record/unanswered.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import { type PromptHead, readPromptHead } from '../compaction/load.js';
+import type { StepRecord } from '../plugin.js';
+import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from '../tools/journal.js';
 import type { RunAttempt } from './attempt.js';
-import { type PromptHead, readPromptHead } from './compaction/load.js';
-import type { ExecutorOptions } from './executor-options.js';
-import type { StepRecord } from './plugin.js';
+import type { ExecutorOptions } from './options.js';
 import { type RecordedAnswer, readRunEntries, runProgress } from './takeover.js';
-import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from './tool-journal.js';
 
 /** What earlier attempts of the run left to do. */
 export interface Takeover {

@@ -5,12 +5,12 @@
  * and 5xx (exponential backoff).
  */
 import type { Logger } from 'pino';
-import { backoffMs } from '../src/backoff.js';
-import type { ChannelOutbound } from '../src/channel.js';
-import { DEFAULTS } from '../src/config/defaults.js';
-import { ChannelApiError } from '../src/errors.js';
-import { metrics } from '../src/telemetry/metrics.js';
-import { trace } from '../src/telemetry/tracing.js';
+import { backoffMs } from '../../src/backoff.js';
+import type { ChannelOutbound } from '../../src/channel.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import { ChannelApiError } from '../../src/errors.js';
+import { metrics } from '../../src/telemetry/metrics.js';
+import { trace } from '../../src/telemetry/tracing.js';
 import { heldUntil, holdUntil } from './rate-hold.js';
 
 /** Retry settings and seams of a run's platform calls. */

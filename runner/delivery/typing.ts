@@ -4,8 +4,8 @@
  * none while a 429 holds the conversation, and a 429 it gets holds the rest.
  */
 import type { Logger } from 'pino';
-import type { ChannelOutbound } from '../src/channel.js';
-import { ChannelApiError } from '../src/errors.js';
+import type { ChannelOutbound } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
 import type { PlatformCalls } from './platform-calls.js';
 
 /** The typing refresh of one run. */

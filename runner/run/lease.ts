@@ -4,10 +4,10 @@
  * calls `onStop`.
  */
 import type { Logger } from 'pino';
-import { RunEndedError, RunNotFoundError, StaleRunError } from '../src/errors.js';
-import type { RunRef, Runs } from '../src/protocol/runs.js';
-import type { StopKind } from '../src/protocol/types.js';
-import { isRedisUnavailable } from '../src/redis/connection.js';
+import { RunEndedError, RunNotFoundError, StaleRunError } from '../../src/errors.js';
+import type { RunRef, Runs } from '../../src/protocol/runs.js';
+import type { StopKind } from '../../src/protocol/types.js';
+import { isRedisUnavailable } from '../../src/redis/connection.js';
 
 export interface LeaseKeeperOptions {
   runs: Runs;

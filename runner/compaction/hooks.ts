@@ -6,18 +6,18 @@
  */
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import { StaleRunError } from '../src/errors.js';
-import type { RunRef, Runs } from '../src/protocol/runs.js';
-import type { ConversationState } from '../src/protocol/state.js';
-import type { SeqEntry } from '../src/record/entries.js';
-import { conversationKeys } from '../src/redis/keys.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { type CompactionFacts, traceCompaction } from '../src/telemetry/run-trace.js';
-import { type CompactionTrigger, type CompactResult, shouldCompact } from './compaction/compactor.js';
-import { type Calibrator, estimateMessages } from './compaction/estimate.js';
-import { type LoadedPrompt, loadPrompt, type PromptHead } from './compaction/load.js';
-import { compactIfNeeded, type PressureCheck } from './compaction/pressure.js';
-import type { CompactionHooks } from './plugin.js';
+import { StaleRunError } from '../../src/errors.js';
+import type { RunRef, Runs } from '../../src/protocol/runs.js';
+import type { ConversationState } from '../../src/protocol/state.js';
+import type { SeqEntry } from '../../src/record/entries.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import { type CompactionFacts, traceCompaction } from '../../src/telemetry/run-trace.js';
+import type { CompactionHooks } from '../plugin.js';
+import { type CompactionTrigger, type CompactResult, shouldCompact } from './compactor.js';
+import { type Calibrator, estimateMessages } from './estimate.js';
+import { type LoadedPrompt, loadPrompt, type PromptHead } from './load.js';
+import { compactIfNeeded, type PressureCheck } from './pressure.js';
 
 /** Compaction settings of a runner. */
 export interface CompactionSettings {

@@ -4,11 +4,11 @@
  * answered afterwards, as is steering finish hands back; with none, the run
  * ends after compacting.
  */
-import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
+import type { RunCompaction } from '../compaction/hooks.js';
 import type { RunAttempt } from './attempt.js';
-import type { RunCompaction } from './compaction-hooks.js';
-import type { ExecutorOptions } from './executor-options.js';
-import { type AfterFinish, finishRun } from './finish-run.js';
+import { type AfterFinish, finishRun } from './finish.js';
+import type { ExecutorOptions } from './options.js';
 
 /**
  * Compacts; then, when the run has no inputs (and no stop), finishes it:

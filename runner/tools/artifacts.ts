@@ -5,11 +5,11 @@
  * after the conversation's last artifact write.
  */
 import { randomBytes } from 'node:crypto';
-import type { RunRef } from '../src/protocol/runs.js';
-import { conversationKeys } from '../src/redis/keys.js';
-import { type RedisClient, runScript } from '../src/scripts/index.js';
-import { checkReply } from '../src/scripts/results.js';
-import type { ArtifactRef, ArtifactStore } from './tool-contract.js';
+import type { RunRef } from '../../src/protocol/runs.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { checkReply } from '../../src/scripts/results.js';
+import type { ArtifactRef, ArtifactStore } from './contract.js';
 
 const ID_RE = /^a_[0-9a-f]{16}$/;
 

@@ -10,7 +10,7 @@
  * deliveries the outbox has pruned since.
  */
 import type { Logger } from 'pino';
-import type { ChannelOutbound } from '../src/channel.js';
+import type { ChannelOutbound } from '../../src/channel.js';
 import {
   assertSendRequest,
   keepSendResult,
@@ -20,13 +20,13 @@ import {
   type SendMessageRequest,
   type SendMessageResult,
   type SendVia,
-} from '../src/protocol/send.js';
-import { asRedisUnavailable } from '../src/redis/connection.js';
-import { conversationKeys } from '../src/redis/keys.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { splitMessage } from '../src/split-message.js';
-import { type OutboundResolver, RunDelivery } from './delivery.js';
+} from '../../src/protocol/send.js';
+import { asRedisUnavailable } from '../../src/redis/connection.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import { splitMessage } from '../../src/split-message.js';
 import type { OutboxRecord } from './outbox.js';
+import { type OutboundResolver, RunDelivery } from './sink.js';
 
 /** How long one send may hold its key before another call may deliver it, in ms. */
 const SEND_LOCK_MS = 60_000;

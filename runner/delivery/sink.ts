@@ -12,19 +12,19 @@
  */
 
 import type { Logger } from 'pino';
-import type { ChannelOutbound, MessageButton } from '../src/channel.js';
-import { DEFAULTS } from '../src/config/defaults.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import { splitMessage } from '../src/split-message.js';
-import { metrics } from '../src/telemetry/metrics.js';
-import { inSpan, SPAN, SpanKind, SpanStatusCode } from '../src/telemetry/tracing.js';
+import type { ChannelOutbound, MessageButton } from '../../src/channel.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import { splitMessage } from '../../src/split-message.js';
+import { metrics } from '../../src/telemetry/metrics.js';
+import { inSpan, SPAN, SpanKind, SpanStatusCode } from '../../src/telemetry/tracing.js';
+import type { DeliverySink } from '../plugin.js';
 import { RunOutbox } from './outbox.js';
 import { PlatformCalls } from './platform-calls.js';
-import type { DeliverySink } from './plugin.js';
 import { refused, StreamingEdits } from './streaming-edits.js';
 import { TypingIndicator } from './typing.js';
 
-export type { ChannelOutbound } from '../src/channel.js';
+export type { ChannelOutbound } from '../../src/channel.js';
 
 /** Finds the outbound side for a conversation (by its channel id prefix). */
 export type OutboundResolver = (conversationId: string) => ChannelOutbound | undefined;

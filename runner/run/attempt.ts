@@ -5,12 +5,12 @@
  * the attempt does in between is the executor's business.
  */
 import type { Logger } from 'pino';
-import { runLogger } from '../src/logger.js';
-import type { RunRef } from '../src/protocol/runs.js';
-import type { AcquiredRun, StopKind } from '../src/protocol/types.js';
-import { RunDelivery } from './delivery.js';
-import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
+import { runLogger } from '../../src/logger.js';
+import type { RunRef } from '../../src/protocol/runs.js';
+import type { AcquiredRun, StopKind } from '../../src/protocol/types.js';
+import { RunDelivery } from '../delivery/sink.js';
 import { keepLease } from './lease.js';
+import type { ExecutionResult, ExecutorOptions } from './options.js';
 
 /** An acquired attempt; `close()` it when the attempt ends, however it ends. */
 export class RunAttempt {

@@ -6,8 +6,8 @@
  * a duplicate (`finish`).
  */
 import type { Logger } from 'pino';
-import type { ChannelOutbound } from '../src/channel.js';
-import { ChannelApiError } from '../src/errors.js';
+import type { ChannelOutbound } from '../../src/channel.js';
+import { ChannelApiError } from '../../src/errors.js';
 import type { RunOutbox } from './outbox.js';
 import type { PlatformCalls } from './platform-calls.js';
 

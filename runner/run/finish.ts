@@ -4,11 +4,11 @@
  * pull (the run continues with it: nothing falls between the last look and
  * the end) or ends the run, creating its successor when messages wait.
  */
-import { DEFAULTS } from '../src/config/defaults.js';
-import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 import type { RunAttempt } from './attempt.js';
-import { isMessage } from './attempt-start.js';
-import type { ExecutionResult, ExecutorOptions } from './executor-options.js';
+import type { ExecutionResult, ExecutorOptions } from './options.js';
+import { isMessage } from './start.js';
 
 /** What follows a finish: another invocation with the handed-back messages, or the execution's end. */
 export type AfterFinish = { kind: 'continue'; inputs: Array<SeqEntry<MessageReceived>> } | { kind: 'ended'; result: ExecutionResult };

@@ -10,9 +10,9 @@
  * (no person's budget; the conversation's still applies). A fire's sender
  * is never taken for a person.
  */
-import { type BudgetRefusal, type BudgetSubjects, type Budgets, budgetNotice } from '../src/people/budget.js';
-import type { MessageReceived } from '../src/record/entries.js';
-import type { RunResult, StepRecord } from './plugin.js';
+import { type BudgetRefusal, type BudgetSubjects, type Budgets, budgetNotice } from '../../src/people/budget.js';
+import type { MessageReceived } from '../../src/record/entries.js';
+import type { RunResult, StepRecord } from '../plugin.js';
 
 /** Terminal reason of a run a spent budget ended. Stable: dashboards and tests branch on it. */
 export const BUDGET_REASON = 'budget';

@@ -11,9 +11,9 @@
  * input digest, oldest first.
  */
 import { createHash } from 'node:crypto';
-import type { RunRef, Runs } from '../src/protocol/runs.js';
-import type { ModelStep, SeqEntry, ToolCompleted, ToolStarted } from '../src/record/entries.js';
-import type { ToolCallClaim, ToolCallJournal, ToolCallRef } from './tool-contract.js';
+import type { RunRef, Runs } from '../../src/protocol/runs.js';
+import type { ModelStep, SeqEntry, ToolCompleted, ToolStarted } from '../../src/record/entries.js';
+import type { ToolCallClaim, ToolCallJournal, ToolCallRef } from './contract.js';
 
 /** A call an earlier attempt started whose result never reached a recorded step. */
 export interface PendingToolCall {

@@ -1,19 +1,19 @@
 /** Options of the run executor and how one execution ends. */
 import type { Logger } from 'pino';
-import type { Budgets } from '../src/people/budget.js';
-import type { IdentityStore } from '../src/people/identity.js';
-import type { MemoryStore } from '../src/people/memory.js';
-import type { Profiles } from '../src/people/profiles.js';
-import type { Runs } from '../src/protocol/runs.js';
-import type { ConversationState } from '../src/protocol/state.js';
-import type { SteeringMode } from '../src/protocol/types.js';
-import type { RunOutcome } from '../src/record/entries.js';
-import type { Schedules } from '../src/schedules/schedules.js';
-import type { RedisClient } from '../src/scripts/index.js';
-import type { CompactionSettings } from './compaction-hooks.js';
+import type { Budgets } from '../../src/people/budget.js';
+import type { IdentityStore } from '../../src/people/identity.js';
+import type { MemoryStore } from '../../src/people/memory.js';
+import type { Profiles } from '../../src/people/profiles.js';
+import type { Runs } from '../../src/protocol/runs.js';
+import type { ConversationState } from '../../src/protocol/state.js';
+import type { SteeringMode } from '../../src/protocol/types.js';
+import type { RunOutcome } from '../../src/record/entries.js';
+import type { Schedules } from '../../src/schedules/schedules.js';
+import type { RedisClient } from '../../src/scripts/index.js';
+import type { CompactionSettings } from '../compaction/hooks.js';
+import type { OutboundResolver } from '../delivery/sink.js';
+import type { ModelSettings, RunnerPlugin } from '../plugin.js';
 import type { ControlListener } from './control.js';
-import type { OutboundResolver } from './delivery.js';
-import type { ModelSettings, RunnerPlugin } from './plugin.js';
 
 /** Options of the executor (one per runner process). */
 export interface ExecutorOptions {

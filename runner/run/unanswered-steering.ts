@@ -5,12 +5,12 @@
  * gets and keeps them in conversation state for `/status`.
  */
 import type { Logger } from 'pino';
-import { CasConflictError } from '../src/errors.js';
-import type { RunRef } from '../src/protocol/runs.js';
-import type { ConversationState } from '../src/protocol/state.js';
-import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../src/record/unanswered.js';
-import type { DeliverySink } from './plugin.js';
+import { CasConflictError } from '../../src/errors.js';
+import type { RunRef } from '../../src/protocol/runs.js';
+import type { ConversationState } from '../../src/protocol/state.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
+import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../../src/record/unanswered.js';
+import type { DeliverySink } from '../plugin.js';
 
 /** The unanswered steering of one attempt. */
 export class UnansweredSteering {

@@ -14,15 +14,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { blockingConnection } from '../src/http/stream-readers.js';
-import { type ApprovalRecord, decideApproval, readApproval } from '../src/protocol/approvals.js';
-import type { RunRef } from '../src/protocol/runs.js';
-import { conversationKeys } from '../src/redis/keys.js';
-import { type RedisClient, runScript } from '../src/scripts/index.js';
-import { checkReply } from '../src/scripts/results.js';
-import type { DeliverySink } from './plugin.js';
-import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './tool-contract.js';
-import { toolInputHash } from './tool-journal.js';
+import { blockingConnection } from '../../src/http/stream-readers.js';
+import { type ApprovalRecord, decideApproval, readApproval } from '../../src/protocol/approvals.js';
+import type { RunRef } from '../../src/protocol/runs.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import { type RedisClient, runScript } from '../../src/scripts/index.js';
+import { checkReply } from '../../src/scripts/results.js';
+import type { DeliverySink } from '../plugin.js';
+import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './contract.js';
+import { toolInputHash } from './journal.js';
 
 /** How long the approval hash lives after its last request, in seconds (7 days). */
 const APPROVALS_TTL_SECONDS = 7 * 86_400;

@@ -4,25 +4,25 @@
  * record writes, delivery, tools' journal, artifacts and approvals, all
  * bound to one attempt of the run.
  */
-import { DEFAULTS } from '../src/config/defaults.js';
-import { ScheduleForbiddenError } from '../src/errors.js';
-import { type IdentityStore, tryAccountId } from '../src/people/identity.js';
-import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../src/people/memory.js';
-import type { AgentProfile } from '../src/people/profiles.js';
-import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../src/record/entries.js';
-import { type CancelRuleDeps, cancelRefusal } from '../src/schedules/cancel-rule.js';
-import { type Schedules, scheduleIdFor } from '../src/schedules/schedules.js';
-import type { RunTrace } from '../src/telemetry/run-trace.js';
-import { tracePull } from '../src/telemetry/run-trace.js';
-import { RunApprovals } from './approval.js';
-import { RedisArtifacts } from './artifacts.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+import { ScheduleForbiddenError } from '../../src/errors.js';
+import { type IdentityStore, tryAccountId } from '../../src/people/identity.js';
+import { type MemoryNote, type MemoryStore, selectPromptNotes } from '../../src/people/memory.js';
+import type { AgentProfile } from '../../src/people/profiles.js';
+import type { MessageReceived, ModelStep, SeqEntry, ToolCalls } from '../../src/record/entries.js';
+import { type CancelRuleDeps, cancelRefusal } from '../../src/schedules/cancel-rule.js';
+import { type Schedules, scheduleIdFor } from '../../src/schedules/schedules.js';
+import type { RunTrace } from '../../src/telemetry/run-trace.js';
+import { tracePull } from '../../src/telemetry/run-trace.js';
+import type { RunCompaction } from '../compaction/hooks.js';
+import type { ConversationSchedules, RunContext, RunIdentities, RunMemory, StepRecord } from '../plugin.js';
+import { isFinalStep } from '../projection.js';
+import { RunApprovals } from '../tools/approval.js';
+import { RedisArtifacts } from '../tools/artifacts.js';
 import type { RunAttempt } from './attempt.js';
-import { isMessage, type ToolState } from './attempt-start.js';
-import type { RunCompaction } from './compaction-hooks.js';
-import type { ExecutorOptions } from './executor-options.js';
-import type { ConversationSchedules, RunContext, RunIdentities, RunMemory, StepRecord } from './plugin.js';
-import { isFinalStep } from './projection.js';
-import type { RunBudget } from './run-budget.js';
+import type { RunBudget } from './budget.js';
+import type { ExecutorOptions } from './options.js';
+import { isMessage, type ToolState } from './start.js';
 import type { UnansweredSteering } from './unanswered-steering.js';
 
 /** What one invocation is bound to besides the attempt. */

@@ -9,7 +9,7 @@
  * it is next read, or when any hold is set on the same outbound side: the
  * holds of conversations never heard from again do not pile up.
  */
-import type { ChannelOutbound } from '../src/channel.js';
+import type { ChannelOutbound } from '../../src/channel.js';
 
 /** Until when each conversation is held, ms on the clock of whoever set it; per outbound side. */
 const holds = new WeakMap<ChannelOutbound, Map<string, number>>();

@@ -5,8 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { StopKind } from '../src/protocol/types.js';
-import { controlChannel } from '../src/redis/keys.js';
+import type { StopKind } from '../../src/protocol/types.js';
+import { controlChannel } from '../../src/redis/keys.js';
 
 type StopHandler = (kind: StopKind) => void;
 
