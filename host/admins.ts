@@ -1,13 +1,11 @@
 /**
- * Who may use the control commands that affect everyone in a group chat:
+ * Who may use the control commands that affect everyone in a group chat
+ * (those marked `admin` in their table, host/commands/):
  * the channel's configured admins, else whoever the platform names an admin
  * of the chat (`ChannelOutbound.isAdmin`), asked at most once per
  * conversation and user per `ttlMs`.
  */
 import type { ChannelOutbound } from '../src/channel.js';
-
-/** Commands that change the conversation for everyone in it (`/status` only reads). */
-export const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['stop', 'new', 'queue', 'compact', 'purge', 'unschedule']);
 
 /** The answer: `unknown` when the platform could not be asked (the error is in `error`). */
 export type AdminVerdict = { kind: 'admin' } | { kind: 'not-admin' } | { kind: 'unknown'; error: unknown };

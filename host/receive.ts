@@ -18,9 +18,8 @@ import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { AccessGate } from './access/gate.js';
 import { accessStep } from './access/step.js';
-import { ADMIN_COMMANDS, type AdminCheck, createAdminCheck } from './admins.js';
-import { type CommandDeps, type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands.js';
-import type { MemoryCommandDeps } from './memory-commands.js';
+import { type AdminCheck, createAdminCheck } from './admins.js';
+import { ADMIN_COMMANDS, type CommandDeps, type MemoryCommandDeps, type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands/index.js';
 
 export type { ChannelSettings } from '../src/channel.js';
 

@@ -18,7 +18,7 @@ import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
-import { type CommandName, runCommand } from '../commands.js';
+import { type CommandName, runCommand } from '../commands/index.js';
 
 /** What actions need. */
 export interface ConsoleActionDeps {

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseCommand } from '../../host/commands.js';
+import { ADMIN_COMMANDS, parseCommand } from '../../host/commands/index.js';
 import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
@@ -92,6 +92,15 @@ describe('parseCommand', () => {
 
   it('leaves other text and other slash commands to ingest', () => {
     for (const t of ['/start', 'stop', 'please /stop', '/stopnow', '/status-report', '']) expect(parseCommand(t)).toBeUndefined();
+  });
+
+  it("knows only the tables' own commands: an object's inherited names are ordinary messages", () => {
+    for (const t of ['/constructor', '/toString', '/hasOwnProperty', '/valueOf', '/__proto__']) expect(parseCommand(t)).toBeUndefined();
+  });
+
+  it("reserves to a group's admins exactly the commands that change the conversation for everyone", () => {
+    expect([...ADMIN_COMMANDS].sort()).toEqual(['compact', 'new', 'purge', 'queue', 'stop', 'unschedule']);
+    for (const name of ['status', 'approve', 'deny', 'schedules', 'memory', 'forget']) expect(parseCommand(`/${name}`)?.name).toBe(name);
   });
 });
 

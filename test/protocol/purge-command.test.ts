@@ -1,6 +1,6 @@
 /** `/purge` through the real channel host: replies, dedupe, and what the chat sees afterwards. */
 import { describe, expect, it } from 'vitest';
-import { PURGED_NOTICE, parseCommand } from '../../host/commands.js';
+import { PURGED_NOTICE, parseCommand } from '../../host/commands/index.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 

@@ -4,7 +4,7 @@
  * not stay for ever; a conversation restarted after a purge keeps its stream.
  */
 import { describe, expect, it } from 'vitest';
-import { PURGED_NOTICE } from '../../host/commands.js';
+import { PURGED_NOTICE } from '../../host/commands/index.js';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import type { InboundMessage } from '../../src/channel.js';

@@ -5,7 +5,7 @@
  * has passed (an injected clock) the next run answers.
  */
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../host/commands.js';
+import { runCommand } from '../../host/commands/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { BudgetSettings } from '../../src/people/budget.js';

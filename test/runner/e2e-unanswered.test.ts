@@ -4,7 +4,7 @@
  * by `/status` until a later run completes; never silently lost.
  */
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../host/commands.js';
+import { runCommand } from '../../host/commands/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';

@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runCommand } from '../../host/commands.js';
+import { runCommand } from '../../host/commands/index.js';
 import { createChannelHost } from '../../host/receive.js';
 import { scheduleTools } from '../../plugins/local-agent/schedule-tools.js';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';

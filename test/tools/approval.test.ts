@@ -9,7 +9,7 @@
 import type { Command, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { approvalCommand } from '../../host/approval-commands.js';
+import { approvalCommand } from '../../host/commands/approvals.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { channelOf, ToolPolicy, type ToolPolicySettings } from '../../plugins/local-agent/policy.js';
 import { readApproval } from '../../src/protocol/approvals.js';

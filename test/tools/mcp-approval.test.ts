@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { approvalCommand } from '../../host/approval-commands.js';
+import { approvalCommand } from '../../host/commands/approvals.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { McpServerSettings } from '../../plugins/local-agent/mcp-config.js';
 import type { ToolPolicySettings } from '../../plugins/local-agent/policy.js';

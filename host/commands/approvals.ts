@@ -7,8 +7,9 @@
  * decided. A redelivered command update gets no second reply.
  */
 
-import { APPROVAL_ID_RE, type ApprovalRecord, decideApproval } from '../src/protocol/approvals.js';
-import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
+import { APPROVAL_ID_RE, type ApprovalRecord, decideApproval } from '../../src/protocol/approvals.js';
+import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
+import type { CommandTable } from './table.js';
 
 /** What the command needs (the host's dispatch: its Redis, prefix and dedupe TTL). */
 interface Deps {
@@ -16,6 +17,12 @@ interface Deps {
 }
 
 const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', approved: 'approved', denied: 'denied', timeout: 'timed out (denied)' };
+
+/** `/approve <id>` and `/deny <id>`: who may decide is the request's rule (its deciders), not the chat's admins. */
+export const approvalCommands = {
+  approve: { run: (deps, args, source) => approvalCommand(deps, 'approved', args, source) },
+  deny: { run: (deps, args, source) => approvalCommand(deps, 'denied', args, source) },
+} satisfies CommandTable;
 
 /** Runs `/approve` or `/deny` for `source`. */
 export async function approvalCommand(

@@ -6,22 +6,19 @@
  * notes (everyone would read them). Deduped by the command's update key (set
  * first, as for `/status`), so a redelivered command gets no second reply.
  */
-import type { MemoryNote, MemoryStore } from '../src/people/memory.js';
-import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
-
-/** What the memory commands need besides the dispatch. */
-export interface MemoryCommandDeps {
-  /** The memory store; undefined when memory is off. */
-  store: MemoryStore | undefined;
-  /** The sender's identity; undefined when no identity can be made of their id. */
-  identity(): Promise<string | undefined>;
-  /** The message is in a group chat. */
-  group: boolean;
-  /** Longest reply the channel takes, in characters. */
-  maxChars: number;
-}
+import type { MemoryNote } from '../../src/people/memory.js';
+import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
+import type { CommandTable, MemoryCommandDeps } from './table.js';
 
 const OFF = 'Memory is turned off on this bot.';
+
+const NO_MEMORY: MemoryCommandDeps = { store: undefined, identity: async () => undefined, group: false, maxChars: 2000 };
+
+/** `/memory` and `/forget <id|all>`: in the sender's own name, so anyone may send them. */
+export const memoryCommands = {
+  memory: { run: (deps, args, source) => memoryCommand(deps.dispatch, deps.memory ?? NO_MEMORY, 'memory', args, source) },
+  forget: { run: (deps, args, source) => memoryCommand(deps.dispatch, deps.memory ?? NO_MEMORY, 'forget', args, source) },
+} satisfies CommandTable;
 /** Longest text of one note in the list, in characters. */
 const NOTE_CHARS = 200;
 
@@ -50,7 +47,7 @@ export function memoryList(notes: readonly MemoryNote[], maxChars: number): stri
 }
 
 /** Runs `/memory` or `/forget <id|all>` for `source`. */
-export async function memoryCommand(
+async function memoryCommand(
   dispatch: Dispatch,
   deps: MemoryCommandDeps,
   name: 'memory' | 'forget',

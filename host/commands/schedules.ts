@@ -5,9 +5,10 @@
  * no second reply and cancels nothing twice.
  */
 
-import type { CommandSource, Dispatch } from '../src/protocol/dispatch.js';
-import type { ListedSchedule, Schedules } from '../src/schedules/schedules.js';
-import { describeWhen } from '../src/schedules/spec.js';
+import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
+import type { ListedSchedule, Schedules } from '../../src/schedules/schedules.js';
+import { describeWhen } from '../../src/schedules/spec.js';
+import type { CommandTable } from './table.js';
 
 /** What the commands need. */
 interface Deps {
@@ -25,8 +26,14 @@ export function scheduleLine(s: ListedSchedule): string {
   return `• ${s.id}${s.origin === 'heartbeat' ? ' (heartbeat)' : ''}: ${describeWhen(s.when)}, ${next} — ${prompt}`;
 }
 
+/** `/schedules` (anyone reads them) and `/unschedule <id>` (admins only in a group). */
+export const scheduleCommands = {
+  schedules: { run: (deps, args, source) => scheduleCommand(deps, 'schedules', args, source) },
+  unschedule: { admin: true, run: (deps, args, source) => scheduleCommand(deps, 'unschedule', args, source) },
+} satisfies CommandTable;
+
 /** Runs `/schedules` or `/unschedule <id>` for `source`. */
-export async function scheduleCommand(
+async function scheduleCommand(
   deps: Deps,
   name: 'schedules' | 'unschedule',
   args: string,

@@ -1,0 +1,158 @@
+/**
+ * The commands on the conversation itself: `/stop`, `/new`, `/compact`,
+ * `/queue <mode>`, `/status` and `/purge`. All but `/status` change it for
+ * everyone in it (admins only in a group). In a conversation purged with
+ * `afterPurge: 'refuse'`, `/stop`, `/new`, `/compact`, `/queue <mode>` and
+ * `/status` change nothing and answer what a message gets there
+ * (`PURGED_NOTICE`). `/status`, which writes nothing else, sets the dedupe
+ * key itself.
+ */
+import { parseJsonOrUndefined } from '../../src/json.js';
+import type { CommandSource } from '../../src/protocol/dispatch.js';
+import { purgeConversation } from '../../src/protocol/purge.js';
+import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
+import { parseBreaker } from '../../src/record/breaker.js';
+import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../../src/record/unanswered.js';
+import { type CommandDeps, type CommandOutcome, type CommandTable, DUPLICATE, PURGED } from './table.js';
+
+const POLICY_HELP: Record<InputPolicy, string> = {
+  steer: 'new messages join the current run at its next step',
+  followup: 'each new message gets its own run after the current one',
+  collect: 'new messages are answered together after the current run',
+  interrupt: 'a new message stops the current run (its partial answer is kept) and is answered next',
+  supersede: 'a new message replaces the current run (its partial answer is dropped)',
+};
+
+const modesList = () => INPUT_POLICIES.map((p) => `• ${p}: ${POLICY_HELP[p]}`).join('\n');
+
+/** `/stop`, `/new`, `/compact`, `/queue`, `/status`, `/purge`. */
+export const conversationCommands = {
+  stop: { admin: true, run: (deps, _args, source) => stopCommand(deps, source) },
+  new: { admin: true, run: (deps, _args, source) => newCommand(deps, source) },
+  compact: { admin: true, run: (deps, _args, source) => compactCommand(deps, source) },
+  queue: { admin: true, run: queueCommand },
+  status: { run: (deps, _args, source, channelPolicy) => statusCommand(deps, source, channelPolicy) },
+  purge: { admin: true, run: purgeCommand },
+} satisfies CommandTable;
+
+async function stopCommand({ dispatch }: CommandDeps, source: CommandSource): Promise<CommandOutcome> {
+  const r = await dispatch.requestStop(source, 'stop');
+  if (r.kind === 'duplicate') return DUPLICATE;
+  if (r.kind === 'purged') return PURGED;
+  if (r.kind === 'idle') return { reply: 'Nothing to stop: no run is active.', duplicate: false };
+  return { reply: r.runState === 'queued' ? 'Cancelled the run before it started.' : 'Stopping the current run.', duplicate: false };
+}
+
+async function newCommand({ dispatch }: CommandDeps, source: CommandSource): Promise<CommandOutcome> {
+  const r = await dispatch.reset(source);
+  if (r.kind === 'duplicate') return DUPLICATE;
+  if (r.kind === 'purged') return PURGED;
+  const stopped = r.stoppedRunId ? ' The current run was stopped.' : '';
+  return { reply: `Started a new conversation: earlier messages are no longer part of the context.${stopped}`, duplicate: false };
+}
+
+async function compactCommand(deps: CommandDeps, source: CommandSource): Promise<CommandOutcome> {
+  const r = await deps.dispatch.requestCompaction(source);
+  if (r.kind === 'duplicate') return DUPLICATE;
+  if (r.kind === 'purged') return PURGED;
+  if (r.kind === 'new-run') {
+    await deps.enqueue(source.conversationId, r.runId);
+    return { reply: 'Compacting the conversation.', duplicate: false };
+  }
+  return { reply: 'The conversation will be compacted at the next step of the current run.', duplicate: false };
+}
+
+async function statusCommand(deps: CommandDeps, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
+  const { dispatch } = deps;
+  // Sent together on one connection: one round trip of waiting, not two.
+  const [unanswered, r, problems] = await Promise.all([
+    readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
+    dispatch.statusCommand(source),
+    // The channel's own report is extra: /status answers without it when it fails.
+    deps.problems?.(source.conversationId).catch(() => []) ?? [],
+  ]);
+  if (r.kind === 'duplicate') return DUPLICATE;
+  if (r.kind === 'purged') return PURGED;
+  const lines = [
+    formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered),
+    ...(deps.profileName ? [`Agent profile: ${deps.profileName}`] : []),
+    ...problems.map((p) => `Problem: ${p}`),
+  ];
+  return { reply: lines.join('\n'), duplicate: false };
+}
+
+async function queueCommand(deps: CommandDeps, args: string, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
+  const mode = args.toLowerCase();
+  if (mode === 'default' || mode === 'reset') {
+    const r = await deps.dispatch.setPolicy(source, undefined);
+    if (r.kind === 'duplicate') return DUPLICATE;
+    if (r.kind === 'purged') return PURGED;
+    return { reply: `Queue mode reset to the channel default (${channelPolicy ?? deps.dispatch.options.defaultPolicy}).`, duplicate: false };
+  }
+  if ((INPUT_POLICIES as readonly string[]).includes(mode)) {
+    const r = await deps.dispatch.setPolicy(source, mode as InputPolicy);
+    if (r.kind === 'duplicate') return DUPLICATE;
+    if (r.kind === 'purged') return PURGED;
+    return { reply: `Queue mode set to ${mode}: ${POLICY_HELP[mode as InputPolicy]}.`, duplicate: false };
+  }
+  // No or unknown mode: explain, write nothing.
+  const head = mode ? `Unknown queue mode "${args.slice(0, 40)}".` : 'Usage: /queue <mode>.';
+  return { reply: `${head} Modes:\n${modesList()}\n• default: back to the channel default`, duplicate: false };
+}
+
+/**
+ * `/purge` (`/purge stop`: stop an active run first): deletes everything
+ * stored for the conversation, in one atomic step (`purgeConversation`).
+ * Deduped by the command's update key like every command.
+ */
+async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
+  const o = deps.dispatch.options;
+  // Read before the purge deletes them: their BullMQ side goes after it (a fire of one missed here finds no record and removes itself).
+  const schedules = (await deps.schedules?.list(source.conversationId, 0)) ?? [];
+  const r = await purgeConversation(o.client, o.prefix, source.conversationId, {
+    stopActive: args.toLowerCase() === 'stop',
+    afterPurge: o.afterPurge,
+    tombstoneTtlSeconds: o.retention.tombstoneTtlSeconds,
+    dedupeTtlSeconds: o.dedupeTtlSeconds,
+    updateKey: source.updateKey,
+    pluginKeys: o.pluginKeys,
+  });
+  switch (r.kind) {
+    case 'duplicate':
+      return DUPLICATE;
+    case 'active':
+      return { reply: 'A run is active. Send /purge stop to stop it and delete this conversation.', duplicate: false };
+    case 'not_found':
+      return { reply: 'Nothing is stored for this conversation.', duplicate: false };
+    case 'already_purged':
+      return { reply: 'This conversation was already deleted.', duplicate: false };
+    case 'purged': {
+      await Promise.all(schedules.map((s) => deps.schedules?.disarm(s)));
+      const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
+      return {
+        reply: `Deleted this conversation: its messages, runs, state, schedules and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,
+        duplicate: false,
+      };
+    }
+  }
+}
+
+/** The `/status` reply; `unanswered`: steered messages the last failed or stopped run took and did not answer. */
+function formatStatus(s: ConversationStatus, channelPolicy: InputPolicy, unanswered?: UnansweredNote): string {
+  const lines: string[] = [];
+  if (s.activeRunId) {
+    lines.push(`Active run: ${s.activeRunId} (${s.runState ?? 'unknown'}${s.attempt > 1 ? `, attempt ${s.attempt}` : ''})`);
+    if (s.stop) lines.push(`Stop requested: ${s.stop}`);
+  } else {
+    lines.push('No active run.');
+  }
+  lines.push(`Steering queue: ${s.steeringDepth} · Pending: ${s.pendingDepth}`);
+  lines.push(
+    s.policyOverride ? `Queue mode: ${s.policyOverride} (set with /queue; channel default ${channelPolicy})` : `Queue mode: ${channelPolicy} (channel default)`,
+  );
+  if (s.compactionRequestedSeq > 0) lines.push('Compaction: /compact requested, applied at the next turn boundary');
+  const breaker = parseBreaker(parseJsonOrUndefined(s.compactionBreaker));
+  if (breaker.open) lines.push(`Compaction: paused after ${breaker.ineffective} ineffective compactions (/compact resumes it)`);
+  if (unanswered) lines.push(unansweredStatusLine(unanswered));
+  return lines.join('\n');
+}
