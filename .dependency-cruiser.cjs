@@ -22,12 +22,12 @@ module.exports = {
     {
       name: 'plugins-import-the-package',
       comment:
-        "A plugin imports the package, not the repository: only its own folder, npm packages and the public entry points. Import it from 'steerbot/channel' or 'steerbot/runner'; if it is not exported, make it public API in src/channel.ts or runner/index.ts, typed and documented in docs/plugins.md.",
+        "A plugin imports the package, not the repository: only its own folder, npm packages and the public entry points. Import it from 'steerbot/plugin' (the kit), 'steerbot/channel' or 'steerbot/runner' (the contracts); if it is not exported, make it public API in src/plugin/kit.ts, src/channel.ts or runner/index.ts, typed and documented in docs/plugins.md.",
       severity: 'error',
       from: { path: '^plugins/([^/]+)/' },
       to: {
         path: '^(src|host|runner|app|testing|test|bench|examples|plugins)/',
-        pathNot: ['^plugins/$1/', '^src/channel\\.ts$', '^runner/index\\.ts$'],
+        pathNot: ['^plugins/$1/', '^src/channel\\.ts$', '^src/plugin/kit\\.ts$', '^runner/index\\.ts$'],
       },
     },
     {

@@ -38,6 +38,7 @@ export default defineConfig({
       { find: /^steerbot$/, replacement: source('./app/index.ts') },
       { find: /^steerbot\/runner$/, replacement: source('./runner/index.ts') },
       { find: /^steerbot\/channel$/, replacement: source('./src/channel.ts') },
+      { find: /^steerbot\/plugin$/, replacement: source('./src/plugin/kit.ts') },
       { find: /^steerbot\/testing$/, replacement: source('./testing/index.ts') },
     ],
   },

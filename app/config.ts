@@ -5,6 +5,8 @@
  * environment, loads the plugin modules the configuration names, and
  * validates everything at once.
  */
+
+import type { EnvBinding, PluginEnvBinding } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
@@ -19,14 +21,12 @@ import {
   type ConfigLayers,
   type CoreConfig,
   coreConfigSchema,
-  type EnvBinding,
   type LoadConfigOptions,
   readConfigFile,
   validateConfig,
 } from '../src/config/load.js';
 import { declareSecrets } from '../src/config/secrets.js';
 import { ConfigError } from '../src/errors.js';
-import type { PluginEnvBinding } from '../src/plugin/definition.js';
 import { type Deprecation, isObj, migrateScopeKeys, noteDeprecations } from './config-migration.js';
 import { type AnyDefinition, BUILTIN_PLUGINS, createRegistry, type PluginRegistry, resolvePlugins } from './registry.js';
 

@@ -8,9 +8,6 @@
  * ```
  */
 
-// Plugin types are the other entry points' (named by the package path, so the API report shows where they live).
-export type { ChannelPluginDefinition } from 'steerbot/channel';
-export type { RunnerPluginDefinition } from 'steerbot/runner';
 // The built-in plugins' settings, as `SteerbotConfig` types them (`typeof` a schema: a type, no run-time export).
 export type { DiscordConfig, discordConfigSchema } from '../plugins/discord/config.js';
 export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/local-agent/index.js';
@@ -19,20 +16,14 @@ export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/c
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';
 export type { WebhookChannelConfig, webhookChannelConfigSchema } from '../plugins/webhook/config.js';
 export type { WhatsAppConfig, whatsappConfigSchema } from '../plugins/whatsapp/config.js';
-export type { EnvBinding, EnvKind, LoadConfigOptions } from '../src/config/load.js';
+export type { LoadConfigOptions } from '../src/config/load.js';
 export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config/schema.js';
-export { ConfigError, type ConfigIssue, SteerbotError, type SteerbotErrorCode } from '../src/errors.js';
-export type { PluginEnvBinding } from '../src/plugin/definition.js';
 export { type ApprovalRecord, type approvalRecordSchema, type DecideResult, decideApproval } from '../src/protocol/approvals.js';
 export { type PurgeOptions, type PurgeResult, purgeConversation } from '../src/protocol/purge.js';
 export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js';
-export type { RedisClient } from '../src/redis/connection.js';
 export {
-  buildConfigSchema,
   type configSchema,
-  DEFAULT_CONFIG,
   defineConfig,
-  envBindings,
   loadConfig,
   readConfig,
   type SteerbotConfig,

@@ -5,6 +5,7 @@
  */
 import { once } from 'node:events';
 import { resolve } from 'node:path';
+import type { RedisClient } from 'steerbot/plugin';
 import { createHttpServer, listen, routeRegistry } from '../host/http.js';
 import { type HostContext, type HostParts, startHost } from '../host/main.js';
 import { MessageSender } from '../runner/delivery/send-message.js';
@@ -21,7 +22,6 @@ import {
   closeRedis,
   createRedis,
   INGRESS_COMMAND_TIMEOUT_MS,
-  type RedisClient,
   redisFromConfig,
   redisOptionsFromConfig,
   redisSummary,

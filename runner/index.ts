@@ -6,13 +6,10 @@
  * messages, trace spans). docs/plugins.md, "The public API", lists them.
  */
 
-export { channelResolver, type MessageButton } from '../src/channel.js';
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/config/defaults.js';
-export { type DataBlock, dataBlock, escapeAttribute, escapeData } from '../src/data-block.js';
+export { type DataBlock, dataBlock } from '../src/data-block.js';
 export type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/people/memory.js';
 export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/people/profiles.js';
-// What runner plugins share with channel plugins (z, config helpers, errors, signatures, fetch, HTTP, Redis, record types).
-export * from '../src/plugin/kit.js';
 export type { ListedSchedule } from '../src/schedules/schedules.js';
 export { describeWhen, type MissedFires, type Schedule, type ScheduleOrigin, type ScheduleRequest, type ScheduleWhen } from '../src/schedules/spec.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';

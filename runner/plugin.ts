@@ -5,15 +5,12 @@
  */
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import type { MessageButton } from 'steerbot/channel';
+import type { Attachment, FetchedFile, MessageReceived, PluginDefinition, RouteRegistry, SeqEntry, SteeringMode, StopKind } from 'steerbot/plugin';
 import type { z } from 'zod';
-import type { FetchedFile, MessageButton } from '../src/channel.js';
 import type { ModelProvider } from '../src/config/defaults.js';
-import type { RouteRegistry } from '../src/http/routes.js';
 import type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/people/memory.js';
 import type { AgentProfile } from '../src/people/profiles.js';
-import type { PluginDefinition } from '../src/plugin/definition.js';
-import type { SteeringMode, StopKind } from '../src/protocol/types.js';
-import type { Attachment, MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { ListedSchedule } from '../src/schedules/schedules.js';
 import type { ScheduleRequest } from '../src/schedules/spec.js';
 import type { ApprovalGate, ArtifactStore, ToolCallJournal } from './tools/contract.js';

@@ -17,9 +17,10 @@
  *   call are dropped, because providers refuse either.
  */
 import type { AssistantModelMessage, ModelMessage, ToolModelMessage, UserModelMessage } from 'ai';
+import type { Attachment, InputOrigin, MessageReceived, SeqEntry } from 'steerbot/plugin';
 import { escapeAttribute, escapeData } from '../src/data-block.js';
 import { RecordError } from '../src/errors.js';
-import type { Attachment, InputOrigin, MessageReceived, ModelStep, RunOutcome, SeqEntry } from '../src/record/entries.js';
+import type { ModelStep, RunOutcome } from '../src/record/entries.js';
 
 /** The marker appended to an answer the user interrupted, unless configured. */
 export const DEFAULT_CUT_OFF_MARKER = '[cut off: the user interrupted this answer]';

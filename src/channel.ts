@@ -6,24 +6,19 @@
  * from `steerbot/testing` (testing/channel-contract.ts).
  */
 import type { Logger } from 'pino';
+import type {
+  Attachment,
+  FetchedFile,
+  IncomingMessage,
+  IngestResult,
+  InputPolicy,
+  PageAccess,
+  PluginDefinition,
+  RedisClient,
+  RouteRegistry,
+} from 'steerbot/plugin';
 import type { z } from 'zod';
-import type { InputPolicy } from './config/input-policies.js';
-import type { PageAccess } from './http/access.js';
-import type { FetchedFile } from './http/fetch-file.js';
-import type { RouteRegistry } from './http/routes.js';
-import type { PluginDefinition } from './plugin/definition.js';
-import type { IncomingMessage, IngestResult } from './protocol/types.js';
-import type { Attachment } from './record/entries.js';
-import type { RedisClient } from './redis/connection.js';
 
-// Helpers of channels that serve pages and event streams (the web chat, the webhook's event stream).
-export { type AccessVerdict, checkAccess, type PageAccess, type PageGuard, sameOriginJson, servePage } from './http/access.js';
-export { assetRoute, pageHead } from './http/page-shell.js';
-// The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
-export { REPLAY_MARGIN_SECONDS, replayWindowSeconds, type StaleReason, staleDelivery } from './http/replay-window.js';
-export { BlockingReaders, blockingConnection, type ReaderPlace, type XreadReply } from './http/stream-readers.js';
-// What channel plugins share with runner plugins (config helpers, errors, signatures, fetch, HTTP, Redis, record types).
-export * from './plugin/kit.js';
 export { splitMessage } from './split-message.js';
 
 /** Options of one outbound send. */

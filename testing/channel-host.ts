@@ -3,7 +3,8 @@
  * over a real `Dispatch` on Redis, for channel tests without a runner: new
  * runs are recorded in `enqueued`, not queued.
  */
-import type { ChannelHost, ChannelOutbound, ChannelSettings, RedisClient } from 'steerbot/channel';
+import type { ChannelHost, ChannelOutbound, ChannelSettings } from 'steerbot/channel';
+import type { RedisClient } from 'steerbot/plugin';
 import { AccessGate } from '../host/access/gate.js';
 import { AccessStore } from '../host/access/store.js';
 import { type HttpServer, routeRegistry } from '../host/http.js';

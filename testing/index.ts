@@ -8,19 +8,6 @@
  * prefix it deletes after each test.
  */
 
-// Types the kit's signatures use, so a test author can name them: the other entry points' own.
-export type {
-  ChannelHost,
-  ChannelOutbound,
-  ChannelPlugin,
-  ChannelSettings,
-  IngestResult,
-  InputPolicy,
-  RecordEntry,
-  RedisClient,
-  SeqEntry,
-} from 'steerbot/channel';
-export type { RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from 'steerbot/runner';
 export {
   type ChannelContractEnv,
   type ChannelContractOptions,

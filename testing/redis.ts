@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
-import type { RedisClient } from 'steerbot/channel';
+import type { RedisClient } from 'steerbot/plugin';
 
 /** The Redis the kit uses when a suite is given none: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
 export function defaultRedisUrl(): string {

@@ -33,7 +33,7 @@
  * one run is read in the next (state capability), else the plugin writes none.
  */
 
-import type { IngestResult } from 'steerbot/channel';
+import type { IngestResult } from 'steerbot/plugin';
 import type { ModelSettings, RunContext, RunnerPlugin, RunnerPluginDefinition, RunResult } from 'steerbot/runner';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IngestService } from '../host/ingest.js';

@@ -4,7 +4,8 @@
  * one BullMQ queue per harness, a recording channel outbound, and teardown
  * that leaves nothing behind. No vitest imports.
  */
-import type { ChannelOutbound, IncomingMessage, IngestResult, InputPolicy, RecordEntry, RedisClient, SeqEntry } from 'steerbot/channel';
+import type { ChannelOutbound } from 'steerbot/channel';
+import type { IncomingMessage, IngestResult, InputPolicy, RecordEntry, RedisClient, SeqEntry } from 'steerbot/plugin';
 import type { RunnerPlugin } from 'steerbot/runner';
 import { IngestService } from '../host/ingest.js';
 import { dispatchFromConfig } from '../host/main.js';

@@ -9,7 +9,7 @@
  *   { "agents": { "local-agent": { "toolModules": ["./custom-tool/dice.js"] } } }
  */
 import { randomInt } from 'node:crypto';
-import { z } from 'steerbot/runner';
+import { z } from 'steerbot/plugin';
 
 /** @type {import('steerbot/runner').AgentTool<{ count: number; sides: number }>} */
 const rollDice = {

@@ -8,7 +8,9 @@
  *   { "runner": { "plugin": "./echo-agent/index.js" },
  *     "agents": { "echo-agent": { "prefix": "echo: " } } }
  */
-import { defineRunnerPlugin, z } from 'steerbot/runner';
+
+import { z } from 'steerbot/plugin';
+import { defineRunnerPlugin } from 'steerbot/runner';
 
 const plugin = defineRunnerPlugin({
   id: 'echo-agent',

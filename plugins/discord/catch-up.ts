@@ -10,7 +10,7 @@
  */
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
-import { defineScript, pluginStorage, type RedisClient } from 'steerbot/channel';
+import { defineScript, pluginStorage, type RedisClient } from 'steerbot/plugin';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;

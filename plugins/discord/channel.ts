@@ -9,7 +9,8 @@
  * came over the gateway (no host connected, or a session Discord would not
  * resume) are read back over REST at each new session (`catch-up.ts`).
  */
-import { type ChannelDeps, type ChannelPlugin, parseSection, refuseMovedSettings } from 'steerbot/channel';
+import type { ChannelDeps, ChannelPlugin } from 'steerbot/channel';
+import { parseSection, refuseMovedSettings } from 'steerbot/plugin';
 import { type DiscordConfig, type DiscordConfigInput, discordConfigSchema } from './config.js';
 import { DiscordGateway } from './gateway.js';
 import { createDiscordOutbound, createRest } from './outbound.js';

@@ -1,6 +1,6 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
 
-import { enumOf, INPUT_POLICIES, int } from 'steerbot/channel';
+import { enumOf, INPUT_POLICIES, int } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });

@@ -10,7 +10,8 @@
  */
 import { type ButtonInteraction, Client, Events, GatewayIntentBits, type Message, MessageFlags, Partials } from 'discord.js';
 import type { Logger } from 'pino';
-import { type ChannelDeps, type ChannelHost, type InboundMessage, redactSecrets } from 'steerbot/channel';
+import type { ChannelDeps, ChannelHost, InboundMessage } from 'steerbot/channel';
+import { redactSecrets } from 'steerbot/plugin';
 import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
 import type { DiscordConfig } from './config.js';
 import { InboundQueue } from './inbound-queue.js';

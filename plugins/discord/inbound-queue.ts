@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { backoffMs } from 'steerbot/channel';
+import { backoffMs } from 'steerbot/plugin';
 
 /** Options of an InboundQueue. */
 export interface InboundQueueOptions {

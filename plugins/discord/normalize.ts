@@ -5,7 +5,8 @@
  * the allow-lists.
  */
 import { type Message, MessageType } from 'discord.js';
-import type { Attachment, InboundMessage } from 'steerbot/channel';
+import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
 import type { DiscordConfig } from './config.js';
 
 /** Why a message is not handed to the host. */

@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
-import { ChannelApiError, type ChannelOutbound, type EditOptions, fetchUrlFile, InvalidInputError, redactSecrets, type SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets } from 'steerbot/plugin';
 import { isGuildAdmin } from './admins.js';
 import type { DiscordConfig } from './config.js';
 

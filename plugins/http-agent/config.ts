@@ -3,7 +3,8 @@
  * with zod at load.
  */
 
-import { DEFAULTS, int } from 'steerbot/runner';
+import { int } from 'steerbot/plugin';
+import { DEFAULTS } from 'steerbot/runner';
 import { z } from 'zod';
 
 const url = () => z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' });

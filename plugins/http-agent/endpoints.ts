@@ -7,7 +7,7 @@
  * with a status that says which.
  */
 
-import { type HttpRoute, json, type RouteRequest, type RouteResponse, RunEndedError, StaleRunError, sameToken } from 'steerbot/runner';
+import { type HttpRoute, json, type RouteRequest, type RouteResponse, RunEndedError, StaleRunError, sameToken } from 'steerbot/plugin';
 import { type AgentInvocation, InvocationEndedError } from './invocation.js';
 import { pullBodySchema } from './protocol.js';
 

@@ -6,7 +6,8 @@
  * runner serves, fenced to the invocation.
  */
 import type { Logger } from 'pino';
-import { createHttpClient, defineRunnerPlugin, type HttpRequest, type RouteRegistry, type RunnerPlugin } from 'steerbot/runner';
+import { createHttpClient, type HttpRequest, type RouteRegistry } from 'steerbot/plugin';
+import { defineRunnerPlugin, type RunnerPlugin } from 'steerbot/runner';
 import { type HttpAgentConfig, httpAgentConfigSchema } from './config.js';
 import { RunEndpoints } from './endpoints.js';
 import { AgentInvocation } from './invocation.js';

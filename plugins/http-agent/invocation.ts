@@ -8,7 +8,8 @@
  * are ordered after the events the agent wrote before it asked.
  */
 import { randomBytes } from 'node:crypto';
-import { type HttpRequest, type HttpResponse, type RunContext, type RunResult, type SteeringMode, signedHeaders } from 'steerbot/runner';
+import { type HttpRequest, type HttpResponse, type SteeringMode, signedHeaders } from 'steerbot/plugin';
+import type { RunContext, RunResult } from 'steerbot/runner';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
 import { ndjsonLines } from './ndjson.js';
 import { type AgentEvent, type AgentMessage, agentEventSchemas, agentMessage, type CancelRequest, NDJSON, PROTOCOL, type RunRequest } from './protocol.js';

@@ -6,7 +6,7 @@
  * a trust boundary), and the body of a steering pull.
  */
 import type { ModelMessage } from 'ai';
-import type { MessageReceived, SeqEntry, StopKind } from 'steerbot/runner';
+import type { MessageReceived, SeqEntry, StopKind } from 'steerbot/plugin';
 import { z } from 'zod';
 
 /** Protocol name and version, sent in every request body. */

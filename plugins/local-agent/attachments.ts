@@ -20,7 +20,8 @@
 import { createHash } from 'node:crypto';
 import { type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
 import type { Logger } from 'pino';
-import { type Attachment, type FetchedFile, InvalidInputError, type MessageReceived, type RunContext, type SeqEntry, userMessage } from 'steerbot/runner';
+import { type Attachment, type FetchedFile, InvalidInputError, type MessageReceived, type SeqEntry } from 'steerbot/plugin';
+import { type RunContext, userMessage } from 'steerbot/runner';
 
 /** What to do with an attachment the model cannot get. */
 export type AttachmentPolicy = 'omit' | 'text' | 'error';

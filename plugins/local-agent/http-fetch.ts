@@ -5,7 +5,7 @@
  * allow-listed, after DNS resolution and on every redirect.
  */
 
-import { type FetchRefusal, FetchRefusedError, guardedFetch, type ResolveHost } from 'steerbot/runner';
+import { type FetchRefusal, FetchRefusedError, guardedFetch, type ResolveHost } from 'steerbot/plugin';
 import { z } from 'zod';
 import { ToolFailure, type ToolFailureCategory } from './tool-errors.js';
 import type { AgentTool } from './tools.js';

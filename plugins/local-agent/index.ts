@@ -6,19 +6,17 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LanguageModel, TranscriptionModel } from 'ai';
+import { ConfigError, int, type SteeringMode } from 'steerbot/plugin';
 import {
-  ConfigError,
   createModel,
   createTranscriptionModel,
   DEFAULT_SYSTEM_PROMPT,
   DEFAULTS,
   defineRunnerPlugin,
-  int,
   type ModelSettings,
   modelSetupNotice,
   type RunContext,
   type RunnerPlugin,
-  type SteeringMode,
 } from 'steerbot/runner';
 import { z } from 'zod';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';

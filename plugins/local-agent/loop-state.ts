@@ -5,7 +5,8 @@
  * (model call, recovery, turn boundary) share state without closures.
  */
 import type { LanguageModel, ModelMessage, ToolSet, TranscriptionModel } from 'ai';
-import { estimateTokens, type RunContext, type RunResult, type SteeringMode } from 'steerbot/runner';
+import type { SteeringMode } from 'steerbot/plugin';
+import { estimateTokens, type RunContext, type RunResult } from 'steerbot/runner';
 import type { AttachmentParts } from './attachments.js';
 import { type CachePlan, cachePlan } from './caching.js';
 import { RUN_REASON } from './outcomes.js';

@@ -15,7 +15,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
-import { pluginMetrics, redactSecrets } from 'steerbot/runner';
+import { pluginMetrics, redactSecrets } from 'steerbot/plugin';
 import type { z } from 'zod';
 import { type McpServerConfig, McpToolError, mcpToolName } from './mcp-config.js';
 import type { ToolMode } from './policy.js';

@@ -10,7 +10,9 @@
  * were saved, read once per run, so it changes only when a note changes;
  * never a per-message selection that would break the provider's cache.
  */
-import { type AgentTool, dataBlock, InvalidInputError, type MemoryNote, type RunContext, ToolFailure, z } from 'steerbot/runner';
+
+import { InvalidInputError, z } from 'steerbot/plugin';
+import { type AgentTool, dataBlock, type MemoryNote, type RunContext, ToolFailure } from 'steerbot/runner';
 
 /** Limit errors and bad ids reach the model as they are: it can tell the person or fix the call. */
 function asToolFailure(err: unknown): never {

@@ -9,7 +9,8 @@
  * an MCP server's write tools. A denied tool is not offered to the model.
  */
 
-import { redactSecrets, type ToolMode } from 'steerbot/runner';
+import { redactSecrets } from 'steerbot/plugin';
+import type { ToolMode } from 'steerbot/runner';
 import { z } from 'zod';
 
 /** What may happen when the model calls a tool. */

@@ -12,7 +12,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { ConfigError, type ConfigIssue, channelResolver } from 'steerbot/runner';
+import { channelResolver } from 'steerbot/channel';
+import { ConfigError, type ConfigIssue } from 'steerbot/plugin';
 
 /** A persona: the system prompt for one channel or conversation. */
 export interface PersonaSettings {

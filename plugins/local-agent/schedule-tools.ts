@@ -9,7 +9,9 @@
  * every person the run answers to be an admin of the chat (`ctx.schedules`
  * refuses, and the model is told why).
  */
-import { type AgentTool, describeWhen, InvalidInputError, type ListedSchedule, type RunContext, ScheduleForbiddenError, ToolFailure, z } from 'steerbot/runner';
+
+import { InvalidInputError, ScheduleForbiddenError, z } from 'steerbot/plugin';
+import { type AgentTool, describeWhen, type ListedSchedule, type RunContext, ToolFailure } from 'steerbot/runner';
 
 const createInput = z.object({
   prompt: z

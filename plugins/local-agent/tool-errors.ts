@@ -4,7 +4,9 @@
  * message reaches the model; any other error is described by its category
  * alone, its details go to the logs.
  */
-import { redactSecrets, ToolFailure, type ToolFailureCategory } from 'steerbot/runner';
+
+import { redactSecrets } from 'steerbot/plugin';
+import { ToolFailure, type ToolFailureCategory } from 'steerbot/runner';
 
 export { ToolFailure, type ToolFailureCategory } from 'steerbot/runner';
 

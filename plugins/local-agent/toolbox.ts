@@ -10,7 +10,8 @@
  */
 import { asSchema, type ModelMessage, type Schema, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
-import { activeContext, allowEntry, int, type RunContext, StaleRunError, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
+import { allowEntry, int, StaleRunError } from 'steerbot/plugin';
+import { activeContext, type RunContext, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
 import type { McpManager } from './mcp.js';
 import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';

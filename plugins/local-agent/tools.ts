@@ -4,7 +4,8 @@
  * error result the model sees; it never throws through the loop.
  */
 import { type ToolSet, tool } from 'ai';
-import { type AgentTool, activeContext, traceToolCall, z } from 'steerbot/runner';
+import { z } from 'steerbot/plugin';
+import { type AgentTool, activeContext, traceToolCall } from 'steerbot/runner';
 
 export type { AgentTool } from 'steerbot/runner';
 

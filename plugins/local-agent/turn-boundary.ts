@@ -5,7 +5,8 @@
  * steering is pulled into the next request and compaction gets its chance.
  */
 import type { ModelMessage } from 'ai';
-import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord, silenceAllowed, userMessage } from 'steerbot/runner';
+import { silenceAllowed } from 'steerbot/plugin';
+import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord, userMessage } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { EMPTY_ANSWER_MESSAGE, RUN_REASON } from './outcomes.js';
 import { openToolCalls, runToolCalls } from './tool-batch.js';

@@ -6,7 +6,7 @@
  * spent running the step's tools does not (the model is not expected to speak
  * then).
  */
-import { childController } from 'steerbot/runner';
+import { childController } from 'steerbot/plugin';
 
 /** Why the watchdog aborted a call (the abort reason of its signal). */
 export class StreamIdleTimeout extends Error {

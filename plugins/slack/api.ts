@@ -6,7 +6,7 @@
  * would hide.
  */
 import { ErrorCode, LogLevel, type Logger as SlackLogger, WebClient, type WebClientOptions } from '@slack/web-api';
-import { ChannelApiError, type Logger, redactSecrets } from 'steerbot/channel';
+import { ChannelApiError, type Logger, redactSecrets } from 'steerbot/plugin';
 
 /**
  * Options both clients (Web API and Socket Mode) are built with: our base

@@ -4,15 +4,8 @@
  * handed to the host; replies go out through `outbound` in the
  * conversation's thread. Both on Slack's official clients.
  */
-import {
-  type ChannelDeps,
-  type ChannelHost,
-  type ChannelPlugin,
-  parseSection,
-  pluginStorage,
-  refuseMovedSettings,
-  replayWindowSeconds,
-} from 'steerbot/channel';
+import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
+import { parseSection, pluginStorage, refuseMovedSettings, replayWindowSeconds } from 'steerbot/plugin';
 import { createWebClient } from './api.js';
 import { modeOf, type SlackConfig, type SlackConfigInput, slackConfigSchema } from './config.js';
 import { SlackInbound } from './inbound.js';

@@ -3,7 +3,7 @@
  * validated with zod at load.
  */
 
-import { enumOf, INPUT_POLICIES } from 'steerbot/channel';
+import { enumOf, INPUT_POLICIES } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const idList = z.array(z.string().regex(/^[A-Z0-9]{1,32}$/, { error: 'expected a Slack id like U0123ABCD' })).default([]);

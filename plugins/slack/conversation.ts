@@ -6,7 +6,7 @@
  * the same message arrives as `app_mention` and as `message` with different
  * event ids, and retried, always with the same channel and ts.
  */
-import { InvalidInputError } from 'steerbot/channel';
+import { InvalidInputError } from 'steerbot/plugin';
 
 /** Name of the conversation key that marks a channel thread the bot is in (declared in the definition's `storage`). */
 export const THREAD_KEY = 'thread';

@@ -6,15 +6,8 @@
  * bot's identity, the socket) is declared as fields.
  */
 import type { WebClient } from '@slack/web-api';
-import {
-  asRedisUnavailable,
-  ChannelApiError,
-  type ChannelHost,
-  InvalidInputError,
-  type Logger,
-  type PluginStorage,
-  type ReceiveResult,
-} from 'steerbot/channel';
+import type { ChannelHost, ReceiveResult } from 'steerbot/channel';
+import { asRedisUnavailable, ChannelApiError, InvalidInputError, type Logger, type PluginStorage } from 'steerbot/plugin';
 import { call } from './api.js';
 import { textBlock } from './blocks.js';
 import { parseConversationId, THREAD_KEY } from './conversation.js';

@@ -4,7 +4,8 @@
  * a thread) and any message in a thread the bot is in. Bot messages, edits,
  * deletions and other subtypes are skipped.
  */
-import type { Attachment, InboundMessage } from 'steerbot/channel';
+import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
 import { ACTION_PREFIX } from './blocks.js';
 import { conversationIdOf, messageUpdateKey } from './conversation.js';
 import type { SlackBlockActions, SlackMessageEvent } from './event-schema.js';

@@ -4,7 +4,8 @@
  * the Web API client. Replies go into the conversation's thread.
  */
 import type { WebClient } from '@slack/web-api';
-import { type ChannelOutbound, type EditOptions, fetchFile, InvalidInputError, type Logger, type SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import { fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';

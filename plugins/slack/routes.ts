@@ -7,7 +7,7 @@
  * handler, so Slack retries (`X-Slack-Retry-Num`), and the retry is deduped
  * by the message's channel and ts.
  */
-import { InvalidInputError, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/channel';
+import { InvalidInputError, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/plugin';
 import { slackEnvelopeSchema, slackInteractionTypeSchema } from './event-schema.js';
 import { signatureProblem } from './signature.js';
 import type { SocketHandlers } from './socket.js';

@@ -5,7 +5,7 @@
  * before the body is parsed; a timestamp outside the skew is a replay.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { RouteRequest } from 'steerbot/channel';
+import type { RouteRequest } from 'steerbot/plugin';
 
 /** Header of the signature. */
 export const SLACK_SIGNATURE_HEADER = 'x-slack-signature';

@@ -7,7 +7,7 @@
  * hold one.
  */
 import { SocketModeClient } from '@slack/socket-mode';
-import { InvalidInputError, type Logger, RedisUnavailableError } from 'steerbot/channel';
+import { InvalidInputError, type Logger, RedisUnavailableError } from 'steerbot/plugin';
 import { slackLogger, toChannelApiError, webClientOptions } from './api.js';
 import { slackEnvelopeSchema, slackInteractionTypeSchema } from './event-schema.js';
 import type { Handled } from './inbound.js';

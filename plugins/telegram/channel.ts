@@ -5,7 +5,8 @@
  */
 
 import { Api } from 'grammy';
-import { type ChannelDeps, type ChannelPlugin, parseSection, refuseMovedSettings } from 'steerbot/channel';
+import type { ChannelDeps, ChannelPlugin } from 'steerbot/channel';
+import { parseSection, refuseMovedSettings } from 'steerbot/plugin';
 import { type TelegramConfig, type TelegramConfigInput, telegramConfigSchema } from './config.js';
 import { TelegramInbound } from './inbound.js';
 import { createTelegramOutbound } from './outbound.js';

@@ -3,7 +3,7 @@
  * file), validated with zod at load.
  */
 
-import { enumOf, INPUT_POLICIES } from 'steerbot/channel';
+import { enumOf, INPUT_POLICIES } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const idList = z

@@ -4,7 +4,7 @@
  * request URL (`…/bot<token>/sendMessage`), so nothing from it is kept raw.
  */
 import { GrammyError, HttpError } from 'grammy';
-import { ChannelApiError, redactSecrets } from 'steerbot/channel';
+import { ChannelApiError, redactSecrets } from 'steerbot/plugin';
 
 /** True when Telegram refused the call with this description (Telegram has no error codes finer than HTTP status). */
 export function isTelegramError(err: unknown, status: number, description: RegExp): boolean {

@@ -13,17 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Api } from 'grammy';
 import type { Logger } from 'pino';
-import {
-  type ChannelDeps,
-  type ChannelHost,
-  InvalidInputError,
-  pluginMetrics,
-  pluginStorage,
-  type ReceiveResult,
-  RedisLease,
-  replayWindowSeconds,
-  staleDelivery,
-} from 'steerbot/channel';
+import type { ChannelDeps, ChannelHost, ReceiveResult } from 'steerbot/channel';
+import { InvalidInputError, pluginMetrics, pluginStorage, RedisLease, replayWindowSeconds, staleDelivery } from 'steerbot/plugin';
 import type { TelegramConfig } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';

@@ -3,7 +3,8 @@
  * messages are addressed to the bot and builds the ids of DESIGN.md:
  * update key `telegram:<update_id>`, conversation `telegram:<chat>[:<topic>]`.
  */
-import type { Attachment, InboundMessage } from 'steerbot/channel';
+import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
 import type { TelegramEntity, TelegramMessage, TelegramUpdate, TelegramUser } from './update-schema.js';
 
 /** The bot itself, from getMe. */

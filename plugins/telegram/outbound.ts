@@ -3,7 +3,8 @@
  * edit and show typing, through grammY's `Api`.
  */
 import type { Api } from 'grammy';
-import { type ChannelOutbound, type EditOptions, fetchFile, InvalidInputError, type Logger, type SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import { fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
 

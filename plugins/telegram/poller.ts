@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from 'grammy';
-import { backoffMs, ChannelApiError, type Logger, type RedisLease } from 'steerbot/channel';
+import { backoffMs, ChannelApiError, type Logger, type RedisLease } from 'steerbot/plugin';
 import { isApiCallError, toChannelApiError } from './errors.js';
 
 /** Options of a TelegramPoller. */

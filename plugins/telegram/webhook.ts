@@ -6,7 +6,7 @@
  * server's error handler, so Telegram delivers the update again.
  */
 
-import { json, type RouteRegistry, readJsonBody, sameToken } from 'steerbot/channel';
+import { json, type RouteRegistry, readJsonBody, sameToken } from 'steerbot/plugin';
 import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 
 /** Header Telegram carries the secret in. */

@@ -5,7 +5,7 @@
  * `public: true` opens it to everyone the `access` section lets talk.
  */
 
-import { enumOf, INPUT_POLICIES, int, pageToken } from 'steerbot/channel';
+import { enumOf, INPUT_POLICIES, int, pageToken } from 'steerbot/plugin';
 import { z } from 'zod';
 
 /** Schema of the web chat's settings. Unknown keys are errors. */

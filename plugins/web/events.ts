@@ -9,7 +9,7 @@
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
 import type { Logger } from 'pino';
-import { asRedisUnavailable, BlockingReaders, parseEntry, pluginStorage, type ReaderPlace, type RedisClient, type XreadReply } from 'steerbot/channel';
+import { asRedisUnavailable, BlockingReaders, parseEntry, pluginStorage, type ReaderPlace, type RedisClient, type XreadReply } from 'steerbot/plugin';
 import { WEB_CHANNEL_ID } from './outbound.js';
 import { recordView } from './record-view.js';
 

@@ -16,15 +16,11 @@
  * decides who may talk, as on any channel.
  */
 
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type InboundMessage } from 'steerbot/channel';
 import {
   assetRoute,
-  type ChannelDeps,
-  type ChannelHost,
-  type ChannelPlugin,
   checkAccess,
-  defineChannelPlugin,
   eventStream,
-  type InboundMessage,
   json,
   type PageAccess,
   type PageGuard,
@@ -35,7 +31,7 @@ import {
   refuseMovedSettings,
   sameOriginJson,
   servePage,
-} from 'steerbot/channel';
+} from 'steerbot/plugin';
 import { z } from 'zod';
 import { type WebConfig, webConfigSchema } from './config.js';
 import { WebEventStreams } from './events.js';

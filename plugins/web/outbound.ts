@@ -7,16 +7,8 @@
  * delivery key: a retried run attempt that sends it again finds it stored.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  ChannelApiError,
-  type ChannelOutbound,
-  DEFAULT_DELIVERY_KEY_TTL_SECONDS,
-  type MessageButton,
-  type RedisClient,
-  replyStreamKey,
-  type SendOptions,
-  storeReply,
-} from 'steerbot/channel';
+import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
+import { ChannelApiError, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type RedisClient, replyStreamKey, storeReply } from 'steerbot/plugin';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */

@@ -5,7 +5,7 @@
  * it shows with `textContent`, never as HTML.
  */
 import { readFileSync } from 'node:fs';
-import { pageHead } from 'steerbot/channel';
+import { pageHead } from 'steerbot/plugin';
 
 /** The page's script (browser JavaScript). */
 export const CHAT_SCRIPT = readFileSync(new URL('./assets/chat.js', import.meta.url), 'utf8');

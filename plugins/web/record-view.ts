@@ -4,7 +4,7 @@
  * runs starting and ending, tool calls made, steering taken). Plain data;
  * the page renders it as text.
  */
-import type { SeqEntry } from 'steerbot/channel';
+import type { SeqEntry } from 'steerbot/plugin';
 
 /** A tool call made in a model step. */
 export interface ToolCallView {

@@ -41,7 +41,7 @@ import {
   type RedisClient,
   RedisLease,
   replyStreamKey,
-} from 'steerbot/channel';
+} from 'steerbot/plugin';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey, wakeChannel } from './keys.js';

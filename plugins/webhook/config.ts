@@ -2,7 +2,7 @@
  * Configuration of one generic webhook channel (`channels.webhooks.<name>`
  * in the config file), validated with zod at load.
  */
-import { allowEntry, DEFAULT_DELIVERY_KEY_TTL_SECONDS, enumOf, INPUT_POLICIES, int } from 'steerbot/channel';
+import { allowEntry, DEFAULT_DELIVERY_KEY_TTL_SECONDS, enumOf, INPUT_POLICIES, int } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const secret = z

@@ -29,7 +29,7 @@ import {
   replyStreamKey,
   sameToken,
   type XreadReply,
-} from 'steerbot/channel';
+} from 'steerbot/plugin';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { sign } from './signature.js';

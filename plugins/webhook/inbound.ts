@@ -7,16 +7,8 @@
  * dedupe key would still recognise it.
  */
 
-import {
-  attachmentSchema,
-  type ChannelHost,
-  type InboundMessage,
-  json,
-  type RouteRequest,
-  type RouteResponse,
-  readJsonBody,
-  replayWindowSeconds,
-} from 'steerbot/channel';
+import type { ChannelHost, InboundMessage } from 'steerbot/channel';
+import { attachmentSchema, json, type RouteRequest, type RouteResponse, readJsonBody, replayWindowSeconds } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { WebhookChannelConfig } from './config.js';
 import { checkSignature } from './signature.js';

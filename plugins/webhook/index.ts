@@ -7,15 +7,8 @@
  * The wire format is in the README (channels section).
  */
 
-import {
-  type ChannelDeps,
-  type ChannelHost,
-  type ChannelPlugin,
-  createHttpClient,
-  defineChannelPlugin,
-  parseSection,
-  refuseMovedSettings,
-} from 'steerbot/channel';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from 'steerbot/channel';
+import { createHttpClient, parseSection, refuseMovedSettings } from 'steerbot/plugin';
 import { z } from 'zod';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';

@@ -4,7 +4,7 @@
  * (declared, so purge deletes and idle retention expires them); per channel
  * the conversations whose callbacks are due.
  */
-import { type PluginStorage, pluginStorage } from 'steerbot/channel';
+import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys. */
 export const WEBHOOK_PLUGIN_ID = 'webhooks';

@@ -8,7 +8,8 @@
  * stored: a receiver that is down does not hold up the run.
  */
 import { randomUUID } from 'node:crypto';
-import { ChannelApiError, type ChannelOutbound, fetchUrlFile, type RedisClient, type ResolveHost, type SendOptions, storeReply } from 'steerbot/channel';
+import type { ChannelOutbound, SendOptions } from 'steerbot/channel';
+import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, storeReply } from 'steerbot/plugin';
 import { notifyPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';

@@ -3,7 +3,7 @@
  * behind (the newest reply is over a minute old and past the receiver's
  * cursor) and replies whose callback was given up. One round of reads.
  */
-import { type RedisClient, replyStreamKey } from 'steerbot/channel';
+import { type RedisClient, replyStreamKey } from 'steerbot/plugin';
 import { cursorKey, givenUpKey } from './keys.js';
 
 /** A reply not taken by the receiver this long after it was stored counts as behind, in ms. */

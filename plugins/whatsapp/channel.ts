@@ -5,7 +5,7 @@
  * `graph.ts` (plain `fetch`: there is no well-kept SDK for the Cloud API).
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection, refuseMovedSettings } from 'steerbot/channel';
+import { parseSection, refuseMovedSettings } from 'steerbot/plugin';
 import { type WhatsAppConfig, type WhatsAppConfigInput, whatsappConfigSchema } from './config.js';
 import { failureProblems } from './failures.js';
 import { GraphClient } from './graph.js';

@@ -1,6 +1,6 @@
 /** Configuration of the WhatsApp channel (`channels.whatsapp` in the config file), validated with zod at load. */
 
-import { enumOf, INPUT_POLICIES, int } from 'steerbot/channel';
+import { enumOf, INPUT_POLICIES, int } from 'steerbot/plugin';
 import { z } from 'zod';
 
 /** WhatsApp ids (`wa_id`): the phone number in international format, digits only. */

@@ -4,7 +4,7 @@
  * and gives up on anything else), carrying the Graph error `graphCode`; the
  * access token is removed from every message.
  */
-import { ChannelApiError, redactSecrets } from 'steerbot/channel';
+import { ChannelApiError, redactSecrets } from 'steerbot/plugin';
 
 /** Graph error code of a reply refused because the 24-hour customer-service window is closed ("re-engagement message"). */
 export const WINDOW_CLOSED_CODE = 131047;

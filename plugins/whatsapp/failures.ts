@@ -5,7 +5,7 @@
  * writes the same field), at most `MAX_FAILURES` per conversation, and the
  * console lists them as the conversation's problems.
  */
-import { defineScript, type RedisClient } from 'steerbot/channel';
+import { defineScript, type RedisClient } from 'steerbot/plugin';
 import { WINDOW_CLOSED_CODE } from './errors.js';
 import { failuresKey } from './keys.js';
 

@@ -6,7 +6,7 @@
  * read a media object's metadata and download its bytes. Base URL and
  * version come from the settings, so tests point it at a local fake.
  */
-import { type FetchedFile, fetchFile } from 'steerbot/channel';
+import { type FetchedFile, fetchFile } from 'steerbot/plugin';
 import { graphError, networkError } from './errors.js';
 
 /** Options of a GraphClient. */

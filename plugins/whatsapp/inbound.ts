@@ -9,18 +9,8 @@
  * unanswered: a captured delivery replayed after its dedupe key expired
  * would otherwise be answered again.
  */
-import {
-  asRedisUnavailable,
-  type ChannelHost,
-  type ChannelOutbound,
-  type Logger,
-  pluginMetrics,
-  type ReceiveResult,
-  type RedisClient,
-  replayWindowSeconds,
-  type StaleReason,
-  staleDelivery,
-} from 'steerbot/channel';
+import type { ChannelHost, ChannelOutbound, ReceiveResult } from 'steerbot/channel';
+import { asRedisUnavailable, type Logger, pluginMetrics, type RedisClient, replayWindowSeconds, type StaleReason, staleDelivery } from 'steerbot/plugin';
 import type { WhatsAppConfig } from './config.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient } from './graph.js';

@@ -5,7 +5,7 @@
  * failed. Declared in the definition, so `/purge` deletes them and idle
  * retention expires them with the conversation.
  */
-import { type PluginStorage, pluginStorage } from 'steerbot/channel';
+import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys. */
 export const WHATSAPP_PLUGIN_ID = 'whatsapp';

@@ -4,7 +4,8 @@
  * redelivered message is a duplicate), conversation `<channel id>:<wa_id>`
  * (WhatsApp chats with a business number are one-to-one).
  */
-import type { Attachment, InboundMessage } from 'steerbot/channel';
+import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
 import type { WaMessage } from './payload-schema.js';
 
 /** The conversation of a WhatsApp user: `<channel id>:<wa_id>` (`recipientOf` parses it back). */

@@ -8,7 +8,8 @@
  * recorded for the console before the error is thrown; delivery does not
  * retry it.
  */
-import { type ChannelOutbound, InvalidInputError, type Logger, type MessageButton, type RedisClient, type SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
+import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
 import { WhatsAppApiError } from './errors.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient, MediaInfo } from './graph.js';

@@ -9,7 +9,7 @@
  * WhatsApp delivers again (redeliveries are deduped by message id).
  */
 import { createHmac } from 'node:crypto';
-import { json, type RouteRegistry, readJsonBody, sameToken } from 'steerbot/channel';
+import { json, type RouteRegistry, readJsonBody, sameToken } from 'steerbot/plugin';
 import { type WebhookPayload, webhookPayloadSchema } from './payload-schema.js';
 
 /** Header Meta carries the body's signature in. */

@@ -4,8 +4,9 @@
  * outcome written afterwards, both fenced by the run's token, so a retried
  * or re-acquired run never sends an acknowledged message twice.
  */
-import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/channel.js';
+
 import { DEFAULTS } from '../../src/config/defaults.js';
+import { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../../src/plugin/kit.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';

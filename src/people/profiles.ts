@@ -13,8 +13,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import type { InputPolicy } from 'steerbot/plugin';
 import { channelResolver } from '../channel.js';
-import type { InputPolicy } from '../config/input-policies.js';
 import { resolveModelLimits } from '../config/model-catalogue.js';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 

@@ -5,10 +5,12 @@
  * person among the request's deciders, or as `timeout` by the runner. The
  * first decision wins; later clicks change nothing.
  */
+
+import type { RedisClient } from 'steerbot/plugin';
 import { z } from 'zod';
 import { InvalidInputError, ScriptError } from '../errors.js';
 import { conversationKeys } from '../redis/keys.js';
-import { type RedisClient, runScript } from '../scripts/index.js';
+import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 
 /** Approval ids: `ap_` and 24 hex digits. */

@@ -8,10 +8,12 @@
  * of a purged run are refused: its run hash is gone, and every run write is
  * fenced by it.
  */
+
+import type { RedisClient } from 'steerbot/plugin';
 import { DEFAULTS } from '../config/defaults.js';
 import { InvalidInputError, ScriptError } from '../errors.js';
 import { assertUpdateKey, CONVERSATION_KEY_SUFFIXES, controlChannel, conversationKeys, PURGE_ONLY_KEY_SUFFIXES } from '../redis/keys.js';
-import { type RedisClient, runScript } from '../scripts/index.js';
+import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { type AfterPurge, DEFAULT_TOMBSTONE_TTL_SECONDS } from './retention.js';
 

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { AttachmentParts } from '../../plugins/local-agent/attachments.js';
 import type { RunContext } from '../../runner/plugin.js';
 import { userMessage } from '../../runner/projection.js';
-import type { FetchedFile } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
+import type { FetchedFile } from '../../src/plugin/kit.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 
 const FILE = new Uint8Array(1000).fill(7);

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { pluginStorage } from 'steerbot/channel';
+import { pluginStorage } from 'steerbot/plugin';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';

@@ -317,7 +317,7 @@ describe('the packed package', () => {
       writeFileSync(
         join(project, 'webhook.test.js'),
         [
-          "import { signedHeaders } from 'steerbot/channel';",
+          "import { signedHeaders } from 'steerbot/plugin';",
           "import { channelPluginContract, startCallbackServer } from 'steerbot/testing';",
           "import { createWebhookPlugin } from './build/webhook/index.js';",
           `const SECRET = ${JSON.stringify(SECRET)};`,

@@ -1,6 +1,6 @@
 import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, pluginMetrics } from '../../src/channel.js';
+import { InvalidInputError, pluginMetrics } from '../../src/plugin/kit.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 
 describe('pluginMetrics', () => {
