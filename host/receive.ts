@@ -54,101 +54,136 @@ export interface ChannelHostDeps {
   channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
 }
 
+/** What the receive steps share: the deps, the admin check, and the two ways of answering. */
+interface Receiver {
+  deps: ChannelHostDeps;
+  logger: Logger;
+  admins: AdminCheck;
+  /** Sets the update's dedupe key: true the first time this update is seen. */
+  firstDelivery(message: InboundMessage): Promise<boolean>;
+  /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
+  replyTo(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
+}
+
 /** Builds the ChannelHost channel plugins start with. */
 export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   const logger = deps.logger.child({ part: 'receive' });
-  const admins = deps.admins ?? createAdminCheck();
-  const firstDelivery = (m: InboundMessage) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey);
-  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the receive pipeline in order (empty, command with its admin check, ingest, typed errors to results); each step is one guard
-  async function receive(channelId: string, message: InboundMessage): Promise<ReceiveResult> {
-    // Who may talk is the access gate's alone (`access.channels.<id>`), in the access step below.
-    const channelSettings = deps.settings?.(channelId) ?? {};
-    if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
-    // A click sends its button's text as the clicker: never one that widens access or deletes (whoever made the button).
-    const typedOnly = message.interaction === 'button' ? typedOnlyCommand(message.text) : undefined;
-    if (typedOnly) return { kind: 'command', command: typedOnly, reply: `/${typedOnly} is not run from a button: type it.`, duplicate: false };
-    // The profile (a Redis read when bindings name identities) only for a message that gets this far.
-    const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
-    const command = parseCommand(message.text);
-    try {
-      if (deps.access) {
-        const early = await accessStep({ gate: deps.access, reply: replyTo, firstDelivery }, channelId, settings, message);
-        if (early) return early;
-      }
-      if (command) {
-        const source = { conversationId: message.conversationId, updateKey: message.updateKey, sender: message.sender };
-        if (message.group && ADMIN_COMMANDS.has(command.name)) {
-          const refusal = await adminRefusal(channelId, settings, message, command);
-          if (refusal) return refusal;
-        }
-        const outcome = await runCommand(commandDeps(deps, channelId, message, profile), command, source, settings.policy);
-        if (!outcome.duplicate) {
-          // A refused command records nothing, like a refused message: no activity.
-          if (!outcome.purged) deps.onActivity?.(message.conversationId);
-          // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
-          if (message.interaction !== 'button') await replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
-        }
-        return {
-          kind: 'command',
-          command: command.name,
-          reply: outcome.reply,
-          duplicate: outcome.duplicate,
-          ...(outcome.edit !== undefined && { edit: outcome.edit }),
-        };
-      }
-      return await ingestMessage(deps, channelId, settings, message, replyTo);
-    } catch (err) {
-      throw asRedisUnavailable(err);
-    }
-  }
-
-  /**
-   * Undefined when the sender may run `command` in this group chat; else the
-   * refusal, answered once per update (its dedupe key is set, so a redelivery
-   * is a duplicate and gets no second answer).
-   */
-  async function adminRefusal(
-    channelId: string,
-    settings: ChannelSettings,
-    message: InboundMessage,
-    command: ParsedCommand,
-  ): Promise<ReceiveResult | undefined> {
-    const verdict = await admins.check(deps.outbound(channelId), settings.admins, message.conversationId, message.sender.id);
-    if (verdict.kind === 'admin') return undefined;
-    if (verdict.kind === 'unknown') {
-      logger.warn({ err: verdict.error, channelId, conversationId: message.conversationId }, 'could not ask the platform whether the sender is a chat admin');
-    }
-    const reply =
-      verdict.kind === 'not-admin'
-        ? `Only admins can use /${command.name} here.`
-        : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
-    const fresh = await firstDelivery(message);
-    if (fresh) await replyTo(channelId, message.conversationId, reply, message.messageId);
-    return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
-  }
-
-  /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
-  async function replyTo(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void> {
-    const out = deps.outbound(channelId);
-    if (!out) {
-      logger.warn({ channelId }, 'no outbound side to answer a command on');
-      return;
-    }
-    try {
-      await out.send(conversationId, text, replyTo ? { replyTo } : {});
-    } catch (err) {
-      logger.warn({ err, channelId, conversationId }, 'could not send a command reply');
-    }
-  }
-
+  const r: Receiver = {
+    deps,
+    logger,
+    admins: deps.admins ?? createAdminCheck(),
+    firstDelivery: (m) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey),
+    replyTo: (channelId, conversationId, text, replyTo) => sendReply(deps, logger, channelId, conversationId, text, replyTo),
+  };
   return {
-    receive,
+    receive: (channelId, message) => receive(r, channelId, message),
     routes: deps.routes,
     redis: deps.redis,
     prefix: deps.prefix,
     logger: deps.logger,
     dedupeTtlSeconds: deps.dispatch.options.dedupeTtlSeconds,
   };
+}
+
+/** The receive pipeline in order: empty, typed-only from a button, access, a command with its admin check, else ingest. */
+async function receive(r: Receiver, channelId: string, message: InboundMessage): Promise<ReceiveResult> {
+  const { deps } = r;
+  // Who may talk is the access gate's alone (`access.channels.<id>`), in the access step below.
+  const channelSettings = deps.settings?.(channelId) ?? {};
+  if (message.text.trim() === '' && !message.attachments?.length) return { kind: 'ignored', reason: 'empty' };
+  // A click sends its button's text as the clicker: never one that widens access or deletes (whoever made the button).
+  const typedOnly = message.interaction === 'button' ? typedOnlyCommand(message.text) : undefined;
+  if (typedOnly) return { kind: 'command', command: typedOnly, reply: `/${typedOnly} is not run from a button: type it.`, duplicate: false };
+  // The profile (a Redis read when bindings name identities) only for a message that gets this far.
+  const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
+  const command = parseCommand(message.text);
+  try {
+    if (deps.access) {
+      const early = await accessStep({ gate: deps.access, reply: r.replyTo, firstDelivery: r.firstDelivery }, channelId, settings, message);
+      if (early) return early;
+    }
+    if (command) return await commandStep(r, channelId, settings, message, command, profile);
+    return await ingestMessage(deps, channelId, settings, message, r.replyTo);
+  } catch (err) {
+    throw asRedisUnavailable(err);
+  }
+}
+
+/** A control command: refused to a non-admin in a group when it is an admin command, else run and answered (once). */
+async function commandStep(
+  r: Receiver,
+  channelId: string,
+  settings: ChannelSettings,
+  message: InboundMessage,
+  command: ParsedCommand,
+  profile: AgentProfile | undefined,
+): Promise<ReceiveResult> {
+  const source = { conversationId: message.conversationId, updateKey: message.updateKey, sender: message.sender };
+  if (message.group && ADMIN_COMMANDS.has(command.name)) {
+    const refusal = await adminRefusal(r, channelId, settings, message, command);
+    if (refusal) return refusal;
+  }
+  const outcome = await runCommand(commandDeps(r.deps, channelId, message, profile), command, source, settings.policy);
+  if (!outcome.duplicate) {
+    // A refused command records nothing, like a refused message: no activity.
+    if (!outcome.purged) r.deps.onActivity?.(message.conversationId);
+    // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
+    if (message.interaction !== 'button') await r.replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
+  }
+  return {
+    kind: 'command',
+    command: command.name,
+    reply: outcome.reply,
+    duplicate: outcome.duplicate,
+    ...(outcome.edit !== undefined && { edit: outcome.edit }),
+  };
+}
+
+/**
+ * Undefined when the sender may run `command` in this group chat; else the
+ * refusal, answered once per update (its dedupe key is set, so a redelivery
+ * is a duplicate and gets no second answer).
+ */
+async function adminRefusal(
+  r: Receiver,
+  channelId: string,
+  settings: ChannelSettings,
+  message: InboundMessage,
+  command: ParsedCommand,
+): Promise<ReceiveResult | undefined> {
+  const verdict = await r.admins.check(r.deps.outbound(channelId), settings.admins, message.conversationId, message.sender.id);
+  if (verdict.kind === 'admin') return undefined;
+  if (verdict.kind === 'unknown') {
+    r.logger.warn({ err: verdict.error, channelId, conversationId: message.conversationId }, 'could not ask the platform whether the sender is a chat admin');
+  }
+  const reply =
+    verdict.kind === 'not-admin'
+      ? `Only admins can use /${command.name} here.`
+      : `Could not check whether you are an admin of this chat; try /${command.name} again later.`;
+  const fresh = await r.firstDelivery(message);
+  if (fresh) await r.replyTo(channelId, message.conversationId, reply, message.messageId);
+  return { kind: 'command', command: command.name, reply: fresh ? reply : '', duplicate: !fresh };
+}
+
+/** Sends a command's reply through the channel's outbound side; a failure is logged, not thrown. */
+async function sendReply(
+  deps: ChannelHostDeps,
+  logger: Logger,
+  channelId: string,
+  conversationId: string,
+  text: string,
+  replyTo: string | undefined,
+): Promise<void> {
+  const out = deps.outbound(channelId);
+  if (!out) {
+    logger.warn({ channelId }, 'no outbound side to answer a command on');
+    return;
+  }
+  try {
+    await out.send(conversationId, text, replyTo ? { replyTo } : {});
+  } catch (err) {
+    logger.warn({ err, channelId, conversationId }, 'could not send a command reply');
+  }
 }
 
 /** A user's message into its conversation; a refused or purged one is answered here (once: a redelivery is a duplicate). */
