@@ -20,7 +20,7 @@ import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
 import type { AccessStore } from '../access/store.js';
-import { registerAccessApi } from './access-api.js';
+import { type ApiRoute, registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { registerMemoryApi } from './memory-api.js';
@@ -101,6 +101,23 @@ export function registerConsole(o: ConsoleOptions): void {
   o.routes.add({ method: 'GET', path: `${BASE}/people.js`, handle: assetRoute('text/javascript; charset=utf-8', PEOPLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
+  registerConversationReads(api, o, reads);
+  registerSchedulesApi(api, o);
+  if (o.access) {
+    registerAccessApi(api, o.access, o.channels ?? []);
+    registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
+  }
+  registerMemoryApi(api, o.memory);
+  api('POST', '/conversations/:id/actions', async (req) => {
+    const parsed = readJsonBody(req, actionSchema);
+    if (!parsed.ok) return parsed.response;
+    const outcome = await actions.run(req.params.id ?? '', parsed.value.action, parsed.value.arg);
+    return json(outcome.ok ? 200 : 409, outcome);
+  });
+}
+
+/** The conversations' list, one row, its entries and one run's detail. */
+function registerConversationReads(api: ApiRoute, o: ConsoleOptions, reads: ConsoleReads): void {
   api('GET', '/conversations', async (req) => {
     const channel = req.query.channel || undefined;
     const stuck = req.query.stuck === '1' || req.query.stuck === 'true';
@@ -131,6 +148,10 @@ export function registerConsole(o: ConsoleOptions): void {
     const traceLink = detail.traceId && o.traceUrl ? o.traceUrl.replace('{traceId}', detail.traceId) : undefined;
     return json(200, { ...detail, ...(traceLink && { traceLink }) });
   });
+}
+
+/** A conversation's schedules, and cancelling one (409 when schedules are off). */
+function registerSchedulesApi(api: ApiRoute, o: ConsoleOptions): void {
   api('GET', '/conversations/:id/schedules', async (req) => {
     const list = o.schedules ? await o.schedules.list(req.params.id ?? '', 3) : [];
     return json(200, { enabled: o.schedules !== undefined, schedules: list, now: Date.now() });
@@ -140,16 +161,5 @@ export function registerConsole(o: ConsoleOptions): void {
     const cancelled = await o.schedules.cancel(req.params.id ?? '', req.params.schedule ?? '');
     o.logger.info({ conversationId: req.params.id, scheduleId: req.params.schedule, cancelled }, 'console: schedule cancel');
     return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
-  });
-  if (o.access) {
-    registerAccessApi(api, o.access, o.channels ?? []);
-    registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
-  }
-  registerMemoryApi(api, o.memory);
-  api('POST', '/conversations/:id/actions', async (req) => {
-    const parsed = readJsonBody(req, actionSchema);
-    if (!parsed.ok) return parsed.response;
-    const outcome = await actions.run(req.params.id ?? '', parsed.value.action, parsed.value.arg);
-    return json(outcome.ok ? 200 : 409, outcome);
   });
 }

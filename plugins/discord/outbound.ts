@@ -54,6 +54,34 @@ function isDiscordFileUrl(ref: string, apiBase: string): boolean {
   return (url.protocol === 'https:' && DISCORD_FILE_HOSTS.has(url.hostname)) || url.origin === new URL(apiBase).origin;
 }
 
+/** The create-message body: no pings but the replied user, buttons as one action row, the delivery key as an enforced nonce. */
+function messageBody(channel: string, text: string, opts: SendOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    content: text,
+    // Model output must never ping @everyone, roles or users; the person answered is pinged by the reply itself.
+    allowed_mentions: { parse: [], replied_user: true },
+  };
+  if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
+  if (opts.buttons?.length) {
+    // One action row; a click comes back as an interaction whose custom id is the command.
+    body.components = [
+      {
+        type: 1,
+        components: opts.buttons
+          .slice(0, 5)
+          .map((b, i) => ({ type: 2, style: i === 0 ? 1 : 2, label: b.label.slice(0, 80), custom_id: b.command.slice(0, 100) })),
+      },
+    ];
+  }
+  if (opts.deliveryKey) {
+    // Discord returns the message already created with this nonce (for a few minutes) instead of
+    // posting it again, so a retry after a lost response (ours or @discordjs/rest's) cannot duplicate it.
+    body.nonce = nonceOf(opts.deliveryKey);
+    body.enforce_nonce = true;
+  }
+  return body;
+}
+
 /** Builds the outbound side over `rest`. */
 export function createDiscordOutbound(channelId: string, config: DiscordConfig, rest: REST): ChannelOutbound {
   const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
@@ -93,29 +121,7 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     async send(conversationId: string, text: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
       const channel = channelIdOf(channelId, conversationId);
       checkText(text);
-      const body: Record<string, unknown> = {
-        content: text,
-        // Model output must never ping @everyone, roles or users; the person answered is pinged by the reply itself.
-        allowed_mentions: { parse: [], replied_user: true },
-      };
-      if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
-      if (opts.buttons?.length) {
-        // One action row; a click comes back as an interaction whose custom id is the command.
-        body.components = [
-          {
-            type: 1,
-            components: opts.buttons
-              .slice(0, 5)
-              .map((b, i) => ({ type: 2, style: i === 0 ? 1 : 2, label: b.label.slice(0, 80), custom_id: b.command.slice(0, 100) })),
-          },
-        ];
-      }
-      if (opts.deliveryKey) {
-        // Discord returns the message already created with this nonce (for a few minutes) instead of
-        // posting it again, so a retry after a lost response (ours or @discordjs/rest's) cannot duplicate it.
-        body.nonce = nonceOf(opts.deliveryKey);
-        body.enforce_nonce = true;
-      }
+      const body = messageBody(channel, text, opts);
       const sent = await call<{ id: string }>('send', () => rest.post(Routes.channelMessages(channel), { body }));
       return { messageId: sent.id };
     },

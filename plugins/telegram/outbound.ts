@@ -57,77 +57,84 @@ function isChatOf(channelId: string, conversationId: string): boolean {
   }
 }
 
-/** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
-export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOutbound {
-  const { api, token, channelId, logger } = opts;
-  const thread = (t: TelegramTarget) => (t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
+/** The thread a message goes to, as Telegram's methods take it. */
+const threadOf = (t: TelegramTarget) => (t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
 
-  async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
+/** Runs one Bot API call; its failure becomes a ChannelApiError that never names the token. */
+async function call<T>(token: string, method: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toChannelApiError(err, method, token);
+  }
+}
+
+/** `sendMessage`: formatted first when asked (plain when Telegram cannot parse what the converter made of it), buttons as an inline keyboard. */
+async function sendText(opts: TelegramOutboundOptions, conversationId: string, text: string, sendOpts: SendOptions): Promise<{ messageId: string }> {
+  const { api, token, channelId, logger } = opts;
+  const target = parseConversationId(channelId, conversationId);
+  const base = {
+    ...threadOf(target),
+    // Buttons as an inline keyboard, one row; a click comes back as a callback query carrying the command.
+    ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: [sendOpts.buttons.map((b) => ({ text: b.label, callback_data: b.command }))] } }),
+    ...(sendOpts.replyTo !== undefined &&
+      /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
+  };
+  if (sendOpts.format === 'markdown') {
     try {
-      return await fn();
+      const sent = await api.sendMessage(target.chatId, markdownToTelegramHtml(text), { ...base, parse_mode: 'HTML' });
+      return { messageId: String(sent.message_id) };
     } catch (err) {
-      throw toChannelApiError(err, method, token);
+      if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'sendMessage', token);
+      logger.debug({ conversationId }, 'telegram refused the formatted text; resending it as plain text');
     }
   }
+  const sent = await call(token, 'sendMessage', () => api.sendMessage(target.chatId, text, base));
+  return { messageId: String(sent.message_id) };
+}
+
+/** `editMessageText`, formatted first as `sendText`; editing to the same text is what the caller wanted already. */
+async function editText(opts: TelegramOutboundOptions, conversationId: string, messageId: string, text: string, editOpts: EditOptions): Promise<void> {
+  const { api, token, channelId, logger } = opts;
+  const target = parseConversationId(channelId, conversationId);
+  const id = Number(messageId);
+  if (editOpts.format === 'markdown') {
+    try {
+      await api.editMessageText(target.chatId, id, markdownToTelegramHtml(text), { parse_mode: 'HTML' });
+      return;
+    } catch (err) {
+      if (isTelegramError(err, 400, NOT_MODIFIED)) return;
+      if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'editMessageText', token);
+      logger.debug({ conversationId }, 'telegram refused the formatted edit; editing to plain text');
+    }
+  }
+  try {
+    await api.editMessageText(target.chatId, id, text);
+  } catch (err) {
+    if (isTelegramError(err, 400, NOT_MODIFIED)) return;
+    throw toChannelApiError(err, 'editMessageText', token);
+  }
+}
+
+/** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
+export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOutbound {
+  const { api, token, channelId } = opts;
 
   const outbound: ChannelOutbound = {
     channelId,
     maxMessageChars: TELEGRAM_MAX_MESSAGE_CHARS,
-
-    async send(conversationId: string, text: string, sendOpts: SendOptions = {}) {
-      const target = parseConversationId(channelId, conversationId);
-      const base = {
-        ...thread(target),
-        // Buttons as an inline keyboard, one row; a click comes back as a callback query carrying the command.
-        ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: [sendOpts.buttons.map((b) => ({ text: b.label, callback_data: b.command }))] } }),
-        ...(sendOpts.replyTo !== undefined &&
-          /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
-      };
-      if (sendOpts.format === 'markdown') {
-        try {
-          const sent = await api.sendMessage(target.chatId, markdownToTelegramHtml(text), { ...base, parse_mode: 'HTML' });
-          return { messageId: String(sent.message_id) };
-        } catch (err) {
-          if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'sendMessage', token);
-          logger.debug({ conversationId }, 'telegram refused the formatted text; resending it as plain text');
-        }
-      }
-      const sent = await call('sendMessage', () => api.sendMessage(target.chatId, text, base));
-      return { messageId: String(sent.message_id) };
-    },
-
-    async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
-      const target = parseConversationId(channelId, conversationId);
-      const id = Number(messageId);
-      if (editOpts.format === 'markdown') {
-        // As `send`: formatted first, plain when Telegram cannot parse what the converter made of the text.
-        try {
-          await api.editMessageText(target.chatId, id, markdownToTelegramHtml(text), { parse_mode: 'HTML' });
-          return;
-        } catch (err) {
-          if (isTelegramError(err, 400, NOT_MODIFIED)) return;
-          if (!isTelegramError(err, 400, CANT_PARSE)) throw toChannelApiError(err, 'editMessageText', token);
-          logger.debug({ conversationId }, 'telegram refused the formatted edit; editing to plain text');
-        }
-      }
-      try {
-        await api.editMessageText(target.chatId, id, text);
-      } catch (err) {
-        // Editing to the same text is what the caller wanted already.
-        if (isTelegramError(err, 400, NOT_MODIFIED)) return;
-        throw toChannelApiError(err, 'editMessageText', token);
-      }
-    },
+    send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendText(opts, conversationId, text, sendOpts),
+    edit: (conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) => editText(opts, conversationId, messageId, text, editOpts),
 
     async typing(conversationId: string) {
       const target = parseConversationId(channelId, conversationId);
-      await call('sendChatAction', () => api.sendChatAction(target.chatId, 'typing', thread(target)));
+      await call(token, 'sendChatAction', () => api.sendChatAction(target.chatId, 'typing', threadOf(target)));
     },
 
     async fetchAttachment(attachment, { maxBytes, signal }) {
       const tooLarge = (size: number) => new InvalidInputError(`attachment is ${size} bytes, more than ${maxBytes}`);
       if (attachment.size !== undefined && attachment.size > maxBytes) throw tooLarge(attachment.size);
-      const file = await call('getFile', () => api.getFile(attachment.ref));
+      const file = await call(token, 'getFile', () => api.getFile(attachment.ref));
       if (file.file_size !== undefined && file.file_size > maxBytes) throw tooLarge(file.file_size);
       if (!file.file_path) throw new InvalidInputError('Telegram gave no path for the file (larger than the Bot API serves?)');
       // The URL carries the token: errors name the file instead.
@@ -144,7 +151,7 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
       // An anonymous admin writes as the chat itself (or as @GroupAnonymousBot): only admins can.
       if (userId === String(chatId) || userId === GROUP_ANONYMOUS_BOT_ID) return true;
       if (!/^\d{1,20}$/.test(userId)) return false;
-      const member = await call('getChatMember', () => api.getChatMember(chatId, Number(userId)));
+      const member = await call(token, 'getChatMember', () => api.getChatMember(chatId, Number(userId)));
       return member.status === 'creator' || member.status === 'administrator';
     },
     opensConversation: (conversationId: string) => isChatOf(channelId, conversationId),

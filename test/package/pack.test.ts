@@ -113,7 +113,7 @@ function importsLeaving(dir: string): string[] {
     for (const m of readFileSync(file, 'utf8').matchAll(/\b(?:from|import)\s*\(?\s*'([^']+)'/g)) {
       const spec = m[1]!;
       const outside = spec.startsWith('.') && relative(dir, resolve(f.parentPath, spec)).startsWith('..');
-      const internal = /^steerbot(\/|$)/.test(spec) && !/^steerbot\/(channel|runner)$/.test(spec);
+      const internal = /^steerbot(\/|$)/.test(spec) && !/^steerbot\/(channel|plugin|runner)$/.test(spec);
       if (outside || internal) found.push(`${relative(dir, file)}: ${spec}`);
     }
   }
