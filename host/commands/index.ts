@@ -19,16 +19,15 @@ import type { CommandDeps, CommandOutcome, CommandSpec } from './table.js';
 export type { CommandDeps, CommandOutcome, MemoryCommandDeps } from './table.js';
 export { PURGED_NOTICE } from './table.js';
 
-const COMMANDS = { ...conversationCommands, ...approvalCommands, ...scheduleCommands, ...memoryCommands };
+const TABLES = { ...conversationCommands, ...approvalCommands, ...scheduleCommands, ...memoryCommands };
 
 /** A control command name, without the slash. */
-export type CommandName = keyof typeof COMMANDS;
+export type CommandName = keyof typeof TABLES;
 
-/** Names of the control commands, without the slash. */
-export const COMMAND_NAMES = Object.keys(COMMANDS) as readonly CommandName[];
+const COMMANDS: Readonly<Record<CommandName, CommandSpec>> = TABLES;
 
 /** Commands that change the conversation for everyone in it: admins only in a group (`/status` only reads). */
-export const ADMIN_COMMANDS: ReadonlySet<CommandName> = new Set(COMMAND_NAMES.filter((n) => (COMMANDS[n] as CommandSpec).admin === true));
+export const ADMIN_COMMANDS: ReadonlySet<CommandName> = new Set((Object.keys(COMMANDS) as CommandName[]).filter((n) => COMMANDS[n].admin === true));
 
 /** A control command found in a message. */
 export interface ParsedCommand {
@@ -55,5 +54,5 @@ export function parseCommand(text: string): ParsedCommand | undefined {
  * Throws what the protocol throws (InvalidInputError, Redis errors).
  */
 export function runCommand(deps: CommandDeps, command: ParsedCommand, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
-  return (COMMANDS[command.name] as CommandSpec).run(deps, command.args, source, channelPolicy);
+  return COMMANDS[command.name].run(deps, command.args, source, channelPolicy);
 }

@@ -7,8 +7,8 @@
  * first, as for `/status`), so a redelivered command gets no second reply.
  */
 import type { MemoryNote } from '../../src/people/memory.js';
-import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
-import type { CommandTable, MemoryCommandDeps } from './table.js';
+import type { CommandSource } from '../../src/protocol/dispatch.js';
+import type { CommandDeps, CommandTable, MemoryCommandDeps } from './table.js';
 
 const OFF = 'Memory is turned off on this bot.';
 
@@ -16,8 +16,8 @@ const NO_MEMORY: MemoryCommandDeps = { store: undefined, identity: async () => u
 
 /** `/memory` and `/forget <id|all>`: in the sender's own name, so anyone may send them. */
 export const memoryCommands = {
-  memory: { run: (deps, args, source) => memoryCommand(deps.dispatch, deps.memory ?? NO_MEMORY, 'memory', args, source) },
-  forget: { run: (deps, args, source) => memoryCommand(deps.dispatch, deps.memory ?? NO_MEMORY, 'forget', args, source) },
+  memory: { run: (deps, args, source) => memoryCommand(deps, 'memory', args, source) },
+  forget: { run: (deps, args, source) => memoryCommand(deps, 'forget', args, source) },
 } satisfies CommandTable;
 /** Longest text of one note in the list, in characters. */
 const NOTE_CHARS = 200;
@@ -48,13 +48,13 @@ export function memoryList(notes: readonly MemoryNote[], maxChars: number): stri
 
 /** Runs `/memory` or `/forget <id|all>` for `source`. */
 async function memoryCommand(
-  dispatch: Dispatch,
-  deps: MemoryCommandDeps,
+  { dispatch, memory }: CommandDeps,
   name: 'memory' | 'forget',
   args: string,
   source: CommandSource,
 ): Promise<{ reply: string; duplicate: boolean }> {
   if (!(await dispatch.claimUpdate(source.conversationId, source.updateKey))) return { reply: '', duplicate: true };
+  const deps = memory ?? NO_MEMORY;
   if (!deps.store) return { reply: OFF, duplicate: false };
   const identity = await deps.identity();
   if (identity === undefined) return { reply: 'There is no memory for your account here.', duplicate: false };
