@@ -22,6 +22,7 @@ const E2E = [
   'test/host/redis-outage.test.ts',
   'test/events/api-e2e.test.ts',
   'test/people/cli-pair.test.ts',
+  'test/export/cli-export.test.ts',
   'test/telemetry/readiness.test.ts',
   'test/security/send-api.test.ts',
   'test/security/scope-model.test.ts',
@@ -29,6 +30,7 @@ const E2E = [
   'test/lazy-plugins.test.ts',
   'test/secrets-e2e.test.ts',
   'test/declared-secrets.test.ts',
+  'test/upgrade/mixed-release.test.ts',
 ];
 
 export default defineConfig({

@@ -169,11 +169,11 @@ export class ConsoleReads {
     const log = conversationKeys(this.d.prefix, id).log;
     if (opts.after !== undefined) {
       const rows = (await this.d.redis.xrange(log, `(${opts.after}-0`, '+', 'COUNT', opts.count)) as Array<[string, string[]]>;
-      return rows.map(toEntry);
+      return rows.flatMap(toEntry);
     }
     const end = opts.before === undefined ? '+' : `(${opts.before}-0`;
     const rows = (await this.d.redis.xrevrange(log, end, '-', 'COUNT', opts.count)) as Array<[string, string[]]>;
-    return rows.map(toEntry).reverse();
+    return rows.flatMap(toEntry).reverse();
   }
 
   /**
@@ -202,7 +202,7 @@ export class ConsoleReads {
     let traceId: string | undefined;
     if (firstInput !== undefined) {
       const rows = (await this.d.redis.xrange(k.log, `${firstInput}-0`, `${firstInput}-0`)) as Array<[string, string[]]>;
-      const entry = rows[0] ? toEntry(rows[0]) : undefined;
+      const entry = rows[0] ? toEntry(rows[0])[0] : undefined;
       if (entry?.kind === 'message.received' && entry.trace) traceId = entry.trace.split('-')[1];
     }
     return { run, attempts, ended: tail.filter((e) => e.kind === 'run.ended'), outbox, ...(traceId && { traceId }) };
@@ -214,9 +214,11 @@ export class ConsoleReads {
   }
 }
 
-function toEntry([id, fields]: [string, string[]]): SeqEntry {
+/** The entry of one stream row: none when a newer release wrote it (the console shows what this build can read). */
+function toEntry([id, fields]: [string, string[]]): SeqEntry[] {
   const seq = Number(id.slice(0, id.indexOf('-')));
-  return parseEntry(seq, fields[fields.indexOf('e') + 1] ?? '');
+  const entry = parseEntry(seq, fields[fields.indexOf('e') + 1] ?? '');
+  return entry ? [entry] : [];
 }
 
 /** The reason of the newest `run.ended` among `rows` (newest first), when that run failed. */

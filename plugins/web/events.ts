@@ -84,7 +84,9 @@ export class WebEventStreams {
               out.push({ at: Number(id.slice(0, id.indexOf('-'))), event: 'reply', data: fields[fields.indexOf('data') + 1] ?? '{}', replyId: id });
             } else {
               const v = view(id, fields);
-              out.push({ at: v.at, event: 'record', data: JSON.stringify(v), logId: id });
+              // A newer release's entry is not shown, but the cursor moves past it.
+              if (v) out.push({ at: v.at, event: 'record', data: JSON.stringify(v), logId: id });
+              else logCursor = id;
             }
           }
         }
@@ -100,11 +102,12 @@ export class WebEventStreams {
     );
   }
 
-  /** The page's view of one record entry; an entry this build cannot read is shown as such, not skipped. */
+  /** The page's view of one record entry; a broken entry is shown as such, a newer release's is skipped (undefined). */
   private view(id: string, fields: string[]) {
     const seq = Number(id.slice(0, id.indexOf('-')));
     try {
-      return recordView(parseEntry(seq, fields[fields.indexOf('e') + 1] ?? ''));
+      const entry = parseEntry(seq, fields[fields.indexOf('e') + 1] ?? '');
+      return entry && recordView(entry);
     } catch (err) {
       this.o.logger.warn({ err, seq }, 'record entry unreadable by this build');
       return { seq, kind: 'unreadable', at: Date.now() };

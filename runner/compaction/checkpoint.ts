@@ -4,6 +4,7 @@
  * after `covers_until`, so starting a run costs O(tail), not O(record).
  */
 import { z } from 'zod';
+import { readStored, storedShape } from '../../src/redis/stored.js';
 
 /** Conversation state key of the checkpoint. */
 export const CHECKPOINT_KEY = 'runner.compaction.checkpoint';
@@ -31,8 +32,16 @@ export const checkpointSchema = z.object({
 
 export type Checkpoint = z.infer<typeof checkpointSchema>;
 
+/** The checkpoint as stored: a newer release's is skipped (the run reads a bounded tail instead), an older one upcast. */
+const storedCheckpoint = storedShape<Checkpoint>({
+  name: 'compaction checkpoint',
+  version: CHECKPOINT_SCHEMA_VERSION,
+  field: 'schema_version',
+  schema: checkpointSchema,
+});
+
 /** Why a stored checkpoint was not used. */
-export type CheckpointRejection = 'missing' | 'unparseable' | 'schema' | 'conversation' | 'not-in-record' | 'before-reset';
+export type CheckpointRejection = 'missing' | 'unparseable' | 'schema' | 'newer' | 'conversation' | 'not-in-record' | 'before-reset';
 
 /** What `validateCheckpoint` needs to know about the conversation. */
 export interface CheckpointContext {
@@ -48,7 +57,7 @@ export type CheckpointValidation = { ok: true; checkpoint: Checkpoint } | { ok: 
 
 /**
  * Validates the raw state value. A checkpoint is rejected when absent, not
- * JSON, of another schema, of another conversation, covering a seq the record
+ * JSON, of another schema, written by a newer release, of another conversation, covering a seq the record
  * does not hold, or older than the last reset (it would resurrect history the
  * user cleared).
  */
@@ -60,9 +69,9 @@ export async function validateCheckpoint(raw: string | undefined, ctx: Checkpoin
   } catch {
     return { ok: false, reason: 'unparseable' };
   }
-  const parsed = checkpointSchema.safeParse(value);
-  if (!parsed.success) return { ok: false, reason: 'schema' };
-  const checkpoint = parsed.data;
+  const read = readStored(storedCheckpoint, value);
+  if (read.kind !== 'ok') return { ok: false, reason: read.kind === 'newer' ? 'newer' : 'schema' };
+  const checkpoint = read.value;
   if (checkpoint.conversation_id !== ctx.conversationId) return { ok: false, reason: 'conversation' };
   if (checkpoint.covers_until < ctx.resetSeq) return { ok: false, reason: 'before-reset' };
   if (!(await ctx.seqExists(checkpoint.covers_until))) return { ok: false, reason: 'not-in-record' };

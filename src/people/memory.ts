@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { InvalidInputError, MemoryLimitError } from '../errors.js';
 import { parseJsonOrUndefined } from '../json.js';
 import type { RedisClient } from '../redis/connection.js';
+import { readStored, storedShape } from '../redis/stored.js';
 import { runScript } from '../scripts/index.js';
 import { checkReply } from '../scripts/results.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -109,11 +110,12 @@ export function memoryKeys(prefix: string, identity: string): MemoryKeys {
   return { notes: `${base}memory`, seq: `${base}memory_seq`, vectors: `${base}memory_vec` };
 }
 
-const storedNote = z.object({
-  id: z.string(),
-  text: z.string(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+/** A note as stored (JSON in the identity's `memory` hash, written by `memory-save-3.lua`), versioned for rolling upgrades. */
+const storedNote = storedShape<MemoryNote>({
+  name: 'memory note',
+  version: 1,
+  field: 'v',
+  schema: z.object({ id: z.string(), text: z.string(), createdAt: z.number(), updatedAt: z.number() }),
 });
 
 /** Creation order: oldest first, then by id. */
@@ -326,9 +328,10 @@ function assertNoteId(id: string): void {
   if (typeof id !== 'string' || !NOTE_ID_RE.test(id)) throw new InvalidInputError('a note id is a number, e.g. 3');
 }
 
+/** A stored note; undefined when it is broken or a newer release wrote it (left in place either way). */
 function parseNote(raw: string): MemoryNote | undefined {
-  const r = storedNote.safeParse(parseJsonOrUndefined(raw));
-  return r.success ? r.data : undefined;
+  const r = readStored(storedNote, parseJsonOrUndefined(raw));
+  return r.kind === 'ok' ? r.value : undefined;
 }
 
 /** Lower-case words of at least two letters or digits, each once. */

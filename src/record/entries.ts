@@ -1,9 +1,12 @@
 /**
  * The conversation record: typed, versioned entries, validated with zod when
- * read back from Redis. Reads fail closed: an entry this build cannot read is
- * a RecordError, never silently skipped.
+ * read back from Redis. Each kind has its own version (`v`): an older one is
+ * upcast, a kind or version from a newer release is kept and skipped
+ * (src/redis/stored.ts); an entry that claims a known kind and version and
+ * does not match it is a RecordError, never silently skipped.
  */
 import { z } from 'zod';
+import { type StoredShape, storedShape } from '../redis/stored.js';
 
 const seqs = z.array(z.number().int().positive()).min(1);
 const base = { v: z.literal(1), at: z.number().int().nonnegative() };
@@ -290,6 +293,22 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
 ]);
 
 export type RecordEntry = z.infer<typeof recordEntrySchema>;
+
+/**
+ * Entry kinds this build writes at a version above 1, with their upcasters
+ * (none yet). Adding an optional field keeps a kind's version (older readers
+ * ignore it); changing or removing one bumps it here, with the kind's schema
+ * taking the new `v` and an upcaster from the old one.
+ */
+const BUMPED: Partial<Record<RecordEntry['kind'], Pick<StoredShape<RecordEntry>, 'version' | 'upcasters'>>> = {};
+
+/** Each kind's stored shape: how `parseEntry` reads it. */
+export const ENTRY_SHAPES: ReadonlyMap<string, StoredShape<RecordEntry>> = new Map(
+  recordEntrySchema.options.map((o) => {
+    const kind = o.shape.kind.value;
+    return [kind, storedShape<RecordEntry>({ name: `kind ${kind}`, version: 1, ...BUMPED[kind], field: 'v', schema: o })];
+  }),
+);
 export type MessageReceived = z.infer<typeof messageReceivedSchema>;
 export type MessageRefused = z.infer<typeof messageRefusedSchema>;
 export type MessageSent = z.infer<typeof messageSentSchema>;

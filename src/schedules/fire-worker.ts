@@ -171,9 +171,17 @@ export class ScheduleFireWorker {
     }
   }
 
-  /** A fire without a record: a cancelled or purged schedule (its BullMQ side is removed), or one being created (retried). */
+  /**
+   * A fire without a readable record: a cancelled or purged schedule (its
+   * BullMQ side is removed), one being created (retried), or one a newer
+   * release wrote (retried, so a worker of that release fires it: removing
+   * its timer would cancel a schedule a person made).
+   */
   private async orphan(data: FireJobData): Promise<FireResult> {
     if (this.now() - data.createdAt < ORPHAN_GRACE_MS) throw new Error(`schedule ${data.scheduleId} has no record yet; retrying`);
+    if (await this.o.schedules.stored(data.conversationId, data.scheduleId)) {
+      throw new Error(`schedule ${data.scheduleId} is stored in a shape this build cannot read (a newer release's?); retrying`);
+    }
     await this.o.schedules.queue.removeJobScheduler(data.scheduleId);
     return 'orphan';
   }

@@ -23,10 +23,12 @@ import { type ConnectionOptions, type JobType, Queue } from 'bullmq';
 import { z } from 'zod';
 import { DEFAULTS } from '../config/defaults.js';
 import { InvalidInputError, ScheduleLimitError, ScriptError } from '../errors.js';
+import { parseJsonOrUndefined } from '../json.js';
 import type { Logger } from '../logger.js';
 import { assertIdentityId } from '../people/identity.js';
 import { logQueueError } from '../protocol/run-queue.js';
 import { conversationKeys } from '../redis/keys.js';
+import { readStored, stamp, storedShape } from '../redis/stored.js';
 import { type RedisClient, runScript } from '../scripts/index.js';
 import { metrics } from '../telemetry/metrics.js';
 import {
@@ -77,6 +79,9 @@ const scheduleSchema = z.object({
   owner: z.string().optional(),
   group: z.literal(true).optional(),
 }) as z.ZodType<Schedule>;
+
+/** A schedule as stored (JSON in the conversation's `schedules` hash), versioned for rolling upgrades. */
+const storedSchedule = storedShape<Schedule>({ name: 'schedule', version: 1, field: 'v', schema: scheduleSchema });
 
 /** A schedule with its next fire time(s), as listed. */
 export interface ListedSchedule extends Schedule {
@@ -159,7 +164,12 @@ export class Schedules {
     try {
       // The owner's index before the record: a purge of the person then finds every schedule they have.
       if (schedule.owner !== undefined) await this.o.client.sadd(ownerIndexKey(this.o.prefix, schedule.owner), indexEntry(schedule));
-      reply = await runScript(this.o.client, 'schedule-put', [k.schedules, k.tombstone], [id, JSON.stringify(schedule), this.limits.maxPerConversation]);
+      reply = await runScript(
+        this.o.client,
+        'schedule-put',
+        [k.schedules, k.tombstone],
+        [id, JSON.stringify(stamp(storedSchedule, schedule)), this.limits.maxPerConversation],
+      );
     } catch (err) {
       // A schedule that was there keeps its timer.
       if (!existed) await this.disarm(schedule).catch(() => undefined);
@@ -186,7 +196,12 @@ export class Schedules {
     return out.sort((a, b) => (a.next[0] ?? Number.POSITIVE_INFINITY) - (b.next[0] ?? Number.POSITIVE_INFINITY));
   }
 
-  /** One schedule, or undefined. */
+  /** Whether a record of schedule `id` is stored, readable by this build or not. */
+  async stored(conversationId: string, id: string): Promise<boolean> {
+    return (await this.o.client.hexists(conversationKeys(this.o.prefix, conversationId).schedules, id)) === 1;
+  }
+
+  /** One schedule, or undefined (none, or one this build cannot read). */
   async get(conversationId: string, id: string): Promise<Schedule | undefined> {
     const json = await this.o.client.hget(conversationKeys(this.o.prefix, conversationId).schedules, id);
     return json === null ? undefined : this.parse(json);
@@ -220,7 +235,7 @@ export class Schedules {
     const key = ownerIndexKey(this.o.prefix, identity);
     let cancelled = 0;
     for (const entry of await this.o.client.smembers(key)) {
-      const [id, conversationId] = splitEntry(entry);
+      const [id, conversationId] = splitOwnerEntry(entry);
       if ((await this.get(conversationId, id))?.owner === undefined) continue;
       if (await this.cancel(conversationId, id)) cancelled++;
     }
@@ -288,13 +303,13 @@ export class Schedules {
     return Array.from({ length: count }, (_, i) => first + i * (s.when as { everyMs: number }).everyMs);
   }
 
+  /** A stored schedule; undefined (and left in place) when it is broken or a newer release wrote it. */
   private parse(json: string): Schedule | undefined {
-    try {
-      return scheduleSchema.parse(JSON.parse(json));
-    } catch (err) {
-      this.o.logger?.warn({ err }, 'unreadable schedule record left out');
-      return undefined;
-    }
+    const read = readStored(storedSchedule, parseJsonOrUndefined(json));
+    if (read.kind === 'ok') return read.value;
+    if (read.kind === 'newer') this.o.logger?.debug({ version: read.version }, 'schedule of a newer release left out');
+    else this.o.logger?.warn({ reason: read.reason }, 'unreadable schedule record left out');
+    return undefined;
   }
 }
 
@@ -306,7 +321,8 @@ export function ownerIndexKey(prefix: string, identity: string): string {
 
 // Schedule ids have no `:`, conversation ids may: the id goes first.
 const indexEntry = (s: Pick<Schedule, 'id' | 'conversationId'>) => `${s.id}:${s.conversationId}`;
-const splitEntry = (entry: string): [string, string] => {
+/** A `<schedule id>:<conversation id>` entry of an owner's index, as its two ids. */
+export const splitOwnerEntry = (entry: string): [string, string] => {
   const at = entry.indexOf(':');
   return [entry.slice(0, at), entry.slice(at + 1)];
 };

@@ -26,8 +26,9 @@
 local notes, seq, vectors = KEYS[1], KEYS[2], KEYS[3]
 local id, text, now, max, embedding = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
+-- v: the note's stored version (src/people/memory.ts `storedNote`).
 local function encode(note_id, created)
-  return cjson.encode({ id = note_id, text = text, createdAt = created, updatedAt = now })
+  return cjson.encode({ v = 1, id = note_id, text = text, createdAt = created, updatedAt = now })
 end
 
 if id ~= '' then

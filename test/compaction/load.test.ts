@@ -46,7 +46,7 @@ describe('validateCheckpoint', () => {
   it.each([
     ['missing', undefined],
     ['unparseable', '{"schema_version":1,'],
-    ['schema', JSON.stringify({ ...checkpoint({ covers_until: 50 }), schema_version: 2 })],
+    ['newer', JSON.stringify({ ...checkpoint({ covers_until: 50 }), schema_version: 2 })],
     ['schema', JSON.stringify({ ...checkpoint({ covers_until: 50 }), summary: 42 })],
     ['conversation', JSON.stringify(checkpoint({ covers_until: 50, conversation_id: 'telegram:43' }))],
     ['not-in-record', JSON.stringify(checkpoint({ covers_until: 101 }))],
@@ -100,7 +100,7 @@ describe('loadPrompt', () => {
     const cases: Array<[string, () => Promise<unknown>]> = [
       ['missing', async () => undefined],
       ['unparseable', () => store('{"schema_version":1,"summary":')],
-      ['schema', () => store(JSON.stringify({ ...checkpoint(), schema_version: 2 }))],
+      ['newer', () => store(JSON.stringify({ ...checkpoint(), schema_version: 2 }))],
       ['conversation', () => store(JSON.stringify(checkpoint({ conversation_id: 'telegram:43' })))],
       ['not-in-record', () => store(JSON.stringify(checkpoint({ covers_until: 9999 })))],
       [

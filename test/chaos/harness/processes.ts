@@ -57,6 +57,8 @@ export interface ProcessSettings {
   env?: Record<string, string>;
   /** How long to wait for `/readyz`, in ms. Default 60 000 (a loaded 2-core machine compiles TypeScript slowly). */
   readyTimeoutMs?: number;
+  /** The CLI to run, e.g. an earlier release's `dist/app/cli.js`. Default: this checkout's `app/cli.ts`. */
+  cli?: string;
 }
 
 /** Starts one process and resolves once its `/readyz` answers 200. */
@@ -78,7 +80,7 @@ export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess
     LOG_FORMAT: 'json',
     ...s.env,
   };
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', 'start', '--config', s.configFile], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', s.cli ?? 'app/cli.ts', 'start', '--config', s.configFile], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
