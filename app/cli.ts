@@ -7,8 +7,10 @@
  *   configuration with secrets redacted; with `--migrate`, print the config file
  *   rewritten without deprecated keys (docs/access.md#migration);
  * - `steerbot pair <code> [--config file]`: approve a pairing code (docs/access.md);
- * - `steerbot revoke-token <name> [--config file]`: revoke an API token (docs/send-and-wake.md).
- * Exit codes: 0 fine, 1 failed, 2 bad configuration or usage.
+ * - `steerbot revoke-token <name> [--config file]`: revoke an API token (docs/send-and-wake.md);
+ * - `steerbot export --conversation <id> | --identity <id> [--out file] [--config file]`: write
+ *   everything stored for a conversation or a person as one JSON document (docs/people.md#export).
+ * Exit codes: 0 fine, 1 failed (or nothing stored to export), 2 bad configuration or usage.
  */
 import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
@@ -16,19 +18,22 @@ import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
 import { configDeprecations, deprecationWarning, migrateConfigFile } from './config-migration.js';
+import { type ExportTarget, exportFromCli } from './export.js';
 import { pairFromCli } from './pair.js';
 import { BUILTIN_PLUGINS } from './registry.js';
 import { revokeTokenFromCli } from './revoke-token.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
-const USAGE = `usage: steerbot [start | check-config | pair <code> | revoke-token <name>] [--config file]
+const USAGE = `usage: steerbot [start | check-config | pair <code> | revoke-token <name> | export (--conversation <id> | --identity <id>)] [--config file]
 
   start          start the bot (default); settings from --config / STEERBOT_CONFIG and the environment
   check-config   validate the configuration and print it with secrets redacted
                  --migrate: print the config file with deprecated keys rewritten (secrets as written)
   pair <code>    approve a pairing code (channels with access policy pairing)
   revoke-token <name>  revoke the send-and-wake API token of that name (host.api.tokens)
+  export         write everything stored for a conversation (--conversation <id>) or a person
+                 (--identity <identity or account id>) as one JSON document, to stdout or --out <file>
 `;
 
 function fail(message: string, code: number): never {
@@ -36,10 +41,43 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
-const OPTIONS = { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, migrate: { type: 'boolean' } } as const;
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  help: { type: 'boolean', short: 'h' },
+  migrate: { type: 'boolean' },
+  conversation: { type: 'string' },
+  identity: { type: 'string' },
+  out: { type: 'string', short: 'o' },
+} as const;
 
-function parseCommandLine(): { command: 'start' | 'check-config' | 'pair' | 'revoke-token'; args: string[]; file: string | undefined; migrate: boolean } {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+type Parsed = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+
+interface CommandLine {
+  command: 'start' | 'check-config' | 'pair' | 'revoke-token' | 'export';
+  args: string[];
+  file: string | undefined;
+  migrate: boolean;
+  /** `export`: what, and where to (undefined: stdout). */
+  target?: ExportTarget;
+  out?: string | undefined;
+}
+
+/** `export`'s options: exactly one of --conversation and --identity; --out only with export. */
+function exportOptions(parsed: Parsed, command: string, rest: string[]): Pick<CommandLine, 'target' | 'out'> {
+  const { conversation, identity, out } = parsed.values;
+  if (command !== 'export') {
+    if (conversation !== undefined || identity !== undefined || out !== undefined)
+      fail(`steerbot: --conversation, --identity and --out go with export\n${USAGE}`, 2);
+    return {};
+  }
+  if (rest.length > 0) fail(`steerbot: export takes no arguments, only --conversation <id> or --identity <id>\n${USAGE}`, 2);
+  if ((conversation === undefined) === (identity === undefined)) fail(`steerbot: export needs one of --conversation <id> and --identity <id>\n${USAGE}`, 2);
+  if (out === '') fail(`steerbot: --out needs a file name\n${USAGE}`, 2);
+  return { target: conversation !== undefined ? { conversation } : { identity: identity! }, out };
+}
+
+function parseCommandLine(): CommandLine {
+  let parsed: Parsed;
   try {
     parsed = parseArgs({ options: OPTIONS, allowPositionals: true });
   } catch (err) {
@@ -52,6 +90,8 @@ function parseCommandLine(): { command: 'start' | 'check-config' | 'pair' | 'rev
   const [command = 'start', ...rest] = parsed.positionals;
   const migrate = parsed.values.migrate === true;
   if (migrate && command !== 'check-config') fail(`steerbot: --migrate goes with check-config\n${USAGE}`, 2);
+  const exporting = exportOptions(parsed, command, rest);
+  if (command === 'export') return { command, args: [], file: parsed.values.config, migrate, ...exporting };
   if (command === 'pair') {
     if (rest.length !== 1) fail(`steerbot: pair takes one code\n${USAGE}`, 2);
     return { command, args: rest, file: parsed.values.config, migrate };
@@ -157,9 +197,21 @@ async function start(config: SteerbotConfig): Promise<void> {
   process.on('SIGTERM', onSignal);
 }
 
-const { command, args, file, migrate } = parseCommandLine();
+/** `export`: the document on stdout or in the file, what happened on stderr. A failure part-way is said, never shown as a stack (an ioredis error's arguments may hold a password). */
+async function exportCommand(config: SteerbotConfig, target: ExportTarget, out: string | undefined): Promise<never> {
+  try {
+    const r = await exportFromCli(config, target, out);
+    process.stderr.write(`${r.line}\n`);
+    process.exit(r.code);
+  } catch (err) {
+    fail(`steerbot: export failed: ${(err as Error).message}`, 1);
+  }
+}
+
+const { command, args, file, migrate, target, out } = parseCommandLine();
 const config = await readConfig(file);
 if (command === 'check-config') checkConfig(config, file, migrate);
+else if (command === 'export') await exportCommand(config, target!, out);
 else if (command === 'pair') {
   const r = await pairFromCli(config, args[0]!);
   process.stdout.write(`${r.line}\n`);

@@ -11,6 +11,7 @@ import type { CoreConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/errors.js';
 import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http/access.js';
 import { Budgets } from '../src/people/budget.js';
+import { ConversationIndex } from '../src/people/conversation-index.js';
 import { IdentityStore } from '../src/people/identity.js';
 import { MemoryStore } from '../src/people/memory.js';
 import { loadProfiles } from '../src/people/profiles.js';
@@ -109,31 +110,34 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
 }
 
 /** What `peopleParts` gives the host. */
-type PeopleParts = Pick<ChannelHostDeps, 'profileOf' | 'memory'> & {
+type PeopleParts = Pick<ChannelHostDeps, 'profileOf' | 'memory' | 'noteSender'> & {
   /** The input policy of the profile a conversation's chat or channel binding names (no person: the API, the console). */
   policyOf?(conversationId: string): InputPolicy | undefined;
 };
 
 /**
  * What follows a person at the host: their agent profile (input policy,
- * `/status`) and memory (`/memory`, `/forget`); purging them deletes their
- * usage counters and memory, linking merges their memory.
+ * `/status`), memory (`/memory`, `/forget`) and where they wrote (what the
+ * export of a person finds); purging them deletes their usage counters,
+ * memory and where they wrote, linking merges their memory.
  */
 export async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<PeopleParts> {
   // Memory that was kept while memory was on goes with a purge (or a link) even after it is turned off.
   const memory = new MemoryStore({ redis, prefix, limits: config.memory });
   const budgets = new Budgets({ client: redis, prefix, settings: config.budgets });
+  const wrote = new ConversationIndex({ redis, prefix });
   identities.onChange({
-    purged: async (identity) => {
-      await Promise.all([budgets.purge(identity), memory.purge(identity)]);
+    purged: async (identity, accounts) => {
+      await Promise.all([budgets.purge(identity), memory.purge(identity), wrote.purge(accounts)]);
     },
     linked: async ({ from, into }) => {
       await memory.merge(from, into);
     },
   });
-  const parts: Pick<ChannelHostDeps, 'profileOf' | 'memory'> = config.memory.enabled
-    ? { memory: { store: memory, identityOf: (channelId, senderId) => identities.tryResolve(channelId, senderId) } }
-    : {};
+  const noteSender = (channelId: string, senderId: string, conversationId: string) => wrote.note(channelId, senderId, conversationId);
+  const parts: Pick<ChannelHostDeps, 'profileOf' | 'memory' | 'noteSender'> = config.memory.enabled
+    ? { noteSender, memory: { store: memory, identityOf: (channelId, senderId) => identities.tryResolve(channelId, senderId) } }
+    : { noteSender };
   if (Object.keys(config.profiles).length === 0) return parts;
   const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
   return {

@@ -48,6 +48,12 @@ export interface ChannelHostDeps {
   access?: AccessGate;
   /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
   onActivity?(conversationId: string): void;
+  /**
+   * Told of every message or command recorded from a sender, after it is
+   * recorded (where a person wrote, for the export of a person). A throw fails the
+   * receive (503: the platform redelivers, a duplicate, told again). Default: none.
+   */
+  noteSender?(channelId: string, senderId: string, conversationId: string): Promise<void>;
   /** Long-term memory (`/memory`, `/forget`) and the sender's identity. Default: none (memory off). */
   memory?: { store: MemoryStore; identityOf(channelId: string, senderId: string): Promise<string | undefined> };
   /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */
@@ -124,6 +130,8 @@ async function commandStep(
     if (refusal) return refusal;
   }
   const outcome = await runCommand(commandDeps(r.deps, channelId, message, profile), command, source, settings.policy);
+  // `/purge` leaves nothing of the sender's to find there.
+  if (!outcome.duplicate && !outcome.purged && command.name !== 'purge') await r.deps.noteSender?.(channelId, message.sender.id, message.conversationId);
   if (!outcome.duplicate) {
     // A refused command records nothing, like a refused message: no activity.
     if (!outcome.purged) r.deps.onActivity?.(message.conversationId);
@@ -198,6 +206,8 @@ async function ingestMessage(
   // `group` is recorded: the prompt names each sender, and personal memory stays out of group runs.
   const { chatId: _chatId, origin: _origin, ...incoming } = message;
   const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
+  // A duplicate too: the redelivery of a message whose note was lost (the host died after recording it).
+  if (result.kind !== 'purged') await deps.noteSender?.(channelId, message.sender.id, message.conversationId);
   if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
   if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
   if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);

@@ -43,6 +43,7 @@ export function consolePage(base: string): string {
     <button type="button" data-action="new">new context</button>
     <label>policy <select id="c-policy"><option>default</option><option>steer</option><option>followup</option><option>collect</option><option>interrupt</option><option>supersede</option></select></label>
     <button type="button" data-action="policy">set policy</button>
+    <a id="c-export" class="button" download title="everything stored for this conversation, as one JSON file">export</a>
     <button type="button" data-action="purge" class="danger">purge conversation</button>
     <button type="button" data-action="abandon" class="danger">abandon stuck run</button>
     <span id="c-result" class="note"></span>
@@ -94,7 +95,10 @@ function peopleSections(): string {
     <table id="p-usage"><thead><tr><th>window</th><th>used</th><th>limit</th><th>resets</th></tr></thead><tbody></tbody></table>
     <!-- More per-person sections (memory, ...) go into #p-sections, each its own <div> filled by its own script. -->
     <div id="p-sections"></div>
-    <div class="actions"><button type="button" id="p-purge" class="danger">purge person</button></div>
+    <div class="actions">
+      <a id="p-export" class="button" download title="everything kept for this person and the conversations they wrote in, as one JSON file">export person</a>
+      <button type="button" id="p-purge" class="danger">purge person</button>
+    </div>
   </div>
   <p id="p-result" class="note"></p>
 </section>`;
@@ -116,6 +120,7 @@ form#filters { display: flex; gap: 16px; align-items: center; margin-bottom: 8px
 input, select, button { font: inherit; }
 button { padding: 4px 10px; border-radius: 6px; border: 1px solid var(--line); background: var(--card); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--bad); color: var(--bad); }
+a.button { padding: 4px 10px; border-radius: 6px; border: 1px solid var(--line); background: var(--card); color: var(--fg); text-decoration: none; }
 table { border-collapse: collapse; width: 100%; background: var(--card); }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); font-size: 13px; vertical-align: top; }
 td.id a { font-family: ui-monospace, monospace; }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { AccessConfig } from '../../src/config/schema.js';
+import { Exporter } from '../../src/export/exporter.js';
 import { checkAccess, operatorAccess, type PageAccess, sameOriginJson, servePage } from '../../src/http/access.js';
 import { assetRoute } from '../../src/http/page-shell.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
@@ -23,6 +24,7 @@ import type { AccessStore } from '../access/store.js';
 import { type ApiRoute, registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
+import { registerExportApi } from './export-api.js';
 import { registerMemoryApi } from './memory-api.js';
 import { MEMORY_PANEL_SCRIPT } from './memory-panel.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage, PEOPLE_SCRIPT } from './page.js';
@@ -108,6 +110,7 @@ export function registerConsole(o: ConsoleOptions): void {
     registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
   }
   registerMemoryApi(api, o.memory);
+  registerExportApi(api, new Exporter({ redis: o.redis, prefix: o.prefix, channels: (o.channels ?? []).map((c) => c.id) }));
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;

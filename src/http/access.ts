@@ -184,6 +184,27 @@ export function sameOriginJson(req: Pick<RouteRequest, 'headers'>): boolean {
   }
 }
 
+/**
+ * Whether a GET that hands out data was sent from the page's own origin or
+ * typed in, not by another site: `Sec-Fetch-Site` (current browsers send it
+ * with every request) is `same-origin` or `none`, and an `Origin`, when
+ * present, is the host it was sent to. Clients that are not browsers send
+ * neither and pass: they hold the token. The login cookie (SameSite=Strict)
+ * already stays off other sites' requests; this also holds for a browser let
+ * in as a loopback client, which sends no cookie at all.
+ */
+export function sameOriginRead(req: Pick<RouteRequest, 'headers'>): boolean {
+  const site = header(req, 'sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
+  const origin = header(req, 'origin');
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === header(req, 'host');
+  } catch {
+    return false;
+  }
+}
+
 /** Security headers of every page response: no framing, no sniffing, scripts and styles from the page's own origin only. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':

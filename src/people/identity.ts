@@ -70,8 +70,12 @@ export type LinkResult = { kind: 'linked'; identity: string; from: string } | { 
 export interface IdentityHooks {
   /** Identity `from` was merged into `into` (its accounts now resolve to `into`). Move what you keep under `from`. */
   linked?(change: { from: string; into: string }): Promise<void> | void;
-  /** Identity `identity` was purged: delete what you keep for it. */
-  purged?(identity: string): Promise<void> | void;
+  /**
+   * Identity `identity` was purged: delete what you keep for it. `accounts`:
+   * the accounts it had (its own id among them), each now its own identity
+   * again, for what is kept per account.
+   */
+  purged?(identity: string, accounts: readonly string[]): Promise<void> | void;
 }
 
 /** Options of `IdentityStore`. */
@@ -179,13 +183,16 @@ export class IdentityStore {
   /**
    * Purges an identity: its links are removed (each account is its own
    * identity again), then the hooks delete what they keep (`purged`:
-   * access, memory, usage). Returns the accounts that were linked into it.
+   * access, memory, usage, where the accounts wrote). Returns the accounts
+   * that were linked into it.
    */
   async purge(identity: string): Promise<string[]> {
     assertIdentityId(identity);
     const r = checkReply('identity-purge', await runScript(this.redis, 'identity-purge', [this.keys.links], [this.keys.base, identity]));
-    await this.tell((h) => h.purged?.(identity));
-    return r.slice(1).map(String);
+    const linked = r.slice(1).map(String);
+    const accounts = [...new Set([identity, ...linked])];
+    await this.tell((h) => h.purged?.(identity, accounts));
+    return linked;
   }
 
   /** Runs every hook; the first failure is thrown after all ran. */

@@ -152,9 +152,10 @@ export const CONVERSATION_KEY_SUFFIXES = [
 
 /**
  * Suffixes of conversation keys purge deletes but idle retention leaves alone:
- * `schedules` (a reminder a month ahead must outlive a quiet conversation).
+ * `schedules` (a reminder a month ahead must outlive a quiet conversation),
+ * `usage` (the conversation's budget counters, which expire on their own after their month).
  */
-export const PURGE_ONLY_KEY_SUFFIXES = ['schedules'] as const;
+export const PURGE_ONLY_KEY_SUFFIXES = ['schedules', 'usage'] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {

@@ -3,8 +3,9 @@
  * active run and steering depth, the timeline shows the steering injection,
  * stop from the console ends the run `stopped`, a run whose runner is gone is
  * abandoned and the conversation recovers, a bad token gets 401 and no data,
- * and user text is shown as text.
+ * user text is shown as text, and the export button downloads the conversation.
  */
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +135,11 @@ describe('operator console in a browser', { timeout: 90_000 }, () => {
     expect(await li.first().textContent()).toBe(attack);
     expect(await page.locator('#timeline img, #timeline script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as any).__xss)).toBeUndefined();
+    // The export button downloads the conversation as stored: the text as sent, in a file, never rendered.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#c-export')]);
+    const exported = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+    expect(exported).toMatchObject({ format: 'steerbot.export', conversation: conversationId });
+    expect(exported.record.find((e: { kind: string }) => e.kind === 'message.received').text).toBe(attack);
   });
 });
 

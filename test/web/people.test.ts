@@ -3,9 +3,10 @@
  * under the pairing policy with an identity budget: a person's first message
  * gets a pairing code; the operator approves it from the access panel and
  * the person's conversation gets the approval notice; after a run their usage
- * shows in the person panel and in the approved list; the operator links and
- * unlinks another account and purges the person.
+ * shows in the person panel and in the approved list, and their export
+ * downloads; the operator links and unlinks another account and purges the person.
  */
+import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVED_NOTICE } from '../../host/access/commands.js';
@@ -120,6 +121,14 @@ describe('console people panels in a browser', { timeout: 90_000 }, () => {
     expect(await used('runs this hour')).toBe('1');
     expect(await page.textContent('#p-usage tr[data-window="runs this hour"]')).toContain('100');
     if (SCREENSHOTS) await page.screenshot({ path: 'docs/console-people.png', fullPage: true });
+
+    // The export button downloads everything kept for the person, with the conversation they wrote in.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#p-export')]);
+    expect(download.suggestedFilename()).toBe('steerbot-export-webhook_crm_alice.json');
+    const exported = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+    expect(exported).toMatchObject({ format: 'steerbot.export', identity: ALICE, approved: true });
+    expect(exported.conversations).toEqual([expect.objectContaining({ conversation: 'webhook:crm:alice-1', scope: 'full' })]);
+    expect(JSON.stringify(exported.conversations[0].record)).toContain('what is up');
 
     await page.click(`a[href="#panel=access"]`);
     const listed = page.locator(`#paired tr[data-identity="${ALICE}"]`);

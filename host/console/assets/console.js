@@ -99,6 +99,8 @@
     const { body } = await api(`/conversations/${encodeURIComponent(id)}`);
     const r = body.row;
     $('c-title').textContent = id;
+    // A plain link: the browser downloads it with the login cookie (same origin), the route streams it.
+    $('c-export').href = `${base}/api/conversations/${encodeURIComponent(id)}/export`;
     const box = $('c-status');
     const run = r.activeRunId ? el('a', 'run-link', r.activeRunId) : undefined;
     if (run) run.href = link(id, r.activeRunId);

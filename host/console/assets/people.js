@@ -112,6 +112,7 @@
     box.hidden = false;
     box.dataset.identity = p.identity;
     $('p-title').textContent = p.identity;
+    $('p-export').href = `${base}/api/people/export?${new URLSearchParams({ id: p.identity })}`;
     const facts = [
       ['identity', p.identity],
       ['approved (pairing)', p.paired ? 'yes' : 'no'],

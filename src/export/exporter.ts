@@ -1,0 +1,212 @@
+/**
+ * Export, the counterpart of purge: everything stored about a conversation
+ * or a person, as one JSON document (format `steerbot.export`, version 1,
+ * docs/people.md#export), written a piece at a time (`json-stream.ts`) so a
+ * long record never sits in memory. Read-only: an export writes nothing.
+ *
+ * A conversation's export is everything the conversation holds (the record
+ * with every member's messages in a group; it is the operator's). A person's
+ * export holds what is kept for them (accounts, approval, memory, budget
+ * counters, the schedules they own) and the conversations they wrote in: in
+ * full where only they wrote, in a direct chat; elsewhere (a group, or a chat
+ * where someone else wrote too) their own messages and commands only, so one
+ * person's export never hands out another's words.
+ *
+ * Secrets are never read: pairing and link codes (kept only as hashes),
+ * API tokens and their digests live in keys an export does not touch.
+ */
+import { channelResolver } from '../channel.js';
+import { parseJsonOrUndefined } from '../json.js';
+import { identityUsageKey } from '../people/budget.js';
+import { type AccountConversation, ConversationIndex } from '../people/conversation-index.js';
+import { IdentityStore, tryAccountId } from '../people/identity.js';
+import { type MemoryNote, MemoryStore, memoryKeys } from '../people/memory.js';
+import type { RedisClient } from '../redis/connection.js';
+import { conversationKeys, peopleKeys } from '../redis/keys.js';
+import { ownerIndexKey, splitOwnerEntry } from '../schedules/schedules.js';
+import { ConversationParts, type ExportReader, humanSender, storedState, usageView } from './conversation.js';
+import { arrayOfStreams, type Member, Streamed, streamObject } from './json-stream.js';
+
+/** The `format` of every export. */
+export const EXPORT_FORMAT = 'steerbot.export';
+/** The format's version: a reader refuses a version it does not know. */
+export const EXPORT_VERSION = 1;
+
+/** Options of `Exporter`. */
+export interface ExporterOptions {
+  redis: RedisClient;
+  /** Key prefix (`redis.prefix`). Default `sb`. */
+  prefix?: string;
+  /**
+   * Ids of the configured channels (`webhook:crm` has a `:`): a direct chat's
+   * person is found from the record's sender on the conversation's channel,
+   * for their memory. Default: none (a conversation's export then names no person).
+   */
+  channels?: Iterable<string>;
+  /** Record entries read per round trip, and written per piece. Default 500. */
+  pageSize?: number;
+  /** The clock, ms since the epoch (`exportedAt`). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** What opening an export found: the document to write, or why there is none (nothing was written). */
+export type ExportOpening =
+  /** `subject`: the conversation, or the identity the id resolved to; `chunks`: the document, read as it is pulled. */
+  | { kind: 'found'; subject: string; chunks: AsyncIterable<string> }
+  /** A purge left only its tombstone. */
+  | { kind: 'purged' }
+  /** Nothing is stored under that id. */
+  | { kind: 'not_found' };
+
+/** The memory of a direct chat's person. */
+interface Person {
+  identity: string;
+  notes: MemoryNote[];
+}
+
+/** Opens exports of conversations and people. Holds no state besides its options. */
+export class Exporter {
+  private readonly r: ExportReader;
+  private readonly identities: IdentityStore;
+  private readonly memory: MemoryStore;
+  private readonly index: ConversationIndex;
+  private readonly channelOf: (conversationId: string) => string | undefined;
+  private readonly now: () => number;
+
+  constructor(o: ExporterOptions) {
+    const prefix = o.prefix ?? 'sb';
+    this.r = { redis: o.redis, prefix, pageSize: o.pageSize ?? 500 };
+    this.identities = new IdentityStore({ redis: o.redis, prefix });
+    this.memory = new MemoryStore({ redis: o.redis, prefix });
+    this.index = new ConversationIndex({ redis: o.redis, prefix });
+    this.channelOf = channelResolver(o.channels ?? []);
+    this.now = o.now ?? Date.now;
+  }
+
+  /** The export of conversation `id`. Throws InvalidInputError for a bad id (nothing read). */
+  async conversation(id: string): Promise<ExportOpening> {
+    const stored = await storedState(this.r.redis, conversationKeys(this.r.prefix, id));
+    if (stored !== 'stored') return { kind: stored };
+    const parts = await ConversationParts.open(this.r, id);
+    let person: Promise<Person | undefined> | undefined;
+    // Known once the record went by (who wrote); asked by two members, read once.
+    const personOnce = () => {
+      person ??= this.directPerson(parts);
+      return person;
+    };
+    const members: Member[] = [
+      ...this.head(),
+      ['conversation', () => id],
+      ['record', () => parts.record()],
+      ...parts.members(),
+      ['memoryOf', async () => (await personOnce())?.identity ?? null],
+      ['memory', async () => (await personOnce())?.notes ?? []],
+    ];
+    return { kind: 'found', subject: id, chunks: streamObject(members) };
+  }
+
+  /**
+   * The export of a person: `id` is an identity or any account of one.
+   * Throws InvalidInputError for a bad id (nothing read).
+   */
+  async identity(id: string): Promise<ExportOpening> {
+    const identity = await this.identities.resolveAccount(id);
+    const accounts = await this.identities.accounts(identity);
+    const [held, wrote] = await Promise.all([this.holdsAnything(identity), this.index.of(accounts)]);
+    if (!held && wrote.length === 0) return { kind: 'not_found' };
+    const { redis, prefix } = this.r;
+    const members: Member[] = [
+      ...this.head(),
+      ['identity', () => identity],
+      ['query', () => (id === identity ? undefined : id)],
+      ['accounts', () => accounts],
+      ['approved', async () => (await redis.sismember(peopleKeys(prefix).paired, identity)) === 1],
+      ['memory', () => this.memory.list(identity)],
+      ['usage', async () => usageView(await redis.hgetall(identityUsageKey(prefix, identity)))],
+      ['schedules', () => this.ownedSchedules(identity)],
+      ['conversations', () => arrayOfStreams(this.wroteIn(wrote))],
+    ];
+    return { kind: 'found', subject: identity, chunks: streamObject(members) };
+  }
+
+  private head(): Member[] {
+    return [
+      ['format', () => EXPORT_FORMAT],
+      ['version', () => EXPORT_VERSION],
+      ['exportedAt', () => new Date(this.now()).toISOString()],
+    ];
+  }
+
+  /** The person of a direct chat (one person wrote, never in a group) and their notes; undefined elsewhere, or when the channel is not configured. */
+  private async directPerson(parts: ConversationParts): Promise<Person | undefined> {
+    const w = parts.writers;
+    const channel = this.channelOf(parts.id);
+    if (w.group || w.several || w.first === undefined || channel === undefined) return undefined;
+    const account = tryAccountId(channel, w.first);
+    if (account === undefined) return undefined;
+    const identity = await this.identities.resolveAccount(account);
+    return { identity, notes: await this.memory.list(identity) };
+  }
+
+  /** Whether anything is kept for the identity itself: links, an approval, notes, counters, schedules. */
+  private async holdsAnything(identity: string): Promise<boolean> {
+    const { redis, prefix } = this.r;
+    const people = peopleKeys(prefix);
+    // Each key in its own slot (people, the identity): one EXISTS each.
+    const found = await Promise.all([
+      redis.exists(people.members(identity)),
+      redis.sismember(people.paired, identity),
+      redis.exists(memoryKeys(prefix, identity).notes),
+      redis.exists(identityUsageKey(prefix, identity)),
+      redis.exists(ownerIndexKey(prefix, identity)),
+    ]);
+    return found.some((n) => n > 0);
+  }
+
+  /** The schedules the identity owns, in every conversation, oldest first (an index entry whose schedule is gone is skipped). */
+  private async ownedSchedules(identity: string): Promise<unknown[]> {
+    const { redis, prefix } = this.r;
+    const entries = (await redis.smembers(ownerIndexKey(prefix, identity))).map(splitOwnerEntry);
+    const raw = await Promise.all(entries.map(([id, conversationId]) => redis.hget(conversationKeys(prefix, conversationId).schedules, id)));
+    return raw
+      .flatMap((json) => (json === null ? [] : [(parseJsonOrUndefined(json) ?? { value: json }) as { createdAt?: number; id?: string }]))
+      .sort((a, b) => Number(a.createdAt ?? 0) - Number(b.createdAt ?? 0) || String(a.id).localeCompare(String(b.id)));
+  }
+
+  /**
+   * The conversations the person wrote in, one after the other. Each record
+   * is read twice: once to learn who wrote (up to the seq it had then), once
+   * to write it, up to the same seq, in full or only the person's entries.
+   */
+  private async *wroteIn(wrote: readonly AccountConversation[]): AsyncGenerator<Streamed> {
+    for (const [conversationId, rows] of groupByConversation(wrote)) {
+      if ((await storedState(this.r.redis, conversationKeys(this.r.prefix, conversationId))) !== 'stored') continue;
+      const own = new Set(rows.flatMap((a) => (a.account.startsWith(`${a.channelId}:`) ? [a.account.slice(a.channelId.length + 1)] : [])));
+      const parts = await ConversationParts.open(this.r, conversationId, own);
+      await parts.survey();
+      const { group, strangers } = parts.writers;
+      const head: Member[] = [
+        ['conversation', () => conversationId],
+        ['accounts', () => rows.map((a) => a.account)],
+      ];
+      const members: Member[] =
+        group || strangers
+          ? [
+              ...head,
+              ['scope', () => 'own-messages'],
+              ['reason', () => (group ? 'group' : 'other-senders')],
+              // An entry this build cannot read cannot be told to be theirs: left out here.
+              ['record', () => parts.record((e) => e !== undefined && own.has(humanSender(e) ?? ''))],
+            ]
+          : [...head, ['scope', () => 'full'], ['record', () => parts.record()], ...parts.members()];
+      yield new Streamed(streamObject(members));
+    }
+  }
+}
+
+/** Index rows by conversation, in the index's order. */
+function groupByConversation(rows: readonly AccountConversation[]): Map<string, AccountConversation[]> {
+  const out = new Map<string, AccountConversation[]>();
+  for (const row of rows) out.set(row.conversationId, [...(out.get(row.conversationId) ?? []), row]);
+  return out;
+}
