@@ -30,6 +30,17 @@ export interface SendOptions {
   /** Stable delivery key of this message (`<run id>:<answered seq>:<n>`), for platforms that take an idempotency key. */
   deliveryKey?: string;
   /**
+   * Set when this send repeats one whose outcome was never recorded (its
+   * runner died between the send and the outbox write): an earlier attempt
+   * may already have sent this message, at or after this time (ms since the
+   * epoch, Redis's clock). A channel that can find its own message by
+   * `deliveryKey` looks for it from then on and, when it is there, returns
+   * its id instead of sending it again (making it show `text`); a channel
+   * that cannot sends it, and the platform may show it twice. Absent on a
+   * first send.
+   */
+  maybeSentSince?: number;
+  /**
    * Buttons under the message (a tool approval's Approve / Deny). A click
    * reaches the host as an inbound message whose text is the button's
    * `command`, from the user who clicked, with `interaction: 'button'`.

@@ -28,6 +28,7 @@ export {
   startFakeDiscord,
   user,
 } from './fakes/discord-server.js';
+export type { HeldAnswer } from './fakes/held-answers.js';
 export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 export {

@@ -1,7 +1,9 @@
 /**
  * The outbound side of the Slack channel: what delivery calls to send, edit
  * (streaming by throttled `chat.update`) and fetch shared files, through
- * the Web API client. Replies go into the conversation's thread.
+ * the Web API client. Replies go into the conversation's thread, each with
+ * its delivery key in its metadata; a resend after a runner died looks for
+ * it first (`sent-lookup.ts`), so Slack shows a reply once.
  */
 import type { WebClient } from '@slack/web-api';
 import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
@@ -10,6 +12,7 @@ import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
 import { markdownToMrkdwn } from './mrkdwn.js';
+import { deliveryMetadata, sentBefore } from './sent-lookup.js';
 
 /**
  * Longest message sent, in characters. Slack truncates `text` past 40 000
@@ -34,6 +37,36 @@ export interface SlackOutboundOptions {
 
 const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : text);
 
+/** `chat.postMessage` into the conversation's thread, with the delivery key in the metadata; a resend first looks for the message (`sent-lookup.ts`). */
+async function sendReply(opts: SlackOutboundOptions, conversationId: string, text: string, sendOpts: SendOptions): Promise<{ messageId: string }> {
+  const { web, token } = opts;
+  const target = parseConversationId(opts.channelId, conversationId);
+  const body = render(text, sendOpts.format);
+  const blocks = sendOpts.buttons?.length ? buttonBlocks(body, sendOpts.buttons) : undefined;
+  const key = sendOpts.deliveryKey;
+  if (key !== undefined && sendOpts.maybeSentSince !== undefined) {
+    const earlier = await sentBefore(opts, target, { key, sinceMs: sendOpts.maybeSentSince, body, blocks });
+    if (earlier !== undefined) return { messageId: earlier };
+  }
+  const sent = await call(
+    'chat.postMessage',
+    () =>
+      web.chat.postMessage({
+        channel: target.channel,
+        text: body,
+        ...(target.threadTs !== undefined && { thread_ts: target.threadTs }),
+        ...(blocks && { blocks }),
+        // The key lets a takeover find this message if our runner dies before recording it (sent-lookup.ts).
+        ...(key !== undefined && { metadata: deliveryMetadata(key) }),
+        // Links in answers stay links, not previews that repeat them.
+        unfurl_links: false,
+      }),
+    token,
+  );
+  if (!sent.ts) throw toChannelApiError(new Error('no ts in the answer'), 'chat.postMessage', token);
+  return { messageId: sent.ts };
+}
+
 /** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
 export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound {
   const { web, token, channelId } = opts;
@@ -42,25 +75,7 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
     channelId,
     maxMessageChars: SLACK_MAX_MESSAGE_CHARS,
 
-    async send(conversationId: string, text: string, sendOpts: SendOptions = {}) {
-      const target = parseConversationId(channelId, conversationId);
-      const body = render(text, sendOpts.format);
-      const sent = await call(
-        'chat.postMessage',
-        () =>
-          web.chat.postMessage({
-            channel: target.channel,
-            text: body,
-            ...(target.threadTs !== undefined && { thread_ts: target.threadTs }),
-            ...(sendOpts.buttons?.length && { blocks: buttonBlocks(body, sendOpts.buttons) }),
-            // Links in answers stay links, not previews that repeat them.
-            unfurl_links: false,
-          }),
-        token,
-      );
-      if (!sent.ts) throw toChannelApiError(new Error('no ts in the answer'), 'chat.postMessage', token);
-      return { messageId: sent.ts };
-    },
+    send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendReply(opts, conversationId, text, sendOpts),
 
     async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
       const target = parseConversationId(channelId, conversationId);

@@ -25,6 +25,9 @@ export interface OutboxRecord {
   error?: string;
 }
 
+/** What a claim found: the key is this attempt's to send, or an earlier attempt got it acknowledged. */
+export type Claim = { claimed: true; maybeSentSince?: number } | { claimed: false; record: OutboxRecord };
+
 /** Where the outbox is and how writes to it are fenced. */
 export interface OutboxOptions {
   client: RedisClient;
@@ -55,9 +58,12 @@ export class RunOutbox {
   /**
    * Claims a delivery key in one script: `delivered` with the record when an
    * earlier attempt got it acknowledged, else records `status` and answers
-   * `claimed`. Throws StaleRunError when the run's token moved on.
+   * `claimed`, with `maybeSentSince` when an earlier attempt may have sent it
+   * (its claim said `possibly-dispatched` and nothing was recorded after the
+   * send: the time of the key's first claim, ms, or 0 when that is no longer
+   * known). Throws StaleRunError when the run's token moved on.
    */
-  async claim(key: string, status: 'possibly-dispatched' | 'not-dispatched'): Promise<{ claimed: true } | { claimed: false; record: OutboxRecord }> {
+  async claim(key: string, status: 'possibly-dispatched' | 'not-dispatched'): Promise<Claim> {
     const reply = checkReply(
       'outbox-claim',
       await runScript(
@@ -68,7 +74,10 @@ export class RunOutbox {
       ),
       this.o.runId,
     );
-    return reply[0] === 'delivered' ? { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord } : { claimed: true };
+    if (reply[0] === 'delivered') return { claimed: false, record: JSON.parse(String(reply[1])) as OutboxRecord };
+    const earlier = reply[1] ? (JSON.parse(String(reply[1])) as OutboxRecord) : undefined;
+    if (earlier?.status !== 'possibly-dispatched') return { claimed: true };
+    return { claimed: true, maybeSentSince: Number(reply[2]) || 0 };
   }
 
   /** Records a message's outcome, fenced like the claim (a stale attempt's write throws StaleRunError). */

@@ -188,10 +188,19 @@ export class RunDelivery implements DeliverySink {
       if (earlier.messageId !== undefined && out.edit && (await this.streaming.finish({ key, messageId: earlier.messageId, shown: '' }, text))) return 'sent';
       await this.outbox.write(key, { status: 'possibly-dispatched' });
     }
+    // A send whose outcome an earlier attempt never recorded: the channel may find that message instead of sending it again.
+    const since = claim.claimed ? claim.maybeSentSince : undefined;
     try {
       const { messageId } = await this.calls.withRetry(key, () =>
-        out.send(this.o.conversationId, text, { deliveryKey: key, format: 'markdown', ...(buttons && { buttons }) }),
+        out.send(this.o.conversationId, text, {
+          deliveryKey: key,
+          format: 'markdown',
+          ...(buttons && { buttons }),
+          ...(since !== undefined && { maybeSentSince: since }),
+        }),
       );
+      // Written as soon as the platform answers, nothing awaited before it: a death between the two is the one
+      // window in which a channel that cannot find its message by key shows it twice.
       await this.outbox.write(key, { status: 'acknowledged', messageId });
       this.sent++;
       return 'sent';

@@ -163,11 +163,17 @@ export class StreamingEdits {
       s.messageId = claim.record.messageId;
       return true;
     }
-    const { messageId } = await this.d.outbound!.send(this.d.conversationId, text, { deliveryKey: s.key, format: 'markdown' });
+    const since = claim.claimed ? claim.maybeSentSince : undefined;
+    const { messageId } = await this.d.outbound!.send(this.d.conversationId, text, {
+      deliveryKey: s.key,
+      format: 'markdown',
+      ...(since !== undefined && { maybeSentSince: since }),
+    });
     s.messageId = messageId;
     s.shown = text;
     s.lastAt = this.d.now();
     this.d.onSent();
+    // Acknowledged before anything else is awaited (see RunDelivery.deliverChunk).
     await this.d.outbox.write(s.key, { status: 'acknowledged', messageId, streaming: true });
     return false;
   }

@@ -22,7 +22,9 @@
                     claiming run and of the active run (`<run id>:` keys; an attempt taking the
                     run over skips what they acknowledged).
 
-  Returns { 'claimed', earlier record JSON or '' }
+  Returns { 'claimed', earlier record JSON or '', first claim ms or '' }
+                                         when the key was first claimed (its index score; '' once
+                                         pruned): an earlier attempt sent under it after that, if at all
           { 'delivered', current record JSON }   acknowledged by an earlier attempt; nothing written
   Errors  { -1 }, { -2 }, { -3, current token } (fenced claims only)
 ]]
@@ -87,5 +89,6 @@ if not current then
   if #old > 0 then forget(KEYS[1], index, old) end
   prune_by_count(KEYS[1], index, tonumber(ARGV[5]) or 0)
   redis.call('EXPIRE', index, ARGV[4])
+  return { 'claimed', '', tostring(now) }
 end
-return { 'claimed', current or '' }
+return { 'claimed', current, redis.call('ZSCORE', KEYS[3], ARGV[1]) or '' }

@@ -247,6 +247,15 @@ describe('discord outbound', () => {
     expect([...fake.messages.values()].filter((m) => m.content === 'exactly once')).toHaveLength(1);
   });
 
+  it('gets a new message for the same nonce once Discord has forgotten it (after a few minutes)', async () => {
+    const first = await plugin.outbound.send(`discord:${DM}`, 'much later', { deliveryKey: 'r1abc:7' });
+    // Ten minutes pass: past the window in which Discord finds a message by its nonce.
+    fake.messages.get(first.messageId)!.createdAt -= 10 * 60_000;
+    const again = await plugin.outbound.send(`discord:${DM}`, 'much later', { deliveryKey: 'r1abc:7' });
+    expect(again.messageId).not.toBe(first.messageId);
+    expect([...fake.messages.values()].filter((m) => m.content === 'much later')).toHaveLength(2);
+  });
+
   it('does not duplicate a message when Discord created it but the response was lost (5xx, retried by the REST client)', async () => {
     fake.fail('POST', /\/messages$/, { status: 502, body: { message: 'Bad Gateway', code: 0 }, commit: true });
     const before = fake.callsTo('POST', /\/messages$/).length;

@@ -2,7 +2,8 @@
  * The Slack channel's outbound side, unstarted (as runners use it), with
  * the real Web API client against the fake Slack: Markdown as mrkdwn,
  * replies in the thread, rate limits as ChannelApiError with retryAfterMs,
- * a streamed reply edited in place through delivery, workspace admins.
+ * a streamed reply edited in place through delivery, workspace admins, and
+ * a resend after a runner died finding the reply by its delivery key.
  */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { ChannelApiError, InvalidInputError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeSlack, SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -101,5 +103,81 @@ describe('slack outbound', () => {
     expect(await h.outbound.isAdmin!(THREAD, 'U0000ANN')).toBe(false);
     expect(await h.outbound.isAdmin!(THREAD, 'not an id')).toBe(false);
     expect(h.fake.callsOf('users.info')).toHaveLength(2);
+  });
+});
+
+describe('slack outbound › a send an earlier attempt may have made', () => {
+  const KEY = 'run9:4:0';
+  const since = () => Date.now() - 1000;
+
+  it('posts every reply with its delivery key in the message metadata', async () => {
+    await h.outbound.send(DM, 'hello', { deliveryKey: KEY });
+    expect(h.fake.messages[0]!.metadata).toEqual({ event_type: 'steerbot_delivery', event_payload: { key: KEY } });
+  });
+
+  it('answers the message a DM already shows under the key, found in the history, instead of posting again', async () => {
+    const first = await h.outbound.send(DM, 'hello', { deliveryKey: KEY });
+    await h.outbound.send(DM, 'a later reply', { deliveryKey: 'run9:4:1' });
+    const again = await h.outbound.send(DM, 'hello', { deliveryKey: KEY, maybeSentSince: since() });
+    expect(again).toEqual(first);
+    expect(h.fake.textsIn('D0000DM1')).toEqual(['hello', 'a later reply']);
+    expect(h.fake.callsOf('conversations.history').map((c) => c.payload)).toEqual([
+      expect.objectContaining({ channel: 'D0000DM1', include_all_metadata: 'true', oldest: expect.any(String) }),
+    ]);
+    expect(h.fake.callsOf('chat.update')).toEqual([]);
+  });
+
+  it('looks in the thread of a thread conversation', async () => {
+    const first = await h.outbound.send(THREAD, 'in the thread', { deliveryKey: KEY });
+    expect(await h.outbound.send(THREAD, 'in the thread', { deliveryKey: KEY, maybeSentSince: since() })).toEqual(first);
+    expect(h.fake.callsOf('conversations.replies').map((c) => c.payload)).toEqual([
+      expect.objectContaining({ channel: 'C0000CH1', ts: '1700000001.000100', include_all_metadata: 'true' }),
+    ]);
+    expect(h.fake.messages).toHaveLength(1);
+  });
+
+  it('reads further pages, and posts when no message carries the key', async () => {
+    for (let i = 0; i < 450; i++) await h.outbound.send(DM, `reply ${i}`, { deliveryKey: `run9:${i}:0` });
+    const found = await h.outbound.send(DM, 'reply 3', { deliveryKey: 'run9:3:0', maybeSentSince: since() - 60_000 });
+    expect(found.messageId).toBe(h.fake.messages[3]!.ts);
+    expect(h.fake.callsOf('conversations.history')).toHaveLength(3);
+    expect(h.fake.callsOf('chat.update')).toEqual([]);
+
+    const posted = await h.outbound.send(DM, 'never sent', { deliveryKey: 'run8:1:0', maybeSentSince: since() });
+    expect(h.fake.messages).toHaveLength(451);
+    expect(posted.messageId).toBe(h.fake.messages[450]!.ts);
+  });
+
+  it('makes a message found under the key show the text (a streaming preview showed less)', async () => {
+    const preview = await h.outbound.send(DM, 'Half an', { deliveryKey: KEY });
+    const again = await h.outbound.send(DM, 'Half an **answer**, whole now.', { deliveryKey: KEY, maybeSentSince: since(), format: 'markdown' });
+    expect(again).toEqual(preview);
+    expect(h.fake.textsIn('D0000DM1')).toEqual(['Half an *answer*, whole now.']);
+    expect(h.fake.callsOf('chat.update')[0]!.payload.metadata).toEqual({ event_type: 'steerbot_delivery', event_payload: { key: KEY } });
+  });
+
+  it('posts when Slack will not show the history (a missing scope), and throws a rate limit on it without posting', async () => {
+    h.fake.failNext('conversations.history', { error: 'missing_scope' }, { status: 429, retryAfter: 2 });
+    await h.outbound.send(DM, 'hello', { deliveryKey: KEY, maybeSentSince: since() });
+    expect(h.fake.messages).toHaveLength(1);
+    const limited = await h.outbound.send(DM, 'hello', { deliveryKey: KEY, maybeSentSince: since() }).catch((e: unknown) => e);
+    expect(limited).toMatchObject({ status: 429, retryAfterMs: 2000 });
+    expect(h.fake.messages).toHaveLength(1);
+  });
+
+  it('through delivery: a takeover finds the reply whose answer never reached the dead attempt, and acknowledges it', async () => {
+    const held = h.fake.holdAnswer('chat.postMessage');
+    const dead = new RunDelivery({ client: h.redis, prefix: h.prefix, conversationId: DM, runId: 'runK', resolve: () => h.outbound, logger });
+    dead.beginTurn(7);
+    void dead.message('the answer');
+    await held.done;
+    const box = conversationKeys(h.prefix, DM).outbox;
+    expect(JSON.parse((await h.redis.hget(box, 'runK:7:0'))!)).toEqual({ status: 'possibly-dispatched' });
+
+    const takeover = new RunDelivery({ client: h.redis, prefix: h.prefix, conversationId: DM, runId: 'runK', resolve: () => h.outbound, logger });
+    takeover.beginTurn(7);
+    await takeover.message('the answer');
+    expect(h.fake.textsIn('D0000DM1')).toEqual(['the answer']);
+    expect(JSON.parse((await h.redis.hget(box, 'runK:7:0'))!)).toEqual({ status: 'acknowledged', messageId: h.fake.messages[0]!.ts });
   });
 });

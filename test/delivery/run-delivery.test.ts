@@ -122,6 +122,35 @@ describe('RunDelivery', () => {
       expect((await outbox())['run1:0']).toEqual({ status: 'acknowledged', messageId: 'm1' });
     });
 
+    it('tells the channel when an earlier attempt may have sent a message, from the time its key was first claimed', async () => {
+      // Attempt 1 dies in its send: the platform may have the message, the outbox never hears back.
+      const dying = new FakeOutbound();
+      dying.onSend = (_text, opts) => {
+        dying.sent.push({ text: 'in flight', ...(opts && { opts }) });
+        return new Promise<never>(() => undefined);
+      };
+      void delivery(dying).message('hello');
+      await waitFor(() => dying.sent.length === 1, 5000, 'the first send');
+      const firstClaim = Number(await redis.zscore(conversationKeys(prefix, CID).outboxIndex, 'run1:0'));
+
+      const out = new FakeOutbound();
+      await delivery(out).message('hello');
+      expect(dying.sent[0]!.opts?.maybeSentSince).toBeUndefined();
+      expect(firstClaim).toBeGreaterThan(0);
+      expect(out.sent.map((s) => s.opts?.maybeSentSince)).toEqual([firstClaim]);
+      expect((await outbox())['run1:0']).toEqual({ status: 'acknowledged', messageId: 'm1' });
+    });
+
+    it('does not say a message may have been sent when the platform refused it', async () => {
+      const out = new FakeOutbound();
+      out.sendFailures = [new ChannelApiError('Bad Request', { status: 400 })];
+      await delivery(out).message('hello');
+      expect((await outbox())['run1:0']).toMatchObject({ status: 'not-dispatched' });
+      await delivery(out).message('hello');
+      expect(out.sent).toHaveLength(1);
+      expect(out.sent[0]!.opts?.maybeSentSince).toBeUndefined();
+    });
+
     it('never re-sends an acknowledged chunk when the run is retried, and sends the rest', async () => {
       const out = new FakeOutbound(100);
       const text = paragraphs(4);

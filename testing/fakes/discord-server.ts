@@ -10,13 +10,18 @@
  * (several hosts): each has its own session and gets every dispatch, as on
  * Discord. Tests can drop the connection (and force a replay of
  * events the client already saw), inject 429s and failures on REST routes,
- * and read every REST call. REST also answers channel, guild and guild
- * member lookups (owner, roles and their permissions: admin checks).
+ * hold a call's answer back after doing it (`holdAnswer`), and read every
+ * REST call. Creating a message honours `nonce` + `enforce_nonce` as
+ * Discord does (the same author's message with that nonce, for a few
+ * minutes, is returned instead of a new one). REST also answers channel,
+ * guild and guild member lookups (owner, roles and their permissions: admin
+ * checks).
  */
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
+import { AnswerHolds, type HeldAnswer } from './held-answers.js';
 
 /** Starts a fake Discord on a random local port (same as `FakeDiscord.start`). */
 export function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDiscord> {
@@ -93,6 +98,11 @@ export interface FakeDiscordOptions {
   bot?: { id: string; username: string };
   /** Heartbeat interval sent in HELLO, in ms. Default 41 250 (Discord's). */
   heartbeatIntervalMs?: number;
+  /**
+   * How long `enforce_nonce` finds a message by its nonce, in ms. Discord says
+   * "the past few minutes" without a number. Default 120 000.
+   */
+  nonceWindowMs?: number;
 }
 
 interface RouteFault {
@@ -125,6 +135,10 @@ export interface StoredMessage {
   content: string;
   edits: number;
   nonce?: string;
+  /** Who created it (the bot: messages are created with its token). */
+  authorId: string;
+  /** When it was created, ms since the epoch (`enforce_nonce` looks back a few minutes). */
+  createdAt: number;
   /** Message components (button rows) as sent; an edit with `components` replaces them. */
   components?: any[];
 }
@@ -177,6 +191,7 @@ export class FakeDiscord extends EventEmitter {
   private readonly guilds: FakeGuild[] = [];
   private readonly faults: RouteFault[] = [];
   private readonly holds: Array<{ method: string; path: RegExp; arrive(): void; released: Promise<void> }> = [];
+  private readonly answerHolds = new AnswerHolds();
   private readonly sessions = new Map<string, Session>();
   private port = 0;
 
@@ -383,6 +398,15 @@ export class FakeDiscord extends EventEmitter {
     const released = new Promise<void>((r) => (release = r));
     this.holds.push({ method, path, arrive, released });
     return { arrived, release };
+  }
+
+  /**
+   * Does the next successful call matching `method` + `path` (a message is
+   * created) and holds its answer until `release()`: unlike `hold`, the
+   * platform has done the call when `done` resolves.
+   */
+  holdAnswer(method: string, path: RegExp): HeldAnswer {
+    return this.answerHolds.arm((call) => call.startsWith(`${method} `) && path.test(call.slice(method.length + 1)));
   }
 
   /** REST calls matching `method` and `path`. */
@@ -609,11 +633,15 @@ export class FakeDiscord extends EventEmitter {
     const url = new URL(req.url ?? '/', 'http://x');
     const path = url.pathname.replace(/^\/api(\/v\d+)?/, '');
     const call: RestCall = { method, path, body, authorization: req.headers.authorization, status: 0 };
+    const respond = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { ...(payload !== undefined && { 'content-type': 'application/json' }), ...headers });
+      res.end(payload === undefined ? undefined : JSON.stringify(payload));
+    };
     const answer = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
       call.status = status;
       this.calls.push(call);
-      res.writeHead(status, { ...(payload !== undefined && { 'content-type': 'application/json' }), ...headers });
-      res.end(payload === undefined ? undefined : JSON.stringify(payload));
+      const held = status < 300 && this.answerHolds.hold(`${method} ${path}`, res, () => respond(status, payload, headers));
+      if (!held) respond(status, payload, headers);
       this.emit('rest', call);
     };
 
@@ -673,8 +701,11 @@ export class FakeDiscord extends EventEmitter {
       if (invalid) return answer(400, invalid);
       if (body.nonce !== undefined && String(body.nonce).length > 25) return answer(400, { message: 'Invalid Form Body', code: 50035 });
       if (body.enforce_nonce === true && body.nonce !== undefined) {
-        // Discord: the message created earlier with this nonce is returned, nothing new is created.
-        const earlier = [...this.messages.values()].find((x) => x.channel_id === m![1] && x.nonce === String(body.nonce));
+        // Discord: a message the same author created with this nonce in the past few minutes is returned, nothing new is created.
+        const since = Date.now() - (this.opts.nonceWindowMs ?? 120_000);
+        const earlier = [...this.messages.values()].find(
+          (x) => x.channel_id === m![1] && x.nonce === String(body.nonce) && x.authorId === this.bot.id && x.createdAt >= since,
+        );
         if (earlier) return answer(200, this.messagePayload(earlier, body));
       }
       const stored: StoredMessage = {
@@ -682,6 +713,8 @@ export class FakeDiscord extends EventEmitter {
         channel_id: m[1]!,
         content: body.content,
         edits: 0,
+        authorId: this.bot.id,
+        createdAt: Date.now(),
         ...(body.nonce !== undefined && { nonce: String(body.nonce) }),
         ...(Array.isArray(body.components) && { components: body.components }),
       };

@@ -2,18 +2,22 @@
  * A local fake of Slack, for end-to-end tests of the real clients
  * (`@slack/web-api` with `slackApiUrl` pointed here, `@slack/socket-mode`
  * connecting to its WebSocket). It speaks the Web API (`POST /api/<method>`,
- * form or JSON bodies) for auth.test, apps.connections.open, chat.postMessage,
- * chat.update, chat.postEphemeral and users.info; serves shared files at
- * `/files/…` to the bot token only; and runs Socket Mode: `hello` on connect,
- * envelopes pushed with `deliver` and their acks recorded. It records every
- * call and can fail the next calls of a method (429 with `Retry-After`, or a
- * platform error). Builders make Events API bodies, button clicks and their
- * signed headers.
+ * form or JSON bodies) for auth.test, apps.connections.open, chat.postMessage
+ * and chat.update (message metadata kept), conversations.history and
+ * conversations.replies (the bot's own messages, paged, metadata with
+ * `include_all_metadata`), chat.postEphemeral and users.info; serves
+ * shared files at `/files/…` to the bot token only; and runs Socket Mode:
+ * `hello` on connect, envelopes pushed with `deliver` and their acks
+ * recorded. It records every call and can fail the next calls of a method
+ * (429 with `Retry-After`, or a platform error), or do one and hold its
+ * answer back (`holdAnswer`). Builders make Events API bodies, button
+ * clicks and their signed headers.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, slackSignature } from '../../plugins/slack/signature.js';
+import { AnswerHolds, type HeldAnswer } from './held-answers.js';
 
 /** Test tokens and ids, in the shapes Slack issues. */
 export const SLACK_BOT_TOKEN = 'xoxb-1111-2222-fakeBotTokenForTests';
@@ -39,6 +43,8 @@ export interface SlackPostedMessage {
   threadTs: string | undefined;
   text: string;
   blocks: any[] | undefined;
+  /** Message metadata (`{ event_type, event_payload }`), as posted or last updated. */
+  metadata: { event_type: string; event_payload: Record<string, unknown> } | undefined;
   /** Every later text, oldest first. */
   edits: string[];
 }
@@ -80,6 +86,7 @@ export class FakeSlack {
   /** Socket Mode connections opened so far. */
   connections = 0;
   private readonly failures = new Map<string, SlackFailure[]>();
+  private readonly holds = new AnswerHolds();
   private readonly files = new Map<string, { file: SlackFakeFile; content: Buffer }>();
   private readonly sockets = new Set<WebSocket>();
   private readonly admins: Set<string>;
@@ -116,15 +123,20 @@ export class FakeSlack {
     }, 2000);
   }
 
-  /** A fresh Slack message timestamp (`<seconds>.<micros>`), unique in this fake. */
+  /** A fresh Slack message timestamp (`<seconds>.<micros>`: now, as Slack's are), unique and increasing in this fake. */
   nextTs(): string {
     this.n++;
-    return `${1_700_000_000 + this.n}.${String(this.n).padStart(6, '0')}`;
+    return `${Math.floor(Date.now() / 1000)}.${String(this.n).padStart(6, '0')}`;
   }
 
   /** Answers the next calls of `method` with these failures, in order (then normally). */
   failNext(method: string, ...failures: SlackFailure[]): void {
     this.failures.set(method, [...(this.failures.get(method) ?? []), ...failures]);
+  }
+
+  /** Does the next successful call of `method` (`chat.postMessage`: the message is stored) and holds its answer until `release()`. */
+  holdAnswer(method: string): HeldAnswer {
+    return this.holds.arm((call) => call === method);
   }
 
   /** Calls of one method. */
@@ -226,8 +238,35 @@ export class FakeSlack {
       }
       const answer = this.answer(method, token, payload);
       if (answer.ok === false) record.outcome = String(answer.error);
+      else if (this.holds.hold(method, res, () => send(200, answer))) return;
       send(200, answer);
     });
+  }
+
+  /**
+   * One page of the bot's messages as `conversations.history` (newest first,
+   * top level only) and `conversations.replies` (oldest first) answer it:
+   * only those after `oldest` (exclusive), at most `limit` (default 100),
+   * from the `cursor` on; metadata only with `include_all_metadata`.
+   */
+  private page(list: SlackPostedMessage[], p: Record<string, any>): Record<string, unknown> {
+    const oldest = p.oldest === undefined ? -Infinity : Number(p.oldest);
+    const inRange = list.filter((m) => Number(m.ts) > oldest);
+    const from = p.cursor ? Number(Buffer.from(String(p.cursor), 'base64url').toString()) : 0;
+    const limit = Math.max(1, Number(p.limit ?? 100));
+    const withMetadata = p.include_all_metadata === true || p.include_all_metadata === 'true';
+    const messages = inRange.slice(from, from + limit).map((m) => ({
+      type: 'message',
+      user: SLACK_BOT_USER,
+      bot_id: 'BBOT0001',
+      ts: m.ts,
+      text: m.text,
+      ...(m.threadTs !== undefined && { thread_ts: m.threadTs }),
+      ...(m.blocks !== undefined && { blocks: m.blocks }),
+      ...(withMetadata && m.metadata !== undefined && { metadata: m.metadata }),
+    }));
+    const more = from + limit < inRange.length;
+    return { ok: true, messages, has_more: more, response_metadata: { next_cursor: more ? Buffer.from(String(from + limit)).toString('base64url') : '' } };
   }
 
   private serveFile(url: URL, token: string, res: ServerResponse): void {
@@ -248,7 +287,15 @@ export class FakeSlack {
       case 'auth.test':
         return { ok: true, user_id: SLACK_BOT_USER, bot_id: 'BBOT0001', user: 'steerbot', team_id: 'T0001', team: 'Fake' };
       case 'chat.postMessage': {
-        const m: SlackPostedMessage = { channel: p.channel, ts: this.nextTs(), threadTs: p.thread_ts, text: p.text ?? '', blocks: p.blocks, edits: [] };
+        const m: SlackPostedMessage = {
+          channel: p.channel,
+          ts: this.nextTs(),
+          threadTs: p.thread_ts,
+          text: p.text ?? '',
+          blocks: p.blocks,
+          metadata: p.metadata,
+          edits: [],
+        };
         this.messages.push(m);
         return { ok: true, channel: m.channel, ts: m.ts, message: { text: m.text, ts: m.ts } };
       }
@@ -258,8 +305,17 @@ export class FakeSlack {
         m.text = p.text ?? m.text;
         m.edits.push(m.text);
         if (p.blocks !== undefined) m.blocks = p.blocks;
+        // Metadata changes only when the update carries it.
+        if (p.metadata !== undefined) m.metadata = p.metadata;
         return { ok: true, channel: m.channel, ts: m.ts };
       }
+      case 'conversations.history':
+        return this.page(this.messages.filter((m) => m.channel === p.channel && (m.threadTs === undefined || m.threadTs === m.ts)).reverse(), p);
+      case 'conversations.replies':
+        return this.page(
+          this.messages.filter((m) => m.channel === p.channel && (m.threadTs === p.ts || m.ts === p.ts)),
+          p,
+        );
       case 'chat.postEphemeral':
         this.ephemerals.push({ channel: p.channel, user: p.user, text: p.text });
         return { ok: true, message_ts: this.nextTs() };

@@ -5,10 +5,12 @@
  * like Telegram: a second getUpdates ends the first with 409), sendMessage,
  * editMessageText, sendChatAction, setMyCommands, setWebhook, deleteWebhook,
  * getWebhookInfo and getChatMember; it records every call and can fail the next calls of a
- * method with a scripted error (429 `retry_after`, 400 can't parse entities).
+ * method with a scripted error (429 `retry_after`, 400 can't parse entities),
+ * or do one and hold its answer back (`holdAnswer`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AnswerHolds, type HeldAnswer } from './held-answers.js';
 
 /** A test bot token: the shape Telegram issues (and that steerbot's redaction knows). */
 export const FAKE_TOKEN = '7012345678:AAHfakeTokenForTestsOnly_0123456789abcdEF';
@@ -95,6 +97,8 @@ export interface FakeTelegram {
   pushUpdates(updates: Array<Record<string, unknown>>): Array<Record<string, any>>;
   /** The next `times` calls of `method` fail with `failure`. */
   failNext(method: string, failure: ScriptedFailure, times?: number): void;
+  /** Does the next successful call of `method` (`sendMessage`: the message is stored) and holds its answer until `release()`. */
+  holdAnswer(method: string): HeldAnswer;
   /** Calls of one method. */
   callsOf(method: string): ApiCall[];
   /** Resolves with the calls of `method` once there are at least `n`; rejects after `timeoutMs` (default 5000). */
@@ -172,6 +176,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let nextUpdateId = 100_000;
   let nextMessageId = 1;
   const files = new Map<string, { path: string; data: Uint8Array; mime: string }>();
+  const holds = new AnswerHolds();
 
   const notify = () => {
     for (const l of [...listeners]) l();
@@ -214,6 +219,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       for (let i = 0; i < times; i++) list.push(failure);
       failures.set(method, list);
     },
+    holdAnswer: (method) => holds.arm((call) => call === method),
     callsOf(method) {
       return calls.filter((c) => c.method === method);
     },
@@ -424,7 +430,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       const result = dispatch(call, res);
       if (result === undefined) return; // answered later (long poll)
       if ('error_code' in result && 'description' in result) return fail(res, call, result as ScriptedFailure);
-      send(res, 200, { ok: true, result: 'value' in result ? result.value : result });
+      const answer = () => send(res, 200, { ok: true, result: 'value' in result ? result.value : result });
+      if (!holds.hold(call.method, res, answer)) answer();
     } finally {
       notify();
     }

@@ -6,13 +6,15 @@
  * /<version>/<media id>` (media metadata) and the media download URL it
  * names; it checks the bearer token, records every call and can fail the
  * next calls with a scripted Graph error (a rate limit with `Retry-After`,
- * 131047 when the 24-hour window closed). It also builds webhook
- * deliveries and POSTs them to the app signed with the app secret, as Meta does.
+ * 131047 when the 24-hour window closed), or do a send and hold its answer
+ * back (`holdAnswer`). It also builds webhook deliveries and POSTs them to
+ * the app signed with the app secret, as Meta does.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { AnswerHolds, type HeldAnswer } from './held-answers.js';
 
 /** Test credentials the fake accepts by default. */
 export const WHATSAPP_TEST = {
@@ -80,6 +82,8 @@ export interface FakeWhatsApp {
   addMedia(id: string, data: Buffer, mimeType: string): void;
   /** The next `n` calls of `kind` fail with `failure`, after `after` more that succeed (default 0). */
   failNext(kind: 'send' | 'read' | 'media', failure: GraphFailure, n?: number, after?: number): void;
+  /** Does the next successful message send (it is stored) and holds its answer until `release()`. */
+  holdAnswer(kind: 'send'): HeldAnswer;
   /** Waits until `check` returns a value (not undefined or false). */
   waitUntil<T>(check: () => T | undefined | false, timeoutMs?: number, what?: string): Promise<T>;
   close(): Promise<void>;
@@ -109,6 +113,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
   const phoneNumberId = opts.phoneNumberId ?? WHATSAPP_TEST.phoneNumberId;
   const media = new Map<string, { data: Buffer; mimeType: string }>();
   const failures: Record<string, Array<GraphFailure | undefined>> = { send: [], read: [], media: [] };
+  const holds = new AnswerHolds();
   let base = '';
 
   const fake: FakeWhatsApp = {
@@ -124,6 +129,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
       for (let i = 0; i < after; i++) failures[kind]!.push(undefined);
       for (let i = 0; i < n; i++) failures[kind]!.push(failure);
     },
+    holdAnswer: (kind) => holds.arm((call) => call === kind),
     waitUntil: (check, timeoutMs = 5000, what = 'condition') => waitFor(() => check(), timeoutMs, what),
     async close() {
       server.closeAllConnections();
@@ -166,7 +172,8 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     };
     fake.sent.push(msg);
     record('send', path, body, 200);
-    send(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id }] });
+    const answer = () => send(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id }] });
+    if (!holds.hold('send', res, answer)) answer();
   };
 
   const onMedia = (path: string, id: string, res: ServerResponse) => {
