@@ -140,6 +140,7 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
     owner,
     leaseMs: config.runs.leaseMs,
     heartbeatMs: config.runs.heartbeatMs,
+    followUpsOnFailure: config.runs.followUpsOnFailure,
     model: config.model,
     compaction,
     historyTailEntries: config.compaction.tailEntries,

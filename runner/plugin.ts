@@ -49,11 +49,19 @@ export interface RunResult {
   /** Short terminal reason (no secrets, no stack traces). */
   reason?: string;
   /**
-   * What to tell the user about a failure (no secrets). The runtime sends it,
-   * followed by the steered messages the run took and did not answer, so
+   * What to tell the user about a failure (no secrets). The messages the run
+   * took and did not answer go to a follow-up run first; when they are not
+   * handed on, the runtime sends the notice followed by those messages, so
    * none is dropped silently. A plugin may also send its own message instead.
    */
   notice?: string;
+  /**
+   * `failed` only: a follow-up run would fail the same way (a missing model
+   * setting, a prompt too long for the model, a request the provider refuses
+   * as invalid): the messages go to no follow-up and the notice is sent now.
+   * Default false.
+   */
+  final?: boolean;
 }
 
 /** The delivery sink: how a plugin talks to the user. Never throws to the plugin. */

@@ -22,6 +22,8 @@ export interface TestContextSettings {
   logLevel?: string;
   /** Base URL of an OpenAI-compatible model (config `model.baseURL`). */
   modelBaseURL?: string;
+  /** Follow-up runs a failed run's unanswered messages get (`runs.followUpsOnFailure`). Default: the configuration's default. */
+  followUpsOnFailure?: number;
 }
 
 /** BullMQ queue name of a test: unique per prefix, so workers of other tests never see its jobs. */
@@ -43,6 +45,7 @@ export function contextEnv(s: TestContextSettings): Record<string, string> {
     STEERBOT_MODEL_CONTEXT_WINDOW: '128000', // 'm' is not in the model catalogue
     OPENAI_API_KEY: 'k',
     ...(s.modelBaseURL && { OPENAI_BASE_URL: s.modelBaseURL }),
+    ...(s.followUpsOnFailure !== undefined && { STEERBOT_FOLLOW_UPS_ON_FAILURE: String(s.followUpsOnFailure) }),
   };
 }
 

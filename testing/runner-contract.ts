@@ -29,7 +29,7 @@
  * run (steering capability) or, without it, routed by `collect` to one
  * successor run; a stop request ends the run `stopped` within a deadline and
  * a plugin invoked after the stop sends nothing; a reported failure or a
- * throw ends the run `failed` and the next message is answered; state set in
+ * throw ends the run `failed` and a follow-up run answers its message; state set in
  * one run is read in the next (state capability), else the plugin writes none.
  */
 
@@ -408,31 +408,39 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
     });
 
     describe('a failing run', () => {
-      it('ends failed when the plugin reports failure, and the next message is answered', async () => {
+      /** Waits for the follow-up of `failed` (the next run, with the same inputs) to end completed; returns its invocations. */
+      const followUpAnswers = async (failed: string, seq: number) => {
+        const started = await waitFor(
+          async () => (await harness().entries('run.started')).find((e) => e.run !== failed),
+          DEADLINE_MS,
+          `the follow-up run of ${failed}`,
+        );
+        expect(started.inputs).toEqual([seq]);
+        expect((await harness().runEnded(started.run)).outcome).toBe('completed');
+        await harness().idle();
+        return probe.of(started.run);
+      };
+
+      it('ends failed when the plugin reports failure, and a follow-up run answers its message, once', async () => {
         probe.failNextInvocation('report');
-        const failed = runIdOf(await ingest('this one fails'));
+        const message = await ingest('this one fails');
+        const failed = runIdOf(message);
         const ended = await harness().runEnded(failed);
         expect(ended).toMatchObject({ outcome: 'failed', reason: 'contract probe: reported failure' });
-        await harness().idle();
-        expect(harness().outbound.sent).toEqual([]); // the plugin owns its failure message; the runtime adds none
-
-        const next = runIdOf(await ingest('and this one works'));
-        expect((await harness().runEnded(next)).outcome).toBe('completed');
-        await harness().idle();
+        expect(await followUpAnswers(failed, message.seq)).toHaveLength(1);
+        // The plugin owns its failure message and the runtime adds none: the person gets the follow-up's reply only.
         expect(harness().outbound.sent).toHaveLength(1);
+        expect((await harness().entries('run.started')).map((e) => e.run)).toHaveLength(2);
       });
 
-      it('ends failed with a short message to the user when the plugin throws, and the next message is answered', async () => {
+      it('ends failed when the plugin throws, and a follow-up run answers its message, with no failure message', async () => {
         probe.failNextInvocation('throw');
-        const failed = runIdOf(await ingest('this one crashes'));
+        const message = await ingest('this one crashes');
+        const failed = runIdOf(message);
         expect(await harness().runEnded(failed)).toMatchObject({ outcome: 'failed', reason: 'runner plugin error' });
-        await harness().idle();
-        expect(harness().outbound.texts).toEqual([DEFAULT_FAILURE_MESSAGE]);
-
-        const next = runIdOf(await ingest('and this one works'));
-        expect((await harness().runEnded(next)).outcome).toBe('completed');
-        await harness().idle();
-        expect(harness().outbound.sent).toHaveLength(2);
+        expect(await followUpAnswers(failed, message.seq)).toHaveLength(1);
+        expect(harness().outbound.sent).toHaveLength(1);
+        expect(harness().outbound.texts).not.toContain(DEFAULT_FAILURE_MESSAGE);
       });
     });
 

@@ -77,6 +77,8 @@ export interface HarnessOptions {
   plugin?: RunnerPlugin;
   /** The Redis to run on. Default: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
   redisUrl?: string;
+  /** Follow-up runs a failed run's unanswered messages get (`runs.followUpsOnFailure`); 0: the failure is told at once. Default 2. */
+  followUpsOnFailure?: number;
 }
 
 /** A runner `RunnerHarness.startRunner` started. */
@@ -128,7 +130,12 @@ export class RunnerHarness {
     const prefix = testPrefix();
     // The host routes by what the plugin declares; without one (a runner started later), as a steering runner.
     const steering = opts.plugin?.manifest.capabilities.steering ?? true;
-    const h = new RunnerHarness(createTestContext({ redisUrl: opts.redisUrl ?? defaultRedisUrl(), prefix }), prefix, steering);
+    const settings = {
+      redisUrl: opts.redisUrl ?? defaultRedisUrl(),
+      prefix,
+      ...(opts.followUpsOnFailure !== undefined && { followUpsOnFailure: opts.followUpsOnFailure }),
+    };
+    const h = new RunnerHarness(createTestContext(settings), prefix, steering);
     if (opts.plugin) await h.startRunner(opts.plugin);
     return h;
   }

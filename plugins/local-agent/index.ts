@@ -187,7 +187,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         if (!(err instanceof ConfigError)) throw err;
         // No model configured yet (a fresh `npm start`): one clear answer naming what to set, not a generic failure.
         ctx.logger.warn({ err }, 'no model configured; answering with the setup notice');
-        return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model) };
+        return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model), final: true };
       }
       if (!transcriber && typeof config.transcriptionModel === 'function') {
         try {

@@ -69,7 +69,7 @@ export class LoopState {
   /** Puts the attachments of `entries` into the prompt; the result that ends the run when the attachment policy refuses one. */
   async attach(entries: Answered): Promise<RunResult | undefined> {
     const refused = await this.o.attachments?.expand(this.ctx, this.messages, entries, this.o.transcriber);
-    return refused ? { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused } : undefined;
+    return refused ? { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused, final: true } : undefined;
   }
 
   /** Replaces the prompt with a compacted one (the record holds everything it replaces). */

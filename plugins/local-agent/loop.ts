@@ -42,5 +42,5 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
     const ended = await finishStep(state, called.step, called.text, true);
     if (ended) return ended;
   }
-  return { outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE };
+  return { outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE, final: true };
 }

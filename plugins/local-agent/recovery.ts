@@ -48,7 +48,7 @@ class StepRecovery {
     const fits = await fitContext(ctx, this.state.messages, this.state.overhead, this.compacted);
     if (fits === 'overflow') {
       ctx.logger.warn({ contextWindow: ctx.model.contextWindow }, 'the prompt exceeds the context window even after compaction; not calling the model');
-      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+      return overflowed();
     }
     if (fits === 'compacted') {
       this.compacted = true;
@@ -67,10 +67,17 @@ class StepRecovery {
       if (!this.compacted && (await this.compactAfterOverflow())) return 'retry';
       // Refused again after the one compaction (or nothing could be compacted): the same typed end as the pre-call check, not a bare 400.
       ctx.logger.error({ err: outcome.error }, 'context overflow persists after compaction; giving up');
-      return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE };
+      return overflowed();
     }
     ctx.logger.error({ err: outcome.error }, 'model call failed');
-    return { outcome: 'failed', reason: failureReason(outcome.error), notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE };
+    // A request the provider refuses as invalid (a 4xx it does not call retryable) would be refused again by a follow-up run.
+    const refused = APICallError.isInstance(outcome.error) && !outcome.error.isRetryable;
+    return {
+      outcome: 'failed',
+      reason: failureReason(outcome.error),
+      notice: o.modelFailureMessage ?? DEFAULT_MODEL_FAILURE_MESSAGE,
+      ...(refused && { final: true }),
+    };
   }
 
   /** A silent provider: once is a hiccup worth one more try; twice, the user hears about it rather than waiting for /stop. */
@@ -97,6 +104,11 @@ class StepRecovery {
     await this.state.reattach();
     return true;
   }
+}
+
+/** The end of a run whose prompt does not fit the model, even compacted: final, a follow-up run's prompt would not fit either. */
+function overflowed(): RunResult {
+  return { outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE, final: true };
 }
 
 /** A short, log- and user-safe description of a model failure. */

@@ -81,6 +81,12 @@ export class RunBudget {
   }
 
   private result(r: BudgetRefusal): RunResult {
-    return { outcome: 'failed', reason: BUDGET_REASON, ...(r.firstNotice && { notice: budgetNotice(r, this.now(), { scheduled: this.scheduled }) }) };
+    // Final: a follow-up run would meet the same spent budget.
+    return {
+      outcome: 'failed',
+      reason: BUDGET_REASON,
+      final: true,
+      ...(r.firstNotice && { notice: budgetNotice(r, this.now(), { scheduled: this.scheduled }) }),
+    };
   }
 }

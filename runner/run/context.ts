@@ -23,14 +23,14 @@ import type { RunAttempt } from './attempt.js';
 import type { RunBudget } from './budget.js';
 import type { ExecutorOptions } from './options.js';
 import { isMessage, type ToolState } from './start.js';
-import type { UnansweredSteering } from './unanswered-steering.js';
+import type { UnansweredMessages } from './unanswered.js';
 
 /** What one invocation is bound to besides the attempt. */
 export interface InvocationParts {
   compaction: RunCompaction;
   /** The user messages this invocation answers. */
   inputs: Array<SeqEntry<MessageReceived>>;
-  unanswered: UnansweredSteering;
+  unanswered: UnansweredMessages;
   telemetry: RunTrace;
   tools: ToolState;
   /** The tool-call step an earlier attempt died in, for the first invocation to finish. */
@@ -124,7 +124,7 @@ function runIdentities(o: ExecutorOptions, conversationId: string): RunIdentitie
   return { channel, resolve: (senderId) => store.resolve(channel, senderId) };
 }
 
-/** Appends a `model.step`; a final answer answers every steered message taken so far. */
+/** Appends a `model.step`; a final answer answers every message taken so far. */
 async function recordStep(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts, step: StepRecord): Promise<number> {
   p.telemetry.usage(step.usage);
   await p.budget?.charge(step.usage);

@@ -8,15 +8,16 @@
  * An attempt that takes a run over reads what the earlier one left in the
  * record first: a final answer recorded but perhaps never delivered is
  * delivered (same delivery keys, so one already acknowledged is not sent
- * again) instead of asking the model again. Steered messages a run took and
- * then did not answer (it failed or was stopped) are named in the message
- * the user gets and kept for `/status`.
+ * again) instead of asking the model again. Messages a failed run took and
+ * did not answer go to a follow-up run (a bounded number in a row); after
+ * the last, and for steering a stopped run took, they are named in the
+ * message the user gets and kept for `/status`.
  *
  * The steps live in modules with one job each: the attempt (acquire, lease,
  * stop requests: attempt.ts), what it starts from (inputs, takeover:
  * attempt-start.ts), compact-only runs (compact-only.ts), the invocation's
  * context (run-context.ts), finish and hand-back (finish-run.ts), and the
- * unanswered steering (unanswered-steering.ts).
+ * unanswered messages (unanswered.ts).
  */
 
 import { DEFAULTS } from '../../src/config/defaults.js';
@@ -37,7 +38,7 @@ import { finishRun } from './finish.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
 import { type AttemptStart, readAttemptStart } from './start.js';
 import type { RecordedAnswer } from './takeover.js';
-import { UnansweredSteering } from './unanswered-steering.js';
+import { UnansweredMessages } from './unanswered.js';
 
 export type { ExecutionResult } from './options.js';
 
@@ -110,7 +111,7 @@ export class RunExecutor {
     logger.info({ inputs: acquired.inputs }, 'run started');
     const start = await readAttemptStart(this.o, attempt);
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
-    const unanswered = new UnansweredSteering(this.o.state, ref, logger, start.note);
+    const unanswered = new UnansweredMessages(this.o.state, ref, logger, start.note, start.inputs);
     const carried = this.takeOver(attempt, start, unanswered);
     // The first invocation's record read goes out now, beside the identity read below. A compact-only run
     // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
@@ -133,23 +134,47 @@ export class RunExecutor {
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
-      const spent = result.reason === BUDGET_REASON;
-      // A spent budget leaves the run's own messages unanswered too: /status names them; the notice alone says why.
-      if (spent && first) unanswered.add(inputs);
-      await unanswered.settle(attempt.delivery, outcome, result.notice, { listInMessage: !spent });
-      const after = await finishRun(this.o, attempt, outcome, result.reason ?? '');
+      const retry = this.followUp(attempt, outcome, result, unanswered);
+      if (retry.length === 0) await this.settle(attempt, outcome, result, unanswered);
+      const after = await finishRun(this.o, attempt, outcome, result.reason ?? '', retry);
       if (after.kind === 'ended') return after.result;
       unanswered.add((inputs = after.inputs));
     }
   }
 
-  /** What a takeover carries into the attempt: the delivery anchor, the steering taken and not answered, a recorded answer or tool-call step. */
-  private takeOver(attempt: RunAttempt, start: AttemptStart, unanswered: UnansweredSteering): Carried {
+  /**
+   * The seqs a failed run hands to a follow-up run: every message it took and
+   * did not answer, unless follow-ups are used up or the failure is `final`
+   * (a follow-up would fail the same way). The person hears nothing of this
+   * failure: the follow-up answers, or the last one says what was not answered.
+   */
+  private followUp(attempt: RunAttempt, outcome: RunOutcome, result: RunResult, unanswered: UnansweredMessages): number[] {
+    if (outcome !== 'failed' || result.final) return [];
+    if (attempt.acquired.failures >= (this.o.followUpsOnFailure ?? DEFAULTS.runs.followUpsOnFailure)) return [];
+    const seqs = unanswered.seqs();
+    if (seqs.length > 0) {
+      attempt.logger.warn(
+        { seqs, reason: result.reason, failures: attempt.acquired.failures + 1 },
+        'run failed; handing its unanswered messages to a follow-up run',
+      );
+    }
+    return seqs;
+  }
+
+  /** Tells the person how the invocation ended (the plugin's notice, what was not answered). */
+  private settle(attempt: RunAttempt, outcome: RunOutcome, result: RunResult, unanswered: UnansweredMessages): Promise<void> {
+    // A spent budget's notice says what happens to the messages; /status names them.
+    const listInMessage = result.reason !== BUDGET_REASON;
+    return unanswered.settle(attempt.delivery, outcome, result.notice, { listInMessage, tries: attempt.acquired.failures + 1 });
+  }
+
+  /** What a takeover carries into the attempt: the delivery anchor, the messages taken and not answered, a recorded answer or tool-call step. */
+  private takeOver(attempt: RunAttempt, start: AttemptStart, unanswered: UnansweredMessages): Carried {
     const { takeover } = start;
     if (!takeover) return { recorded: undefined, unfinished: undefined };
     // Keys of anything sent before a plugin runs (a recorded answer, a notice) are the earlier attempt's.
     attempt.delivery.beginTurn(takeover.anchor);
-    unanswered.add(takeover.unanswered);
+    unanswered.takenOver(takeover.inputsAnswered, takeover.unanswered);
     attempt.logger.info(
       {
         recordedAnswer: takeover.answer?.stepSeq,
@@ -170,7 +195,7 @@ export class RunExecutor {
     attempt: RunAttempt,
     p: {
       inputs: Array<SeqEntry<MessageReceived>>;
-      unanswered: UnansweredSteering;
+      unanswered: UnansweredMessages;
       telemetry: RunTrace;
       tools: AttemptStart['tools'];
       budget: RunBudget | undefined;

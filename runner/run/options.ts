@@ -38,6 +38,8 @@ export interface ExecutorOptions {
   historyTailEntries?: number;
   /** Text sent to the user when a run fails unexpectedly. */
   failureMessage?: string;
+  /** Follow-up runs in a row a failed run's unanswered messages get before the person is told what was not answered. Default 2. */
+  followUpsOnFailure?: number;
   /** Compaction settings (summarizer model, threshold, kept turns). */
   compaction?: CompactionSettings;
   /** How long a conversation's outbox lives after its last delivery, in seconds. Default 604 800 (7 days). */

@@ -1,6 +1,6 @@
 /**
  * What an attempt starts from, read in one pipelined round: the run's input
- * messages, the unanswered-steering note an earlier run left, the prompt's
+ * messages, the unanswered-messages note an earlier run left, the prompt's
  * head (checkpoint and meta fields, so the prompt load starts with the
  * record), and — for an attempt taking the run over — what earlier attempts
  * left in the record (runner/run/takeover.ts): a final answer to deliver, the
@@ -26,6 +26,8 @@ export interface Takeover {
   anchor: number;
   /** A final answer recorded and perhaps never delivered. */
   answer: RecordedAnswer | undefined;
+  /** An earlier attempt recorded a final answer: the run's inputs are answered. */
+  inputsAnswered: boolean;
   /** Steered messages taken since the last answer. */
   unanswered: Array<SeqEntry<MessageReceived>>;
   /** The tool-call step an earlier attempt died in. */
@@ -43,7 +45,7 @@ export interface ToolState {
 export interface AttemptStart {
   /** The run's input messages. */
   inputs: Array<SeqEntry<MessageReceived>>;
-  /** The unanswered-steering note in conversation state (raw), if any. */
+  /** The unanswered-messages note in conversation state (raw), if any. */
   note: string | undefined;
   /** Set when earlier attempts recorded progress. */
   takeover: Takeover | undefined;
@@ -82,7 +84,7 @@ async function progress(o: ExecutorOptions, log: string, runId: string, entries:
     ...(calls.finishReason !== undefined && { finishReason: calls.finishReason }),
     ...(calls.usage !== undefined && { usage: calls.usage }),
   };
-  return { anchor: p.anchor, answer: p.answer, unanswered, unfinishedStep };
+  return { anchor: p.anchor, answer: p.answer, inputsAnswered: p.inputsAnswered, unanswered, unfinishedStep };
 }
 
 /**

@@ -35,6 +35,8 @@ export interface RunProgress {
    * is left to do is delivering it. Undefined when the turn still needs the model.
    */
   answer: RecordedAnswer | undefined;
+  /** The run recorded a final answer: its inputs are answered (steering taken after it is `unansweredSteered`). */
+  inputsAnswered: boolean;
   /** Seqs of messages steered into the run (`steering.injected`) since its last final answer, oldest first. */
   unansweredSteered: number[];
   /**
@@ -54,6 +56,7 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
   const taken = new Set<number>();
   let anchor = 0;
   let answer: RecordedAnswer | undefined;
+  let inputsAnswered = false;
   let unansweredSteered: number[] = [];
   let unfinishedStep: SeqEntry<ToolCalls> | undefined;
   for (const e of entries) {
@@ -76,6 +79,7 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
         // empty messages), so asking the model again is a retry, as a live attempt would have told the user.
         const text = answerText(e.messages);
         answer = text.trim() ? { text, stepSeq: e.seq } : undefined;
+        inputsAnswered = true;
         unansweredSteered = [];
       } else {
         answer = undefined;
@@ -85,7 +89,7 @@ export function runProgress(entries: readonly SeqEntry[], runId: string): RunPro
   // Without the run's first start the turn's anchor is unknown: delivering the answer under a guessed
   // delivery key could send it twice, so the model is asked again instead.
   if (!entries.some((e) => e.kind === 'run.started' && e.run === runId && e.attempt === 1)) answer = undefined;
-  return { anchor, answer, unansweredSteered, ...(unfinishedStep && { unfinishedStep }) };
+  return { anchor, answer, inputsAnswered, unansweredSteered, ...(unfinishedStep && { unfinishedStep }) };
 }
 
 /**

@@ -74,6 +74,7 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'STEERBOT_HEARTBEAT_MS', path: 'runs.heartbeatMs', kind: 'int' },
   { env: 'STEERBOT_RECONCILE_INTERVAL_MS', path: 'runs.reconcileIntervalMs', kind: 'int' },
   { env: 'STEERBOT_QUEUE_NAME', path: 'runs.queueName', kind: 'string' },
+  { env: 'STEERBOT_FOLLOW_UPS_ON_FAILURE', path: 'runs.followUpsOnFailure', kind: 'int' },
   { env: 'STEERBOT_RUNNER', path: 'runner.enabled', kind: 'bool' },
   { env: 'STEERBOT_RUNNER_PLUGIN', path: 'runner.plugin', kind: 'string' },
   { env: 'STEERBOT_RUNNER_CONCURRENCY', path: 'runner.concurrency', kind: 'int' },

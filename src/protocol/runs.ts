@@ -54,6 +54,7 @@ export class Runs {
       stop: (r[4] === '' ? undefined : r[4]) as StopKind | undefined,
       leaseUntilMs: Number(r[5]),
       cause: r[7] === 'compact' || r[7] === 'successor' ? r[7] : 'ingest',
+      failures: Number(r[8] ?? 0),
     };
   }
 
@@ -109,7 +110,10 @@ export class Runs {
    * Finishes the run. A `completed` run with steering waiting continues
    * (`continue` carries the messages); otherwise the run ends, unpulled
    * steering is requeued, and a successor is created when messages wait.
-   * The caller must enqueue the successor's job.
+   * A `failed` run may hand the messages it took and did not answer to a
+   * follow-up (`retry`): the successor takes them first, and its
+   * `AcquiredRun.failures` is this run's + 1. The caller must enqueue the
+   * successor's job.
    */
   async finish(
     run: RunRef,
@@ -120,6 +124,8 @@ export class Runs {
       successorId?: string;
       /** Only when the run's lease ran out (an operator abandoning a run); a live lease throws LeaseHeldError. Default false. */
       abandon?: boolean;
+      /** Outcome `failed` only: seqs of the messages the run took and did not answer, oldest first, for a follow-up run. Default none. */
+      retry?: readonly number[];
     } = {},
   ): Promise<FinishResult> {
     const k = conversationKeys(this.options.prefix, run.conversationId);
@@ -143,6 +149,7 @@ export class Runs {
           this.options.retention.endedRunTtlSeconds,
           opts.abandon ? '1' : '0',
           this.options.retention.indexMaxEntries,
+          (opts.retry ?? []).join(','),
         ],
       ),
       run.runId,
@@ -160,5 +167,5 @@ export class Runs {
 }
 
 function entriesFrom(r: ScriptReply): SeqEntry[] {
-  return pairsFrom(r, 2, Number(r[1])).map(({ seq, json }) => parseEntry(seq, json));
+  return pairsFrom(r, 2, Number(r[1])).flatMap(({ seq, json }) => parseEntry(seq, json) ?? []);
 }

@@ -77,6 +77,8 @@ export interface AcquiredRun {
   leaseUntilMs: number;
   /** Why the run exists: a message (`ingest`), a predecessor's pending messages (`successor`), or `/compact` when idle (`compact`, no inputs). */
   cause: 'ingest' | 'successor' | 'compact';
+  /** Failed runs in a row whose unanswered messages this run was created to answer (a follow-up); 0 for any other run. */
+  failures: number;
 }
 
 /** Result of `finish`. */

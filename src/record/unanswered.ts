@@ -1,8 +1,9 @@
 /**
- * Steered messages a run took and then did not answer (it failed or was
- * stopped first), as conversation state keeps them: written by the runner
- * when such a run ends, shown by the host's `/status`, cleared when a later
- * run completes. One schema and one wording for both sides.
+ * Messages a run took and then did not answer (it failed, after its
+ * follow-ups, or was stopped first), as conversation state keeps them:
+ * written by the runner when such a run ends, shown by the host's
+ * `/status`, cleared when a later run completes. One schema and one wording
+ * for both sides.
  */
 import { z } from 'zod';
 import { conversationKeys } from '../redis/keys.js';
@@ -71,9 +72,13 @@ export function listUnanswered(note: Pick<UnansweredNote, 'messages' | 'total'>)
   return more > 0 ? `${quoted} and ${more} more` : quoted;
 }
 
-/** The line appended to the message the user gets when the run failed or was stopped. */
-export function unansweredNotice(note: UnansweredNote): string {
-  const what = note.outcome === 'failed' ? 'failed' : 'was stopped';
+/**
+ * The line appended to the message the user gets when the run failed or was
+ * stopped; `tries`: failed runs in a row on these messages (follow-ups
+ * included), said when more than one.
+ */
+export function unansweredNotice(note: UnansweredNote, tries = 1): string {
+  const what = note.outcome === 'failed' ? (tries > 1 ? `failed ${tries} times in a row` : 'failed') : 'was stopped';
   const these = note.total === 1 ? 'this message' : 'these messages';
   return `The run ${what} before answering ${these}: ${listUnanswered(note)}. Please send again what still needs an answer.`;
 }

@@ -13,14 +13,15 @@
   ARGV[2] owner     worker identity (host/pid/worker id)
   ARGV[3] lease ms
 
-  Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv, cause }
+  Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv, cause, failures }
           cause: 'ingest' | 'successor' | 'compact' (a /compact run with no inputs)
+          failures: failed runs in a row whose unanswered messages this run was created to answer (finish-7.lua)
   Errors  { -1 } not found, { -2 } ended, { -4, lease until ms } live lease held by another owner
 ]]
 --- @include "common"
 
 local run_key, log_key, meta_key, active_key, inputs_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'stop', 'urgent', 'cause')
+local f = redis.call('HMGET', run_key, 'state', 'token', 'attempt', 'lease_until', 'stop', 'urgent', 'cause', 'failures')
 local state = f[1]
 if not state then return { ERR_NOT_FOUND } end
 if state == 'ended' then return { ERR_ENDED } end
@@ -44,4 +45,4 @@ local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = 
 if #inputs > 0 then entry.inputs = inputs end
 append_entry(log_key, meta_key, cjson.encode(entry))
 
-return { 'acquired', token, attempt, join_ids(inputs), f[5] or '', lease_until, f[6] or '', f[7] or 'ingest' }
+return { 'acquired', token, attempt, join_ids(inputs), f[5] or '', lease_until, f[6] or '', f[7] or 'ingest', tonumber(f[8] or 0) }

@@ -5,11 +5,14 @@
   - outcome `completed`, no stop requested, steering waiting: the steering is
     handed back (recorded as `steering.injected`) and the run stays running;
   - otherwise the run ends: `run.ended` is recorded, `active` is cleared,
-    unpulled steering goes to the front of `pending` (`steering.requeued`);
-    messages that asked for an interrupt become a successor run of their own
-    (they run next, alone: ordinary messages waiting in `pending` are not
-    merged into it and get their own successor when it ends); otherwise,
-    when `pending` is not empty, a successor takes from it by the policy.
+    unpulled steering goes to the front of `pending` (`steering.requeued`),
+    and ahead of it the messages a failed run took and did not answer, when
+    the runner hands them to a follow-up (ARGV[11]); messages that asked for
+    an interrupt become a successor run of their own (they run next, alone:
+    ordinary messages waiting in `pending` are not merged into it and get
+    their own successor when it ends); otherwise, when `pending` is not
+    empty, a successor takes from it by the policy. A follow-up takes at
+    least the handed-back messages and records `failures`: this run's + 1.
 
   KEYS[1] run      run record hash
   KEYS[2] steer    the run's steering list
@@ -31,10 +34,13 @@
                          runner stopped renewing it); a live lease answers { -4, lease until ms }
   ARGV[10] keep ended   most ended runs (those with a TTL) the run index keeps; older ones go, and
                          their hashes with them (0 or absent: no count bound)
+  ARGV[11] retry        outcome `failed` only: seqs (csv, oldest first; '' or absent: none) of messages the
+                         run took and did not answer, handed to a follow-up run
 
   Returns { 'continue', n, seq1, json1, ... }
           { 'ended', successor id or '', successor inputs csv }
-  Errors  { -1 }, { -2 }, { -3, current token }, { -4, lease until ms }, { -5 } bad outcome
+  Errors  { -1 }, { -2 }, { -3, current token }, { -4, lease until ms }, { -5 } bad outcome, or retry
+          seqs with an outcome other than `failed`
 ]]
 --- @include "common"
 
@@ -44,6 +50,13 @@ local run_id, outcome = ARGV[2], ARGV[3]
 
 local OUTCOMES = { completed = true, failed = true, interrupted = true, superseded = true, stopped = true }
 if not OUTCOMES[outcome] then return { ERR_BAD_ARG } end
+local retry = {}
+for s in string.gmatch(ARGV[11] or '', '[^,]+') do
+  local seq = tonumber(s)
+  if not seq then return { ERR_BAD_ARG } end
+  retry[#retry + 1] = seq
+end
+if #retry > 0 and outcome ~= 'failed' then return { ERR_BAD_ARG } end
 
 local _, err = fenced_run(run_key, ARGV[1])
 if err then return err end
@@ -54,7 +67,7 @@ if ARGV[9] == '1' then
   if lease_until > now_ms() then return { ERR_LEASE_HELD, lease_until } end
 end
 
-local f = redis.call('HMGET', run_key, 'stop', 'attempt', 'urgent')
+local f = redis.call('HMGET', run_key, 'stop', 'attempt', 'urgent', 'failures')
 if outcome == 'completed' and not f[1] then
   local seqs = pop_steering(steer_key, ARGV[6])
   if #seqs > 0 then
@@ -74,19 +87,22 @@ if ARGV[4] ~= '' then ended.reason = ARGV[4] end
 append_entry(log_key, meta_key, cjson.encode(ended))
 if redis.call('GET', active_key) == run_id then redis.call('DEL', active_key) end
 
--- Never drop: unpulled steering goes to the front of pending, in order.
+-- Never drop: unpulled steering goes to the front of pending, in order; ahead of it (they are older)
+-- the messages a failed run took and did not answer, when it hands them to a follow-up.
 local left = redis.call('LRANGE', steer_key, 0, -1)
-if #left > 0 then
-  redis.call('DEL', steer_key)
-  local seqs = {}
-  for i = #left, 1, -1 do redis.call('LPUSH', pending_key, left[i]) end
-  for i = 1, #left do seqs[i] = tonumber(left[i]) end
-  append_audit(log_key, meta_key, 'steering.requeued', run_id, seqs)
+if #left > 0 then redis.call('DEL', steer_key) end
+local moved = {}
+for i = 1, #retry do moved[i] = retry[i] end
+for i = 1, #left do moved[#moved + 1] = tonumber(left[i]) end
+if #moved > 0 then
+  for i = #moved, 1, -1 do redis.call('LPUSH', pending_key, moved[i]) end
+  append_audit(log_key, meta_key, 'steering.requeued', run_id, moved)
 end
 -- Messages that interrupted this run run next and alone: merged with the ordinary messages
 -- waiting in pending, the answer would address those too, and the interrupt would lose its point.
 -- Pending stays for the successor of that run.
 local inputs = split_ids(f[3])
+local follow_up = false
 if #inputs == 0 then
   local waiting = redis.call('LLEN', pending_key)
   if waiting == 0 then return { 'ended', '', '' } end
@@ -94,8 +110,13 @@ if #inputs == 0 then
   -- The conversation's current policy: a /queue override made after the messages arrived wins.
   local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
   if (pm[1] or pm[2]) == 'followup' then take = 1 end
+  -- Messages that failed together are retried together: the follow-up's failure count is theirs.
+  if take < #retry then take = #retry end
+  follow_up = #retry > 0
   local popped = redis.call('LPOP', pending_key, take)
   for i = 1, #popped do inputs[i] = tonumber(popped[i]) end
 end
-create_run(base, active_key, ARGV[5], ARGV[7], inputs, 'successor', now)
+local successor_key = create_run(base, active_key, ARGV[5], ARGV[7], inputs, 'successor', now)
+-- Failed runs in a row on these messages: the runner of the follow-up bounds its own hand-back by it.
+if follow_up then redis.call('HSET', successor_key, 'failures', (tonumber(f[4]) or 0) + 1) end
 return { 'ended', ARGV[5], join_ids(inputs) }

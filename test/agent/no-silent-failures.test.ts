@@ -18,8 +18,8 @@ import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 
-/** The local agent against this test's fake, with a short idle timeout. */
-async function start(opts: { tools?: AgentTool[]; streaming?: boolean } = {}): Promise<RunnerHarness> {
+/** The local agent against this test's fake, with a short idle timeout; `followUpsOnFailure` as `runs.followUpsOnFailure`. */
+async function start(opts: { tools?: AgentTool[]; streaming?: boolean; followUpsOnFailure?: number } = {}): Promise<RunnerHarness> {
   const plugin = createLocalAgentPlugin({
     model: fakeModel(t.fake.url),
     builtins: { currentTime: false },
@@ -28,7 +28,7 @@ async function start(opts: { tools?: AgentTool[]; streaming?: boolean } = {}): P
     ...(opts.tools && { tools: opts.tools }),
     ...(opts.streaming !== undefined && { streaming: opts.streaming }),
   });
-  t.h = await RunnerHarness.start({ plugin });
+  t.h = await RunnerHarness.start({ plugin, ...(opts.followUpsOnFailure !== undefined && { followUpsOnFailure: opts.followUpsOnFailure }) });
   return t.h;
 }
 
@@ -42,12 +42,15 @@ async function ask(h: RunnerHarness, text: string) {
 describe('a silent model stream', () => {
   it('is aborted, retried once, and then the user is told and the run fails with reason timeout', async () => {
     t.fake.script(() => ({ text: 'never sent', delayMs: 60_000 }));
-    const h = await start();
+    // One run: no follow-up run asks the model again.
+    const h = await start({ followUpsOnFailure: 0 });
 
     expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
     expect(t.fake.requests).toHaveLength(2);
     expect(t.fake.requests.every((r) => r.aborted)).toBe(true);
-    expect(h.outbound.texts).toEqual([STREAM_TIMEOUT_MESSAGE]);
+    expect(h.outbound.texts).toEqual([
+      `${STREAM_TIMEOUT_MESSAGE}\n\nThe run failed before answering this message: “hello?”. Please send again what still needs an answer.`,
+    ]);
   });
 
   it('that stalls mid-answer is retried, and the retry’s answer is what the user gets', async () => {
@@ -130,7 +133,7 @@ describe('a prompt larger than the context window', () => {
 
     const result = await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 });
 
-    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE });
+    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE, final: true });
     expect(overflowCalls()).toBe(1);
     expect(t.fake.requests).toHaveLength(0);
   });
@@ -168,7 +171,7 @@ describe('a prompt larger than the context window', () => {
 
     const result = await runAgentLoop(ctx, { model: fakeModel(t.fake.url), tools: {}, maxRetries: 0 });
 
-    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE });
+    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.contextOverflow, notice: CONTEXT_OVERFLOW_MESSAGE, final: true });
     expect(t.fake.requests).toHaveLength(2);
     expect(t.fake.requests[1]!.body.messages).toEqual([{ role: 'user', content: 'summary' }]);
     expect(overflowCalls()).toBe(1);

@@ -309,7 +309,7 @@ describe('compaction in the runtime', () => {
       expect(run.outcome).toBe('failed');
       const [ended] = (await h.entries('run.ended')).filter((e) => e.run === run.runId);
       expect(ended!.reason).toBe(RUN_REASON.contextOverflow);
-      expect(h.outbound.texts.at(-1)).toBe(CONTEXT_OVERFLOW_MESSAGE);
+      expect(h.outbound.texts.at(-1)).toContain(`${CONTEXT_OVERFLOW_MESSAGE}\n\nThe run failed before answering this message: “`);
       expect(agentRequests()).toHaveLength(4); // the refused request and one retry after compacting
       expect(summarizerRequests()).toHaveLength(1);
       expect(await h.entries('compaction')).toHaveLength(1);

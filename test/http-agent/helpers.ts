@@ -143,9 +143,15 @@ export interface AgentRig {
   close(): Promise<void>;
 }
 
-/** Starts the rig; `settings` are the plugin's (`url` at least; the secret defaults to SECRET). */
-export async function startRig(settings: Partial<HttpAgentConfigInput> & { url: string }, opts: { onRequest?: (url: string) => void } = {}): Promise<AgentRig> {
-  const h = await RunnerHarness.start();
+/**
+ * Starts the rig; `settings` are the plugin's (`url` at least; the secret defaults to SECRET).
+ * `followUpsOnFailure`: the runner's `runs.followUpsOnFailure` (default: the configured default).
+ */
+export async function startRig(
+  settings: Partial<HttpAgentConfigInput> & { url: string },
+  opts: { onRequest?: (url: string) => void; followUpsOnFailure?: number } = {},
+): Promise<AgentRig> {
+  const h = await RunnerHarness.start(opts.followUpsOnFailure === undefined ? {} : { followUpsOnFailure: opts.followUpsOnFailure });
   const server = createHttpServer({ config: h.ctx.config, redis: h.ctx.redis, logger: h.ctx.logger });
   const { onRequest } = opts;
   if (onRequest) server.addHook('onRequest', async (req) => onRequest(req.url));

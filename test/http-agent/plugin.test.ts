@@ -242,7 +242,11 @@ describe('http-agent plugin', () => {
   });
 
   describe('failures', () => {
-    // One rig for every case: the script picks its behaviour by the message text.
+    // One rig for every case: the script picks its behaviour by the message text. Follow-up runs are off
+    // (the agent would fail them the same way): each case is one run, and what the person is told at its end.
+    /** What the person is told when the run fails on `text`: the notice, then the message not answered. */
+    const toldFailed = (notice: string, text: string) =>
+      `${notice}\n\nThe run failed before answering this message: “${text}”. Please send again what still needs an answer.`;
     /** Starts a 200 NDJSON response and writes `events`. */
     const stream = (t: RunTools, ...events: unknown[]) => {
       t.start();
@@ -292,15 +296,18 @@ describe('http-agent plugin', () => {
     let scripted: ScriptedAgent;
     beforeAll(async () => {
       scripted = await startScriptedAgent((run, t) => behaviours[run.inputs[0]!.text]!(t));
-      shared = await startRig({
-        url: scripted.url,
-        connectTimeoutMs: 1000,
-        firstEventTimeoutMs: 1000,
-        idleTimeoutMs: 1500,
-        maxMessageChars: 50,
-        maxEventBytes: 1024,
-        maxStateBytes: 100,
-      });
+      shared = await startRig(
+        {
+          url: scripted.url,
+          connectTimeoutMs: 1000,
+          firstEventTimeoutMs: 1000,
+          idleTimeoutMs: 1500,
+          maxMessageChars: 50,
+          maxEventBytes: 1024,
+          maxStateBytes: 100,
+        },
+        { followUpsOnFailure: 0 },
+      );
     });
     afterAll(async () => {
       await shared.close();
@@ -325,7 +332,7 @@ describe('http-agent plugin', () => {
       expect(await outcomeOf(text)).toEqual({
         outcome: 'failed',
         reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)),
-        told: [NOTICES.timeout],
+        told: [toldFailed(NOTICES.timeout, text)],
         steps: 0,
       });
     });
@@ -346,7 +353,12 @@ describe('http-agent plugin', () => {
     ])('bad input (%s) ends the invocation failed with %s, a short message to the user, and nothing of it written', async (text, code, detail) => {
       const before = await stateOf(shared);
       const got = await outcomeOf(text);
-      expect(got).toEqual({ outcome: 'failed', reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)), told: [NOTICES.badInput], steps: 0 });
+      expect(got).toEqual({
+        outcome: 'failed',
+        reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)),
+        told: [toldFailed(NOTICES.badInput, text)],
+        steps: 0,
+      });
       expect(got.reason).toContain(detail);
       expect(await stateOf(shared)).toEqual(before);
     });
@@ -364,7 +376,7 @@ describe('http-agent plugin', () => {
       expect(await outcomeOf('reports failure')).toEqual({
         outcome: 'failed',
         reason: 'http-agent agent-failed: upstream LLM quota exhausted',
-        told: ['I am out of budget today.'],
+        told: [toldFailed('I am out of budget today.', 'reports failure')],
         steps: 0,
       });
     });
@@ -374,7 +386,12 @@ describe('http-agent plugin', () => {
       ['html page', 'bad-content-type', 'text/html'],
     ])('an agent that answers with no event stream (%s) ends the run failed with %s', async (text, code, detail) => {
       const got = await outcomeOf(text);
-      expect(got).toEqual({ outcome: 'failed', reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)), told: [NOTICES.unreachable], steps: 0 });
+      expect(got).toEqual({
+        outcome: 'failed',
+        reason: expect.stringMatching(new RegExp(`^http-agent ${code}: `)),
+        told: [toldFailed(NOTICES.unreachable, text)],
+        steps: 0,
+      });
       expect(got.reason).toContain(detail);
     });
   });
@@ -390,7 +407,12 @@ describe('http-agent plugin', () => {
       outcome: 'failed',
       reason: expect.stringMatching(/^http-agent unreachable: request failed: ECONNREFUSED/),
     });
+    // Two follow-up runs find it unreachable too; then the person is told, once.
+    await waitFor(async () => (await rig!.h.entries('run.ended')).length === 3, 10_000, 'three runs ended');
     await rig.h.idle();
-    expect(rig.h.outbound.texts).toEqual([NOTICES.unreachable]);
+    expect((await rig.h.entries('run.ended')).map((e) => e.outcome)).toEqual(['failed', 'failed', 'failed']);
+    expect(rig.h.outbound.texts).toEqual([
+      `${NOTICES.unreachable}\n\nThe run failed 3 times in a row before answering this message: “anyone there?”. Please send again what still needs an answer.`,
+    ]);
   });
 });

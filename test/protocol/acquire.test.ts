@@ -56,6 +56,7 @@ describe('acquire', () => {
         stop: undefined,
         leaseUntilMs: expect.any(Number),
         cause: 'ingest',
+        failures: 0,
       });
       expect(run.leaseUntilMs).toBeGreaterThanOrEqual(before + 10_000);
       expect(run.leaseUntilMs).toBeLessThanOrEqual(after + 10_000);

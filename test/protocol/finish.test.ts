@@ -260,6 +260,83 @@ describe('finish', () => {
     });
   });
 
+  describe('when a failed run hands the messages it did not answer to a follow-up (retry)', () => {
+    it('puts them at the front of pending, ahead of unpulled steering and older pending; the follow-up takes them all and counts one more failure', async () => {
+      const { dispatch, runs, run, runId, firstSeq } = await fx.running({ steeringCap: 1 });
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3 (+4 queued)
+      expect((await runs.pull(run)).map((e) => e.seq)).toEqual([3]); // 5 injected
+      expectKind(await dispatch.ingest(fx.message(2)), 'steered'); // 6 (+7 queued), never pulled
+      expectKind(await dispatch.ingest(fx.message(3)), 'pending'); // 8 (+9 overflow)
+
+      const fin = await runs.finish(run, 'failed', { reason: 'model API error 500', retry: [firstSeq, 3], successorId: 'run-f1' });
+      expect(fin).toEqual({ kind: 'ended', successor: { runId: 'run-f1', inputs: [firstSeq, 3, 6, 8] } });
+      expect((await fx.record()).slice(-2)).toMatchObject([
+        { seq: 10, kind: 'run.ended', run: runId, outcome: 'failed' },
+        { seq: 11, kind: 'steering.requeued', run: runId, seqs: [firstSeq, 3, 6] },
+      ]);
+      expect(await fx.pending()).toEqual([]);
+      expect(await fx.runRecord('run-f1')).toMatchObject({ state: 'queued', cause: 'successor', failures: '1' });
+      const f1 = await runs.acquire(CID, 'run-f1', 'worker-2');
+      expect(f1).toMatchObject({ inputs: [firstSeq, 3, 6, 8], cause: 'successor', failures: 1 });
+
+      // It fails too: the next follow-up counts two.
+      expect(await runs.finish(f1, 'failed', { retry: f1.inputs, successorId: 'run-f2' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-f2', inputs: [firstSeq, 3, 6, 8] },
+      });
+      const f2 = await runs.acquire(CID, 'run-f2', 'worker-2');
+      expect(f2.failures).toBe(2);
+      // A takeover of the follow-up reads the same count.
+      await fx.redis.hset(fx.keys().run('run-f2'), 'lease_until', '1');
+      expect((await runs.acquire(CID, 'run-f2', 'worker-3')).failures).toBe(2);
+    });
+
+    it('gives a successor that is not a follow-up no failures: a run that hands nothing back ends the count', async () => {
+      const { dispatch, runs, run, firstSeq } = await fx.running();
+      await runs.finish(run, 'failed', { retry: [firstSeq], successorId: 'run-f1' });
+      const f1 = await runs.acquire(CID, 'run-f1', 'w');
+      expect(f1.failures).toBe(1);
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered');
+      // Follow-ups used up: the runner hands nothing back; the unpulled message gets a run of its own.
+      const fin = await runs.finish(f1, 'failed', { successorId: 'run-next' });
+      expect(fin.kind === 'ended' && fin.successor?.inputs).toHaveLength(1);
+      expect((await runs.acquire(CID, 'run-next', 'w')).failures).toBe(0);
+      expect((await fx.runRecord('run-next')).failures).toBeUndefined();
+    });
+
+    it('with policy followup, the follow-up takes every handed-back message at once, and pending waits for the next run', async () => {
+      const { dispatch, runs, run, firstSeq } = await fx.running();
+      expectKind(await dispatch.ingest(fx.message(1)), 'steered'); // 3
+      await runs.pull(run);
+      await dispatch.setPolicy(fx.source(1), 'followup');
+      const later = expectKind(await dispatch.ingest(fx.message(2)), 'pending');
+
+      expect(await runs.finish(run, 'failed', { retry: [firstSeq, 3], successorId: 'run-f1' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-f1', inputs: [firstSeq, 3] },
+      });
+      expect(await fx.pending()).toEqual([later.seq]);
+    });
+
+    it('when interrupting messages wait, they run first; the handed-back messages wait at the front of pending', async () => {
+      const { dispatch, runs, run, firstSeq } = await fx.running();
+      const urgent = expectKind(await dispatch.ingest(fx.message(1), { policy: 'interrupt' }), 'interrupting');
+      expect(await runs.finish(run, 'failed', { retry: [firstSeq], successorId: 'run-next' })).toEqual({
+        kind: 'ended',
+        successor: { runId: 'run-next', inputs: [urgent.seq] },
+      });
+      expect(await fx.pending()).toEqual([firstSeq]);
+    });
+
+    it.each(['completed', 'stopped'] as const)('refuses retry seqs with outcome %s and writes nothing', async (outcome) => {
+      const { runs, run, runId, firstSeq } = await fx.running();
+      const before = await fx.snapshot();
+      await expect(runs.finish(run, outcome, { retry: [firstSeq] })).rejects.toBeInstanceOf(InvalidInputError);
+      expect(await fx.snapshot()).toEqual(before);
+      expect((await fx.runRecord(runId)).state).toBe('running');
+    });
+  });
+
   describe('when the outcome is not one finish knows', () => {
     it('refuses with InvalidInputError and writes nothing', async () => {
       const { runs, run, runId } = await fx.running();

@@ -330,7 +330,7 @@ describe('the step limit (maxSteps)', () => {
 
     const result = await runAgentLoop(ctx, { model, tools: toToolSet([noop]), maxSteps: 3 });
 
-    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE });
+    expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE, final: true });
     expect(model.doStreamCalls).toHaveLength(3);
     expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'tool-calls', 'tool-calls']);
     expect(delivered).toEqual([]);

@@ -104,10 +104,10 @@ describe('runner recovery', () => {
     expect(JSON.stringify(await h.record())).not.toContain('zombie');
   });
 
-  it('ends the run failed with a short message when the model fails, and the next message gets a working run', async () => {
-    let failing = true;
-    fake.script(() =>
-      failing
+  it('ends the run failed when the model fails; a follow-up run answers the message once the model works again, and the person sees only that answer', async () => {
+    // The first request fails; the next (the follow-up's) is answered.
+    fake.script((_req, index) =>
+      index === 0
         ? { error: { status: 500, message: 'Error: upstream exploded\n    at Model.call (model.js:1:1)', type: 'server_error' } }
         : { text: 'Working again.' },
     );
@@ -118,21 +118,28 @@ describe('runner recovery', () => {
     const ended = await h.runEnded(firstRun);
     expect(ended.outcome).toBe('failed');
     expect(ended.reason).toBe('model API error 500');
-    await h.outbound.waitForMessages(1);
-    const [failure] = h.outbound.texts;
-    expect(failure).toBe(DEFAULT_MODEL_FAILURE_MESSAGE);
-    expect(failure).not.toMatch(/Error|exploded|\n\s+at |500/);
+    const followUp = await waitFor(async () => (await h!.entries('run.started')).find((e) => e.run !== firstRun), 10_000, 'the follow-up run');
+    expect(followUp.inputs).toEqual([first.seq]);
+    expect((await h.runEnded(followUp.run)).outcome).toBe('completed');
     await h.idle();
+    expect(h.outbound.texts).toEqual(['Working again.']);
+    expect(userTexts(fake.requests.length - 1)).toEqual(['first question']);
+  });
 
-    failing = false;
-    const second = await h.ingest('second question');
-    expect(second.kind).toBe('new-run');
-    const secondRun = (second as { runId: string }).runId;
-    expect(secondRun).not.toBe(firstRun);
-    expect((await h.runEnded(secondRun)).outcome).toBe('completed');
-    await h.outbound.waitForMessages(2);
-    expect(h.outbound.texts).toEqual([DEFAULT_MODEL_FAILURE_MESSAGE, 'Working again.']);
-    expect(userTexts(fake.requests.length - 1).at(-1)).toBe('second question');
+  it('tells the person, once, without leaking the provider error, when the model keeps failing through the follow-ups', async () => {
+    fake.script(() => ({ error: { status: 500, message: 'Error: upstream exploded\n    at Model.call (model.js:1:1)', type: 'server_error' } }));
+    h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), maxRetries: 0 }) });
+
+    await h.ingest('first question');
+    await waitFor(async () => (await h!.entries('run.ended')).length === 3, 10_000, 'three runs ended');
+    await h.idle();
+    expect((await h.entries('run.ended')).map((e) => e.outcome)).toEqual(['failed', 'failed', 'failed']);
+    const [failure, ...more] = h.outbound.texts;
+    expect(more).toEqual([]);
+    expect(failure).toBe(
+      `${DEFAULT_MODEL_FAILURE_MESSAGE}\n\nThe run failed 3 times in a row before answering this message: “first question”. Please send again what still needs an answer.`,
+    );
+    expect(failure).not.toMatch(/Error|exploded|\n\s+at |500/);
   });
 });
 

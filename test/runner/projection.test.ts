@@ -142,15 +142,28 @@ describe('projectHistory', () => {
       ]);
     });
 
-    it('leave out every step of a failed run but keep its user message', () => {
+    it('leave out every step of a failed run that never answered, but keep its user message', () => {
       const r = record();
       const q = r.user('do it');
       r.started('r1', [q]);
       r.step('r1', [assistant(call('c1')), tools(result('c1'))]);
-      r.step('r1', [assistant(text('half'))], { step: 1 });
+      r.step('r1', [assistant(text('half'), call('c2'))], { step: 1 });
       r.ended('r1', 'failed');
       const next = r.user('again?');
       expect(projectHistory(r.entries)).toMatchObject({ messages: [user('do it'), user('again?')], userSeqs: [q, next] });
+    });
+
+    it('keep what a failed run answered before it failed, and leave out the steps after its last answer', () => {
+      const r = record();
+      const q = r.user('first');
+      r.started('r1', [q]);
+      r.step('r1', [assistant(text('First answer.'))], { finishReason: 'stop' });
+      // finish handed a steered message back; the continuation failed in its tool step.
+      const b = r.user('and this');
+      r.injected('r1', [b]);
+      r.step('r1', [assistant(call('c1')), tools(result('c1'))], { step: 1, finishReason: 'tool-calls' });
+      r.ended('r1', 'failed');
+      expect(projectHistory(r.entries).messages).toEqual([user('first'), { role: 'assistant', content: [text('First answer.')] }, user('and this')]);
     });
 
     it('exclude the steps of a superseded run, without a marker', () => {

@@ -70,7 +70,7 @@ describe('runProgress', () => {
     r.tools('run1');
     const step = r.answer('run1', 'The answer.');
     r.started('run1', [a, b], 2); // the takeover's own start lists the same inputs: not a new turn
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: { text: 'The answer.', stepSeq: step }, unansweredSteered: [] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: { text: 'The answer.', stepSeq: step }, inputsAnswered: true, unansweredSteered: [] });
   });
 
   it('has no answer while the turn still needs the model: nothing recorded, or a tool step last', () => {
@@ -79,7 +79,7 @@ describe('runProgress', () => {
     r.started('run1', [a]);
     expect(runProgress(r.entries, 'run1').answer).toBeUndefined();
     r.tools('run1');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, unansweredSteered: [] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, inputsAnswered: false, unansweredSteered: [] });
   });
 
   it('drops an answer once the run took a newer message (a follow-up turn), and anchors at that message', () => {
@@ -89,9 +89,14 @@ describe('runProgress', () => {
     r.answer('run1', 'The answer.');
     const b = r.user('steered');
     r.injected('run1', [b], true);
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, unansweredSteered: [b] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, inputsAnswered: true, unansweredSteered: [b] });
     const step = r.answer('run1', 'The second answer.');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: { text: 'The second answer.', stepSeq: step }, unansweredSteered: [] });
+    expect(runProgress(r.entries, 'run1')).toEqual({
+      anchor: b,
+      answer: { text: 'The second answer.', stepSeq: step },
+      inputsAnswered: true,
+      unansweredSteered: [],
+    });
   });
 
   it('keeps the answer of the turn when a message arrived after it but was not taken yet (finish hands it back)', () => {
@@ -100,7 +105,7 @@ describe('runProgress', () => {
     r.started('run1', [a]);
     const step = r.answer('run1', 'The answer.');
     r.user('arrived while the answer streamed');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: { text: 'The answer.', stepSeq: step }, unansweredSteered: [] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: { text: 'The answer.', stepSeq: step }, inputsAnswered: true, unansweredSteered: [] });
   });
 
   it('counts steered messages pulled since the last answer as unanswered, also across a partial step', () => {
@@ -114,7 +119,7 @@ describe('runProgress', () => {
     const c = r.user('and this');
     r.injected('run1', [c]);
     r.partial('run1', 'half an ans');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: c, answer: undefined, unansweredSteered: [b, c] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: c, answer: undefined, inputsAnswered: false, unansweredSteered: [b, c] });
   });
 
   it('has no answer to deliver when the final step is empty: the model is asked again', () => {
@@ -122,7 +127,8 @@ describe('runProgress', () => {
     const a = r.user('first');
     r.started('run1', [a]);
     r.answer('run1', '  ');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, unansweredSteered: [] });
+    // An empty answer still ends the turn: the inputs are not handed to a follow-up run.
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: a, answer: undefined, inputsAnswered: true, unansweredSteered: [] });
   });
 
   it("has no answer to deliver when the record read does not reach the run's first start (the keys' anchor is unknown)", () => {
@@ -165,7 +171,7 @@ describe('runProgress', () => {
     const b = r.user('new');
     r.started('run1', [b]);
     r.answer('run0', 'stray');
-    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, unansweredSteered: [] });
+    expect(runProgress(r.entries, 'run1')).toEqual({ anchor: b, answer: undefined, inputsAnswered: false, unansweredSteered: [] });
   });
 });
 
