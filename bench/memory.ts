@@ -19,6 +19,12 @@
  * counts of the outbox, its index and the run index, and the bytes.
  * BENCH_MEMORY_CASE=many or =active runs only the one part.
  *
+ * BENCH_MEMORY_CASE=defaults is the whole app at its defaults instead: the
+ * soak (`bench/soak.ts`, BENCH_MINUTES default 5 at BENCH_RATE 50 msg/s over
+ * 500 conversations, webhook channel, BullMQ, the local agent), then what
+ * Redis holds beyond the record per message, by key family, against the
+ * goal of at most 1 KB.
+ *
  * Scale: BENCH_CONVERSATIONS (default 2000) × BENCH_MESSAGES (default 50);
  * 10 000 × 50 takes several minutes per variant on a shared 2-core
  * machine, so the default is scaled down (printed). Per-conversation and
@@ -267,6 +273,7 @@ async function activeConversation(): Promise<void> {
 }
 
 export async function main(): Promise<void> {
+  if (process.env.BENCH_MEMORY_CASE === 'defaults') return (await import('./soak.js')).main();
   if (process.env.BENCH_MEMORY_CASE === 'active') return activeConversation();
   const total = CONVERSATIONS * MESSAGES;
   console.log(

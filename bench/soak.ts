@@ -32,6 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
+import { Redis } from 'ioredis';
 import { readConfig } from '../app/config.js';
 import { startApp } from '../app/start.js';
 import { webhookChannelConfigSchema } from '../plugins/webhook/config.js';
@@ -39,6 +40,7 @@ import { signedHeaders } from '../plugins/webhook/signature.js';
 import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { heapSplit } from './heap-diff.js';
 import { privateRedis } from './private-redis.js';
+import { type Footprint, familyLines, footprint, perMessageBeyondRecord } from './redis-footprint.js';
 
 const MINUTES = Number(process.env.BENCH_MINUTES ?? 5);
 const RATE = Number(process.env.BENCH_RATE ?? 50);
@@ -49,6 +51,8 @@ const SNAPSHOTS_AT = (process.env.BENCH_HEAP_SNAPSHOTS ?? '').split(',').filter(
 const SECRET = 'bench-soak-secret-0123456789abcdef';
 const GOAL_HEAP_MB = 2;
 const GOAL_RSS_SLOPE = 5;
+/** Redis bytes per message beyond the record, at the defaults, once the load has drained. */
+const GOAL_REDIS_BYTES = 1024;
 const MB = 1024 * 1024;
 
 /** Messages from the driver (child) to the app (parent). */
@@ -233,6 +237,9 @@ async function soak(): Promise<void> {
     channels: { webhooks: { soak: webhookChannelConfigSchema.parse({ secret: SECRET, callbackUrl, maxSkewSeconds: 3600 }) } },
   };
   const app = await startApp({ config, dataDir: '.steerbot/soak-unused' });
+  const redisClient = new Redis(redis.url);
+  const redisBefore = (await footprint(redisClient)).usedMemory;
+  let redisAfter: Footprint | undefined;
   const samples: Sample[] = [];
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -264,12 +271,27 @@ async function soak(): Promise<void> {
       if (snapshot) child.send('resume' satisfies AppMessage);
     }
     cpu = process.cpuUsage(cpu0);
+    redisAfter = await footprint(redisClient);
   } finally {
     child.send('stop' satisfies AppMessage);
     await app.stop();
+    redisClient.disconnect();
     await redis.stop();
   }
   report(samples, cpu);
+  reportRedis(redisBefore, redisAfter, samples.at(-1)!.sent);
+}
+
+/** What Redis holds per message once the load drained, beyond the record itself, against the goal. */
+function reportRedis(before: number, after: Footprint, messages: number): void {
+  const perMessage = perMessageBeyondRecord(before, after, messages);
+  console.log(
+    `redis: ${((after.usedMemory - before) / MB).toFixed(1)} MB more after ${messages} messages, of which the record ${(after.recordBytes / MB).toFixed(1)} MB; beyond the record ${perMessage.toFixed(0)} B per message; largest families:`,
+  );
+  for (const line of familyLines(after, messages)) console.log(line);
+  console.log(
+    `verdict (redis): ${perMessage <= GOAL_REDIS_BYTES ? 'PASS' : 'FAIL'} (goal: <= ${GOAL_REDIS_BYTES} B per message beyond the record, got ${perMessage.toFixed(0)})`,
+  );
 }
 
 /**

@@ -46,7 +46,7 @@ describe('loadConfig', () => {
       tombstoneTtlSeconds: 604_800,
       indexMaxEntries: 100,
     });
-    expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' });
+    expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs', followUpsOnFailure: 2 });
     expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800 });
     expect(config.agents['local-agent']).toEqual({
       streaming: true,

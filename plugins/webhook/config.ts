@@ -66,7 +66,7 @@ export const webhookChannelConfigSchema = z.strictObject({
   replyDedupeSeconds: int(60, 30 * 86_400)
     .default(DEFAULT_DELIVERY_KEY_TTL_SECONDS)
     .describe(
-      "How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 604800, as long as outbox records live.",
+      "How long a reply's delivery key is remembered, in seconds: a retried run attempt that sends it again stores nothing. Default 86400, as long as outbox records live.",
     ),
   attachmentHosts: z
     .array(z.string().regex(/^(\*\.)?[a-z0-9.-]+(:\d+)?$/i, { error: 'expected a host name like files.example.com, *.example.com or 127.0.0.1:9000' }))

@@ -17,15 +17,19 @@ export const MODEL_PROVIDER_KEY_ENV: Readonly<Record<ModelProvider, string>> = {
   'openai-compatible': 'OPENAI_API_KEY',
 };
 
-/** How long a delivery key is remembered, in seconds (7 days): outbox records and a channel's own dedupe of sends. */
-export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 604_800;
+/**
+ * How long a delivery key is remembered, in seconds (1 day, the dedupe
+ * window): outbox records and a channel's own dedupe of sends. A retried or
+ * taken-over run needs them for minutes; they are not history.
+ */
+export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 86_400;
 
 /** Defaults of the configuration, section by section. */
 export const DEFAULTS = {
   redis: { mode: 'single', prefix: 'sb' },
   http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 },
   dispatch: { defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000, afterPurge: 'refuse' },
-  runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs' },
+  runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs', followUpsOnFailure: 2 },
   runner: {
     enabled: true,
     concurrency: 4,
@@ -36,14 +40,19 @@ export const DEFAULTS = {
   log: { level: 'info', format: 'auto' },
   model: { provider: 'openai', name: 'gpt-4o-mini', contextWindow: 128_000, outputReserve: 4096 },
   compaction: { threshold: 0.8, keepRecentTurns: 4, maxSummaryChars: 6000, tailEntries: 2000 },
-  /** Ended run hashes 3 days, a purged conversation's tombstone 7 days, the newest 100 delivery records and ended runs per conversation; trimming and idle expiry off. */
+  /**
+   * Ended run hashes 1 day, a purged conversation's tombstone 7 days, the
+   * newest 10 delivery records and ended runs per conversation (the record
+   * keeps every run's history; these are the console's recent view);
+   * trimming and idle expiry off.
+   */
   retention: {
-    endedRunTtlSeconds: 259_200,
+    endedRunTtlSeconds: 86_400,
     recordTrimAfterEntries: 0,
     recordTrimAfterDays: 0,
     idleTtlSeconds: 0,
     tombstoneTtlSeconds: 604_800,
-    indexMaxEntries: 100,
+    indexMaxEntries: 10,
   },
   schedules: {
     enabled: true,

@@ -154,6 +154,11 @@ const runsSchema = z
       .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' })
       .default(DEFAULTS.runs.queueName)
       .describe('BullMQ queue name for runs (under the key prefix). Default `steerbot-runs`.'),
+    followUpsOnFailure: int(0, 10)
+      .default(DEFAULTS.runs.followUpsOnFailure)
+      .describe(
+        'When a run fails, the messages it took and did not answer go to a follow-up run; this many follow-ups in a row, then the person gets one message naming what was not answered. 0: none (that message at the first failure). Default 2.',
+      ),
   })
   .superRefine((r, ctx) => {
     if (r.heartbeatMs >= r.leaseMs) {
@@ -172,7 +177,7 @@ const runnerSchema = z.strictObject({
   outboxTtlSeconds: int(3600, 365 * 86_400)
     .default(DEFAULTS.runner.outboxTtlSeconds)
     .describe(
-      "How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 604 800 (7 days).",
+      "How long a conversation's outbox (delivery records) is kept after its last delivery, in seconds. A retried run needs the records only for as long as it can be retried (minutes); they are not history. Default 86 400 (1 day).",
     ),
 });
 
@@ -393,7 +398,7 @@ const retentionSchema = z.strictObject({
   endedRunTtlSeconds: int(0, 365 * 86_400)
     .default(DEFAULTS.retention.endedRunTtlSeconds)
     .describe(
-      "How long an ended run's record (hash, about 440 B) is kept, in seconds; 0 keeps it forever. The conversation record keeps the run's history either way. Default 259 200 (3 days).",
+      "How long an ended run's record (hash, about 440 B) is kept, in seconds; 0 keeps it forever. The conversation record keeps the run's history either way. Default 86 400 (1 day).",
     ),
   recordTrimAfterEntries: int(0, 1_000_000_000)
     .default(DEFAULTS.retention.recordTrimAfterEntries)
@@ -418,7 +423,7 @@ const retentionSchema = z.strictObject({
   indexMaxEntries: int(0, 1_000_000)
     .default(DEFAULTS.retention.indexMaxEntries)
     .describe(
-      "Per conversation, the outbox keeps the newest this many acknowledged delivery records and the run index the newest this many ended runs (older ones go, run hashes with them), so a conversation that never goes quiet does not grow until the TTLs catch up. Records not acknowledged and the active run's are always kept; ended runs kept forever (`endedRunTtlSeconds` 0) are not counted. 0: off. Default 100.",
+      "Per conversation, the outbox keeps the newest this many acknowledged delivery records and the run index the newest this many ended runs (older ones go, run hashes with them), so a conversation that never goes quiet does not grow until the TTLs catch up. Records not acknowledged and the active run's are always kept; ended runs kept forever (`endedRunTtlSeconds` 0) are not counted. 0: off. Default 10 (the record keeps every run's history; these are the console's recent view).",
     ),
 });
 

@@ -44,6 +44,11 @@ export function bullPrefixFor(prefix: string): string {
 }
 
 /** Job states in which a run's job will still be processed without help. */
+/** Completed run jobs kept (at most an hour): a retry or takeover needs none of them (an ended run's job is skipped). */
+const RUN_JOBS_KEPT = 100;
+/** Entries of BullMQ's event stream of the run queue (approximate). */
+const RUN_EVENTS_MAX_LEN = 1000;
+
 const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 /** The BullMQ queue of runs. */
@@ -57,6 +62,8 @@ export class RunQueue {
     this.queue = new Queue<RunJobData>(opts.name ?? DEFAULTS.runs.queueName, {
       connection: opts.connection,
       prefix: opts.bullPrefix,
+      // Nothing in steerbot reads BullMQ's event stream; keep the recent events a dashboard shows, not 10 000.
+      streams: { events: { maxLen: RUN_EVENTS_MAX_LEN } },
     });
     // Without a listener BullMQ prints every connection error to stderr, outside the logger and its redaction.
     this.queue.on('error', (err) => logQueueError(opts.logger, err, 'run queue error'));
@@ -74,7 +81,8 @@ export class RunQueue {
       { conversationId, runId },
       {
         jobId: runId,
-        removeOnComplete: { age: 3600, count: 10_000 },
+        // The record holds what a run did; a completed job is only its timer. A few stay for dashboards.
+        removeOnComplete: { age: 3600, count: RUN_JOBS_KEPT },
         removeOnFail: { age: 86_400 },
       },
     );

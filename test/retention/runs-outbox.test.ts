@@ -7,16 +7,16 @@ import { CID, expectKind, useProtocolFixture } from '../helpers/protocol-fixture
 const fx = useProtocolFixture();
 
 describe('ended runs', () => {
-  it('expire after endedRunTtlSeconds (default 3 days), set by finish; the index entry carries the expiry', async () => {
+  it('expire after endedRunTtlSeconds (default 1 day), set by finish; the index entry carries the expiry', async () => {
     const { runs, run, runId } = await fx.running();
     expect(await fx.redis.ttl(fx.keys().run(runId))).toBe(-1);
     expect(await fx.redis.zscore(fx.keys().runs, runId)).toBe('inf');
     await runs.finish(run, 'completed');
     const ttl = await fx.redis.ttl(fx.keys().run(runId));
-    expect(ttl).toBeGreaterThan(259_000);
-    expect(ttl).toBeLessThanOrEqual(259_200);
+    expect(ttl).toBeGreaterThan(86_000);
+    expect(ttl).toBeLessThanOrEqual(86_400);
     const score = Number(await fx.redis.zscore(fx.keys().runs, runId));
-    expect(score - (await fx.redisTime())).toBeGreaterThan(258_000_000);
+    expect(score - (await fx.redisTime())).toBeGreaterThan(85_000_000);
   });
 
   it('are kept when endedRunTtlSeconds is 0', async () => {
