@@ -4,7 +4,6 @@
  * a purged conversation or a bad id exits non-zero and writes nothing (no
  * output, no file); a command line without exactly one target is a usage error.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { ConversationIndex } from '../../src/people/conversation-index.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { conversationKeys } from '../../src/redis/keys.js';
+import { runCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());
@@ -21,18 +21,8 @@ const prefix = testPrefix();
 afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
 
-/** Runs the CLI with `args`; resolves with its exit code and output. */
-function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
-    env: { PATH: process.env.PATH ?? '', REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
-}
+/** Runs the CLI with `args` on the test's Redis and prefix. */
+const cli = (args: string[]) => runCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
 
 const hello = { v: 1, kind: 'message.received', at: 1, updateKey: 'web:1', sender: { id: 'alice' }, text: 'hello from alice' };
 

@@ -1,10 +1,10 @@
 /** `steerbot pair <code>` approves a waiting pairing code in the configured Redis; an unknown code exits 1 and approves nobody. */
-import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
 import { accessSchema } from '../../src/config/schema.js';
 import { IdentityStore } from '../../src/people/identity.js';
+import { runCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());
@@ -13,18 +13,8 @@ const store = new AccessStore(redis, prefix, accessSchema.parse({}), new Identit
 afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
 
-/** Runs the CLI with `args`; resolves with its exit code and output. */
-function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
-    env: { PATH: process.env.PATH ?? '', REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
-}
+/** Runs the CLI with `args` on the test's Redis and prefix. */
+const cli = (args: string[]) => runCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
 
 describe('steerbot pair', () => {
   it('approves the code: the person may talk, the code is used up', async () => {

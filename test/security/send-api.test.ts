@@ -8,7 +8,6 @@
  *   at its rate, and not at all once revoked (without a restart);
  * - the webhook channel's signing secret is not a bearer credential of its event stream.
  */
-import { spawn } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +22,7 @@ import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { runCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-sec-0123456789abcdef';
@@ -128,17 +128,8 @@ const keysOf = (w: World, conversation: string) => w.app.ctx.redis.keys(`${w.pre
 const sentTo = (w: World, chatId: number) => w.tg.sent.filter((m) => m.chatId === chatId);
 
 /** Runs the `steerbot` CLI with `args` against the world's config and Redis. */
-function cli(w: World, args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args, '--config', w.file], {
-    env: { PATH: process.env.PATH ?? '', REDIS_URL: redisUrl(), STEERBOT_PREFIX: w.prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out, err })));
-}
+const cli = (w: World, args: string[]) =>
+  runCli([...args, '--config', w.file], { REDIS_URL: redisUrl(), STEERBOT_PREFIX: w.prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN });
 
 describe('the send API: one Idempotency-Key, one delivery', () => {
   let w: World;
