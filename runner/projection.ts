@@ -9,11 +9,12 @@
  *   its own seq.
  * - `message.sent` (sent through the messages API) is an assistant message at its own seq.
  * - `model.step` messages are replayed as recorded, except: steps of a
- *   `superseded` run are left out, and so are those of a `failed` run after
- *   its last final answer (what it answered before failing, the person got:
- *   a follow-up run must not answer it again); the last assistant message of
- *   an `interrupted` or `stopped` run, and of a `partial` step, ends with the
- *   cut-off marker.
+ *   `superseded` run are left out. A `failed` run's steps stay: what it
+ *   answered before failing, the person got, and the tool calls it made (with
+ *   their results) happened, so the follow-up run that takes its messages
+ *   continues from them instead of answering or calling them again. The last
+ *   assistant message of an `interrupted` or `stopped` run, and of a `partial`
+ *   step, ends with the cut-off marker.
  * - Every tool call keeps exactly one result in the tool messages right after
  *   it; a call without one (an interrupted tool batch) and a result without a
  *   call are dropped, because providers refuse either.
@@ -86,8 +87,8 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
   const lastSeq = entries.at(-1)?.seq ?? 0;
   const live = entries.slice(lastResetIndex(entries) + 1);
 
-  const ends = runEnds(live);
-  const { outcomes } = ends;
+  const outcomes = new Map<string, RunOutcome>();
+  for (const e of live) if (e.kind === 'run.ended') outcomes.set(e.run, e.outcome);
   const placedAt = placements(live);
 
   const items: Item[] = [];
@@ -116,7 +117,7 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
         items.push({ message: { role: 'assistant', content: e.text } });
         break;
       case 'model.step': {
-        if (leftOut(e, ends)) break;
+        if (outcomes.get(e.run) === 'superseded') break;
         for (const m of e.messages) items.push({ message: stepMessage(e, m), run: e.run, stepSeq: e.seq });
         break;
       }
@@ -128,27 +129,6 @@ export function projectHistory(entries: SeqEntry[], opts: ProjectionOptions = {}
   const paired = pairToolCalls(items);
   markCutOff(paired, live, outcomes, marker);
   return { messages: paired.map((i) => i.message), lastSeq, userSeqs };
-}
-
-/** How runs ended: their outcomes, and the seq of each run's last final answer. */
-interface RunEnds {
-  outcomes: Map<string, RunOutcome>;
-  answeredAt: Map<string, number>;
-}
-
-function runEnds(live: readonly SeqEntry[]): RunEnds {
-  const ends: RunEnds = { outcomes: new Map(), answeredAt: new Map() };
-  for (const e of live) {
-    if (e.kind === 'run.ended') ends.outcomes.set(e.run, e.outcome);
-    else if (e.kind === 'model.step' && isFinalStep(e)) ends.answeredAt.set(e.run, e.seq);
-  }
-  return ends;
-}
-
-/** A step left out of prompts: any of a superseded run; a failed run's after its last final answer (the person got what came before). */
-function leftOut(step: SeqEntry<ModelStep>, ends: RunEnds): boolean {
-  const outcome = ends.outcomes.get(step.run);
-  return outcome === 'superseded' || (outcome === 'failed' && step.seq > (ends.answeredAt.get(step.run) ?? 0));
 }
 
 function lastResetIndex(entries: SeqEntry[]): number {

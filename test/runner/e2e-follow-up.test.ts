@@ -80,9 +80,13 @@ describe('a run that fails with messages it did not answer', () => {
     expect(await failuresOf(h, followUp)).toBe('1');
     const requeued = (await h.entries('steering.requeued')).find((e) => e.run === first.runId);
     expect(requeued?.seqs).toEqual([first.seq, pulled.seq, waiting.seq]);
-    // Its prompt holds each message once (the failed run's tool step is left out), and it was answered once.
+    // Its prompt holds each message once and the failed run's tool call with its result (the follow-up continues
+    // from it: a tool with an effect is not called again), and it was answered once.
     expect(t.fake.requests).toHaveLength(3);
     expect(userTexts(2)).toEqual(['look something up', 'also tell me the time', 'and the weather']);
+    const toolMessages = (t.fake.requests[2]!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === 'tool');
+    expect(toolMessages).toHaveLength(1);
+    expect(JSON.stringify(toolMessages[0]!.content)).toContain('42');
     expect(h.outbound.texts).toEqual(['Answered all three.']);
     expect(await h.entries('run.started')).toHaveLength(2);
     expect(await status(h)).not.toContain('Not answered');

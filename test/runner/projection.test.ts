@@ -142,7 +142,7 @@ describe('projectHistory', () => {
       ]);
     });
 
-    it('leave out every step of a failed run that never answered, but keep its user message', () => {
+    it("keep a failed run's steps, its tool calls with their results (a follow-up continues from them, it does not call them again); a call without a result goes", () => {
       const r = record();
       const q = r.user('do it');
       r.started('r1', [q]);
@@ -150,20 +150,35 @@ describe('projectHistory', () => {
       r.step('r1', [assistant(text('half'), call('c2'))], { step: 1 });
       r.ended('r1', 'failed');
       const next = r.user('again?');
-      expect(projectHistory(r.entries)).toMatchObject({ messages: [user('do it'), user('again?')], userSeqs: [q, next] });
+      expect(projectHistory(r.entries)).toMatchObject({
+        messages: [
+          user('do it'),
+          { role: 'assistant', content: [call('c1')] },
+          { role: 'tool', content: [result('c1')] },
+          { role: 'assistant', content: [text('half')] },
+          user('again?'),
+        ],
+        userSeqs: [q, next],
+      });
     });
 
-    it('keep what a failed run answered before it failed, and leave out the steps after its last answer', () => {
+    it('keep what a failed run answered before it failed, and the tool step after it', () => {
       const r = record();
       const q = r.user('first');
       r.started('r1', [q]);
       r.step('r1', [assistant(text('First answer.'))], { finishReason: 'stop' });
-      // finish handed a steered message back; the continuation failed in its tool step.
+      // finish handed a steered message back; the continuation failed after its tool step.
       const b = r.user('and this');
       r.injected('r1', [b]);
       r.step('r1', [assistant(call('c1')), tools(result('c1'))], { step: 1, finishReason: 'tool-calls' });
       r.ended('r1', 'failed');
-      expect(projectHistory(r.entries).messages).toEqual([user('first'), { role: 'assistant', content: [text('First answer.')] }, user('and this')]);
+      expect(projectHistory(r.entries).messages).toEqual([
+        user('first'),
+        { role: 'assistant', content: [text('First answer.')] },
+        user('and this'),
+        { role: 'assistant', content: [call('c1')] },
+        { role: 'tool', content: [result('c1')] },
+      ]);
     });
 
     it('exclude the steps of a superseded run, without a marker', () => {
@@ -384,7 +399,7 @@ describe('projectHistory', () => {
       r.step('r1', [assistant(call('c1')), tools(result('c1'))]);
       r.injected('r1', [s]);
       r.ended('r1', 'failed');
-      expect(projectHistory(r.entries)).toMatchObject({ messages: [user('q'), user('steer')], userSeqs: [q, s] });
+      expect(projectHistory(r.entries)).toMatchObject({ messages: [user('q'), { role: 'assistant' }, { role: 'tool' }, user('steer')], userSeqs: [q, s] });
     });
 
     it('places a message that waited for the next run after the run it arrived during', () => {
