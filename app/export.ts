@@ -54,10 +54,14 @@ export async function exportFromCli(config: SteerbotConfig, target: ExportTarget
   }
 }
 
-/** Writes the document to a file of its own beside `path` (never an existing one), renamed to `path` once complete; removed on a failure. */
+/**
+ * Writes the document to a file of its own beside `path` (never an existing
+ * one), renamed to `path` once complete; removed on a failure. Readable by
+ * its owner only: it holds a person's messages and notes.
+ */
 async function writeFile(chunks: AsyncIterable<string>, path: string): Promise<void> {
   const partial = `${path}.${process.pid}.partial`;
-  const file = createWriteStream(partial, { flags: 'wx', encoding: 'utf8' });
+  const file = createWriteStream(partial, { flags: 'wx', encoding: 'utf8', mode: 0o600 });
   // Refused to open (say it exists): not ours to remove.
   await once(file, 'open');
   try {

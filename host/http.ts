@@ -149,6 +149,8 @@ async function send(reply: FastifyReply, res: RouteResponse, signal: AbortSignal
     try {
       for await (const chunk of res.stream) {
         if (signal.aborted) break;
+        // An empty piece is the stream's chance to stop a long read (the client went away): nothing to send.
+        if (chunk === '') continue;
         if (!raw.write(chunk)) await once(raw, 'drain', { signal }).catch(() => undefined);
       }
     } catch (err) {

@@ -7,12 +7,12 @@
  */
 import type { WebClient } from '@slack/web-api';
 import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
-import { fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
+import { ChannelApiError, fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
 import { markdownToMrkdwn } from './mrkdwn.js';
-import { deliveryMetadata, sentBefore } from './sent-lookup.js';
+import { deliveryMetadata, type SlackSelf, sentBefore } from './sent-lookup.js';
 
 /**
  * Longest message sent, in characters. Slack truncates `text` past 40 000
@@ -37,8 +37,33 @@ export interface SlackOutboundOptions {
 
 const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : text);
 
+/** Who the bot is (`auth.test`), asked once, when a resend first looks for its message; a failed ask is asked again next time. */
+function selfOnce(opts: SlackOutboundOptions): () => Promise<SlackSelf> {
+  let self: Promise<SlackSelf> | undefined;
+  const ask = async (): Promise<SlackSelf> => {
+    const me = await call('auth.test', () => opts.web.auth.test(), opts.token);
+    if (!me.user_id) throw new ChannelApiError('slack auth.test named no bot user');
+    return { userId: me.user_id, ...(me.bot_id && { botId: me.bot_id }) };
+  };
+  return () => {
+    if (!self) {
+      const asked = ask();
+      self = asked;
+      asked.catch(() => {
+        if (self === asked) self = undefined;
+      });
+    }
+    return self;
+  };
+}
+
 /** `chat.postMessage` into the conversation's thread, with the delivery key in the metadata; a resend first looks for the message (`sent-lookup.ts`). */
-async function sendReply(opts: SlackOutboundOptions, conversationId: string, text: string, sendOpts: SendOptions): Promise<{ messageId: string }> {
+async function sendReply(
+  opts: SlackOutboundOptions & { self: () => Promise<SlackSelf> },
+  conversationId: string,
+  text: string,
+  sendOpts: SendOptions,
+): Promise<{ messageId: string }> {
   const { web, token } = opts;
   const target = parseConversationId(opts.channelId, conversationId);
   const body = render(text, sendOpts.format);
@@ -70,12 +95,13 @@ async function sendReply(opts: SlackOutboundOptions, conversationId: string, tex
 /** Builds the outbound side. Every method throws ChannelApiError (429: with `retryAfterMs`). */
 export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound {
   const { web, token, channelId } = opts;
+  const withSelf = { ...opts, self: selfOnce(opts) };
 
   const outbound: ChannelOutbound = {
     channelId,
     maxMessageChars: SLACK_MAX_MESSAGE_CHARS,
 
-    send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendReply(opts, conversationId, text, sendOpts),
+    send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendReply(withSelf, conversationId, text, sendOpts),
 
     async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
       const target = parseConversationId(channelId, conversationId);

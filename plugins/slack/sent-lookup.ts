@@ -6,9 +6,12 @@
  * answer and the outbox write) first reads the conversation's recent
  * messages — the thread's replies (`conversations.replies`), or a DM's
  * history (`conversations.history`), with `include_all_metadata` — and takes
- * the message that carries the key instead of posting it again. Bounded:
- * messages from a little before the key was first claimed, at most
- * `MAX_PAGES` pages of `PAGE_SIZE`.
+ * the message that carries the key instead of posting it again. Only the
+ * bot's own messages count: anyone in the conversation can post a message
+ * with metadata of their choosing (a user token, an app of their own), and
+ * the next keys of a run are guessed from one reply's. Bounded: messages
+ * from a little before the key was first claimed, at most `MAX_PAGES` pages
+ * of `PAGE_SIZE`.
  */
 import type { KnownBlock, WebClient } from '@slack/web-api';
 import { ChannelApiError, type Logger } from 'steerbot/plugin';
@@ -33,7 +36,17 @@ export function deliveryMetadata(key: string): { event_type: string; event_paylo
 interface ListedMessage {
   ts?: string;
   text?: string;
+  /** The poster: a user id (the bot's user for its own messages). */
+  user?: string;
+  /** The bot that posted it, if one did. */
+  bot_id?: string;
   metadata?: { event_type?: string; event_payload?: unknown };
+}
+
+/** The bot itself, as `auth.test` names it: its user id and, for a bot token, its bot id. */
+export interface SlackSelf {
+  userId: string;
+  botId?: string;
 }
 
 /** One page of `conversations.history` or `conversations.replies`. */
@@ -48,8 +61,11 @@ export interface FoundMessage {
   text: string;
 }
 
-const carries = (m: ListedMessage, key: string) =>
-  m.metadata?.event_type === DELIVERY_EVENT_TYPE && (m.metadata.event_payload as { key?: unknown } | undefined)?.key === key;
+/** Whether the bot posted `m`: by its bot id when it has one (any app's messages name a user), else by its user id. */
+const postedBy = (m: ListedMessage, self: SlackSelf) => (self.botId !== undefined ? m.bot_id === self.botId : m.bot_id === undefined && m.user === self.userId);
+
+const carries = (m: ListedMessage, key: string, self: SlackSelf) =>
+  postedBy(m, self) && m.metadata?.event_type === DELIVERY_EVENT_TYPE && (m.metadata.event_payload as { key?: unknown } | undefined)?.key === key;
 
 /**
  * Looks for the message carrying `key`, posted at or after `sinceMs` (ms;
@@ -57,7 +73,7 @@ const carries = (m: ListedMessage, key: string) =>
  * every Web API call (429 with `retryAfterMs`; a platform error, such as a
  * missing `*:history` scope, with status 400).
  */
-async function findSent(web: WebClient, target: SlackTarget, key: string, sinceMs: number, token: string): Promise<FoundMessage | undefined> {
+async function findSent(web: WebClient, target: SlackTarget, key: string, sinceMs: number, token: string, self: SlackSelf): Promise<FoundMessage | undefined> {
   const oldest = sinceMs > CLOCK_SKEW_MS ? ((sinceMs - CLOCK_SKEW_MS) / 1000).toFixed(6) : undefined;
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
@@ -67,7 +83,7 @@ async function findSent(web: WebClient, target: SlackTarget, key: string, sinceM
       threadTs === undefined
         ? await call('conversations.history', () => web.conversations.history(args), token)
         : await call('conversations.replies', () => web.conversations.replies({ ...args, ts: threadTs }), token);
-    const hit = res.messages?.find((m) => carries(m, key));
+    const hit = res.messages?.find((m) => carries(m, key, self));
     if (hit?.ts) return { ts: hit.ts, text: hit.text ?? '' };
     cursor = res.response_metadata?.next_cursor;
     if (!cursor) return undefined;
@@ -90,11 +106,16 @@ export interface Resend {
  * there is none, or when Slack refuses to show the history (a missing
  * `*:history` scope: the reply is posted, and may show twice). A rate limit
  * or an outage throws, so delivery retries the whole send, lookup included.
+ * `self`: who the bot is (`auth.test`), read when a lookup first needs it.
  */
-export async function sentBefore(o: { web: WebClient; token: string; logger: Logger }, target: SlackTarget, r: Resend): Promise<string | undefined> {
+export async function sentBefore(
+  o: { web: WebClient; token: string; logger: Logger; self: () => Promise<SlackSelf> },
+  target: SlackTarget,
+  r: Resend,
+): Promise<string | undefined> {
   let found: FoundMessage | undefined;
   try {
-    found = await findSent(o.web, target, r.key, r.sinceMs, o.token);
+    found = await findSent(o.web, target, r.key, r.sinceMs, o.token, await o.self());
   } catch (err) {
     if (!(err instanceof ChannelApiError) || err.status !== 400) throw err;
     o.logger.warn({ err, deliveryKey: r.key }, 'slack: could not look for a reply an earlier attempt may have sent; sending it (it may show twice)');

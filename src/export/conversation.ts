@@ -214,9 +214,13 @@ export class ConversationParts {
     return new ConversationParts(r, id, last ? seqOf(last[0]) : 0, own);
   }
 
-  /** Reads the record (up to the same seq as `record` will) without writing it: who wrote (`writers`) is then known. */
-  async survey(): Promise<void> {
-    for await (const _page of this.pages(() => false, false));
+  /**
+   * Reads the record (up to the same seq as `record` will) without writing
+   * it: who wrote (`writers`) is known once it ends. Yields after each page,
+   * so a writer that went away stops the read there.
+   */
+  async *survey(): AsyncGenerator<void> {
+    for await (const _page of this.pages(() => false, false, true)) yield;
   }
 
   /** The record, every entry (`keep` chooses which are written; every one is read and counted). */
@@ -242,8 +246,9 @@ export class ConversationParts {
    * Every entry is validated (fail-closed: a broken one throws RecordError
    * and the export stops rather than leave it out) and written as stored,
    * with its seq, when `keep` says so. `summarise`: count runs (once per export).
+   * `empty`: yield a page that keeps nothing too (a survey's step).
    */
-  private async *pages(keep: Keep, summarise = true): AsyncGenerator<unknown[]> {
+  private async *pages(keep: Keep, summarise = true, empty = false): AsyncGenerator<unknown[]> {
     if (this.lastSeq === 0) return;
     let from = '-';
     for (;;) {
@@ -259,7 +264,7 @@ export class ConversationParts {
         this.writers.seen(entry);
         if (keep(entry)) page.push({ seq, ...(JSON.parse(body) as object) });
       }
-      if (page.length > 0) yield page;
+      if (page.length > 0 || empty) yield page;
       if (rows.length < this.r.pageSize) return;
       from = `(${rows[rows.length - 1]![0]}`;
     }

@@ -181,26 +181,35 @@ export class Exporter {
   private async *wroteIn(wrote: readonly AccountConversation[]): AsyncGenerator<Streamed> {
     for (const [conversationId, rows] of groupByConversation(wrote)) {
       if ((await storedState(this.r.redis, conversationKeys(this.r.prefix, conversationId))) !== 'stored') continue;
-      const own = new Set(rows.flatMap((a) => (a.account.startsWith(`${a.channelId}:`) ? [a.account.slice(a.channelId.length + 1)] : [])));
-      const parts = await ConversationParts.open(this.r, conversationId, own);
-      await parts.survey();
-      const { group, strangers } = parts.writers;
-      const head: Member[] = [
-        ['conversation', () => conversationId],
-        ['accounts', () => rows.map((a) => a.account)],
-      ];
-      const members: Member[] =
-        group || strangers
-          ? [
-              ...head,
-              ['scope', () => 'own-messages'],
-              ['reason', () => (group ? 'group' : 'other-senders')],
-              // An entry this build cannot read cannot be told to be theirs: left out here.
-              ['record', () => parts.record((e) => e !== undefined && own.has(humanSender(e) ?? ''))],
-            ]
-          : [...head, ['scope', () => 'full'], ['record', () => parts.record()], ...parts.members()];
-      yield new Streamed(streamObject(members));
+      yield new Streamed(this.oneWroteIn(conversationId, rows));
     }
+  }
+
+  /**
+   * One conversation the person wrote in. The survey of who wrote gives an
+   * empty piece a page, so a writer that went away (a closed download)
+   * stops it there rather than after the whole record.
+   */
+  private async *oneWroteIn(conversationId: string, rows: readonly AccountConversation[]): AsyncGenerator<string> {
+    const own = new Set(rows.flatMap((a) => (a.account.startsWith(`${a.channelId}:`) ? [a.account.slice(a.channelId.length + 1)] : [])));
+    const parts = await ConversationParts.open(this.r, conversationId, own);
+    for await (const _page of parts.survey()) yield '';
+    const { group, strangers } = parts.writers;
+    const head: Member[] = [
+      ['conversation', () => conversationId],
+      ['accounts', () => rows.map((a) => a.account)],
+    ];
+    const members: Member[] =
+      group || strangers
+        ? [
+            ...head,
+            ['scope', () => 'own-messages'],
+            ['reason', () => (group ? 'group' : 'other-senders')],
+            // An entry this build cannot read cannot be told to be theirs: left out here.
+            ['record', () => parts.record((e) => e !== undefined && own.has(humanSender(e) ?? ''))],
+          ]
+        : [...head, ['scope', () => 'full'], ['record', () => parts.record()], ...parts.members()];
+    yield* streamObject(members);
   }
 }
 

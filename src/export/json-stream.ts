@@ -5,6 +5,8 @@
  * array is written a page at a time, so neither the document nor a 100 000
  * entry record is ever one string. The pieces go to a Writable or an HTTP
  * response as they come; together they are valid JSON, one array item a line.
+ * A piece may be empty: a step of a long read that writes nothing yet, so a
+ * writer that stopped taking pieces stops the read there too.
  */
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
@@ -82,6 +84,8 @@ export async function writeChunks(chunks: AsyncIterable<string>, out: Writable):
   try {
     for await (const chunk of chunks) {
       if (failed !== undefined) throw failed;
+      // An empty piece is a reader's step (a survey page): nothing to write.
+      if (chunk === '') continue;
       if (!out.write(chunk)) await once(out, 'drain');
     }
     if (failed !== undefined) throw failed;

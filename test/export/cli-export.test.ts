@@ -4,7 +4,7 @@
  * a purged conversation or a bad id exits non-zero and writes nothing (no
  * output, no file); a command line without exactly one target is a usage error.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -50,6 +50,8 @@ describe('steerbot export', () => {
     expect(p).toMatchObject({ identity: 'web:alice', accounts: ['web:alice'], memory: [expect.objectContaining({ text: 'likes tea' })] });
     expect(p.conversations).toEqual([expect.objectContaining({ conversation: 'web:alice', scope: 'full' })]);
     expect(readdirSync(dir)).toEqual(['alice.json']);
+    // A person's messages and notes: readable by the operator's account only, whatever the umask.
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   }, 60_000);
 
   it('exits 1 and writes nothing for an id with nothing stored, or a purged conversation; 2 for a bad id', async () => {

@@ -195,6 +195,37 @@ describe('a conversation export', () => {
 });
 
 describe("a person's export", () => {
+  it('stops reading when its writer goes away, also while it surveys who wrote in a long record', async () => {
+    const log = conversationKeys(prefix, 'telegram:1').log;
+    const N = 20_000;
+    const p = redis.pipeline();
+    for (let i = 0; i < N; i++) p.xadd(log, `${i + 1}-0`, 'e', JSON.stringify(msg('1', `message number ${i + 1}`)));
+    await p.exec();
+    await new ConversationIndex({ redis, prefix }).note('telegram', '1', 'telegram:1');
+    let reads = 0;
+    const counting = new Proxy(redis, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'xrange') {
+          return (...args: unknown[]) => {
+            reads++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as RedisClient;
+    const opening = await exporter({ redis: counting, pageSize: 500 }).identity('telegram:1');
+    if (opening.kind !== 'found') throw new Error(opening.kind);
+    const pieces = opening.chunks[Symbol.asyncIterator]();
+    let seen = '';
+    while (!seen.includes('"conversations":[')) seen += (await pieces.next()).value as string;
+    // The writer takes one more piece, then goes away (the client closed the download): the export reads no further.
+    await pieces.next();
+    await pieces.return?.(undefined);
+    expect(reads).toBeLessThanOrEqual(2);
+  }, 60_000);
+
   /** Alice: telegram:1 with discord:11 linked in; Bob: telegram:2. Alice and Bob share a group; a Discord chat has a stranger's message too. */
   async function people() {
     const identities = new IdentityStore({ redis, prefix });

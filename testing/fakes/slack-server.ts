@@ -4,9 +4,10 @@
  * connecting to its WebSocket). It speaks the Web API (`POST /api/<method>`,
  * form or JSON bodies) for auth.test, apps.connections.open, chat.postMessage
  * and chat.update (message metadata kept), conversations.history and
- * conversations.replies (the bot's own messages, paged, metadata with
- * `include_all_metadata`), chat.postEphemeral and users.info; serves
- * shared files at `/files/…` to the bot token only; and runs Socket Mode:
+ * conversations.replies (the bot's messages and those `postAs` posted as
+ * someone else, paged, metadata with `include_all_metadata`),
+ * chat.postEphemeral and users.info; serves shared files at `/files/…` to
+ * the bot token only; and runs Socket Mode:
  * `hello` on connect, envelopes pushed with `deliver` and their acks
  * recorded. It records every call and can fail the next calls of a method
  * (429 with `Retry-After`, or a platform error), or do one and hold its
@@ -47,6 +48,8 @@ export interface SlackPostedMessage {
   metadata: { event_type: string; event_payload: Record<string, unknown> } | undefined;
   /** Every later text, oldest first. */
   edits: string[];
+  /** Who posted it when it was not the bot (`postAs`): a person's user id, and the bot id of their app if one posted it. */
+  author?: { user: string; botId?: string };
 }
 
 /** A scripted failure: an HTTP status (429 with `retryAfter` seconds) or a platform error (`{ ok: false, error }`). */
@@ -137,6 +140,24 @@ export class FakeSlack {
   /** Does the next successful call of `method` (`chat.postMessage`: the message is stored) and holds its answer until `release()`. */
   holdAnswer(method: string): HeldAnswer {
     return this.holds.arm((call) => call === method);
+  }
+
+  /**
+   * Posts a message as someone other than the bot (a person with a user
+   * token, or another app installed in the workspace): it shows in the
+   * history under its own author, with any metadata it was posted with, and
+   * the bot may not update it (`cant_update_message`).
+   */
+  postAs(
+    author: NonNullable<SlackPostedMessage['author']>,
+    channel: string,
+    threadTs: string | undefined,
+    text: string,
+    metadata?: SlackPostedMessage['metadata'],
+  ): SlackPostedMessage {
+    const m: SlackPostedMessage = { channel, ts: this.nextTs(), threadTs, text, blocks: undefined, metadata, edits: [], author };
+    this.messages.push(m);
+    return m;
   }
 
   /** Calls of one method. */
@@ -244,7 +265,7 @@ export class FakeSlack {
   }
 
   /**
-   * One page of the bot's messages as `conversations.history` (newest first,
+   * One page of the messages as `conversations.history` (newest first,
    * top level only) and `conversations.replies` (oldest first) answer it:
    * only those after `oldest` (exclusive), at most `limit` (default 100),
    * from the `cursor` on; metadata only with `include_all_metadata`.
@@ -257,8 +278,8 @@ export class FakeSlack {
     const withMetadata = p.include_all_metadata === true || p.include_all_metadata === 'true';
     const messages = inRange.slice(from, from + limit).map((m) => ({
       type: 'message',
-      user: SLACK_BOT_USER,
-      bot_id: 'BBOT0001',
+      user: m.author?.user ?? SLACK_BOT_USER,
+      ...(m.author ? m.author.botId !== undefined && { bot_id: m.author.botId } : { bot_id: 'BBOT0001' }),
       ts: m.ts,
       text: m.text,
       ...(m.threadTs !== undefined && { thread_ts: m.threadTs }),
@@ -302,6 +323,7 @@ export class FakeSlack {
       case 'chat.update': {
         const m = this.messages.find((x) => x.channel === p.channel && x.ts === p.ts);
         if (!m) return { ok: false, error: 'message_not_found' };
+        if (m.author) return { ok: false, error: 'cant_update_message' };
         m.text = p.text ?? m.text;
         m.edits.push(m.text);
         if (p.blocks !== undefined) m.blocks = p.blocks;
