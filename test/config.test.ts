@@ -39,15 +39,15 @@ describe('loadConfig', () => {
       rateLimit: {},
     });
     expect(config.retention).toEqual({
-      endedRunTtlSeconds: 259_200,
+      endedRunTtlSeconds: 86_400,
       recordTrimAfterEntries: 0,
       recordTrimAfterDays: 0,
       idleTtlSeconds: 0,
       tombstoneTtlSeconds: 604_800,
-      indexMaxEntries: 100,
+      indexMaxEntries: 10,
     });
     expect(config.runs).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs', followUpsOnFailure: 2 });
-    expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 604_800 });
+    expect(config.runner).toEqual({ enabled: true, plugin: 'local-agent', concurrency: 4, shutdownGraceMs: 10_000, outboxTtlSeconds: 86_400 });
     expect(config.agents['local-agent']).toEqual({
       streaming: true,
       httpFetch: false,

@@ -188,11 +188,11 @@ describe('RunDelivery', () => {
       expect(Object.keys(await outbox()).sort()).toEqual(['run1:0', 'run2:0']);
     });
 
-    it('keeps the outbox 7 days by default', async () => {
+    it('keeps the outbox 1 day by default', async () => {
       await delivery(new FakeOutbound()).message('hello');
       const ttl = await redis.ttl(conversationKeys(prefix, CID).outbox);
-      expect(ttl).toBeGreaterThan(604_800 - 100);
-      expect(ttl).toBeLessThanOrEqual(604_800);
+      expect(ttl).toBeGreaterThan(86_400 - 100);
+      expect(ttl).toBeLessThanOrEqual(86_400);
     });
 
     it('records replies when the conversation has no outbound channel', async () => {
