@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/redis/local.js';
+import { spawnCaptured } from './helpers/cli.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 interface Proc {
@@ -12,20 +12,8 @@ interface Proc {
 
 /** Runs `npm start`'s entry with the given environment (nothing inherited but PATH). */
 function startCli(env: Record<string, string>, args: string[] = []): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return {
-    exit: new Promise((r) => child.once('exit', (code) => r(code))),
-    stdout: () => out,
-    stderr: () => err,
-    kill: (s) => child.kill(s),
-  };
+  const run = spawnCaptured(['--import', 'tsx', 'app/cli.ts', ...args], env);
+  return { exit: run.exited, stdout: run.stdout, stderr: run.stderr, kill: (s) => run.child.kill(s) };
 }
 
 async function waitForHealthy(url: string, deadlineMs: number, proc: Proc): Promise<void> {

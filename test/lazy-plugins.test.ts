@@ -3,12 +3,12 @@
  * configured: a webhook-only bot started by the CLI never loads discord.js,
  * grammY or the MCP SDK (each costs start time and live heap).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/redis/local.js';
+import { spawnCaptured } from './helpers/cli.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -25,29 +25,20 @@ interface Run {
 
 /** Runs `node --import tsx --import <hook> <args>` in the repository with only `env` (and PATH). */
 function runWithHook(args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', HOOK, ...args], {
-    cwd: REPO,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const { child, stdout, stderr, exited } = spawnCaptured(['--import', 'tsx', '--import', HOOK, ...args], env, REPO);
   return {
     printed: (text) =>
       new Promise((ok, fail) => {
-        const check = () => out.includes(text) && ok();
-        child.stdout.on('data', check);
+        const check = () => stdout().includes(text) && ok();
+        child.stdout!.on('data', check);
         check();
-        void exited.then(() => fail(new Error(`exited before printing ${text}; stderr:\n${err}\nstdout:\n${out}`)));
+        void exited.then(() => fail(new Error(`exited before printing ${text}; stderr:\n${stderr()}\nstdout:\n${stdout()}`)));
       }),
     kill: (signal) => child.kill(signal),
     loaded: async () => {
       await exited;
-      const line = /^loaded-packages (.*)$/m.exec(err);
-      if (!line) throw new Error(`no loaded-packages line; stderr:\n${err}`);
+      const line = /^loaded-packages (.*)$/m.exec(stderr());
+      if (!line) throw new Error(`no loaded-packages line; stderr:\n${stderr()}`);
       return JSON.parse(line[1]!) as string[];
     },
   };

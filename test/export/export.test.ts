@@ -148,20 +148,8 @@ describe('a conversation export', () => {
       await p.exec();
     }
     // Counts the record reads the export makes, to compare with what the writer has taken.
-    let reads = 0;
-    const counting = new Proxy(redis, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'xrange') {
-          return (...args: unknown[]) => {
-            reads++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    }) as RedisClient;
-    const opening = await exporter({ redis: counting, pageSize: 500 }).conversation(id);
+    const counting = countingRecordReads(redis);
+    const opening = await exporter({ redis: counting.client, pageSize: 500 }).conversation(id);
     if (opening.kind !== 'found') throw new Error(opening.kind);
 
     const pieces: string[] = [];
@@ -171,7 +159,7 @@ describe('a conversation export', () => {
       highWaterMark: 1024,
       write(chunk: Buffer, _enc, done) {
         pieces.push(chunk.toString());
-        aheadBy = Math.max(aheadBy, reads - pieces.length);
+        aheadBy = Math.max(aheadBy, counting.reads - pieces.length);
         setImmediate(done);
       },
     });
@@ -184,7 +172,7 @@ describe('a conversation export', () => {
     expect(pieces.length).toBeGreaterThan(N / 500);
     // One page a piece: no piece holds more than a page of entries.
     expect(Math.max(...pieces.map((p) => p.length))).toBeLessThan(200_000);
-    expect(reads).toBe(N / 500 + 1);
+    expect(counting.reads).toBe(N / 500 + 1);
     // The reader is at most the writer's buffer (a page or two) ahead of what the writer took.
     expect(aheadBy).toBeLessThanOrEqual(3);
     const d = JSON.parse(whole);
@@ -202,20 +190,8 @@ describe("a person's export", () => {
     for (let i = 0; i < N; i++) p.xadd(log, `${i + 1}-0`, 'e', JSON.stringify(msg('1', `message number ${i + 1}`)));
     await p.exec();
     await new ConversationIndex({ redis, prefix }).note('telegram', '1', 'telegram:1');
-    let reads = 0;
-    const counting = new Proxy(redis, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'xrange') {
-          return (...args: unknown[]) => {
-            reads++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    }) as RedisClient;
-    const opening = await exporter({ redis: counting, pageSize: 500 }).identity('telegram:1');
+    const counting = countingRecordReads(redis);
+    const opening = await exporter({ redis: counting.client, pageSize: 500 }).identity('telegram:1');
     if (opening.kind !== 'found') throw new Error(opening.kind);
     const pieces = opening.chunks[Symbol.asyncIterator]();
     let seen = '';
@@ -223,7 +199,7 @@ describe("a person's export", () => {
     // The writer takes one more piece, then goes away (the client closed the download): the export reads no further.
     await pieces.next();
     await pieces.return?.(undefined);
-    expect(reads).toBeLessThanOrEqual(2);
+    expect(counting.reads).toBeLessThanOrEqual(2);
   }, 60_000);
 
   /** Alice: telegram:1 with discord:11 linked in; Bob: telegram:2. Alice and Bob share a group; a Discord chat has a stranger's message too. */
@@ -308,3 +284,26 @@ describe("a person's export", () => {
     await expect(exporter().identity('a {b}')).rejects.toThrow(InvalidInputError);
   });
 });
+
+/** `redis` as the export sees it, counting its record reads (`XRANGE`). */
+function countingRecordReads(redis: RedisClient): { client: RedisClient; readonly reads: number } {
+  let reads = 0;
+  const client = new Proxy(redis, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'xrange') {
+        return (...args: unknown[]) => {
+          reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as RedisClient;
+  return {
+    client,
+    get reads() {
+      return reads;
+    },
+  };
+}
