@@ -151,15 +151,15 @@ function privateRedisRefusal(config: SteerbotConfig): string | undefined {
   return `${why} does not start a Redis of its own: set REDIS_URL to the Redis every steerbot process shares (processes with their own Redis would each dedupe and queue alone)`;
 }
 
-/**
- * Starts the process. On a failure part-way, stops what already started and rethrows.
- * @throws Error from `ensureRedis` when no Redis can be found or started; ConfigError when a plugin refuses its settings.
- */
-export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
-  const { config } = opts;
-  const { registry, runnerId, logger, pluginKeys } = await preparePlugins(opts);
-  // Stop steps, run in reverse start order: ingress, host, runner, Redis client, private Redis.
-  const stops: Array<{ name: string; run: () => Promise<void> }> = [];
+/** One step of a process's shutdown. */
+interface StopStep {
+  name: string;
+  run: () => Promise<void>;
+}
+
+/** The shutdown steps, added as parts start, and the stop that runs them once, in reverse start order (ingress, host, runner, Redis client, private Redis). */
+function shutdownSteps(logger: Logger): { stops: StopStep[]; stop: () => Promise<void> } {
+  const stops: StopStep[] = [];
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -171,6 +171,28 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
         }
       }
     })());
+  return { stops, stop };
+}
+
+/** Stops the runner within its grace (and a little slack); after that its runs are left to lease expiry. */
+function runnerStop(runner: Stoppable, graceMs: number, logger: Logger): StopStep {
+  const bound = graceMs + RUNNER_STOP_SLACK_MS;
+  return {
+    name: 'runner',
+    run: async () => {
+      if (!(await within(runner.stop(), bound))) logger.warn({ waitedMs: bound }, 'runner did not stop in time; leaving its runs to lease expiry');
+    },
+  };
+}
+
+/**
+ * Starts the process. On a failure part-way, stops what already started and rethrows.
+ * @throws Error from `ensureRedis` when no Redis can be found or started; ConfigError when a plugin refuses its settings.
+ */
+export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
+  const { config } = opts;
+  const { registry, runnerId, logger, pluginKeys } = await preparePlugins(opts);
+  const { stops, stop } = shutdownSteps(logger);
 
   try {
     // First started, last stopped: spans of the shutdown itself are still exported.
@@ -213,13 +235,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       useChannels(runnerChannels);
       const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: runnerChannels, pluginKeys });
       if ('worker' in runner) probes.push(workerProbe(runner as StartedRunner));
-      const bound = config.runner.shutdownGraceMs + RUNNER_STOP_SLACK_MS;
-      stops.push({
-        name: 'runner',
-        run: async () => {
-          if (!(await within(runner.stop(), bound))) logger.warn({ waitedMs: bound }, 'runner did not stop in time; leaving its runs to lease expiry');
-        },
-      });
+      stops.push(runnerStop(runner, config.runner.shutdownGraceMs, logger));
     }
 
     if (config.host.enabled) {
@@ -275,7 +291,7 @@ function printLoginLinks(opts: StartAppOptions, address: string, secret: string,
  * fails fast while Redis is down (503, not a request held for the outage); it sends through the channels
  * `useChannels` names first.
  */
-async function startSender(ctx: AppContext, stops: Array<{ name: string; run: () => Promise<void> }>) {
+async function startSender(ctx: AppContext, stops: StopStep[]) {
   const { config } = ctx;
   const conn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-send' });
   stops.push({ name: 'send connection', run: async () => conn.disconnect() });
@@ -328,7 +344,7 @@ function workerProbe(runner: StartedRunner): ReadinessProbe {
 }
 
 /** The process's Redis client (after starting the private Redis in `single` mode when no URL is set); both are added to `stops`. */
-async function openRedis(opts: StartAppOptions, logger: Logger, stops: Array<{ name: string; run: () => Promise<void> }>) {
+async function openRedis(opts: StartAppOptions, logger: Logger, stops: StopStep[]) {
   const { config } = opts;
   let redisUrl: string | undefined;
   if (config.redis.mode === 'single') {

@@ -121,40 +121,12 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
   const owner = workerIdentity();
   const { plugin } = extras;
   const channels = extras.channels ?? [];
-  const channelIds = channels.map((c) => c.id);
-  const scheduling = schedulesFromConfig(ctx, channelIds, 'steerbot-runner-schedules');
-  const compaction = compactionSettings(ctx, extras);
-  const now = extras.now ?? Date.now;
-  const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
-  const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
-  const executor = new RunExecutor({
-    client: ctx.redis,
-    prefix,
-    runs,
-    state,
-    plugin,
-    control,
-    enqueue: (c, r) => queue.enqueue(c, r),
-    resolveOutbound: extras.resolveOutbound ?? outboundResolver(channels),
-    logger: logger.child({ part: 'runner' }),
-    owner,
-    leaseMs: config.runs.leaseMs,
-    heartbeatMs: config.runs.heartbeatMs,
-    followUpsOnFailure: config.runs.followUpsOnFailure,
-    model: config.model,
-    compaction,
-    historyTailEntries: config.compaction.tailEntries,
-    outboxTtlSeconds: config.runner.outboxTtlSeconds,
-    outboxMaxEntries: config.retention.indexMaxEntries,
-    steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
-    ...(scheduling && { schedules: scheduling.schedules }),
-    ...(budgets.enabled && { budgets }),
-    ...(config.memory.enabled && { memory: memoryFromConfig(ctx, now) }),
-    profiles,
-    now,
-    identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
-    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds), chatAdmins: chatAdminsOf(channels) }),
-  });
+  const scheduling = schedulesFromConfig(
+    ctx,
+    channels.map((c) => c.id),
+    'steerbot-runner-schedules',
+  );
+  const executor = await executorFor(ctx, extras, { runs, state, control, queue, owner, scheduling });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({
     executor,
@@ -186,6 +158,56 @@ export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise
       return report;
     })());
   return { executor, worker, fires: fires?.worker, owner, close, stop: async () => void (await close()) };
+}
+
+/** What the runner made before its executor: the protocol, the control listener, the queue, its own id and the schedules. */
+interface ExecutorParts {
+  runs: Runs;
+  state: ConversationState;
+  control: ControlListener;
+  queue: RunQueue;
+  owner: string;
+  scheduling: ConfiguredSchedules | undefined;
+}
+
+/** The run executor, with every feature the configuration turns on (schedules, budgets, memory, profiles, channels' admins). */
+async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorParts): Promise<RunExecutor> {
+  const { config, logger } = ctx;
+  const prefix = config.redis.prefix;
+  const { plugin } = extras;
+  const channels = extras.channels ?? [];
+  const channelIds = channels.map((c) => c.id);
+  const now = extras.now ?? Date.now;
+  const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
+  const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
+  return new RunExecutor({
+    client: ctx.redis,
+    prefix,
+    runs: p.runs,
+    state: p.state,
+    plugin,
+    control: p.control,
+    enqueue: (c, r) => p.queue.enqueue(c, r),
+    resolveOutbound: extras.resolveOutbound ?? outboundResolver(channels),
+    logger: logger.child({ part: 'runner' }),
+    owner: p.owner,
+    leaseMs: config.runs.leaseMs,
+    heartbeatMs: config.runs.heartbeatMs,
+    followUpsOnFailure: config.runs.followUpsOnFailure,
+    model: config.model,
+    compaction: compactionSettings(ctx, extras),
+    historyTailEntries: config.compaction.tailEntries,
+    outboxTtlSeconds: config.runner.outboxTtlSeconds,
+    outboxMaxEntries: config.retention.indexMaxEntries,
+    steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
+    ...(p.scheduling && { schedules: p.scheduling.schedules }),
+    ...(budgets.enabled && { budgets }),
+    ...(config.memory.enabled && { memory: memoryFromConfig(ctx, now) }),
+    profiles,
+    now,
+    identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
+    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds), chatAdmins: chatAdminsOf(channels) }),
+  });
 }
 
 /** The fire worker (fires become inputs through each conversation's input policy) and the conversations' configured heartbeats. */

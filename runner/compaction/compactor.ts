@@ -124,7 +124,6 @@ export type CompactResult =
  * Summarizes the oldest whole turns of `loaded.entries` into a new checkpoint.
  * Throws StaleRunError when the run lost its fence (nothing written then).
  */
-// biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the compaction transaction in order (breaker, selection, summary with fallback, fenced commit, breaker update); each step is one guard
 export async function compact(o: CompactOptions): Promise<CompactResult> {
   const now = o.now ?? Date.now;
   const cid = o.run.conversationId;
@@ -138,17 +137,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     if (o.trigger === 'manual' && (stored.open || stored.ineffective > 0)) await writeBreaker(o, breaker, now());
     return { kind: 'skipped', reason: 'nothing-to-compact' };
   }
-  // A reset among the entries means the previous summary is of cleared history.
-  const resetInside = o.loaded.entries.some((e) => e.kind === 'conversation.reset');
-  const previousSummary = resetInside ? undefined : o.loaded.checkpoint?.summary;
-  const { summary, summarizer } = await summarize({
-    turns: selection.messages,
-    ...(o.model && { model: o.model }),
-    ...(previousSummary !== undefined && { previousSummary }),
-    ...(o.maxSummaryChars !== undefined && { maxChars: o.maxSummaryChars }),
-    ...(o.signal && { signal: o.signal }),
-    logger: o.logger,
-  });
+  const { summary, summarizer } = await summaryOf(o, selection.messages);
 
   const messages = [...summaryMessages({ summary }), ...projectHistory(selection.kept, { ...o.projection, unclaimed: 'exclude' }).messages];
   const tokensAfter = (o.estimate ?? estimateMessages)(messages);
@@ -162,16 +151,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     created_at: now(),
     summarizer,
   };
-  const entry = {
-    v: 1,
-    kind: 'compaction',
-    at: checkpoint.created_at,
-    run: o.run.runId,
-    covers_until: checkpoint.covers_until,
-    tokens_before: checkpoint.tokens_before,
-    tokens_after: checkpoint.tokens_after,
-    summarizer,
-  } as const;
+  const entry = compactionEntry(checkpoint, o.run.runId);
   const effective = tokensAfter <= (o.threshold ?? DEFAULTS.compaction.threshold) * o.contextWindow;
   const ineffective = effective ? 0 : breaker.ineffective + 1;
   const next: BreakerState = { ineffective, open: ineffective >= BREAKER_LIMIT };
@@ -213,6 +193,34 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     effective,
     breaker: next,
   };
+}
+
+/** The summary of `turns`, continuing the checkpoint's unless a reset among the entries cleared that history. */
+async function summaryOf(o: CompactOptions, turns: Parameters<typeof summarize>[0]['turns']): Promise<Awaited<ReturnType<typeof summarize>>> {
+  const resetInside = o.loaded.entries.some((e) => e.kind === 'conversation.reset');
+  const previousSummary = resetInside ? undefined : o.loaded.checkpoint?.summary;
+  return summarize({
+    turns,
+    ...(o.model && { model: o.model }),
+    ...(previousSummary !== undefined && { previousSummary }),
+    ...(o.maxSummaryChars !== undefined && { maxChars: o.maxSummaryChars }),
+    ...(o.signal && { signal: o.signal }),
+    logger: o.logger,
+  });
+}
+
+/** The record entry written with `checkpoint`. */
+function compactionEntry(checkpoint: Checkpoint, run: string) {
+  return {
+    v: 1,
+    kind: 'compaction',
+    at: checkpoint.created_at,
+    run,
+    covers_until: checkpoint.covers_until,
+    tokens_before: checkpoint.tokens_before,
+    tokens_after: checkpoint.tokens_after,
+    summarizer: checkpoint.summarizer,
+  } as const;
 }
 
 async function writeBreaker(o: Pick<CompactOptions, 'state' | 'run'>, b: BreakerState, at: number): Promise<void> {
