@@ -32,6 +32,7 @@ import { metrics } from '../src/telemetry/metrics.js';
 import type { ReadinessProbe } from '../src/telemetry/readiness.js';
 import { BUILTIN_REGISTRY, declareConfigSecrets, type SteerbotConfig } from './config.js';
 import { configDeprecations, deprecationWarning } from './config-migration.js';
+import { hostFeatures, runnerFeatures } from './features/index.js';
 import { type AnyDefinition, type PluginRegistry, resolvePlugins } from './registry.js';
 import { channelIds, loginLines, redactConfig } from './summary.js';
 import { startTracing } from './telemetry.js';
@@ -233,7 +234,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       // Runners use only the channels' outbound sides: instances of their own, never started.
       const runnerChannels = await createChannels(config, channelDeps, registry);
       useChannels(runnerChannels);
-      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: runnerChannels, pluginKeys });
+      const runner = await (opts.hooks?.startRunner ?? startRunner)(ctx, { plugin, channels: runnerChannels, pluginKeys, features: runnerFeatures() });
       if ('worker' in runner) probes.push(workerProbe(runner as StartedRunner));
       stops.push(runnerStop(runner, config.runner.shutdownGraceMs, logger));
     }
@@ -244,7 +245,13 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       useChannels(channels);
       const host = await (opts.hooks?.startHost ?? startHost)(
         { ...ctx, http, operatorAccess: login },
-        { channels, steeringCapable: plugin.manifest.capabilities.steering, pluginKeys, send: (req, opts) => sender.send(req, 'api', opts) },
+        {
+          channels,
+          steeringCapable: plugin.manifest.capabilities.steering,
+          pluginKeys,
+          features: hostFeatures(),
+          send: (req, opts) => sender.send(req, 'api', opts),
+        },
       );
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });

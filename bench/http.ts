@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 import { readConfig } from '../app/config.js';
+import { hostFeatures } from '../app/features/index.js';
 import { createChannels } from '../app/start.js';
 import { startTracing, type Tracing } from '../app/telemetry.js';
 import { createHttpServer, listen } from '../host/http.js';
@@ -94,7 +95,7 @@ async function serve({ redisUrl, prefix, traceEndpoint }: ServerInit): Promise<v
   const http = createHttpServer({ config, redis, logger });
   const host = await startHost(
     { ...ctx, http },
-    { channels: await createChannels(config, { logger, redis, prefix: config.redis.prefix }), steeringCapable: true },
+    { channels: await createChannels(config, { logger, redis, prefix: config.redis.prefix }), steeringCapable: true, features: hostFeatures() },
   );
   // The baseline: same server, same requests; Fastify parses the JSON body, nothing else happens.
   http.post(BARE_PATH, async (_req, reply) => reply.code(202).send({ result: 'accepted' }));

@@ -12,12 +12,14 @@
  *
  * Prints ratios; asserts nothing (the machine is shared and noisy).
  */
+
 import { randomBytes } from 'node:crypto';
 import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { readConfig } from '../app/config.js';
+import { runnerFeatures } from '../app/features/index.js';
 import { IngestService } from '../host/ingest.js';
 import { createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { startRunner } from '../runner/main.js';
@@ -179,6 +181,7 @@ async function measureDelay(url: string, prefix: string): Promise<{ delays: numb
   const noop = { name: 'noop', description: 'does nothing', inputSchema: z.object({}), execute: async () => ({ ok: true }) };
   const runner = await startRunner(ctx, {
     plugin: createLocalAgentPlugin({ model, tools: [noop], builtins: { currentTime: false }, maxSteps: 100_000 }),
+    features: runnerFeatures(),
   });
 
   const conversationId = 'bench:latency';

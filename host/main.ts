@@ -11,10 +11,7 @@ import type { CoreConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/errors.js';
 import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http/access.js';
 import { Budgets } from '../src/people/budget.js';
-import { ConversationIndex } from '../src/people/conversation-index.js';
 import { IdentityStore } from '../src/people/identity.js';
-import { MemoryStore } from '../src/people/memory.js';
-import { loadProfiles } from '../src/people/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
@@ -29,9 +26,10 @@ import { registerApiRoutes } from './api-routes.js';
 import { ApiTokens, apiTokensFromConfig } from './api-tokens.js';
 import { ActivityIndex } from './console/activity.js';
 import { registerConsole } from './console/routes.js';
+import type { HostFeature, HostFeatureFactory, HostFeatureKit } from './feature.js';
 import { type HttpServer, routeRegistry } from './http.js';
 import { IngestService } from './ingest.js';
-import { type ChannelHostDeps, createChannelHost } from './receive.js';
+import { createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';
 
 /** The host's context: the app's, plus the HTTP server (not yet listening) to register webhook routes on. */
@@ -56,6 +54,8 @@ export interface HostParts {
   pluginKeys?: readonly string[];
   /** Identities (links made by `/link` and the console tell its hooks). Default: a store on the context's Redis. */
   identities?: IdentityStore;
+  /** The features' host parts (app/features/), made once the host's services are. */
+  features: readonly HostFeatureFactory[];
   /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
   send?(req: SendMessageRequest, opts: { open: boolean }): Promise<SendMessageResult>;
 }
@@ -109,56 +109,30 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
   return new AccessGate(config.access, store, ctx.logger.child({ part: 'access' }));
 }
 
-/** What `peopleParts` gives the host. */
-type PeopleParts = Pick<ChannelHostDeps, 'profileOf' | 'memory' | 'noteSender'> & {
-  /** The input policy of the profile a conversation's chat or channel binding names (no person: the API, the console). */
-  policyOf?(conversationId: string): InputPolicy | undefined;
-};
+/** Makes the host parts of `factories` from `kit`, in order. */
+export async function makeHostFeatures(kit: HostFeatureKit, factories: readonly HostFeatureFactory[]): Promise<HostFeature[]> {
+  const features: HostFeature[] = [];
+  for (const make of factories) features.push(await make(kit));
+  return features;
+}
 
-/**
- * What follows a person at the host: their agent profile (input policy,
- * `/status`), memory (`/memory`, `/forget`) and where they wrote (what the
- * export of a person finds); purging them deletes their usage counters,
- * memory and where they wrote, linking merges their memory.
- */
-export async function peopleParts(config: CoreConfig, identities: IdentityStore, redis: RedisClient, prefix: string): Promise<PeopleParts> {
-  // Memory that was kept while memory was on goes with a purge (or a link) even after it is turned off.
-  const memory = new MemoryStore({ redis, prefix, limits: config.memory });
-  const budgets = new Budgets({ client: redis, prefix, settings: config.budgets });
-  const wrote = new ConversationIndex({ redis, prefix });
-  identities.onChange({
-    purged: async (identity, accounts) => {
-      await Promise.all([budgets.purge(identity), memory.purge(identity), wrote.purge(accounts)]);
-    },
-    linked: async ({ from, into }) => {
-      await memory.merge(from, into);
-    },
-  });
-  const noteSender = (channelId: string, senderId: string, conversationId: string) => wrote.note(channelId, senderId, conversationId);
-  const parts: Pick<ChannelHostDeps, 'profileOf' | 'memory' | 'noteSender'> = config.memory.enabled
-    ? { noteSender, memory: { store: memory, identityOf: (channelId, senderId) => identities.tryResolve(channelId, senderId) } }
-    : { noteSender };
-  if (Object.keys(config.profiles).length === 0) return parts;
-  const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
+/** `/status` lists what a conversation's channel reports wrong in it (`ChannelPlugin.conversationProblems`), by channel id. */
+export function channelProblems(problemsOf: (channelId: string) => ((conversationId: string) => Promise<string[]>) | undefined): HostFeature {
   return {
-    ...parts,
-    policyOf: (conversationId) => profiles.resolve(conversationId).inputPolicy,
-    profileOf: async (channelId, conversationId, senderId) =>
-      profiles.resolve(conversationId, profiles.bindsIdentities ? await identities.tryResolve(channelId, senderId) : undefined),
+    name: 'channel problems',
+    status: async (channelId, conversationId) => ((await problemsOf(channelId)?.(conversationId)) ?? []).map((p) => `Problem: ${p}`),
   };
 }
 
-type Scheduling = ReturnType<typeof schedulesFromConfig>;
-
-/** What a channel message notes besides ingest: the console's activity index, and a channel-wide heartbeat's start. */
-function activityHook(activity: ActivityIndex | undefined, scheduling: Scheduling, heartbeatConfig: object): ((conversationId: string) => void) | undefined {
-  const heartbeats = scheduling && Object.keys(heartbeatConfig).length > 0 ? scheduling.heartbeats : undefined;
-  if (!activity && !heartbeats) return undefined;
-  return (conversationId) => {
-    activity?.note(conversationId);
-    // A channel-wide heartbeat starts with a conversation's first message this host sees.
-    if (heartbeats) void heartbeats.ensure(conversationId);
+/** The host's own steps: the console's recent-activity index, and the channels' problems in `/status`. */
+function builtinFeatures(activity: ActivityIndex | undefined, problems: Map<string, (conversationId: string) => Promise<string[]>>): HostFeature[] {
+  const noted: HostFeature = {
+    name: 'console activity',
+    recorded: async (input) => {
+      if (input.fresh) activity?.note(input.conversationId);
+    },
   };
+  return [noted, channelProblems((id) => problems.get(id))];
 }
 
 /** What the console and the send/events API are served with. */
@@ -168,10 +142,8 @@ interface OperatorRouteDeps {
   queue: RunQueue;
   ingressConn: RedisClient;
   channelPolicy: (conversationId: string) => InputPolicy | undefined;
-  scheduling: Scheduling;
   access: AccessGate;
-  /** People's memory; undefined when memory is off. */
-  memory: MemoryStore | undefined;
+  features: readonly HostFeature[];
 }
 
 /** Registers the console (when enabled) and the send/events API (when it has a token). */
@@ -194,9 +166,8 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       channelPolicy: d.channelPolicy,
       channels: parts.channels,
       enqueue,
-      ...(d.scheduling && { schedules: d.scheduling.schedules }),
       access: d.access.store,
-      memory: d.memory,
+      features: d.features,
       accessChannels: config.access.channels,
       budgets: new Budgets({ client: ctx.redis, prefix, settings: config.budgets }),
     });
@@ -241,15 +212,14 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules', identities);
-  const onActivity = activityHook(activity, scheduling, config.schedules.heartbeats);
-  const { policyOf, ...people } = await peopleParts(config, identities, ingressConn, prefix);
+  const kit = { config, logger, redis: ingressConn, prefix, identities, access, schedules: scheduling };
+  const features = [...(await makeHostFeatures(kit, parts.features)), ...builtinFeatures(activity, problems)];
   // A conversation's input policy outside a message (events API, console): its chat's or channel's profile.
-  const channelPolicy = (conversationId: string) => policyOf?.(conversationId) ?? settings.get(channelOf(conversationId) ?? '')?.policy;
+  const channelPolicy = (conversationId: string) =>
+    features.reduce<InputPolicy | undefined>((found, f) => found ?? f.inputPolicy?.(conversationId), undefined) ??
+    settings.get(channelOf(conversationId) ?? '')?.policy;
   const channelHost = createChannelHost({
-    ...people,
     routes,
-    ...(onActivity && { onActivity }),
-    ...(scheduling && { schedules: scheduling.schedules }),
     redis: ctx.redis,
     prefix,
     logger,
@@ -258,10 +228,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     enqueue: (conversationId, runId) => queue.enqueue(conversationId, runId),
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
-    channelProblems: (id) => problems.get(id),
-    access,
+    features,
   });
-  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, scheduling, access, memory: people.memory?.store });
+  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, access, features });
   const reconcilerLogger = logger.child({ part: 'reconciler' });
   const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 

@@ -9,17 +9,14 @@
 import type { Logger } from 'pino';
 import type { ChannelHost, ChannelOutbound, ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { RouteRegistry } from '../src/http/routes.js';
-import type { MemoryStore } from '../src/people/memory.js';
 import type { AgentProfile } from '../src/people/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import { typedOnlyCommand } from '../src/protocol/send.js';
 import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol/types.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
-import type { Schedules } from '../src/schedules/schedules.js';
-import type { AccessGate } from './access/gate.js';
-import { accessStep } from './access/step.js';
 import { type AdminCheck, createAdminCheck } from './admins.js';
-import { ADMIN_COMMANDS, type CommandDeps, type MemoryCommandDeps, type ParsedCommand, PURGED_NOTICE, parseCommand, runCommand } from './commands/index.js';
+import { type CommandDeps, type CommandSet, commandSet, type ParsedCommand, PURGED_NOTICE } from './commands/index.js';
+import { type HostFeature, purgingOf, type RecordedInput } from './feature.js';
 
 export type { ChannelSettings } from '../src/channel.js';
 
@@ -34,30 +31,14 @@ export interface ChannelHostDeps {
   ingest: { ingest(message: IncomingMessage, opts?: { policy?: InputPolicy; channel?: string }): Promise<IngestResult> };
   /** Enqueues a run a command created (`/compact` when idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
-  /** Settings of a channel by its id. Default: none (everyone allowed, dispatch default policy). */
+  /** Settings of a channel by its id. Default: none (dispatch default policy, no configured admins). */
   settings?(channelId: string): ChannelSettings | undefined;
   /** Outbound side of a channel by its id, for command replies. */
   outbound(channelId: string): ChannelOutbound | undefined;
   /** Who is an admin of a group chat. Default: `createAdminCheck()` (platform answers cached 60 s). */
   admins?: AdminCheck;
-  /** The schedules service (`/schedules`, `/unschedule`; purge disarms schedules). Default: none (schedules off). */
-  schedules?: Schedules | undefined;
-  /** The agent profile of a conversation for a sender (its input policy, `/status`). Default: none (the channel's policy). */
-  profileOf?(channelId: string, conversationId: string, senderId: string): Promise<AgentProfile>;
-  /** The access policy (`access` config) and `/pair`, `/link`. Default: none (every channel open, no access commands). */
-  access?: AccessGate;
-  /** Told of every message or command recorded for a conversation (the console's recent-activity index). Must not throw. Default: none. */
-  onActivity?(conversationId: string): void;
-  /**
-   * Told of every message or command recorded from a sender, after it is
-   * recorded (where a person wrote, for the export of a person). A throw fails the
-   * receive (503: the platform redelivers, a duplicate, told again). Default: none.
-   */
-  noteSender?(channelId: string, senderId: string, conversationId: string): Promise<void>;
-  /** Long-term memory (`/memory`, `/forget`) and the sender's identity. Default: none (memory off). */
-  memory?: { store: MemoryStore; identityOf(channelId: string, senderId: string): Promise<string | undefined> };
-  /** A channel's `conversationProblems` by its id, listed by `/status`. Default: none. */
-  channelProblems?(channelId: string): ((conversationId: string) => Promise<string[]>) | undefined;
+  /** The features, in order: their commands, receive steps and hooks (host/feature.ts). */
+  features: readonly HostFeature[];
 }
 
 /** What the receive steps share: the deps, the admin check, and the two ways of answering. */
@@ -65,6 +46,7 @@ interface Receiver {
   deps: ChannelHostDeps;
   logger: Logger;
   admins: AdminCheck;
+  commands: CommandSet;
   /** Sets the update's dedupe key: true the first time this update is seen. */
   firstDelivery(message: InboundMessage): Promise<boolean>;
   /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
@@ -78,6 +60,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     deps,
     logger,
     admins: deps.admins ?? createAdminCheck(),
+    commands: commandSet(deps.features.flatMap((f) => (f.commands ? [f.commands] : []))),
     firstDelivery: (m) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey),
     replyTo: (channelId, conversationId, text, replyTo) => sendReply(deps, logger, channelId, conversationId, text, replyTo),
   };
@@ -91,7 +74,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
   };
 }
 
-/** The receive pipeline in order: empty, typed-only from a button, access, a command with its admin check, else ingest. */
+/** The receive pipeline in order: empty, typed-only from a button, the features' admission, a command with its admin check, else ingest. */
 async function receive(r: Receiver, channelId: string, message: InboundMessage): Promise<ReceiveResult> {
   const { deps } = r;
   // Who may talk is the access gate's alone (`access.channels.<id>`), in the access step below.
@@ -102,14 +85,14 @@ async function receive(r: Receiver, channelId: string, message: InboundMessage):
   if (typedOnly) return { kind: 'command', command: typedOnly, reply: `/${typedOnly} is not run from a button: type it.`, duplicate: false };
   // The profile (a Redis read when bindings name identities) only for a message that gets this far.
   const { settings, profile } = await settingsFor(deps, channelId, channelSettings, message);
-  const command = parseCommand(message.text);
+  const command = r.commands.parse(message.text);
   try {
-    if (deps.access) {
-      const early = await accessStep({ gate: deps.access, reply: r.replyTo, firstDelivery: r.firstDelivery }, channelId, settings, message);
+    for (const f of deps.features) {
+      const early = await f.admit?.({ channelId, settings, message, reply: r.replyTo, firstDelivery: r.firstDelivery });
       if (early) return early;
     }
     if (command) return await commandStep(r, channelId, settings, message, command, profile);
-    return await ingestMessage(deps, channelId, settings, message, r.replyTo);
+    return await ingestMessage(r, channelId, settings, message);
   } catch (err) {
     throw asRedisUnavailable(err);
   }
@@ -125,16 +108,14 @@ async function commandStep(
   profile: AgentProfile | undefined,
 ): Promise<ReceiveResult> {
   const source = { conversationId: message.conversationId, updateKey: message.updateKey, sender: message.sender };
-  if (message.group && ADMIN_COMMANDS.has(command.name)) {
+  if (message.group && r.commands.admin.has(command.name)) {
     const refusal = await adminRefusal(r, channelId, settings, message, command);
     if (refusal) return refusal;
   }
-  const outcome = await runCommand(commandDeps(r.deps, channelId, message, profile), command, source, settings.policy);
-  // `/purge` leaves nothing of the sender's to find there.
-  if (!outcome.duplicate && !outcome.purged && command.name !== 'purge') await r.deps.noteSender?.(channelId, message.sender.id, message.conversationId);
+  const outcome = await r.commands.run(commandDeps(r, channelId, message, profile), command, source, settings.policy);
+  // A command refused in a purged conversation records nothing, like a refused message.
+  if (!outcome.duplicate && !outcome.purged) await recorded(r.deps, { ...sent(channelId, message), command: command.name, fresh: true });
   if (!outcome.duplicate) {
-    // A refused command records nothing, like a refused message: no activity.
-    if (!outcome.purged) r.deps.onActivity?.(message.conversationId);
     // A button click is answered by the channel itself (a toast, the message edited), not by a chat message.
     if (message.interaction !== 'button') await r.replyTo(channelId, message.conversationId, outcome.reply, message.messageId);
   }
@@ -195,20 +176,14 @@ async function sendReply(
 }
 
 /** A user's message into its conversation; a refused or purged one is answered here (once: a redelivery is a duplicate). */
-async function ingestMessage(
-  deps: ChannelHostDeps,
-  channelId: string,
-  settings: ChannelSettings,
-  message: InboundMessage,
-  replyTo: (channelId: string, conversationId: string, text: string, replyTo: string | undefined) => Promise<void>,
-): Promise<ReceiveResult> {
+async function ingestMessage(r: Receiver, channelId: string, settings: ChannelSettings, message: InboundMessage): Promise<ReceiveResult> {
+  const { deps, replyTo } = r;
   // `origin` marks inputs that are not a user's (ingestEvent): a channel's message never carries one.
   // `group` is recorded: the prompt names each sender, and personal memory stays out of group runs.
   const { chatId: _chatId, origin: _origin, ...incoming } = message;
   const result = await deps.ingest.ingest(incoming, settings.policy ? { policy: settings.policy, channel: channelId } : { channel: channelId });
   // A duplicate too: the redelivery of a message whose note was lost (the host died after recording it).
-  if (result.kind !== 'purged') await deps.noteSender?.(channelId, message.sender.id, message.conversationId);
-  if (result.kind !== 'duplicate' && result.kind !== 'purged') deps.onActivity?.(message.conversationId);
+  if (result.kind !== 'purged') await recorded(deps, { ...sent(channelId, message), fresh: result.kind !== 'duplicate' });
   if (result.kind === 'refused') await replyTo(channelId, message.conversationId, refusalNotice(result.limit, result.retryAfterMs), message.messageId);
   if (result.kind === 'purged') await replyTo(channelId, message.conversationId, PURGED_NOTICE, message.messageId);
   return { kind: 'ingested', result };
@@ -221,31 +196,34 @@ async function settingsFor(
   channelSettings: ChannelSettings,
   message: InboundMessage,
 ): Promise<{ settings: ChannelSettings; profile: AgentProfile | undefined }> {
-  const profile = await deps.profileOf?.(channelId, message.conversationId, message.sender.id);
+  let profile: AgentProfile | undefined;
+  for (const f of deps.features) if (!profile && f.profile) profile = await f.profile(channelId, message.conversationId, message.sender.id);
   return { settings: profile?.inputPolicy ? { ...channelSettings, policy: profile.inputPolicy } : channelSettings, profile };
 }
 
+/** Who sent a message where: what `recorded` tells the features. */
+function sent(channelId: string, message: InboundMessage): Omit<RecordedInput, 'fresh'> {
+  return { channelId, conversationId: message.conversationId, senderId: message.sender.id };
+}
+
+/** Tells every feature a person's message or command was recorded; a throw fails the receive. */
+async function recorded(deps: ChannelHostDeps, input: RecordedInput): Promise<void> {
+  await Promise.all(deps.features.map((f) => f.recorded?.(input)));
+}
+
 /** What a command from this message runs with. */
-function commandDeps(deps: ChannelHostDeps, channelId: string, message: InboundMessage, profile: AgentProfile | undefined): CommandDeps {
-  const problems = deps.channelProblems?.(channelId);
+function commandDeps(r: Receiver, channelId: string, message: InboundMessage, profile: AgentProfile | undefined): CommandDeps {
+  const { deps } = r;
   return {
     dispatch: deps.dispatch,
     enqueue: deps.enqueue,
-    ...(deps.schedules && { schedules: deps.schedules }),
-    ...(problems && { problems }),
+    message: { channelId, group: message.group === true, maxChars: deps.outbound(channelId)?.maxMessageChars ?? 2000 },
     ...(profile && { profileName: profile.name }),
-    memory: memoryDeps(deps, channelId, message),
-  };
-}
-
-/** What `/memory` and `/forget` need for this message: the sender's identity, resolved only when asked. */
-function memoryDeps(deps: ChannelHostDeps, channelId: string, message: InboundMessage): MemoryCommandDeps {
-  const m = deps.memory;
-  return {
-    store: m?.store,
-    identity: async () => m?.identityOf(channelId, message.sender.id),
-    group: message.group === true,
-    maxChars: deps.outbound(channelId)?.maxMessageChars ?? 2000,
+    statusLines: async (conversationId) => {
+      const lines = await Promise.all(deps.features.map((f) => f.status?.(channelId, conversationId).catch(() => []) ?? []));
+      return lines.flat();
+    },
+    purging: purgingOf(deps.features),
   };
 }
 

@@ -7,13 +7,10 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import { type ChannelPlugin, channelResolver, outboundResolver } from '../src/channel.js';
+import { type ChannelPlugin, channelResolver } from '../src/channel.js';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { ConfigError } from '../src/errors.js';
-import { Budgets } from '../src/people/budget.js';
 import { IdentityStore } from '../src/people/identity.js';
-import { MemoryStore } from '../src/people/memory.js';
-import { loadProfiles, type Profiles } from '../src/people/profiles.js';
 import { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
 import { retentionOptions } from '../src/protocol/retention.js';
 import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
@@ -22,12 +19,15 @@ import { ConversationState } from '../src/protocol/state.js';
 import { ScheduleFireWorker } from '../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/from-config.js';
 import type { Schedule } from '../src/schedules/spec.js';
+import { runChannels } from './channels.js';
 import type { CompactionSettings } from './compaction/hooks.js';
 import type { OutboundResolver } from './delivery/sink.js';
-import { createEmbedder, createModel } from './model.js';
+import type { RunnerFeatureFactory, RunnerFeatureKit } from './feature.js';
+import { createModel } from './model.js';
 import type { ModelSettings, RunnerPlugin } from './plugin.js';
 import { ControlListener } from './run/control.js';
-import { RunExecutor } from './run/executor.js';
+import { DEFAULT_FAILURE_MESSAGE, RunExecutor } from './run/executor.js';
+import type { RunSettings } from './run/options.js';
 import { RunWorker, workerIdentity } from './worker.js';
 
 /** What the composition gives the runner besides the context. */
@@ -46,14 +46,12 @@ export interface RunnerParts {
   stalledIntervalMs?: number;
   /** Suffixes of the conversation keys plugins declare (`declaredConversationKeys`): idle retention expires them. Default: none. */
   pluginKeys?: readonly string[];
-  /** Resolves senders to identities for `RunContext.identities`. Default: a store on the context's Redis. */
-  identities?: IdentityStore;
   /** Compaction settings. Default: summaries written by the model built from `config.model` by the runner's model factory. */
   compaction?: CompactionSettings;
-  /** The clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
+  /** The runner features' factories, in order (app/features: `runnerFeatures()`); made once the runner's services are. */
+  features: readonly RunnerFeatureFactory[];
+  /** The features' clock, ms since the epoch (budget windows; tests move it). Default `Date.now`. */
   now?: () => number;
-  /** Agent profiles and bindings. Default: loaded from `config.profiles` and `config.bindings`. */
-  profiles?: Profiles;
 }
 
 /** A started runner, with its parts exposed for tests. */
@@ -76,28 +74,6 @@ function compactionSettings(ctx: AppContext, extras: RunnerParts): CompactionSet
     maxSummaryChars: compaction.maxSummaryChars,
     ...(extras.compaction ?? defaultCompaction(ctx.config.model, ctx.logger)),
   };
-}
-
-/** The memory store of `config.memory`, with an embedder when `memory.embeddingModel` is set. */
-function memoryFromConfig(ctx: AppContext, now: () => number): MemoryStore {
-  const { memory, model } = ctx.config;
-  return new MemoryStore({
-    redis: ctx.redis,
-    prefix: ctx.config.redis.prefix,
-    limits: memory,
-    now,
-    ...(memory.embeddingModel !== undefined && {
-      embedder: createEmbedder(model, memory.embeddingModel),
-      onEmbedderError: (err: unknown) => ctx.logger.warn({ err }, 'memory: the embedding model failed; going on without embeddings'),
-    }),
-  });
-}
-
-/** The configured `admins` of a conversation's channel. */
-function chatAdminsOf(channels: readonly ChannelPlugin[]): (conversationId: string) => readonly string[] | undefined {
-  const channelOf = channelResolver(channels.map((c) => c.id));
-  const admins = new Map(channels.map((c) => [c.id, c.settings?.admins]));
-  return (conversationId) => admins.get(channelOf(conversationId) ?? '');
 }
 
 /** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
@@ -170,44 +146,55 @@ interface ExecutorParts {
   scheduling: ConfiguredSchedules | undefined;
 }
 
-/** The run executor, with every feature the configuration turns on (schedules, budgets, memory, profiles, channels' admins). */
+/** The run executor, with the runner features made from the kit of the runner's services. */
 async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorParts): Promise<RunExecutor> {
   const { config, logger } = ctx;
   const prefix = config.redis.prefix;
-  const { plugin } = extras;
-  const channels = extras.channels ?? [];
-  const channelIds = channels.map((c) => c.id);
-  const now = extras.now ?? Date.now;
-  const profiles = extras.profiles ?? (await loadProfiles(config.model, config.profiles, config.bindings));
-  const budgets = new Budgets({ client: ctx.redis, prefix, settings: config.budgets, now });
+  const channels = runChannels(extras.channels ?? [], extras.resolveOutbound);
+  const identities = new IdentityStore({ redis: ctx.redis, prefix });
+  const kit: RunnerFeatureKit = {
+    config,
+    logger,
+    redis: ctx.redis,
+    prefix,
+    identities,
+    schedules: p.scheduling?.schedules,
+    channels,
+    now: extras.now ?? Date.now,
+  };
+  const features = await Promise.all(extras.features.map((make) => make(kit)));
   return new RunExecutor({
     client: ctx.redis,
     prefix,
     runs: p.runs,
     state: p.state,
-    plugin,
+    plugin: extras.plugin,
     control: p.control,
     enqueue: (c, r) => p.queue.enqueue(c, r),
-    resolveOutbound: extras.resolveOutbound ?? outboundResolver(channels),
+    channels,
+    identities,
     logger: logger.child({ part: 'runner' }),
-    owner: p.owner,
+    settings: runSettings(ctx, extras, p.owner),
+    features,
+  });
+}
+
+/** The run settings of `config`, every default resolved. */
+function runSettings(ctx: AppContext, extras: RunnerParts, owner: string): RunSettings {
+  const { config } = ctx;
+  return {
+    owner,
     leaseMs: config.runs.leaseMs,
     heartbeatMs: config.runs.heartbeatMs,
-    followUpsOnFailure: config.runs.followUpsOnFailure,
     model: config.model,
-    compaction: compactionSettings(ctx, extras),
+    steeringMode: extras.plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
     historyTailEntries: config.compaction.tailEntries,
+    failureMessage: DEFAULT_FAILURE_MESSAGE,
+    followUpsOnFailure: config.runs.followUpsOnFailure,
+    compaction: compactionSettings(ctx, extras),
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
     outboxMaxEntries: config.retention.indexMaxEntries,
-    steeringMode: plugin.manifest.steeringMode ?? DEFAULTS.agent.steeringMode,
-    ...(p.scheduling && { schedules: p.scheduling.schedules }),
-    ...(budgets.enabled && { budgets }),
-    ...(config.memory.enabled && { memory: memoryFromConfig(ctx, now) }),
-    profiles,
-    now,
-    identities: extras.identities ?? new IdentityStore({ redis: ctx.redis, prefix }),
-    ...(channels.length > 0 && { resolveChannel: channelResolver(channelIds), chatAdmins: chatAdminsOf(channels) }),
-  });
+  };
 }
 
 /** The fire worker (fires become inputs through each conversation's input policy) and the conversations' configured heartbeats. */

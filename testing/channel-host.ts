@@ -5,6 +5,7 @@
  */
 import type { ChannelHost, ChannelOutbound, ChannelSettings } from 'steerbot/channel';
 import type { RedisClient } from 'steerbot/plugin';
+import { accessHost } from '../app/features/access/host.js';
 import { AccessGate } from '../host/access/gate.js';
 import { AccessStore } from '../host/access/store.js';
 import { type HttpServer, routeRegistry } from '../host/http.js';
@@ -73,7 +74,7 @@ export function ingestOnlyHost(o: IngestOnlyHostOptions): IngestOnlyHost {
     enqueue: async (conversationId, runId) => void enqueued.push([conversationId, runId]),
     settings: (id) => o.settings?.(id),
     outbound: (id) => o.outbound?.(id),
-    ...(o.access && { access: accessGateOf(o, o.access) }),
+    features: o.access ? [accessHost({ access: accessGateOf(o, o.access) })] : [],
   });
   return { host, dispatch, enqueued };
 }

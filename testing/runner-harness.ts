@@ -4,9 +4,11 @@
  * one BullMQ queue per harness, a recording channel outbound, and teardown
  * that leaves nothing behind. No vitest imports.
  */
+
 import type { ChannelOutbound } from 'steerbot/channel';
 import type { IncomingMessage, IngestResult, InputPolicy, RecordEntry, RedisClient, SeqEntry } from 'steerbot/plugin';
 import type { RunnerPlugin } from 'steerbot/runner';
+import { runnerFeatures } from '../app/features/index.js';
 import { IngestService } from '../host/ingest.js';
 import { dispatchFromConfig } from '../host/main.js';
 import { type StartedRunner, startRunner } from '../runner/main.js';
@@ -147,6 +149,7 @@ export class RunnerHarness {
       resolveOutbound: (cid) => (cid.startsWith('telegram:') ? this.outbound : undefined),
       lockDurationMs: 2000,
       stalledIntervalMs: 500,
+      features: runnerFeatures(),
     });
     this.runners.push(runner);
     return runner;

@@ -65,18 +65,18 @@ async function compactCommand(deps: CommandDeps, source: CommandSource): Promise
 async function statusCommand(deps: CommandDeps, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
   const { dispatch } = deps;
   // Sent together on one connection: one round trip of waiting, not two.
-  const [unanswered, r, problems] = await Promise.all([
+  const [unanswered, r, extra] = await Promise.all([
     readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
     dispatch.statusCommand(source),
-    // The channel's own report is extra: /status answers without it when it fails.
-    deps.problems?.(source.conversationId).catch(() => []) ?? [],
+    // The features' lines are extra: /status answers without them when they fail.
+    deps.statusLines?.(source.conversationId).catch(() => []) ?? [],
   ]);
   if (r.kind === 'duplicate') return DUPLICATE;
   if (r.kind === 'purged') return PURGED;
   const lines = [
     formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered),
     ...(deps.profileName ? [`Agent profile: ${deps.profileName}`] : []),
-    ...problems.map((p) => `Problem: ${p}`),
+    ...extra,
   ];
   return { reply: lines.join('\n'), duplicate: false };
 }
@@ -107,8 +107,8 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
  */
 async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
   const o = deps.dispatch.options;
-  // Read before the purge deletes them: their BullMQ side goes after it (a fire of one missed here finds no record and removes itself).
-  const schedules = (await deps.schedules?.list(source.conversationId, 0)) ?? [];
+  // What the features read before the purge deletes it (schedules: their timers go after it).
+  const purged = await deps.purging?.(source.conversationId);
   const r = await purgeConversation(o.client, o.prefix, source.conversationId, {
     stopActive: args.toLowerCase() === 'stop',
     afterPurge: o.afterPurge,
@@ -127,7 +127,7 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
     case 'already_purged':
       return { reply: 'This conversation was already deleted.', duplicate: false };
     case 'purged': {
-      await Promise.all(schedules.map((s) => deps.schedules?.disarm(s)));
+      await purged?.();
       const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
       return {
         reply: `Deleted this conversation: its messages, runs, state, schedules and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,

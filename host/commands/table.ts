@@ -1,21 +1,16 @@
 /**
- * The shape of a control command: a feature contributes a table of them
- * (`conversationCommands`, `approvalCommands`, `scheduleCommands`,
- * `memoryCommands`) and the host dispatches from their union
- * (host/commands/index.ts). What every command gets, and what it answers.
+ * The shape of a control command: the conversation and approvals tables
+ * here, and each feature's (app/features/) contribute a table of them; the
+ * host dispatches from their union (`commandSet`, host/commands/index.ts).
+ * What every command gets, and what it answers.
  */
-import type { MemoryStore } from '../../src/people/memory.js';
 import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
-import type { Schedules } from '../../src/schedules/schedules.js';
 
-/** What the memory commands need besides the dispatch. */
-export interface MemoryCommandDeps {
-  /** The memory store; undefined when memory is off. */
-  store: MemoryStore | undefined;
-  /** The sender's identity; undefined when no identity can be made of their id. */
-  identity(): Promise<string | undefined>;
-  /** The message is in a group chat. */
+/** The message a command came in, beyond its source. */
+export interface CommandMessage {
+  channelId: string;
+  /** Sent in a group chat. */
   group: boolean;
   /** Longest reply the channel takes, in characters. */
   maxChars: number;
@@ -26,14 +21,19 @@ export interface CommandDeps {
   dispatch: Dispatch;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
-  /** The schedules service (`/schedules`, `/unschedule`, and purge disarms a purged conversation's schedules). Default: none (schedules off). */
-  schedules?: Schedules | undefined;
+  /** Where the command was sent. Default: a private chat of the conversation's channel (the id up to its first `:`), replies of 2000 characters. */
+  message?: CommandMessage;
   /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
   profileName?: string;
-  /** The sender's memory (`/memory`, `/forget`). Default: memory off. */
-  memory?: MemoryCommandDeps;
-  /** What the conversation's channel reports as wrong in it (`ChannelPlugin.conversationProblems`), listed by `/status`. Default: none. */
-  problems?(conversationId: string): Promise<string[]>;
+  /** The features' lines of `/status` (the channel's problems among them). Default: none. */
+  statusLines?(conversationId: string): Promise<string[]>;
+  /** Before `/purge` deletes a conversation: what the features do once it is deleted (schedules disarm its timers). Default: nothing. */
+  purging?(conversationId: string): Promise<() => Promise<void>>;
+}
+
+/** Where `deps`' command was sent (`CommandDeps.message`, or its default for `source`). */
+export function commandMessage(deps: CommandDeps, source: CommandSource): CommandMessage {
+  return deps.message ?? { channelId: source.conversationId.split(':', 1)[0]!, group: false, maxChars: 2000 };
 }
 
 /** The outcome of a command: the reply to send (empty for a duplicate). */

@@ -7,12 +7,10 @@
 import { z } from 'zod';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
-import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
+import { json, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
 import { APPROVED_NOTICE } from '../access/commands.js';
 import type { AccessStore } from '../access/store.js';
-
-/** Registers one console API route (access-checked by the console). */
-export type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;
+import type { ApiRoute } from '../feature.js';
 
 const account = z.string().min(3).max(257);
 

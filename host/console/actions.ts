@@ -1,6 +1,6 @@
 /**
  * The console's actions. Stop, compact, new context and set policy run the
- * chat commands themselves (`runCommand`, the same scripts), sent by the
+ * chat commands themselves (`commandSet`, the same scripts), sent by the
  * operator: the record shows them as `command.received` from sender
  * `console`. Purge runs `/purge` (with `stop`: the active run is stopped
  * first), the same script as the chat command. Abandon ends a run whose runner stopped answering (running past
@@ -17,8 +17,7 @@ import type { Dispatch } from '../../src/protocol/dispatch.js';
 import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import type { Schedules } from '../../src/schedules/schedules.js';
-import { type CommandName, runCommand } from '../commands/index.js';
+import { commandSet } from '../commands/index.js';
 
 /** What actions need. */
 export interface ConsoleActionDeps {
@@ -28,8 +27,8 @@ export interface ConsoleActionDeps {
   channelPolicy(conversationId: string): InputPolicy | undefined;
   logger: Logger;
   now?: () => number;
-  /** The schedules service (purge disarms the conversation's schedules). Default: none. */
-  schedules?: Schedules;
+  /** Before purge deletes a conversation: what the features do once it is deleted (`purgingOf`). Default: nothing. */
+  purging?(conversationId: string): Promise<() => Promise<void>>;
 }
 
 /** An action's outcome: `ok` false is a refusal the operator is shown (409). */
@@ -45,7 +44,10 @@ export const ABANDON_REASON = 'abandoned by operator (runner unresponsive past i
 export const CONSOLE_ACTIONS = ['stop', 'compact', 'new', 'policy', 'purge', 'abandon'] as const;
 export type ConsoleAction = (typeof CONSOLE_ACTIONS)[number];
 
-const COMMAND_OF: Record<Exclude<ConsoleAction, 'abandon'>, CommandName> = { stop: 'stop', compact: 'compact', new: 'new', policy: 'queue', purge: 'purge' };
+const COMMAND_OF: Record<Exclude<ConsoleAction, 'abandon'>, string> = { stop: 'stop', compact: 'compact', new: 'new', policy: 'queue', purge: 'purge' };
+
+// The conversation's own commands: the actions are those.
+const CONVERSATION_COMMANDS = commandSet([]);
 
 /** Runs the console's actions. */
 export class ConsoleActions {
@@ -70,7 +72,7 @@ export class ConsoleActions {
     const source = { conversationId, updateKey: `console:${randomUUID()}`, sender: { id: 'console', name: 'operator (console)' } };
     if (action === 'purge' && arg !== undefined && arg !== 'stop') throw new InvalidInputError('purge takes no argument, or stop');
     const args = action === 'policy' || action === 'purge' ? (arg ?? '') : '';
-    const outcome = await runCommand(this.d, { name: COMMAND_OF[action], args }, source, this.d.channelPolicy(conversationId));
+    const outcome = await CONVERSATION_COMMANDS.run(this.d, { name: COMMAND_OF[action], args }, source, this.d.channelPolicy(conversationId));
     this.d.logger.info({ conversationId, action, arg }, 'console action');
     return { ok: true, message: outcome.reply };
   }

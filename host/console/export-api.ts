@@ -11,7 +11,8 @@
 import type { Exporter, ExportOpening } from '../../src/export/exporter.js';
 import { sameOriginRead } from '../../src/http/access.js';
 import { json, type RouteRequest, type RouteResponse } from '../../src/http/routes.js';
-import { type ApiRoute, guarded } from './access-api.js';
+import type { ApiRoute } from '../feature.js';
+import { guarded } from './access-api.js';
 
 /** Registers the export routes under the console's API. */
 export function registerExportApi(api: ApiRoute, exporter: Exporter): void {

@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { pageHead } from '../../src/http/page-shell.js';
-import { memoryPanel } from './memory-panel.js';
 
 /** The page's script (browser JavaScript). */
 export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import.meta.url), 'utf8');
@@ -14,8 +13,8 @@ export const CONSOLE_SCRIPT = readFileSync(new URL('./assets/console.js', import
 /** The people panels' script (browser JavaScript): access and one person. */
 export const PEOPLE_SCRIPT = readFileSync(new URL('./assets/people.js', import.meta.url), 'utf8');
 
-/** The page. `base` is the console's path (`/console`). */
-export function consolePage(base: string): string {
+/** The page. `base` is the console's path (`/console`); `panels`: the features' panels' markup, added at its end. */
+export function consolePage(base: string, panels: string): string {
   return `${pageHead('steerbot console', base)}<header>
   <h1><a href="#">steerbot console</a></h1>
   <nav><a href="#">conversations</a> <a href="#panel=access">access</a> <a href="#panel=person">people</a></nav>
@@ -55,7 +54,7 @@ export function consolePage(base: string): string {
 </section>
 ${peopleSections()}
 <script src="${base}/people.js" defer></script>
-${memoryPanel(base)}</body>
+${panels}</body>
 </html>
 `;
 }

@@ -16,7 +16,8 @@ import type { AccessConfig } from '../../src/config/schema.js';
 import { json, type RouteRequest } from '../../src/http/routes.js';
 import type { BudgetLimits, Budgets, BudgetUsage } from '../../src/people/budget.js';
 import type { AccessStore } from '../access/store.js';
-import { type ApiRoute, guarded } from './access-api.js';
+import type { ApiRoute } from '../feature.js';
+import { guarded } from './access-api.js';
 
 /** Most identities the usage list reads. */
 const USAGE_LIST_MAX = 200;

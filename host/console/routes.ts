@@ -14,19 +14,16 @@ import { checkAccess, operatorAccess, type PageAccess, sameOriginJson, servePage
 import { assetRoute } from '../../src/http/page-shell.js';
 import { type HttpRoute, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
 import type { Budgets } from '../../src/people/budget.js';
-import type { MemoryStore } from '../../src/people/memory.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
 import type { RunQueue } from '../../src/protocol/run-queue.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis/connection.js';
-import type { Schedules } from '../../src/schedules/schedules.js';
 import type { AccessStore } from '../access/store.js';
-import { type ApiRoute, registerAccessApi } from './access-api.js';
+import { type ApiRoute, type HostFeature, purgingOf } from '../feature.js';
+import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
 import { registerExportApi } from './export-api.js';
-import { registerMemoryApi } from './memory-api.js';
-import { MEMORY_PANEL_SCRIPT } from './memory-panel.js';
 import { CONSOLE_SCRIPT, CONSOLE_STYLES, consolePage, PEOPLE_SCRIPT } from './page.js';
 import { registerPeopleApi } from './people-api.js';
 import { ConsoleReads, FILTER_WINDOW } from './reads.js';
@@ -51,16 +48,14 @@ export interface ConsoleOptions {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** The host's channels (a conversation's channel, its `conversationProblems`). Default: none. */
   channels?: readonly ChannelPlugin[];
-  /** The schedules service: a conversation's schedules are listed and can be cancelled. Default: none (schedules off). */
-  schedules?: Schedules | undefined;
   /** Access (pairing codes, refusals, links): its API routes. Default: none. */
   access?: AccessStore;
   /** The `access` section's channel settings: the people panel shows each account's policy and whether it is listed. Default: none (every channel open). */
   accessChannels?: AccessConfig['channels'];
   /** The spending budgets: the people panel shows a person's usage against the identity limits. Default: none. */
   budgets?: Budgets;
-  /** People's memory: its API routes list, edit and delete notes. Default: none (memory off). */
-  memory?: MemoryStore | undefined;
+  /** The host's features: their console routes and panels, and what purge does for them (`purgingOf`). Default: none. */
+  features?: readonly HostFeature[];
 }
 
 const BASE = '/console';
@@ -73,13 +68,14 @@ const actionSchema = z.strictObject({ action: z.enum(CONSOLE_ACTIONS), arg: z.st
 /** Registers the console's routes. */
 export function registerConsole(o: ConsoleOptions): void {
   const access: PageAccess = operatorAccess(o.token, o.allowLoopback);
+  const features = o.features ?? [];
   const reads = new ConsoleReads({ redis: o.redis, prefix: o.prefix, dispatch: o.dispatch, queue: o.queue, ...(o.channels && { channels: o.channels }) });
   const actions = new ConsoleActions({
     dispatch: o.dispatch,
     enqueue: o.enqueue,
     channelPolicy: o.channelPolicy,
     logger: o.logger.child({ part: 'console' }),
-    ...(o.schedules && { schedules: o.schedules }),
+    purging: purgingOf(features),
   });
 
   /** An API route: refused requests get 401 before anything is read. */
@@ -96,20 +92,20 @@ export function registerConsole(o: ConsoleOptions): void {
       },
     });
 
-  const html = consolePage(BASE);
+  const panels = features.flatMap((f) => (f.console?.panel ? [f.console.panel] : []));
+  const html = consolePage(BASE, panels.map((p) => p.html(BASE)).join(''));
   o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
-  o.routes.add({ method: 'GET', path: `${BASE}/memory.js`, handle: assetRoute('text/javascript; charset=utf-8', MEMORY_PANEL_SCRIPT) });
+  for (const p of panels) o.routes.add({ method: 'GET', path: `${BASE}/${p.name}.js`, handle: assetRoute('text/javascript; charset=utf-8', p.script) });
   o.routes.add({ method: 'GET', path: `${BASE}/people.js`, handle: assetRoute('text/javascript; charset=utf-8', PEOPLE_SCRIPT) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CONSOLE_STYLES) });
 
   registerConversationReads(api, o, reads);
-  registerSchedulesApi(api, o);
   if (o.access) {
     registerAccessApi(api, o.access, o.channels ?? []);
     registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
   }
-  registerMemoryApi(api, o.memory);
+  for (const f of features) f.console?.api?.(api);
   registerExportApi(api, new Exporter({ redis: o.redis, prefix: o.prefix, channels: (o.channels ?? []).map((c) => c.id) }));
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
@@ -150,19 +146,5 @@ function registerConversationReads(api: ApiRoute, o: ConsoleOptions, reads: Cons
     if (!detail) return json(404, { error: 'no such run (it may have expired)' });
     const traceLink = detail.traceId && o.traceUrl ? o.traceUrl.replace('{traceId}', detail.traceId) : undefined;
     return json(200, { ...detail, ...(traceLink && { traceLink }) });
-  });
-}
-
-/** A conversation's schedules, and cancelling one (409 when schedules are off). */
-function registerSchedulesApi(api: ApiRoute, o: ConsoleOptions): void {
-  api('GET', '/conversations/:id/schedules', async (req) => {
-    const list = o.schedules ? await o.schedules.list(req.params.id ?? '', 3) : [];
-    return json(200, { enabled: o.schedules !== undefined, schedules: list, now: Date.now() });
-  });
-  api('POST', '/conversations/:id/schedules/:schedule/cancel', async (req) => {
-    if (!o.schedules) return json(409, { ok: false, message: 'schedules are turned off' });
-    const cancelled = await o.schedules.cancel(req.params.id ?? '', req.params.schedule ?? '');
-    o.logger.info({ conversationId: req.params.id, scheduleId: req.params.schedule, cancelled }, 'console: schedule cancel');
-    return cancelled ? json(200, { ok: true, message: `Schedule ${req.params.schedule} cancelled.` }) : json(404, { ok: false, message: 'no such schedule' });
   });
 }

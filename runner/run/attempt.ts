@@ -29,7 +29,7 @@ export class RunAttempt {
    * to do) from acquire.
    */
   static async open(o: ExecutorOptions, conversationId: string, runId: string): Promise<RunAttempt> {
-    return new RunAttempt(o, await o.runs.acquire(conversationId, runId, o.owner, o.leaseMs));
+    return new RunAttempt(o, await o.runs.acquire(conversationId, runId, o.settings.owner, o.settings.leaseMs));
   }
 
   private constructor(
@@ -45,8 +45,8 @@ export class RunAttempt {
     this.lease = keepLease({
       runs: o.runs,
       run: this.ref,
-      heartbeatMs: o.heartbeatMs,
-      leaseMs: o.leaseMs,
+      heartbeatMs: o.settings.heartbeatMs,
+      leaseMs: o.settings.leaseMs,
       onStop,
       logger: this.logger,
       onLost: () => {
@@ -60,10 +60,10 @@ export class RunAttempt {
       conversationId,
       runId,
       token,
-      resolve: o.resolveOutbound,
+      resolve: o.channels.outbound,
       logger: this.logger,
-      ...(o.outboxTtlSeconds !== undefined && { outboxTtlSeconds: o.outboxTtlSeconds }),
-      ...(o.outboxMaxEntries !== undefined && { outboxMaxEntries: o.outboxMaxEntries }),
+      outboxTtlSeconds: o.settings.outboxTtlSeconds,
+      outboxMaxEntries: o.settings.outboxMaxEntries,
     });
   }
 

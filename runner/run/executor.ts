@@ -16,24 +16,24 @@
  * The steps live in modules with one job each: the attempt (acquire, lease,
  * stop requests: attempt.ts), what it starts from (inputs, takeover:
  * attempt-start.ts), compact-only runs (compact-only.ts), the invocation's
- * context (run-context.ts), finish and hand-back (finish-run.ts), and the
- * unanswered messages (unanswered.ts).
+ * context (run-context.ts), finish and hand-back (finish-run.ts), the
+ * unanswered messages (unanswered.ts), and the runner features' hooks (features.ts).
  */
 
-import { DEFAULTS } from '../../src/config/defaults.js';
 import { RunEndedError, StaleRunError } from '../../src/errors.js';
-import { tryAccountId } from '../../src/people/identity.js';
 import type { AgentProfile } from '../../src/people/profiles.js';
 import type { StopKind } from '../../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 import { RunTrace } from '../../src/telemetry/run-trace.js';
 import { Calibrator } from '../compaction/estimate.js';
 import { RunCompaction } from '../compaction/hooks.js';
+import { BUDGET_REASON } from '../feature.js';
 import type { RunResult, StepRecord } from '../plugin.js';
+import { accountableIdentity } from './accountable.js';
 import { RunAttempt } from './attempt.js';
-import { accountableIdentity, BUDGET_REASON, RunBudget } from './budget.js';
 import { compactOnly } from './compact-only.js';
 import { createRunContext } from './context.js';
+import { featureProfile, featuresBefore, InvocationRun } from './features.js';
 import { finishRun } from './finish.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
 import { type AttemptStart, readAttemptStart } from './start.js';
@@ -44,14 +44,28 @@ export type { ExecutionResult } from './options.js';
 
 const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted', supersede: 'superseded', stop: 'stopped' };
 
+/** The failure message runs send unless the runner is given another (`RunSettings.failureMessage`). */
 export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answering. Please try again.';
-
-const isFire = (kind: string | undefined) => kind === 'schedule' || kind === 'heartbeat';
 
 /** What the next invocation of an attempt does besides answering its inputs: deliver a recorded answer, or finish a recorded tool-call step. */
 interface Carried {
   recorded: RecordedAnswer | undefined;
   unfinished: StepRecord | undefined;
+}
+
+/** What one invocation of an attempt answers, and the run's parts it shares with the attempt's other invocations. */
+interface Invocation {
+  inputs: Array<SeqEntry<MessageReceived>>;
+  unanswered: UnansweredMessages;
+  telemetry: RunTrace;
+  tools: AttemptStart['tools'];
+  /** The attempt's first invocation. */
+  first: boolean;
+  /** The message that started the run. */
+  starter: SeqEntry<MessageReceived> | undefined;
+  identity: string | undefined;
+  profile: AgentProfile | undefined;
+  compaction: RunCompaction;
 }
 
 /** Runs one run end to end. */
@@ -79,7 +93,7 @@ export class RunExecutor {
    */
   async execute(conversationId: string, runId: string): Promise<ExecutionResult> {
     // The `run` span and run metrics (src/telemetry/run-trace.ts): begun once the inputs are read, ended here.
-    const telemetry = new RunTrace(this.o.model.name);
+    const telemetry = new RunTrace(this.o.settings.model.name);
     try {
       return telemetry.ended(await this.executeAttempt(conversationId, runId, telemetry));
     } catch (err) {
@@ -120,8 +134,7 @@ export class RunExecutor {
     // The run's accountable identity (the person whose message started it, or a fire's owner): budgets, profile bindings and memory follow it.
     const starter = start.inputs[0];
     const identity = await accountableIdentity(starter, (userId) => this.identityOf(ref.conversationId, userId), this.currentIdentity);
-    const budget = RunBudget.open(this.o.budgets, ref.conversationId, identity, this.o.now, isFire(starter?.origin?.kind));
-    const profile = this.o.profiles?.resolve(ref.conversationId, identity);
+    const profile = featureProfile(this.o.features, ref.conversationId, identity);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
       const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
@@ -129,7 +142,7 @@ export class RunExecutor {
       if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const parts = { inputs, unanswered, telemetry, tools: start.tools, budget, first, identity, profile };
+      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, identity, profile };
       const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt) }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
@@ -150,7 +163,7 @@ export class RunExecutor {
    */
   private followUp(attempt: RunAttempt, outcome: RunOutcome, result: RunResult, unanswered: UnansweredMessages): number[] {
     if (outcome !== 'failed' || result.final) return [];
-    if (attempt.acquired.failures >= (this.o.followUpsOnFailure ?? DEFAULTS.runs.followUpsOnFailure)) return [];
+    if (attempt.acquired.failures >= this.o.settings.followUpsOnFailure) return [];
     const seqs = unanswered.seqs();
     if (seqs.length > 0) {
       attempt.logger.warn(
@@ -191,21 +204,7 @@ export class RunExecutor {
    * a RunContext to the plugin (unless a stop was requested). A plugin that
    * throws fails the run (with the failure message, unless it was aborted).
    */
-  private async invoke(
-    attempt: RunAttempt,
-    p: {
-      inputs: Array<SeqEntry<MessageReceived>>;
-      unanswered: UnansweredMessages;
-      telemetry: RunTrace;
-      tools: AttemptStart['tools'];
-      budget: RunBudget | undefined;
-      first: boolean;
-      identity: string | undefined;
-      profile: AgentProfile | undefined;
-      compaction: RunCompaction;
-    },
-    carried: Carried,
-  ): Promise<RunResult> {
+  private async invoke(attempt: RunAttempt, p: Invocation, carried: Carried): Promise<RunResult> {
     const { delivery, logger } = attempt;
     const recorded = carried.recorded;
     if (recorded) {
@@ -217,11 +216,13 @@ export class RunExecutor {
       return { outcome: 'completed' };
     }
     if (attempt.stopKind) return { outcome: 'completed' };
-    // A new run counts against runs per hour once: not again on a takeover or a continuation.
-    const spent = await p.budget?.before(p.first && attempt.acquired.attempt === 1);
+    const { conversationId, runId } = attempt.ref;
+    const run = new InvocationRun({ conversationId, runId, identity: p.identity, profile: p.profile, starter: p.starter, inputs: p.inputs });
+    // Only a new run's first invocation is `newRun` (features count a run once): not a takeover's, not a continuation's.
+    const spent = await featuresBefore(this.o.features, run, p.first && attempt.acquired.attempt === 1);
     if (spent) return spent;
     delivery.typing();
-    const ctx = await createRunContext(this.o, attempt, { ...p, unfinishedStep: carried.unfinished });
+    const ctx = await createRunContext(this.o, attempt, { ...p, run, unfinishedStep: carried.unfinished });
     carried.unfinished = undefined;
     try {
       return await this.o.plugin.run(ctx);
@@ -229,19 +230,17 @@ export class RunExecutor {
       if (err instanceof StaleRunError) throw err;
       const aborted = attempt.signal.aborted;
       if (!aborted) logger.error({ err }, 'runner plugin threw');
-      return { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: this.o.failureMessage ?? DEFAULT_FAILURE_MESSAGE }) };
+      return { outcome: 'failed', reason: 'runner plugin error', ...(!aborted && { notice: this.o.settings.failureMessage }) };
     }
   }
 
   /** The identity of a conversation's user (see `IdentityStore.tryResolve`): none for a user id no identity can be made of. */
   private readonly identityOf = (conversationId: string, userId: string): Promise<string | undefined> => {
-    const channel = this.o.resolveChannel?.(conversationId) ?? conversationId.split(':', 1)[0]!;
-    return this.o.identities ? this.o.identities.tryResolve(channel, userId) : Promise.resolve(tryAccountId(channel, userId));
+    return this.o.identities.tryResolve(this.o.channels.channelOf(conversationId), userId);
   };
 
   /** An identity as it is now: a link may have merged it into another since it was recorded. */
-  private readonly currentIdentity = (identity: string): Promise<string> =>
-    this.o.identities ? this.o.identities.resolveAccount(identity) : Promise.resolve(identity);
+  private readonly currentIdentity = (identity: string): Promise<string> => this.o.identities.resolveAccount(identity);
 
   private compaction(attempt: RunAttempt): RunCompaction {
     const o = this.o;
@@ -251,9 +250,9 @@ export class RunExecutor {
       runs: o.runs,
       state: o.state,
       run: attempt.ref,
-      contextWindow: o.model.contextWindow - o.model.outputReserve,
-      tailEntries: o.historyTailEntries ?? DEFAULTS.compaction.tailEntries,
-      settings: o.compaction ?? {},
+      contextWindow: o.settings.model.contextWindow - o.settings.model.outputReserve,
+      tailEntries: o.settings.historyTailEntries,
+      settings: o.settings.compaction,
       calibrator: this.calibrator,
       signal: attempt.signal,
       logger: attempt.logger,

@@ -5,7 +5,6 @@
  * the end) or ends the run, creating its successor when messages wait (a
  * failed run's follow-up among them).
  */
-import { DEFAULTS } from '../../src/config/defaults.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 import type { RunAttempt } from './attempt.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
@@ -26,7 +25,7 @@ export async function finishRun(
   retry: readonly number[] = [],
 ): Promise<AfterFinish> {
   const { ref, logger } = attempt;
-  const fin = await o.runs.finish(ref, outcome, { reason, mode: o.steeringMode ?? DEFAULTS.agent.steeringMode, retry });
+  const fin = await o.runs.finish(ref, outcome, { reason, mode: o.settings.steeringMode, retry });
   if (fin.kind === 'continue') {
     logger.info({ seqs: fin.messages.map((m) => m.seq) }, 'finish handed back steering; continuing');
     return { kind: 'continue', inputs: fin.messages.filter(isMessage) };

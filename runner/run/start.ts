@@ -7,7 +7,6 @@
  * turn's anchor, the steered messages taken and not answered, a tool-call
  * step to finish, and the tool journal.
  */
-import { DEFAULTS } from '../../src/config/defaults.js';
 import type { RunRef, Runs } from '../../src/protocol/runs.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { readSeqs } from '../../src/record/read.js';
@@ -63,7 +62,7 @@ export async function readAttemptStart(o: ExecutorOptions, attempt: RunAttempt):
     readSeqs(o.client, log, acquired.inputs),
     o.state.getRaw(ref.conversationId, UNANSWERED_KEY),
     readPromptHead(o.client, o.prefix, ref.conversationId),
-    acquired.attempt > 1 ? readRunEntries(o.client, log, ref.runId, o.historyTailEntries ?? DEFAULTS.compaction.tailEntries) : undefined,
+    acquired.attempt > 1 ? readRunEntries(o.client, log, ref.runId, o.settings.historyTailEntries) : undefined,
   ]);
   // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
   const takeover = runEntries && (await progress(o, log, ref.runId, runEntries));

@@ -5,7 +5,9 @@
  * provider (against the fake chat-completions server) → delivery → the
  * Discord outbound → the fake Discord REST.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
@@ -84,6 +86,7 @@ beforeAll(async () => {
       cid === `discord:${STREAM_DM}` || cid === `discord:${STEER_STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined,
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
 });

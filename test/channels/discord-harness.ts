@@ -177,6 +177,7 @@ export function discordOnHarness(h: RunnerHarness, apiBase: string): { plugin: C
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === 'discord' ? plugin.outbound : undefined),
+    features: [],
   });
   return { plugin, host };
 }

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_COMMANDS, parseCommand } from '../../host/commands/index.js';
+import type { CommandSet } from '../../host/commands/index.js';
 import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
@@ -16,6 +16,7 @@ import type { RedisClient } from '../../src/redis/connection.js';
 import { isRedisUnavailable } from '../../src/redis/connection.js';
 import { freePort } from '../../src/redis/local.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
+import { builtinCommands } from '../helpers/host-features.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -82,7 +83,13 @@ afterEach(async () => {
   await cleanupPrefix(redis, prefix);
 });
 
-describe('parseCommand', () => {
+describe('the built-in commands', () => {
+  let commands: CommandSet;
+  const parseCommand = (text: string) => commands.parse(text);
+  beforeAll(async () => {
+    commands = await builtinCommands({ redis, prefix: testPrefix() });
+  });
+
   it('finds the control commands, with or without a bot-name suffix, and their arguments', () => {
     expect(parseCommand('/stop')).toEqual({ name: 'stop', args: '' });
     expect(parseCommand('  /stop@MyBot  ')).toEqual({ name: 'stop', args: '' });
@@ -99,7 +106,7 @@ describe('parseCommand', () => {
   });
 
   it("reserves to a group's admins exactly the commands that change the conversation for everyone", () => {
-    expect([...ADMIN_COMMANDS].sort()).toEqual(['compact', 'new', 'purge', 'queue', 'stop', 'unschedule']);
+    expect([...commands.admin].sort()).toEqual(['compact', 'new', 'purge', 'queue', 'stop', 'unschedule']);
     for (const name of ['status', 'approve', 'deny', 'schedules', 'memory', 'forget']) expect(parseCommand(`/${name}`)?.name).toBe(name);
   });
 });

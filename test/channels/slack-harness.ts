@@ -4,7 +4,9 @@
  * channel host ingesting through the real `Dispatch` (runs recorded, not
  * executed) or the whole system with a runner.
  */
+
 import { Redis } from 'ioredis';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createSlackPlugin, type SlackConfigInput } from '../../plugins/slack/channel.js';
@@ -141,6 +143,7 @@ export async function startSlackSystem(o: {
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
     settings: () => ({ admins: o.config?.admins ?? [] }),
+    features: [],
   });
   await plugin.start(host);
   await http.ready();
@@ -149,6 +152,7 @@ export async function startSlackSystem(o: {
     resolveOutbound: (cid) => (cid.startsWith('slack:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   return { http, plugin };

@@ -4,7 +4,9 @@
  * channel host ingesting through the real `Dispatch` on a random Redis
  * prefix, and every log line captured in memory.
  */
+
 import { Redis } from 'ioredis';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
@@ -170,6 +172,7 @@ export async function startTelegramSystem(o: {
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+    features: [],
   });
   await plugin.start(host);
   await http.ready();
@@ -178,6 +181,7 @@ export async function startTelegramSystem(o: {
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   return { http, plugin };

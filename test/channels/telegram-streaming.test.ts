@@ -6,8 +6,10 @@
  * the final send or edit, typing, the next run's first message. Times are
  * the fake's own arrival times of the requests, compared with the 429 it sent.
  */
+
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { markdownToTelegramHtml } from '../../plugins/telegram/markdown.js';
@@ -188,6 +190,7 @@ describe('end to end: a runner streams a markdown answer to telegram', () => {
         resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),
         lockDurationMs: 2000,
         stalledIntervalMs: 500,
+        features: runnerFeatures(),
       }),
     );
   });

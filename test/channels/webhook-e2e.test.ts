@@ -5,7 +5,9 @@
  * against the fake model server) → delivery → the channel's outbound side
  * (created from config) → signed callbacks to a local receiver.
  */
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hostFeatures, runnerFeatures } from '../../app/features/index.js';
 import { createChannels } from '../../app/start.js';
 import { createHttpServer, listen } from '../../host/http.js';
 import { startHost } from '../../host/main.js';
@@ -54,13 +56,14 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
   const ctx: AppContext = { ...base, config };
   const http = createHttpServer({ config, redis: ctx.redis, logger: ctx.logger });
   const channelDeps = { logger: ctx.logger, redis: ctx.redis, prefix: config.redis.prefix };
-  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true });
+  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true, features: hostFeatures() });
   // No resolveOutbound: the runner delivers through the channels created from config.
   const runner = await startRunner(ctx, {
     channels: await createChannels(config, channelDeps),
     plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap), tools, builtins: { currentTime: false } }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { ctx, prefix, http, host, runner, url };

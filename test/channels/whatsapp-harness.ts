@@ -4,7 +4,9 @@
  * the real plugin against the fake Cloud API, the real channel host
  * enqueueing runs, and a runner with `agent` delivering through the plugin.
  */
+import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
+import { channelProblems } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
 import { startRunner } from '../../runner/main.js';
@@ -42,7 +44,7 @@ export async function startWhatsAppSystem(o: {
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    channelProblems: (id) => (id === plugin.id ? plugin.conversationProblems : undefined),
+    features: [channelProblems((id) => (id === plugin.id ? plugin.conversationProblems?.bind(plugin) : undefined))],
   });
   await plugin.start(host);
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
@@ -51,6 +53,7 @@ export async function startWhatsAppSystem(o: {
     resolveOutbound: (cid) => (cid.startsWith('whatsapp:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   const url = `${address}/whatsapp/webhook`;

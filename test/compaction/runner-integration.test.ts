@@ -6,9 +6,11 @@
  * summarizer's instructions. Assertions are on the requests the fake received
  * and on the record and state in Redis.
  */
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { readConfig } from '../../app/config.js';
+import { runnerFeatures } from '../../app/features/index.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, RUN_REASON } from '../../plugins/local-agent/outcomes.js';
@@ -127,6 +129,7 @@ async function start(o: { contextWindow?: number; outputReserve?: number; tools?
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
 }

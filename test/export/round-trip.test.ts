@@ -13,7 +13,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
 import type { HttpServer } from '../../host/http.js';
-import { peopleParts } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin, InboundMessage } from '../../src/channel.js';
@@ -25,6 +24,7 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { CONSOLE_TOKEN, serveConsole } from '../helpers/console-api.js';
+import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const ALICE = 'telegram:1';
@@ -60,10 +60,10 @@ async function start(): Promise<World> {
   const config = { ...h.ctx.config, schedules: { ...h.ctx.config.schedules, enabled: true }, budgets: { identity: { tokensPerDay: 1_000_000 } } };
   const ctx = { ...h.ctx, config };
   const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
-  const people = await peopleParts(config, identities, h.redis, h.prefix);
   const scheduling = schedulesFromConfig(ctx, ['telegram'], 'steerbot-test-schedules', identities)!;
+  const features = await testHostFeatures({ config, redis: h.redis, prefix: h.prefix, identities, schedules: scheduling });
   const host = createChannelHost({
-    ...people,
+    features,
     routes: { add: () => undefined },
     redis: h.redis,
     prefix: h.prefix,
@@ -75,7 +75,7 @@ async function start(): Promise<World> {
   });
   const http = await serveConsole(h, {
     access: new AccessStore(h.redis, h.prefix, accessSchema.parse({}), identities),
-    schedules: scheduling.schedules,
+    features,
     // The console finds a direct chat's person on the conversation's channel (only its id is read here).
     channels: [{ id: 'telegram' } as ChannelPlugin],
   });

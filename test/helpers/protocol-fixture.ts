@@ -102,8 +102,8 @@ export class ProtocolFixture {
     return new Dispatch(this.options(overrides, client));
   }
 
-  /** The real channel host on this fixture's Redis, with no HTTP routes, answering through `outbound`. */
-  channelHost(dispatch: Dispatch, outbound: ChannelOutbound, more: Pick<Partial<ChannelHostDeps>, 'enqueue' | 'onActivity'> = {}): ChannelHost {
+  /** The real channel host on this fixture's Redis, with no HTTP routes and no features unless `more` has them, answering through `outbound`. */
+  channelHost(dispatch: Dispatch, outbound: ChannelOutbound, more: Pick<Partial<ChannelHostDeps>, 'enqueue' | 'features'> = {}): ChannelHost {
     return createChannelHost({
       routes: {
         add() {
@@ -117,6 +117,7 @@ export class ProtocolFixture {
       ingest: dispatch,
       enqueue: async () => undefined,
       outbound: () => outbound,
+      features: [],
       ...more,
     });
   }

@@ -6,6 +6,7 @@
  */
 
 import { readConfig } from '../../app/config.js';
+import { hostFeatures, runnerFeatures } from '../../app/features/index.js';
 import { createChannels } from '../../app/start.js';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { type StartedHost, startHost } from '../../host/main.js';
@@ -95,12 +96,13 @@ export async function startWebhookSystem(o: WebhookSystemOptions): Promise<Webho
   await o.prepare?.(ctx);
   const http = createHttpServer({ config, redis: ctx.redis, logger });
   const channelDeps = { logger, redis: ctx.redis, prefix: config.redis.prefix };
-  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true });
+  const host = await startHost({ ...ctx, http }, { channels: await createChannels(config, channelDeps), steeringCapable: true, features: hostFeatures() });
   const runner = await startRunner(ctx, {
     channels: await createChannels(config, channelDeps),
     plugin: createLocalAgentPlugin({ tools: o.tools ?? [], builtins: { currentTime: false }, ...(o.toolbox && { toolbox: o.toolbox }) }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return {

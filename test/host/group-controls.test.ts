@@ -68,6 +68,7 @@ function hostFor(
     settings: () => settings,
     outbound: (id) => (id === outbound.channelId ? outbound : undefined),
     admins: createAdminCheck(),
+    features: [],
   });
   return { host, dispatch };
 }

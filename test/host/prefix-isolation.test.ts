@@ -4,7 +4,9 @@
  * take or touch the other's runs, jobs or keys: the BullMQ queue lives under
  * the deployment's prefix (`{<prefix>-bull}`).
  */
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hostFeatures, runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { type StartedHost, startHost } from '../../host/main.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -72,10 +74,11 @@ async function startApp(): Promise<App> {
   const webhook = (): ChannelPlugin =>
     createWebhookPlugin('e2e', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 10 }, { logger: ctx.logger, redis: ctx.redis, prefix });
   const http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger: ctx.logger });
-  const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true });
+  const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true, features: hostFeatures() });
   const runner = await startRunner(ctx, {
     plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }),
     channels: [webhook()],
+    features: runnerFeatures(),
   });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { prefix, ctx, http, host, runner, url, callbacks };

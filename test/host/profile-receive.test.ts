@@ -46,7 +46,7 @@ async function host() {
     ingest: dispatch,
     enqueue: async () => undefined,
     outbound: () => outbound,
-    profileOf: async (_channel, cid) => profiles.resolve(cid),
+    features: [{ name: 'profiles', profile: async (_channel, cid) => profiles.resolve(cid) }],
   });
   return { channelHost, runs: fx.runs() };
 }

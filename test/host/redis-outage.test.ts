@@ -6,7 +6,9 @@
  * reconciler's next routine pass), everything is answered exactly once
  * afterwards, and the outage is logged once, never as raw stderr dumps.
  */
+
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { hostFeatures, runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { type StartedHost, startHost } from '../../host/main.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -78,10 +80,11 @@ async function startSystem(): Promise<NonNullable<typeof parts>> {
       { logger, redis: ctx.redis, prefix: ctx.config.redis.prefix },
     );
   const http = createHttpServer({ config: ctx.config, redis: ctx.redis, logger });
-  const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true });
+  const host = await startHost({ ...ctx, http }, { channels: [webhook()], steeringCapable: true, features: hostFeatures() });
   const runner = await startRunner(ctx, {
     plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), builtins: { currentTime: false } }),
     channels: [webhook()],
+    features: runnerFeatures(),
   });
   const url = await listen(http, { host: '127.0.0.1', port: 0 });
   return { ctx, http, host, runner, url, unwatch };

@@ -5,6 +5,8 @@
  * agent is answered `echo: <text>`.
  */
 
+import { accessHost } from '../../app/features/access/host.js';
+import { runnerFeatures } from '../../app/features/index.js';
 import { AccessGate } from '../../host/access/gate.js';
 import { type AccessLimits, AccessStore } from '../../host/access/store.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
@@ -84,7 +86,7 @@ export async function startAccessSystem(access: unknown, limits: Partial<AccessL
     enqueue: (c, r) => h.queue.enqueue(c, r),
     settings: (id) => byId.get(id)?.settings,
     outbound: (id) => byId.get(id)?.outbound,
-    access: new AccessGate(config, store, ctx.logger),
+    features: [accessHost({ access: new AccessGate(config, store, ctx.logger) })],
   });
   for (const c of channels) await c.start(host);
   await http.ready();
@@ -94,6 +96,7 @@ export async function startAccessSystem(access: unknown, limits: Partial<AccessL
     resolveOutbound: (cid) => byId.get(cid.split(':', 1)[0]!)?.outbound,
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   return {

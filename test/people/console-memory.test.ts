@@ -4,6 +4,7 @@ import type { HttpServer } from '../../host/http.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { CONSOLE_TOKEN, consoleCall, serveConsole } from '../helpers/console-api.js';
+import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const ME = 'telegram:1001';
@@ -20,7 +21,8 @@ afterEach(async () => {
 async function start(memory: boolean): Promise<{ http: HttpServer; store: MemoryStore; h: RunnerHarness }> {
   h = await RunnerHarness.start({ redisUrl: redisUrl() });
   const store = new MemoryStore({ redis: h.ctx.redis, prefix: h.prefix, limits: { maxNotes: 2, maxNoteChars: 20 } });
-  http = await serveConsole(h, memory ? { memory: store } : {});
+  const config = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: memory, maxNotes: 2, maxNoteChars: 20 } };
+  http = await serveConsole(h, { features: await testHostFeatures({ config, redis: h.ctx.redis, prefix: h.prefix }) });
   return { http, store, h };
 }
 

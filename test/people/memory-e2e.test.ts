@@ -7,9 +7,10 @@
  * channel; a purge removes memory, links and usage; search blends in
  * embeddings from the fake embeddings endpoint.
  */
+
 import { afterEach, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { peopleParts } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -22,7 +23,6 @@ import type { CoreConfig } from '../../src/config/load.js';
 import { identityUsageKey } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore, memoryKeys } from '../../src/people/memory.js';
-import { loadProfiles } from '../../src/people/profiles.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
@@ -30,6 +30,7 @@ import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { TOKEN as DISCORD_TOKEN, alice as discordAlice } from '../channels/discord-harness.js';
 import { postUpdate } from '../channels/telegram-harness.js';
+import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel } from '../runner/harness.js';
 
@@ -76,9 +77,8 @@ async function startMemorySystem(): Promise<MemorySystem> {
   ];
   const byId = new Map(channels.map((c) => [c.id, c]));
   const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
-  const people = await peopleParts(config, identities, ctx.redis, h.prefix);
   const host = createChannelHost({
-    ...people,
+    features: await testHostFeatures({ config, redis: ctx.redis, prefix: h.prefix, identities }),
     routes: routeRegistry(http),
     redis: ctx.redis,
     prefix: h.prefix,
@@ -95,9 +95,9 @@ async function startMemorySystem(): Promise<MemorySystem> {
     plugin: createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0 }),
     channels: [],
     resolveOutbound: (cid) => byId.get(cid.split(':', 1)[0]!)?.outbound,
-    identities,
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   return {
@@ -235,10 +235,17 @@ describe('which runs get memory', () => {
           return { outcome: 'completed' };
         },
       };
-      const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
-      const profiles = await loadProfiles(config.model, { quiet: { memory: false } }, [{ profile: 'quiet', chat: 'telegram:quiet' }]);
+      const config: CoreConfig = {
+        ...h.ctx.config,
+        memory: { ...h.ctx.config.memory, enabled: true },
+        profiles: { quiet: { memory: false } },
+        bindings: [{ profile: 'quiet', chat: 'telegram:quiet' }],
+      };
       h.runners.push(
-        await startRunner({ ...h.ctx, config }, { plugin, profiles, resolveOutbound: () => undefined, lockDurationMs: 2000, stalledIntervalMs: 500 }),
+        await startRunner(
+          { ...h.ctx, config },
+          { plugin, resolveOutbound: () => undefined, lockDurationMs: 2000, stalledIntervalMs: 500, features: runnerFeatures() },
+        ),
       );
       const runOf = async (conversationId: string, senderId: string) => {
         const r = await h.ingestService.ingest({ conversationId, updateKey: `telegram:${conversationId}:1`, sender: { id: senderId }, text: 'hi' });
@@ -261,7 +268,12 @@ describe('the memory tools and the tool policy', () => {
     try {
       const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
       const plugin = createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0, toolbox: { policy: { tools: { memory_save: 'deny' } } } });
-      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      h.runners.push(
+        await startRunner(
+          { ...h.ctx, config },
+          { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500, features: runnerFeatures() },
+        ),
+      );
       const r = await h.ingest('hello');
       await h.runEnded((r as { runId: string }).runId);
       const offered = toolNames(model.requests[0]!.body);
@@ -279,7 +291,12 @@ describe('the memory tools and the tool policy', () => {
     try {
       const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true, maxNoteChars: 50 } };
       const plugin = createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0 });
-      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      h.runners.push(
+        await startRunner(
+          { ...h.ctx, config },
+          { plugin, resolveOutbound: () => h.outbound, lockDurationMs: 2000, stalledIntervalMs: 500, features: runnerFeatures() },
+        ),
+      );
       model.script([{ toolCalls: [{ name: 'memory_save', args: { text: 'x'.repeat(51) } }] }, { text: 'Could not save that.' }]);
       const r = await h.ingest('remember this long thing');
       await h.runEnded((r as { runId: string }).runId);
@@ -299,7 +316,7 @@ describe('linking merges memory', () => {
     try {
       const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
       const config: CoreConfig = { ...h.ctx.config, memory: { ...h.ctx.config.memory, enabled: true } };
-      await peopleParts(config, identities, h.redis, h.prefix);
+      await testHostFeatures({ config, redis: h.redis, prefix: h.prefix, identities });
       const m = new MemoryStore({ redis: h.redis, prefix: h.prefix });
       await m.save(TG_ALICE, 'Likes green tea.');
       await m.save(`discord:${discordAlice.id}`, 'Plays chess on Sundays.');

@@ -1,6 +1,6 @@
 /** `/purge` through the real channel host: replies, dedupe, and what the chat sees afterwards. */
 import { describe, expect, it } from 'vitest';
-import { PURGED_NOTICE, parseCommand } from '../../host/commands/index.js';
+import { commandSet, PURGED_NOTICE } from '../../host/commands/index.js';
 import type { ChannelOutbound, InboundMessage } from '../../src/channel.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
 
@@ -8,7 +8,7 @@ const fx = useProtocolFixture();
 
 function setup() {
   const sent: string[] = [];
-  /** Conversations the host reported activity for (`onActivity`), and runs it enqueued. */
+  /** Conversations the host told a feature of (`recorded`, fresh), and runs it enqueued. */
   const activity: string[] = [];
   const enqueued: string[] = [];
   const outbound: ChannelOutbound = {
@@ -22,7 +22,7 @@ function setup() {
   const dispatch = fx.dispatch();
   const host = fx.channelHost(dispatch, outbound, {
     enqueue: async (_conversationId, runId) => void enqueued.push(runId),
-    onActivity: (conversationId) => void activity.push(conversationId),
+    features: [{ name: 'activity', recorded: async (input) => void (input.fresh && activity.push(input.conversationId)) }],
   });
   const message = (n: number, text: string): InboundMessage => ({
     conversationId: CID,
@@ -42,8 +42,9 @@ async function nonDedupeKeys(): Promise<string[]> {
 
 describe('/purge', () => {
   it('parses as a control command, with an optional "stop"', () => {
-    expect(parseCommand('/purge')).toEqual({ name: 'purge', args: '' });
-    expect(parseCommand('/purge@SteerBot stop')).toEqual({ name: 'purge', args: 'stop' });
+    const commands = commandSet([]);
+    expect(commands.parse('/purge')).toEqual({ name: 'purge', args: '' });
+    expect(commands.parse('/purge@SteerBot stop')).toEqual({ name: 'purge', args: 'stop' });
   });
 
   it('answers active while a run is active; /purge stop stops it and deletes the conversation', async () => {

@@ -3,8 +3,10 @@
  * `npm start` runs): system prompt, built-in tools, streaming to channels that
  * stream. Through the real provider against the fake OpenAI server.
  */
+
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
+import { runnerFeatures } from '../../app/features/index.js';
 import localAgent from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { createModel } from '../../runner/model.js';
@@ -43,7 +45,9 @@ async function runnerFromConfig(env: Record<string, string>, outbound: ChannelOu
     model,
     createModel: (s = model) => createModel(s),
   });
-  harness.runners.push(await startRunner(ctx, { plugin, resolveOutbound: () => outbound, lockDurationMs: 2000, stalledIntervalMs: 500 }));
+  harness.runners.push(
+    await startRunner(ctx, { plugin, resolveOutbound: () => outbound, lockDurationMs: 2000, stalledIntervalMs: 500, features: runnerFeatures() }),
+  );
   return harness;
 }
 

@@ -16,7 +16,9 @@
  * Env: REDIS_URL, STEERBOT_PREFIX, FAKE_OPENAI_URL, FAKE_DISCORD_API, FAKE_DISCORD_TOKEN, CRASH_AT.
  * Prints `ready <owner>` once it takes jobs.
  */
+
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
@@ -80,6 +82,7 @@ const runner = await startRunner(ctx, {
   resolveOutbound: (conversationId) => (conversationId.startsWith('discord:') ? outbound : undefined),
   lockDurationMs: 2000,
   stalledIntervalMs: 500,
+  features: runnerFeatures(),
 });
 process.stdout.write(`ready ${runner.owner}\n`);
 // Stays alive until the test kills it, or it kills itself.

@@ -4,8 +4,10 @@
  * message stays in the record and `/status` names it), and once the window
  * has passed (an injected clock) the next run answers.
  */
+
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../host/commands/index.js';
+import { runnerFeatures } from '../../app/features/index.js';
+import { commandSet } from '../../host/commands/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { BudgetSettings } from '../../src/people/budget.js';
@@ -27,6 +29,7 @@ async function start(budgets: BudgetSettings, clock: { now: number }) {
       lockDurationMs: 2000,
       stalledIntervalMs: 500,
       now: () => clock.now,
+      features: runnerFeatures(),
     },
   );
   h.runners.push(runner);
@@ -34,7 +37,7 @@ async function start(budgets: BudgetSettings, clock: { now: number }) {
 }
 
 async function status(h: Harness): Promise<string> {
-  return (await runCommand({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
+  return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
 }
 
 const runIdOf = (r: unknown) => (r as { runId: string }).runId;

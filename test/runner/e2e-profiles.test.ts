@@ -3,7 +3,9 @@
  * the longest chat, then channel, else the base settings), and two profiles
  * bound to two chats answer with two models (two fake servers).
  */
+
 import { afterEach, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { ConfigError } from '../../src/errors.js';
@@ -98,6 +100,7 @@ describe('two profiles bound to two chats', () => {
           resolveOutbound: (cid) => (cid.startsWith('telegram:') ? harness.outbound : undefined),
           lockDurationMs: 2000,
           stalledIntervalMs: 500,
+          features: runnerFeatures(),
         },
       ),
     );

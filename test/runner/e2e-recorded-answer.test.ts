@@ -5,9 +5,11 @@
  * answer, once, through the real Discord outbound to a fake Discord (whose
  * nonce dedupe honours delivery keys), and does not ask the model again.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -91,6 +93,7 @@ async function world(): Promise<World> {
       resolveOutbound: (conversationId) => (conversationId.startsWith('discord:') ? outbound : undefined),
       lockDurationMs: 2000,
       stalledIntervalMs: 500,
+      features: runnerFeatures(),
     });
     h.runners.push(runner);
     return runner;

@@ -8,7 +8,9 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runCommand } from '../../host/commands/index.js';
+import { scheduleCommands } from '../../app/features/schedules/commands.js';
+import { commandSet } from '../../host/commands/index.js';
+import { purgingOf } from '../../host/feature.js';
 import { createChannelHost } from '../../host/receive.js';
 import { scheduleTools } from '../../plugins/local-agent/schedule-tools.js';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';
@@ -19,6 +21,7 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { onceJobId, Schedules, scheduleIdFor } from '../../src/schedules/schedules.js';
 import type { ScheduleRequest } from '../../src/schedules/spec.js';
+import { testSchedulesFeature } from '../helpers/host-features.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const CID = 'telegram:7';
@@ -51,7 +54,10 @@ afterEach(async () => {
 });
 
 const source = (n: number) => ({ conversationId: CID, updateKey: `telegram:${n}`, sender: { id: 'u1' } });
-const deps = () => ({ dispatch, enqueue: async () => undefined, schedules });
+const feature = () => testSchedulesFeature(schedules);
+const deps = () => ({ dispatch, enqueue: async () => undefined, purging: purgingOf([feature()]) });
+const runCommand = commandSet([scheduleCommands(undefined)]).run;
+const withSchedules = () => commandSet([feature().commands!]);
 
 describe('/schedules and /unschedule', () => {
   it('answer through a channel host given the schedules service', async () => {
@@ -65,7 +71,7 @@ describe('/schedules and /unschedule', () => {
       dispatch,
       ingest: dispatch,
       enqueue: async () => undefined,
-      schedules,
+      features: [feature()],
       outbound: () => ({
         channelId: 'telegram',
         maxMessageChars: 4096,
@@ -82,18 +88,18 @@ describe('/schedules and /unschedule', () => {
 
   it('lists the schedules with their next fire, and cancels one once', async () => {
     const s = await schedules.create(CID, { cron: '0 8 * * 1-5', tz: 'Europe/Paris', prompt: 'Summarise the open tickets.' }, { createdBy: 'agent' });
-    const listed = await runCommand(deps(), { name: 'schedules', args: '' }, source(1), undefined);
+    const listed = await withSchedules().run(deps(), { name: 'schedules', args: '' }, source(1), undefined);
     expect(listed.reply).toContain(`${s.id}: cron 0 8 * * 1-5 (Europe/Paris), next ${new Date(s.next[0]!).toISOString().replace('.000Z', 'Z')}`);
     expect(listed.reply).toContain('Summarise the open tickets.');
     // A redelivered command gets no second reply.
-    expect(await runCommand(deps(), { name: 'schedules', args: '' }, source(1), undefined)).toEqual({ reply: '', duplicate: true });
+    expect(await withSchedules().run(deps(), { name: 'schedules', args: '' }, source(1), undefined)).toEqual({ reply: '', duplicate: true });
 
-    const cancelled = await runCommand(deps(), { name: 'unschedule', args: s.id }, source(2), undefined);
+    const cancelled = await withSchedules().run(deps(), { name: 'unschedule', args: s.id }, source(2), undefined);
     expect(cancelled.reply).toBe(`Cancelled schedule ${s.id}.`);
     expect(await schedules.queue.getJobScheduler(s.id)).toBeUndefined();
-    const again = await runCommand(deps(), { name: 'unschedule', args: s.id }, source(3), undefined);
+    const again = await withSchedules().run(deps(), { name: 'unschedule', args: s.id }, source(3), undefined);
     expect(again.reply).toMatch(/^No schedule s/);
-    expect((await runCommand(deps(), { name: 'schedules', args: '' }, source(4), undefined)).reply).toBe('No schedules in this conversation.');
+    expect((await withSchedules().run(deps(), { name: 'schedules', args: '' }, source(4), undefined)).reply).toBe('No schedules in this conversation.');
   });
 
   it('without the schedules service, says they are off', async () => {
@@ -106,7 +112,7 @@ describe('/schedules and /unschedule', () => {
     await redis.del(conversationKeys(prefix, CID).active);
     const once = await schedules.create(CID, { in: '1h', prompt: 'a' }, { createdBy: 'agent' });
     const every = await schedules.create(CID, { every: '1h', prompt: 'b' }, { createdBy: 'agent' });
-    const r = await runCommand(deps(), { name: 'purge', args: '' }, source(9), undefined);
+    const r = await withSchedules().run(deps(), { name: 'purge', args: '' }, source(9), undefined);
     expect(r.reply).toMatch(/^Deleted this conversation: its messages, runs, state, schedules/);
     expect(await redis.exists(conversationKeys(prefix, CID).schedules)).toBe(0);
     expect(await schedules.queue.getJob(onceJobId(once.id))).toBeUndefined();

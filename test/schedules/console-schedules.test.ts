@@ -6,6 +6,7 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { consoleCall, serveConsole } from '../helpers/console-api.js';
+import { testSchedulesFeature } from '../helpers/host-features.js';
 import { cleanupPrefix, redisUrl } from '../helpers/redis.js';
 
 const CID = 'telegram:42';
@@ -14,7 +15,7 @@ let http: HttpServer;
 let schedules: Schedules;
 
 async function serve(withSchedules: boolean): Promise<void> {
-  http = await serveConsole(h, withSchedules ? { schedules } : {});
+  http = await serveConsole(h, { features: [testSchedulesFeature(withSchedules ? schedules : undefined)] });
 }
 
 beforeEach(async () => {

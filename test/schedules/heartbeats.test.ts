@@ -4,9 +4,11 @@
  * is made, else at the old one's next fire), and an unchanged setting keeps
  * firing.
  */
+
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
@@ -152,7 +154,9 @@ describe('a runner', () => {
       const telegram: ChannelPlugin = { id: 'telegram', outbound: h.outbound, start: async () => undefined, stop: async () => undefined };
       // No run is expected: the model's address answers nothing.
       const plugin = createLocalAgentPlugin({ model: fakeModel('http://127.0.0.1:9'), maxRetries: 0 });
-      h.runners.push(await startRunner({ ...h.ctx, config }, { plugin, channels: [telegram], lockDurationMs: 2000, stalledIntervalMs: 500 }));
+      h.runners.push(
+        await startRunner({ ...h.ctx, config }, { plugin, channels: [telegram], lockDurationMs: 2000, stalledIntervalMs: 500, features: runnerFeatures() }),
+      );
       await waitFor(async () => (await own.get(CID, old.id)) === undefined, 10_000, 'the stale heartbeat cancelled by the runner');
       expect(await h.entries('message.received', CID)).toEqual([]);
     } finally {

@@ -12,7 +12,6 @@ import { codeHash } from '../../host/access/codes.js';
 import { AccessStore } from '../../host/access/store.js';
 import { revokeApiToken } from '../../host/api-tokens.js';
 import type { HttpServer } from '../../host/http.js';
-import { peopleParts } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import type { ChannelHost, ChannelPlugin, InboundMessage } from '../../src/channel.js';
 import { accessSchema } from '../../src/config/schema.js';
@@ -21,6 +20,7 @@ import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { CONSOLE_TOKEN, serveConsole } from '../helpers/console-api.js';
+import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
 
 const ALICE = 'telegram:1';
@@ -47,7 +47,7 @@ async function start(allowLoopback = false): Promise<World> {
   const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
   const store = new AccessStore(h.redis, h.prefix, accessSchema.parse({}), identities);
   const host = createChannelHost({
-    ...(await peopleParts(h.ctx.config, identities, h.redis, h.prefix)),
+    features: await testHostFeatures({ config: h.ctx.config, redis: h.redis, prefix: h.prefix, identities }),
     routes: { add: () => undefined },
     redis: h.redis,
     prefix: h.prefix,

@@ -82,6 +82,7 @@ async function startSystem(dedupeTtlSeconds: number, create: (deps: ChannelDeps)
     enqueue: async (c, r) => void enqueued.push([c, r]),
     settings: () => plugin.settings,
     outbound: () => plugin.outbound,
+    features: [],
   });
   await plugin.start(host);
   await http.ready();

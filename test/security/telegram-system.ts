@@ -6,8 +6,8 @@
  * OpenAI-compatible model server (a test reads exactly the request the model
  * received), and, when asked, schedules fired by the runner's real BullMQ fire worker.
  */
+import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { peopleParts } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
@@ -17,7 +17,7 @@ import type { CoreConfig } from '../../src/config/load.js';
 import type { BudgetSettings } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
-import { loadProfiles, type ProfileBinding, type ProfileSettings } from '../../src/people/profiles.js';
+import type { ProfileBinding, ProfileSettings } from '../../src/people/profiles.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
 import type { HeartbeatSettings } from '../../src/schedules/heartbeats.js';
@@ -25,6 +25,7 @@ import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/open
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { postUpdate } from '../channels/telegram-harness.js';
+import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel } from '../runner/harness.js';
 
@@ -80,10 +81,9 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix },
   );
   const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
-  const people = await peopleParts(config, identities, ctx.redis, h.prefix);
   const scheduling = o.schedules ? schedulesFromConfig(ctx, ['telegram'], 'test-host-schedules', identities) : undefined;
   const host = createChannelHost({
-    ...people,
+    features: await testHostFeatures({ config, redis: ctx.redis, prefix: h.prefix, identities, ...(scheduling && { schedules: scheduling }) }),
     routes: routeRegistry(http),
     redis: ctx.redis,
     prefix: h.prefix,
@@ -91,7 +91,6 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     dispatch: h.dispatch,
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
-    ...(scheduling && { schedules: scheduling.schedules }),
     settings: () => telegram.settings,
     outbound: (id) => (id === telegram.id ? telegram.outbound : undefined),
   });
@@ -101,10 +100,9 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     plugin: createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0, ...(o.tools && { tools: o.tools }) }),
     channels: [],
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? telegram.outbound : undefined),
-    identities,
-    profiles: await loadProfiles(config.model, config.profiles, config.bindings),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
   return {

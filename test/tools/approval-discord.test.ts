@@ -6,7 +6,9 @@
  * → the tool runs once → the answer. Someone else's click gets an ephemeral
  * "not allowed" and changes nothing.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
@@ -43,6 +45,7 @@ beforeAll(async () => {
     resolveOutbound: (cid) => (cid.startsWith('discord:') ? plugin.outbound : undefined),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
+    features: runnerFeatures(),
   });
   h.runners.push(runner);
 });

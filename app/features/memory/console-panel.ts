@@ -2,7 +2,7 @@
  * The console's memory panel: enter an identity, see its notes, edit,
  * add and delete them (through `/console/api/memory`). Its markup and
  * script stand apart from the rest of the page (`assets/memory-panel.js`,
- * served as `<base>/memory.js`), so panels can be added beside it.
+ * served as `<base>/memory.js`): the memory feature adds it to the console.
  */
 import { readFileSync } from 'node:fs';
 

@@ -5,12 +5,10 @@
  * get 400 and change nothing.
  */
 import { z } from 'zod';
-import { InvalidInputError } from '../../src/errors.js';
-import { json, type RouteRequest, type RouteResponse, readJsonBody } from '../../src/http/routes.js';
-import type { MemoryStore } from '../../src/people/memory.js';
-
-/** Registers one console API route (access-checked by the console). */
-type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;
+import type { ApiRoute } from '../../../host/feature.js';
+import { InvalidInputError } from '../../../src/errors.js';
+import { json, type RouteResponse, readJsonBody } from '../../../src/http/routes.js';
+import type { MemoryStore } from '../../../src/people/memory.js';
 
 const identity = z.string().min(3).max(257);
 const noteId = z.string().regex(/^[1-9][0-9]{0,15}$/, { error: 'expected a note id (a number)' });

@@ -6,19 +6,26 @@
  * notes (everyone would read them). Deduped by the command's update key (set
  * first, as for `/status`), so a redelivered command gets no second reply.
  */
-import type { MemoryNote } from '../../src/people/memory.js';
-import type { CommandSource } from '../../src/protocol/dispatch.js';
-import type { CommandDeps, CommandTable, MemoryCommandDeps } from './table.js';
+import { type CommandDeps, type CommandTable, commandMessage } from '../../../host/commands/index.js';
+import type { IdentityStore } from '../../../src/people/identity.js';
+import type { MemoryNote, MemoryStore } from '../../../src/people/memory.js';
+import type { CommandSource } from '../../../src/protocol/dispatch.js';
 
 const OFF = 'Memory is turned off on this bot.';
 
-const NO_MEMORY: MemoryCommandDeps = { store: undefined, identity: async () => undefined, group: false, maxChars: 2000 };
+/** Whose notes the commands touch: the sender's identity's, in `store`; no store while memory is off. */
+interface MemoryCommandParts {
+  store: MemoryStore | undefined;
+  identities: Pick<IdentityStore, 'tryResolve'>;
+}
 
 /** `/memory` and `/forget <id|all>`: in the sender's own name, so anyone may send them. */
-export const memoryCommands = {
-  memory: { run: (deps, args, source) => memoryCommand(deps, 'memory', args, source) },
-  forget: { run: (deps, args, source) => memoryCommand(deps, 'forget', args, source) },
-} satisfies CommandTable;
+export function memoryCommands(parts: MemoryCommandParts): CommandTable {
+  return {
+    memory: { run: (deps, args, source) => memoryCommand(parts, deps, 'memory', args, source) },
+    forget: { run: (deps, args, source) => memoryCommand(parts, deps, 'forget', args, source) },
+  };
+}
 /** Longest text of one note in the list, in characters. */
 const NOTE_CHARS = 200;
 
@@ -48,31 +55,32 @@ export function memoryList(notes: readonly MemoryNote[], maxChars: number): stri
 
 /** Runs `/memory` or `/forget <id|all>` for `source`. */
 async function memoryCommand(
-  { dispatch, memory }: CommandDeps,
+  { store, identities }: MemoryCommandParts,
+  deps: CommandDeps,
   name: 'memory' | 'forget',
   args: string,
   source: CommandSource,
 ): Promise<{ reply: string; duplicate: boolean }> {
-  if (!(await dispatch.claimUpdate(source.conversationId, source.updateKey))) return { reply: '', duplicate: true };
-  const deps = memory ?? NO_MEMORY;
-  if (!deps.store) return { reply: OFF, duplicate: false };
-  const identity = await deps.identity();
+  if (!(await deps.dispatch.claimUpdate(source.conversationId, source.updateKey))) return { reply: '', duplicate: true };
+  if (!store) return { reply: OFF, duplicate: false };
+  const message = commandMessage(deps, source);
+  const identity = await identities.tryResolve(message.channelId, source.sender.id);
   if (identity === undefined) return { reply: 'There is no memory for your account here.', duplicate: false };
   if (name === 'memory') {
-    if (deps.group) return { reply: 'Send /memory in a private chat with me: here everyone would read it.', duplicate: false };
-    const notes = await deps.store.list(identity);
+    if (message.group) return { reply: 'Send /memory in a private chat with me: here everyone would read it.', duplicate: false };
+    const notes = await store.list(identity);
     if (notes.length === 0) return { reply: 'I remember nothing about you.', duplicate: false };
-    return { reply: memoryList(notes, deps.maxChars), duplicate: false };
+    return { reply: memoryList(notes, message.maxChars), duplicate: false };
   }
   const what = args.split(/\s+/)[0] ?? '';
   if (what.toLowerCase() === 'all') {
-    const n = await deps.store.deleteAll(identity);
+    const n = await store.deleteAll(identity);
     return {
       reply: n === 0 ? 'I remembered nothing about you.' : `Forgot everything I remembered about you (${n} note${n === 1 ? '' : 's'}).`,
       duplicate: false,
     };
   }
   if (!/^[1-9][0-9]{0,15}$/.test(what)) return { reply: 'Usage: /forget <id> (the ids are in /memory), or /forget all.', duplicate: false };
-  const deleted = await deps.store.delete(identity, what);
+  const deleted = await store.delete(identity, what);
   return { reply: deleted ? `Forgot note ${what}.` : `No note ${what} (see /memory).`, duplicate: false };
 }

@@ -1,0 +1,39 @@
+/**
+ * Budgets' runner part: the spending budgets of a run, checked before it
+ * starts (which also counts it against runs per hour) and before every
+ * model step, and charged with each recorded step's provider usage. A spent
+ * budget ends the run `failed` with reason `budget`; the person hears it
+ * once per window. A run is charged to its accountable identity (the
+ * operator's runs to no person; the conversation's budget still applies).
+ */
+import { BUDGET_REASON, type FeatureRun, type RunnerFeature, type RunnerFeatureKit } from '../../../runner/feature.js';
+import type { RunResult } from '../../../runner/plugin.js';
+import { type BudgetRefusal, Budgets, budgetNotice } from '../../../src/people/budget.js';
+
+/** The budgets of `kit.config.budgets`; with no limit set, a feature that does nothing. */
+export function budgetsRunner(kit: RunnerFeatureKit): RunnerFeature {
+  const budgets = new Budgets({ client: kit.redis, prefix: kit.prefix, settings: kit.config.budgets, now: kit.now });
+  if (!budgets.enabled) return { name: 'budgets' };
+  const subjects = (run: FeatureRun) => ({ identity: run.identity, conversationId: run.conversationId });
+  const ended = (run: FeatureRun, refusal: BudgetRefusal | undefined) => refusal && budgetResult(refusal, kit.now(), run);
+  return {
+    name: 'budgets',
+    // A new run counts against runs per hour; a takeover or a continuation only checks.
+    before: async (run, newRun) => ended(run, newRun ? await budgets.admit(subjects(run)) : await budgets.check(subjects(run))),
+    context: (run) => ({ spendingCheck: async () => ended(run, await budgets.check(subjects(run))) }),
+    afterStep: (run, step) => budgets.charge(subjects(run), (step.usage?.inputTokens ?? 0) + (step.usage?.outputTokens ?? 0)),
+  };
+}
+
+/** The result a spent budget ends the run with; a fire's notice says the scheduled task was not run. */
+function budgetResult(r: BudgetRefusal, now: number, run: FeatureRun): RunResult {
+  const kind = run.starter?.origin?.kind;
+  const scheduled = kind === 'schedule' || kind === 'heartbeat';
+  // Final: a follow-up run would meet the same spent budget.
+  return {
+    outcome: 'failed',
+    reason: BUDGET_REASON,
+    final: true,
+    ...(r.firstNotice && { notice: budgetNotice(r, now, { scheduled }) }),
+  };
+}

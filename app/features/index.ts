@@ -1,0 +1,28 @@
+/**
+ * The registered features, in the order the host asks them: access admits
+ * first, then the profile, then commands and hooks (host/feature.ts); the
+ * runner adds their parts to each run (runner/feature.ts). A feature is one
+ * folder here; adding one is a folder and a line below.
+ */
+import type { HostFeatureFactory } from '../../host/feature.js';
+import type { RunnerFeatureFactory } from '../../runner/feature.js';
+import type { Feature } from '../feature.js';
+import { accessFeature } from './access/index.js';
+import { budgetsFeature } from './budgets/index.js';
+import { conversationIndexFeature } from './conversation-index/index.js';
+import { memoryFeature } from './memory/index.js';
+import { profilesFeature } from './profiles/index.js';
+import { schedulesFeature } from './schedules/index.js';
+
+/** Every built-in feature, in order. */
+export const FEATURES: readonly Feature[] = [accessFeature, profilesFeature, memoryFeature, schedulesFeature, budgetsFeature, conversationIndexFeature];
+
+/** The host parts of `features` (default: every built-in one), for `startHost`. */
+export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatureFactory[] {
+  return features.flatMap((f) => (f.host ? [f.host] : []));
+}
+
+/** The runner parts of `features` (default: every built-in one), for `startRunner`. */
+export function runnerFeatures(features: readonly Feature[] = FEATURES): RunnerFeatureFactory[] {
+  return features.flatMap((f) => (f.runner ? [f.runner] : []));
+}

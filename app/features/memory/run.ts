@@ -1,0 +1,64 @@
+/**
+ * Memory's runner part: a run with an identity gets that person's long-term
+ * memory (`RunContext.memory`) where the profile and the chat allow it.
+ */
+import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
+import { createEmbedder } from '../../../runner/model.js';
+import type { RunMemory } from '../../../runner/plugin.js';
+import { type MemoryNote, MemoryStore, selectPromptNotes } from '../../../src/people/memory.js';
+
+/** The memory of `kit.config.memory`; with memory off, a feature that adds nothing. */
+export function memoryRunner(kit: RunnerFeatureKit): RunnerFeature {
+  if (!kit.config.memory.enabled) return { name: 'memory' };
+  const store = memoryStore(kit);
+  return {
+    name: 'memory',
+    context: (run) => (run.identity !== undefined && memoryAllowed(run) ? { memory: runMemory(store, run.identity) } : {}),
+  };
+}
+
+/** The memory store of `config.memory`, with an embedder when `memory.embeddingModel` is set. */
+function memoryStore(kit: RunnerFeatureKit): MemoryStore {
+  const { memory, model } = kit.config;
+  return new MemoryStore({
+    redis: kit.redis,
+    prefix: kit.prefix,
+    limits: memory,
+    now: kit.now,
+    ...(memory.embeddingModel !== undefined && {
+      embedder: createEmbedder(model, memory.embeddingModel),
+      onEmbedderError: (err: unknown) => kit.logger.warn({ err }, 'memory: the embedding model failed; going on without embeddings'),
+    }),
+  });
+}
+
+/**
+ * Whether the invocation gets its starter's memory: not when the profile turns
+ * memory off, and in a group chat (several people share the prompt and the
+ * answers) only when the profile opts in with `memory: { inGroups: true }`.
+ * A run only events or heartbeats started cannot tell a group from a
+ * private chat (nobody's message says which), so it gets the owner's
+ * memory only with that opt-in too; a schedule knows where it was made.
+ */
+function memoryAllowed(run: FeatureRun): boolean {
+  const setting = run.profile?.memory;
+  if (setting === false) return false;
+  if (setting?.inGroups === true) return true;
+  if (run.inputs.some((m) => m.group === true)) return false;
+  return run.inputs.some((m) => m.origin === undefined || m.origin.kind === 'schedule');
+}
+
+/** The memory of one identity; the prompt's notes are read once per invocation. */
+function runMemory(store: MemoryStore, identity: string): RunMemory {
+  let prompt: Promise<{ notes: MemoryNote[]; total: number }> | undefined;
+  return {
+    maxNoteChars: store.limits.maxNoteChars,
+    save: (text, opts) => store.save(identity, text, opts?.signal ? { signal: opts.signal } : {}),
+    search: (query, opts) => store.search(identity, query, opts),
+    delete: (id) => store.delete(identity, id),
+    promptNotes: () => {
+      prompt ??= store.list(identity).then((all) => ({ notes: selectPromptNotes(all, store.limits), total: all.length }));
+      return prompt;
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * A feature's part of the host: its control commands and the steps it adds
+ * to `ChannelHost.receive` (host/receive.ts), in the order the pipeline
+ * asks: `admit` before anything else, `profile` for the input policy,
+ * `commands` dispatched from the union of every feature's table, `recorded`
+ * after a person's message or command was recorded, `purging` around
+ * `/purge`, `status` lines of `/status`. The composition registers features
+ * (app/features/); the host names none of them.
+ */
+import type { ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
+import type { CoreConfig } from '../src/config/load.js';
+import type { RouteRequest, RouteResponse } from '../src/http/routes.js';
+import type { Logger } from '../src/logger.js';
+import type { IdentityStore } from '../src/people/identity.js';
+import type { AgentProfile } from '../src/people/profiles.js';
+import type { InputPolicy } from '../src/protocol/types.js';
+import type { ConfiguredSchedules } from '../src/schedules/from-config.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import type { AccessGate } from './access/gate.js';
+import type { CommandTable } from './commands/table.js';
+
+/** What a feature's host part is made from: the host's services, made once per host. */
+export interface HostFeatureKit {
+  config: CoreConfig;
+  logger: Logger;
+  /** The ingress connection: fails fast while Redis is down (the platform redelivers). */
+  redis: RedisClient;
+  prefix: string;
+  /** Who is who across channels; purging and linking a person tell its hooks (`onChange`). */
+  identities: IdentityStore;
+  /** The access policy, pairing and links (the console's access page shares it). */
+  access: AccessGate;
+  /** The schedules service and heartbeats; undefined when `schedules.enabled` is false. */
+  schedules: ConfiguredSchedules | undefined;
+}
+
+/** A message or command the host recorded from a person. */
+export interface RecordedInput {
+  channelId: string;
+  conversationId: string;
+  senderId: string;
+  /** The control command, for a command (`purge`: the conversation it was sent in is gone). */
+  command?: string;
+  /** False for a platform's redelivery of a message recorded before. */
+  fresh: boolean;
+}
+
+/** What `HostFeature.admit` is asked with. */
+export interface AdmitRequest {
+  channelId: string;
+  settings: ChannelSettings;
+  message: InboundMessage;
+  /** Sends a text to a conversation; never throws. */
+  reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
+  /** Marks the update seen; false for a redelivery. */
+  firstDelivery(message: InboundMessage): Promise<boolean>;
+}
+
+/** Registers one console API route under `/console/api` (access-checked, a POST same-origin JSON only). */
+export type ApiRoute = (method: 'GET' | 'POST', path: string, handle: (req: RouteRequest) => Promise<RouteResponse>) => void;
+
+/** What a feature adds to the operator console (host/console/). */
+export interface ConsolePart {
+  /** Registers its API routes. */
+  api?(route: ApiRoute): void;
+  /** A panel: its markup, added to the page, and its browser script, served at `<console>/<name>.js`. */
+  panel?: { name: string; html(base: string): string; script: string };
+}
+
+/** One feature's host part. Every member is optional: a feature has the parts it needs. */
+export interface HostFeature {
+  /** Unique among the host's features (logs). */
+  readonly name: string;
+  /** Its control commands; a name another feature already has is a startup error. */
+  readonly commands?: CommandTable;
+  /** Before commands and ingest: the receive's answer when the message goes no further (refused, a `/pair`), else undefined. */
+  admit?(req: AdmitRequest): Promise<ReceiveResult | undefined>;
+  /** The agent profile a sender's runs use in a conversation: its input policy wins over the channel's. First answer wins. */
+  profile?(channelId: string, conversationId: string, senderId: string): Promise<AgentProfile | undefined>;
+  /** A conversation's input policy outside a message (the messages API, the console). First answer wins. */
+  inputPolicy?(conversationId: string): InputPolicy | undefined;
+  /** After a person's message or command was recorded. A throw fails the receive (503: the platform redelivers). */
+  recorded?(input: RecordedInput): Promise<void>;
+  /** Before `/purge` deletes a conversation: what to do once it is deleted (read now, while it still exists). */
+  purging?(conversationId: string): Promise<() => Promise<void>>;
+  /** Lines `/status` adds for a conversation of `channelId`; a failure leaves them out. */
+  status?(channelId: string, conversationId: string): Promise<string[]>;
+  /** Its routes and panel in the operator console, when the console is on. */
+  readonly console?: ConsolePart;
+}
+
+/** Makes a feature's host part. */
+export type HostFeatureFactory = (kit: HostFeatureKit) => HostFeature | Promise<HostFeature>;
+
+/** `HostFeature.purging` of every feature in one: what they all do once the conversation is deleted. */
+export function purgingOf(features: readonly HostFeature[]): (conversationId: string) => Promise<() => Promise<void>> {
+  return async (conversationId) => {
+    const after = await Promise.all(features.flatMap((f) => (f.purging ? [f.purging(conversationId)] : [])));
+    return async () => void (await Promise.all(after.map((finish) => finish())));
+  };
+}

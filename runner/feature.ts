@@ -1,0 +1,81 @@
+/**
+ * A feature's part of the runner (app/feature.ts): the agent profile of a
+ * run, what it adds to each invocation's `RunContext`, and hooks before an
+ * invocation and after a model step, like middleware. The executor calls
+ * every registered feature in order (runner/run/features.ts) and names none
+ * of them; the composition registers them (app/features/).
+ */
+import type { CoreConfig } from '../src/config/load.js';
+import type { Logger } from '../src/logger.js';
+import type { IdentityStore } from '../src/people/identity.js';
+import type { AgentProfile } from '../src/people/profiles.js';
+import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+import type { Schedules } from '../src/schedules/schedules.js';
+import type { RedisClient } from '../src/scripts/index.js';
+import type { RunChannels } from './channels.js';
+import type { RunContext, RunResult, StepRecord } from './plugin.js';
+
+/**
+ * Terminal reason of a run a spent budget ended (a feature's `before`, or the
+ * `spendingCheck` it adds): its notice says what happens to the messages, so
+ * they are not listed again. Stable: dashboards and tests branch on it.
+ */
+export const BUDGET_REASON = 'budget';
+
+/** What a feature's runner part is made from: the runner's services, made once per runner. */
+export interface RunnerFeatureKit {
+  config: CoreConfig;
+  logger: Logger;
+  /** The runner's command connection. */
+  redis: RedisClient;
+  /** Key prefix (`redis.prefix`). */
+  prefix: string;
+  /** Who is who across channels. */
+  identities: IdentityStore;
+  /** The schedules service; undefined when `schedules.enabled` is false. */
+  schedules: Schedules | undefined;
+  /** The channels runs deliver through (ids, outbound sides, settings). */
+  channels: RunChannels;
+  /** The clock, ms since the epoch (tests move it). */
+  now: () => number;
+}
+
+/** One invocation of a run, as features see it. */
+export interface FeatureRun {
+  readonly conversationId: string;
+  readonly runId: string;
+  /** The run's accountable identity (`accountableIdentity`); undefined: the operator. */
+  readonly identity: string | undefined;
+  /** The run's agent profile (the `profile` hooks'); undefined: none. */
+  readonly profile: AgentProfile | undefined;
+  /** The message that started the run (a fire's names its `origin`); undefined for a run without one. */
+  readonly starter: SeqEntry<MessageReceived> | undefined;
+  /** The user messages this invocation answers. */
+  readonly inputs: ReadonlyArray<SeqEntry<MessageReceived>>;
+  /** The senders of the messages the invocation answers so far, steering it pulled included (fires and events are nobody's). */
+  requesters(): string[];
+}
+
+/** The `RunContext` members a feature may add. */
+export type FeatureContext = Partial<Pick<RunContext, 'schedules' | 'memory' | 'spendingCheck'>>;
+
+/** One feature's runner part. Every hook is optional: a feature has the parts it needs. */
+export interface RunnerFeature {
+  /** Unique among the runner's features (logs). */
+  readonly name: string;
+  /** The agent profile of a run, asked once per attempt; the first feature naming one wins. */
+  profile?(conversationId: string, identity: string | undefined): AgentProfile | undefined;
+  /**
+   * Before each invocation of the plugin: a result ends the run instead (the
+   * first feature returning one wins). `newRun`: the first invocation of the
+   * run's first attempt (not a takeover, not a continuation).
+   */
+  before?(run: FeatureRun, newRun: boolean): Promise<RunResult | undefined>;
+  /** What the feature adds to the invocation's `RunContext`; a later feature's member replaces an earlier one's, `spendingCheck`s all run. */
+  context?(run: FeatureRun): FeatureContext;
+  /** After a model step, as the plugin records it (before it is appended: a throw fails `recordStep`). */
+  afterStep?(run: FeatureRun, step: StepRecord): Promise<void>;
+}
+
+/** Makes a feature's runner part. */
+export type RunnerFeatureFactory = (kit: RunnerFeatureKit) => RunnerFeature | Promise<RunnerFeature>;

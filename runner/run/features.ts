@@ -1,0 +1,81 @@
+/** Calls the runner features' hooks (runner/feature.ts) in the order they were registered. */
+import type { AgentProfile } from '../../src/people/profiles.js';
+import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
+import type { FeatureContext, FeatureRun, RunnerFeature } from '../feature.js';
+import type { RunResult, StepRecord } from '../plugin.js';
+
+/** One invocation as features see it; the context's steering pulls add their senders (`took`). */
+export class InvocationRun implements FeatureRun {
+  readonly conversationId: string;
+  readonly runId: string;
+  readonly identity: string | undefined;
+  readonly profile: AgentProfile | undefined;
+  readonly starter: SeqEntry<MessageReceived> | undefined;
+  readonly inputs: Array<SeqEntry<MessageReceived>>;
+  private readonly senders = new Set<string>();
+
+  constructor(run: Omit<FeatureRun, 'inputs' | 'requesters'> & { inputs: Array<SeqEntry<MessageReceived>> }) {
+    this.conversationId = run.conversationId;
+    this.runId = run.runId;
+    this.identity = run.identity;
+    this.profile = run.profile;
+    this.starter = run.starter;
+    this.inputs = run.inputs;
+    this.took(run.inputs);
+  }
+
+  /** Adds the senders of `messages` the invocation took (fires and events are nobody's). */
+  took(messages: ReadonlyArray<SeqEntry<MessageReceived>>): void {
+    for (const m of messages) if (!m.origin) this.senders.add(m.sender.id);
+  }
+
+  /** The senders taken so far. */
+  requesters(): string[] {
+    return [...this.senders];
+  }
+}
+
+/** The run's agent profile: the first feature's that names one. */
+export function featureProfile(features: readonly RunnerFeature[], conversationId: string, identity: string | undefined): AgentProfile | undefined {
+  for (const f of features) {
+    const profile = f.profile?.(conversationId, identity);
+    if (profile) return profile;
+  }
+  return undefined;
+}
+
+/** Before an invocation: the first result a feature ends the run with, else undefined. */
+export async function featuresBefore(features: readonly RunnerFeature[], run: FeatureRun, newRun: boolean): Promise<RunResult | undefined> {
+  for (const f of features) {
+    const result = await f.before?.(run, newRun);
+    if (result) return result;
+  }
+  return undefined;
+}
+
+/** What the features add to an invocation's context; several `spendingCheck`s run in order, the first result wins. */
+export function featuresContext(features: readonly RunnerFeature[], run: FeatureRun): FeatureContext {
+  const added: FeatureContext = {};
+  const checks: Array<() => Promise<RunResult | undefined>> = [];
+  for (const f of features) {
+    const c = f.context?.(run);
+    if (c?.schedules) added.schedules = c.schedules;
+    if (c?.memory) added.memory = c.memory;
+    if (c?.spendingCheck) checks.push(() => c.spendingCheck!());
+  }
+  if (checks.length > 0) {
+    added.spendingCheck = async () => {
+      for (const check of checks) {
+        const result = await check();
+        if (result) return result;
+      }
+      return undefined;
+    };
+  }
+  return added;
+}
+
+/** After a model step: every feature's `afterStep`, in order. */
+export async function featuresAfterStep(features: readonly RunnerFeature[], run: FeatureRun, step: StepRecord): Promise<void> {
+  for (const f of features) await f.afterStep?.(run, step);
+}
