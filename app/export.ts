@@ -16,6 +16,7 @@ import { Exporter, type ExportOpening } from '../src/export/exporter.js';
 import { writeChunks } from '../src/export/json-stream.js';
 import { redisFromConfig } from '../src/redis/connection.js';
 import type { SteerbotConfig } from './config.js';
+import { exportParts } from './features/index.js';
 import { channelIds } from './summary.js';
 
 /** What to export. */
@@ -31,7 +32,8 @@ export interface ExportOutcome {
 export async function exportFromCli(config: SteerbotConfig, target: ExportTarget, out: string | undefined): Promise<ExportOutcome> {
   const redis = redisFromConfig(config.redis, { connectionName: 'steerbot-cli' });
   try {
-    const exporter = new Exporter({ redis, prefix: config.redis.prefix, channels: channelIds(config) });
+    const prefix = config.redis.prefix;
+    const exporter = new Exporter({ redis, prefix, channels: channelIds(config), parts: exportParts({ redis, prefix }) });
     let opening: ExportOpening;
     try {
       opening = 'conversation' in target ? await exporter.conversation(target.conversation) : await exporter.identity(target.identity);

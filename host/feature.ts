@@ -9,6 +9,7 @@
  */
 import type { ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { CoreConfig } from '../src/config/load.js';
+import type { ExportPart } from '../src/export/part.js';
 import type { RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { IdentityStore } from '../src/people/identity.js';
@@ -87,6 +88,8 @@ export interface HostFeature {
   status?(channelId: string, conversationId: string): Promise<string[]>;
   /** Its routes and panel in the operator console, when the console is on. */
   readonly console?: ConsolePart;
+  /** Its part of exports (the console's downloads). */
+  readonly export?: ExportPart;
 }
 
 /** Makes a feature's host part. */

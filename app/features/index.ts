@@ -6,6 +6,7 @@
  */
 import type { HostFeatureFactory } from '../../host/feature.js';
 import type { RunnerFeatureFactory } from '../../runner/feature.js';
+import type { ExportKit, ExportPart } from '../../src/export/part.js';
 import type { Feature } from '../feature.js';
 import { accessFeature } from './access/index.js';
 import { budgetsFeature } from './budgets/index.js';
@@ -15,11 +16,25 @@ import { profilesFeature } from './profiles/index.js';
 import { schedulesFeature } from './schedules/index.js';
 
 /** Every built-in feature, in order. */
-export const FEATURES: readonly Feature[] = [accessFeature, profilesFeature, memoryFeature, schedulesFeature, budgetsFeature, conversationIndexFeature];
+export const FEATURES: readonly Feature[] = [accessFeature, profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, conversationIndexFeature];
 
-/** The host parts of `features` (default: every built-in one), for `startHost`. */
+/** The host parts of `features` (default: every built-in one), for `startHost`, each with its part of exports (the console's downloads). */
 export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatureFactory[] {
-  return features.flatMap((f) => (f.host ? [f.host] : []));
+  return features.flatMap((f) => {
+    const { host, export: exporting } = f;
+    if (!host && !exporting) return [];
+    return [
+      async (kit) => {
+        const part = host ? await host(kit) : { name: f.name };
+        return exporting ? { ...part, export: exporting(kit) } : part;
+      },
+    ];
+  });
+}
+
+/** The parts of exports of `features` (default: every built-in one), for an `Exporter` outside a host (`steerbot export`). */
+export function exportParts(kit: ExportKit, features: readonly Feature[] = FEATURES): ExportPart[] {
+  return features.flatMap((f) => (f.export ? [f.export(kit)] : []));
 }
 
 /** The runner parts of `features` (default: every built-in one), for `startRunner`. */

@@ -106,7 +106,8 @@ export function registerConsole(o: ConsoleOptions): void {
     registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
   }
   for (const f of features) f.console?.api?.(api);
-  registerExportApi(api, new Exporter({ redis: o.redis, prefix: o.prefix, channels: (o.channels ?? []).map((c) => c.id) }));
+  const parts = features.flatMap((f) => (f.export ? [f.export] : []));
+  registerExportApi(api, new Exporter({ redis: o.redis, prefix: o.prefix, channels: (o.channels ?? []).map((c) => c.id), parts }));
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);
     if (!parsed.ok) return parsed.response;

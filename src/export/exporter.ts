@@ -6,8 +6,9 @@
  *
  * A conversation's export is everything the conversation holds (the record
  * with every member's messages in a group; it is the operator's). A person's
- * export holds what is kept for them (accounts, approval, memory, budget
- * counters, the schedules they own) and the conversations they wrote in: in
+ * export holds what is kept for them (accounts, approval, and what each
+ * feature keeps: memory, budget counters, the schedules they own; `parts`)
+ * and the conversations they wrote in: in
  * full where only they wrote, in a direct chat; elsewhere (a group, or a chat
  * where someone else wrote too) their own messages and commands only, so one
  * person's export never hands out another's words.
@@ -16,16 +17,13 @@
  * API tokens and their digests live in keys an export does not touch.
  */
 import { channelResolver } from '../channel.js';
-import { parseJsonOrUndefined } from '../json.js';
-import { identityUsageKey } from '../people/budget.js';
 import { type AccountConversation, ConversationIndex } from '../people/conversation-index.js';
 import { IdentityStore, tryAccountId } from '../people/identity.js';
-import { type MemoryNote, MemoryStore, memoryKeys } from '../people/memory.js';
 import type { RedisClient } from '../redis/connection.js';
 import { conversationKeys, peopleKeys } from '../redis/keys.js';
-import { ownerIndexKey, splitOwnerEntry } from '../schedules/schedules.js';
-import { ConversationParts, type ExportReader, humanSender, storedState, usageView } from './conversation.js';
+import { ConversationParts, type ExportReader, humanSender, storedState } from './conversation.js';
 import { arrayOfStreams, type Member, Streamed, streamObject } from './json-stream.js';
+import type { ExportPart } from './part.js';
 
 /** The `format` of every export. */
 export const EXPORT_FORMAT = 'steerbot.export';
@@ -47,6 +45,8 @@ export interface ExporterOptions {
   pageSize?: number;
   /** The clock, ms since the epoch (`exportedAt`). Default `Date.now`. */
   now?: () => number;
+  /** The features' parts (memory, budgets, schedules), in order. Default: none. */
+  parts?: readonly ExportPart[];
 }
 
 /** What opening an export found: the document to write, or why there is none (nothing was written). */
@@ -58,17 +58,11 @@ export type ExportOpening =
   /** Nothing is stored under that id. */
   | { kind: 'not_found' };
 
-/** The memory of a direct chat's person. */
-interface Person {
-  identity: string;
-  notes: MemoryNote[];
-}
-
 /** Opens exports of conversations and people. Holds no state besides its options. */
 export class Exporter {
   private readonly r: ExportReader;
   private readonly identities: IdentityStore;
-  private readonly memory: MemoryStore;
+  private readonly parts: readonly ExportPart[];
   private readonly index: ConversationIndex;
   private readonly channelOf: (conversationId: string) => string | undefined;
   private readonly now: () => number;
@@ -77,7 +71,7 @@ export class Exporter {
     const prefix = o.prefix ?? 'sb';
     this.r = { redis: o.redis, prefix, pageSize: o.pageSize ?? 500 };
     this.identities = new IdentityStore({ redis: o.redis, prefix });
-    this.memory = new MemoryStore({ redis: o.redis, prefix });
+    this.parts = o.parts ?? [];
     this.index = new ConversationIndex({ redis: o.redis, prefix });
     this.channelOf = channelResolver(o.channels ?? []);
     this.now = o.now ?? Date.now;
@@ -88,8 +82,8 @@ export class Exporter {
     const stored = await storedState(this.r.redis, conversationKeys(this.r.prefix, id));
     if (stored !== 'stored') return { kind: stored };
     const parts = await ConversationParts.open(this.r, id);
-    let person: Promise<Person | undefined> | undefined;
-    // Known once the record went by (who wrote); asked by two members, read once.
+    let person: Promise<string | undefined> | undefined;
+    // Known once the record went by (who wrote); asked by any number of members, read once.
     const personOnce = () => {
       person ??= this.directPerson(parts);
       return person;
@@ -99,8 +93,7 @@ export class Exporter {
       ['conversation', () => id],
       ['record', () => parts.record()],
       ...parts.members(),
-      ['memoryOf', async () => (await personOnce())?.identity ?? null],
-      ['memory', async () => (await personOnce())?.notes ?? []],
+      ...this.parts.flatMap((p) => p.directPerson?.(personOnce) ?? []),
     ];
     return { kind: 'found', subject: id, chunks: streamObject(members) };
   }
@@ -121,9 +114,7 @@ export class Exporter {
       ['query', () => (id === identity ? undefined : id)],
       ['accounts', () => accounts],
       ['approved', async () => (await redis.sismember(peopleKeys(prefix).paired, identity)) === 1],
-      ['memory', () => this.memory.list(identity)],
-      ['usage', async () => usageView(await redis.hgetall(identityUsageKey(prefix, identity)))],
-      ['schedules', () => this.ownedSchedules(identity)],
+      ...this.parts.flatMap((p) => p.person?.(identity) ?? []),
       ['conversations', () => arrayOfStreams(this.wroteIn(wrote))],
     ];
     return { kind: 'found', subject: identity, chunks: streamObject(members) };
@@ -137,40 +128,27 @@ export class Exporter {
     ];
   }
 
-  /** The person of a direct chat (one person wrote, never in a group) and their notes; undefined elsewhere, or when the channel is not configured. */
-  private async directPerson(parts: ConversationParts): Promise<Person | undefined> {
+  /** The identity of a direct chat's person (one person wrote, never in a group); undefined elsewhere, or when the channel is not configured. */
+  private async directPerson(parts: ConversationParts): Promise<string | undefined> {
     const w = parts.writers;
     const channel = this.channelOf(parts.id);
     if (w.group || w.several || w.first === undefined || channel === undefined) return undefined;
     const account = tryAccountId(channel, w.first);
     if (account === undefined) return undefined;
-    const identity = await this.identities.resolveAccount(account);
-    return { identity, notes: await this.memory.list(identity) };
+    return this.identities.resolveAccount(account);
   }
 
-  /** Whether anything is kept for the identity itself: links, an approval, notes, counters, schedules. */
+  /** Whether anything is kept for the identity itself: links, an approval, or what a feature keeps (notes, counters, schedules). */
   private async holdsAnything(identity: string): Promise<boolean> {
     const { redis, prefix } = this.r;
     const people = peopleKeys(prefix);
     // Each key in its own slot (people, the identity): one EXISTS each.
     const found = await Promise.all([
-      redis.exists(people.members(identity)),
-      redis.sismember(people.paired, identity),
-      redis.exists(memoryKeys(prefix, identity).notes),
-      redis.exists(identityUsageKey(prefix, identity)),
-      redis.exists(ownerIndexKey(prefix, identity)),
+      redis.exists(people.members(identity)).then((n) => n > 0),
+      redis.sismember(people.paired, identity).then((n) => n > 0),
+      ...this.parts.flatMap((p) => (p.holds ? [p.holds(identity)] : [])),
     ]);
-    return found.some((n) => n > 0);
-  }
-
-  /** The schedules the identity owns, in every conversation, oldest first (an index entry whose schedule is gone is skipped). */
-  private async ownedSchedules(identity: string): Promise<unknown[]> {
-    const { redis, prefix } = this.r;
-    const entries = (await redis.smembers(ownerIndexKey(prefix, identity))).map(splitOwnerEntry);
-    const raw = await Promise.all(entries.map(([id, conversationId]) => redis.hget(conversationKeys(prefix, conversationId).schedules, id)));
-    return raw
-      .flatMap((json) => (json === null ? [] : [(parseJsonOrUndefined(json) ?? { value: json }) as { createdAt?: number; id?: string }]))
-      .sort((a, b) => Number(a.createdAt ?? 0) - Number(b.createdAt ?? 0) || String(a.id).localeCompare(String(b.id)));
+    return found.some(Boolean);
   }
 
   /**

@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exportParts } from '../../app/features/index.js';
 import { InvalidInputError, RecordError } from '../../src/errors.js';
 import { Exporter, type ExportOpening } from '../../src/export/exporter.js';
 import { writeChunks } from '../../src/export/json-stream.js';
@@ -67,6 +68,7 @@ const exporter = (o: { channels?: string[]; pageSize?: number; redis?: RedisClie
     redis: o.redis ?? redis,
     prefix,
     channels: o.channels ?? ['telegram', 'discord'],
+    parts: exportParts({ redis: o.redis ?? redis, prefix }),
     now: () => AT,
     ...(o.pageSize && { pageSize: o.pageSize }),
   });
