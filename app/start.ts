@@ -243,16 +243,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       const http = server;
       const channels = await createChannels(config, channelDeps, registry);
       useChannels(channels);
-      const host = await (opts.hooks?.startHost ?? startHost)(
-        { ...ctx, http, operatorAccess: login },
-        {
-          channels,
-          steeringCapable: plugin.manifest.capabilities.steering,
-          pluginKeys,
-          features: hostFeatures(),
-          send: (req, opts) => sender.send(req, 'api', opts),
-        },
-      );
+      const host = await (opts.hooks?.startHost ?? startHost)({ ...ctx, http, operatorAccess: login }, hostParts(channels, plugin, pluginKeys, sender));
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
       for (const c of channels) if (c.ready) probes.push({ name: `channel:${c.id}`, check: () => c.ready!() });
@@ -273,6 +264,17 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     await stop();
     throw err;
   }
+}
+
+/** What the host starts with: its channels, the runner's steering capability, the features, the messages API's sender. */
+function hostParts(channels: ChannelPlugin[], plugin: RunnerPlugin, pluginKeys: string[], sender: MessageSender): HostParts {
+  return {
+    channels,
+    steeringCapable: plugin.manifest.capabilities.steering,
+    pluginKeys,
+    features: hostFeatures(),
+    send: (req, opts) => sender.send(req, 'api', opts),
+  };
 }
 
 /**

@@ -1,15 +1,16 @@
 /**
  * A feature's part of the host: its control commands and the steps it adds
  * to `ChannelHost.receive` (host/receive.ts), in the order the pipeline
- * asks: `admit` before anything else, `profile` for the input policy,
- * `commands` dispatched from the union of every feature's table, `recorded`
- * after a person's message or command was recorded, `purging` around
- * `/purge`, `status` lines of `/status`. The composition registers features
- * (app/features/); the host names none of them.
+ * asks: `profile` for the input policy, `admit` (the host's own access step
+ * is always first), `commands` dispatched from the union of every feature's
+ * table, `recorded` after a person's message or command was recorded,
+ * `purging` around `/purge`, `status` lines of `/status`; and its console
+ * routes and part of exports. The composition registers features
+ * (app/features/).
  */
 import type { ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { CoreConfig } from '../src/config/load.js';
-import type { ExportPart } from '../src/export/part.js';
+import type { ExportKit, ExportPart } from '../src/export/part.js';
 import type { RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { IdentityStore } from '../src/people/identity.js';
@@ -17,7 +18,6 @@ import type { AgentProfile } from '../src/people/profiles.js';
 import type { InputPolicy } from '../src/protocol/types.js';
 import type { ConfiguredSchedules } from '../src/schedules/from-config.js';
 import type { RedisClient } from '../src/scripts/index.js';
-import type { AccessGate } from './access/gate.js';
 import type { CommandTable } from './commands/table.js';
 
 /** What a feature's host part is made from: the host's services, made once per host. */
@@ -29,8 +29,6 @@ export interface HostFeatureKit {
   prefix: string;
   /** Who is who across channels; purging and linking a person tell its hooks (`onChange`). */
   identities: IdentityStore;
-  /** The access policy, pairing and links (the console's access page shares it). */
-  access: AccessGate;
   /** The schedules service and heartbeats; undefined when `schedules.enabled` is false. */
   schedules: ConfiguredSchedules | undefined;
 }
@@ -88,8 +86,8 @@ export interface HostFeature {
   status?(channelId: string, conversationId: string): Promise<string[]>;
   /** Its routes and panel in the operator console, when the console is on. */
   readonly console?: ConsolePart;
-  /** Its part of exports (the console's downloads). */
-  readonly export?: ExportPart;
+  /** Makes its part of exports (the console's downloads) on the console's connection. */
+  export?(kit: ExportKit): ExportPart;
 }
 
 /** Makes a feature's host part. */

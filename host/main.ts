@@ -21,6 +21,7 @@ import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis/connection.js';
 import { schedulesFromConfig } from '../src/schedules/from-config.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { AccessGate } from './access/gate.js';
+import { accessAdmission } from './access/step.js';
 import { AccessStore } from './access/store.js';
 import { registerApiRoutes } from './api-routes.js';
 import { ApiTokens, apiTokensFromConfig } from './api-tokens.js';
@@ -112,7 +113,11 @@ function accessGate(ctx: HostContext, redis: RedisClient, identities: IdentitySt
 /** Makes the host parts of `factories` from `kit`, in order. */
 export async function makeHostFeatures(kit: HostFeatureKit, factories: readonly HostFeatureFactory[]): Promise<HostFeature[]> {
   const features: HostFeature[] = [];
-  for (const make of factories) features.push(await make(kit));
+  for (const make of factories) {
+    const feature = await make(kit);
+    if (features.some((f) => f.name === feature.name)) throw new Error(`two features are named ${feature.name}`);
+    features.push(feature);
+  }
   return features;
 }
 
@@ -212,8 +217,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
   const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules', identities);
-  const kit = { config, logger, redis: ingressConn, prefix, identities, access, schedules: scheduling };
-  const features = [...(await makeHostFeatures(kit, parts.features)), ...builtinFeatures(activity, problems)];
+  const kit = { config, logger, redis: ingressConn, prefix, identities, schedules: scheduling };
+  // Access first, always: who may talk is decided before any feature sees the message.
+  const features = [accessAdmission(access), ...(await makeHostFeatures(kit, parts.features)), ...builtinFeatures(activity, problems)];
   // A conversation's input policy outside a message (events API, console): its chat's or channel's profile.
   const channelPolicy = (conversationId: string) =>
     features.reduce<InputPolicy | undefined>((found, f) => found ?? f.inputPolicy?.(conversationId), undefined) ??

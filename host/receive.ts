@@ -1,6 +1,6 @@
 /**
- * The host side of the channel contract: `ChannelHost.receive` applies the
- * access policy (`access`), runs control commands (answered through the
+ * The host side of the channel contract: `ChannelHost.receive` runs the
+ * features' admission steps (the host's access policy first), runs control commands (answered through the
  * channel's outbound side; in group chats the ones that affect everyone only
  * for admins) and ingests everything else with the channel's policy; a
  * message over a rate limit gets a short notice. Redis connection failures

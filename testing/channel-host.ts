@@ -5,8 +5,8 @@
  */
 import type { ChannelHost, ChannelOutbound, ChannelSettings } from 'steerbot/channel';
 import type { RedisClient } from 'steerbot/plugin';
-import { accessHost } from '../app/features/access/host.js';
 import { AccessGate } from '../host/access/gate.js';
+import { accessAdmission } from '../host/access/step.js';
 import { AccessStore } from '../host/access/store.js';
 import { type HttpServer, routeRegistry } from '../host/http.js';
 import { createChannelHost } from '../host/receive.js';
@@ -60,7 +60,11 @@ export interface IngestOnlyHost {
   enqueued: Array<[string, string]>;
 }
 
-/** The channel host over a real `Dispatch` on `o.redis` under `o.prefix`; new runs are recorded in `enqueued`, never run. */
+/**
+ * The channel host over a real `Dispatch` on `o.redis` under `o.prefix`; new runs are recorded in `enqueued`, never run.
+ * Its commands are the conversation's and approvals' (`/stop`, `/status`, `/approve`, …) and, with `access`, `/pair` and
+ * `/link`; no feature is registered, so `/memory` or `/schedules` is an ordinary message here.
+ */
 export function ingestOnlyHost(o: IngestOnlyHostOptions): IngestOnlyHost {
   const dispatch = new Dispatch({ client: o.redis, prefix: o.prefix });
   const enqueued: Array<[string, string]> = [];
@@ -74,7 +78,7 @@ export function ingestOnlyHost(o: IngestOnlyHostOptions): IngestOnlyHost {
     enqueue: async (conversationId, runId) => void enqueued.push([conversationId, runId]),
     settings: (id) => o.settings?.(id),
     outbound: (id) => o.outbound?.(id),
-    features: o.access ? [accessHost({ access: accessGateOf(o, o.access) })] : [],
+    features: o.access ? [accessAdmission(accessGateOf(o, o.access))] : [],
   });
   return { host, dispatch, enqueued };
 }

@@ -1,14 +1,14 @@
 /**
- * The registered features, in the order the host asks them: access admits
- * first, then the profile, then commands and hooks (host/feature.ts); the
- * runner adds their parts to each run (runner/feature.ts). A feature is one
- * folder here; adding one is a folder and a line below.
+ * The registered features, in the order the host and the runner ask them
+ * (host/feature.ts, runner/feature.ts) and their members are written in a
+ * person's export. A feature is one folder here; adding one is a folder and a
+ * line below. Access is not among them: every host runs its access step
+ * first (host/access/step.ts).
  */
 import type { HostFeatureFactory } from '../../host/feature.js';
 import type { RunnerFeatureFactory } from '../../runner/feature.js';
 import type { ExportKit, ExportPart } from '../../src/export/part.js';
 import type { Feature } from '../feature.js';
-import { accessFeature } from './access/index.js';
 import { budgetsFeature } from './budgets/index.js';
 import { conversationIndexFeature } from './conversation-index/index.js';
 import { memoryFeature } from './memory/index.js';
@@ -16,7 +16,7 @@ import { profilesFeature } from './profiles/index.js';
 import { schedulesFeature } from './schedules/index.js';
 
 /** Every built-in feature, in order. */
-export const FEATURES: readonly Feature[] = [accessFeature, profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, conversationIndexFeature];
+export const FEATURES: readonly Feature[] = [profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, conversationIndexFeature];
 
 /** The host parts of `features` (default: every built-in one), for `startHost`, each with its part of exports (the console's downloads). */
 export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatureFactory[] {
@@ -26,7 +26,7 @@ export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatu
     return [
       async (kit) => {
         const part = host ? await host(kit) : { name: f.name };
-        return exporting ? { ...part, export: exporting(kit) } : part;
+        return exporting ? { ...part, export: exporting } : part;
       },
     ];
   });

@@ -5,6 +5,7 @@
  * further: nothing reaches the conversation's record.
  */
 import type { ChannelSettings, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import type { HostFeature } from '../feature.js';
 import { parseAccessCommand, runAccessCommand } from './commands.js';
 import type { AccessGate } from './gate.js';
 
@@ -36,4 +37,15 @@ export async function accessStep(
   if (verdict.kind === 'allow') return undefined;
   if (verdict.notice) await deps.reply(channelId, message.conversationId, verdict.notice, message.messageId);
   return { kind: 'ignored', reason: 'refused' };
+}
+
+/**
+ * The access step as the host's first receive step: every host runs it (it is
+ * not a registered feature that a composition could leave out).
+ */
+export function accessAdmission(gate: AccessGate): HostFeature {
+  return {
+    name: 'access',
+    admit: (req) => accessStep({ gate, reply: req.reply, firstDelivery: req.firstDelivery }, req.channelId, req.settings, req.message),
+  };
 }

@@ -43,13 +43,15 @@ const COMMAND_RE = /^\/([A-Za-z]+)(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*))?$/;
 
 /**
  * The command set of the core tables and `tables` (the features'). Throws
- * Error when two tables name the same command.
+ * Error when two tables name the same command (or one names the access step's
+ * `/pair` or `/link`), or a name is not lower-case letters.
  */
 export function commandSet(tables: readonly CommandTable[]): CommandSet {
   const commands = new Map<string, CommandSpec>();
   for (const table of [conversationCommands, approvalCommands, ...tables]) {
     for (const [name, spec] of Object.entries(table)) {
-      if (commands.has(name)) throw new Error(`two features define the command /${name}`);
+      if (!/^[a-z]+$/.test(name)) throw new Error(`command /${name}: a command name is lower-case letters only`);
+      if (commands.has(name) || name === 'pair' || name === 'link') throw new Error(`two features define the command /${name}`);
       commands.set(name, spec);
     }
   }

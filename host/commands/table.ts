@@ -21,7 +21,7 @@ export interface CommandDeps {
   dispatch: Dispatch;
   /** Enqueues a run a command created (`/compact` when the conversation is idle). */
   enqueue(conversationId: string, runId: string): Promise<void>;
-  /** Where the command was sent. Default: a private chat of the conversation's channel (the id up to its first `:`), replies of 2000 characters. */
+  /** Where the command was sent. Default: a group chat of the conversation's channel (the id up to its first `:`; nothing personal is listed), replies of 2000 characters. */
   message?: CommandMessage;
   /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
   profileName?: string;
@@ -33,7 +33,7 @@ export interface CommandDeps {
 
 /** Where `deps`' command was sent (`CommandDeps.message`, or its default for `source`). */
 export function commandMessage(deps: CommandDeps, source: CommandSource): CommandMessage {
-  return deps.message ?? { channelId: source.conversationId.split(':', 1)[0]!, group: false, maxChars: 2000 };
+  return deps.message ?? { channelId: source.conversationId.split(':', 1)[0]!, group: true, maxChars: 2000 };
 }
 
 /** The outcome of a command: the reply to send (empty for a duplicate). */

@@ -93,6 +93,8 @@ export function registerConsole(o: ConsoleOptions): void {
     });
 
   const panels = features.flatMap((f) => (f.console?.panel ? [f.console.panel] : []));
+  for (const p of panels)
+    if (!/^[a-z-]+$/.test(p.name) || p.name === 'app' || p.name === 'people') throw new Error(`console panel name ${p.name} is taken or not lower-case`);
   const html = consolePage(BASE, panels.map((p) => p.html(BASE)).join(''));
   o.routes.add({ method: 'GET', path: BASE, handle: async (req) => servePage(req, access, BASE, () => html) });
   o.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CONSOLE_SCRIPT) });
@@ -106,7 +108,7 @@ export function registerConsole(o: ConsoleOptions): void {
     registerPeopleApi(api, { store: o.access, channels: o.accessChannels, budgets: o.budgets });
   }
   for (const f of features) f.console?.api?.(api);
-  const parts = features.flatMap((f) => (f.export ? [f.export] : []));
+  const parts = features.flatMap((f) => (f.export ? [f.export({ redis: o.redis, prefix: o.prefix })] : []));
   registerExportApi(api, new Exporter({ redis: o.redis, prefix: o.prefix, channels: (o.channels ?? []).map((c) => c.id), parts }));
   api('POST', '/conversations/:id/actions', async (req) => {
     const parsed = readJsonBody(req, actionSchema);

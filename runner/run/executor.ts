@@ -15,8 +15,8 @@
  *
  * The steps live in modules with one job each: the attempt (acquire, lease,
  * stop requests: attempt.ts), what it starts from (inputs, takeover:
- * attempt-start.ts), compact-only runs (compact-only.ts), the invocation's
- * context (run-context.ts), finish and hand-back (finish-run.ts), the
+ * start.ts), compact-only runs (compact-only.ts), the invocation's
+ * context (context.ts), finish and hand-back (finish.ts), the
  * unanswered messages (unanswered.ts), and the runner features' hooks (features.ts).
  */
 

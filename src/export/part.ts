@@ -1,13 +1,12 @@
 /**
  * What a feature adds to exports (app/feature.ts `export`): the members of a
  * person's export it keeps for them, and the members of a conversation's
- * export about the chat's one person. The exporter writes them after its own,
- * in the order the features were registered.
+ * export about the chat's one person. The exporter writes them in the order
+ * the features were registered: a person's after their accounts and approval
+ * (before the conversations they wrote in), a conversation's at its end.
  */
 import type { RedisClient } from '../redis/connection.js';
 import type { Member } from './json-stream.js';
-
-export type { Member } from './json-stream.js';
 
 /** What a feature's export part reads from. */
 export interface ExportKit {

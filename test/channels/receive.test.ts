@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { CommandSet } from '../../host/commands/index.js';
+import { type CommandSet, commandSet } from '../../host/commands/index.js';
 import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
@@ -108,6 +108,14 @@ describe('the built-in commands', () => {
   it("reserves to a group's admins exactly the commands that change the conversation for everyone", () => {
     expect([...commands.admin].sort()).toEqual(['compact', 'new', 'purge', 'queue', 'stop', 'unschedule']);
     for (const name of ['status', 'approve', 'deny', 'schedules', 'memory', 'forget']) expect(parseCommand(`/${name}`)?.name).toBe(name);
+  });
+
+  it("refuses a feature's table that takes another's command, the access step's /pair or /link, or a name no message can reach", () => {
+    const spec = { run: async () => ({ reply: 'mine', duplicate: false }) };
+    for (const name of ['status', 'purge', 'approve', 'pair', 'link']) expect(() => commandSet([{ [name]: spec }])).toThrow(/two features define/);
+    expect(() => commandSet([{ mine: spec }, { mine: spec }])).toThrow(/two features define the command \/mine/);
+    for (const name of ['Mine', 'my-cmd', 'x1']) expect(() => commandSet([{ [name]: spec }])).toThrow(/lower-case letters only/);
+    expect(commandSet([{ mine: spec }]).parse('/MINE now')).toEqual({ name: 'mine', args: 'now' });
   });
 });
 

@@ -4,6 +4,7 @@ import { readConfig } from '../../app/config.js';
 import { hostFeatures } from '../../app/features/index.js';
 import { schedulesHost } from '../../app/features/schedules/host.js';
 import { AccessGate } from '../../host/access/gate.js';
+import { accessAdmission } from '../../host/access/step.js';
 import { AccessStore } from '../../host/access/store.js';
 import { type CommandSet, commandSet } from '../../host/commands/index.js';
 import type { HostFeature } from '../../host/feature.js';
@@ -32,14 +33,14 @@ export interface TestFeatureOptions {
   schedules?: ConfiguredSchedules;
 }
 
-/** Every built-in feature's host part, as `startHost` makes them. */
-export function testHostFeatures(o: TestFeatureOptions): Promise<HostFeature[]> {
+/** The host's access step and every built-in feature's host part, as `startHost` makes them. */
+export async function testHostFeatures(o: TestFeatureOptions): Promise<HostFeature[]> {
   const config = o.config ?? readConfig({ env: {} });
   const logger = o.logger ?? pino({ level: 'silent' });
   const identities = o.identities ?? new IdentityStore({ redis: o.redis, prefix: o.prefix });
   const access = o.access ?? new AccessGate(config.access, new AccessStore(o.redis, o.prefix, config.access, identities), logger);
-  const kit = { config, logger, redis: o.redis, prefix: o.prefix, identities, access, schedules: o.schedules };
-  return makeHostFeatures(kit, hostFeatures());
+  const kit = { config, logger, redis: o.redis, prefix: o.prefix, identities, schedules: o.schedules };
+  return [accessAdmission(access), ...(await makeHostFeatures(kit, hostFeatures()))];
 }
 
 /** The command set of a host with every built-in feature. */

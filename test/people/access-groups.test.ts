@@ -6,8 +6,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { accessHost } from '../../app/features/access/host.js';
 import { ACCESS_NOTICES, AccessGate } from '../../host/access/gate.js';
+import { accessAdmission } from '../../host/access/step.js';
 import { AccessStore } from '../../host/access/store.js';
 import { createChannelHost } from '../../host/receive.js';
 import type { ChannelHost, ChannelOutbound, InboundMessage } from '../../src/channel.js';
@@ -47,7 +47,7 @@ function hostWith(access: unknown): { host: ChannelHost; store: AccessStore } {
     enqueue: async () => undefined,
     settings: () => ({ admins: ['boss'] }),
     outbound: () => outbound,
-    features: [accessHost({ access: new AccessGate(accessSchema.parse(access), store, logger) })],
+    features: [accessAdmission(new AccessGate(accessSchema.parse(access), store, logger))],
   });
   return { host, store };
 }

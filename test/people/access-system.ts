@@ -5,9 +5,9 @@
  * agent is answered `echo: <text>`.
  */
 
-import { accessHost } from '../../app/features/access/host.js';
 import { runnerFeatures } from '../../app/features/index.js';
 import { AccessGate } from '../../host/access/gate.js';
+import { accessAdmission } from '../../host/access/step.js';
 import { type AccessLimits, AccessStore } from '../../host/access/store.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
@@ -86,7 +86,7 @@ export async function startAccessSystem(access: unknown, limits: Partial<AccessL
     enqueue: (c, r) => h.queue.enqueue(c, r),
     settings: (id) => byId.get(id)?.settings,
     outbound: (id) => byId.get(id)?.outbound,
-    features: [accessHost({ access: new AccessGate(config, store, ctx.logger) })],
+    features: [accessAdmission(new AccessGate(config, store, ctx.logger))],
   });
   for (const c of channels) await c.start(host);
   await http.ready();

@@ -46,8 +46,9 @@ async function start(allowLoopback = false): Promise<World> {
   const h = await RunnerHarness.start({ redisUrl: redisUrl() });
   const identities = new IdentityStore({ redis: h.redis, prefix: h.prefix });
   const store = new AccessStore(h.redis, h.prefix, accessSchema.parse({}), identities);
+  const features = await testHostFeatures({ config: h.ctx.config, redis: h.redis, prefix: h.prefix, identities });
   const host = createChannelHost({
-    features: await testHostFeatures({ config: h.ctx.config, redis: h.redis, prefix: h.prefix, identities }),
+    features,
     routes: { add: () => undefined },
     redis: h.redis,
     prefix: h.prefix,
@@ -57,7 +58,7 @@ async function start(allowLoopback = false): Promise<World> {
     enqueue: async () => undefined,
     outbound: () => h.outbound,
   });
-  const http = await serveConsole(h, { access: store, allowLoopback, channels: [{ id: 'telegram' } as ChannelPlugin] });
+  const http = await serveConsole(h, { access: store, allowLoopback, channels: [{ id: 'telegram' } as ChannelPlugin], features });
   world = { h, http, host, store };
   return world;
 }

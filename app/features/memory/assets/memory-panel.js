@@ -1,5 +1,5 @@
 // @ts-nocheck — browser script (DOM), served as-is to the console page; the project's TypeScript settings have no DOM types.
-// The memory panel (host/console/memory-panel.ts). Every text is set with textContent, never parsed as HTML.
+// The memory panel (app/features/memory/console-panel.ts). Every text is set with textContent, never parsed as HTML.
 (() => {
   const base = document.body.dataset.base;
   const $ = (id) => document.getElementById(id);
