@@ -105,6 +105,8 @@ export interface ModelSettings {
   contextWindow: number;
   /** Tokens kept free for the answer. */
   outputReserve: number;
+  /** Models a call fails over to, in order, on a rate limit, overload, 5xx, timeout or silent stream (`model.fallbacks`). Default: none. */
+  fallbacks?: Array<Omit<ModelSettings, 'fallbacks'>> | undefined;
 }
 
 /** Compaction hooks for the agent loop. They throw only StaleRunError; other failures are logged and answered with undefined. */

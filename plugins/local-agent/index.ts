@@ -133,6 +133,8 @@ export type LocalAgentSettings = z.input<typeof localAgentConfigSchema>;
 export interface LocalAgentConfig {
   /** A ready model (tests, custom providers). Default: built from the run's model settings (config `model.*`). */
   model?: LanguageModel;
+  /** Ready models a call fails over to, in order. Default: built from the run's `model.fallbacks`. */
+  fallbackModels?: LanguageModel[];
   /** System prompt, or one per conversation. Default: a short helpful-assistant prompt. */
   system?: string | ((conversationId: string) => string);
   /** Extra tools. */
@@ -198,8 +200,10 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         }
       }
       const toolSet = await toolbox.toolSet(ctx, [...tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
         model,
+        ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
         system: await withMemory(ctx, systemPrompt(ctx, config.system)),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
@@ -226,6 +230,19 @@ function modelFor(models: Map<string, LanguageModel>, settings: ModelSettings, b
   let model = models.get(key);
   if (!model) models.set(key, (model = build(settings)));
   return model;
+}
+
+/** The run's fallback models (`model.fallbacks`); one that cannot be built is left out, logged. */
+function fallbackModels(ctx: RunContext, models: Map<string, LanguageModel>, build: (s: ModelSettings) => LanguageModel): LanguageModel[] {
+  return (ctx.model.fallbacks ?? []).flatMap((settings) => {
+    try {
+      return [modelFor(models, settings, build)];
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      ctx.logger.warn({ err, model: settings.name }, 'a fallback model cannot be built; going on without it');
+      return [];
+    }
+  });
 }
 
 const isTool = (v: unknown): v is AgentTool =>

@@ -14,6 +14,8 @@ import { RUN_REASON } from './outcomes.js';
 /** Settings of one loop. */
 export interface LoopOptions {
   model: LanguageModel;
+  /** Models a call fails over to, in order, when `model` fails with a rate limit, overload, 5xx, network error or silent stream. Default: none. */
+  fallbacks?: LanguageModel[];
   tools: ToolSet;
   /** System prompt. */
   system?: string;
@@ -49,8 +51,12 @@ export class LoopState {
   /** Request tokens outside the messages (system prompt, tool definitions), for the compaction estimate. */
   readonly overhead: number;
   /** Provider prompt caching: the same system, tools and cache key for every request of the conversation. */
-  readonly cache: CachePlan;
-  readonly modelName: string;
+  cache: CachePlan;
+  /** The model calls go to: `o.model`, or the fallback the invocation failed over to (it stays for the invocation's later steps). */
+  model: LanguageModel;
+  modelName: string;
+  /** The fallbacks not tried yet, in order. */
+  private readonly untried: LanguageModel[];
   /** How long a silent model stream is tolerated, in ms. */
   readonly idleMs: number;
 
@@ -61,8 +67,10 @@ export class LoopState {
     this.messages = [...ctx.history];
     this.answering = [...ctx.inputs];
     this.overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
+    this.model = o.model;
+    this.untried = [...(o.fallbacks ?? [])];
     this.cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
-    this.modelName = typeof o.model === 'string' ? o.model : o.model.modelId;
+    this.modelName = modelId(o.model);
     this.idleMs = o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   }
 
@@ -70,6 +78,16 @@ export class LoopState {
   async attach(entries: Answered): Promise<RunResult | undefined> {
     const refused = await this.o.attachments?.expand(this.ctx, this.messages, entries, this.o.transcriber);
     return refused ? { outcome: 'failed', reason: RUN_REASON.attachmentUnsupported, notice: refused, final: true } : undefined;
+  }
+
+  /** Moves the invocation's calls to the next fallback; false when none is left. */
+  failOver(): boolean {
+    const next = this.untried.shift();
+    if (!next) return false;
+    this.model = next;
+    this.modelName = modelId(next);
+    this.cache = cachePlan(next, this.ctx.conversationId, this.o.system, this.o.tools);
+    return true;
   }
 
   /** Replaces the prompt with a compacted one (the record holds everything it replaces). */
@@ -81,4 +99,9 @@ export class LoopState {
   async reattach(): Promise<void> {
     await this.attach(this.answering);
   }
+}
+
+/** A model's id, as spans, metrics and logs name it. */
+function modelId(model: LanguageModel): string {
+  return typeof model === 'string' ? model : model.modelId;
 }

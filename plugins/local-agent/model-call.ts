@@ -36,7 +36,7 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
   const call = traceModelCall(state.modelName, step);
   const watchdog = new StreamWatchdog(state.idleMs, ctx.signal);
   const result = streamText({
-    model: o.model,
+    model: state.model,
     tools: declaredTools(cache.tools()),
     messages: cache.messages(state.messages),
     ...(cache.system !== undefined && { system: cache.system }),

@@ -2,10 +2,12 @@
  * One model step with its recovery: the prompt is checked against the
  * context window before the call, and a call that did not answer is looked
  * at once. An overflow (before the call, or the provider's error) compacts
- * once and calls again; a silent stream is retried once. Each budget is one
- * step's: a step that answers leaves the next step a fresh one.
+ * once and calls again; a call that failed in a way another model may not
+ * (rate limit, overload, 5xx, network, a silent stream) asks the next
+ * fallback model, when there is one; else a silent stream is retried once.
+ * Each budget is one step's: a step that answers leaves the next step a fresh one.
  */
-import { APICallError, type ModelMessage } from 'ai';
+import { APICallError, type ModelMessage, RetryError } from 'ai';
 import { ESTIMATE_MAX_OVERCOUNT, estimateMessages, isContextOverflowError, type RunContext, type RunResult, type StepRecord } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { callModel, type ModelOutcome } from './model-call.js';
@@ -69,6 +71,7 @@ class StepRecovery {
       ctx.logger.error({ err: outcome.error }, 'context overflow persists after compaction; giving up');
       return overflowed();
     }
+    if (isTransient(outcome.error) && this.failOver(outcome.text, outcome.error)) return 'retry';
     ctx.logger.error({ err: outcome.error }, 'model call failed');
     // A request the provider refuses as invalid (a 4xx it does not call retryable) would be refused again by a follow-up run.
     const refused = APICallError.isInstance(outcome.error) && !outcome.error.isRetryable;
@@ -83,6 +86,7 @@ class StepRecovery {
   /** A silent provider: once is a hiccup worth one more try; twice, the user hears about it rather than waiting for /stop. */
   private afterStall(text: string): 'retry' | RunResult {
     const { ctx, o, idleMs } = this.state;
+    if (this.failOver(text, new Error(`model stream silent for ${idleMs} ms`))) return 'retry';
     if (this.stallRetried) {
       ctx.logger.error({ idleMs, step: this.step }, 'model stream silent again; giving up');
       return { outcome: 'failed', reason: RUN_REASON.timeout, notice: STREAM_TIMEOUT_MESSAGE };
@@ -91,6 +95,16 @@ class StepRecovery {
     this.quiet ||= o.streaming === true && text !== '';
     ctx.logger.warn({ idleMs, step: this.step }, 'model stream silent; retrying the call once');
     return 'retry';
+  }
+
+  /** Asks the same step of the next fallback model, when there is one; what the failed call streamed is not streamed again. */
+  private failOver(text: string, err: unknown): boolean {
+    const { ctx, o } = this.state;
+    const from = this.state.modelName;
+    if (!this.state.failOver()) return false;
+    this.quiet ||= o.streaming === true && text !== '';
+    ctx.logger.warn({ err, from, to: this.state.modelName, step: this.step }, 'model call failed; asking the next fallback model');
+    return true;
   }
 
   /** The provider says the prompt is too long: compact once (everything but this run). True when there is a new prompt to retry with. */
@@ -135,4 +149,27 @@ async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: n
   if (!compacted) return 'overflow';
   messages.splice(0, messages.length, ...compacted);
   return fits() ? 'compacted' : 'overflow';
+}
+
+// Network failures under the provider's fetch: the endpoint is down or unreachable, another one may not be.
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * A failure another model may not have: a rate limit, an overload, a 5xx or
+ * a timeout (what the provider calls retryable), or the network. A request
+ * the provider refuses as invalid would be refused by any model: not one.
+ */
+export function isTransient(err: unknown): boolean {
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  if (APICallError.isInstance(e)) return e.isRetryable;
+  const code = (e as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && NETWORK_CODES.has(code);
 }

@@ -8,7 +8,7 @@
  * keeps free for the answer: the providers count prompt + answer against the
  * window.
  */
-import { DEFAULTS } from './defaults.js';
+import { DEFAULTS, type ModelProvider } from './defaults.js';
 
 /** Limits of one model, in tokens. */
 export interface ModelLimits {
@@ -89,4 +89,45 @@ export function resolveModelLimits(m: {
       : Math.min(known.outputLimit, Math.floor(contextWindow / 4))
     : DEFAULT_OUTPUT_RESERVE;
   return { contextWindow, outputReserve: m.outputReserve ?? catalogued };
+}
+
+/** A model's settings, resolved (`model`, a profile's model, a fallback). */
+export interface ResolvedModel {
+  provider: 'openai' | 'anthropic' | 'google' | 'openai-compatible';
+  name: string;
+  baseURL?: string | undefined;
+  apiKey?: string | undefined;
+  contextWindow: number;
+  outputReserve: number;
+}
+
+/** Changes to a model's settings (a profile's `model`, an entry of `model.fallbacks`). */
+export interface ModelChanges {
+  provider?: ModelProvider | undefined;
+  name?: string | undefined;
+  baseURL?: string | undefined;
+  apiKey?: string | undefined;
+  contextWindow?: number | undefined;
+  outputReserve?: number | undefined;
+}
+
+/**
+ * `base` with `changes`: a model of another name takes its limits from the
+ * catalogue unless given; another provider inherits neither the base's
+ * endpoint nor its key. Undefined when the changed model is unknown and no window is set.
+ */
+export function deriveModel(base: ResolvedModel, changes: ModelChanges): ResolvedModel | undefined {
+  const provider = changes.provider ?? base.provider;
+  const name = changes.name ?? base.name;
+  const sameModel = provider === base.provider && name === base.name;
+  const limits = resolveModelLimits({
+    name,
+    contextWindow: changes.contextWindow ?? (sameModel ? base.contextWindow : undefined),
+    outputReserve: changes.outputReserve ?? (sameModel ? base.outputReserve : undefined),
+  });
+  if (!limits) return undefined;
+  const sameProvider = provider === base.provider;
+  const baseURL = changes.baseURL ?? (sameProvider ? base.baseURL : undefined);
+  const apiKey = changes.apiKey ?? (sameProvider ? base.apiKey : undefined);
+  return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }) };
 }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { isAllowEntry } from '../http/address-policy.js';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
-import { resolveModelLimits } from './model-catalogue.js';
+import { deriveModel, type ResolvedModel, resolveModelLimits } from './model-catalogue.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -336,6 +336,41 @@ const logSchema = z.strictObject({
     .describe('Line format: `pretty` (human-readable), `json`, or `auto` (pretty when stdout is a terminal). Default `auto`.'),
 });
 
+/** One entry of `model.fallbacks`: changes to `model`, as a profile's model is. */
+const fallbackModelSchema = z.strictObject({
+  provider: enumOf(MODEL_PROVIDERS).optional().describe('Provider. Default: `model.provider`.'),
+  name: z.string().min(1, { error: 'expected a model name' }).describe('Model name.'),
+  baseURL: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .optional()
+    .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
+  apiKey: z
+    .string()
+    .min(1, { error: 'expected a non-empty key' })
+    .optional()
+    .describe('API key. Secret. Default: `model.apiKey` on the same provider; required on another (but `openai-compatible`).'),
+  contextWindow: int(1024, 10_000_000)
+    .optional()
+    .describe('Context window, in tokens, at least `model.contextWindow`. Default: from the catalogue (required for other models).'),
+  outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
+});
+
+/** Why `model.fallbacks[i]` cannot serve as a fallback of `base`, or undefined. */
+function fallbackProblem(base: ResolvedModel, f: z.output<typeof fallbackModelSchema>): { path: string; message: string } | undefined {
+  const resolved = deriveModel(base, f);
+  if (!resolved) return { path: 'contextWindow', message: `unknown model "${f.name}": set its context window in tokens` };
+  if (resolved.contextWindow < base.contextWindow) {
+    return {
+      path: 'contextWindow',
+      message: `a fallback needs at least the context window of model (${base.contextWindow}): a prompt that fits the model must fit it`,
+    };
+  }
+  if (resolved.provider === 'openai-compatible' && !resolved.baseURL) return { path: 'baseURL', message: 'required for the openai-compatible provider' };
+  if (resolved.provider !== 'openai-compatible' && !resolved.apiKey)
+    return { path: 'apiKey', message: `required for a fallback on the ${resolved.provider} provider` };
+  return undefined;
+}
+
 const modelSchema = z
   .strictObject({
     provider: enumOf(MODEL_PROVIDERS)
@@ -363,6 +398,13 @@ const modelSchema = z
     outputReserve: int(1, 1_000_000)
       .optional()
       .describe("Tokens kept free for the model's answer. Default: the model's output limit from the catalogue, else 4096."),
+    fallbacks: z
+      .array(fallbackModelSchema)
+      .max(4, { error: 'expected at most 4 fallbacks' })
+      .optional()
+      .describe(
+        'Models a model call fails over to, in order, when it fails with a rate limit, an overload, a 5xx, a timeout or a silent stream: the same step is asked again of the next one. Default: none.',
+      ),
   })
   .superRefine((m, ctx) => {
     const limits = resolveModelLimits(m);
@@ -372,12 +414,22 @@ const modelSchema = z
         path: ['contextWindow'],
         message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models`,
       });
-    } else if (limits.outputReserve >= limits.contextWindow) {
+      return;
+    }
+    if (limits.outputReserve >= limits.contextWindow) {
       ctx.addIssue({ code: 'custom', path: ['outputReserve'], message: `must be less than model.contextWindow (${limits.contextWindow})` });
     }
+    const { fallbacks: _fallbacks, ...base } = m;
+    (m.fallbacks ?? []).forEach((f, i) => {
+      const problem = fallbackProblem({ ...base, ...limits }, f);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['fallbacks', i, problem.path], message: problem.message });
+    });
   })
-  // Checked just above: an unknown model without a window never gets here.
-  .transform((m) => ({ ...m, ...resolveModelLimits(m)! }));
+  // Checked just above: an unknown model without a window, or a fallback that cannot serve, never gets here.
+  .transform(({ fallbacks, ...m }) => {
+    const base = { ...m, ...resolveModelLimits(m)! };
+    return { ...base, ...(fallbacks?.length && { fallbacks: fallbacks.map((f) => ({ ...deriveModel(base, f)! })) }) };
+  });
 
 const compactionSchema = z.strictObject({
   threshold: z

@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { InputPolicy } from 'steerbot/plugin';
 import { channelResolver } from '../channel.js';
-import { resolveModelLimits } from '../config/model-catalogue.js';
+import { deriveModel } from '../config/model-catalogue.js';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 
 /** The name of the profile a conversation no binding names gets (the base settings). */
@@ -73,6 +73,8 @@ export interface BaseModelSettings {
   apiKey?: string | undefined;
   contextWindow: number;
   outputReserve: number;
+  /** Models a call fails over to, in order (`model.fallbacks`, resolved). */
+  fallbacks?: Array<Omit<BaseModelSettings, 'fallbacks'>> | undefined;
 }
 
 /** A resolved profile, as runs and commands see it. */
@@ -183,24 +185,18 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
   };
 }
 
-/** The base model with the profile's changes; a model of another name takes its limits from the catalogue unless given. */
+/**
+ * The base model with the profile's changes (`deriveModel`); `model.fallbacks`
+ * stay only while the profile keeps the base model.
+ */
 function profileModel(base: BaseModelSettings, m: ProfileModelSettings | undefined, path: string, issues: ConfigIssue[]): BaseModelSettings | undefined {
   if (!m) return base;
-  const provider = m.provider ?? base.provider;
-  const name = m.name ?? base.name;
-  const sameModel = provider === base.provider && name === base.name;
-  const limits = resolveModelLimits({
-    name,
-    contextWindow: m.contextWindow ?? (sameModel ? base.contextWindow : undefined),
-    outputReserve: m.outputReserve ?? (sameModel ? base.outputReserve : undefined),
-  });
-  if (!limits) {
-    issues.push({ path: `${path}.contextWindow`, message: `unknown model "${name}": set its context window in tokens` });
+  const { fallbacks, ...own } = base;
+  const model = deriveModel(own, m);
+  if (!model) {
+    issues.push({ path: `${path}.contextWindow`, message: `unknown model "${m.name ?? base.name}": set its context window in tokens` });
     return undefined;
   }
-  // A profile on another provider does not inherit the base provider's endpoint or key.
-  const sameProvider = provider === base.provider;
-  const baseURL = m.baseURL ?? (sameProvider ? base.baseURL : undefined);
-  const apiKey = m.apiKey ?? (sameProvider ? base.apiKey : undefined);
-  return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }) };
+  const sameModel = model.provider === base.provider && model.name === base.name;
+  return sameModel && fallbacks ? { ...model, fallbacks } : model;
 }
