@@ -33,27 +33,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Agent, createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { signedHeaders } from '../plugins/webhook/signature.js';
-import { startFakeOpenAI } from '../testing/fakes/openai-server.js';
-import { FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../testing/fakes/telegram-server.js';
+import { type DriverReady, type LoadResult, loadDriver, type Sample } from './load-driver.js';
+import { commandsPerMessage, startMeter } from './meter.js';
 import { describePauses, type Pauses, slowDuringPauses, watchPauses } from './pauses.js';
-import { commandStats, privateRedis } from './private-redis.js';
-import {
-  type AppSpec,
-  appProcess,
-  ask,
-  cpuMs,
-  freePort,
-  nowMs,
-  pct,
-  WEBHOOK_SECRET as SECRET,
-  spawnRole,
-  stopAll,
-  TELEGRAM_SECRET as TG_SECRET,
-} from './processes.js';
+import { privateRedis } from './private-redis.js';
+import { type AppSpec, appProcess, ask, freePort, nowMs, pct, spawnRole, stopAll } from './processes.js';
 import { keepSpans, type SpanRecord, spansByTrace } from './span-keeper.js';
 
 const RATES = (process.env.BENCH_RATES ?? '50,200').split(',').map(Number);
@@ -64,122 +49,10 @@ const LAYOUTS = (process.env.BENCH_LAYOUTS ?? 'all-in-one,split,telegram').split
 const GOAL_P50 = 25;
 const GOAL_P99 = 80;
 
-/** A message and its reply: sent and received, ms since the epoch. */
-type Sample = [number, number];
-
-type DriverIn = { run: { url: string; rate: number; channel: 'webhook' | 'telegram' } } | 'stop';
-type DriverOut =
-  | { ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string } }
-  | { done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number; pauses: Pauses } };
-
 export async function main(): Promise<void> {
-  if (process.env.BENCH_ROLE === 'driver') return driver();
+  if (process.env.BENCH_ROLE === 'driver') return loadDriver();
   if (process.env.BENCH_ROLE === 'app') return spanKeepingApp();
   await orchestrate();
-}
-
-// ---------------------------------------------------------------- driver
-
-/** Sender, instant model, callback receiver and fake Bot API, in a child process. */
-async function driver(): Promise<void> {
-  const pauses = watchPauses();
-  const model = await startFakeOpenAI();
-  model.script(() => ({ text: 'ok, noted.' }));
-  const telegram = await startFakeTelegram({ token: FAKE_TOKEN });
-  /** Per conversation, the send times of messages not answered yet (oldest first). */
-  const outstanding = new Map<string, number[]>();
-  let samples: Sample[] = [];
-  let measureFrom = Number.POSITIVE_INFINITY;
-  const answered = (conversation: string, at: number) => {
-    const sent = outstanding.get(conversation)?.shift();
-    if (sent !== undefined && sent >= measureFrom) samples.push([sent, at]);
-  };
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = nowMs();
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      answered(`w:${(JSON.parse(Buffer.concat(chunks).toString()) as { conversation: string }).conversation}`, at);
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks`;
-  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
-  const send = (m: DriverOut) => process.send!(m);
-
-  process.on('message', async (m: DriverIn) => {
-    if (m === 'stop') {
-      agent.destroy();
-      receiver.closeAllConnections();
-      receiver.close();
-      await Promise.all([model.close(), telegram.close()]);
-      process.exit(0);
-    }
-    const { url, rate, channel } = m.run;
-    const conversations = rate * 10;
-    outstanding.clear();
-    samples = [];
-    let failed = 0;
-    const why: Record<string, number> = {};
-    const fail = (reason: string) => {
-      failed++;
-      why[reason] = (why[reason] ?? 0) + 1;
-    };
-    const tag = randomBytes(3).toString('hex');
-    pauses.take();
-    const post = (n: number) => {
-      const c = n % conversations;
-      const sentAt = channel === 'telegram' ? Date.now() : nowMs();
-      const key = channel === 'telegram' ? `t:${100_000 + c}` : `w:c${c}`;
-      const list = outstanding.get(key) ?? [];
-      list.push(sentAt);
-      outstanding.set(key, list);
-      const raw =
-        channel === 'telegram'
-          ? JSON.stringify(messageUpdate({ from: { id: 100_000 + c, is_bot: false, first_name: 'Ann' }, text: `message ${n}: the quick brown fox` }))
-          : JSON.stringify({ id: `m-${tag}-${n}`, conversation: `c${c}`, sender: { id: `u${c}`, name: 'Ann' }, text: `message ${n}: the quick brown fox` });
-      const headers =
-        channel === 'telegram'
-          ? { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': TG_SECRET }
-          : { 'content-type': 'application/json', ...signedHeaders(SECRET, raw) };
-      const target = new URL(channel === 'telegram' ? '/telegram/webhook' : '/webhooks/e2e', url);
-      const req = request(target, { method: 'POST', agent, headers }, (res) => {
-        res.resume();
-        if (res.statusCode !== 202 && res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
-      });
-      req.on('error', (err) => fail((err as NodeJS.ErrnoException).code ?? err.message));
-      req.end(raw);
-    };
-    // Bot API calls: sendMessage received, by chat (`at` is when the fake got it).
-    let seenCalls = telegram.calls.length;
-    const watchTelegram = setInterval(() => {
-      for (; seenCalls < telegram.calls.length; seenCalls++) {
-        const call = telegram.calls[seenCalls]!;
-        if (call.method === 'sendMessage') answered(`t:${call.payload.chat_id}`, call.at);
-      }
-    }, 2);
-    const t0 = nowMs();
-    measureFrom = t0 + WARMUP * 1000;
-    const total = Math.round((WARMUP + SECONDS) * rate);
-    let issued = 0;
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        const due = Math.min(total, Math.floor(((nowMs() - t0) / 1000) * rate));
-        while (issued < due) post(issued++);
-        if (issued >= total) {
-          clearInterval(timer);
-          resolve();
-        }
-      }, 2);
-    });
-    const expected = Math.round(SECONDS * rate);
-    const deadline = nowMs() + 15_000;
-    while (samples.length < expected - failed && nowMs() < deadline) await new Promise((r) => setTimeout(r, 50));
-    clearInterval(watchTelegram);
-    send({ done: { samples, failed, why, missing: Math.max(0, expected - failed - samples.length), pauses: pauses.take() } });
-  });
-  send({ ready: { modelUrl: model.url, callbackUrl, telegramApiRoot: telegram.apiRoot } });
 }
 
 // ---------------------------------------------------------------- one steerbot process
@@ -238,10 +111,9 @@ interface Scenario {
 /** model.call p50 of the traced all-in-one run at each rate: an untraced run has no spans of its own to take it from. */
 const modelP50ByRate = new Map<number, number>();
 
-async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { modelUrl: string; callbackUrl: string; telegramApiRoot: string }): Promise<void> {
+async function runScenario(s: Scenario, driverProc: ChildProcess, ready: DriverReady): Promise<void> {
   const redis = await privateRedis();
   const client = new Redis(redis.url);
-  const redisPid = Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1] ?? 0);
   const prefix = `e2e${randomBytes(3).toString('hex')}`;
   const base = {
     redisEnv: { REDIS_URL: redis.url },
@@ -269,19 +141,20 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
   try {
     const started = await Promise.all(apps.map((a, i) => ask(a, 'started', { start: specs[i] })));
     const url = started[0].address as string;
-    const cpu0 = apps.map((a) => cpuMs(a.pid!));
-    const redisCpu0 = cpuMs(redisPid);
-    const calls0 = await commandStats(client);
+    const endMeter = await startMeter(
+      client,
+      apps.map((a) => a.pid!),
+    );
     await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses'))); // a new window
     const t0 = nowMs();
-    const done = await ask(driverProc, 'done', { run: { url, rate: s.rate, channel: s.channel } });
+    const run = { url, rate: s.rate, channel: s.channel, conversations: s.rate * 10, seconds: SECONDS, warmupSeconds: WARMUP, drainMs: 15_000 };
+    const done: LoadResult = await ask(driverProc, 'done', { run });
     const appPauses = (await Promise.all(apps.map((a) => ask(a, 'pauses', 'pauses')))) as Pauses[];
-    const cpu = apps.map((a, i) => cpuMs(a.pid!) - cpu0[i]!);
-    const redisCpu = cpuMs(redisPid) - redisCpu0;
-    const calls = await commandStats(client);
+    const metered = await endMeter();
     const spans = (await Promise.all(apps.map((a) => ask(a, 'spans', 'spans')))).flat() as SpanRecord[];
-    report(s, done, spans, t0 + WARMUP * 1000, { cpu, redisCpu, messages: Math.round((WARMUP + SECONDS) * s.rate), specs });
-    reportCommands(calls0, calls, Math.round((WARMUP + SECONDS) * s.rate));
+    const messages = Math.round((WARMUP + SECONDS) * s.rate);
+    report(s, done, spans, t0 + WARMUP * 1000, { cpu: metered.cpuMs, redisCpu: metered.redisCpuMs, messages, specs });
+    reportCommands(metered.commands, messages);
     reportPauses(done, appPauses, specs, t0 + WARMUP * 1000);
   } finally {
     await stopAll(apps);
@@ -292,7 +165,7 @@ async function runScenario(s: Scenario, driverProc: ChildProcess, ready: { model
 
 function report(
   s: Scenario,
-  done: { samples: Sample[]; failed: number; why: Record<string, number>; missing: number },
+  done: LoadResult,
   spans: SpanRecord[],
   from: number,
   cpu: { cpu: number[]; redisCpu: number; messages: number; specs: AppSpec[] },
@@ -306,7 +179,9 @@ function report(
   // Overhead per message is total minus that message's model call; without the pairing, total minus the median model call.
   const overhead = total.map((t) => t - modelP50);
   console.log(`\n== ${s.name}: ${s.rate} msg/s over ${s.rate * 10} conversations, ${SECONDS} s measured (${done.samples.length} replies)`);
-  console.log(`   failed POSTs ${done.failed}${done.failed ? ` ${JSON.stringify(done.why)}` : ''}, replies missing after 15 s ${done.missing}`);
+  console.log(
+    `   failed POSTs ${done.failed}${done.failed ? ` ${JSON.stringify(done.why)}` : ''}, replies missing after 15 s ${done.missing}, duplicated ${done.duplicated}`,
+  );
   console.log(`   total (POST → reply received) ms: p50 ${fmt(pct(total, 50))}  p99 ${fmt(pct(total, 99))}  max ${fmt(total.at(-1) ?? Number.NaN)}`);
   const whose = traced ? '' : ' of the traced run';
   console.log(`   framework overhead (total − model.call p50 ${modelP50.toFixed(1)} ms${whose}): p50 ${fmt(pct(overhead, 50))}  p99 ${fmt(pct(overhead, 99))}`);
@@ -332,11 +207,10 @@ function report(
 }
 
 /** Redis commands per message over the scenario (each is a round trip, or part of a pipeline), the most frequent first. */
-function reportCommands(before: Map<string, number>, after: Map<string, number>, messages: number): void {
-  const per = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / messages] as const).filter(([k, v]) => v > 0 && k !== 'info');
-  const total = per.reduce((sum, [, v]) => sum + v, 0);
-  const top = per.sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.BENCH_TOP_COMMANDS ?? 8));
-  console.log(`   Redis commands per message: ${total.toFixed(1)} (${top.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')})`);
+function reportCommands(commands: Map<string, number>, messages: number): void {
+  const { total, top } = commandsPerMessage(commands, messages);
+  const shown = top.slice(0, Number(process.env.BENCH_TOP_COMMANDS ?? 8));
+  console.log(`   Redis commands per message: ${total.toFixed(1)} (${shown.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')})`);
 }
 
 /** Each process's event-loop delay, GC and stalls, and how many slow messages were in flight during one. */

@@ -16,6 +16,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   e2e: () => import('./e2e.js').then((m) => m.main()),
   schedule: () => import('./schedule.js').then((m) => m.main()),
   scale: () => import('./scale.js').then((m) => m.main()),
+  peer: () => import('./peer.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];
