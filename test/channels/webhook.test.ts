@@ -4,6 +4,7 @@
  * stream, and signed callbacks with retries.
  */
 import { createHmac } from 'node:crypto';
+import { get, type IncomingMessage } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
@@ -557,19 +558,25 @@ interface SseEvent {
   data: string;
 }
 
-/** Opens an SSE stream with fetch and parses its events. */
+/**
+ * Opens an SSE stream and parses its events. `close()` drops the connection, as a browser leaving does: a fetch
+ * aborted mid-body keeps its socket until its keep-alive time runs out, which closing the server then waits for.
+ */
 async function openEvents(url: string, headers: Record<string, string> = {}) {
-  const ac = new AbortController();
-  const res = await fetch(url, { headers, signal: ac.signal });
-  if (res.status !== 200) throw new Error(`event stream answered ${res.status}: ${await res.text()}`);
+  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers }, resolve).once('error', reject));
+  if (res.statusCode !== 200) {
+    let text = '';
+    for await (const chunk of res) text += String(chunk);
+    throw new Error(`event stream answered ${res.statusCode}: ${text}`);
+  }
+  res.setEncoding('utf8');
   const events: SseEvent[] = [];
   let notify: (() => void) | undefined;
   const ended = (async () => {
-    const decoder = new TextDecoder();
     let buffer = '';
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
+      for await (const chunk of res as AsyncIterable<string>) {
+        buffer += chunk;
         let end: number;
         while ((end = buffer.indexOf('\n\n')) !== -1) {
           const block = buffer.slice(0, end);
@@ -585,13 +592,13 @@ async function openEvents(url: string, headers: Record<string, string> = {}) {
         }
       }
     } catch {
-      // aborted by close()
+      // destroyed by close()
     }
   })();
   return {
     events,
     ended,
-    close: () => ac.abort(),
+    close: () => void res.destroy(),
     async waitFor(n: number, timeoutMs = 5000): Promise<SseEvent[]> {
       const deadline = Date.now() + timeoutMs;
       while (events.length < n) {

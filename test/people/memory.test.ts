@@ -21,15 +21,28 @@ afterAll(() => redis.quit());
 
 /** The commands on this test's memory keys while `fn` runs, from MONITOR (other test files share this Redis). */
 async function commandsOn(fn: () => Promise<unknown>): Promise<string[][]> {
-  const monitor = await redis.monitor(); // a connection of its own
+  // A connection of its own, made here rather than by `redis.monitor()`: ioredis takes the connection for a monitor
+  // a tick after MONITOR's OK, so lines arriving with the OK (other files keep this Redis busy) reach it as replies
+  // nobody asked for, an 'error' event that `monitor()` leaves without a listener; so do lines still in flight when
+  // it disconnects. Both fall outside `fn`; an error while it watches fails the test.
+  const monitor = redis.duplicate({ monitor: true, lazyConnect: false });
+  let watching = false;
+  let failed: unknown;
+  monitor.on('error', (err: unknown) => {
+    if (watching) failed ??= err;
+  });
   const seen: string[][] = [];
   monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
   const marker = `${prefix}:done-${Date.now()}`;
   try {
+    await new Promise((resolve) => monitor.once('monitoring', resolve));
+    watching = true;
     await fn();
     await redis.ping(marker);
-    await expect.poll(() => seen.some((a) => a[1] === marker)).toBe(true);
+    await expect.poll(() => failed !== undefined || seen.some((a) => a[1] === marker)).toBe(true);
+    if (failed !== undefined) throw failed;
   } finally {
+    watching = false;
     monitor.disconnect();
   }
   return seen.filter((a) => a.slice(1).some((x) => x.startsWith(`${prefix}:{`)));

@@ -242,12 +242,17 @@ describe('scoped API tokens', () => {
   it('over its rate a token gets 429 with Retry-After, also in a burst; nothing written for the refused ones', async () => {
     // The chat exists (the opener wrote first), so `ci` needs no open scope.
     expect((await send(w, OPENER, 'telegram:2002', 'hello-2002', 'hi')).status).toBe(200);
-    const burst = await Promise.all(['b1', 'b2', 'b3', 'b4'].map((id) => event(w, BURST, 'telegram:2002', id)));
+    const ids = ['b1', 'b2', 'b3', 'b4'];
+    const burst = await Promise.all(ids.map((id) => event(w, BURST, 'telegram:2002', id)));
     const statuses = burst.map((a) => a.status).sort();
     expect(statuses).toEqual([202, 202, 429, 429]);
     for (const a of burst.filter((x) => x.status === 429)) expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1);
     const received = (await readRange(w.app.ctx.redis, conversationKeys(w.prefix, 'telegram:2002').log)).filter((e) => e.kind === 'message.received');
     expect(received).toHaveLength(2);
+    // The accepted events wake the agent: wait until it has read both, so no model call of theirs lands in a later test.
+    const woken = ids.filter((_, i) => burst[i]!.status === 202);
+    const read = (id: string) => w.openai.requests.some((r) => JSON.stringify(r.body.messages).includes(`\\nevent ${id}`));
+    await waitFor(() => woken.every(read), 10_000, 'the agent reading the accepted events');
   });
 
   it('a bad token is refused with 401; the signing secret of a channel is no API token', async () => {

@@ -3,13 +3,17 @@
  * steerbot defines (and no other), and the Grafana dashboard queries only
  * metrics that exist.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { metricNames } from '../../src/telemetry/metrics.js';
-// A plugin registers its metrics when its module loads (the MCP client loads only when servers are configured).
-import '../../plugins/local-agent/mcp.js';
 
 const root = new URL('../../', import.meta.url);
+
+// A plugin registers its metrics when its module loads, and plugins load lazily (the MCP client only when servers
+// are configured): load every module that declares some, so the list is the same whatever else this process loaded.
+const pluginSources = readdirSync(new URL('plugins/', root), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+const withMetrics = pluginSources.filter((f) => readFileSync(new URL(`plugins/${f}`, root), 'utf8').includes('pluginMetrics('));
+await Promise.all(withMetrics.map((f) => import(new URL(`plugins/${f}`, root).href)));
 const operations = readFileSync(new URL('docs/operations.md', root), 'utf8');
 const section = operations.slice(operations.indexOf('## Observability'));
 const dashboard = JSON.parse(readFileSync(new URL('docs/grafana-dashboard.json', root), 'utf8')) as {
