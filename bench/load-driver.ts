@@ -84,6 +84,8 @@ export async function loadDriver(): Promise<void> {
   let samples: Sample[] = [];
   let duplicated = 0;
   let measureFrom = Number.POSITIVE_INFINITY;
+  /** The next message number: numbers go on across runs, so a late reply to an earlier run matches nothing in this one. */
+  let nextNumber = 0;
   const answered = (text: string, at: number) => {
     for (const n of answeredIn(text)) {
       const m = sent.get(n);
@@ -129,8 +131,10 @@ export async function loadDriver(): Promise<void> {
     const tag = randomBytes(3).toString('hex');
     const target = new URL(run.channel === 'telegram' ? '/telegram/webhook' : WEBHOOK_PATH, run.url);
     pauses.take();
-    const post = (n: number) => {
-      const c = n % run.conversations;
+    const first = nextNumber;
+    const post = (i: number) => {
+      const n = first + i;
+      const c = i % run.conversations;
       // The fake Bot API stamps calls with Date.now(): the same clock for Telegram.
       sent.set(n, { at: run.channel === 'telegram' ? Date.now() : nowMs(), answers: 0 });
       const text = `message ${n}: the quick brown fox`;
@@ -161,6 +165,7 @@ export async function loadDriver(): Promise<void> {
     measureFrom = (run.channel === 'telegram' ? Date.now() : t0) + run.warmupSeconds * 1000;
     const total = Math.round((run.warmupSeconds + run.seconds) * run.rate);
     let issued = 0;
+    nextNumber += total;
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         const due = Math.min(total, Math.floor(((nowMs() - t0) / 1000) * run.rate));
