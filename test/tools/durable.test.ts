@@ -14,6 +14,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tools/journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
 import { Runs } from '../../src/protocol/runs.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
@@ -170,6 +171,14 @@ describe('durable approval wait', () => {
       'approval requested',
     );
     await waitFor(async () => (await recordedSends(h!.ctx.redis, h!.prefix)).length === 1, 15_000, 'approval message sent');
+    // Killed once the send is acknowledged in the outbox: a kill between the platform call and that write is the
+    // documented at-least-once window, which would resend the request.
+    const outbox = conversationKeys(h.prefix, CID).outbox;
+    await waitFor(
+      async () => Object.values(await h!.ctx.redis.hgetall(outbox)).some((v) => (JSON.parse(v) as { status: string }).status === 'acknowledged'),
+      15_000,
+      'approval message acknowledged',
+    );
     await first.kill9();
 
     // Decided while no runner is attached: kept, not lost.
