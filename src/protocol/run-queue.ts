@@ -43,12 +43,10 @@ export function bullPrefixFor(prefix: string): string {
   return `{${prefix}-bull}`;
 }
 
-/** Job states in which a run's job will still be processed without help. */
-/** Completed run jobs kept (at most an hour): a retry or takeover needs none of them (an ended run's job is skipped). */
-const RUN_JOBS_KEPT = 100;
 /** Entries of BullMQ's event stream of the run queue (approximate). */
 const RUN_EVENTS_MAX_LEN = 1000;
 
+/** Job states in which a run's job will still be processed without help. */
 const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 /** The BullMQ queue of runs. */
@@ -81,8 +79,10 @@ export class RunQueue {
       { conversationId, runId },
       {
         jobId: runId,
-        // The record holds what a run did; a completed job is only its timer. A few stay for dashboards.
-        removeOnComplete: { age: 3600, count: RUN_JOBS_KEPT },
+        // The record holds what a run did; a completed job is only its timer. Kept, BullMQ would trim the
+        // completed set on every completion (four more commands per run). A retry or takeover needs no
+        // completed job: an ended run's job, added again, is skipped.
+        removeOnComplete: true,
         removeOnFail: { age: 86_400 },
       },
     );

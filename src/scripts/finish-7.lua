@@ -58,22 +58,25 @@ for s in string.gmatch(ARGV[11] or '', '[^,]+') do
 end
 if #retry > 0 and outcome ~= 'failed' then return { ERR_BAD_ARG } end
 
-local _, err = fenced_run(run_key, ARGV[1])
+-- One read for the fence and what finishing needs: f[3] stop, f[4] attempt, f[5] urgent, f[6] failures.
+local f, err = fenced_run(run_key, ARGV[1], 'stop', 'attempt', 'urgent', 'failures', 'lease_until')
 if err then return err end
 if ARGV[9] == '1' then
   -- Checked here, not by the caller: a runner renewing its lease (same token) between a check and this
   -- finish would otherwise have its live run ended under it.
-  local lease_until = tonumber(redis.call('HGET', run_key, 'lease_until') or 0)
+  local lease_until = tonumber(f[7] or 0)
   if lease_until > now_ms() then return { ERR_LEASE_HELD, lease_until } end
 end
 
-local f = redis.call('HMGET', run_key, 'stop', 'attempt', 'urgent', 'failures')
-if outcome == 'completed' and not f[1] then
+-- Whether the steering list is known to be empty (popped to nothing just now): not read again.
+local steer_empty = false
+if outcome == 'completed' and not f[3] then
   local seqs = pop_steering(steer_key, ARGV[6])
   if #seqs > 0 then
     append_audit(log_key, meta_key, 'steering.injected', run_id, seqs, { follow_up = true })
     return read_entries(log_key, seqs, { 'continue', #seqs })
   end
+  steer_empty = true
 end
 
 local now = now_ms()
@@ -81,7 +84,7 @@ redis.call('HSET', run_key, 'state', 'ended', 'outcome', outcome, 'reason', ARGV
 -- Only acquire reads the inputs key, and an ended run is never acquired again (`run.started` keeps them).
 redis.call('DEL', base .. 'inputs:' .. run_id)
 expire_ended_run(base, run_key, run_id, ARGV[8], now, ARGV[10])
-local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[2]),
+local ended = { v = 1, kind = 'run.ended', at = now, run = run_id, attempt = tonumber(f[4]),
   token = tonumber(ARGV[1]), outcome = outcome }
 if ARGV[4] ~= '' then ended.reason = ARGV[4] end
 append_entry(log_key, meta_key, cjson.encode(ended))
@@ -89,7 +92,7 @@ if redis.call('GET', active_key) == run_id then redis.call('DEL', active_key) en
 
 -- Never drop: unpulled steering goes to the front of pending, in order; ahead of it (they are older)
 -- the messages a failed run took and did not answer, when it hands them to a follow-up.
-local left = redis.call('LRANGE', steer_key, 0, -1)
+local left = steer_empty and {} or redis.call('LRANGE', steer_key, 0, -1)
 if #left > 0 then redis.call('DEL', steer_key) end
 local moved = {}
 for i = 1, #retry do moved[i] = retry[i] end
@@ -101,7 +104,7 @@ end
 -- Messages that interrupted this run run next and alone: merged with the ordinary messages
 -- waiting in pending, the answer would address those too, and the interrupt would lose its point.
 -- Pending stays for the successor of that run.
-local inputs = split_ids(f[3])
+local inputs = split_ids(f[5])
 local follow_up = false
 if #inputs == 0 then
   local waiting = redis.call('LLEN', pending_key)
@@ -118,5 +121,5 @@ if #inputs == 0 then
 end
 local successor_key = create_run(base, active_key, ARGV[5], ARGV[7], inputs, 'successor', now)
 -- Failed runs in a row on these messages: the runner of the follow-up bounds its own hand-back by it.
-if follow_up then redis.call('HSET', successor_key, 'failures', (tonumber(f[4]) or 0) + 1) end
+if follow_up then redis.call('HSET', successor_key, 'failures', (tonumber(f[6]) or 0) + 1) end
 return { 'ended', ARGV[5], join_ids(inputs) }

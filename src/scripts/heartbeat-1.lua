@@ -10,8 +10,8 @@
 ]]
 --- @include "common"
 
-local _, err = fenced_run(KEYS[1], ARGV[1])
+local f, err = fenced_run(KEYS[1], ARGV[1], 'stop')
 if err then return err end
 local lease_until = now_ms() + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
-return { 'ok', lease_until, redis.call('HGET', KEYS[1], 'stop') or '' }
+return { 'ok', lease_until, f[3] or '' }

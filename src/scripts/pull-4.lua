@@ -19,10 +19,10 @@
 ]]
 --- @include "common"
 
-local _, err = fenced_run(KEYS[1], ARGV[1])
+local f, err = fenced_run(KEYS[1], ARGV[1], 'stop')
 if err then return err end
 local requested = redis.call('HGET', KEYS[4], 'compact_requested') or ''
-if redis.call('HEXISTS', KEYS[1], 'stop') == 1 then return { 'ok', 0, requested } end
+if f[3] then return { 'ok', 0, requested } end
 local seqs = pop_steering(KEYS[2], ARGV[2])
 if #seqs == 0 then return { 'ok', 0, requested } end
 append_audit(KEYS[3], KEYS[4], 'steering.injected', ARGV[3], seqs)

@@ -37,8 +37,9 @@ describe('purge while a runner is mid-answer', () => {
     expect(r).toMatchObject({ kind: 'purged', stoppedRunId: first.runId });
 
     await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'model request aborted');
-    // The job ends (its run is gone: "skipped"), not retried.
-    await waitFor(async () => ((await (await h!.queue.queue.getJob(first.runId))?.getState()) === 'completed' ? true : undefined), 10_000, 'job completed');
+    // The job ends (its run is gone: "skipped"), not retried: a completed run job is removed at once, while a
+    // failed or retried one would still be there (failed, waiting or delayed).
+    await waitFor(async () => (await h!.queue.queue.getJob(first.runId)) === undefined, 10_000, 'job completed and removed');
     expect(h!.outbound.texts).toEqual([]);
 
     const k = conversationKeys(h!.prefix, CID);

@@ -76,15 +76,15 @@ local function join_ids(ids)
   return table.concat(ids, ',')
 end
 
--- Loads a run's fencing fields and checks the caller's token.
--- Returns nil, err_table on refusal.
-local function fenced_run(run_key, token)
-  local f = redis.call('HMGET', run_key, 'state', 'token')
+-- Loads a run's fencing fields (and any further fields named, in the same read) and checks the
+-- caller's token. Returns { state, token, ... } or nil, err_table on refusal.
+local function fenced_run(run_key, token, ...)
+  local f = redis.call('HMGET', run_key, 'state', 'token', ...)
   if not f[1] then return nil, { ERR_NOT_FOUND } end
   if tostring(f[2]) ~= tostring(token) then return nil, { ERR_STALE, tonumber(f[2]) or 0 } end
   if f[1] == 'ended' then return nil, { ERR_ENDED } end
   if f[1] ~= 'running' then return nil, { ERR_STALE, tonumber(f[2]) or 0 } end
-  return f[1], nil
+  return f, nil
 end
 
 -- Creates a queued run record with the given input seqs and makes it active.
