@@ -70,6 +70,26 @@ describe('guardedFetch', () => {
     expect(res.data.toString()).toBe('at /b');
   });
 
+  it('POSTs a body; a 307 sends the same POST on, a 303 is followed with a GET and no body', async () => {
+    const seen: string[] = [];
+    const { port } = await serve((q, s) => {
+      let body = '';
+      q.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      q.on('end', () => {
+        seen.push(`${q.method} ${q.url} ${body}`);
+        if (q.url === '/keep') return s.writeHead(307, { location: '/kept' }).end();
+        if (q.url === '/see') return s.writeHead(303, { location: '/seen' }).end();
+        s.end('ok');
+      });
+    });
+    const post = (path: string) => guardedFetch(`http://files.test:${port}${path}`, filesHost({ method: 'POST', body: '{"q":1}' }));
+    expect((await post('/keep')).url).toBe(`http://files.test:${port}/kept`);
+    expect((await post('/see')).url).toBe(`http://files.test:${port}/seen`);
+    expect(seen).toEqual(['POST /keep {"q":1}', 'POST /kept {"q":1}', 'POST /see {"q":1}', 'GET /seen ']);
+  });
+
   describe('a redirect from an allowed host', () => {
     it('to 127.0.0.1 is refused at the address check, and nothing is sent there', async () => {
       const internal = await serve((_q, s) => s.end('secret'));

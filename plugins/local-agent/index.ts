@@ -20,6 +20,7 @@ import {
 } from 'steerbot/runner';
 import { z } from 'zod';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
+import { WEB_CONTENT_RULES } from './external-content.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { memoryTools, withMemory } from './memory-tools.js';
@@ -27,6 +28,7 @@ import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
+import { type WebSearchToolOptions, webSearchSchema, webSearchTool } from './web-search.js';
 
 export type { AgentTool } from './tools.js';
 
@@ -71,6 +73,11 @@ export const localAgentConfigSchema = z.strictObject({
   httpFetch: bool
     .default(DEFAULTS.agent.httpFetch)
     .describe('The built-in `http_fetch` tool (HTTP GET of a URL; it lets the model reach the network). Default false.'),
+  search: webSearchSchema
+    .optional()
+    .describe(
+      'The built-in `web_search` tool and its backend (SearXNG, Brave Search API or Tavily); results are framed as external content (docs/tools.md#web-search-and-reading). Default: unset (no search).',
+    ),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
   steeringMode: z
     .enum(['all', 'one'], { error: 'expected all or one' })
@@ -139,8 +146,8 @@ export interface LocalAgentConfig {
   system?: string | ((conversationId: string) => string);
   /** Extra tools. */
   tools?: AgentTool[];
-  /** Built-in tools: `currentTime` (default on), `httpFetch` (default off: it reaches the network). */
-  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions };
+  /** Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network). */
+  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions; webSearch?: WebSearchToolOptions | undefined };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
   /** Most model steps per invocation. Default 24. */
@@ -167,6 +174,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   if (config.builtins?.currentTime ?? DEFAULTS.agent.currentTime) tools.push(currentTimeTool);
   const fetchOpt = config.builtins?.httpFetch;
   if (fetchOpt) tools.push(httpFetchTool(typeof fetchOpt === 'object' ? fetchOpt : {}));
+  if (config.builtins?.webSearch) tools.push(webSearchTool(config.builtins.webSearch));
   tools.push(...(config.tools ?? []));
   // One model per distinct model setting (the base one and each profile's): bounded by the configuration.
   const models = new Map<string, LanguageModel>();
@@ -205,7 +213,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         model,
         ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
-        system: await withMemory(ctx, systemPrompt(ctx, config.system)),
+        system: await withMemory(ctx, withWebRules(systemPrompt(ctx, config.system), toolSet)),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
@@ -222,6 +230,11 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
 function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): string {
   if (ctx.profile?.systemPrompt) return ctx.profile.systemPrompt;
   return typeof system === 'function' ? system(ctx.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
+}
+
+/** The prompt with the web-content rules once, when the run offers a tool that brings web content. */
+function withWebRules(system: string, tools: Record<string, unknown>): string {
+  return tools.http_fetch || tools.web_search ? `${system}\n\n${WEB_CONTENT_RULES}` : system;
 }
 
 /** The model for `settings`, built once per provider, endpoint and name. */
@@ -277,6 +290,10 @@ export default defineRunnerPlugin({
     { env: 'STEERBOT_SYSTEM_PROMPT_FILE', path: 'systemPromptFile', kind: 'string' },
     { env: 'STEERBOT_AGENT_STREAMING', path: 'streaming', kind: 'bool' },
     { env: 'STEERBOT_AGENT_HTTP_FETCH', path: 'httpFetch', kind: 'bool' },
+    { env: 'STEERBOT_AGENT_SEARCH_BACKEND', path: 'search.backend', kind: 'string' },
+    { env: 'STEERBOT_AGENT_SEARCH_URL', path: 'search.baseUrl', kind: 'string' },
+    { env: 'STEERBOT_AGENT_SEARCH_API_KEY', path: 'search.apiKey', kind: 'string', secret: true },
+    { env: 'STEERBOT_AGENT_SEARCH_MAX_RESULTS', path: 'search.maxResults', kind: 'int' },
     { env: 'STEERBOT_AGENT_CURRENT_TIME', path: 'currentTime', kind: 'bool' },
     { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
     { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
@@ -291,7 +308,11 @@ export default defineRunnerPlugin({
     return createLocalAgentPlugin({
       system: (conversationId) => prompts.for(conversationId),
       streaming: settings.streaming,
-      builtins: { currentTime: settings.currentTime, httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] } },
+      builtins: {
+        currentTime: settings.currentTime,
+        httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] },
+        webSearch: settings.search,
+      },
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,

@@ -1,6 +1,6 @@
 /**
  * The one way steerbot fetches a URL on a user's or a model's behalf
- * (attachment URLs, the `http_fetch` tool): a GET with redirects followed by
+ * (attachment URLs, the `http_fetch` tool, search backends): a GET (or POST) with redirects followed by
  * hand, each hop checked before anything is sent: its scheme (http/https),
  * the caller's allow-list, and the address its host resolves to
  * (`address-policy.ts`). The connection goes to exactly the address that was
@@ -37,6 +37,10 @@ export interface GuardedFetchOptions {
   allowPrivate?: readonly string[];
   /** Request headers. Default a `user-agent: steerbot` header only. */
   headers?: Record<string, string>;
+  /** Request method. Default `GET`. A 301, 302 or 303 answer to a POST is followed with a GET and no body; a 307 or 308 sends the same POST again. */
+  method?: 'GET' | 'POST';
+  /** Request body (`POST` only). */
+  body?: string | Buffer;
   /** Aborts the fetch (the caller's abort error is thrown as is). */
   signal?: AbortSignal;
   /** Names what is fetched in error messages. Default `URL`. */
@@ -72,7 +76,7 @@ interface Guard {
 }
 
 /**
- * GETs `url`, following redirects, and returns the last answer (whatever its status).
+ * GETs (or POSTs to) `url`, following redirects, and returns the last answer (whatever its status).
  * @throws FetchRefusedError when a hop's URL, host or address is not allowed, on too many redirects, a body over
  * the limit (`oversize: 'error'`) or the time limit; the caller's abort error when `signal` aborts; network errors as they come.
  */
@@ -90,16 +94,18 @@ export async function guardedFetch(url: string, o: GuardedFetchOptions): Promise
   }, timeoutMs);
   const signal = controller.signal;
   const headers = o.headers ?? { 'user-agent': 'steerbot' };
+  let send = firstSend(o);
   try {
     let target = parseUrl(url, guard.label);
     for (let hop = 0; ; hop++) {
       checkHop(target, guard);
-      const res = await get(target, guard, headers, signal);
+      const res = await request(target, guard, headers, send, signal);
       const location = res.headers.location;
       if (REDIRECTS.has(res.statusCode ?? 0) && location) {
         res.destroy();
         if (hop >= maxRedirects) throw new FetchRefusedError('redirects', `${guard.label}: more than ${maxRedirects} redirects`);
         target = parseUrl(location, guard.label, target);
+        send = redirectedSend(send, res.statusCode);
         continue;
       }
       const { data, truncated } = await readBody(res, o.maxBytes, o.oversize ?? 'error', guard.label);
@@ -155,13 +161,21 @@ function checkedLookup(host: string, guard: Guard): LookupFunction {
   };
 }
 
-/** One GET, not following redirects, on a connection of its own. */
-function get(url: URL, guard: Guard, headers: Record<string, string>, signal: AbortSignal): Promise<IncomingMessage> {
-  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+/** What one hop sends. */
+type Send = { method: 'GET' } | { method: 'POST'; body: string | Buffer };
+
+const firstSend = (o: GuardedFetchOptions): Send => (o.method === 'POST' ? { method: 'POST', body: o.body ?? '' } : { method: 'GET' });
+
+/** What follows a redirect: as browsers do, only 307 and 308 keep the method and body. */
+const redirectedSend = (send: Send, status: number | undefined): Send => (status === 307 || status === 308 ? send : { method: 'GET' });
+
+/** One request, not following redirects, on a connection of its own. */
+function request(url: URL, guard: Guard, headers: Record<string, string>, send: Send, signal: AbortSignal): Promise<IncomingMessage> {
+  const open = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET', headers, signal, agent: false, lookup: checkedLookup(hostOf(url), guard) }, resolve);
+    const req = open(url, { method: send.method, headers, signal, agent: false, lookup: checkedLookup(hostOf(url), guard) }, resolve);
     req.on('error', reject);
-    req.end();
+    req.end(send.method === 'POST' ? send.body : undefined);
   });
 }
 

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
 import { runnerFeatures } from '../../app/features/index.js';
+import { WEB_CONTENT_RULES } from '../../plugins/local-agent/external-content.js';
 import localAgent from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { createModel } from '../../runner/model.js';
@@ -66,7 +67,8 @@ describe('the default agent from config', () => {
     t.fake.script([{ text: 'Hi.' }]);
     await t.h.ingest('hello');
     await t.h.idle(10_000, CID);
-    expect(systemPrompt(0)).toBe('You are Zed, terse.');
+    // http_fetch brings web content: the prompt says once that it is data, and that answers cite its URLs.
+    expect(systemPrompt(0)).toBe(`You are Zed, terse.\n\n${WEB_CONTENT_RULES}`);
     expect(toolNames(0)).toEqual(['http_fetch', ...SCHEDULE_TOOLS]);
   });
 

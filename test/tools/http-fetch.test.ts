@@ -1,12 +1,15 @@
 /**
  * `http_fetch` reaches public addresses only: loopback, private, link-local
  * and metadata addresses are refused after DNS resolution and on every
- * redirect, unless allow-listed; bodies and time are bounded.
+ * redirect, unless allow-listed; bodies and time are bounded. An HTML page
+ * comes back as its readable text, other text as it is, framed as external
+ * content.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpFetchTool } from '../../plugins/local-agent/http-fetch.js';
+import { type HttpFetchResult, httpFetchTool } from '../../plugins/local-agent/http-fetch.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { ResolveHost } from '../../src/http/guarded-fetch.js';
 
@@ -36,7 +39,16 @@ function fakeDns(table: Record<string, string>): ResolveHost {
 }
 
 const fetchWith = (url: string, opts: Parameters<typeof httpFetchTool>[0] = {}) =>
-  httpFetchTool(opts).execute({ url }, { signal: AbortSignal.timeout(10_000) });
+  httpFetchTool(opts).execute({ url }, { signal: AbortSignal.timeout(10_000) }) as Promise<HttpFetchResult>;
+
+/** The text inside a result's external-content frame (after its fixed intro line and a blank line). */
+const framed = (r: HttpFetchResult): string => {
+  const m = /^<external-content[^>]*>\n[^\n]*\n\n([\s\S]*)\n<\/external-content>$/.exec(r.content);
+  if (!m) throw new Error(`not one external-content frame: ${r.content.slice(0, 200)}`);
+  return m[1]!;
+};
+
+const ARTICLE = readFileSync(new URL('./fixtures/article.html', import.meta.url), 'utf8');
 
 async function refusal(p: Promise<unknown>): Promise<ToolFailure> {
   const err = await p.then(
@@ -90,18 +102,18 @@ describe('http_fetch', () => {
       s.end('hello from an allowed host');
     });
     const resolve = fakeDns({ 'allowed.test': '127.0.0.1', 'metadata.test': '127.0.0.1' });
-    expect(await fetchWith(`http://allowed.test:${port}/`, { allow: ['allowed.test'], resolve })).toEqual({ status: 200, body: 'hello from an allowed host' });
+    const ok = await fetchWith(`http://allowed.test:${port}/`, { allow: ['allowed.test'], resolve });
+    expect(ok).toMatchObject({ status: 200, url: `http://allowed.test:${port}/`, truncated: false });
+    expect(framed(ok)).toBe('hello from an allowed host');
     expect((await refusal(fetchWith(`http://allowed.test:${port}/go`, { allow: ['allowed.test'], resolve }))).category).toBe('forbidden');
     expect(internalHits).toBe(0);
   });
 
   it('follows a redirect between allowed addresses (CIDR allow-list) and reports where it ended', async () => {
     const port = await serve((q, s) => (q.url === '/a' ? s.writeHead(301, { location: '/b' }).end() : s.end(`at ${q.url}`)));
-    expect(await fetchWith(`http://127.0.0.1:${port}/a`, { allow: ['127.0.0.0/8'] })).toEqual({
-      status: 200,
-      url: `http://127.0.0.1:${port}/b`,
-      body: 'at /b',
-    });
+    const out = await fetchWith(`http://127.0.0.1:${port}/a`, { allow: ['127.0.0.0/8'] });
+    expect(out).toMatchObject({ status: 200, url: `http://127.0.0.1:${port}/b` });
+    expect(framed(out)).toBe('at /b');
   });
 
   it('stops after maxRedirects', async () => {
@@ -123,8 +135,97 @@ describe('http_fetch', () => {
       };
       push();
     });
-    const out = (await fetchWith(`http://127.0.0.1:${port}/`, { allow: ['127.0.0.1'], maxBytes: 100_000, maxChars: 50_000 })) as { body: string };
-    expect(out.body).toBe(`${'y'.repeat(50_000)}…[truncated]`);
+    const out = await fetchWith(`http://127.0.0.1:${port}/`, { allow: ['127.0.0.1'], maxBytes: 100_000, maxChars: 50_000 });
+    expect(out.truncated).toBe(true);
+    expect(framed(out)).toBe(`${'y'.repeat(50_000)}\n[… cut at 50000 characters]`);
     expect(sent).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  describe('an HTML page', () => {
+    it('comes back as the readable article: title and text kept, navigation, ads, scripts, cookie banner and footer dropped', async () => {
+      const port = await serve((_q, s) => s.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE));
+      const out = await fetchWith(`http://127.0.0.1:${port}/news/seals`, { allow: ['127.0.0.1'] });
+      expect(out).toMatchObject({ status: 200, url: `http://127.0.0.1:${port}/news/seals`, truncated: false });
+      expect(out.content).toMatch(
+        /^<external-content url="http:\/\/127\.0\.0\.1:\d+\/news\/seals" title="Harbour seals return to the estuary after 40 years">\n/,
+      );
+      const text = framed(out);
+      // The article, in order, with its structure.
+      const kept = [
+        'Harbour seals have returned to breed in the Wendle estuary for the first time in four decades',
+        'The colony vanished in the early 1980s',
+        '## A slow recovery',
+        '“We saw the first pair in 2021 and hardly dared hope,” said Dr Ines Albrecht',
+        '- 212 seals counted in spring 2026, up from 58 in 2023',
+        '- 31 pups, the first recorded births since 1983',
+        '## Disturbance is the new threat',
+        'consider seasonal limits on jet skis in the lower estuary.',
+      ];
+      let at = -1;
+      for (const k of kept) {
+        const i = text.indexOf(k);
+        expect(i, k).toBeGreaterThan(at);
+        at = i;
+      }
+      // Paragraphs on lines of their own.
+      expect(text).toContain('including 31 pups.\n\nThe colony vanished');
+      // No boilerplate, no script or style text, no markup.
+      for (const gone of [
+        'Subscribe for £1',
+        'Sport',
+        'Search the Ledger',
+        'We use cookies',
+        'Accept all',
+        'ADVERTISEMENT',
+        'Advertisement',
+        'Mortgage rates',
+        'Most read',
+        'Bridge closure',
+        'morning briefing',
+        'All rights reserved',
+        'Privacy policy',
+        'gtag',
+        'dataLayer',
+        'adQueue',
+        'tracking pixel',
+        'font-family',
+        'NewsArticle',
+        'Share on Facebook',
+      ]) {
+        expect(text, gone).not.toContain(gone);
+      }
+      expect(text).not.toMatch(/<|>/);
+      expect(text.length).toBeLessThan(3000);
+    });
+
+    it('cuts the readable text, not the markup, at maxChars', async () => {
+      const port = await serve((_q, s) => s.writeHead(200, { 'content-type': 'text/html' }).end(ARTICLE));
+      const out = await fetchWith(`http://127.0.0.1:${port}/`, { allow: ['127.0.0.1'], maxChars: 100 });
+      expect(out.truncated).toBe(true);
+      const first = 'Harbour seals have returned to breed in the Wendle estuary for the first time in four decades, according to';
+      expect(framed(out)).toBe(`${first.slice(0, 100)}\n[… cut at 100 characters]`);
+    });
+
+    it('of a page without an article gives its body text without scripts and chrome', async () => {
+      const page =
+        '<html><head><title>Status</title></head><body><nav>Home | Docs</nav><p>All systems normal.</p><script>track()</script><footer>© Example</footer></body></html>';
+      const port = await serve((_q, s) => s.writeHead(200, { 'content-type': 'text/html' }).end(page));
+      const out = await fetchWith(`http://127.0.0.1:${port}/`, { allow: ['127.0.0.1'] });
+      expect(out.content).toContain('title="Status"');
+      expect(framed(out)).toBe('All systems normal.');
+    });
+  });
+
+  it('returns other text as it is, in the charset the answer names, and does not show binary bodies', async () => {
+    const json = '{"items":[{"id":1,"name":"Crème brûlée"}]}';
+    const port = await serve((q, s) => {
+      if (q.url === '/data.json') return s.writeHead(200, { 'content-type': 'application/json' }).end(json);
+      if (q.url === '/latin1.txt') return s.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' }).end(Buffer.from('café', 'latin1'));
+      s.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    expect(framed(await fetchWith(`${base}/data.json`, { allow: ['127.0.0.1'] }))).toBe(json);
+    expect(framed(await fetchWith(`${base}/latin1.txt`, { allow: ['127.0.0.1'] }))).toBe('café');
+    expect(framed(await fetchWith(`${base}/logo.png`, { allow: ['127.0.0.1'] }))).toBe('[image/png content, 8 bytes, not shown]');
   });
 });
