@@ -61,9 +61,25 @@ export interface ProcessSettings {
   cli?: string;
 }
 
-/** Starts one process and resolves once its `/readyz` answers 200. */
+/**
+ * Starts one process and resolves once its `/readyz` answers 200. A port found
+ * free can be taken (by another test's process, or as the local port of an
+ * outgoing connection) before the child listens on it: then it starts again on another.
+ */
 export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(s, await freePort());
+    } catch (err) {
+      if (attempt >= 3 || !(err instanceof PortTakenError)) throw err;
+    }
+  }
+}
+
+/** The child could not listen: its port was taken meanwhile. */
+class PortTakenError extends Error {}
+
+async function startOnce(s: ProcessSettings, port: number): Promise<SteerbotProcess> {
   const url = `http://127.0.0.1:${port}`;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -120,7 +136,10 @@ export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess
   const timeoutMs = s.readyTimeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (exited) throw new Error(`${s.name} exited (${started.exitStatus()}) before it was ready:\n${tail}`);
+    if (exited) {
+      if (tail.includes('EADDRINUSE')) throw new PortTakenError(`${s.name}: port ${port} taken before it listened`);
+      throw new Error(`${s.name} exited (${started.exitStatus()}) before it was ready:\n${tail}`);
+    }
     if (await ready(url)) return started;
     if (Date.now() > deadline) {
       await started.kill9();
