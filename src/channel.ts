@@ -14,6 +14,7 @@ import type {
   InputPolicy,
   PageAccess,
   PluginDefinition,
+  ReactionStatus,
   RedisClient,
   RouteRegistry,
 } from 'steerbot/plugin';
@@ -109,6 +110,15 @@ export interface ChannelOutbound {
    * no record unless this says yes. Absent: never.
    */
   opensConversation?(conversationId: string): boolean;
+  /**
+   * Shows a run's progress on the person's message as a reaction (opt-in per
+   * channel, its `reactions` setting): `taken` when a run takes the message,
+   * `answered` once its answer was sent, `failed` when the run ended without
+   * one. Each replaces the bot's previous reaction on that message, and
+   * setting the same one again changes nothing (a takeover may repeat it).
+   * Absent: the channel shows none.
+   */
+  react?(conversationId: string, messageId: string, status: ReactionStatus): Promise<void>;
 }
 
 /** What the host does with one normalized inbound message. */

@@ -37,6 +37,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
     api,
     token: cfg.token,
     streaming: cfg.streaming,
+    reactions: cfg.reactions,
     logger,
     apiRoot: cfg.apiRoot,
     ...(deps.fetch && { fetch: deps.fetch }),

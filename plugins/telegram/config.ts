@@ -3,7 +3,7 @@
  * file), validated with zod at load.
  */
 
-import { enumOf, INPUT_POLICIES } from 'steerbot/plugin';
+import { enumOf, INPUT_POLICIES, reactionsSetting } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const idList = z
@@ -55,6 +55,7 @@ export const telegramConfigSchema = z
     allowedChats: idList.describe('Deprecated: use `access.channels.telegram.groups` / `users` (translated at load).').meta({ deprecated: true }),
     admins: idList.describe('Deprecated: use `access.channels.telegram.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (throttled). Default false.'),
+    reactions: reactionsSetting({ taken: '👀', answered: '👍', failed: '😢' }),
     registerCommands: z.boolean().default(true).describe('Register /stop, /new, /compact, /queue, /status with `setMyCommands` at start. Default true.'),
     pollingLeaseMs: z
       .number()

@@ -3,8 +3,9 @@
  * edit and show typing, through grammY's `Api`.
  */
 import type { Api } from 'grammy';
+import type { ReactionTypeEmoji } from 'grammy/types';
 import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
-import { fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
+import { fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
 
@@ -34,6 +35,8 @@ export interface TelegramOutboundOptions {
   token: string;
   /** Offer streaming edits (`streamEditIntervalMs`). */
   streaming: boolean;
+  /** Status reactions on the person's messages (`react`). Default none. */
+  reactions?: ReactionsSetting;
   logger: Logger;
   /** Bot API root files are downloaded from (`<apiRoot>/file/bot<token>/<file_path>`). Default `https://api.telegram.org`. */
   apiRoot?: string;
@@ -156,6 +159,15 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
     },
     opensConversation: (conversationId: string) => isChatOf(channelId, conversationId),
   };
+  const reactions = opts.reactions;
+  if (reactions) {
+    outbound.react = async (conversationId, messageId, status) => {
+      const { chatId } = parseConversationId(channelId, conversationId);
+      // One reaction per message from the bot: setting one replaces the last.
+      const emoji = reactions[status] as ReactionTypeEmoji['emoji'];
+      await call(token, 'setMessageReaction', () => api.setMessageReaction(chatId, Number(messageId), [{ type: 'emoji', emoji }]));
+    };
+  }
   if (opts.streaming) {
     // Private chats have positive ids; Telegram throttles edits in groups harder.
     outbound.streamEditIntervalMs = (conversationId) => (parseConversationId(channelId, conversationId).chatId > 0 ? 1000 : 3000);

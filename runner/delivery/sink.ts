@@ -21,6 +21,7 @@ import { inSpan, SPAN, SpanKind, SpanStatusCode } from '../../src/telemetry/trac
 import type { DeliverySink } from '../plugin.js';
 import { RunOutbox } from './outbox.js';
 import { PlatformCalls } from './platform-calls.js';
+import { StatusReactions } from './reactions.js';
 import { refused, StreamingEdits } from './streaming-edits.js';
 import { TypingIndicator } from './typing.js';
 
@@ -75,6 +76,8 @@ export class RunDelivery implements DeliverySink {
   private readonly calls: PlatformCalls;
   private readonly streaming: StreamingEdits;
   private readonly typingIndicator: TypingIndicator;
+  /** Reactions on the person's messages showing the run's progress (where the channel shows them). */
+  readonly reactions: StatusReactions;
   /** Number of messages handed to the channel by this sink (sends, not edits). */
   sent = 0;
 
@@ -94,6 +97,7 @@ export class RunDelivery implements DeliverySink {
       onSent: () => this.sent++,
     });
     this.typingIndicator = new TypingIndicator(this.outbound, o.conversationId, this.calls, o.logger);
+    this.reactions = new StatusReactions(o.conversationId, this.outbound, o.logger);
     if (!this.outbound) o.logger.warn({ conversationId: o.conversationId }, 'no outbound channel for conversation; replies are only recorded');
   }
 

@@ -125,8 +125,9 @@ export class RunExecutor {
     logger.info({ inputs: acquired.inputs }, 'run started');
     const start = await readAttemptStart(this.o, attempt);
     telemetry.begin({ ...ref, attempt: acquired.attempt, token: acquired.token, cause: acquired.cause }, start.inputs);
-    const unanswered = new UnansweredMessages(this.o.state, ref, logger, start.note, start.inputs);
+    const unanswered = new UnansweredMessages(this.o.state, ref, logger, start.note, start.inputs, attempt.delivery.reactions);
     const carried = this.takeOver(attempt, start, unanswered);
+    unanswered.showTaken();
     // The first invocation's record read goes out now, beside the identity read below. A compact-only run
     // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
     const compaction = this.compaction(attempt);
@@ -149,6 +150,7 @@ export class RunExecutor {
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
       const retry = this.followUp(attempt, outcome, result, unanswered);
       if (retry.length === 0) await this.settle(attempt, outcome, result, unanswered);
+      else unanswered.showAnswered();
       const after = await finishRun(this.o, attempt, outcome, result.reason ?? '', retry);
       if (after.kind === 'ended') return after.result;
       unanswered.add((inputs = after.inputs));

@@ -11,6 +11,7 @@ import type { RunRef } from '../../src/protocol/runs.js';
 import type { ConversationState } from '../../src/protocol/state.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
 import { UNANSWERED_KEY, unansweredNote, unansweredNotice } from '../../src/record/unanswered.js';
+import type { StatusReactions } from '../delivery/reactions.js';
 import type { DeliverySink } from '../plugin.js';
 
 type Messages = Array<SeqEntry<MessageReceived>>;
@@ -19,6 +20,8 @@ type Messages = Array<SeqEntry<MessageReceived>>;
 export class UnansweredMessages {
   private inputs: Messages;
   private steered: Messages = [];
+  /** Answered since the last `settle`: their reactions turn to answered once the invocation has delivered. */
+  private done: Messages = [];
 
   /**
    * `stored`: the note in conversation state when the attempt started (raw);
@@ -30,6 +33,7 @@ export class UnansweredMessages {
     private readonly logger: Logger,
     private stored: string | undefined,
     inputs: Messages,
+    private readonly reactions?: StatusReactions,
   ) {
     this.inputs = [...inputs];
   }
@@ -37,10 +41,23 @@ export class UnansweredMessages {
   /** The run took steered `messages` (pulled, or handed back by finish). */
   add(messages: Messages): void {
     this.steered.push(...messages);
+    this.reactions?.mark(messages, 'taken');
+  }
+
+  /** Shows every message taken and not answered as taken (once the attempt knows what a takeover left). */
+  showTaken(): void {
+    this.reactions?.mark(this.failedOn(), 'taken');
+  }
+
+  /** Shows the messages answered since the last call as answered (the invocation has delivered their answer). */
+  showAnswered(): void {
+    this.reactions?.mark(this.done, 'answered');
+    this.done = [];
   }
 
   /** A final answer was recorded: everything taken so far is answered. */
   answered(): void {
+    this.done.push(...this.failedOn());
     this.inputs = [];
     this.steered = [];
   }
@@ -66,6 +83,8 @@ export class UnansweredMessages {
    * own inputs are what the person asked to stop.
    */
   async settle(delivery: DeliverySink, outcome: RunOutcome, notice: string | undefined, opts: { listInMessage?: boolean; tries?: number } = {}): Promise<void> {
+    this.showAnswered();
+    if (outcome === 'failed') this.reactions?.mark(this.failedOn(), 'failed');
     if (outcome === 'completed') {
       if (notice) await delivery.message(notice);
       await this.clearStored();

@@ -4,7 +4,7 @@
  * for getMe, getUpdates (long poll, offset confirmation, one poller at a time
  * like Telegram: a second getUpdates ends the first with 409), sendMessage,
  * editMessageText, sendChatAction, setMyCommands, setWebhook, deleteWebhook,
- * getWebhookInfo and getChatMember; it records every call and can fail the next calls of a
+ * getWebhookInfo, getChatMember and setMessageReaction; it records every call and can fail the next calls of a
  * method with a scripted error (429 `retry_after`, 400 can't parse entities),
  * or do one and hold its answer back (`holdAnswer`).
  */
@@ -84,6 +84,8 @@ export interface FakeTelegram {
   chatMembers: Map<string, string>;
   /** answerCallbackQuery calls: the query id and the text shown to the user. */
   callbackAnswers: Array<{ id: string; text: string | undefined }>;
+  /** The bot's reaction on each message, by `<chat id>:<message id>`, as setMessageReaction left it (an empty list: none). */
+  reactions: Map<string, string[]>;
   /**
    * Serves a file: `getFile` with `file_id` answers its `file_path`, and
    * `GET <apiRoot>/file/bot<token>/<file_path>` its bytes. Returns the path.
@@ -163,6 +165,9 @@ function markupOf(raw: string, parseMode: string | undefined): string {
   return raw.replace(/&(lt|gt|amp|quot);/gi, (_, name: string) => ({ lt: '<', gt: '>', amp: '&', quot: '"' })[name.toLowerCase()]!);
 }
 
+/** Reactions the fake accepts (a part of Telegram's list). */
+const TELEGRAM_REACTIONS = new Set(['👍', '👎', '❤', '🔥', '👀', '👌', '😢', '🤔', '🎉', '🙏']);
+
 /** Starts the fake on 127.0.0.1 with a free port. */
 export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const token = opts.token ?? FAKE_TOKEN;
@@ -193,6 +198,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     conflicts: 0,
     chatMembers: new Map(),
     callbackAnswers: [],
+    reactions: new Map(),
     fileDownloads: [],
     addFile(fileId, data, o = {}) {
       const path = o.path ?? `files/${fileId}`;
@@ -459,6 +465,15 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return editMessageText(p);
       case 'sendChatAction':
         return { value: true };
+      case 'setMessageReaction': {
+        const reaction: unknown[] = Array.isArray(p.reaction) ? p.reaction : [];
+        const emoji = reaction.map((r) => (r as { type?: string; emoji?: string }).emoji);
+        if (!Number.isInteger(Number(p.chat_id)) || !Number.isInteger(Number(p.message_id))) return badRequest('chat and message ids are required');
+        // Telegram takes reactions from its own list only; these are the ones tests use.
+        if (emoji.some((e) => e === undefined || !TELEGRAM_REACTIONS.has(e))) return badRequest('REACTION_INVALID');
+        fake.reactions.set(`${Number(p.chat_id)}:${Number(p.message_id)}`, emoji as string[]);
+        return { value: true };
+      }
       case 'answerCallbackQuery':
         if (typeof p.callback_query_id !== 'string') return badRequest('query id is required');
         fake.callbackAnswers.push({ id: p.callback_query_id, text: typeof p.text === 'string' ? p.text : undefined });
