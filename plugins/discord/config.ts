@@ -1,6 +1,6 @@
 /** Configuration of the Discord channel (`channels.discord` in the config file). */
 
-import { enumOf, INPUT_POLICIES, int } from 'steerbot/plugin';
+import { enumOf, INPUT_POLICIES, int, reactionsSetting } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const snowflake = z.string().regex(/^\d{1,25}$/, { error: 'expected a Discord id (digits)' });
@@ -27,6 +27,7 @@ export const discordConfigSchema = z.strictObject({
     .boolean({ error: 'expected true or false' })
     .default(false)
     .describe('Stream replies by editing one message in place (at most one edit per 1500 ms). Default false.'),
+  reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
   answerBots: z.boolean({ error: 'expected true or false' }).default(false).describe('Answer messages written by other bots (never its own). Default false.'),
   maxRateLimitWaitMs: int(0, 600_000)
     .default(10_000)

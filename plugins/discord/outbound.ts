@@ -140,6 +140,16 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
 
     isAdmin: (conversationId: string, userId: string) => isGuildAdmin(rest, channelIdOf(channelId, conversationId), userId, call),
   };
+  const reactions = config.reactions;
+  if (reactions) {
+    outbound.react = async (conversationId, messageId, status) => {
+      const channel = channelIdOf(channelId, conversationId);
+      // Discord keeps every reaction: the taken one goes when the message is answered or failed.
+      if (status !== 'taken' && reactions.taken !== reactions[status])
+        await call('react', () => rest.delete(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(reactions.taken))));
+      await call('react', () => rest.put(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(reactions[status]))));
+    };
+  }
   if (config.streaming) outbound.streamEditIntervalMs = () => DISCORD_STREAM_EDIT_INTERVAL_MS;
   return outbound;
 }

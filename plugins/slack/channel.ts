@@ -40,6 +40,7 @@ export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): 
     web,
     token: cfg.botToken,
     ...(cfg.streaming && { streamEditIntervalMs: cfg.streamEditIntervalMs }),
+    ...(cfg.reactions && { reactions: cfg.reactions }),
     fileOrigins: [new URL(cfg.apiUrl).origin, ...cfg.filesOrigins.map((u) => new URL(u).origin)],
     logger,
     ...(fetchFn && { fetch: fetchFn }),

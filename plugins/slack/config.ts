@@ -3,7 +3,7 @@
  * validated with zod at load.
  */
 
-import { enumOf, INPUT_POLICIES } from 'steerbot/plugin';
+import { enumOf, INPUT_POLICIES, reactionsSetting } from 'steerbot/plugin';
 import { z } from 'zod';
 
 const idList = z.array(z.string().regex(/^[A-Z0-9]{1,32}$/, { error: 'expected a Slack id like U0123ABCD' })).default([]);
@@ -63,6 +63,7 @@ export const slackConfigSchema = z
     allowedChats: idList.describe('Deprecated: use `access.channels.slack.groups` (translated at load).').meta({ deprecated: true }),
     admins: idList.describe('Deprecated: use `access.channels.slack.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(true).describe('Stream replies by editing one message in place with `chat.update` (throttled). Default true.'),
+    reactions: reactionsSetting({ taken: 'eyes', answered: 'white_check_mark', failed: 'x' }),
     streamEditIntervalMs: z
       .number()
       .int()

@@ -7,7 +7,7 @@
  */
 import type { WebClient } from '@slack/web-api';
 import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, fetchFile, InvalidInputError, type Logger } from 'steerbot/plugin';
+import { ChannelApiError, fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
@@ -28,6 +28,8 @@ export interface SlackOutboundOptions {
   token: string;
   /** Least time between streaming edits in ms; absent: no streaming. */
   streamEditIntervalMs?: number;
+  /** Status reactions (emoji names, `eyes`) on the person's messages; absent: none. */
+  reactions?: ReactionsSetting;
   /** Origins a file URL may have for the bot token to be sent to it. */
   fileOrigins: readonly string[];
   logger: Logger;
@@ -139,5 +141,25 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
   };
   const interval = opts.streamEditIntervalMs;
   if (interval !== undefined) outbound.streamEditIntervalMs = () => interval;
+  const reactions = opts.reactions;
+  if (reactions) {
+    outbound.react = async (conversationId, messageId, status) => {
+      const { channel } = parseConversationId(channelId, conversationId);
+      const name = reactions[status];
+      // Slack keeps every reaction: the taken one goes when the message is answered or failed. Either may be done already.
+      if (status !== 'taken' && reactions.taken !== name)
+        await reaction(() => web.reactions.remove({ channel, timestamp: messageId, name: reactions.taken }), 'no_reaction');
+      await reaction(() => web.reactions.add({ channel, timestamp: messageId, name }), 'already_reacted');
+    };
+  }
   return outbound;
+
+  /** One reactions call; `done` is the error Slack gives when it changes nothing. */
+  async function reaction(fn: () => Promise<unknown>, done: string): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      if (platformError(err) !== done) throw toChannelApiError(err, 'reactions', token);
+    }
+  }
 }

@@ -41,7 +41,12 @@ export function createWhatsAppPlugin(config: WhatsAppConfigInput, deps: ChannelD
     ...(deps.fetch && { fetch: deps.fetch }),
   });
   const common = { channelId: CHANNEL_ID, graph, redis: deps.redis, prefix: deps.prefix, logger };
-  const outbound = createWhatsAppOutbound({ ...common, phoneNumberId: cfg.phoneNumberId, typingRefreshMs: cfg.typingRefreshMs });
+  const outbound = createWhatsAppOutbound({
+    ...common,
+    phoneNumberId: cfg.phoneNumberId,
+    typingRefreshMs: cfg.typingRefreshMs,
+    ...(cfg.reactions && { reactions: cfg.reactions }),
+  });
   const inbound = new WhatsAppInbound({ ...common, cfg, outbound });
   // The route stays with the host's server; readiness is whether it was registered.
   const state = { started: false };

@@ -1,6 +1,6 @@
 /** Configuration of the WhatsApp channel (`channels.whatsapp` in the config file), validated with zod at load. */
 
-import { enumOf, INPUT_POLICIES, int } from 'steerbot/plugin';
+import { enumOf, INPUT_POLICIES, int, reactionsSetting } from 'steerbot/plugin';
 import { z } from 'zod';
 
 /** WhatsApp ids (`wa_id`): the phone number in international format, digits only. */
@@ -55,6 +55,7 @@ export const whatsappConfigSchema = z.strictObject({
     .default(20_000)
     .describe('Least time between two read receipts with the typing indicator in one conversation, in ms (WhatsApp shows it up to 25 s). Default 20 000.'),
   timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one Graph API call, in ms. Default 15 000.'),
+  reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
 });
 
 /** WhatsApp channel settings after defaults. */

@@ -9,7 +9,7 @@
  * retry it.
  */
 import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
-import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
+import { InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { WhatsAppApiError } from './errors.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient, MediaInfo } from './graph.js';
@@ -48,6 +48,8 @@ export interface WhatsAppOutboundOptions {
   logger: Logger;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
+  /** Status reactions on the person's messages; absent: none. */
+  reactions?: ReactionsSetting;
 }
 
 /** The `messages` request body of one reply: text, or reply buttons under a body (buttons past three are named in the body). */
@@ -103,7 +105,7 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
     }
   }
 
-  return {
+  const outbound: ChannelOutbound = {
     channelId,
     maxMessageChars: WHATSAPP_MAX_MESSAGE_CHARS,
 
@@ -151,6 +153,21 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
       return info.mime_type && !file.mediaType ? { ...file, mediaType: info.mime_type } : file;
     },
   };
+  const reactions = o.reactions;
+  if (reactions) {
+    // A reaction message replaces the bot's last reaction on that message.
+    outbound.react = async (conversationId, messageId, status) => {
+      const to = recipientOf(channelId, conversationId);
+      await graph.post('send', messagesPath, {
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        to,
+        type: 'reaction',
+        reaction: { message_id: messageId, emoji: reactions[status] },
+      });
+    };
+  }
+  return outbound;
 }
 
 /** Adds `key` to a set kept to `max` entries, the oldest forgotten first. */

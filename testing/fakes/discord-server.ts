@@ -185,6 +185,8 @@ export class FakeDiscord extends EventEmitter {
   readonly history = new Map<string, Array<Record<string, any>>>();
   /** Responses to interactions (button clicks), in order. */
   readonly interactionResponses: InteractionResponse[] = [];
+  /** The bot's own reactions, by `<channel id>:<message id>` (PUT and DELETE `…/reactions/<emoji>/@me`). */
+  readonly reactions = new Map<string, Set<string>>();
 
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -670,6 +672,15 @@ export class FakeDiscord extends EventEmitter {
     if (method === 'GET' && path === '/gateway') return answer(200, { url: this.gatewayUrl });
     if (method === 'GET' && path === '/users/@me') return answer(200, this.bot);
     if ((m = /^\/channels\/(\d+)\/typing$/.exec(path)) && method === 'POST') return answer(204);
+    if ((m = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path)) && (method === 'PUT' || method === 'DELETE')) {
+      const key = `${m[1]}:${m[2]}`;
+      const own = this.reactions.get(key) ?? new Set<string>();
+      const emoji = decodeURIComponent(m[3]!);
+      if (method === 'PUT') own.add(emoji);
+      else own.delete(emoji);
+      this.reactions.set(key, own);
+      return answer(204);
+    }
     if ((m = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path)) && method === 'POST') {
       const pending = this.interactions.get(m[1]!);
       if (!pending || pending.token !== m[2]) return answer(404, { message: 'Unknown interaction', code: 10062 });

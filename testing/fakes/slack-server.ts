@@ -84,6 +84,8 @@ export class FakeSlack {
   readonly calls: SlackApiCall[] = [];
   readonly messages: SlackPostedMessage[] = [];
   readonly ephemerals: Array<{ channel: string; user: string; text: string }> = [];
+  /** The bot's reactions (emoji names), by `<channel>:<message ts>`. */
+  readonly reactions = new Map<string, Set<string>>();
   /** Envelope ids the Socket Mode client acknowledged, in order. */
   readonly acks: string[] = [];
   /** Socket Mode connections opened so far. */
@@ -343,6 +345,18 @@ export class FakeSlack {
         return { ok: true, message_ts: this.nextTs() };
       case 'users.info':
         return { ok: true, user: { id: p.user, is_admin: this.admins.has(p.user), is_owner: false } };
+      case 'reactions.add':
+      case 'reactions.remove': {
+        if (!p.channel || !p.timestamp || !p.name) return { ok: false, error: 'invalid_arguments' };
+        const key = `${p.channel}:${p.timestamp}`;
+        const own = this.reactions.get(key) ?? new Set<string>();
+        this.reactions.set(key, own);
+        if (method === 'reactions.add') {
+          if (own.has(p.name)) return { ok: false, error: 'already_reacted' };
+          own.add(p.name);
+        } else if (!own.delete(p.name)) return { ok: false, error: 'no_reaction' };
+        return { ok: true };
+      }
       default:
         return { ok: false, error: 'unknown_method' };
     }

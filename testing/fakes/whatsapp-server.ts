@@ -78,6 +78,8 @@ export interface FakeWhatsApp {
   sent: WhatsAppSentMessage[];
   /** Read receipts: the message marked read, and whether the typing indicator was asked for. */
   reads: Array<{ messageId: string; typing: boolean }>;
+  /** The bot's reaction on each message, by message id (a reaction message replaces the last; an empty emoji removes it). */
+  reactions: Map<string, string>;
   /** Serves `data` as media `id` (`GET /<version>/<id>` and its download URL). */
   addMedia(id: string, data: Buffer, mimeType: string): void;
   /** The next `n` calls of `kind` fail with `failure`, after `after` more that succeed (default 0). */
@@ -124,6 +126,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     calls: [],
     sent: [],
     reads: [],
+    reactions: new Map(),
     addMedia: (id, data, mimeType) => media.set(id, { data, mimeType }),
     failNext(kind, failure, n = 1, after = 0) {
       for (let i = 0; i < after; i++) failures[kind]!.push(undefined);
@@ -159,6 +162,19 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     if (body.messaging_product !== 'whatsapp' || typeof body.to !== 'string') {
       record('send', path, body, 400);
       return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+    }
+    if (body.type === 'reaction') {
+      if (typeof body.reaction?.message_id !== 'string' || typeof body.reaction?.emoji !== 'string') {
+        record('send', path, body, 400);
+        return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+      }
+      fake.reactions.set(body.reaction.message_id, body.reaction.emoji);
+      record('send', path, body, 200);
+      return send(res, 200, {
+        messaging_product: 'whatsapp',
+        contacts: [{ input: body.to, wa_id: body.to }],
+        messages: [{ id: `wamid.${randomBytes(12).toString('hex')}` }],
+      });
     }
     const id = `wamid.${randomBytes(12).toString('hex')}`;
     const interactive = body.type === 'interactive';
