@@ -14,6 +14,7 @@
  */
 import { parseArgs } from 'node:util';
 import { PinoPretty } from 'pino-pretty';
+import { pendingWindows } from '../runner/context-window.js';
 import { ConfigError } from '../src/errors.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from './config.js';
@@ -108,6 +109,11 @@ function parseCommandLine(): CommandLine {
 function checkConfig(config: SteerbotConfig, file: string | undefined, migrate: boolean): void {
   if (!migrate) {
     for (const d of configDeprecations(config)) process.stderr.write(`steerbot: warning: ${deprecationWarning(d)}\n`);
+    for (const { path, model } of pendingWindows(config)) {
+      process.stderr.write(
+        `steerbot: ${path}: the context window of "${model.name}" is discovered when the runner starts (${model.baseURL}/models, else Ollama's /api/show); set ${path}.contextWindow to skip it\n`,
+      );
+    }
     process.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
     return;
   }

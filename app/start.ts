@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import type { RedisClient } from 'steerbot/plugin';
 import { createHttpServer, listen, routeRegistry } from '../host/http.js';
 import { type HostContext, type HostParts, startHost } from '../host/main.js';
+import { discoverContextWindows } from '../runner/context-window.js';
 import { MessageSender } from '../runner/delivery/send-message.js';
 import { type RunnerParts, type StartedRunner, startRunner } from '../runner/main.js';
 import { createModel } from '../runner/model.js';
@@ -191,8 +192,10 @@ function runnerStop(runner: Stoppable, graceMs: number, logger: Logger): StopSte
  * @throws Error from `ensureRedis` when no Redis can be found or started; ConfigError when a plugin refuses its settings.
  */
 export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
-  const { config } = opts;
   const { registry, runnerId, logger, pluginKeys } = await preparePlugins(opts);
+  // A runner's model windows the catalogue does not know are asked of the models' servers before anything starts
+  // (the runner plugin is made with them); the runner then finds them known.
+  const config = opts.config.runner.enabled ? await discoverContextWindows(opts.config, { logger, ...(opts.fetch && { fetch: opts.fetch }) }) : opts.config;
   const { stops, stop } = shutdownSteps(logger);
 
   try {

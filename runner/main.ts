@@ -21,6 +21,7 @@ import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/
 import type { Schedule } from '../src/schedules/spec.js';
 import { runChannels } from './channels.js';
 import type { CompactionSettings } from './compaction/hooks.js';
+import { discoverContextWindows } from './context-window.js';
 import type { OutboundResolver } from './delivery/sink.js';
 import type { RunnerFeatureFactory, RunnerFeatureKit } from './feature.js';
 import { createModel } from './model.js';
@@ -76,8 +77,13 @@ function compactionSettings(ctx: AppContext, extras: RunnerParts): CompactionSet
   };
 }
 
-/** Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them. */
-export async function startRunner(ctx: AppContext, extras: RunnerParts): Promise<StartedRunner> {
+/**
+ * Starts the runner. `stop()` gives active runs `config.runner.shutdownGraceMs` before aborting them.
+ * @throws ConfigError when the window of a model the catalogue does not know cannot be discovered (`discoverContextWindows`).
+ */
+export async function startRunner(given: AppContext, extras: RunnerParts): Promise<StartedRunner> {
+  // Before anything starts: a model whose window no server gives stops the start with nothing to undo.
+  const ctx = { ...given, config: await discoverContextWindows(given.config, { logger: given.logger }) };
   const { config, logger } = ctx;
   const prefix = config.redis.prefix;
   const protocolOpts = {

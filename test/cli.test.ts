@@ -104,6 +104,17 @@ describe('cli', () => {
       for (const secret of ['sk-check-config-secret', 'tg-check-config-secret', 'redis-pass-123']) expect(proc.stdout() + proc.stderr()).not.toContain(secret);
     });
 
+    it('says that the window of a model the catalogue does not know is discovered when the runner starts', async () => {
+      const proc = startCli({ STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' }, [
+        'check-config',
+      ]);
+      expect(await proc.exit).toBe(0);
+      expect((JSON.parse(proc.stdout()) as { model: unknown }).model).toMatchObject({ name: 'llama3.1:8b', discoverWindow: true });
+      expect(proc.stderr()).toContain(
+        'steerbot: model: the context window of "llama3.1:8b" is discovered when the runner starts (http://localhost:11434/v1/models, else Ollama\'s /api/show); set model.contextWindow to skip it',
+      );
+    });
+
     it('exits 2 naming every bad field of a --config file and the environment', async () => {
       const { mkdtempSync, writeFileSync } = await import('node:fs');
       const { join } = await import('node:path');

@@ -97,8 +97,37 @@ export interface ResolvedModel {
   name: string;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  /** In tokens; 0 while `discoverWindow` (the runner fills it in at start, before it takes runs). */
   contextWindow: number;
   outputReserve: number;
+  /** The window is neither configured nor catalogued: the runner asks the model's server at start (`runner/context-window.ts`). */
+  discoverWindow?: true | undefined;
+}
+
+/**
+ * Whether the runner can ask the server of a model on `provider` for its
+ * window: an OpenAI-compatible server's `/models` (and Ollama's `/api/show`
+ * behind it). OpenAI's own API names no window, nor do Anthropic's.
+ */
+export function canDiscoverWindow(m: { provider: ModelProvider; baseURL?: string | undefined }): boolean {
+  return m.provider === 'openai-compatible' || (m.provider === 'openai' && m.baseURL !== undefined);
+}
+
+/**
+ * `resolveModelLimits`, or for an unknown model whose window the runner can
+ * discover, a window to be discovered (0 until then) with the reserve of an
+ * unknown model. Undefined when neither applies.
+ */
+export function resolveOrDiscover(m: {
+  provider: ModelProvider;
+  name: string;
+  baseURL?: string | undefined;
+  contextWindow?: number | undefined;
+  outputReserve?: number | undefined;
+}): { contextWindow: number; outputReserve: number; discoverWindow?: true } | undefined {
+  const limits = resolveModelLimits(m);
+  if (limits || !canDiscoverWindow(m)) return limits;
+  return { contextWindow: 0, outputReserve: m.outputReserve ?? DEFAULT_OUTPUT_RESERVE, discoverWindow: true };
 }
 
 /** Changes to a model's settings (a profile's `model`, an entry of `model.fallbacks`). */
@@ -114,20 +143,24 @@ export interface ModelChanges {
 /**
  * `base` with `changes`: a model of another name takes its limits from the
  * catalogue unless given; another provider inherits neither the base's
- * endpoint nor its key. Undefined when the changed model is unknown and no window is set.
+ * endpoint nor its key. An unknown model without a window gets one to be
+ * discovered where the runner can (`resolveOrDiscover`); undefined where it cannot.
  */
 export function deriveModel(base: ResolvedModel, changes: ModelChanges): ResolvedModel | undefined {
   const provider = changes.provider ?? base.provider;
   const name = changes.name ?? base.name;
   const sameModel = provider === base.provider && name === base.name;
-  const limits = resolveModelLimits({
-    name,
-    contextWindow: changes.contextWindow ?? (sameModel ? base.contextWindow : undefined),
-    outputReserve: changes.outputReserve ?? (sameModel ? base.outputReserve : undefined),
-  });
-  if (!limits) return undefined;
   const sameProvider = provider === base.provider;
   const baseURL = changes.baseURL ?? (sameProvider ? base.baseURL : undefined);
   const apiKey = changes.apiKey ?? (sameProvider ? base.apiKey : undefined);
+  const limits = resolveOrDiscover({
+    provider,
+    name,
+    baseURL,
+    // A base window still to be discovered is no window to inherit.
+    contextWindow: changes.contextWindow ?? (sameModel && !base.discoverWindow ? base.contextWindow : undefined),
+    outputReserve: changes.outputReserve ?? (sameModel ? base.outputReserve : undefined),
+  });
+  if (!limits) return undefined;
   return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }) };
 }

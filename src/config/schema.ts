@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { isAllowEntry } from '../http/address-policy.js';
 import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
-import { deriveModel, type ResolvedModel, resolveModelLimits } from './model-catalogue.js';
+import { deriveModel, type ResolvedModel, resolveOrDiscover } from './model-catalogue.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -351,7 +351,9 @@ const fallbackModelSchema = z.strictObject({
     .describe('API key. Secret. Default: `model.apiKey` on the same provider; required on another (but `openai-compatible`).'),
   contextWindow: int(1024, 10_000_000)
     .optional()
-    .describe('Context window, in tokens, at least `model.contextWindow`. Default: from the catalogue (required for other models).'),
+    .describe(
+      "Context window, in tokens, at least `model.contextWindow`. Default: from the catalogue, else asked of the model's server at runner start (as `model.contextWindow`).",
+    ),
   outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
 });
 
@@ -359,7 +361,8 @@ const fallbackModelSchema = z.strictObject({
 function fallbackProblem(base: ResolvedModel, f: z.output<typeof fallbackModelSchema>): { path: string; message: string } | undefined {
   const resolved = deriveModel(base, f);
   if (!resolved) return { path: 'contextWindow', message: `unknown model "${f.name}": set its context window in tokens` };
-  if (resolved.contextWindow < base.contextWindow) {
+  // A window still to be discovered is compared by the runner, once it knows it.
+  if (!resolved.discoverWindow && !base.discoverWindow && resolved.contextWindow < base.contextWindow) {
     return {
       path: 'contextWindow',
       message: `a fallback needs at least the context window of model (${base.contextWindow}): a prompt that fits the model must fit it`,
@@ -393,7 +396,7 @@ const modelSchema = z
     contextWindow: int(1024, 10_000_000)
       .optional()
       .describe(
-        "The model's context window (prompt + answer), in tokens. Default: from the catalogue of common models (docs/agent.md); required for any other model.",
+        "The model's context window (prompt + answer), in tokens. Default: from the catalogue of common models (docs/agent.md), else asked of the model's server when the runner starts (`openai-compatible`, or `openai` with a `baseURL`: `/models`, Ollama's `/api/show`); required where neither knows it.",
       ),
     outputReserve: int(1, 1_000_000)
       .optional()
@@ -407,16 +410,16 @@ const modelSchema = z
       ),
   })
   .superRefine((m, ctx) => {
-    const limits = resolveModelLimits(m);
+    const limits = resolveOrDiscover(m);
     if (!limits) {
       ctx.addIssue({
         code: 'custom',
         path: ['contextWindow'],
-        message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models`,
+        message: `unknown model "${m.name}": set its context window in tokens (STEERBOT_MODEL_CONTEXT_WINDOW); the catalogue knows only common models, and the ${m.provider} provider${m.provider === 'openai' ? ' without a baseURL' : ''} names no window to discover`,
       });
       return;
     }
-    if (limits.outputReserve >= limits.contextWindow) {
+    if (!limits.discoverWindow && limits.outputReserve >= limits.contextWindow) {
       ctx.addIssue({ code: 'custom', path: ['outputReserve'], message: `must be less than model.contextWindow (${limits.contextWindow})` });
     }
     const { fallbacks: _fallbacks, ...base } = m;
@@ -425,9 +428,9 @@ const modelSchema = z
       if (problem) ctx.addIssue({ code: 'custom', path: ['fallbacks', i, problem.path], message: problem.message });
     });
   })
-  // Checked just above: an unknown model without a window, or a fallback that cannot serve, never gets here.
+  // Checked just above: an unknown model without a window (that cannot be discovered), or a fallback that cannot serve, never gets here.
   .transform(({ fallbacks, ...m }) => {
-    const base = { ...m, ...resolveModelLimits(m)! };
+    const base = { ...m, ...resolveOrDiscover(m)! };
     return { ...base, ...(fallbacks?.length && { fallbacks: fallbacks.map((f) => ({ ...deriveModel(base, f)! })) }) };
   });
 
@@ -531,7 +534,9 @@ const profileSchema = z.strictObject({
         .optional()
         .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
       apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
-      contextWindow: int(1024, 10_000_000).optional().describe('Context window, in tokens. Default: from the catalogue (required for other models).'),
+      contextWindow: int(1024, 10_000_000)
+        .optional()
+        .describe("Context window, in tokens. Default: from the catalogue, else asked of the model's server at runner start (as `model.contextWindow`)."),
       outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
     })
     .optional()

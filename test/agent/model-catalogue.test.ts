@@ -1,7 +1,8 @@
 /**
  * Model limits: the catalogue of common models fills `model.contextWindow`
  * and `model.outputReserve`; settings override it; an unknown model without a
- * window is refused at start, naming the field.
+ * window is left to the runner's discovery on an OpenAI-compatible server
+ * (test/runner/context-window.test.ts), and refused at load elsewhere, naming the field.
  */
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
@@ -48,11 +49,15 @@ describe('model settings at start', () => {
     });
   });
 
-  it('refuse an unknown model without a window, naming the field, the model and the variable', () => {
-    const err = configErrorOf({ STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' });
-    expect(err.issues).toEqual([
-      { path: 'model.contextWindow', message: expect.stringMatching(/unknown model "llama3\.1:8b".*STEERBOT_MODEL_CONTEXT_WINDOW/) },
-    ]);
+  it('refuse an unknown model without a window where no server names one, naming the field, the model and the variable', () => {
+    const err = configErrorOf({ STEERBOT_MODEL_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'k', STEERBOT_MODEL: 'claude-next' });
+    expect(err.issues).toEqual([{ path: 'model.contextWindow', message: expect.stringMatching(/unknown model "claude-next".*STEERBOT_MODEL_CONTEXT_WINDOW/) }]);
+    expect(configErrorOf({ ...KEY, STEERBOT_MODEL: 'gpt-next' }).issues.map((i) => i.path)).toEqual(['model.contextWindow']);
+  });
+
+  it("leave the window of an unknown model on an OpenAI-compatible server to the runner's discovery at start", () => {
+    const env = { STEERBOT_MODEL_PROVIDER: 'openai-compatible', OPENAI_BASE_URL: 'http://localhost:11434/v1', STEERBOT_MODEL: 'llama3.1:8b' };
+    expect(readConfig({ env }).model).toMatchObject({ name: 'llama3.1:8b', discoverWindow: true, outputReserve: 4096 });
   });
 
   it('accept an unknown model with a window, keeping 4096 tokens for the answer', () => {
