@@ -3,8 +3,8 @@
  * know and whose window is not configured (`discoverWindow`) is looked up on
  * its own server, once per start, before the runner takes runs:
  * - an OpenAI-compatible server's `GET {baseURL}/models`, the entry of the
- *   model's id: `context_length` (OpenRouter, LM Studio), `max_model_len`
- *   (vLLM), `context_window`, `max_context_length`;
+ *   model's id: `context_length` (OpenRouter), `max_model_len`
+ *   (vLLM), `context_window`, `max_context_length` (LM Studio's `/api/v0`);
  * - when that names no length, Ollama's `POST {origin}/api/show`: `num_ctx`
  *   in its `parameters` (the window the server runs the model with), else
  *   `model_info["<arch>.context_length"]` (the model's own).
