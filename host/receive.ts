@@ -218,7 +218,7 @@ function commandDeps(r: Receiver, channelId: string, message: InboundMessage, pr
     dispatch: deps.dispatch,
     enqueue: deps.enqueue,
     message: { channelId, group: message.group === true, maxChars: deps.outbound(channelId)?.maxMessageChars ?? 2000 },
-    ...(profile && { profileName: profile.name }),
+    ...(profile && { profileName: profile.name, models: { default: profile.model.name, choices: Object.keys(profile.models ?? {}) } }),
     statusLines: async (conversationId) => {
       const lines = await Promise.all(deps.features.map((f) => f.status?.(channelId, conversationId).catch(() => []) ?? []));
       return lines.flat();

@@ -38,9 +38,9 @@ export interface PendingWindow {
   model: ResolvedModel;
 }
 
-type ModelConfig = Pick<CoreConfig, 'model' | 'profiles'>;
+type ModelConfig = Pick<CoreConfig, 'model' | 'profiles'> & Partial<Pick<CoreConfig, 'models'>>;
 
-/** The models of `config` whose window is discovered at runner start: `model`, its fallbacks, the profiles' models. */
+/** The models of `config` whose window is discovered at runner start: `model`, its fallbacks, the profiles' models, the `/model` choices. */
 export function pendingWindows(config: ModelConfig): PendingWindow[] {
   const { fallbacks, ...base } = config.model;
   const out: PendingWindow[] = [];
@@ -51,6 +51,10 @@ export function pendingWindows(config: ModelConfig): PendingWindow[] {
   for (const [name, p] of Object.entries(config.profiles)) {
     const model = p.model && deriveModel(base, p.model);
     if (model?.discoverWindow) out.push({ path: `profiles.${name}.model`, model });
+  }
+  for (const [name, m] of Object.entries(config.models ?? {})) {
+    const model = deriveModel(base, m);
+    if (model?.discoverWindow) out.push({ path: `models.${name}`, model });
   }
   return out;
 }
@@ -92,9 +96,17 @@ export async function discoverContextWindows<C extends ModelConfig>(config: C, o
       return [name, contextWindow === undefined ? p : { ...p, model: { ...p.model, contextWindow } }];
     }),
   );
+  const models =
+    config.models &&
+    Object.fromEntries(
+      Object.entries(config.models).map(([name, m]) => {
+        const contextWindow = windows.get(`models.${name}`);
+        return [name, contextWindow === undefined ? m : { ...m, contextWindow }];
+      }),
+    );
   issues.push(...limitProblems(model, pending, windows));
   if (issues.length > 0) throw new ConfigError(issues);
-  return { ...config, model, profiles };
+  return { ...config, model, profiles, ...(models && { models }) };
 }
 
 /** What the config check left to the runner: reserves below the discovered windows, fallbacks at least as wide as the model. */

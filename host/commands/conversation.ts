@@ -32,6 +32,8 @@ export const conversationCommands = {
   compact: { admin: true, run: (deps, _args, source) => compactCommand(deps, source) },
   queue: { admin: true, run: queueCommand },
   status: { run: (deps, _args, source, channelPolicy) => statusCommand(deps, source, channelPolicy) },
+  // It changes what every run here costs: an admin's, in a group.
+  model: { admin: true, run: modelCommand },
   purge: { admin: true, run: purgeCommand },
 } satisfies CommandTable;
 
@@ -79,6 +81,37 @@ async function statusCommand(deps: CommandDeps, source: CommandSource, channelPo
     ...extra,
   ];
   return { reply: lines.join('\n'), duplicate: false };
+}
+
+/**
+ * `/model` lists the models this conversation may use, `/model <name>`
+ * switches to one of them (the next run uses it), `/model default` goes back.
+ * Only names the sender's profile allows are written; anything else is
+ * answered with the list, and nothing is written.
+ */
+async function modelCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
+  const models = deps.models ?? { default: '', choices: [] };
+  const name = args.split(/\s+/, 1)[0] ?? '';
+  const wanted = name.toLowerCase() === 'default' ? 'default' : models.choices.find((c) => c === name);
+  if (name && wanted === undefined) {
+    const list = models.choices.length > 0 ? ` Choices: ${[...models.choices, 'default'].join(', ')}.` : ' This conversation has no other models.';
+    return { reply: `Unknown model "${name.slice(0, 64)}".${list}`, duplicate: false };
+  }
+  const r =
+    wanted === undefined
+      ? await deps.dispatch.modelChoice(source, 'show')
+      : wanted === 'default'
+        ? await deps.dispatch.modelChoice(source, 'clear')
+        : await deps.dispatch.modelChoice(source, 'set', wanted);
+  if (r.kind === 'duplicate') return DUPLICATE;
+  if (r.kind === 'purged') return PURGED;
+  const fallback = models.default ? `the default (${models.default})` : 'the default';
+  if (wanted === 'default') return { reply: `Model reset to ${fallback}.`, duplicate: false };
+  if (wanted !== undefined) return { reply: `Model set to ${wanted}: the next answer uses it.`, duplicate: false };
+  // A stored choice this profile no longer allows is not used (the runner checks it again).
+  const current = r.model !== undefined && models.choices.includes(r.model) ? r.model : fallback;
+  if (models.choices.length === 0) return { reply: `Model: ${current}. This conversation has no other models.`, duplicate: false };
+  return { reply: `Model: ${current}. Choices: ${[...models.choices, 'default'].join(', ')} (/model <name>).`, duplicate: false };
 }
 
 async function queueCommand(deps: CommandDeps, args: string, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {

@@ -25,6 +25,8 @@ export interface CommandDeps {
   message?: CommandMessage;
   /** The agent profile the sender's runs use here, named by `/status`. Default: not named (no profiles configured). */
   profileName?: string;
+  /** The models of that profile: its own (`default`) and the names `/model` may switch to. Default: no `/model` choices. */
+  models?: { default: string; choices: readonly string[] };
   /** The features' lines of `/status` (the channel's problems among them). Default: none. */
   statusLines?(conversationId: string): Promise<string[]>;
   /** Before `/purge` deletes a conversation: what the features do once it is deleted (schedules disarm its timers). Default: nothing. */

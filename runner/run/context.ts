@@ -4,11 +4,14 @@
  * record writes, delivery, tools' journal, artifacts and approvals, all
  * bound to one attempt of the run, and what the runner features add.
  */
+
+import type { AgentProfile } from '../../src/people/profiles.js';
 import type { ModelStep, ToolCalls } from '../../src/record/entries.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import type { RunTrace } from '../../src/telemetry/run-trace.js';
 import { tracePull } from '../../src/telemetry/run-trace.js';
 import type { RunCompaction } from '../compaction/hooks.js';
-import type { RunContext, RunIdentities, StepRecord } from '../plugin.js';
+import type { ModelSettings, RunContext, RunIdentities, StepRecord } from '../plugin.js';
 import { isFinalStep } from '../projection.js';
 import { RunApprovals } from '../tools/approval.js';
 import { RedisArtifacts } from '../tools/artifacts.js';
@@ -35,7 +38,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
   const { ref, delivery, logger } = attempt;
   const { compaction, run, unanswered, tools, unfinishedStep } = p;
   const { inputs, profile, identity } = run;
-  const history = await compaction.initialPrompt();
+  const [history, chosen] = await Promise.all([compaction.initialPrompt(), chosenModel(o, ref.conversationId, profile)]);
   delivery.beginTurn(compaction.answerAnchor);
   return {
     conversationId: ref.conversationId,
@@ -69,7 +72,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
     signal: attempt.signal,
     stopRequested: () => attempt.stopKind,
     logger,
-    model: profile?.model ?? o.settings.model,
+    model: chosen ?? profile?.model ?? o.settings.model,
     ...(profile && { profile }),
     ...(identity !== undefined && { identity }),
     compaction,
@@ -92,6 +95,17 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
     }),
     identities: runIdentities(o, ref.conversationId),
   };
+}
+
+/**
+ * The model the conversation chose with `/model`, when its profile allows it
+ * (checked again here: the config may have changed since); undefined: the
+ * profile's own. No read when the profile allows no other model.
+ */
+async function chosenModel(o: ExecutorOptions, conversationId: string, profile: AgentProfile | undefined): Promise<ModelSettings | undefined> {
+  if (!profile?.models) return undefined;
+  const name = await o.client.hget(conversationKeys(o.prefix, conversationId).meta, 'model');
+  return name && Object.hasOwn(profile.models, name) ? profile.models[name] : undefined;
 }
 
 /** The identities of one conversation's senders, resolved through the conversation's channel. */

@@ -524,6 +524,24 @@ const memorySchema = z.strictObject({
 
 const toolModeSchema = enumOf(['allow', 'deny', 'require_approval']);
 
+/** One entry of `models`: a model a conversation may switch to with `/model`, as changes to `model`. */
+const namedModelSchema = z.strictObject({
+  provider: enumOf(MODEL_PROVIDERS).optional().describe('Provider. Default: `model.provider`.'),
+  name: z.string().min(1, { error: 'expected a model name' }).describe('Model name.'),
+  baseURL: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .optional()
+    .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
+  apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
+  contextWindow: int(1024, 10_000_000).optional().describe('Context window, in tokens. Default: from the catalogue (required for other models).'),
+  outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
+});
+
+/** A key of `models`: what `/model <name>` names. */
+const modelChoiceName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { error: 'expected 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit' });
+
 const profileSchema = z.strictObject({
   model: z
     .strictObject({
@@ -562,6 +580,11 @@ const profileSchema = z.strictObject({
     .optional()
     .describe("Tool policy of the profile's conversations, between a conversation's own entries and the channel's (the runner plugin's `toolPolicy`)."),
   inputPolicy: enumOf(INPUT_POLICIES).optional().describe("Input policy of the profile's conversations. Default: the channel's."),
+  models: z
+    .array(modelChoiceName)
+    .max(32)
+    .optional()
+    .describe("Names of `models` the profile's conversations may switch to with `/model`. Default: every one of `models`."),
   memory: z
     .union([z.boolean(), z.strictObject({ inGroups: z.boolean().optional().describe('Memory in group chats too. Default false.') })], {
       error: 'expected true, false or { "inGroups": true }',
@@ -654,6 +677,12 @@ const baseSchema = z.strictObject({
       'Spending budgets per person and per conversation; a run that finds one spent ends with reason `budget` and the person is told once when it resets (docs/people.md). Default: none.',
     ),
   memory: memorySchema.prefault({}),
+  models: z
+    .record(modelChoiceName, namedModelSchema)
+    .default({})
+    .describe(
+      'Models a conversation may switch to with `/model <name>` (admins in groups), by name, each as changes to `model`; a profile may allow fewer (`profiles.<name>.models`). Default `{}`: `/model` only names the model in use.',
+    ),
   profiles: z
     .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1-64 characters of [A-Za-z0-9_-]' }), profileSchema)
     .default({})

@@ -46,6 +46,8 @@ export interface ProfileSettings {
   tools?: string[] | undefined;
   toolPolicy?: ProfileToolPolicy | undefined;
   inputPolicy?: InputPolicy | undefined;
+  /** Names of `models` its conversations may switch to with `/model`. Default: all of them. */
+  models?: string[] | undefined;
   /**
    * Long-term memory in the profile's runs (when `memory.enabled`): true, in
    * private chats only; false, none; `{ inGroups: true }`, in group chats too
@@ -91,6 +93,8 @@ export interface AgentProfile {
   toolPolicy?: ProfileToolPolicy;
   /** Its input policy; undefined: the channel's. */
   inputPolicy?: InputPolicy;
+  /** The models its conversations may switch to with `/model`, by name (`models`); absent: none. */
+  models?: Readonly<Record<string, BaseModelSettings>>;
   /**
    * False: the profile's runs get no memory (tools, prompt notes).
    * `{ inGroups: true }`: group runs get the starter's memory too. Absent:
@@ -116,12 +120,15 @@ export async function loadProfiles(
   base: BaseModelSettings,
   profiles: Record<string, ProfileSettings> = {},
   bindings: ProfileBinding[] = [],
+  models: Record<string, ProfileModelSettings> = {},
 ): Promise<Profiles> {
   const issues: ConfigIssue[] = [];
+  const choices = namedModels(base, models, issues);
   const resolved = new Map<string, AgentProfile>();
   for (const [name, p] of Object.entries(profiles)) {
     const profile = await resolveProfile(name, p, base, issues);
-    if (profile) resolved.set(name, profile);
+    const allowed = allowedModels(choices, p.models, `profiles.${name}.models`, issues);
+    if (profile) resolved.set(name, { ...profile, ...(allowed && { models: allowed }) });
   }
   const byIdentity = new Map<string, string>();
   const byChat = new Map<string, string>();
@@ -136,7 +143,7 @@ export async function loadProfiles(
     else if (b.channel !== undefined) byChannel.set(b.channel, b.profile);
   });
   if (issues.length > 0) throw new ConfigError(issues);
-  const fallback: AgentProfile = { name: DEFAULT_PROFILE, model: base };
+  const fallback: AgentProfile = { name: DEFAULT_PROFILE, model: base, ...(Object.keys(choices).length > 0 && { models: choices }) };
   // The longest chat prefix, then the channel: as personas resolve.
   const chatOf = channelResolver(byChat.keys());
   const channelOf = channelResolver(byChannel.keys());
@@ -183,6 +190,37 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
     ...(p.memory === false && { memory: false as const }),
     ...(typeof p.memory === 'object' && p.memory.inGroups === true && { memory: { inGroups: true as const } }),
   };
+}
+
+/** The `models` a conversation may switch to, resolved on the base model (`model.fallbacks` stay with a model that keeps the base's). */
+function namedModels(base: BaseModelSettings, models: Record<string, ProfileModelSettings>, issues: ConfigIssue[]): Record<string, BaseModelSettings> {
+  const out: Record<string, BaseModelSettings> = {};
+  for (const [name, m] of Object.entries(models)) {
+    if (name.toLowerCase() === DEFAULT_PROFILE) {
+      issues.push({ path: `models.${name}`, message: '"/model default" goes back to the default model; choose another name' });
+      continue;
+    }
+    const model = profileModel(base, m, `models.${name}`, issues);
+    if (model) out[name] = model;
+  }
+  return out;
+}
+
+/** The models of `names` (all of them when absent); an unknown name is an issue. Undefined when none is allowed. */
+function allowedModels(
+  all: Record<string, BaseModelSettings>,
+  names: string[] | undefined,
+  path: string,
+  issues: ConfigIssue[],
+): Record<string, BaseModelSettings> | undefined {
+  const picked = names ?? Object.keys(all);
+  const out: Record<string, BaseModelSettings> = {};
+  picked.forEach((name, i) => {
+    const model = all[name];
+    if (model) out[name] = model;
+    else if (names) issues.push({ path: `${path}.${i}`, message: `no model named "${name}" in models` });
+  });
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /**

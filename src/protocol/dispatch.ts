@@ -45,6 +45,8 @@ export type ResetResult = { kind: 'duplicate'; seq: number } | PurgedResult | { 
 
 /** Result of `/queue <mode>`. */
 export type SetPolicyResult = { kind: 'duplicate'; seq: number } | PurgedResult | { kind: 'ok'; seq: number };
+/** What `/model` did: the conversation's model choice after it (undefined: none, the default model). */
+export type ModelChoiceResult = { kind: 'duplicate'; seq: number } | PurgedResult | { kind: 'ok'; seq: number; model: string | undefined };
 
 /** Result of `/compact`: `requested` from the active run, or `new-run` (idle: the caller enqueues it). */
 export type CompactionRequestResult =
@@ -58,6 +60,9 @@ export type StatusCommandResult = { kind: 'duplicate' } | PurgedResult | { kind:
 
 // A command script's `{ 'purged' }` reply (includes/dedupe.lua): nothing recorded, only the dedupe key set.
 const purged = (): PurgedResult => ({ kind: 'purged', seq: 0 });
+
+/** A name in `models` (config): what `/model` may store. */
+export const MODEL_CHOICE_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Ingest and control commands (host side). */
 export class Dispatch {
@@ -215,6 +220,29 @@ export class Dispatch {
     );
     if (reply[0] === 'purged') return purged();
     return { kind: reply[0] === 'duplicate' ? 'duplicate' : 'ok', seq: Number(reply[1]) };
+  }
+
+  /**
+   * `/model`: shows (`name` absent, `op` show), sets or clears the
+   * conversation's model choice. The caller checks the name against the
+   * models the sender's profile allows; this checks only its shape.
+   */
+  async modelChoice(source: CommandSource, op: 'show' | 'set' | 'clear', name = ''): Promise<ModelChoiceResult> {
+    if (op === 'set' && !MODEL_CHOICE_RE.test(name)) throw new InvalidInputError(`bad model name "${name.slice(0, 64)}"`);
+    const k = this.commandKeys(source);
+    const entry = this.commandEntry(source, '/model', op === 'set' ? name : op);
+    const reply = checkReply(
+      'set-model',
+      await runScript(
+        this.options.client,
+        'set-model',
+        [k.dedupe(source.updateKey), k.log, k.meta],
+        [op, name, JSON.stringify(entry), this.options.dedupeTtlSeconds],
+      ),
+    );
+    if (reply[0] === 'purged') return purged();
+    if (reply[0] === 'duplicate') return { kind: 'duplicate', seq: Number(reply[1]) };
+    return { kind: 'ok', seq: Number(reply[1]), model: reply[2] ? String(reply[2]) : undefined };
   }
 
   /**

@@ -28,6 +28,7 @@ export type ScriptName =
   | 'reset'
   | 'request-compaction'
   | 'set-policy'
+  | 'set-model'
   | 'status'
   | 'status-command'
   | 'state-set'

@@ -106,7 +106,7 @@ describe('the built-in commands', () => {
   });
 
   it("reserves to a group's admins exactly the commands that change the conversation for everyone", () => {
-    expect([...commands.admin].sort()).toEqual(['compact', 'new', 'purge', 'queue', 'stop', 'unschedule']);
+    expect([...commands.admin].sort()).toEqual(['compact', 'model', 'new', 'purge', 'queue', 'stop', 'unschedule']);
     for (const name of ['status', 'approve', 'deny', 'schedules', 'memory', 'forget']) expect(parseCommand(`/${name}`)?.name).toBe(name);
   });
 

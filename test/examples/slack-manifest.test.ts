@@ -21,7 +21,17 @@ function listUnder(key: string): string[] {
 describe('the Slack app manifest', () => {
   it('lists exactly the scopes and events the channel needs', () => {
     expect(listUnder('bot').sort()).toEqual(
-      ['app_mentions:read', 'channels:history', 'chat:write', 'files:read', 'groups:history', 'im:history', 'mpim:history', 'reactions:write', 'users:read'].sort(),
+      [
+        'app_mentions:read',
+        'channels:history',
+        'chat:write',
+        'files:read',
+        'groups:history',
+        'im:history',
+        'mpim:history',
+        'reactions:write',
+        'users:read',
+      ].sort(),
     );
     expect(listUnder('bot_events').sort()).toEqual(['app_mention', 'message.channels', 'message.groups', 'message.im', 'message.mpim']);
   });

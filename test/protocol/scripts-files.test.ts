@@ -29,6 +29,7 @@ const ALL_NAMES: ScriptName[] = [
   'request-interrupt',
   'reset',
   'set-policy',
+  'set-model',
   'status',
   'status-command',
   'usage-add',

@@ -17,6 +17,7 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ModelSettings, RunnerPlugin } from '../../runner/plugin.js';
 import { ConfigError } from '../../src/errors.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, RunnerHarness as Harness } from './harness.js';
 
 /** One request a fake model server received. */
@@ -74,10 +75,10 @@ describe('context window discovery at runner start', () => {
   });
 
   /** Starts a runner on `config`'s model and profiles; the model settings of each run land in `models`. */
-  async function start(json: { model: unknown; profiles?: unknown; bindings?: unknown }, models: ModelSettings[] = []) {
+  async function start(json: { model: unknown; profiles?: unknown; bindings?: unknown; models?: unknown }, models: ModelSettings[] = []) {
     h ??= await Harness.start();
     const loaded = configOf({ runner: { plugin: 'local-agent' }, ...json });
-    const config = { ...h.ctx.config, model: loaded.model, profiles: loaded.profiles, bindings: loaded.bindings };
+    const config = { ...h.ctx.config, model: loaded.model, profiles: loaded.profiles, bindings: loaded.bindings, models: loaded.models };
     const harness = h;
     const runner = await startRunner(
       { ...h.ctx, config },
@@ -149,6 +150,26 @@ describe('context window discovery at runner start', () => {
       expect(await modelOfARun(models, 'telegram:7')).toMatchObject({ name: 'qwen-72b', contextWindow: 131_072 });
       // qwen-72b is a fallback and a profile's model: one request for it; qwen-32b: one.
       expect(fake.seen.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models', 'GET /v1/models']);
+    });
+
+    it('for a model a conversation may switch to with /model, which a run that chose it gets', async () => {
+      const fake = await modelServer((r) =>
+        r.path === '/v1/models'
+          ? {
+              json: {
+                data: [
+                  { id: 'small', max_model_len: 8192 },
+                  { id: 'wide', max_model_len: 200_000 },
+                ],
+              },
+            }
+          : undefined,
+      );
+      servers.push(fake);
+      const models = await start({ model: { provider: 'openai-compatible', baseURL: `${fake.url}/v1`, name: 'small' }, models: { wide: { name: 'wide' } } });
+      expect(await modelOfARun(models)).toMatchObject({ name: 'small', contextWindow: 8192 });
+      await h!.ctx.redis.hset(conversationKeys(h!.prefix, CID).meta, 'model', 'wide');
+      expect(await modelOfARun(models)).toMatchObject({ name: 'wide', contextWindow: 200_000 });
     });
 
     it('refuses to start when a discovered fallback has a smaller window than the model', async () => {

@@ -54,6 +54,38 @@ describe('loadProfiles', () => {
     expect(local.apiKey).toBeUndefined();
   });
 
+  it('resolves the /model choices on the base model; a profile allows all of them, the ones it names, or none', async () => {
+    const models = {
+      big: { name: 'gpt-4o' },
+      local: { provider: 'openai-compatible' as const, name: 'llama', baseURL: 'http://127.0.0.1:1/v1', contextWindow: 8192 },
+    };
+    const p = await loadProfiles(
+      BASE,
+      { one: { models: ['local'] }, none: { models: [] }, all: { systemPrompt: 'A' } },
+      [
+        { profile: 'one', channel: 'telegram' },
+        { profile: 'none', channel: 'discord' },
+        { profile: 'all', channel: 'slack' },
+      ],
+      models,
+    );
+    expect(p.resolve('web:1').models).toEqual({
+      big: { ...BASE, name: 'gpt-4o', contextWindow: 128_000, outputReserve: 16_384 },
+      local: { provider: 'openai-compatible', name: 'llama', baseURL: 'http://127.0.0.1:1/v1', contextWindow: 8192, outputReserve: 4096 },
+    });
+    expect(Object.keys(p.resolve('telegram:1').models!)).toEqual(['local']);
+    expect(p.resolve('discord:1').models).toBeUndefined();
+    expect(Object.keys(p.resolve('slack:C1').models!)).toEqual(['big', 'local']);
+  });
+
+  it('refuses a profile naming a model not in models, and a model named default', async () => {
+    const err = await loadProfiles(BASE, { x: { models: ['big', 'nope'] } }, [], { big: { name: 'gpt-4o' }, Default: { name: 'gpt-4o' } }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => i.path)).toEqual(['models.Default', 'profiles.x.models.1']);
+  });
+
   it('refuses a binding to an unknown profile, a binding with two targets, and an unknown model without a window', async () => {
     const err = await loadProfiles(BASE, { x: { model: { name: 'mystery' } } }, [
       { profile: 'nope', channel: 'telegram' },

@@ -5,8 +5,8 @@ import { loadProfiles } from '../../../src/people/profiles.js';
 /** The profiles and bindings of `kit.config`; without profiles, a feature with no steps. Throws ConfigError for an unreadable prompt file. */
 export async function profilesHost(kit: HostFeatureKit): Promise<HostFeature> {
   const { config, identities } = kit;
-  if (Object.keys(config.profiles).length === 0) return { name: 'profiles' };
-  const profiles = await loadProfiles(config.model, config.profiles, config.bindings);
+  if (Object.keys(config.profiles).length === 0 && Object.keys(config.models).length === 0) return { name: 'profiles' };
+  const profiles = await loadProfiles(config.model, config.profiles, config.bindings, config.models);
   return {
     name: 'profiles',
     inputPolicy: (conversationId) => profiles.resolve(conversationId).inputPolicy,
