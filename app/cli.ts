@@ -8,6 +8,7 @@
  *   rewritten without deprecated keys (docs/access.md#migration);
  * - `steerbot pair <code> [--config file]`: approve a pairing code (docs/access.md);
  * - `steerbot revoke-token <name> [--config file]`: revoke an API token (docs/send-and-wake.md);
+ * - `steerbot skills list [--config file]`: what each profile sees of the local agent's skills (docs/agent.md#skills);
  * - `steerbot export --conversation <id> | --identity <id> [--out file] [--config file]`: write
  *   everything stored for a conversation or a person as one JSON document (docs/people.md#export).
  * Exit codes: 0 fine, 1 failed (or nothing stored to export), 2 bad configuration or usage.
@@ -23,16 +24,18 @@ import { type ExportTarget, exportFromCli } from './export.js';
 import { pairFromCli } from './pair.js';
 import { BUILTIN_PLUGINS } from './registry.js';
 import { revokeTokenFromCli } from './revoke-token.js';
+import { skillsListFromCli } from './skills.js';
 import { type RunningApp, startApp } from './start.js';
 import { nextSteps, redactConfig } from './summary.js';
 
-const USAGE = `usage: steerbot [start | check-config | pair <code> | revoke-token <name> | export (--conversation <id> | --identity <id>)] [--config file]
+const USAGE = `usage: steerbot [start | check-config | pair <code> | revoke-token <name> | skills list | export (--conversation <id> | --identity <id>)] [--config file]
 
   start          start the bot (default); settings from --config / STEERBOT_CONFIG and the environment
   check-config   validate the configuration and print it with secrets redacted
                  --migrate: print the config file with deprecated keys rewritten (secrets as written)
   pair <code>    approve a pairing code (channels with access policy pairing)
   revoke-token <name>  revoke the send-and-wake API token of that name (host.api.tokens)
+  skills list    print the skills each profile (and the default) sees: name, description, folder
   export         write everything stored for a conversation (--conversation <id>) or a person
                  (--identity <identity or account id>) as one JSON document, to stdout or --out <file>
 `;
@@ -54,7 +57,7 @@ const OPTIONS = {
 type Parsed = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
 
 interface CommandLine {
-  command: 'start' | 'check-config' | 'pair' | 'revoke-token' | 'export';
+  command: 'start' | 'check-config' | 'pair' | 'revoke-token' | 'skills' | 'export';
   args: string[];
   file: string | undefined;
   migrate: boolean;
@@ -99,6 +102,10 @@ function parseCommandLine(): CommandLine {
   }
   if (command === 'revoke-token') {
     if (rest.length !== 1) fail(`steerbot: revoke-token takes one token name\n${USAGE}`, 2);
+    return { command, args: rest, file: parsed.values.config, migrate };
+  }
+  if (command === 'skills') {
+    if (rest.length !== 1 || rest[0] !== 'list') fail(`steerbot: skills takes one subcommand: list\n${USAGE}`, 2);
     return { command, args: rest, file: parsed.values.config, migrate };
   }
   if ((command !== 'start' && command !== 'check-config') || rest.length > 0) fail(`steerbot: unknown command ${[command, ...rest].join(' ')}\n${USAGE}`, 2);
@@ -222,6 +229,13 @@ else if (command === 'pair') {
   const r = await pairFromCli(config, args[0]!);
   process.stdout.write(`${r.line}\n`);
   process.exit(r.ok ? 0 : 1);
+} else if (command === 'skills') {
+  try {
+    process.stdout.write(await skillsListFromCli(config));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    fail(`steerbot: ${err.message}`, 2);
+  }
 } else if (command === 'revoke-token') {
   const r = await revokeTokenFromCli(config, args[0]!);
   process.stdout.write(`${r.line}\n`);

@@ -141,6 +141,7 @@ async function createRunnerPlugin(
     model: config.model,
     ...(fetchImpl && { fetch: fetchImpl }),
     createModel: (settings = config.model) => createModel(settings, fetchImpl),
+    profiles: config.profiles,
     ...served,
   });
 }

@@ -296,6 +296,8 @@ export interface RunnerPluginDeps {
   routes?: RouteRegistry;
   /** Base URL that server listens at (e.g. `http://127.0.0.1:8080`) once it listens; undefined before, or without a server. */
   serverUrl?(): string | undefined;
+  /** The configured profiles (`profiles.<name>`) as written, for the settings a plugin checks at start (their `skills` names). Default: none. */
+  profiles?: Readonly<Record<string, { skills?: readonly string[] | undefined }>>;
 }
 
 /** A runner plugin module's definition. */

@@ -132,7 +132,7 @@ describe('cli', () => {
       const proc = startCli({}, ['launch']);
       expect(await proc.exit).toBe(2);
       expect(proc.stderr()).toContain(
-        'usage: steerbot [start | check-config | pair <code> | revoke-token <name> | export (--conversation <id> | --identity <id>)] [--config file]',
+        'usage: steerbot [start | check-config | pair <code> | revoke-token <name> | skills list | export (--conversation <id> | --identity <id>)] [--config file]',
       );
       expect(proc.stderr()).toContain('export         write everything stored for a conversation (--conversation <id>) or a person');
     });

@@ -26,10 +26,12 @@ import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { memoryTools, withMemory } from './memory-tools.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
+import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
 import { type WebSearchToolOptions, webSearchSchema, webSearchTool } from './web-search.js';
 
+export type { Skill } from './skills.js';
 export type { AgentTool } from './tools.js';
 
 const bool = z.boolean({ error: 'expected true or false' });
@@ -123,6 +125,13 @@ export const localAgentConfigSchema = z.strictObject({
     .describe(
       'Speech-to-text model (`whisper-1`, `gpt-4o-mini-transcribe`) on the `model` provider (openai, or openai-compatible with that API): voice notes and audio files become text, transcribed once per file. Default: unset (a placeholder).',
     ),
+  skills: z
+    .array(filePath)
+    .max(32, { error: 'expected at most 32 directories' })
+    .default([])
+    .describe(
+      'Skills directories, each holding one folder per skill (Agent Skills format: a `SKILL.md` with `name` and `description` front matter, and files beside it); read at start. `profiles.<name>.skills` selects among them (docs/agent.md#skills). Default `[]`.',
+    ),
   toolModules: z
     .array(z.string().trim().min(1, { error: 'expected a module path or package name' }))
     .default([])
@@ -166,6 +175,8 @@ export interface LocalAgentConfig {
   transcriptionModel?: TranscriptionModel | ((settings: ModelSettings) => TranscriptionModel);
   /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
   toolbox?: ToolboxOptions;
+  /** Skills (`loadSkills`), sorted by name; a run sees those its profile selects (`skills`), all by default. Default: none. */
+  skills?: readonly Skill[];
 }
 
 /** Creates the local agent runner plugin. */
@@ -207,13 +218,14 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
           ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
         }
       }
-      const toolSet = await toolbox.toolSet(ctx, [...tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const skills = skillsFor(config.skills, ctx.profile);
+      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skillTools(skills), ...scheduleTools(ctx), ...memoryTools(ctx)]);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
         model,
         ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
-        system: await withMemory(ctx, withWebRules(systemPrompt(ctx, config.system), toolSet)),
+        system: await withMemory(ctx, withSkills(withWebRules(systemPrompt(ctx, config.system), toolSet), skills, toolSet)),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
@@ -237,7 +249,12 @@ function withWebRules(system: string, tools: Record<string, unknown>): string {
   return tools.http_fetch || tools.web_search ? `${system}\n\n${WEB_CONTENT_RULES}` : system;
 }
 
-/** The model for `settings`, built once per provider, endpoint and name. */
+/** The prompt with the run's skills, one line each, when it offers `read_skill` (a profile's `tools` may leave it out). */
+function withSkills(system: string, skills: readonly Skill[], tools: Record<string, unknown>): string {
+  return skills.length > 0 && tools.read_skill ? `${system}\n\n${skillsBlock(skills)}` : system;
+}
+
+/** The model for `settings`, built once per provider, API, endpoint and name. */
 function modelFor(models: Map<string, LanguageModel>, settings: ModelSettings, build: (s: ModelSettings) => LanguageModel): LanguageModel {
   const key = `${settings.provider}|${settings.baseURL ?? ''}|${settings.name}|${settings.apiKey ?? ''}`;
   let model = models.get(key);
@@ -299,12 +316,15 @@ export default defineRunnerPlugin({
     { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
     { env: 'STEERBOT_AGENT_STREAM_IDLE_TIMEOUT_MS', path: 'streamIdleTimeoutMs', kind: 'int' },
     { env: 'STEERBOT_TRANSCRIPTION_MODEL', path: 'transcriptionModel', kind: 'string' },
+    { env: 'STEERBOT_AGENT_SKILLS', path: 'skills', kind: 'list' },
   ],
   async create(settings, deps) {
-    const [tools, prompts] = await Promise.all([
+    const [tools, prompts, skills] = await Promise.all([
       Promise.all(settings.toolModules.map(loadToolModule)).then((t) => t.flat()),
       loadSystemPrompts(settings, DEFAULT_SYSTEM_PROMPT),
+      loadSkills(settings.skills),
     ]);
+    checkSkillSelections(skills, deps.profiles ?? {});
     return createLocalAgentPlugin({
       system: (conversationId) => prompts.for(conversationId),
       streaming: settings.streaming,
@@ -319,6 +339,7 @@ export default defineRunnerPlugin({
       attachments: settings.attachments,
       ...(settings.transcriptionModel !== undefined && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel(s, settings.transcriptionModel!) }),
       tools,
+      skills,
       createModel: (s) => deps.createModel(s),
       toolbox: {
         logger: deps.logger.child({ part: 'tools' }),

@@ -585,6 +585,11 @@ const profileSchema = z.strictObject({
     .max(32)
     .optional()
     .describe("Names of `models` the profile's conversations may switch to with `/model`. Default: every one of `models`."),
+  skills: z
+    .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, { error: 'expected a skill name: 1-64 characters of a-z, 0-9 and -' }))
+    .max(256)
+    .optional()
+    .describe("Names of the skills the profile's runs see (the local agent's `skills`, docs/agent.md#skills). Default: every skill."),
   memory: z
     .union([z.boolean(), z.strictObject({ inGroups: z.boolean().optional().describe('Memory in group chats too. Default false.') })], {
       error: 'expected true, false or { "inGroups": true }',

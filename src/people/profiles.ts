@@ -48,6 +48,8 @@ export interface ProfileSettings {
   inputPolicy?: InputPolicy | undefined;
   /** Names of `models` its conversations may switch to with `/model`. Default: all of them. */
   models?: string[] | undefined;
+  /** Names of the skills its runs see (the runner plugin's skills). Default: all of them. */
+  skills?: string[] | undefined;
   /**
    * Long-term memory in the profile's runs (when `memory.enabled`): true, in
    * private chats only; false, none; `{ inGroups: true }`, in group chats too
@@ -95,6 +97,8 @@ export interface AgentProfile {
   inputPolicy?: InputPolicy;
   /** The models its conversations may switch to with `/model`, by name (`models`); absent: none. */
   models?: Readonly<Record<string, BaseModelSettings>>;
+  /** Names of the skills its runs see; undefined: all (the runner plugin checks the names at start). */
+  skills?: readonly string[];
   /**
    * False: the profile's runs get no memory (tools, prompt notes).
    * `{ inGroups: true }`: group runs get the starter's memory too. Absent:
@@ -187,6 +191,7 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
     ...(p.tools && { tools: p.tools }),
     ...(p.toolPolicy && { toolPolicy: p.toolPolicy }),
     ...(p.inputPolicy && { inputPolicy: p.inputPolicy }),
+    ...(p.skills && { skills: p.skills }),
     ...(p.memory === false && { memory: false as const }),
     ...(typeof p.memory === 'object' && p.memory.inGroups === true && { memory: { inGroups: true as const } }),
   };
