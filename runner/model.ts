@@ -10,18 +10,22 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel, TranscriptionModel } from 'ai';
 import { embedMany } from 'ai';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
+import { apiProblem } from '../src/config/model-catalogue.js';
 import { ConfigError } from '../src/errors.js';
 import type { MemoryEmbedder } from '../src/people/memory.js';
 import type { ModelSettings } from './plugin.js';
 
 /**
  * The model for `settings`:
- * - `openai`: OpenAI's chat completions API at its default base URL (or `baseURL`);
+ * - `openai`: OpenAI's chat completions API (or with `api: 'responses'` its
+ *   Responses API) at its default base URL (or `baseURL`);
  * - `anthropic`, `google`: their own APIs;
  * - `openai-compatible`: any OpenAI-style endpoint by `baseURL` (Ollama, vLLM, LM Studio, …).
- * @throws ConfigError when a required setting is missing (the key, or `baseURL` for `openai-compatible`).
+ * @throws ConfigError when a required setting is missing (the key, or `baseURL` for `openai-compatible`), or the API is not the provider's.
  */
 export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): LanguageModel {
+  const api = apiProblem(settings);
+  if (api) throw new ConfigError([{ path: 'model.api', message: api }]);
   const common = {
     ...(settings.apiKey && { apiKey: settings.apiKey }),
     ...(settings.baseURL && { baseURL: settings.baseURL }),
@@ -41,7 +45,7 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
   }
   switch (settings.provider) {
     case 'openai':
-      return createOpenAI(common).chat(settings.name);
+      return settings.api === 'responses' ? createOpenAI(common).responses(settings.name) : createOpenAI(common).chat(settings.name);
     case 'anthropic':
       return createAnthropic(common)(settings.name);
     case 'google':

@@ -101,6 +101,8 @@ export interface ModelSettings {
   baseURL?: string | undefined;
   /** Never logged. */
   apiKey?: string | undefined;
+  /** The API the `openai` provider calls: `chat` (chat completions) or `responses` (the Responses API; `openai` only). Default `chat`. */
+  api?: 'chat' | 'responses' | undefined;
   /** Context window, in tokens. */
   contextWindow: number;
   /** Tokens kept free for the answer. */

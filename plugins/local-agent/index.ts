@@ -256,7 +256,7 @@ function withSkills(system: string, skills: readonly Skill[], tools: Record<stri
 
 /** The model for `settings`, built once per provider, API, endpoint and name. */
 function modelFor(models: Map<string, LanguageModel>, settings: ModelSettings, build: (s: ModelSettings) => LanguageModel): LanguageModel {
-  const key = `${settings.provider}|${settings.baseURL ?? ''}|${settings.name}|${settings.apiKey ?? ''}`;
+  const key = `${settings.provider}|${settings.api ?? 'chat'}|${settings.baseURL ?? ''}|${settings.name}|${settings.apiKey ?? ''}`;
   let model = models.get(key);
   if (!model) models.set(key, (model = build(settings)));
   return model;

@@ -9,6 +9,11 @@ export const MODEL_PROVIDERS = ['openai', 'anthropic', 'google', 'openai-compati
 /** A model provider. */
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
+/** The APIs the `openai` provider can call: chat completions, or the Responses API. */
+export const MODEL_APIS = ['chat', 'responses'] as const;
+/** An API of the `openai` provider (`model.api`). */
+export type ModelApi = (typeof MODEL_APIS)[number];
+
 /** The conventional API key variable of each provider (`openai-compatible` servers often need none). */
 export const MODEL_PROVIDER_KEY_ENV: Readonly<Record<ModelProvider, string>> = {
   openai: 'OPENAI_API_KEY',

@@ -99,6 +99,7 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   keyBinding('ANTHROPIC_API_KEY'),
   keyBinding('GOOGLE_GENERATIVE_AI_API_KEY'),
   { env: 'STEERBOT_MODEL', path: 'model.name', kind: 'string' },
+  { env: 'STEERBOT_MODEL_API', path: 'model.api', kind: 'string' },
   { env: 'STEERBOT_MODEL_CONTEXT_WINDOW', path: 'model.contextWindow', kind: 'int' },
   { env: 'STEERBOT_MODEL_OUTPUT_RESERVE', path: 'model.outputReserve', kind: 'int' },
   { env: 'STEERBOT_COMPACTION_THRESHOLD', path: 'compaction.threshold', kind: 'number' },

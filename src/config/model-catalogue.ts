@@ -8,7 +8,7 @@
  * keeps free for the answer: the providers count prompt + answer against the
  * window.
  */
-import { DEFAULTS, type ModelProvider } from './defaults.js';
+import { DEFAULTS, type ModelApi, type ModelProvider } from './defaults.js';
 
 /** Limits of one model, in tokens. */
 export interface ModelLimits {
@@ -97,6 +97,8 @@ export interface ResolvedModel {
   name: string;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  /** The `openai` provider's API: `chat` (chat completions) or `responses`. Absent: `chat`. */
+  api?: 'chat' | 'responses' | undefined;
   /** In tokens; 0 while `discoverWindow` (the runner fills it in at start, before it takes runs). */
   contextWindow: number;
   outputReserve: number;
@@ -136,6 +138,7 @@ export interface ModelChanges {
   name?: string | undefined;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  api?: 'chat' | 'responses' | undefined;
   contextWindow?: number | undefined;
   outputReserve?: number | undefined;
 }
@@ -143,7 +146,7 @@ export interface ModelChanges {
 /**
  * `base` with `changes`: a model of another name takes its limits from the
  * catalogue unless given; another provider inherits neither the base's
- * endpoint nor its key. An unknown model without a window gets one to be
+ * endpoint, key nor API. An unknown model without a window gets one to be
  * discovered where the runner can (`resolveOrDiscover`); undefined where it cannot.
  */
 export function deriveModel(base: ResolvedModel, changes: ModelChanges): ResolvedModel | undefined {
@@ -153,6 +156,7 @@ export function deriveModel(base: ResolvedModel, changes: ModelChanges): Resolve
   const sameProvider = provider === base.provider;
   const baseURL = changes.baseURL ?? (sameProvider ? base.baseURL : undefined);
   const apiKey = changes.apiKey ?? (sameProvider ? base.apiKey : undefined);
+  const api = changes.api ?? (sameProvider ? base.api : undefined);
   const limits = resolveOrDiscover({
     provider,
     name,
@@ -162,5 +166,10 @@ export function deriveModel(base: ResolvedModel, changes: ModelChanges): Resolve
     outputReserve: changes.outputReserve ?? (sameModel ? base.outputReserve : undefined),
   });
   if (!limits) return undefined;
-  return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }) };
+  return { provider, name, ...limits, ...(baseURL !== undefined && { baseURL }), ...(apiKey !== undefined && { apiKey }), ...(api !== undefined && { api }) };
+}
+
+/** Why `m` cannot call its `api`, or undefined: the Responses API is OpenAI's own (`model.api`). */
+export function apiProblem(m: { provider: ModelProvider; api?: ModelApi | undefined }): string | undefined {
+  return m.api === 'responses' && m.provider !== 'openai' ? `the responses API is OpenAI's: it needs provider openai (it is ${m.provider})` : undefined;
 }

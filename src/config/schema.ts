@@ -6,9 +6,9 @@
  */
 import { z } from 'zod';
 import { isAllowEntry } from '../http/address-policy.js';
-import { DEFAULTS, MODEL_PROVIDERS } from './defaults.js';
+import { DEFAULTS, MODEL_APIS, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
-import { deriveModel, type ResolvedModel, resolveOrDiscover } from './model-catalogue.js';
+import { apiProblem, deriveModel, type ResolvedModel, resolveOrDiscover } from './model-catalogue.js';
 
 /** A `host:port` address, parsed. */
 export interface HostPort {
@@ -336,6 +336,11 @@ const logSchema = z.strictObject({
     .describe('Line format: `pretty` (human-readable), `json`, or `auto` (pretty when stdout is a terminal). Default `auto`.'),
 });
 
+/** `api` where a model is given as changes to `model` (a fallback, a profile's model, a `/model` choice). */
+const changedApiField = enumOf(MODEL_APIS)
+  .optional()
+  .describe('API of the `openai` provider: `chat` or `responses` (as `model.api`). Default: `model.api` on the same provider, else `chat`.');
+
 /** One entry of `model.fallbacks`: changes to `model`, as a profile's model is. */
 const fallbackModelSchema = z.strictObject({
   provider: enumOf(MODEL_PROVIDERS).optional().describe('Provider. Default: `model.provider`.'),
@@ -349,6 +354,7 @@ const fallbackModelSchema = z.strictObject({
     .min(1, { error: 'expected a non-empty key' })
     .optional()
     .describe('API key. Secret. Default: `model.apiKey` on the same provider; required on another (but `openai-compatible`).'),
+  api: changedApiField,
   contextWindow: int(1024, 10_000_000)
     .optional()
     .describe(
@@ -368,6 +374,8 @@ function fallbackProblem(base: ResolvedModel, f: z.output<typeof fallbackModelSc
       message: `a fallback needs at least the context window of model (${base.contextWindow}): a prompt that fits the model must fit it`,
     };
   }
+  const api = apiProblem(resolved);
+  if (api) return { path: 'api', message: api };
   if (resolved.provider === 'openai-compatible' && !resolved.baseURL) return { path: 'baseURL', message: 'required for the openai-compatible provider' };
   if (resolved.provider !== 'openai-compatible' && !resolved.apiKey)
     return { path: 'apiKey', message: `required for a fallback on the ${resolved.provider} provider` };
@@ -392,6 +400,9 @@ const modelSchema = z
       .describe(
         "API key. Secret. Read from the selected provider's own variable: `OPENAI_API_KEY` (`openai`, `openai-compatible`), `ANTHROPIC_API_KEY` (`anthropic`), `GOOGLE_GENERATIVE_AI_API_KEY` (`google`). Default: unset.",
       ),
+    api: enumOf(MODEL_APIS)
+      .optional()
+      .describe('API the `openai` provider calls: `chat` (chat completions) or `responses` (the Responses API; only with provider `openai`). Default `chat`.'),
     name: z.string().min(1, { error: 'expected a model name' }).default(DEFAULTS.model.name).describe('Model name. Default `gpt-4o-mini`.'),
     contextWindow: int(1024, 10_000_000)
       .optional()
@@ -410,6 +421,8 @@ const modelSchema = z
       ),
   })
   .superRefine((m, ctx) => {
+    const api = apiProblem(m);
+    if (api) ctx.addIssue({ code: 'custom', path: ['api'], message: api });
     const limits = resolveOrDiscover(m);
     if (!limits) {
       ctx.addIssue({
@@ -533,6 +546,7 @@ const namedModelSchema = z.strictObject({
     .optional()
     .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
   apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
+  api: changedApiField,
   contextWindow: int(1024, 10_000_000).optional().describe('Context window, in tokens. Default: from the catalogue (required for other models).'),
   outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
 });
@@ -552,6 +566,7 @@ const profileSchema = z.strictObject({
         .optional()
         .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
       apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
+      api: changedApiField,
       contextWindow: int(1024, 10_000_000)
         .optional()
         .describe("Context window, in tokens. Default: from the catalogue, else asked of the model's server at runner start (as `model.contextWindow`)."),

@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { InputPolicy } from 'steerbot/plugin';
 import { channelResolver } from '../channel.js';
-import { deriveModel } from '../config/model-catalogue.js';
+import { apiProblem, deriveModel } from '../config/model-catalogue.js';
 import { ConfigError, type ConfigIssue } from '../errors.js';
 
 /** The name of the profile a conversation no binding names gets (the base settings). */
@@ -27,6 +27,7 @@ export interface ProfileModelSettings {
   name?: string | undefined;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  api?: 'chat' | 'responses' | undefined;
   contextWindow?: number | undefined;
   outputReserve?: number | undefined;
 }
@@ -75,6 +76,8 @@ export interface BaseModelSettings {
   name: string;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  /** The `openai` provider's API; absent: `chat`. */
+  api?: 'chat' | 'responses' | undefined;
   contextWindow: number;
   outputReserve: number;
   /** Models a call fails over to, in order (`model.fallbacks`, resolved). */
@@ -238,6 +241,11 @@ function profileModel(base: BaseModelSettings, m: ProfileModelSettings | undefin
   const model = deriveModel(own, m);
   if (!model) {
     issues.push({ path: `${path}.contextWindow`, message: `unknown model "${m.name ?? base.name}": set its context window in tokens` });
+    return undefined;
+  }
+  const api = apiProblem(model);
+  if (api) {
+    issues.push({ path: `${path}.api`, message: api });
     return undefined;
   }
   const sameModel = model.provider === base.provider && model.name === base.name;

@@ -1,12 +1,14 @@
 /**
  * A local fake of the OpenAI chat-completions API, for end-to-end tests of the
- * real `@ai-sdk/openai-compatible` provider. It answers `POST
- * /v1/chat/completions` with scripted turns, as JSON or as an SSE stream,
+ * real `@ai-sdk/openai-compatible` and `@ai-sdk/openai` providers. It answers
+ * `POST /v1/chat/completions` and `POST /v1/responses` (the Responses API,
+ * openai-responses.ts) with scripted turns, as JSON or as an SSE stream,
  * `POST /v1/embeddings` with vectors (`embed`), and records every request it received.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { responseObject, responsesEvents } from './openai-responses.js';
 
 /** One scripted answer of the fake model. */
 export interface FakeTurn {
@@ -28,6 +30,8 @@ export interface FakeTurn {
 
 /** One request the fake received. */
 export interface FakeRequest {
+  /** The API it called: chat completions, or the Responses API. */
+  api: 'chat' | 'responses';
   /** The parsed JSON body. */
   body: any;
   /** The request headers, as node:http reports them (lower-case names). */
@@ -46,7 +50,7 @@ export interface FakeRequest {
 export interface FakeOpenAIServer {
   /** Base URL to give the provider, including `/v1`. */
   url: string;
-  /** Every chat-completions request received, in arrival order. */
+  /** Every model request received (chat completions and Responses), in arrival order. */
   requests: FakeRequest[];
   /** Every transcription request's multipart body, in arrival order. */
   transcriptions: Buffer[];
@@ -147,7 +151,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
       return;
     }
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+    const api = path === '/v1/responses' ? 'responses' : 'chat';
+    if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/v1/responses')) {
       sendError(res, 404, { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' });
       return;
     }
@@ -158,7 +163,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       sendError(res, 400, { message: 'body is not JSON', type: 'invalid_request_error' });
       return;
     }
-    const record: FakeRequest = { body, headers: { ...req.headers }, receivedAt: Date.now() };
+    const record: FakeRequest = { api, body, headers: { ...req.headers }, receivedAt: Date.now() };
     const index = requests.push(record) - 1;
     notify();
     const given = /^Bearer (.*)$/.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
@@ -203,7 +208,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
     const answer = toAnswer(turn, body, index, opts.promptCache ? prefixes : undefined);
     record.usage = answer.usage;
-    if (body?.stream === true) await stream(res, answer, body, () => gone, wait, turn.chunkDelayMs ?? 0, turn.stallAfterChunks);
+    const pace = { gone: () => gone, wait, chunkDelayMs: turn.chunkDelayMs ?? 0, stallAfterChunks: turn.stallAfterChunks };
+    if (api === 'responses') {
+      if (body?.stream !== true) sendJson(res, 200, responseObject(answer));
+      else
+        await writeEvents(
+          res,
+          pace,
+          responsesEvents(answer, { text: splitText, args: splitArgs }).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`),
+        );
+    } else if (body?.stream === true) await stream(res, answer, body, pace);
     else sendJson(res, 200, completion(answer));
   }
 
@@ -262,7 +276,7 @@ class PrefixCache {
 
   /** Characters of the prompt and of its longest prefix seen in an earlier request; remembers this request's prefixes. */
   observe(body: any): { chars: number; cachedChars: number } {
-    const segments = [JSON.stringify(body?.tools ?? []), ...(body?.messages ?? []).map((m: unknown) => JSON.stringify(m))];
+    const segments = [JSON.stringify(body?.tools ?? []), ...(body?.messages ?? body?.input ?? []).map((m: unknown) => JSON.stringify(m))];
     let hash = '';
     let chars = 0;
     let cachedChars = 0;
@@ -288,7 +302,8 @@ function toAnswer(turn: FakeTurn, body: any, index: number, prefixes?: PrefixCac
   }));
   const text = turn.text ?? '';
   const seen = prefixes?.observe(body);
-  const promptTokens = turn.usage?.prompt_tokens ?? (seen ? Math.ceil(seen.chars / 4) : Math.ceil(JSON.stringify(body?.messages ?? []).length / 4));
+  const promptTokens =
+    turn.usage?.prompt_tokens ?? (seen ? Math.ceil(seen.chars / 4) : Math.ceil(JSON.stringify(body?.messages ?? body?.input ?? []).length / 4));
   // OpenAI: no caching below 1024 tokens; cache hits grow in steps of 128 tokens.
   const prefixTokens = seen ? Math.min(promptTokens, Math.floor(seen.cachedChars / 4)) : 0;
   const cachedTokens = prefixTokens >= 1024 ? Math.floor(prefixTokens / 128) * 128 : 0;
@@ -332,17 +347,34 @@ function completion(a: Answer) {
   };
 }
 
-/** Streams like OpenAI: role chunk, text deltas, tool-call deltas, finish chunk, optional usage chunk, `[DONE]`. */
-async function stream(
-  res: ServerResponse,
-  a: Answer,
-  body: any,
-  gone: () => boolean,
-  wait: (ms: number) => Promise<void>,
-  chunkDelayMs: number,
-  stallAfterChunks?: number,
-): Promise<void> {
+/** How a stream is written: paced by the turn, stopped when the client goes away. */
+interface Pace {
+  gone(): boolean;
+  wait(ms: number): Promise<void>;
+  chunkDelayMs: number;
+  /** Fall silent after this many events. */
+  stallAfterChunks?: number | undefined;
+}
+
+/** Writes SSE `events` (each a whole `data:` block), then `end`, as the turn paces them. */
+async function writeEvents(res: ServerResponse, pace: Pace, events: string[], end = ''): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  for (const [i, event] of events.entries()) {
+    if (pace.gone()) return;
+    if (i === pace.stallAfterChunks) {
+      // A provider that stopped talking mid-answer: hold the connection open, say nothing.
+      await new Promise<void>((resolve) => res.once('close', () => resolve()));
+      return;
+    }
+    res.write(event);
+    await pace.wait(pace.chunkDelayMs);
+  }
+  if (pace.gone()) return;
+  res.end(end);
+}
+
+/** Streams like OpenAI: role chunk, text deltas, tool-call deltas, finish chunk, optional usage chunk, `[DONE]`. */
+async function stream(res: ServerResponse, a: Answer, body: any, pace: Pace): Promise<void> {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
     id: a.id,
     object: 'chat.completion.chunk',
@@ -362,19 +394,12 @@ async function stream(
   events.push(delta({}, a.finishReason));
   // Real OpenAI sends usage in an extra chunk with empty `choices` when asked to.
   if (body?.stream_options?.include_usage === true) events.push(chunk([], { usage: a.usage }));
-
-  for (const [i, event] of events.entries()) {
-    if (gone()) return;
-    if (i === stallAfterChunks) {
-      // A provider that stopped talking mid-answer: hold the connection open, say nothing.
-      await new Promise<void>((resolve) => res.once('close', () => resolve()));
-      return;
-    }
-    res.write(`data: ${JSON.stringify(event)}\n\n`);
-    await wait(chunkDelayMs);
-  }
-  if (gone()) return;
-  res.end('data: [DONE]\n\n');
+  await writeEvents(
+    res,
+    pace,
+    events.map((e) => `data: ${JSON.stringify(e)}\n\n`),
+    'data: [DONE]\n\n',
+  );
 }
 
 /** Splits text into word-sized deltas (at least two when the text has two characters). */
