@@ -1,9 +1,17 @@
 import { Gauge } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidInputError, pluginMetrics } from '../../src/plugin/kit.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 
 describe('pluginMetrics', () => {
+  // The registry is the process's: the unit lane shares it between files, and the docs test lists what it holds.
+  afterAll(() => {
+    for (const m of metrics.registry.getMetricsAsArray()) {
+      const { name } = m as unknown as { name: string };
+      if (name.includes(`_${process.pid}_`)) metrics.registry.removeSingleMetric(name);
+    }
+  });
+
   it("adds a plugin's counter to the process's registry as steerbot_<plugin>_<name>, served with steerbot's own", async () => {
     const plugin = `test-plugin-${process.pid}`;
     pluginMetrics(plugin).counter('things_total', 'Things a test plugin did, by kind.', ['kind']).inc({ kind: 'a' }, 2);
