@@ -537,18 +537,11 @@ const memorySchema = z.strictObject({
 
 const toolModeSchema = enumOf(['allow', 'deny', 'require_approval']);
 
-/** One entry of `models`: a model a conversation may switch to with `/model`, as changes to `model`. */
-const namedModelSchema = z.strictObject({
-  provider: enumOf(MODEL_PROVIDERS).optional().describe('Provider. Default: `model.provider`.'),
-  name: z.string().min(1, { error: 'expected a model name' }).describe('Model name.'),
-  baseURL: z
-    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+/** One entry of `models`: a model a conversation may switch to with `/model`, as changes to `model` (a fallback's fields). */
+const namedModelSchema = fallbackModelSchema.extend({
+  contextWindow: int(1024, 10_000_000)
     .optional()
-    .describe("Base URL of the provider's API. Default: `model.baseURL` on the same provider, else the provider's own."),
-  apiKey: z.string().min(1, { error: 'expected a non-empty key' }).optional().describe('API key. Secret. Default: `model.apiKey` on the same provider.'),
-  api: changedApiField,
-  contextWindow: int(1024, 10_000_000).optional().describe('Context window, in tokens. Default: from the catalogue (required for other models).'),
-  outputReserve: int(1, 1_000_000).optional().describe("Tokens kept free for the answer. Default: the catalogue's output limit, else 4096."),
+    .describe("Context window, in tokens. Default: from the catalogue, else asked of the model's server at runner start (as `model.contextWindow`)."),
 });
 
 /** A key of `models`: what `/model <name>` names. */

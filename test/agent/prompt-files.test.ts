@@ -9,14 +9,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import localAgent, { type LocalAgentSettings } from '../../plugins/local-agent/index.js';
+import type { LocalAgentSettings } from '../../plugins/local-agent/index.js';
 import { CHECKPOINT_KEY, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
-import { createModel } from '../../runner/model.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../../src/config/defaults.js';
 import { ConfigError } from '../../src/errors.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { agentFrom as registryAgent } from './registry-agent.js';
 
 const t = perTestModel();
 let dir: string;
@@ -35,15 +35,7 @@ afterAll(async () => {
 });
 
 /** The plugin as the registry builds it from `settings` (model: the fake). */
-async function agentFrom(h: RunnerHarness, settings: LocalAgentSettings): Promise<RunnerPlugin> {
-  h.ctx.config.model.baseURL = t.fake.url;
-  const model = h.ctx.config.model;
-  return localAgent.create(localAgent.configSchema.parse({ currentTime: false, ...settings }), {
-    logger: h.ctx.logger,
-    model,
-    createModel: (s = model) => createModel(s),
-  });
-}
+const agentFrom = (h: RunnerHarness, settings: LocalAgentSettings): Promise<RunnerPlugin> => registryAgent(h, t.fake.url, settings);
 
 async function startWith(settings: LocalAgentSettings): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();

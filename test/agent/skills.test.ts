@@ -12,13 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { skillsListFromCli } from '../../app/skills.js';
-import localAgent, { type LocalAgentSettings } from '../../plugins/local-agent/index.js';
+import type { LocalAgentSettings } from '../../plugins/local-agent/index.js';
 import { loadSkills, MAX_SKILL_READ_CHARS, readSkillTool } from '../../plugins/local-agent/skills.js';
-import { createModel } from '../../runner/model.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { ConfigError } from '../../src/errors.js';
 import { runCli } from '../helpers/cli.js';
 import { CID, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { agentFrom as registryAgent } from './registry-agent.js';
 
 const t = perTestModel();
 let dir: string;
@@ -59,16 +59,7 @@ afterAll(async () => {
 });
 
 /** The plugin as the registry builds it from `settings` (model: the fake). */
-async function agentFrom(h: RunnerHarness, settings: LocalAgentSettings): Promise<RunnerPlugin> {
-  h.ctx.config.model.baseURL = t.fake.url;
-  const model = h.ctx.config.model;
-  return localAgent.create(localAgent.configSchema.parse({ currentTime: false, ...settings }), {
-    logger: h.ctx.logger,
-    model,
-    createModel: (s = model) => createModel(s),
-    profiles: h.ctx.config.profiles,
-  });
-}
+const agentFrom = (h: RunnerHarness, settings: LocalAgentSettings): Promise<RunnerPlugin> => registryAgent(h, t.fake.url, settings);
 
 /** Sends `text` in `conversationId` and waits for its run to end. */
 async function say(h: RunnerHarness, text: string, conversationId = CID): Promise<void> {
