@@ -13,6 +13,7 @@ import { purgeConversation } from '../../src/protocol/purge.js';
 import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { parseBreaker } from '../../src/record/breaker.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../../src/record/unanswered.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { type CommandDeps, type CommandOutcome, type CommandTable, DUPLICATE, PURGED } from './table.js';
 
 const POLICY_HELP: Record<InputPolicy, string> = {
@@ -67,17 +68,23 @@ async function compactCommand(deps: CommandDeps, source: CommandSource): Promise
 async function statusCommand(deps: CommandDeps, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
   const { dispatch } = deps;
   // Sent together on one connection: one round trip of waiting, not two.
-  const [unanswered, r, extra] = await Promise.all([
+  const choices = deps.models?.choices ?? [];
+  const [unanswered, r, extra, chosen] = await Promise.all([
     readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
     dispatch.statusCommand(source),
     // The features' lines are extra: /status answers without them when they fail.
     deps.statusLines?.(source.conversationId).catch(() => []) ?? [],
+    // Only where /model has choices: the conversation's own (a stored name the profile no longer allows is not used).
+    choices.length > 0 ? dispatch.options.client.hget(conversationKeys(dispatch.options.prefix, source.conversationId).meta, 'model') : null,
   ]);
   if (r.kind === 'duplicate') return DUPLICATE;
   if (r.kind === 'purged') return PURGED;
   const lines = [
     formatStatus(r.status, channelPolicy ?? dispatch.options.defaultPolicy, unanswered),
     ...(deps.profileName ? [`Agent profile: ${deps.profileName}`] : []),
+    ...(choices.length > 0
+      ? [chosen && choices.includes(chosen) ? `Model: ${chosen} (chosen with /model)` : `Model: ${deps.models!.default} (the default)`]
+      : []),
     ...extra,
   ];
   return { reply: lines.join('\n'), duplicate: false };

@@ -101,8 +101,10 @@ describe('/model', () => {
     expect(await say(ALICE, 'and now?')).toBe('from big');
     expect(big.requests.at(-1)!.body.model).toBe('big-model');
     expect(await say(ALICE, '/model')).toMatch(/^Model: big\./);
+    expect(await say(ALICE, '/status')).toContain('Model: big (chosen with /model)');
     expect(await say(ALICE, '/model default')).toBe('Model reset to the default (base-model).');
     expect(await say(ALICE, 'and back?')).toBe('from base');
+    expect(await say(ALICE, '/status')).toContain('Model: base-model (the default)');
     expect(await choice(ALICE.id)).toBeNull();
   });
 
