@@ -5,7 +5,7 @@
 
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { LanguageModel, TranscriptionModel } from 'ai';
+import type { LanguageModel, ToolSet, TranscriptionModel } from 'ai';
 import { ConfigError, int, type SteeringMode } from 'steerbot/plugin';
 import {
   createModel,
@@ -24,6 +24,8 @@ import { WEB_CONTENT_RULES } from './external-content.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { memoryTools, withMemory } from './memory-tools.js';
+import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSearchTool } from './native-search.js';
+import { offeredBy } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
@@ -155,8 +157,11 @@ export interface LocalAgentConfig {
   system?: string | ((conversationId: string) => string);
   /** Extra tools. */
   tools?: AgentTool[];
-  /** Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network). */
-  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions; webSearch?: WebSearchToolOptions | undefined };
+  /**
+   * Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network).
+   * `webSearch: { backend: 'native' }` offers the model provider's own search tool instead (native-search.ts).
+   */
+  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions; webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
   /** Most model steps per invocation. Default 24. */
@@ -185,7 +190,9 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   if (config.builtins?.currentTime ?? DEFAULTS.agent.currentTime) tools.push(currentTimeTool);
   const fetchOpt = config.builtins?.httpFetch;
   if (fetchOpt) tools.push(httpFetchTool(typeof fetchOpt === 'object' ? fetchOpt : {}));
-  if (config.builtins?.webSearch) tools.push(webSearchTool(config.builtins.webSearch));
+  const search = config.builtins?.webSearch;
+  if (search && search.backend !== 'native') tools.push(webSearchTool(search));
+  const nativeSearch = search?.backend === 'native';
   tools.push(...(config.tools ?? []));
   // One model per distinct model setting (the base one and each profile's): bounded by the configuration.
   const models = new Map<string, LanguageModel>();
@@ -220,12 +227,13 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
       }
       const skills = skillsFor(config.skills, ctx.profile);
       const toolSet = await toolbox.toolSet(ctx, [...tools, ...skillTools(skills), ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
         model,
         ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
-        system: await withMemory(ctx, withSkills(withWebRules(systemPrompt(ctx, config.system), toolSet), skills, toolSet)),
+        system: await withMemory(ctx, withSkills(withWebRules(systemPrompt(ctx, config.system), toolSet, native), skills, toolSet)),
         steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
         maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
         maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
@@ -244,9 +252,34 @@ function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): stri
   return typeof system === 'function' ? system(ctx.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
 }
 
-/** The prompt with the web-content rules once, when the run offers a tool that brings web content. */
-function withWebRules(system: string, tools: Record<string, unknown>): string {
-  return tools.http_fetch || tools.web_search ? `${system}\n\n${WEB_CONTENT_RULES}` : system;
+/** The prompt with the web-content rules once, when the run offers a tool that brings web content; the native search's own rules when it offers that. */
+function withWebRules(system: string, tools: Record<string, unknown>, native: boolean): string {
+  const framed = tools.http_fetch || (tools.web_search && !native);
+  return [system, ...(framed ? [WEB_CONTENT_RULES] : []), ...(native ? [NATIVE_SEARCH_RULES] : [])].join('\n\n');
+}
+
+/**
+ * Adds the provider's own search tool to the run's tools when it is
+ * `configured` (`search.backend: native`), the run's model has one, and
+ * its profile and policy offer `web_search` without approval (the provider
+ * runs it: nobody could approve a call).
+ * Returns whether it was added; a run whose model has none (a profile or
+ * /model choice on another provider) goes without search, logged.
+ */
+function addNativeSearch(ctx: RunContext, toolSet: ToolSet, toolbox: Toolbox, configured: boolean): boolean {
+  if (!configured) return false;
+  const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, ctx.conversationId, 'allow', ctx.profile?.toolPolicy);
+  if (!offeredBy(ctx.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
+  const native = nativeSearchTool(ctx.model);
+  if (!native) {
+    ctx.logger.warn(
+      { provider: ctx.model.provider, api: ctx.model.api, problem: nativeSearchProblem(ctx.model) },
+      "the run's model has no native search; going without",
+    );
+    return false;
+  }
+  toolSet[NATIVE_SEARCH_TOOL] = native;
+  return true;
 }
 
 /** The prompt with the run's skills, one line each, when it offers `read_skill` (a profile's `tools` may leave it out). */
@@ -325,6 +358,8 @@ export default defineRunnerPlugin({
       loadSkills(settings.skills),
     ]);
     checkSkillSelections(skills, deps.profiles ?? {});
+    const searchProblem = settings.search?.backend === 'native' ? nativeSearchProblem(deps.model) : undefined;
+    if (searchProblem) throw new ConfigError([{ path: 'agents.local-agent.search.backend', message: searchProblem }]);
     return createLocalAgentPlugin({
       system: (conversationId) => prompts.for(conversationId),
       streaming: settings.streaming,

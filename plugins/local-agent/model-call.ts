@@ -8,6 +8,7 @@
 import { type ModelMessage, streamText } from 'ai';
 import { type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
+import { withCitations } from './native-search.js';
 import { declaredTools } from './tool-batch.js';
 import { StreamWatchdog } from './watchdog.js';
 
@@ -47,7 +48,7 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
       failure.error = error;
     },
   });
-  const text = await readStream(result.fullStream, {
+  const { text, urls } = await readStream(result.fullStream, {
     watchdog,
     call,
     failure,
@@ -61,7 +62,8 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
   if (watchdog.fired) return { kind: 'stalled', text };
   if (streamError !== undefined) return { kind: 'failed', error: streamError, text };
 
-  const messages = (await result.responseMessages) as ModelMessage[];
+  // URLs the provider cited (native search): appended before the step is recorded, so a takeover delivers the same text.
+  const cited = withCitations((await result.responseMessages) as ModelMessage[], text, urls);
   const finishReason = await result.finishReason;
   const usage = await result.usage;
   call.end('ok', {
@@ -71,9 +73,9 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
   if (usage.inputTokens !== undefined) ctx.compaction.observe(sent, usage.inputTokens, state.overhead);
   return {
     kind: 'answered',
-    text,
+    text: cited.text,
     step: {
-      messages,
+      messages: cited.messages,
       finishReason,
       usage: {
         ...(usage.inputTokens !== undefined && { inputTokens: usage.inputTokens }),
@@ -86,17 +88,19 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
 }
 
 /**
- * Reads a call's stream to its end and returns the text said; an error
+ * Reads a call's stream to its end and returns the text said and the URLs
+ * of its `source` parts (citations of a provider's own search); an error
  * reported by an `error` part or thrown by the stream goes to `failure`.
  * Every part feeds the watchdog and the call's time to first token;
  * `onDelta` gets the text deltas.
  */
 async function readStream(
-  stream: AsyncIterable<{ type: string; text?: string; error?: unknown }>,
+  stream: AsyncIterable<{ type: string; text?: string; error?: unknown; sourceType?: string; url?: string }>,
   r: { watchdog: StreamWatchdog; call: ModelCallTrace; failure: { error?: unknown }; onDelta?: (text: string) => void },
-): Promise<string> {
+): Promise<{ text: string; urls: string[] }> {
   const { watchdog, call, failure } = r;
   let text = '';
+  const urls: string[] = [];
   try {
     for await (const part of stream) {
       watchdog.part(part as { type: string; toolCallId?: string });
@@ -104,6 +108,8 @@ async function readStream(
       if (part.type === 'text-delta') {
         text += part.text;
         r.onDelta?.(part.text as string);
+      } else if (part.type === 'source' && part.sourceType === 'url' && typeof part.url === 'string') {
+        urls.push(part.url);
       } else if (part.type === 'error') {
         failure.error = part.error;
       }
@@ -113,5 +119,5 @@ async function readStream(
   } finally {
     watchdog.stop();
   }
-  return text;
+  return { text, urls };
 }

@@ -15,12 +15,17 @@ import { ADAPTERS, SEARCH_BACKENDS, type SearchBackend, type SearchResult } from
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
+/** The `search.backend` values: the configured backends, and `native` (the provider's own search tool, native-search.ts). */
+const BACKENDS = [...SEARCH_BACKENDS, 'native'] as const;
+
 /** `agents.local-agent.search`: the `web_search` tool's backend. */
 export const webSearchSchema = z
   .strictObject({
     backend: z
-      .enum(SEARCH_BACKENDS, { error: `expected one of ${SEARCH_BACKENDS.join(', ')}` })
-      .describe('The search backend: `searxng`, `brave` or `tavily`.'),
+      .enum(BACKENDS, { error: `expected one of ${BACKENDS.join(', ')}` })
+      .describe(
+        "The search backend: `searxng`, `brave`, `tavily`, or `native` (the model provider's own search tool, run by the provider: OpenAI with `model.api: responses`, or Anthropic).",
+      ),
     baseUrl: z
       .url({ protocol: /^https?$/, error: 'expected an http(s) URL' })
       .optional()
@@ -32,6 +37,12 @@ export const webSearchSchema = z
     timeoutMs: int(1000, 60_000).default(10_000).describe('Time limit of one search, in ms. Default 10 000.'),
   })
   .superRefine((s, ctx) => {
+    if (s.backend === 'native') {
+      // The provider searches with the model's own key; a base URL or key here would be silently unused.
+      for (const key of ['baseUrl', 'apiKey'] as const)
+        if (s[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `native search takes no ${key}: the model provider runs it` });
+      return;
+    }
     const adapter = ADAPTERS[s.backend];
     if (!adapter.defaultBaseUrl && !s.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `${s.backend} needs the base URL of its instance` });
     if (adapter.needsKey && !s.apiKey) ctx.addIssue({ code: 'custom', path: ['apiKey'], message: `${s.backend} needs an API key` });

@@ -26,6 +26,10 @@ export interface FakeTurn {
   error?: { status: number; message: string; type?: string; code?: string };
   /** Reported usage. Default: a rough estimate from the request and the answer. */
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Responses API only: the model searched the web server-side first (OpenAI's `web_search` tool: a `web_search_call` item); `sources` are sent as its `action.sources`. */
+  webSearch?: { query: string; sources?: string[] };
+  /** Responses API only: URLs the text cites (`url_citation` annotations). */
+  citations?: Array<{ url: string; title?: string }>;
 }
 
 /** One request the fake received. */
@@ -268,6 +272,8 @@ interface Answer {
   toolCalls: Array<{ id: string; name: string; arguments: string }>;
   finishReason: 'stop' | 'tool_calls';
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
+  webSearch?: FakeTurn['webSearch'];
+  citations?: FakeTurn['citations'];
 }
 
 /** Remembers every request prefix (tools, then whole messages) by a chained hash, to find the longest one seen before. */
@@ -314,6 +320,8 @@ function toAnswer(turn: FakeTurn, body: any, index: number, prefixes?: PrefixCac
     text,
     toolCalls,
     finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    webSearch: turn.webSearch,
+    citations: turn.citations,
     usage: {
       prompt_tokens: promptTokens,
       completion_tokens: completionTokens,
