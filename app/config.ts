@@ -9,6 +9,7 @@
 import type { EnvBinding, PluginEnvBinding } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
+import type { LineConfig } from '../plugins/line/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
 import type { SlackConfig } from '../plugins/slack/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
@@ -38,6 +39,7 @@ export interface SteerbotConfig extends CoreConfig {
     discord?: DiscordConfig;
     slack?: SlackConfig;
     whatsapp?: WhatsAppConfig;
+    line?: LineConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

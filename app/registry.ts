@@ -10,6 +10,7 @@ import type { ChannelPluginDefinition } from 'steerbot/channel';
 import type { RunnerPluginDefinition } from 'steerbot/runner';
 import discord from '../plugins/discord/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
+import line from '../plugins/line/index.js';
 import localAgent from '../plugins/local-agent/index.js';
 import slack from '../plugins/slack/index.js';
 import telegram from '../plugins/telegram/index.js';
@@ -23,7 +24,7 @@ import { PLUGIN_ID_RE } from '../src/plugin/definition.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, slack, whatsapp, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, slack, whatsapp, line, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

@@ -29,6 +29,23 @@ export {
   user,
 } from './fakes/discord-server.js';
 export type { HeldAnswer } from './fakes/held-answers.js';
+export {
+  type FakeLine,
+  type FakeLineOptions,
+  LINE_ALICE,
+  LINE_GROUP,
+  LINE_TEST,
+  type LineCall,
+  type LineFailure,
+  type LineSentMessage,
+  type LineTextEventOptions,
+  lineDelivery,
+  lineTextEvent,
+  postLineDelivery,
+  signLineDelivery,
+  startFakeLine,
+  webhookEventId,
+} from './fakes/line-server.js';
 export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 export {

@@ -1,0 +1,183 @@
+/**
+ * The LINE channel's outbound side: text replies and the loading animation,
+ * over the SDK's `messagingApi.MessagingApiClient`. LINE cannot edit a
+ * message, so the channel does not stream: a reply goes out whole when the
+ * turn ends.
+ *
+ * A reply uses the conversation's newest reply token when it is still fresh
+ * (`replyTokenTtlMs`; a token is single-use and lives about a minute, so it
+ * is taken from Redis atomically) and a push message otherwise, or when
+ * LINE refuses the token. A push carries `X-Line-Retry-Key`, a UUID made
+ * from the delivery key, so a retried push LINE already accepted answers 409
+ * and is not shown twice. A reply has no such key: when a runner dies after
+ * LINE accepted a reply but before the outbox recorded it, the retry goes
+ * out as a push and the user may see that one message twice.
+ */
+import { createHash } from 'node:crypto';
+import { HTTPFetchError, type messagingApi } from '@line/bot-sdk';
+import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
+import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
+import { LineApiError, lineError } from './errors.js';
+import { replyTokenKey } from './keys.js';
+
+/** LINE's limit on a text message, in characters. */
+export const LINE_MAX_MESSAGE_CHARS = 5000;
+/** Most message objects in one reply or push call. */
+const MAX_MESSAGES_PER_CALL = 5;
+/** Limits of a quick reply: items, a label's characters, the text a tap sends. */
+const MAX_QUICK_REPLIES = 13;
+const QUICK_LABEL_MAX = 20;
+const QUICK_TEXT_MAX = 300;
+/** Most conversations whose last loading animation time is remembered (the oldest is forgotten first). */
+const TYPING_MEMORY = 1000;
+
+/** A group (`C…`) or room (`R…`) id: the loading animation is for one-to-one chats only. */
+const GROUP_ID = /^[CR][0-9a-f]{32}$/;
+
+/** Parses `<channel id>:<chat id>` (`conversationIdOf`'s); throws InvalidInputError for any other conversation. */
+export function recipientOf(channelId: string, conversationId: string): string {
+  const prefix = `${channelId}:`;
+  const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw new InvalidInputError(`not a ${channelId} conversation: ${conversationId}`);
+  return id;
+}
+
+/** A UUID (version-5 shaped) made deterministically from `key`: the `X-Line-Retry-Key` of a push, the same on every retry. */
+export function retryKeyOf(key: string): string {
+  const h = createHash('sha256').update(key).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Splits `text` into parts of at most `max` characters, at a line break or space when there is one, never inside a surrogate pair. */
+export function splitText(text: string, max: number): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > max) {
+    let cut = Math.max(rest.lastIndexOf('\n', max), rest.lastIndexOf(' ', max));
+    if (cut <= 0) cut = /[\uD800-\uDBFF]/.test(rest[max - 1]!) ? max - 1 : max;
+    parts.push(rest.slice(0, cut));
+    rest = rest.slice(cut).replace(/^[\n ]/, '');
+  }
+  if (rest.length > 0 || parts.length === 0) parts.push(rest);
+  return parts;
+}
+
+/** The message objects of one text: text messages, the last with quick replies for `buttons` (a tap sends the button's command). */
+export function messagesOf(text: string, buttons: readonly MessageButton[] | undefined): messagingApi.TextMessage[] {
+  const messages: messagingApi.TextMessage[] = splitText(text, LINE_MAX_MESSAGE_CHARS).map((part) => ({ type: 'text', text: part }));
+  const usable = (buttons ?? []).filter((b) => b.command.length <= QUICK_TEXT_MAX).slice(0, MAX_QUICK_REPLIES);
+  if (usable.length > 0) {
+    messages[messages.length - 1]!.quickReply = {
+      items: usable.map((b) => ({ type: 'action', action: { type: 'message', label: b.label.slice(0, QUICK_LABEL_MAX), text: b.command } })),
+    };
+  }
+  return messages;
+}
+
+/** Options of `createLineOutbound`. */
+export interface LineOutboundOptions {
+  channelId: string;
+  client: messagingApi.MessagingApiClient;
+  /** The channel access token, removed from error messages. */
+  accessToken: string;
+  redis: RedisClient;
+  prefix: string;
+  /** How old a reply token may be and still be used, in ms (0: always push). */
+  replyTokenTtlMs: number;
+  /** Wait of a 429 that names no `Retry-After`, in ms. */
+  rateLimitRetryMs: number;
+  /** How long one loading animation shows, in seconds (a multiple of 5, 5 to 60). */
+  loadingSeconds: number;
+  logger: Logger;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The id of the last message a reply or push answer names. */
+function sentId(answer: { sentMessages?: Array<{ id?: string }> }): string {
+  const id = answer.sentMessages?.at(-1)?.id;
+  if (typeof id !== 'string') throw new LineApiError('line send: the answer named no message id', { status: 502 });
+  return id;
+}
+
+/** Builds the outbound side. Every method throws ChannelApiError (a LineApiError; 429: `retryAfterMs`). */
+export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
+  const { client, channelId } = o;
+  const now = o.now ?? Date.now;
+  const lastTyping = new Map<string, number>();
+  const fail = (what: string, err: unknown) => lineError(what, err, o.accessToken, o.rateLimitRetryMs);
+
+  /** Takes the conversation's reply token (once: it is single-use) when it is fresh enough; undefined otherwise. */
+  async function takeReplyToken(conversationId: string): Promise<string | undefined> {
+    if (o.replyTokenTtlMs === 0) return undefined;
+    const stored = await o.redis.getdel(replyTokenKey(o.prefix, conversationId));
+    const colon = stored?.indexOf(':') ?? -1;
+    if (!stored || colon < 0) return undefined;
+    const at = Number(stored.slice(0, colon));
+    return now() - at <= o.replyTokenTtlMs ? stored.slice(colon + 1) : undefined;
+  }
+
+  /** Sends one batch (at most five messages): by reply token when `replyToken` is given and accepted, else by push. */
+  async function sendBatch(to: string, messages: messagingApi.TextMessage[], replyToken: string | undefined, retryKey: string | undefined): Promise<string> {
+    if (replyToken !== undefined) {
+      try {
+        return sentId(await client.replyMessage({ replyToken, messages }));
+      } catch (err) {
+        const e = fail('reply', err);
+        // 400: the token expired or was used (LINE says "Invalid reply token"); the message goes as a push.
+        if (e.status !== 400) throw e;
+        o.logger.info({ to, err: e.message }, 'line refused the reply token; pushing instead');
+      }
+    }
+    try {
+      return sentId(await client.pushMessage({ to, messages }, retryKey));
+    } catch (err) {
+      // 409: a push with this retry key was accepted before (an earlier attempt of this delivery); not sent again.
+      if (err instanceof HTTPFetchError && err.status === 409 && retryKey !== undefined) {
+        return err.headers.get('x-line-accepted-request-id') ?? retryKey;
+      }
+      throw fail('push', err);
+    }
+  }
+
+  const outbound: ChannelOutbound = {
+    channelId,
+    maxMessageChars: LINE_MAX_MESSAGE_CHARS,
+
+    async send(conversationId: string, text: string, opts: SendOptions = {}) {
+      const to = recipientOf(channelId, conversationId);
+      // LINE shows text as written: markdown goes out unformatted.
+      const messages = messagesOf(text, opts.buttons);
+      let messageId = '';
+      for (let i = 0; i < messages.length; i += MAX_MESSAGES_PER_CALL) {
+        const batch = messages.slice(i, i + MAX_MESSAGES_PER_CALL);
+        const replyToken = i === 0 ? await takeReplyToken(conversationId) : undefined;
+        const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(`${opts.deliveryKey}:${i}`);
+        messageId = await sendBatch(to, batch, replyToken, retryKey);
+      }
+      // A message ends the loading animation: the next turn's typing shows it again.
+      lastTyping.delete(conversationId);
+      return { messageId };
+    },
+
+    async typing(conversationId: string) {
+      const chatId = recipientOf(channelId, conversationId);
+      if (GROUP_ID.test(chatId)) return;
+      const at = now();
+      // The animation shows for `loadingSeconds` (or until a message arrives): asked again at half that.
+      if (at - (lastTyping.get(conversationId) ?? -Infinity) < (o.loadingSeconds * 1000) / 2) return;
+      try {
+        await client.showLoadingAnimation({ chatId, loadingSeconds: o.loadingSeconds });
+      } catch (err) {
+        throw fail('loading animation', err);
+      }
+      lastTyping.delete(conversationId);
+      lastTyping.set(conversationId, at);
+      if (lastTyping.size > TYPING_MEMORY) lastTyping.delete(lastTyping.keys().next().value as string);
+    },
+  };
+  return outbound;
+}
