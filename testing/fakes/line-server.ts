@@ -13,6 +13,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { postJson } from './signed-post.js';
 
 /** Test credentials the fake accepts by default. */
 export const LINE_TEST = {
@@ -282,18 +283,5 @@ export async function postLineDelivery(
   channelSecret: string = LINE_TEST.channelSecret,
   headers?: Record<string, string>,
 ): Promise<{ status: number; body: any }> {
-  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(headers ?? { 'x-line-signature': signLineDelivery(channelSecret, body) }) },
-    body,
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = text;
-  }
-  return { status: res.status, body: parsed };
+  return postJson(url, payload, (body) => headers ?? { 'x-line-signature': signLineDelivery(channelSecret, body) });
 }

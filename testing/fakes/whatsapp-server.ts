@@ -15,6 +15,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { postJson } from './signed-post.js';
 
 /** Test credentials the fake accepts by default. */
 export const WHATSAPP_TEST = {
@@ -327,18 +328,5 @@ export async function postDelivery(
   appSecret: string = WHATSAPP_TEST.appSecret,
   headers?: Record<string, string>,
 ): Promise<{ status: number; body: any }> {
-  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(headers ?? { 'x-hub-signature-256': signDelivery(appSecret, body) }) },
-    body,
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = text;
-  }
-  return { status: res.status, body: parsed };
+  return postJson(url, payload, (body) => headers ?? { 'x-hub-signature-256': signDelivery(appSecret, body) });
 }
