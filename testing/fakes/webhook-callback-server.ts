@@ -56,10 +56,18 @@ export async function startCallbackServer(secret: string): Promise<CallbackServe
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       if (gate) await gate;
       const raw = Buffer.concat(chunks);
+      let body: ReceivedCallback['body'];
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        // A request cut off on the way (its sender stopped mid-body): not a callback, and not recorded.
+        res.writeHead(400).end();
+        return;
+      }
       const fail = failures.shift();
       const status = fail?.status ?? 200;
       requests.push({
-        body: JSON.parse(raw.toString('utf8')),
+        body,
         headers: req.headers,
         signed: checkSignature(secret, req.headers, raw, Math.floor(Date.now() / 1000), 300) === undefined,
         status,
