@@ -41,13 +41,18 @@ export interface PromptHead {
   resetSeq: number;
   /** Seq of a pending `/compact` (meta `compact_requested`), 0 when none. */
   compactRequested: number;
+  /** The conversation's `/model` choice (meta `model`), read with them; undefined: none. */
+  modelChoice: string | undefined;
 }
 
 /** Reads the prompt head: two commands of the conversation's slot, sent together. */
 export async function readPromptHead(client: RedisClient, prefix: string, conversationId: string): Promise<PromptHead> {
   const k = conversationKeys(prefix, conversationId);
-  const [raw, [resetRaw, requestedRaw]] = await Promise.all([client.hget(k.state, CHECKPOINT_KEY), client.hmget(k.meta, 'reset_seq', 'compact_requested')]);
-  return { raw: raw ?? undefined, resetSeq: Number(resetRaw ?? 0) || 0, compactRequested: Number(requestedRaw ?? 0) || 0 };
+  const [raw, [resetRaw, requestedRaw, model]] = await Promise.all([
+    client.hget(k.state, CHECKPOINT_KEY),
+    client.hmget(k.meta, 'reset_seq', 'compact_requested', 'model'),
+  ]);
+  return { raw: raw ?? undefined, resetSeq: Number(resetRaw ?? 0) || 0, compactRequested: Number(requestedRaw ?? 0) || 0, modelChoice: model ?? undefined };
 }
 
 /** A run's prompt as loaded. */

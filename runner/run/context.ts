@@ -7,7 +7,6 @@
 
 import type { AgentProfile } from '../../src/people/profiles.js';
 import type { ModelStep, ToolCalls } from '../../src/record/entries.js';
-import { conversationKeys } from '../../src/redis/keys.js';
 import type { RunTrace } from '../../src/telemetry/run-trace.js';
 import { tracePull } from '../../src/telemetry/run-trace.js';
 import type { RunCompaction } from '../compaction/hooks.js';
@@ -31,6 +30,8 @@ export interface InvocationParts {
   tools: ToolState;
   /** The tool-call step an earlier attempt died in, for the first invocation to finish. */
   unfinishedStep: StepRecord | undefined;
+  /** The conversation's `/model` choice (meta `model`, read with the attempt's prompt head); undefined: none. */
+  modelChoice: string | undefined;
 }
 
 /** Builds the context of one invocation (reads its prompt). */
@@ -38,7 +39,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
   const { ref, delivery, logger } = attempt;
   const { compaction, run, unanswered, tools, unfinishedStep } = p;
   const { inputs, profile, identity } = run;
-  const [history, chosen] = await Promise.all([compaction.initialPrompt(), chosenModel(o, ref.conversationId, profile)]);
+  const history = await compaction.initialPrompt();
   delivery.beginTurn(compaction.answerAnchor);
   return {
     conversationId: ref.conversationId,
@@ -72,7 +73,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
     signal: attempt.signal,
     stopRequested: () => attempt.stopKind,
     logger,
-    model: chosen ?? profile?.model ?? o.settings.model,
+    model: chosenModel(profile, p.modelChoice) ?? profile?.model ?? o.settings.model,
     ...(profile && { profile }),
     ...(identity !== undefined && { identity }),
     compaction,
@@ -100,12 +101,10 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
 /**
  * The model the conversation chose with `/model`, when its profile allows it
  * (checked again here: the config may have changed since); undefined: the
- * profile's own. No read when the profile allows no other model.
+ * profile's own.
  */
-async function chosenModel(o: ExecutorOptions, conversationId: string, profile: AgentProfile | undefined): Promise<ModelSettings | undefined> {
-  if (!profile?.models) return undefined;
-  const name = await o.client.hget(conversationKeys(o.prefix, conversationId).meta, 'model');
-  return name && Object.hasOwn(profile.models, name) ? profile.models[name] : undefined;
+function chosenModel(profile: AgentProfile | undefined, name: string | undefined): ModelSettings | undefined {
+  return profile?.models && name && Object.hasOwn(profile.models, name) ? profile.models[name] : undefined;
 }
 
 /** The identities of one conversation's senders, resolved through the conversation's channel. */

@@ -65,6 +65,8 @@ interface Invocation {
   starter: SeqEntry<MessageReceived> | undefined;
   identity: string | undefined;
   profile: AgentProfile | undefined;
+  /** The conversation's `/model` choice as the attempt started (read with its prompt head). */
+  modelChoice: string | undefined;
   compaction: RunCompaction;
 }
 
@@ -143,7 +145,7 @@ export class RunExecutor {
       if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, identity, profile };
+      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, identity, profile, modelChoice: start.head.modelChoice };
       const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt) }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;

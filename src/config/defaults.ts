@@ -5,6 +5,9 @@
  */
 
 /** Model providers the runner's model factory can build. */
+/** A name in `models`: what `/model <name>` names and stores. */
+export const MODEL_CHOICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 export const MODEL_PROVIDERS = ['openai', 'anthropic', 'google', 'openai-compatible'] as const;
 /** A model provider. */
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];

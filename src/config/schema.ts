@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { isAllowEntry } from '../http/address-policy.js';
-import { DEFAULTS, MODEL_APIS, MODEL_PROVIDERS } from './defaults.js';
+import { DEFAULTS, MODEL_APIS, MODEL_CHOICE_NAME, MODEL_PROVIDERS } from './defaults.js';
 import { INPUT_POLICIES } from './input-policies.js';
 import { apiProblem, deriveModel, type ResolvedModel, resolveOrDiscover } from './model-catalogue.js';
 
@@ -545,9 +545,7 @@ const namedModelSchema = fallbackModelSchema.extend({
 });
 
 /** A key of `models`: what `/model <name>` names. */
-const modelChoiceName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, { error: 'expected 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit' });
+const modelChoiceName = z.string().regex(MODEL_CHOICE_NAME, { error: 'expected 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit' });
 
 const profileSchema = z.strictObject({
   model: z

@@ -5,6 +5,7 @@
  * input is bad.
  */
 import { z } from 'zod';
+import { MODEL_CHOICE_NAME } from '../config/defaults.js';
 import { InvalidInputError } from '../errors.js';
 import { attachmentSchema, inputOriginSchema, type Sender, senderSchema } from '../record/entries.js';
 import { assertRunId, assertUpdateKey, controlChannel, conversationKeys } from '../redis/keys.js';
@@ -60,9 +61,6 @@ export type StatusCommandResult = { kind: 'duplicate' } | PurgedResult | { kind:
 
 // A command script's `{ 'purged' }` reply (includes/dedupe.lua): nothing recorded, only the dedupe key set.
 const purged = (): PurgedResult => ({ kind: 'purged', seq: 0 });
-
-/** A name in `models` (config): what `/model` may store. */
-export const MODEL_CHOICE_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Ingest and control commands (host side). */
 export class Dispatch {
@@ -228,7 +226,7 @@ export class Dispatch {
    * models the sender's profile allows; this checks only its shape.
    */
   async modelChoice(source: CommandSource, op: 'show' | 'set' | 'clear', name = ''): Promise<ModelChoiceResult> {
-    if (op === 'set' && !MODEL_CHOICE_RE.test(name)) throw new InvalidInputError(`bad model name "${name.slice(0, 64)}"`);
+    if (op === 'set' && !MODEL_CHOICE_NAME.test(name)) throw new InvalidInputError(`bad model name "${name.slice(0, 64)}"`);
     const k = this.commandKeys(source);
     const entry = this.commandEntry(source, '/model', op === 'set' ? name : op);
     const reply = checkReply(

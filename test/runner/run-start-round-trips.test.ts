@@ -75,7 +75,7 @@ describe('a run before its model call', () => {
     const k = conversationKeys(t.h.prefix, CID);
     const start = waves.get(1)!;
     expect(start.map((s) => s.name).sort()).toEqual(['hget', 'hget', 'hmget', 'xrange']);
-    expect(start.find((s) => s.name === 'hmget')!.args).toEqual([k.meta, 'reset_seq', 'compact_requested']);
+    expect(start.find((s) => s.name === 'hmget')!.args).toEqual([k.meta, 'reset_seq', 'compact_requested', 'model']);
     const record = waves.get(2)!.map((s) => `${s.name} ${s.args[0]}`);
     expect(record).toEqual(expect.arrayContaining([`hget ${t.h.prefix}:{people}:links`, `xrevrange ${k.log}`]));
     expect(record).toHaveLength(2);
