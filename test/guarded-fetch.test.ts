@@ -90,6 +90,47 @@ describe('guardedFetch', () => {
     expect(seen).toEqual(['POST /keep {"q":1}', 'POST /kept {"q":1}', 'POST /see {"q":1}', 'GET /seen ']);
   });
 
+  it('keeps an API key on the same origin, and does not let it follow a redirect to another host or port', async () => {
+    const seen: Array<{ url: string; key?: string; auth?: string; type?: string; agent?: string }> = [];
+    const record = (q: IncomingMessage) =>
+      seen.push({
+        url: `${q.headers.host}${q.url}`,
+        ...(q.headers['x-subscription-token'] && { key: String(q.headers['x-subscription-token']) }),
+        ...(q.headers.authorization && { auth: q.headers.authorization }),
+        ...(q.headers['content-type'] && { type: q.headers['content-type'] }),
+        ...(q.headers['user-agent'] && { agent: q.headers['user-agent'] }),
+      });
+    const other = await serve((q, s) => {
+      record(q);
+      s.end('elsewhere');
+    });
+    const { port } = await serve((q, s) => {
+      q.resume();
+      q.on('end', () => {
+        record(q);
+        if (q.url === '/same') return s.writeHead(307, { location: '/kept' }).end();
+        if (q.url === '/away') return s.writeHead(302, { location: `http://files.test:${other.port}/there` }).end();
+        s.end('ok');
+      });
+    });
+    const headers = {
+      'user-agent': 'steerbot',
+      authorization: 'Bearer tvly-secret',
+      'x-subscription-token': 'brave-secret',
+      'content-type': 'application/json',
+    };
+    const post = (path: string) => guardedFetch(`http://files.test:${port}${path}`, filesHost({ method: 'POST', body: '{"q":1}', headers }));
+    await post('/same');
+    await post('/away');
+    const secrets = { key: 'brave-secret', auth: 'Bearer tvly-secret', type: 'application/json', agent: 'steerbot' };
+    expect(seen).toEqual([
+      { url: `files.test:${port}/same`, ...secrets },
+      { url: `files.test:${port}/kept`, ...secrets },
+      { url: `files.test:${port}/away`, ...secrets },
+      { url: `files.test:${other.port}/there`, agent: 'steerbot' },
+    ]);
+  });
+
   describe('a redirect from an allowed host', () => {
     it('to 127.0.0.1 is refused at the address check, and nothing is sent there', async () => {
       const internal = await serve((_q, s) => s.end('secret'));

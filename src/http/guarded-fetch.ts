@@ -93,7 +93,7 @@ export async function guardedFetch(url: string, o: GuardedFetchOptions): Promise
     controller.abort(new DOMException(`no complete answer within ${timeoutMs} ms`, 'TimeoutError'));
   }, timeoutMs);
   const signal = controller.signal;
-  const headers = o.headers ?? { 'user-agent': 'steerbot' };
+  let headers = o.headers ?? { 'user-agent': 'steerbot' };
   let send = firstSend(o);
   try {
     let target = parseUrl(url, guard.label);
@@ -104,8 +104,10 @@ export async function guardedFetch(url: string, o: GuardedFetchOptions): Promise
       if (REDIRECTS.has(res.statusCode ?? 0) && location) {
         res.destroy();
         if (hop >= maxRedirects) throw new FetchRefusedError('redirects', `${guard.label}: more than ${maxRedirects} redirects`);
+        const from = target;
         target = parseUrl(location, guard.label, target);
         send = redirectedSend(send, res.statusCode);
+        headers = redirectedHeaders(headers, from, target, send);
         continue;
       }
       const { data, truncated } = await readBody(res, o.maxBytes, o.oversize ?? 'error', guard.label);
@@ -168,6 +170,25 @@ const firstSend = (o: GuardedFetchOptions): Send => (o.method === 'POST' ? { met
 
 /** What follows a redirect: as browsers do, only 307 and 308 keep the method and body. */
 const redirectedSend = (send: Send, status: number | undefined): Send => (status === 307 || status === 308 ? send : { method: 'GET' });
+
+/** Headers any host may see: what a redirect to another origin keeps (as browsers do, credentials stay behind). */
+const CROSS_ORIGIN_HEADERS = new Set(['user-agent', 'accept', 'accept-language']);
+
+/**
+ * The headers of the hop after a redirect: to another origin (another host, port or scheme) only
+ * `CROSS_ORIGIN_HEADERS` go on, so an API key never follows a redirect off its service; a request that
+ * became a GET drops its body's headers.
+ */
+function redirectedHeaders(headers: Record<string, string>, from: URL, to: URL, send: Send): Record<string, string> {
+  const crossOrigin = from.origin !== to.origin;
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => {
+      const n = name.toLowerCase();
+      if (crossOrigin && !CROSS_ORIGIN_HEADERS.has(n)) return false;
+      return send.method === 'POST' || (n !== 'content-type' && n !== 'content-length');
+    }),
+  );
+}
 
 /** One request, not following redirects, on a connection of its own. */
 function request(url: URL, guard: Guard, headers: Record<string, string>, send: Send, signal: AbortSignal): Promise<IncomingMessage> {
