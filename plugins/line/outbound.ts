@@ -22,8 +22,6 @@ import { replyTokenKey } from './keys.js';
 
 /** LINE's limit on a text message, in characters. */
 export const LINE_MAX_MESSAGE_CHARS = 5000;
-/** Most message objects in one reply or push call. */
-const MAX_MESSAGES_PER_CALL = 5;
 /** Limits of a quick reply: items, a label's characters, the text a tap sends. */
 const MAX_QUICK_REPLIES = 13;
 const QUICK_LABEL_MAX = 20;
@@ -51,30 +49,20 @@ export function retryKeyOf(key: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** Splits `text` into parts of at most `max` characters, at a line break or space when there is one, never inside a surrogate pair. */
-export function splitText(text: string, max: number): string[] {
-  const parts: string[] = [];
-  let rest = text;
-  while (rest.length > max) {
-    let cut = Math.max(rest.lastIndexOf('\n', max), rest.lastIndexOf(' ', max));
-    if (cut <= 0) cut = /[\uD800-\uDBFF]/.test(rest[max - 1]!) ? max - 1 : max;
-    parts.push(rest.slice(0, cut));
-    rest = rest.slice(cut).replace(/^[\n ]/, '');
-  }
-  if (rest.length > 0 || parts.length === 0) parts.push(rest);
-  return parts;
-}
-
-/** The message objects of one text: text messages, the last with quick replies for `buttons` (a tap sends the button's command). */
-export function messagesOf(text: string, buttons: readonly MessageButton[] | undefined): messagingApi.TextMessage[] {
-  const messages: messagingApi.TextMessage[] = splitText(text, LINE_MAX_MESSAGE_CHARS).map((part) => ({ type: 'text', text: part }));
+/**
+ * The text message of one part of a reply (delivery splits replies at `maxMessageChars` with `splitMessage`),
+ * with quick replies for `buttons` (a tap sends the button's command).
+ */
+export function messageOf(text: string, buttons: readonly MessageButton[] | undefined): messagingApi.TextMessage {
+  if (text.length > LINE_MAX_MESSAGE_CHARS) throw new InvalidInputError(`a LINE text message holds at most ${LINE_MAX_MESSAGE_CHARS} characters`);
+  const message: messagingApi.TextMessage = { type: 'text', text };
   const usable = (buttons ?? []).filter((b) => b.command.length <= QUICK_TEXT_MAX).slice(0, MAX_QUICK_REPLIES);
   if (usable.length > 0) {
-    messages[messages.length - 1]!.quickReply = {
+    message.quickReply = {
       items: usable.map((b) => ({ type: 'action', action: { type: 'message', label: b.label.slice(0, QUICK_LABEL_MAX), text: b.command } })),
     };
   }
-  return messages;
+  return message;
 }
 
 /** Options of `createLineOutbound`. */
@@ -120,17 +108,21 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
     return now() - at <= o.replyTokenTtlMs ? stored.slice(colon + 1) : undefined;
   }
 
-  /** Sends one batch (at most five messages): by reply token when `replyToken` is given and accepted, else by push. */
-  async function sendBatch(to: string, messages: messagingApi.TextMessage[], replyToken: string | undefined, retryKey: string | undefined): Promise<string> {
+  /** Sends one message: by reply token when `replyToken` is given and accepted, else by push. */
+  async function sendOne(to: string, message: messagingApi.TextMessage, replyToken: string | undefined, retryKey: string | undefined): Promise<string> {
+    const messages = [message];
     if (replyToken !== undefined) {
+      let answer: Awaited<ReturnType<typeof client.replyMessage>> | undefined;
       try {
-        return sentId(await client.replyMessage({ replyToken, messages }));
+        answer = await client.replyMessage({ replyToken, messages });
       } catch (err) {
         const e = fail('reply', err);
         // 400: the token expired or was used (LINE says "Invalid reply token"); the message goes as a push.
         if (e.status !== 400) throw e;
         o.logger.info({ to, err: e.message }, 'line refused the reply token; pushing instead');
       }
+      // Read outside the call's try: an answer LINE gave is never taken for a failed send (a retry would push it again).
+      if (answer) return sentId(answer);
     }
     try {
       return sentId(await client.pushMessage({ to, messages }, retryKey));
@@ -150,14 +142,9 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       const to = recipientOf(channelId, conversationId);
       // LINE shows text as written: markdown goes out unformatted.
-      const messages = messagesOf(text, opts.buttons);
-      let messageId = '';
-      for (let i = 0; i < messages.length; i += MAX_MESSAGES_PER_CALL) {
-        const batch = messages.slice(i, i + MAX_MESSAGES_PER_CALL);
-        const replyToken = i === 0 ? await takeReplyToken(conversationId) : undefined;
-        const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(`${opts.deliveryKey}:${i}`);
-        messageId = await sendBatch(to, batch, replyToken, retryKey);
-      }
+      const message = messageOf(text, opts.buttons);
+      const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(opts.deliveryKey);
+      const messageId = await sendOne(to, message, await takeReplyToken(conversationId), retryKey);
       // A message ends the loading animation: the next turn's typing shows it again.
       lastTyping.delete(conversationId);
       return { messageId };
