@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import type { CoreConfig } from '../src/config/load.js';
 import { deriveModel, type ResolvedModel } from '../src/config/model-catalogue.js';
-import { ConfigError, type ConfigIssue } from '../src/errors.js';
+import { ConfigError, type ConfigIssue, redactSecrets } from '../src/errors.js';
 
 /** Time limit of one discovery request, in ms. */
 const DISCOVERY_TIMEOUT_MS = 5000;
@@ -197,7 +197,8 @@ async function request(url: string, m: ResolvedModel, opts: DiscoveryOptions, bo
     if ((err as Error).name === 'TimeoutError') return { problem: `no answer within ${timeoutMs} ms` };
     if (err instanceof SyntaxError) return { problem: 'not JSON' };
     const cause = (err as { cause?: { code?: unknown } }).cause;
-    return { problem: typeof cause?.code === 'string' ? cause.code : (err as Error).message };
+    // Node names the URL in some errors (one with credentials cannot be fetched): never the password or the key.
+    return { problem: typeof cause?.code === 'string' ? cause.code : redactSecrets((err as Error).message, m.apiKey ?? '') };
   }
 }
 

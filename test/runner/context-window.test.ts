@@ -259,6 +259,16 @@ describe('context window discovery at runner start', () => {
     expect((err as ConfigError).issues[0]!.message).toMatch(/GET .*\/v1\/models: ECONNREFUSED; POST .*\/api\/show: ECONNREFUSED/);
   });
 
+  it('names a server whose URL holds credentials without the password', async () => {
+    const fake = await modelServer(() => ({ json: { data: [] } }));
+    servers.push(fake);
+    const baseURL = `${fake.url.replace('http://', 'http://user:pw-secret-4711@')}/v1`;
+    const err = await start({ model: { provider: 'openai-compatible', baseURL, name: 'mystery-7b' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues[0]!.message).toMatch(/GET .*\/v1\/models: /);
+    expect(JSON.stringify((err as ConfigError).issues)).not.toContain('pw-secret-4711');
+  });
+
   it('uses a configured window without asking the server', async () => {
     const fake = await modelServer(() => ({ json: { data: [{ id: 'llama3.1:8b', context_length: 131_072 }] } }));
     servers.push(fake);
