@@ -17,7 +17,7 @@ import type { AgentTool } from './tools.js';
 /** Options of the HTTP fetch tool. */
 export interface HttpFetchToolOptions {
   /**
-   * Largest text returned to the model (the readable text of a page), in characters. Default 12000: with its frame
+   * Largest text returned to the model (the readable text of a page), in characters as escaped in its frame. Default 12000: with its frame
    * the result stays under the toolbox's default `toolResultMaxChars` (16 000), so a page is read in one framed result.
    */
   maxChars?: number;
@@ -105,9 +105,8 @@ export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: st
           ({ title, text } = await readableText(raw, res.url));
         } else text = raw;
       }
-      const cut = text.length > maxChars;
-      if (cut) text = `${text.slice(0, maxChars)}\n[… cut at ${maxChars} characters]`;
-      return { status: res.status, url: res.url, truncated: cut || res.truncated, content: externalContent({ url: res.url, title }, text) };
+      const { content, cut } = externalContent({ url: res.url, title }, text, maxChars);
+      return { status: res.status, url: res.url, truncated: cut || res.truncated, content };
     },
     timeoutMs,
   };

@@ -130,7 +130,7 @@ export function webSearchTool(o: WebSearchToolOptions): AgentTool<z.infer<typeof
         throw new ToolFailure('unavailable', `the ${o.backend} search backend's answer is not the JSON it documents`);
       }
       const shown = results.filter((r) => /^https?:\/\//i.test(r.url)).slice(0, n);
-      return { count: shown.length, content: externalContent({ source: `${o.backend} search`, query }, format(shown)) };
+      return { count: shown.length, content: externalContent({ source: `${o.backend} search`, query }, format(shown)).content };
     },
   };
 }

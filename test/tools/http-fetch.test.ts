@@ -141,6 +141,17 @@ describe('http_fetch', () => {
     expect(sent).toBeLessThan(8 * 1024 * 1024);
   });
 
+  it('keeps a page of markup-like text whole in its closed frame within maxChars, escaped (entities never split)', async () => {
+    const port = await serve((_q, s) => s.writeHead(200, { 'content-type': 'text/plain' }).end('<b>x</b> '.repeat(5000)));
+    const out = await fetchWith(`http://127.0.0.1:${port}/`, { allow: ['127.0.0.1'], maxChars: 1000 });
+    expect(out.truncated).toBe(true);
+    const body = framed(out);
+    const text = body.replace(/\n\[… cut at 1000 characters\]$/, '');
+    expect(text.length).toBeLessThanOrEqual(1000);
+    expect(text).not.toMatch(/<|>|&[a-z]*$/);
+    expect(out.content).toMatch(/<\/external-content>$/);
+  });
+
   describe('an HTML page', () => {
     it('comes back as the readable article: title and text kept, navigation, ads, scripts, cookie banner and footer dropped', async () => {
       const port = await serve((_q, s) => s.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE));
