@@ -7,7 +7,7 @@
  */
 
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/config/defaults.js';
-export { type DataBlock, dataBlock, escapeAttribute, escapeData } from '../src/data-block.js';
+export { type DataBlock, dataBlock, escapeAttribute, escapeData, oneLine } from '../src/data-block.js';
 export type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/people/memory.js';
 export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/people/profiles.js';
 export type { ListedSchedule } from '../src/schedules/schedules.js';

@@ -79,6 +79,11 @@ export interface DataBlock {
 
 const TAG_RE = /^[a-z][a-z0-9-]{0,31}$/;
 
+/** `text` on one line: every line break (and the space around it) becomes one space. */
+export function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, ' ').trim();
+}
+
 /**
  * The block as prompt text: `<tag>`, the intro, one `- ` line per escaped
  * item, the footer, `</tag>`. No item can end the block, start a line of its
@@ -86,6 +91,6 @@ const TAG_RE = /^[a-z][a-z0-9-]{0,31}$/;
  */
 export function dataBlock(b: DataBlock): string {
   if (!TAG_RE.test(b.tag)) throw new TypeError(`dataBlock: bad tag ${JSON.stringify(b.tag)}`);
-  const lines = b.items.map((item) => `- ${escapeData(item.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, ' ').trim())}`);
+  const lines = b.items.map((item) => `- ${escapeData(oneLine(item))}`);
   return [`<${b.tag}>`, b.intro, ...lines, ...(b.footer ? [b.footer] : []), `</${b.tag}>`].join('\n');
 }

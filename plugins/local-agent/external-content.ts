@@ -7,7 +7,7 @@
  * for the tool's own words. The system prompt says the same once
  * (`WEB_CONTENT_RULES`).
  */
-import { escapeAttribute, escapeData } from 'steerbot/runner';
+import { escapeAttribute, escapeData, oneLine } from 'steerbot/runner';
 
 /** The block's tag. */
 export const EXTERNAL_CONTENT_TAG = 'external-content';
@@ -45,9 +45,4 @@ export function externalContent(
     escaped = `${escaped.slice(0, end)}\n[… cut at ${maxBodyChars} characters]`;
   }
   return { content: `<${EXTERNAL_CONTENT_TAG}${attrs}>\n${INTRO}\n\n${escaped}\n</${EXTERNAL_CONTENT_TAG}>`, cut };
-}
-
-/** `text` on one line: line breaks become spaces. */
-export function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, ' ').trim();
 }

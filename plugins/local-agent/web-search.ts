@@ -9,8 +9,9 @@
  * are redacted of it).
  */
 import { FetchRefusedError, guardedFetch, int, type ResolveHost, redactSecrets } from 'steerbot/plugin';
+import { oneLine } from 'steerbot/runner';
 import { z } from 'zod';
-import { externalContent, oneLine } from './external-content.js';
+import { externalContent } from './external-content.js';
 import { ADAPTERS, SEARCH_BACKENDS, type SearchBackend, type SearchResult } from './search-backends.js';
 import { ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';

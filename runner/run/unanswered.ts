@@ -33,7 +33,7 @@ export class UnansweredMessages {
     private readonly logger: Logger,
     private stored: string | undefined,
     inputs: Messages,
-    private readonly reactions?: StatusReactions,
+    private readonly reactions: StatusReactions,
   ) {
     this.inputs = [...inputs];
   }
@@ -41,17 +41,17 @@ export class UnansweredMessages {
   /** The run took steered `messages` (pulled, or handed back by finish). */
   add(messages: Messages): void {
     this.steered.push(...messages);
-    this.reactions?.mark(messages, 'taken');
+    this.reactions.mark(messages, 'taken');
   }
 
   /** Shows every message taken and not answered as taken (once the attempt knows what a takeover left). */
   showTaken(): void {
-    this.reactions?.mark(this.failedOn(), 'taken');
+    this.reactions.mark(this.failedOn(), 'taken');
   }
 
   /** Shows the messages answered since the last call as answered (the invocation has delivered their answer). */
   showAnswered(): void {
-    this.reactions?.mark(this.done, 'answered');
+    this.reactions.mark(this.done, 'answered');
     this.done = [];
   }
 
@@ -84,7 +84,7 @@ export class UnansweredMessages {
    */
   async settle(delivery: DeliverySink, outcome: RunOutcome, notice: string | undefined, opts: { listInMessage?: boolean; tries?: number } = {}): Promise<void> {
     this.showAnswered();
-    if (outcome === 'failed') this.reactions?.mark(this.failedOn(), 'failed');
+    if (outcome === 'failed') this.reactions.mark(this.failedOn(), 'failed');
     if (outcome === 'completed') {
       if (notice) await delivery.message(notice);
       await this.clearStored();
