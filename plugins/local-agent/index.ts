@@ -196,6 +196,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   tools.push(...(config.tools ?? []));
   // One model per distinct model setting (the base one and each profile's): bounded by the configuration.
   const models = new Map<string, LanguageModel>();
+  // Made once per profile (its skills never change while the process runs); one entry per configured profile.
+  const skillSets = new Map<string, SkillSet>();
   const toolbox = new Toolbox(config.toolbox);
   const attachments = new AttachmentParts(config.attachments);
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
@@ -225,8 +227,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
           ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
         }
       }
-      const skills = skillsFor(config.skills, ctx.profile);
-      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skillTools(skills), ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const skills = skillSetOf(skillSets, config.skills, ctx.profile);
+      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skills.tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
       const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
@@ -282,9 +284,31 @@ function addNativeSearch(ctx: RunContext, toolSet: ToolSet, toolbox: Toolbox, co
   return true;
 }
 
+/** A profile's skills as runs use them: the `read_skill` tool over them and their prompt block. */
+interface SkillSet {
+  tools: AgentTool[];
+  block: string;
+}
+
+/** The skill set of `profile`, made on its first run and kept (by profile name). */
+function skillSetOf(
+  sets: Map<string, SkillSet>,
+  all: readonly Skill[] | undefined,
+  profile: { name: string; skills?: readonly string[] | undefined } | undefined,
+): SkillSet {
+  const key = profile?.name ?? '';
+  let set = sets.get(key);
+  if (!set) {
+    const skills = skillsFor(all, profile);
+    set = { tools: skillTools(skills), block: skills.length > 0 ? skillsBlock(skills) : '' };
+    sets.set(key, set);
+  }
+  return set;
+}
+
 /** The prompt with the run's skills, one line each, when it offers `read_skill` (a profile's `tools` may leave it out). */
-function withSkills(system: string, skills: readonly Skill[], tools: Record<string, unknown>): string {
-  return skills.length > 0 && tools.read_skill ? `${system}\n\n${skillsBlock(skills)}` : system;
+function withSkills(system: string, skills: SkillSet, tools: Record<string, unknown>): string {
+  return skills.block && tools.read_skill ? `${system}\n\n${skills.block}` : system;
 }
 
 /** The model for `settings`, built once per provider, API, endpoint and name. */
