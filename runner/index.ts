@@ -28,6 +28,8 @@ export {
   type DeliverySink,
   defineRunnerPlugin,
   type ModelSettings,
+  type QuestionOutcome,
+  type QuestionRequest,
   type RunContext,
   type RunIdentities,
   type RunMemory,

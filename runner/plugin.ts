@@ -21,6 +21,8 @@ export type {
   ApprovalRequest,
   ArtifactRef,
   ArtifactStore,
+  QuestionOutcome,
+  QuestionRequest,
   ToolCallClaim,
   ToolCallJournal,
   ToolCallRef,

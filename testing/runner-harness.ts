@@ -5,7 +5,7 @@
  * that leaves nothing behind. No vitest imports.
  */
 
-import type { ChannelOutbound } from 'steerbot/channel';
+import type { ChannelOutbound, SendOptions } from 'steerbot/channel';
 import type { IncomingMessage, IngestResult, InputPolicy, RecordEntry, RedisClient, SeqEntry } from 'steerbot/plugin';
 import type { RunnerPlugin } from 'steerbot/runner';
 import { runnerFeatures } from '../app/features/index.js';
@@ -35,6 +35,8 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve(v: T): void
 export interface SentMessage {
   conversationId: string;
   text: string;
+  /** The buttons under it (an approval request's, a question's options), when it had any. */
+  buttons?: Array<{ label: string; command: string }>;
 }
 
 /** A channel outbound that records every sent text. */
@@ -44,8 +46,8 @@ export class RecordingOutbound implements ChannelOutbound {
   readonly sent: SentMessage[] = [];
   private waiters: Array<() => void> = [];
 
-  async send(conversationId: string, text: string): Promise<{ messageId: string }> {
-    this.sent.push({ conversationId, text });
+  async send(conversationId: string, text: string, opts?: SendOptions): Promise<{ messageId: string }> {
+    this.sent.push({ conversationId, text, ...(opts?.buttons?.length && { buttons: opts.buttons.map((b) => ({ ...b })) }) });
     for (const w of this.waiters.splice(0)) w();
     return { messageId: `m${this.sent.length}` };
   }

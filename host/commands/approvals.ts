@@ -1,6 +1,7 @@
 /**
  * `/approve <id>` and `/deny <id>`: a person decides a tool call waiting for
- * approval (the runner asked in the chat, naming the id). Only the request's
+ * approval (the runner asked in the chat, naming the id). `/choose <id> <n>`:
+ * a click on option `n` of a question the agent asked (`ask_user`), same rules. Only the request's
  * deciders (the user who started the run, configured approvers) may decide;
  * anyone else is told so and nothing changes. The first decision wins: a
  * second one (or one after the timeout) changes nothing and says how it was
@@ -9,6 +10,7 @@
 
 import { APPROVAL_ID_RE, type ApprovalRecord, decideApproval } from '../../src/protocol/approvals.js';
 import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
+import { answerQuestion, MAX_QUESTION_OPTIONS, QUESTION_ID_RE, type QuestionRecord } from '../../src/protocol/questions.js';
 import type { CommandTable } from './table.js';
 
 /** What the command needs (the host's dispatch: its Redis, prefix and dedupe TTL). */
@@ -22,7 +24,50 @@ const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', a
 export const approvalCommands = {
   approve: { run: (deps, args, source) => approvalCommand(deps, 'approved', args, source) },
   deny: { run: (deps, args, source) => approvalCommand(deps, 'denied', args, source) },
+  choose: { run: (deps, args, source) => chooseCommand(deps, args, source) },
 } satisfies CommandTable;
+
+const QUESTION_STATUS: Record<Exclude<QuestionRecord['status'], 'answered'>, string> = {
+  pending: 'pending',
+  timeout: 'nobody answered in time',
+  typed: 'answered by a message',
+};
+
+/** Runs `/choose <question id> <option number>` for `source` (a button click, or typed). */
+export async function chooseCommand(deps: Deps, args: string, source: CommandSource): Promise<{ reply: string; duplicate: boolean; edit?: string }> {
+  const o = deps.dispatch.options;
+  const [id = '', n = ''] = args.split(/\s+/);
+  const option = /^[1-9]$/.test(n) ? Number(n) : 0;
+  if (!QUESTION_ID_RE.test(id) || option < 1 || option > MAX_QUESTION_OPTIONS)
+    return { reply: `Usage: /choose <question id> <option number> (both are in the question; options 1 to ${MAX_QUESTION_OPTIONS}).`, duplicate: false };
+  const r = await answerQuestion(o.client, o.prefix, source.conversationId, id, {
+    answer: option - 1,
+    by: source.sender.id,
+    ...(source.sender.name !== undefined && { byName: source.sender.name }),
+    update: { key: source.updateKey, dedupeTtlSeconds: o.dedupeTtlSeconds },
+  });
+  switch (r.kind) {
+    case 'duplicate':
+      return { reply: '', duplicate: true };
+    case 'answered': {
+      const chosen = r.record.options[option - 1] ?? '';
+      // The question as shown, with the choice and who made it in place of the buttons.
+      return { reply: `Chosen: ${chosen}`, duplicate: false, edit: `${r.record.text}\n\n${chosen} (chosen by ${r.record.byName ?? r.record.by ?? ''}).` };
+    }
+    case 'already': {
+      const rec = r.record;
+      const how =
+        rec.status === 'answered'
+          ? `${rec.options[rec.answer ?? 0]} was chosen${(rec.byName ?? rec.by) ? ` by ${rec.byName ?? rec.by}` : ''}`
+          : QUESTION_STATUS[rec.status];
+      return { reply: `Already answered: ${how}. Nothing changed.`, duplicate: false };
+    }
+    case 'not_allowed':
+      return { reply: 'Only the person the question was asked of may choose. Nothing changed.', duplicate: false };
+    case 'not_found':
+      return { reply: `No question ${id} with an option ${option} in this conversation.`, duplicate: false };
+  }
+}
 
 /** Runs `/approve` or `/deny` for `source`. */
 export async function approvalCommand(

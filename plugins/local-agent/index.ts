@@ -19,6 +19,7 @@ import {
   type RunnerPlugin,
 } from 'steerbot/runner';
 import { z } from 'zod';
+import { askUserTools } from './ask-user.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { WEB_CONTENT_RULES } from './external-content.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
@@ -83,6 +84,11 @@ export const localAgentConfigSchema = z.strictObject({
       'The built-in `web_search` tool and its backend (SearXNG, Brave Search API or Tavily); results are framed as external content (docs/tools.md#web-search-and-reading). Default: unset (no search).',
     ),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
+  askUser: bool
+    .default(false)
+    .describe(
+      'The built-in `ask_user` tool: the agent asks a question with 2 to 5 options shown as buttons and waits for a click or a typed answer (docs/tools.md#asking-the-user). Default false.',
+    ),
   steeringMode: z
     .enum(['all', 'one'], { error: 'expected all or one' })
     .default(DEFAULTS.agent.steeringMode)
@@ -158,10 +164,16 @@ export interface LocalAgentConfig {
   /** Extra tools. */
   tools?: AgentTool[];
   /**
-   * Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network).
+   * Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network), `askUser` (default off).
    * `webSearch: { backend: 'native' }` offers the model provider's own search tool instead (native-search.ts).
    */
-  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions; webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined };
+  builtins?: {
+    currentTime?: boolean;
+    httpFetch?: boolean | HttpFetchToolOptions;
+    webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined;
+    /** `ask_user`: questions with options as buttons, answered by a click or a message (ask-user.ts). Default false. */
+    askUser?: boolean;
+  };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
   /** Most model steps per invocation. Default 24. */
@@ -199,6 +211,9 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   // Made once per profile (its skills never change while the process runs); one entry per configured profile.
   const skillSets = new Map<string, SkillSet>();
   const toolbox = new Toolbox(config.toolbox);
+  const askUser = config.builtins?.askUser === true;
+  // The tools made per run, from what the run's context offers.
+  const runTools = (ctx: RunContext) => [...scheduleTools(ctx), ...memoryTools(ctx), ...(askUser ? askUserTools(ctx, toolbox.policy) : [])];
   const attachments = new AttachmentParts(config.attachments);
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
   return {
@@ -228,7 +243,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         }
       }
       const skills = skillSetOf(skillSets, config.skills, ctx.profile);
-      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skills.tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skills.tools, ...runTools(ctx)]);
       const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
@@ -369,6 +384,7 @@ export default defineRunnerPlugin({
     { env: 'STEERBOT_AGENT_SEARCH_API_KEY', path: 'search.apiKey', kind: 'string', secret: true },
     { env: 'STEERBOT_AGENT_SEARCH_MAX_RESULTS', path: 'search.maxResults', kind: 'int' },
     { env: 'STEERBOT_AGENT_CURRENT_TIME', path: 'currentTime', kind: 'bool' },
+    { env: 'STEERBOT_AGENT_ASK_USER', path: 'askUser', kind: 'bool' },
     { env: 'STEERBOT_AGENT_STEERING_MODE', path: 'steeringMode', kind: 'string' },
     { env: 'STEERBOT_AGENT_MAX_STEPS', path: 'maxSteps', kind: 'int' },
     { env: 'STEERBOT_AGENT_STREAM_IDLE_TIMEOUT_MS', path: 'streamIdleTimeoutMs', kind: 'int' },
@@ -389,6 +405,7 @@ export default defineRunnerPlugin({
       streaming: settings.streaming,
       builtins: {
         currentTime: settings.currentTime,
+        askUser: settings.askUser,
         httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] },
         webSearch: settings.search,
       },

@@ -4,7 +4,7 @@
  */
 import type { Api } from 'grammy';
 import type { ReactionTypeEmoji } from 'grammy/types';
-import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, MessageButton, SendOptions } from 'steerbot/channel';
 import { fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
@@ -72,14 +72,20 @@ async function call<T>(token: string, method: string, fn: () => Promise<T>): Pro
   }
 }
 
+/** Two buttons side by side (Approve / Deny); more, one per row, so each option's label shows in full. */
+function keyboardRows(buttons: readonly MessageButton[]): Array<Array<{ text: string; callback_data: string }>> {
+  const keys = buttons.map((b) => ({ text: b.label, callback_data: b.command }));
+  return keys.length <= 2 ? [keys] : keys.map((k) => [k]);
+}
+
 /** `sendMessage`: formatted first when asked (plain when Telegram cannot parse what the converter made of it), buttons as an inline keyboard. */
 async function sendText(opts: TelegramOutboundOptions, conversationId: string, text: string, sendOpts: SendOptions): Promise<{ messageId: string }> {
   const { api, token, channelId, logger } = opts;
   const target = parseConversationId(channelId, conversationId);
   const base = {
     ...threadOf(target),
-    // Buttons as an inline keyboard, one row; a click comes back as a callback query carrying the command.
-    ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: [sendOpts.buttons.map((b) => ({ text: b.label, callback_data: b.command }))] } }),
+    // Buttons as an inline keyboard; a click comes back as a callback query carrying the command.
+    ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: keyboardRows(sendOpts.buttons) } }),
     ...(sendOpts.replyTo !== undefined &&
       /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
   };

@@ -39,8 +39,9 @@ export interface RecordView {
   follow_up?: boolean;
   tokensBefore?: number;
   tokensAfter?: number;
-  /** approval.decided: which approval, and how (the page disables its buttons). */
+  /** approval.decided: which approval, and how (the page disables its buttons); question.answered: the same, `decision` its status. */
   approval?: string;
+  question?: string;
   decision?: string;
 }
 
@@ -92,6 +93,8 @@ export function recordView(e: SeqEntry): RecordView {
       return { ...base, run: e.run, tools: toolCallsOf(e.messages) };
     case 'approval.decided':
       return { ...base, run: e.run, approval: e.approval, decision: e.decision };
+    case 'question.answered':
+      return { ...base, run: e.run, question: e.question, decision: e.status };
     case 'compaction':
       return { ...base, tokensBefore: e.tokens_before, tokensAfter: e.tokens_after };
     default:

@@ -16,13 +16,14 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { blockingConnection } from '../../src/http/stream-readers.js';
 import { type ApprovalRecord, decideApproval, readApproval } from '../../src/protocol/approvals.js';
+import { answerQuestion, type QuestionRecord, readQuestion } from '../../src/protocol/questions.js';
 import type { RunRef } from '../../src/protocol/runs.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';
 import type { DeliverySink } from '../plugin.js';
-import type { ApprovalGate, ApprovalOutcome, ApprovalRequest } from './contract.js';
-import { toolInputHash } from './journal.js';
+import type { ApprovalGate, ApprovalOutcome, ApprovalRequest, QuestionOutcome, QuestionRequest } from './contract.js';
+import { type EarlierRequest, toolInputHash } from './journal.js';
 
 /** How long the approval hash lives after its last request, in seconds (7 days). */
 const APPROVALS_TTL_SECONDS = 7 * 86_400;
@@ -47,7 +48,7 @@ export interface RunApprovalsOptions {
    */
   usedApprovals?: Set<string>;
   /** Approval requests earlier attempts of the run made (from the record, on a takeover), oldest first: resumed, not asked again. */
-  earlierRequests?: ReadonlyArray<{ approval: string; tool: string; inputHash: string }>;
+  earlierRequests?: readonly EarlierRequest[];
 }
 
 /** Approvals of one run attempt in Redis. */
@@ -62,45 +63,20 @@ export class RunApprovals implements ApprovalGate {
   async request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome> {
     const o = this.o;
     const inputHash = toolInputHash(req.input);
-    // An earlier attempt's request for the same call, taken before any await: two identical calls never share one.
-    const earlierId = o.earlierRequests?.find((r) => r.tool === req.tool && r.inputHash === inputHash && !this.used.has(r.approval))?.approval;
-    if (earlierId !== undefined) this.used.add(earlierId);
-    const earlier = earlierId === undefined ? undefined : await readApproval(o.client, o.prefix, o.run.conversationId, earlierId);
+    const found = this.earlier(req.tool, inputHash);
+    const earlier = found && (await readApproval(o.client, o.prefix, o.run.conversationId, found.approval));
     let id: string;
     let text: string;
-    if (earlierId !== undefined && earlier) {
-      [id, text] = [earlierId, earlier.text];
+    if (found && earlier) {
+      [id, text] = [found.approval, earlier.text];
       o.logger.info({ approval: id, status: earlier.status }, 'resuming the wait for an approval an earlier attempt asked for');
     } else {
       id = `ap_${randomBytes(12).toString('hex')}`;
       text = req.text;
-      const deciders = [...new Set([...(o.starter ? [o.starter] : []), ...req.approvers])];
+      const deciders = this.deciders(req.approvers);
       const expiresAt = Date.now() + req.timeoutMs;
       const record: ApprovalRecord = { run: o.run.runId, call: req.callId, tool: req.tool, inputHash, text, deciders, expiresAt, status: 'pending' };
-      const entry = {
-        v: 1,
-        kind: 'approval.requested',
-        at: Date.now(),
-        run: o.run.runId,
-        token: o.run.token,
-        approval: id,
-        call: req.callId,
-        tool: req.tool,
-        inputHash,
-        deciders,
-        expiresAt,
-      };
-      const k = conversationKeys(o.prefix, o.run.conversationId);
-      checkReply(
-        'approval-request',
-        await runScript(
-          o.client,
-          'approval-request',
-          [k.run(o.run.runId), k.approvals, k.log, k.meta],
-          [o.run.token, id, JSON.stringify(record), JSON.stringify(entry), APPROVALS_TTL_SECONDS],
-        ),
-        o.run.runId,
-      );
+      await this.store(id, record, { kind: 'approval.requested', approval: id, call: req.callId, tool: req.tool, inputHash, deciders, expiresAt });
       o.logger.info({ approval: id, tool: req.tool, deciders: deciders.length }, 'approval requested');
     }
     this.used.add(id);
@@ -116,7 +92,112 @@ export class RunApprovals implements ApprovalGate {
     return this.wait(id, signal);
   }
 
-  private async wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {
+  async ask(req: QuestionRequest, signal: AbortSignal): Promise<QuestionOutcome> {
+    const o = this.o;
+    const inputHash = toolInputHash(req.input);
+    const found = this.earlier(req.tool, inputHash);
+    const earlier = found && (await readQuestion(o.client, o.prefix, o.run.conversationId, found.approval));
+    let id: string;
+    let rec: QuestionRecord;
+    let askedSeq: number;
+    if (found && earlier) {
+      [id, rec, askedSeq] = [found.approval, earlier, found.seq];
+      o.logger.info({ question: id, status: earlier.status }, 'resuming the wait for a question an earlier attempt asked');
+    } else {
+      id = `qu_${randomBytes(12).toString('hex')}`;
+      const deciders = this.deciders(req.deciders);
+      const expiresAt = Date.now() + req.timeoutMs;
+      const text = questionText(req.question, req.options);
+      rec = { run: o.run.runId, call: req.callId, inputHash, text, options: [...req.options], deciders, expiresAt, status: 'pending' };
+      askedSeq = await this.store(id, rec, { kind: 'question.asked', question: id, call: req.callId, tool: req.tool, inputHash, deciders, expiresAt });
+      o.logger.info({ question: id, options: req.options.length, deciders: deciders.length }, 'question asked');
+    }
+    this.used.add(id);
+    // Keyed by the question id, like an approval request: a takeover resending it is skipped.
+    await o.delivery.message(rec.text, { key: id, buttons: rec.options.map((label, i) => ({ label, command: `/choose ${id} ${i + 1}` })) });
+    return this.waitAnswer(id, askedSeq, signal);
+  }
+
+  /** An earlier attempt's request for the same call, taken before any await: two identical calls never share one. */
+  private earlier(tool: string, inputHash: string): EarlierRequest | undefined {
+    const found = this.o.earlierRequests?.find((r) => r.tool === tool && r.inputHash === inputHash && !this.used.has(r.approval));
+    if (found) this.used.add(found.approval);
+    return found;
+  }
+
+  /** Who may decide: the user who started the run, and `others`. */
+  private deciders(others: readonly string[]): string[] {
+    return [...new Set([...(this.o.starter ? [this.o.starter] : []), ...others])];
+  }
+
+  /** Stores a request and appends its entry, fenced; returns the entry's seq. */
+  private async store(id: string, record: ApprovalRecord | QuestionRecord, entry: Record<string, unknown>): Promise<number> {
+    const o = this.o;
+    const k = conversationKeys(o.prefix, o.run.conversationId);
+    const full = { v: 1, at: Date.now(), run: o.run.runId, token: o.run.token, ...entry };
+    const r = checkReply(
+      'approval-request',
+      await runScript(
+        o.client,
+        'approval-request',
+        [k.run(o.run.runId), k.approvals, k.log, k.meta],
+        [o.run.token, id, JSON.stringify(record), JSON.stringify(full), APPROVALS_TTL_SECONDS],
+      ),
+      o.run.runId,
+    );
+    return r[0] === 'requested' ? Number(r[1]) : 0;
+  }
+
+  /**
+   * Waits for a question's answer: a click (recorded by the host), a message
+   * that came after the question (steered into the run, or pending for the
+   * next one: recorded as `typed`), or the timeout.
+   */
+  private waitAnswer(id: string, askedSeq: number, signal: AbortSignal): Promise<QuestionOutcome> {
+    const o = this.o;
+    const k = conversationKeys(o.prefix, o.run.conversationId);
+    return this.waitFor<QuestionOutcome>(signal, async () => {
+      const [rec, steered, pending] = await Promise.all([
+        readQuestion(o.client, o.prefix, o.run.conversationId, id),
+        o.client.lindex(k.steer(o.run.runId), -1),
+        o.client.lindex(k.pending, -1),
+      ]);
+      if (!rec) return { done: { kind: 'aborted' } };
+      const isSteered = Number(steered) > askedSeq;
+      if (rec.status !== 'pending') return { done: questionOutcome(rec, isSteered) };
+      const typed = isSteered || Number(pending) > askedSeq;
+      if (typed || Date.now() >= rec.expiresAt) {
+        // Recorded by one script: a click racing it either wins (and is the answer) or changes nothing.
+        const r = await answerQuestion(o.client, o.prefix, o.run.conversationId, id, { answer: typed ? 'typed' : 'timeout' });
+        return { done: r.kind === 'answered' || r.kind === 'already' ? questionOutcome(r.record, isSteered) : { kind: 'aborted' } };
+      }
+      if (signal.aborted) return { done: { kind: 'aborted' } };
+      return { blockMs: rec.expiresAt - Date.now() };
+    });
+  }
+
+  private wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {
+    const o = this.o;
+    return this.waitFor(signal, async () => {
+      const rec = await readApproval(o.client, o.prefix, o.run.conversationId, id);
+      if (!rec) return { done: { decision: 'denied', id } };
+      if (rec.status !== 'pending') return { done: outcome(rec, id) };
+      if (Date.now() >= rec.expiresAt) {
+        const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
+        return { done: r.kind === 'decided' || r.kind === 'already' ? outcome(r.record, id) : { decision: 'denied', id } };
+      }
+      if (signal.aborted) return { done: { decision: 'aborted', id } };
+      return { blockMs: rec.expiresAt - Date.now() };
+    });
+  }
+
+  /**
+   * Looks with `look` until it is done: after each look that is not, blocks on
+   * the record (at most `blockMs`) and looks again when an entry arrives. The
+   * record's last entry is read with each look (one connection runs them in
+   * order): whatever changed after the look is an entry after it.
+   */
+  private async waitFor<T>(signal: AbortSignal, look: () => Promise<{ done: T } | { blockMs: number }>): Promise<T> {
     const o = this.o;
     const log = conversationKeys(o.prefix, o.run.conversationId).log;
     let conn: RedisClient | undefined;
@@ -124,22 +205,12 @@ export class RunApprovals implements ApprovalGate {
     signal.addEventListener('abort', stop, { once: true });
     try {
       for (;;) {
-        // The record's last entry, then the request, sent together (one connection runs them in order): a decision
-        // made after the first read is an entry after `last`.
-        const [tail, rec] = await Promise.all([o.client.xrevrange(log, '+', '-', 'COUNT', 1), readApproval(o.client, o.prefix, o.run.conversationId, id)]);
+        const [tail, step] = await Promise.all([o.client.xrevrange(log, '+', '-', 'COUNT', 1), look()]);
+        if ('done' in step) return step.done;
         const last = tail[0]?.[0] ?? '0-0';
-        if (!rec) return { decision: 'denied', id };
-        if (rec.status !== 'pending') return outcome(rec, id);
-        if (Date.now() >= rec.expiresAt) {
-          const r = await decideApproval(o.client, o.prefix, o.run.conversationId, id, { decision: 'timeout' });
-          if (r.kind === 'decided' || r.kind === 'already') return outcome(r.record, id);
-          return { decision: 'denied', id };
-        }
-        if (signal.aborted) return { decision: 'aborted', id };
         conn ??= blockingConnection(o.client);
-        const ms = Math.min(MAX_BLOCK_MS, Math.max(1, rec.expiresAt - Date.now()));
         try {
-          await conn.xread('COUNT', 1, 'BLOCK', ms, 'STREAMS', log, last);
+          await conn.xread('COUNT', 1, 'BLOCK', Math.min(MAX_BLOCK_MS, Math.max(1, step.blockMs)), 'STREAMS', log, last);
         } catch (err) {
           if (!signal.aborted) throw err;
         }
@@ -149,6 +220,20 @@ export class RunApprovals implements ApprovalGate {
       conn?.disconnect();
     }
   }
+}
+
+/** A question's text as shown: the question, then its options numbered (what to send where there are no buttons). */
+function questionText(question: string, options: readonly string[]): string {
+  return `${question}\n${options.map((opt, i) => `${i + 1}. ${opt}`).join('\n')}\nChoose one, or reply in your own words.`;
+}
+
+/** How a decided question ended (`steered`: a typed answer joins the run). */
+function questionOutcome(r: QuestionRecord, steered: boolean): QuestionOutcome {
+  if (r.status === 'typed') return { kind: 'typed', steered };
+  if (r.status !== 'answered') return { kind: 'timeout' };
+  const answer = r.answer ?? 0;
+  const by = r.byName ?? r.by;
+  return { kind: 'answered', answer, option: r.options[answer] ?? '', ...(by !== undefined && { by }) };
 }
 
 function outcome(r: ApprovalRecord, id: string): ApprovalOutcome {

@@ -76,8 +76,34 @@ export interface ApprovalRequest {
 /** How an approval ended (`id`: the request's). `aborted`: the run was stopped (or lost) while waiting. */
 export type ApprovalOutcome = { decision: 'approved' | 'denied' | 'timeout' | 'aborted'; by?: string; id?: string };
 
+/** A question with options for the people in the chat (`ask_user`). */
+export interface QuestionRequest {
+  callId: string;
+  /** The tool asking (hashed with `input`: a takeover resumes the same question). */
+  tool: string;
+  input: unknown;
+  question: string;
+  /** 2 to 5 options, each shown as a button. */
+  options: readonly string[];
+  /** Whose click counts besides the user who started the run (platform user ids). */
+  deciders: readonly string[];
+  timeoutMs: number;
+}
+
+/**
+ * How a question ended: an option chosen (`answer`, from 0, and who chose);
+ * `typed`: someone wrote a message instead (`steered`: it joins the run at its
+ * next turn boundary; else it waits for the next run); `timeout`; `aborted`.
+ */
+export type QuestionOutcome =
+  | { kind: 'answered'; answer: number; option: string; by?: string }
+  | { kind: 'typed'; steered: boolean }
+  | { kind: 'timeout' | 'aborted' };
+
 /** Asks in the chat and waits, durably: the request and the decision are record entries; a takeover resumes the same wait. */
 export interface ApprovalGate {
   /** Resolves once decided, timed out or aborted (`signal`). Throws StaleRunError when the run was lost. */
   request(req: ApprovalRequest, signal: AbortSignal): Promise<ApprovalOutcome>;
+  /** Asks a question with options and waits for a click or a typed message. Throws StaleRunError when the run was lost. */
+  ask(req: QuestionRequest, signal: AbortSignal): Promise<QuestionOutcome>;
 }

@@ -59,10 +59,22 @@ export function usedApprovals(entries: readonly SeqEntry[], runId: string): Set<
   return used;
 }
 
-/** Approval requests of `runId` in `entries`, oldest first: a takeover resumes their waits instead of asking again. Pure. */
-export function earlierApprovalRequests(entries: readonly SeqEntry[], runId: string): Array<{ approval: string; tool: string; inputHash: string }> {
-  const out: Array<{ approval: string; tool: string; inputHash: string }> = [];
-  for (const e of entries) if (e.kind === 'approval.requested' && e.run === runId) out.push({ approval: e.approval, tool: e.tool, inputHash: e.inputHash });
+/** A request an earlier attempt of a run made: an approval, or a question (`approval` is then its id). */
+export interface EarlierRequest {
+  approval: string;
+  tool: string;
+  inputHash: string;
+  /** Its entry's seq: a message after it answers a question. */
+  seq: number;
+}
+
+/** Approval requests and questions of `runId` in `entries`, oldest first: a takeover resumes their waits instead of asking again. Pure. */
+export function earlierApprovalRequests(entries: readonly SeqEntry[], runId: string): EarlierRequest[] {
+  const out: EarlierRequest[] = [];
+  for (const e of entries) {
+    if (e.kind === 'approval.requested' && e.run === runId) out.push({ approval: e.approval, tool: e.tool, inputHash: e.inputHash, seq: e.seq });
+    else if (e.kind === 'question.asked' && e.run === runId) out.push({ approval: e.question, tool: e.tool, inputHash: e.inputHash, seq: e.seq });
+  }
   return out;
 }
 

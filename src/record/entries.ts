@@ -234,6 +234,29 @@ export const approvalDecidedSchema = z.object({
   by: z.string().max(128).optional(),
 });
 
+/** A tool call (`ask_user`) asks the people in the chat to choose (the question is in the conversation's `approvals` hash). */
+export const questionAskedSchema = z.object({
+  ...base,
+  kind: z.literal('question.asked'),
+  ...toolCall,
+  question: z.string().min(1).max(64),
+  /** Whose click counts (platform user ids). */
+  deciders: z.array(z.string().max(128)).max(64),
+  /** When the wait ends as `timeout`, in ms since the epoch. */
+  expiresAt: z.number().int().nonnegative(),
+});
+
+/** How a question ended (written by `question-answer-4.lua`): an option chosen (`answer`, from 0), `timeout`, or `typed` (a message came instead). */
+export const questionAnsweredSchema = z.object({
+  ...base,
+  kind: z.literal('question.answered'),
+  run: z.string(),
+  question: z.string().min(1).max(64),
+  status: z.enum(['answered', 'timeout', 'typed']),
+  answer: z.number().int().nonnegative().optional(),
+  by: z.string().max(128).optional(),
+});
+
 export const compactionSchema = z.object({
   ...base,
   kind: z.literal('compaction'),
@@ -288,6 +311,8 @@ export const recordEntrySchema = z.discriminatedUnion('kind', [
   toolCompletedSchema,
   approvalRequestedSchema,
   approvalDecidedSchema,
+  questionAskedSchema,
+  questionAnsweredSchema,
   compactionSchema,
   conversationResetSchema,
 ]);

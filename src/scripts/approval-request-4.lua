@@ -1,7 +1,8 @@
 --[[
-  Ask for approval of a tool call on behalf of a run: store the request in the
-  conversation's approval hash (status `pending`) and append its
-  `approval.requested` entry, in one step. Fenced. A request already stored
+  Ask for approval of a tool call, or ask a question (`ask_user`), on behalf
+  of a run: store the request in the conversation's approval hash (status
+  `pending`) and append its `approval.requested` (or `question.asked`) entry,
+  in one step. Fenced. A request already stored
   under the id (a takeover resuming the same wait) is returned unchanged.
 
   KEYS[1] run        run record hash
@@ -10,9 +11,9 @@
   KEYS[4] meta       conversation meta
 
   ARGV[1] token      fencing token
-  ARGV[2] id         approval id (validated by the caller)
+  ARGV[2] id         approval or question id (validated by the caller)
   ARGV[3] request    request JSON (status `pending`)
-  ARGV[4] entry      the `approval.requested` entry JSON
+  ARGV[4] entry      the `approval.requested` or `question.asked` entry JSON
   ARGV[5] ttl        seconds the approval hash lives after its last write
 
   Returns { 'requested', seq } | { 'exists', request JSON }

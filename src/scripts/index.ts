@@ -44,6 +44,7 @@ export type ScriptName =
   | 'artifact-put'
   | 'approval-request'
   | 'approval-decide'
+  | 'question-answer'
   | 'usage-add'
   | 'usage-admit'
   | 'identity-link'

@@ -44,6 +44,7 @@ const ALL_NAMES: ScriptName[] = [
   'artifact-put',
   'approval-request',
   'approval-decide',
+  'question-answer',
   'identity-link',
   'identity-unlink',
   'identity-purge',

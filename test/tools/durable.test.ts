@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tools/journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
+import { answerQuestion } from '../../src/protocol/questions.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
@@ -200,6 +201,46 @@ describe('durable approval wait', () => {
   }, 60_000);
 });
 
+describe('durable question wait', () => {
+  it('a runner killed while ask_user waits leaves the wait to the next one, which finds the click made meanwhile and does not ask again', async () => {
+    const { fake, procs } = t;
+    const ask = { question: 'Which size?', options: ['Small', 'Large'] };
+    fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'ask_user', args: ask }] } : { text: 'Large, noted.' }));
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
+    const settings = {
+      redisUrl: redisUrl(),
+      prefix: h.prefix,
+      leaseMs: LEASE_MS,
+      heartbeatMs: HEARTBEAT_MS,
+      modelUrl: fake.url,
+      script: SCRIPT,
+      env: { ASK_USER: '1' },
+    };
+    const first = await startRunnerProcess(settings);
+    procs.push(first);
+    const r = (await h.ingest('order a coffee')) as { runId: string };
+    const [asked] = await waitFor(async () => (await h!.entries('question.asked')).length === 1 && h!.entries('question.asked'), 15_000, 'question asked');
+    const outbox = conversationKeys(h.prefix, CID).outbox;
+    await waitFor(
+      async () => Object.values(await h!.ctx.redis.hgetall(outbox)).some((v) => (JSON.parse(v) as { status: string }).status === 'acknowledged'),
+      15_000,
+      'question acknowledged',
+    );
+    await first.kill9();
+
+    // Clicked while no runner is attached: kept, not lost.
+    expect((await answerQuestion(h.ctx.redis, h.prefix, CID, asked!.question, { answer: 1, by: 'u1' })).kind).toBe('answered');
+    procs.push(await startRunnerProcess(settings));
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+
+    const sends = (await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text);
+    expect(sends).toEqual([expect.stringContaining('Which size?'), 'Large, noted.']);
+    expect(await h.entries('question.asked')).toHaveLength(1);
+    expect(Object.values(toolResults(fake.requests.at(-1)!.body))).toEqual([{ answer: 'Large', option: 2, by: 'u1' }]);
+    expect(fake.requests).toHaveLength(2);
+  }, 60_000);
+});
+
 describe('pendingToolCalls', () => {
   const base = { v: 1 as const, at: 0, run: 'r1', token: 1 };
   let seq = 1;
@@ -275,7 +316,7 @@ describe('pendingToolCalls', () => {
     expect([...usedApprovals(entries, 'other-run')]).toEqual([]);
   });
 
-  it('lists the approval requests of a run, oldest first, for a takeover to resume', () => {
+  it('lists the approval requests and questions of a run, oldest first, for a takeover to resume', () => {
     const requested = (approval: string, tool: string, input: unknown, run = 'r1'): SeqEntry => ({
       ...base,
       run,
@@ -288,10 +329,30 @@ describe('pendingToolCalls', () => {
       deciders: ['u1'],
       expiresAt: 1,
     });
-    const entries = [requested('ap_1', 'pay', { a: 1 }), requested('ap_x', 'pay', { a: 1 }, 'other-run'), requested('ap_2', 'note', {})];
+    const asked = (question: string, run = 'r1'): SeqEntry => ({
+      ...base,
+      run,
+      seq: seq++,
+      kind: 'question.asked',
+      question,
+      call: `c-${question}`,
+      tool: 'ask_user',
+      inputHash: toolInputHash({ q: 1 }),
+      deciders: ['u1'],
+      expiresAt: 1,
+    });
+    const entries = [
+      requested('ap_1', 'pay', { a: 1 }),
+      requested('ap_x', 'pay', { a: 1 }, 'other-run'),
+      asked('qu_1'),
+      asked('qu_x', 'other-run'),
+      requested('ap_2', 'note', {}),
+    ];
+    const [s1, , s3, , s5] = entries.map((e) => e.seq);
     expect(earlierApprovalRequests(entries, 'r1')).toEqual([
-      { approval: 'ap_1', tool: 'pay', inputHash: toolInputHash({ a: 1 }) },
-      { approval: 'ap_2', tool: 'note', inputHash: toolInputHash({}) },
+      { approval: 'ap_1', tool: 'pay', inputHash: toolInputHash({ a: 1 }), seq: s1 },
+      { approval: 'qu_1', tool: 'ask_user', inputHash: toolInputHash({ q: 1 }), seq: s3 },
+      { approval: 'ap_2', tool: 'note', inputHash: toolInputHash({}), seq: s5 },
     ]);
   });
 

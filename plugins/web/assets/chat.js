@@ -127,7 +127,7 @@
   };
 
   /**
-   * A reply's buttons (a tool approval's Approve / Deny): a click sends the
+   * A reply's buttons (a tool approval's Approve / Deny, a question's options): a click sends the
    * button's command as an ordinary message, as if typed.
    */
   function addButtons(b, buttons) {
@@ -188,6 +188,12 @@
         for (const btn of log.querySelectorAll('.actions:not([data-state="sent"]) button'))
           if (btn.dataset.command?.endsWith(` ${r.approval}`)) disableButtons(btn.parentElement);
         line('run', `approval ${r.approval}: ${r.decision}`, { approval: r.approval, decision: r.decision });
+        break;
+      case 'question.answered':
+        // Answered (a click here or elsewhere, a message, or nobody in time): its options stay disabled.
+        for (const btn of log.querySelectorAll('.actions:not([data-state="sent"]) button'))
+          if (btn.dataset.command?.startsWith(`/choose ${r.question} `)) disableButtons(btn.parentElement);
+        line('run', `question ${r.question}: ${r.decision}`, { question: r.question, decision: r.decision });
         break;
       case 'steering.queued':
         for (const s of r.seqs)
