@@ -94,6 +94,10 @@ export interface StepRecord {
   };
   /** True when the step was cut off by a stop request. */
   partial?: boolean;
+  /** The model that answered the step (its model id); `/status` names it. */
+  model?: string;
+  /** True when `model` is a fallback the run failed over to. */
+  fallback?: boolean;
 }
 
 /** Model settings from config. */

@@ -12,6 +12,8 @@ import type { CommandSource } from '../../src/protocol/dispatch.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { parseBreaker } from '../../src/record/breaker.js';
+import type { SeqEntry } from '../../src/record/entries.js';
+import { readTail } from '../../src/record/read.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../../src/record/unanswered.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type CommandDeps, type CommandOutcome, type CommandTable, DUPLICATE, PURGED } from './table.js';
@@ -65,17 +67,29 @@ async function compactCommand(deps: CommandDeps, source: CommandSource): Promise
   return { reply: 'The conversation will be compacted at the next step of the current run.', duplicate: false };
 }
 
+/** How many of the latest record entries `/status` looks through for the last model step. */
+const STATUS_TAIL_ENTRIES = 20;
+
+/** Names the fallback model that answered the conversation's last model step, when one did. */
+function fallbackLine(tail: readonly SeqEntry[]): string[] {
+  const step = tail.findLast((e) => e.kind === 'model.step');
+  return step?.kind === 'model.step' && step.fallback && step.model ? [`Last step answered by ${step.model}, a fallback (the run's model failed).`] : [];
+}
+
 async function statusCommand(deps: CommandDeps, source: CommandSource, channelPolicy: InputPolicy | undefined): Promise<CommandOutcome> {
   const { dispatch } = deps;
   // Sent together on one connection: one round trip of waiting, not two.
   const choices = deps.models?.choices ?? [];
-  const [unanswered, r, extra, chosen] = await Promise.all([
+  const keys = conversationKeys(dispatch.options.prefix, source.conversationId);
+  const [unanswered, r, extra, chosen, tail] = await Promise.all([
     readUnanswered(dispatch.options.client, dispatch.options.prefix, source.conversationId),
     dispatch.statusCommand(source),
     // The features' lines are extra: /status answers without them when they fail.
     deps.statusLines?.(source.conversationId).catch(() => []) ?? [],
     // Only where /model has choices: the conversation's own (a stored name the profile no longer allows is not used).
-    choices.length > 0 ? dispatch.options.client.hget(conversationKeys(dispatch.options.prefix, source.conversationId).meta, 'model') : null,
+    choices.length > 0 ? dispatch.options.client.hget(keys.meta, 'model') : null,
+    // The latest entries, for the model that answered the last step.
+    readTail(dispatch.options.client, keys.log, STATUS_TAIL_ENTRIES).catch(() => []),
   ]);
   if (r.kind === 'duplicate') return DUPLICATE;
   if (r.kind === 'purged') return PURGED;
@@ -85,6 +99,7 @@ async function statusCommand(deps: CommandDeps, source: CommandSource, channelPo
     ...(choices.length > 0
       ? [chosen && choices.includes(chosen) ? `Model: ${chosen} (chosen with /model)` : `Model: ${deps.models!.default} (the default)`]
       : []),
+    ...fallbackLine(tail),
     ...extra,
   ];
   return { reply: lines.join('\n'), duplicate: false };

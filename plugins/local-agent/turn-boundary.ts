@@ -21,7 +21,7 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
   const stepMessages = await runBatch(state, response, fresh);
   // Stopped (or shut down) during the batch: as a stop during the model call.
   if (!stepMessages) return cutOff(ctx, text);
-  await ctx.recordStep({ ...response, messages: stepMessages });
+  await ctx.recordStep({ ...response, messages: stepMessages, model: state.modelName, ...(state.model !== state.o.model && { fallback: true }) });
   state.messages.push(...stepMessages);
   if (response.finishReason !== 'tool-calls') return deliverAnswer(state, stepMessages, text, response.finishReason);
   return atBoundary(state);

@@ -136,6 +136,8 @@ function stepEntry<K extends 'model.step' | 'tool.calls'>(attempt: RunAttempt, s
     messages: step.messages as Array<{ role: 'assistant' | 'tool'; content: unknown }>,
     ...(step.finishReason !== undefined && { finishReason: step.finishReason }),
     ...(step.usage !== undefined && { usage: stripUndefined(step.usage) }),
+    ...(step.model !== undefined && { model: step.model.slice(0, 256) }),
+    ...(step.fallback && { fallback: true }),
   };
 }
 

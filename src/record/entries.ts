@@ -155,6 +155,10 @@ export const modelStepSchema = z.object({
   usage: usageSchema.optional(),
   /** True when the step was cut off by an interrupt (partial answer). */
   partial: z.boolean().optional(),
+  /** The model that answered the step (its provider's model id). */
+  model: z.string().max(256).optional(),
+  /** True when that model is a fallback: the run's own model failed and the step was asked of the next one. */
+  fallback: z.boolean().optional(),
 });
 
 /**

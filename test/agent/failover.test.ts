@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
+import { commandSet } from '../../host/commands/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { isTransient } from '../../plugins/local-agent/recovery.js';
 import { ConfigError } from '../../src/errors.js';
@@ -43,6 +44,11 @@ async function start(streaming = false): Promise<RunnerHarness> {
   return t.h;
 }
 
+/** The `/status` reply, as a user in the conversation gets it. */
+async function statusReply(h: RunnerHarness): Promise<string> {
+  return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
+}
+
 async function ask(h: RunnerHarness, text: string) {
   const r = (await h.ingest(text)) as { runId: string };
   const ended = await h.runEnded(r.runId);
@@ -66,9 +72,19 @@ describe('a model call that fails over', () => {
       // The same step: the fallback got the very prompt the model was sent.
       expect(fallback.requests[0]!.body.messages).toEqual(t.fake.requests[0]!.body.messages);
       expect(h.outbound.texts).toEqual(['Answered by the fallback.']);
-      expect(await h.entries('model.step')).toHaveLength(1);
+      // The step names the model that answered it, and `/status` says it was a fallback.
+      expect((await h.entries('model.step')).map((e) => [e.model, e.fallback])).toEqual([['m', true]]);
+      expect(await statusReply(h)).toContain("Last step answered by m, a fallback (the run's model failed).");
     });
   }
+
+  it('a step the run’s own model answered names it, and /status has no fallback line', async () => {
+    t.fake.script([{ text: 'Fine.' }]);
+    const h = await start();
+    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'completed' });
+    expect((await h.entries('model.step')).map((e) => [e.model, e.fallback])).toEqual([['m', undefined]]);
+    expect(await statusReply(h)).not.toContain('fallback');
+  });
 
   it('after a silent stream, without asking the silent model again; what it streamed is not streamed twice', async () => {
     t.fake.script([{ text: 'half an answer that', stallAfterChunks: 3 }]);
