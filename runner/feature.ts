@@ -6,9 +6,11 @@
  * of them; the composition registers them (app/features/).
  */
 import type { CoreConfig } from '../src/config/load.js';
+import type { IngestDeps } from '../src/ingest.js';
 import type { Logger } from '../src/logger.js';
 import type { IdentityStore } from '../src/people/identity.js';
 import type { AgentProfile } from '../src/people/profiles.js';
+import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { RedisClient } from '../src/scripts/index.js';
@@ -38,6 +40,8 @@ export interface RunnerFeatureKit {
   channels: RunChannels;
   /** The clock, ms since the epoch (tests move it). */
   now: () => number;
+  /** Ingests inputs the way the host does (a subagent's task goes in through it). */
+  ingest: IngestDeps & { dispatch: Dispatch };
 }
 
 /** One invocation of a run, as features see it. */
@@ -57,7 +61,7 @@ export interface FeatureRun {
 }
 
 /** The `RunContext` members a feature may add. */
-export type FeatureContext = Partial<Pick<RunContext, 'schedules' | 'memory' | 'spendingCheck'>>;
+export type FeatureContext = Partial<Pick<RunContext, 'schedules' | 'memory' | 'subagents' | 'spendingCheck'>>;
 
 /** One feature's runner part. Every hook is optional: a feature has the parts it needs. */
 export interface RunnerFeature {

@@ -167,6 +167,7 @@ async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorPart
     schedules: p.scheduling?.schedules,
     channels,
     now: extras.now ?? Date.now,
+    ingest: { dispatch: dispatchFromConfig(config, ctx.redis, extras.plugin.manifest.capabilities.steering, extras.pluginKeys ?? []), queue: p.queue, logger },
   };
   const features = await Promise.all(extras.features.map((make) => make(kit)));
   return new RunExecutor({

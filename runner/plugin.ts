@@ -100,6 +100,33 @@ export interface StepRecord {
   fallback?: boolean;
 }
 
+/** How a subagent stands: `done` (its answer), `failed` (it ended without one), `running`. */
+export interface SubagentResult {
+  id: string;
+  status: 'done' | 'failed' | 'running';
+  /** Its answers so far, oldest first, joined. */
+  answer?: string;
+  /** Why it failed. */
+  reason?: string;
+}
+
+/**
+ * The subagents of one run: each task a child run in a child conversation of
+ * its own, on any runner, charged to the run's accountable identity. Starting
+ * and steering are idempotent by key, so a takeover re-running the call
+ * starts no child twice.
+ */
+export interface RunSubagents {
+  /** Starts one child per task (at most the configured count per run); returns their ids. Throws InvalidInputError past the limit. */
+  start(key: string, tasks: readonly string[]): Promise<string[]>;
+  /** Sends `text` into child `id` (steered into its run while it runs); false when `id` is not this run's child. */
+  steer(id: string, text: string, key: string): Promise<boolean>;
+  /** Waits until each child is done or failed, at most `timeoutMs`; `signal` (the run stopped) stops them. */
+  wait(ids: readonly string[], opts: { timeoutMs: number; signal: AbortSignal }): Promise<SubagentResult[]>;
+  /** Longest wait of one call, in ms (`subagents.timeoutSeconds`). */
+  readonly timeoutMs: number;
+}
+
 /** Model settings from config. */
 export interface ModelSettings {
   provider: ModelProvider;
@@ -214,6 +241,8 @@ export interface RunContext {
    * profile's `memory: false`), when the run has no identity, and in hand-made contexts.
    */
   memory?: RunMemory;
+  /** Child runs the agent delegates tasks to. Absent when subagents are off (`subagents.enabled`), in a child run, and in hand-made contexts. */
+  subagents?: RunSubagents;
   /**
    * Fetches an attachment's bytes through the conversation's channel (the
    * record keeps references only); undefined when the channel cannot. Throws

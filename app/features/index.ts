@@ -14,9 +14,10 @@ import { conversationIndexFeature } from './conversation-index/index.js';
 import { memoryFeature } from './memory/index.js';
 import { profilesFeature } from './profiles/index.js';
 import { schedulesFeature } from './schedules/index.js';
+import { subagentsFeature } from './subagents/index.js';
 
 /** Every built-in feature, in order. */
-export const FEATURES: readonly Feature[] = [profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, conversationIndexFeature];
+export const FEATURES: readonly Feature[] = [profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, subagentsFeature, conversationIndexFeature];
 
 /** The host parts of `features` (default: every built-in one), for `startHost`, each with its part of exports (the console's downloads). */
 export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatureFactory[] {

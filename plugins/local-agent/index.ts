@@ -30,6 +30,7 @@ import { offeredBy } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
+import { subagentTools } from './subagent-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
 import { type WebSearchToolOptions, webSearchSchema, webSearchTool } from './web-search.js';
@@ -213,7 +214,12 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   const toolbox = new Toolbox(config.toolbox);
   const askUser = config.builtins?.askUser === true;
   // The tools made per run, from what the run's context offers.
-  const runTools = (ctx: RunContext) => [...scheduleTools(ctx), ...memoryTools(ctx), ...(askUser ? askUserTools(ctx, toolbox.policy) : [])];
+  const runTools = (ctx: RunContext) => [
+    ...scheduleTools(ctx),
+    ...memoryTools(ctx),
+    ...subagentTools(ctx),
+    ...(askUser ? askUserTools(ctx, toolbox.policy) : []),
+  ];
   const attachments = new AttachmentParts(config.attachments);
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
   return {

@@ -61,6 +61,7 @@ export function featuresContext(features: readonly RunnerFeature[], run: Feature
     const c = f.context?.(run);
     if (c?.schedules) added.schedules = c.schedules;
     if (c?.memory) added.memory = c.memory;
+    if (c?.subagents) added.subagents = c.subagents;
     if (c?.spendingCheck) checks.push(() => c.spendingCheck!());
   }
   if (checks.length > 0) {

@@ -71,6 +71,7 @@ export const DEFAULTS = {
     queueName: 'steerbot-schedules',
   },
   memory: { enabled: false, maxNotes: 200, maxNoteChars: 1000, promptNotes: 20, promptChars: 4000 },
+  subagents: { enabled: false, maxPerRun: 4, timeoutSeconds: 600 },
   agent: { streaming: true, httpFetch: false, currentTime: true, steeringMode: 'all', maxSteps: 24, maxRetries: 2 },
   /** Attempts of one outbound message before delivery gives it up. */
   deliveryMaxAttempts: 5,

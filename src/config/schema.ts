@@ -509,6 +509,22 @@ const budgetsSchema = z.strictObject({
   conversation: budgetLimitsSchema.optional().describe('Per conversation, everyone in it together. Default: unset (no limit).'),
 });
 
+/** Subagents: child runs the agent delegates tasks to (docs/subagents.md). */
+const subagentsSchema = z.strictObject({
+  enabled: z
+    .boolean({ error: 'expected true or false' })
+    .default(DEFAULTS.subagents.enabled)
+    .describe(
+      'The agent gets `delegate`, `steer_subagent` and `subagent_results`: tasks run as child runs on any runner, each in a child conversation of its own. Default false.',
+    ),
+  maxPerRun: int(1, 16)
+    .default(DEFAULTS.subagents.maxPerRun)
+    .describe('Most subagents one run starts; more are refused with an error the model reads. Default 4.'),
+  timeoutSeconds: int(10, 3600)
+    .default(DEFAULTS.subagents.timeoutSeconds)
+    .describe('Longest wait for subagents in one tool call; unfinished ones are reported running (read them later with `subagent_results`). Default 600.'),
+});
+
 /** Long-term memory per person (docs/people.md#memory). */
 const memorySchema = z.strictObject({
   enabled: z
@@ -688,6 +704,7 @@ const baseSchema = z.strictObject({
       'Spending budgets per person and per conversation; a run that finds one spent ends with reason `budget` and the person is told once when it resets (docs/people.md). Default: none.',
     ),
   memory: memorySchema.prefault({}),
+  subagents: subagentsSchema.prefault({}),
   models: z
     .record(modelChoiceName, namedModelSchema)
     .default({})

@@ -1,0 +1,152 @@
+/**
+ * Subagents' runner part: a run gets `RunContext.subagents` when
+ * `subagents.enabled`. Each task becomes an input (an event from `delegate`)
+ * of a child conversation of its own, `subagent:<run id>.<call>.<n>`, so it
+ * runs like any run: on any runner, with its own record, lease and
+ * checkpoint, under the input policy `steer` (a steer message joins its run).
+ * Ids and update keys come from the run, the tool call and the task's place,
+ * so a takeover re-running the call finds the same children and starts none
+ * twice. A child's input is owned by the run's accountable identity: its
+ * spend is charged there. Children cannot delegate (depth 1): the member is
+ * absent in their runs. A child's answers are its record's final steps; the
+ * wait blocks on its record and reads it again when an entry arrives.
+ */
+import { createHash } from 'node:crypto';
+import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
+import type { RunSubagents, SubagentResult } from '../../../runner/plugin.js';
+import { answerText, isFinalStep } from '../../../runner/projection.js';
+import { InvalidInputError } from '../../../src/errors.js';
+import { ingestEvent } from '../../../src/events.js';
+import { blockingConnection } from '../../../src/http/stream-readers.js';
+import { readRange } from '../../../src/record/read.js';
+import { conversationKeys } from '../../../src/redis/keys.js';
+import type { RedisClient } from '../../../src/scripts/index.js';
+
+/** The channel id of child conversations. */
+export const SUBAGENT_CHANNEL = 'subagent';
+
+/** Longest single blocked read while waiting, in ms. */
+const MAX_BLOCK_MS = 30_000;
+
+/** The subagents member of a run's context; none when subagents are off or the run is a child's. */
+export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
+  const settings = kit.config.subagents;
+  if (!settings.enabled) return { name: 'subagents' };
+  return {
+    name: 'subagents',
+    context: (run) => (kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL ? {} : { subagents: runSubagents(kit, run) }),
+  };
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12);
+
+function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
+  const { maxPerRun, timeoutSeconds } = kit.config.subagents;
+  const own = `${SUBAGENT_CHANNEL}:${run.runId}.`;
+  // Children this invocation started (a takeover's re-run of a call starts the same ones, deduped, not more).
+  const started = new Set<string>();
+  const ingest = (conversationId: string, id: string, text: string) =>
+    ingestEvent(
+      kit.ingest,
+      {
+        conversationId,
+        origin: { kind: 'event', source: 'delegate', id, ...(run.identity !== undefined && { owner: run.identity }), data: { parent: run.conversationId } },
+        text,
+      },
+      { policy: 'steer', channel: SUBAGENT_CHANNEL },
+    );
+  return {
+    timeoutMs: timeoutSeconds * 1000,
+    async start(key, tasks) {
+      const ids = tasks.map((_, i) => `${own}${digest(key)}.${i + 1}`);
+      const fresh = ids.filter((id) => !started.has(id));
+      if (started.size + fresh.length > maxPerRun)
+        throw new InvalidInputError(`a run may start at most ${maxPerRun} subagents (${started.size} started); wait for their results instead`);
+      await Promise.all(ids.map((id, i) => ingest(id, 'task', tasks[i]!)));
+      for (const id of ids) started.add(id);
+      return ids;
+    },
+    async steer(id, text, key) {
+      if (!id.startsWith(own)) return false;
+      await ingest(id, `steer.${digest(key)}`, text);
+      return true;
+    },
+    async wait(ids, opts) {
+      const deadline = Date.now() + opts.timeoutMs;
+      const results: SubagentResult[] = [];
+      for (const id of ids) {
+        if (!id.startsWith(own)) {
+          results.push({ id, status: 'failed', reason: 'not a subagent of this run' });
+          continue;
+        }
+        results.push(await waitOne(kit, id, deadline, opts.signal));
+      }
+      if (opts.signal.aborted) await stopAll(kit, run, ids);
+      return results;
+    },
+  };
+}
+
+/** Where one child stands, from its record and whether a run is active or waiting. */
+async function childState(client: RedisClient, prefix: string, id: string): Promise<{ result: SubagentResult; idle: boolean; last: string }> {
+  const k = conversationKeys(prefix, id);
+  const [active, pending, entries, tail] = await Promise.all([
+    client.get(k.active),
+    client.llen(k.pending),
+    readRange(client, k.log),
+    client.xrevrange(k.log, '+', '-', 'COUNT', 1),
+  ]);
+  const answers: string[] = [];
+  let ended: { outcome: string; reason?: string | undefined } | undefined;
+  for (const e of entries) {
+    if (e.kind === 'model.step' && isFinalStep(e)) {
+      const text = answerText(e.messages).trim();
+      if (text) answers.push(text);
+    } else if (e.kind === 'run.ended') ended = { outcome: e.outcome, reason: e.reason };
+  }
+  const idle = !active && pending === 0 && ended !== undefined;
+  const answer = answers.join('\n\n');
+  const status = !idle ? 'running' : answer ? 'done' : 'failed';
+  const result: SubagentResult = {
+    id,
+    status,
+    ...(answer && { answer }),
+    ...(status === 'failed' && { reason: ended?.reason ?? ended?.outcome ?? 'ended without an answer' }),
+  };
+  return { result, idle, last: tail[0]?.[0] ?? '0-0' };
+}
+
+/** Waits for one child until it is idle, `deadline` passes or `signal` fires. */
+async function waitOne(kit: RunnerFeatureKit, id: string, deadline: number, signal: AbortSignal): Promise<SubagentResult> {
+  const log = conversationKeys(kit.prefix, id).log;
+  let conn: RedisClient | undefined;
+  const stop = () => conn?.disconnect();
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    for (;;) {
+      const { result, idle, last } = await childState(kit.redis, kit.prefix, id);
+      const left = deadline - Date.now();
+      if (idle || left <= 0 || signal.aborted) return result;
+      conn ??= blockingConnection(kit.redis);
+      try {
+        await conn.xread('COUNT', 1, 'BLOCK', Math.min(MAX_BLOCK_MS, Math.max(1, left)), 'STREAMS', log, last);
+      } catch (err) {
+        if (!signal.aborted) throw err;
+      }
+    }
+  } finally {
+    signal.removeEventListener('abort', stop);
+    conn?.disconnect();
+  }
+}
+
+/** Stops the children's runs: the parent was stopped while waiting for them. */
+async function stopAll(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly string[]): Promise<void> {
+  await Promise.all(
+    ids.map((id) =>
+      kit.ingest.dispatch
+        .requestStop({ conversationId: id, updateKey: `stop.${run.runId}`, sender: { id: 'delegate', name: 'delegate' } }, 'stop')
+        .catch((err: unknown) => kit.logger.warn({ err, subagent: id }, 'subagent not stopped')),
+    ),
+  );
+}

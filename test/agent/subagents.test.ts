@@ -1,0 +1,145 @@
+/**
+ * Subagents end to end through the runner (host ingest → Redis → runner →
+ * local agent on the real provider against the fake model): `delegate` runs
+ * two tasks as child runs in parallel, each in a child conversation of its
+ * own, and hands their answers back as the tool result; a child is steered
+ * mid-run; a run past the limit is refused and starts nothing; children
+ * cannot delegate, and their inputs are owned by the parent's identity.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runnerFeatures } from '../../app/features/index.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { startRunner } from '../../runner/main.js';
+import type { CoreConfig } from '../../src/config/load.js';
+import { readRange } from '../../src/record/read.js';
+import { conversationKeys } from '../../src/redis/keys.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { waitFor } from '../../testing/wait.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
+
+let ai: FakeOpenAIServer;
+let h: RunnerHarness;
+
+beforeEach(async () => {
+  ai = await startFakeOpenAI();
+  h = await RunnerHarness.start();
+  const config: CoreConfig = { ...h.ctx.config, subagents: { enabled: true, maxPerRun: 3, timeoutSeconds: 60 } };
+  h.runners.push(
+    await startRunner(
+      { ...h.ctx, config },
+      {
+        plugin: createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: true }, maxRetries: 0 }),
+        resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),
+        lockDurationMs: 2000,
+        stalledIntervalMs: 500,
+        features: runnerFeatures(),
+      },
+    ),
+  );
+});
+afterEach(async () => {
+  await h.close();
+  await ai.close();
+});
+
+type Req = { messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function: { name: string } }> };
+const offers = (req: Req, tool: string) => (req.tools ?? []).some((t) => t.function.name === tool);
+const says = (req: Req, text: string) => JSON.stringify(req.messages).includes(text);
+const toolResults = (req: Req) => req.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(String(m.content)));
+const childIds = async () => (await h.redis.keys(`${h.prefix}:{c:subagent:*}:log`)).map((k) => /\{c:(.*)\}:log$/.exec(k)![1]!).sort();
+
+describe('subagents', () => {
+  it('delegate runs two tasks in parallel as child runs and returns their answers; the parent answers once', async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        const results = toolResults(req);
+        if (results.length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['find the capital of France', 'find the capital of Peru'] } }] };
+        return { text: `Summary: ${results[0].results.map((r: { answer: string }) => r.answer).join(' / ')}` };
+      }
+      return { text: says(req, 'France') ? 'Paris' : 'Lima' };
+    });
+    const r = (await h.ingest('research two capitals')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    expect(h.outbound.texts).toEqual(['Summary: Paris / Lima']);
+
+    const children = await childIds();
+    expect(children).toHaveLength(2);
+    for (const child of children) {
+      expect(child.startsWith(`subagent:${r.runId}.`)).toBe(true);
+      const [task] = (await readRange(h.redis, conversationKeys(h.prefix, child).log)).filter((e) => e.kind === 'message.received');
+      // The task is an event from `delegate`, owned by the parent's identity (its spend is charged there).
+      expect(task).toMatchObject({ origin: { kind: 'event', source: 'delegate', owner: 'telegram:u1' } });
+    }
+    // Children cannot delegate: their requests offer no subagent tools.
+    const childRequests = ai.requests.filter((x) => !offers(x.body, 'delegate'));
+    expect(childRequests).toHaveLength(2);
+    expect(childRequests.every((x) => !offers(x.body, 'steer_subagent'))).toBe(true);
+  });
+
+  it('a child steered mid-run takes the message at its next step; results come later through subagent_results', async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        const results = toolResults(req);
+        if (results.length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['count the moons of Mars'], wait: false } }] };
+        const id = results[0].started[0];
+        if (results.length === 1) return { toolCalls: [{ name: 'steer_subagent', args: { id, message: 'also name them' } }] };
+        if (results.length === 2) return { toolCalls: [{ name: 'subagent_results', args: { ids: [id] } }] };
+        return { text: `Done: ${results[2].results[0].answer}` };
+      }
+      // The child: a slow first step (a tool call), then its answer, naming the moons once steered.
+      if (toolResults(req).length === 0) return { toolCalls: [{ name: 'current_time', args: {} }], delayMs: 800 };
+      return { text: says(req, 'also name them') ? 'Two: Phobos and Deimos' : 'Two' };
+    });
+    const r = (await h.ingest('how many moons has Mars?')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    expect(h.outbound.texts).toEqual(['Done: Two: Phobos and Deimos']);
+    const [child] = await childIds();
+    const entries = await readRange(h.redis, conversationKeys(h.prefix, child!).log);
+    // One child run took both the task and the steer message, and answered once.
+    expect(entries.filter((e) => e.kind === 'run.started')).toHaveLength(1);
+    expect(entries.filter((e) => e.kind === 'message.received').map((e) => e.kind === 'message.received' && e.text)).toEqual([
+      'count the moons of Mars',
+      'also name them',
+    ]);
+  });
+
+  it('a parent stopped while it waits stops its children', async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) return { toolCalls: [{ name: 'delegate', args: { tasks: ['think for a long time'] } }] };
+      return { text: 'finally', delayMs: 30_000 };
+    });
+    const r = (await h.ingest('think hard')) as { runId: string };
+    const child = await waitFor(async () => (await childIds())[0], 15_000, 'the child started');
+    await waitFor(async () => (await h.redis.get(conversationKeys(h.prefix, child).active)) !== null || undefined, 15_000, 'the child running');
+    await h.dispatch.requestStop(h.source(), 'stop');
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('stopped');
+    const ended = await waitFor(
+      async () => (await readRange(h.redis, conversationKeys(h.prefix, child).log)).find((e) => e.kind === 'run.ended'),
+      20_000,
+      'the child ended',
+    );
+    expect(ended).toMatchObject({ outcome: 'stopped' });
+  });
+
+  it('refuses more subagents than the run may start, starting none', async () => {
+    ai.script((req: Req) => {
+      if (toolResults(req).length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['a', 'b', 'c', 'd'] } }] };
+      return { text: 'Too many.' };
+    });
+    const r = (await h.ingest('do four things')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    expect(toolResults(ai.requests[1]!.body)[0]).toMatchObject({ error: { tool: 'delegate', category: 'invalid_input' } });
+    expect(await childIds()).toEqual([]);
+  });
+
+  it('steering a conversation that is not its child is refused', async () => {
+    ai.script((req: Req) => {
+      if (toolResults(req).length === 0) return { toolCalls: [{ name: 'steer_subagent', args: { id: 'telegram:99', message: 'hello' } }] };
+      return { text: 'Refused.' };
+    });
+    const r = (await h.ingest('poke someone')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    expect(toolResults(ai.requests[1]!.body)[0]).toMatchObject({ error: { tool: 'steer_subagent', category: 'not_found' } });
+    expect(await h.redis.exists(conversationKeys(h.prefix, 'telegram:99').log)).toBe(0);
+  });
+});
