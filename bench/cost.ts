@@ -8,13 +8,15 @@
  *
  * Prints, from one run: total input tokens against sending the full history
  * every time; the cached share of input tokens between compactions (target
- * ≥ 90 %) and overall; the number of summarizer calls and compactions.
+ * ≥ 90 %) and overall; the number of summarizer calls and compactions;
+ * then what skills, subagents and `ask_user` add per request (cost-added.ts).
  */
 import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../plugins/local-agent/index.js';
 import { SUMMARY_HEADER } from '../runner/compaction/checkpoint.js';
 import { type FakeRequest, startFakeOpenAI } from '../testing/fakes/openai-server.js';
 import { RunnerHarness } from '../testing/runner-harness.js';
+import { addedPerTurn } from './cost-added.js';
 import { privateRedis } from './private-redis.js';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 200);
@@ -119,6 +121,7 @@ export async function main(): Promise<void> {
     console.log(`  summarizer calls                       ${summaries.length}`);
     console.log(`  compactions                            ${compactions.length} (${compactions.filter((c) => c.summarizer === 'llm').length} by the model)`);
     console.log(`  summary requests with a cache key      ${summaries.filter((q) => q.body.prompt_cache_key !== undefined).length}`);
+    await addedPerTurn(redis.url);
   } finally {
     await h.close();
     await fake.close();
