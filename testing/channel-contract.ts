@@ -348,20 +348,24 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       it("shows a run's status as one reaction on the person's message, each replacing the last", async () => {
         const react = required(harness.plugin.outbound.react, 'outbound.react');
         const shown = required(harness.reactions, 'harness reactions()').bind(harness);
-        const m = msg('react to this');
-        await harness.inject(m);
-        const messageId = required((await waitForReceive(m)).message.messageId, "the receive call's messageId");
-        const { conversationId } = harness.expected(m);
-        // `react` resolves once the platform took it: what the fake shows then is final.
-        await react(conversationId, messageId, 'taken');
-        await react(conversationId, messageId, 'taken');
-        expect(await shown(m.chatId, messageId)).toEqual([emoji.taken]);
-        await react(conversationId, messageId, 'answered');
-        expect(await shown(m.chatId, messageId)).toEqual([emoji.answered]);
-        await react(conversationId, messageId, 'answered');
-        expect(await shown(m.chatId, messageId)).toEqual([emoji.answered]);
-        await react(conversationId, messageId, 'failed');
-        expect(await shown(m.chatId, messageId)).toEqual([emoji.failed]);
+        // The two lives of a message: taken then answered, taken then failed (a takeover may repeat a status).
+        for (const [text, end] of [
+          ['react to this', 'answered'],
+          ['and to this', 'failed'],
+        ] as const) {
+          const m = msg(text);
+          await harness.inject(m);
+          const messageId = required((await waitForReceive(m)).message.messageId, 'messageId in the receive call');
+          const { conversationId } = harness.expected(m);
+          // `react` resolves once the platform took it: what the fake shows then is final.
+          await react(conversationId, messageId, 'taken');
+          await react(conversationId, messageId, 'taken');
+          expect(await shown(m.chatId, messageId)).toEqual([emoji.taken]);
+          await react(conversationId, messageId, end);
+          expect(await shown(m.chatId, messageId)).toEqual([emoji[end]]);
+          await react(conversationId, messageId, end);
+          expect(await shown(m.chatId, messageId)).toEqual([emoji[end]]);
+        }
       });
     }
 
