@@ -382,7 +382,16 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
           { label: 'Large', command: '/choose qu_000000000000000000000000 2' },
         ];
         await harness.plugin.outbound.send(conversationId, 'Which size?', { buttons });
-        expect(await buttonsOf(m.chatId)).toEqual(buttons);
+        // Some channels hand the message to the platform after `send` resolves (the webhook channel's callback pump).
+        const shown = await waitFor(
+          async () => {
+            const b = await buttonsOf(m.chatId);
+            return b.length > 0 && b;
+          },
+          10_000,
+          'buttons on the platform',
+        );
+        expect(shown).toEqual(buttons);
 
         await click(m.chatId, buttons[1]!.command, m.sender);
         const ofClick = () => calls.filter((c) => c.message.text === buttons[1]!.command && (c.result || c.error));
