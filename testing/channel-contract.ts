@@ -19,11 +19,13 @@
  * nothing written; `/status` answered through the outbound side, once even
  * when redelivered; `send` returns a message id and the platform gets the
  * text; a reply over `maxMessageChars` arrives through delivery split into
- * messages within the limit, nothing lost; typing and edit when the plugin
- * declares them.
+ * messages within the limit, nothing lost; and one case for each capability
+ * the plugin declares (`ChannelCapabilities`): typing, edit, status
+ * reactions, buttons.
  */
 import { Redis } from 'ioredis';
-import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, ReceiveResult } from 'steerbot/channel';
+import type { ChannelHost, ChannelPlugin, ChannelSettings, InboundMessage, MessageButton, ReceiveResult } from 'steerbot/channel';
+import type { ReactionStatus } from 'steerbot/plugin';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../host/http.js';
 import { RunDelivery } from '../runner/delivery/sink.js';
@@ -68,6 +70,21 @@ export interface ChannelHarness {
   received(chatId: string): Promise<string[]>;
   /** How many typing indications the platform saw for chat `chatId`. Required when the plugin has `outbound.typing`. */
   typingCount?(chatId: string): Promise<number>;
+  /**
+   * The bot's current reactions on message `messageId` of chat `chatId`, as the
+   * platform shows them (emoji, or Slack's names), replaced ones gone. Required
+   * with the `reactions` capability.
+   */
+  reactions?(chatId: string, messageId: string): Promise<string[]>;
+  /** The buttons under the last message the bot sent to chat `chatId` ([] without any). Required with the `buttons` capability. */
+  buttons?(chatId: string): Promise<MessageButton[]>;
+  /**
+   * Clicks the button with `command` under the bot's last message in chat
+   * `chatId` as `sender`, the way the platform delivers it (a Telegram callback
+   * query, a Discord component interaction, Slack `block_actions`, …). May
+   * resolve before `receive` is called. Required with the `buttons` capability.
+   */
+  click?(chatId: string, command: string, sender: ContractMessage['sender']): Promise<void>;
   /** Stops the platform fake (the suite stops the plugin). */
   close(): Promise<void>;
 }
@@ -82,7 +99,35 @@ interface Recorded {
   error?: unknown;
 }
 
+/** `value`, or a failure naming what the declared capability needs. */
+function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`the channel declares this capability, but it has no ${what}`);
+  return value;
+}
+
 const words = (texts: string[]) => texts.join(' ').split(/\s+/).filter(Boolean);
+
+/** Optional features a channel plugin declares; each adds its case to the suite. */
+export interface ChannelCapabilities {
+  /** `outbound.typing` shows a typing indicator (the harness's `typingCount` sees it). */
+  typing?: boolean;
+  /** `outbound.edit` replaces a sent message's text. */
+  edit?: boolean;
+  /**
+   * `outbound.react` shows status reactions, one at a time, with these emoji
+   * (the ones the harness configured, as the harness's `reactions` reports
+   * them: Telegram `👍`, Slack `white_check_mark`).
+   */
+  reactions?: Record<ReactionStatus, string>;
+  /**
+   * `SendOptions.buttons` show under the message, and a click comes back as one
+   * receive call whose text is the button's command, from the clicker.
+   * `interaction`: marked `interaction: 'button'` (Telegram, Discord, Slack,
+   * WhatsApp); `text`: the platform sends the command as the person's own
+   * message (LINE quick replies, the webhook channel), so it is an ordinary one.
+   */
+  buttons?: 'interaction' | 'text';
+}
 
 /** Options of `channelPluginContract`. */
 export interface ChannelContractOptions {
@@ -91,7 +136,7 @@ export interface ChannelContractOptions {
   /** Builds the harness of one test. */
   makeHarness: MakeHarness;
   /** Optional outbound features the plugin declares; each adds its case. Default: none. */
-  capabilities?: { typing?: boolean; edit?: boolean };
+  capabilities?: ChannelCapabilities;
   /** The Redis the suite runs on. Default: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
   redisUrl?: string;
 }
@@ -295,6 +340,67 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
           'edited text',
         );
         expect(texts).not.toContain('draft answer');
+      });
+    }
+
+    if (capabilities.reactions) {
+      const emoji = capabilities.reactions;
+      it("shows a run's status as one reaction on the person's message, each replacing the last", async () => {
+        const react = required(harness.plugin.outbound.react, 'outbound.react');
+        const shown = required(harness.reactions, 'harness reactions()').bind(harness);
+        // The two lives of a message: taken then answered, taken then failed (a takeover may repeat a status).
+        for (const [text, end] of [
+          ['react to this', 'answered'],
+          ['and to this', 'failed'],
+        ] as const) {
+          const m = msg(text);
+          await harness.inject(m);
+          const messageId = required((await waitForReceive(m)).message.messageId, 'messageId in the receive call');
+          const { conversationId } = harness.expected(m);
+          // `react` resolves once the platform took it: what the fake shows then is final.
+          await react(conversationId, messageId, 'taken');
+          await react(conversationId, messageId, 'taken');
+          expect(await shown(m.chatId, messageId)).toEqual([emoji.taken]);
+          await react(conversationId, messageId, end);
+          expect(await shown(m.chatId, messageId)).toEqual([emoji[end]]);
+          await react(conversationId, messageId, end);
+          expect(await shown(m.chatId, messageId)).toEqual([emoji[end]]);
+        }
+      });
+    }
+
+    if (capabilities.buttons) {
+      const marked = capabilities.buttons === 'interaction';
+      it('shows buttons under a message and turns a click into one receive call with its command, from the clicker', async () => {
+        const buttonsOf = required(harness.buttons, 'harness buttons()').bind(harness);
+        const click = required(harness.click, 'harness click()').bind(harness);
+        const m = msg('hi');
+        const { conversationId } = harness.expected(m);
+        // `/choose` of a question that does not exist: a control command the host answers without a run.
+        const buttons = [
+          { label: 'Small', command: '/choose qu_000000000000000000000000 1' },
+          { label: 'Large', command: '/choose qu_000000000000000000000000 2' },
+        ];
+        await harness.plugin.outbound.send(conversationId, 'Which size?', { buttons });
+        // Some channels hand the message to the platform after `send` resolves (the webhook channel's callback pump).
+        const shown = await waitFor(
+          async () => {
+            const b = await buttonsOf(m.chatId);
+            return b.length > 0 && b;
+          },
+          10_000,
+          'buttons on the platform',
+        );
+        expect(shown).toEqual(buttons);
+
+        await click(m.chatId, buttons[1]!.command, m.sender);
+        const ofClick = () => calls.filter((c) => c.message.text === buttons[1]!.command && (c.result || c.error));
+        const call = await waitFor(() => ofClick()[0], 10_000, 'receive of the click');
+        expect(call.channelId).toBe(harness.plugin.id);
+        expect(call.message).toMatchObject({ conversationId, text: buttons[1]!.command, sender: { id: m.sender.id } });
+        expect(call.message.interaction).toBe(marked ? 'button' : undefined);
+        expect(call.result).toMatchObject({ kind: 'command', command: 'choose' });
+        expect(ofClick()).toHaveLength(1);
       });
     }
   });

@@ -9,6 +9,7 @@
  */
 
 export {
+  type ChannelCapabilities,
   type ChannelContractEnv,
   type ChannelContractOptions,
   type ChannelHarness,
