@@ -28,6 +28,7 @@ import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSea
 import { offeredBy } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
+import { DEFAULT_SEND_FILE_MAX_BYTES, type SendFileToolOptions, sendFileTools } from './send-file.js';
 import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
@@ -83,6 +84,26 @@ export const localAgentConfigSchema = z.strictObject({
       'The built-in `web_search` tool and its backend (SearXNG, Brave Search API or Tavily); results are framed as external content (docs/tools.md#web-search-and-reading). Default: unset (no search).',
     ),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
+  sendFile: z
+    .strictObject({
+      workspace: filePath
+        .optional()
+        .describe(
+          'The folder `path` is read in (resolved against the working directory); paths outside it, through symlinks included, are refused. Default: unset (no `path`).',
+        ),
+      urls: bool
+        .default(false)
+        .describe('Whether `url` may be given: fetched through the guarded fetch (public addresses, or those in `httpFetchAllow`). Default false.'),
+      maxBytes: int(1024, 50 * 1024 * 1024)
+        .default(DEFAULT_SEND_FILE_MAX_BYTES)
+        .describe(
+          'Largest file sent, in bytes; a channel with a lower limit gets a message saying the file could not be sent instead. Default 20 971 520 (20 MiB).',
+        ),
+    })
+    .optional()
+    .describe(
+      'The built-in `send_file` tool: sends a file from the workspace or a URL natively in the chat (docs/agent.md#sending-files). Default: unset (no tool).',
+    ),
   steeringMode: z
     .enum(['all', 'one'], { error: 'expected all or one' })
     .default(DEFAULTS.agent.steeringMode)
@@ -161,7 +182,13 @@ export interface LocalAgentConfig {
    * Built-in tools: `currentTime` (default on), `httpFetch` and `webSearch` (default off: they reach the network).
    * `webSearch: { backend: 'native' }` offers the model provider's own search tool instead (native-search.ts).
    */
-  builtins?: { currentTime?: boolean; httpFetch?: boolean | HttpFetchToolOptions; webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined };
+  builtins?: {
+    currentTime?: boolean;
+    httpFetch?: boolean | HttpFetchToolOptions;
+    webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined;
+    /** The `send_file` tool (send-file.ts). Default: off. */
+    sendFile?: SendFileToolOptions | undefined;
+  };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
   /** Most model steps per invocation. Default 24. */
@@ -228,7 +255,13 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         }
       }
       const skills = skillSetOf(skillSets, config.skills, ctx.profile);
-      const toolSet = await toolbox.toolSet(ctx, [...tools, ...skills.tools, ...scheduleTools(ctx), ...memoryTools(ctx)]);
+      const toolSet = await toolbox.toolSet(ctx, [
+        ...tools,
+        ...skills.tools,
+        ...scheduleTools(ctx),
+        ...memoryTools(ctx),
+        ...sendFileTools(ctx, config.builtins?.sendFile),
+      ]);
       const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
       return runAgentLoop(ctx, {
@@ -391,6 +424,11 @@ export default defineRunnerPlugin({
         currentTime: settings.currentTime,
         httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] },
         webSearch: settings.search,
+        sendFile: settings.sendFile && {
+          ...settings.sendFile,
+          ...(settings.sendFile.workspace !== undefined && { workspace: resolve(settings.sendFile.workspace) }),
+          allow: settings.httpFetchAllow ?? [],
+        },
       },
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,
