@@ -65,7 +65,7 @@ export {
   signedSlackHeaders,
   startFakeSlack,
 } from './fakes/slack-server.js';
-export type { ScriptedFailure, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
+export type { ScriptedFailure, SentFile as TelegramSentFile, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,
   type ApiCall,
