@@ -17,7 +17,7 @@ export {
   type MakeHarness,
 } from './channel-contract.js';
 export { type IngestOnlyHost, type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
-export type { FakeGuild, InteractionResponse, StoredMessage } from './fakes/discord-server.js';
+export type { FakeGuild, InteractionResponse, StoredMessage, UploadedFile as DiscordUploadedFile } from './fakes/discord-server.js';
 export {
   FakeDiscord,
   type FakeDiscordOptions,

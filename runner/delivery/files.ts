@@ -28,15 +28,16 @@ export interface FileSendDeps {
   onSent(): void;
 }
 
-/** `bytes` for people: `12 KB`, `3.4 MB`. Pure. */
-export function formatBytes(bytes: number): string {
+/** A limit in bytes for people: `25 MiB` when it is whole mebibytes, else `12 KB`, `3.4 MB`. Pure. */
+function formatBytes(bytes: number): string {
+  if (bytes > 0 && bytes % 1_048_576 === 0) return `${bytes / 1_048_576} MiB`;
   if (bytes < 1000) return `${bytes} B`;
   if (bytes < 1_000_000) return `${Math.round(bytes / 1000)} KB`;
   return `${(bytes / 1_000_000).toFixed(1).replace(/\.0$/, '')} MB`;
 }
 
 /** The text sent instead of a file the channel cannot take. Pure. */
-export function fileNotSentText(file: OutboundFile, why: string): string {
+function fileNotSentText(file: OutboundFile, why: string): string {
   const caption = file.caption ? `\n${file.caption}` : '';
   return `[file ${file.name} could not be sent here: ${why}]${caption}`;
 }
@@ -56,7 +57,7 @@ export async function sendFileOnce(d: FileSendDeps, key: string, file: OutboundF
   if (cannot) {
     const why =
       cannot.outcome === 'too-large'
-        ? `it is ${formatBytes(file.bytes.byteLength)}, more than this channel's ${formatBytes(cannot.maxBytes ?? 0)} limit`
+        ? `it is larger than this channel's limit of ${formatBytes(cannot.maxBytes ?? 0)}`
         : 'this channel does not take files';
     const text = await d.sendText(key, fileNotSentText(file, why));
     return text === 'failed' ? { outcome: 'failed', error: 'the notice could not be sent either' } : cannot;

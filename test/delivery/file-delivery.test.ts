@@ -76,7 +76,7 @@ describe('RunDelivery.file', () => {
     await delivery(h.plugin.outbound).file(report(big), { key: 'k_5' });
 
     expect(h.fake.callsOf('sendDocument')).toHaveLength(0);
-    expect(h.fake.sent.map((m) => m.text)).toEqual(["[file report.pdf could not be sent here: it is 50 MB, more than this channel's 50 MB limit]\nQ3 report"]);
+    expect(h.fake.sent.map((m) => m.text)).toEqual(["[file report.pdf could not be sent here: it is larger than this channel's limit of 50 MB]\nQ3 report"]);
   });
 
   it('sends one clear message on a channel that takes no files', async () => {
