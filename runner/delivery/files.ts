@@ -56,9 +56,7 @@ export async function sendFileOnce(d: FileSendDeps, key: string, file: OutboundF
   const cannot = unsendable(out, file);
   if (cannot) {
     const why =
-      cannot.outcome === 'too-large'
-        ? `it is larger than this channel's limit of ${formatBytes(cannot.maxBytes ?? 0)}`
-        : 'this channel does not take files';
+      cannot.outcome === 'too-large' ? `it is larger than this channel's limit of ${formatBytes(cannot.maxBytes ?? 0)}` : 'this channel does not take files';
     const text = await d.sendText(key, fileNotSentText(file, why));
     return text === 'failed' ? { outcome: 'failed', error: 'the notice could not be sent either' } : cannot;
   }
