@@ -62,6 +62,7 @@ export {
   type SlackFakeFile,
   type SlackMessageInput,
   type SlackPostedMessage,
+  type SlackUploadedFile,
   signedSlackHeaders,
   startFakeSlack,
 } from './fakes/slack-server.js';
