@@ -99,6 +99,13 @@ function mediaForm(file: OutboundFile): FormData {
   return form;
 }
 
+/** Uploads `file` to the phone number's media; returns the media id. */
+async function uploadMedia(graph: GraphClient, phoneNumberId: string, file: OutboundFile): Promise<string> {
+  const uploaded = await graph.upload('media upload', `${phoneNumberId}/media`, mediaForm(file));
+  if (typeof uploaded.id !== 'string') throw new WhatsAppApiError('whatsapp media upload: the answer named no media id', { status: 502 });
+  return uploaded.id;
+}
+
 /** The message id a `messages` answer names. */
 function sentId(answer: Record<string, unknown>): string {
   const id = (answer.messages as Array<{ id?: unknown }> | undefined)?.[0]?.id;
@@ -159,10 +166,9 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
 
     async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {
       const to = recipientOf(channelId, conversationId);
-      const uploaded = await graph.upload('media upload', `${o.phoneNumberId}/media`, mediaForm(file));
-      if (typeof uploaded.id !== 'string') throw new WhatsAppApiError('whatsapp media upload: the answer named no media id', { status: 502 });
+      const mediaId = await uploadMedia(graph, o.phoneNumberId, file);
       const replyTo = opts.replyTo?.startsWith('wamid.') ? opts.replyTo : undefined;
-      return { messageId: await post(conversationId, fileMessageBody(to, file, uploaded.id, replyTo), opts.deliveryKey) };
+      return { messageId: await post(conversationId, fileMessageBody(to, file, mediaId, replyTo), opts.deliveryKey) };
     },
     maxFileBytes: WHATSAPP_MAX_FILE_BYTES,
 
