@@ -6,7 +6,7 @@
  * message, never a silent drop.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TELEGRAM_MAX_FILE_BYTES } from '../../plugins/telegram/outbound.js';
+import { TELEGRAM_MAX_FILE_BYTES, TELEGRAM_MAX_PHOTO_BYTES } from '../../plugins/telegram/outbound.js';
 import { type OutboxRecord, RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound, OutboundFile } from '../../src/channel.js';
 import { conversationKeys } from '../../src/redis/keys.js';
@@ -50,6 +50,12 @@ describe('RunDelivery.file', () => {
     await delivery(h.plugin.outbound).file({ name: 'chart.png', mimeType: 'image/png', bytes: PNG }, { key: 'k_2' });
     expect(h.fake.sentFiles.map((f) => [f.method, f.name])).toEqual([['sendPhoto', 'chart.png']]);
     expect(h.fake.sentFiles[0]!.bytes.equals(PNG)).toBe(true);
+  });
+
+  it('sends an image over the 10 MB photo limit as a document', async () => {
+    const big = Buffer.concat([PNG, Buffer.alloc(TELEGRAM_MAX_PHOTO_BYTES)]);
+    expect(await delivery(h.plugin.outbound).file({ name: 'poster.png', mimeType: 'image/png', bytes: big }, { key: 'k_8' })).toEqual({ outcome: 'sent' });
+    expect(h.fake.sentFiles.map((f) => [f.method, f.name, f.bytes.byteLength])).toEqual([['sendDocument', 'poster.png', big.byteLength]]);
   });
 
   it('retries an upload refused with 429 and sends exactly one file', async () => {
