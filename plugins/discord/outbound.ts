@@ -4,7 +4,7 @@
  * short 429s itself. Works without the gateway (a runner-only process sends
  * through it too).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets } from 'steerbot/plugin';
@@ -89,13 +89,39 @@ function messageBody(channel: string, text: string, opts: SendOptions): Record<s
   return body;
 }
 
+/** A file name as a multipart header can carry it (quotes, backslashes and line breaks replaced). */
+const partName = (name: string) => name.replace(/["\\\r\n]/g, '_');
+
 /** The create-message body of a file: its caption as content, one attachment, no pings, the delivery key as an enforced nonce. */
 function fileBody(channel: string, file: OutboundFile, opts: SendFileOptions): Record<string, unknown> {
   const { content: _, ...body } = messageBody(channel, '', {
     ...(opts.replyTo && { replyTo: opts.replyTo }),
     ...(opts.deliveryKey && { deliveryKey: opts.deliveryKey }),
   });
-  return { ...body, ...(file.caption && { content: file.caption.slice(0, DISCORD_MAX_MESSAGE_CHARS) }), attachments: [{ id: 0, filename: file.name }] };
+  return {
+    ...body,
+    ...(file.caption && { content: file.caption.slice(0, DISCORD_MAX_MESSAGE_CHARS) }),
+    attachments: [{ id: 0, filename: partName(file.name) }],
+  };
+}
+
+/**
+ * A create-message request with one file, as multipart bytes (`payload_json`, then `files[0]`), built here
+ * rather than through the REST client's `files`: that path hands undici a FormData that its request function
+ * refuses when the process holds two copies of undici (discord.js carries its own).
+ */
+function multipartMessage(body: Record<string, unknown>, file: OutboundFile): { body: Buffer; contentType: string } {
+  const boundary = `steerbot-${randomBytes(16).toString('hex')}`;
+  const part = (headers: string, data: Buffer) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), data, Buffer.from('\r\n')]);
+  const name = partName(file.name);
+  return {
+    body: Buffer.concat([
+      part('Content-Disposition: form-data; name="payload_json"\r\nContent-Type: application/json', Buffer.from(JSON.stringify(body))),
+      part(`Content-Disposition: form-data; name="files[0]"; filename="${name}"\r\nContent-Type: ${file.mimeType}`, Buffer.from(file.bytes)),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  };
 }
 
 /** Builds the outbound side over `rest`. */
@@ -145,9 +171,10 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     // A message with the file attached (multipart, `files[0]`): Discord shows an image inline, anything else as a download.
     async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}): Promise<{ messageId: string }> {
       const channel = channelIdOf(channelId, conversationId);
-      const body = fileBody(channel, file, opts);
-      const files = [{ name: file.name, data: Buffer.from(file.bytes), contentType: file.mimeType }];
-      const sent = await call<{ id: string }>('sendFile', () => rest.post(Routes.channelMessages(channel), { body, files }));
+      const request = multipartMessage(fileBody(channel, file, opts), file);
+      const sent = await call<{ id: string }>('sendFile', () =>
+        rest.post(Routes.channelMessages(channel), { body: request.body, passThroughBody: true, headers: { 'Content-Type': request.contentType } }),
+      );
       return { messageId: sent.id };
     },
     maxFileBytes: DISCORD_MAX_FILE_BYTES,
