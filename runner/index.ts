@@ -27,6 +27,7 @@ export {
   type ConversationSchedules,
   type DeliverySink,
   defineRunnerPlugin,
+  type FileDelivery,
   type ModelSettings,
   type QuestionOutcome,
   type QuestionRequest,

@@ -5,7 +5,7 @@
  */
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import type { MessageButton } from 'steerbot/channel';
+import type { MessageButton, OutboundFile } from 'steerbot/channel';
 import type { Attachment, FetchedFile, MessageReceived, PluginDefinition, RouteRegistry, SeqEntry, SteeringMode, StopKind } from 'steerbot/plugin';
 import type { z } from 'zod';
 import type { ModelProvider } from '../src/config/defaults.js';
@@ -76,10 +76,31 @@ export interface DeliverySink {
    * a streamed answer, so an attempt that delivers a recorded answer finds the answer's keys.
    */
   message(text: string, opts?: { buttons?: MessageButton[]; key?: string }): Promise<void>;
+  /**
+   * Sends one file natively, exactly once per `key` (the tool call's
+   * idempotency key: a re-run after a takeover finds the file's outbox record
+   * and does not send it again). A channel that takes no files, or not one
+   * this large, gets one text message saying so instead. Resolves with what
+   * happened; never throws. Absent in hand-made sinks.
+   */
+  file?(file: OutboundFile, opts: { key: string }): Promise<FileDelivery>;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */
   typing(): void;
+}
+
+/**
+ * What became of a file handed to `DeliverySink.file`: `sent` (now, or by an
+ * earlier attempt), `unsupported` / `too-large` (a text message said so
+ * instead), `failed` (the platform refused it, or retries ran out: `error`).
+ */
+export interface FileDelivery {
+  outcome: 'sent' | 'unsupported' | 'too-large' | 'failed';
+  /** The channel's limit, in bytes (`too-large`). */
+  maxBytes?: number;
+  /** Why it failed (`failed`), without secrets. */
+  error?: string;
 }
 
 /** One model step to record: the messages the next request must replay. */

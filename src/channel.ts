@@ -58,6 +58,28 @@ export interface MessageButton {
   command: string;
 }
 
+/** A file to send natively in a chat (`ChannelOutbound.sendFile`). */
+export interface OutboundFile {
+  /** File name shown to the user (no folders), e.g. `report.pdf`. */
+  name: string;
+  /** Media type, e.g. `image/png`, `application/pdf`. Images (`image/*`) are shown as images where the platform can. */
+  mimeType: string;
+  /** The content; at most the channel's `maxFileBytes`. */
+  bytes: Uint8Array;
+  /** Text shown with the file, plain (at most 1000 characters). */
+  caption?: string;
+}
+
+/** Options of one file send. */
+export interface SendFileOptions {
+  /** Stable delivery key of this file (`<run id>:<tool call key>:0`), for platforms that take an idempotency key. */
+  deliveryKey?: string;
+  /** Platform message id to reply to. */
+  replyTo?: string;
+  /** As `SendOptions.maybeSentSince`: an earlier attempt may already have sent this file, at or after this time (ms since the epoch). */
+  maybeSentSince?: number;
+}
+
 /** Options of one outbound edit. */
 export interface EditOptions {
   /** `markdown`: try formatted text, fall back to plain when the platform refuses it. Default `plain`. */
@@ -72,6 +94,15 @@ export interface ChannelOutbound {
   maxMessageChars: number;
   /** Sends one message (at most `maxMessageChars`); returns the platform's message id. */
   send(conversationId: string, text: string, opts?: SendOptions): Promise<{ messageId: string }>;
+  /**
+   * Sends one file natively (an image as an image where the platform shows
+   * one, anything else as a document), at most `maxFileBytes`; returns the
+   * platform's message id. Absent: the channel takes no files, and delivery
+   * sends a text message saying the file could not be sent instead.
+   */
+  sendFile?(conversationId: string, file: OutboundFile, opts?: SendFileOptions): Promise<{ messageId: string }>;
+  /** Largest file `sendFile` takes, in bytes (Telegram 50 MB, Discord 25 MB). Delivery sends a text message instead of a larger file. Required with `sendFile`. */
+  maxFileBytes?: number;
   /**
    * Replaces the text of a message sent earlier (streaming). `opts.format` as in
    * `send`, so a streamed reply ends formatted like one sent whole. Absent when

@@ -18,7 +18,7 @@ export {
   type MakeHarness,
 } from './channel-contract.js';
 export { type IngestOnlyHost, type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
-export type { FakeGuild, InteractionResponse, StoredMessage } from './fakes/discord-server.js';
+export type { FakeGuild, InteractionResponse, StoredMessage, UploadedFile as DiscordUploadedFile } from './fakes/discord-server.js';
 export {
   FakeDiscord,
   type FakeDiscordOptions,
@@ -63,10 +63,11 @@ export {
   type SlackFakeFile,
   type SlackMessageInput,
   type SlackPostedMessage,
+  type SlackUploadedFile,
   signedSlackHeaders,
   startFakeSlack,
 } from './fakes/slack-server.js';
-export type { ScriptedFailure, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
+export type { ScriptedFailure, SentFile as TelegramSentFile, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,
   type ApiCall,

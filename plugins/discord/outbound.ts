@@ -4,15 +4,22 @@
  * short 429s itself. Works without the gateway (a runner-only process sends
  * through it too).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
-import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets } from 'steerbot/plugin';
 import { isGuildAdmin } from './admins.js';
 import type { DiscordConfig } from './config.js';
 
 /** Discord's limit on a message's `content`, in characters. */
 export const DISCORD_MAX_MESSAGE_CHARS = 2000;
+
+/**
+ * Largest file a bot uploads, in bytes: 25 MiB, the limit of a server
+ * without boosts when this was written (Discord answers 413 for more, and
+ * delivery reports the file failed).
+ */
+export const DISCORD_MAX_FILE_BYTES = 25 * 1024 * 1024;
 
 /**
  * Least time between two streaming edits of one message. Discord allows
@@ -82,6 +89,41 @@ function messageBody(channel: string, text: string, opts: SendOptions): Record<s
   return body;
 }
 
+/** A file name as a multipart header can carry it (quotes, backslashes and line breaks replaced). */
+const partName = (name: string) => name.replace(/["\\\r\n]/g, '_');
+
+/** The create-message body of a file: its caption as content, one attachment, no pings, the delivery key as an enforced nonce. */
+function fileBody(channel: string, file: OutboundFile, opts: SendFileOptions): Record<string, unknown> {
+  const { content: _, ...body } = messageBody(channel, '', {
+    ...(opts.replyTo && { replyTo: opts.replyTo }),
+    ...(opts.deliveryKey && { deliveryKey: opts.deliveryKey }),
+  });
+  return {
+    ...body,
+    ...(file.caption && { content: file.caption.slice(0, DISCORD_MAX_MESSAGE_CHARS) }),
+    attachments: [{ id: 0, filename: partName(file.name) }],
+  };
+}
+
+/**
+ * A create-message request with one file, as multipart bytes (`payload_json`, then `files[0]`), built here
+ * rather than through the REST client's `files`: that path hands undici a FormData that its request function
+ * refuses when the process holds two copies of undici (discord.js carries its own).
+ */
+function multipartMessage(body: Record<string, unknown>, file: OutboundFile): { body: Buffer; contentType: string } {
+  const boundary = `steerbot-${randomBytes(16).toString('hex')}`;
+  const part = (headers: string, data: Buffer) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), data, Buffer.from('\r\n')]);
+  const name = partName(file.name);
+  return {
+    body: Buffer.concat([
+      part('Content-Disposition: form-data; name="payload_json"\r\nContent-Type: application/json', Buffer.from(JSON.stringify(body))),
+      part(`Content-Disposition: form-data; name="files[0]"; filename="${name}"\r\nContent-Type: ${file.mimeType}`, Buffer.from(file.bytes)),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  };
+}
+
 /** Builds the outbound side over `rest`. */
 export function createDiscordOutbound(channelId: string, config: DiscordConfig, rest: REST): ChannelOutbound {
   const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
@@ -125,6 +167,17 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
       const sent = await call<{ id: string }>('send', () => rest.post(Routes.channelMessages(channel), { body }));
       return { messageId: sent.id };
     },
+
+    // A message with the file attached (multipart, `files[0]`): Discord shows an image inline, anything else as a download.
+    async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}): Promise<{ messageId: string }> {
+      const channel = channelIdOf(channelId, conversationId);
+      const request = multipartMessage(fileBody(channel, file, opts), file);
+      const sent = await call<{ id: string }>('sendFile', () =>
+        rest.post(Routes.channelMessages(channel), { body: request.body, passThroughBody: true, headers: { 'Content-Type': request.contentType } }),
+      );
+      return { messageId: sent.id };
+    },
+    maxFileBytes: DISCORD_MAX_FILE_BYTES,
 
     // Discord renders Markdown in `content` itself: `markdown` and `plain` send the same text.
     async edit(conversationId: string, messageId: string, text: string, _opts?: EditOptions): Promise<void> {

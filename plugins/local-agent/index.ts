@@ -29,6 +29,7 @@ import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSea
 import { offeredBy } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
+import { DEFAULT_SEND_FILE_MAX_BYTES, type SendFileToolOptions, sendFileTools } from './send-file.js';
 import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
 import { subagentTools } from './subagent-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
@@ -89,6 +90,26 @@ export const localAgentConfigSchema = z.strictObject({
     .default(false)
     .describe(
       'The built-in `ask_user` tool: the agent asks a question with 2 to 5 options shown as buttons and waits for a click or a typed answer (docs/tools.md#asking-the-user). Default false.',
+    ),
+  sendFile: z
+    .strictObject({
+      workspace: filePath
+        .optional()
+        .describe(
+          'The folder `path` is read in (resolved against the working directory); paths outside it, through symlinks included, are refused. Default: unset (no `path`).',
+        ),
+      urls: bool
+        .default(false)
+        .describe('Whether `url` may be given: fetched through the guarded fetch (public addresses, or those in `httpFetchAllow`). Default false.'),
+      maxBytes: int(1024, 50 * 1024 * 1024)
+        .default(DEFAULT_SEND_FILE_MAX_BYTES)
+        .describe(
+          'Largest file sent, in bytes; a channel with a lower limit gets a message saying the file could not be sent instead. Default 20 971 520 (20 MiB).',
+        ),
+    })
+    .optional()
+    .describe(
+      'The built-in `send_file` tool: sends a file from the workspace or a URL natively in the chat (docs/agent.md#sending-files). Default: unset (no tool).',
     ),
   steeringMode: z
     .enum(['all', 'one'], { error: 'expected all or one' })
@@ -174,6 +195,8 @@ export interface LocalAgentConfig {
     webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined;
     /** `ask_user`: questions with options as buttons, answered by a click or a message (ask-user.ts). Default false. */
     askUser?: boolean;
+    /** The `send_file` tool (send-file.ts). Default: off. */
+    sendFile?: SendFileToolOptions | undefined;
   };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
@@ -218,6 +241,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
     ...scheduleTools(ctx),
     ...memoryTools(ctx),
     ...subagentTools(ctx),
+    ...sendFileTools(ctx, config.builtins?.sendFile),
     ...(askUser ? askUserTools(ctx, toolbox.policy) : []),
   ];
   const attachments = new AttachmentParts(config.attachments);
@@ -414,6 +438,11 @@ export default defineRunnerPlugin({
         askUser: settings.askUser,
         httpFetch: settings.httpFetch && { allow: settings.httpFetchAllow ?? [] },
         webSearch: settings.search,
+        sendFile: settings.sendFile && {
+          ...settings.sendFile,
+          ...(settings.sendFile.workspace !== undefined && { workspace: resolve(settings.sendFile.workspace) }),
+          allow: settings.httpFetchAllow ?? [],
+        },
       },
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,

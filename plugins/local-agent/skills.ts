@@ -19,10 +19,11 @@
 import type { Dirent } from 'node:fs';
 import { constants } from 'node:fs';
 import { lstat, open, readdir, readFile, realpath } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { ConfigError, type ConfigIssue, z } from 'steerbot/plugin';
 import { dataBlock } from 'steerbot/runner';
 import { parse as parseYaml } from 'yaml';
+import { errCode, insideFolder } from './inside-folder.js';
 import type { AgentTool } from './tools.js';
 
 /** A skill's name: what `name` in SKILL.md must match (and the folder's name). */
@@ -199,37 +200,12 @@ export function readSkillTool(skills: readonly Skill[]): AgentTool<{ name: strin
         const files = await listFiles(skill.folder);
         return { skill: name, file: SKILL_FILE, ...cut(text.replace(FRONT_MATTER_RE, '').trim()), ...(files.length > 0 && { files }) };
       }
-      const target = await insideFolder(skill.folder, file);
+      const target = await insideFolder(skill.folder, file, "the skill's folder");
       if (typeof target !== 'string') return target;
       const text = await readBounded(target);
       return typeof text === 'string' ? { skill: name, file, ...cut(text) } : text;
     },
   };
-}
-
-/**
- * The real path of `file` inside `folder`, or why it is refused: absolute,
- * with a `..` segment, or resolving (through a symlink anywhere on the way)
- * outside the folder.
- */
-async function insideFolder(folder: string, file: string): Promise<string | { error: string }> {
-  const refused = { error: `refused: "${file}" is not a path inside the skill's folder` };
-  if (file.includes('\0') || isAbsolute(file) || /^[\\/]|^[A-Za-z]:/.test(file)) return refused;
-  if (file.split(/[\\/]/).includes('..')) return refused;
-  const lexical = resolve(folder, file);
-  if (!within(folder, lexical)) return refused;
-  let real: string;
-  try {
-    real = await realpath(lexical);
-  } catch (err) {
-    return { error: `cannot read ${file}: ${errCode(err)}` };
-  }
-  return within(folder, real) ? real : refused;
-}
-
-function within(folder: string, path: string): boolean {
-  const rel = relative(folder, path);
-  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
 }
 
 /** The text of a regular file of at most MAX_FILE_BYTES, opened without following a final symlink. */
@@ -273,8 +249,4 @@ async function listFiles(folder: string): Promise<string[]> {
   };
   await walk(folder);
   return out;
-}
-
-function errCode(err: unknown): string {
-  return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 }

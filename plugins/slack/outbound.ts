@@ -6,11 +6,12 @@
  * it first (`sent-lookup.ts`), so Slack shows a reply once.
  */
 import type { WebClient } from '@slack/web-api';
-import type { ChannelOutbound, EditOptions, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, OutboundFile, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
+import { SLACK_MAX_FILE_BYTES, uploadFile } from './files-out.js';
 import { markdownToMrkdwn } from './mrkdwn.js';
 import { deliveryMetadata, type SlackSelf, sentBefore } from './sent-lookup.js';
 
@@ -104,6 +105,8 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
     maxMessageChars: SLACK_MAX_MESSAGE_CHARS,
 
     send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendReply(withSelf, conversationId, text, sendOpts),
+    sendFile: (conversationId: string, file: OutboundFile) => uploadFile(opts, parseConversationId(channelId, conversationId), file),
+    maxFileBytes: SLACK_MAX_FILE_BYTES,
 
     async edit(conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) {
       const target = parseConversationId(channelId, conversationId);

@@ -2,15 +2,24 @@
  * The outbound side of the Telegram channel: what delivery calls to send,
  * edit and show typing, through grammY's `Api`.
  */
-import type { Api } from 'grammy';
+import { type Api, InputFile } from 'grammy';
 import type { ReactionTypeEmoji } from 'grammy/types';
-import type { ChannelOutbound, EditOptions, MessageButton, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, EditOptions, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
 import { isTelegramError, toChannelApiError } from './errors.js';
 import { markdownToTelegramHtml } from './markdown.js';
 
 /** Telegram's limit on one message's text, in characters (after entity parsing). */
 export const TELEGRAM_MAX_MESSAGE_CHARS = 4096;
+
+/** Largest file the Bot API takes in an upload, in bytes (50 MB). */
+export const TELEGRAM_MAX_FILE_BYTES = 50 * 1000 * 1000;
+
+/** Largest photo the Bot API takes, in bytes (10 MB): a larger image goes as a document. */
+export const TELEGRAM_MAX_PHOTO_BYTES = 10 * 1000 * 1000;
+
+/** Image types Telegram shows as a photo (others, GIF included, go as documents). */
+const PHOTO_TYPES = new Set(['image/jpeg', 'image/png', 'image/webp']);
 
 /** Where a conversation's messages go. */
 export interface TelegramTarget {
@@ -78,6 +87,10 @@ function keyboardRows(buttons: readonly MessageButton[]): Array<Array<{ text: st
   return keys.length <= 2 ? [keys] : keys.map((k) => [k]);
 }
 
+/** The reply parameters of a send, when it replies to a message by its numeric id. */
+const replyOf = (replyTo: string | undefined) =>
+  replyTo !== undefined && /^\d+$/.test(replyTo) ? { reply_parameters: { message_id: Number(replyTo), allow_sending_without_reply: true } } : {};
+
 /** `sendMessage`: formatted first when asked (plain when Telegram cannot parse what the converter made of it), buttons as an inline keyboard. */
 async function sendText(opts: TelegramOutboundOptions, conversationId: string, text: string, sendOpts: SendOptions): Promise<{ messageId: string }> {
   const { api, token, channelId, logger } = opts;
@@ -86,8 +99,7 @@ async function sendText(opts: TelegramOutboundOptions, conversationId: string, t
     ...threadOf(target),
     // Buttons as an inline keyboard; a click comes back as a callback query carrying the command.
     ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: keyboardRows(sendOpts.buttons) } }),
-    ...(sendOpts.replyTo !== undefined &&
-      /^\d+$/.test(sendOpts.replyTo) && { reply_parameters: { message_id: Number(sendOpts.replyTo), allow_sending_without_reply: true } }),
+    ...replyOf(sendOpts.replyTo),
   };
   if (sendOpts.format === 'markdown') {
     try {
@@ -99,6 +111,19 @@ async function sendText(opts: TelegramOutboundOptions, conversationId: string, t
     }
   }
   const sent = await call(token, 'sendMessage', () => api.sendMessage(target.chatId, text, base));
+  return { messageId: String(sent.message_id) };
+}
+
+/** `sendPhoto` for an image Telegram shows as a photo (at most 10 MB), `sendDocument` for anything else; the caption as plain text. */
+async function sendFile(opts: TelegramOutboundOptions, conversationId: string, file: OutboundFile, sendOpts: SendFileOptions): Promise<{ messageId: string }> {
+  const { api, token, channelId } = opts;
+  const target = parseConversationId(channelId, conversationId);
+  const input = new InputFile(file.bytes, file.name);
+  const extra = { ...threadOf(target), ...replyOf(sendOpts.replyTo), ...(file.caption && { caption: file.caption }) };
+  const sent =
+    PHOTO_TYPES.has(file.mimeType) && file.bytes.byteLength <= TELEGRAM_MAX_PHOTO_BYTES
+      ? await call(token, 'sendPhoto', () => api.sendPhoto(target.chatId, input, extra))
+      : await call(token, 'sendDocument', () => api.sendDocument(target.chatId, input, extra));
   return { messageId: String(sent.message_id) };
 }
 
@@ -134,6 +159,8 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
     maxMessageChars: TELEGRAM_MAX_MESSAGE_CHARS,
     send: (conversationId: string, text: string, sendOpts: SendOptions = {}) => sendText(opts, conversationId, text, sendOpts),
     edit: (conversationId: string, messageId: string, text: string, editOpts: EditOptions = {}) => editText(opts, conversationId, messageId, text, editOpts),
+    sendFile: (conversationId: string, file: OutboundFile, sendOpts: SendFileOptions = {}) => sendFile(opts, conversationId, file, sendOpts),
+    maxFileBytes: TELEGRAM_MAX_FILE_BYTES,
 
     async typing(conversationId: string) {
       const target = parseConversationId(channelId, conversationId);

@@ -80,6 +80,18 @@ export const webhookChannelConfigSchema = z.strictObject({
     .describe(
       'Hosts, IP addresses or CIDR ranges attachment URLs may reach although they are not public (loopback, private, link-local and metadata addresses are refused otherwise, even on an `attachmentHosts` host). Default `[]`.',
     ),
+  filesUrl: z
+    .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+    .optional()
+    .describe(
+      "Where this host's routes are reached from outside (e.g. `https://bot.example.com`). Set: a file the agent sends is kept `fileTtlSeconds` and its reply carries a signed download URL under the channel's path. Default: unset (a file becomes a text reply saying it could not be sent).",
+    ),
+  fileTtlSeconds: int(60, 7 * 86_400)
+    .default(3600)
+    .describe('How long a sent file can be downloaded, in seconds (its bytes expire from Redis then). Default 3600.'),
+  maxFileBytes: int(1024, 50 * 1024 * 1024)
+    .default(20 * 1024 * 1024)
+    .describe('Largest file kept for download, in bytes; a larger one becomes a text reply. Default 20 971 520 (20 MiB).'),
   maxStreamClients: int(1, 10_000).default(100).describe('Most event-stream clients at once (each holds a Redis connection); more get 503. Default 100.'),
 });
 

@@ -48,6 +48,20 @@ export interface WebhookReply {
    * as an ordinary signed message whose text is the action's `command`.
    */
   actions?: Array<{ label: string; command: string }>;
+  /** A file the agent sent (channels with `filesUrl`): `text` is then its caption (may be empty). */
+  file?: WebhookFile;
+}
+
+/** A file in a reply: download it from `url` before `expiresAt`. */
+export interface WebhookFile {
+  name: string;
+  mimeType: string;
+  /** In bytes. */
+  size: number;
+  /** Signed download URL (GET), valid until `expiresAt`. */
+  url: string;
+  /** ISO 8601. */
+  expiresAt: string;
 }
 
 /**

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
+import { fileRoute } from './files.js';
 import { inboundHandler } from './inbound.js';
 import { WEBHOOK_CONVERSATION_KEYS, WEBHOOK_PLUGIN_ID } from './keys.js';
 import { createWebhookOutbound } from './outbound.js';
@@ -43,7 +44,7 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
   const now = Date.now;
   let host: ChannelHost | undefined;
   const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
-  const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix });
+  const outbound = createWebhookOutbound({ channelId, config: cfg, path, redis: deps.redis, prefix: deps.prefix });
   // Only started channels (hosts) POST callbacks; runners only store replies. The POSTs go over keep-alive
   // connections of the channel's own pool (created at start, closed at stop).
   let http: ReturnType<typeof createHttpClient> | undefined;
@@ -66,6 +67,7 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
         handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }),
       });
       h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
+      if (cfg.filesUrl) h.routes.add(fileRoute({ channelId, config: cfg, path, redis: deps.redis, prefix: deps.prefix, now }));
       if (pump) {
         http ??= createHttpClient({ maxSocketsPerOrigin: 16 });
         pump.start();

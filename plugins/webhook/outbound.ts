@@ -8,17 +8,20 @@
  * stored: a receiver that is down does not hold up the run.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChannelOutbound, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, storeReply } from 'steerbot/plugin';
 import { notifyPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
+import { keepFile } from './files.js';
 
 export interface WebhookOutboundOptions {
   channelId: string;
   config: WebhookChannelConfig;
   redis: RedisClient;
   prefix: string;
+  /** The channel's route (files are downloaded below it). Default `/webhooks/<name>`. */
+  path?: string;
   /** DNS resolution of attachment hosts (tests point names at local servers). Default `node:dns`. */
   resolve?: ResolveHost;
 }
@@ -42,31 +45,52 @@ export function allowedAttachmentUrl(ref: string, hosts: readonly string[]): boo
 
 export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutbound {
   const cfg = o.config;
+  const path = o.path ?? `/webhooks/${o.channelId.slice('webhook:'.length)}`;
+  /** Stores `reply` once per delivery key and marks the conversation for its callback. */
+  const store = async (conversationId: string, reply: WebhookReply, deliveryKey: string | undefined): Promise<{ messageId: string }> => {
+    // The stream first, then the mark (two keys in two slots, so two commands): the pump never
+    // finds a mark without its reply. A reply stored before (same delivery key: a retried run
+    // attempt) is not stored again, but marked again, in case the crash came between the two.
+    await storeReply(o.redis, conversationId, JSON.stringify(reply), {
+      prefix: o.prefix,
+      maxLen: cfg.replyStreamMaxLen,
+      ...(deliveryKey !== undefined && { deliveryKey }),
+      dedupeSeconds: cfg.replyDedupeSeconds,
+    });
+    if (cfg.callbackUrl) await notifyPending(o.redis, o.prefix, o.channelId, conversationId);
+    return { messageId: reply.messageId };
+  };
+  const conversationOf = (conversationId: string): string => {
+    if (!conversationId.startsWith(`${o.channelId}:`))
+      throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
+    return conversationId.slice(o.channelId.length + 1);
+  };
+  const sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
+    const messageId = opts.deliveryKey ?? randomUUID();
+    const reply: WebhookReply = {
+      conversation: conversationOf(conversationId),
+      text: file.caption ?? '',
+      messageId,
+      file: await keepFile({ channelId: o.channelId, config: cfg, path, redis: o.redis, prefix: o.prefix }, conversationId, file, messageId),
+      ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
+    };
+    return store(conversationId, reply, opts.deliveryKey);
+  };
   return {
     channelId: o.channelId,
     maxMessageChars: cfg.maxMessageChars,
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
-      if (!conversationId.startsWith(`${o.channelId}:`))
-        throw new ChannelApiError(`conversation ${conversationId} is not on channel ${o.channelId}`, { status: 400 });
       const reply: WebhookReply = {
-        conversation: conversationId.slice(o.channelId.length + 1),
+        conversation: conversationOf(conversationId),
         text,
         messageId: opts.deliveryKey ?? randomUUID(),
         ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
         ...(opts.buttons?.length && { actions: opts.buttons.map((b) => ({ label: b.label, command: b.command })) }),
       };
-      // The stream first, then the mark (two keys in two slots, so two commands): the pump never
-      // finds a mark without its reply. A reply stored before (same delivery key: a retried run
-      // attempt) is not stored again, but marked again, in case the crash came between the two.
-      await storeReply(o.redis, conversationId, JSON.stringify(reply), {
-        prefix: o.prefix,
-        maxLen: cfg.replyStreamMaxLen,
-        ...(opts.deliveryKey !== undefined && { deliveryKey: opts.deliveryKey }),
-        dedupeSeconds: cfg.replyDedupeSeconds,
-      });
-      if (cfg.callbackUrl) await notifyPending(o.redis, o.prefix, o.channelId, conversationId);
-      return { messageId: reply.messageId };
+      return store(conversationId, reply, opts.deliveryKey);
     },
+    // A file is kept for download only where the operator said where downloads are reached from.
+    ...(cfg.filesUrl !== undefined && { sendFile, maxFileBytes: cfg.maxFileBytes }),
     async fetchAttachment(attachment, { maxBytes, signal }) {
       // Only hosts the operator allowed, at every redirect too, and only public addresses unless allowed: a client
       // could otherwise make the runner fetch any URL (internal ones included).

@@ -3,7 +3,7 @@
  * `ChannelDeps.fetch`, else the global one, which pools connections): no
  * well-kept SDK for the WhatsApp Cloud API exists, and these are four
  * requests — send a message, mark one read (with the typing indicator),
- * read a media object's metadata and download its bytes. Base URL and
+ * upload media (multipart), read a media object's metadata and download its bytes. Base URL and
  * version come from the settings, so tests point it at a local fake.
  */
 import { type FetchedFile, fetchFile } from 'steerbot/plugin';
@@ -50,6 +50,11 @@ export class GraphClient {
   /** POSTs JSON to `path` (below the version) and returns the parsed answer. */
   async post(what: string, path: string, body: unknown): Promise<Record<string, unknown>> {
     return this.call(what, path, { method: 'POST', headers: { ...this.auth(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  }
+
+  /** POSTs a multipart form to `path` (below the version: a media upload) and returns the parsed answer. */
+  async upload(what: string, path: string, form: FormData): Promise<Record<string, unknown>> {
+    return this.call(what, path, { method: 'POST', headers: this.auth(), body: form });
   }
 
   /** GETs `path` (below the version) and returns the parsed answer. */

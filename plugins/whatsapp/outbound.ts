@@ -1,14 +1,15 @@
 /**
  * The outbound side of the WhatsApp channel: replies through
  * `POST /{phone-number-id}/messages` (text, or interactive reply buttons for
- * an approval), the read receipt with the typing indicator, and media
- * downloads for the attachment resolver. WhatsApp cannot edit a message, so
+ * an approval), files (uploaded to `/{phone-number-id}/media`, then sent as
+ * an image or document message naming the media id), the read receipt with
+ * the typing indicator, and media downloads for the attachment resolver. WhatsApp cannot edit a message, so
  * the channel does not stream: a reply goes out whole when the turn ends.
  * A reply WhatsApp refuses (the 24-hour window closed, any other 4xx) is
  * recorded for the console before the error is thrown; delivery does not
  * retry it.
  */
-import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
+import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { WhatsAppApiError } from './errors.js';
 import { recordFailure } from './failures.js';
@@ -18,6 +19,11 @@ import { markdownToWhatsApp } from './markdown.js';
 
 /** WhatsApp's limit on a text message's body, in characters. */
 export const WHATSAPP_MAX_MESSAGE_CHARS = 4096;
+/** Largest media WhatsApp takes, in bytes: a document (100 MB); an image at most 5 MB, a larger one goes as a document. */
+export const WHATSAPP_MAX_FILE_BYTES = 100 * 1000 * 1000;
+const WHATSAPP_MAX_IMAGE_BYTES = 5 * 1000 * 1000;
+/** Image types WhatsApp shows as an image. */
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png']);
 /** Limits of an interactive reply-button message: body characters, buttons, a title's characters, an id's characters. */
 const BUTTON_BODY_MAX = 1024;
 const MAX_BUTTONS = 3;
@@ -69,6 +75,35 @@ export function messageBody(to: string, text: string, buttons: readonly MessageB
       action: { buttons: shown.map((b) => ({ type: 'reply', reply: { id: b.command, title: b.label.slice(0, BUTTON_TITLE_MAX) } })) },
     },
   };
+}
+
+/** The `messages` request body of a file uploaded as `mediaId`: an image message, or a document with its file name. */
+function fileMessageBody(to: string, file: OutboundFile, mediaId: string, replyTo: string | undefined): Record<string, unknown> {
+  const image = IMAGE_TYPES.has(file.mimeType) && file.bytes.byteLength <= WHATSAPP_MAX_IMAGE_BYTES;
+  const caption = file.caption ? { caption: file.caption } : {};
+  return {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to,
+    ...(replyTo !== undefined && { context: { message_id: replyTo } }),
+    ...(image ? { type: 'image', image: { id: mediaId, ...caption } } : { type: 'document', document: { id: mediaId, filename: file.name, ...caption } }),
+  };
+}
+
+/** The multipart form of a media upload. */
+function mediaForm(file: OutboundFile): FormData {
+  const form = new FormData();
+  form.set('messaging_product', 'whatsapp');
+  form.set('type', file.mimeType);
+  form.set('file', new Blob([Buffer.from(file.bytes)], { type: file.mimeType }), file.name);
+  return form;
+}
+
+/** Uploads `file` to the phone number's media; returns the media id. */
+async function uploadMedia(graph: GraphClient, phoneNumberId: string, file: OutboundFile): Promise<string> {
+  const uploaded = await graph.upload('media upload', `${phoneNumberId}/media`, mediaForm(file));
+  if (typeof uploaded.id !== 'string') throw new WhatsAppApiError('whatsapp media upload: the answer named no media id', { status: 502 });
+  return uploaded.id;
 }
 
 /** The message id a `messages` answer names. */
@@ -128,6 +163,14 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
       }
       return { messageId: await post(conversationId, messageBody(to, body, opts.buttons, replyTo), opts.deliveryKey) };
     },
+
+    async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {
+      const to = recipientOf(channelId, conversationId);
+      const mediaId = await uploadMedia(graph, o.phoneNumberId, file);
+      const replyTo = opts.replyTo?.startsWith('wamid.') ? opts.replyTo : undefined;
+      return { messageId: await post(conversationId, fileMessageBody(to, file, mediaId, replyTo), opts.deliveryKey) };
+    },
+    maxFileBytes: WHATSAPP_MAX_FILE_BYTES,
 
     async typing(conversationId: string) {
       const at = now();

@@ -12,13 +12,14 @@
  */
 
 import type { Logger } from 'pino';
-import type { ChannelOutbound, MessageButton } from '../../src/channel.js';
+import type { ChannelOutbound, MessageButton, OutboundFile } from '../../src/channel.js';
 import { DEFAULTS } from '../../src/config/defaults.js';
 import type { RedisClient } from '../../src/scripts/index.js';
 import { splitMessage } from '../../src/split-message.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import { inSpan, SPAN, SpanKind, SpanStatusCode } from '../../src/telemetry/tracing.js';
-import type { DeliverySink } from '../plugin.js';
+import type { DeliverySink, FileDelivery } from '../plugin.js';
+import { sendFileOnce } from './files.js';
 import { RunOutbox } from './outbox.js';
 import { PlatformCalls } from './platform-calls.js';
 import { StatusReactions } from './reactions.js';
@@ -128,6 +129,35 @@ export class RunDelivery implements DeliverySink {
     });
   }
 
+  /**
+   * Sends one file under `<run id>:<key>:0`, after every message queued
+   * before it (files.ts: the outbox, the text instead of a file the channel
+   * cannot take). Never throws.
+   */
+  async file(file: OutboundFile, opts: { key: string }): Promise<FileDelivery> {
+    const key = `${this.o.runId}:${opts.key}:0`;
+    let result: FileDelivery = { outcome: 'failed', error: 'the file could not be recorded for delivery' };
+    await this.calls.enqueue(async () => {
+      result = await this.traced(key, async () => {
+        const r = await sendFileOnce(
+          {
+            conversationId: this.o.conversationId,
+            outbound: this.outbound,
+            outbox: this.outbox,
+            calls: this.calls,
+            logger: this.o.logger,
+            sendText: (k, text) => this.deliverChunk(k, text),
+            onSent: () => this.sent++,
+          },
+          key,
+          file,
+        );
+        return { value: r, outcome: r.outcome === 'failed' ? 'failed' : 'sent' };
+      });
+    });
+    return result;
+  }
+
   /** A streaming delta: shown by editing one message when the channel streams; ignored otherwise. */
   delta(text: string): void {
     this.streaming.delta(text);
@@ -161,7 +191,15 @@ export class RunDelivery implements DeliverySink {
   }
 
   /** Sends one chunk under its delivery key, unless an earlier attempt already delivered it. Traced as a `delivery` span. */
-  private deliver(key: string, text: string, buttons?: MessageButton[]): Promise<void> {
+  private async deliver(key: string, text: string, buttons?: MessageButton[]): Promise<void> {
+    await this.traced(key, async () => {
+      const outcome = await this.deliverChunk(key, text, buttons);
+      return { value: outcome, outcome };
+    });
+  }
+
+  /** Runs one delivery as a `delivery` span, counted by its outcome. */
+  private traced<T>(key: string, fn: () => Promise<{ value: T; outcome: 'sent' | 'skipped' | 'recorded' | 'failed' }>): Promise<T> {
     const channel = this.calls.channelId();
     return inSpan(
       SPAN.delivery,
@@ -170,10 +208,11 @@ export class RunDelivery implements DeliverySink {
         attributes: { 'steerbot.channel': channel, 'steerbot.delivery_key': key, 'steerbot.delivery.attempts': 1, 'steerbot.delivery.rate_limit_retries': 0 },
       },
       async (span) => {
-        const outcome = await this.deliverChunk(key, text, buttons);
+        const { value, outcome } = await fn();
         span.setAttribute('steerbot.delivery.outcome', outcome);
         if (outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });
         metrics.deliveries.inc({ channel, outcome });
+        return value;
       },
     );
   }

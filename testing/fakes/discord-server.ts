@@ -22,6 +22,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { multipartBoundary, parseMultipart } from './multipart.js';
 
 /** Starts a fake Discord on a random local port (same as `FakeDiscord.start`). */
 export function startFakeDiscord(opts: FakeDiscordOptions): Promise<FakeDiscord> {
@@ -141,7 +142,19 @@ export interface StoredMessage {
   createdAt: number;
   /** Message components (button rows) as sent; an edit with `components` replaces them. */
   components?: any[];
+  /** Files uploaded with the message (multipart `files[n]` parts), in order. */
+  files?: UploadedFile[];
 }
+
+/** A file uploaded with a message. */
+export interface UploadedFile {
+  filename: string;
+  contentType: string | undefined;
+  data: Buffer;
+}
+
+/** Largest upload the fake takes (25 MiB, a server without boosts). */
+const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 
 /** A response to an interaction (`POST /interactions/:id/:token/callback`): type 4 a reply, 7 an update of the message. */
 export interface InteractionResponse {
@@ -624,10 +637,11 @@ export class FakeDiscord extends EventEmitter {
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
+    const boundary = multipartBoundary(req.headers['content-type']);
+    const raw = boundary ? '' : Buffer.concat(chunks).toString('utf8');
     let body: unknown;
     try {
-      body = raw ? JSON.parse(raw) : undefined;
+      body = boundary ? multipartBody(Buffer.concat(chunks), boundary) : raw ? JSON.parse(raw) : undefined;
     } catch {
       body = raw;
     }
@@ -708,7 +722,10 @@ export class FakeDiscord extends EventEmitter {
       return answer(200, all.slice(0, limit));
     }
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === 'POST') {
-      const invalid = checkContent(body?.content);
+      const files: UploadedFile[] = Array.isArray(body?.files) ? body.files : [];
+      if (files.some((f) => f.data.byteLength > MAX_UPLOAD_BYTES)) return answer(413, { message: 'Request entity too large', code: 40005 });
+      // Discord: a message with a file may have no content.
+      const invalid = files.length > 0 && (body.content ?? '') === '' ? undefined : checkContent(body?.content);
       if (invalid) return answer(400, invalid);
       if (body.nonce !== undefined && String(body.nonce).length > 25) return answer(400, { message: 'Invalid Form Body', code: 50035 });
       if (body.enforce_nonce === true && body.nonce !== undefined) {
@@ -722,9 +739,10 @@ export class FakeDiscord extends EventEmitter {
       const stored: StoredMessage = {
         id: snowflake(),
         channel_id: m[1]!,
-        content: body.content,
+        content: body.content ?? '',
         edits: 0,
         authorId: this.bot.id,
+        ...(files.length > 0 && { files }),
         createdAt: Date.now(),
         ...(body.nonce !== undefined && { nonce: String(body.nonce) }),
         ...(Array.isArray(body.components) && { components: body.components }),
@@ -803,6 +821,16 @@ function baseMessage(id: string, channelId: string, author: unknown, content: un
 }
 
 /** Discord's content checks: 50006 for empty, 50035 (form body) over 2000 characters. */
+/** A multipart create-message body as JSON: `payload_json` with its `files[n]` parts under `files`. */
+function multipartBody(raw: Buffer, boundary: string): Record<string, unknown> {
+  const parts = parseMultipart(raw, boundary);
+  const json = parts.find((p) => p.name === 'payload_json');
+  const files = parts
+    .filter((p) => /^files\[\d+\]$/.test(p.name))
+    .map((p) => ({ filename: p.filename ?? '', contentType: p.contentType, data: p.data }) satisfies UploadedFile);
+  return { ...(json ? (JSON.parse(json.data.toString('utf8')) as Record<string, unknown>) : {}), files };
+}
+
 function checkContent(content: unknown): Record<string, unknown> | undefined {
   if (typeof content !== 'string' || content.length === 0) return { message: 'Cannot send an empty message', code: 50006 };
   if (content.length > 2000) {

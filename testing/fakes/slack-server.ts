@@ -6,7 +6,9 @@
  * and chat.update (message metadata kept), conversations.history and
  * conversations.replies (the bot's messages and those `postAs` posted as
  * someone else, paged, metadata with `include_all_metadata`),
- * chat.postEphemeral and users.info; serves shared files at `/files/…` to
+ * chat.postEphemeral, users.info, and the file upload flow
+ * (files.getUploadURLExternal, a POST of the bytes to the upload URL,
+ * files.completeUploadExternal: `uploads`); serves shared files at `/files/…` to
  * the bot token only; and runs Socket Mode:
  * `hello` on connect, envelopes pushed with `deliver` and their acks
  * recorded. It records every call and can fail the next calls of a method
@@ -65,6 +67,17 @@ export interface SlackFakeFile {
   url_private_download: string;
 }
 
+/** A file the bot uploaded and shared (`files.completeUploadExternal`). */
+export interface SlackUploadedFile {
+  id: string;
+  filename: string;
+  title: string | undefined;
+  bytes: Buffer;
+  channel: string;
+  threadTs: string | undefined;
+  initialComment: string | undefined;
+}
+
 /** Options of `startFakeSlack`. */
 export interface FakeSlackOptions {
   /** Users `users.info` says are workspace admins. Default none. */
@@ -90,6 +103,10 @@ export class FakeSlack {
   readonly acks: string[] = [];
   /** Socket Mode connections opened so far. */
   connections = 0;
+  /** Files the bot uploaded and shared, in order. */
+  readonly uploads: SlackUploadedFile[] = [];
+  /** Upload URLs handed out and not completed yet, by file id: the declared length and the bytes POSTed. */
+  private readonly pendingUploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
   private readonly failures = new Map<string, SlackFailure[]>();
   private readonly holds = new AnswerHolds();
   private readonly files = new Map<string, { file: SlackFakeFile; content: Buffer }>();
@@ -242,6 +259,7 @@ export class FakeSlack {
       const url = new URL(req.url ?? '/', this.base);
       const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
       if (url.pathname.startsWith('/files/')) return this.serveFile(url, token, res);
+      if (url.pathname.startsWith('/upload/')) return this.receiveUpload(url, Buffer.concat(chunks), res);
       const method = url.pathname.replace(/^\/api\//, '');
       const payload = parseBody(Buffer.concat(chunks).toString('utf8'), req.headers['content-type']);
       const record: SlackApiCall = { method, token, payload, outcome: 'ok' };
@@ -301,6 +319,42 @@ export class FakeSlack {
     res.writeHead(200, { 'content-type': entry.file.mimetype, 'content-length': String(entry.content.length) }).end(entry.content);
   }
 
+  /** The POST of a file's bytes to its one-time upload URL (no token: the URL is the credential). */
+  private receiveUpload(url: URL, bytes: Buffer, res: ServerResponse): void {
+    const pending = this.pendingUploads.get(url.pathname.split('/')[2] ?? '');
+    if (!pending || pending.bytes) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (bytes.length !== pending.length) {
+      res.writeHead(400).end(`expected ${pending.length} bytes`);
+      return;
+    }
+    pending.bytes = bytes;
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${bytes.length}`);
+  }
+
+  /** files.completeUploadExternal: shares each uploaded file in the channel (and thread). */
+  private completeUpload(p: Record<string, any>): Record<string, unknown> {
+    const files: Array<{ id: string; title?: string }> = Array.isArray(p.files) ? p.files : [];
+    if (files.length === 0 || !p.channel_id) return { ok: false, error: 'invalid_arguments' };
+    const done = files.map((f) => ({ f, pending: this.pendingUploads.get(f.id) }));
+    if (done.some((d) => !d.pending?.bytes)) return { ok: false, error: 'upload_incomplete' };
+    for (const { f, pending } of done) {
+      this.pendingUploads.delete(f.id);
+      this.uploads.push({
+        id: f.id,
+        filename: pending!.filename,
+        title: f.title,
+        bytes: pending!.bytes!,
+        channel: String(p.channel_id),
+        threadTs: p.thread_ts === undefined ? undefined : String(p.thread_ts),
+        initialComment: p.initial_comment === undefined ? undefined : String(p.initial_comment),
+      });
+    }
+    return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
+  }
+
   private answer(method: string, token: string, p: Record<string, any>): Record<string, unknown> {
     if (method === 'apps.connections.open') {
       return token === SLACK_APP_TOKEN ? { ok: true, url: `${this.base.replace('http', 'ws')}/socket` } : { ok: false, error: 'invalid_auth' };
@@ -343,6 +397,15 @@ export class FakeSlack {
       case 'chat.postEphemeral':
         this.ephemerals.push({ channel: p.channel, user: p.user, text: p.text });
         return { ok: true, message_ts: this.nextTs() };
+      case 'files.getUploadURLExternal': {
+        const length = Number(p.length);
+        if (!p.filename || !Number.isInteger(length) || length <= 0) return { ok: false, error: 'invalid_arguments' };
+        const id = `F${String(++this.n).padStart(8, '0')}`;
+        this.pendingUploads.set(id, { filename: String(p.filename), length });
+        return { ok: true, upload_url: `${this.base}/upload/${id}`, file_id: id };
+      }
+      case 'files.completeUploadExternal':
+        return this.completeUpload(p);
       case 'users.info':
         return { ok: true, user: { id: p.user, is_admin: this.admins.has(p.user), is_owner: false } };
       case 'reactions.add':

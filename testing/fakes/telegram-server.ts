@@ -4,13 +4,15 @@
  * for getMe, getUpdates (long poll, offset confirmation, one poller at a time
  * like Telegram: a second getUpdates ends the first with 409), sendMessage,
  * editMessageText, sendChatAction, setMyCommands, setWebhook, deleteWebhook,
- * getWebhookInfo, getChatMember and setMessageReaction; it records every call and can fail the next calls of a
+ * getWebhookInfo, getChatMember, setMessageReaction, and sendPhoto / sendDocument
+ * (multipart uploads, as grammY sends an `InputFile`, up to 50 MB); it records every call and can fail the next calls of a
  * method with a scripted error (429 `retry_after`, 400 can't parse entities),
  * or do one and hold its answer back (`holdAnswer`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { multipartBoundary, parseMultipart } from './multipart.js';
 
 /** A test bot token: the shape Telegram issues (and that steerbot's redaction knows). */
 export const FAKE_TOKEN = '7012345678:AAHfakeTokenForTestsOnly_0123456789abcdEF';
@@ -53,6 +55,22 @@ export interface SentMessage {
   buttons?: Array<{ text: string; data: string }>;
 }
 
+/** A file the bot sent with sendPhoto or sendDocument. */
+export interface SentFile {
+  method: 'sendPhoto' | 'sendDocument';
+  chatId: number;
+  messageId: number;
+  /** The upload's file name. */
+  name: string;
+  bytes: Buffer;
+  caption: string | undefined;
+  threadId: number | undefined;
+}
+
+/** Largest upload the fake takes, like the Bot API (50 MB; photos 10 MB). */
+const MAX_UPLOAD_BYTES = 50 * 1000 * 1000;
+const MAX_PHOTO_BYTES = 10 * 1000 * 1000;
+
 /** Options of `startFakeTelegram`. */
 export interface FakeTelegramOptions {
   /** The one token the fake accepts; others get 401. Default `FAKE_TOKEN`. */
@@ -71,6 +89,8 @@ export interface FakeTelegram {
   calls: ApiCall[];
   /** Messages the bot sent, in order. */
   sent: SentMessage[];
+  /** Files the bot sent (sendPhoto, sendDocument), in order. */
+  sentFiles: SentFile[];
   /** The registered webhook, if any. */
   webhook: { url: string; secret_token?: string } | undefined;
   /** Commands set with setMyCommands. */
@@ -193,6 +213,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     bot,
     calls,
     sent,
+    sentFiles: [],
     webhook: undefined,
     commands: [],
     conflicts: 0,
@@ -365,6 +386,26 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     return { message_id: m.messageId, chat: { id: m.chatId, type: m.chatId > 0 ? 'private' : 'supergroup' }, text, date: 0, edit_date: 0 };
   }
 
+  /** sendPhoto / sendDocument: the file arrives as an `attach://` part; the message is a file message. */
+  function sendFile(method: 'sendPhoto' | 'sendDocument', p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
+    const chatId = Number(p.chat_id);
+    if (!Number.isFinite(chatId)) return badRequest('chat not found');
+    const file = p[method === 'sendPhoto' ? 'photo' : 'document'] as { filename: string; data: Buffer } | undefined;
+    if (!file || typeof file !== 'object') return badRequest('there is no file in the request');
+    if (file.data.byteLength > (method === 'sendPhoto' ? MAX_PHOTO_BYTES : MAX_UPLOAD_BYTES))
+      return { error_code: 413, description: 'Request Entity Too Large' };
+    const messageId = nextMessageId++;
+    const caption = typeof p.caption === 'string' ? p.caption : undefined;
+    const threadId = p.message_thread_id === undefined ? undefined : Number(p.message_thread_id);
+    fake.sentFiles.push({ method, chatId, messageId, name: file.filename, bytes: file.data, caption, threadId });
+    return {
+      message_id: messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: chatId > 0 ? 'private' : 'supergroup' },
+      ...(caption && { caption }),
+    };
+  }
+
   function getUpdates(p: Record<string, any>, res: ServerResponse, call: ApiCall): void {
     if (fake.webhook) {
       return fail(res, call, {
@@ -418,8 +459,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (!m) return send(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
-    const body = Buffer.concat(chunks).toString('utf8');
-    let payload: Record<string, any> = {};
+    const raw = Buffer.concat(chunks);
+    const boundary = multipartBoundary(req.headers['content-type']);
+    const body = boundary ? '' : raw.toString('utf8');
+    let payload: Record<string, any> = boundary ? multipartPayload(raw, boundary) : {};
     if (body.length > 0) {
       try {
         payload = JSON.parse(body) as Record<string, any>;
@@ -463,6 +506,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return sendMessage(p);
       case 'editMessageText':
         return editMessageText(p);
+      case 'sendPhoto':
+      case 'sendDocument':
+        return sendFile(call.method, p);
       case 'sendChatAction':
         return { value: true };
       case 'setMessageReaction': {
@@ -512,6 +558,22 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   fake.apiRoot = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return fake;
+}
+
+/** The fields of a multipart Bot API call, JSON fields parsed, and each `attach://<id>` field replaced by its file part. */
+function multipartPayload(body: Buffer, boundary: string): Record<string, any> {
+  const parts = parseMultipart(body, boundary);
+  const files = new Map(parts.filter((p) => p.filename !== undefined).map((p) => [p.name, { filename: p.filename!, data: p.data }]));
+  const payload: Record<string, any> = {};
+  for (const part of parts) {
+    if (part.filename !== undefined) continue;
+    const value = part.data.toString('utf8');
+    const attached = /^attach:\/\/(.+)$/.exec(value);
+    if (attached) payload[part.name] = files.get(attached[1]!);
+    else if (/^[[{]/.test(value)) payload[part.name] = JSON.parse(value);
+    else payload[part.name] = value;
+  }
+  return payload;
 }
 
 // ---- update builders ---------------------------------------------------------

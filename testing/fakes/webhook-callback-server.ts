@@ -8,7 +8,14 @@ import { checkSignature } from '../../plugins/webhook/signature.js';
 
 /** One callback received. */
 export interface ReceivedCallback {
-  body: { conversation: string; text: string; messageId: string; inReplyTo?: string; actions?: Array<{ label: string; command: string }> };
+  body: {
+    conversation: string;
+    text: string;
+    messageId: string;
+    inReplyTo?: string;
+    actions?: Array<{ label: string; command: string }>;
+    file?: { name: string; mimeType: string; size: number; url: string; expiresAt: string };
+  };
   headers: Record<string, string | string[] | undefined>;
   /** The signature checked out with the server's secret (within 5 minutes). */
   signed: boolean;

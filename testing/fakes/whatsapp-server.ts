@@ -2,7 +2,9 @@
  * A local fake of the WhatsApp Cloud API (the Graph API endpoints the
  * channel uses), for end-to-end tests (`graphApiUrl` pointed here). It
  * speaks `POST /<version>/<phone number id>/messages` (text, interactive
- * reply buttons, read receipts with the typing indicator), `GET
+ * reply buttons, image and document messages naming uploaded media, read
+ * receipts with the typing indicator), `POST /<version>/<phone number
+ * id>/media` (multipart media uploads, kept in `uploads`), `GET
  * /<version>/<media id>` (media metadata) and the media download URL it
  * names; it checks the bearer token, records every call and can fail the
  * next calls with a scripted Graph error (a rate limit with `Retry-After`,
@@ -15,6 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { multipartBoundary, parseMultipart } from './multipart.js';
 import { postJson } from './signed-post.js';
 
 /** Test credentials the fake accepts by default. */
@@ -28,8 +31,8 @@ export const WHATSAPP_TEST = {
 
 /** One Graph API call the fake received. */
 export interface GraphCall {
-  /** `send` (a message), `read` (a read receipt), `media` (metadata), `download` (media bytes). */
-  kind: 'send' | 'read' | 'media' | 'download';
+  /** `send` (a message), `read` (a read receipt), `upload` (a media upload), `media` (metadata), `download` (media bytes). */
+  kind: 'send' | 'read' | 'upload' | 'media' | 'download';
   path: string;
   body: Record<string, any>;
   /** HTTP status the fake answered. */
@@ -40,9 +43,11 @@ export interface GraphCall {
 export interface WhatsAppSentMessage {
   id: string;
   to: string;
-  type: 'text' | 'interactive';
-  /** The text body (an interactive message's body text). */
+  type: 'text' | 'interactive' | 'image' | 'document';
+  /** The text body (an interactive message's body text, a file's caption). */
   text: string;
+  /** An image or document message's media: its id, the uploaded bytes, and a document's file name. */
+  media?: { id: string; data: Buffer; mimeType: string; filename?: string };
   /** Reply buttons of an interactive message. */
   buttons?: Array<{ id: string; title: string }>;
   /** `context.message_id`: the message it replies to. */
@@ -83,8 +88,10 @@ export interface FakeWhatsApp {
   reactions: Map<string, string>;
   /** Serves `data` as media `id` (`GET /<version>/<id>` and its download URL). */
   addMedia(id: string, data: Buffer, mimeType: string): void;
+  /** Media the bot uploaded, in order. */
+  uploads: Array<{ id: string; data: Buffer; mimeType: string; filename: string | undefined }>;
   /** The next `n` calls of `kind` fail with `failure`, after `after` more that succeed (default 0). */
-  failNext(kind: 'send' | 'read' | 'media', failure: GraphFailure, n?: number, after?: number): void;
+  failNext(kind: 'send' | 'read' | 'upload' | 'media', failure: GraphFailure, n?: number, after?: number): void;
   /** Does the next successful message send (it is stored) and holds its answer until `release()`. */
   holdAnswer(kind: 'send'): HeldAnswer;
   /** Waits until `check` returns a value (not undefined or false). */
@@ -92,11 +99,11 @@ export interface FakeWhatsApp {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -115,7 +122,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
   const token = opts.accessToken ?? WHATSAPP_TEST.accessToken;
   const phoneNumberId = opts.phoneNumberId ?? WHATSAPP_TEST.phoneNumberId;
   const media = new Map<string, { data: Buffer; mimeType: string }>();
-  const failures: Record<string, Array<GraphFailure | undefined>> = { send: [], read: [], media: [] };
+  const failures: Record<string, Array<GraphFailure | undefined>> = { send: [], read: [], upload: [], media: [] };
   const holds = new AnswerHolds();
   let base = '';
 
@@ -128,6 +135,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     sent: [],
     reads: [],
     reactions: new Map(),
+    uploads: [],
     addMedia: (id, data, mimeType) => media.set(id, { data, mimeType }),
     failNext(kind, failure, n = 1, after = 0) {
       for (let i = 0; i < after; i++) failures[kind]!.push(undefined);
@@ -179,11 +187,18 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     }
     const id = `wamid.${randomBytes(12).toString('hex')}`;
     const interactive = body.type === 'interactive';
+    const file = body.type === 'image' || body.type === 'document' ? body[body.type] : undefined;
+    const uploaded = file ? media.get(String(file.id)) : undefined;
+    if (file && !uploaded) {
+      record('send', path, body, 400);
+      return send(res, 400, graphError({ status: 400, code: 131053, message: 'Media upload error: unknown media id' }));
+    }
     const msg: WhatsAppSentMessage = {
       id,
       to: body.to,
-      type: interactive ? 'interactive' : 'text',
-      text: interactive ? String(body.interactive?.body?.text ?? '') : String(body.text?.body ?? ''),
+      type: file ? body.type : interactive ? 'interactive' : 'text',
+      text: file ? String(file.caption ?? '') : interactive ? String(body.interactive?.body?.text ?? '') : String(body.text?.body ?? ''),
+      ...(uploaded && { media: { id: String(file.id), data: uploaded.data, mimeType: uploaded.mimeType, ...(file.filename && { filename: file.filename }) } }),
       ...(interactive && { buttons: (body.interactive?.action?.buttons ?? []).map((b: any) => ({ id: b.reply.id, title: b.reply.title })) }),
       ...(body.context?.message_id && { replyTo: body.context.message_id }),
     };
@@ -191,6 +206,25 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     record('send', path, body, 200);
     const answer = () => send(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id }] });
     if (!holds.hold('send', res, answer)) answer();
+  };
+
+  /** A multipart media upload: `messaging_product`, `type` and the `file` part; answers the new media id. */
+  const onUpload = (path: string, raw: Buffer, contentType: string | undefined, res: ServerResponse) => {
+    if (failed('upload', res, path, {}, 'upload')) return;
+    const boundary = multipartBoundary(contentType);
+    const parts = boundary ? parseMultipart(raw, boundary) : [];
+    const field = (name: string) => parts.find((p) => p.name === name && p.filename === undefined)?.data.toString('utf8');
+    const file = parts.find((p) => p.name === 'file' && p.filename !== undefined);
+    const type = field('type');
+    if (field('messaging_product') !== 'whatsapp' || !file || !type) {
+      record('upload', path, {}, 400);
+      return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+    }
+    const id = String(1_000_000_000_000 + fake.uploads.length + media.size);
+    media.set(id, { data: file.data, mimeType: type });
+    fake.uploads.push({ id, data: file.data, mimeType: type, filename: file.filename });
+    record('upload', path, { type, filename: file.filename }, 200);
+    send(res, 200, { id });
   };
 
   const onMedia = (path: string, id: string, res: ServerResponse) => {
@@ -209,7 +243,8 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const raw = await readBody(req);
+    const bytes = await readBody(req);
+    const raw = bytes.toString('utf8');
     if (req.headers.authorization !== `Bearer ${token}`) {
       return send(res, 401, graphError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
     }
@@ -231,6 +266,8 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
       }
       return onMessages(url.pathname, body, res);
     }
+    const upload = /^\/(v\d+\.\d+)\/(\d+)\/media$/.exec(url.pathname);
+    if (req.method === 'POST' && upload && upload[2] === phoneNumberId) return onUpload(url.pathname, bytes, req.headers['content-type'], res);
     const mediaGet = /^\/(v\d+\.\d+)\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
     if (req.method === 'GET' && mediaGet) return onMedia(url.pathname, mediaGet[2]!, res);
     send(res, 404, graphError({ status: 404, code: 100, message: `unknown path ${url.pathname}` }));
