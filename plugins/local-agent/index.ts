@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import type { LanguageModel, ToolSet, TranscriptionModel } from 'ai';
 import { ConfigError, int, type SteeringMode } from 'steerbot/plugin';
 import {
+  createImageModel,
   createModel,
   createTranscriptionModel,
   DEFAULT_SYSTEM_PROMPT,
@@ -21,6 +22,7 @@ import {
 import { z } from 'zod';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { WEB_CONTENT_RULES } from './external-content.js';
+import { type ImageToolOptions, imageTools } from './generate-image.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { memoryTools, withMemory } from './memory-tools.js';
@@ -84,6 +86,19 @@ export const localAgentConfigSchema = z.strictObject({
       'The built-in `web_search` tool and its backend (SearXNG, Brave Search API or Tavily); results are framed as external content (docs/tools.md#web-search-and-reading). Default: unset (no search).',
     ),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
+  images: z
+    .strictObject({
+      model: z.string().trim().min(1).max(128).describe("The image model on `model`'s provider (its OpenAI images API), e.g. `gpt-image-1`."),
+      size: z
+        .string()
+        .regex(/^\d{2,5}x\d{2,5}$/, { error: 'expected <width>x<height>, e.g. 1024x1024' })
+        .optional()
+        .describe("Size asked for, e.g. `1024x1024`. Default: the provider's."),
+    })
+    .optional()
+    .describe(
+      'The built-in `generate_image` tool: draws a picture and sends it in the chat (docs/agent.md#sending-files). Needs `model.provider` openai or openai-compatible. Default: unset (no images).',
+    ),
   sendFile: z
     .strictObject({
       workspace: filePath
@@ -188,6 +203,8 @@ export interface LocalAgentConfig {
     webSearch?: WebSearchToolOptions | { backend: 'native' } | undefined;
     /** The `send_file` tool (send-file.ts). Default: off. */
     sendFile?: SendFileToolOptions | undefined;
+    /** The `generate_image` tool (generate-image.ts). Default: off. */
+    images?: ImageToolOptions | undefined;
   };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
@@ -261,6 +278,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         ...scheduleTools(ctx),
         ...memoryTools(ctx),
         ...sendFileTools(ctx, config.builtins?.sendFile),
+        ...imageTools(ctx, config.builtins?.images),
       ]);
       const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
@@ -428,6 +446,10 @@ export default defineRunnerPlugin({
           ...settings.sendFile,
           ...(settings.sendFile.workspace !== undefined && { workspace: resolve(settings.sendFile.workspace) }),
           allow: settings.httpFetchAllow ?? [],
+        },
+        images: settings.images && {
+          model: createImageModel(deps.model, settings.images.model),
+          size: settings.images.size as `${number}x${number}` | undefined,
         },
       },
       steeringMode: settings.steeringMode,
