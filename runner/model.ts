@@ -7,7 +7,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { ImageModel, LanguageModel, TranscriptionModel } from 'ai';
+import type { ImageModel, LanguageModel, SpeechModel, TranscriptionModel } from 'ai';
 import { embedMany } from 'ai';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
 import { apiProblem } from '../src/config/model-catalogue.js';
@@ -70,6 +70,15 @@ export function createTranscriptionModel(settings: ModelSettings, name: string, 
  */
 export function createImageModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): ImageModel {
   return openaiApi(settings, 'image generation', 'agents.local-agent.images.model', fetchImpl).image(name);
+}
+
+/**
+ * The speech model of spoken replies: `name` (`gpt-4o-mini-tts`) on the
+ * configured provider's OpenAI speech API, at `baseURL` when set.
+ * @throws ConfigError for a provider without that API here, or a missing key.
+ */
+export function createSpeechModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): SpeechModel {
+  return openaiApi(settings, 'speech', 'agents.local-agent.voice.model', fetchImpl).speech(name);
 }
 
 /** OpenAI's API for `what` on the configured provider (OpenAI, or an OpenAI-compatible server at `baseURL`). */

@@ -10,6 +10,7 @@ import { ConfigError, int, type SteeringMode } from 'steerbot/plugin';
 import {
   createImageModel,
   createModel,
+  createSpeechModel,
   createTranscriptionModel,
   DEFAULT_SYSTEM_PROMPT,
   DEFAULTS,
@@ -34,6 +35,7 @@ import { DEFAULT_SEND_FILE_MAX_BYTES, type SendFileToolOptions, sendFileTools } 
 import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, skillTools } from './skills.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
+import type { VoiceReplyOptions } from './voice-replies.js';
 import { type WebSearchToolOptions, webSearchSchema, webSearchTool } from './web-search.js';
 
 export type { Skill } from './skills.js';
@@ -86,6 +88,21 @@ export const localAgentConfigSchema = z.strictObject({
       'The built-in `web_search` tool and its backend (SearXNG, Brave Search API or Tavily); results are framed as external content (docs/tools.md#web-search-and-reading). Default: unset (no search).',
     ),
   currentTime: bool.default(DEFAULTS.agent.currentTime).describe('The built-in `current_time` tool. Default true.'),
+  voice: z
+    .strictObject({
+      model: z.string().trim().min(1).max(128).describe("The speech model on `model`'s provider (its OpenAI speech API), e.g. `gpt-4o-mini-tts`."),
+      voice: z.string().trim().min(1).max(64).optional().describe("The provider's voice, e.g. `alloy`. Default: the provider's."),
+      replies: z
+        .enum(['off', 'always', 'when-spoken-to'], { error: 'expected off, always or when-spoken-to' })
+        .default('off')
+        .describe(
+          'When answers are also spoken, for runs whose profile has no `voice`: `off`, `always`, or `when-spoken-to` (a message the run answers is a voice note). Default `off`.',
+        ),
+    })
+    .optional()
+    .describe(
+      "Spoken replies: the answer read aloud with the AI SDK's speech generation and sent as a voice message after the text (docs/agent.md#spoken-replies). Default: unset (no speech).",
+    ),
   images: z
     .strictObject({
       model: z.string().trim().min(1).max(128).describe("The image model on `model`'s provider (its OpenAI images API), e.g. `gpt-image-1`."),
@@ -220,6 +237,8 @@ export interface LocalAgentConfig {
   createModel?: (settings: ModelSettings) => LanguageModel;
   /** Attachments as image / file parts (default: images up to 10 MiB; others as placeholders). */
   attachments?: AttachmentSettings;
+  /** Spoken replies (voice-replies.ts). Default: none. */
+  voice?: VoiceReplyOptions;
   /** Transcribes voice notes: a ready model, or built from the run's model settings. Default: none. */
   transcriptionModel?: TranscriptionModel | ((settings: ModelSettings) => TranscriptionModel);
   /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
@@ -293,6 +312,7 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         streaming: config.streaming ?? false,
         attachments,
         ...(transcriber && { transcriber }),
+        ...(config.voice && { voice: config.voice }),
         ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
       });
     },
@@ -456,6 +476,9 @@ export default defineRunnerPlugin({
       maxSteps: settings.maxSteps,
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       attachments: settings.attachments,
+      ...(settings.voice && {
+        voice: { model: createSpeechModel(deps.model, settings.voice.model), voice: settings.voice.voice, replies: settings.voice.replies },
+      }),
       ...(settings.transcriptionModel !== undefined && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel(s, settings.transcriptionModel!) }),
       tools,
       skills,

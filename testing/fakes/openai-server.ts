@@ -60,6 +60,8 @@ export interface FakeOpenAIServer {
   transcriptions: Buffer[];
   /** The inputs of every embeddings request, in arrival order. */
   embeddings: string[][];
+  /** The body of every speech request (`POST /v1/audio/speech`), in arrival order. */
+  speeches: Array<{ model: string; input: string; voice?: string; response_format?: string }>;
   /** The body of every image generation request (`POST /v1/images/generations`), in arrival order. */
   images: Array<{ model: string; prompt: string; n?: number; size?: string }>;
   /**
@@ -95,6 +97,8 @@ export interface FakeOpenAIOptions {
   promptCache?: boolean;
   /** What `POST /v1/audio/transcriptions` answers for the uploaded request body (multipart, as received). Default: text `transcribed audio`. */
   transcribe?(body: Buffer): string;
+  /** The audio `POST /v1/audio/speech` answers for a text. Default: `OggS` and the text's bytes. */
+  speak?(text: string): Buffer;
   /** The image `POST /v1/images/generations` answers for a prompt (PNG bytes). Default: a small PNG. */
   image?(prompt: string): Buffer;
   /** The vector `POST /v1/embeddings` answers for one input. Default: 16 dimensions counting the input's words by a hash (texts sharing words point alike). */
@@ -121,6 +125,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const transcriptions: Buffer[] = [];
   const embeddings: string[][] = [];
   const images: FakeOpenAIServer['images'] = [];
+  const speeches: FakeOpenAIServer['speeches'] = [];
 
   const nextTurn = (body: any, index: number): FakeTurn => {
     if (typeof turns === 'function') return turns(body, index);
@@ -152,6 +157,13 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       const raw = Buffer.concat(chunks);
       transcriptions.push(raw);
       sendJson(res, 200, { text: opts.transcribe?.(raw) ?? 'transcribed audio' });
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/audio/speech') {
+      const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['speeches'][number];
+      speeches.push(body);
+      const audio = opts.speak?.(body.input) ?? Buffer.concat([Buffer.from('OggS'), Buffer.from(body.input)]);
+      res.writeHead(200, { 'content-type': 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
       return;
     }
     if (req.method === 'POST' && path === '/v1/images/generations') {
@@ -252,6 +264,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     transcriptions,
     embeddings,
     images,
+    speeches,
     script(next) {
       turns = next;
       cursor = 0;
