@@ -16,7 +16,7 @@ export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, tra
 export { SUMMARY_HEADER } from './compaction/checkpoint.js';
 export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
 export { isContextOverflowError } from './compaction/overflow.js';
-export { createModel, createTranscriptionModel, modelSetupNotice } from './model.js';
+export { createImageModel, createModel, createSpeechModel, createTranscriptionModel, modelSetupNotice } from './model.js';
 export {
   type ApprovalGate,
   type ApprovalOutcome,

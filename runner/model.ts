@@ -7,7 +7,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel, TranscriptionModel } from 'ai';
+import type { ImageModel, LanguageModel, SpeechModel, TranscriptionModel } from 'ai';
 import { embedMany } from 'ai';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
 import { apiProblem } from '../src/config/model-catalogue.js';
@@ -60,18 +60,41 @@ export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): 
  * @throws ConfigError for a provider without a transcription API here, or a missing key.
  */
 export function createTranscriptionModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): TranscriptionModel {
+  return openaiApi(settings, 'transcription', 'model.provider', fetchImpl).transcription(name);
+}
+
+/**
+ * The image model of the `generate_image` tool: `name` (`gpt-image-1`) on the
+ * configured provider's OpenAI images API, at `baseURL` when set.
+ * @throws ConfigError for a provider without that API here, or a missing key.
+ */
+export function createImageModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): ImageModel {
+  return openaiApi(settings, 'image generation', 'agents.local-agent.images.model', fetchImpl).image(name);
+}
+
+/**
+ * The speech model of spoken replies: `name` (`gpt-4o-mini-tts`) on the
+ * configured provider's OpenAI speech API, at `baseURL` when set.
+ * @throws ConfigError for a provider without that API here, or a missing key.
+ */
+export function createSpeechModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): SpeechModel {
+  return openaiApi(settings, 'speech', 'agents.local-agent.voice.model', fetchImpl).speech(name);
+}
+
+/** OpenAI's API for `what` on the configured provider (OpenAI, or an OpenAI-compatible server at `baseURL`). */
+function openaiApi(settings: ModelSettings, what: string, path: string, fetchImpl: typeof fetch | undefined) {
   if (settings.provider !== 'openai' && settings.provider !== 'openai-compatible') {
-    throw new ConfigError([{ path: 'model.provider', message: `transcription needs model.provider openai or openai-compatible (it is ${settings.provider})` }]);
+    throw new ConfigError([{ path, message: `${what} needs model.provider openai or openai-compatible (it is ${settings.provider})` }]);
   }
   if (settings.provider === 'openai' && !settings.apiKey) {
-    throw new ConfigError([{ path: 'model.apiKey', message: `required for transcription with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);
+    throw new ConfigError([{ path: 'model.apiKey', message: `required for ${what} with the openai provider: set ${MODEL_PROVIDER_KEY_ENV.openai}` }]);
   }
   return createOpenAI({
     // A local OpenAI-compatible server may need no key; the provider insists on one.
     apiKey: settings.apiKey ?? 'none',
     ...(settings.baseURL && { baseURL: settings.baseURL }),
     ...(fetchImpl && { fetch: fetchImpl }),
-  }).transcription(name);
+  });
 }
 
 /**

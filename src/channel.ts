@@ -68,6 +68,8 @@ export interface OutboundFile {
   bytes: Uint8Array;
   /** Text shown with the file, plain (at most 1000 characters). */
   caption?: string;
+  /** A spoken reply (OGG/Opus audio): a voice message where the platform has one (Telegram, WhatsApp), an audio file elsewhere. */
+  voice?: boolean;
 }
 
 /** Options of one file send. */

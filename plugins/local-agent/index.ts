@@ -8,7 +8,9 @@ import { pathToFileURL } from 'node:url';
 import type { LanguageModel, ToolSet, TranscriptionModel } from 'ai';
 import { ConfigError, int, type SteeringMode } from 'steerbot/plugin';
 import {
+  createImageModel,
   createModel,
+  createSpeechModel,
   createTranscriptionModel,
   DEFAULT_SYSTEM_PROMPT,
   DEFAULTS,
@@ -22,6 +24,7 @@ import { z } from 'zod';
 import { askUserTools } from './ask-user.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
 import { WEB_CONTENT_RULES } from './external-content.js';
+import { type ImageToolOptions, imageTools } from './generate-image.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { memoryTools, withMemory } from './memory-tools.js';
@@ -34,6 +37,7 @@ import { checkSkillSelections, loadSkills, type Skill, skillsBlock, skillsFor, s
 import { subagentTools } from './subagent-tools.js';
 import { Toolbox, type ToolboxOptions, toolSettingsShape } from './toolbox.js';
 import { type AgentTool, currentTimeTool } from './tools.js';
+import type { VoiceReplyOptions } from './voice-replies.js';
 import { type WebSearchToolOptions, webSearchSchema, webSearchTool } from './web-search.js';
 
 export type { Skill } from './skills.js';
@@ -90,6 +94,34 @@ export const localAgentConfigSchema = z.strictObject({
     .default(false)
     .describe(
       'The built-in `ask_user` tool: the agent asks a question with 2 to 5 options shown as buttons and waits for a click or a typed answer (docs/tools.md#asking-the-user). Default false.',
+    ),
+  voice: z
+    .strictObject({
+      model: z.string().trim().min(1).max(128).describe("The speech model on `model`'s provider (its OpenAI speech API), e.g. `gpt-4o-mini-tts`."),
+      voice: z.string().trim().min(1).max(64).optional().describe("The provider's voice, e.g. `alloy`. Default: the provider's."),
+      replies: z
+        .enum(['off', 'always', 'when-spoken-to'], { error: 'expected off, always or when-spoken-to' })
+        .default('off')
+        .describe(
+          'When answers are also spoken, for runs whose profile has no `voice`: `off`, `always`, or `when-spoken-to` (a message the run answers is a voice note). Default `off`.',
+        ),
+    })
+    .optional()
+    .describe(
+      "Spoken replies: the answer read aloud with the AI SDK's speech generation and sent as a voice message after the text (docs/agent.md#spoken-replies). Default: unset (no speech).",
+    ),
+  images: z
+    .strictObject({
+      model: z.string().trim().min(1).max(128).describe("The image model on `model`'s provider (its OpenAI images API), e.g. `gpt-image-1`."),
+      size: z
+        .string()
+        .regex(/^\d{2,5}x\d{2,5}$/, { error: 'expected <width>x<height>, e.g. 1024x1024' })
+        .optional()
+        .describe("Size asked for, e.g. `1024x1024`. Default: the provider's."),
+    })
+    .optional()
+    .describe(
+      'The built-in `generate_image` tool: draws a picture and sends it in the chat (docs/agent.md#sending-files). Needs `model.provider` openai or openai-compatible. Default: unset (no images).',
     ),
   sendFile: z
     .strictObject({
@@ -197,6 +229,8 @@ export interface LocalAgentConfig {
     askUser?: boolean;
     /** The `send_file` tool (send-file.ts). Default: off. */
     sendFile?: SendFileToolOptions | undefined;
+    /** The `generate_image` tool (generate-image.ts). Default: off. */
+    images?: ImageToolOptions | undefined;
   };
   /** Steering taken per turn boundary. Default `all`. */
   steeringMode?: SteeringMode;
@@ -212,6 +246,8 @@ export interface LocalAgentConfig {
   createModel?: (settings: ModelSettings) => LanguageModel;
   /** Attachments as image / file parts (default: images up to 10 MiB; others as placeholders). */
   attachments?: AttachmentSettings;
+  /** Spoken replies (voice-replies.ts). Default: none. */
+  voice?: VoiceReplyOptions;
   /** Transcribes voice notes: a ready model, or built from the run's model settings. Default: none. */
   transcriptionModel?: TranscriptionModel | ((settings: ModelSettings) => TranscriptionModel);
   /** MCP servers, result bounds, idempotent tools (docs/tools.md). */
@@ -242,9 +278,20 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
     ...memoryTools(ctx),
     ...subagentTools(ctx),
     ...sendFileTools(ctx, config.builtins?.sendFile),
+    ...imageTools(ctx, config.builtins?.images),
     ...(askUser ? askUserTools(ctx, toolbox.policy) : []),
   ];
   const attachments = new AttachmentParts(config.attachments);
+  // The loop's settings every run shares.
+  const loopSettings = {
+    steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
+    maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
+    maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
+    streaming: config.streaming ?? false,
+    attachments,
+    ...(config.voice && { voice: config.voice }),
+    ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
+  };
   let transcriber: TranscriptionModel | undefined = typeof config.transcriptionModel === 'function' ? undefined : config.transcriptionModel;
   return {
     close: () => toolbox.close(),
@@ -281,13 +328,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
         system: await withMemory(ctx, withSkills(withWebRules(systemPrompt(ctx, config.system), toolSet, native), skills, toolSet)),
-        steeringMode: config.steeringMode ?? DEFAULTS.agent.steeringMode,
-        maxSteps: config.maxSteps ?? DEFAULTS.agent.maxSteps,
-        maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
-        streaming: config.streaming ?? false,
-        attachments,
+        ...loopSettings,
         ...(transcriber && { transcriber }),
-        ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
       });
     },
   };
@@ -443,11 +485,18 @@ export default defineRunnerPlugin({
           ...(settings.sendFile.workspace !== undefined && { workspace: resolve(settings.sendFile.workspace) }),
           allow: settings.httpFetchAllow ?? [],
         },
+        images: settings.images && {
+          model: createImageModel(deps.model, settings.images.model),
+          size: settings.images.size as `${number}x${number}` | undefined,
+        },
       },
       steeringMode: settings.steeringMode,
       maxSteps: settings.maxSteps,
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       attachments: settings.attachments,
+      ...(settings.voice && {
+        voice: { model: createSpeechModel(deps.model, settings.voice.model), voice: settings.voice.voice, replies: settings.voice.replies },
+      }),
       ...(settings.transcriptionModel !== undefined && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel(s, settings.transcriptionModel!) }),
       tools,
       skills,

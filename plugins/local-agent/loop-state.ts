@@ -4,12 +4,14 @@
  * call of the invocation shares. Declared in one place so the loop's steps
  * (model call, recovery, turn boundary) share state without closures.
  */
+
 import type { LanguageModel, ModelMessage, ToolSet, TranscriptionModel } from 'ai';
 import type { SteeringMode } from 'steerbot/plugin';
 import { estimateTokens, type RunContext, type RunResult } from 'steerbot/runner';
 import type { AttachmentParts } from './attachments.js';
 import { type CachePlan, cachePlan } from './caching.js';
 import { RUN_REASON } from './outcomes.js';
+import type { VoiceReplyOptions } from './voice-replies.js';
 
 /** Settings of one loop. */
 export interface LoopOptions {
@@ -33,6 +35,8 @@ export interface LoopOptions {
   attachments?: AttachmentParts;
   /** Transcribes voice notes and audio files of the messages a run answers. Default: none (placeholders). */
   transcriber?: TranscriptionModel;
+  /** Spoken replies (voice-replies.ts). Default: none. */
+  voice?: VoiceReplyOptions;
   /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
   streamIdleTimeoutMs?: number;
 }

@@ -72,7 +72,7 @@ export function sendFileTools(ctx: RunContext, o: SendFileToolOptions | undefine
       const file = await load(args, o, maxBytes, signal);
       const key = call?.idempotencyKey ?? `f_${randomBytes(12).toString('hex')}`;
       const result = await send({ ...file, ...(args.caption && { caption: args.caption }) }, { key });
-      return answer(file, result);
+      return deliveryAnswer(file, result);
     },
   };
   return [tool];
@@ -151,8 +151,8 @@ function typed(name: string, bytes: Uint8Array): LoadedFile {
   return { name, mimeType: type.mimeType, bytes };
 }
 
-/** What the model hears of the delivery. */
-function answer(file: LoadedFile, r: FileDelivery): unknown {
+/** What the model hears of a file's delivery (send_file's, generate_image's). */
+export function deliveryAnswer(file: LoadedFile, r: FileDelivery): unknown {
   const what = { name: file.name, type: file.mimeType, bytes: file.bytes.byteLength };
   if (r.outcome === 'sent') return { sent: what };
   if (r.outcome === 'failed') throw new ToolFailure('unavailable', `the file was not sent: ${r.error ?? 'the channel refused it'}`);

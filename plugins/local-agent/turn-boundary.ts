@@ -10,6 +10,7 @@ import { answerText, DEFAULTS, type RunContext, type RunResult, type StepRecord,
 import type { LoopState } from './loop-state.js';
 import { EMPTY_ANSWER_MESSAGE, RUN_REASON } from './outcomes.js';
 import { openToolCalls, runToolCalls } from './tool-batch.js';
+import { speakAnswer, speaks } from './voice-replies.js';
 
 /**
  * Runs a step's open tool calls (recorded first when the model just made
@@ -59,6 +60,7 @@ async function deliverAnswer(state: LoopState, stepMessages: ModelMessage[], tex
   const answer = answerText(stepMessages) || text;
   if (answer.trim()) {
     await ctx.delivery.message(answer);
+    if (state.o.voice && speaks(ctx, state.o.voice, state.answering)) await speakAnswer(ctx, state.o.voice, answer);
     // Anything that arrived during this last step is handed back by `finish`.
     return { outcome: 'completed' };
   }

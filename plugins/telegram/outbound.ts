@@ -114,14 +114,15 @@ async function sendText(opts: TelegramOutboundOptions, conversationId: string, t
   return { messageId: String(sent.message_id) };
 }
 
-/** `sendPhoto` for an image Telegram shows as a photo (at most 10 MB), `sendDocument` for anything else; the caption as plain text. */
+/** `sendVoice` for a spoken reply, `sendPhoto` for an image Telegram shows as a photo (at most 10 MB), `sendDocument` for anything else; the caption as plain text. */
 async function sendFile(opts: TelegramOutboundOptions, conversationId: string, file: OutboundFile, sendOpts: SendFileOptions): Promise<{ messageId: string }> {
   const { api, token, channelId } = opts;
   const target = parseConversationId(channelId, conversationId);
   const input = new InputFile(file.bytes, file.name);
   const extra = { ...threadOf(target), ...replyOf(sendOpts.replyTo), ...(file.caption && { caption: file.caption }) };
-  const sent =
-    PHOTO_TYPES.has(file.mimeType) && file.bytes.byteLength <= TELEGRAM_MAX_PHOTO_BYTES
+  const sent = file.voice
+    ? await call(token, 'sendVoice', () => api.sendVoice(target.chatId, input, extra))
+    : PHOTO_TYPES.has(file.mimeType) && file.bytes.byteLength <= TELEGRAM_MAX_PHOTO_BYTES
       ? await call(token, 'sendPhoto', () => api.sendPhoto(target.chatId, input, extra))
       : await call(token, 'sendDocument', () => api.sendDocument(target.chatId, input, extra));
   return { messageId: String(sent.message_id) };

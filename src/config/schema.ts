@@ -620,6 +620,12 @@ const profileSchema = z.strictObject({
     .describe(
       'Long-term memory in the profile\'s runs (when `memory.enabled`): true, memory in private chats only; false, no memory tools and no notes in the prompt; `{ "inGroups": true }`, in group chats too (the notes of the person who started the run). Default true.',
     ),
+  voice: z
+    .enum(['off', 'always', 'when-spoken-to'], { error: 'expected off, always or when-spoken-to' })
+    .optional()
+    .describe(
+      "Spoken replies in the profile's runs (the local agent's `voice`): `off`, `always`, or `when-spoken-to` (a message the run answers is a voice note). Default: `agents.local-agent.voice.replies`.",
+    ),
 });
 
 const bindingSchema = z.strictObject({

@@ -57,6 +57,8 @@ export interface ProfileSettings {
    * (the notes of the person who started the run). Default true.
    */
   memory?: boolean | { inGroups?: boolean | undefined } | undefined;
+  /** Spoken replies: `off`, `always`, or `when-spoken-to` (the person sent a voice note). Default: the agent's `voice.replies`. */
+  voice?: 'off' | 'always' | 'when-spoken-to' | undefined;
 }
 
 /** One binding (`bindings[]`): the profile and exactly one of what it matches. */
@@ -108,6 +110,8 @@ export interface AgentProfile {
    * memory as configured, in private chats only.
    */
   memory?: false | { inGroups: true };
+  /** When its runs' answers are also spoken (the local agent's `voice`); undefined: the agent's default. */
+  voice?: 'off' | 'always' | 'when-spoken-to';
 }
 
 /** Chooses profiles. */
@@ -197,6 +201,7 @@ async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelS
     ...(p.skills && { skills: p.skills }),
     ...(p.memory === false && { memory: false as const }),
     ...(typeof p.memory === 'object' && p.memory.inGroups === true && { memory: { inGroups: true as const } }),
+    ...(p.voice && { voice: p.voice }),
   };
 }
 

@@ -60,6 +60,10 @@ export interface FakeOpenAIServer {
   transcriptions: Buffer[];
   /** The inputs of every embeddings request, in arrival order. */
   embeddings: string[][];
+  /** The body of every speech request (`POST /v1/audio/speech`), in arrival order. */
+  speeches: Array<{ model: string; input: string; voice?: string; response_format?: string }>;
+  /** The body of every image generation request (`POST /v1/images/generations`), in arrival order. */
+  images: Array<{ model: string; prompt: string; n?: number; size?: string }>;
   /**
    * Sets what the model answers. A list is consumed one turn per request from
    * the time it is set; a function is called with the request body and the
@@ -93,9 +97,16 @@ export interface FakeOpenAIOptions {
   promptCache?: boolean;
   /** What `POST /v1/audio/transcriptions` answers for the uploaded request body (multipart, as received). Default: text `transcribed audio`. */
   transcribe?(body: Buffer): string;
+  /** The audio `POST /v1/audio/speech` answers for a text. Default: `OggS` and the text's bytes. */
+  speak?(text: string): Buffer;
+  /** The image `POST /v1/images/generations` answers for a prompt (PNG bytes). Default: a small PNG. */
+  image?(prompt: string): Buffer;
   /** The vector `POST /v1/embeddings` answers for one input. Default: 16 dimensions counting the input's words by a hash (texts sharing words point alike). */
   embed?(text: string): number[];
 }
+
+/** What the image endpoint answers by default: a PNG signature and a few bytes (enough for a type check). */
+const FAKE_PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 7)]);
 
 /** The default embedding: a bag of words hashed into 16 dimensions. */
 function wordVector(text: string): number[] {
@@ -113,6 +124,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const prefixes = new PrefixCache();
   const transcriptions: Buffer[] = [];
   const embeddings: string[][] = [];
+  const images: FakeOpenAIServer['images'] = [];
+  const speeches: FakeOpenAIServer['speeches'] = [];
 
   const nextTurn = (body: any, index: number): FakeTurn => {
     if (typeof turns === 'function') return turns(body, index);
@@ -144,6 +157,20 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       const raw = Buffer.concat(chunks);
       transcriptions.push(raw);
       sendJson(res, 200, { text: opts.transcribe?.(raw) ?? 'transcribed audio' });
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/audio/speech') {
+      const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['speeches'][number];
+      speeches.push(body);
+      const audio = opts.speak?.(body.input) ?? Buffer.concat([Buffer.from('OggS'), Buffer.from(body.input)]);
+      res.writeHead(200, { 'content-type': 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
+      return;
+    }
+    if (req.method === 'POST' && path === '/v1/images/generations') {
+      const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['images'][number];
+      images.push(body);
+      const png = opts.image?.(body.prompt) ?? FAKE_PNG;
+      sendJson(res, 200, { created: Math.floor(Date.now() / 1000), data: [{ b64_json: png.toString('base64') }] });
       return;
     }
     if (req.method === 'POST' && path === '/v1/embeddings') {
@@ -236,6 +263,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     requests,
     transcriptions,
     embeddings,
+    images,
+    speeches,
     script(next) {
       turns = next;
       cursor = 0;

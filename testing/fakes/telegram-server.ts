@@ -55,9 +55,9 @@ export interface SentMessage {
   buttons?: Array<{ text: string; data: string }>;
 }
 
-/** A file the bot sent with sendPhoto or sendDocument. */
+/** A file the bot sent with sendPhoto, sendDocument or sendVoice. */
 export interface SentFile {
-  method: 'sendPhoto' | 'sendDocument';
+  method: 'sendPhoto' | 'sendDocument' | 'sendVoice';
   chatId: number;
   messageId: number;
   /** The upload's file name. */
@@ -387,10 +387,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   }
 
   /** sendPhoto / sendDocument: the file arrives as an `attach://` part; the message is a file message. */
-  function sendFile(method: 'sendPhoto' | 'sendDocument', p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
+  function sendFile(method: SentFile['method'], p: Record<string, any>): ScriptedFailure | Record<string, unknown> {
     const chatId = Number(p.chat_id);
     if (!Number.isFinite(chatId)) return badRequest('chat not found');
-    const file = p[method === 'sendPhoto' ? 'photo' : 'document'] as { filename: string; data: Buffer } | undefined;
+    const file = p[{ sendPhoto: 'photo', sendDocument: 'document', sendVoice: 'voice' }[method]] as { filename: string; data: Buffer } | undefined;
     if (!file || typeof file !== 'object') return badRequest('there is no file in the request');
     if (file.data.byteLength > (method === 'sendPhoto' ? MAX_PHOTO_BYTES : MAX_UPLOAD_BYTES))
       return { error_code: 413, description: 'Request Entity Too Large' };
@@ -508,6 +508,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         return editMessageText(p);
       case 'sendPhoto':
       case 'sendDocument':
+      case 'sendVoice':
         return sendFile(call.method, p);
       case 'sendChatAction':
         return { value: true };

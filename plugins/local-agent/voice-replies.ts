@@ -1,0 +1,56 @@
+/**
+ * Spoken replies (`voice`): after a run's answer went out as text, the AI
+ * SDK's speech generation reads it aloud and the audio goes out as a voice
+ * message (OGG/Opus; Telegram `sendVoice`, elsewhere an audio file) through
+ * the run's delivery, under a key of the run's own. When: the run's profile's
+ * `voice`, else the agent's `voice.replies`: `off`, `always`, or
+ * `when-spoken-to` (a message the run answers was a voice note). The text
+ * stays the record's answer; a failed speech call is logged and the text
+ * stands alone.
+ */
+import { experimental_generateSpeech as generateSpeech, type SpeechModel } from 'ai';
+import type { MessageReceived } from 'steerbot/plugin';
+import type { RunContext } from 'steerbot/runner';
+
+/** When replies are spoken. */
+export type VoiceReplies = 'off' | 'always' | 'when-spoken-to';
+
+/** Options of spoken replies. */
+export interface VoiceReplyOptions {
+  /** The speech model (`createSpeechModel`). */
+  model: SpeechModel;
+  /** The provider's voice name, e.g. `alloy`. Default: the provider's. */
+  voice?: string | undefined;
+  /** When, for runs whose profile does not say. Default `off`. */
+  replies?: VoiceReplies | undefined;
+}
+
+/** Longest answer read aloud, in characters (OpenAI's speech input limit is 4096). */
+const MAX_SPOKEN_CHARS = 4096;
+
+/** Whether this run's answer is spoken: by its profile's `voice`, else the default, and for `when-spoken-to` a voice note among `answering`. */
+export function speaks(ctx: RunContext, o: VoiceReplyOptions, answering: ReadonlyArray<Pick<MessageReceived, 'attachments'>>): boolean {
+  const mode = ctx.profile?.voice ?? o.replies ?? 'off';
+  if (mode === 'always') return true;
+  return mode === 'when-spoken-to' && answering.some((m) => m.attachments?.some((a) => a.kind === 'audio'));
+}
+
+/** Reads `answer` aloud and sends it as a voice message, once per run; never throws (the text already went out). */
+export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer: string): Promise<void> {
+  const send = ctx.delivery.file?.bind(ctx.delivery);
+  if (!send) return;
+  try {
+    const { audio } = await generateSpeech({
+      model: o.model,
+      text: answer.slice(0, MAX_SPOKEN_CHARS),
+      outputFormat: 'opus',
+      maxRetries: 1,
+      abortSignal: ctx.signal,
+      ...(o.voice && { voice: o.voice }),
+    });
+    const sent = await send({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:voice` });
+    if (sent.outcome !== 'sent') ctx.logger.warn({ outcome: sent.outcome, error: sent.error }, 'spoken reply not sent');
+  } catch (err) {
+    ctx.logger.warn({ err }, 'spoken reply failed; the answer went out as text');
+  }
+}
