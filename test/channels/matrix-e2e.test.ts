@@ -1,0 +1,224 @@
+/**
+ * End to end through the whole system: a message in a room → the fake
+ * homeserver's `/sync` → the real Matrix plugin → the real channel host →
+ * Redis → BullMQ → the runner with the local agent (real OpenAI-compatible
+ * provider, fake model) → delivery → the plugin's outbound → `PUT send` at
+ * the fake homeserver.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { HttpServer } from '../../host/http.js';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { sinceKey } from '../../plugins/matrix/keys.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { type FakeMatrix, MATRIX_ALICE, MATRIX_BOB, MATRIX_TEST, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
+import { matrixPlugin, startMatrixHost, startMatrixSystem, untilSyncing } from './matrix-harness.js';
+
+let ai: FakeOpenAIServer;
+let matrix: FakeMatrix;
+let h: RunnerHarness;
+let http: HttpServer;
+let plugin: ChannelPlugin;
+let room: string;
+
+const agent = () => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false } });
+const conversation = (roomId: string) => `matrix:${roomId}`;
+const sends = () => matrix.calls.filter((c) => c.kind === 'send' && c.body?.msgtype === 'm.text');
+const nthText = async (roomId: string, n: number, what: string) =>
+  (await matrix.waitUntil(() => matrix.texts(roomId).length >= n && matrix.texts(roomId), 15_000, what))[n - 1]!;
+
+async function start(config: Parameters<typeof startMatrixSystem>[0]['config'] = {}): Promise<void> {
+  ({ http, plugin } = await startMatrixSystem({ h, matrix, agent: agent(), config }));
+  await untilSyncing(matrix);
+}
+
+beforeEach(async () => {
+  ai = await startFakeOpenAI();
+  matrix = await startFakeMatrix();
+  h = await RunnerHarness.start();
+  room = matrix.directRoom(MATRIX_ALICE);
+});
+
+afterEach(async () => {
+  await plugin?.stop();
+  await http?.close();
+  await h.close();
+  await matrix.close();
+  await ai.close();
+});
+
+describe('matrix end to end', () => {
+  it('answers a message in a room with one PUT send, typing while the agent works', async () => {
+    await start();
+    ai.script([{ text: 'Hello Alice, how can I help?' }]);
+    const asked = matrix.message(room, MATRIX_ALICE, 'hi there');
+    expect(await nthText(room, 1, 'the answer')).toBe('Hello Alice, how can I help?');
+    await h.idle(15_000, conversation(room));
+    expect(sends()).toHaveLength(1);
+    expect(sends()[0]!.txnId).toMatch(/^sb-/);
+    expect(matrix.typing).toContain(room);
+    expect(await h.entries('message.received', conversation(room))).toMatchObject([
+      { updateKey: `matrix:${asked.event_id}`, text: 'hi there', sender: { id: MATRIX_ALICE } },
+    ]);
+  });
+
+  it('answers an event the homeserver hands over twice once', async () => {
+    await start();
+    ai.script([{ text: 'Only once.' }]);
+    const event = matrix.message(room, MATRIX_ALICE, 'are you there?');
+    matrix.redeliver(room, event);
+    await nthText(room, 1, 'the answer');
+    // A later message: once it is answered, the repeat before it was handled.
+    ai.script([{ text: 'Second answer.' }]);
+    matrix.message(room, MATRIX_ALICE, 'and now?');
+    await nthText(room, 2, 'the second answer');
+    await h.idle(15_000, conversation(room));
+    expect(matrix.texts(room)).toEqual(['Only once.', 'Second answer.']);
+    expect(ai.requests).toHaveLength(2);
+    expect(await h.entries('message.received', conversation(room))).toHaveLength(2);
+  });
+
+  it('ignores its own messages, notices and edits', async () => {
+    await start();
+    ai.script([{ text: 'The only answer.' }]);
+    matrix.message(room, MATRIX_ALICE, 'a notice from a bridge', { msgtype: 'm.notice' });
+    matrix.message(room, MATRIX_ALICE, '* edited', { relatesTo: { rel_type: 'm.replace', event_id: '$old' } });
+    matrix.message(room, MATRIX_TEST.userId, 'something the bot said elsewhere');
+    matrix.message(room, MATRIX_ALICE, 'a real question');
+    await nthText(room, 1, 'the answer');
+    await h.idle(15_000, conversation(room));
+    // The answer itself comes back in the next /sync; it starts nothing either.
+    const at = matrix.calls.length;
+    await untilSyncing(matrix, at);
+    expect(ai.requests).toHaveLength(1);
+    expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['a real question']);
+  });
+
+  it('retries a send refused with 429 M_LIMIT_EXCEEDED after retry_after_ms, and the answer arrives once', async () => {
+    await start();
+    ai.script([{ text: 'After the wait.' }]);
+    matrix.failNext('send', { status: 429, errcode: 'M_LIMIT_EXCEEDED', retryAfterMs: 200 });
+    matrix.message(room, MATRIX_ALICE, 'hello');
+    await nthText(room, 1, 'the answer');
+    await h.idle(15_000, conversation(room));
+    expect(sends().map((c) => c.status)).toEqual([429, 200]);
+    expect(sends()[1]!.txnId).toBe(sends()[0]!.txnId);
+    expect(matrix.texts(room)).toEqual(['After the wait.']);
+  });
+
+  it('resumes from the stored since after a restart: nothing answered twice, nothing missed', async () => {
+    await start();
+    ai.script([{ text: 'Before the restart.' }]);
+    matrix.message(room, MATRIX_ALICE, 'first');
+    await nthText(room, 1, 'the first answer');
+    await h.idle(15_000, conversation(room));
+    await matrix.waitUntil(async () => (await h.redis.get(sinceKey(h.prefix))) === matrix.position() || undefined, 10_000, 'since stored');
+    await plugin.stop();
+    await http.close();
+
+    // Written while no host syncs.
+    matrix.message(room, MATRIX_ALICE, 'while you were away');
+    const stored = await h.redis.get(sinceKey(h.prefix));
+    const at = matrix.calls.length;
+    ai.script([{ text: 'After the restart.' }]);
+    plugin = matrixPlugin(h, matrix);
+    http = await startMatrixHost(h, plugin);
+    await nthText(room, 2, 'the answer after the restart');
+    await h.idle(15_000, conversation(room));
+    expect(matrix.calls.slice(at).find((c) => c.kind === 'sync')?.query.since).toBe(stored);
+    expect(matrix.texts(room)).toEqual(['Before the restart.', 'After the restart.']);
+    expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['first', 'while you were away']);
+  });
+
+  it('does not answer the history the first /sync of a new bot carries', async () => {
+    matrix.message(room, MATRIX_ALICE, 'written before the bot listened');
+    await start();
+    ai.script([{ text: 'Only the new one.' }]);
+    matrix.message(room, MATRIX_ALICE, 'written after');
+    await nthText(room, 1, 'the answer');
+    await h.idle(15_000, conversation(room));
+    expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['written after']);
+  });
+
+  it('takes a room with more than two members for a group', async () => {
+    const group = matrix.createRoom([MATRIX_TEST.userId, MATRIX_ALICE, MATRIX_BOB]);
+    await start();
+    ai.script([{ text: 'Hello all.' }]);
+    matrix.message(group, MATRIX_BOB, 'hi all');
+    await nthText(group, 1, 'the answer');
+    await h.idle(15_000, conversation(group));
+    const [entry] = await h.entries('message.received', conversation(group));
+    expect(entry).toMatchObject({ group: true, sender: { id: MATRIX_BOB } });
+    const [direct] = [matrix.message(room, MATRIX_ALICE, 'just us')];
+    await matrix.waitUntil(async () => (await h.entries('message.received', conversation(room))).length > 0, 15_000, 'the direct message');
+    const [one] = await h.entries('message.received', conversation(room));
+    expect(one).toMatchObject({ updateKey: `matrix:${direct!.event_id}` });
+    expect(one).not.toHaveProperty('group');
+  });
+
+  it('joins rooms on invites from the users autoJoin names, and not from anyone else', async () => {
+    await start({ autoJoin: [MATRIX_ALICE] });
+    const stranger = matrix.invite(MATRIX_BOB);
+    const invited = matrix.invite(MATRIX_ALICE);
+    await matrix.waitUntil(() => matrix.joined(invited), 10_000, 'the join');
+    // Both invites were in the answer that led to the join.
+    expect(matrix.joined(stranger)).toBe(false);
+    ai.script([{ text: 'Thanks for the invite.' }]);
+    matrix.message(invited, MATRIX_ALICE, 'welcome');
+    expect(await nthText(invited, 1, 'the answer')).toBe('Thanks for the invite.');
+  });
+
+  it('streams a reply by editing one message in place', async () => {
+    await start({ streaming: true, streamEditIntervalMs: 250 });
+    const answer = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+    ai.script([{ text: answer }]);
+    matrix.message(room, MATRIX_ALICE, 'stream it');
+    await matrix.waitUntil(() => matrix.texts(room)[0] === answer, 15_000, 'the whole answer');
+    await h.idle(15_000, conversation(room));
+    expect(matrix.texts(room)).toEqual([answer]);
+  });
+
+  it('shows progress as a reaction on the message, the answered one replacing the taken one', async () => {
+    await start({ reactions: true });
+    ai.script([{ text: 'Done.' }]);
+    const asked = matrix.message(room, MATRIX_ALICE, 'react please');
+    await nthText(room, 1, 'the answer');
+    await h.idle(15_000, conversation(room));
+    await matrix.waitUntil(() => matrix.reactions(room).join() === `${asked.event_id} ✅` || undefined, 15_000, 'the answered reaction');
+    expect(matrix.sent.filter((e) => e.type === 'm.reaction').map((e) => e.content['m.relates_to'].key)).toEqual(['👀', '✅']);
+  });
+});
+
+describe('matrix outbound', () => {
+  beforeEach(() => {
+    plugin = matrixPlugin(h, matrix);
+  });
+
+  it('does not post a takeover resend twice: the same delivery key is the same transaction id', async () => {
+    const first = await plugin.outbound.send(conversation(room), 'exactly once', { deliveryKey: 'r1:3:0' });
+    const again = await plugin.outbound.send(conversation(room), 'exactly once', { deliveryKey: 'r1:3:0', maybeSentSince: Date.now() - 1000 });
+    expect(matrix.texts(room)).toEqual(['exactly once']);
+    expect(again.messageId).toBe(first.messageId);
+    expect(matrix.calls.map((c) => c.repeat ?? false)).toEqual([false, true]);
+  });
+
+  it('sends a reply as a reply, and an edit as m.replace with the new content', async () => {
+    const { messageId } = await plugin.outbound.send(conversation(room), 'draft', { replyTo: '$asked' });
+    await plugin.outbound.edit!(conversation(room), messageId, 'final');
+    expect(matrix.sent[0]!.content['m.relates_to']).toEqual({ 'm.in_reply_to': { event_id: '$asked' } });
+    expect(matrix.sent[1]!.content).toMatchObject({ 'm.new_content': { body: 'final' }, 'm.relates_to': { rel_type: 'm.replace', event_id: messageId } });
+    expect(matrix.texts(room)).toEqual(['final']);
+  });
+
+  it('turns a 429 into a ChannelApiError with the retry_after_ms the homeserver named, the token nowhere in it', async () => {
+    matrix.failNext('send', { status: 429, errcode: 'M_LIMIT_EXCEEDED', retryAfterMs: 1234 });
+    const err = await plugin.outbound.send(conversation(room), 'hi').catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CHANNEL_API', status: 429, retryAfterMs: 1234, errcode: 'M_LIMIT_EXCEEDED' });
+    expect(String((err as Error).message)).not.toContain(MATRIX_TEST.accessToken);
+  });
+
+  it('refuses a conversation that is not a Matrix room', async () => {
+    await expect(plugin.outbound.send('matrix:not-a-room', 'hi')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+});
