@@ -72,6 +72,8 @@ export interface MatrixMessageOptions {
   msgtype?: string;
   /** `m.relates_to` of the content. */
   relatesTo?: Record<string, unknown>;
+  /** More fields of the content (whatever a client puts there). */
+  content?: Record<string, unknown>;
 }
 
 interface Room {
@@ -171,7 +173,7 @@ export class FakeMatrix {
 
   /** `sender` posts a text message in `roomId`; returns the event (give it to `redeliver` to send it again). */
   message(roomId: string, sender: string, text: string, o: MatrixMessageOptions = {}): MatrixEvent {
-    const content: Record<string, any> = { msgtype: o.msgtype ?? 'm.text', body: text };
+    const content: Record<string, any> = { ...o.content, msgtype: o.msgtype ?? 'm.text', body: text };
     if (o.relatesTo) content['m.relates_to'] = o.relatesTo;
     const event: MatrixEvent = { type: 'm.room.message', event_id: o.eventId ?? newEventId(), sender, origin_server_ts: Date.now(), content };
     this.append({ roomId, event });
