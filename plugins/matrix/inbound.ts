@@ -2,9 +2,9 @@
  * The Matrix channel's inbound side: one `/sync` answer at a time. Invites
  * are joined when `autoJoin` lets their sender in; each joined room's new
  * `m.text` messages are normalized and handed to the host, in order. The
- * first `/sync` of a bot with no stored `since` only learns where "now" is:
- * the history it carries was written before the bot listened, and is not
- * answered.
+ * first `/sync` of a bot with no stored `since` only learns where "now" is,
+ * and a newly joined room's history before the bot's join is skipped: both
+ * were written before the bot listened, and are not answered.
  */
 import type { ChannelHost } from 'steerbot/channel';
 import { InvalidInputError, type Logger } from 'steerbot/plugin';
@@ -69,7 +69,7 @@ export class MatrixInbound {
   }
 
   private async timeline(host: ChannelHost, roomId: string, room: JoinedRoom): Promise<void> {
-    const events = room.timeline?.events ?? [];
+    const events = this.sinceOwnJoin(room.timeline?.events ?? []);
     if (events.length === 0) return;
     const group = (await this.memberCount(roomId)) > 2;
     for (const raw of events) {
@@ -87,6 +87,19 @@ export class MatrixInbound {
         this.o.logger.warn({ err, eventId: normalized.event.event_id }, 'matrix message rejected; skipped');
       }
     }
+  }
+
+  /**
+   * The events after the bot's own join, when the timeline has it: a newly
+   * joined room comes with its recent history, written before the bot was
+   * there, which is not answered.
+   */
+  private sinceOwnJoin(events: readonly unknown[]): readonly unknown[] {
+    const join = events.findLastIndex((raw) => {
+      const e = raw as { type?: unknown; state_key?: unknown; content?: { membership?: unknown } } | null;
+      return e?.type === 'm.room.member' && e.state_key === this.o.selfId && e.content?.membership === 'join';
+    });
+    return join < 0 ? events : events.slice(join + 1);
   }
 
   /** The room's joined members: known from a summary, else asked once. Unknown (the call failed): counted as a group, where commands are for admins. */

@@ -183,6 +183,18 @@ describe('matrix end to end', () => {
     await h.idle(15_000, conversation(invited));
   });
 
+  it("does not answer a newly joined room's history, only what is written after the join", async () => {
+    await start({ autoJoin: true });
+    const invited = matrix.invite(MATRIX_ALICE);
+    matrix.message(invited, MATRIX_ALICE, 'written before the bot joined');
+    await matrix.waitUntil(() => matrix.joined(invited), 10_000, 'the join');
+    ai.script([{ text: 'Hello.' }]);
+    matrix.message(invited, MATRIX_ALICE, 'written after the join');
+    await nthText(invited, 1, 'the answer');
+    await h.idle(15_000, conversation(invited));
+    expect((await h.entries('message.received', conversation(invited))).map((e) => e.text)).toEqual(['written after the join']);
+  });
+
   it('streams a reply by editing one message in place', async () => {
     await start({ streaming: true, streamEditIntervalMs: 250 });
     const answer = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');

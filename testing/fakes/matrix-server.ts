@@ -53,6 +53,8 @@ export interface MatrixEvent {
   sender: string;
   origin_server_ts: number;
   content: Record<string, any>;
+  /** A state event's key (the bot's own join: its user id). */
+  state_key?: string;
 }
 
 /** A failure the fake answers with. */
@@ -295,6 +297,15 @@ export class FakeMatrix {
         return [403, { errcode: 'M_FORBIDDEN', error: 'You are not invited to this room.' }];
       room.invited.delete(this.userId);
       room.members.add(this.userId);
+      const event: MatrixEvent = {
+        type: 'm.room.member',
+        event_id: newEventId(),
+        sender: this.userId,
+        state_key: this.userId,
+        origin_server_ts: Date.now(),
+        content: { membership: 'join' },
+      };
+      this.append({ roomId: route.roomId, event });
       return [200, { room_id: route.roomId }];
     }
     if (!room.members.has(this.userId)) return [403, { errcode: 'M_FORBIDDEN', error: 'User not in room' }];
@@ -356,10 +367,22 @@ export class FakeMatrix {
     });
   }
 
+  /**
+   * The entries after `since`; a room the bot joined after `since` comes
+   * with its history before the join too, as a homeserver sends a newly
+   * joined room's recent timeline.
+   */
   private answer(since: number): Record<string, unknown> {
     const join: Record<string, any> = {};
     const invite: Record<string, any> = {};
-    for (const entry of this.stream.slice(since)) {
+    const joinedSince = new Set(
+      this.stream
+        .slice(since)
+        .filter((e) => e.event?.type === 'm.room.member' && e.event.sender === this.userId)
+        .map((e) => e.roomId),
+    );
+    const entries = this.stream.filter((e) => e.pos > since || (joinedSince.has(e.roomId) && e.event !== undefined));
+    for (const entry of entries) {
       const room = this.room(entry.roomId);
       if (entry.inviteFrom !== undefined) {
         if (room.invited.has(this.userId)) {
