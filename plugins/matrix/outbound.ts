@@ -1,7 +1,7 @@
 /**
  * The Matrix channel's outbound side: `m.text` messages, replies, edits for
- * streaming (`m.replace`), typing and status reactions (`m.reaction`), over
- * the client-server API.
+ * streaming (`m.replace`), typing, status reactions (`m.reaction`) and who
+ * moderates a room (power levels), over the client-server API.
  *
  * A message is sent with `PUT …/send/m.room.message/{txnId}` and the
  * delivery key as its transaction id: the homeserver answers a repeated
@@ -31,8 +31,8 @@ import { roomOf } from './normalize.js';
 export const MATRIX_MAX_MESSAGE_CHARS = 16_000;
 /** Longest fallback `body` of an edit (clients that do not apply edits show it), in characters. */
 const EDIT_FALLBACK_CHARS = 1000;
-/** How long one typing notification shows unless renewed, in ms (delivery refreshes it while a run works). */
-const TYPING_TIMEOUT_MS = 30_000;
+/** How long one typing notification shows unless renewed, in ms: delivery renews it every few seconds while a run works, and it ends soon after. */
+const TYPING_TIMEOUT_MS = 10_000;
 
 /** Options of `createMatrixOutbound`. */
 export interface MatrixOutboundOptions {
@@ -68,6 +68,18 @@ function eventIdOf(answer: Record<string, unknown>): string {
   return answer.event_id;
 }
 
+/**
+ * Whether `userId` moderates the room by its `m.room.power_levels` content:
+ * a power level (`users`, else `users_default`, else 0) at least the one
+ * that redacts other people's messages (`redact`, default 50), as Discord's
+ * Manage Messages counts there.
+ */
+export function isModerator(powerLevels: Record<string, unknown>, userId: string): boolean {
+  const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+  const users = typeof powerLevels.users === 'object' && powerLevels.users !== null ? (powerLevels.users as Record<string, unknown>) : {};
+  return num(users[userId], num(powerLevels.users_default, 0)) >= num(powerLevels.redact, 50);
+}
+
 /** Builds the outbound side. Every method throws ChannelApiError (a MatrixApiError; 429: `retryAfterMs`). */
 export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound {
   const { client, channelId } = o;
@@ -99,6 +111,11 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
         'm.new_content': { msgtype: 'm.text', body: text },
         'm.relates_to': { rel_type: 'm.replace', event_id: messageId },
       });
+    },
+
+    async isAdmin(conversationId: string, userId: string) {
+      const roomId = roomIdOf(channelId, conversationId);
+      return isModerator(await client.call('power levels', 'GET', `rooms/${seg(roomId)}/state/m.room.power_levels`), userId);
     },
 
     async typing(conversationId: string) {

@@ -170,6 +170,16 @@ describe('matrix end to end', () => {
     expect(one).not.toHaveProperty('group');
   });
 
+  it("lets a group's moderators use /new, and refuses it to other members", async () => {
+    const group = matrix.createRoom([MATRIX_TEST.userId, MATRIX_ALICE, MATRIX_BOB]);
+    matrix.setPowerLevel(group, MATRIX_ALICE, 50);
+    await start();
+    matrix.message(group, MATRIX_BOB, '/new');
+    expect(await nthText(group, 1, 'the refusal')).toBe('Only admins can use /new here.');
+    matrix.message(group, MATRIX_ALICE, '/new');
+    expect(await nthText(group, 2, "the moderator's /new")).not.toContain('Only admins');
+  });
+
   it('joins rooms on invites from the users autoJoin names, and not from anyone else', async () => {
     await start({ autoJoin: [MATRIX_ALICE] });
     const stranger = matrix.invite(MATRIX_BOB);

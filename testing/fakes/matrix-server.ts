@@ -7,7 +7,7 @@
  * idempotent per access token and transaction id, as the spec says (a
  * repeat answers the first event's id and adds nothing); the bot's own
  * events come back in its `/sync`, as on a real server. It also serves
- * `join`, `typing`, `redact` and `joined_members`, checks the bearer
+ * `join`, `typing`, `redact`, `joined_members` and the power levels, checks the bearer
  * token, records every call, and can fail the next calls of a kind (429
  * `M_LIMIT_EXCEEDED` with `retry_after_ms`, 500).
  */
@@ -27,7 +27,7 @@ export const MATRIX_ALICE = '@alice:fake.test';
 export const MATRIX_BOB = '@bob:fake.test';
 
 /** The kinds of call the fake serves. */
-export type MatrixCallKind = 'sync' | 'send' | 'join' | 'typing' | 'redact' | 'members';
+export type MatrixCallKind = 'sync' | 'send' | 'join' | 'typing' | 'redact' | 'members' | 'power-levels';
 
 /** One call the fake received. */
 export interface MatrixCall {
@@ -81,6 +81,8 @@ export interface MatrixMessageOptions {
 interface Room {
   members: Set<string>;
   invited: Map<string, string>;
+  /** Content of the room's `m.room.power_levels`. */
+  powerLevels: Record<string, any>;
 }
 
 interface StreamEntry {
@@ -151,7 +153,7 @@ export class FakeMatrix {
   /** Makes a room with these members (add `userId` for one the bot is in); returns its id. */
   createRoom(members: readonly string[]): string {
     const roomId = `!${randomBytes(9).toString('base64url')}:fake.test`;
-    this.rooms.set(roomId, { members: new Set(members), invited: new Map() });
+    this.rooms.set(roomId, { members: new Set(members), invited: new Map(), powerLevels: { users: {}, users_default: 0, redact: 50 } });
     return roomId;
   }
 
@@ -166,6 +168,11 @@ export class FakeMatrix {
     this.room(roomId).invited.set(this.userId, from);
     this.append({ roomId, inviteFrom: from });
     return roomId;
+  }
+
+  /** Sets `userId`'s power level in `roomId` (100: admin, 50: moderator). */
+  setPowerLevel(roomId: string, userId: string, level: number): void {
+    this.room(roomId).powerLevels.users[userId] = level;
   }
 
   /** Whether the bot joined `roomId`. */
@@ -286,6 +293,7 @@ export class FakeMatrix {
     if (method === 'PUT' && parts[2] === 'typing' && parts.length === 4) return { kind: 'typing', roomId, target: parts[3]! };
     if (method === 'PUT' && parts[2] === 'redact' && parts.length === 5) return { kind: 'redact', roomId, target: parts[3]!, txnId: parts[4]! };
     if (method === 'GET' && parts[2] === 'joined_members' && parts.length === 3) return { kind: 'members', roomId };
+    if (method === 'GET' && parts[2] === 'state' && parts[3] === 'm.room.power_levels' && (parts[4] ?? '') === '') return { kind: 'power-levels', roomId };
     return undefined;
   }
 
@@ -310,6 +318,7 @@ export class FakeMatrix {
     }
     if (!room.members.has(this.userId)) return [403, { errcode: 'M_FORBIDDEN', error: 'User not in room' }];
     if (route.kind === 'members') return [200, { joined: Object.fromEntries([...room.members].map((m) => [m, {}])) }];
+    if (route.kind === 'power-levels') return [200, room.powerLevels];
     if (route.kind === 'typing') {
       if (route.target !== this.userId) return [403, { errcode: 'M_FORBIDDEN', error: 'Cannot set another user typing' }];
       this.typing.push(route.roomId);
