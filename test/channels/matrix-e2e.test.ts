@@ -9,7 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { sinceKey } from '../../plugins/matrix/keys.js';
-import type { ChannelPlugin } from '../../src/channel.js';
+import { RunDelivery } from '../../runner/delivery/sink.js';
+import type { ChannelOutbound, ChannelPlugin } from '../../src/channel.js';
 import { type FakeMatrix, MATRIX_ALICE, MATRIX_BOB, MATRIX_TEST, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
@@ -237,6 +238,28 @@ describe('matrix outbound', () => {
     expect(matrix.texts(room)).toEqual(['exactly once']);
     expect(again.messageId).toBe(first.messageId);
     expect(matrix.calls.map((c) => c.repeat ?? false)).toEqual([false, true]);
+  });
+
+  it('posts a message once when a takeover resends it after the first runner died between the send and the outbox', async () => {
+    const delivery = (outbound: ChannelOutbound) =>
+      new RunDelivery({
+        client: h.redis,
+        prefix: h.prefix,
+        conversationId: conversation(room),
+        runId: 'rtakeover',
+        resolve: () => outbound,
+        logger: h.ctx.logger,
+      });
+    // Attempt 1: the homeserver takes the message, then the runner dies before the outbox hears back.
+    const dying: ChannelOutbound = { ...plugin.outbound, send: async (...args) => (await plugin.outbound.send(...args), new Promise<never>(() => undefined)) };
+    void delivery(dying).message('exactly once');
+    await matrix.waitUntil(() => matrix.sent.length === 1, 10_000, 'the first send');
+
+    await delivery(plugin.outbound).message('exactly once');
+    const sent = matrix.calls.filter((c) => c.kind === 'send');
+    expect(sent.map((c) => c.repeat ?? false)).toEqual([false, true]);
+    expect(sent[1]!.txnId).toBe(sent[0]!.txnId);
+    expect(matrix.texts(room)).toEqual(['exactly once']);
   });
 
   it('sends a reply as a reply, and an edit as m.replace with the new content', async () => {
