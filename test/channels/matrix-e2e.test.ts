@@ -251,7 +251,13 @@ describe('matrix outbound', () => {
         logger: h.ctx.logger,
       });
     // Attempt 1: the homeserver takes the message, then the runner dies before the outbox hears back.
-    const dying: ChannelOutbound = { ...plugin.outbound, send: async (...args) => (await plugin.outbound.send(...args), new Promise<never>(() => undefined)) };
+    const dying: ChannelOutbound = {
+      ...plugin.outbound,
+      async send(...args) {
+        await plugin.outbound.send(...args);
+        return new Promise<never>(() => undefined);
+      },
+    };
     void delivery(dying).message('exactly once');
     await matrix.waitUntil(() => matrix.sent.length === 1, 10_000, 'the first send');
 
