@@ -7,7 +7,7 @@
  * were written before the bot listened, and are not answered.
  */
 import type { ChannelHost } from 'steerbot/channel';
-import { InvalidInputError, type Logger } from 'steerbot/plugin';
+import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import type { MatrixConfig } from './config.js';
 import { normalizeEvent } from './normalize.js';
@@ -41,7 +41,7 @@ export class MatrixInbound {
 
   constructor(private readonly o: MatrixInboundOptions) {}
 
-  /** Handles one `/sync` answer. `initial`: the first one without a `since` (its timelines are history). Throws only on a transient failure (Redis down). */
+  /** Handles one `/sync` answer. `initial`: the first one without a `since` (its timelines are history). Throws only on a transient failure (Redis down, a join the homeserver did not answer). */
   async handle(host: ChannelHost, sync: SyncResponse, initial: boolean): Promise<void> {
     for (const [roomId, room] of Object.entries(sync.rooms?.invite ?? {})) await this.invited(roomId, room);
     for (const [roomId, room] of Object.entries(sync.rooms?.join ?? {})) {
@@ -63,7 +63,9 @@ export class MatrixInbound {
       await this.o.client.call('join', 'POST', `join/${seg(roomId)}`, { body: {} });
       this.o.logger.info({ roomId, inviter }, 'joined a matrix room on invite');
     } catch (err) {
-      // The invite stays; an operator can join by hand. Not retried: a refused join stays refused.
+      // No answer, a 5xx or a rate limit: the whole answer is handled again (same `since`), this invite with it.
+      if (!(err instanceof ChannelApiError) || err.status === undefined || err.status >= 500 || err.status === 429) throw err;
+      // Refused (the invite was withdrawn, the room is gone): the invite stays for an operator to look at.
       this.o.logger.warn({ err, roomId }, 'could not join a matrix room on invite');
     }
   }

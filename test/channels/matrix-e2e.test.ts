@@ -194,6 +194,14 @@ describe('matrix end to end', () => {
     await h.idle(15_000, conversation(invited));
   });
 
+  it('joins an invite once the homeserver answers again, after a join failed with a 5xx', async () => {
+    await start({ autoJoin: true });
+    matrix.failNext('join', { status: 502 });
+    const invited = matrix.invite(MATRIX_ALICE);
+    await matrix.waitUntil(() => matrix.joined(invited), 10_000, 'the join');
+    expect(matrix.calls.filter((c) => c.kind === 'join').map((c) => c.status)).toEqual([502, 200]);
+  });
+
   it("does not answer a newly joined room's history, only what is written after the join", async () => {
     await start({ autoJoin: true });
     const invited = matrix.invite(MATRIX_ALICE);
