@@ -144,6 +144,38 @@ describe('matrix end to end', () => {
     expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['first', 'while you were away']);
   });
 
+  it('syncs from one host at a time; a standby host takes over when the syncing one stops', async () => {
+    await start();
+    // A second host on the same Redis, its calls counted apart.
+    let standbySyncs = 0;
+    const counting: typeof fetch = (input, init) => {
+      if (String(input).includes('/sync')) standbySyncs++;
+      return fetch(input, init);
+    };
+    // A short lease: a standby looks again every third of its own lease.
+    const standby = matrixPlugin(h, matrix, { syncLeaseMs: 3000 }, counting);
+    const standbyHttp = await startMatrixHost(h, standby);
+    try {
+      ai.script([{ text: 'From the first host.' }]);
+      matrix.message(room, MATRIX_ALICE, 'one');
+      await nthText(room, 1, 'the first answer');
+      await h.idle(15_000, conversation(room));
+      expect(standbySyncs).toBe(0);
+      expect(standby.ready?.()).toEqual({ ready: true, detail: 'standing by (another host syncs)' });
+
+      await plugin.stop();
+      ai.script([{ text: 'From the standby.' }]);
+      matrix.message(room, MATRIX_ALICE, 'two');
+      await nthText(room, 2, 'the second answer');
+      await h.idle(15_000, conversation(room));
+      expect(standbySyncs).toBeGreaterThan(0);
+      expect(matrix.texts(room)).toEqual(['From the first host.', 'From the standby.']);
+    } finally {
+      await standby.stop();
+      await standbyHttp.close();
+    }
+  });
+
   it('does not answer the history the first /sync of a new bot carries', async () => {
     matrix.message(room, MATRIX_ALICE, 'written before the bot listened');
     await start();

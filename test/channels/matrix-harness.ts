@@ -19,9 +19,12 @@ export interface MatrixSystem {
   plugin: ChannelPlugin;
 }
 
-/** A Matrix channel plugin on the harness's Redis, against the fake. */
-export function matrixPlugin(h: RunnerHarness, matrix: FakeMatrix, config: Partial<MatrixConfigInput> = {}): ChannelPlugin {
-  return createMatrixPlugin({ ...MATRIX_TEST, homeserverUrl: matrix.url, ...config }, { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix });
+/** A Matrix channel plugin on the harness's Redis, against the fake (through `fetch` when given). */
+export function matrixPlugin(h: RunnerHarness, matrix: FakeMatrix, config: Partial<MatrixConfigInput> = {}, fetch?: typeof globalThis.fetch): ChannelPlugin {
+  return createMatrixPlugin(
+    { ...MATRIX_TEST, homeserverUrl: matrix.url, ...config },
+    { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix, ...(fetch && { fetch }) },
+  );
 }
 
 /** Starts `plugin` with a channel host on the harness (no runner). */
