@@ -58,7 +58,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
         client,
         lease: new RedisLease(host.redis, syncLeaseKey(host.prefix), owner, cfg.syncLeaseMs),
         redis: host.redis,
-        sinceKey: sinceKey(host.prefix),
+        sinceKey: sinceKey(host.prefix, cfg.homeserverUrl, cfg.userId),
         timeoutMs: cfg.syncTimeoutMs,
         logger,
         handle: (sync, initial) => inbound.handle(host, sync, initial),

@@ -126,13 +126,17 @@ describe('matrix end to end', () => {
     matrix.message(room, MATRIX_ALICE, 'first');
     await nthText(room, 1, 'the first answer');
     await h.idle(15_000, conversation(room));
-    await matrix.waitUntil(async () => (await h.redis.get(sinceKey(h.prefix))) === matrix.position() || undefined, 10_000, 'since stored');
+    await matrix.waitUntil(
+      async () => (await h.redis.get(sinceKey(h.prefix, matrix.url, MATRIX_TEST.userId))) === matrix.position() || undefined,
+      10_000,
+      'since stored',
+    );
     await plugin.stop();
     await http?.close();
 
     // Written while no host syncs.
     matrix.message(room, MATRIX_ALICE, 'while you were away');
-    const stored = await h.redis.get(sinceKey(h.prefix));
+    const stored = await h.redis.get(sinceKey(h.prefix, matrix.url, MATRIX_TEST.userId));
     const at = matrix.calls.length;
     ai.script([{ text: 'After the restart.' }]);
     plugin = matrixPlugin(h, matrix);
