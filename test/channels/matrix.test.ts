@@ -3,6 +3,7 @@
  * come from, error mapping, power levels and transaction ids.
  */
 import { describe, expect, it } from 'vitest';
+import { matrixConfigSchema } from '../../plugins/matrix/config.js';
 import { matrixError } from '../../plugins/matrix/errors.js';
 import { mayJoin } from '../../plugins/matrix/inbound.js';
 import { normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
@@ -121,5 +122,25 @@ describe('matrix txnIdOf', () => {
     expect(txnIdOf('r1:3:0')).toBe(txnIdOf('r1:3:0'));
     expect(txnIdOf('r1:3:0')).not.toBe(txnIdOf('r1:3:1'));
     expect(txnIdOf('r1:3:0')).toMatch(/^sb-[A-Za-z0-9_-]+$/);
+  });
+});
+
+describe('matrix settings', () => {
+  const base = { homeserverUrl: 'https://matrix.example.org', accessToken: 'syt_0123456789abcdef', userId: '@bot:example.org' };
+  const problems = (over: Record<string, unknown>) => {
+    const r = matrixConfigSchema.safeParse({ ...base, ...over });
+    return r.success ? [] : r.error.issues.map((i) => i.path.join('.'));
+  };
+
+  it('takes the three required settings and fills in the rest', () => {
+    expect(matrixConfigSchema.parse(base)).toMatchObject({ autoJoin: false, streaming: false, reactions: false, syncTimeoutMs: 30_000 });
+  });
+
+  it('names a bad user id, a homeserver URL with a trailing slash, a short token and a bad autoJoin entry', () => {
+    expect(problems({ userId: 'bot' })).toEqual(['userId']);
+    expect(problems({ homeserverUrl: 'https://matrix.example.org/' })).toEqual(['homeserverUrl']);
+    expect(problems({ accessToken: 'short' })).toEqual(['accessToken']);
+    expect(problems({ autoJoin: ['ann'] }).every((p) => p.startsWith('autoJoin'))).toBe(true);
+    expect(problems({ autoJoin: ['ann'] }).length).toBeGreaterThan(0);
   });
 });
