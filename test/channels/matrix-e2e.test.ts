@@ -251,13 +251,23 @@ describe('matrix end to end', () => {
   });
 
   it('streams a reply by editing one message in place', async () => {
-    await start({ streaming: true, streamEditIntervalMs: 250 });
+    ({ http, plugin } = await startMatrixSystem({
+      h,
+      matrix,
+      agent: createLocalAgentPlugin({ model: fakeModel(ai.url), streaming: true, builtins: { currentTime: false } }),
+      config: { streaming: true, streamEditIntervalMs: 250 },
+    }));
+    await untilSyncing(matrix);
     const answer = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
-    ai.script([{ text: answer }]);
+    // Word by word over about 1.2 s: several edit intervals.
+    ai.script([{ text: answer, chunkDelayMs: 20 }]);
     matrix.message(room, MATRIX_ALICE, 'stream it');
     await matrix.waitUntil(() => matrix.texts(room)[0] === answer, 15_000, 'the whole answer');
     await h.idle(15_000, conversation(room));
     expect(matrix.texts(room)).toEqual([answer]);
+    const messages = matrix.sent.filter((e) => e.type === 'm.room.message');
+    expect(messages.filter((e) => e.content['m.relates_to']?.rel_type !== 'm.replace')).toHaveLength(1);
+    expect(messages.filter((e) => e.content['m.relates_to']?.rel_type === 'm.replace').length).toBeGreaterThan(0);
   });
 
   it('shows progress as a reaction on the message, the answered one replacing the taken one', async () => {
