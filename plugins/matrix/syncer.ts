@@ -137,9 +137,9 @@ export class MatrixSyncer {
   }
 
   private async syncOnce(): Promise<void> {
-    // Checked in the same tick as `pollAbort` is set, so `stop()` / `lose()` always abort a poll that started.
-    if (this.stopped || !this.holding) return;
     const since = await this.readSince();
+    // Checked in the same tick as `pollAbort` is set (after the last await), so `stop()` / `lose()` always abort a poll that started.
+    if (this.stopped || !this.holding) return;
     const abort = new AbortController();
     this.pollAbort = abort;
     let answer: Record<string, unknown>;
