@@ -10,7 +10,7 @@ import type { ChannelHost } from 'steerbot/channel';
 import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import type { MatrixConfig } from './config.js';
-import { normalizeEvent } from './normalize.js';
+import { afterOwnJoin, normalizeEvent } from './normalize.js';
 import type { InvitedRoom, JoinedRoom, SyncResponse } from './sync-schema.js';
 
 /** Most rooms whose member count is remembered (the oldest is forgotten first). */
@@ -71,7 +71,7 @@ export class MatrixInbound {
   }
 
   private async timeline(host: ChannelHost, roomId: string, room: JoinedRoom): Promise<void> {
-    const events = this.sinceOwnJoin(room.timeline?.events ?? []);
+    const events = afterOwnJoin(room.timeline?.events ?? [], this.o.selfId);
     if (events.length === 0) return;
     const group = (await this.memberCount(roomId)) > 2;
     for (const raw of events) {
@@ -89,19 +89,6 @@ export class MatrixInbound {
         this.o.logger.warn({ err, eventId: normalized.event.event_id }, 'matrix message rejected; skipped');
       }
     }
-  }
-
-  /**
-   * The events after the bot's own join, when the timeline has it: a newly
-   * joined room comes with its recent history, written before the bot was
-   * there, which is not answered.
-   */
-  private sinceOwnJoin(events: readonly unknown[]): readonly unknown[] {
-    const join = events.findLastIndex((raw) => {
-      const e = raw as { type?: unknown; state_key?: unknown; content?: { membership?: unknown } } | null;
-      return e?.type === 'm.room.member' && e.state_key === this.o.selfId && e.content?.membership === 'join';
-    });
-    return join < 0 ? events : events.slice(join + 1);
   }
 
   /** The room's joined members: known from a summary, else asked once. Unknown (the call failed): counted as a group, where commands are for admins. */

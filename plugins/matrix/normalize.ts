@@ -80,3 +80,19 @@ export function normalizeEvent(
   };
   return { kind: 'message', message, event };
 }
+
+type MemberEvent = { type?: unknown; state_key?: unknown; content?: { membership?: unknown }; unsigned?: { prev_content?: { membership?: unknown } } };
+
+/**
+ * The events after the bot's own join, when `events` (a room's timeline)
+ * holds it: a newly joined room comes with its recent history, written
+ * before the bot was there. A join that follows a join (a profile change)
+ * is not one.
+ */
+export function afterOwnJoin(events: readonly unknown[], selfId: string): readonly unknown[] {
+  const join = events.findLastIndex((raw) => {
+    const e = raw as MemberEvent | null;
+    return e?.type === 'm.room.member' && e.state_key === selfId && e.content?.membership === 'join' && e.unsigned?.prev_content?.membership !== 'join';
+  });
+  return join < 0 ? events : events.slice(join + 1);
+}

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { matrixConfigSchema } from '../../plugins/matrix/config.js';
 import { matrixError } from '../../plugins/matrix/errors.js';
 import { mayJoin } from '../../plugins/matrix/inbound.js';
-import { normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
+import { afterOwnJoin, normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
 import { isModerator, txnIdOf } from '../../plugins/matrix/outbound.js';
 
 const ROOM = '!room:example.org';
@@ -142,5 +142,27 @@ describe('matrix settings', () => {
     expect(problems({ accessToken: 'short' })).toEqual(['accessToken']);
     expect(problems({ autoJoin: ['ann'] }).every((p) => p.startsWith('autoJoin'))).toBe(true);
     expect(problems({ autoJoin: ['ann'] }).length).toBeGreaterThan(0);
+  });
+});
+
+describe('matrix afterOwnJoin', () => {
+  const SELF = '@bot:example.org';
+  const member = (membership: string, prev?: string) => ({
+    type: 'm.room.member',
+    state_key: SELF,
+    content: { membership },
+    ...(prev && { unsigned: { prev_content: { membership: prev } } }),
+  });
+  const before = text('before');
+  const after = text('after');
+
+  it("keeps only what follows the bot's join in a newly joined room's timeline", () => {
+    expect(afterOwnJoin([before, member('join', 'invite'), after], SELF)).toEqual([after]);
+    expect(afterOwnJoin([before, member('join'), after], SELF)).toEqual([after]);
+  });
+
+  it('keeps the whole timeline when the bot only changed its profile, or did not join in it', () => {
+    expect(afterOwnJoin([before, member('join', 'join'), after], SELF)).toEqual([before, member('join', 'join'), after]);
+    expect(afterOwnJoin([before, after], SELF)).toEqual([before, after]);
   });
 });
