@@ -19,6 +19,7 @@ const E2E = [
   'test/http-agent/python-agent.test.ts',
   'test/channels/slack-start.test.ts',
   'test/channels/whatsapp-start.test.ts',
+  'test/channels/matrix-start.test.ts',
   'test/host/prefix-isolation.test.ts',
   'test/host/redis-outage.test.ts',
   'test/events/api-e2e.test.ts',

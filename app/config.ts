@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
 import type { LineConfig } from '../plugins/line/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
+import type { MatrixConfig } from '../plugins/matrix/config.js';
 import type { SlackConfig } from '../plugins/slack/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
@@ -40,6 +41,7 @@ export interface SteerbotConfig extends CoreConfig {
     slack?: SlackConfig;
     whatsapp?: WhatsAppConfig;
     line?: LineConfig;
+    matrix?: MatrixConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

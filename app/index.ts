@@ -12,6 +12,7 @@
 export type { DiscordConfig, discordConfigSchema } from '../plugins/discord/config.js';
 export type { LineConfig, lineConfigSchema } from '../plugins/line/config.js';
 export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/local-agent/index.js';
+export type { MatrixConfig, matrixConfigSchema } from '../plugins/matrix/config.js';
 export type { SlackConfig, slackConfigSchema } from '../plugins/slack/config.js';
 export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/config.js';
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';

@@ -12,6 +12,7 @@ import discord from '../plugins/discord/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
 import line from '../plugins/line/index.js';
 import localAgent from '../plugins/local-agent/index.js';
+import matrix from '../plugins/matrix/index.js';
 import slack from '../plugins/slack/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
@@ -24,7 +25,18 @@ import { PLUGIN_ID_RE } from '../src/plugin/definition.js';
 export type AnyDefinition = ChannelPluginDefinition | RunnerPluginDefinition;
 
 /** The plugins that ship with steerbot. */
-export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [telegram, discord, slack, whatsapp, line, webhooks, web, localAgent, httpAgent] as AnyDefinition[];
+export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [
+  telegram,
+  discord,
+  slack,
+  whatsapp,
+  line,
+  matrix,
+  webhooks,
+  web,
+  localAgent,
+  httpAgent,
+] as AnyDefinition[];
 
 /** Registered plugins by kind and id. */
 export interface PluginRegistry {

@@ -3,7 +3,7 @@
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
  * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
- * Slack Web API + Socket Mode, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -47,6 +47,19 @@ export {
   startFakeLine,
   webhookEventId,
 } from './fakes/line-server.js';
+export {
+  FakeMatrix,
+  type FakeMatrixOptions,
+  MATRIX_ALICE,
+  MATRIX_BOB,
+  MATRIX_TEST,
+  type MatrixCall,
+  type MatrixCallKind,
+  type MatrixEvent,
+  type MatrixFailure,
+  type MatrixMessageOptions,
+  startFakeMatrix,
+} from './fakes/matrix-server.js';
 export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
 export {

@@ -1,0 +1,46 @@
+/** Configuration of the Matrix channel (`channels.matrix` in the config file), validated with zod at load. */
+
+import { int, reactionsSetting } from 'steerbot/plugin';
+import { z } from 'zod';
+
+/** A Matrix user id, `@localpart:server`. */
+const userId = z.string().regex(/^@[^\s:]+:\S+$/, { error: 'expected a Matrix user id like @bot:example.org' });
+/** Who an invite may come from: a user id, or `:server` for everyone on that server. */
+const inviter = z.string().regex(/^(@[^\s:]+)?:\S+$/, { error: 'expected a user id (@ann:example.org) or a server (:example.org)' });
+
+/** Schema of the Matrix channel settings. Unknown keys are errors. */
+export const matrixConfigSchema = z.strictObject({
+  homeserverUrl: z
+    .url({ protocol: /^https?$/ })
+    .refine((u) => !u.endsWith('/'), { error: 'remove the trailing /' })
+    .describe("Client-server API root of the bot account's homeserver, without a trailing slash, e.g. `https://matrix.example.org`. Required."),
+  accessToken: z
+    .string({ error: 'expected the access token of the bot account' })
+    .min(16, { error: 'expected the access token of the bot account (at least 16 characters)' })
+    .describe('Access token of the bot account (one device: sends with the same transaction id are idempotent per token). Secret: never logged. Required.'),
+  userId: userId.describe("The bot account's user id, e.g. `@steerbot:example.org`: its own messages are ignored, typing is shown as it. Required."),
+  autoJoin: z
+    .union([z.boolean(), z.array(inviter)])
+    .default(false)
+    .describe(
+      'Join rooms the bot is invited to: true from anyone, false never (join by hand), or only invites from these users (`@ann:example.org`) and servers (`:example.org`). Default false.',
+    ),
+  streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (`m.replace`, throttled). Default false.'),
+  streamEditIntervalMs: int(250, 60_000).default(1500).describe('Least time between two streaming edits of one message, in ms. Default 1500.'),
+  reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
+  syncTimeoutMs: int(1000, 60_000).default(30_000).describe('Long-poll timeout of one `/sync` call, in ms. Default 30 000.'),
+  syncLeaseMs: int(1000, 600_000)
+    .default(60_000)
+    .describe(
+      'Lease of the one syncing host, in ms (renewed every third of it); a standby host takes over this long after the syncing one died. Default 60 000.',
+    ),
+  timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one call other than `/sync`, in ms. Default 15 000.'),
+  rateLimitRetryMs: int(100, 600_000)
+    .default(5000)
+    .describe('Wait before a rate-limited call (429 `M_LIMIT_EXCEEDED`) is retried when the homeserver names no `retry_after_ms`, in ms. Default 5000.'),
+});
+
+/** Matrix channel settings after defaults. */
+export type MatrixConfig = z.output<typeof matrixConfigSchema>;
+/** Matrix channel settings as written in a config file (defaults optional). */
+export type MatrixConfigInput = z.input<typeof matrixConfigSchema>;

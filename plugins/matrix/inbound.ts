@@ -1,0 +1,114 @@
+/**
+ * The Matrix channel's inbound side: one `/sync` answer at a time. Invites
+ * are joined when `autoJoin` lets their sender in; each joined room's new
+ * `m.text` messages are normalized and handed to the host, in order. The
+ * first `/sync` of a bot with no stored `since` only learns where "now" is,
+ * and a newly joined room's history before the bot's join is skipped: both
+ * were written before the bot listened, and are not answered.
+ */
+import type { ChannelHost } from 'steerbot/channel';
+import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
+import { type MatrixClient, seg } from './client.js';
+import type { MatrixConfig } from './config.js';
+import { afterOwnJoin, normalizeEvent } from './normalize.js';
+import type { InvitedRoom, JoinedRoom, SyncResponse } from './sync-schema.js';
+
+/** Most rooms whose member count is remembered (the oldest is forgotten first). */
+const MEMBER_COUNT_MEMORY = 10_000;
+
+/** What the inbound side needs. */
+export interface MatrixInboundOptions {
+  channelId: string;
+  client: MatrixClient;
+  /** The bot's user id. */
+  selfId: string;
+  autoJoin: MatrixConfig['autoJoin'];
+  logger: Logger;
+}
+
+/** Whether `autoJoin` lets an invite from `inviter` in. */
+export function mayJoin(autoJoin: MatrixConfig['autoJoin'], inviter: string | undefined): boolean {
+  if (typeof autoJoin === 'boolean') return autoJoin;
+  if (inviter === undefined) return false;
+  const server = inviter.slice(inviter.indexOf(':'));
+  return autoJoin.some((entry) => entry === inviter || (entry.startsWith(':') && entry === server));
+}
+
+/** The inbound side of one Matrix channel. */
+export class MatrixInbound {
+  /** Joined members by room, from `/sync` summaries (sent when they change) or `joined_members`. */
+  private readonly memberCounts = new Map<string, number>();
+
+  constructor(private readonly o: MatrixInboundOptions) {}
+
+  /** Handles one `/sync` answer. `initial`: the first one without a `since` (its timelines are history). Throws only on a transient failure (Redis down, a join the homeserver did not answer). */
+  async handle(host: ChannelHost, sync: SyncResponse, initial: boolean): Promise<void> {
+    for (const [roomId, room] of Object.entries(sync.rooms?.invite ?? {})) await this.invited(roomId, room);
+    for (const [roomId, room] of Object.entries(sync.rooms?.join ?? {})) {
+      const count = room.summary?.['m.joined_member_count'];
+      if (count !== undefined) this.remember(roomId, count);
+      if (initial) continue;
+      await this.timeline(host, roomId, room);
+    }
+  }
+
+  private async invited(roomId: string, room: InvitedRoom): Promise<void> {
+    const invite = room.invite_state?.events?.find((e) => e.type === 'm.room.member' && e.state_key === this.o.selfId);
+    const inviter = invite?.sender;
+    if (!mayJoin(this.o.autoJoin, inviter)) {
+      this.o.logger.info({ roomId, inviter }, 'matrix invite not joined (autoJoin does not let its sender in)');
+      return;
+    }
+    try {
+      await this.o.client.call('join', 'POST', `join/${seg(roomId)}`, { body: {} });
+      this.o.logger.info({ roomId, inviter }, 'joined a matrix room on invite');
+    } catch (err) {
+      // No answer, a 5xx or a rate limit: the whole answer is handled again (same `since`), this invite with it.
+      if (!(err instanceof ChannelApiError) || err.status === undefined || err.status >= 500 || err.status === 429) throw err;
+      // Refused (the invite was withdrawn, the room is gone): the invite stays for an operator to look at.
+      this.o.logger.warn({ err, roomId }, 'could not join a matrix room on invite');
+    }
+  }
+
+  private async timeline(host: ChannelHost, roomId: string, room: JoinedRoom): Promise<void> {
+    const events = afterOwnJoin(room.timeline?.events ?? [], this.o.selfId);
+    if (events.length === 0) return;
+    const group = (await this.memberCount(roomId)) > 2;
+    for (const raw of events) {
+      const normalized = normalizeEvent({ channelId: this.o.channelId, roomId, selfId: this.o.selfId, group }, raw);
+      if (normalized.kind === 'skip') {
+        if (normalized.reason !== 'own' && normalized.reason !== 'not-a-message')
+          this.o.logger.debug({ roomId, reason: normalized.reason }, 'matrix event ignored');
+        continue;
+      }
+      try {
+        await host.receive(this.o.channelId, normalized.message);
+      } catch (err) {
+        // Bad input stays bad on a retry: skipped. Anything else (Redis down) is retried with the same `since`.
+        if (!(err instanceof InvalidInputError)) throw err;
+        this.o.logger.warn({ err, eventId: normalized.event.event_id }, 'matrix message rejected; skipped');
+      }
+    }
+  }
+
+  /** The room's joined members: known from a summary, else asked once. Unknown (the call failed): counted as a group, where commands are for admins. */
+  private async memberCount(roomId: string): Promise<number> {
+    const known = this.memberCounts.get(roomId);
+    if (known !== undefined) return known;
+    try {
+      const answer = await this.o.client.call('joined members', 'GET', `rooms/${seg(roomId)}/joined_members`);
+      const joined = typeof answer.joined === 'object' && answer.joined !== null ? Object.keys(answer.joined).length : 3;
+      this.remember(roomId, joined);
+      return joined;
+    } catch (err) {
+      this.o.logger.warn({ err, roomId }, 'could not count the members of a matrix room; taking it for a group');
+      return 3;
+    }
+  }
+
+  private remember(roomId: string, count: number): void {
+    this.memberCounts.delete(roomId);
+    this.memberCounts.set(roomId, count);
+    if (this.memberCounts.size > MEMBER_COUNT_MEMORY) this.memberCounts.delete(this.memberCounts.keys().next().value as string);
+  }
+}

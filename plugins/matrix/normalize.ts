@@ -1,0 +1,98 @@
+/**
+ * Matrix timeline event → normalized inbound message (pure). Update key
+ * `<channel id>:<event id>` (an event id is unique on its homeserver and the
+ * same in every `/sync` that carries it, so a repeat is a duplicate);
+ * conversation `<channel id>:<room id>`, a group when the room has more than
+ * two joined members. Only `m.text` messages from others are passed on:
+ * notices (bots talk to each other with them), emotes, media, edits and the
+ * bot's own messages are skipped.
+ */
+import type { InboundMessage } from 'steerbot/channel';
+import { type TimelineEvent, timelineEventSchema } from './sync-schema.js';
+
+/** A room id, `!opaque:server`. */
+const ROOM_ID = /^![^\s:]+:\S+$/;
+
+/** The conversation of a room: `<channel id>:<room id>` (`roomOf` parses it back). */
+export const conversationIdOf = (channelId: string, roomId: string): string => `${channelId}:${roomId}`;
+
+/** The room of a conversation, or undefined when `conversationId` is not one of this channel's. */
+export function roomOf(channelId: string, conversationId: string): string | undefined {
+  const prefix = `${channelId}:`;
+  const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
+  return ROOM_ID.test(id) ? id : undefined;
+}
+
+/** Why an event is not passed on. */
+export type SkipReason = 'unreadable' | 'not-a-message' | 'own' | 'unsupported-type' | 'edit' | 'empty';
+
+/** What `normalizeEvent` needs besides the event. */
+export interface NormalizeContext {
+  channelId: string;
+  roomId: string;
+  /** The bot's user id (its own messages are skipped). */
+  selfId: string;
+  /** The room has more than two joined members. */
+  group: boolean;
+}
+
+type Relation = { rel_type?: unknown; 'm.in_reply_to'?: { event_id?: unknown } };
+
+/**
+ * A reply's body starts with a quote of the message it answers (`> <@ann:x> …`
+ * lines, then an empty line), for clients that do not show replies; the
+ * person's own text follows it.
+ */
+export function stripReplyFallback(body: string): string {
+  const lines = body.split('\n');
+  let i = 0;
+  while (i < lines.length && lines[i]!.startsWith('>')) i++;
+  if (i === 0 || lines[i] !== '') return body;
+  return lines.slice(i + 1).join('\n');
+}
+
+/** Turns one raw timeline event into an inbound message, or says why it is skipped. */
+export function normalizeEvent(
+  ctx: NormalizeContext,
+  raw: unknown,
+): { kind: 'message'; message: InboundMessage; event: TimelineEvent } | { kind: 'skip'; reason: SkipReason } {
+  const parsed = timelineEventSchema.safeParse(raw);
+  if (!parsed.success) return { kind: 'skip', reason: 'unreadable' };
+  const event = parsed.data;
+  if (event.type !== 'm.room.message') return { kind: 'skip', reason: 'not-a-message' };
+  if (event.sender === ctx.selfId) return { kind: 'skip', reason: 'own' };
+  const content = event.content ?? {};
+  if (content.msgtype !== 'm.text' || typeof content.body !== 'string') return { kind: 'skip', reason: 'unsupported-type' };
+  const relation = (typeof content['m.relates_to'] === 'object' && content['m.relates_to'] !== null ? content['m.relates_to'] : {}) as Relation;
+  if (relation.rel_type === 'm.replace') return { kind: 'skip', reason: 'edit' };
+  const replyTo = typeof relation['m.in_reply_to']?.event_id === 'string' ? relation['m.in_reply_to'].event_id : undefined;
+  const text = replyTo === undefined ? content.body : stripReplyFallback(content.body);
+  if (text.trim() === '') return { kind: 'skip', reason: 'empty' };
+  const message: InboundMessage = {
+    conversationId: conversationIdOf(ctx.channelId, ctx.roomId),
+    updateKey: `${ctx.channelId}:${event.event_id}`,
+    chatId: ctx.roomId,
+    sender: { id: event.sender },
+    text,
+    messageId: event.event_id,
+    ...(ctx.group && { group: true }),
+    ...(replyTo !== undefined && { replyTo: { messageId: replyTo } }),
+  };
+  return { kind: 'message', message, event };
+}
+
+type MemberEvent = { type?: unknown; state_key?: unknown; content?: { membership?: unknown }; unsigned?: { prev_content?: { membership?: unknown } } };
+
+/**
+ * The events after the bot's own join, when `events` (a room's timeline)
+ * holds it: a newly joined room comes with its recent history, written
+ * before the bot was there. A join that follows a join (a profile change)
+ * is not one.
+ */
+export function afterOwnJoin(events: readonly unknown[], selfId: string): readonly unknown[] {
+  const join = events.findLastIndex((raw) => {
+    const e = raw as MemberEvent | null;
+    return e?.type === 'm.room.member' && e.state_key === selfId && e.content?.membership === 'join' && e.unsigned?.prev_content?.membership !== 'join';
+  });
+  return join < 0 ? events : events.slice(join + 1);
+}

@@ -1,0 +1,47 @@
+/**
+ * The Matrix channel passes the channel contract (events in through the
+ * real `/sync` long poll, sends, edits and typing out, against the fake
+ * homeserver). Each contract chat is a room the bot and the sender are in;
+ * the contract's digit ids are used as the senders' user ids as they are.
+ */
+import { createMatrixPlugin } from '../../plugins/matrix/channel.js';
+import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
+import { MATRIX_TEST, type MatrixEvent, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
+import { redisUrl } from '../helpers/redis.js';
+
+const eventIdOf = (m: ContractMessage) => `$contract${m.updateId}`;
+
+channelPluginContract({
+  name: 'matrix',
+  redisUrl: redisUrl(),
+  capabilities: { typing: true, edit: true },
+  makeHarness: async (env: ChannelContractEnv) => {
+    const matrix = await startFakeMatrix();
+    const plugin = createMatrixPlugin({ ...MATRIX_TEST, homeserverUrl: matrix.url }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
+    const rooms = new Map<string, string>();
+    const events = new Map<string, MatrixEvent>();
+    const roomOf = (m: Pick<ContractMessage, 'chatId' | 'sender'>) => {
+      let roomId = rooms.get(m.chatId);
+      if (!roomId) rooms.set(m.chatId, (roomId = matrix.createRoom([MATRIX_TEST.userId, m.sender.id])));
+      return roomId;
+    };
+    // Messages sent before the first incremental /sync would be history the bot does not answer.
+    const syncing = () => matrix.waitUntil(() => matrix.calls.some((c) => c.kind === 'sync' && c.query.since !== undefined), 10_000, 'an incremental /sync');
+    return {
+      plugin,
+      async inject(m) {
+        await syncing();
+        const roomId = roomOf(m);
+        const seen = events.get(m.updateId);
+        if (seen) return matrix.redeliver(roomId, seen);
+        events.set(m.updateId, matrix.message(roomId, m.sender.id, m.text, { eventId: eventIdOf(m) }));
+      },
+      expected(m) {
+        return { updateKey: `matrix:${eventIdOf(m)}`, conversationId: `matrix:${roomOf(m)}` };
+      },
+      received: async (chatId) => matrix.texts(rooms.get(chatId) ?? ''),
+      typingCount: async (chatId) => matrix.typing.filter((r) => r === rooms.get(chatId)).length,
+      close: () => matrix.close(),
+    };
+  },
+});

@@ -1,0 +1,72 @@
+/**
+ * The Matrix channel wired end to end on a RunnerHarness: the real plugin
+ * syncing from the fake homeserver, the real channel host enqueueing runs,
+ * and a runner with `agent` delivering through the plugin's outbound side.
+ */
+import { runnerFeatures } from '../../app/features/index.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import { createChannelHost } from '../../host/receive.js';
+import { createMatrixPlugin, type MatrixConfigInput } from '../../plugins/matrix/channel.js';
+import { startRunner } from '../../runner/main.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import type { ChannelPlugin } from '../../src/channel.js';
+import { type FakeMatrix, MATRIX_TEST } from '../../testing/fakes/matrix-server.js';
+import type { RunnerHarness } from '../../testing/runner-harness.js';
+
+/** What `startMatrixSystem` started: stop `plugin`, then close `http`, when done. */
+export interface MatrixSystem {
+  http: HttpServer;
+  plugin: ChannelPlugin;
+}
+
+/** A Matrix channel plugin on the harness's Redis, against the fake (through `fetch` when given). */
+export function matrixPlugin(h: RunnerHarness, matrix: FakeMatrix, config: Partial<MatrixConfigInput> = {}, fetch?: typeof globalThis.fetch): ChannelPlugin {
+  return createMatrixPlugin(
+    { ...MATRIX_TEST, homeserverUrl: matrix.url, ...config },
+    { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix, ...(fetch && { fetch }) },
+  );
+}
+
+/** Starts `plugin` with a channel host on the harness (no runner). */
+export async function startMatrixHost(h: RunnerHarness, plugin: ChannelPlugin): Promise<HttpServer> {
+  const { logger, redis } = h.ctx;
+  const http = createHttpServer({ config: h.ctx.config, redis, logger });
+  const host = createChannelHost({
+    routes: routeRegistry(http),
+    redis,
+    prefix: h.prefix,
+    logger,
+    dispatch: h.dispatch,
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+    features: [],
+  });
+  await plugin.start(host);
+  return http;
+}
+
+/** The plugin, its host and a runner answering with `agent`. */
+export async function startMatrixSystem(o: {
+  h: RunnerHarness;
+  matrix: FakeMatrix;
+  agent: RunnerPlugin;
+  config?: Partial<MatrixConfigInput>;
+}): Promise<MatrixSystem> {
+  const plugin = matrixPlugin(o.h, o.matrix, o.config);
+  const http = await startMatrixHost(o.h, plugin);
+  const runner = await startRunner(o.h.ctx, {
+    plugin: o.agent,
+    resolveOutbound: (cid) => (cid.startsWith('matrix:') ? plugin.outbound : undefined),
+    lockDurationMs: 2000,
+    stalledIntervalMs: 500,
+    features: runnerFeatures(),
+  });
+  o.h.runners.push(runner);
+  return { http, plugin };
+}
+
+/** Waits until the bot polls incrementally (`since` given): messages posted from then on are new to it. */
+export async function untilSyncing(matrix: FakeMatrix, after = 0): Promise<void> {
+  await matrix.waitUntil(() => matrix.calls.slice(after).some((c) => c.kind === 'sync' && c.query.since !== undefined), 10_000, 'an incremental /sync');
+}
