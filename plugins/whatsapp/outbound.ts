@@ -77,7 +77,7 @@ export function messageBody(to: string, text: string, buttons: readonly MessageB
   };
 }
 
-/** The `messages` request body of a file uploaded as `mediaId`: an image message, or a document with its file name. */
+/** The `messages` request body of a file uploaded as `mediaId`: an audio message for a spoken reply (OGG/Opus plays as a voice message), an image message, or a document with its file name. */
 function fileMessageBody(to: string, file: OutboundFile, mediaId: string, replyTo: string | undefined): Record<string, unknown> {
   const image = IMAGE_TYPES.has(file.mimeType) && file.bytes.byteLength <= WHATSAPP_MAX_IMAGE_BYTES;
   const caption = file.caption ? { caption: file.caption } : {};
@@ -86,7 +86,11 @@ function fileMessageBody(to: string, file: OutboundFile, mediaId: string, replyT
     recipient_type: 'individual',
     to,
     ...(replyTo !== undefined && { context: { message_id: replyTo } }),
-    ...(image ? { type: 'image', image: { id: mediaId, ...caption } } : { type: 'document', document: { id: mediaId, filename: file.name, ...caption } }),
+    ...(file.voice
+      ? { type: 'audio', audio: { id: mediaId } }
+      : image
+        ? { type: 'image', image: { id: mediaId, ...caption } }
+        : { type: 'document', document: { id: mediaId, filename: file.name, ...caption } }),
   };
 }
 

@@ -58,6 +58,14 @@ describe('whatsapp files out', () => {
     expect(wa.sent[0]!.media!.data.equals(PNG)).toBe(true);
   });
 
+  it('sends a spoken reply as an audio message (OGG/Opus plays as a voice message)', async () => {
+    const OGG = Buffer.from('OggS spoken reply');
+    await outbound.sendFile!(CID, { name: 'reply.ogg', mimeType: 'audio/ogg', bytes: OGG, voice: true });
+    expect(wa.uploads[0]).toMatchObject({ mimeType: 'audio/ogg', filename: 'reply.ogg' });
+    expect(wa.sent.map((m) => m.type)).toEqual(['audio']);
+    expect(wa.sent[0]!.media!.data.equals(OGG)).toBe(true);
+  });
+
   it('retries an upload refused with 429 through delivery and sends exactly one file message', async () => {
     wa.failNext('upload', { status: 429, code: 130429, retryAfterSeconds: 1 });
 

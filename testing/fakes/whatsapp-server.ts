@@ -43,10 +43,10 @@ export interface GraphCall {
 export interface WhatsAppSentMessage {
   id: string;
   to: string;
-  type: 'text' | 'interactive' | 'image' | 'document';
+  type: 'text' | 'interactive' | 'image' | 'document' | 'audio';
   /** The text body (an interactive message's body text, a file's caption). */
   text: string;
-  /** An image or document message's media: its id, the uploaded bytes, and a document's file name. */
+  /** An image, document or audio message's media: its id, the uploaded bytes, and a document's file name. */
   media?: { id: string; data: Buffer; mimeType: string; filename?: string };
   /** Reply buttons of an interactive message. */
   buttons?: Array<{ id: string; title: string }>;
@@ -187,7 +187,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     }
     const id = `wamid.${randomBytes(12).toString('hex')}`;
     const interactive = body.type === 'interactive';
-    const file = body.type === 'image' || body.type === 'document' ? body[body.type] : undefined;
+    const file = body.type === 'image' || body.type === 'document' || body.type === 'audio' ? body[body.type] : undefined;
     const uploaded = file ? media.get(String(file.id)) : undefined;
     if (file && !uploaded) {
       record('send', path, body, 400);
