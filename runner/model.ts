@@ -66,19 +66,19 @@ export function createTranscriptionModel(settings: ModelSettings, name: string, 
 /**
  * The image model of the `generate_image` tool: `name` (`gpt-image-1`) on the
  * configured provider's OpenAI images API, at `baseURL` when set.
- * @throws ConfigError for a provider without that API here, or a missing key.
+ * @throws ConfigError for a provider without that API here (naming `settingPath`), or a missing key.
  */
-export function createImageModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): ImageModel {
-  return openaiApi(settings, 'image generation', 'agents.local-agent.images.model', fetchImpl).image(name);
+export function createImageModel(settings: ModelSettings, name: string, settingPath: string, fetchImpl?: typeof fetch): ImageModel {
+  return openaiApi(settings, 'image generation', settingPath, fetchImpl).image(name);
 }
 
 /**
  * The speech model of spoken replies: `name` (`gpt-4o-mini-tts`) on the
  * configured provider's OpenAI speech API, at `baseURL` when set.
- * @throws ConfigError for a provider without that API here, or a missing key.
+ * @throws ConfigError for a provider without that API here (naming `settingPath`), or a missing key.
  */
-export function createSpeechModel(settings: ModelSettings, name: string, fetchImpl?: typeof fetch): SpeechModel {
-  return openaiApi(settings, 'speech', 'agents.local-agent.voice.model', fetchImpl).speech(name);
+export function createSpeechModel(settings: ModelSettings, name: string, settingPath: string, fetchImpl?: typeof fetch): SpeechModel {
+  return openaiApi(settings, 'speech', settingPath, fetchImpl).speech(name);
 }
 
 /** OpenAI's API for `what` on the configured provider (OpenAI, or an OpenAI-compatible server at `baseURL`). */

@@ -486,7 +486,7 @@ export default defineRunnerPlugin({
           allow: settings.httpFetchAllow ?? [],
         },
         images: settings.images && {
-          model: createImageModel(deps.model, settings.images.model),
+          model: createImageModel(deps.model, settings.images.model, 'agents.local-agent.images.model'),
           size: settings.images.size as `${number}x${number}` | undefined,
         },
       },
@@ -495,7 +495,11 @@ export default defineRunnerPlugin({
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       attachments: settings.attachments,
       ...(settings.voice && {
-        voice: { model: createSpeechModel(deps.model, settings.voice.model), voice: settings.voice.voice, replies: settings.voice.replies },
+        voice: {
+          model: createSpeechModel(deps.model, settings.voice.model, 'agents.local-agent.voice.model'),
+          voice: settings.voice.voice,
+          replies: settings.voice.replies,
+        },
       }),
       ...(settings.transcriptionModel !== undefined && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel(s, settings.transcriptionModel!) }),
       tools,

@@ -624,7 +624,7 @@ const profileSchema = z.strictObject({
     .enum(['off', 'always', 'when-spoken-to'], { error: 'expected off, always or when-spoken-to' })
     .optional()
     .describe(
-      "Spoken replies in the profile's runs (the local agent's `voice`): `off`, `always`, or `when-spoken-to` (a message the run answers is a voice note). Default: `agents.local-agent.voice.replies`.",
+      "Spoken replies in the profile's runs (the runner plugin's speech settings): `off`, `always`, or `when-spoken-to` (a message the run answers is a voice note). Default: the runner plugin's default (docs/agent.md#spoken-replies).",
     ),
 });
 

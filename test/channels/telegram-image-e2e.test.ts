@@ -38,7 +38,7 @@ beforeEach(async () => {
   ai = await startFakeOpenAI({ image: (prompt) => (prompt.includes('fox') ? FOX : Buffer.from('not an image')) });
   tg = await startFakeTelegram();
   h = await RunnerHarness.start();
-  const images = { model: createImageModel(settings(ai.url), 'gpt-image-1'), size: '512x512' as const };
+  const images = { model: createImageModel(settings(ai.url), 'gpt-image-1', 'agents.local-agent.images.model'), size: '512x512' as const };
   ({ http, plugin } = await startTelegramSystem({
     h,
     tg,
@@ -76,9 +76,9 @@ describe('generate_image over Telegram', () => {
   });
 
   it('refuses an image provider without an images API at start, naming the setting', () => {
-    expect(() => createImageModel({ ...settings(ai.url), provider: 'anthropic' }, 'x')).toThrow(ConfigError);
+    expect(() => createImageModel({ ...settings(ai.url), provider: 'anthropic' }, 'x', 'agents.local-agent.images.model')).toThrow(ConfigError);
     try {
-      createImageModel({ ...settings(ai.url), provider: 'anthropic' }, 'x');
+      createImageModel({ ...settings(ai.url), provider: 'anthropic' }, 'x', 'agents.local-agent.images.model');
     } catch (err) {
       expect((err as ConfigError).issues).toEqual([
         { path: 'agents.local-agent.images.model', message: 'image generation needs model.provider openai or openai-compatible (it is anthropic)' },

@@ -34,6 +34,7 @@ async function start(replies: VoiceReplies): Promise<{ ai: FakeOpenAIServer; tg:
   const model = createSpeechModel(
     { provider: 'openai-compatible', name: 'm', baseURL: ai.url, apiKey: 'k', contextWindow: 128_000, outputReserve: 4000 },
     'gpt-4o-mini-tts',
+    'agents.local-agent.voice.model',
   );
   ({ http, plugin } = await startTelegramSystem({
     h,
