@@ -27,15 +27,11 @@
   Errors  { -5 } bad decision
 ]]
 --- @include "common"
+--- @include "decision"
 
 local decision = ARGV[2]
 if decision ~= 'approved' and decision ~= 'denied' and decision ~= 'timeout' then return { ERR_BAD_ARG } end
-local ttl = tonumber(ARGV[5]) or 0
-if ttl > 0 then
-  if redis.call('EXISTS', KEYS[4]) == 1 then return { 'duplicate' } end
-  -- Every other answer is the command's: the update is remembered with it.
-  redis.call('SET', KEYS[4], '0', 'EX', ttl)
-end
+if decision_seen(KEYS[4], tonumber(ARGV[5]) or 0) then return { 'duplicate' } end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return { 'not_found' } end
 local req = cjson.decode(raw)
@@ -47,11 +43,7 @@ local late = decision ~= 'timeout' and at >= (tonumber(req.expiresAt) or 0)
 local by, by_name = ARGV[3], ARGV[4]
 if late then decision, by, by_name = 'timeout', '', '' end
 if decision ~= 'timeout' then
-  local allowed = false
-  for _, id in ipairs(req.deciders or {}) do
-    if id == by then allowed = true end
-  end
-  if not allowed then return { 'not_allowed' } end
+  if not is_decider(req, by) then return { 'not_allowed' } end
 end
 req.status = decision
 req.decidedAt = at

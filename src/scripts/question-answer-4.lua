@@ -25,12 +25,9 @@
           { 'not_found' }                  no such question, or no such option
 ]]
 --- @include "common"
+--- @include "decision"
 
-local ttl = tonumber(ARGV[5]) or 0
-if ttl > 0 then
-  if redis.call('EXISTS', KEYS[4]) == 1 then return { 'duplicate' } end
-  redis.call('SET', KEYS[4], '0', 'EX', ttl)
-end
+if decision_seen(KEYS[4], tonumber(ARGV[5]) or 0) then return { 'duplicate' } end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return { 'not_found' } end
 local q = cjson.decode(raw)
@@ -44,11 +41,7 @@ if not index and answer ~= 'timeout' and answer ~= 'typed' then return { 'not_fo
 -- Past its deadline a question is timed out, whatever the runner's clock says: a late click records the timeout.
 if index and at >= (tonumber(q.expiresAt) or 0) then answer, index, by, by_name = 'timeout', nil, '', '' end
 if index then
-  local allowed = false
-  for _, id in ipairs(q.deciders or {}) do
-    if id == by then allowed = true end
-  end
-  if not allowed then return { 'not_allowed' } end
+  if not is_decider(q, by) then return { 'not_allowed' } end
 end
 local entry = { v = 1, kind = 'question.answered', at = at, run = q.run, question = ARGV[1] }
 if not index then
