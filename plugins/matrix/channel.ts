@@ -13,7 +13,7 @@ import { type MatrixConfig, type MatrixConfigInput, matrixConfigSchema } from '.
 import { MatrixInbound } from './inbound.js';
 import { MATRIX_PLUGIN_ID, sinceKey, syncLeaseKey } from './keys.js';
 import { createMatrixOutbound } from './outbound.js';
-import { MatrixSyncer } from './syncer.js';
+import { matrixSyncer } from './syncer.js';
 
 export type { MatrixConfigInput } from './config.js';
 
@@ -46,7 +46,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
   });
   const inbound = new MatrixInbound({ channelId: MATRIX_PLUGIN_ID, client, selfId: cfg.userId, autoJoin: cfg.autoJoin, logger });
   // The inbound side's state is the syncer's, made on start.
-  const state: { syncer?: MatrixSyncer } = {};
+  const state: { syncer?: ReturnType<typeof matrixSyncer> } = {};
   return {
     id: MATRIX_PLUGIN_ID,
     // Who may talk is the access gate's, the input policy a profile's.
@@ -54,7 +54,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
     outbound,
     async start(host: ChannelHost) {
       const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-      state.syncer = new MatrixSyncer({
+      state.syncer = matrixSyncer({
         client,
         lease: new RedisLease(host.redis, syncLeaseKey(host.prefix), owner, cfg.syncLeaseMs),
         redis: host.redis,

@@ -18,7 +18,7 @@ import { InvalidInputError, pluginMetrics, pluginStorage, RedisLease, replayWind
 import type { TelegramConfig } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';
-import { TelegramPoller } from './poller.js';
+import { telegramPoller } from './poller.js';
 import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 import { registerWebhookRoute } from './webhook.js';
 
@@ -40,7 +40,7 @@ const staleUpdates = pluginMetrics('telegram').counter(
 
 /** The inbound side of one Telegram channel plugin. */
 export class TelegramInbound {
-  private poller: TelegramPoller | undefined;
+  private poller: ReturnType<typeof telegramPoller> | undefined;
   /** Readiness of the webhook: set once `start` registered it. */
   private webhookReady = false;
 
@@ -97,7 +97,7 @@ export class TelegramInbound {
   private startPolling(host: ChannelHost, bot: BotIdentity): void {
     const { cfg, deps, logger } = this;
     const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-    this.poller = new TelegramPoller({
+    this.poller = telegramPoller({
       api: this.api,
       lease: new RedisLease(deps.redis, pluginStorage(deps.prefix, this.channelId).key('poller'), owner, cfg.pollingLeaseMs),
       token: cfg.token,

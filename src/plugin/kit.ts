@@ -81,6 +81,7 @@ export { checkSignature, SIGNATURE_HEADER, sign, signedHeaders, TIMESTAMP_HEADER
 export { BlockingReaders, blockingConnection, type ReaderPlace, type XreadReply } from '../http/stream-readers.js';
 export { type IdentityHooks, IdentityStore, type IdentityStoreOptions, type LinkResult } from '../people/identity.js';
 export { type LeaseState, RedisLease } from '../redis/lease.js';
+export { LeasedPoll, type LeasedPollOptions } from '../redis/leased-poll.js';
 export { replyStreamKey, type StoreReplyOptions, type StoreReplyResult, storeReply } from '../reply-stream.js';
 export { type PluginMetrics, pluginMetrics } from '../telemetry/plugin-metrics.js';
 
