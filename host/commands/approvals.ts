@@ -18,6 +18,15 @@ interface Deps {
   dispatch: Dispatch;
 }
 
+/** Who decides, and the command's update (deduped in the same script as the decision). */
+function decider(deps: Deps, source: CommandSource) {
+  return {
+    by: source.sender.id,
+    ...(source.sender.name !== undefined && { byName: source.sender.name }),
+    update: { key: source.updateKey, dedupeTtlSeconds: deps.dispatch.options.dedupeTtlSeconds },
+  };
+}
+
 const STATUS: Record<ApprovalRecord['status'], string> = { pending: 'pending', approved: 'approved', denied: 'denied', timeout: 'timed out (denied)' };
 
 /** `/approve <id>` and `/deny <id>`: who may decide is the request's rule (its deciders), not the chat's admins. */
@@ -40,12 +49,7 @@ export async function chooseCommand(deps: Deps, args: string, source: CommandSou
   const option = /^[1-9]$/.test(n) ? Number(n) : 0;
   if (!QUESTION_ID_RE.test(id) || option < 1 || option > MAX_QUESTION_OPTIONS)
     return { reply: `Usage: /choose <question id> <option number> (both are in the question; options 1 to ${MAX_QUESTION_OPTIONS}).`, duplicate: false };
-  const r = await answerQuestion(o.client, o.prefix, source.conversationId, id, {
-    answer: option - 1,
-    by: source.sender.id,
-    ...(source.sender.name !== undefined && { byName: source.sender.name }),
-    update: { key: source.updateKey, dedupeTtlSeconds: o.dedupeTtlSeconds },
-  });
+  const r = await answerQuestion(o.client, o.prefix, source.conversationId, id, { answer: option - 1, ...decider(deps, source) });
   switch (r.kind) {
     case 'duplicate':
       return { reply: '', duplicate: true };
@@ -82,12 +86,7 @@ export async function approvalCommand(
     return { reply: `Usage: /${decision === 'approved' ? 'approve' : 'deny'} <approval id> (the id is in the approval request).`, duplicate: false };
   // The decision and the command's dedupe key are one script: a redelivery is silent, and never finds the
   // decision made without its update remembered (or the other way round).
-  const r = await decideApproval(o.client, o.prefix, source.conversationId, id, {
-    decision,
-    by: source.sender.id,
-    ...(source.sender.name !== undefined && { byName: source.sender.name }),
-    update: { key: source.updateKey, dedupeTtlSeconds: o.dedupeTtlSeconds },
-  });
+  const r = await decideApproval(o.client, o.prefix, source.conversationId, id, { decision, ...decider(deps, source) });
   switch (r.kind) {
     case 'duplicate':
       return { reply: '', duplicate: true };
