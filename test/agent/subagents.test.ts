@@ -8,6 +8,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
+import { childrenStatus } from '../../app/features/subagents/host.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { CoreConfig } from '../../src/config/load.js';
@@ -15,7 +16,7 @@ import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
+import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
 
 let ai: FakeOpenAIServer;
 let h: RunnerHarness;
@@ -119,6 +120,28 @@ describe('subagents', () => {
       'the child ended',
     );
     expect(ended).toMatchObject({ outcome: 'stopped' });
+  });
+
+  it("/status lists the active run's subagents while they work, and nothing once the run ended", async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        if (toolResults(req).length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['slow task', 'quick task'] } }] };
+        return { text: 'Both done.' };
+      }
+      return says(req, 'slow task') ? { text: 'slow answer', delayMs: 3000 } : { text: 'quick answer' };
+    });
+    const r = (await h.ingest('do two tasks')) as { runId: string };
+    const lines = await waitFor(
+      async () => {
+        const l = await childrenStatus(h.redis, h.prefix, CID, 3);
+        return l[0]?.startsWith('Subagents: 1 running, 1 finished') ? l : undefined;
+      },
+      15_000,
+      'one subagent finished, one running',
+    );
+    expect(lines).toEqual([expect.stringMatching(new RegExp(`^Subagents: 1 running, 1 finished \\(subagent:${r.runId}\\.[0-9a-f]{12}\\.1\\)\\.$`))]);
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    expect(await childrenStatus(h.redis, h.prefix, CID, 3)).toEqual([]);
   });
 
   it('refuses more subagents than the run may start, starting none', async () => {

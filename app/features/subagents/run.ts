@@ -40,6 +40,11 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
 
 const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12);
 
+/** The id of the `n`-th child (from 1) a call of run `runId` with idempotency key `key` starts. */
+export function childId(runId: string, key: string, n: number): string {
+  return `${SUBAGENT_CHANNEL}:${runId}.${digest(key)}.${n}`;
+}
+
 function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
   const { maxPerRun, timeoutSeconds } = kit.config.subagents;
   const own = `${SUBAGENT_CHANNEL}:${run.runId}.`;
@@ -58,7 +63,7 @@ function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
   return {
     timeoutMs: timeoutSeconds * 1000,
     async start(key, tasks) {
-      const ids = tasks.map((_, i) => `${own}${digest(key)}.${i + 1}`);
+      const ids = tasks.map((_, i) => childId(run.runId, key, i + 1));
       const fresh = ids.filter((id) => !started.has(id));
       if (started.size + fresh.length > maxPerRun)
         throw new InvalidInputError(`a run may start at most ${maxPerRun} subagents (${started.size} started); wait for their results instead`);

@@ -1,0 +1,40 @@
+/**
+ * Subagents' host part: `/status` lists the children of the conversation's
+ * active run, running or finished. They are found from the run's `delegate`
+ * calls in the record (each call's idempotency key names its children, see
+ * run.ts), so nothing besides the children's own conversations is stored.
+ */
+import type { HostFeature, HostFeatureKit } from '../../../host/feature.js';
+import { readTail } from '../../../src/record/read.js';
+import { conversationKeys } from '../../../src/redis/keys.js';
+import type { RedisClient } from '../../../src/scripts/index.js';
+import { childId } from './run.js';
+
+/** How many of the latest record entries `/status` looks through for the active run's `delegate` calls. */
+const STATUS_TAIL_ENTRIES = 200;
+
+/** The `/status` lines of subagents; none when subagents are off. */
+export function subagentsHost(kit: HostFeatureKit): HostFeature {
+  const { enabled, maxPerRun } = kit.config.subagents;
+  if (!enabled) return { name: 'subagents' };
+  return { name: 'subagents', status: (_channelId, conversationId) => childrenStatus(kit.redis, kit.prefix, conversationId, maxPerRun) };
+}
+
+/** `Subagents: 1 running, 1 finished (…)` for the active run's children; nothing without an active run or children. */
+export async function childrenStatus(redis: RedisClient, prefix: string, conversationId: string, maxPerRun: number): Promise<string[]> {
+  const k = conversationKeys(prefix, conversationId);
+  const [runId, tail] = await Promise.all([redis.get(k.active), readTail(redis, k.log, STATUS_TAIL_ENTRIES)]);
+  if (!runId) return [];
+  const keys = new Set(tail.flatMap((e) => (e.kind === 'tool.started' && e.run === runId && e.tool === 'delegate' ? [e.key] : [])));
+  const ids = [...keys].flatMap((key) => Array.from({ length: maxPerRun }, (_, i) => childId(runId, key, i + 1)));
+  const states = await Promise.all(
+    ids.map((id) => {
+      const c = conversationKeys(prefix, id);
+      return Promise.all([redis.exists(c.log), redis.get(c.active)]);
+    }),
+  );
+  const started = ids.filter((_, i) => states[i]![0] === 1);
+  const running = ids.filter((_, i) => states[i]![1] !== null);
+  if (started.length === 0) return [];
+  return [`Subagents: ${running.length} running, ${started.length - running.length} finished${running.length ? ` (${running.join(', ')})` : ''}.`];
+}
