@@ -177,7 +177,10 @@ const normalize = (s: string) =>
   s
     .replace(/\br[0-9a-z]{18,}/g, '<run>')
     .replace(/\bs[0-9a-z]{12}\b/g, '<schedule>')
-    .replace(/\b(day|month|hour):[0-9T:-]+/g, '$1:<window>');
+    .replace(/\b(day|month|hour):[0-9T:-]+/g, '$1:<window>')
+    // Usage counters by calendar day and month (`t:2026-12-06`, `t:2026-12`): the day the dump was written.
+    .replace(/\bt:\d{4}-\d{2}-\d{2}\b/g, 't:<day>')
+    .replace(/\bt:\d{4}-\d{2}\b/g, 't:<month>');
 
 /** The shape of a JSON value: its paths and their types, not its values. */
 function jsonShape(raw: string): string {
