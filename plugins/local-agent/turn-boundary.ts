@@ -60,7 +60,7 @@ async function deliverAnswer(state: LoopState, stepMessages: ModelMessage[], tex
   const answer = answerText(stepMessages) || text;
   if (answer.trim()) {
     await ctx.delivery.message(answer);
-    if (state.o.voice && speaks(ctx, state.o.voice, state.answering)) await speakAnswer(ctx, state.o.voice, answer);
+    if (state.o.voice && speaks(ctx, state.o.voice, state.answering)) await speakAnswer(ctx, state.o.voice, answer, state.answering.at(-1)?.seq ?? 0);
     // Anything that arrived during this last step is handed back by `finish`.
     return { outcome: 'completed' };
   }

@@ -2,7 +2,7 @@
  * Spoken replies (`voice`): after a run's answer went out as text, the AI
  * SDK's speech generation reads it aloud and the audio goes out as a voice
  * message (OGG/Opus; Telegram `sendVoice`, elsewhere an audio file) through
- * the run's delivery, under a key of the run's own. When: the run's profile's
+ * the run's delivery, under a key of its answer's own. When: the run's profile's
  * `voice`, else the agent's `voice.replies`: `off`, `always`, or
  * `when-spoken-to` (a message the run answers was a voice note). The text
  * stays the record's answer; a failed speech call is logged and the text
@@ -35,8 +35,13 @@ export function speaks(ctx: RunContext, o: VoiceReplyOptions, answering: Readonl
   return mode === 'when-spoken-to' && answering.some((m) => m.attachments?.some((a) => a.kind === 'audio'));
 }
 
-/** Reads `answer` aloud and sends it as a voice message, once per run; never throws (the text already went out). */
-export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer: string): Promise<void> {
+/**
+ * Reads `answer` aloud and sends it as a voice message, once per answer: keyed
+ * like the answer's text, by the last message it answers (`answeredSeq`), so a
+ * run that answers again (a follow-up of the same run) speaks again. Never
+ * throws (the text already went out).
+ */
+export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer: string, answeredSeq: number): Promise<void> {
   const send = ctx.delivery.file?.bind(ctx.delivery);
   if (!send) return;
   try {
@@ -48,7 +53,7 @@ export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer:
       abortSignal: ctx.signal,
       ...(o.voice && { voice: o.voice }),
     });
-    const sent = await send({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:voice` });
+    const sent = await send({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:${answeredSeq}:voice` });
     if (sent.outcome !== 'sent') ctx.logger.warn({ outcome: sent.outcome, error: sent.error }, 'spoken reply not sent');
   } catch (err) {
     ctx.logger.warn({ err }, 'spoken reply failed; the answer went out as text');

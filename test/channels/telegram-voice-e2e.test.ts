@@ -72,6 +72,23 @@ describe('spoken replies over Telegram', () => {
     expect(JSON.stringify(await s.h.entries('model.step', CONVERSATION))).toContain('The meeting is at ten.');
   });
 
+  it('always: a run that answers twice (a message steered in during its last step) speaks each answer once', async () => {
+    const s = await start('always');
+    s.ai.script([{ text: 'First answer.', delayMs: 1000 }, { text: 'Second answer.' }]);
+    expect(await postUpdate(s.http, SECRET, messageUpdate({ text: 'first question' }))).toBe(200);
+    await s.ai.waitForRequests(1, 10_000);
+    expect(await postUpdate(s.http, SECRET, messageUpdate({ text: 'and another thing' }))).toBe(200);
+    await s.h.idle(15_000, CONVERSATION);
+
+    expect(s.tg.sent.map((m) => m.text)).toEqual(['First answer.', 'Second answer.']);
+    expect(s.tg.sentFiles.map((f) => [f.method, f.bytes.toString()])).toEqual([
+      ['sendVoice', 'OggSFirst answer.'],
+      ['sendVoice', 'OggSSecond answer.'],
+    ]);
+    // One run answered both (the steered message was handed back to it): the voice keys must not collide.
+    expect(new Set((await s.h.entries('run.started', CONVERSATION)).map((e) => e.run)).size).toBe(1);
+  });
+
   it('when-spoken-to: a typed message gets text only, a voice note gets the voice reply too', async () => {
     const s = await start('when-spoken-to');
     s.ai.script([{ text: 'Typed answer.' }, { text: 'Spoken answer.' }]);
