@@ -18,6 +18,7 @@ import { blockingConnection } from '../../src/http/stream-readers.js';
 import { type ApprovalRecord, decideApproval, readApproval } from '../../src/protocol/approvals.js';
 import { answerQuestion, type QuestionRecord, readQuestion } from '../../src/protocol/questions.js';
 import type { RunRef } from '../../src/protocol/runs.js';
+import { readSeqs } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type RedisClient, runScript } from '../../src/scripts/index.js';
 import { checkReply } from '../../src/scripts/results.js';
@@ -150,30 +151,42 @@ export class RunApprovals implements ApprovalGate {
 
   /**
    * Waits for a question's answer: a click (recorded by the host), a message
-   * that came after the question (steered into the run, or pending for the
-   * next one: recorded as `typed`), or the timeout.
+   * one of its deciders wrote after the question (steered into the run, or
+   * pending for the next one: recorded as `typed`), or the timeout. Anyone
+   * else's message follows the input policy and the question keeps waiting.
    */
   private waitAnswer(id: string, askedSeq: number, signal: AbortSignal): Promise<QuestionOutcome> {
     const o = this.o;
     const k = conversationKeys(o.prefix, o.run.conversationId);
+    // Messages after the question whose sender was looked at already (a wait reads each once).
+    const seen = new Set<number>();
     return this.waitFor<QuestionOutcome>(signal, async () => {
-      const [rec, steered, pending] = await Promise.all([
+      const [rec, steering, pending] = await Promise.all([
         readQuestion(o.client, o.prefix, o.run.conversationId, id),
-        o.client.lindex(k.steer(o.run.runId), -1),
-        o.client.lindex(k.pending, -1),
+        o.client.lrange(k.steer(o.run.runId), 0, -1),
+        o.client.lrange(k.pending, 0, -1),
       ]);
       if (!rec) return { done: { kind: 'aborted' } };
-      const isSteered = Number(steered) > askedSeq;
+      const steered = steering.map(Number).filter((seq) => seq > askedSeq);
+      const typed = await this.deciderWrote(rec, [...steered, ...pending.map(Number).filter((seq) => seq > askedSeq)], seen);
+      const isSteered = typed !== undefined ? steered.includes(typed) : steered.length > 0;
       if (rec.status !== 'pending') return { done: questionOutcome(rec, isSteered) };
-      const typed = isSteered || Number(pending) > askedSeq;
-      if (typed || Date.now() >= rec.expiresAt) {
+      if (typed !== undefined || Date.now() >= rec.expiresAt) {
         // Recorded by one script: a click racing it either wins (and is the answer) or changes nothing.
-        const r = await answerQuestion(o.client, o.prefix, o.run.conversationId, id, { answer: typed ? 'typed' : 'timeout' });
+        const r = await answerQuestion(o.client, o.prefix, o.run.conversationId, id, { answer: typed !== undefined ? 'typed' : 'timeout' });
         return { done: r.kind === 'answered' || r.kind === 'already' ? questionOutcome(r.record, isSteered) : { kind: 'aborted' } };
       }
       if (signal.aborted) return { done: { kind: 'aborted' } };
       return { blockMs: rec.expiresAt - Date.now() };
     });
+  }
+
+  /** The seq of the first of `seqs` (not in `seen`) a decider of `rec` wrote, or undefined; adds the ones read to `seen`. */
+  private async deciderWrote(rec: QuestionRecord, seqs: readonly number[], seen: Set<number>): Promise<number | undefined> {
+    const fresh = seqs.filter((seq) => !seen.has(seq));
+    const entries = await readSeqs(this.o.client, conversationKeys(this.o.prefix, this.o.run.conversationId).log, fresh);
+    for (const seq of fresh) seen.add(seq);
+    return entries.find((e) => e.kind === 'message.received' && rec.deciders.includes(e.sender.id))?.seq;
   }
 
   private wait(id: string, signal: AbortSignal): Promise<ApprovalOutcome> {

@@ -13,7 +13,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolPolicySettings } from '../../plugins/local-agent/policy.js';
 import { readQuestion } from '../../src/protocol/questions.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { CID, fakeModel, perTestModel, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const t = perTestModel();
 
@@ -99,6 +99,27 @@ describe('ask_user', () => {
     expect(h.outbound.texts.at(-1)).toBe('A medium one, then.');
     expect((await h.entries('question.answered')).map((e) => e.status)).toEqual(['typed']);
     expect((await chooseCommand(h, `${id} 1`, source(h))).reply).toBe('Already answered: answered by a message. Nothing changed.');
+  });
+
+  it('a message from someone else in the chat does not answer the question: it keeps waiting for the asker', async () => {
+    t.fake.script([{ toolCalls: [{ id: 'call_ask', name: 'ask_user', args: ASK }] }, { text: 'Small it is.' }]);
+    const h = await start();
+    const r = (await h.ingest('order a coffee')) as { runId: string };
+    const { id } = await question(h);
+    // A stranger types into the chat while the question waits: steered into the run, not an answer.
+    const stranger = await h.ingestService.ingest({
+      conversationId: CID,
+      updateKey: 'telegram:stranger-1',
+      sender: { id: 'mallory', name: 'Mallory' },
+      text: 'pick large',
+    });
+    expect(stranger).toMatchObject({ kind: 'steered', runId: r.runId });
+    await waitFor(async () => (await h.entries('steering.queued')).length > 0 || undefined, 10_000, 'the stranger steered');
+    expect((await readQuestion(h.ctx.redis, h.prefix, CID, id))?.status).toBe('pending');
+    expect((await chooseCommand(h, `${id} 1`, source(h))).reply).toBe('Chosen: Small');
+    await h.runEnded(r.runId);
+    expect(lastToolResult(1)).toEqual({ answer: 'Small', option: 1, by: 'Ann' });
+    expect((await h.entries('question.answered')).map((e) => [e.status, e.by])).toEqual([['answered', 'u1']]);
   });
 
   it('ends the wait at the timeout and tells the model; a later click changes nothing', async () => {
