@@ -155,6 +155,26 @@ describe('subagents', () => {
     expect(await childIds()).toEqual([]);
   });
 
+  it('counts subagents across parallel delegate calls of one step: past the limit one call is refused and starts none', async () => {
+    ai.script((req: Req) => {
+      if (!offers(req, 'delegate')) return { text: 'child answer' };
+      if (toolResults(req).length === 0)
+        return {
+          toolCalls: [
+            { id: 'call_a', name: 'delegate', args: { tasks: ['task a1', 'task a2'] } },
+            { id: 'call_b', name: 'delegate', args: { tasks: ['task b1', 'task b2'] } },
+          ],
+        };
+      return { text: 'Done.' };
+    });
+    const r = (await h.ingest('do four things in two calls')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    const results = toolResults(ai.requests.find((x) => offers(x.body, 'delegate') && toolResults(x.body).length > 0)!.body);
+    expect(results.filter((x) => x.error?.category === 'invalid_input')).toHaveLength(1);
+    expect(results.filter((x) => x.results)).toHaveLength(1);
+    expect(await childIds()).toHaveLength(2);
+  });
+
   it('steering a conversation that is not its child is refused', async () => {
     ai.script((req: Req) => {
       if (toolResults(req).length === 0) return { toolCalls: [{ name: 'steer_subagent', args: { id: 'telegram:99', message: 'hello' } }] };

@@ -48,8 +48,6 @@ export function childId(runId: string, key: string, n: number): string {
 function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
   const { maxPerRun, timeoutSeconds } = kit.config.subagents;
   const own = `${SUBAGENT_CHANNEL}:${run.runId}.`;
-  // Children this invocation started (a takeover's re-run of a call starts the same ones, deduped, not more).
-  const started = new Set<string>();
   const ingest = (conversationId: string, id: string, text: string) =>
     ingestEvent(
       kit.ingest,
@@ -64,11 +62,8 @@ function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
     timeoutMs: timeoutSeconds * 1000,
     async start(key, tasks) {
       const ids = tasks.map((_, i) => childId(run.runId, key, i + 1));
-      const fresh = ids.filter((id) => !started.has(id));
-      if (started.size + fresh.length > maxPerRun)
-        throw new InvalidInputError(`a run may start at most ${maxPerRun} subagents (${started.size} started); wait for their results instead`);
+      await reserve(kit, run, ids, maxPerRun);
       await Promise.all(ids.map((id, i) => ingest(id, 'task', tasks[i]!)));
-      for (const id of ids) started.add(id);
       return ids;
     },
     async steer(id, text, key) {
@@ -90,6 +85,31 @@ function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
       return results;
     },
   };
+}
+
+/** How long a run's set of children is kept, in seconds (7 days: past any run). */
+const CHILDREN_TTL_SECONDS = 7 * 86_400;
+
+/**
+ * Adds `ids` to the run's children in Redis (kept beside its run record), or
+ * throws InvalidInputError, adding none, when the run would have more than
+ * `max`: counted across the run's invocations and attempts and its parallel
+ * calls (the check and the add are one MULTI); a re-run of a call adds nothing.
+ */
+async function reserve(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly string[], max: number): Promise<void> {
+  const key = `${conversationKeys(kit.prefix, run.conversationId).run(run.runId)}:children`;
+  const replies = await kit.redis
+    .multi()
+    .smismember(key, ...ids)
+    .sadd(key, ...ids)
+    .scard(key)
+    .expire(key, CHILDREN_TTL_SECONDS)
+    .exec();
+  const [[, had], , [, count]] = replies as [[unknown, number[]], unknown, [unknown, number]];
+  if (count <= max) return;
+  const added = ids.filter((_, i) => had[i] === 0);
+  if (added.length > 0) await kit.redis.srem(key, ...added);
+  throw new InvalidInputError(`a run may start at most ${max} subagents (${count - added.length} started); wait for their results instead`);
 }
 
 /** Where one child stands, from its record and whether a run is active or waiting. */
