@@ -44,19 +44,25 @@ export async function uploadFile(o: SlackFileUpload, target: SlackTarget, file: 
   return { messageId: got.file_id };
 }
 
+/** Longest upload of one file's bytes, in ms. */
+const UPLOAD_TIMEOUT_MS = 120_000;
+
 /** POSTs the bytes to the one-time upload URL; an error names the status only (the URL is a credential). */
 async function postBytes(fetchFn: typeof fetch, url: string, file: OutboundFile): Promise<void> {
   let res: Response;
   try {
-    res = await fetchFn(url, { method: 'POST', headers: { 'content-type': file.mimeType }, body: file.bytes });
+    // Bounded: a stalled upload fails (and delivery retries it) instead of holding the run's delivery.
+    res = await fetchFn(url, { method: 'POST', headers: { 'content-type': file.mimeType }, body: file.bytes, signal: AbortSignal.timeout(UPLOAD_TIMEOUT_MS) });
   } catch (err) {
     throw new ChannelApiError(`slack file upload failed: ${(err as Error).message.replace(url, '<upload URL>')}`);
   }
   await res.arrayBuffer().catch(() => undefined);
   if (res.ok) return;
-  const retryAfter = Number(res.headers.get('retry-after'));
+  // Seconds; absent or unreadable: 1 s (`Number(null)` would be 0: an immediate retry).
+  const header = res.headers.get('retry-after');
+  const retryAfter = header === null ? Number.NaN : Number(header);
   throw new ChannelApiError(`slack file upload failed: HTTP ${res.status}`, {
     status: res.status,
-    ...(res.status === 429 && { retryAfterMs: (Number.isFinite(retryAfter) ? retryAfter : 1) * 1000 }),
+    ...(res.status === 429 && { retryAfterMs: (Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1) * 1000 }),
   });
 }
