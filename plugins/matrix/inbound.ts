@@ -16,6 +16,12 @@ import type { InvitedRoom, JoinedRoom, SyncResponse } from './sync-schema.js';
 /** Most rooms whose member count is remembered (the oldest is forgotten first). */
 const MEMBER_COUNT_MEMORY = 10_000;
 
+/** Tries of one invite's join that fail for a passing reason (no answer, 5xx, 429) before the sync goes on without it. */
+const JOIN_ATTEMPTS = 5;
+
+/** Most rooms whose failed joins are counted at once (the oldest is forgotten past it). */
+const JOIN_FAILURE_MEMORY = 1000;
+
 /** What the inbound side needs. */
 export interface MatrixInboundOptions {
   channelId: string;
@@ -38,6 +44,8 @@ export function mayJoin(autoJoin: MatrixConfig['autoJoin'], inviter: string | un
 export class MatrixInbound {
   /** Joined members by room, from `/sync` summaries (sent when they change) or `joined_members`. */
   private readonly memberCounts = new Map<string, number>();
+  /** Failed join tries by room, until the join succeeds or is given up: one room's failing server never stalls the others. */
+  private readonly joinFailures = new Map<string, number>();
 
   constructor(private readonly o: MatrixInboundOptions) {}
 
@@ -62,12 +70,26 @@ export class MatrixInbound {
     try {
       await this.o.client.call('join', 'POST', `join/${seg(roomId)}`, { body: {} });
       this.o.logger.info({ roomId, inviter }, 'joined a matrix room on invite');
+      this.joinFailures.delete(roomId);
     } catch (err) {
-      // No answer, a 5xx or a rate limit: the whole answer is handled again (same `since`), this invite with it.
-      if (!(err instanceof ChannelApiError) || err.status === undefined || err.status >= 500 || err.status === 429) throw err;
+      // No answer, a 5xx or a rate limit: the whole answer is handled again (same `since`), this invite with it, a few times.
+      if (!(err instanceof ChannelApiError) || err.status === undefined || err.status >= 500 || err.status === 429) {
+        if (this.joinFailed(roomId) < JOIN_ATTEMPTS) throw err;
+        this.o.logger.warn({ err, roomId, attempts: JOIN_ATTEMPTS }, 'could not join a matrix room on invite; going on without it (the invite stays)');
+        return;
+      }
       // Refused (the invite was withdrawn, the room is gone): the invite stays for an operator to look at.
       this.o.logger.warn({ err, roomId }, 'could not join a matrix room on invite');
     }
+  }
+
+  /** Counts a failed join of `roomId`; returns the tries so far (the count is forgotten once it reaches the limit). */
+  private joinFailed(roomId: string): number {
+    const tries = (this.joinFailures.get(roomId) ?? 0) + 1;
+    this.joinFailures.delete(roomId);
+    if (tries < JOIN_ATTEMPTS) this.joinFailures.set(roomId, tries);
+    if (this.joinFailures.size > JOIN_FAILURE_MEMORY) this.joinFailures.delete(this.joinFailures.keys().next().value as string);
+    return tries;
   }
 
   private async timeline(host: ChannelHost, roomId: string, room: JoinedRoom): Promise<void> {

@@ -238,6 +238,20 @@ describe('matrix end to end', () => {
     expect(matrix.calls.filter((c) => c.kind === 'join').map((c) => c.status)).toEqual([502, 200]);
   });
 
+  it('gives up joining an invite whose server keeps failing, and goes on answering the other rooms', async () => {
+    await start({ autoJoin: true });
+    matrix.failNext('join', { status: 502 }, 100);
+    const invited = matrix.invite(MATRIX_ALICE);
+    await matrix.waitUntil(() => matrix.calls.filter((c) => c.kind === 'join').length >= 5, 30_000, 'five join tries');
+    // The sync moved on: a message in another room is answered.
+    ai.script([{ text: 'Still here.' }]);
+    matrix.message(room, MATRIX_ALICE, 'are you there?');
+    expect(await nthText(room, 1, 'the answer')).toBe('Still here.');
+    expect(matrix.joined(invited)).toBe(false);
+    expect(matrix.calls.filter((c) => c.kind === 'join')).toHaveLength(5);
+    await h.idle(15_000, conversation(room));
+  });
+
   it("does not answer a newly joined room's history, only what is written after the join", async () => {
     await start({ autoJoin: true });
     const invited = matrix.invite(MATRIX_ALICE);
