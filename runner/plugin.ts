@@ -84,6 +84,13 @@ export interface DeliverySink {
    * happened; never throws. Absent in hand-made sinks.
    */
   file?(file: OutboundFile, opts: { key: string }): Promise<FileDelivery>;
+  /**
+   * The largest file the conversation's channel takes, in bytes; undefined
+   * when it takes none. Ask before making a file that costs something (a
+   * picture, speech), so nothing is paid for that cannot be sent. Absent in
+   * hand-made sinks.
+   */
+  fileLimit?(): number | undefined;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */

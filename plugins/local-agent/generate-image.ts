@@ -37,6 +37,8 @@ export function imageTools(ctx: RunContext, o: ImageToolOptions | undefined): Ag
     inputSchema: input,
     timeoutMs: 120_000,
     async execute({ prompt, caption }, { signal, call }) {
+      // Nothing is paid for that cannot be sent.
+      if (!delivery.fileLimit?.()) throw new ToolFailure('unavailable', 'this chat does not take pictures; describe it in words instead');
       const { image } = await generateImage({ model: o.model, prompt, n: 1, maxRetries: 1, abortSignal: signal, ...(o.size && { size: o.size }) });
       const mimeType = image.mediaType ?? 'image/png';
       if (!mimeType.startsWith('image/')) throw new ToolFailure('unavailable', `the image model answered ${mimeType}, not an image`);

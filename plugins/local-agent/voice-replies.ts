@@ -43,7 +43,8 @@ export function speaks(ctx: RunContext, o: VoiceReplyOptions, answering: Readonl
  */
 export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer: string, answeredSeq: number): Promise<void> {
   const send = ctx.delivery.file?.bind(ctx.delivery);
-  if (!send) return;
+  // A channel that takes no files gets the text alone: no speech is paid for, no notice sent.
+  if (!send || !ctx.delivery.fileLimit?.()) return;
   try {
     const { audio } = await generateSpeech({
       model: o.model,

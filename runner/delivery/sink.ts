@@ -158,6 +158,10 @@ export class RunDelivery implements DeliverySink {
     return result;
   }
 
+  fileLimit(): number | undefined {
+    return this.outbound?.sendFile ? (this.outbound.maxFileBytes ?? 0) : undefined;
+  }
+
   /** A streaming delta: shown by editing one message when the channel streams; ignored otherwise. */
   delta(text: string): void {
     this.streaming.delta(text);
