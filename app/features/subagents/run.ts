@@ -112,49 +112,52 @@ async function reserve(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly str
   throw new InvalidInputError(`a run may start at most ${max} subagents (${count - added.length} started); wait for their results instead`);
 }
 
-/** Where one child stands, from its record and whether a run is active or waiting. */
-async function childState(client: RedisClient, prefix: string, id: string): Promise<{ result: SubagentResult; idle: boolean; last: string }> {
+/** What a wait has read of one child's record so far: its answers and how its last run ended. */
+interface ChildView {
+  answers: string[];
+  ended?: { outcome: string; reason?: string | undefined };
+  /** The last seq read (the record's stream ids are `<seq>-0`). */
+  lastSeq: number;
+}
+
+/** Where one child stands: reads its record from where `view` stopped (each entry once per wait), and whether a run is active or waiting. */
+async function childState(client: RedisClient, prefix: string, id: string, view: ChildView): Promise<{ result: SubagentResult; idle: boolean }> {
   const k = conversationKeys(prefix, id);
-  const [active, pending, entries, tail] = await Promise.all([
-    client.get(k.active),
-    client.llen(k.pending),
-    readRange(client, k.log),
-    client.xrevrange(k.log, '+', '-', 'COUNT', 1),
-  ]);
-  const answers: string[] = [];
-  let ended: { outcome: string; reason?: string | undefined } | undefined;
+  const [active, pending, entries] = await Promise.all([client.get(k.active), client.llen(k.pending), readRange(client, k.log, { fromSeq: view.lastSeq + 1 })]);
   for (const e of entries) {
+    view.lastSeq = e.seq;
     if (e.kind === 'model.step' && isFinalStep(e)) {
       const text = answerText(e.messages).trim();
-      if (text) answers.push(text);
-    } else if (e.kind === 'run.ended') ended = { outcome: e.outcome, reason: e.reason };
+      if (text) view.answers.push(text);
+    } else if (e.kind === 'run.ended') view.ended = { outcome: e.outcome, reason: e.reason };
   }
-  const idle = !active && pending === 0 && ended !== undefined;
-  const answer = answers.join('\n\n');
+  const idle = !active && pending === 0 && view.ended !== undefined;
+  const answer = view.answers.join('\n\n');
   const status = !idle ? 'running' : answer ? 'done' : 'failed';
   const result: SubagentResult = {
     id,
     status,
     ...(answer && { answer }),
-    ...(status === 'failed' && { reason: ended?.reason ?? ended?.outcome ?? 'ended without an answer' }),
+    ...(status === 'failed' && { reason: view.ended?.reason ?? view.ended?.outcome ?? 'ended without an answer' }),
   };
-  return { result, idle, last: tail[0]?.[0] ?? '0-0' };
+  return { result, idle };
 }
 
 /** Waits for one child until it is idle, `deadline` passes or `signal` fires. */
 async function waitOne(kit: RunnerFeatureKit, id: string, deadline: number, signal: AbortSignal): Promise<SubagentResult> {
   const log = conversationKeys(kit.prefix, id).log;
+  const view: ChildView = { answers: [], lastSeq: 0 };
   let conn: RedisClient | undefined;
   const stop = () => conn?.disconnect();
   signal.addEventListener('abort', stop, { once: true });
   try {
     for (;;) {
-      const { result, idle, last } = await childState(kit.redis, kit.prefix, id);
+      const { result, idle } = await childState(kit.redis, kit.prefix, id, view);
       const left = deadline - Date.now();
       if (idle || left <= 0 || signal.aborted) return result;
       conn ??= blockingConnection(kit.redis);
       try {
-        await conn.xread('COUNT', 1, 'BLOCK', Math.min(MAX_BLOCK_MS, Math.max(1, left)), 'STREAMS', log, last);
+        await conn.xread('COUNT', 1, 'BLOCK', Math.min(MAX_BLOCK_MS, Math.max(1, left)), 'STREAMS', log, view.lastSeq > 0 ? `${view.lastSeq}-0` : '0-0');
       } catch (err) {
         if (!signal.aborted) throw err;
       }
