@@ -238,9 +238,11 @@ export interface RunContext {
    * that ends the run (reason `budget`, the person's notice included) when one
    * is spent, else undefined. The runtime checks before the first step and
    * charges every recorded step's usage; a plugin calls this before each
-   * further step. Absent when no budget applies.
+   * further step. With `'image'` it also admits one picture against
+   * `imagesPerDay` and counts it: a result then refuses only the picture (the
+   * run goes on; its notice is never set). Absent when no budget applies.
    */
-  spendingCheck?(): Promise<RunResult | undefined>;
+  spendingCheck?(spend?: 'image'): Promise<RunResult | undefined>;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
   signal: AbortSignal;

@@ -5,7 +5,7 @@
  * record is keyed by the call's idempotency key). Not idempotent: after a
  * takeover a call that started is reported unknown rather than paid for
  * twice. The tool policy applies by name; a profile's `tools` list can leave
- * it out.
+ * it out; a budget's `imagesPerDay` counts each picture before it is made.
  */
 import { randomBytes } from 'node:crypto';
 import { generateImage, type ImageModel } from 'ai';
@@ -39,6 +39,9 @@ export function imageTools(ctx: RunContext, o: ImageToolOptions | undefined): Ag
     async execute({ prompt, caption }, { signal, call }) {
       // Nothing is paid for that cannot be sent.
       if (!delivery.fileLimit?.()) throw new ToolFailure('unavailable', 'this chat does not take pictures; describe it in words instead');
+      // A picture counts against the budgets (`imagesPerDay`) before it is paid for.
+      if (await ctx.spendingCheck?.('image'))
+        throw new ToolFailure('forbidden', 'the spending budget allows no more pictures for now; describe it in words instead');
       const { image } = await generateImage({ model: o.model, prompt, n: 1, maxRetries: 1, abortSignal: signal, ...(o.size && { size: o.size }) });
       const mimeType = image.mediaType ?? 'image/png';
       if (!mimeType.startsWith('image/')) throw new ToolFailure('unavailable', `the image model answered ${mimeType}, not an image`);

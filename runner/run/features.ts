@@ -56,18 +56,18 @@ export async function featuresBefore(features: readonly RunnerFeature[], run: Fe
 /** What the features add to an invocation's context; several `spendingCheck`s run in order, the first result wins. */
 export function featuresContext(features: readonly RunnerFeature[], run: FeatureRun): FeatureContext {
   const added: FeatureContext = {};
-  const checks: Array<() => Promise<RunResult | undefined>> = [];
+  const checks: Array<(spend?: 'image') => Promise<RunResult | undefined>> = [];
   for (const f of features) {
     const c = f.context?.(run);
     if (c?.schedules) added.schedules = c.schedules;
     if (c?.memory) added.memory = c.memory;
     if (c?.subagents) added.subagents = c.subagents;
-    if (c?.spendingCheck) checks.push(() => c.spendingCheck!());
+    if (c?.spendingCheck) checks.push((spend) => c.spendingCheck!(spend));
   }
   if (checks.length > 0) {
-    added.spendingCheck = async () => {
+    added.spendingCheck = async (spend) => {
       for (const check of checks) {
-        const result = await check();
+        const result = await check(spend);
         if (result) return result;
       }
       return undefined;

@@ -499,6 +499,9 @@ const budgetLimitsSchema = z.strictObject({
   tokensPerDay: int(1, 1_000_000_000_000).optional().describe('Most tokens (input + output, as providers report them) per UTC day. Default: unset (no limit).'),
   tokensPerMonth: int(1, 1_000_000_000_000).optional().describe('Most tokens per UTC month. Default: unset (no limit).'),
   runsPerHour: int(1, 1_000_000).optional().describe('Most runs started per hour (on the hour, UTC). Default: unset (no limit).'),
+  imagesPerDay: int(1, 1_000_000)
+    .optional()
+    .describe('Most pictures `generate_image` makes per UTC day; one over it is refused before it is paid for. Default: unset (no limit).'),
 });
 
 /** Spending budgets: checked before a run starts and before every model step. */

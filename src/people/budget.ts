@@ -13,7 +13,8 @@
  * starting at once cannot both take the hour's last run; charging tokens is
  * one script per subject (`usage-add-1.lua`). Token budgets are soft by up to
  * one step: a run is checked before it starts and before each model step, and
- * the step that crosses a limit is still answered.
+ * the step that crosses a limit is still answered. Pictures are not soft: one
+ * is admitted and counted by the same script before it is paid for.
  */
 
 import { assertConversationId, conversationKeys } from '../redis/keys.js';
@@ -30,6 +31,8 @@ export interface BudgetLimits {
   tokensPerMonth?: number | undefined;
   /** Most runs started per hour (on the hour, UTC). */
   runsPerHour?: number | undefined;
+  /** Most pictures made per UTC day (`generate_image`). */
+  imagesPerDay?: number | undefined;
 }
 
 /** The `budgets` settings: limits per identity and per conversation. */
@@ -118,7 +121,7 @@ export interface BudgetsOptions {
 }
 
 const hasLimits = (l: BudgetLimits | undefined): l is BudgetLimits =>
-  l !== undefined && (l.tokensPerDay !== undefined || l.tokensPerMonth !== undefined || l.runsPerHour !== undefined);
+  l !== undefined && (l.tokensPerDay !== undefined || l.tokensPerMonth !== undefined || l.runsPerHour !== undefined || l.imagesPerDay !== undefined);
 
 /** One subject a run spends for, with its limits. */
 interface Target {
@@ -155,7 +158,22 @@ export class Budgets {
   async admit(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
     const w = budgetWindows(this.now());
     for (const t of this.targets(subjects)) {
-      const refusal = await this.verdict(t, w, true);
+      const refusal = await this.verdict(t, w, 'run');
+      if (refusal) return refusal;
+    }
+    return undefined;
+  }
+
+  /**
+   * Before a picture is made: a refusal when a token budget is spent or the
+   * day's pictures are used up; otherwise counts the picture. Subjects in
+   * order as in `admit`. A refusal here never counts a notice: the run goes
+   * on, and the person hears of a spent token budget from the next step.
+   */
+  async admitImage(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+    const w = budgetWindows(this.now());
+    for (const t of this.targets(subjects)) {
+      const refusal = await this.verdict(t, w, 'image');
       if (refusal) return refusal;
     }
     return undefined;
@@ -168,7 +186,7 @@ export class Budgets {
    */
   async check(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
     const w = budgetWindows(this.now());
-    const refusals = await Promise.all(this.targets(subjects).map((t) => this.verdict(t, w, false)));
+    const refusals = await Promise.all(this.targets(subjects).map((t) => this.verdict(t, w)));
     return refusals.find((r) => r !== undefined);
   }
 
@@ -220,14 +238,14 @@ export class Budgets {
     return out;
   }
 
-  /** One subject's verdict in one script: undefined when admitted (the run counted when `starting`), else the refusal (its notice counted). */
-  private async verdict(t: Target, w: BudgetWindows, starting: boolean): Promise<BudgetRefusal | undefined> {
-    const { tokensPerMonth, tokensPerDay, runsPerHour } = t.limits;
+  /** One subject's verdict in one script: undefined when admitted (a starting run or a picture counted), else the refusal (a run's notice counted). */
+  private async verdict(t: Target, w: BudgetWindows, counting?: 'run' | 'image'): Promise<BudgetRefusal | undefined> {
+    const { tokensPerMonth, tokensPerDay, runsPerHour, imagesPerDay } = t.limits;
     const reply = await runScript(
       this.o.client,
       'usage-admit',
       [t.key],
-      [this.ttl(w), w.day, w.month, w.hour, tokensPerMonth ?? '', tokensPerDay ?? '', runsPerHour ?? '', starting ? 1 : 0],
+      [this.ttl(w), w.day, w.month, w.hour, tokensPerMonth ?? '', tokensPerDay ?? '', runsPerHour ?? '', counting ?? '', imagesPerDay ?? ''],
     );
     if (reply[0] === 'ok') return undefined;
     const limit = String(reply[1]) as BudgetLimit;
@@ -255,13 +273,14 @@ export class Budgets {
 /** When `limit`'s window ends. */
 function resetsAt(limit: BudgetLimit, w: BudgetWindows): number {
   if (limit === 'tokensPerMonth') return w.monthEnds;
-  return limit === 'tokensPerDay' ? w.dayEnds : w.hourEnds;
+  return limit === 'tokensPerDay' || limit === 'imagesPerDay' ? w.dayEnds : w.hourEnds;
 }
 
 const LIMIT_WORDS: Record<BudgetLimit, string> = {
   tokensPerDay: "today's usage allowance",
   tokensPerMonth: "this month's usage allowance",
   runsPerHour: 'the number of requests allowed per hour',
+  imagesPerDay: "today's pictures",
 };
 
 /**

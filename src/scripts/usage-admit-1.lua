@@ -1,6 +1,6 @@
 --[[
   Checks the budgets of one subject (an identity or a conversation) in one
-  step, and counts a starting run: reads the month's and the day's tokens and
+  step, and counts a starting run or a picture: reads the month's and the day's tokens and
   the hour's runs, compares them with the limits, and either counts the run
   (`r:<hour>` + 1, only when a run limit or count is asked for) and returns
   ok, or counts a notice (`n:<window>` + 1) and returns which limit is spent.
@@ -17,12 +17,15 @@
   ARGV[5] tokensPerMonth   limit; '' or 0 is no limit
   ARGV[6] tokensPerDay     limit; '' or 0 is no limit
   ARGV[7] runsPerHour      limit; '' or 0 is no limit
-  ARGV[8] countRun         '1': a run is starting (checks runsPerHour, counts the run when admitted)
+  ARGV[8] counting         'run': a run is starting (checks runsPerHour, counts the run when admitted);
+                           'image': a picture is asked for (checks imagesPerDay, counts the picture
+                           when admitted; a refusal counts no notice); '': a check only
+  ARGV[9] imagesPerDay     limit; '' or 0 is no limit
 
   Returns { 'ok' } when admitted,
           { 'spent', limit, notices } when refused: limit is 'tokensPerMonth',
-          'tokensPerDay' or 'runsPerHour', notices the window's notice count
-          after this one
+          'tokensPerDay', 'runsPerHour' or 'imagesPerDay', notices the window's
+          notice count after this one (0 for a picture's refusal)
 ]]
 local key = KEYS[1]
 local day, month, hour = ARGV[2], ARGV[3], ARGV[4]
@@ -45,11 +48,20 @@ local checks = {
   { 'tokensPerMonth', limitOf(ARGV[5]), used[1], month },
   { 'tokensPerDay', limitOf(ARGV[6]), used[2], day },
 }
-local counting = ARGV[8] == '1'
-if counting then checks[3] = { 'runsPerHour', limitOf(ARGV[7]), used[3], hour } end
+local counting = ARGV[8]
+-- What is counted when admitted: a run in the hour, a picture in the day.
+local counted = nil
+if counting == 'run' then
+  checks[3] = { 'runsPerHour', limitOf(ARGV[7]), used[3], hour }
+  counted = 'r:' .. hour
+elseif counting == 'image' then
+  checks[3] = { 'imagesPerDay', limitOf(ARGV[9]), redis.call('HGET', key, 'i:' .. day), day }
+  counted = 'i:' .. day
+end
 
 for _, c in ipairs(checks) do
   if c[2] ~= nil and (tonumber(c[3]) or 0) >= c[2] then
+    if counting == 'image' then return { 'spent', c[1], 0 } end
     prune()
     local notices = redis.call('HINCRBY', key, 'n:' .. c[4], 1)
     redis.call('EXPIRE', key, ARGV[1])
@@ -57,9 +69,9 @@ for _, c in ipairs(checks) do
   end
 end
 
-if counting then
+if counted ~= nil then
   prune()
-  redis.call('HINCRBY', key, 'r:' .. hour, 1)
+  redis.call('HINCRBY', key, counted, 1)
   redis.call('EXPIRE', key, ARGV[1])
 end
 return { 'ok' }

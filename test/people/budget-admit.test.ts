@@ -50,4 +50,17 @@ describe('Budgets.admit under concurrency', () => {
     });
     expect((await b!.usage('person-1')).runsThisHour).toBe(1);
   });
+
+  it('admits exactly imagesPerDay of N pictures asked for at once, and a refused picture counts no notice', async () => {
+    const all = budgetsOn({ identity: { imagesPerDay: 2, tokensPerDay: 100 } });
+    const verdicts = await Promise.all(all.map((b) => b.admitImage(subjects)));
+    expect(admitted(verdicts)).toBe(2);
+    const refusals = verdicts.filter((v) => v !== undefined);
+    expect(refusals.every((r) => r.limit === 'imagesPerDay' && r.resetsAt === Date.UTC(2026, 0, 16) && !r.firstNotice)).toBe(true);
+    // The person still hears once of a spent token budget: the pictures' refusals took no notice.
+    await all[0]!.charge(subjects, 100);
+    expect(await all[0]!.check(subjects)).toMatchObject({ limit: 'tokensPerDay', firstNotice: true });
+    // A spent token budget refuses pictures too.
+    expect(await all[0]!.admitImage(subjects)).toMatchObject({ limit: 'tokensPerDay', firstNotice: false });
+  });
 });

@@ -10,22 +10,37 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { commandSet } from '../../host/commands/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
+import { createImageModel } from '../../runner/model.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import type { OutboundFile } from '../../src/channel.js';
 import type { BudgetSettings } from '../../src/people/budget.js';
 import { Budgets } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
+import { RecordingOutbound } from '../../testing/runner-harness.js';
 import { CID, fakeModel, RunnerHarness as Harness, perTestModel } from './harness.js';
 
 const t = perTestModel();
 
-/** Starts a harness and a runner with `budgets` and a clock the test moves. */
-async function start(budgets: BudgetSettings, clock: { now: number }) {
+/** An outbound that also takes files, recording their names. */
+class FileOutbound extends RecordingOutbound {
+  readonly maxFileBytes = 1_000_000;
+  readonly files: string[] = [];
+  async sendFile(_conversationId: string, file: OutboundFile): Promise<{ messageId: string }> {
+    this.files.push(file.name);
+    return { messageId: `f${this.files.length}` };
+  }
+}
+
+/** Starts a harness and a runner with `budgets` and a clock the test moves (`outbound`: where replies go, default the harness's). */
+async function start(budgets: BudgetSettings, clock: { now: number }, o: { plugin?: RunnerPlugin; outbound?: RecordingOutbound } = {}) {
   const h = await Harness.start();
   t.h = h;
+  const outbound = o.outbound ?? h.outbound;
   const runner = await startRunner(
     { ...h.ctx, config: { ...h.ctx.config, budgets } },
     {
-      plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0 }),
-      resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),
+      plugin: o.plugin ?? createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0 }),
+      resolveOutbound: (cid) => (cid.startsWith('telegram:') ? outbound : undefined),
       lockDurationMs: 2000,
       stalledIntervalMs: 500,
       now: () => clock.now,
@@ -96,6 +111,35 @@ describe('runs per hour', () => {
     await h.idle();
     expect(t.fake.requests).toHaveLength(1);
     expect(h.outbound.texts.at(-1)).toMatch(/^This chat has used up the number of requests allowed per hour\. It resets at 2026-01-15 11:00 UTC \(in 10 min\)/);
+  });
+});
+
+describe('pictures per day', () => {
+  it('makes the pictures imagesPerDay allows, refuses the next before the images API is asked, and the run still answers', async () => {
+    const clock = { now: Date.UTC(2026, 0, 15, 10, 50) };
+    const draw = (id: string) => ({ toolCalls: [{ id, name: 'generate_image', args: { prompt: `a fox ${id}` } }] });
+    t.fake.script([draw('c1'), draw('c2'), { text: 'One fox; the second I can only describe.' }]);
+    const settings = { provider: 'openai-compatible' as const, name: 'm', baseURL: t.fake.url, apiKey: 'k', contextWindow: 128_000, outputReserve: 4000 };
+    const images = { model: createImageModel(settings, 'gpt-image-1', 'agents.local-agent.images.model') };
+    const outbound = new FileOutbound();
+    const plugin = createLocalAgentPlugin({ model: fakeModel(t.fake.url), maxRetries: 0, builtins: { currentTime: false, images } });
+    const h = await start({ identity: { imagesPerDay: 1 } }, clock, { plugin, outbound });
+
+    const run = runIdOf(await h.ingest('draw me two foxes'));
+    expect(await h.runEnded(run)).toMatchObject({ outcome: 'completed' });
+    await h.idle();
+    expect(t.fake.images.map((i) => i.prompt)).toEqual(['a fox c1']);
+    expect(outbound.files).toHaveLength(1);
+    const refused = t.fake.requests[2]!.body.messages.filter((m: { role: string }) => m.role === 'tool').at(-1).content as string;
+    expect(refused).toContain('the spending budget allows no more pictures for now');
+    expect(outbound.texts).toEqual(['One fox; the second I can only describe.']);
+
+    // The next day the picture budget is back.
+    clock.now += 24 * 60 * 60_000;
+    t.fake.script([draw('c3'), { text: 'Another fox.' }]);
+    const next = runIdOf(await h.ingest('one more'));
+    expect(await h.runEnded(next)).toMatchObject({ outcome: 'completed' });
+    expect(t.fake.images.map((i) => i.prompt)).toEqual(['a fox c1', 'a fox c3']);
   });
 });
 

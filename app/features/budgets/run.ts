@@ -3,7 +3,8 @@
  * starts (which also counts it against runs per hour) and before every
  * model step, and charged with each recorded step's provider usage. A spent
  * budget ends the run `failed` with reason `budget`; the person hears it
- * once per window. A run is charged to its accountable identity (the
+ * once per window. A picture (`generate_image`) is admitted against
+ * `imagesPerDay` before it is paid for. A run is charged to its accountable identity (the
  * operator's runs to no person; the conversation's budget still applies).
  */
 import { BUDGET_REASON, type FeatureRun, type RunnerFeature, type RunnerFeatureKit } from '../../../runner/feature.js';
@@ -20,7 +21,9 @@ export function budgetsRunner(kit: RunnerFeatureKit): RunnerFeature {
     name: 'budgets',
     // A new run counts against runs per hour; a takeover or a continuation only checks.
     before: async (run, newRun) => ended(run, newRun ? await budgets.admit(subjects(run)) : await budgets.check(subjects(run))),
-    context: (run) => ({ spendingCheck: async () => ended(run, await budgets.check(subjects(run))) }),
+    context: (run) => ({
+      spendingCheck: async (spend) => ended(run, await (spend === 'image' ? budgets.admitImage(subjects(run)) : budgets.check(subjects(run)))),
+    }),
     afterStep: (run, step) => budgets.charge(subjects(run), (step.usage?.inputTokens ?? 0) + (step.usage?.outputTokens ?? 0)),
   };
 }
