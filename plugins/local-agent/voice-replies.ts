@@ -8,7 +8,7 @@
  * stays the record's answer; a failed speech call is logged and the text
  * stands alone.
  */
-import { experimental_generateSpeech as generateSpeech, type SpeechModel } from 'ai';
+import { generateSpeech, type SpeechModel } from 'ai';
 import type { MessageReceived } from 'steerbot/plugin';
 import type { RunContext } from 'steerbot/runner';
 
