@@ -8,6 +8,9 @@
  * one is not run again and the model is told its outcome is unknown. A call
  * recorded but never started runs.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -19,6 +22,7 @@ import type { SeqEntry } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
+import { uploadsKey } from '../fixtures/runner-child.js';
 import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, perTestModel, refundTool } from '../runner/harness.js';
@@ -360,4 +364,55 @@ describe('pendingToolCalls', () => {
     expect(toolInputHash({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(toolInputHash({ b: [1, { d: 3, c: 2 }], a: 1 }));
     expect(toolInputHash({ a: 1 })).not.toBe(toolInputHash({ a: 2 }));
   });
+});
+
+describe('a file upload cut by a crash', () => {
+  it('a runner killed during an upload: the takeover uploads the file once more under the same delivery key, and the answer goes out once', async () => {
+    const { fake, procs } = t;
+    const workspace = await mkdtemp(join(tmpdir(), 'steerbot-upload-'));
+    await writeFile(join(workspace, 'report.pdf'), '%PDF-1.7\n%%EOF\n');
+    fake.script((req) =>
+      req.messages.at(-1).role === 'user'
+        ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] }
+        : { text: 'Sent you the report.' },
+    );
+    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
+    const settings = {
+      redisUrl: redisUrl(),
+      prefix: h.prefix,
+      leaseMs: LEASE_MS,
+      heartbeatMs: HEARTBEAT_MS,
+      modelUrl: fake.url,
+      script: SCRIPT,
+      env: { SEND_FILE_WORKSPACE: workspace },
+    };
+    try {
+      const first = await startRunnerProcess(settings);
+      procs.push(first);
+      const r = (await h.ingest('send me the report')) as { runId: string };
+      const uploads = async () =>
+        (await h!.ctx.redis.lrange(uploadsKey(h!.prefix), 0, -1)).map((u) => JSON.parse(u) as { name: string; deliveryKey: string; owner: string });
+      // The upload is in flight (the platform has the bytes, or not) when the runner dies.
+      await waitFor(async () => (await uploads()).length === 1, 15_000, 'upload started');
+      await first.kill9();
+
+      const second = await startRunnerProcess(settings);
+      procs.push(second);
+      expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+
+      // The documented window: the cut upload and one more, both under the file's one delivery key; never a third.
+      const all = await uploads();
+      expect(all.map((u) => [u.name, u.owner])).toEqual([
+        ['report.pdf', first.owner],
+        ['report.pdf', second.owner],
+      ]);
+      expect(all[0]!.deliveryKey).toBe(all[1]!.deliveryKey);
+      expect(all[0]!.deliveryKey).toMatch(new RegExp(`^${r.runId}:.+:0$`));
+      expect((await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text)).toEqual(['[file report.pdf]', 'Sent you the report.']);
+      // The model was asked for the step once: the takeover finished it from the record.
+      expect(fake.requests).toHaveLength(2);
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
