@@ -366,6 +366,13 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
           await react(conversationId, messageId, end);
           expect(await shown(m.chatId, messageId)).toEqual([emoji[end]]);
         }
+        // A failed message a follow-up run answers shows the answer alone.
+        const m = msg('fail, then answer this');
+        await harness.inject(m);
+        const messageId = required((await waitForReceive(m)).message.messageId, 'messageId in the receive call');
+        const { conversationId } = harness.expected(m);
+        for (const status of ['taken', 'failed', 'taken', 'answered'] as const) await react(conversationId, messageId, status);
+        expect(await shown(m.chatId, messageId)).toEqual([emoji.answered]);
       });
     }
 

@@ -197,9 +197,13 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
   if (reactions) {
     outbound.react = async (conversationId, messageId, status) => {
       const channel = channelIdOf(channelId, conversationId);
-      // Discord keeps every reaction: the taken one goes when the message is answered or failed.
-      if (status !== 'taken' && reactions.taken !== reactions[status])
-        await call('react', () => rest.delete(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(reactions.taken))));
+      // Discord keeps every reaction: an answer or a failure takes the bot's other status reactions off (a failed
+      // message a follow-up run answers shows ✅ alone). Removing one that is not there changes nothing.
+      const stale =
+        status === 'taken' ? [] : [reactions.taken, reactions[status === 'answered' ? 'failed' : 'answered']].filter((e) => e !== reactions[status]);
+      await Promise.all(
+        stale.map((emoji) => call('react', () => rest.delete(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(emoji))))),
+      );
       await call('react', () => rest.put(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(reactions[status]))));
     };
   }

@@ -149,9 +149,10 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
     outbound.react = async (conversationId, messageId, status) => {
       const { channel } = parseConversationId(channelId, conversationId);
       const name = reactions[status];
-      // Slack keeps every reaction: the taken one goes when the message is answered or failed. Either may be done already.
-      if (status !== 'taken' && reactions.taken !== name)
-        await reaction(() => web.reactions.remove({ channel, timestamp: messageId, name: reactions.taken }), 'no_reaction');
+      // Slack keeps every reaction: an answer or a failure takes the bot's other status reactions off. Either may be done already.
+      const stale =
+        status === 'taken' ? [] : [reactions.taken, reactions[status === 'answered' ? 'failed' : 'answered']].filter((e) => e !== reactions[status]);
+      await Promise.all(stale.map((old) => reaction(() => web.reactions.remove({ channel, timestamp: messageId, name: old }), 'no_reaction')));
       await reaction(() => web.reactions.add({ channel, timestamp: messageId, name }), 'already_reacted');
     };
   }
