@@ -11,7 +11,7 @@ import type { Logger } from '../src/logger.js';
 import type { IdentityStore } from '../src/people/identity.js';
 import type { AgentProfile } from '../src/people/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
-import type { MessageReceived, SeqEntry } from '../src/record/entries.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { RunChannels } from './channels.js';
@@ -79,7 +79,16 @@ export interface RunnerFeature {
   context?(run: FeatureRun): FeatureContext;
   /** After a model step, as the plugin records it (before it is appended: a throw fails `recordStep`). */
   afterStep?(run: FeatureRun, step: StepRecord): Promise<void>;
+  /**
+   * After the run ended, its end recorded (`outcome`: how). Once per run on
+   * the runner that ended it; a runner that dies first leaves it undone. A
+   * throw is logged, never fails the run.
+   */
+  ended?(run: EndedRun, outcome: RunOutcome): Promise<void>;
 }
+
+/** A run that ended, as the `ended` hook sees it. */
+export type EndedRun = Pick<FeatureRun, 'conversationId' | 'runId' | 'identity'>;
 
 /** Makes a feature's runner part. */
 export type RunnerFeatureFactory = (kit: RunnerFeatureKit) => RunnerFeature | Promise<RunnerFeature>;

@@ -33,7 +33,7 @@ import { accountableIdentity } from './accountable.js';
 import { RunAttempt } from './attempt.js';
 import { compactOnly } from './compact-only.js';
 import { createRunContext } from './context.js';
-import { featureProfile, featuresBefore, InvocationRun } from './features.js';
+import { featureProfile, featuresBefore, featuresEnded, InvocationRun } from './features.js';
 import { finishRun } from './finish.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
 import { type AttemptStart, readAttemptStart } from './start.js';
@@ -154,7 +154,10 @@ export class RunExecutor {
       if (retry.length === 0) await this.settle(attempt, outcome, result, unanswered);
       else unanswered.showAnswered();
       const after = await finishRun(this.o, attempt, outcome, result.reason ?? '', retry);
-      if (after.kind === 'ended') return after.result;
+      if (after.kind === 'ended') {
+        await featuresEnded(this.o.features, { conversationId: ref.conversationId, runId: ref.runId, identity }, outcome, logger);
+        return after.result;
+      }
       unanswered.add((inputs = after.inputs));
     }
   }

@@ -1,7 +1,9 @@
 /** Calls the runner features' hooks (runner/feature.ts) in the order they were registered. */
+
+import type { Logger } from '../../src/logger.js';
 import type { AgentProfile } from '../../src/people/profiles.js';
-import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
-import type { FeatureContext, FeatureRun, RunnerFeature } from '../feature.js';
+import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
+import type { EndedRun, FeatureContext, FeatureRun, RunnerFeature } from '../feature.js';
 import type { RunResult, StepRecord } from '../plugin.js';
 
 /** One invocation as features see it; the context's steering pulls add their senders (`took`). */
@@ -79,4 +81,15 @@ export function featuresContext(features: readonly RunnerFeature[], run: Feature
 /** After a model step: every feature's `afterStep`, in order. */
 export async function featuresAfterStep(features: readonly RunnerFeature[], run: FeatureRun, step: StepRecord): Promise<void> {
   for (const f of features) await f.afterStep?.(run, step);
+}
+
+/** After a run ended: every feature's `ended`, in order; a throw is logged and the next one still runs. */
+export async function featuresEnded(features: readonly RunnerFeature[], run: EndedRun, outcome: RunOutcome, logger: Logger): Promise<void> {
+  for (const f of features) {
+    try {
+      await f.ended?.(run, outcome);
+    } catch (err) {
+      logger.warn({ err, feature: f.name }, 'a feature failed after the run ended');
+    }
+  }
 }

@@ -122,6 +122,78 @@ describe('subagents', () => {
     expect(ended).toMatchObject({ outcome: 'stopped' });
   });
 
+  it('a parent stopped after delegating without waiting stops the children it never read', async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        if (toolResults(req).length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['think for a long time'], wait: false } }] };
+        return { text: 'still thinking', delayMs: 30_000 };
+      }
+      return { text: 'finally', delayMs: 30_000 };
+    });
+    const r = (await h.ingest('think hard')) as { runId: string };
+    const child = await waitFor(async () => (await childIds())[0], 15_000, 'the child started');
+    await waitFor(async () => (await h.redis.get(conversationKeys(h.prefix, child).active)) !== null || undefined, 15_000, 'the child running');
+    await h.dispatch.requestStop(h.source(), 'stop');
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('stopped');
+    const ended = await waitFor(
+      async () => (await readRange(h.redis, conversationKeys(h.prefix, child).log)).find((e) => e.kind === 'run.ended'),
+      20_000,
+      'the child ended',
+    );
+    expect(ended).toMatchObject({ outcome: 'stopped' });
+    expect((await h.entries('message.received')).filter((e) => e.origin?.source === 'subagent')).toEqual([]);
+  });
+
+  /** The parent delegates without waiting and answers; `last` ends last. */
+  async function adoptedResult(last: 'the child' | 'the parent'): Promise<void> {
+    {
+      ai.script((req: Req) => {
+        if (offers(req, 'delegate')) {
+          if (says(req, 'event from subagent')) return { text: 'News from your errand: Phobos and Deimos.' };
+          if (toolResults(req).length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['name the moons of Mars'], wait: false } }] };
+          // The parent's last step: quick when the child ends last, slow when the parent does.
+          return { text: 'On it.', delayMs: last === 'the parent' ? 2500 : 0 };
+        }
+        return { text: 'Phobos and Deimos', delayMs: last === 'the child' ? 1500 : 0 };
+      });
+      const r = (await h.ingest('name the moons of Mars, no rush')) as { runId: string };
+      expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+      await h.outbound.waitForMessages(2, 20_000);
+      await h.idle(15_000, CID);
+
+      expect(h.outbound.texts).toEqual(['On it.', 'News from your errand: Phobos and Deimos.']);
+      const [child] = await childIds();
+      const events = (await h.entries('message.received')).filter((e) => e.origin?.source === 'subagent');
+      expect(events).toEqual([
+        expect.objectContaining({
+          text: 'Phobos and Deimos',
+          origin: expect.objectContaining({ kind: 'event', id: child, owner: 'telegram:u1', data: { subagent: child, status: 'done' } }),
+        }),
+      ]);
+    }
+  }
+
+  it("a result nobody waited for comes to the parent's conversation once, as an event from subagent, when the child ends last", () =>
+    adoptedResult('the child'));
+  it("a result nobody waited for comes to the parent's conversation once, as an event from subagent, when the parent ends last", () =>
+    adoptedResult('the parent'));
+
+  it('a result the parent read is not sent again when the parent ends', async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        const results = toolResults(req);
+        if (results.length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['name a moon'] } }] };
+        return { text: `Here: ${results[0].results[0].answer}` };
+      }
+      return { text: 'Phobos' };
+    });
+    const r = (await h.ingest('name a moon')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    await h.idle(15_000, CID);
+    expect(h.outbound.texts).toEqual(['Here: Phobos']);
+    expect((await h.entries('message.received')).filter((e) => e.origin?.source === 'subagent')).toEqual([]);
+  });
+
   it("/status lists the active run's subagents while they work, and nothing once the run ended", async () => {
     ai.script((req: Req) => {
       if (offers(req, 'delegate')) {

@@ -8,7 +8,7 @@ import type { HostFeature, HostFeatureKit } from '../../../host/feature.js';
 import { readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
-import { childId } from './run.js';
+import { childId } from './children.js';
 
 /** How many of the latest record entries `/status` looks through for the active run's `delegate` calls. */
 const STATUS_TAIL_ENTRIES = 200;

@@ -11,22 +11,12 @@
  * absent in their runs. A child's answers are its record's final steps; the
  * wait blocks on its record and reads it again when an entry arrives.
  */
-import { createHash } from 'node:crypto';
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
 import type { RunSubagents, SubagentResult } from '../../../runner/plugin.js';
-import { answerText, isFinalStep } from '../../../runner/projection.js';
 import { InvalidInputError } from '../../../src/errors.js';
 import { ingestEvent } from '../../../src/events.js';
-import { blockingConnection } from '../../../src/http/stream-readers.js';
-import { readRange } from '../../../src/record/read.js';
-import { conversationKeys } from '../../../src/redis/keys.js';
-import type { RedisClient } from '../../../src/scripts/index.js';
-
-/** The channel id of child conversations. */
-export const SUBAGENT_CHANNEL = 'subagent';
-
-/** Longest single blocked read while waiting, in ms. */
-const MAX_BLOCK_MS = 30_000;
+import { CHILDREN_TTL_SECONDS, childId, childrenKeys, digest, SUBAGENT_CHANNEL, stopAll, waitOne } from './children.js';
+import { subagentsEnded } from './ended.js';
 
 /** The subagents member of a run's context; none when subagents are off or the run is a child's. */
 export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
@@ -35,14 +25,8 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
   return {
     name: 'subagents',
     context: (run) => (kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL ? {} : { subagents: runSubagents(kit, run) }),
+    ended: (run, outcome) => subagentsEnded(kit, run, outcome),
   };
-}
-
-const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12);
-
-/** The id of the `n`-th child (from 1) a call of run `runId` with idempotency key `key` starts. */
-export function childId(runId: string, key: string, n: number): string {
-  return `${SUBAGENT_CHANNEL}:${runId}.${digest(key)}.${n}`;
 }
 
 function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
@@ -82,13 +66,18 @@ function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
         results.push(await waitOne(kit, id, deadline, opts.signal));
       }
       if (opts.signal.aborted) await stopAll(kit, run, ids);
+      // A child whose result the run read is its own business from now on: it is not announced when the run ends.
+      const done = results.filter((r) => r.status !== 'running' && r.id.startsWith(own)).map((r) => r.id);
+      if (done.length > 0)
+        await kit.redis
+          .multi()
+          .sadd(childrenKeys(kit.prefix, run).collected, ...done)
+          .expire(childrenKeys(kit.prefix, run).collected, CHILDREN_TTL_SECONDS)
+          .exec();
       return results;
     },
   };
 }
-
-/** How long a run's set of children is kept, in seconds (7 days: past any run). */
-const CHILDREN_TTL_SECONDS = 7 * 86_400;
 
 /**
  * Adds `ids` to the run's children in Redis (kept beside its run record), or
@@ -97,7 +86,7 @@ const CHILDREN_TTL_SECONDS = 7 * 86_400;
  * calls (the check and the add are one MULTI); a re-run of a call adds nothing.
  */
 async function reserve(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly string[], max: number): Promise<void> {
-  const key = `${conversationKeys(kit.prefix, run.conversationId).run(run.runId)}:children`;
+  const key = childrenKeys(kit.prefix, run).started;
   const replies = await kit.redis
     .multi()
     .smismember(key, ...ids)
@@ -110,71 +99,4 @@ async function reserve(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly str
   const added = ids.filter((_, i) => had[i] === 0);
   if (added.length > 0) await kit.redis.srem(key, ...added);
   throw new InvalidInputError(`a run may start at most ${max} subagents (${count - added.length} started); wait for their results instead`);
-}
-
-/** What a wait has read of one child's record so far: its answers and how its last run ended. */
-interface ChildView {
-  answers: string[];
-  ended?: { outcome: string; reason?: string | undefined };
-  /** The last seq read (the record's stream ids are `<seq>-0`). */
-  lastSeq: number;
-}
-
-/** Where one child stands: reads its record from where `view` stopped (each entry once per wait), and whether a run is active or waiting. */
-async function childState(client: RedisClient, prefix: string, id: string, view: ChildView): Promise<{ result: SubagentResult; idle: boolean }> {
-  const k = conversationKeys(prefix, id);
-  const [active, pending, entries] = await Promise.all([client.get(k.active), client.llen(k.pending), readRange(client, k.log, { fromSeq: view.lastSeq + 1 })]);
-  for (const e of entries) {
-    view.lastSeq = e.seq;
-    if (e.kind === 'model.step' && isFinalStep(e)) {
-      const text = answerText(e.messages).trim();
-      if (text) view.answers.push(text);
-    } else if (e.kind === 'run.ended') view.ended = { outcome: e.outcome, reason: e.reason };
-  }
-  const idle = !active && pending === 0 && view.ended !== undefined;
-  const answer = view.answers.join('\n\n');
-  const status = !idle ? 'running' : answer ? 'done' : 'failed';
-  const result: SubagentResult = {
-    id,
-    status,
-    ...(answer && { answer }),
-    ...(status === 'failed' && { reason: view.ended?.reason ?? view.ended?.outcome ?? 'ended without an answer' }),
-  };
-  return { result, idle };
-}
-
-/** Waits for one child until it is idle, `deadline` passes or `signal` fires. */
-async function waitOne(kit: RunnerFeatureKit, id: string, deadline: number, signal: AbortSignal): Promise<SubagentResult> {
-  const log = conversationKeys(kit.prefix, id).log;
-  const view: ChildView = { answers: [], lastSeq: 0 };
-  let conn: RedisClient | undefined;
-  const stop = () => conn?.disconnect();
-  signal.addEventListener('abort', stop, { once: true });
-  try {
-    for (;;) {
-      const { result, idle } = await childState(kit.redis, kit.prefix, id, view);
-      const left = deadline - Date.now();
-      if (idle || left <= 0 || signal.aborted) return result;
-      conn ??= blockingConnection(kit.redis);
-      try {
-        await conn.xread('COUNT', 1, 'BLOCK', Math.min(MAX_BLOCK_MS, Math.max(1, left)), 'STREAMS', log, view.lastSeq > 0 ? `${view.lastSeq}-0` : '0-0');
-      } catch (err) {
-        if (!signal.aborted) throw err;
-      }
-    }
-  } finally {
-    signal.removeEventListener('abort', stop);
-    conn?.disconnect();
-  }
-}
-
-/** Stops the children's runs: the parent was stopped while waiting for them. */
-async function stopAll(kit: RunnerFeatureKit, run: FeatureRun, ids: readonly string[]): Promise<void> {
-  await Promise.all(
-    ids.map((id) =>
-      kit.ingest.dispatch
-        .requestStop({ conversationId: id, updateKey: `stop.${run.runId}`, sender: { id: 'delegate', name: 'delegate' } }, 'stop')
-        .catch((err: unknown) => kit.logger.warn({ err, subagent: id }, 'subagent not stopped')),
-    ),
-  );
 }
