@@ -8,7 +8,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
-import { childrenStatus } from '../../app/features/subagents/host.js';
+import { childrenStatus, subagentsHost } from '../../app/features/subagents/host.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { CoreConfig } from '../../src/config/load.js';
@@ -16,6 +16,7 @@ import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { consoleCall, serveConsole } from '../helpers/console-api.js';
 import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
 
 let ai: FakeOpenAIServer;
@@ -214,6 +215,44 @@ describe('subagents', () => {
     expect(lines).toEqual([expect.stringMatching(new RegExp(`^Subagents: 1 running, 1 finished \\(subagent:${r.runId}\\.[0-9a-f]{12}\\.1\\)\\.$`))]);
     expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
     expect(await childrenStatus(h.redis, h.prefix, CID, 3)).toEqual([]);
+  });
+
+  it("the console's run tree shows a run's children with their answers, and a child's parent", async () => {
+    ai.script((req: Req) => {
+      if (offers(req, 'delegate')) {
+        const results = toolResults(req);
+        if (results.length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['find the capital of France', 'find the capital of Peru'] } }] };
+        return { text: 'Both found.' };
+      }
+      return { text: says(req, 'France') ? 'Paris <b>is</b> the capital' : 'Lima' };
+    });
+    const r = (await h.ingest('research two capitals')) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    const config = { ...h.ctx.config, subagents: { enabled: true, maxPerRun: 3, timeoutSeconds: 60 } };
+    const feature = subagentsHost({ config, logger: h.ctx.logger, redis: h.redis, prefix: h.prefix, identities: undefined as never, schedules: undefined });
+    const http = await serveConsole(h, { features: [feature] });
+    try {
+      const tree = await consoleCall(http, 'GET', `/subagents?${new URLSearchParams({ conversation: CID, run: r.runId })}`);
+      expect(tree.status).toBe(200);
+      const children = await childIds();
+      expect(tree.body).toEqual({
+        conversation: CID,
+        run: r.runId,
+        children: [
+          { id: children.find((c) => c.endsWith('.1')), status: 'done', answer: 'Paris <b>is</b> the capital' },
+          { id: children.find((c) => c.endsWith('.2')), status: 'done', answer: 'Lima' },
+        ],
+      });
+      const child = await consoleCall(http, 'GET', `/subagents?${new URLSearchParams({ conversation: children[0]! })}`);
+      expect(child.body).toMatchObject({ conversation: children[0], parent: { conversation: CID, run: r.runId }, children: [] });
+      // A bad id is refused before anything is read; the page's script sets every text as text.
+      expect((await consoleCall(http, 'GET', '/subagents?conversation=a%20b')).status).toBe(400);
+      const page = await http.inject({ method: 'GET', url: '/console/subagents.js', headers: { authorization: 'Bearer console-token-0123456789' } });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).not.toContain('innerHTML');
+    } finally {
+      await http.close();
+    }
   });
 
   it('refuses more subagents than the run may start, starting none', async () => {

@@ -1,6 +1,7 @@
 /**
  * Subagents' host part: `/status` lists the children of the conversation's
- * active run, running or finished. They are found from the run's `delegate`
+ * active run, running or finished; the console draws the run tree
+ * (console.ts). They are found from the run's `delegate`
  * calls in the record (each call's idempotency key names its children, see
  * run.ts), so nothing besides the children's own conversations is stored.
  */
@@ -9,6 +10,7 @@ import { readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
 import { childId } from './children.js';
+import { registerSubagentsApi, subagentsPanel } from './console.js';
 
 /** How many of the latest record entries `/status` looks through for the active run's `delegate` calls. */
 const STATUS_TAIL_ENTRIES = 200;
@@ -17,7 +19,11 @@ const STATUS_TAIL_ENTRIES = 200;
 export function subagentsHost(kit: HostFeatureKit): HostFeature {
   const { enabled, maxPerRun } = kit.config.subagents;
   if (!enabled) return { name: 'subagents' };
-  return { name: 'subagents', status: (_channelId, conversationId) => childrenStatus(kit.redis, kit.prefix, conversationId, maxPerRun) };
+  return {
+    name: 'subagents',
+    status: (_channelId, conversationId) => childrenStatus(kit.redis, kit.prefix, conversationId, maxPerRun),
+    console: { api: (route) => registerSubagentsApi(route, kit), panel: subagentsPanel },
+  };
 }
 
 /** `Subagents: 1 running, 1 finished (…)` for the active run's children; nothing without an active run or children. */
