@@ -6,16 +6,10 @@
  * and gives up on any other 4xx. The access token is removed from every message.
  */
 import { HTTPFetchError } from '@line/bot-sdk';
-import { ChannelApiError, redactSecrets } from 'steerbot/plugin';
+import { ChannelApiError, redactSecrets, retryAfterMs } from 'steerbot/plugin';
 
 /** A Messaging API call failed. */
 export class LineApiError extends ChannelApiError {}
-
-/** Seconds of a `Retry-After` header, in ms; undefined when absent or not a number of seconds. */
-function retryAfterHeader(value: string | null | undefined): number | undefined {
-  const seconds = value == null ? Number.NaN : Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
-}
 
 /** The `message` of LINE's error body (`{ message, details: [{ message, property }] }`), short. */
 function lineMessage(body: string): string {
@@ -34,7 +28,7 @@ export function lineError(what: string, err: unknown, token: string, defaultRetr
   if (err instanceof HTTPFetchError) {
     const message = redactSecrets(`line ${what} failed: ${err.status} ${lineMessage(err.body)}`.slice(0, 500), token);
     if (err.status === 429) {
-      return new LineApiError(message, { status: 429, retryAfterMs: retryAfterHeader(err.headers.get('retry-after')) ?? defaultRetryMs, cause: err });
+      return new LineApiError(message, { status: 429, retryAfterMs: retryAfterMs(err.headers.get('retry-after')) ?? defaultRetryMs, cause: err });
     }
     return new LineApiError(message, { status: err.status });
   }

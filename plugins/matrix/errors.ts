@@ -6,7 +6,7 @@
  * 429 after `retryAfterMs` and a 5xx or network error with backoff, and
  * gives up on any other 4xx. The access token is removed from every message.
  */
-import { ChannelApiError, redactSecrets } from 'steerbot/plugin';
+import { ChannelApiError, redactSecrets, retryAfterMs } from 'steerbot/plugin';
 
 /** A client-server API call failed. `errcode`: Matrix's code (`M_FORBIDDEN`, …) when it named one. */
 export class MatrixApiError extends ChannelApiError {
@@ -21,8 +21,7 @@ export class MatrixApiError extends ChannelApiError {
 function retryAfterOf(body: Record<string, unknown>, header: string | null): number | undefined {
   const ms = body.retry_after_ms;
   if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) return ms;
-  const seconds = header == null ? Number.NaN : Number(header);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+  return retryAfterMs(header);
 }
 
 /** The error of a non-2xx answer. `defaultRetryMs`: the wait of a 429 that names none. */

@@ -8,7 +8,7 @@
  */
 import type { WebClient } from '@slack/web-api';
 import type { OutboundFile } from 'steerbot/channel';
-import { ChannelApiError } from 'steerbot/plugin';
+import { ChannelApiError, retryAfterMs } from 'steerbot/plugin';
 import { call } from './api.js';
 import type { SlackTarget } from './conversation.js';
 
@@ -58,11 +58,9 @@ async function postBytes(fetchFn: typeof fetch, url: string, file: OutboundFile)
   }
   await res.arrayBuffer().catch(() => undefined);
   if (res.ok) return;
-  // Seconds; absent or unreadable: 1 s (`Number(null)` would be 0: an immediate retry).
-  const header = res.headers.get('retry-after');
-  const retryAfter = header === null ? Number.NaN : Number(header);
+  // Absent, unreadable or 0: 1 s, never an immediate retry.
   throw new ChannelApiError(`slack file upload failed: HTTP ${res.status}`, {
     status: res.status,
-    ...(res.status === 429 && { retryAfterMs: (Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1) * 1000 }),
+    ...(res.status === 429 && { retryAfterMs: retryAfterMs(res.headers.get('retry-after')) || 1000 }),
   });
 }

@@ -36,11 +36,11 @@ import {
   blockingConnection,
   defineScript,
   type HttpRequest,
-  type HttpResponse,
   HttpTimeoutError,
   type RedisClient,
   RedisLease,
   replyStreamKey,
+  retryAfterMs,
 } from 'steerbot/plugin';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
@@ -85,15 +85,6 @@ const PARALLEL = 8;
 
 /** A status worth retrying: the receiver may accept the same request later. */
 const retryable = (status: number) => status === 408 || status === 425 || status === 429 || status >= 500;
-
-/** Wait asked by a `Retry-After` header (seconds or an HTTP date), in ms. */
-function retryAfterMs(res: HttpResponse, now: number): number | undefined {
-  const h = res.headers['retry-after'];
-  if (!h) return undefined;
-  if (/^\d+$/.test(h)) return Number(h) * 1000;
-  const at = Date.parse(h);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
 
 /** How one POST ended. */
 type Outcome = { kind: 'taken' } | { kind: 'refused'; status: number } | { kind: 'failed'; why: string; retryAfterMs?: number };
@@ -417,7 +408,7 @@ export class CallbackPump {
       await res.discard();
       if (res.ok) return { kind: 'taken' };
       if (!retryable(res.status)) return { kind: 'refused', status: res.status };
-      const after = retryAfterMs(res, this.now());
+      const after = retryAfterMs(res.headers['retry-after'], this.now());
       return { kind: 'failed', why: `HTTP ${res.status}`, ...(after !== undefined && { retryAfterMs: after }) };
     } catch (err) {
       return { kind: 'failed', why: err instanceof HttpTimeoutError ? 'timeout' : `network error (${(err as Error).message})` };

@@ -4,7 +4,7 @@
  * and gives up on anything else), carrying the Graph error `graphCode`; the
  * access token is removed from every message.
  */
-import { ChannelApiError, redactSecrets } from 'steerbot/plugin';
+import { ChannelApiError, redactSecrets, retryAfterMs } from 'steerbot/plugin';
 
 /** Graph error code of a reply refused because the 24-hour customer-service window is closed ("re-engagement message"). */
 export const WINDOW_CLOSED_CODE = 131047;
@@ -38,12 +38,6 @@ interface GraphErrorBody {
   error?: { message?: unknown; code?: unknown; error_data?: { details?: unknown } };
 }
 
-/** Seconds of a `Retry-After` header, in ms; undefined when absent or not a number of seconds. */
-function retryAfterHeader(value: string | null): number | undefined {
-  const seconds = value === null ? Number.NaN : Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
-}
-
 /** Builds the error of a non-2xx Graph answer. `defaultRetryMs`: the wait of a rate limit that names none. */
 export function graphError(what: string, status: number, body: unknown, retryAfter: string | null, token: string, defaultRetryMs: number): WhatsAppApiError {
   const err = (body as GraphErrorBody | undefined)?.error;
@@ -55,7 +49,7 @@ export function graphError(what: string, status: number, body: unknown, retryAft
   if (status === 429 || (code !== undefined && RATE_LIMIT_CODES.has(code))) {
     return new WhatsAppApiError(message, {
       status: 429,
-      retryAfterMs: retryAfterHeader(retryAfter) ?? defaultRetryMs,
+      retryAfterMs: retryAfterMs(retryAfter) ?? defaultRetryMs,
       ...(code !== undefined && { graphCode: code }),
     });
   }

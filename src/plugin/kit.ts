@@ -75,6 +75,7 @@ export { type AccessVerdict, checkAccess, type PageAccess, type PageGuard, sameO
 export { assetRoute, pageHead } from '../http/page-shell.js';
 // The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
 export { replayWindowSeconds, type StaleReason, staleDelivery } from '../http/replay-window.js';
+export { retryAfterMs } from '../http/retry-after.js';
 export type { HttpRoute, RouteHeaders, RouteRegistry, RouteRequest, RouteResponse } from '../http/routes.js';
 export { eventStream, json, readJsonBody } from '../http/routes.js';
 export { checkSignature, SIGNATURE_HEADER, sign, signedHeaders, TIMESTAMP_HEADER } from '../http/signature.js';
