@@ -7,7 +7,8 @@ import { matrixConfigSchema } from '../../plugins/matrix/config.js';
 import { matrixError } from '../../plugins/matrix/errors.js';
 import { mayJoin } from '../../plugins/matrix/inbound.js';
 import { afterOwnJoin, normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
-import { isModerator, txnIdOf } from '../../plugins/matrix/outbound.js';
+import { isModerator } from '../../plugins/matrix/outbound.js';
+import { txnIdOf } from '../../plugins/matrix/send.js';
 
 const ROOM = '!room:example.org';
 const ctx = { channelId: 'matrix', roomId: ROOM, selfId: '@bot:example.org', group: false };
