@@ -50,6 +50,39 @@ describe('matrix normalizeEvent', () => {
     expect(reason({ type: 'm.room.message' })).toBe('unreadable');
   });
 
+  it('turns media into an attachment by its mxc:// URI, a caption (body beside a filename) as the text', () => {
+    const image = text(
+      'look at this',
+      {},
+      { msgtype: 'm.image', filename: 'cat.png', url: 'mxc://example.org/AbC_1-x', info: { mimetype: 'image/png', size: 12 } },
+    );
+    expect(normalizeEvent(ctx, image)).toMatchObject({
+      kind: 'message',
+      message: { text: 'look at this', attachments: [{ kind: 'image', ref: 'mxc://example.org/AbC_1-x', name: 'cat.png', mime: 'image/png', size: 12 }] },
+    });
+    const voice = text('Voice message', {}, { msgtype: 'm.audio', url: 'mxc://[::1]:8448/v1', 'org.matrix.msc3245.voice': {} });
+    expect(normalizeEvent(ctx, voice)).toMatchObject({ kind: 'message', message: { text: '', attachments: [{ kind: 'audio', name: 'Voice message' }] } });
+  });
+
+  it('skips media whose URI is missing or off the mxc:// grammar, and encrypted media', () => {
+    const reason = (content: Record<string, unknown>) => {
+      const r = normalizeEvent(ctx, text('f.pdf', {}, { msgtype: 'm.file', ...content }));
+      return r.kind === 'skip' ? r.reason : 'message';
+    };
+    for (const url of [
+      'mxc://example.org/../../admin',
+      'mxc://example.org/a/b',
+      'mxc://ex ample.org/id',
+      'https://example.org/f.pdf',
+      'mxc://example.org/',
+      42,
+    ])
+      expect(reason({ url })).toBe('bad-media');
+    expect(reason({})).toBe('bad-media');
+    expect(reason({ file: { url: 'mxc://example.org/enc' } })).toBe('unsupported-type');
+    expect(reason({ url: 'mxc://example.org:8448/good' })).toBe('message');
+  });
+
   it("records a reply's target and keeps only the person's own text", () => {
     const reply = text(
       '> <@bot:example.org> the earlier answer\n> second line\n\nthanks!',
