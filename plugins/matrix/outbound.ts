@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
+import { MatrixApiError } from './errors.js';
 import { fileContent } from './files-out.js';
 import { markdownToMatrixHtml } from './markdown.js';
 import { downloadMedia, UploadLimit } from './media.js';
@@ -120,7 +121,11 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
       const key = opts.deliveryKey;
       let mxc = key === undefined ? undefined : uploaded.get(key);
       if (mxc === undefined) {
-        mxc = await client.upload(file.bytes, file.mimeType, file.name, { timeoutMs: o.mediaTimeoutMs });
+        mxc = await client.upload(file.bytes, file.mimeType, file.name, { timeoutMs: o.mediaTimeoutMs }).catch((err: unknown) => {
+          // The homeserver's limit is lower than the one known: learn it now, for the next file.
+          if (err instanceof MatrixApiError && err.status === 413) void limit.refresh();
+          throw err;
+        });
         if (key !== undefined) uploaded.set(key, mxc);
         if (uploaded.size > UPLOAD_MEMORY) uploaded.delete(uploaded.keys().next().value as string);
       }

@@ -112,6 +112,17 @@ describe('matrix files out', () => {
     expect(matrix.texts(room)).toEqual(["[file huge.zip could not be sent here: it is larger than this channel's limit of 1 KB]"]);
   });
 
+  it('learns a lowered upload limit from a 413 M_TOO_LARGE at once', async () => {
+    matrix.media.uploadLimit = 3000;
+    await outbound.typing!(cid);
+    await waitFor(() => outbound.maxFileBytes === 3000, 5000, 'the media config read');
+    matrix.media.uploadLimit = 100;
+
+    await expect(outbound.sendFile!(cid, { name: 'a.pdf', mimeType: 'application/pdf', bytes: new Uint8Array(200) })).rejects.toMatchObject({ status: 413 });
+    await waitFor(() => outbound.maxFileBytes === 100, 5000, 'the lowered limit');
+    expect(matrix.sent).toHaveLength(0);
+  });
+
   it('retries an upload refused with 429 through delivery and sends exactly one file message', async () => {
     matrix.failNext('upload', { status: 429, errcode: 'M_LIMIT_EXCEEDED', retryAfterMs: 20 });
     expect(await delivery('run-429').file({ name: 'report.pdf', mimeType: 'application/pdf', bytes: PDF }, { key: 'k_429' })).toEqual({ outcome: 'sent' });
