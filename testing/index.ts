@@ -47,6 +47,7 @@ export {
   startFakeLine,
   webhookEventId,
 } from './fakes/line-server.js';
+export { type MatrixMedia, MatrixMediaStore, type MediaAnswer, type MediaRoute } from './fakes/matrix-media.js';
 export {
   FakeMatrix,
   type FakeMatrixOptions,

@@ -42,6 +42,9 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
     redis: deps.redis,
     prefix: deps.prefix,
     reactions: cfg.reactions,
+    maxFileBytes: cfg.maxFileBytes,
+    mediaTimeoutMs: cfg.mediaTimeoutMs,
+    logger,
     ...(cfg.streaming && { streamEditIntervalMs: cfg.streamEditIntervalMs }),
   });
   const inbound = new MatrixInbound({ channelId: MATRIX_PLUGIN_ID, client, selfId: cfg.userId, autoJoin: cfg.autoJoin, logger });

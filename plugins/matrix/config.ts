@@ -34,6 +34,12 @@ export const matrixConfigSchema = z.strictObject({
     .describe(
       'Lease of the one syncing host, in ms (renewed every third of it); a standby host takes over this long after the syncing one died. Default 60 000.',
     ),
+  maxFileBytes: int(1, 2 ** 31)
+    .default(52_428_800)
+    .describe(
+      "Largest file sent, in bytes, until the homeserver names its own limit (`m.upload.size` of `/_matrix/client/v1/media/config`, which wins). Default 52 428 800 (50 MiB, Synapse's default).",
+    ),
+  mediaTimeoutMs: int(1000, 600_000).default(120_000).describe('Timeout of one media upload or download, in ms. Default 120 000.'),
   timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one call other than `/sync`, in ms. Default 15 000.'),
   rateLimitRetryMs: int(100, 600_000)
     .default(5000)

@@ -1,7 +1,7 @@
 /**
  * The Matrix channel's inbound side: one `/sync` answer at a time. Invites
  * are joined when `autoJoin` lets their sender in; each joined room's new
- * `m.text` messages are normalized and handed to the host, in order. The
+ * text and media messages are normalized and handed to the host, in order. The
  * first `/sync` of a bot with no stored `since` only learns where "now" is,
  * and a newly joined room's history before the bot's join is skipped: both
  * were written before the bot listened, and are not answered.
@@ -99,7 +99,8 @@ export class MatrixInbound {
     for (const raw of events) {
       const normalized = normalizeEvent({ channelId: this.o.channelId, roomId, selfId: this.o.selfId, group }, raw);
       if (normalized.kind === 'skip') {
-        if (normalized.reason !== 'own' && normalized.reason !== 'not-a-message')
+        if (normalized.reason === 'bad-media') this.o.logger.warn({ roomId }, 'matrix media message with a bad mxc:// URI ignored');
+        else if (normalized.reason !== 'own' && normalized.reason !== 'not-a-message')
           this.o.logger.debug({ roomId, reason: normalized.reason }, 'matrix event ignored');
         continue;
       }

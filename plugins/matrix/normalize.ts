@@ -3,12 +3,19 @@
  * `<channel id>:<event id>` (an event id is unique on its homeserver and the
  * same in every `/sync` that carries it, so a repeat is a duplicate);
  * conversation `<channel id>:<room id>`, a group when the room has more than
- * two joined members. Only `m.text` messages from others are passed on:
- * notices (bots talk to each other with them), emotes, media, edits and the
- * bot's own messages are skipped.
+ * two joined members. `m.text` messages and media (`m.image`, `m.file`,
+ * `m.audio` — voice messages are audio —, `m.video`) from others are passed
+ * on, media as attachments referenced by their `mxc://` URI (checked here,
+ * fetched only when a prompt is built); notices (bots talk to each other
+ * with them), emotes, edits and the bot's own messages are skipped.
  */
 import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
+import { parseMxc } from './media.js';
 import { type TimelineEvent, timelineEventSchema } from './sync-schema.js';
+
+/** Attachment kind by media message type. */
+const MEDIA_KINDS: Record<string, Attachment['kind']> = { 'm.image': 'image', 'm.file': 'file', 'm.audio': 'audio', 'm.video': 'video' };
 
 /** A room id, `!opaque:server`. */
 const ROOM_ID = /^![^\s:]+:\S+$/;
@@ -24,7 +31,30 @@ export function roomOf(channelId: string, conversationId: string): string | unde
 }
 
 /** Why an event is not passed on. */
-export type SkipReason = 'unreadable' | 'not-a-message' | 'own' | 'unsupported-type' | 'edit' | 'empty';
+export type SkipReason = 'unreadable' | 'not-a-message' | 'own' | 'unsupported-type' | 'bad-media' | 'edit' | 'empty';
+
+type Content = Record<string, unknown>;
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * The text and attachment of a media message: its `body` is a caption when
+ * a `filename` differs from it (the spec's media captions), else the file
+ * name. `bad-media`: no `url`, or one off the `mxc://` grammar; an encrypted
+ * file (`file` instead of `url`) is unsupported.
+ */
+function mediaOf(kind: Attachment['kind'], content: Content): { text: string; attachment: Attachment } | SkipReason {
+  const url = str(content.url);
+  if (url === undefined) return content.file === undefined ? 'bad-media' : 'unsupported-type';
+  if (!parseMxc(url)) return 'bad-media';
+  const body = str(content.body) ?? '';
+  const filename = str(content.filename);
+  const info = (typeof content.info === 'object' && content.info !== null ? content.info : {}) as Content;
+  const mime = str(info.mimetype);
+  const size = typeof info.size === 'number' && Number.isSafeInteger(info.size) && info.size >= 0 ? info.size : undefined;
+  const name = (filename ?? body).slice(0, 512);
+  const attachment: Attachment = { kind, ref: url, ...(name && { name }), ...(mime && { mime: mime.slice(0, 128) }), ...(size !== undefined && { size }) };
+  return { text: filename !== undefined && filename !== body ? body : '', attachment };
+}
 
 /** What `normalizeEvent` needs besides the event. */
 export interface NormalizeContext {
@@ -62,12 +92,16 @@ export function normalizeEvent(
   if (event.type !== 'm.room.message') return { kind: 'skip', reason: 'not-a-message' };
   if (event.sender === ctx.selfId) return { kind: 'skip', reason: 'own' };
   const content = event.content ?? {};
-  if (content.msgtype !== 'm.text' || typeof content.body !== 'string') return { kind: 'skip', reason: 'unsupported-type' };
+  const mediaKind = typeof content.msgtype === 'string' ? MEDIA_KINDS[content.msgtype] : undefined;
+  const media = mediaKind === undefined ? undefined : mediaOf(mediaKind, content);
+  if (typeof media === 'string') return { kind: 'skip', reason: media };
+  if ((content.msgtype !== 'm.text' && !media) || typeof content.body !== 'string') return { kind: 'skip', reason: 'unsupported-type' };
   const relation = (typeof content['m.relates_to'] === 'object' && content['m.relates_to'] !== null ? content['m.relates_to'] : {}) as Relation;
   if (relation.rel_type === 'm.replace') return { kind: 'skip', reason: 'edit' };
   const replyTo = typeof relation['m.in_reply_to']?.event_id === 'string' ? relation['m.in_reply_to'].event_id : undefined;
-  const text = replyTo === undefined ? content.body : stripReplyFallback(content.body);
-  if (text.trim() === '') return { kind: 'skip', reason: 'empty' };
+  const body = media ? media.text : content.body;
+  const text = replyTo === undefined ? body : stripReplyFallback(body);
+  if (text.trim() === '' && !media) return { kind: 'skip', reason: 'empty' };
   const message: InboundMessage = {
     conversationId: conversationIdOf(ctx.channelId, ctx.roomId),
     updateKey: `${ctx.channelId}:${event.event_id}`,
@@ -77,6 +111,7 @@ export function normalizeEvent(
     messageId: event.event_id,
     ...(ctx.group && { group: true }),
     ...(replyTo !== undefined && { replyTo: { messageId: replyTo } }),
+    ...(media && { attachments: [media.attachment] }),
   };
   return { kind: 'message', message, event };
 }

@@ -1,26 +1,32 @@
 /**
- * The Matrix channel's outbound side: `m.text` messages, replies, edits for
- * streaming (`m.replace`), typing, status reactions (`m.reaction`) and who
- * moderates a room (power levels), over the client-server API.
+ * The Matrix channel's outbound side: `m.text` messages (Markdown rendered to
+ * `formatted_body`, the plain `body` kept), replies, edits for streaming
+ * (`m.replace`), files (`files-out.ts`), attachment downloads (`media.ts`),
+ * typing, status reactions (`reactions.ts`) and who moderates a room (power
+ * levels), over the client-server API.
  *
- * A message is sent with `PUT …/send/m.room.message/{txnId}` and the
+ * A message or file is sent with `PUT …/send/m.room.message/{txnId}` and the
  * delivery key as its transaction id: the homeserver answers a repeated
  * transaction id of the same access token with the event it already made,
  * so a takeover's resend of a message whose outcome was never recorded
  * (`maybeSentSince`) is not shown twice. Homeservers keep transaction ids
- * for a while only (Synapse: about 30 minutes), ample for a takeover.
- *
- * Text goes out as written (`body` only): no Markdown converter is among
- * the dependencies, and clients show a plain body as it is. Buttons have no
- * Matrix equivalent: the text says what to send instead.
+ * for a while only (Synapse: about 30 minutes), ample for a takeover. A
+ * file's upload comes first and has no such id: an upload repeated by a
+ * takeover leaves an unused media item on the homeserver, never a second
+ * message. Buttons have no Matrix equivalent: the text says what to send
+ * instead.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import type { ChannelOutbound, SendOptions } from 'steerbot/channel';
-import { InvalidInputError, type ReactionStatus, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
+import { randomUUID } from 'node:crypto';
+import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
+import { InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import { MatrixApiError } from './errors.js';
-import { reactionsKey } from './keys.js';
+import { fileContent } from './files-out.js';
+import { markdownToMatrixHtml } from './markdown.js';
+import { downloadMedia, UploadLimit } from './media.js';
 import { roomOf } from './normalize.js';
+import { react } from './reactions.js';
+import { sendEvent, txnIdOf } from './send.js';
 
 /**
  * Longest message, in characters. An event may be at most 65 536 bytes of
@@ -46,10 +52,26 @@ export interface MatrixOutboundOptions {
   streamEditIntervalMs?: number;
   /** Status reactions on the person's messages; absent or false: none. */
   reactions?: ReactionsSetting;
+  /** Largest file sent until the homeserver names its own limit, in bytes. */
+  maxFileBytes: number;
+  /** Timeout of one upload or download, in ms. */
+  mediaTimeoutMs: number;
+  logger: Logger;
 }
 
-/** A transaction id made from `key` (URL-safe, the same on every retry). */
-export const txnIdOf = (key: string): string => `sb-${createHash('sha256').update(key).digest('base64url').slice(0, 32)}`;
+/** Most delivery keys whose upload is remembered while their send is retried. */
+const UPLOAD_MEMORY = 256;
+
+/** Largest event content sent with its `formatted_body`, in bytes of JSON (an event holds at most 65 536 with its envelope); past it the plain text goes alone. */
+const FORMATTED_MAX_BYTES = 60_000;
+
+/** `m.text` content of `text`: with the Markdown rendered as `formatted_body` when `format` asks and it fits. */
+function textContent(text: string, format: EditOptions['format']): Record<string, unknown> {
+  const content: Record<string, unknown> = { msgtype: 'm.text', body: text };
+  if (format !== 'markdown') return content;
+  const formatted = { ...content, format: 'org.matrix.custom.html', formatted_body: markdownToMatrixHtml(text) };
+  return Buffer.byteLength(JSON.stringify(formatted)) <= FORMATTED_MAX_BYTES ? formatted : content;
+}
 
 /** The room of a conversation; throws InvalidInputError for one that is not this channel's. */
 function roomIdOf(channelId: string, conversationId: string): string {
@@ -60,12 +82,6 @@ function roomIdOf(channelId: string, conversationId: string): string {
 
 function checkLength(text: string): void {
   if (text.length > MATRIX_MAX_MESSAGE_CHARS) throw new InvalidInputError(`a Matrix message holds at most ${MATRIX_MAX_MESSAGE_CHARS} characters here`);
-}
-
-/** The `event_id` of a send's answer. */
-function eventIdOf(answer: Record<string, unknown>): string {
-  if (typeof answer.event_id !== 'string' || answer.event_id === '') throw new MatrixApiError('matrix send: the answer named no event id', { status: 502 });
-  return answer.event_id;
 }
 
 /**
@@ -83,10 +99,9 @@ export function isModerator(powerLevels: Record<string, unknown>, userId: string
 /** Builds the outbound side. Every method throws ChannelApiError (a MatrixApiError; 429: `retryAfterMs`). */
 export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound {
   const { client, channelId } = o;
-
-  async function sendEvent(roomId: string, type: string, txnId: string, content: Record<string, unknown>): Promise<string> {
-    return eventIdOf(await client.call(`send ${type}`, 'PUT', `rooms/${seg(roomId)}/send/${seg(type)}/${seg(txnId)}`, { body: content }));
-  }
+  const limit = new UploadLimit(client, o.maxFileBytes, o.logger);
+  // Uploads whose send has not gone through yet, by delivery key: a retried send (a 429) names the same media.
+  const uploaded = new Map<string, string>();
 
   const outbound: ChannelOutbound = {
     channelId,
@@ -95,20 +110,48 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
       const roomId = roomIdOf(channelId, conversationId);
       checkLength(text);
-      const content: Record<string, unknown> = { msgtype: 'm.text', body: text };
+      const content = textContent(text, opts.format);
       if (opts.replyTo !== undefined) content['m.relates_to'] = { 'm.in_reply_to': { event_id: opts.replyTo } };
       const txnId = opts.deliveryKey === undefined ? randomUUID() : txnIdOf(opts.deliveryKey);
-      return { messageId: await sendEvent(roomId, 'm.room.message', txnId, content) };
+      return { messageId: await sendEvent(client, roomId, 'm.room.message', txnId, content) };
     },
 
-    async edit(conversationId: string, messageId: string, text: string) {
+    async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {
+      const roomId = roomIdOf(channelId, conversationId);
+      const key = opts.deliveryKey;
+      let mxc = key === undefined ? undefined : uploaded.get(key);
+      if (mxc === undefined) {
+        mxc = await client.upload(file.bytes, file.mimeType, file.name, { timeoutMs: o.mediaTimeoutMs }).catch((err: unknown) => {
+          // The homeserver's limit is lower than the one known: learn it now, for the next file.
+          if (err instanceof MatrixApiError && err.status === 413) void limit.refresh();
+          throw err;
+        });
+        if (key !== undefined) uploaded.set(key, mxc);
+        if (uploaded.size > UPLOAD_MEMORY) uploaded.delete(uploaded.keys().next().value as string);
+      }
+      const txnId = key === undefined ? randomUUID() : txnIdOf(key);
+      const messageId = await sendEvent(client, roomId, 'm.room.message', txnId, fileContent(file, mxc, opts.replyTo));
+      if (key !== undefined) uploaded.delete(key);
+      return { messageId };
+    },
+
+    /** The homeserver's `m.upload.size` once asked (when a run starts typing, at most hourly), else the configured `maxFileBytes`. */
+    get maxFileBytes() {
+      return limit.bytes();
+    },
+
+    async fetchAttachment(attachment, { maxBytes, signal }) {
+      return downloadMedia(client, attachment, { maxBytes, timeoutMs: o.mediaTimeoutMs, ...(signal && { signal }) });
+    },
+
+    async edit(conversationId: string, messageId: string, text: string, opts: EditOptions = {}) {
       const roomId = roomIdOf(channelId, conversationId);
       checkLength(text);
       const fallback = text.length > EDIT_FALLBACK_CHARS ? `${text.slice(0, EDIT_FALLBACK_CHARS)}…` : text;
-      await sendEvent(roomId, 'm.room.message', randomUUID(), {
+      await sendEvent(client, roomId, 'm.room.message', randomUUID(), {
         msgtype: 'm.text',
         body: `* ${fallback}`,
-        'm.new_content': { msgtype: 'm.text', body: text },
+        'm.new_content': textContent(text, opts.format),
         'm.relates_to': { rel_type: 'm.replace', event_id: messageId },
       });
     },
@@ -120,6 +163,7 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
 
     async typing(conversationId: string) {
       const roomId = roomIdOf(channelId, conversationId);
+      limit.bytes(); // a run starts: the upload limit is asked, if not within the hour, before a file may come
       await client.call('typing', 'PUT', `rooms/${seg(roomId)}/typing/${seg(o.selfId)}`, { body: { typing: true, timeout: TYPING_TIMEOUT_MS } });
     },
   };
@@ -131,35 +175,4 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
   if (reactions)
     outbound.react = (conversationId, messageId, status) => react(o, reactions, roomIdOf(channelId, conversationId), conversationId, messageId, status);
   return outbound;
-}
-
-/**
- * Shows `status` on a message: an `m.reaction` annotation with the status's
- * emoji, after which the bot's previous one on that message is redacted.
- * The transaction ids come from the message and status, so a repeat (a
- * takeover) makes no second reaction. Only a `taken` reaction is kept in
- * Redis: the last status of a message replaces it and is not replaced.
- */
-async function react(
-  o: MatrixOutboundOptions,
-  reactions: Record<ReactionStatus, string>,
-  roomId: string,
-  conversationId: string,
-  messageId: string,
-  status: ReactionStatus,
-): Promise<void> {
-  const key = reactionsKey(o.prefix, conversationId);
-  const previous = await o.redis.hget(key, messageId);
-  const [previousStatus, previousId] = previous === null ? [] : [previous.slice(0, previous.indexOf(':')), previous.slice(previous.indexOf(':') + 1)];
-  if (previousStatus === status) return;
-  const content = { 'm.relates_to': { rel_type: 'm.annotation', event_id: messageId, key: reactions[status] } };
-  const answer = await o.client.call('reaction', 'PUT', `rooms/${seg(roomId)}/send/m.reaction/${seg(txnIdOf(`react:${messageId}:${status}`))}`, {
-    body: content,
-  });
-  if (status === 'taken') await o.redis.hset(key, messageId, `${status}:${eventIdOf(answer)}`);
-  if (previousId) {
-    const txnId = txnIdOf(`unreact:${previousId}`);
-    await o.client.call('redact reaction', 'PUT', `rooms/${seg(roomId)}/redact/${seg(previousId)}/${seg(txnId)}`, { body: {} });
-  }
-  if (status !== 'taken') await o.redis.hdel(key, messageId);
 }

@@ -7,7 +7,8 @@ import { matrixConfigSchema } from '../../plugins/matrix/config.js';
 import { matrixError } from '../../plugins/matrix/errors.js';
 import { mayJoin } from '../../plugins/matrix/inbound.js';
 import { afterOwnJoin, normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
-import { isModerator, txnIdOf } from '../../plugins/matrix/outbound.js';
+import { isModerator } from '../../plugins/matrix/outbound.js';
+import { txnIdOf } from '../../plugins/matrix/send.js';
 
 const ROOM = '!room:example.org';
 const ctx = { channelId: 'matrix', roomId: ROOM, selfId: '@bot:example.org', group: false };
@@ -47,6 +48,39 @@ describe('matrix normalizeEvent', () => {
     expect(reason(text('   '))).toBe('empty');
     expect(reason({ type: 'm.room.encrypted', event_id: '$x', sender: '@ann:example.org', content: {} })).toBe('not-a-message');
     expect(reason({ type: 'm.room.message' })).toBe('unreadable');
+  });
+
+  it('turns media into an attachment by its mxc:// URI, a caption (body beside a filename) as the text', () => {
+    const image = text(
+      'look at this',
+      {},
+      { msgtype: 'm.image', filename: 'cat.png', url: 'mxc://example.org/AbC_1-x', info: { mimetype: 'image/png', size: 12 } },
+    );
+    expect(normalizeEvent(ctx, image)).toMatchObject({
+      kind: 'message',
+      message: { text: 'look at this', attachments: [{ kind: 'image', ref: 'mxc://example.org/AbC_1-x', name: 'cat.png', mime: 'image/png', size: 12 }] },
+    });
+    const voice = text('Voice message', {}, { msgtype: 'm.audio', url: 'mxc://[::1]:8448/v1', 'org.matrix.msc3245.voice': {} });
+    expect(normalizeEvent(ctx, voice)).toMatchObject({ kind: 'message', message: { text: '', attachments: [{ kind: 'audio', name: 'Voice message' }] } });
+  });
+
+  it('skips media whose URI is missing or off the mxc:// grammar, and encrypted media', () => {
+    const reason = (content: Record<string, unknown>) => {
+      const r = normalizeEvent(ctx, text('f.pdf', {}, { msgtype: 'm.file', ...content }));
+      return r.kind === 'skip' ? r.reason : 'message';
+    };
+    for (const url of [
+      'mxc://example.org/../../admin',
+      'mxc://example.org/a/b',
+      'mxc://ex ample.org/id',
+      'https://example.org/f.pdf',
+      'mxc://example.org/',
+      42,
+    ])
+      expect(reason({ url })).toBe('bad-media');
+    expect(reason({})).toBe('bad-media');
+    expect(reason({ file: { url: 'mxc://example.org/enc' } })).toBe('unsupported-type');
+    expect(reason({ url: 'mxc://example.org:8448/good' })).toBe('message');
   });
 
   it("records a reply's target and keeps only the person's own text", () => {

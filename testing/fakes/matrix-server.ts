@@ -9,12 +9,15 @@
  * events come back in its `/sync`, as on a real server. It also serves
  * `join`, `typing`, `redact`, `joined_members` and the power levels, checks the bearer
  * token, records every call, and can fail the next calls of a kind (429
- * `M_LIMIT_EXCEEDED` with `retry_after_ms`, 500).
+ * `M_LIMIT_EXCEEDED` with `retry_after_ms`, 500), uploads included. Its
+ * media repository (`media`: uploads, the media config, authenticated
+ * downloads) is in `matrix-media.ts`.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { MatrixMediaStore, mediaRoute } from './matrix-media.js';
 
 /** Test credentials and ids. */
 export const MATRIX_TEST = {
@@ -27,7 +30,7 @@ export const MATRIX_ALICE = '@alice:fake.test';
 export const MATRIX_BOB = '@bob:fake.test';
 
 /** The kinds of call the fake serves. */
-export type MatrixCallKind = 'sync' | 'send' | 'join' | 'typing' | 'redact' | 'members' | 'power-levels';
+export type MatrixCallKind = 'sync' | 'send' | 'join' | 'typing' | 'redact' | 'members' | 'power-levels' | 'upload' | 'media-config' | 'download';
 
 /** One call the fake received. */
 export interface MatrixCall {
@@ -103,11 +106,11 @@ export interface FakeMatrixOptions {
 
 const newEventId = () => `$${randomBytes(24).toString('base64url')}`;
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -131,6 +134,8 @@ export class FakeMatrix {
   readonly typing: string[] = [];
   /** Event ids the bot redacted. */
   readonly redacted = new Set<string>();
+  /** The media repository: `uploads`, `uploadLimit` (the media config's `m.upload.size`), `add` a person's file. */
+  readonly media = new MatrixMediaStore('fake.test');
   private readonly rooms = new Map<string, Room>();
   private readonly stream: StreamEntry[] = [];
   private readonly txns = new Map<string, string>();
@@ -247,9 +252,12 @@ export class FakeMatrix {
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const raw = await readBody(req);
+    const bytes = await readBody(req);
     if (req.headers.authorization !== `Bearer ${this.accessToken}`)
       return reply(res, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.' });
+    const media = mediaRoute(req.method ?? 'GET', url.pathname);
+    if (media) return this.serveMedia(media, url, req, res, bytes);
+    const raw = bytes.toString('utf8');
     const route = this.route(req.method ?? 'GET', url.pathname);
     if (!route) return reply(res, 404, { errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' });
     let body: Record<string, any> | undefined;
@@ -267,18 +275,34 @@ export class FakeMatrix {
     };
     if (route.txnId) call.txnId = route.txnId;
     this.calls.push(call);
-    const failure = this.failures[route.kind]?.shift();
-    if (failure) {
-      call.status = failure.status;
-      return reply(res, failure.status, {
-        errcode: failure.errcode ?? 'M_UNKNOWN',
-        error: `error ${failure.status}`,
-        ...(failure.retryAfterMs !== undefined && { retry_after_ms: failure.retryAfterMs }),
-      });
-    }
+    if (this.failed(call, res)) return;
     const [status, answer] = route.kind === 'sync' ? await this.sync(call, req) : this.handle(route, call, body ?? {});
     call.status = status;
     reply(res, status, answer);
+  }
+
+  /** Answers the call with the next injected failure of its kind; whether there was one. */
+  private failed(call: MatrixCall, res: ServerResponse): boolean {
+    const failure = this.failures[call.kind]?.shift();
+    if (!failure) return false;
+    call.status = failure.status;
+    reply(res, failure.status, {
+      errcode: failure.errcode ?? 'M_UNKNOWN',
+      error: `error ${failure.status}`,
+      ...(failure.retryAfterMs !== undefined && { retry_after_ms: failure.retryAfterMs }),
+    });
+    return true;
+  }
+
+  private serveMedia(route: ReturnType<typeof mediaRoute> & object, url: URL, req: IncomingMessage, res: ServerResponse, bytes: Buffer): void {
+    const call: MatrixCall = { kind: route.kind, query: Object.fromEntries(url.searchParams), status: 200 };
+    this.calls.push(call);
+    if (this.failed(call, res)) return;
+    const answer = this.media.answer(route, call.query, req.headers, bytes);
+    call.status = answer.status;
+    if ('json' in answer) return reply(res, answer.status, answer.json);
+    res.writeHead(200, { 'content-type': answer.file.contentType, 'content-length': String(answer.file.data.length) });
+    res.end(answer.file.data);
   }
 
   private route(method: string, pathname: string): { kind: MatrixCallKind; roomId?: string; type?: string; txnId?: string; target?: string } | undefined {

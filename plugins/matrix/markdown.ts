@@ -1,0 +1,96 @@
+/**
+ * Markdown (as models write it) → the HTML subset Matrix clients render in
+ * `formatted_body` (`org.matrix.custom.html`): paragraphs, headings, code
+ * fences and spans, bold, italic, strike, links (http, https and mailto
+ * only), quotes and lists. Every character of the source is escaped before
+ * any tag is added, so HTML in the text (a `<script>`) shows as text. No
+ * Markdown library is among the dependencies; this converter only has to
+ * be good, not perfect: the plain `body` goes with it.
+ */
+
+/** Escapes text for HTML content and quoted attributes. */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+const FENCE_RE = /^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)\s*$/;
+const HEADING_RE = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const QUOTE_RE = /^\s{0,3}>\s?(.*)$/;
+const BULLET_RE = /^\s{0,3}[-*+]\s+(.*)$/;
+const NUMBERED_RE = /^\s{0,3}\d{1,9}[.)]\s+(.*)$/;
+
+type Group = { tag: 'p' | 'blockquote' | 'ul' | 'ol'; lines: string[] };
+
+/** Converts Markdown to Matrix HTML. Pure. */
+export function markdownToMatrixHtml(markdown: string): string {
+  const out: string[] = [];
+  let fence: { marker: string; lang: string; lines: string[] } | undefined;
+  let group: Group | undefined;
+  const flush = () => {
+    if (group?.tag === 'ul' || group?.tag === 'ol') out.push(`<${group.tag}>${group.lines.map((l) => `<li>${l}</li>`).join('')}</${group.tag}>`);
+    else if (group) out.push(`<${group.tag}>${group.lines.join('<br>')}</${group.tag}>`);
+    group = undefined;
+  };
+  const add = (tag: Group['tag'], html: string) => {
+    if (group?.tag !== tag) flush();
+    group ??= { tag, lines: [] };
+    group.lines.push(html);
+  };
+  for (const line of markdown.split('\n')) {
+    if (fence) {
+      const m = FENCE_RE.exec(line);
+      if (m && m[2] === '' && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
+        out.push(preBlock(fence.lang, fence.lines));
+        fence = undefined;
+      } else fence.lines.push(line);
+      continue;
+    }
+    const open = FENCE_RE.exec(line);
+    const h = HEADING_RE.exec(line);
+    const q = QUOTE_RE.exec(line);
+    const b = BULLET_RE.exec(line);
+    const n = NUMBERED_RE.exec(line);
+    if (open) {
+      flush();
+      fence = { marker: open[1]!, lang: open[2]!, lines: [] };
+    } else if (h) {
+      flush();
+      out.push(`<h${h[1]!.length}>${inline(h[2]!)}</h${h[1]!.length}>`);
+    } else if (q) add('blockquote', inline(q[1]!));
+    else if (b) add('ul', inline(b[1]!));
+    else if (n) add('ol', inline(n[1]!));
+    else if (line.trim() === '') flush();
+    else add('p', inline(line));
+  }
+  flush();
+  // An unclosed fence still renders as code (a split part may end inside one).
+  if (fence) out.push(preBlock(fence.lang, fence.lines));
+  return out.join('\n');
+}
+
+function preBlock(lang: string, lines: string[]): string {
+  const cls = lang ? ` class="language-${escapeHtml(lang)}"` : '';
+  return `<pre><code${cls}>${escapeHtml(lines.join('\n'))}</code></pre>`;
+}
+
+const SAFE_URL_RE = /^(https?:\/\/|mailto:)/i;
+
+/** Inline formatting of one line. Code spans and links become placeholders first, so nothing inside them is reformatted. */
+function inline(line: string): string {
+  const held: string[] = [];
+  const hold = (html: string) => `\uE000${held.push(html) - 1}\uE001`;
+  // The placeholder delimiters are private-use characters; drop any the text itself carries.
+  let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (_m, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
+  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text: string, url: string) =>
+    SAFE_URL_RE.test(url) ? hold(`<a href="${escapeHtml(url)}">${escapeHtml(text)}</a>`) : m,
+  );
+  s = escapeHtml(s);
+  // Content never holds a tag (`[^<]`), so the tags these insert cannot cross each other.
+  s = s
+    .replace(/\*\*(?=[^\s<])([^<]+?)(?<=[^\s<])\*\*/g, '<strong>$1</strong>')
+    .replace(/(^|[^\w])__(?=[^\s<])([^<]+?)(?<=[^\s<])__(?!\w)/g, '$1<strong>$2</strong>')
+    .replace(/~~(?=[^\s<])([^<]+?)(?<=[^\s<])~~/g, '<del>$1</del>')
+    .replace(/(^|[^\w*])\*(?=[^\s*<])([^*<]+?)(?<=[^\s*<])\*(?![\w*])/g, '$1<em>$2</em>')
+    .replace(/(^|[^\w])_(?=[^\s_<])([^_<]+?)(?<=[^\s_<])_(?!\w)/g, '$1<em>$2</em>');
+  return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
+}
