@@ -76,6 +76,8 @@ export interface ChannelHarness {
    * with the `reactions` capability.
    */
   reactions?(chatId: string, messageId: string): Promise<string[]>;
+  /** The files the bot sent to chat `chatId`, in order: their names and bytes as the platform keeps them. Required with the `files` capability. */
+  files?(chatId: string): Promise<Array<{ name: string; bytes: Uint8Array }>>;
   /** The buttons under the last message the bot sent to chat `chatId` ([] without any). Required with the `buttons` capability. */
   buttons?(chatId: string): Promise<MessageButton[]>;
   /**
@@ -127,6 +129,8 @@ export interface ChannelCapabilities {
    * message (LINE quick replies, the webhook channel), so it is an ordinary one.
    */
   buttons?: 'interaction' | 'text';
+  /** `outbound.sendFile` sends a file natively (the harness's `files` sees its name and bytes), within the `maxFileBytes` it declares. */
+  files?: boolean;
 }
 
 /** Options of `channelPluginContract`. */
@@ -373,6 +377,23 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
         const { conversationId } = harness.expected(m);
         for (const status of ['taken', 'failed', 'taken', 'answered'] as const) await react(conversationId, messageId, status);
         expect(await shown(m.chatId, messageId)).toEqual([emoji.answered]);
+      });
+    }
+
+    if (capabilities.files) {
+      it('sends a file natively, with its name and bytes intact, and declares the largest it takes', async () => {
+        const send = required(harness.plugin.outbound.sendFile, 'outbound.sendFile').bind(harness.plugin.outbound);
+        const files = required(harness.files, 'harness files()').bind(harness);
+        expect(harness.plugin.outbound.maxFileBytes).toBeGreaterThan(0);
+        const m = msg('send me the notes');
+        await harness.inject(m);
+        await waitForReceive(m);
+        const { conversationId } = harness.expected(m);
+        const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.from([0, 1, 2, 255]), Buffer.from('\n%%EOF\n')]);
+        await send(conversationId, { name: 'notes.pdf', mimeType: 'application/pdf', bytes: pdf, caption: 'the notes' });
+        const sent = await files(m.chatId);
+        expect(sent.map((f) => f.name)).toEqual(['notes.pdf']);
+        expect(Buffer.from(sent[0]!.bytes).equals(pdf)).toBe(true);
       });
     }
 

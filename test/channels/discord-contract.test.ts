@@ -15,7 +15,7 @@ channelPluginContract({
   name: 'discord',
   redisUrl: redisUrl(),
   // The plugin's default status reactions (`reactions: true`); a click is a component interaction.
-  capabilities: { typing: true, edit: true, reactions: { taken: '👀', answered: '✅', failed: '❌' }, buttons: 'interaction' },
+  capabilities: { typing: true, edit: true, reactions: { taken: '👀', answered: '✅', failed: '❌' }, buttons: 'interaction', files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const fake = await FakeDiscord.start({ token: TOKEN });
     const plugin = createDiscordPlugin({ token: TOKEN, apiBase: fake.apiBase, reactions: true }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
@@ -30,6 +30,8 @@ channelPluginContract({
       received: async (chatId: string) => [...fake.messages.values()].filter((x) => x.channel_id === chatId).map((x) => x.content),
       typingCount: async (chatId: string) => fake.callsTo('POST', new RegExp(`^/channels/${chatId}/typing$`)).length,
       reactions: async (chatId: string, messageId: string) => [...(fake.reactions.get(`${chatId}:${messageId}`) ?? [])],
+      files: async (chatId: string) =>
+        [...fake.messages.values()].filter((x) => x.channel_id === chatId).flatMap((x) => (x.files ?? []).map((f) => ({ name: f.filename, bytes: f.data }))),
       buttons: async (chatId: string) => buttonsOf(lastSent(chatId)?.components),
       async click(chatId: string, command: string, sender: ContractMessage['sender']) {
         const message = lastSent(chatId);

@@ -14,7 +14,7 @@ const eventIdOf = (m: ContractMessage) => `$contract${m.updateId}`;
 channelPluginContract({
   name: 'matrix',
   redisUrl: redisUrl(),
-  capabilities: { typing: true, edit: true },
+  capabilities: { typing: true, edit: true, files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const matrix = await startFakeMatrix();
     const plugin = createMatrixPlugin({ ...MATRIX_TEST, homeserverUrl: matrix.url }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
@@ -40,6 +40,10 @@ channelPluginContract({
         return { updateKey: `matrix:${eventIdOf(m)}`, conversationId: `matrix:${roomOf(m)}` };
       },
       received: async (chatId) => matrix.texts(rooms.get(chatId) ?? ''),
+      files: async (chatId) =>
+        matrix.sent
+          .filter((e) => e.roomId === rooms.get(chatId) && typeof e.content.url === 'string')
+          .map((e) => ({ name: String(e.content.filename ?? e.content.body), bytes: matrix.media.get(String(e.content.url))!.data })),
       typingCount: async (chatId) => matrix.typing.filter((r) => r === rooms.get(chatId)).length,
       close: () => matrix.close(),
     };

@@ -47,6 +47,7 @@ function harnessFor(mode: 'socket' | 'events') {
       expected: (m: ContractMessage) => ({ updateKey: `slack:${m.chatId}:${m.updateId}.000100`, conversationId: `slack:${m.chatId}` }),
       received: async (chatId: string) => slack.textsIn(chatId),
       reactions: async (chatId: string, messageId: string) => [...(slack.reactions.get(`${chatId}:${messageId}`) ?? [])],
+      files: async (chatId: string) => slack.uploads.filter((u) => u.channel === chatId).map((u) => ({ name: u.filename, bytes: u.bytes })),
       buttons: async (chatId: string) => buttonsOf(lastSent(chatId)?.blocks),
       // A `block_actions` interaction: over the socket, or a signed form POST to the interactivity route.
       async click(chatId: string, command: string, sender: ContractMessage['sender']) {
@@ -61,6 +62,6 @@ function harnessFor(mode: 'socket' | 'events') {
   };
 }
 
-const capabilities = { edit: true, reactions: REACTIONS, buttons: 'interaction' } as const;
+const capabilities = { edit: true, reactions: REACTIONS, buttons: 'interaction', files: true } as const;
 channelPluginContract({ name: 'slack (socket mode)', redisUrl: redisUrl(), makeHarness: harnessFor('socket'), capabilities });
 channelPluginContract({ name: 'slack (events api)', redisUrl: redisUrl(), makeHarness: harnessFor('events'), capabilities });

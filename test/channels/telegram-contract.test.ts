@@ -47,6 +47,7 @@ function harnessFor(mode: 'webhook' | 'polling') {
       received: async (chatId: string) => tg.sent.filter((s) => String(s.chatId) === chatId).map((s) => s.text),
       typingCount: async (chatId: string) => tg.callsOf('sendChatAction').filter((c) => String(c.payload.chat_id) === chatId).length,
       reactions: async (chatId: string, messageId: string) => tg.reactions.get(`${chatId}:${messageId}`) ?? [],
+      files: async (chatId: string) => tg.sentFiles.filter((f) => String(f.chatId) === chatId).map((f) => ({ name: f.name, bytes: f.bytes })),
       buttons: async (chatId: string) => (lastSent(chatId)?.buttons ?? []).map((b) => ({ label: b.text, command: b.data })),
       // A callback query from the clicker, carrying the button's data, under the bot's last message there.
       async click(chatId: string, command: string, sender: ContractMessage['sender']) {
@@ -59,6 +60,6 @@ function harnessFor(mode: 'webhook' | 'polling') {
   };
 }
 
-const capabilities = { typing: true, edit: true, reactions: REACTIONS, buttons: 'interaction' } as const;
+const capabilities = { typing: true, edit: true, reactions: REACTIONS, buttons: 'interaction', files: true } as const;
 channelPluginContract({ name: 'telegram (webhook)', redisUrl: redisUrl(), makeHarness: harnessFor('webhook'), capabilities });
 channelPluginContract({ name: 'telegram (polling)', redisUrl: redisUrl(), makeHarness: harnessFor('polling'), capabilities });

@@ -16,7 +16,7 @@ channelPluginContract({
   name: 'whatsapp',
   redisUrl: redisUrl(),
   // The plugin's default status reactions (`reactions: true`); a click is an interactive button reply.
-  capabilities: { typing: true, reactions: { taken: '👀', answered: '✅', failed: '❌' }, buttons: 'interaction' },
+  capabilities: { typing: true, reactions: { taken: '👀', answered: '✅', failed: '❌' }, buttons: 'interaction', files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const wa: FakeWhatsApp = await startFakeWhatsApp();
     const plugin = createWhatsAppPlugin(
@@ -45,6 +45,7 @@ channelPluginContract({
       },
       expected,
       received: async (chatId) => wa.sent.filter((s) => s.to === chatOf(chatId)).map((s) => s.text),
+      files: async (chatId) => wa.sent.filter((s) => s.to === chatOf(chatId) && s.media).map((s) => ({ name: s.media!.filename ?? '', bytes: s.media!.data })),
       typingCount: async () => wa.reads.filter((r) => r.typing).length,
       reactions: async (_chatId, messageId) => {
         const emoji = wa.reactions.get(messageId);
