@@ -5,6 +5,7 @@
  * Messages API and the fake Gemini API. The request offers the provider's
  * own search tool, and the answer reaches the person with the URLs the
  * provider searched, http(s) only. A Gemini model before 3 is a start error.
+ * The fakes also carry plain turns, tool calls and non-streaming calls.
  */
 import { generateText } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -131,6 +132,18 @@ describe('native web search on google', () => {
     const declared = body.tools.flatMap((t: { functionDeclarations?: Array<{ name: string }> }) => t.functionDeclarations ?? []);
     expect(declared.map((f: { name: string }) => f.name)).toContain('current_time');
     expect(JSON.stringify(body.systemInstruction)).toContain('run by your provider');
+  });
+
+  it('answers a plain chat turn and a function call through the fake Gemini API', async () => {
+    gemini.script([{ text: 'Hello there.' }, { toolCalls: [{ name: 'current_time', args: {} }] }, { text: 'It is late.' }]);
+    const h = await runner('google', 'gemini-2.5-flash', gemini.url, { currentTime: true });
+
+    expect(await ask(h, 'hi')).toMatchObject({ outcome: 'completed' });
+    expect(await ask(h, 'what time is it?')).toMatchObject({ outcome: 'completed' });
+    expect(h.outbound.texts).toEqual(['Hello there.', 'It is late.']);
+    expect(gemini.requests[0]!.body.tools).not.toContainEqual({ googleSearch: {} });
+    const last = gemini.requests[2]!.body.contents.at(-1);
+    expect(last.parts).toContainEqual({ functionResponse: expect.objectContaining({ id: 'fc_1_0', name: 'current_time' }) });
   });
 
   it('refuses a Gemini 2 model at start, naming the model setting and the other backends', async () => {
