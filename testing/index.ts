@@ -2,7 +2,7 @@
  * steerbot's test kit (`steerbot/testing`), for plugin authors' vitest
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
- * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
+ * chat completions, Anthropic's Messages API, Google's Gemini API, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
  * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
@@ -18,6 +18,7 @@ export {
   type MakeHarness,
 } from './channel-contract.js';
 export { type IngestOnlyHost, type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
+export { type AnthropicTurn, type FakeAnthropicOptions, type FakeAnthropicServer, startFakeAnthropic } from './fakes/anthropic-server.js';
 export type { FakeGuild, InteractionResponse, StoredMessage, UploadedFile as DiscordUploadedFile } from './fakes/discord-server.js';
 export {
   FakeDiscord,
@@ -29,6 +30,7 @@ export {
   startFakeDiscord,
   user,
 } from './fakes/discord-server.js';
+export { type FakeGoogleOptions, type FakeGoogleServer, type GoogleTurn, startFakeGoogle } from './fakes/google-server.js';
 export type { HeldAnswer } from './fakes/held-answers.js';
 export {
   type FakeLine,
@@ -63,6 +65,7 @@ export {
 } from './fakes/matrix-server.js';
 export type { FakeOpenAIOptions } from './fakes/openai-server.js';
 export { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from './fakes/openai-server.js';
+export type { ModelRequest, ScriptedModelServer } from './fakes/scripted-model.js';
 export {
   blockActions as slackBlockActions,
   eventCallback as slackEventCallback,

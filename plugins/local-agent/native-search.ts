@@ -1,15 +1,17 @@
 /**
  * `search.backend: native`: the provider's own web search tool, run
  * server-side by the provider (OpenAI's `web_search` on the Responses API,
- * Anthropic's `web_search`). The results never pass through steerbot: they
- * come back inside the model's own answer, with the URLs it cited as `source`
- * parts. Those URLs are appended to the answer (`withCitations`), http(s)
- * only, each on its own line, so the user sees where an answer comes from.
+ * Anthropic's `web_search`, Google Search grounding on Gemini 3 and later).
+ * The results never pass through steerbot: they come back inside the
+ * model's own answer, with the URLs it used as `source` parts. Those URLs
+ * are appended to the answer (`withCitations`), http(s) only, each on its
+ * own line, so the user sees where an answer comes from.
  *
- * Google's search grounding is left out: Gemini models before 3 cannot mix it
- * with function tools, and the local agent always offers some.
+ * Gemini models before 3 cannot mix search grounding with function tools
+ * (the local agent always offers some): they get no native search.
  */
 import { anthropic } from '@ai-sdk/anthropic';
+import { google } from '@ai-sdk/google';
 import { openai } from '@ai-sdk/openai';
 import type { ModelMessage, ToolSet } from 'ai';
 import type { ModelSettings } from 'steerbot/runner';
@@ -26,20 +28,35 @@ const MAX_CITATIONS = 10;
 /** Longest cited URL kept, in characters. */
 const MAX_URL_CHARS = 2000;
 
+/** The model settings native search depends on. */
+type SearchModel = Pick<ModelSettings, 'provider' | 'api' | 'name'>;
+
 /** Why the model of `settings` has no native search, naming what to set; undefined when it has one. */
-export function nativeSearchProblem(settings: Pick<ModelSettings, 'provider' | 'api'>): string | undefined {
+export function nativeSearchProblem(settings: SearchModel): string | undefined {
   if (settings.provider === 'openai')
     return settings.api === 'responses'
       ? undefined
       : 'native search needs OpenAI\'s Responses API: set model.api to "responses" (STEERBOT_MODEL_API=responses)';
   if (settings.provider === 'anthropic') return undefined;
-  return `native search needs model.provider openai (with model.api "responses") or anthropic (it is ${settings.provider}); for another provider choose search.backend searxng, brave or tavily`;
+  if (settings.provider === 'google')
+    return geminiVersion(settings.name) >= 3
+      ? undefined
+      : `native search on google needs Gemini 3 or later, which can mix Google Search with function tools (model.name is ${settings.name}): choose one (STEERBOT_MODEL), or search.backend searxng, brave or tavily`;
+  return `native search needs model.provider openai (with model.api "responses"), anthropic or google (Gemini 3 or later) (it is ${settings.provider}); for another provider choose search.backend searxng, brave or tavily`;
 }
 
 /** The provider's search tool for `settings`, or undefined when the model has none (`nativeSearchProblem` says why). */
-export function nativeSearchTool(settings: Pick<ModelSettings, 'provider' | 'api'>): ToolSet[string] | undefined {
+export function nativeSearchTool(settings: SearchModel): ToolSet[string] | undefined {
   if (nativeSearchProblem(settings)) return undefined;
-  return (settings.provider === 'anthropic' ? anthropic.tools.webSearch_20250305({}) : openai.tools.webSearch({})) as ToolSet[string];
+  if (settings.provider === 'anthropic') return anthropic.tools.webSearch_20250305({}) as ToolSet[string];
+  if (settings.provider === 'google') return google.tools.googleSearch({}) as ToolSet[string];
+  return openai.tools.webSearch({}) as ToolSet[string];
+}
+
+/** The major version of a Gemini model name (`gemini-3-pro-preview`, `models/gemini-3.1-flash` → 3); 0 when the name carries none (an alias such as `gemini-flash-latest`). */
+function geminiVersion(name: string): number {
+  const m = /(?:^|[/.])gemini-(\d+)(?:[.-]|$)/i.exec(name);
+  return m ? Number(m[1]) : 0;
 }
 
 /**

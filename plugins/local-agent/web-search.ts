@@ -25,7 +25,7 @@ export const webSearchSchema = z
     backend: z
       .enum(BACKENDS, { error: `expected one of ${BACKENDS.join(', ')}` })
       .describe(
-        "The search backend: `searxng`, `brave`, `tavily`, or `native` (the model provider's own search tool, run by the provider: OpenAI with `model.api: responses`, or Anthropic).",
+        "The search backend: `searxng`, `brave`, `tavily`, or `native` (the model provider's own search tool, run by the provider: OpenAI with `model.api: responses`, Anthropic, or Google with a Gemini 3 or later model).",
       ),
     baseUrl: z
       .url({ protocol: /^https?$/, error: 'expected an http(s) URL' })
