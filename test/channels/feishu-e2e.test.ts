@@ -7,10 +7,8 @@
  * client → the fake open platform.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
-import type { ChannelPlugin } from '../../src/channel.js';
 import {
   FEISHU_ANN,
   FEISHU_BOB,
@@ -69,8 +67,6 @@ afterEach(async () => {
   await ai.close();
 });
 
-const plugin = (): ChannelPlugin => (system as FeishuSystem).plugin;
-const http = (): HttpServer => (system as FeishuSystem).http;
 /** Ann's text message in the one-to-one chat. */
 const fromAnn = (text: string, over: Parameters<typeof feishuMessageEvent>[0] = { text }) => feishuMessageEvent({ ...over, text });
 /** The bot's n-th message (1-based). */
