@@ -108,3 +108,25 @@ describe('feishu card clicks as http callbacks', () => {
     expect(s.host.received).toEqual([]);
   });
 });
+
+describe('feishu start', () => {
+  it('refuses to start with a wrong app secret, the secret nowhere in the error', async () => {
+    const feishu = await startFakeFeishu();
+    const redis = new Redis(redisUrl());
+    const logger = createLogger({ level: 'silent' });
+    const appSecret = 'a-wrong-secret-0123456789abcdef';
+    const plugin = createFeishuPlugin({ ...FEISHU_TEST, appSecret, domain: feishu.url }, { logger, redis, prefix: testPrefix() });
+    const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+    try {
+      const err = await plugin.start(dispatchHost({ redis, prefix: testPrefix(), http, logger })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/tenant_access_token.*app secret invalid/);
+      expect((err as Error).message).not.toContain(appSecret);
+      expect(plugin.ready?.()).toMatchObject({ ready: false });
+    } finally {
+      await http.close();
+      await feishu.close();
+      await redis.quit();
+    }
+  });
+});
