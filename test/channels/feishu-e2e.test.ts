@@ -41,7 +41,7 @@ async function boot(opts: { toolbox?: ToolboxOptions; config?: Parameters<typeof
     agent: createLocalAgentPlugin({
       model: fakeModel(ai.url),
       tools: [lookup.tool, refund],
-      builtins: { currentTime: false },
+      builtins: { currentTime: false, askUser: true },
       ...(opts.toolbox && { toolbox: opts.toolbox }),
     }),
     ...(opts.config && { config: opts.config }),
@@ -265,5 +265,30 @@ describe('feishu approvals', () => {
     expect(ack.data).toEqual({ toast: { type: 'info', content: 'You are not allowed to decide this request. Nothing changed.' } });
     expect((await nth(2, 'the answer')).text).toBe('Nobody approved it.');
     expect(refunds).toEqual([]);
+  });
+});
+
+describe('feishu ask_user', () => {
+  const ASK = { question: 'Which plan?', options: ['Basic', 'Pro', 'Team'] };
+
+  it("shows the options as card buttons; a stranger's click is refused, the asker's is the answer and replaces the card", async () => {
+    await boot();
+    ai.script([{ toolCalls: [{ id: 'call_q', name: 'ask_user', args: ASK }] }, { text: 'Team plan booked.' }]);
+    await feishu.push(fromAnn('book me a plan'));
+    const q = await nth(1, 'the question');
+    const id = /\/choose (qu_[0-9a-f]{24}) 1/.exec(q.buttons[0]?.value.command ?? '')?.[1];
+    expect(q.buttons.map((b) => [b.label, b.value.command])).toEqual(ASK.options.map((o, i) => [o, `/choose ${id} ${i + 1}`]));
+    const click = (operator: string, n: number) =>
+      feishu.push(feishuCardAction({ messageId: q.id, chatId: FEISHU_DM, operator, value: q.buttons[n - 1]!.value }));
+
+    expect((await click(FEISHU_BOB, 1)).data).toEqual({
+      toast: { type: 'info', content: 'Only the person the question was asked of may choose. Nothing changed.' },
+    });
+    const chosen = await click(FEISHU_ANN, 3);
+    expect(chosen.data.toast.content).toBe('Chosen: Team');
+    expect(JSON.stringify(chosen.data.card)).toContain('Team (chosen by');
+    expect((await nth(2, 'the answer')).text).toBe('Team plan booked.');
+    await h.idle(15_000, DM_CONVERSATION);
+    expect(feishu.sent).toHaveLength(2);
   });
 });
