@@ -88,6 +88,18 @@ describe('feishu with the store down', () => {
   });
 });
 
+describe('feishu over the long connection', () => {
+  it('acknowledges a malformed event as handled (it would come back unchanged), writing nothing', async () => {
+    const s = await start({});
+    await s.feishu.connected();
+    const bad = { schema: '2.0', header: { event_id: 'e-bad', event_type: 'im.message.receive_v1' }, event: { message: 42 } };
+    const ack = await s.feishu.push(bad);
+    expect(ack).toMatchObject({ code: 200, data: { ok: false, error: expect.stringContaining('bad message event') } });
+    expect(s.host.received).toEqual([]);
+    expect(await keys(s)).toEqual([]);
+  });
+});
+
 describe('feishu card clicks as http callbacks', () => {
   it("turns a signed card callback into the clicker's command, answered with a toast, once when delivered twice", async () => {
     const s = await start({ mode: 'http' });
