@@ -3,7 +3,8 @@
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
  * chat completions, Anthropic's Messages API, Google's Gemini API, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
- * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, the Feishu / Lark open platform with its long connection,
+ * a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -30,6 +31,32 @@ export {
   startFakeDiscord,
   user,
 } from './fakes/discord-server.js';
+export {
+  encryptCallback,
+  FEISHU_ANN,
+  FEISHU_BOB,
+  FEISHU_BOT_OPEN_ID,
+  FEISHU_DM,
+  FEISHU_GROUP,
+  FEISHU_TEST,
+  type FeishuMessageOptions,
+  feishuCardAction,
+  feishuId,
+  feishuMessageEvent,
+  feishuSignedHeaders,
+  type PostCallbackOptions,
+  postFeishuCallback,
+} from './fakes/feishu-events.js';
+export { decodeFrame, encodeFrame, type FeishuFrame } from './fakes/feishu-frame.js';
+export {
+  type FakeFeishu,
+  type FakeFeishuOptions,
+  type FeishuAck,
+  type FeishuCall,
+  type FeishuFailure,
+  type FeishuSentMessage,
+  startFakeFeishu,
+} from './fakes/feishu-server.js';
 export { type FakeGoogleOptions, type FakeGoogleServer, type GoogleTurn, startFakeGoogle } from './fakes/google-server.js';
 export type { HeldAnswer } from './fakes/held-answers.js';
 export {
