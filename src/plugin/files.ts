@@ -1,6 +1,6 @@
 /**
- * Signed downloads of files a channel sends by URL (the webhook channel's
- * callbacks, the web chat's page, LINE's media messages). A kept file is a
+ * Signed downloads of files a channel sends by URL (a callback that names
+ * it, a page that shows it, a platform that fetches media by URL). A kept file is a
  * hash `<base>file:<id>` (name, type, bytes) in its conversation's slot,
  * expiring with its URL, and its id is in the conversation's index
  * `<base>files` (a sorted set scored by expiry, ms), so `/purge` deletes the
