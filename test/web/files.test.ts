@@ -101,3 +101,31 @@ describe('files in the web chat', { timeout: 90_000 }, () => {
     expect(await p.locator('.file.audio audio').count()).toBe(1);
   });
 });
+
+describe('files of a private web chat over HTTP', { timeout: 60_000 }, () => {
+  const TOKEN = 'web-token-0123456789abcdef';
+  let world: World;
+  beforeAll(async () => {
+    world = await startWorld(redisUrl(), { STEERBOT_WEB_TOKEN: TOKEN, STEERBOT_CONSOLE_ALLOW_LOOPBACK: 'false' });
+  });
+  afterAll(async () => {
+    await world?.stop();
+  });
+
+  it("serves a file's signed URL only with the chat's login (401 without it)", async () => {
+    const conversationId = 'web:private-browser-01';
+    const outbound = createWebPlugin({ token: TOKEN }, { logger, redis: world.app.ctx.redis, prefix: world.prefix }).outbound;
+    await new RunDelivery({ client: world.app.ctx.redis, prefix: world.prefix, conversationId, runId: 'runpriv', resolve: () => outbound, logger }).file(
+      { name: 'report.pdf', mimeType: 'application/pdf', bytes: PDF },
+      { key: 'k_priv' },
+    );
+    const [entry] = (await world.app.ctx.redis.xrange(`${world.prefix}:{c:${conversationId}}:replies`, '-', '+')) as Array<[string, string[]]>;
+    const event = JSON.parse(entry![1][1]!) as { type: string; url: string };
+    expect(event.type).toBe('file');
+    const without = await fetch(`${world.app.address}${event.url}`);
+    expect(without.status).toBe(401);
+    const withLogin = await fetch(`${world.app.address}${event.url}`, { headers: { cookie: `steerbot_web=${TOKEN}` } });
+    expect(withLogin.status).toBe(200);
+    expect(Buffer.from(await withLogin.arrayBuffer()).equals(PDF)).toBe(true);
+  });
+});
