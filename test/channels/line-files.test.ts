@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { createLinePlugin, type LineConfigInput } from '../../plugins/line/channel.js';
-import { oggDurationMs } from '../../plugins/line/files.js';
+import { fileMessages, LINE_IMAGE_MAX_BYTES, oggDurationMs, UNKNOWN_AUDIO_DURATION_MS } from '../../plugins/line/files.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
@@ -37,6 +37,8 @@ const OGG = Buffer.concat([oggPage(0, opusHead), oggPage(96_312, Buffer.from([1,
 
 let line: FakeLine;
 let h: { url: string; plugin: ChannelPlugin; prefix: string; redis: Redis; http: HttpServer };
+/** Whether the test started the plugin (`h` is its). */
+let started = false;
 
 async function start(config: Partial<LineConfigInput>): Promise<void> {
   const redis = new Redis(redisUrl());
@@ -46,16 +48,20 @@ async function start(config: Partial<LineConfigInput>): Promise<void> {
   const { host } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => ({}), outbound: () => plugin.outbound, access: () => ({ channels: {} }) });
   await plugin.start(host);
   h = { url: await listen(http, { host: '127.0.0.1', port: 0 }), plugin, prefix, redis, http };
+  started = true;
 }
 
 beforeEach(async () => {
   line = await startFakeLine();
 });
 afterEach(async () => {
-  await h.plugin.stop();
-  await h.http.close();
-  await cleanupPrefix(h.redis, h.prefix);
-  await h.redis.quit();
+  if (started) {
+    started = false;
+    await h.plugin.stop();
+    await h.http.close();
+    await cleanupPrefix(h.redis, h.prefix);
+    await h.redis.quit();
+  }
   await line.close();
 });
 
@@ -128,5 +134,13 @@ describe('line files out', () => {
     expect(await delivery('run6').file({ name: 'chart.png', mimeType: 'image/png', bytes: PNG }, { key: 'k_6' })).toEqual({ outcome: 'sent' });
     expect(line.calls.filter((c) => c.kind === 'push').map((c) => c.status)).toEqual([429, 200]);
     expect(line.sent.filter((m) => m.type === 'image')).toHaveLength(1);
+  });
+
+  it("sends an image over LINE's 10 MB image limit as a link, and audio it cannot time with the documented length", () => {
+    const url = `${FILES_URL}/line/files/x/y`;
+    const big = fileMessages({ name: 'big.png', mimeType: 'image/png', bytes: new Uint8Array(LINE_IMAGE_MAX_BYTES + 1) }, url);
+    expect(big).toEqual([{ type: 'text', text: `big.png: ${url}` }]);
+    const mp3 = fileMessages({ name: 'a.mp3', mimeType: 'audio/mpeg', bytes: Buffer.from('ID3 not ogg') }, url);
+    expect(mp3).toEqual([{ type: 'audio', originalContentUrl: url, duration: UNKNOWN_AUDIO_DURATION_MS }]);
   });
 });
