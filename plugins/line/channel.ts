@@ -8,7 +8,7 @@
  */
 import { messagingApi } from '@line/bot-sdk';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection } from 'steerbot/plugin';
+import { parseSection, signedFileStore } from 'steerbot/plugin';
 import { type LineConfig, type LineConfigInput, lineConfigSchema } from './config.js';
 import { LineInbound } from './inbound.js';
 import { LINE_PLUGIN_ID } from './keys.js';
@@ -16,6 +16,9 @@ import { createLineOutbound } from './outbound.js';
 import { registerWebhookRoute } from './webhook.js';
 
 export type { LineConfigInput } from './config.js';
+
+/** Route prefix of the files LINE fetches (`<filesUrl>/line/files/<conversation>/<id>?…`). */
+const FILES_PATH = '/line/files';
 
 function parseConfig(config: LineConfigInput): LineConfig {
   return parseSection(lineConfigSchema, config, ['channels', LINE_PLUGIN_ID]);
@@ -31,6 +34,16 @@ export function createLinePlugin(config: LineConfigInput, deps: ChannelDeps): Ch
   const logger = deps.logger.child({ channel: LINE_PLUGIN_ID });
   const client = new messagingApi.MessagingApiClient({ channelAccessToken: cfg.channelAccessToken, baseURL: cfg.apiBaseURL });
   const common = { channelId: LINE_PLUGIN_ID, redis: deps.redis, prefix: deps.prefix, logger };
+  const store = cfg.filesUrl
+    ? signedFileStore({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        path: FILES_PATH,
+        baseUrl: cfg.filesUrl,
+        ttlSeconds: cfg.fileTtlSeconds,
+        secret: cfg.channelSecret,
+      })
+    : undefined;
   const outbound = createLineOutbound({
     ...common,
     client,
@@ -38,6 +51,7 @@ export function createLinePlugin(config: LineConfigInput, deps: ChannelDeps): Ch
     replyTokenTtlMs: cfg.replyTokenTtlMs,
     rateLimitRetryMs: cfg.rateLimitRetryMs,
     loadingSeconds: cfg.loadingSeconds,
+    ...(store && { files: { store, maxBytes: cfg.maxFileBytes } }),
   });
   const inbound = new LineInbound(common);
   // The route stays with the host's server; readiness is whether it was registered.
@@ -53,6 +67,7 @@ export function createLinePlugin(config: LineConfigInput, deps: ChannelDeps): Ch
         channelSecret: cfg.channelSecret,
         handle: (payload) => inbound.handle(host, payload),
       });
+      if (store) host.routes.add(store.route());
       state.started = true;
       logger.info({ path: cfg.webhookPath }, 'line webhook ready');
     },

@@ -35,6 +35,20 @@ export const lineConfigSchema = z.strictObject({
     .refine((s) => s % 5 === 0, { error: 'expected a multiple of 5' })
     .default(20)
     .describe('How long one loading animation (the typing indicator of a one-to-one chat) shows, in seconds (5 to 60, a multiple of 5). Default 20.'),
+  filesUrl: z
+    .url({ protocol: /^https$/, error: 'expected an https:// URL (LINE fetches media over HTTPS only)' })
+    .optional()
+    .describe(
+      "Where this host's routes are reached from outside over HTTPS (e.g. `https://bot.example.com`). Set: a file the agent sends is kept `fileTtlSeconds` and sent by a signed URL under `/line/files` (an image or audio message, or a link). Default: unset (a file becomes a text message saying it could not be sent).",
+    ),
+  fileTtlSeconds: int(60, 7 * 86_400)
+    .default(86_400)
+    .describe('How long a sent file can be fetched from its URL, in seconds (its bytes expire from Redis then). Default 86 400 (a day).'),
+  maxFileBytes: int(1024, 50 * 1024 * 1024)
+    .default(10 * 1024 * 1024)
+    .describe(
+      "Largest file kept for LINE to fetch, in bytes; a larger one becomes a text message. Images over 10 MB (LINE's image limit) go as a link. Default 10 485 760 (10 MB).",
+    ),
 });
 
 /** LINE channel settings after defaults. */

@@ -15,9 +15,10 @@
  */
 import { createHash } from 'node:crypto';
 import { HTTPFetchError, type messagingApi } from '@line/bot-sdk';
-import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
-import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
+import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
+import { InvalidInputError, type Logger, type RedisClient, type SignedFileStore } from 'steerbot/plugin';
 import { LineApiError, lineError } from './errors.js';
+import { fileMessages } from './files.js';
 import { replyTokenKey } from './keys.js';
 
 /** LINE's limit on a text message, in characters. */
@@ -80,6 +81,8 @@ export interface LineOutboundOptions {
   /** How long one loading animation shows, in seconds (a multiple of 5, 5 to 60). */
   loadingSeconds: number;
   logger: Logger;
+  /** Where sent files are kept for LINE to fetch (`filesUrl` is set), and the largest one, in bytes. Default: none (a file becomes a text message). */
+  files?: { store: SignedFileStore; maxBytes: number };
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
 }
@@ -109,8 +112,7 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
   }
 
   /** Sends one message: by reply token when `replyToken` is given and accepted, else by push. */
-  async function sendOne(to: string, message: messagingApi.TextMessage, replyToken: string | undefined, retryKey: string | undefined): Promise<string> {
-    const messages = [message];
+  async function sendOne(to: string, messages: messagingApi.Message[], replyToken: string | undefined, retryKey: string | undefined): Promise<string> {
     if (replyToken !== undefined) {
       let answer: Awaited<ReturnType<typeof client.replyMessage>> | undefined;
       try {
@@ -144,7 +146,7 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
       // LINE shows text as written: markdown goes out unformatted.
       const message = messageOf(text, opts.buttons);
       const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(opts.deliveryKey);
-      const messageId = await sendOne(to, message, await takeReplyToken(conversationId), retryKey);
+      const messageId = await sendOne(to, [message], await takeReplyToken(conversationId), retryKey);
       // A message ends the loading animation: the next turn's typing shows it again.
       lastTyping.delete(conversationId);
       return { messageId };
@@ -165,6 +167,18 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
       lastTyping.set(conversationId, at);
       if (lastTyping.size > TYPING_MEMORY) lastTyping.delete(lastTyping.keys().next().value as string);
     },
+  };
+  const files = o.files;
+  if (!files) return outbound;
+  // LINE takes media by HTTPS URL only: the file is kept for download, and the message names its signed URL.
+  outbound.maxFileBytes = files.maxBytes;
+  outbound.sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
+    const to = recipientOf(channelId, conversationId);
+    const kept = await files.store.keep(conversationId, file, opts.deliveryKey);
+    const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(opts.deliveryKey);
+    const messageId = await sendOne(to, fileMessages(file, kept.url), await takeReplyToken(conversationId), retryKey);
+    lastTyping.delete(conversationId);
+    return { messageId };
   };
   return outbound;
 }

@@ -33,6 +33,14 @@ export const webConfigSchema = z
       .default(500)
       .describe("Events (replies, edits, typing) kept per conversation for the page's event stream (approximate, `MAXLEN ~`). Default 500."),
     historyEntries: int(0, 1000).default(100).describe('Recent record entries and replies a page that opens (or reloads) is shown. Default 100.'),
+    fileTtlSeconds: int(60, 30 * 86_400)
+      .default(86_400)
+      .describe(
+        'How long a file the agent sent can be shown or downloaded in the chat, in seconds (its bytes expire from Redis then). Default 86 400 (a day).',
+      ),
+    maxFileBytes: int(1024, 50 * 1024 * 1024)
+      .default(20 * 1024 * 1024)
+      .describe('Largest file the chat shows, in bytes; a larger one becomes a text message. Default 20 971 520 (20 MiB).'),
     maxStreamClients: int(1, 10_000).default(100).describe('Most open chat pages at once (each holds a Redis connection); more get 503. Default 100.'),
   })
   .refine((c) => !(c.public && c.token !== undefined), { error: 'a public chat takes no token: remove `token`, or set `public` to false', path: ['token'] });

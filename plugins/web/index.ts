@@ -31,6 +31,7 @@ import {
   refuseMovedSettings,
   sameOriginJson,
   servePage,
+  signedFileStore,
 } from 'steerbot/plugin';
 import { z } from 'zod';
 import { type WebConfig, webConfigSchema } from './config.js';
@@ -75,6 +76,17 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
   const access = chatGuard(cfg, deps.operatorAccess);
   const streams = new WebEventStreams({ redis: deps.redis, prefix: deps.prefix, logger, historyEntries: cfg.historyEntries, maxClients: cfg.maxStreamClients });
   let host: ChannelHost | undefined;
+  // Files the agent sends: kept for the page at signed, same-origin URLs that also need the chat's login.
+  const files = signedFileStore({
+    redis: deps.redis,
+    prefix: deps.prefix,
+    path: `${BASE}/files`,
+    ttlSeconds: cfg.fileTtlSeconds,
+    guard: (req) => {
+      const verdict = checkAccess(req, access);
+      return verdict.ok ? undefined : json(401, { error: verdict.error });
+    },
+  });
 
   const html = chatPage(BASE);
   /** The page: `?token=` (right) stores the token in a cookie and reloads without it in the URL. */
@@ -129,7 +141,7 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     id: WEB_CHANNEL_ID,
     // The input policy is a profile's (bound to `web`). A public chat's visitors name themselves: no list can match them.
     settings: cfg.public ? { unverifiedSenders: true } : {},
-    outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix }),
+    outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix, files }),
     async start(h: ChannelHost) {
       host = h;
       h.routes.add({ method: 'GET', path: '/', handle: page });
@@ -138,6 +150,7 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
       h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
       h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
       h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
+      h.routes.add(files.route());
       logger.info({ path: '/', access: accessSummary(cfg, access) }, 'web chat ready');
       if (access !== 'public' && (access as readonly PageAccess[]).length === 0)
         logger.warn('the web chat is private and no login is configured: nobody can open it (set channels.web.token, or public: true)');

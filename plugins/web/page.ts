@@ -50,6 +50,10 @@ main { flex: 1; overflow-y: auto; padding: 16px; display: flex; flex-direction: 
 .msg .actions { display: flex; gap: 8px; margin-top: 8px; white-space: normal; }
 .msg .actions button:disabled { opacity: 0.5; cursor: default; }
 .msg .actions button.chosen { outline: 2px solid var(--accent); }
+.msg .file { margin-top: 6px; white-space: normal; }
+.msg .file img { display: block; max-width: 100%; max-height: 320px; border-radius: 8px; }
+.msg .file audio { display: block; max-width: 100%; }
+.msg .file a.download { display: block; font-size: 13px; margin-top: 4px; color: var(--accent); }
 .event { align-self: center; font-size: 12px; color: var(--muted); }
 .event.tool { font-family: ui-monospace, monospace; }
 .event.tool.running { color: var(--accent); }

@@ -8,12 +8,11 @@
  */
 
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from 'steerbot/channel';
-import { createHttpClient, parseSection, refuseMovedSettings } from 'steerbot/plugin';
+import { createHttpClient, parseSection, refuseMovedSettings, signedFileStore } from 'steerbot/plugin';
 import { z } from 'zod';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
-import { fileRoute } from './files.js';
 import { inboundHandler } from './inbound.js';
 import { WEBHOOK_CONVERSATION_KEYS, WEBHOOK_PLUGIN_ID } from './keys.js';
 import { createWebhookOutbound } from './outbound.js';
@@ -44,7 +43,19 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
   const now = Date.now;
   let host: ChannelHost | undefined;
   const streams = new EventStreams({ channelId, config: cfg, redis: () => deps.redis, prefix: deps.prefix, logger, now });
-  const outbound = createWebhookOutbound({ channelId, config: cfg, path, redis: deps.redis, prefix: deps.prefix });
+  // Sent files are kept for signed download only where the operator said where downloads are reached from.
+  const files = cfg.filesUrl
+    ? signedFileStore({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        path: `${path}/files`,
+        baseUrl: cfg.filesUrl,
+        ttlSeconds: cfg.fileTtlSeconds,
+        secret: cfg.callbackSecret ?? cfg.secret,
+        now,
+      })
+    : undefined;
+  const outbound = createWebhookOutbound({ channelId, config: cfg, redis: deps.redis, prefix: deps.prefix, ...(files && { files }) });
   // Only started channels (hosts) POST callbacks; runners only store replies. The POSTs go over keep-alive
   // connections of the channel's own pool (created at start, closed at stop).
   let http: ReturnType<typeof createHttpClient> | undefined;
@@ -67,7 +78,7 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
         handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }),
       });
       h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
-      if (cfg.filesUrl) h.routes.add(fileRoute({ channelId, config: cfg, path, redis: deps.redis, prefix: deps.prefix, now }));
+      if (files) h.routes.add(files.route());
       if (pump) {
         http ??= createHttpClient({ maxSocketsPerOrigin: 16 });
         pump.start();

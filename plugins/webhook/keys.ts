@@ -28,8 +28,5 @@ export const lockKey = (prefix: string, conversationId: string): string => keys(
 /** Replies of the conversation whose callback was given up (hash: `count`, `last_reply`, `at` ms), shown by the console as stuck. */
 export const givenUpKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'callback_given_up');
 
-/** A file kept for download (hash: `name`, `type`, `conversation`, `data`), expiring with its URL. */
-export const fileKey = (prefix: string, id: string): string => keys(prefix).key(`file:${id}`);
-
 /** Pub/sub channel on which a stored reply wakes the channel's callback pumps (the poll is the fallback when a wake-up is missed). */
 export const wakeChannel = (prefix: string, channelId: string): string => keys(prefix).key(`callbacks_wake:${channelId}`);

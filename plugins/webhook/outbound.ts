@@ -9,21 +9,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, storeReply } from 'steerbot/plugin';
+import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, type SignedFileStore, storeReply } from 'steerbot/plugin';
 import { notifyPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
-import { keepFile } from './files.js';
 
 export interface WebhookOutboundOptions {
   channelId: string;
   config: WebhookChannelConfig;
   redis: RedisClient;
   prefix: string;
-  /** The channel's route (files are downloaded below it). Default `/webhooks/<name>`. */
-  path?: string;
   /** DNS resolution of attachment hosts (tests point names at local servers). Default `node:dns`. */
   resolve?: ResolveHost;
+  /** Where sent files are kept for download (the channel's `filesUrl` is set). Default: none (a file becomes a text reply). */
+  files?: SignedFileStore;
 }
 
 /** Whether `ref` is an http(s) URL whose host (with its port when not the default) matches `hosts` (`*.example.com` matches subdomains). */
@@ -45,7 +44,6 @@ export function allowedAttachmentUrl(ref: string, hosts: readonly string[]): boo
 
 export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutbound {
   const cfg = o.config;
-  const path = o.path ?? `/webhooks/${o.channelId.slice('webhook:'.length)}`;
   /** Stores `reply` once per delivery key and marks the conversation for its callback. */
   const store = async (conversationId: string, reply: WebhookReply, deliveryKey: string | undefined): Promise<{ messageId: string }> => {
     // The stream first, then the mark (two keys in two slots, so two commands): the pump never
@@ -67,11 +65,12 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
   };
   const sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
     const messageId = opts.deliveryKey ?? randomUUID();
+    const kept = await o.files!.keep(conversationId, file, messageId);
     const reply: WebhookReply = {
       conversation: conversationOf(conversationId),
       text: file.caption ?? '',
       messageId,
-      file: await keepFile({ channelId: o.channelId, config: cfg, path, redis: o.redis, prefix: o.prefix }, conversationId, file, messageId),
+      file: { name: file.name, mimeType: file.mimeType, size: kept.size, url: kept.url, expiresAt: kept.expiresAt.toISOString() },
       ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
     };
     return store(conversationId, reply, opts.deliveryKey);
@@ -90,7 +89,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       return store(conversationId, reply, opts.deliveryKey);
     },
     // A file is kept for download only where the operator said where downloads are reached from.
-    ...(cfg.filesUrl !== undefined && { sendFile, maxFileBytes: cfg.maxFileBytes }),
+    ...(o.files !== undefined && { sendFile, maxFileBytes: cfg.maxFileBytes }),
     async fetchAttachment(attachment, { maxBytes, signal }) {
       // Only hosts the operator allowed, at every redirect too, and only public addresses unless allowed: a client
       // could otherwise make the runner fetch any URL (internal ones included).

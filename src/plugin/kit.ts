@@ -85,6 +85,7 @@ export { type LeaseState, RedisLease } from '../redis/lease.js';
 export { LeasedPoll, type LeasedPollOptions } from '../redis/leased-poll.js';
 export { replyStreamKey, type StoreReplyOptions, type StoreReplyResult, storeReply } from '../reply-stream.js';
 export { type PluginMetrics, pluginMetrics } from '../telemetry/plugin-metrics.js';
+export { type SignedFileStore, type SignedFileStoreOptions, signedFileStore } from './files.js';
 
 // ── storage internals: Redis, a plugin's own keys and scripts ──────────────
 

@@ -130,7 +130,9 @@ class Keys implements ConversationKeys {
  * and per-update (`dedupe:`) keys: what purge deletes and idle expiry
  * expires, together with the keys plugins declare (`PluginStorageDeclaration`).
  * `replies`: the reply stream; `rate`: ingest's rate limits; `artifacts`,
- * `approvals`: large tool results and tool approvals; `idle_keys`: which keys
+ * `approvals`: large tool results and tool approvals; `files`: the index of
+ * the files kept for signed download (`signedFileStore`), whose `file:<id>`
+ * keys purge finds from it; `idle_keys`: which keys
  * idle expiry set to expire (a new run makes them persistent again). The
  * `reply_stored:<delivery key>` keys are found from the outbox's delivery keys.
  */
@@ -147,6 +149,7 @@ export const CONVERSATION_KEY_SUFFIXES = [
   'replies',
   'artifacts',
   'approvals',
+  'files',
   'idle_keys',
 ] as const;
 

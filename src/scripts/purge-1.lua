@@ -1,6 +1,6 @@
 --[[
   Purge a conversation: delete its record, meta, runs (hash, steering, inputs),
-  pending, state (checkpoint included), outbox and the other keys listed by
+  pending, state (checkpoint included), outbox, files kept for download and the other keys listed by
   the caller (plugins' keys among them), in one step, and leave a tombstone. Refused while a run is
   active unless `stop` is set: then the run is told to stop on the control
   channel, and its keys go with the rest, so every later write of it (fenced
@@ -73,6 +73,8 @@ end
 
 -- The reply stream's per-reply marks are named by the outbox's delivery keys.
 for _, key in ipairs(redis.call('HKEYS', base .. 'outbox')) do keys[#keys + 1] = base .. 'reply_stored:' .. key end
+-- Files kept for signed download are named by their index (src/plugin/files.ts).
+for _, id in ipairs(redis.call('ZRANGE', base .. 'files', 0, -1)) do keys[#keys + 1] = base .. 'file:' .. id end
 for id in pairs(runs) do
   keys[#keys + 1] = base .. 'run:' .. id
   keys[#keys + 1] = base .. 'steer:' .. id

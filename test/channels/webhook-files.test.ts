@@ -7,12 +7,12 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
-import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
-import { fileRoute } from '../../plugins/webhook/files.js';
 import { createWebhookPlugin, type WebhookChannelConfigInput } from '../../plugins/webhook/index.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelPlugin } from '../../src/channel.js';
+import { signedHeaders } from '../../src/http/signature.js';
 import { createLogger } from '../../src/logger.js';
+import { signedFileStore } from '../../src/plugin/files.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -66,7 +66,7 @@ describe('webhook files out', () => {
     });
     const url = new URL(cb!.body.file!.url);
     expect(url.origin).toBe('https://bot.example.com');
-    expect(url.pathname).toMatch(/^\/webhooks\/crm\/files\/[0-9a-f]{32}$/);
+    expect(url.pathname).toMatch(/^\/webhooks\/crm\/files\/webhook%3Acrm%3Aticket-7\/[0-9a-f]{32}$/);
 
     const res = await fetch(`${h.url}${url.pathname}${url.search}`);
     expect(res.status).toBe(200);
@@ -92,20 +92,45 @@ describe('webhook files out', () => {
     expect((await fetch(`${h.url}${past.pathname}${past.search}`)).status).toBe(403);
 
     // The genuine URL, once its time is up.
-    const config = webhookChannelConfigSchema.parse({ secret: SECRET, filesUrl: 'https://bot.example.com' });
-    const later = fileRoute({ channelId: 'webhook:crm', config, path: '/webhooks/crm', redis: h.redis, prefix: h.prefix, now: () => (expires + 1) * 1000 });
+    const later = signedFileStore({
+      redis: h.redis,
+      prefix: h.prefix,
+      path: '/webhooks/crm/files',
+      ttlSeconds: 3600,
+      secret: SECRET,
+      now: () => (expires + 1) * 1000,
+    }).route();
     const id = url.pathname.split('/').at(-1)!;
     const query = Object.fromEntries(url.searchParams);
     const answer = await later.handle({
       method: 'GET',
       path: url.pathname,
-      params: { id },
+      params: { conversation: CID, id },
       query,
       headers: {},
       body: Buffer.alloc(0),
       signal: new AbortController().signal,
     });
     expect(answer.status).toBe(404);
+  });
+
+  it('a download URL stops working after /purge of its conversation', async () => {
+    await start({ filesUrl: 'https://bot.example.com' });
+    await delivery('run4').file(report, { key: 'k_4' });
+    const [cb] = await callbacks.waitForAccepted(1, 10_000);
+    const url = new URL(cb!.body.file!.url);
+    expect((await fetch(`${h.url}${url.pathname}${url.search}`)).status).toBe(200);
+
+    const body = JSON.stringify({ id: 'purge-1', conversation: 'ticket-7', sender: { id: 'u-7' }, text: '/purge' });
+    const purge = await fetch(`${h.url}/webhooks/crm`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...signedHeaders(SECRET, body) },
+      body,
+    });
+    expect(await purge.json()).toMatchObject({ result: 'command', command: 'purge' });
+
+    expect((await fetch(`${h.url}${url.pathname}${url.search}`)).status).toBe(404);
+    expect(await h.redis.keys(`${h.prefix}:{c:${CID}}:file*`)).toEqual([]);
   });
 
   it('takes no files without filesUrl: the callback carries the text saying so', async () => {

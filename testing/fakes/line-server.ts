@@ -41,8 +41,16 @@ export interface LineSentMessage {
   to: string;
   /** How it was sent. */
   via: 'reply' | 'push';
-  /** The message's text. */
+  /** The message's type: `text`, or media LINE fetches by URL (`image`, `audio`). */
+  type: 'text' | 'image' | 'audio';
+  /** The message's text (`''` for media). */
   text: string;
+  /** An image's or audio's `originalContentUrl`. */
+  url?: string;
+  /** An image's `previewImageUrl`. */
+  previewUrl?: string;
+  /** An audio's `duration`, in ms. */
+  duration?: number;
   /** Quick reply items: label and the text a tap sends. */
   quickReplies?: Array<{ label: string; text: string }>;
 }
@@ -105,14 +113,36 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-/** Validates the message objects of a reply or push as LINE does (1 to 5 text messages of at most 5000 characters); the problem, or undefined. */
+/** Whether `url` is one LINE fetches media from: HTTPS, at most 2000 characters. */
+const mediaUrl = (url: unknown): boolean => typeof url === 'string' && url.startsWith('https://') && url.length <= 2000;
+
+/**
+ * Validates the message objects of a reply or push as LINE does (1 to 5 messages: text of at most 5000
+ * characters, images with HTTPS `originalContentUrl` and `previewImageUrl`, audio with an HTTPS URL and a
+ * positive `duration`); the problem, or undefined.
+ */
 function messagesProblem(messages: unknown): string | undefined {
   if (!Array.isArray(messages) || messages.length < 1 || messages.length > 5) return 'messages: must be 1 to 5 objects';
   for (const m of messages as Array<Record<string, any>>) {
+    if (m.type === 'image') {
+      if (!mediaUrl(m.originalContentUrl) || !mediaUrl(m.previewImageUrl)) return 'messages: an image needs HTTPS URLs';
+      continue;
+    }
+    if (m.type === 'audio') {
+      if (!mediaUrl(m.originalContentUrl) || !Number.isInteger(m.duration) || m.duration <= 0) return 'messages: an audio needs an HTTPS URL and a duration';
+      continue;
+    }
     if (m.type !== 'text' || typeof m.text !== 'string' || m.text.length === 0) return 'messages: must be non-empty text';
     if (m.text.length > 5000) return 'messages.text: must be at most 5000 characters';
   }
   return undefined;
+}
+
+/** What the fake keeps of one message object. */
+function sentMessage(m: Record<string, any>): Pick<LineSentMessage, 'type' | 'text' | 'url' | 'previewUrl' | 'duration'> {
+  if (m.type === 'image') return { type: 'image', text: '', url: m.originalContentUrl, previewUrl: m.previewImageUrl };
+  if (m.type === 'audio') return { type: 'audio', text: '', url: m.originalContentUrl, duration: m.duration };
+  return { type: 'text', text: m.text };
 }
 
 /** Starts the fake on a random local port. */
@@ -152,7 +182,7 @@ export async function startFakeLine(opts: FakeLineOptions = {}): Promise<FakeLin
     const ids = messages.map((m) => {
       const id = String(BigInt(`0x${randomBytes(7).toString('hex')}`));
       const items = m.quickReply?.items as Array<{ action: { label: string; text: string } }> | undefined;
-      fake.sent.push({ id, to, via, text: m.text, ...(items && { quickReplies: items.map((i) => ({ label: i.action.label, text: i.action.text })) }) });
+      fake.sent.push({ id, to, via, ...sentMessage(m), ...(items && { quickReplies: items.map((i) => ({ label: i.action.label, text: i.action.text })) }) });
       return id;
     });
     send(res, 200, { sentMessages: ids.map((id) => ({ id, quoteToken: randomBytes(8).toString('hex') })) }, headers);

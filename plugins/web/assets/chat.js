@@ -148,7 +148,37 @@
     if (actions.childElementCount) b.insertBefore(actions, b.querySelector('.meta'));
   }
 
-  /** A reply, a streamed reply's progress, or typing. */
+  /**
+   * A file the agent sent, inline under its caption: an image, an audio player (a spoken reply), or a
+   * download link. Only a URL of this chat's file route is used; the name is text (alt, textContent).
+   */
+  function addFile(b, ev) {
+    if (b.querySelector('.file') || typeof ev.url !== 'string' || !ev.url.startsWith(`${base}/files/`)) return;
+    const name = typeof ev.name === 'string' ? ev.name : 'file';
+    const box = el('div', `file ${ev.kind}`);
+    box.dataset.kind = ev.kind;
+    if (ev.voice) box.dataset.voice = 'true';
+    if (ev.kind === 'image') {
+      const img = el('img');
+      img.alt = name;
+      img.src = ev.url;
+      box.appendChild(img);
+    } else if (ev.kind === 'audio') {
+      const audio = el('audio');
+      audio.controls = true;
+      audio.preload = 'metadata';
+      audio.src = ev.url;
+      audio.title = name;
+      box.appendChild(audio);
+    }
+    const link = el('a', 'download', name);
+    link.href = ev.url;
+    link.download = name;
+    box.appendChild(link);
+    b.insertBefore(box, b.querySelector('.meta'));
+  }
+
+  /** A reply, a file, a streamed reply's progress, or typing. */
   function onReply(ev) {
     if (ev.type === 'typing') return showTyping(true);
     let b = log.querySelector(`.msg.bot[data-id="${CSS.escape(ev.id)}"]`);
@@ -160,6 +190,12 @@
         b.dataset.run = run;
         b.querySelector('.meta').textContent = `run ${short(run)}`;
       }
+    }
+    if (ev.type === 'file') {
+      b.querySelector('.body').textContent = ev.caption || '';
+      addFile(b, ev);
+      showTyping(false);
+      return stick();
     }
     b.querySelector('.body').textContent = ev.text;
     if (ev.type === 'message' && Array.isArray(ev.buttons) && !b.querySelector('.actions')) addButtons(b, ev.buttons);
