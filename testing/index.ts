@@ -3,7 +3,7 @@
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
  * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
- * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, Microsoft Teams (Entra keys and tokens + the Bot Connector), a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -80,6 +80,21 @@ export {
   signedSlackHeaders,
   startFakeSlack,
 } from './fakes/slack-server.js';
+export {
+  type FakeTeams,
+  startFakeTeams,
+  TEAMS_ALICE,
+  TEAMS_BOB,
+  TEAMS_TEST,
+  type TeamsActivityOptions,
+  type TeamsCall,
+  type TeamsCallKind,
+  type TeamsFailure,
+  type TeamsSentActivity,
+  type TeamsTokenOptions,
+  teamsActivityId,
+  teamsMessageActivity,
+} from './fakes/teams-server.js';
 export type { ScriptedFailure, SentFile as TelegramSentFile, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,
