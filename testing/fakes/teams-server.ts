@@ -29,8 +29,8 @@ export const TEAMS_TEST = {
   tenantId: '11111111-1111-4111-8111-111111111111',
 } as const;
 
-/** Bot Connector calls the fake records. */
-export type TeamsCallKind = 'send' | 'update' | 'token';
+/** Calls the fake records: a message POST (`send`), a typing POST, an update (PUT), a token request. */
+export type TeamsCallKind = 'send' | 'typing' | 'update' | 'token';
 
 /** One call the fake received. */
 export interface TeamsCall {
@@ -130,7 +130,7 @@ export async function startFakeTeams(): Promise<FakeTeams> {
   const good: TeamsSigningKey = teamsSigningKey('fake-teams-key-1');
   const forged: TeamsSigningKey = teamsSigningKey('fake-teams-key-1');
   const issued = new Set<string>();
-  const failures: Record<TeamsCallKind, TeamsFailure[]> = { send: [], update: [], token: [] };
+  const failures: Record<TeamsCallKind, TeamsFailure[]> = { send: [], typing: [], update: [], token: [] };
   let ids = 0;
 
   const fake: FakeTeams = {
@@ -221,8 +221,9 @@ export async function startFakeTeams(): Promise<FakeTeams> {
     } catch {
       return send(res, 400, { error: { code: 'BadArgument', message: 'not JSON' } });
     }
-    const call = { kind, region, conversationId, body };
-    if (fail(kind, call, res)) return;
+    const callKind: TeamsCallKind = kind === 'send' && body.type === 'typing' ? 'typing' : kind;
+    const call = { kind: callKind, region, conversationId, body };
+    if (fail(callKind, call, res)) return;
     if (Buffer.byteLength(raw) > MAX_ACTIVITY_BYTES) {
       fake.calls.push({ ...call, status: 413 });
       return send(res, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
