@@ -10,7 +10,7 @@
  * only when a Teams section is configured.
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection } from 'steerbot/plugin';
+import { parseSection, replayWindowSeconds } from 'steerbot/plugin';
 import { ServiceUrlPolicy, tokenChecker } from './auth.js';
 import { type TeamsConfig, type TeamsConfigInput, teamsConfigSchema } from './config.js';
 import { TeamsInbound } from './inbound.js';
@@ -20,6 +20,9 @@ import { TokenSource } from './token.js';
 import { registerWebhookRoute } from './webhook.js';
 
 export type { TeamsConfigInput } from './config.js';
+
+/** How far past its `exp` the SDK's `authorizeJWT` still accepts a token, in seconds. */
+const SDK_CLOCK_TOLERANCE_SECONDS = 300;
 
 function parseConfig(config: TeamsConfigInput): TeamsConfig {
   return parseSection(teamsConfigSchema, config, ['channels', TEAMS_PLUGIN_ID]);
@@ -59,6 +62,7 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
         path: cfg.webhookPath,
         checkToken,
         policy,
+        maxTokenLifeSeconds: Math.max(60, replayWindowSeconds(host.dedupeTtlSeconds) - SDK_CLOCK_TOLERANCE_SECONDS),
         handle: (activity) => inbound.handle(host, activity),
         refused: (reason) => logger.info({ reason }, 'teams activity refused'),
       });

@@ -95,7 +95,7 @@ describe('teams end to end', () => {
     expect(await h.entries('message.received', CONVERSATION)).toHaveLength(1);
   });
 
-  it('refuses an activity whose token is forged, for another audience, expired or missing (401), or a malformed one (400): nothing written', async () => {
+  it('refuses an activity whose token is forged, for another audience or issuer, expired, outliving the replay window or missing (401), or a malformed one (400): nothing written', async () => {
     const activity = fromAlice('let me in');
     const serviceUrl = activity.serviceUrl as string;
     for (const token of [
@@ -103,6 +103,7 @@ describe('teams end to end', () => {
       teams.token({ audience: '99999999-0000-4000-8000-000000000000', serviceUrl }),
       teams.token({ expiresInSeconds: -3600, serviceUrl }),
       teams.token({ issuer: 'https://sts.windows.net/99999999-1111-4111-8111-111111111111/', serviceUrl }),
+      teams.token({ expiresInSeconds: 3 * 24 * 3600, serviceUrl }),
       'not-a-jwt',
       null,
     ]) {
