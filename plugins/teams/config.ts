@@ -48,7 +48,7 @@ export const teamsConfigSchema = z.strictObject({
       "Hosts (and their subdomains) an activity's `serviceUrl` may have besides Microsoft's own (botframework.com, smba.trafficmanager.net, …); any other is refused, so the bot's token goes nowhere else. These may use http (a local fake). Default none.",
     ),
   microsoftHosts: z.boolean().default(true).describe("Whether the Agents SDK's list of Microsoft service hosts is allowed as service URLs. Default true."),
-  timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one Bot Connector or token call, in ms. Default 15 000.'),
+  timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one token request, in ms. Default 15 000.'),
   rateLimitRetryMs: int(100, 600_000)
     .default(5000)
     .describe('Wait before a rate-limited call (429) is retried when the answer names no `Retry-After`, in ms. Default 5000.'),
