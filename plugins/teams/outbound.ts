@@ -106,7 +106,8 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
 
     async edit(conversationId: string, messageId: string, text: string, opts = {}) {
       const { id, client } = await connect(conversationId);
-      const activity = { ...messageActivity(text, undefined, opts.format), id: messageId };
+      // `attachments: []`: an update replaces the whole activity, so a card with buttons becomes plain text.
+      const activity = { ...messageActivity(text, undefined, opts.format), attachments: [], id: messageId };
       await call('update', () => client.updateActivity(id, encodeURIComponent(messageId), activity as unknown as Activity));
     },
 
