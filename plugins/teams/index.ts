@@ -21,6 +21,9 @@ export default defineChannelPlugin({
     { env: 'TEAMS_APP_PASSWORD', path: 'appPassword', kind: 'string', secret: true },
     { env: 'TEAMS_TENANT_ID', path: 'tenantId', kind: 'string' },
     { env: 'TEAMS_WEBHOOK_PATH', path: 'webhookPath', kind: 'string' },
+    { env: 'TEAMS_AUTHORITY_ENDPOINT', path: 'authorityEndpoint', kind: 'string' },
+    { env: 'TEAMS_SERVICE_URL', path: 'serviceUrl', kind: 'string' },
+    { env: 'TEAMS_SERVICE_URL_HOSTS', path: 'serviceUrlHosts', kind: 'list' },
   ],
   create: async (config, deps) => (await import('./channel.js')).createTeamsPlugin(config, deps),
 });
