@@ -20,6 +20,7 @@ const E2E = [
   'test/channels/slack-start.test.ts',
   'test/channels/whatsapp-start.test.ts',
   'test/channels/matrix-start.test.ts',
+  'test/channels/teams-start.test.ts',
   'test/host/prefix-isolation.test.ts',
   'test/host/redis-outage.test.ts',
   'test/events/api-e2e.test.ts',

@@ -14,6 +14,7 @@ import type { LineConfig } from '../plugins/line/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
 import type { MatrixConfig } from '../plugins/matrix/config.js';
 import type { SlackConfig } from '../plugins/slack/config.js';
+import type { TeamsConfig } from '../plugins/teams/config.js';
 import type { TelegramConfig } from '../plugins/telegram/config.js';
 import type { WebConfig } from '../plugins/web/config.js';
 import type { WebhookChannelConfig } from '../plugins/webhook/config.js';
@@ -44,6 +45,7 @@ export interface SteerbotConfig extends CoreConfig {
     line?: LineConfig;
     matrix?: MatrixConfig;
     feishu?: FeishuConfig;
+    teams?: TeamsConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

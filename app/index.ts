@@ -15,6 +15,7 @@ export type { LineConfig, lineConfigSchema } from '../plugins/line/config.js';
 export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/local-agent/index.js';
 export type { MatrixConfig, matrixConfigSchema } from '../plugins/matrix/config.js';
 export type { SlackConfig, slackConfigSchema } from '../plugins/slack/config.js';
+export type { TeamsConfig, teamsConfigSchema } from '../plugins/teams/config.js';
 export type { TelegramConfig, telegramConfigSchema } from '../plugins/telegram/config.js';
 export type { WebConfig, webConfigSchema } from '../plugins/web/config.js';
 export type { WebhookChannelConfig, webhookChannelConfigSchema } from '../plugins/webhook/config.js';

@@ -15,6 +15,7 @@ import line from '../plugins/line/index.js';
 import localAgent from '../plugins/local-agent/index.js';
 import matrix from '../plugins/matrix/index.js';
 import slack from '../plugins/slack/index.js';
+import teams from '../plugins/teams/index.js';
 import telegram from '../plugins/telegram/index.js';
 import web from '../plugins/web/index.js';
 import webhooks from '../plugins/webhook/index.js';
@@ -34,6 +35,7 @@ export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [
   line,
   matrix,
   feishu,
+  teams,
   webhooks,
   web,
   localAgent,

@@ -4,6 +4,7 @@
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
  * chat completions, Anthropic's Messages API, Google's Gemini API, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
  * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, the Feishu / Lark open platform with its long connection,
+ * Microsoft Teams (Entra keys and tokens + the Bot Connector),
  * a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
@@ -111,6 +112,21 @@ export {
   signedSlackHeaders,
   startFakeSlack,
 } from './fakes/slack-server.js';
+export {
+  type FakeTeams,
+  startFakeTeams,
+  TEAMS_ALICE,
+  TEAMS_BOB,
+  TEAMS_TEST,
+  type TeamsActivityOptions,
+  type TeamsCall,
+  type TeamsCallKind,
+  type TeamsFailure,
+  type TeamsSentActivity,
+  type TeamsTokenOptions,
+  teamsActivityId,
+  teamsMessageActivity,
+} from './fakes/teams-server.js';
 export type { ScriptedFailure, SentFile as TelegramSentFile, SentMessage as TelegramSentMessage } from './fakes/telegram-server.js';
 export {
   ALICE,

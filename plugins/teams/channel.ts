@@ -1,0 +1,77 @@
+/**
+ * The Microsoft Teams channel's implementation, on the Microsoft 365 Agents
+ * SDK (`@microsoft/agents-hosting`, the successor of the Bot Framework SDK):
+ * activities arrive on the plugin's own messaging endpoint (`webhook.ts`),
+ * their tokens checked by the SDK's `authorizeJWT` (`auth.ts`), are handled
+ * by `inbound.ts`, and replies go out through `outbound.ts` over the SDK's
+ * `ConnectorClient`. The SDK's `CloudAdapter` is not used: it wants an
+ * Express request and runs its own turn pipeline, where the host already
+ * has routes, dedupe and runs. This module, and with it the SDK, is imported
+ * only when a Teams section is configured.
+ */
+import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
+import { parseSection, replayWindowSeconds } from 'steerbot/plugin';
+import { ServiceUrlPolicy, tokenChecker } from './auth.js';
+import { type TeamsConfig, type TeamsConfigInput, teamsConfigSchema } from './config.js';
+import { TeamsInbound } from './inbound.js';
+import { TEAMS_PLUGIN_ID } from './keys.js';
+import { createTeamsOutbound } from './outbound.js';
+import { TokenSource } from './token.js';
+import { registerWebhookRoute } from './webhook.js';
+
+export type { TeamsConfigInput } from './config.js';
+
+/** How far past its `exp` the SDK's `authorizeJWT` still accepts a token, in seconds. */
+const SDK_CLOCK_TOLERANCE_SECONDS = 300;
+
+function parseConfig(config: TeamsConfigInput): TeamsConfig {
+  return parseSection(teamsConfigSchema, config, ['channels', TEAMS_PLUGIN_ID]);
+}
+
+/**
+ * Creates the Teams channel plugin. `config` is validated here (defaults
+ * applied); throws ConfigError naming every bad field. `deps.fetch` gets the
+ * bot's token; the SDK's connector client calls the global `fetch`.
+ */
+export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): ChannelPlugin {
+  const cfg = parseConfig(config);
+  const logger = deps.logger.child({ channel: TEAMS_PLUGIN_ID });
+  const policy = new ServiceUrlPolicy(cfg.serviceUrlHosts, cfg.microsoftHosts);
+  const tokens = new TokenSource({ ...cfg, ...(deps.fetch && { fetch: deps.fetch }) });
+  const outbound = createTeamsOutbound({
+    channelId: TEAMS_PLUGIN_ID,
+    redis: deps.redis,
+    prefix: deps.prefix,
+    tokens,
+    policy,
+    defaultServiceUrl: cfg.serviceUrl,
+    rateLimitRetryMs: cfg.rateLimitRetryMs,
+    secrets: [cfg.appPassword],
+  });
+  const inbound = new TeamsInbound({ channelId: TEAMS_PLUGIN_ID, redis: deps.redis, prefix: deps.prefix, logger, outbound });
+  const checkToken = tokenChecker(cfg);
+  // The route stays with the host's server; readiness is whether it was registered.
+  const state = { started: false };
+  return {
+    id: TEAMS_PLUGIN_ID,
+    // Who may talk is the access gate's, the input policy a profile's.
+    settings: {},
+    outbound,
+    async start(host: ChannelHost) {
+      registerWebhookRoute(host.routes, {
+        path: cfg.webhookPath,
+        checkToken,
+        policy,
+        maxTokenLifeSeconds: Math.max(60, replayWindowSeconds(host.dedupeTtlSeconds) - SDK_CLOCK_TOLERANCE_SECONDS),
+        handle: (activity) => inbound.handle(host, activity),
+        refused: (reason) => logger.info({ reason }, 'teams activity refused'),
+      });
+      state.started = true;
+      logger.info({ path: cfg.webhookPath }, 'teams messaging endpoint ready');
+    },
+    async stop() {
+      state.started = false;
+    },
+    ready: () => (state.started ? { ready: true } : { ready: false, detail: 'messaging endpoint not registered' }),
+  };
+}

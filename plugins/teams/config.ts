@@ -1,0 +1,60 @@
+/** Configuration of the Microsoft Teams channel (`channels.teams` in the config file), validated with zod at load. */
+
+import { int } from 'steerbot/plugin';
+import { z } from 'zod';
+
+/** A URL root without a trailing slash. */
+const root = (what: string) =>
+  z.url({ protocol: /^https?$/, error: `expected the ${what} URL` }).refine((u) => !u.endsWith('/'), { error: 'remove the trailing /' });
+
+/** A host name (or `*.`-less suffix) a service URL may have. */
+const host = z.string().regex(/^[a-z0-9.-]{1,253}$/i, { error: 'expected a host name like smba.trafficmanager.net' });
+
+/** Schema of the Teams channel settings. Unknown keys are errors. */
+export const teamsConfigSchema = z.strictObject({
+  appId: z
+    .string({ error: 'expected the app id' })
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { error: 'expected the app (client) id, a GUID' })
+    .describe("Microsoft App ID of the Azure Bot (the Entra app registration's client id): the audience every inbound token must name. Required."),
+  appPassword: z
+    .string({ error: 'expected the client secret' })
+    .min(16, { error: 'expected the client secret of the app registration' })
+    .describe("Client secret of the app registration (Certificates & secrets): gets the bot's Bot Connector token. Secret: never logged. Required."),
+  tenantId: z
+    .string({ error: 'expected the tenant id' })
+    .regex(/^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|botframework\.com)$/i, { error: 'expected the directory (tenant) id, a GUID' })
+    .describe('Directory (tenant) id of the app registration (single-tenant bot); `botframework.com` for a legacy multi-tenant one. Required.'),
+  webhookPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9/_.-]*$/, { error: 'expected a path starting with /' })
+    .default('/api/messages')
+    .describe("Route activities are POSTed to: the Azure Bot's messaging endpoint is `https://<your host><webhookPath>`. Default `/api/messages`."),
+  authorityEndpoint: root('Entra authority')
+    .default('https://login.microsoftonline.com')
+    .describe(
+      "Entra authority: signing keys of the tenant's tokens are read from `<authority>/<tenant>/discovery/v2.0/keys`, the bot's own token from `<authority>/<tenant>/oauth2/v2.0/token` (Bot Service's `api.botframework.com` tokens are checked against its published keys). A local fake in tests. Default `https://login.microsoftonline.com`.",
+    ),
+  serviceUrl: z
+    .url({ protocol: /^https?$/ })
+    .default('https://smba.trafficmanager.net/teams/')
+    .describe(
+      'Bot Connector service URL for a conversation the bot has no stored reference of (no activity seen from it yet). Default `https://smba.trafficmanager.net/teams/`.',
+    ),
+  serviceUrlHosts: z
+    .array(host)
+    .max(50)
+    .default([])
+    .describe(
+      "Hosts (and their subdomains) an activity's `serviceUrl` may have besides Microsoft's own (botframework.com, smba.trafficmanager.net, …); any other is refused, so the bot's token goes nowhere else. These may use http (a local fake). Default none.",
+    ),
+  microsoftHosts: z.boolean().default(true).describe("Whether the Agents SDK's list of Microsoft service hosts is allowed as service URLs. Default true."),
+  timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one token request, in ms. Default 15 000.'),
+  rateLimitRetryMs: int(100, 600_000)
+    .default(5000)
+    .describe('Wait before a rate-limited call (429) is retried when the answer names no `Retry-After`, in ms. Default 5000.'),
+});
+
+/** Teams channel settings after defaults. */
+export type TeamsConfig = z.output<typeof teamsConfigSchema>;
+/** Teams channel settings as written in a config file (defaults optional). */
+export type TeamsConfigInput = z.input<typeof teamsConfigSchema>;
