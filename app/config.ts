@@ -9,6 +9,7 @@
 import type { EnvBinding, PluginEnvBinding } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
+import type { EmailConfig } from '../plugins/email/config.js';
 import type { LineConfig } from '../plugins/line/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
 import type { MatrixConfig } from '../plugins/matrix/config.js';
@@ -42,6 +43,7 @@ export interface SteerbotConfig extends CoreConfig {
     whatsapp?: WhatsAppConfig;
     line?: LineConfig;
     matrix?: MatrixConfig;
+    email?: EmailConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

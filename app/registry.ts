@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { ChannelPluginDefinition } from 'steerbot/channel';
 import type { RunnerPluginDefinition } from 'steerbot/runner';
 import discord from '../plugins/discord/index.js';
+import email from '../plugins/email/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
 import line from '../plugins/line/index.js';
 import localAgent from '../plugins/local-agent/index.js';
@@ -32,6 +33,7 @@ export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [
   whatsapp,
   line,
   matrix,
+  email,
   webhooks,
   web,
   localAgent,

@@ -3,7 +3,7 @@
  * suites: the runner-plugin and channel-plugin contract suites, the runner
  * harness they run on, and local fakes of the platforms (OpenAI-compatible
  * chat completions, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
- * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, a webhook callback receiver; real local IMAP and SMTP servers for email). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -47,6 +47,7 @@ export {
   startFakeLine,
   webhookEventId,
 } from './fakes/line-server.js';
+export { MAIL_DOMAIN, type MailServers, type MailUser, startMailServers } from './fakes/mail-servers.js';
 export {
   FakeMatrix,
   type FakeMatrixOptions,
