@@ -22,7 +22,7 @@ function kindOf(mime: string): Attachment['kind'] {
 /** A part's file name: the disposition's `filename`, else the type's `name`. */
 const nameOf = (node: MessageStructureObject): string | undefined => node.dispositionParameters?.filename ?? node.parameters?.name;
 
-/** Decoded size of a part, in bytes (base64 carries 3 bytes in 4 characters). */
+/** Decoded size of a part, in bytes, estimated from its encoded size (base64 carries 3 bytes in 4 characters; its line breaks count too, so never below). */
 const decodedSize = (node: MessageStructureObject): number =>
   node.encoding?.toLowerCase() === 'base64' ? Math.floor(((node.size ?? 0) * 3) / 4) : (node.size ?? 0);
 
