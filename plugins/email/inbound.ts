@@ -9,7 +9,7 @@
  */
 import { simpleParser } from 'mailparser';
 import type { ChannelHost } from 'steerbot/channel';
-import { asRedisUnavailable, InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
+import { asRedisUnavailable, InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery } from 'steerbot/plugin';
 import { attachmentsOf } from './attachments.js';
 import { checkSender } from './auth-results.js';
 import { threadKey } from './keys.js';
@@ -38,7 +38,7 @@ export async function readCursor(redis: RedisClient, key: string): Promise<Curso
 }
 
 /** Turns mailparser's result into what `normalizeMail` reads. */
-async function parse(source: Buffer): Promise<MailInput> {
+async function parse(source: Buffer): Promise<MailInput & { sentAtSeconds: number | undefined }> {
   const parsed = await simpleParser(source, { skipTextToHtml: true, skipImageLinks: true });
   const headers = new Map<string, string[]>();
   for (const { key, line } of parsed.headerLines) {
@@ -61,6 +61,7 @@ async function parse(source: Buffer): Promise<MailInput> {
     references: references.flatMap((r) => r.split(/\s+/)).filter(Boolean),
     subject: parsed.subject ?? '',
     text: parsed.text ?? '',
+    sentAtSeconds: parsed.date && Number.isFinite(parsed.date.getTime()) ? Math.floor(parsed.date.getTime() / 1000) : undefined,
   };
 }
 
@@ -85,7 +86,7 @@ export class EmailInbound {
   private async mail(host: ChannelHost, validity: string, fetched: FetchedMail): Promise<void> {
     const { logger } = this.o;
     if (!fetched.source) return;
-    let mail: MailInput;
+    let mail: Awaited<ReturnType<typeof parse>>;
     try {
       mail = await parse(fetched.source);
     } catch (err) {
@@ -98,6 +99,12 @@ export class EmailInbound {
         logger.warn({ uid: fetched.uid, reason: verdict }, 'email sender not authenticated by the receiving server; ignored');
         return;
       }
+    }
+    // A signed mail can be sent again unchanged (DKIM signs no envelope): one older than the dedupe window is not answered.
+    const stale = staleDelivery(mail.sentAtSeconds, replayWindowSeconds(host.dedupeTtlSeconds));
+    if (stale !== undefined) {
+      logger.warn({ uid: fetched.uid, reason: stale }, 'email Date older than the dedupe window, or none; ignored');
+      return;
     }
     const { attachments, tooLarge } = attachmentsOf(fetched.structure, { validity, uid: fetched.uid, maxBytes: this.o.maxAttachmentBytes });
     const note = tooLarge.map((name) => `[attachment ${name} not passed on: larger than ${this.o.maxAttachmentBytes} bytes]`).join('\n');

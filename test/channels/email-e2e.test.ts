@@ -134,6 +134,17 @@ describe('email end to end', () => {
     expect(ai.requests).toHaveLength(1);
   });
 
+  it('ignores a signed mail sent again after the dedupe window: its Date is older than the window', async () => {
+    await start();
+    ai.script([{ text: 'Barrier answer.' }]);
+    const replayed = await mailToBot(servers, { text: 'refund me, as two days ago', date: new Date(Date.now() - 2 * 86_400_000) });
+    const barrier = await mailToBot(servers, { text: 'a fresh question' });
+    await untilReplies(servers, barrier, 1, 'the barrier reply');
+    await h.idle(15_000, conversation(barrier));
+    expect(await h.entries('message.received', conversation(replayed))).toEqual([]);
+    expect(ai.requests).toHaveLength(1);
+  });
+
   it('ignores auto-replies and bounces', async () => {
     await start();
     ai.script([{ text: 'Barrier answer.' }]);

@@ -102,6 +102,8 @@ export interface TestMail {
   /** Extra headers; default: a passing `Authentication-Results` for alice. */
   headers?: Record<string, string>;
   from?: string;
+  /** The `Date` header. Default: now. */
+  date?: Date;
   attachments?: { filename: string; content: Buffer; contentType: string }[];
 }
 
@@ -120,6 +122,7 @@ export async function rawMail(servers: MailServers, m: TestMail): Promise<{ raw:
     ...(m.references && { references: m.references }),
     headers: m.headers ?? { 'Authentication-Results': passedAuth(from) },
     ...(m.attachments && { attachments: m.attachments }),
+    ...(m.date && { date: m.date }),
   });
   return { raw: info.message as Buffer, messageId };
 }
