@@ -127,8 +127,21 @@ match from any for domain "${MAIL_DOMAIN}" action "deliver"
 `;
 }
 
+/** Process groups still running: killed when the test process exits without stopping them (a crash, a timeout). */
+const running = new Set<number>();
+process.once('exit', () => {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+});
+
 function spawnGroup(cmd: string, args: string[], log: string[]): ChildProcess {
   const child = spawn(cmd, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid !== undefined) running.add(child.pid);
   const keep = (b: Buffer) => {
     log.push(b.toString());
     if (log.length > 200) log.shift();
@@ -139,21 +152,25 @@ function spawnGroup(cmd: string, args: string[], log: string[]): ChildProcess {
 }
 
 async function stopGroup(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pid = child.pid;
+  if (pid === undefined) return;
   const kill = (signal: NodeJS.Signals) => {
     try {
-      process.kill(-child.pid!, signal);
+      process.kill(-pid, signal);
     } catch {
       // The group is gone already.
     }
   };
-  kill('SIGTERM');
-  const timer = setTimeout(() => kill('SIGKILL'), 3000);
-  await exited;
-  clearTimeout(timer);
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(timer);
+  }
   // Children that outlived the leader (dovecot's services) go with the group.
   kill('SIGKILL');
+  running.delete(pid);
 }
 
 /** Starts dovecot and OpenSMTPD for one test file; throws naming the apt packages when a binary is missing. */
