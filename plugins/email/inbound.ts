@@ -50,12 +50,10 @@ async function parse(source: Buffer): Promise<MailInput & { sentAtSeconds: numbe
   }
   const from = parsed.from?.value[0];
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
-  const replyTo = parsed.replyTo?.value[0]?.address;
   const inReplyTo = parsed.inReplyTo?.split(/\s+/)[0];
   return {
     headers,
     from: from?.address ? { address: from.address, ...(from.name && { name: from.name }) } : undefined,
-    ...(replyTo && { replyTo: replyTo.toLowerCase() }),
     ...(parsed.messageId && { messageId: parsed.messageId }),
     ...(inReplyTo && { inReplyTo }),
     references: references.flatMap((r) => r.split(/\s+/)).filter(Boolean),

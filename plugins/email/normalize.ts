@@ -17,8 +17,6 @@ export interface MailInput {
   /** Header values by lower-cased name, every occurrence. */
   headers: ReadonlyMap<string, readonly string[]>;
   from: { address: string; name?: string } | undefined;
-  /** `Reply-To`'s first address, when set. */
-  replyTo?: string;
   messageId?: string;
   inReplyTo?: string;
   references: readonly string[];
@@ -32,7 +30,7 @@ export type SkipReason = 'no-sender' | 'own' | 'auto-reply' | 'bounce' | 'empty'
 
 /** What the channel keeps of a thread to reply in it. */
 export interface ThreadInfo {
-  /** Where replies go: `Reply-To`, else From. */
+  /** Where replies go: the From address, the one whose authentication was checked (`Reply-To` is not: anyone could make the bot write to a third party). */
   to: string;
   subject: string;
   /** The Message-ID (in `<>`) replies answer (`In-Reply-To`). */
@@ -144,6 +142,6 @@ export function normalizeMail(
   // RFC 5322 §3.6.4: a reply's References are the parent's References (or In-Reply-To) plus the parent's id; kept to the last 20.
   const refs = [...(mail.references.length > 0 ? mail.references : mail.inReplyTo ? [mail.inReplyTo] : []), ownId];
   const trimmed = refs.length > 20 ? [refs[0]!, ...refs.slice(-19)] : refs;
-  const thread: ThreadInfo = { to: mail.replyTo ?? from, subject: mail.subject, last: ownId, refs: trimmed.join(' ') };
+  const thread: ThreadInfo = { to: from, subject: mail.subject, last: ownId, refs: trimmed.join(' ') };
   return { kind: 'message', message, thread };
 }

@@ -1,8 +1,8 @@
 /**
  * The email channel's outbound side: replies and files submitted over SMTP
  * (`nodemailer`), in the thread of the conversation: `In-Reply-To` the last
- * mail received, `References` its chain, `Re: ` its subject, to its
- * `Reply-To` (else From).
+ * mail received, `References` its chain, `Re: ` its subject, to its From
+ * address (the authenticated one; `Reply-To` is not followed).
  *
  * SMTP has no idempotency key: a submission whose answer was lost may have
  * been accepted. Each delivery's `Message-ID` is made from its delivery key,

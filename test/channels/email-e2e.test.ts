@@ -56,10 +56,10 @@ afterEach(async () => {
 });
 
 describe('email end to end', () => {
-  it('answers a mail in its thread: In-Reply-To, References, Re: subject, to the sender', async () => {
+  it('answers a mail in its thread: In-Reply-To, References, Re: subject, to the authenticated From, not its Reply-To', async () => {
     await start();
     ai.script([{ text: 'Hello Alice, **how** can I help?' }]);
-    const id = await mailToBot(servers, { subject: 'Opening hours', text: 'When are you open?' });
+    const id = await mailToBot(servers, { subject: 'Opening hours', text: 'When are you open?', replyTo: 'victim@example.test' });
     const [reply] = await untilReplies(servers, id, 1);
     expect(reply!.text?.trim()).toBe('Hello Alice, **how** can I help?');
     expect(reply!.subject).toBe('Re: Opening hours');

@@ -102,6 +102,7 @@ export interface TestMail {
   /** Extra headers; default: a passing `Authentication-Results` for alice. */
   headers?: Record<string, string>;
   from?: string;
+  replyTo?: string;
   /** The `Date` header. Default: now. */
   date?: Date;
   attachments?: { filename: string; content: Buffer; contentType: string }[];
@@ -123,6 +124,7 @@ export async function rawMail(servers: MailServers, m: TestMail): Promise<{ raw:
     headers: m.headers ?? { 'Authentication-Results': passedAuth(from) },
     ...(m.attachments && { attachments: m.attachments }),
     ...(m.date && { date: m.date }),
+    ...(m.replyTo && { replyTo: m.replyTo }),
   });
   return { raw: info.message as Buffer, messageId };
 }
