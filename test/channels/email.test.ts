@@ -1,7 +1,14 @@
-/** The email channel's pure parts: sender authentication, thread ids, automatic mail, quoted history. */
+/** The email channel's pure parts (sender authentication, thread ids, automatic mail, quoted history) and its settings. */
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { checkSender, parseAuthResults } from '../../plugins/email/auth-results.js';
+import { createEmailPlugin } from '../../plugins/email/channel.js';
 import { type MailInput, normalizeMail, stripQuoted, threadRoot } from '../../plugins/email/normalize.js';
+import type { ChannelHost } from '../../src/channel.js';
+import { ConfigError } from '../../src/errors.js';
+import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
+import { redisUrl } from '../helpers/redis.js';
 
 const mail = (over: Partial<MailInput> = {}, headers: Record<string, string> = {}): MailInput => ({
   headers: new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), [v]])),
@@ -88,3 +95,34 @@ describe('email normalize', () => {
     expect(stripQuoted('> quoted first\nmy answer\n> trailing quote')).toBe('> quoted first\nmy answer');
   });
 });
+
+describe('email settings', () => {
+  const base = { address: 'bot@example.net', imapHost: '127.0.0.1', imapPassword: 'imap-secret-password', smtpHost: '127.0.0.1' };
+
+  it('requires authServId unless requireAuthenticated is false, naming the setting', () => {
+    expect(() => createEmailPlugin(base, deps())).toThrow(ConfigError);
+    expect(() => createEmailPlugin(base, deps())).toThrow(/channels\.email\.authServId/);
+    expect(() => createEmailPlugin({ ...base, requireAuthenticated: false }, deps())).not.toThrow();
+  });
+
+  it('warns at start when every From is believed (requireAuthenticated: false), the password nowhere in the log', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const redis = new Redis(redisUrl());
+    const prefix = testPrefix();
+    const plugin = createEmailPlugin({ ...base, imapPort: 1, requireAuthenticated: false }, { logger, redis, prefix });
+    try {
+      await plugin.start({ redis, prefix, logger } as unknown as ChannelHost);
+      expect(lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40 && /requireAuthenticated is false/.test(l.msg))).toHaveLength(1);
+    } finally {
+      await plugin.stop();
+      await cleanupPrefix(redis, prefix);
+      await redis.quit();
+    }
+    expect(lines.join('\n')).not.toContain('imap-secret-password');
+  });
+});
+
+function deps() {
+  return { logger: pino({ level: 'silent' }), redis: {} as Redis, prefix: 'sb' };
+}
