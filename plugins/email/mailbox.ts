@@ -44,8 +44,12 @@ export interface ImapSettings {
 /** Most mails fetched in one round (the next round fetches the rest). */
 const BATCH = 20;
 
-/** Opens a connection to the mailbox (selected). Throws EmailApiError. */
-export async function openMailbox(s: ImapSettings, opts: { readOnly?: boolean } = {}): Promise<ImapFlow> {
+/**
+ * Opens a connection to the mailbox (selected). `idleMs`: the longest silence
+ * expected from the server (a wait in IDLE), added to the socket timeout.
+ * Throws EmailApiError.
+ */
+export async function openMailbox(s: ImapSettings, opts: { readOnly?: boolean; idleMs?: number } = {}): Promise<ImapFlow> {
   const client = new ImapFlow({
     host: s.host,
     port: s.port,
@@ -55,7 +59,8 @@ export async function openMailbox(s: ImapSettings, opts: { readOnly?: boolean } 
     disableAutoIdle: true,
     connectionTimeout: s.timeoutMs,
     greetingTimeout: s.timeoutMs,
-    socketTimeout: Math.max(s.timeoutMs, 31 * 60_000),
+    // A connection that stays silent longer than a wait in IDLE and an exchange is dead (a half-open TCP connection says nothing).
+    socketTimeout: (opts.idleMs ?? 0) + s.timeoutMs,
   });
   // Without a listener an 'error' event would end the process; the failed call throws it anyway.
   client.on('error', () => undefined);
@@ -110,7 +115,7 @@ export class MailboxWatcher {
     if (this.client?.usable) return this.client;
     this.client?.close();
     this.client = undefined;
-    const client = await openMailbox(this.s);
+    const client = await openMailbox(this.s, { idleMs: this.o.idleRestartMs });
     const wake = () => {
       this.changes++;
       for (const w of this.waiters) w();
