@@ -113,11 +113,18 @@ export class EmailInbound {
       return;
     }
     const { message, thread } = normalized;
+    const key = threadKey(this.o.prefix, message.conversationId);
+    const { redis } = this.o;
+    // Stored before the host sees the mail (the run answering it may reply at once); put back when the host ignores it
+    // (a sender the access rules refuse neither leaves a key behind nor redirects the thread's replies to themselves).
+    const previous = await redisCall(() => redis.hgetall(key));
+    await redisCall(() => redis.hset(key, { ...thread }));
+    const restore = () => redisCall(() => (Object.keys(previous).length === 0 ? redis.del(key) : redis.hset(key, previous)));
     try {
-      // Stored before the host sees the mail: the run answering it may reply at once.
-      await redisCall(() => this.o.redis.hset(threadKey(this.o.prefix, message.conversationId), { ...thread }));
-      await host.receive(this.o.channelId, message);
+      const result = await host.receive(this.o.channelId, message);
+      if (result.kind === 'ignored') await restore();
     } catch (err) {
+      await restore();
       // Bad input stays bad on a retry: skipped. Anything else (Redis down) is retried with the same cursor.
       if (!(err instanceof InvalidInputError)) throw err;
       logger.warn({ err, uid: fetched.uid }, 'email rejected; skipped');
