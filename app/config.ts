@@ -9,6 +9,7 @@
 import type { EnvBinding, PluginEnvBinding } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { DiscordConfig } from '../plugins/discord/config.js';
+import type { EmailConfig } from '../plugins/email/config.js';
 import type { FeishuConfig } from '../plugins/feishu/config.js';
 import type { LineConfig } from '../plugins/line/config.js';
 import type { localAgentConfigSchema } from '../plugins/local-agent/index.js';
@@ -46,6 +47,7 @@ export interface SteerbotConfig extends CoreConfig {
     matrix?: MatrixConfig;
     feishu?: FeishuConfig;
     teams?: TeamsConfig;
+    email?: EmailConfig;
     webhooks?: Record<string, WebhookChannelConfig>;
     web?: WebConfig;
     [id: string]: unknown;

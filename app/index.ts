@@ -10,6 +10,7 @@
 
 // The built-in plugins' settings, as `SteerbotConfig` types them (`typeof` a schema: a type, no run-time export).
 export type { DiscordConfig, discordConfigSchema } from '../plugins/discord/config.js';
+export type { EmailConfig, emailConfigSchema } from '../plugins/email/config.js';
 export type { FeishuConfig, feishuConfigSchema } from '../plugins/feishu/config.js';
 export type { LineConfig, lineConfigSchema } from '../plugins/line/config.js';
 export type { LocalAgentSettings, localAgentConfigSchema } from '../plugins/local-agent/index.js';

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { ChannelPluginDefinition } from 'steerbot/channel';
 import type { RunnerPluginDefinition } from 'steerbot/runner';
 import discord from '../plugins/discord/index.js';
+import email from '../plugins/email/index.js';
 import feishu from '../plugins/feishu/index.js';
 import httpAgent from '../plugins/http-agent/index.js';
 import line from '../plugins/line/index.js';
@@ -36,6 +37,7 @@ export const BUILTIN_PLUGINS: readonly AnyDefinition[] = [
   matrix,
   feishu,
   teams,
+  email,
   webhooks,
   web,
   localAgent,

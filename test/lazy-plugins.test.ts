@@ -1,7 +1,7 @@
 /**
  * A bot loads a platform's library only when that platform's channel is
  * configured: a webhook-only bot started by the CLI never loads discord.js,
- * grammY, the LINE SDK, the Feishu / Lark SDK or the MCP SDK (each costs start time and live heap).
+ * grammY, the LINE, Feishu / Lark and Teams SDKs, the email libraries or the MCP SDK (each costs start time and live heap).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,17 @@ import { redisUrl, testPrefix } from './helpers/redis.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const HOOK = join(REPO, 'test/fixtures/loaded-packages.ts');
-const PLATFORM_LIBRARIES = ['discord.js', 'grammy', '@line/bot-sdk', '@larksuiteoapi/node-sdk', '@modelcontextprotocol/sdk'];
+const PLATFORM_LIBRARIES = [
+  'discord.js',
+  'grammy',
+  '@line/bot-sdk',
+  '@larksuiteoapi/node-sdk',
+  '@microsoft/agents-hosting',
+  'imapflow',
+  'nodemailer',
+  'mailparser',
+  '@modelcontextprotocol/sdk',
+];
 
 interface Run {
   /** Resolves once stdout contains `text`; rejects when the process exits first. */
@@ -72,8 +82,10 @@ describe('platform libraries', () => {
     const discord = runWithHook(['plugins/discord/channel.ts']);
     const telegram = runWithHook(['plugins/telegram/channel.ts']);
     const line = runWithHook(['plugins/line/channel.ts']);
+    const email = runWithHook(['plugins/email/channel.ts']);
     expect(await discord.loaded()).toContain('discord.js');
     expect(await telegram.loaded()).toContain('grammy');
     expect(await line.loaded()).toContain('@line/bot-sdk');
+    expect(await email.loaded()).toEqual(expect.arrayContaining(['imapflow', 'nodemailer', 'mailparser']));
   }, 60_000);
 });

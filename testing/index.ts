@@ -5,7 +5,7 @@
  * chat completions, Anthropic's Messages API, Google's Gemini API, Telegram Bot API, Discord REST + gateway, the WhatsApp Cloud API,
  * Slack Web API + Socket Mode, the LINE Messaging API, a Matrix homeserver, the Feishu / Lark open platform with its long connection,
  * Microsoft Teams (Entra keys and tokens + the Bot Connector),
- * a webhook callback receiver). Everything talks to a real Redis (`REDIS_URL`, else
+ * a webhook callback receiver; real local IMAP and SMTP servers for email). Everything talks to a real Redis (`REDIS_URL`, else
  * `redis://127.0.0.1:6379`, or the `redisUrl` option) under a random key
  * prefix it deletes after each test.
  */
@@ -77,6 +77,7 @@ export {
   startFakeLine,
   webhookEventId,
 } from './fakes/line-server.js';
+export { MAIL_DOMAIN, type MailServers, type MailUser, startMailServers } from './fakes/mail-servers.js';
 export { type MatrixMedia, MatrixMediaStore, type MediaAnswer, type MediaRoute } from './fakes/matrix-media.js';
 export {
   FakeMatrix,

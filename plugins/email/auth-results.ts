@@ -1,0 +1,84 @@
+/**
+ * Whether a mail's From is vouched for by the receiving server (pure). A
+ * From header is whatever the sender wrote; what a mailbox can trust is the
+ * `Authentication-Results` header (RFC 8601) its own receiving server adds
+ * after checking DKIM and SPF, and only one naming that server's
+ * authserv-id: anyone can write such a header into a mail, so one from
+ * another authserv-id says nothing (a receiving server removes incoming
+ * headers that claim its own id, RFC 8601 §5).
+ *
+ * A mail passes when a trusted header says `dkim=pass` with a signing domain
+ * (`header.d`) that is the From domain or a parent of it, or `spf=pass` with
+ * an envelope sender (`smtp.mailfrom`) in the From domain or a subdomain of
+ * it, or `dmarc=pass` for the From domain (`header.from`).
+ */
+
+/** One `method=result` of an Authentication-Results header with its properties (`header.d`, `smtp.mailfrom`, …), lower-cased. */
+export interface AuthResult {
+  method: string;
+  result: string;
+  props: Record<string, string>;
+}
+
+/** One parsed Authentication-Results header. */
+export interface AuthResultsHeader {
+  authServId: string;
+  results: AuthResult[];
+}
+
+/** Drops RFC 5322 comments `( … )`, one level of nesting. */
+const withoutComments = (s: string): string => s.replace(/\((?:[^()]|\([^()]*\))*\)/g, ' ');
+const unquote = (s: string): string => (s.startsWith('"') && s.endsWith('"') && s.length >= 2 ? s.slice(1, -1) : s);
+
+/** Parses one header value (unfolded); undefined when it names no authserv-id. */
+export function parseAuthResults(value: string): AuthResultsHeader | undefined {
+  const [head, ...rest] = withoutComments(value.replace(/\r?\n[ \t]+/g, ' ')).split(';');
+  const authServId = head?.trim().split(/\s+/)[0]?.toLowerCase();
+  if (!authServId) return undefined;
+  const results: AuthResult[] = [];
+  for (const clause of rest) {
+    const tokens = clause.trim().split(/\s+/).filter(Boolean);
+    const first = tokens[0]?.match(/^([A-Za-z0-9_-]+)(?:\/\d+)?=([A-Za-z0-9_-]+)$/);
+    if (!first) continue;
+    const props: Record<string, string> = {};
+    for (const t of tokens.slice(1)) {
+      const m = t.match(/^([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)=(.+)$/);
+      if (m) props[m[1]!.toLowerCase()] = unquote(m[2]!).toLowerCase();
+    }
+    results.push({ method: first[1]!.toLowerCase(), result: first[2]!.toLowerCase(), props });
+  }
+  return { authServId, results };
+}
+
+/** The domain of an address or domain (`user@d`, `@d`, `d`), lower-cased. */
+const domainOf = (s: string): string => s.slice(s.lastIndexOf('@') + 1).toLowerCase();
+/** `sub` is `parent` or under it. */
+const within = (sub: string, parent: string): boolean => parent !== '' && (sub === parent || sub.endsWith(`.${parent}`));
+
+function vouches(r: AuthResult, fromDomain: string): boolean {
+  if (r.result !== 'pass') return false;
+  if (r.method === 'dkim') {
+    const d = r.props['header.d'] ?? (r.props['header.i'] ? domainOf(r.props['header.i']) : undefined);
+    return d !== undefined && within(fromDomain, d);
+  }
+  if (r.method === 'spf') {
+    const mailfrom = r.props['smtp.mailfrom'];
+    return mailfrom !== undefined && within(domainOf(mailfrom), fromDomain);
+  }
+  if (r.method === 'dmarc') return r.props['header.from'] !== undefined && domainOf(r.props['header.from']) === fromDomain;
+  return false;
+}
+
+/** Why a mail's From was not believed, or undefined when it was. */
+export type AuthVerdict = undefined | 'no-trusted-header' | 'not-passed';
+
+/**
+ * Checks the From address `from` against the mail's `Authentication-Results`
+ * header values: those of `authServId` only. Undefined: vouched for.
+ */
+export function checkSender(headerValues: readonly string[], authServId: string, from: string): AuthVerdict {
+  const trusted = headerValues.map(parseAuthResults).filter((h) => h !== undefined && h.authServId === authServId.toLowerCase());
+  if (trusted.length === 0) return 'no-trusted-header';
+  const fromDomain = domainOf(from);
+  return trusted.some((h) => h!.results.some((r) => vouches(r, fromDomain))) ? undefined : 'not-passed';
+}

@@ -1,0 +1,142 @@
+/**
+ * The email channel's inbound side: one round of fetched mail at a time, in
+ * UID order. Each mail is parsed (`mailparser`), its sender checked against
+ * the receiving server's `Authentication-Results` (`auth-results.ts`),
+ * normalized, its thread stored for the replies, and handed to the host;
+ * the cursor is stored after every mail, so a restart neither answers a
+ * mail again nor skips one (a mail handed over twice, the host having died
+ * between the two, is dropped by the host's dedupe on its Message-ID).
+ */
+import { simpleParser } from 'mailparser';
+import type { ChannelHost } from 'steerbot/channel';
+import { asRedisUnavailable, InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery } from 'steerbot/plugin';
+import { attachmentsOf } from './attachments.js';
+import { checkSender } from './auth-results.js';
+import { threadKey } from './keys.js';
+import type { Cursor, FetchedMail, Round } from './mailbox.js';
+import { type MailInput, normalizeMail } from './normalize.js';
+
+/** What the inbound side needs. */
+export interface EmailInboundOptions {
+  channelId: string;
+  /** The bot's address. */
+  self: string;
+  /** authserv-id whose `Authentication-Results` are believed; undefined: every From is believed. */
+  authServId: string | undefined;
+  maxAttachmentBytes: number;
+  redis: RedisClient;
+  prefix: string;
+  cursorKey: string;
+  logger: Logger;
+}
+
+/** Reads the stored cursor; null when there is none. */
+export async function readCursor(redis: RedisClient, key: string): Promise<Cursor | null> {
+  const h = await redisCall(() => redis.hgetall(key));
+  const uid = Number(h.uid);
+  return h.validity && Number.isSafeInteger(uid) && uid >= 0 ? { validity: h.validity, uid } : null;
+}
+
+/** Turns mailparser's result into what `normalizeMail` reads. */
+async function parse(source: Buffer): Promise<MailInput & { sentAtSeconds: number | undefined }> {
+  const parsed = await simpleParser(source, { skipTextToHtml: true, skipImageLinks: true });
+  const headers = new Map<string, string[]>();
+  for (const { key, line } of parsed.headerLines) {
+    const value = line
+      .slice(line.indexOf(':') + 1)
+      .replace(/\r?\n[ \t]+/g, ' ')
+      .trim();
+    headers.set(key.toLowerCase(), [...(headers.get(key.toLowerCase()) ?? []), value]);
+  }
+  const from = parsed.from?.value[0];
+  const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
+  const inReplyTo = parsed.inReplyTo?.split(/\s+/)[0];
+  return {
+    headers,
+    from: from?.address ? { address: from.address, ...(from.name && { name: from.name }) } : undefined,
+    ...(parsed.messageId && { messageId: parsed.messageId }),
+    ...(inReplyTo && { inReplyTo }),
+    references: references.flatMap((r) => r.split(/\s+/)).filter(Boolean),
+    subject: parsed.subject ?? '',
+    text: parsed.text ?? '',
+    sentAtSeconds: parsed.date && Number.isFinite(parsed.date.getTime()) ? Math.floor(parsed.date.getTime() / 1000) : undefined,
+  };
+}
+
+/** The inbound side of one mailbox. */
+export class EmailInbound {
+  constructor(private readonly o: EmailInboundOptions) {}
+
+  /** Hands one round over, storing the cursor after each mail; `active()` false: stop (another host took over). Throws only on a transient failure (Redis down). */
+  async handle(host: ChannelHost, round: Round, active: () => boolean): Promise<void> {
+    for (const mail of round.mails) {
+      if (!active()) return;
+      await this.mail(host, round.validity, mail);
+      await this.store({ validity: round.validity, uid: mail.uid });
+    }
+    if (active()) await this.store(round.next);
+  }
+
+  private async store(cursor: Cursor): Promise<void> {
+    await redisCall(() => this.o.redis.hset(this.o.cursorKey, { validity: cursor.validity, uid: String(cursor.uid) }));
+  }
+
+  private async mail(host: ChannelHost, validity: string, fetched: FetchedMail): Promise<void> {
+    const { logger } = this.o;
+    if (!fetched.source) return;
+    let mail: Awaited<ReturnType<typeof parse>>;
+    try {
+      mail = await parse(fetched.source);
+    } catch (err) {
+      logger.warn({ err, uid: fetched.uid }, 'email could not be parsed; skipped');
+      return;
+    }
+    if (this.o.authServId !== undefined && mail.from) {
+      const verdict = checkSender(mail.headers.get('authentication-results') ?? [], this.o.authServId, mail.from.address);
+      if (verdict !== undefined) {
+        logger.warn({ uid: fetched.uid, reason: verdict }, 'email sender not authenticated by the receiving server; ignored');
+        return;
+      }
+    }
+    // A signed mail can be sent again unchanged (DKIM signs no envelope): one older than the dedupe window is not answered.
+    const stale = staleDelivery(mail.sentAtSeconds, replayWindowSeconds(host.dedupeTtlSeconds));
+    if (stale !== undefined) {
+      logger.warn({ uid: fetched.uid, reason: stale }, 'email Date older than the dedupe window, or none; ignored');
+      return;
+    }
+    const { attachments, tooLarge } = attachmentsOf(fetched.structure, { validity, uid: fetched.uid, maxBytes: this.o.maxAttachmentBytes });
+    const note = tooLarge.map((name) => `[attachment ${name} not passed on: larger than ${this.o.maxAttachmentBytes} bytes]`).join('\n');
+    const withNote = note === '' ? mail : { ...mail, text: `${mail.text}\n\n${note}` };
+    const normalized = normalizeMail({ channelId: this.o.channelId, self: this.o.self, fallbackId: `uid-${validity}.${fetched.uid}`, attachments }, withNote);
+    if (normalized.kind === 'skip') {
+      logger.info({ uid: fetched.uid, reason: normalized.reason }, 'email ignored');
+      return;
+    }
+    const { message, thread } = normalized;
+    const key = threadKey(this.o.prefix, message.conversationId);
+    const { redis } = this.o;
+    // Stored before the host sees the mail (the run answering it may reply at once); put back when the host ignores it
+    // (a sender the access rules refuse neither leaves a key behind nor redirects the thread's replies to themselves).
+    const previous = await redisCall(() => redis.hgetall(key));
+    await redisCall(() => redis.hset(key, { ...thread }));
+    const restore = () => redisCall(() => (Object.keys(previous).length === 0 ? redis.del(key) : redis.hset(key, previous)));
+    try {
+      const result = await host.receive(this.o.channelId, message);
+      if (result.kind === 'ignored') await restore();
+    } catch (err) {
+      await restore();
+      // Bad input stays bad on a retry: skipped. Anything else (Redis down) is retried with the same cursor.
+      if (!(err instanceof InvalidInputError)) throw err;
+      logger.warn({ err, uid: fetched.uid }, 'email rejected; skipped');
+    }
+  }
+}
+
+/** A Redis call, its connection failures as RedisUnavailableError. */
+async function redisCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw asRedisUnavailable(err);
+  }
+}

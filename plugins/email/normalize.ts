@@ -1,0 +1,147 @@
+/**
+ * A parsed mail → normalized inbound message (pure). Update key
+ * `email:<Message-ID>` (the same in every copy of a mail); conversation
+ * `email:<root Message-ID>`, the thread's first mail: the first of
+ * `References`, else `In-Reply-To`, else the mail's own id. Ids that are
+ * long or carry characters keys cannot hold are hashed. Auto-replies and
+ * bounces are skipped (RFC 3834 `Auto-Submitted`, `Precedence`, the
+ * vendors' `X-Autoreply`, delivery reports, MAILER-DAEMON), and so is the
+ * bot's own mail.
+ */
+import { createHash } from 'node:crypto';
+import type { InboundMessage } from 'steerbot/channel';
+import type { Attachment } from 'steerbot/plugin';
+
+/** The fields of a mail the channel reads (from mailparser's result). */
+export interface MailInput {
+  /** Header values by lower-cased name, every occurrence. */
+  headers: ReadonlyMap<string, readonly string[]>;
+  from: { address: string; name?: string } | undefined;
+  messageId?: string;
+  inReplyTo?: string;
+  references: readonly string[];
+  subject: string;
+  /** The text part, or the HTML part as text. */
+  text: string;
+}
+
+/** Why a mail is not passed on. */
+export type SkipReason = 'no-sender' | 'own' | 'auto-reply' | 'bounce' | 'empty';
+
+/** What the channel keeps of a thread to reply in it. */
+export interface ThreadInfo {
+  /** Where replies go: the From address, the one whose authentication was checked (`Reply-To` is not: anyone could make the bot write to a third party). */
+  to: string;
+  subject: string;
+  /** The Message-ID (in `<>`) replies answer (`In-Reply-To`). */
+  last: string;
+  /** `References` of a reply: the mail's own plus its id. */
+  refs: string;
+}
+
+/** Longest id kept as it is in a key; longer ones are hashed. */
+const MAX_ID_CHARS = 96;
+
+/** An id usable in update keys and conversation ids: as it is (without `<>`) when short and plain, else `h-<hash>`. */
+export function idPart(messageId: string): string {
+  const bare = messageId.trim().replace(/^<|>$/g, '');
+  if (bare.length > 0 && bare.length <= MAX_ID_CHARS && /^[\x21-\x7e]+$/.test(bare) && !/[{}]/.test(bare)) return bare;
+  return `h-${createHash('sha256').update(bare).digest('base64url').slice(0, 32)}`;
+}
+
+/** The conversation of a thread root. */
+export const conversationIdOf = (channelId: string, root: string): string => `${channelId}:${idPart(root)}`;
+
+/** The thread's root Message-ID: the first of `References`, else `In-Reply-To`, else the mail's own. */
+export function threadRoot(mail: Pick<MailInput, 'references' | 'inReplyTo' | 'messageId'>): string | undefined {
+  return mail.references[0] ?? mail.inReplyTo ?? mail.messageId;
+}
+
+const first = (mail: MailInput, name: string): string => (mail.headers.get(name)?.[0] ?? '').trim().toLowerCase();
+
+/** Why the mail is an automatic one (an auto-reply or a bounce), or undefined. */
+export function automatic(mail: MailInput): 'auto-reply' | 'bounce' | undefined {
+  const local = (mail.from?.address ?? '').split('@')[0]!.toLowerCase();
+  if (local === 'mailer-daemon' || local === 'postmaster') return 'bounce';
+  if (/^multipart\/report\b/.test(first(mail, 'content-type'))) return 'bounce';
+  if (first(mail, 'return-path') === '<>') return 'bounce';
+  const submitted = first(mail, 'auto-submitted');
+  if (submitted !== '' && submitted.split(';')[0]!.trim() !== 'no') return 'auto-reply';
+  if (['bulk', 'junk', 'list'].includes(first(mail, 'precedence'))) return 'auto-reply';
+  if (mail.headers.has('x-autoreply') || mail.headers.has('x-autorespond')) return 'auto-reply';
+  return undefined;
+}
+
+/** Lines that start a quote of the mail being answered: everything from them on is history. */
+const REPLY_MARKERS = [
+  /^On .{1,300}wrote:\s*$/,
+  /^-{2,}\s*Original Message\s*-{2,}/i,
+  /^-{2,}\s*Forwarded message\s*-{2,}/i,
+  /^_{10,}\s*$/,
+  /^From: .+/,
+  /^Am .{1,300}schrieb .{0,200}:\s*$/,
+  /^Le .{1,300}a écrit\s*:\s*$/,
+];
+
+/** The person's own text of a reply: the quoted history below the reply marker, a trailing `>` quote and the signature cut off. */
+export function stripQuoted(text: string): string {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  let end = lines.length;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    // "On … wrote:" is often wrapped over two lines.
+    const joined = i + 1 < lines.length ? `${line} ${lines[i + 1]}` : line;
+    if (REPLY_MARKERS.some((re) => re.test(line)) || (/^On /.test(line) && REPLY_MARKERS[0]!.test(joined))) {
+      end = i;
+      break;
+    }
+    if (line === '-- ') {
+      end = i;
+      break;
+    }
+  }
+  let kept = lines.slice(0, end);
+  while (kept.length > 0 && (kept.at(-1)!.trim() === '' || kept.at(-1)!.startsWith('>'))) kept = kept.slice(0, -1);
+  return kept.join('\n').trim();
+}
+
+/** What `normalizeMail` needs besides the mail. */
+export interface NormalizeContext {
+  channelId: string;
+  /** The bot's address (its own mail is skipped). */
+  self: string;
+  /** The mail's id when it has no Message-ID: `uid-<validity>.<uid>`. */
+  fallbackId: string;
+  attachments: Attachment[];
+}
+
+/** Turns one parsed mail into an inbound message and the thread it continues, or says why it is skipped. */
+export function normalizeMail(
+  ctx: NormalizeContext,
+  mail: MailInput,
+): { kind: 'message'; message: InboundMessage; thread: ThreadInfo } | { kind: 'skip'; reason: SkipReason } {
+  const from = mail.from?.address.toLowerCase();
+  if (!from?.includes('@')) return { kind: 'skip', reason: 'no-sender' };
+  if (from === ctx.self.toLowerCase()) return { kind: 'skip', reason: 'own' };
+  const auto = automatic(mail);
+  if (auto) return { kind: 'skip', reason: auto };
+  const text = stripQuoted(mail.text);
+  if (text === '' && ctx.attachments.length === 0) return { kind: 'skip', reason: 'empty' };
+  const ownId = mail.messageId ?? `<${ctx.fallbackId}@steerbot.invalid>`;
+  const root = threadRoot(mail) ?? ownId;
+  const message: InboundMessage = {
+    conversationId: conversationIdOf(ctx.channelId, root),
+    updateKey: `${ctx.channelId}:${idPart(ownId)}`,
+    chatId: from,
+    sender: { id: from, ...(mail.from?.name && { name: mail.from.name.slice(0, 256) }) },
+    text,
+    messageId: idPart(ownId),
+    ...(mail.subject !== '' && { metadata: { subject: mail.subject.slice(0, 500) } }),
+    ...(ctx.attachments.length > 0 && { attachments: ctx.attachments }),
+  };
+  // RFC 5322 §3.6.4: a reply's References are the parent's References (or In-Reply-To) plus the parent's id; kept to the last 20.
+  const refs = [...(mail.references.length > 0 ? mail.references : mail.inReplyTo ? [mail.inReplyTo] : []), ownId];
+  const trimmed = refs.length > 20 ? [refs[0]!, ...refs.slice(-19)] : refs;
+  const thread: ThreadInfo = { to: from, subject: mail.subject, last: ownId, refs: trimmed.join(' ') };
+  return { kind: 'message', message, thread };
+}

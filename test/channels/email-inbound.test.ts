@@ -1,0 +1,88 @@
+/**
+ * The email inbound side on a real Redis with a scripted host: the thread a
+ * reply is addressed by is kept only for a mail the host takes, so a sender
+ * the access rules refuse leaves no key behind and cannot redirect an
+ * existing thread's replies to themselves.
+ */
+import { Redis } from 'ioredis';
+import nodemailer from 'nodemailer';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EmailInbound } from '../../plugins/email/inbound.js';
+import { threadKey } from '../../plugins/email/keys.js';
+import type { ChannelHost, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
+import { redisUrl } from '../helpers/redis.js';
+
+let redis: Redis;
+let prefix: string;
+const received: InboundMessage[] = [];
+
+beforeEach(() => {
+  redis = new Redis(redisUrl());
+  prefix = testPrefix();
+  received.length = 0;
+});
+
+afterEach(async () => {
+  await cleanupPrefix(redis, prefix);
+  await redis.quit();
+});
+
+async function raw(from: string, messageId: string, references: string[] = []): Promise<Buffer> {
+  const info = await nodemailer.createTransport({ streamTransport: true, buffer: true }).sendMail({
+    from,
+    to: 'bot@example.test',
+    subject: 'Hi',
+    text: 'hello',
+    messageId,
+    ...(references.length > 0 && { references, inReplyTo: references.at(-1) }),
+    headers: { 'Authentication-Results': `mx.example.test; dkim=pass header.d=${from.split('@')[1]}` },
+  });
+  return info.message as Buffer;
+}
+
+function inbound(): EmailInbound {
+  return new EmailInbound({
+    channelId: 'email',
+    self: 'bot@example.test',
+    authServId: 'mx.example.test',
+    maxAttachmentBytes: 1024,
+    redis,
+    prefix,
+    cursorKey: `${prefix}:p:email:cursor:test`,
+    logger: pino({ level: 'silent' }),
+  });
+}
+
+function host(result: ReceiveResult): ChannelHost {
+  return {
+    receive: async (_id, message) => {
+      received.push(message);
+      return result;
+    },
+  } as ChannelHost;
+}
+
+const refused: ReceiveResult = { kind: 'ignored', reason: 'refused' };
+const round = (uid: number, source: Buffer) => ({ validity: '7', mails: [{ uid, source }], next: { validity: '7', uid } });
+
+describe('email inbound threads', () => {
+  it('keeps no thread for a mail the host ignores (a refused sender), and the cursor still moves on', async () => {
+    await inbound().handle(host(refused), round(3, await raw('eve@example.org', '<e1@example.org>')), () => true);
+    expect(received).toHaveLength(1);
+    expect(await redis.exists(threadKey(prefix, 'email:e1@example.org'))).toBe(0);
+    expect(await redis.hgetall(`${prefix}:p:email:cursor:test`)).toEqual({ validity: '7', uid: '3' });
+  });
+
+  it('puts an existing thread back when a refused sender writes into it, so replies still go to its person', async () => {
+    const ingested: ReceiveResult = { kind: 'ingested', result: { kind: 'new-run', seq: 1, runId: 'r1' } } as unknown as ReceiveResult;
+    await inbound().handle(host(ingested), round(1, await raw('alice@example.org', '<a1@example.org>')), () => true);
+    const key = threadKey(prefix, 'email:a1@example.org');
+    const before = await redis.hgetall(key);
+    expect(before).toMatchObject({ to: 'alice@example.org', last: '<a1@example.org>' });
+    await inbound().handle(host(refused), round(2, await raw('eve@example.org', '<e2@example.org>', ['<a1@example.org>'])), () => true);
+    expect(received.at(-1)).toMatchObject({ conversationId: 'email:a1@example.org', sender: { id: 'eve@example.org' } });
+    expect(await redis.hgetall(key)).toEqual(before);
+  });
+});
