@@ -12,7 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nativeSearchProblem } from '../../plugins/local-agent/native-search.js';
 import { createModel } from '../../runner/model.js';
 import { ConfigError } from '../../src/errors.js';
-import { type FakeAnthropicServer, type FakeGoogleServer, startFakeAnthropic, startFakeGoogle } from '../../testing/index.js';
+import { type FakeAnthropicServer, startFakeAnthropic } from '../../testing/fakes/anthropic-server.js';
+import { type FakeGoogleServer, startFakeGoogle } from '../../testing/fakes/google-server.js';
 import { RunnerHarness } from '../runner/harness.js';
 import { agentFrom } from './registry-agent.js';
 
