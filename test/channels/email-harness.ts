@@ -9,17 +9,15 @@
 import { ImapFlow } from 'imapflow';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
-import { runnerFeatures } from '../../app/features/index.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { createChannelHost } from '../../host/receive.js';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createEmailPlugin, type EmailConfigInput } from '../../plugins/email/channel.js';
 import { cursorKey } from '../../plugins/email/keys.js';
-import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { MailServers, MailUser } from '../../testing/fakes/mail-servers.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
+import { hostChannel, runnerFor } from './system.js';
 
 /** The authserv-id the tests' receiving server stamps its `Authentication-Results` with. */
 export const AUTHSERV = 'mx.example.test';
@@ -51,18 +49,7 @@ export function emailPlugin(h: RunnerHarness, servers: MailServers, config: Part
 export async function startEmailHost(h: RunnerHarness, servers: MailServers, plugin: ChannelPlugin): Promise<HttpServer> {
   const { logger, redis } = h.ctx;
   const http = createHttpServer({ config: h.ctx.config, redis, logger });
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    features: [],
-  });
-  await plugin.start(host);
+  await hostChannel(h, http, plugin);
   // Mail that arrives before the first cursor is stored is history to the bot.
   const key = cursorKey(h.prefix, servers.host, servers.bot.user, 'INBOX');
   await waitFor(async () => (await redis.exists(key)) === 1, 10_000, 'the mailbox cursor');
@@ -73,14 +60,7 @@ export async function startEmailHost(h: RunnerHarness, servers: MailServers, plu
 export async function startEmailSystem(o: { h: RunnerHarness; servers: MailServers; agent: RunnerPlugin; config?: Partial<EmailConfigInput> }) {
   const plugin = emailPlugin(o.h, o.servers, o.config);
   const http = await startEmailHost(o.h, o.servers, plugin);
-  const runner = await startRunner(o.h.ctx, {
-    plugin: o.agent,
-    resolveOutbound: (cid) => (cid.startsWith('email:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-    features: runnerFeatures(),
-  });
-  o.h.runners.push(runner);
+  await runnerFor(o.h, o.agent, plugin);
   return { http, plugin };
 }
 

@@ -1,17 +1,10 @@
-/**
- * The Matrix channel wired end to end on a RunnerHarness: the real plugin
- * syncing from the fake homeserver, the real channel host enqueueing runs,
- * and a runner with `agent` delivering through the plugin's outbound side.
- */
-import { runnerFeatures } from '../../app/features/index.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { createChannelHost } from '../../host/receive.js';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createMatrixPlugin, type MatrixConfigInput } from '../../plugins/matrix/channel.js';
-import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeMatrix, MATRIX_TEST } from '../../testing/fakes/matrix-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
+import { hostChannel, runnerFor } from './system.js';
 
 /** What `startMatrixSystem` started: stop `plugin`, then close `http`, when done. */
 export interface MatrixSystem {
@@ -31,18 +24,7 @@ export function matrixPlugin(h: RunnerHarness, matrix: FakeMatrix, config: Parti
 export async function startMatrixHost(h: RunnerHarness, plugin: ChannelPlugin): Promise<HttpServer> {
   const { logger, redis } = h.ctx;
   const http = createHttpServer({ config: h.ctx.config, redis, logger });
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    features: [],
-  });
-  await plugin.start(host);
+  await hostChannel(h, http, plugin);
   return http;
 }
 
@@ -55,14 +37,7 @@ export async function startMatrixSystem(o: {
 }): Promise<MatrixSystem> {
   const plugin = matrixPlugin(o.h, o.matrix, o.config);
   const http = await startMatrixHost(o.h, plugin);
-  const runner = await startRunner(o.h.ctx, {
-    plugin: o.agent,
-    resolveOutbound: (cid) => (cid.startsWith('matrix:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-    features: runnerFeatures(),
-  });
-  o.h.runners.push(runner);
+  await runnerFor(o.h, o.agent, plugin);
   return { http, plugin };
 }
 

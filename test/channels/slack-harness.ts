@@ -6,12 +6,9 @@
  */
 
 import { Redis } from 'ioredis';
-import { runnerFeatures } from '../../app/features/index.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { createChannelHost } from '../../host/receive.js';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createSlackPlugin, type SlackConfigInput } from '../../plugins/slack/channel.js';
 import { slackConfigSchema } from '../../plugins/slack/config.js';
-import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
@@ -25,6 +22,7 @@ import {
 } from '../../testing/fakes/slack-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { hostChannel, runnerFor } from './system.js';
 import { dispatchHost, MemoryLog } from './telegram-harness.js';
 
 /** A POST answered by the host's server. */
@@ -133,27 +131,8 @@ export async function startSlackSystem(o: {
     { botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN, signingSecret: SLACK_SIGNING_SECRET, apiUrl: o.slack.apiUrl, ...o.config },
     { logger, redis, prefix: h.prefix },
   );
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    settings: () => ({ admins: o.config?.admins ?? [] }),
-    features: [],
-  });
-  await plugin.start(host);
+  await hostChannel(h, http, plugin, () => ({ admins: o.config?.admins ?? [] }));
   await http.ready();
-  const runner = await startRunner(h.ctx, {
-    plugin: o.agent,
-    resolveOutbound: (cid) => (cid.startsWith('slack:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-    features: runnerFeatures(),
-  });
-  h.runners.push(runner);
+  await runnerFor(h, o.agent, plugin);
   return { http, plugin };
 }

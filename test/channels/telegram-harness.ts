@@ -6,12 +6,10 @@
  */
 
 import { Redis } from 'ioredis';
-import { runnerFeatures } from '../../app/features/index.js';
-import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
-import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
+import { createHttpServer, type HttpServer } from '../../host/http.js';
+import type { ChannelSettings } from '../../host/receive.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
-import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
@@ -19,6 +17,7 @@ import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { hostChannel, runnerFor } from './system.js';
 
 /** The webhook secret the harness configures. */
 export const WEBHOOK_SECRET = 'whsec_0123456789abcdef';
@@ -163,26 +162,8 @@ export async function startTelegramSystem(o: {
     { token: FAKE_TOKEN, apiRoot: o.tg.apiRoot, mode: 'webhook', webhookSecret: o.secret, registerCommands: false, ...o.telegram },
     { logger, redis, prefix: h.prefix },
   );
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    features: [],
-  });
-  await plugin.start(host);
+  await hostChannel(h, http, plugin);
   await http.ready();
-  const runner = await startRunner(h.ctx, {
-    plugin: o.agent,
-    resolveOutbound: (cid) => (cid.startsWith('telegram:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-    features: runnerFeatures(),
-  });
-  h.runners.push(runner);
+  await runnerFor(h, o.agent, plugin);
   return { http, plugin };
 }

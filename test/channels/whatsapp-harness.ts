@@ -1,19 +1,12 @@
-/**
- * The WhatsApp channel wired end to end on a RunnerHarness: a host HTTP
- * server listening on a local port (the fake posts signed deliveries to it),
- * the real plugin against the fake Cloud API, the real channel host
- * enqueueing runs, and a runner with `agent` delivering through the plugin.
- */
-import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
 import { channelProblems } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
-import { startRunner } from '../../runner/main.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeWhatsApp, postDelivery, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
+import { runnerFor } from './system.js';
 
 /** What `startWhatsAppSystem` started: stop `plugin`, then close `http`, when done. */
 export interface WhatsAppSystem {
@@ -48,14 +41,7 @@ export async function startWhatsAppSystem(o: {
   });
   await plugin.start(host);
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
-  const runner = await startRunner(h.ctx, {
-    plugin: o.agent,
-    resolveOutbound: (cid) => (cid.startsWith('whatsapp:') ? plugin.outbound : undefined),
-    lockDurationMs: 2000,
-    stalledIntervalMs: 500,
-    features: runnerFeatures(),
-  });
-  h.runners.push(runner);
+  await runnerFor(h, o.agent, plugin);
   const url = `${address}/whatsapp/webhook`;
   return {
     http,
