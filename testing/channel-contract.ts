@@ -64,8 +64,12 @@ export interface ChannelHarness {
   plugin: ChannelPlugin;
   /** Delivers `m` the way the platform does (webhook POST, poll answer, gateway event). May resolve before `receive` is called. */
   inject(m: ContractMessage): Promise<void>;
-  /** The update key and conversation id the plugin must produce for `m`. */
-  expected(m: ContractMessage): { updateKey: string; conversationId: string };
+  /**
+   * The update key and conversation id the plugin must produce for `m`, and
+   * the sender id when the platform's differs from `m.sender.id` (an email
+   * address for the sender the harness mails from).
+   */
+  expected(m: ContractMessage): { updateKey: string; conversationId: string; senderId?: string };
   /** Current texts (edits applied) of the messages the bot sent to chat `chatId`, in order. */
   received(chatId: string): Promise<string[]>;
   /** How many typing indications the platform saw for chat `chatId`. Required when the plugin has `outbound.typing`. */
@@ -222,14 +226,14 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       const m = msg('hello there');
       await harness.inject(m);
       const call = await waitForReceive(m);
-      const { updateKey, conversationId } = harness.expected(m);
+      const { updateKey, conversationId, senderId = m.sender.id } = harness.expected(m);
 
       expect(call.channelId).toBe(harness.plugin.id);
-      expect(call.message).toMatchObject({ updateKey, conversationId, text: 'hello there', sender: { id: '777' } });
+      expect(call.message).toMatchObject({ updateKey, conversationId, text: 'hello there', sender: { id: senderId } });
       expect(call.message.conversationId.startsWith(`${harness.plugin.id}:`)).toBe(true);
       expect(call.result).toMatchObject({ kind: 'ingested', result: { kind: 'new-run' } });
       const entries = (await recordOf(conversationId)).filter((e) => e.kind === 'message.received');
-      expect(entries).toMatchObject([{ updateKey, text: 'hello there', sender: { id: '777' } }]);
+      expect(entries).toMatchObject([{ updateKey, text: 'hello there', sender: { id: senderId } }]);
     });
 
     it('ingests an update delivered three times once', async () => {
@@ -281,7 +285,10 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
     });
 
     it('sends a text and returns its platform message id', async () => {
+      // A conversation the platform has seen (a thread to answer in, for email).
       const m = msg('hi');
+      await harness.inject(m);
+      await waitForReceive(m);
       const { conversationId } = harness.expected(m);
       const { messageId } = await harness.plugin.outbound.send(conversationId, 'hello from the bot');
       expect(typeof messageId).toBe('string');
@@ -296,6 +303,8 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       for (let i = 0; parts.join('\n\n').length < max * 2.5; i++) parts.push(paragraph(i));
       const text = parts.join('\n\n');
       const m = msg('long one');
+      await harness.inject(m);
+      await waitForReceive(m);
       const { conversationId } = harness.expected(m);
       const delivery = new RunDelivery({
         client: redis,
@@ -425,7 +434,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
         const ofClick = () => calls.filter((c) => c.message.text === buttons[1]!.command && (c.result || c.error));
         const call = await waitFor(() => ofClick()[0], 10_000, 'receive of the click');
         expect(call.channelId).toBe(harness.plugin.id);
-        expect(call.message).toMatchObject({ conversationId, text: buttons[1]!.command, sender: { id: m.sender.id } });
+        expect(call.message).toMatchObject({ conversationId, text: buttons[1]!.command, sender: { id: harness.expected(m).senderId ?? m.sender.id } });
         expect(call.message.interaction).toBe(marked ? 'button' : undefined);
         expect(call.result).toMatchObject({ kind: 'command', command: 'choose' });
         expect(ofClick()).toHaveLength(1);

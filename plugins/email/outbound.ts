@@ -56,11 +56,24 @@ export const replySubject = (subject: string): string => (/^re:/i.test(subject.t
 
 /** Builds the outbound side. Every method throws ChannelApiError (an EmailApiError: SMTP 4xx status 503, retried; 5xx status 422). */
 export function createEmailOutbound(o: EmailOutboundOptions): ChannelOutbound {
-  async function threadOf(conversationId: string): Promise<ThreadInfo> {
+  /** The thread a mail `messageId` answers: its last mail, or, for a resend of the last one, the mail before it. */
+  async function threadOf(conversationId: string, messageId: string): Promise<ThreadInfo> {
     if (!conversationId.startsWith(`${o.channelId}:`)) throw new InvalidInputError(`not a ${o.channelId} conversation: ${conversationId}`);
     const t = await o.redis.hgetall(threadKey(o.prefix, conversationId));
     if (!t.to || !t.last) throw new InvalidInputError('no email thread for this conversation: the bot only replies to mail it received');
+    if (t.last === messageId && t.prev) return { to: t.to, subject: t.subject ?? '', last: t.prev, refs: t.prevRefs ?? t.prev };
     return { to: t.to, subject: t.subject ?? '', last: t.last, refs: t.refs ?? t.last };
+  }
+
+  /**
+   * After a mail went out: the next one answers it, so the parts of a long
+   * answer are a chain mail clients show in order. The parent is kept for a
+   * resend of the same mail (after a takeover), which must not answer itself.
+   */
+  async function advance(conversationId: string, thread: ThreadInfo, messageId: string): Promise<void> {
+    const refs = `${thread.refs} ${messageId}`.trim().split(/\s+/);
+    const trimmed = refs.length > 20 ? [refs[0]!, ...refs.slice(-19)] : refs;
+    await o.redis.hset(threadKey(o.prefix, conversationId), { last: messageId, refs: trimmed.join(' '), prev: thread.last, prevRefs: thread.refs });
   }
 
   async function submit(
@@ -69,8 +82,8 @@ export function createEmailOutbound(o: EmailOutboundOptions): ChannelOutbound {
     deliveryKey: string | undefined,
     attachments: OutboundFile[] = [],
   ): Promise<{ messageId: string }> {
-    const thread = await threadOf(conversationId);
     const messageId = messageIdOf(deliveryKey, o.from);
+    const thread = await threadOf(conversationId, messageId);
     try {
       await o.transport.sendMail({
         from: o.fromName ? { name: o.fromName, address: o.from } : o.from,
@@ -87,6 +100,7 @@ export function createEmailOutbound(o: EmailOutboundOptions): ChannelOutbound {
     } catch (err) {
       throw smtpError(err, o.secrets);
     }
+    await advance(conversationId, thread, messageId);
     return { messageId };
   }
 
