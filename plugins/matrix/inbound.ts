@@ -6,6 +6,7 @@
  * and a newly joined room's history before the bot's join is skipped: both
  * were written before the bot listened, and are not answered.
  */
+import { createHash } from 'node:crypto';
 import type { ChannelHost } from 'steerbot/channel';
 import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
@@ -21,6 +22,13 @@ const JOIN_ATTEMPTS = 5;
 
 /** Most rooms whose failed joins are counted at once (the oldest is forgotten past it). */
 const JOIN_FAILURE_MEMORY = 1000;
+
+/** Rooms told that encrypted messages are not read, remembered by this process (the txn id dedupes beyond it). */
+const ENCRYPTED_NOTICE_MEMORY = 10_000;
+
+/** What an encrypted room is told, once: the bot cannot read end-to-end encrypted messages. */
+export const ENCRYPTED_NOTICE =
+  'I cannot read end-to-end encrypted messages, so I did not see yours. Please write to me in a room without encryption (or ask the operator to put an encryption proxy in front of me).';
 
 /** What the inbound side needs. */
 export interface MatrixInboundOptions {
@@ -46,6 +54,8 @@ export class MatrixInbound {
   private readonly memberCounts = new Map<string, number>();
   /** Failed join tries by room, until the join succeeds or is given up: one room's failing server never stalls the others. */
   private readonly joinFailures = new Map<string, number>();
+  /** Rooms already told that encrypted messages are not read. */
+  private readonly toldEncrypted = new Set<string>();
 
   constructor(private readonly o: MatrixInboundOptions) {}
 
@@ -99,7 +109,8 @@ export class MatrixInbound {
     for (const raw of events) {
       const normalized = normalizeEvent({ channelId: this.o.channelId, roomId, selfId: this.o.selfId, group }, raw);
       if (normalized.kind === 'skip') {
-        if (normalized.reason === 'bad-media') this.o.logger.warn({ roomId }, 'matrix media message with a bad mxc:// URI ignored');
+        if (normalized.reason === 'encrypted') await this.tellEncrypted(roomId);
+        else if (normalized.reason === 'bad-media') this.o.logger.warn({ roomId }, 'matrix media message with a bad mxc:// URI ignored');
         else if (normalized.reason !== 'own' && normalized.reason !== 'not-a-message')
           this.o.logger.debug({ roomId, reason: normalized.reason }, 'matrix event ignored');
         continue;
@@ -111,6 +122,26 @@ export class MatrixInbound {
         if (!(err instanceof InvalidInputError)) throw err;
         this.o.logger.warn({ err, eventId: normalized.event.event_id }, 'matrix message rejected; skipped');
       }
+    }
+  }
+
+  /**
+   * Tells an encrypted room, once, that its messages are not read: a plain
+   * message under a txn id made from the room (the homeserver drops a repeat
+   * of it), remembered by this process. A failure is logged, never retried:
+   * the next encrypted message tries again.
+   */
+  private async tellEncrypted(roomId: string): Promise<void> {
+    if (this.toldEncrypted.has(roomId)) return;
+    const txnId = `e2ee-${createHash('sha256').update(roomId).digest('hex').slice(0, 24)}`;
+    try {
+      await this.o.client.call('send notice', 'PUT', `rooms/${seg(roomId)}/send/m.room.message/${txnId}`, {
+        body: { msgtype: 'm.notice', body: ENCRYPTED_NOTICE },
+      });
+      this.toldEncrypted.add(roomId);
+      if (this.toldEncrypted.size > ENCRYPTED_NOTICE_MEMORY) this.toldEncrypted.delete(this.toldEncrypted.values().next().value as string);
+    } catch (err) {
+      this.o.logger.warn({ err, roomId }, 'could not tell a matrix room that encrypted messages are not read');
     }
   }
 

@@ -31,7 +31,7 @@ export function roomOf(channelId: string, conversationId: string): string | unde
 }
 
 /** Why an event is not passed on. */
-export type SkipReason = 'unreadable' | 'not-a-message' | 'own' | 'unsupported-type' | 'bad-media' | 'edit' | 'empty';
+export type SkipReason = 'unreadable' | 'not-a-message' | 'own' | 'unsupported-type' | 'bad-media' | 'edit' | 'empty' | 'encrypted';
 
 type Content = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -89,8 +89,10 @@ export function normalizeEvent(
   const parsed = timelineEventSchema.safeParse(raw);
   if (!parsed.success) return { kind: 'skip', reason: 'unreadable' };
   const event = parsed.data;
-  if (event.type !== 'm.room.message') return { kind: 'skip', reason: 'not-a-message' };
   if (event.sender === ctx.selfId) return { kind: 'skip', reason: 'own' };
+  // The bot holds no end-to-end keys: an encrypted message cannot be read (the room is told, inbound.ts).
+  if (event.type === 'm.room.encrypted') return { kind: 'skip', reason: 'encrypted' };
+  if (event.type !== 'm.room.message') return { kind: 'skip', reason: 'not-a-message' };
   const content = event.content ?? {};
   const mediaKind = typeof content.msgtype === 'string' ? MEDIA_KINDS[content.msgtype] : undefined;
   const media = mediaKind === undefined ? undefined : mediaOf(mediaKind, content);

@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { ENCRYPTED_NOTICE } from '../../plugins/matrix/inbound.js';
 import { sinceKey } from '../../plugins/matrix/keys.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound, ChannelPlugin } from '../../src/channel.js';
@@ -96,6 +97,28 @@ describe('matrix end to end', () => {
     await h.idle(15_000, conversation(room));
     expect(ai.requests).toHaveLength(2);
     expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['a real question', 'a second question']);
+  });
+
+  it('tells an encrypted room once that its messages are not read, records nothing of them, and still answers plain messages', async () => {
+    await start();
+    const encrypted = (n: number) => ({
+      type: 'm.room.encrypted',
+      event_id: `$enc${n}:fake.test`,
+      sender: MATRIX_ALICE,
+      origin_server_ts: Date.now(),
+      content: { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: `AwgAEn${n}`, session_id: 's', device_id: 'D' },
+    });
+    matrix.redeliver(room, encrypted(1));
+    matrix.redeliver(room, encrypted(2));
+    ai.script([{ text: 'Plain answer.' }]);
+    matrix.message(room, MATRIX_ALICE, 'a plain question');
+    await nthText(room, 2, 'the answer after the notice');
+    await h.idle(15_000, conversation(room));
+
+    const notices = matrix.sent.filter((e) => e.roomId === room && e.content.msgtype === 'm.notice');
+    expect(notices.map((e) => e.content.body)).toEqual([ENCRYPTED_NOTICE]);
+    expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['a plain question']);
+    expect(ai.requests).toHaveLength(1);
   });
 
   it('records the sender the homeserver names, whatever the content claims', async () => {

@@ -46,7 +46,7 @@ describe('matrix normalizeEvent', () => {
     expect(reason(text('echo', { sender: '@bot:example.org' }))).toBe('own');
     expect(reason(text('* fixed', {}, { 'm.relates_to': { rel_type: 'm.replace', event_id: '$e0' } }))).toBe('edit');
     expect(reason(text('   '))).toBe('empty');
-    expect(reason({ type: 'm.room.encrypted', event_id: '$x', sender: '@ann:example.org', content: {} })).toBe('not-a-message');
+    expect(reason({ type: 'm.room.encrypted', event_id: '$x', sender: '@ann:example.org', content: {} })).toBe('encrypted');
     expect(reason({ type: 'm.room.message' })).toBe('unreadable');
   });
 
