@@ -147,11 +147,13 @@ export interface ChannelContractOptions {
   capabilities?: ChannelCapabilities;
   /** The Redis the suite runs on. Default: `REDIS_URL`, else `redis://127.0.0.1:6379`. */
   redisUrl?: string;
+  /** How long the suite waits for what the platform shows (a receive, a reply), in ms. Default 10 000; a slower platform (mail through real servers) sets more. */
+  waitMs?: number;
 }
 
 /** Registers the contract suite for a channel plugin (call it at the top level of a vitest test file). */
 // biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
-export function channelPluginContract({ name, makeHarness, capabilities = {}, redisUrl = defaultRedisUrl() }: ChannelContractOptions): void {
+export function channelPluginContract({ name, makeHarness, capabilities = {}, redisUrl = defaultRedisUrl(), waitMs = 10_000 }: ChannelContractOptions): void {
   // biome-ignore lint/complexity/noExcessiveLinesPerFunction: a contract suite: one describe whose tests share the harness its hooks set up; its length is the list of tests
   describe(`channel contract: ${name}`, () => {
     let redis: Redis;
@@ -172,7 +174,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       ...over,
     });
     const callsFor = (updateKey: string) => calls.filter((c) => c.message.updateKey === updateKey && (c.result || c.error));
-    const waitForReceive = (m: ContractMessage) => waitFor(() => callsFor(harness.expected(m).updateKey)[0], 10_000, `receive of update ${m.updateId}`);
+    const waitForReceive = (m: ContractMessage) => waitFor(() => callsFor(harness.expected(m).updateKey)[0], waitMs, `receive of update ${m.updateId}`);
     const recordOf = async (conversationId: string) => readRange(redis, conversationKeys(prefix, conversationId).log);
     const keys = async () => (await redis.keys(`${prefix}:*`)).filter((k) => k.includes('{c:')).sort();
 
@@ -277,7 +279,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
           const texts = (await harness.received(m.chatId)).filter((t) => t.startsWith('No active run.'));
           return texts.length > 0 && texts;
         },
-        10_000,
+        waitMs,
         '/status reply',
       );
       expect(replies).toHaveLength(1);
@@ -293,7 +295,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       const { messageId } = await harness.plugin.outbound.send(conversationId, 'hello from the bot');
       expect(typeof messageId).toBe('string');
       expect(messageId.length).toBeGreaterThan(0);
-      expect(await waitFor(async () => (await harness.received(m.chatId)).includes('hello from the bot'), 10_000, 'sent text')).toBe(true);
+      expect(await waitFor(async () => (await harness.received(m.chatId)).includes('hello from the bot'), waitMs, 'sent text')).toBe(true);
     });
 
     it('gets a reply over maxMessageChars through delivery as messages within the limit, nothing lost', async () => {
@@ -320,7 +322,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
           const texts = await harness.received(m.chatId);
           return words(texts).length >= words([text]).length && texts;
         },
-        10_000,
+        waitMs,
         'split reply',
       );
       expect(got.length).toBeGreaterThanOrEqual(3);
@@ -333,7 +335,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
         const m = msg('hi');
         expect(harness.plugin.outbound.typing).toBeTypeOf('function');
         await harness.plugin.outbound.typing!(harness.expected(m).conversationId);
-        expect(await waitFor(async () => (await harness.typingCount!(m.chatId)) > 0, 10_000, 'typing')).toBe(true);
+        expect(await waitFor(async () => (await harness.typingCount!(m.chatId)) > 0, waitMs, 'typing')).toBe(true);
       });
     }
 
@@ -349,7 +351,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
             const t = await harness.received(m.chatId);
             return t.includes('final answer') && t;
           },
-          10_000,
+          waitMs,
           'edited text',
         );
         expect(texts).not.toContain('draft answer');
@@ -425,14 +427,14 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
             const b = await buttonsOf(m.chatId);
             return b.length > 0 && b;
           },
-          10_000,
+          waitMs,
           'buttons on the platform',
         );
         expect(shown).toEqual(buttons);
 
         await click(m.chatId, buttons[1]!.command, m.sender);
         const ofClick = () => calls.filter((c) => c.message.text === buttons[1]!.command && (c.result || c.error));
-        const call = await waitFor(() => ofClick()[0], 10_000, 'receive of the click');
+        const call = await waitFor(() => ofClick()[0], waitMs, 'receive of the click');
         expect(call.channelId).toBe(harness.plugin.id);
         expect(call.message).toMatchObject({ conversationId, text: buttons[1]!.command, sender: { id: harness.expected(m).senderId ?? m.sender.id } });
         expect(call.message.interaction).toBe(marked ? 'button' : undefined);

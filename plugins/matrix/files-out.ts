@@ -27,7 +27,7 @@ export function oggOpusDurationMs(bytes: Uint8Array): number | undefined {
 }
 
 /** The `m.room.message` content of `file`, uploaded as `mxc`. */
-export function fileContent(file: OutboundFile, mxc: string, replyTo: string | undefined): Record<string, unknown> {
+export function fileContent(file: OutboundFile, mxc: string): Record<string, unknown> {
   const audio = file.voice === true || file.mimeType.startsWith('audio/');
   const msgtype = audio ? 'm.audio' : IMAGE_TYPES.has(file.mimeType) ? 'm.image' : 'm.file';
   const duration = audio ? oggOpusDurationMs(file.bytes) : undefined;
@@ -37,6 +37,5 @@ export function fileContent(file: OutboundFile, mxc: string, replyTo: string | u
     content['org.matrix.msc1767.audio'] = duration === undefined ? {} : { duration };
     content['org.matrix.msc3245.voice'] = {};
   }
-  if (replyTo !== undefined) content['m.relates_to'] = { 'm.in_reply_to': { event_id: replyTo } };
   return content;
 }

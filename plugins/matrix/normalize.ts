@@ -20,14 +20,36 @@ const MEDIA_KINDS: Record<string, Attachment['kind']> = { 'm.image': 'image', 'm
 /** A room id, `!opaque:server`. */
 const ROOM_ID = /^![^\s:]+:\S+$/;
 
-/** The conversation of a room: `<channel id>:<room id>` (`roomOf` parses it back). */
-export const conversationIdOf = (channelId: string, roomId: string): string => `${channelId}:${roomId}`;
+/** A thread's root event id, `$opaque` (no whitespace, `/` or braces). */
+const ROOT_ID = /^\$[^\s/{}]+$/;
+
+/**
+ * The conversation of a room, `<channel id>:<room id>`, or of a thread in it
+ * (`m.thread`), `<channel id>:<room id>/<root event id>`: each thread is a
+ * conversation of its own (`roomOf` and `threadOf` parse them back).
+ */
+export const conversationIdOf = (channelId: string, roomId: string, threadRoot?: string): string =>
+  threadRoot === undefined ? `${channelId}:${roomId}` : `${channelId}:${roomId}/${threadRoot}`;
+
+/** The room and thread root of a conversation, or undefined when `conversationId` is not one of this channel's. */
+function partsOf(channelId: string, conversationId: string): { roomId: string; threadRoot?: string } | undefined {
+  const prefix = `${channelId}:`;
+  const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
+  const at = id.indexOf('/$');
+  const roomId = at < 0 ? id : id.slice(0, at);
+  const threadRoot = at < 0 ? undefined : id.slice(at + 1);
+  if (!ROOM_ID.test(roomId) || roomId.includes('/') || (threadRoot !== undefined && !ROOT_ID.test(threadRoot))) return undefined;
+  return { roomId, ...(threadRoot !== undefined && { threadRoot }) };
+}
 
 /** The room of a conversation, or undefined when `conversationId` is not one of this channel's. */
 export function roomOf(channelId: string, conversationId: string): string | undefined {
-  const prefix = `${channelId}:`;
-  const id = conversationId.startsWith(prefix) ? conversationId.slice(prefix.length) : '';
-  return ROOM_ID.test(id) ? id : undefined;
+  return partsOf(channelId, conversationId)?.roomId;
+}
+
+/** The thread root of a thread's conversation; undefined for a room's (or not this channel's). */
+export function threadOf(channelId: string, conversationId: string): string | undefined {
+  return partsOf(channelId, conversationId)?.threadRoot;
 }
 
 /** Why an event is not passed on. */
@@ -66,7 +88,18 @@ export interface NormalizeContext {
   group: boolean;
 }
 
-type Relation = { rel_type?: unknown; 'm.in_reply_to'?: { event_id?: unknown } };
+type Relation = { rel_type?: unknown; event_id?: unknown; is_falling_back?: unknown; 'm.in_reply_to'?: { event_id?: unknown } };
+
+/** What an event's `m.relates_to` makes of it: an edit, or the thread it is in and the message it replies to. */
+function relationOf(raw: unknown): 'edit' | { threadRoot?: string; replyTo?: string } {
+  const relation = (typeof raw === 'object' && raw !== null ? raw : {}) as Relation;
+  if (relation.rel_type === 'm.replace') return 'edit';
+  const root = relation.rel_type === 'm.thread' && typeof relation.event_id === 'string' && ROOT_ID.test(relation.event_id) ? relation.event_id : undefined;
+  const inReplyTo = typeof relation['m.in_reply_to']?.event_id === 'string' ? relation['m.in_reply_to'].event_id : undefined;
+  // In a thread, a falling-back `m.in_reply_to` is for clients without threads, not a reply.
+  const replyTo = root !== undefined && relation.is_falling_back === true ? undefined : inReplyTo;
+  return { ...(root !== undefined && { threadRoot: root }), ...(replyTo !== undefined && { replyTo }) };
+}
 
 /**
  * A reply's body starts with a quote of the message it answers (`> <@ann:x> …`
@@ -98,14 +131,14 @@ export function normalizeEvent(
   const media = mediaKind === undefined ? undefined : mediaOf(mediaKind, content);
   if (typeof media === 'string') return { kind: 'skip', reason: media };
   if ((content.msgtype !== 'm.text' && !media) || typeof content.body !== 'string') return { kind: 'skip', reason: 'unsupported-type' };
-  const relation = (typeof content['m.relates_to'] === 'object' && content['m.relates_to'] !== null ? content['m.relates_to'] : {}) as Relation;
-  if (relation.rel_type === 'm.replace') return { kind: 'skip', reason: 'edit' };
-  const replyTo = typeof relation['m.in_reply_to']?.event_id === 'string' ? relation['m.in_reply_to'].event_id : undefined;
+  const relation = relationOf(content['m.relates_to']);
+  if (relation === 'edit') return { kind: 'skip', reason: 'edit' };
+  const { threadRoot, replyTo } = relation;
   const body = media ? media.text : content.body;
   const text = replyTo === undefined ? body : stripReplyFallback(body);
   if (text.trim() === '' && !media) return { kind: 'skip', reason: 'empty' };
   const message: InboundMessage = {
-    conversationId: conversationIdOf(ctx.channelId, ctx.roomId),
+    conversationId: conversationIdOf(ctx.channelId, ctx.roomId, threadRoot),
     updateKey: `${ctx.channelId}:${event.event_id}`,
     chatId: ctx.roomId,
     sender: { id: event.sender },

@@ -24,7 +24,7 @@ import { MatrixApiError } from './errors.js';
 import { fileContent } from './files-out.js';
 import { markdownToMatrixHtml } from './markdown.js';
 import { downloadMedia, UploadLimit } from './media.js';
-import { roomOf } from './normalize.js';
+import { roomOf, threadOf } from './normalize.js';
 import { react } from './reactions.js';
 import { sendEvent, txnIdOf } from './send.js';
 
@@ -73,6 +73,17 @@ function textContent(text: string, format: EditOptions['format']): Record<string
   return Buffer.byteLength(JSON.stringify(formatted)) <= FORMATTED_MAX_BYTES ? formatted : content;
 }
 
+/**
+ * `m.relates_to` of a message: in a thread's conversation, the thread
+ * (`m.thread`, with the reply fallback clients without threads show);
+ * elsewhere a reply to `replyTo`; none without either.
+ */
+export function relationOf(threadRoot: string | undefined, replyTo: string | undefined): Record<string, unknown> | undefined {
+  if (threadRoot !== undefined)
+    return { rel_type: 'm.thread', event_id: threadRoot, is_falling_back: replyTo === undefined, 'm.in_reply_to': { event_id: replyTo ?? threadRoot } };
+  return replyTo === undefined ? undefined : { 'm.in_reply_to': { event_id: replyTo } };
+}
+
 /** The room of a conversation; throws InvalidInputError for one that is not this channel's. */
 function roomIdOf(channelId: string, conversationId: string): string {
   const roomId = roomOf(channelId, conversationId);
@@ -111,7 +122,8 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
       const roomId = roomIdOf(channelId, conversationId);
       checkLength(text);
       const content = textContent(text, opts.format);
-      if (opts.replyTo !== undefined) content['m.relates_to'] = { 'm.in_reply_to': { event_id: opts.replyTo } };
+      const relation = relationOf(threadOf(channelId, conversationId), opts.replyTo);
+      if (relation) content['m.relates_to'] = relation;
       const txnId = opts.deliveryKey === undefined ? randomUUID() : txnIdOf(opts.deliveryKey);
       return { messageId: await sendEvent(client, roomId, 'm.room.message', txnId, content) };
     },
@@ -130,7 +142,10 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
         if (uploaded.size > UPLOAD_MEMORY) uploaded.delete(uploaded.keys().next().value as string);
       }
       const txnId = key === undefined ? randomUUID() : txnIdOf(key);
-      const messageId = await sendEvent(client, roomId, 'm.room.message', txnId, fileContent(file, mxc, opts.replyTo));
+      const content = fileContent(file, mxc);
+      const relation = relationOf(threadOf(channelId, conversationId), opts.replyTo);
+      if (relation) content['m.relates_to'] = relation;
+      const messageId = await sendEvent(client, roomId, 'm.room.message', txnId, content);
       if (key !== undefined) uploaded.delete(key);
       return { messageId };
     },

@@ -14,7 +14,7 @@ import { type ContractMessage, channelPluginContract } from '../../testing/chann
 import { type MailServers, startMailServers } from '../../testing/fakes/mail-servers.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
-import { emailConfig, mailToBot, repliesIn } from './email-harness.js';
+import { appendTo, emailConfig, rawMail, repliesIn } from './email-harness.js';
 
 let servers: MailServers;
 beforeAll(async () => {
@@ -41,12 +41,14 @@ channelPluginContract({
       async inject(m: ContractMessage) {
         // Mail that arrives before the bot's first cursor is history to it.
         await watching();
-        await mailToBot(servers, {
+        // Put into the bot's mailbox in order (IMAP APPEND), as its server delivers: SMTP would not keep the contract's order.
+        const { raw } = await rawMail(servers, {
           text: m.text,
           messageId: `<u${m.updateId}.${nonce}@contract.test>`,
           references: [`<${root(m.chatId)}>`],
           inReplyTo: `<${root(m.chatId)}>`,
         });
+        await appendTo(servers, servers.bot, raw);
       },
       expected: (m) => ({
         updateKey: `email:u${m.updateId}.${nonce}@contract.test`,
@@ -61,4 +63,6 @@ channelPluginContract({
     };
   },
   capabilities: { files: true },
+  // A reply goes through a real SMTP server's queue into a real mailbox: slower than an HTTP fake under load.
+  waitMs: 30_000,
 });

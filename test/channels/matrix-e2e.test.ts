@@ -121,6 +121,23 @@ describe('matrix end to end', () => {
     expect(ai.requests).toHaveLength(1);
   });
 
+  it('answers a message in a thread inside that thread, the thread a conversation of its own', async () => {
+    await start();
+    ai.script([{ text: 'Answer in the room.' }, { text: 'Answer in the thread.' }]);
+    const root = matrix.message(room, MATRIX_ALICE, 'a question in the room');
+    await nthText(room, 1, 'the room answer');
+    const inThread = { rel_type: 'm.thread', event_id: root.event_id, is_falling_back: true, 'm.in_reply_to': { event_id: root.event_id } };
+    matrix.message(room, MATRIX_ALICE, 'a follow-up in the thread', { relatesTo: inThread });
+    await nthText(room, 2, 'the thread answer');
+    const thread = `${conversation(room)}/${root.event_id}`;
+    await h.idle(15_000, thread);
+
+    const answer = matrix.sent.find((e) => e.roomId === room && e.content.body === 'Answer in the thread.')!;
+    expect(answer.content['m.relates_to']).toMatchObject({ rel_type: 'm.thread', event_id: root.event_id });
+    expect((await h.entries('message.received', thread)).map((e) => e.text)).toEqual(['a follow-up in the thread']);
+    expect((await h.entries('message.received', conversation(room))).map((e) => e.text)).toEqual(['a question in the room']);
+  });
+
   it('records the sender the homeserver names, whatever the content claims', async () => {
     await start();
     ai.script([{ text: 'Noted.' }]);

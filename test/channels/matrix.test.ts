@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { matrixConfigSchema } from '../../plugins/matrix/config.js';
 import { matrixError } from '../../plugins/matrix/errors.js';
 import { mayJoin } from '../../plugins/matrix/inbound.js';
-import { afterOwnJoin, normalizeEvent, roomOf, stripReplyFallback } from '../../plugins/matrix/normalize.js';
+import { afterOwnJoin, normalizeEvent, roomOf, stripReplyFallback, threadOf } from '../../plugins/matrix/normalize.js';
 import { isModerator } from '../../plugins/matrix/outbound.js';
 import { txnIdOf } from '../../plugins/matrix/send.js';
 
@@ -104,6 +104,10 @@ describe('matrix roomOf', () => {
   it('parses a room conversation and refuses anything else', () => {
     expect(roomOf('matrix', `matrix:${ROOM}`)).toBe(ROOM);
     expect(roomOf('matrix', 'matrix:@ann:example.org')).toBeUndefined();
+    expect(roomOf('matrix', `matrix:${ROOM}/$root1`)).toBe(ROOM);
+    expect(threadOf('matrix', `matrix:${ROOM}/$root1`)).toBe('$root1');
+    expect(threadOf('matrix', `matrix:${ROOM}`)).toBeUndefined();
+    expect(roomOf('matrix', `matrix:${ROOM}/not-an-event`)).toBeUndefined();
     expect(roomOf('matrix', `line:${ROOM}`)).toBeUndefined();
   });
 });
