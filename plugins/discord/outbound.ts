@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets } from 'steerbot/plugin';
+import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets, staleReactions } from 'steerbot/plugin';
 import { isGuildAdmin } from './admins.js';
 import type { DiscordConfig } from './config.js';
 
@@ -199,8 +199,7 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
       const channel = channelIdOf(channelId, conversationId);
       // Discord keeps every reaction: an answer or a failure takes the bot's other status reactions off (a failed
       // message a follow-up run answers shows ✅ alone). Removing one that is not there changes nothing.
-      const stale =
-        status === 'taken' ? [] : [reactions.taken, reactions[status === 'answered' ? 'failed' : 'answered']].filter((e) => e !== reactions[status]);
+      const stale = staleReactions(reactions, status);
       await Promise.all(
         stale.map((emoji) => call('react', () => rest.delete(Routes.channelMessageOwnReaction(channel, messageId, encodeURIComponent(emoji))))),
       );

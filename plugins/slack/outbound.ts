@@ -7,7 +7,7 @@
  */
 import type { WebClient } from '@slack/web-api';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, fetchFile, InvalidInputError, type Logger, type ReactionsSetting } from 'steerbot/plugin';
+import { ChannelApiError, fetchFile, InvalidInputError, type Logger, type ReactionsSetting, staleReactions } from 'steerbot/plugin';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
@@ -150,8 +150,7 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
       const { channel } = parseConversationId(channelId, conversationId);
       const name = reactions[status];
       // Slack keeps every reaction: an answer or a failure takes the bot's other status reactions off. Either may be done already.
-      const stale =
-        status === 'taken' ? [] : [reactions.taken, reactions[status === 'answered' ? 'failed' : 'answered']].filter((e) => e !== reactions[status]);
+      const stale = staleReactions(reactions, status);
       await Promise.all(stale.map((old) => reaction(() => web.reactions.remove({ channel, timestamp: messageId, name: old }), 'no_reaction')));
       await reaction(() => web.reactions.add({ channel, timestamp: messageId, name }), 'already_reacted');
     };

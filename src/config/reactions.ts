@@ -31,3 +31,14 @@ export function reactionsSetting(defaults: Record<ReactionStatus, string>) {
       `Show a run's progress as a reaction on the person's message: \`taken\` (${defaults.taken}), \`answered\` (${defaults.answered}), \`failed\` (${defaults.failed}); true for these, or emoji by status. Default false.`,
     );
 }
+
+/**
+ * The emoji a platform that keeps every reaction (Discord, Slack) must take
+ * off before showing `status`: on an answer or a failure, the bot's other
+ * statuses' emoji (a failed message a follow-up run answers shows the
+ * answer alone); none for `taken`, the first.
+ */
+export function staleReactions(emoji: Record<ReactionStatus, string>, status: ReactionStatus): string[] {
+  if (status === 'taken') return [];
+  return [emoji.taken, emoji[status === 'answered' ? 'failed' : 'answered']].filter((e) => e !== emoji[status]);
+}

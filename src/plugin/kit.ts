@@ -23,7 +23,7 @@ export { backoffMs } from '../backoff.js';
 export { DEFAULT_DELIVERY_KEY_TTL_SECONDS } from '../config/defaults.js';
 export { INPUT_POLICIES, type InputPolicy } from '../config/input-policies.js';
 export type { EnvBinding, EnvKind } from '../config/load.js';
-export { type ReactionStatus, type ReactionsSetting, reactionsSetting } from '../config/reactions.js';
+export { type ReactionStatus, type ReactionsSetting, reactionsSetting, staleReactions } from '../config/reactions.js';
 export { allowEntry, enumOf, int, pageToken } from '../config/schema.js';
 export { parseSection, refuseMovedSettings } from '../config/section.js';
 export {
