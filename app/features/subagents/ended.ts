@@ -26,7 +26,11 @@ const adoptionKey = (prefix: string, child: string) => `${conversationKeys(prefi
 export async function subagentsEnded(kit: RunnerFeatureKit, run: EndedRun, outcome: RunOutcome): Promise<void> {
   if (kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL) return announce(kit, run.conversationId);
   const keys = childrenKeys(kit.prefix, run);
-  const [started, collected] = await Promise.all([kit.redis.smembers(keys.started), kit.redis.smembers(keys.collected)]);
+  // One round trip: this runs at the end of every run while subagents are on.
+  const [[, started], [, collected]] = (await kit.redis.multi().smembers(keys.started).smembers(keys.collected).exec()) as [
+    [unknown, string[]],
+    [unknown, string[]],
+  ];
   const open = started.filter((id) => !collected.includes(id));
   if (open.length === 0) return;
   if (outcome === 'stopped') return stopAll(kit, run, open);
