@@ -78,7 +78,7 @@ function textContent(text: string, format: EditOptions['format']): Record<string
  * (`m.thread`, with the reply fallback clients without threads show);
  * elsewhere a reply to `replyTo`; none without either.
  */
-export function relationOf(threadRoot: string | undefined, replyTo: string | undefined): Record<string, unknown> | undefined {
+function threadRelation(threadRoot: string | undefined, replyTo: string | undefined): Record<string, unknown> | undefined {
   if (threadRoot !== undefined)
     return { rel_type: 'm.thread', event_id: threadRoot, is_falling_back: replyTo === undefined, 'm.in_reply_to': { event_id: replyTo ?? threadRoot } };
   return replyTo === undefined ? undefined : { 'm.in_reply_to': { event_id: replyTo } };
@@ -122,7 +122,7 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
       const roomId = roomIdOf(channelId, conversationId);
       checkLength(text);
       const content = textContent(text, opts.format);
-      const relation = relationOf(threadOf(channelId, conversationId), opts.replyTo);
+      const relation = threadRelation(threadOf(channelId, conversationId), opts.replyTo);
       if (relation) content['m.relates_to'] = relation;
       const txnId = opts.deliveryKey === undefined ? randomUUID() : txnIdOf(opts.deliveryKey);
       return { messageId: await sendEvent(client, roomId, 'm.room.message', txnId, content) };
@@ -143,7 +143,7 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
       }
       const txnId = key === undefined ? randomUUID() : txnIdOf(key);
       const content = fileContent(file, mxc);
-      const relation = relationOf(threadOf(channelId, conversationId), opts.replyTo);
+      const relation = threadRelation(threadOf(channelId, conversationId), opts.replyTo);
       if (relation) content['m.relates_to'] = relation;
       const messageId = await sendEvent(client, roomId, 'm.room.message', txnId, content);
       if (key !== undefined) uploaded.delete(key);
