@@ -5,6 +5,7 @@
  * conversations through its outbound side.
  */
 import { runnerFeatures } from '../../app/features/index.js';
+import type { HostFeature } from '../../host/feature.js';
 import type { HttpServer } from '../../host/http.js';
 import { routeRegistry } from '../../host/http.js';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
@@ -13,8 +14,14 @@ import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
 
-/** Starts `plugin` on the real channel host over `h`, its routes on `http`; `settings`: the channel's (admins, policy). */
-export async function hostChannel(h: RunnerHarness, http: HttpServer, plugin: ChannelPlugin, settings?: () => ChannelSettings): Promise<void> {
+/** Starts `plugin` on the real channel host over `h`, its routes on `http`; `settings`: the channel's (admins, policy); `features`: the host's (default none). */
+export async function hostChannel(
+  h: RunnerHarness,
+  http: HttpServer,
+  plugin: ChannelPlugin,
+  settings?: () => ChannelSettings,
+  features: HostFeature[] = [],
+): Promise<void> {
   const { logger, redis } = h.ctx;
   const host = createChannelHost({
     routes: routeRegistry(http),
@@ -26,7 +33,7 @@ export async function hostChannel(h: RunnerHarness, http: HttpServer, plugin: Ch
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
     ...(settings && { settings }),
-    features: [],
+    features,
   });
   await plugin.start(host);
 }

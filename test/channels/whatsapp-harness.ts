@@ -1,12 +1,11 @@
-import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
+import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { channelProblems } from '../../host/main.js';
-import { createChannelHost } from '../../host/receive.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeWhatsApp, postDelivery, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
-import { runnerFor } from './system.js';
+import { hostChannel, runnerFor } from './system.js';
 
 /** What `startWhatsAppSystem` started: stop `plugin`, then close `http`, when done. */
 export interface WhatsAppSystem {
@@ -28,18 +27,7 @@ export async function startWhatsAppSystem(o: {
   const { logger, redis } = h.ctx;
   const http = createHttpServer({ config: h.ctx.config, redis, logger });
   const plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: o.wa.graphUrl, ...o.whatsapp }, { logger, redis, prefix: h.prefix });
-  const host = createChannelHost({
-    routes: routeRegistry(http),
-    redis,
-    prefix: h.prefix,
-    logger,
-    dispatch: h.dispatch,
-    ingest: h.ingestService,
-    enqueue: (c, r) => h.queue.enqueue(c, r),
-    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    features: [channelProblems((id) => (id === plugin.id ? plugin.conversationProblems?.bind(plugin) : undefined))],
-  });
-  await plugin.start(host);
+  await hostChannel(h, http, plugin, undefined, [channelProblems((id) => (id === plugin.id ? plugin.conversationProblems?.bind(plugin) : undefined))]);
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
   await runnerFor(h, o.agent, plugin);
   const url = `${address}/whatsapp/webhook`;
