@@ -62,6 +62,8 @@ export interface WebhookFile {
   url: string;
   /** ISO 8601. */
   expiresAt: string;
+  /** Present and true when the file is a spoken reply (audio of the answer, whose text came in a reply before it). */
+  voice?: true;
 }
 
 /**

@@ -70,7 +70,14 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
       conversation: conversationOf(conversationId),
       text: file.caption ?? '',
       messageId,
-      file: { name: file.name, mimeType: file.mimeType, size: kept.size, url: kept.url, expiresAt: kept.expiresAt.toISOString() },
+      file: {
+        name: file.name,
+        mimeType: file.mimeType,
+        size: kept.size,
+        url: kept.url,
+        expiresAt: kept.expiresAt.toISOString(),
+        ...(file.voice && { voice: true }),
+      },
       ...(opts.replyTo !== undefined && { inReplyTo: opts.replyTo }),
     };
     return store(conversationId, reply, opts.deliveryKey);

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { HttpServer } from '../../host/http.js';
 import { idPart } from '../../plugins/email/normalize.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { createSpeechModel } from '../../runner/model.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type MailServers, startMailServers } from '../../testing/fakes/mail-servers.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -28,8 +29,14 @@ const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000
 const PDF = Buffer.from('%PDF-1.4\n% a report\n%%EOF\n');
 const conversation = (root: string) => `email:${idPart(root)}`;
 
-async function start(): Promise<void> {
-  const agent = createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, sendFile: { workspace } } });
+async function start(spoken = false): Promise<void> {
+  const settings = { provider: 'openai-compatible' as const, name: 'm', baseURL: ai.url, apiKey: 'k', contextWindow: 128_000, outputReserve: 4000 };
+  const voice = { model: createSpeechModel(settings, 'gpt-4o-mini-tts', 'agents.local-agent.voice.model'), replies: 'always' as const };
+  const agent = createLocalAgentPlugin({
+    model: fakeModel(ai.url),
+    builtins: { currentTime: false, sendFile: { workspace } },
+    ...(spoken && { voice }),
+  });
   ({ http, plugin } = await startEmailSystem({ h, servers, agent }));
 }
 
@@ -85,6 +92,20 @@ describe('email files', () => {
     expect(withFile.attachments.map((a) => [a.filename, a.contentType, Buffer.compare(a.content, PDF)])).toEqual([['report.pdf', 'application/pdf', 0]]);
     const answer = replies.find((r) => r.attachments.length === 0)!;
     expect(answer.text?.trim().split(/\s+/)).toEqual(long.split(' '));
+    expect(await repliesIn(servers, id)).toHaveLength(2);
+  });
+
+  it('sends a spoken reply as an OGG audio attachment in the thread, after the answer as text', async () => {
+    await start(true);
+    ai.script([{ text: 'The train leaves at nine.' }]);
+    const id = await mailToBot(servers, { subject: 'Train', text: 'when does the train leave?' });
+    const replies = await untilReplies(servers, id, 2, 'the answer and its spoken form');
+    await h.idle(15_000, conversation(id));
+    expect(replies.map((r) => r.attachments.length)).toEqual([0, 1]);
+    expect(replies[0]!.text?.trim()).toBe('The train leaves at nine.');
+    const [audio] = replies[1]!.attachments;
+    expect([audio!.filename, audio!.contentType, audio!.content.toString()]).toEqual(['reply.ogg', 'audio/ogg', 'OggSThe train leaves at nine.']);
+    expect(ai.speeches).toEqual([expect.objectContaining({ input: 'The train leaves at nine.', response_format: 'opus' })]);
     expect(await repliesIn(servers, id)).toHaveLength(2);
   });
 });

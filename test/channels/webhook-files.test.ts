@@ -76,6 +76,20 @@ describe('webhook files out', () => {
     expect(callbacks.accepted()).toHaveLength(1);
   });
 
+  it('sends a spoken reply as an audio file marked voice; other files carry no mark', async () => {
+    await start({ filesUrl: 'https://bot.example.com' });
+    const ogg = Buffer.from('OggS\0fake opus');
+    await delivery('run5').file({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: ogg, voice: true }, { key: 'voice' });
+    await delivery('run5').file(report, { key: 'pdf' });
+    const [spoken, other] = await callbacks.waitForAccepted(2, 10_000);
+    expect(spoken!.body).toMatchObject({ text: '', file: { name: 'reply.ogg', mimeType: 'audio/ogg', size: ogg.byteLength, voice: true } });
+    expect(other!.body.file).not.toHaveProperty('voice');
+    const url = new URL(spoken!.body.file!.url);
+    const res = await fetch(`${h.url}${url.pathname}${url.search}`);
+    expect(res.headers.get('content-type')).toBe('audio/ogg');
+    expect(Buffer.from(await res.arrayBuffer()).equals(ogg)).toBe(true);
+  });
+
   it('refuses a download URL with an altered signature or expiry', async () => {
     await start({ filesUrl: 'https://bot.example.com' });
     await delivery('run2').file(report, { key: 'k_2' });

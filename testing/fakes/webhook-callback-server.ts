@@ -14,7 +14,7 @@ export interface ReceivedCallback {
     messageId: string;
     inReplyTo?: string;
     actions?: Array<{ label: string; command: string }>;
-    file?: { name: string; mimeType: string; size: number; url: string; expiresAt: string };
+    file?: { name: string; mimeType: string; size: number; url: string; expiresAt: string; voice?: true };
   };
   headers: Record<string, string | string[] | undefined>;
   /** The signature checked out with the server's secret (within 5 minutes). */
