@@ -12,8 +12,8 @@ import type {
   IncomingMessage,
   IngestResult,
   InputPolicy,
-  PageAccess,
   PluginDefinition,
+  pages,
   ReactionStatus,
   RedisClient,
   RouteRegistry,
@@ -224,7 +224,7 @@ export interface ChannelDeps {
    * host serves pages (a runner's outbound-only instances); a private page
    * then lets nobody in without a token of its own.
    */
-  operatorAccess?: PageAccess;
+  operatorAccess?: pages.PageAccess;
 }
 
 /** What the host applies to a channel's inbound messages. */

@@ -10,16 +10,16 @@
  */
 import type { Client, Message } from 'discord.js';
 import type { Logger } from 'pino';
-import { defineScript, pluginStorage, type RedisClient } from 'steerbot/plugin';
+import { type RedisClient, storage } from 'steerbot/plugin';
 
 /** Most messages one REST call returns. */
 export const CATCH_UP_PAGE = 100;
 
 /** The hash of per-channel cursors under `prefix` (the plugin's key `cursors`). */
-export const cursorsKey = (prefix: string): string => pluginStorage(prefix, 'discord').key('cursors');
+export const cursorsKey = (prefix: string): string => storage.pluginStorage(prefix, 'discord').key('cursors');
 
 /** Moves cursors forward, never back (`cursor-advance-1.lua`). */
-const cursorAdvance = defineScript(new URL('./cursor-advance-1.lua', import.meta.url));
+const cursorAdvance = storage.defineScript(new URL('./cursor-advance-1.lua', import.meta.url));
 
 /** Orders snowflakes as numbers. */
 export function compareSnowflakes(a: string, b: string): number {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import nodemailer from 'nodemailer';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { LeasedPoll, parseSection, RedisLease } from 'steerbot/plugin';
+import { parseSection, storage } from 'steerbot/plugin';
 import { type EmailConfig, type EmailConfigInput, emailConfigSchema } from './config.js';
 import { EmailInbound, readCursor } from './inbound.js';
 import { cursorKey, EMAIL_PLUGIN_ID, pollLeaseKey } from './keys.js';
@@ -63,7 +63,7 @@ export function createEmailPlugin(config: EmailConfigInput, deps: ChannelDeps): 
     secrets,
   });
   // The inbound side's state, made on start.
-  const state: { poll?: LeasedPoll<Cursor | null, Round>; watcher?: MailboxWatcher } = {};
+  const state: { poll?: storage.LeasedPoll<Cursor | null, Round>; watcher?: MailboxWatcher } = {};
   return {
     id: EMAIL_PLUGIN_ID,
     // Who may talk is the access gate's, the input policy a profile's.
@@ -85,8 +85,8 @@ export function createEmailPlugin(config: EmailConfigInput, deps: ChannelDeps): 
         logger,
       });
       state.watcher = watcher;
-      state.poll = new LeasedPoll<Cursor | null, Round>({
-        lease: new RedisLease(host.redis, pollLeaseKey(host.prefix), owner, cfg.pollLeaseMs),
+      state.poll = new storage.LeasedPoll<Cursor | null, Round>({
+        lease: new storage.RedisLease(host.redis, pollLeaseKey(host.prefix), owner, cfg.pollLeaseMs),
         logger,
         name: 'mailbox',
         leaseName: 'email mailbox',

@@ -9,7 +9,7 @@
  */
 import { simpleParser } from 'mailparser';
 import type { ChannelHost } from 'steerbot/channel';
-import { asRedisUnavailable, InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery } from 'steerbot/plugin';
+import { InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery, storage } from 'steerbot/plugin';
 import { attachmentsOf } from './attachments.js';
 import { checkSender } from './auth-results.js';
 import { threadKey } from './keys.js';
@@ -137,6 +137,6 @@ async function redisCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    throw asRedisUnavailable(err);
+    throw storage.asRedisUnavailable(err);
   }
 }

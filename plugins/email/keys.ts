@@ -6,7 +6,7 @@
  * idle retention expires it with the conversation.
  */
 import { createHash } from 'node:crypto';
-import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
+import { storage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys and is its channel id. */
 export const EMAIL_PLUGIN_ID = 'email';
@@ -15,8 +15,8 @@ export const EMAIL_PLUGIN_ID = 'email';
 export const EMAIL_CONVERSATION_KEYS = ['thread'] as const;
 
 // One storage for the process's prefix, not one per key.
-let storage: PluginStorage | undefined;
-const keys = (prefix: string): PluginStorage => (storage?.prefix === prefix ? storage : (storage = pluginStorage(prefix, EMAIL_PLUGIN_ID)));
+let cached: storage.PluginStorage | undefined;
+const keys = (prefix: string): storage.PluginStorage => (cached?.prefix === prefix ? cached : (cached = storage.pluginStorage(prefix, EMAIL_PLUGIN_ID)));
 
 /** The lease of the one host that watches the mailbox. */
 export const pollLeaseKey = (prefix: string): string => keys(prefix).key('poll_lease');

@@ -8,7 +8,7 @@
  * are ordered after the events the agent wrote before it asked.
  */
 import { randomBytes } from 'node:crypto';
-import { type HttpRequest, type HttpResponse, type SteeringMode, signedHeaders } from 'steerbot/plugin';
+import { type HttpRequest, type HttpResponse, type SteeringMode, signatures } from 'steerbot/plugin';
 import type { RunContext, RunResult } from 'steerbot/runner';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
 import { ndjsonLines } from './ndjson.js';
@@ -174,7 +174,7 @@ export class AgentInvocation {
     try {
       res = await this.send(s.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: NDJSON, ...signedHeaders(s.secret, body) },
+        headers: { 'content-type': 'application/json', accept: NDJSON, ...signatures.signedHeaders(s.secret, body) },
         body,
         signal: this.ac.signal,
       });
@@ -288,7 +288,7 @@ export class AgentInvocation {
     try {
       const res = await this.send(s.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...signedHeaders(s.secret, body) },
+        headers: { 'content-type': 'application/json', ...signatures.signedHeaders(s.secret, body) },
         body,
         timeoutMs: s.connectTimeoutMs,
       });

@@ -8,7 +8,7 @@
  * key expired would otherwise be answered again.
  */
 import type { ChannelHost } from 'steerbot/channel';
-import { asRedisUnavailable, type Logger, pluginMetrics, type RedisClient, replayWindowSeconds, type StaleReason, staleDelivery } from 'steerbot/plugin';
+import { type Logger, pluginMetrics, type RedisClient, replayWindowSeconds, type StaleReason, staleDelivery, storage } from 'steerbot/plugin';
 import { replyTokenKey } from './keys.js';
 import { normalizeEvent } from './normalize.js';
 import type { LineEvent, LinePayload } from './payload-schema.js';
@@ -79,7 +79,7 @@ export class LineInbound {
     try {
       await this.o.redis.set(replyTokenKey(this.o.prefix, conversationId), `${at}:${event.replyToken}`, 'EX', REPLY_TOKEN_TTL_SECONDS);
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
   }
 }

@@ -11,7 +11,7 @@
  */
 
 import { InvalidInputError, ScheduleForbiddenError, z } from 'steerbot/plugin';
-import { type AgentTool, describeWhen, type ListedSchedule, type RunContext, ToolFailure } from 'steerbot/runner';
+import { type AgentTool, type RunContext, schedules, ToolFailure } from 'steerbot/runner';
 
 const createInput = z.object({
   prompt: z
@@ -33,8 +33,8 @@ const createInput = z.object({
 const iso = (t: number) => new Date(t).toISOString();
 
 /** What the model sees of a schedule. */
-function shown(s: ListedSchedule) {
-  return { id: s.id, when: describeWhen(s.when), next: s.next.map(iso), prompt: s.prompt, kind: s.origin, missed: s.missed };
+function shown(s: schedules.ListedSchedule) {
+  return { id: s.id, when: schedules.describeWhen(s.when), next: s.next.map(iso), prompt: s.prompt, kind: s.origin, missed: s.missed };
 }
 
 /** Validation errors reach the model as they are: it can fix the request; a refusal (someone else's schedule) it can pass on. */
@@ -50,8 +50,8 @@ const cancelInput = z.object({ id: z.string().min(1).max(64).describe('The sched
 
 /** The schedule tools of one run; none when the run has no `schedules`. */
 export function scheduleTools(ctx: RunContext): AgentTool[] {
-  const schedules = ctx.schedules;
-  if (!schedules) return [];
+  const store = ctx.schedules;
+  if (!store) return [];
   const create: AgentTool<z.infer<typeof createInput>> = {
     name: 'schedule_create',
     description:
@@ -61,7 +61,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
     idempotent: true,
     timeoutMs: 10_000,
     async execute(input, { call }) {
-      const created = await schedules.create(input, call ? { idempotencyKey: call.idempotencyKey } : {}).catch(asToolFailure);
+      const created = await store.create(input, call ? { idempotencyKey: call.idempotencyKey } : {}).catch(asToolFailure);
       return { created: shown(created) };
     },
   };
@@ -72,7 +72,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
     idempotent: true,
     timeoutMs: 10_000,
     async execute() {
-      return { schedules: (await schedules.list(3)).map(shown) };
+      return { schedules: (await store.list(3)).map(shown) };
     },
   };
   const cancel: AgentTool<{ id: string }> = {
@@ -82,7 +82,7 @@ export function scheduleTools(ctx: RunContext): AgentTool[] {
     idempotent: true,
     timeoutMs: 10_000,
     async execute({ id }) {
-      if (!(await schedules.cancel(id).catch(asToolFailure))) throw new ToolFailure('not_found', `no schedule ${id} in this conversation`);
+      if (!(await store.cancel(id).catch(asToolFailure))) throw new ToolFailure('not_found', `no schedule ${id} in this conversation`);
       return { cancelled: id };
     },
   };

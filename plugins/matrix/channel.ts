@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection, RedisLease } from 'steerbot/plugin';
+import { parseSection, storage } from 'steerbot/plugin';
 import { MatrixClient } from './client.js';
 import { type MatrixConfig, type MatrixConfigInput, matrixConfigSchema } from './config.js';
 import { MatrixInbound } from './inbound.js';
@@ -59,7 +59,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
       const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
       state.syncer = matrixSyncer({
         client,
-        lease: new RedisLease(host.redis, syncLeaseKey(host.prefix), owner, cfg.syncLeaseMs),
+        lease: new storage.RedisLease(host.redis, syncLeaseKey(host.prefix), owner, cfg.syncLeaseMs),
         redis: host.redis,
         sinceKey: sinceKey(host.prefix, cfg.homeserverUrl, cfg.userId),
         timeoutMs: cfg.syncTimeoutMs,

@@ -7,7 +7,7 @@
  * `/purge` deletes it and idle retention expires it with the conversation.
  */
 import { createHash } from 'node:crypto';
-import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
+import { storage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys and is its channel id. */
 export const MATRIX_PLUGIN_ID = 'matrix';
@@ -16,8 +16,8 @@ export const MATRIX_PLUGIN_ID = 'matrix';
 export const MATRIX_CONVERSATION_KEYS = ['reactions'] as const;
 
 // One storage for the process's prefix, not one per key.
-let storage: PluginStorage | undefined;
-const keys = (prefix: string): PluginStorage => (storage?.prefix === prefix ? storage : (storage = pluginStorage(prefix, MATRIX_PLUGIN_ID)));
+let cached: storage.PluginStorage | undefined;
+const keys = (prefix: string): storage.PluginStorage => (cached?.prefix === prefix ? cached : (cached = storage.pluginStorage(prefix, MATRIX_PLUGIN_ID)));
 
 /** The lease of the one host that calls `/sync`. */
 export const syncLeaseKey = (prefix: string): string => keys(prefix).key('sync_lease');

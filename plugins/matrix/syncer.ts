@@ -7,7 +7,7 @@
  * handed over twice (a host died between `receive` and storing `since`) are
  * dropped by the host's dedupe (`matrix:<event id>`).
  */
-import { asRedisUnavailable, LeasedPoll, type Logger, type RedisClient, type RedisLease } from 'steerbot/plugin';
+import { type Logger, type RedisClient, storage } from 'steerbot/plugin';
 import type { MatrixClient } from './client.js';
 import { type SyncResponse, syncResponseSchema } from './sync-schema.js';
 
@@ -26,7 +26,7 @@ const SYNC_FILTER = JSON.stringify({
 /** Options of a MatrixSyncer. */
 export interface SyncerOptions {
   client: MatrixClient;
-  lease: RedisLease;
+  lease: storage.RedisLease;
   redis: RedisClient;
   /** The key `since` is stored at. */
   sinceKey: string;
@@ -38,8 +38,8 @@ export interface SyncerOptions {
 }
 
 /** The sync loop and its lease (`LeasedPoll`): `/sync` from the stored `since`, stored again once an answer was handed over. */
-export function matrixSyncer(o: SyncerOptions): LeasedPoll<string | null, SyncResponse> {
-  return new LeasedPoll<string | null, SyncResponse>({
+export function matrixSyncer(o: SyncerOptions): storage.LeasedPoll<string | null, SyncResponse> {
+  return new storage.LeasedPoll<string | null, SyncResponse>({
     lease: o.lease,
     logger: o.logger,
     name: 'sync',
@@ -64,6 +64,6 @@ async function redisCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    throw asRedisUnavailable(err);
+    throw storage.asRedisUnavailable(err);
   }
 }

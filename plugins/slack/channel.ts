@@ -5,7 +5,7 @@
  * conversation's thread. Both on Slack's official clients.
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection, pluginStorage, refuseMovedSettings, replayWindowSeconds } from 'steerbot/plugin';
+import { parseSection, refuseMovedSettings, replayWindowSeconds, storage } from 'steerbot/plugin';
 import { createWebClient } from './api.js';
 import { modeOf, type SlackConfig, type SlackConfigInput, slackConfigSchema } from './config.js';
 import { SlackInbound } from './inbound.js';
@@ -45,7 +45,7 @@ export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): 
     logger,
     ...(fetchFn && { fetch: fetchFn }),
   });
-  const inbound = new SlackInbound(CHANNEL_ID, web, cfg.botToken, pluginStorage(deps.prefix, CHANNEL_ID), logger);
+  const inbound = new SlackInbound(CHANNEL_ID, web, cfg.botToken, storage.pluginStorage(deps.prefix, CHANNEL_ID), logger);
   const mode = modeOf(cfg);
   let socket: SlackSocket | undefined;
   let started = false;

@@ -7,7 +7,7 @@
  */
 import type { WebClient } from '@slack/web-api';
 import type { ChannelHost, ReceiveResult } from 'steerbot/channel';
-import { asRedisUnavailable, ChannelApiError, InvalidInputError, type Logger, type PluginStorage } from 'steerbot/plugin';
+import { ChannelApiError, InvalidInputError, type Logger, storage } from 'steerbot/plugin';
 import { call } from './api.js';
 import { textBlock } from './blocks.js';
 import { parseConversationId, THREAD_KEY } from './conversation.js';
@@ -36,7 +36,7 @@ export class SlackInbound {
     private readonly channelId: string,
     private readonly web: WebClient,
     private readonly token: string,
-    private readonly storage: PluginStorage,
+    private readonly keys: storage.PluginStorage,
     private readonly logger: Logger,
   ) {}
 
@@ -54,7 +54,7 @@ export class SlackInbound {
     const e = parsed(slackMessageEventSchema.safeParse(event), 'event');
     const n = normalizeMessage(e, this.channelId, this.requireBot());
     if (n.kind === 'skip') return { ok: true, ignored: n.reason };
-    const marker = this.storage.conversationKey(n.message.conversationId, THREAD_KEY);
+    const marker = this.keys.conversationKey(n.message.conversationId, THREAD_KEY);
     if (n.threadOnly && !(await this.redis(() => host.redis.exists(marker)))) return { ok: true, ignored: 'not-addressed' };
     const result = await host.receive(this.channelId, n.message);
     if (result.kind === 'ignored') return { ok: true, ignored: result.reason };
@@ -110,7 +110,7 @@ export class SlackInbound {
     try {
       return await fn();
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
   }
 }

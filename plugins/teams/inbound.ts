@@ -7,7 +7,7 @@
  * result's text (buttons gone) when the command changed something.
  */
 import type { ChannelHost, ChannelOutbound, InboundMessage, ReceiveResult } from 'steerbot/channel';
-import { asRedisUnavailable, type Logger, type RedisClient } from 'steerbot/plugin';
+import { type Logger, type RedisClient, storage } from 'steerbot/plugin';
 import type { TeamsActivity } from './activity-schema.js';
 import { referenceKey } from './keys.js';
 import { conversationIdOf, normalizeActivity } from './normalize.js';
@@ -49,7 +49,7 @@ export class TeamsInbound {
     try {
       await this.o.redis.set(key, a.serviceUrl, 'EX', REFERENCE_TTL_SECONDS);
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
   }
 

@@ -14,7 +14,7 @@
  */
 import { ConnectorClient } from '@microsoft/agents-hosting';
 import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
-import { asRedisUnavailable, type RedisClient } from 'steerbot/plugin';
+import { type RedisClient, storage } from 'steerbot/plugin';
 import type { ServiceUrlPolicy } from './auth.js';
 import { TeamsApiError, TeamsServiceUrlError, teamsError } from './errors.js';
 import { referenceKey } from './keys.js';
@@ -70,7 +70,7 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
     try {
       stored = await o.redis.get(referenceKey(o.prefix, conversationId));
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
     const serviceUrl = stored ?? o.defaultServiceUrl;
     if (!o.policy.allows(serviceUrl)) throw new TeamsServiceUrlError(`teams: service URL host not allowed: ${new URL(serviceUrl).host}`, { status: 403 });

@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import type { Api } from 'grammy';
 import type { Logger } from 'pino';
 import type { ChannelDeps, ChannelHost, ReceiveResult } from 'steerbot/channel';
-import { InvalidInputError, pluginMetrics, pluginStorage, RedisLease, replayWindowSeconds, staleDelivery } from 'steerbot/plugin';
+import { InvalidInputError, pluginMetrics, replayWindowSeconds, staleDelivery, storage } from 'steerbot/plugin';
 import type { TelegramConfig } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';
@@ -99,7 +99,7 @@ export class TelegramInbound {
     const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.poller = telegramPoller({
       api: this.api,
-      lease: new RedisLease(deps.redis, pluginStorage(deps.prefix, this.channelId).key('poller'), owner, cfg.pollingLeaseMs),
+      lease: new storage.RedisLease(deps.redis, storage.pluginStorage(deps.prefix, this.channelId).key('poller'), owner, cfg.pollingLeaseMs),
       token: cfg.token,
       pollTimeoutSeconds: cfg.pollTimeoutSeconds,
       logger,

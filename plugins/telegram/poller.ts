@@ -6,13 +6,13 @@
  * the host's dedupe (`telegram:<update_id>`) drops the ones already ingested.
  */
 import type { Api } from 'grammy';
-import { LeasedPoll, type Logger, type RedisLease } from 'steerbot/plugin';
+import { type Logger, storage } from 'steerbot/plugin';
 import { isApiCallError, toChannelApiError } from './errors.js';
 
 /** Options of a TelegramPoller. */
 export interface PollerOptions {
   api: Api;
-  lease: RedisLease;
+  lease: storage.RedisLease;
   /** The bot token, only to redact it from logged errors. */
   token: string;
   /** Long-poll timeout of one getUpdates call, in seconds. */
@@ -28,10 +28,10 @@ export interface PollerOptions {
 type Updates = Awaited<ReturnType<Api['getUpdates']>>;
 
 /** The polling loop and its lease (`LeasedPoll`): getUpdates from the offset in memory, the webhook deleted once per lease. */
-export function telegramPoller(opts: PollerOptions): LeasedPoll<void, Updates> {
+export function telegramPoller(opts: PollerOptions): storage.LeasedPoll<void, Updates> {
   let offset: number | undefined;
   let webhookCleared = false;
-  return new LeasedPoll<void, Updates>({
+  return new storage.LeasedPoll<void, Updates>({
     lease: opts.lease,
     logger: opts.logger,
     name: 'polling',

@@ -9,7 +9,7 @@
  * `Last-Event-ID`; a fresh page first gets the recent history.
  */
 import type { Logger } from 'pino';
-import { asRedisUnavailable, BlockingReaders, parseEntry, pluginStorage, type ReaderPlace, type RedisClient, type XreadReply } from 'steerbot/plugin';
+import { parseEntry, type RedisClient, storage } from 'steerbot/plugin';
 import { WEB_CHANNEL_ID } from './outbound.js';
 import { recordView } from './record-view.js';
 
@@ -31,12 +31,12 @@ export interface WebEventsOptions {
 
 /** Open event streams, so they can be ended on shutdown. */
 export class WebEventStreams {
-  private readonly readers = new BlockingReaders();
+  private readonly readers = new storage.BlockingReaders();
 
   constructor(private readonly o: WebEventsOptions) {}
 
   /** A place for one more stream, or undefined when `maxClients` are open (see `BlockingReaders.hold`). */
-  hold(signal: AbortSignal): ReaderPlace | undefined {
+  hold(signal: AbortSignal): storage.ReaderPlace | undefined {
     return this.readers.hold(this.o.maxClients, signal);
   }
 
@@ -53,7 +53,7 @@ export class WebEventStreams {
   async cursors(conversationId: string, lastEventId: string | undefined): Promise<[string, string]> {
     const parsed = lastEventId === undefined ? undefined : parseLastEventId(lastEventId);
     if (parsed) return parsed;
-    const k = pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
+    const k = storage.pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     const keys = [k.replies, k.log];
     const n = this.o.historyEntries;
     try {
@@ -62,20 +62,20 @@ export class WebEventStreams {
       const before = (r: Array<[string, string[]]>) => (r.length === n + 1 ? r[n]![0] : '0-0');
       return [before(a!), before(b!)];
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
   }
 
   /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
-  stream(place: ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
-    const { replies, log } = pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
+  stream(place: storage.ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+    const { replies, log } = storage.pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     let [replyCursor, logCursor] = from;
     const view = (id: string, fields: string[]) => this.view(id, fields);
     return this.readers.sse(
       place,
       this.o.redis,
       signal,
-      (conn) => conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor) as Promise<XreadReply>,
+      (conn) => conn.xread('COUNT', 200, 'BLOCK', BLOCK_MS, 'STREAMS', replies, log, replyCursor, logCursor) as Promise<storage.XreadReply>,
       function* (r) {
         const out: Array<{ at: number; event: string; data: string; replyId?: string; logId?: string }> = [];
         for (const [key, rows] of r) {

@@ -18,19 +18,14 @@
 
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type InboundMessage } from 'steerbot/channel';
 import {
-  assetRoute,
-  checkAccess,
   eventStream,
   json,
-  type PageAccess,
-  type PageGuard,
+  pages,
   parseSection,
   type RouteRequest,
   type RouteResponse,
   readJsonBody,
   refuseMovedSettings,
-  sameOriginJson,
-  servePage,
   signedFileStore,
 } from 'steerbot/plugin';
 import { z } from 'zod';
@@ -52,14 +47,14 @@ const messageBodySchema = z.strictObject({
 });
 
 /** Who may chat: everyone (public), else the operator's login and the chat's own token. */
-function chatGuard(cfg: WebConfig, operator: PageAccess | undefined): PageGuard {
+function chatGuard(cfg: WebConfig, operator: pages.PageAccess | undefined): pages.PageGuard {
   if (cfg.public) return 'public';
-  const own: PageAccess[] = cfg.token === undefined ? [] : [{ token: cfg.token, cookie: 'steerbot_web', cookiePath: '/' }];
+  const own: pages.PageAccess[] = cfg.token === undefined ? [] : [{ token: cfg.token, cookie: 'steerbot_web', cookiePath: '/' }];
   return [...(operator ? [operator] : []), ...own];
 }
 
 /** How the chat is protected, for the start log line (never a secret). */
-function accessSummary(cfg: WebConfig, guard: PageGuard): string {
+function accessSummary(cfg: WebConfig, guard: pages.PageGuard): string {
   if (guard === 'public') return 'public (the access section decides who may talk)';
   return cfg.token === undefined ? "private: the operator's login" : "private: the operator's login or the chat token";
 }
@@ -83,19 +78,19 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
     path: `${BASE}/files`,
     ttlSeconds: cfg.fileTtlSeconds,
     guard: (req) => {
-      const verdict = checkAccess(req, access);
+      const verdict = pages.checkAccess(req, access);
       return verdict.ok ? undefined : json(401, { error: verdict.error });
     },
   });
 
   const html = chatPage(BASE);
   /** The page: `?token=` (right) stores the token in a cookie and reloads without it in the URL. */
-  const page = async (req: RouteRequest): Promise<RouteResponse> => servePage(req, access, req.path, () => html);
+  const page = async (req: RouteRequest): Promise<RouteResponse> => pages.servePage(req, access, req.path, () => html);
 
   async function send(req: RouteRequest): Promise<RouteResponse> {
-    const verdict = checkAccess(req, access);
+    const verdict = pages.checkAccess(req, access);
     if (!verdict.ok) return json(401, { error: verdict.error });
-    if (!sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
+    if (!pages.sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
     const parsed = readJsonBody(req, messageBodySchema);
     if (!parsed.ok) return parsed.response;
     const body = parsed.value;
@@ -119,7 +114,7 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
   }
 
   async function events(req: RouteRequest): Promise<RouteResponse> {
-    const verdict = checkAccess(req, access);
+    const verdict = pages.checkAccess(req, access);
     if (!verdict.ok) return json(401, { error: verdict.error });
     const conversation = req.query.conversation ?? '';
     if (!BROWSER_ID_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
@@ -146,13 +141,13 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
       host = h;
       h.routes.add({ method: 'GET', path: '/', handle: page });
       h.routes.add({ method: 'GET', path: BASE, handle: page });
-      h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: assetRoute('text/javascript; charset=utf-8', CHAT_SCRIPT) });
-      h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: pages.assetRoute('text/javascript; charset=utf-8', CHAT_SCRIPT) });
+      h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: pages.assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
       h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
       h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
       h.routes.add(files.route());
       logger.info({ path: '/', access: accessSummary(cfg, access) }, 'web chat ready');
-      if (access !== 'public' && (access as readonly PageAccess[]).length === 0)
+      if (access !== 'public' && (access as readonly pages.PageAccess[]).length === 0)
         logger.warn('the web chat is private and no login is configured: nobody can open it (set channels.web.token, or public: true)');
     },
     async stop() {

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type RedisClient, replyStreamKey, type SignedFileStore, storeReply } from 'steerbot/plugin';
+import { ChannelApiError, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type RedisClient, type SignedFileStore, storage } from 'steerbot/plugin';
 import type { WebConfig } from './config.js';
 
 /** Channel id of the web chat; conversation ids are `web:<browser id>`. */
@@ -66,7 +66,7 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
       throw new ChannelApiError(`conversation ${conversationId} is not on channel ${WEB_CHANNEL_ID}`, { status: 400 });
   };
   const store = async (conversationId: string, event: WebEvent, deliveryKey: string | undefined) => {
-    await storeReply(o.redis, conversationId, JSON.stringify(event), {
+    await storage.storeReply(o.redis, conversationId, JSON.stringify(event), {
       prefix: o.prefix,
       maxLen: o.config.eventStreamMaxLen,
       ...(deliveryKey !== undefined && { deliveryKey }),
@@ -74,7 +74,7 @@ export function createWebOutbound(o: WebOutboundOptions): ChannelOutbound {
     });
   };
   const append = async (conversationId: string, event: WebEvent) => {
-    await o.redis.xadd(replyStreamKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
+    await o.redis.xadd(storage.replyStreamKey(o.prefix, conversationId), 'MAXLEN', '~', o.config.eventStreamMaxLen, '*', 'data', JSON.stringify(event));
   };
   return {
     channelId: WEB_CHANNEL_ID,

@@ -5,14 +5,14 @@
  * it shows with `textContent`, never as HTML.
  */
 import { readFileSync } from 'node:fs';
-import { pageHead } from 'steerbot/plugin';
+import { pages } from 'steerbot/plugin';
 
 /** The page's script (browser JavaScript). */
 export const CHAT_SCRIPT = readFileSync(new URL('./assets/chat.js', import.meta.url), 'utf8');
 
 /** The page itself. `base` is the path prefix of the chat's routes (`/chat`). */
 export function chatPage(base: string): string {
-  return `${pageHead('steerbot chat', base)}<header>
+  return `${pages.pageHead('steerbot chat', base)}<header>
   <h1>steerbot</h1>
   <span id="conn" class="conn">connecting…</span>
   <span id="typing" class="typing" hidden>typing…</span>

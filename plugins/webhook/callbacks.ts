@@ -31,30 +31,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  backoffMs,
-  blockingConnection,
-  defineScript,
-  type HttpRequest,
-  HttpTimeoutError,
-  type RedisClient,
-  RedisLease,
-  replyStreamKey,
-  retryAfterMs,
-} from 'steerbot/plugin';
+import { backoffMs, type HttpRequest, HttpTimeoutError, type RedisClient, retryAfterMs, storage } from 'steerbot/plugin';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
 import { cursorKey, givenUpKey, lockKey, pendingKey, wakeChannel } from './keys.js';
 import { signedHeaders } from './signature.js';
 
 /** Takes a conversation's lock and reads its cursor and the replies after it, in one step. */
-const callbackClaim = defineScript(new URL('./callback-claim-3.lua', import.meta.url));
+const callbackClaim = storage.defineScript(new URL('./callback-claim-3.lua', import.meta.url));
 /** Moves a conversation's cursor, keeps its lock and reads the replies after it, only while this host holds the lock. */
-const callbackAdvance = defineScript(new URL('./callback-advance-3.lua', import.meta.url));
+const callbackAdvance = storage.defineScript(new URL('./callback-advance-3.lua', import.meta.url));
 /** Looks for a reply after the cursor and releases the lock, in one step. */
-const callbackFinish = defineScript(new URL('./callback-finish-2.lua', import.meta.url));
+const callbackFinish = storage.defineScript(new URL('./callback-finish-2.lua', import.meta.url));
 /** Marks a conversation pending and publishes the wake-up, in one command. */
-const callbackMark = defineScript(new URL('./callback-mark-1.lua', import.meta.url));
+const callbackMark = storage.defineScript(new URL('./callback-mark-1.lua', import.meta.url));
 
 /**
  * Marks a conversation pending, due now unless it already waits for a retry (its replies stay in order either way).
@@ -162,7 +152,7 @@ export class CallbackPump {
 
   /** Subscribes to wake-ups on a connection of its own; without it (subscription failed) the pump only polls. */
   private listen(): void {
-    const sub = blockingConnection(this.o.redis);
+    const sub = storage.blockingConnection(this.o.redis);
     this.subscriber = sub;
     sub.on('message', () => this.poke());
     sub.subscribe(wakeChannel(this.o.prefix, this.o.channelId)).catch((err: unknown) => {
@@ -240,7 +230,7 @@ export class CallbackPump {
   private async pump(conversationId: string): Promise<boolean> {
     const { prefix, redis } = this.o;
     const lockMs = Math.max(30_000, 3 * this.o.config.callbackTimeoutMs);
-    const keys: Pass['keys'] = [lockKey(prefix, conversationId), cursorKey(prefix, conversationId), replyStreamKey(prefix, conversationId)];
+    const keys: Pass['keys'] = [lockKey(prefix, conversationId), cursorKey(prefix, conversationId), storage.replyStreamKey(prefix, conversationId)];
     const pass: Pass = { conversationId, keys, token: randomBytes(8).toString('hex'), lockMs, cursor: '0-0', settled: false, lockDone: false };
     const claimed = await callbackClaim.run(redis, keys, [pass.token, lockMs, BATCH]);
     if (claimed[0] !== 1) {
@@ -262,7 +252,7 @@ export class CallbackPump {
     } finally {
       // Cut off by shutdown or an error: due again at once, for this host's next poll or another host.
       if (!pass.settled) await this.schedule(conversationId, 0).catch(() => undefined);
-      if (!pass.lockDone) await new RedisLease(redis, keys[0], pass.token, lockMs).release().catch(() => undefined);
+      if (!pass.lockDone) await new storage.RedisLease(redis, keys[0], pass.token, lockMs).release().catch(() => undefined);
     }
     return true;
   }

@@ -17,19 +17,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  asRedisUnavailable,
-  BlockingReaders,
-  eventStream,
-  json,
-  type ReaderPlace,
-  type RedisClient,
-  type RouteRequest,
-  type RouteResponse,
-  replyStreamKey,
-  sameToken,
-  type XreadReply,
-} from 'steerbot/plugin';
+import { eventStream, json, type RedisClient, type RouteRequest, type RouteResponse, sameToken, storage } from 'steerbot/plugin';
 import type { WebhookChannelConfig } from './config.js';
 import { CONVERSATION_RE } from './inbound.js';
 import { sign } from './signature.js';
@@ -90,7 +78,7 @@ export interface EventsOptions {
 
 /** Open event streams, so they can be ended on shutdown. */
 export class EventStreams {
-  private readonly readers = new BlockingReaders();
+  private readonly readers = new storage.BlockingReaders();
 
   constructor(private readonly o: EventsOptions) {}
 
@@ -131,7 +119,7 @@ export class EventStreams {
       const place = this.readers.hold(this.o.config.maxStreamClients, req.signal);
       if (!place) return json(503, { error: 'too many event stream clients' });
 
-      const key = replyStreamKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
+      const key = storage.replyStreamKey(this.o.prefix, `${this.o.channelId}:${conversation}`);
       // Resolve "from now" to a concrete id first, so no reply falls between two reads.
       let from = lastHeader as string | undefined;
       if (from === undefined) {
@@ -140,20 +128,20 @@ export class EventStreams {
           from = last[0]?.[0] ?? '0-0';
         } catch (err) {
           place.release();
-          throw asRedisUnavailable(err);
+          throw storage.asRedisUnavailable(err);
         }
       }
       return eventStream(this.pump(place, key, from, req.signal));
     };
   }
 
-  private pump(place: ReaderPlace, key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
+  private pump(place: storage.ReaderPlace, key: string, from: string, signal: AbortSignal): AsyncGenerator<string> {
     let cursor = from;
     return this.readers.sse(
       place,
       this.o.redis(),
       signal,
-      (conn) => conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor) as Promise<XreadReply>,
+      (conn) => conn.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor) as Promise<storage.XreadReply>,
       function* (r) {
         for (const [id, fields] of r[0]?.[1] ?? []) {
           const data = fields[fields.indexOf('data') + 1] ?? '{}';

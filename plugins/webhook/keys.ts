@@ -4,7 +4,7 @@
  * (declared, so purge deletes and idle retention expires them); per channel
  * the conversations whose callbacks are due.
  */
-import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
+import { storage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys. */
 export const WEBHOOK_PLUGIN_ID = 'webhooks';
@@ -13,8 +13,8 @@ export const WEBHOOK_PLUGIN_ID = 'webhooks';
 export const WEBHOOK_CONVERSATION_KEYS = ['callback_cursor', 'callback_lock', 'callback_given_up'] as const;
 
 // One storage for the process's prefix, not one per key: the callback pump names keys on every pass.
-let storage: PluginStorage | undefined;
-const keys = (prefix: string): PluginStorage => (storage?.prefix === prefix ? storage : (storage = pluginStorage(prefix, WEBHOOK_PLUGIN_ID)));
+let cached: storage.PluginStorage | undefined;
+const keys = (prefix: string): storage.PluginStorage => (cached?.prefix === prefix ? cached : (cached = storage.pluginStorage(prefix, WEBHOOK_PLUGIN_ID)));
 
 /** Conversations of the channel with replies not yet taken by the callback receiver, scored by when they are due (ms since the epoch; 0: now). */
 export const pendingKey = (prefix: string, channelId: string): string => keys(prefix).key(`callbacks_due:${channelId}`);

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, type SignedFileStore, storeReply } from 'steerbot/plugin';
+import { ChannelApiError, fetchUrlFile, type RedisClient, type ResolveHost, type SignedFileStore, storage } from 'steerbot/plugin';
 import { notifyPending } from './callbacks.js';
 import type { WebhookChannelConfig } from './config.js';
 import type { WebhookReply } from './events.js';
@@ -49,7 +49,7 @@ export function createWebhookOutbound(o: WebhookOutboundOptions): ChannelOutboun
     // The stream first, then the mark (two keys in two slots, so two commands): the pump never
     // finds a mark without its reply. A reply stored before (same delivery key: a retried run
     // attempt) is not stored again, but marked again, in case the crash came between the two.
-    await storeReply(o.redis, conversationId, JSON.stringify(reply), {
+    await storage.storeReply(o.redis, conversationId, JSON.stringify(reply), {
       prefix: o.prefix,
       maxLen: cfg.replyStreamMaxLen,
       ...(deliveryKey !== undefined && { deliveryKey }),

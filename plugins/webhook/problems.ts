@@ -3,7 +3,7 @@
  * behind (the newest reply is over a minute old and past the receiver's
  * cursor) and replies whose callback was given up. One round of reads.
  */
-import { type RedisClient, replyStreamKey } from 'steerbot/plugin';
+import { type RedisClient, storage } from 'steerbot/plugin';
 import { cursorKey, givenUpKey } from './keys.js';
 
 /** A reply not taken by the receiver this long after it was stored counts as behind, in ms. */
@@ -14,7 +14,7 @@ export function callbackProblems(redis: RedisClient, prefix: string, now: () => 
   return async (conversationId) => {
     const [cursor, last, givenUpCount] = await Promise.all([
       redis.get(cursorKey(prefix, conversationId)),
-      redis.xrevrange(replyStreamKey(prefix, conversationId), '+', '-', 'COUNT', 1),
+      redis.xrevrange(storage.replyStreamKey(prefix, conversationId), '+', '-', 'COUNT', 1),
       redis.hget(givenUpKey(prefix, conversationId), 'count'),
     ]);
     const out: string[] = [];

@@ -4,4 +4,6 @@
  * time in seconds in `X-Steerbot-Timestamp`. Callbacks are signed the same way.
  * The code lives in `src/http/signature.ts`: the http-agent runner signs its agent requests with it too.
  */
-export { checkSignature, sign, signedHeaders } from 'steerbot/plugin';
+import { signatures } from 'steerbot/plugin';
+
+export const { checkSignature, sign, signedHeaders } = signatures;

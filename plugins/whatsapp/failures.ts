@@ -5,14 +5,14 @@
  * writes the same field), at most `MAX_FAILURES` per conversation, and the
  * console lists them as the conversation's problems.
  */
-import { defineScript, type RedisClient } from 'steerbot/plugin';
+import { type RedisClient, storage } from 'steerbot/plugin';
 import { WINDOW_CLOSED_CODE } from './errors.js';
 import { failuresKey } from './keys.js';
 
 /** Most failures kept per conversation; later ones are not recorded (the count shown is then a floor). */
 export const MAX_FAILURES = 100;
 
-const recordScript = defineScript(new URL('./failure-record-1.lua', import.meta.url));
+const recordScript = storage.defineScript(new URL('./failure-record-1.lua', import.meta.url));
 
 /** One failed reply. */
 export interface FailureRecord {

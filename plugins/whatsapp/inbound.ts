@@ -10,7 +10,7 @@
  * would otherwise be answered again.
  */
 import type { ChannelHost, ChannelOutbound, ReceiveResult } from 'steerbot/channel';
-import { asRedisUnavailable, type Logger, pluginMetrics, type RedisClient, replayWindowSeconds, type StaleReason, staleDelivery } from 'steerbot/plugin';
+import { type Logger, pluginMetrics, type RedisClient, replayWindowSeconds, type StaleReason, staleDelivery, storage } from 'steerbot/plugin';
 import type { WhatsAppConfig } from './config.js';
 import { recordFailure } from './failures.js';
 import type { GraphClient } from './graph.js';
@@ -107,7 +107,7 @@ export class WhatsAppInbound {
     try {
       await this.o.redis.set(lastInboundKey(this.o.prefix, conversationId), messageId, 'EX', LAST_INBOUND_TTL_SECONDS);
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
   }
 
@@ -132,7 +132,7 @@ export class WhatsAppInbound {
         at: (this.o.now ?? Date.now)(),
       });
     } catch (err) {
-      throw asRedisUnavailable(err);
+      throw storage.asRedisUnavailable(err);
     }
     this.o.logger.warn({ conversationId, messageId: status.id, code: error?.code }, 'whatsapp reports a reply failed');
     return 'status:failed';

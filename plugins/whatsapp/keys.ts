@@ -5,7 +5,7 @@
  * failed. Declared in the definition, so `/purge` deletes them and idle
  * retention expires them with the conversation.
  */
-import { type PluginStorage, pluginStorage } from 'steerbot/plugin';
+import { storage } from 'steerbot/plugin';
 
 /** The plugin's id (its definition's), which namespaces its keys. */
 export const WHATSAPP_PLUGIN_ID = 'whatsapp';
@@ -14,8 +14,8 @@ export const WHATSAPP_PLUGIN_ID = 'whatsapp';
 export const WHATSAPP_CONVERSATION_KEYS = ['last_inbound', 'delivery_failures'] as const;
 
 // One storage for the process's prefix, not one per key.
-let storage: PluginStorage | undefined;
-const keys = (prefix: string): PluginStorage => (storage?.prefix === prefix ? storage : (storage = pluginStorage(prefix, WHATSAPP_PLUGIN_ID)));
+let cached: storage.PluginStorage | undefined;
+const keys = (prefix: string): storage.PluginStorage => (cached?.prefix === prefix ? cached : (cached = storage.pluginStorage(prefix, WHATSAPP_PLUGIN_ID)));
 
 /** The id (`wamid`) of the conversation's newest inbound message (string, expires with WhatsApp's 24-hour window). */
 export const lastInboundKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'last_inbound');

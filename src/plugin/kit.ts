@@ -6,12 +6,17 @@
  * (docs/plugins.md, "The public API"). Three tiers:
  *
  * - common: zod, config helpers, errors, the logger, the record's types, the
- *   HTTP client and the guarded fetch: what most plugins need;
- * - advanced: routes and pages, signatures and replay windows, event-stream
- *   readers, identities, the lease, reply streams, metrics: for plugins that
- *   serve HTTP or keep long connections;
- * - storage internals: Redis, a plugin's own keys and Lua scripts: for plugins
- *   that store state of their own.
+ *   Redis connection's type, the HTTP client and the guarded fetch: what
+ *   most plugins need;
+ * - advanced: routes, signatures (`signatures`) and replay windows, browser
+ *   pages (`pages`), identities, signed files, metrics: for plugins that
+ *   serve HTTP;
+ * - storage internals (`storage`): a plugin's own keys and Lua scripts,
+ *   leases, reply streams, blocking readers: for plugins that keep state of
+ *   their own in Redis.
+ *
+ * A group of helpers used together is one namespace, so the surface stays a
+ * list a plugin author can read.
  */
 
 // ── common ──────────────────────────────────────────────────────────────────
@@ -66,30 +71,26 @@ export {
   senderSchema,
 } from '../record/entries.js';
 export { parseEntry } from '../record/read.js';
+export type { RedisClient } from '../redis/connection.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
 
-// ── advanced: serving HTTP, long connections, identities ───────────────────
+// ── advanced: serving HTTP, identities ──────────────────────────────────────
 
-// Pages and event streams (the web chat, the webhook's event stream).
-export { type AccessVerdict, checkAccess, type PageAccess, type PageGuard, sameOriginJson, sameToken, servePage } from '../http/access.js';
-export { assetRoute, pageHead } from '../http/page-shell.js';
+export { sameToken } from '../http/access.js';
 // The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
 export { replayWindowSeconds, type StaleReason, staleDelivery } from '../http/replay-window.js';
 export { retryAfterMs } from '../http/retry-after.js';
 export type { HttpRoute, RouteHeaders, RouteRegistry, RouteRequest, RouteResponse } from '../http/routes.js';
 export { eventStream, json, readJsonBody } from '../http/routes.js';
-export { checkSignature, SIGNATURE_HEADER, sign, signedHeaders, TIMESTAMP_HEADER } from '../http/signature.js';
-export { BlockingReaders, blockingConnection, type ReaderPlace, type XreadReply } from '../http/stream-readers.js';
 export { type IdentityHooks, IdentityStore, type IdentityStoreOptions, type LinkResult } from '../people/identity.js';
-export { type LeaseState, RedisLease } from '../redis/lease.js';
-export { LeasedPoll, type LeasedPollOptions } from '../redis/leased-poll.js';
-export { replyStreamKey, type StoreReplyOptions, type StoreReplyResult, storeReply } from '../reply-stream.js';
 export { type PluginMetrics, pluginMetrics } from '../telemetry/plugin-metrics.js';
 export { type SignedFileStore, type SignedFileStoreOptions, signedFileStore } from './files.js';
+/** Browser pages a channel serves: who may open them, the host's headers, same-origin writes. */
+export * as pages from './kit-pages.js';
+/** steerbot's HMAC signature of webhook bodies: sign, signed headers, check. */
+export * as signatures from './kit-signatures.js';
 
-// ── storage internals: Redis, a plugin's own keys and scripts ──────────────
+// ── storage internals: a plugin's own keys and scripts, leases, reply streams ─
 
-export { asRedisUnavailable, type RedisClient } from '../redis/connection.js';
-export type { ScriptReply } from '../scripts/index.js';
-export { defineScript, type PluginScript } from '../scripts/plugin-script.js';
-export { type CoreConversationKeys, PluginStorage, type PluginStorageDeclaration, pluginStorage } from './storage.js';
+/** A plugin's own Redis state: keys, scripts, leases, reply streams, blocking readers. */
+export * as storage from './kit-storage.js';

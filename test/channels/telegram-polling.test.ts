@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { pluginStorage } from 'steerbot/plugin';
+import { storage } from 'steerbot/plugin';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer } from '../../host/http.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
@@ -34,7 +34,7 @@ describe('telegram long polling', () => {
   let redis: Redis;
   let prefix: string;
   const hosts: PollingHost[] = [];
-  const leaseKey = () => pluginStorage(prefix, 'telegram').key('poller');
+  const leaseKey = () => storage.pluginStorage(prefix, 'telegram').key('poller');
 
   async function startHost(pollTimeoutSeconds = 1): Promise<PollingHost> {
     const log = new MemoryLog();

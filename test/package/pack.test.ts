@@ -317,7 +317,7 @@ describe('the packed package', () => {
       writeFileSync(
         join(project, 'webhook.test.js'),
         [
-          "import { signedHeaders } from 'steerbot/plugin';",
+          "import { signatures } from 'steerbot/plugin';",
           "import { channelPluginContract, webhook } from 'steerbot/testing';",
           "import { createWebhookPlugin } from './build/webhook/index.js';",
           `const SECRET = ${JSON.stringify(SECRET)};`,
@@ -331,7 +331,7 @@ describe('the packed package', () => {
           '      plugin,',
           '      async inject(m) {',
           '        const body = JSON.stringify({ id: m.updateId, conversation: m.chatId, sender: m.sender, text: m.text });',
-          "        const headers = { 'content-type': 'application/json', ...signedHeaders(SECRET, body) };",
+          "        const headers = { 'content-type': 'application/json', ...signatures.signedHeaders(SECRET, body) };",
           "        const res = await fetch(env.baseUrl() + '/webhooks/copy', { method: 'POST', headers, body });",
           "        if (res.status >= 400 && res.status !== 403) throw new Error('webhook answered ' + res.status + ': ' + (await res.text()));",
           '      },',
