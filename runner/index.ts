@@ -3,18 +3,21 @@
  * exports (`defineRunnerPlugin`), what it gets for each run (`RunContext`),
  * the local agent's tool types, and the helpers a plugin author needs (the
  * model factory, token estimates, the projection of the record into model
- * messages, trace spans; schedule types in the `schedules` namespace).
+ * messages, trace spans; schedule types in the `schedules` namespace, memory
+ * types in `memory`, the framing of user-derived text in `untrusted`).
  * docs/plugins.md, "The public API", lists them.
  */
 
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/config/defaults.js';
-export { type DataBlock, dataBlock, escapeAttribute, escapeData, oneLine } from '../src/data-block.js';
-export type { MemoryHit, MemoryNote, MemorySaveResult } from '../src/people/memory.js';
+/** Framing user-derived text for a prompt as data: `dataBlock`, `escapeData`, `escapeAttribute`, `oneLine`. */
+export * as untrusted from '../src/data-block.js';
 export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/people/profiles.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
 export { SUMMARY_HEADER } from './compaction/checkpoint.js';
 export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
 export { isContextOverflowError } from './compaction/overflow.js';
+/** The types `RunContext.memory` saves and finds. */
+export * as memory from './kit-memory.js';
 /** The schedule types `RunContext.schedules` takes and lists, and `describeWhen`. */
 export * as schedules from './kit-schedules.js';
 export { createImageModel, createModel, createSpeechModel, createTranscriptionModel, modelSetupNotice } from './model.js';

@@ -7,7 +7,7 @@
  * for the tool's own words. The system prompt says the same once
  * (`WEB_CONTENT_RULES`).
  */
-import { escapeAttribute, escapeData, oneLine } from 'steerbot/runner';
+import { untrusted } from 'steerbot/runner';
 
 /** The block's tag. */
 export const EXTERNAL_CONTENT_TAG = 'external-content';
@@ -34,9 +34,9 @@ export function externalContent(
 ): { content: string; cut: boolean } {
   const attrs = Object.entries(attributes)
     .filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')
-    .map(([k, v]) => ` ${k}="${escapeAttribute(oneLine(v).slice(0, MAX_ATTRIBUTE_CHARS))}"`)
+    .map(([k, v]) => ` ${k}="${untrusted.escapeAttribute(untrusted.oneLine(v).slice(0, MAX_ATTRIBUTE_CHARS))}"`)
     .join('');
-  let escaped = escapeData(body);
+  let escaped = untrusted.escapeData(body);
   const cut = escaped.length > maxBodyChars;
   if (cut) {
     // Cut before an entity that would be split (`&lt;` stays whole or goes).

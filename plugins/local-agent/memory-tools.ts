@@ -12,7 +12,7 @@
  */
 
 import { InvalidInputError, z } from 'steerbot/plugin';
-import { type AgentTool, dataBlock, type MemoryNote, type RunContext, ToolFailure } from 'steerbot/runner';
+import { type AgentTool, type memory, type RunContext, ToolFailure, untrusted } from 'steerbot/runner';
 
 /** Limit errors and bad ids reach the model as they are: it can tell the person or fix the call. */
 function asToolFailure(err: unknown): never {
@@ -20,7 +20,7 @@ function asToolFailure(err: unknown): never {
   throw err;
 }
 
-const shown = (n: MemoryNote) => ({ id: n.id, text: n.text, saved: new Date(n.createdAt).toISOString() });
+const shown = (n: memory.MemoryNote) => ({ id: n.id, text: n.text, saved: new Date(n.createdAt).toISOString() });
 
 // Module constants, like the schedule tools' schemas: the tools are made per run, their schemas (and JSON Schemas) once.
 const searchInput = z.object({
@@ -98,5 +98,5 @@ export async function withMemory(ctx: RunContext, system: string): Promise<strin
   const { notes, total } = await ctx.memory.promptNotes();
   if (notes.length === 0) return system;
   const footer = total > notes.length ? `(${total - notes.length} more notes are not shown here; memory_search finds them.)` : undefined;
-  return `${system}\n\n${dataBlock({ tag: 'memory', intro: MEMORY_INTRO, items: notes.map((n) => `[${n.id}] ${n.text}`), footer })}`;
+  return `${system}\n\n${untrusted.dataBlock({ tag: 'memory', intro: MEMORY_INTRO, items: notes.map((n) => `[${n.id}] ${n.text}`), footer })}`;
 }

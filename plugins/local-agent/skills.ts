@@ -21,7 +21,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { ConfigError, type ConfigIssue, z } from 'steerbot/plugin';
-import { dataBlock } from 'steerbot/runner';
+import { untrusted } from 'steerbot/runner';
 import { parse as parseYaml } from 'yaml';
 import { errCode, insideFolder } from './inside-folder.js';
 import type { AgentTool } from './tools.js';
@@ -168,7 +168,7 @@ const SKILLS_INTRO =
 
 /** The prompt's skills block: one escaped line per skill, in the given (sorted) order. Same skills, same bytes. */
 export function skillsBlock(skills: readonly Skill[]): string {
-  return dataBlock({ tag: 'skills', intro: SKILLS_INTRO, items: skills.map((s) => `${s.name}: ${s.description}`) });
+  return untrusted.dataBlock({ tag: 'skills', intro: SKILLS_INTRO, items: skills.map((s) => `${s.name}: ${s.description}`) });
 }
 
 /** `read_skill`'s answer. */

@@ -9,7 +9,7 @@
  * are redacted of it).
  */
 import { FetchRefusedError, guardedFetch, int, type ResolveHost, redactSecrets } from 'steerbot/plugin';
-import { oneLine } from 'steerbot/runner';
+import { untrusted } from 'steerbot/runner';
 import { z } from 'zod';
 import { externalContent } from './external-content.js';
 import { ADAPTERS, SEARCH_BACKENDS, type SearchBackend, type SearchResult } from './search-backends.js';
@@ -141,9 +141,9 @@ function format(results: SearchResult[]): string {
   if (results.length === 0) return 'No results.';
   return results
     .map((r, i) => {
-      const title = cap(oneLine(r.title), MAX_TITLE_CHARS) || '(untitled)';
-      const snippet = cap(oneLine(r.snippet), MAX_SNIPPET_CHARS);
-      return [`[${i + 1}] ${title}`, `URL: ${oneLine(r.url)}`, ...(snippet ? [snippet] : [])].join('\n');
+      const title = cap(untrusted.oneLine(r.title), MAX_TITLE_CHARS) || '(untitled)';
+      const snippet = cap(untrusted.oneLine(r.snippet), MAX_SNIPPET_CHARS);
+      return [`[${i + 1}] ${title}`, `URL: ${untrusted.oneLine(r.url)}`, ...(snippet ? [snippet] : [])].join('\n');
     })
     .join('\n\n');
 }
