@@ -14,9 +14,10 @@ import type { OutboundFile } from 'steerbot/channel';
 import { ADAPTIVE_CARD, adaptiveCard } from './cards.js';
 
 /**
- * Largest image sent inline, in bytes (4 MB). Teams names no limit for an
- * image a bot hosts itself (the client fetches it); this keeps an inline
- * image quick to show on a phone, and a larger one goes as a card.
+ * Largest image sent inline, in bytes (4 MB). Microsoft documents no limit
+ * for an image a bot hosts itself (the client fetches it); this conservative
+ * cap keeps an inline image quick to show on a phone, and a larger one goes
+ * as a card.
  */
 export const TEAMS_INLINE_IMAGE_MAX_BYTES = 4 * 1024 * 1024;
 /** Most characters of a caption (`OutboundFile.caption` holds at most 1000). */
