@@ -10,7 +10,7 @@
  * only when a Teams section is configured.
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
-import { parseSection, replayWindowSeconds } from 'steerbot/plugin';
+import { parseSection, replayWindowSeconds, signedFileStore } from 'steerbot/plugin';
 import { ServiceUrlPolicy, tokenChecker } from './auth.js';
 import { type TeamsConfig, type TeamsConfigInput, teamsConfigSchema } from './config.js';
 import { TeamsInbound } from './inbound.js';
@@ -20,6 +20,9 @@ import { TokenSource } from './token.js';
 import { registerWebhookRoute } from './webhook.js';
 
 export type { TeamsConfigInput } from './config.js';
+
+/** Route prefix of the files Teams shows or links (`<filesUrl>/teams/files/<conversation>/<id>?…`). */
+const FILES_PATH = '/teams/files';
 
 /** How far past its `exp` the SDK's `authorizeJWT` still accepts a token, in seconds. */
 const SDK_CLOCK_TOLERANCE_SECONDS = 300;
@@ -38,6 +41,10 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
   const logger = deps.logger.child({ channel: TEAMS_PLUGIN_ID });
   const policy = new ServiceUrlPolicy(cfg.serviceUrlHosts, cfg.microsoftHosts);
   const tokens = new TokenSource({ ...cfg, ...(deps.fetch && { fetch: deps.fetch }) });
+  // URLs are signed with a key kept in Redis, not the client secret: rotating the secret keeps sent links working.
+  const store = cfg.filesUrl
+    ? signedFileStore({ redis: deps.redis, prefix: deps.prefix, path: FILES_PATH, baseUrl: cfg.filesUrl, ttlSeconds: cfg.fileTtlSeconds })
+    : undefined;
   const outbound = createTeamsOutbound({
     channelId: TEAMS_PLUGIN_ID,
     redis: deps.redis,
@@ -47,6 +54,7 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
     defaultServiceUrl: cfg.serviceUrl,
     rateLimitRetryMs: cfg.rateLimitRetryMs,
     secrets: [cfg.appPassword],
+    ...(store && { files: { store, maxBytes: cfg.maxFileBytes } }),
   });
   const inbound = new TeamsInbound({ channelId: TEAMS_PLUGIN_ID, redis: deps.redis, prefix: deps.prefix, logger, outbound });
   const checkToken = tokenChecker(cfg);
@@ -66,6 +74,7 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
         handle: (activity) => inbound.handle(host, activity),
         refused: (reason) => logger.info({ reason }, 'teams activity refused'),
       });
+      if (store) host.routes.add(store.route());
       state.started = true;
       logger.info({ path: cfg.webhookPath }, 'teams messaging endpoint ready');
     },

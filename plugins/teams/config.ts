@@ -52,6 +52,21 @@ export const teamsConfigSchema = z.strictObject({
   rateLimitRetryMs: int(100, 600_000)
     .default(5000)
     .describe('Wait before a rate-limited call (429) is retried when the answer names no `Retry-After`, in ms. Default 5000.'),
+  filesUrl: z
+    .url({ protocol: /^https$/, error: 'expected an https:// URL (Teams shows images and opens links over HTTPS only)' })
+    .refine((u) => !u.endsWith('/'), { error: 'remove the trailing /' })
+    .optional()
+    .describe(
+      "Where this host's routes are reached from outside over HTTPS (e.g. `https://bot.example.com`). Set: a file the agent sends is kept `fileTtlSeconds` and sent by a signed URL under `/teams/files` (an image inline, any other file or a spoken reply as a card with a Download or Play button). Default: unset (a file becomes a text message saying it could not be sent).",
+    ),
+  fileTtlSeconds: int(60, 7 * 86_400)
+    .default(86_400)
+    .describe('How long a sent file can be fetched from its URL, in seconds (its bytes expire from Redis then). Default 86 400 (a day).'),
+  maxFileBytes: int(1024, 50 * 1024 * 1024)
+    .default(20 * 1024 * 1024)
+    .describe(
+      'Largest file kept for download, in bytes; a larger one becomes a text message. Images over 4 MB go as a card with a Download button instead of inline. Default 20 971 520 (20 MiB).',
+    ),
 });
 
 /** Teams channel settings after defaults. */

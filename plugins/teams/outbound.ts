@@ -7,16 +7,19 @@
  * the configured `serviceUrl`; either must pass the allow-list.
  *
  * Buttons are an Adaptive Card whose `Action.Submit` data carries the
- * command; a click comes back as an activity with that `value`. The Bot
- * Connector has no idempotency key: when a runner dies after Teams accepted
- * a message but before the outbox recorded it, a takeover may show that one
- * message twice.
+ * command; a click comes back as an activity with that `value`. Files (with
+ * `filesUrl`) are kept for signed download and sent as an inline image or a
+ * card with a link (`files.ts`). The Bot Connector has no idempotency key:
+ * when a runner dies after Teams accepted a message or file but before the
+ * outbox recorded it, a takeover may show that one message twice.
  */
 import { ConnectorClient } from '@microsoft/agents-hosting';
-import type { ChannelOutbound, MessageButton, SendOptions } from 'steerbot/channel';
-import { type RedisClient, storage } from 'steerbot/plugin';
+import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
+import { type RedisClient, type SignedFileStore, storage } from 'steerbot/plugin';
 import type { ServiceUrlPolicy } from './auth.js';
+import { ADAPTIVE_CARD, adaptiveCard } from './cards.js';
 import { TeamsApiError, TeamsServiceUrlError, teamsError } from './errors.js';
+import { fileActivity } from './files.js';
 import { referenceKey } from './keys.js';
 import { COMMAND_FIELD, teamsConversationOf } from './normalize.js';
 import type { TokenSource } from './token.js';
@@ -36,14 +39,9 @@ type Activity = Parameters<ConnectorClient['sendToConversation']>[1];
 export function messageActivity(text: string, buttons: readonly MessageButton[] | undefined, format: SendOptions['format']): Record<string, unknown> {
   const textFormat = format === 'plain' ? 'plain' : 'markdown';
   if (!buttons?.length) return { type: 'message', text, textFormat };
-  const card = {
-    type: 'AdaptiveCard',
-    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-    version: '1.4',
-    body: [{ type: 'TextBlock', text, wrap: true }],
-    actions: buttons.slice(0, MAX_BUTTONS).map((b) => ({ type: 'Action.Submit', title: b.label.slice(0, 80), data: { [COMMAND_FIELD]: b.command } })),
-  };
-  return { type: 'message', summary: text.slice(0, 200), attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: card }] };
+  const actions = buttons.slice(0, MAX_BUTTONS).map((b) => ({ type: 'Action.Submit', title: b.label.slice(0, 80), data: { [COMMAND_FIELD]: b.command } }));
+  const card = adaptiveCard([{ type: 'TextBlock', text, wrap: true }], actions);
+  return { type: 'message', summary: text.slice(0, 200), attachments: [{ contentType: ADAPTIVE_CARD, content: card }] };
 }
 
 /** Options of `createTeamsOutbound`. */
@@ -59,6 +57,8 @@ export interface TeamsOutboundOptions {
   rateLimitRetryMs: number;
   /** Removed from error messages. */
   secrets: string[];
+  /** Where sent files are kept for download (`filesUrl` is set), and the largest one, in bytes. Default: none (a file becomes a text message). */
+  files?: { store: SignedFileStore; maxBytes: number };
 }
 
 /** Builds the outbound side. Every method throws ChannelApiError (a TeamsApiError; 429: `retryAfterMs`). */
@@ -93,7 +93,7 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
     return answer.id;
   };
 
-  return {
+  const outbound: ChannelOutbound = {
     channelId: o.channelId,
     maxMessageChars: TEAMS_MAX_MESSAGE_CHARS,
 
@@ -116,4 +116,18 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
       await call('typing', () => client.sendToConversation(id, { type: 'typing' } as unknown as Activity));
     },
   };
+  const files = o.files;
+  if (!files) return outbound;
+  // Teams takes files by HTTPS URL only: the file is kept for download, and the message names its signed URL.
+  outbound.maxFileBytes = files.maxBytes;
+  outbound.sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
+    const { id, client } = await connect(conversationId);
+    // The same delivery key keeps the same file: a retried send names the URL of the first.
+    const kept = await files.store.keep(conversationId, file, opts.deliveryKey).catch((err: unknown) => {
+      throw storage.asRedisUnavailable(err);
+    });
+    const answer = await call('send file', () => client.sendToConversation(id, fileActivity(file, kept.url) as unknown as Activity));
+    return { messageId: idOf(answer, 'send file') };
+  };
+  return outbound;
 }

@@ -2,7 +2,8 @@
  * The Teams channel passes the channel contract (activities POSTed with a
  * token signed by the fake's key, checked by the real Agents SDK; messages,
  * updates, typing and Adaptive Card buttons out through the SDK's connector
- * client, against the fake Bot Connector). Each contract chat is a personal
+ * client, against the fake Bot Connector; files by signed URL, fetched back
+ * from the host that serves them). Each contract chat is a personal
  * conversation `a:contract<chat id>`.
  */
 import { createTeamsPlugin } from '../../plugins/teams/channel.js';
@@ -12,15 +13,17 @@ import { redisUrl } from '../helpers/redis.js';
 
 const conversationOf = (chatId: string) => `a:contract${chatId}`;
 const activityIdOf = (m: ContractMessage) => `1${m.updateId}`;
+/** Where the signed file URLs say the host is; the harness fetches their path from the local host. */
+const FILES_URL = 'https://bot.example.test';
 
 channelPluginContract({
   name: 'teams',
   redisUrl: redisUrl(),
-  capabilities: { typing: true, edit: true, buttons: 'interaction' },
+  capabilities: { typing: true, edit: true, buttons: 'interaction', files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const teams = await startFakeTeams();
     const plugin = createTeamsPlugin(
-      { ...TEAMS_TEST, authorityEndpoint: teams.url, serviceUrl: teams.serviceUrl(), serviceUrlHosts: ['127.0.0.1'] },
+      { ...TEAMS_TEST, authorityEndpoint: teams.url, serviceUrl: teams.serviceUrl(), serviceUrlHosts: ['127.0.0.1'], filesUrl: FILES_URL },
       { logger: env.logger, redis: env.redis, prefix: env.prefix },
     );
     const post = async (activity: Record<string, unknown>) => {
@@ -41,6 +44,16 @@ channelPluginContract({
         if (!card || !button) throw new Error(`no button ${command} under the last message to ${chatId}`);
         await post(teams.message({ conversationId: conversationOf(chatId), from: sender, value: button.data, replyToId: card.id }));
       },
+      files: async (chatId) =>
+        Promise.all(
+          teams.files(conversationOf(chatId)).map(async (f) => {
+            const u = new URL(f.url);
+            if (u.origin !== FILES_URL) throw new Error(`a file URL outside filesUrl: ${f.url}`);
+            const res = await fetch(`${env.baseUrl()}${u.pathname}${u.search}`);
+            if (res.status !== 200) throw new Error(`${f.url} answered ${res.status}`);
+            return { name: f.name, bytes: new Uint8Array(await res.arrayBuffer()) };
+          }),
+        ),
       close: () => teams.close(),
     };
   },

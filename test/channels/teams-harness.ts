@@ -24,11 +24,16 @@ export const teamsTestConfig = (teams: FakeTeams): TeamsConfigInput => ({
   serviceUrlHosts: ['127.0.0.1'],
 });
 
-export async function startTeamsSystem(o: { h: RunnerHarness; teams: FakeTeams; agent: RunnerPlugin }): Promise<TeamsSystem> {
+export async function startTeamsSystem(o: {
+  h: RunnerHarness;
+  teams: FakeTeams;
+  agent: RunnerPlugin;
+  config?: Partial<TeamsConfigInput>;
+}): Promise<TeamsSystem> {
   const { h } = o;
   const { logger, redis } = h.ctx;
   const http = createHttpServer({ config: h.ctx.config, redis, logger });
-  const plugin = createTeamsPlugin(teamsTestConfig(o.teams), { logger, redis, prefix: h.prefix });
+  const plugin = createTeamsPlugin({ ...teamsTestConfig(o.teams), ...o.config }, { logger, redis, prefix: h.prefix });
   await hostChannel(h, http, plugin);
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
   await runnerFor(h, o.agent, plugin);

@@ -6,8 +6,9 @@
  * (`/<tenant>/…`), and Bot Connector endpoints under any region path
  * (`/<region>/v3/conversations/<id>/activities[/<activity id>]`) that check
  * the bearer token it issued, record every activity, keep message texts
- * with updates applied, refuse activities over 28 KB (413) and can fail the
- * next calls (429 with `Retry-After`, 5xx). It also builds activities as
+ * with updates applied and the files messages carry (image attachments by
+ * URL, card buttons that open one), refuse activities over 28 KB (413) and
+ * can fail the next calls (429 with `Retry-After`, 5xx). It also builds activities as
  * Azure Bot Service sends them and POSTs them to the app with a signed token
  * (good, or forged, expired, for another audience).
  */
@@ -18,11 +19,11 @@ import { waitFor } from '../wait.js';
 import { postJson } from './signed-post.js';
 import { teamsMessageActivity } from './teams-activity.js';
 import { signJwt, type TeamsSigningKey, teamsSigningKey } from './teams-auth.js';
-import type { FakeTeams, TeamsCall, TeamsCallKind, TeamsFailure } from './teams-types.js';
+import type { FakeTeams, TeamsCall, TeamsCallKind, TeamsFailure, TeamsSentActivity, TeamsSentFile } from './teams-types.js';
 
 export { TEAMS_ALICE, TEAMS_BOB, type TeamsActivityOptions, teamsActivityId, teamsMessageActivity } from './teams-activity.js';
 export type { TeamsTokenOptions } from './teams-auth.js';
-export type { FakeTeams, TeamsCall, TeamsCallKind, TeamsFailure, TeamsSentActivity } from './teams-types.js';
+export type { FakeTeams, TeamsCall, TeamsCallKind, TeamsFailure, TeamsSentActivity, TeamsSentFile } from './teams-types.js';
 
 /** Test credentials of the app the fake knows. */
 export const TEAMS_TEST = {
@@ -57,6 +58,16 @@ const buttonsOf = (a: Record<string, any>) =>
     .filter((x) => x.type === 'Action.Submit')
     .map((x) => ({ title: x.title, data: x.data }));
 
+/** The files of a message: attachments by `contentUrl`, and the `Action.OpenUrl` buttons of its cards. */
+function filesOf(s: TeamsSentActivity): TeamsSentFile[] {
+  return ((s.activity.attachments ?? []) as Array<Record<string, any>>).flatMap((a): TeamsSentFile[] => {
+    const base = { activityId: s.id, name: String(a.name ?? ''), contentType: String(a.contentType) };
+    if (typeof a.contentUrl === 'string') return [{ ...base, kind: 'inline', url: a.contentUrl }];
+    const opens = ((a.content?.actions ?? []) as Array<{ type: string; url: string; title: string }>).filter((x) => x.type === 'Action.OpenUrl');
+    return opens.map((x) => ({ ...base, kind: 'link', url: x.url, title: x.title }));
+  });
+}
+
 /** Most bytes of one activity Teams takes. */
 const MAX_ACTIVITY_BYTES = 28 * 1024;
 const CONNECTOR = /^\/([a-z0-9-]+)\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?$/;
@@ -77,6 +88,7 @@ export async function startFakeTeams(): Promise<FakeTeams> {
     calls: [],
     sent: [],
     texts: (cid) => fake.sent.filter((s) => s.conversationId === cid && s.type === 'message').map((s) => s.text),
+    files: (cid) => fake.sent.filter((s) => s.conversationId === cid && s.type === 'message').flatMap(filesOf),
     typingCount: (cid) => fake.sent.filter((s) => s.conversationId === cid && s.type === 'typing').length,
     failNext(kind, failure, n = 1) {
       for (let i = 0; i < n; i++) failures[kind].push(failure);

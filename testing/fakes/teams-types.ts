@@ -33,6 +33,26 @@ export interface TeamsSentActivity {
   activity: Record<string, any>;
 }
 
+/**
+ * A file the bot sent, as Teams shows it: an attachment with a `contentUrl`
+ * (`inline`: an image in the message) or an Adaptive Card's `Action.OpenUrl`
+ * button (`link`), named by its attachment's `name`.
+ */
+export interface TeamsSentFile {
+  /** The id of the activity that carries it. */
+  activityId: string;
+  /** `inline`: an attachment by `contentUrl`; `link`: a card button that opens `url`. */
+  kind: 'inline' | 'link';
+  /** The attachment's `name`. */
+  name: string;
+  /** The attachment's content type (an image's media type, or the card's). */
+  contentType: string;
+  /** Where the file is fetched from (Teams' client fetches an inline image; a click opens a link). */
+  url: string;
+  /** The button's title (`link`). */
+  title?: string;
+}
+
 /** A failure the fake answers with. */
 export interface TeamsFailure {
   status: number;
@@ -53,6 +73,8 @@ export interface FakeTeams {
   sent: TeamsSentActivity[];
   /** Current texts of the bot's messages (not typing) in `conversationId`, in order. */
   texts(conversationId: string): string[];
+  /** The files the bot sent to `conversationId`, in order. */
+  files(conversationId: string): TeamsSentFile[];
   /** Typing activities the bot sent to `conversationId`. */
   typingCount(conversationId: string): number;
   /** The next `n` calls of `kind` fail with `failure`. */

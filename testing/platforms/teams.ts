@@ -10,6 +10,7 @@ export {
   type TeamsCallKind,
   type TeamsFailure,
   type TeamsSentActivity,
+  type TeamsSentFile,
   type TeamsTokenOptions,
   teamsActivityId,
   teamsMessageActivity,
