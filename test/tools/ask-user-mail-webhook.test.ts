@@ -1,8 +1,8 @@
 /**
- * `ask_user` end to end on email, the webhook channel and the web chat, each
- * with its real client side (real mail servers and IMAP/SMTP clients, signed
- * HTTP, a real browser), the channel host, Redis, BullMQ and a runner with
- * the local agent (real OpenAI-compatible provider, fake model), in one
+ * `ask_user` end to end on email and the webhook channel, each with its real
+ * client side (real mail servers and IMAP/SMTP clients, signed HTTP), the
+ * channel host, Redis, BullMQ and a runner with the local agent (real
+ * OpenAI-compatible provider, fake model), in one
  * conversation per channel (ask-user-flow.ts): the model asks which plan,
  * option 2 is picked, the model answers; then it asks when to start, the
  * person writes an answer of their own, which joins the run as the answer.
@@ -15,11 +15,9 @@
  *   (`{ label, command: "/choose <id> <n>" }`); a click is the client's own
  *   signed message carrying the action's command, and "Chosen: …" comes
  *   back as a callback of its own.
- * - Web chat: buttons under the question in the page; a click sends the
- *   button's command through the page's message POST and disables the
- *   buttons; "Chosen: …" is a message of its own.
+ *
+ * The web chat's test drives a browser: ask-user-web.test.ts (the e2e lane).
  */
-import type { Browser, Page } from 'playwright-core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, listen } from '../../host/http.js';
 import { idPart } from '../../plugins/email/normalize.js';
@@ -32,9 +30,7 @@ import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/open
 import { startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { mailToBot, startEmailSystem, untilReplies } from '../channels/email-harness.js';
 import { hostChannel, runnerFor } from '../channels/system.js';
-import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { launchBrowser, poll, startWorld } from '../web/harness.js';
 import {
   BOOKED,
   chooseCommands,
@@ -74,7 +70,7 @@ afterEach(async () => {
   await ai.close();
 });
 
-describe('ask_user on email, webhooks and the web chat', () => {
+describe('ask_user on email and webhooks', () => {
   it('email: the question as numbered text; a reply saying "2" reaches the model as the person’s message, and so does a written answer', async () => {
     const servers = await startMailServers();
     closers.push(() => servers.stop());
@@ -158,57 +154,6 @@ describe('ask_user on email, webhooks and the web chat', () => {
     expectTypedAnswer(ai, 3, TYPED);
     await h.idle(15_000, conversation);
     expect(callbacks.accepted()).toHaveLength(5);
-    expect(ai.requests).toHaveLength(4);
-  });
-
-  it('web chat: buttons under the question; a click on option 2 in the browser is the answer; a message written instead is the next answer', {
-    timeout: 90_000,
-  }, async () => {
-    const world = await startWorld(redisUrl(), {}, { ai, agent: { askUser: true } });
-    closers.push(() => world.stop());
-    const browser: Browser = await launchBrowser();
-    closers.push(() => browser.close());
-    const page: Page = await (await browser.newContext()).newPage();
-    await page.goto(`${world.app.address}/`);
-    await page.waitForSelector('body[data-connected="true"]');
-    const say = async (text: string) => {
-      await page.fill('#text', text);
-      await page.press('#text', 'Enter');
-    };
-    const bodies = () => page.locator('.msg.bot .body').allTextContents();
-
-    await say('book me a plan');
-    const q = page.locator('.msg.bot', { hasText: PLAN.question });
-    const buttons = q.locator('.actions button');
-    await buttons.first().waitFor();
-    expect(await buttons.allTextContents()).toEqual(PLAN.options);
-    const id = questionIdIn((await buttons.first().getAttribute('data-command')) ?? '');
-    expect(await Promise.all((await buttons.all()).map((b) => b.getAttribute('data-command')))).toEqual(chooseCommands(id, PLAN));
-
-    await buttons.nth(1).click();
-    expect(await buttons.nth(0).isDisabled()).toBe(true);
-    await page.locator('.msg.bot', { hasText: BOOKED }).waitFor();
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'web user' });
-    await page.locator(`.event[data-question="${id}"][data-decision="answered"]`).waitFor();
-    await poll(async () => (await bodies()).length).toBe(3);
-    expect((await bodies())[0]).toBe(questionText(PLAN));
-    expectChosenAndBooked((await bodies()).slice(1));
-
-    await say('when does it start?');
-    const q2 = page.locator('.msg.bot', { hasText: START.question });
-    const buttons2 = q2.locator('.actions button');
-    await buttons2.first().waitFor();
-    expect(await buttons2.allTextContents()).toEqual(START.options);
-    const id2 = questionIdIn((await buttons2.first().getAttribute('data-command')) ?? '');
-    await say(TYPED);
-    await page.locator('.msg.bot', { hasText: STARTS }).waitFor();
-    expectTypedAnswer(ai, 3, TYPED);
-    // Answered by the message: the options stay under the question, disabled.
-    await page.locator(`.event[data-question="${id2}"][data-decision="typed"]`).waitFor();
-    await poll(() => buttons2.first().isDisabled()).toBe(true);
-    await page.locator('.event[data-outcome="completed"]').nth(1).waitFor();
-    expect((await bodies()).slice(3)).toEqual([questionText(START), STARTS]);
-    expect(await bodies()).toHaveLength(5);
     expect(ai.requests).toHaveLength(4);
   });
 });
