@@ -1,0 +1,99 @@
+/**
+ * `ask_user` end to end in the web chat, in a real browser (playwright-core
+ * driving Chromium) against steerbot started as `startApp` builds it, with
+ * the local agent on the real OpenAI-compatible provider (fake model), in
+ * the conversation every channel holds (ask-user-flow.ts): the question
+ * shows with one button per option under it; a click on option 2 sends the
+ * button's command (`/choose <id> <n>`) through the page's message POST and
+ * disables the buttons, "Chosen: …" comes back as a message of its own, and
+ * the model gets the answer; a message written instead of choosing the
+ * second question joins the run as the answer, and the record's
+ * `question.answered` disables that question's buttons too.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { redisUrl } from '../helpers/redis.js';
+import { launchBrowser, poll, startWorld } from '../web/harness.js';
+import {
+  BOOKED,
+  chooseCommands,
+  expectChosenAndBooked,
+  expectTypedAnswer,
+  PLAN,
+  questionIdIn,
+  questionText,
+  START,
+  STARTS,
+  scriptTwoQuestions,
+  TYPED,
+  toolResultOf,
+} from './ask-user-flow.js';
+
+let ai: FakeOpenAIServer;
+/** What the test started beside the model, closed after it in reverse order. */
+let closers: Array<() => Promise<unknown>>;
+
+beforeEach(async () => {
+  ai = await startFakeOpenAI();
+  closers = [];
+  scriptTwoQuestions(ai);
+});
+
+afterEach(async () => {
+  for (const close of closers.reverse()) await close();
+  await ai.close();
+});
+
+describe('ask_user in the web chat', () => {
+  it('shows buttons under the question; a click on option 2 in the browser is the answer; a message written instead is the next answer', {
+    timeout: 90_000,
+  }, async () => {
+    const world = await startWorld(redisUrl(), {}, { ai, agent: { askUser: true } });
+    closers.push(() => world.stop());
+    const browser: Browser = await launchBrowser();
+    closers.push(() => browser.close());
+    const page: Page = await (await browser.newContext()).newPage();
+    await page.goto(`${world.app.address}/`);
+    await page.waitForSelector('body[data-connected="true"]');
+    const say = async (text: string) => {
+      await page.fill('#text', text);
+      await page.press('#text', 'Enter');
+    };
+    const bodies = () => page.locator('.msg.bot .body').allTextContents();
+
+    await say('book me a plan');
+    const q = page.locator('.msg.bot', { hasText: PLAN.question });
+    const buttons = q.locator('.actions button');
+    await buttons.first().waitFor();
+    expect(await buttons.allTextContents()).toEqual(PLAN.options);
+    const id = questionIdIn((await buttons.first().getAttribute('data-command')) ?? '');
+    expect(await Promise.all((await buttons.all()).map((b) => b.getAttribute('data-command')))).toEqual(chooseCommands(id, PLAN));
+
+    await buttons.nth(1).click();
+    expect(await buttons.nth(0).isDisabled()).toBe(true);
+    await page.locator('.msg.bot', { hasText: BOOKED }).waitFor();
+    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'web user' });
+    await page.locator(`.event[data-question="${id}"][data-decision="answered"]`).waitFor();
+    await poll(async () => (await bodies()).length).toBe(3);
+    expect((await bodies())[0]).toBe(questionText(PLAN));
+    expectChosenAndBooked((await bodies()).slice(1));
+
+    await say('when does it start?');
+    const q2 = page.locator('.msg.bot', { hasText: START.question });
+    const buttons2 = q2.locator('.actions button');
+    await buttons2.first().waitFor();
+    expect(await buttons2.allTextContents()).toEqual(START.options);
+    const id2 = questionIdIn((await buttons2.first().getAttribute('data-command')) ?? '');
+    await say(TYPED);
+    await page.locator('.msg.bot', { hasText: STARTS }).waitFor();
+    expectTypedAnswer(ai, 3, TYPED);
+    // Answered by the message: the options stay under the question, disabled.
+    await page.locator(`.event[data-question="${id2}"][data-decision="typed"]`).waitFor();
+    await poll(() => buttons2.first().isDisabled()).toBe(true);
+    await page.locator('.event[data-outcome="completed"]').nth(1).waitFor();
+    expect((await bodies()).slice(3)).toEqual([questionText(START), STARTS]);
+    expect(await bodies()).toHaveLength(5);
+    expect(ai.requests).toHaveLength(4);
+  });
+});
