@@ -67,6 +67,7 @@ export {
 } from '../record/entries.js';
 export { parseEntry } from '../record/read.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
+export { oggDurationMs } from './ogg.js';
 
 // ── advanced: serving HTTP, long connections, identities ───────────────────
 
