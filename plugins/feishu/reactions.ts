@@ -4,7 +4,9 @@
  * reaction and names each by a `reaction_id`, so the bot's own are kept in
  * Redis (`reactionsKey`: one field per message and emoji type): a status
  * already shown is not added again (a takeover repeats it), and an answer or
- * a failure takes the bot's other statuses off (`staleReactions`).
+ * a failure takes the bot's other statuses off (`staleReactions`). A
+ * process that dies between an add and its record leaves that one reaction
+ * unknown: a takeover adds it again and cannot take the first off.
  */
 import type { Client } from '@larksuiteoapi/node-sdk';
 import { type ReactionStatus, type RedisClient, staleReactions } from 'steerbot/plugin';

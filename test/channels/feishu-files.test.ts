@@ -248,6 +248,16 @@ describe('feishu end to end: voice replies and status reactions', () => {
     expect(feishu.calls.filter((c) => c.kind === 'react' || c.kind === 'unreact').map((c) => c.kind)).toEqual(['react', 'react', 'unreact']);
   });
 
+  it('are best effort: a refused reaction does not stop the answer', async () => {
+    await boot({ reactions: true });
+    feishu.failNext({ on: 'reaction', status: 400, code: 231001 }, 2);
+    ai.script([{ text: 'Answered anyway.' }]);
+    expect(await ask('hi', 'om_react4')).toBe('completed');
+    await feishu.waitUntil(() => feishu.calls.filter((c) => c.kind === 'react').length >= 2, 10_000, 'both reactions tried');
+    expect(feishu.sent.map((m) => m.text)).toEqual(['Answered anyway.']);
+    expect(feishu.reactionsOn('om_react4')).toEqual([]);
+  });
+
   it('are off unless configured', async () => {
     await boot({});
     ai.script([{ text: 'Plain.' }]);
