@@ -49,7 +49,14 @@ export function createFeishuPlugin(config: FeishuConfigInput, deps: ChannelDeps)
   };
   // A cache of this plugin's own: the SDK's default is one per process, shared by every client of the same app id.
   const client = new Client({ ...sdk, cache: tokenCache() });
-  const outbound = createFeishuOutbound({ channelId: FEISHU_PLUGIN_ID, client, rateLimitRetryMs: cfg.rateLimitRetryMs });
+  const outbound = createFeishuOutbound({
+    channelId: FEISHU_PLUGIN_ID,
+    client,
+    rateLimitRetryMs: cfg.rateLimitRetryMs,
+    redis: deps.redis,
+    prefix: deps.prefix,
+    reactions: cfg.reactions,
+  });
   const inbound = new FeishuInbound(FEISHU_PLUGIN_ID, logger);
   const state: { ws: WSClient | undefined; started: boolean } = { ws: undefined, started: false };
 

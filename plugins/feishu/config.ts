@@ -1,6 +1,6 @@
 /** Configuration of the Feishu / Lark channel (`channels.feishu` in the config file), validated with zod at load. */
 
-import { int } from 'steerbot/plugin';
+import { int, reactionsSetting } from 'steerbot/plugin';
 import { z } from 'zod';
 
 /** The open platform's API root of each named domain. */
@@ -51,6 +51,8 @@ export const feishuConfigSchema = z
     maxSkewSeconds: int(30, 3600)
       .default(300)
       .describe('http mode: oldest `X-Lark-Request-Timestamp` accepted, in seconds from now (replays are refused). Default 300.'),
+    // Emoji types of the platform's reaction set (its names, not Unicode emoji).
+    reactions: reactionsSetting({ taken: 'OnIt', answered: 'DONE', failed: 'CrossMark' }),
     rateLimitRetryMs: int(100, 600_000)
       .default(1000)
       .describe('Wait before a rate-limited call is retried when the platform names no `x-ogw-ratelimit-reset`, in ms. Default 1000.'),

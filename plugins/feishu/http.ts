@@ -5,7 +5,8 @@
  * would throw axios errors whose config carries the token; this one throws
  * FeishuApiError with the status, the platform's code and the rate limit's
  * wait for a non-2xx answer (the SDK passes errors through unchanged), and
- * takes `deps.fetch`.
+ * takes `deps.fetch`. An upload (the SDK's `multipart/form-data` requests:
+ * an object of fields, the file a Buffer) is sent as `FormData`.
  */
 import type { HttpInstance, HttpRequestOptions } from '@larksuiteoapi/node-sdk';
 import { feishuError, networkError } from './errors.js';
@@ -21,6 +22,12 @@ export interface FetchHttpOptions {
   fetch?: typeof fetch;
 }
 
+/** The platform's `code` of an answer (0 when it names none). */
+const codeOf = (body: unknown): number => {
+  const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
+  return typeof code === 'number' ? code : 0;
+};
+
 type Serializer = (params: Record<string, unknown>) => string;
 
 /** The request's URL with its query (`params`, serialized the SDK's way when it gives a serializer). */
@@ -35,6 +42,33 @@ function urlOf(opts: HttpRequestOptions<unknown>): string {
   return `${url}${url.includes('?') ? '&' : '?'}${query}`;
 }
 
+/** Whether the SDK asked for a multipart body (`Content-Type: multipart/form-data`, without a boundary: fetch adds it). */
+const isMultipart = (headers: Record<string, string>): boolean =>
+  Object.entries(headers).some(([k, v]) => k.toLowerCase() === 'content-type' && String(v).startsWith('multipart/form-data'));
+
+/** The SDK's upload fields as a form: bytes as a file part named after `file_name` when there is one. */
+function formOf(data: unknown): FormData {
+  const fields = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    if (value instanceof Uint8Array) form.append(name, new Blob([new Uint8Array(value)]), typeof fields.file_name === 'string' ? fields.file_name : name);
+    else form.append(name, String(value));
+  }
+  return form;
+}
+
+/** The request's headers and body as fetch takes them. */
+function bodyOf(method: string, opts: HttpRequestOptions<unknown>): { headers: Record<string, string>; body?: string | FormData; multipart: boolean } {
+  const given = (opts.headers ?? {}) as Record<string, string>;
+  if (opts.data === undefined || method === 'GET' || method === 'HEAD') return { headers: given, multipart: false };
+  if (isMultipart(given)) {
+    const headers = Object.fromEntries(Object.entries(given).filter(([k]) => k.toLowerCase() !== 'content-type'));
+    return { headers, body: formOf(opts.data), multipart: true };
+  }
+  return { headers: { 'content-type': 'application/json; charset=utf-8', ...given }, body: JSON.stringify(opts.data), multipart: false };
+}
+
 /** Builds the instance. */
 export function fetchHttpInstance(o: FetchHttpOptions): HttpInstance {
   const doFetch = o.fetch ?? fetch;
@@ -42,13 +76,13 @@ export function fetchHttpInstance(o: FetchHttpOptions): HttpInstance {
     const method = (opts.method ?? 'GET').toUpperCase();
     const url = urlOf(opts);
     const what = `${method} ${new URL(url).pathname}`;
-    const hasBody = opts.data !== undefined && method !== 'GET' && method !== 'HEAD';
+    const { headers, body: sent, multipart } = bodyOf(method, opts);
     let res: Response;
     try {
       res = await doFetch(url, {
         method,
-        headers: { ...(hasBody && { 'content-type': 'application/json; charset=utf-8' }), ...(opts.headers as Record<string, string>) },
-        ...(hasBody && { body: JSON.stringify(opts.data) }),
+        headers,
+        ...(sent !== undefined && { body: sent }),
         signal: AbortSignal.timeout(opts.timeout ?? o.timeoutMs),
       });
     } catch (err) {
@@ -62,7 +96,8 @@ export function fetchHttpInstance(o: FetchHttpOptions): HttpInstance {
       // Not JSON: the error below names the status.
     }
     // A 200 with a non-zero `code` is returned as it is: the SDK reads some (the long connection's endpoint), callers check the rest.
-    if (!res.ok) throw feishuError(what, res.status, body, res.headers, o.secrets, o.rateLimitRetryMs);
+    // An upload is the exception: the SDK hands back only its `data`, so its code would be lost.
+    if (!res.ok || (multipart && codeOf(body) !== 0)) throw feishuError(what, res.status, body, res.headers, o.secrets, o.rateLimitRetryMs);
     if (opts.$return_headers) return { data: body, headers: Object.fromEntries(res.headers) } as R;
     return body as R;
   }

@@ -1,18 +1,20 @@
 /**
  * The Feishu / Lark channel (a custom app's bot, on `@larksuiteoapi/node-sdk`):
- * the definition — id, settings, variables. The channel itself (and with it
- * the SDK) is imported only when a Feishu section is configured.
+ * the definition — id, settings, variables, the key it keeps. The channel
+ * itself (and with it the SDK) is imported only when a Feishu section is
+ * configured.
  */
 import { defineChannelPlugin } from 'steerbot/channel';
 import { feishuConfigSchema } from './config.js';
-import { FEISHU_PLUGIN_ID } from './keys.js';
+import { FEISHU_CONVERSATION_KEYS, FEISHU_PLUGIN_ID } from './keys.js';
 
 /** The Feishu / Lark channel (`channels.feishu`), on when `FEISHU_APP_ID` is set. */
 export default defineChannelPlugin({
   id: FEISHU_PLUGIN_ID,
   kind: 'channel',
-  description: 'Feishu / Lark through a custom app: the long connection or signed, encrypted callbacks in, IM messages and cards out.',
+  description: 'Feishu / Lark through a custom app: the long connection or signed, encrypted callbacks in, IM messages, cards, images, files and voice out.',
   configSchema: feishuConfigSchema,
+  storage: { conversationKeys: FEISHU_CONVERSATION_KEYS },
   redact: { headers: ['x-lark-signature'], paths: ['appSecret', 'encryptKey', 'verificationToken'] },
   env: [
     { env: 'FEISHU_APP_ID', path: 'appId', kind: 'string', enables: true },

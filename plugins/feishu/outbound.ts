@@ -1,22 +1,27 @@
 /**
- * The Feishu / Lark channel's outbound side: text messages, and interactive
- * cards when a message has buttons, over the SDK's client (`im.message.create`
- * to the chat, `im.message.reply` into a thread, with `reply_in_thread`).
- * The SDK gets and renews the tenant access token itself.
+ * The Feishu / Lark channel's outbound side: text messages, interactive
+ * cards when a message has buttons, images, files and voice (`files.ts`:
+ * uploaded, then a message naming the key), over the SDK's client
+ * (`im.message.create` to the chat, `im.message.reply` into a thread, with
+ * `reply_in_thread`), and status reactions when configured
+ * (`reactions.ts`). The SDK gets and renews the tenant access token itself.
  *
- * Every send carries `uuid`, made from the delivery key: the platform sends
- * at most one message per uuid within an hour, so a takeover's resend of a
- * message whose outcome was never recorded is not shown twice. The platform
- * cannot show a typing indicator, and a text message is not edited here:
- * replies go out whole when the turn ends.
+ * Every send carries `uuid`, made from the delivery key (a file's caption
+ * from the key and `:caption`): the platform sends at most one message per
+ * uuid within an hour, so a takeover's resend of a message whose outcome
+ * was never recorded is not shown twice. The platform cannot show a typing
+ * indicator, and a text message is not edited here: replies go out whole
+ * when the turn ends.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Client } from '@larksuiteoapi/node-sdk';
-import type { ChannelOutbound, SendOptions } from 'steerbot/channel';
-import { InvalidInputError } from 'steerbot/plugin';
+import type { ChannelOutbound, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
+import { InvalidInputError, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { buttonCard } from './card.js';
 import { FeishuApiError, feishuError } from './errors.js';
+import { FEISHU_FILE_MAX_BYTES, uploadFile } from './files.js';
 import { parseConversation } from './normalize.js';
+import { react } from './reactions.js';
 
 /**
  * Longest message, in characters. A text message's request may be 150 KB
@@ -34,6 +39,12 @@ export interface FeishuOutboundOptions {
   client: Client;
   /** Wait of a rate limit that names none, in ms (for a 200 answer with a rate-limit code). */
   rateLimitRetryMs: number;
+  /** Where the bot's reactions are kept (`reactions.ts`). */
+  redis: RedisClient;
+  /** Key prefix (config `redis.prefix`). */
+  prefix: string;
+  /** Status reactions on the person's messages; absent or false: none. */
+  reactions?: ReactionsSetting;
 }
 
 /** An SDK answer: `{ code, msg, data }`. */
@@ -47,37 +58,69 @@ function messageIdOf(what: string, answer: Answer, rateLimitRetryMs: number): st
   return id;
 }
 
+/** Where a message goes: the chat, and the message it replies to (a thread's root: then in the thread). */
+type Target = { chatId: string; rootId?: string; replyTo?: string };
+
 /** Builds the outbound side. Every method throws ChannelApiError (a FeishuApiError; rate limits: `retryAfterMs`). */
 export function createFeishuOutbound(o: FeishuOutboundOptions): ChannelOutbound {
   const { client, channelId } = o;
-  return {
+
+  /** The chat (and thread) of `conversationId`; InvalidInputError for another channel's. */
+  function targetOf(conversationId: string, replyTo: string | undefined): Target {
+    const where = parseConversation(channelId, conversationId);
+    if (!where) throw new InvalidInputError(`not a ${channelId} conversation: ${conversationId}`);
+    // In a thread every message is a reply to its root; elsewhere a reply quotes the message it answers.
+    const to = where.rootId ?? replyTo;
+    return { ...where, ...(to !== undefined && { replyTo: to }) };
+  }
+
+  /** Sends one message; returns its id. */
+  async function post(t: Target, msgType: string, content: string, uuid: string): Promise<string> {
+    if (t.replyTo !== undefined) {
+      const answer = await client.im.message.reply({
+        path: { message_id: t.replyTo },
+        data: { msg_type: msgType, content, uuid, ...(t.rootId !== undefined && { reply_in_thread: true }) },
+      });
+      return messageIdOf('reply', answer, o.rateLimitRetryMs);
+    }
+    const answer = await client.im.message.create({
+      params: { receive_id_type: 'chat_id' },
+      data: { receive_id: t.chatId, msg_type: msgType, content, uuid },
+    });
+    return messageIdOf('send', answer, o.rateLimitRetryMs);
+  }
+
+  const outbound: ChannelOutbound = {
     channelId,
     maxMessageChars: FEISHU_MAX_MESSAGE_CHARS,
+    maxFileBytes: FEISHU_FILE_MAX_BYTES,
 
     async send(conversationId: string, text: string, opts: SendOptions = {}) {
-      const where = parseConversation(channelId, conversationId);
-      if (!where) throw new InvalidInputError(`not a ${channelId} conversation: ${conversationId}`);
+      const t = targetOf(conversationId, opts.replyTo);
       if (text.length > FEISHU_MAX_MESSAGE_CHARS) throw new InvalidInputError(`a Feishu message holds at most ${FEISHU_MAX_MESSAGE_CHARS} characters here`);
       const buttons = opts.buttons ?? [];
       const [msgType, content] =
         buttons.length > 0
-          ? (['interactive', JSON.stringify(buttonCard(text, buttons, { ...(where.rootId !== undefined && { root: where.rootId }) }))] as const)
+          ? (['interactive', JSON.stringify(buttonCard(text, buttons, { ...(t.rootId !== undefined && { root: t.rootId }) }))] as const)
           : (['text', JSON.stringify({ text })] as const);
-      const uuid = uuidOf(opts.deliveryKey ?? randomUUID());
-      // In a thread every message is a reply to its root; elsewhere a reply quotes the message it answers.
-      const replyTo = where.rootId ?? opts.replyTo;
-      if (replyTo !== undefined) {
-        const answer = await client.im.message.reply({
-          path: { message_id: replyTo },
-          data: { msg_type: msgType, content, uuid, ...(where.rootId !== undefined && { reply_in_thread: true }) },
-        });
-        return { messageId: messageIdOf('reply', answer, o.rateLimitRetryMs) };
-      }
-      const answer = await client.im.message.create({
-        params: { receive_id_type: 'chat_id' },
-        data: { receive_id: where.chatId, msg_type: msgType, content, uuid },
-      });
-      return { messageId: messageIdOf('send', answer, o.rateLimitRetryMs) };
+      return { messageId: await post(t, msgType, content, uuidOf(opts.deliveryKey ?? randomUUID())) };
+    },
+
+    /**
+     * Uploads the file and sends the message naming it, then its caption as
+     * a text message; a retry uploads again (an unsent upload is not shown)
+     * and the two messages' uuids keep either from showing twice.
+     */
+    async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {
+      const t = targetOf(conversationId, opts.replyTo);
+      const key = opts.deliveryKey ?? randomUUID();
+      const { msgType, content } = await uploadFile(client, file);
+      const messageId = await post(t, msgType, content, uuidOf(key));
+      if (file.caption) await post(t, 'text', JSON.stringify({ text: file.caption.slice(0, FEISHU_MAX_MESSAGE_CHARS) }), uuidOf(`${key}:caption`));
+      return { messageId };
     },
   };
+  const reactions = o.reactions;
+  if (reactions) outbound.react = (conversationId, messageId, status) => react(o, reactions, conversationId, messageId, status);
+  return outbound;
 }

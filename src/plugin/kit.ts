@@ -73,6 +73,7 @@ export {
 export { parseEntry } from '../record/read.js';
 export type { RedisClient } from '../redis/connection.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
+export { oggDurationMs } from './ogg.js';
 
 // ── advanced: serving HTTP, identities ──────────────────────────────────────
 

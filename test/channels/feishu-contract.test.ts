@@ -1,8 +1,10 @@
 /**
  * The Feishu / Lark channel passes the channel contract (events and card
  * clicks in over the real SDK's long connection, messages and cards out
- * through the real SDK's client, against the fake open platform). The
- * contract's digit ids are used as chat ids and open ids as they are.
+ * through the real SDK's client, against the fake open platform), status
+ * reactions by the plugin's default emoji types (`reactions: true`) and
+ * files uploaded natively. The contract's digit ids are used as chat ids and
+ * open ids as they are.
  */
 import { createFeishuPlugin } from '../../plugins/feishu/channel.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
@@ -15,10 +17,10 @@ const messageIdOf = (m: ContractMessage) => `om_contract${m.updateId}`;
 channelPluginContract({
   name: 'feishu',
   redisUrl: redisUrl(),
-  capabilities: { buttons: 'interaction' },
+  capabilities: { buttons: 'interaction', reactions: { taken: 'OnIt', answered: 'DONE', failed: 'CrossMark' }, files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const feishu = await startFakeFeishu();
-    const plugin = createFeishuPlugin({ ...FEISHU_TEST, domain: feishu.url }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
+    const plugin = createFeishuPlugin({ ...FEISHU_TEST, domain: feishu.url, reactions: true }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
     const lastTo = (chatId: string) => feishu.sent.findLast((s) => s.chatId === chatId);
     return {
       plugin,
@@ -27,7 +29,9 @@ channelPluginContract({
         if (ack.code !== 200) throw new Error(`the event was acknowledged with ${ack.code}`);
       },
       expected: (m) => ({ updateKey: `feishu:${messageIdOf(m)}`, conversationId: `feishu:${m.chatId}` }),
-      received: async (chatId) => feishu.sent.filter((s) => s.chatId === chatId).map((s) => s.text),
+      received: async (chatId) => feishu.sent.filter((s) => s.chatId === chatId && s.media === undefined).map((s) => s.text),
+      reactions: async (_chatId, messageId) => feishu.reactionsOn(messageId),
+      files: async (chatId) => feishu.sent.flatMap((s) => (s.chatId === chatId && s.media ? [{ name: s.media.fileName ?? 'image', bytes: s.media.data }] : [])),
       buttons: async (chatId) => (lastTo(chatId)?.buttons ?? []).map((b) => ({ label: b.label, command: b.value.command })),
       async click(chatId, command, sender) {
         const card = lastTo(chatId);

@@ -10,7 +10,14 @@ describe('the Feishu / Lark app example', () => {
   it('lists exactly the scopes the setup names, as a batch import', () => {
     const { scopes } = read('scopes.json');
     expect(scopes.user).toEqual([]);
-    expect([...scopes.tenant].sort()).toEqual(['im:message', 'im:message.group_at_msg:readonly', 'im:message.p2p_msg:readonly', 'im:message:send_as_bot']);
+    expect([...scopes.tenant].sort()).toEqual([
+      'im:message',
+      'im:message.group_at_msg:readonly',
+      'im:message.p2p_msg:readonly',
+      'im:message.reactions:write_only',
+      'im:message:send_as_bot',
+      'im:resource',
+    ]);
     for (const scope of scopes.tenant) expect(docs).toContain(`\`${scope}\``);
   });
 

@@ -3,7 +3,11 @@
  * for end-to-end tests (`domain` pointed here, the real SDK talking to it):
  * the tenant access token (`/open-apis/auth/v3/tenant_access_token/internal`),
  * the bot's info, `POST /open-apis/im/v1/messages` and `…/:message_id/reply`
- * (bearer checked, idempotent per `uuid`, recorded, scripted 429 / 500), and
+ * (bearer checked, idempotent per `uuid`, recorded, scripted 429 / 500; text,
+ * cards, and image / file / audio messages naming an upload), the multipart
+ * uploads `POST /open-apis/im/v1/images` and `/open-apis/im/v1/files`, the
+ * reactions `POST` / `DELETE /open-apis/im/v1/messages/:id/reactions[/:id]`
+ * (each call recorded, any of them scripted to fail), and
  * the long connection: `/callback/ws/endpoint` hands out the URL of its own
  * WebSocket server, which speaks the SDK's protobuf frames (`feishu-frame.ts`):
  * it answers pings, and `push` sends an event and resolves with the SDK's
@@ -16,20 +20,39 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { waitFor } from '../wait.js';
 import { FEISHU_BOT_OPEN_ID, FEISHU_TEST, feishuId } from './feishu-events.js';
 import { decodeFrame, encodeFrame, headerOf } from './feishu-frame.js';
+import { multipartBoundary, parseMultipart } from './multipart.js';
 
 /** The tenant access token the fake issues. */
 const TENANT_TOKEN = 't-fake-feishu-tenant-access-token-0123';
 /** The long connection's service id (the SDK sends it back in pings). */
 const SERVICE_ID = 7;
 
+/** A file or image the bot uploaded. */
+export interface FeishuUpload {
+  /** `image_key` or `file_key`. */
+  key: string;
+  kind: 'image' | 'file';
+  /** A file's `file_type` (`pdf`, `opus`, `stream`, …). */
+  fileType?: string;
+  /** A file's `file_name`. */
+  fileName?: string;
+  /** A file's `duration`, in ms, when it named one. */
+  duration?: number;
+  /** An image's `image_type`. */
+  imageType?: string;
+  data: Buffer;
+}
+
 /** A message the bot sent. */
 export interface FeishuSentMessage {
   id: string;
   chatId: string;
-  /** `text` or `interactive` (a card). */
+  /** `text`, `interactive` (a card), `image`, `file` or `audio`. */
   msgType: string;
-  /** The text (a card's first element's). */
+  /** The text (a card's first element's; empty for media). */
   text: string;
+  /** The upload an image, file or audio message names. */
+  media?: FeishuUpload;
   /** A card's buttons: label and value. */
   buttons: Array<{ label: string; value: Record<string, any> }>;
   /** The message it replied to, when sent with `reply`. */
@@ -40,13 +63,15 @@ export interface FeishuSentMessage {
 
 /** One IM call: its kind and the status the fake answered. */
 export interface FeishuCall {
-  kind: 'send' | 'reply';
+  kind: 'send' | 'reply' | 'upload' | 'react' | 'unreact';
   status: number;
   uuid?: string;
 }
 
 /** A failure the fake answers with: HTTP status, platform code, and `x-ogw-ratelimit-reset` in seconds. */
 export interface FeishuFailure {
+  /** Which calls fail: messages (send and reply, the default), uploads or reactions (add and delete). */
+  on?: 'message' | 'upload' | 'reaction';
   status: number;
   code?: number;
   resetSeconds?: number;
@@ -72,9 +97,13 @@ export interface FakeFeishu {
   sent: FeishuSentMessage[];
   /** IM calls, in order. */
   calls: FeishuCall[];
+  /** Files and images uploaded, in order (a retried upload is two). */
+  uploads: FeishuUpload[];
+  /** The bot's reactions on message `messageId`: their emoji types, in the order added. */
+  reactionsOn(messageId: string): string[];
   /** Tenant access tokens handed out. */
   tokensIssued: number;
-  /** The next `n` IM calls (send and reply) fail with `failure`. */
+  /** The next `n` calls of `failure.on` (default: messages, send and reply) fail with `failure`. */
   failNext(failure: FeishuFailure, n?: number): void;
   /**
    * Makes the person's message an event carries one a reply may answer
@@ -90,11 +119,11 @@ export interface FakeFeishu {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -104,10 +133,14 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
+/** The kinds of message the fake takes. */
+const MSG_TYPES = ['text', 'interactive', 'image', 'file', 'audio'];
+
 /** The text and buttons of a message's `content`. */
 function contentOf(msgType: string, content: string): Pick<FeishuSentMessage, 'text' | 'buttons'> {
   const c = JSON.parse(content);
   if (msgType === 'text') return { text: String(c.text ?? ''), buttons: [] };
+  if (msgType !== 'interactive') return { text: '', buttons: [] };
   const elements: any[] = c.elements ?? [];
   const text = String(elements.find((e) => e.tag === 'div')?.text?.content ?? '');
   const actions: any[] = elements.find((e) => e.tag === 'action')?.actions ?? [];
@@ -121,6 +154,8 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
   const sent: FeishuSentMessage[] = [];
   const calls: FeishuCall[] = [];
   const failures: FeishuFailure[] = [];
+  const uploads: FeishuUpload[] = [];
+  const reactions = new Map<string, Array<{ id: string; emojiType: string }>>();
   const chatOfMessage = new Map<string, string>();
   const byUuid = new Map<string, string>();
   const sockets = new Set<WebSocket>();
@@ -131,6 +166,8 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     url: '',
     sent,
     calls,
+    uploads,
+    reactionsOn: (messageId) => (reactions.get(messageId) ?? []).map((r) => r.emojiType),
     tokensIssued: 0,
     failNext: (failure, n = 1) => {
       for (let i = 0; i < n; i++) failures.push(failure);
@@ -189,27 +226,47 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     });
   }
 
+  /** Answers the next scripted failure of `on`, recording the call; false when none is due. */
+  function failed(res: ServerResponse, on: NonNullable<FeishuFailure['on']>, kind: FeishuCall['kind'], uuid?: string): boolean {
+    const i = failures.findIndex((f) => (f.on ?? 'message') === on);
+    if (i < 0) return false;
+    const [failure] = failures.splice(i, 1) as [FeishuFailure];
+    calls.push({ kind, status: failure.status, ...(uuid !== undefined && { uuid }) });
+    const headers: Record<string, string> = failure.resetSeconds === undefined ? {} : { 'x-ogw-ratelimit-reset': String(failure.resetSeconds) };
+    send(res, failure.status, { code: failure.code ?? (failure.status === 429 ? 99991400 : 1), msg: 'scripted failure' }, headers);
+    return true;
+  }
+
+  /** The upload a media message's content names, when it names one of the right kind. */
+  function mediaOf(msgType: string, content: string): FeishuUpload | undefined {
+    const c = JSON.parse(content);
+    const key = msgType === 'image' ? c.image_key : c.file_key;
+    const upload = uploads.find((u) => u.key === key && u.kind === (msgType === 'image' ? 'image' : 'file'));
+    // An audio message plays an Opus upload only.
+    return msgType === 'audio' && upload?.fileType !== 'opus' ? undefined : upload;
+  }
+
   async function im(res: ServerResponse, url: URL, body: any): Promise<void> {
     const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(url.pathname);
     const kind = reply ? 'reply' : 'send';
-    const failure = failures.shift();
-    if (failure) {
-      calls.push({ kind, status: failure.status, uuid: body.uuid });
-      const headers: Record<string, string> = failure.resetSeconds === undefined ? {} : { 'x-ogw-ratelimit-reset': String(failure.resetSeconds) };
-      return send(res, failure.status, { code: failure.code ?? (failure.status === 429 ? 99991400 : 1), msg: 'scripted failure' }, headers);
-    }
+    if (failed(res, 'message', kind, body.uuid)) return;
     const chatId = reply
       ? chatOfMessage.get(decodeURIComponent(reply[1] as string))
       : url.searchParams.get('receive_id_type') === 'chat_id'
         ? body.receive_id
         : undefined;
-    if (typeof chatId !== 'string' || typeof body.content !== 'string' || !['text', 'interactive'].includes(body.msg_type)) {
+    const media =
+      MSG_TYPES.includes(body.msg_type) && typeof body.content === 'string' && !['text', 'interactive'].includes(body.msg_type)
+        ? mediaOf(body.msg_type, body.content)
+        : undefined;
+    const known = ['text', 'interactive'].includes(body.msg_type) || media !== undefined;
+    if (typeof chatId !== 'string' || typeof body.content !== 'string' || !known) {
       calls.push({ kind, status: 400, uuid: body.uuid });
       return send(res, 400, { code: 230001, msg: 'invalid receive_id, message_id or content' });
     }
     calls.push({ kind, status: 200, uuid: body.uuid });
-    const known = typeof body.uuid === 'string' ? byUuid.get(body.uuid) : undefined;
-    if (known) return send(res, 200, { code: 0, msg: 'success', data: { message_id: known, chat_id: chatId } });
+    const earlier = typeof body.uuid === 'string' ? byUuid.get(body.uuid) : undefined;
+    if (earlier) return send(res, 200, { code: 0, msg: 'success', data: { message_id: earlier, chat_id: chatId } });
     const id = feishuId('om_');
     chatOfMessage.set(id, chatId);
     if (typeof body.uuid === 'string') byUuid.set(body.uuid, id);
@@ -218,16 +275,81 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
       chatId,
       msgType: body.msg_type,
       ...contentOf(body.msg_type, body.content),
+      ...(media && { media }),
       ...(reply && { replyTo: decodeURIComponent(reply[1] as string), inThread: body.reply_in_thread === true }),
       ...(typeof body.uuid === 'string' && { uuid: body.uuid }),
     });
     return send(res, 200, { code: 0, msg: 'success', data: { message_id: id, chat_id: chatId, msg_type: body.msg_type } });
   }
 
+  /** `POST /open-apis/im/v1/images` and `/open-apis/im/v1/files`: a multipart upload, answered with its key. */
+  function upload(res: ServerResponse, kind: 'image' | 'file', parts: ReturnType<typeof parseMultipart>): void {
+    if (failed(res, 'upload', 'upload')) return;
+    const field = (name: string) => parts.find((p) => p.name === name);
+    const text = (name: string) => field(name)?.data.toString('utf8');
+    const data = field(kind)?.data;
+    const valid =
+      kind === 'image'
+        ? text('image_type') === 'message'
+        : ['opus', 'mp4', 'pdf', 'doc', 'xls', 'ppt', 'stream'].includes(text('file_type') ?? '') && !!text('file_name');
+    if (!data || data.length === 0 || !valid) {
+      calls.push({ kind: 'upload', status: 400 });
+      return send(res, 400, { code: 234001, msg: 'Invalid request param.' });
+    }
+    calls.push({ kind: 'upload', status: 200 });
+    const key = kind === 'image' ? `img_v3_${randomUUID()}` : `file_v3_${randomUUID()}`;
+    const duration = text('duration');
+    uploads.push({
+      key,
+      kind,
+      data,
+      ...(kind === 'image' ? { imageType: text('image_type') as string } : { fileType: text('file_type') as string, fileName: text('file_name') as string }),
+      ...(duration !== undefined && { duration: Number(duration) }),
+    });
+    send(res, 200, { code: 0, msg: 'success', data: kind === 'image' ? { image_key: key } : { file_key: key } });
+  }
+
+  /** `POST …/messages/:id/reactions` (adds one; the platform keeps every reaction) and `DELETE …/reactions/:reaction_id`. */
+  function reaction(res: ServerResponse, method: string, messageId: string, reactionId: string | undefined, body: any): void {
+    const kind = method === 'DELETE' ? 'unreact' : 'react';
+    if (failed(res, 'reaction', kind)) return;
+    const list = reactions.get(messageId) ?? [];
+    if (!chatOfMessage.has(messageId)) {
+      calls.push({ kind, status: 400 });
+      return send(res, 400, { code: 231003, msg: 'message not found' });
+    }
+    if (kind === 'unreact') {
+      const i = list.findIndex((r) => r.id === reactionId);
+      if (i < 0) {
+        calls.push({ kind, status: 400 });
+        return send(res, 400, { code: 231001, msg: 'reaction not found' });
+      }
+      const [gone] = list.splice(i, 1);
+      calls.push({ kind, status: 200 });
+      return send(res, 200, { code: 0, msg: 'success', data: { reaction_id: reactionId, reaction_type: { emoji_type: gone?.emojiType } } });
+    }
+    const emojiType = body?.reaction_type?.emoji_type;
+    if (typeof emojiType !== 'string' || emojiType === '') {
+      calls.push({ kind, status: 400 });
+      return send(res, 400, { code: 231001, msg: 'reaction type is invalid' });
+    }
+    const id = `ZCaCIjUBVVWSrm5L-${randomUUID()}`;
+    list.push({ id, emojiType });
+    reactions.set(messageId, list);
+    calls.push({ kind, status: 200 });
+    send(res, 200, {
+      code: 0,
+      msg: 'success',
+      data: { reaction_id: id, reaction_type: { emoji_type: emojiType }, operator: { operator_id: appId, operator_type: 'app' } },
+    });
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     const raw = await readBody(req);
-    const body = raw ? JSON.parse(raw) : {};
+    const boundary = multipartBoundary(req.headers['content-type']);
+    const parts = boundary ? parseMultipart(raw, boundary) : [];
+    const body = boundary || raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
     if (url.pathname === '/open-apis/auth/v3/tenant_access_token/internal') {
       if (body.app_id !== appId || body.app_secret !== appSecret) return send(res, 400, { code: 10014, msg: 'app secret invalid' });
       fake.tokensIssued++;
@@ -242,6 +364,11 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     if (req.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return send(res, 401, { code: 99991663, msg: 'Invalid access token for authorization' });
     if (url.pathname === '/open-apis/bot/v3/info') return send(res, 200, { code: 0, msg: 'ok', bot: { open_id: FEISHU_BOT_OPEN_ID, app_name: 'steerbot' } });
     if (req.method === 'POST' && /^\/open-apis\/im\/v1\/messages(\/[^/]+\/reply)?$/.test(url.pathname)) return im(res, url, body);
+    if (req.method === 'POST' && url.pathname === '/open-apis/im/v1/images') return upload(res, 'image', parts);
+    if (req.method === 'POST' && url.pathname === '/open-apis/im/v1/files') return upload(res, 'file', parts);
+    const reacted = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reactions(?:\/([^/]+))?$/.exec(url.pathname);
+    if (reacted && ((req.method === 'POST' && !reacted[2]) || (req.method === 'DELETE' && reacted[2])))
+      return reaction(res, req.method, decodeURIComponent(reacted[1] as string), reacted[2] && decodeURIComponent(reacted[2]), body);
     return send(res, 404, { code: 404, msg: `no route ${req.method} ${url.pathname}` });
   }
 

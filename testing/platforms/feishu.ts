@@ -23,5 +23,6 @@ export {
   type FeishuCall,
   type FeishuFailure,
   type FeishuSentMessage,
+  type FeishuUpload,
   startFakeFeishu,
 } from '../fakes/feishu-server.js';
