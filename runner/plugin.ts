@@ -5,7 +5,7 @@
  */
 import type { LanguageModel, ModelMessage } from 'ai';
 import type { Logger } from 'pino';
-import type { MessageButton, OutboundFile } from 'steerbot/channel';
+import type { MessageButton, OutboundFile, VoiceFormat } from 'steerbot/channel';
 import type { Attachment, FetchedFile, MessageReceived, PluginDefinition, RouteRegistry, SeqEntry, SteeringMode, StopKind } from 'steerbot/plugin';
 import type { z } from 'zod';
 import type { ModelProvider } from '../src/config/defaults.js';
@@ -91,6 +91,8 @@ export interface DeliverySink {
    * hand-made sinks.
    */
   fileLimit?(): number | undefined;
+  /** The audio format the conversation's channel wants a spoken reply in (`ChannelOutbound.voiceFormat`; default `opus`). Absent in hand-made sinks. */
+  voiceFormat?(): VoiceFormat;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */

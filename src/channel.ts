@@ -68,9 +68,12 @@ export interface OutboundFile {
   bytes: Uint8Array;
   /** Text shown with the file, plain (at most 1000 characters). */
   caption?: string;
-  /** A spoken reply (OGG/Opus audio): a voice message where the platform has one (Telegram, WhatsApp), an audio file elsewhere. */
+  /** A spoken reply (audio in the channel's `voiceFormat`): a voice message where the platform has one (Telegram, WhatsApp), an audio file elsewhere. */
   voice?: boolean;
 }
+
+/** The audio formats a spoken reply can be made in (`ChannelOutbound.voiceFormat`). */
+export type VoiceFormat = 'opus' | 'mp3';
 
 /** Options of one file send. */
 export interface SendFileOptions {
@@ -105,6 +108,11 @@ export interface ChannelOutbound {
   sendFile?(conversationId: string, file: OutboundFile, opts?: SendFileOptions): Promise<{ messageId: string }>;
   /** Largest file `sendFile` takes, in bytes (Telegram 50 MB, Discord 25 MB). Delivery sends a text message instead of a larger file. Required with `sendFile`. */
   maxFileBytes?: number;
+  /**
+   * The audio a spoken reply is made in: `opus` (OGG/Opus, `reply.ogg`) or
+   * `mp3` (`reply.mp3`), for a platform that plays no Opus (LINE). Default `opus`.
+   */
+  voiceFormat?: VoiceFormat;
   /**
    * Replaces the text of a message sent earlier (streaming). `opts.format` as in
    * `send`, so a streamed reply ends formatted like one sent whole. Absent when

@@ -172,6 +172,8 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
   if (!files) return outbound;
   // LINE takes media by HTTPS URL only: the file is kept for download, and the message names its signed URL.
   outbound.maxFileBytes = files.maxBytes;
+  // LINE's audio message plays M4A and MP3, not Opus: spoken replies are made as MP3.
+  outbound.voiceFormat = 'mp3';
   outbound.sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
     const to = recipientOf(channelId, conversationId);
     const kept = await files.store.keep(conversationId, file, opts.deliveryKey);

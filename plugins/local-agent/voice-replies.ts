@@ -1,14 +1,15 @@
 /**
  * Spoken replies (`voice`): after a run's answer went out as text, the AI
  * SDK's speech generation reads it aloud and the audio goes out as a voice
- * message (OGG/Opus; Telegram `sendVoice`, elsewhere an audio file) through
- * the run's delivery, under a key of its answer's own. When: the run's profile's
+ * message (Telegram `sendVoice`, elsewhere an audio file) through the run's
+ * delivery, in the format its channel wants (OGG/Opus, or MP3 for LINE), under a key of its answer's own. When: the run's profile's
  * `voice`, else the agent's `voice.replies`: `off`, `always`, or
  * `when-spoken-to` (a message the run answers was a voice note). The text
  * stays the record's answer; a failed speech call is logged and the text
  * stands alone.
  */
 import { generateSpeech, type SpeechModel } from 'ai';
+import type { VoiceFormat } from 'steerbot/channel';
 import type { MessageReceived } from 'steerbot/plugin';
 import type { RunContext } from 'steerbot/runner';
 
@@ -28,6 +29,12 @@ export interface VoiceReplyOptions {
 /** Longest answer read aloud, in characters (OpenAI's speech input limit is 4096). */
 const MAX_SPOKEN_CHARS = 4096;
 
+/** The file a spoken reply in each format becomes. */
+const SPOKEN_FILES: Record<VoiceFormat, { name: string; mimeType: string }> = {
+  opus: { name: 'reply.ogg', mimeType: 'audio/ogg' },
+  mp3: { name: 'reply.mp3', mimeType: 'audio/mpeg' },
+};
+
 /** Whether this run's answer is spoken: by its profile's `voice`, else the default, and for `when-spoken-to` a voice note among `answering`. */
 export function speaks(ctx: RunContext, o: VoiceReplyOptions, answering: ReadonlyArray<Pick<MessageReceived, 'attachments'>>): boolean {
   const mode = ctx.profile?.voice ?? o.replies ?? 'off';
@@ -45,16 +52,17 @@ export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer:
   const send = ctx.delivery.file?.bind(ctx.delivery);
   // A channel that takes no files gets the text alone: no speech is paid for, no notice sent.
   if (!send || !ctx.delivery.fileLimit?.()) return;
+  const format = ctx.delivery.voiceFormat?.() ?? 'opus';
   try {
     const { audio } = await generateSpeech({
       model: o.model,
       text: answer.slice(0, MAX_SPOKEN_CHARS),
-      outputFormat: 'opus',
+      outputFormat: format,
       maxRetries: 1,
       abortSignal: ctx.signal,
       ...(o.voice && { voice: o.voice }),
     });
-    const sent = await send({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:${answeredSeq}:voice` });
+    const sent = await send({ ...SPOKEN_FILES[format], bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:${answeredSeq}:voice` });
     if (sent.outcome !== 'sent') ctx.logger.warn({ outcome: sent.outcome, error: sent.error }, 'spoken reply not sent');
   } catch (err) {
     ctx.logger.warn({ err }, 'spoken reply failed; the answer went out as text');

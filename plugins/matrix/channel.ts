@@ -47,7 +47,14 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
     logger,
     ...(cfg.streaming && { streamEditIntervalMs: cfg.streamEditIntervalMs }),
   });
-  const inbound = new MatrixInbound({ channelId: MATRIX_PLUGIN_ID, client, selfId: cfg.userId, autoJoin: cfg.autoJoin, logger });
+  const inbound = new MatrixInbound({
+    channelId: MATRIX_PLUGIN_ID,
+    client,
+    selfId: cfg.userId,
+    autoJoin: cfg.autoJoin,
+    send: (conversationId, text, opts) => outbound.send(conversationId, text, opts),
+    logger,
+  });
   // The inbound side's state is the syncer's, made on start.
   const state: { syncer?: ReturnType<typeof matrixSyncer> } = {};
   return {

@@ -1,18 +1,20 @@
 /**
  * The Matrix channel's inbound side: one `/sync` answer at a time. Invites
  * are joined when `autoJoin` lets their sender in; each joined room's new
- * text and media messages are normalized and handed to the host, in order. The
+ * text and media messages are normalized and handed to the host, in order,
+ * and responses to the bot's polls become their answers' commands (`polls.ts`). The
  * first `/sync` of a bot with no stored `since` only learns where "now" is,
  * and a newly joined room's history before the bot's join is skipped: both
  * were written before the bot listened, and are not answered.
  */
 import { createHash } from 'node:crypto';
-import type { ChannelHost } from 'steerbot/channel';
+import type { ChannelHost, ChannelOutbound } from 'steerbot/channel';
 import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import type { MatrixConfig } from './config.js';
 import { afterOwnJoin, normalizeEvent } from './normalize.js';
-import type { InvitedRoom, JoinedRoom, SyncResponse } from './sync-schema.js';
+import { answerPoll, isPollResponse } from './polls.js';
+import { type InvitedRoom, type JoinedRoom, type SyncResponse, timelineEventSchema } from './sync-schema.js';
 
 /** Most rooms whose member count is remembered (the oldest is forgotten first). */
 const MEMBER_COUNT_MEMORY = 10_000;
@@ -37,6 +39,8 @@ export interface MatrixInboundOptions {
   /** The bot's user id. */
   selfId: string;
   autoJoin: MatrixConfig['autoJoin'];
+  /** The outbound side's `send`: the host's reply to a refused poll choice goes out with it. */
+  send: ChannelOutbound['send'];
   logger: Logger;
 }
 
@@ -107,6 +111,11 @@ export class MatrixInbound {
     if (events.length === 0) return;
     const group = (await this.memberCount(roomId)) > 2;
     for (const raw of events) {
+      const parsed = timelineEventSchema.safeParse(raw);
+      if (parsed.success && isPollResponse(parsed.data.type)) {
+        await answerPoll({ ...this.o, host }, roomId, group, parsed.data);
+        continue;
+      }
       const normalized = normalizeEvent({ channelId: this.o.channelId, roomId, selfId: this.o.selfId, group }, raw);
       if (normalized.kind === 'skip') {
         if (normalized.reason === 'encrypted') await this.tellEncrypted(roomId);

@@ -1,7 +1,8 @@
 /**
  * The Matrix channel's own Redis keys (plugin storage of `matrix`): the
  * `/sync` lease (one syncing host) and the account's `since` token the next
- * `/sync` resumes from, outside any conversation; per conversation, the bot's
+ * `/sync` resumes from and the answers of each poll it sent, outside any
+ * conversation; per conversation, the bot's
  * status reaction on each message it reacted to (so the next status
  * replaces it). The conversation key is declared in the definition, so
  * `/purge` deletes it and idle retention expires it with the conversation.
@@ -29,6 +30,13 @@ export const syncLeaseKey = (prefix: string): string => keys(prefix).key('sync_l
  */
 export const sinceKey = (prefix: string, homeserverUrl: string, userId: string): string =>
   keys(prefix).key(`since:${createHash('sha256').update(`${homeserverUrl}\n${userId}`).digest('hex').slice(0, 16)}`);
+
+/**
+ * The answers of a poll the bot sent (`polls.ts`), by the poll's event id
+ * (hashed: an event id is up to 255 bytes of the server's choosing), while
+ * it waits for a response: a JSON string, expiring.
+ */
+export const pollKey = (prefix: string, pollId: string): string => keys(prefix).key(`poll:${createHash('sha256').update(pollId).digest('hex').slice(0, 32)}`);
 
 /** The bot's reaction on each message: a hash, message event id → `<status>:<reaction event id>`. */
 export const reactionsKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'reactions');

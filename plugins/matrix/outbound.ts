@@ -13,8 +13,8 @@
  * for a while only (Synapse: about 30 minutes), ample for a takeover. A
  * file's upload comes first and has no such id: an upload repeated by a
  * takeover leaves an unused media item on the homeserver, never a second
- * message. Buttons have no Matrix equivalent: the text says what to send
- * instead.
+ * message. Buttons become a poll after the message (`polls.ts`): one
+ * answer per button, a response the button's command.
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
@@ -25,6 +25,7 @@ import { fileContent } from './files-out.js';
 import { markdownToMatrixHtml } from './markdown.js';
 import { downloadMedia, UploadLimit } from './media.js';
 import { roomOf, threadOf } from './normalize.js';
+import { sendPoll } from './polls.js';
 import { react } from './reactions.js';
 import { sendEvent, txnIdOf } from './send.js';
 
@@ -107,6 +108,25 @@ export function isModerator(powerLevels: Record<string, unknown>, userId: string
   return num(users[userId], num(powerLevels.users_default, 0)) >= num(powerLevels.redact, 50);
 }
 
+/** `send`: one `m.text` message (in its thread, or a reply), then the poll of its buttons, if any. */
+async function sendText(o: MatrixOutboundOptions, conversationId: string, text: string, opts: SendOptions): Promise<{ messageId: string }> {
+  const roomId = roomIdOf(o.channelId, conversationId);
+  checkLength(text);
+  const content = textContent(text, opts.format);
+  const threadRoot = threadOf(o.channelId, conversationId);
+  const relation = threadRelation(threadRoot, opts.replyTo);
+  if (relation) content['m.relates_to'] = relation;
+  const key = opts.deliveryKey;
+  const messageId = await sendEvent(o.client, roomId, 'm.room.message', key === undefined ? randomUUID() : txnIdOf(key), content);
+  if (opts.buttons?.length) {
+    // In a thread the poll goes in the thread too; elsewhere it follows the message.
+    const txnId = key === undefined ? randomUUID() : txnIdOf(`${key}:poll`);
+    const pollRelation = threadRoot === undefined ? undefined : threadRelation(threadRoot, undefined);
+    await sendPoll(o, { roomId, conversationId, text, buttons: opts.buttons, txnId, relation: pollRelation });
+  }
+  return { messageId };
+}
+
 /** Builds the outbound side. Every method throws ChannelApiError (a MatrixApiError; 429: `retryAfterMs`). */
 export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound {
   const { client, channelId } = o;
@@ -118,15 +138,7 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
     channelId,
     maxMessageChars: MATRIX_MAX_MESSAGE_CHARS,
 
-    async send(conversationId: string, text: string, opts: SendOptions = {}) {
-      const roomId = roomIdOf(channelId, conversationId);
-      checkLength(text);
-      const content = textContent(text, opts.format);
-      const relation = threadRelation(threadOf(channelId, conversationId), opts.replyTo);
-      if (relation) content['m.relates_to'] = relation;
-      const txnId = opts.deliveryKey === undefined ? randomUUID() : txnIdOf(opts.deliveryKey);
-      return { messageId: await sendEvent(client, roomId, 'm.room.message', txnId, content) };
-    },
+    send: (conversationId: string, text: string, opts: SendOptions = {}) => sendText(o, conversationId, text, opts),
 
     async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {
       const roomId = roomIdOf(channelId, conversationId);

@@ -12,7 +12,7 @@
  */
 
 import type { Logger } from 'pino';
-import type { ChannelOutbound, MessageButton, OutboundFile } from '../../src/channel.js';
+import type { ChannelOutbound, MessageButton, OutboundFile, VoiceFormat } from '../../src/channel.js';
 import { DEFAULTS } from '../../src/config/defaults.js';
 import type { RedisClient } from '../../src/scripts/index.js';
 import { splitMessage } from '../../src/split-message.js';
@@ -160,6 +160,10 @@ export class RunDelivery implements DeliverySink {
 
   fileLimit(): number | undefined {
     return this.outbound?.sendFile ? (this.outbound.maxFileBytes ?? 0) : undefined;
+  }
+
+  voiceFormat(): VoiceFormat {
+    return this.outbound?.voiceFormat ?? 'opus';
   }
 
   /** A streaming delta: shown by editing one message when the channel streams; ignored otherwise. */

@@ -5,7 +5,7 @@
  * expiring with its URL, and its id is in the conversation's index
  * `<base>files` (a sorted set scored by expiry, ms), so `/purge` deletes the
  * files with the rest of the conversation. Its URL is
- * `<baseUrl><path>/<conversation id>/<id>?expires=<unix s>&sig=<hex>`, where
+ * `<baseUrl><path>/<conversation id>/<id>[.<ext>]?expires=<unix s>&sig=<hex>`, where
  * `sig` is HMAC-SHA256 over `<conversation id>.<id>.<expires>`: a guessed,
  * altered or unsigned URL is refused (403), an expired or purged file is
  * gone (404). The id comes from the delivery key, so a retried send keeps the
@@ -32,11 +32,20 @@ export interface SignedFileStoreOptions {
   secret?: string;
   /** Checked before anything else on a download (a private page's login): a response refuses the request, undefined lets it on. Default: none. */
   guard?: (req: RouteRequest) => RouteResponse | undefined;
+  /**
+   * End each URL's path with the file name's extension (`…/<id>.mp3`), for a
+   * platform that tells a medium's format by its URL (the signature covers
+   * the id alone; the type served is the kept one). Default false.
+   */
+  extensionInUrl?: boolean;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
 }
 
-const ID_RE = /^[0-9a-f]{32}$/;
+/** A file id in a URL path, with the extension `extensionInUrl` adds. */
+const ID_RE = /^([0-9a-f]{32})(?:\.[a-z0-9]{1,8})?$/;
+/** The extension of a file name a URL may end with. */
+const EXTENSION_RE = /\.([A-Za-z0-9]{1,8})$/;
 
 /** Keeps files for signed download and serves them; see `signedFileStore`. */
 export interface SignedFileStore {
@@ -91,7 +100,8 @@ export function signedFileStore(o: SignedFileStoreOptions): SignedFileStore {
         .exec();
       const expires = expiresMs / 1000;
       const sig = sign(await secret(), conversationId, id, expires);
-      const url = `${(o.baseUrl ?? '').replace(/\/$/, '')}${path}/${encodeURIComponent(conversationId)}/${id}?expires=${expires}&sig=${sig}`;
+      const ext = o.extensionInUrl ? EXTENSION_RE.exec(file.name)?.[1]?.toLowerCase() : undefined;
+      const url = `${(o.baseUrl ?? '').replace(/\/$/, '')}${path}/${encodeURIComponent(conversationId)}/${id}${ext ? `.${ext}` : ''}?expires=${expires}&sig=${sig}`;
       return { url, expiresAt: new Date(expiresMs), size: file.bytes.byteLength };
     },
     route: () => ({ method: 'GET', path: `${path}/:conversation/:id`, handle: (req) => download(req) }),
@@ -101,10 +111,10 @@ export function signedFileStore(o: SignedFileStoreOptions): SignedFileStore {
     const refused = o.guard?.(req);
     if (refused) return refused;
     const conversationId = req.params.conversation ?? '';
-    const id = req.params.id ?? '';
+    const id = ID_RE.exec(req.params.id ?? '')?.[1];
     const expires = Number(req.query.expires);
     const sig = Buffer.from(req.query.sig ?? '', 'hex');
-    const want = ID_RE.test(id) && Number.isInteger(expires) ? Buffer.from(sign(await secret(), conversationId, id, expires), 'hex') : undefined;
+    const want = id !== undefined && Number.isInteger(expires) ? Buffer.from(sign(await secret(), conversationId, id, expires), 'hex') : undefined;
     if (!want || sig.length !== want.length || !timingSafeEqual(sig, want)) return { status: 403, json: { error: 'bad signature' } };
     if (expires * 1000 <= now()) return { status: 404, json: { error: 'the file has expired' } };
     const [name, type, data] = await o.redis.hmgetBuffer(`${conversationKeys(o.prefix, conversationId).base}file:${id}`, 'name', 'type', 'data');

@@ -1,10 +1,12 @@
 /**
  * The Matrix channel passes the channel contract (events in through the
- * real `/sync` long poll, sends, edits and typing out, against the fake
- * homeserver). Each contract chat is a room the bot and the sender are in;
+ * real `/sync` long poll, sends, edits, typing, status reactions and files
+ * out, against the fake homeserver; buttons as a poll, a click as a poll
+ * response). Each contract chat is a room the bot and the sender are in;
  * the contract's digit ids are used as the senders' user ids as they are.
  */
 import { createMatrixPlugin } from '../../plugins/matrix/channel.js';
+import { answerIdOf, keptPoll } from '../../plugins/matrix/polls.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { MATRIX_TEST, type MatrixEvent, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -14,10 +16,14 @@ const eventIdOf = (m: ContractMessage) => `$contract${m.updateId}`;
 channelPluginContract({
   name: 'matrix',
   redisUrl: redisUrl(),
-  capabilities: { typing: true, edit: true, files: true },
+  // The plugin's default status reactions (`reactions: true`).
+  capabilities: { typing: true, edit: true, files: true, reactions: { taken: '👀', answered: '✅', failed: '❌' }, buttons: 'interaction' },
   makeHarness: async (env: ChannelContractEnv) => {
     const matrix = await startFakeMatrix();
-    const plugin = createMatrixPlugin({ ...MATRIX_TEST, homeserverUrl: matrix.url }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
+    const plugin = createMatrixPlugin(
+      { ...MATRIX_TEST, homeserverUrl: matrix.url, reactions: true },
+      { logger: env.logger, redis: env.redis, prefix: env.prefix },
+    );
     const rooms = new Map<string, string>();
     const events = new Map<string, MatrixEvent>();
     const roomOf = (m: Pick<ContractMessage, 'chatId' | 'sender'>) => {
@@ -45,6 +51,22 @@ channelPluginContract({
           .filter((e) => e.roomId === rooms.get(chatId) && typeof e.content.url === 'string')
           .map((e) => ({ name: String(e.content.filename ?? e.content.body), bytes: matrix.media.get(String(e.content.url))!.data })),
       typingCount: async (chatId) => matrix.typing.filter((r) => r === rooms.get(chatId)).length,
+      reactions: async (chatId, messageId) =>
+        matrix
+          .reactions(rooms.get(chatId) ?? '')
+          .filter((r) => r.startsWith(`${messageId} `))
+          .map((r) => r.slice(messageId.length + 1)),
+      // The buttons of the bot's last poll: each answer's label, and the command its id was made from (kept by the plugin).
+      async buttons(chatId) {
+        const poll = matrix.polls(rooms.get(chatId) ?? '').at(-1);
+        const kept = poll && (await keptPoll(env.redis, env.prefix, poll.eventId));
+        return poll && kept ? poll.answers.map((a) => ({ label: a.label, command: kept.answers[a.id] ?? '' })) : [];
+      },
+      async click(chatId, command, sender) {
+        const roomId = rooms.get(chatId) ?? '';
+        const poll = matrix.polls(roomId).at(-1)!;
+        matrix.pollResponse(roomId, sender.id, poll.eventId, [answerIdOf(command)]);
+      },
       close: () => matrix.close(),
     };
   },

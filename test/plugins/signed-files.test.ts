@@ -55,6 +55,18 @@ describe('signed file store', () => {
     expect(new URL((await s.keep(CID, PNG, 'run1:k_1:0')).url, 'http://h').pathname).toBe(new URL(url, 'http://h').pathname);
   });
 
+  it("with extensionInUrl ends the URL's path with the file's extension, served with the kept type whatever extension is asked", async () => {
+    const s = store({ extensionInUrl: true });
+    const { url } = await s.keep(CID, { name: 'reply.MP3', mimeType: 'audio/mpeg', bytes: Buffer.from('ID3 fake') }, 'run1:voice:0');
+    expect(url).toMatch(/^\/files\/web%3Abrowser-0001\/[0-9a-f]{32}\.mp3\?expires=\d+&sig=[0-9a-f]{64}$/);
+    expect(await s.route().handle(requestOf(url))).toMatchObject({ status: 200, headers: { 'content-type': 'audio/mpeg' } });
+    expect((await s.route().handle(requestOf(url.replace('.mp3?', '.html?')))).headers).toMatchObject({ 'content-type': 'audio/mpeg' });
+    // More than an extension after the id: refused like any other id.
+    expect((await s.route().handle(requestOf(url.replace('.mp3?', '.mp3.exe.tar.gz?')))).status).toBe(403);
+    // A name without one gives a bare id.
+    expect((await s.keep(CID, { ...PNG, name: 'notes' }, 'run1:k_9:0')).url).toMatch(/\/[0-9a-f]{32}\?expires=/);
+  });
+
   it('refuses a guessed or altered download URL (403) and serves nothing', async () => {
     const s = store();
     const { url } = await s.keep(CID, PNG, 'run1:k_2:0');

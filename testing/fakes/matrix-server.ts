@@ -8,7 +8,9 @@
  * repeat answers the first event's id and adds nothing); the bot's own
  * events come back in its `/sync`, as on a real server. It also serves
  * `join`, `typing`, `redact`, `joined_members` and the power levels, checks the bearer
- * token, records every call, and can fail the next calls of a kind (429
+ * token, records every call, keeps the bot's polls (MSC3381, refusing a
+ * malformed one as a homeserver would not, so a test sees it) and posts a
+ * person's poll response into the stream, and can fail the next calls of a kind (429
  * `M_LIMIT_EXCEEDED` with `retry_after_ms`, 500), uploads included. Its
  * media repository (`media`: uploads, the media config, authenticated
  * downloads) is in `matrix-media.ts`.
@@ -79,6 +81,50 @@ export interface MatrixMessageOptions {
   relatesTo?: Record<string, unknown>;
   /** More fields of the content (whatever a client puts there). */
   content?: Record<string, unknown>;
+}
+
+/** The unstable poll events Element sends and shows (MSC3381). */
+const POLL_START = 'org.matrix.msc3381.poll.start';
+const POLL_RESPONSE = 'org.matrix.msc3381.poll.response';
+const POLL_END = 'org.matrix.msc3381.poll.end';
+const TEXT = 'org.matrix.msc1767.text';
+
+/** A poll the bot started, as a client shows it. */
+export interface MatrixPoll {
+  eventId: string;
+  roomId: string;
+  question: string;
+  kind: string;
+  maxSelections: number;
+  answers: Array<{ id: string; label: string }>;
+  /** The text of the bot's `poll.end` of it, once it ended the poll. */
+  ended?: string;
+}
+
+/** Options of `FakeMatrix.pollResponse`. */
+export interface MatrixPollResponseOptions {
+  /** Default: a fresh one. */
+  eventId?: string;
+  /** Default `org.matrix.msc3381.poll.response`. */
+  type?: string;
+  /** `m.relates_to` of the content. Default: an `m.reference` to the poll. */
+  relatesTo?: Record<string, unknown>;
+  /** More fields of the content (an edit's `m.new_content`). */
+  content?: Record<string, unknown>;
+}
+
+/** Why a poll start is malformed (MSC3381: a question, a kind, 1 to 20 answers with unique ids, `max_selections` at least 1); undefined when it is not. */
+function pollProblem(content: Record<string, any>): string | undefined {
+  const poll = content[POLL_START];
+  if (typeof poll !== 'object' || poll === null) return `${POLL_START} required`;
+  if (typeof poll.question?.[TEXT] !== 'string' || poll.question[TEXT] === '') return 'question text required';
+  if (typeof poll.kind !== 'string' || !Number.isInteger(poll.max_selections) || poll.max_selections < 1) return 'kind and max_selections required';
+  const answers: unknown[] = Array.isArray(poll.answers) ? poll.answers : [];
+  const ids = answers.map((a: any) => a?.id);
+  if (answers.length < 1 || answers.length > 20) return '1 to 20 answers';
+  if (answers.some((a: any) => typeof a?.id !== 'string' || typeof a[TEXT] !== 'string') || new Set(ids).size !== ids.length)
+    return 'answers need unique ids and text';
+  return undefined;
 }
 
 interface Room {
@@ -190,6 +236,38 @@ export class FakeMatrix {
     const content: Record<string, any> = { ...o.content, msgtype: o.msgtype ?? 'm.text', body: text };
     if (o.relatesTo) content['m.relates_to'] = o.relatesTo;
     const event: MatrixEvent = { type: 'm.room.message', event_id: o.eventId ?? newEventId(), sender, origin_server_ts: Date.now(), content };
+    this.append({ roomId, event });
+    return event;
+  }
+
+  /** The bot's polls in `roomId`, in order, each with the text of its end once ended. */
+  polls(roomId: string): MatrixPoll[] {
+    const ends = new Map(
+      this.sent.filter((e) => e.roomId === roomId && e.type === POLL_END).map((e) => [e.content['m.relates_to']?.event_id, String(e.content[TEXT] ?? '')]),
+    );
+    return this.sent
+      .filter((e) => e.roomId === roomId && e.type === POLL_START)
+      .map((e) => {
+        const poll = e.content[POLL_START];
+        const ended = ends.get(e.event_id);
+        return {
+          eventId: e.event_id,
+          roomId,
+          question: poll.question[TEXT],
+          kind: poll.kind,
+          maxSelections: poll.max_selections,
+          answers: poll.answers.map((a: any) => ({ id: a.id, label: a[TEXT] })),
+          ...(ended !== undefined && { ended }),
+        };
+      });
+  }
+
+  /** `sender` responds to poll `pollId` in `roomId` choosing `answerIds` (as Element does); returns the event (give it to `redeliver` to send it again). */
+  pollResponse(roomId: string, sender: string, pollId: string, answerIds: readonly string[], o: MatrixPollResponseOptions = {}): MatrixEvent {
+    const type = o.type ?? POLL_RESPONSE;
+    const choice = type === POLL_RESPONSE ? { [POLL_RESPONSE]: { answers: answerIds } } : { 'm.selections': answerIds };
+    const content = { ...choice, ...o.content, 'm.relates_to': o.relatesTo ?? { rel_type: 'm.reference', event_id: pollId } };
+    const event: MatrixEvent = { type, event_id: o.eventId ?? newEventId(), sender, origin_server_ts: Date.now(), content };
     this.append({ roomId, event });
     return event;
   }
@@ -367,6 +445,8 @@ export class FakeMatrix {
   private send(roomId: string, type: string, txnId: string, content: Record<string, any>, call: MatrixCall): [number, unknown] {
     if (type === 'm.room.message' && (typeof content.body !== 'string' || typeof content.msgtype !== 'string'))
       return [400, { errcode: 'M_BAD_JSON', error: 'body and msgtype required' }];
+    const problem = type === POLL_START ? pollProblem(content) : undefined;
+    if (problem) return [400, { errcode: 'M_BAD_JSON', error: problem }];
     if (Buffer.byteLength(JSON.stringify(content)) > 60_000) return [413, { errcode: 'M_TOO_LARGE', error: 'event too large' }];
     if (this.txns.has(txnId)) {
       call.repeat = true;

@@ -97,8 +97,8 @@ export interface FakeOpenAIOptions {
   promptCache?: boolean;
   /** What `POST /v1/audio/transcriptions` answers for the uploaded request body (multipart, as received). Default: text `transcribed audio`. */
   transcribe?(body: Buffer): string;
-  /** The audio `POST /v1/audio/speech` answers for a text. Default: `OggS` and the text's bytes. */
-  speak?(text: string): Buffer;
+  /** The audio `POST /v1/audio/speech` answers for a text in a format (its `response_format`). Default: `fakeSpeech`. */
+  speak?(text: string, format: string): Buffer;
   /** The image `POST /v1/images/generations` answers for a prompt (PNG bytes). Default: a small PNG. */
   image?(prompt: string): Buffer;
   /** The vector `POST /v1/embeddings` answers for one input. Default: 16 dimensions counting the input's words by a hash (texts sharing words point alike). */
@@ -107,6 +107,24 @@ export interface FakeOpenAIOptions {
 
 /** What the image endpoint answers by default: a PNG signature and a few bytes (enough for a type check). */
 const FAKE_PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 7)]);
+
+/** MP3 frame header: MPEG-1 Layer III, no CRC, 128 kbit/s, 44.1 kHz, no padding, mono: 417 bytes a frame. */
+const MP3_HEADER = Buffer.from([0xff, 0xfb, 0x90, 0xc4]);
+const MP3_FRAME_BYTES = 417;
+
+/**
+ * What the speech endpoint answers by default for `text` in `format`
+ * (`response_format`): for `mp3`, an ID3v2 tag and one MPEG-1 Layer III frame
+ * (128 kbit/s, 44.1 kHz: 1152 samples) per character of the text, each
+ * carrying that character's code in its body; otherwise `OggS` and the text's
+ * bytes.
+ */
+export function fakeSpeech(text: string, format = 'opus'): Buffer {
+  if (format !== 'mp3') return Buffer.concat([Buffer.from('OggS'), Buffer.from(text)]);
+  const id3 = Buffer.concat([Buffer.from('ID3', 'latin1'), Buffer.from([4, 0, 0, 0, 0, 0, 0, 4]), Buffer.from('fake')]);
+  const frames = [...text].map((c) => Buffer.concat([MP3_HEADER, Buffer.alloc(MP3_FRAME_BYTES - MP3_HEADER.length, c.codePointAt(0)! & 0x7f)]));
+  return Buffer.concat([id3, ...frames]);
+}
 
 /** The default embedding: a bag of words hashed into 16 dimensions. */
 function wordVector(text: string): number[] {
@@ -162,8 +180,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (req.method === 'POST' && path === '/v1/audio/speech') {
       const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['speeches'][number];
       speeches.push(body);
-      const audio = opts.speak?.(body.input) ?? Buffer.concat([Buffer.from('OggS'), Buffer.from(body.input)]);
-      res.writeHead(200, { 'content-type': 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
+      const format = body.response_format ?? 'mp3'; // OpenAI's default
+      const audio = opts.speak?.(body.input, format) ?? fakeSpeech(body.input, format);
+      res.writeHead(200, { 'content-type': format === 'mp3' ? 'audio/mpeg' : 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
       return;
     }
     if (req.method === 'POST' && path === '/v1/images/generations') {

@@ -11,5 +11,7 @@ export {
   type MatrixEvent,
   type MatrixFailure,
   type MatrixMessageOptions,
+  type MatrixPoll,
+  type MatrixPollResponseOptions,
   startFakeMatrix,
 } from '../fakes/matrix-server.js';
