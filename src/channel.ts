@@ -73,7 +73,7 @@ export interface OutboundFile {
 }
 
 /** The audio formats a spoken reply can be made in (`ChannelOutbound.voiceFormat`). */
-export type VoiceFormat = 'opus' | 'mp3';
+export type VoiceFormat = 'opus' | 'aac';
 
 /** Options of one file send. */
 export interface SendFileOptions {
@@ -110,7 +110,8 @@ export interface ChannelOutbound {
   maxFileBytes?: number;
   /**
    * The audio a spoken reply is made in: `opus` (OGG/Opus, `reply.ogg`) or
-   * `mp3` (`reply.mp3`), for a platform that plays no Opus (LINE). Default `opus`.
+   * `aac` (ADTS frames, `reply.aac`, `audio/aac`), for a platform that plays
+   * no Opus (LINE, which puts them in an M4A container). Default `opus`.
    */
   voiceFormat?: VoiceFormat;
   /**

@@ -42,7 +42,7 @@ export function createLinePlugin(config: LineConfigInput, deps: ChannelDeps): Ch
         baseUrl: cfg.filesUrl,
         ttlSeconds: cfg.fileTtlSeconds,
         secret: cfg.channelSecret,
-        // LINE's reference names an audio message's formats by extension (.m4a, .mp3): the URL carries it.
+        // LINE's reference names an audio message's format by extension (.m4a): the URL carries it.
         extensionInUrl: true,
       })
     : undefined;

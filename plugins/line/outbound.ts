@@ -20,6 +20,7 @@ import { InvalidInputError, type Logger, type RedisClient, type SignedFileStore 
 import { LineApiError, lineError } from './errors.js';
 import { fileMessages } from './files.js';
 import { replyTokenKey } from './keys.js';
+import { lineAudio } from './m4a.js';
 
 /** LINE's limit on a text message, in characters. */
 export const LINE_MAX_MESSAGE_CHARS = 5000;
@@ -172,13 +173,15 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
   if (!files) return outbound;
   // LINE takes media by HTTPS URL only: the file is kept for download, and the message names its signed URL.
   outbound.maxFileBytes = files.maxBytes;
-  // LINE's audio message plays M4A and MP3, not Opus: spoken replies are made as MP3.
-  outbound.voiceFormat = 'mp3';
+  // LINE's audio message plays M4A: spoken replies are made as AAC, put in an M4A container when sent.
+  outbound.voiceFormat = 'aac';
   outbound.sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
     const to = recipientOf(channelId, conversationId);
-    const kept = await files.store.keep(conversationId, file, opts.deliveryKey);
+    const audio = await lineAudio(file);
+    const sent = audio?.file ?? file;
+    const kept = await files.store.keep(conversationId, sent, opts.deliveryKey);
     const retryKey = opts.deliveryKey === undefined ? undefined : retryKeyOf(opts.deliveryKey);
-    const messageId = await sendOne(to, fileMessages(file, kept.url), await takeReplyToken(conversationId), retryKey);
+    const messageId = await sendOne(to, fileMessages(sent, kept.url, audio?.durationMs), await takeReplyToken(conversationId), retryKey);
     lastTyping.delete(conversationId);
     return { messageId };
   };

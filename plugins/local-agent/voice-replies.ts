@@ -2,7 +2,7 @@
  * Spoken replies (`voice`): after a run's answer went out as text, the AI
  * SDK's speech generation reads it aloud and the audio goes out as a voice
  * message (Telegram `sendVoice`, elsewhere an audio file) through the run's
- * delivery, in the format its channel wants (OGG/Opus, or MP3 for LINE), under a key of its answer's own. When: the run's profile's
+ * delivery, in the format its channel wants (OGG/Opus, or AAC for LINE), under a key of its answer's own. When: the run's profile's
  * `voice`, else the agent's `voice.replies`: `off`, `always`, or
  * `when-spoken-to` (a message the run answers was a voice note). The text
  * stays the record's answer; a failed speech call is logged and the text
@@ -32,7 +32,7 @@ const MAX_SPOKEN_CHARS = 4096;
 /** The file a spoken reply in each format becomes. */
 const SPOKEN_FILES: Record<VoiceFormat, { name: string; mimeType: string }> = {
   opus: { name: 'reply.ogg', mimeType: 'audio/ogg' },
-  mp3: { name: 'reply.mp3', mimeType: 'audio/mpeg' },
+  aac: { name: 'reply.aac', mimeType: 'audio/aac' },
 };
 
 /** Whether this run's answer is spoken: by its profile's `voice`, else the default, and for `when-spoken-to` a voice note among `answering`. */

@@ -33,7 +33,7 @@ export interface SignedFileStoreOptions {
   /** Checked before anything else on a download (a private page's login): a response refuses the request, undefined lets it on. Default: none. */
   guard?: (req: RouteRequest) => RouteResponse | undefined;
   /**
-   * End each URL's path with the file name's extension (`…/<id>.mp3`), for a
+   * End each URL's path with the file name's extension (`…/<id>.m4a`), for a
    * platform that tells a medium's format by its URL (the signature covers
    * the id alone; the type served is the kept one). Default false.
    */

@@ -3,24 +3,25 @@
  * serves the signed file URLs), delivering through a run's delivery with the
  * real `@line/bot-sdk` client against the fake LINE API. With `filesUrl`, an
  * image goes as an image message, a spoken reply as an audio message (made as
- * MP3, which LINE plays, end to end through the runner and the AI SDK's
- * speech generation), other files as a link; too large, or without
- * `filesUrl`, one clear text message.
+ * AAC and put in an M4A container, which LINE plays, end to end through the
+ * runner and the AI SDK's speech generation), other files as a link; too
+ * large, or without `filesUrl`, one clear text message.
  */
 import { Redis } from 'ioredis';
+import { ALL_FORMATS, BufferSource, Input } from 'mediabunny';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { createLinePlugin, type LineConfigInput } from '../../plugins/line/channel.js';
-import { fileMessages, LINE_IMAGE_MAX_BYTES, mp3DurationMs, UNKNOWN_AUDIO_DURATION_MS } from '../../plugins/line/files.js';
+import { fileMessages, LINE_IMAGE_MAX_BYTES } from '../../plugins/line/files.js';
+import { lineAudio } from '../../plugins/line/m4a.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import { createSpeechModel } from '../../runner/model.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
-import { oggDurationMs } from '../../src/plugin/ogg.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type FakeLine, LINE_ALICE, LINE_TEST, lineDelivery, lineTextEvent, startFakeLine } from '../../testing/fakes/line-server.js';
-import { fakeSpeech, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { FAKE_AAC_FRAME_MS, fakeSpeech, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import { startLineSystem } from './line-harness.js';
@@ -43,30 +44,12 @@ function oggPage(granule: number, packet: Buffer): Buffer {
 const opusHead = Buffer.concat([Buffer.from('OpusHead', 'latin1'), Buffer.from([1, 1, 0x38, 0x01, 0x80, 0xbb, 0, 0, 0, 0, 0])]);
 const OGG = Buffer.concat([oggPage(0, opusHead), oggPage(96_312, Buffer.from([1, 2, 3]))]);
 
-/**
- * MPEG Layer III frames by bitrate (kbit/s), each with its header (mono, no
- * CRC) and its length in bytes as the standard sets it (144 × bitrate ÷ rate,
- * plus the padding byte; 72 × for MPEG-2).
- */
-const MP3_FRAMES = {
-  'mpeg1-32k-44.1k': { header: [0xff, 0xfb, 0x10, 0xc4], bytes: 104, ms: 1152 / 44.1 },
-  'mpeg1-128k-44.1k': { header: [0xff, 0xfb, 0x90, 0xc4], bytes: 417, ms: 1152 / 44.1 },
-  'mpeg1-128k-44.1k-padded': { header: [0xff, 0xfb, 0x92, 0xc4], bytes: 418, ms: 1152 / 44.1 },
-  'mpeg1-320k-44.1k': { header: [0xff, 0xfb, 0xe0, 0xc4], bytes: 1044, ms: 1152 / 44.1 },
-  'mpeg2-64k-22.05k': { header: [0xff, 0xf3, 0x80, 0xc4], bytes: 208, ms: 576 / 22.05 },
-} as const;
-/** `n` frames of one kind, their bodies filled with `fill` (no byte of it a frame sync). */
-const mp3Frames = (kind: keyof typeof MP3_FRAMES, n: number, fill = 0x55): Buffer[] => {
-  const f = MP3_FRAMES[kind];
-  return Array.from({ length: n }, () => Buffer.concat([Buffer.from(f.header), Buffer.alloc(f.bytes - 4, fill)]));
-};
-/** An ID3v2.4 tag holding `body` (its size syncsafe: 7 bits a byte). */
-const id3v2 = (body: Buffer) =>
-  Buffer.concat([
-    Buffer.from('ID3', 'latin1'),
-    Buffer.from([4, 0, 0, (body.length >> 21) & 0x7f, (body.length >> 14) & 0x7f, (body.length >> 7) & 0x7f, body.length & 0x7f]),
-    body,
-  ]);
+/** What a file's bytes are as a container: its MIME type, its audio codec and length in ms (mediabunny reads them back). */
+async function probe(bytes: Uint8Array): Promise<{ type: string; codec: string | null; ms: number }> {
+  const input = new Input({ formats: ALL_FORMATS, source: new BufferSource(bytes) });
+  const track = await input.getPrimaryAudioTrack();
+  return { type: await input.getMimeType(), codec: (await track?.getCodecParameterString()) ?? null, ms: Math.round((await input.computeDuration()) * 1000) };
+}
 
 let line: FakeLine;
 let h: { url: string; plugin: ChannelPlugin; prefix: string; redis: Redis; http: HttpServer };
@@ -125,42 +108,36 @@ describe('line files out', () => {
     expect(got.bytes.equals(PNG)).toBe(true);
   });
 
-  it('sends a spoken reply as an audio message with its length read from the Ogg file', async () => {
+  it('sends AAC audio as an M4A audio message timed from its frames; M4A as it is; Ogg or MP3, which LINE does not promise to play, as a link', async () => {
     await start({ filesUrl: FILES_URL });
-    expect(oggDurationMs(OGG)).toBe(2000);
-    await delivery('run2').file({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: OGG, voice: true }, { key: 'voice' });
-    expect(line.sent).toHaveLength(1);
-    expect(line.sent[0]).toMatchObject({ type: 'audio', duration: 2000 });
-    expect((await download(line.sent[0]!.url!)).bytes.equals(OGG)).toBe(true);
+    const spoken = 'one AAC frame of the fake speech per character';
+    const aac = fakeSpeech(spoken, 'aac');
+    await delivery('run2').file({ name: 'reply.aac', mimeType: 'audio/aac', bytes: aac, voice: true }, { key: 'voice' });
+    const ms = Math.round(spoken.length * FAKE_AAC_FRAME_MS);
+    expect(line.sent[0]).toMatchObject({ type: 'audio', duration: ms });
+    const m4a = (await download(line.sent[0]!.url!)).bytes;
+    expect(await probe(m4a)).toEqual({ type: 'audio/mp4; codecs="mp4a.40.2"', codec: 'mp4a.40.2', ms });
+
+    await delivery('run2').file({ name: 'again.m4a', mimeType: 'audio/mp4', bytes: m4a }, { key: 'm4a' });
+    expect(line.sent[1]).toMatchObject({ type: 'audio', duration: ms });
+    await delivery('run2').file({ name: 'reply.ogg', mimeType: 'audio/ogg', bytes: OGG, voice: true }, { key: 'ogg' });
+    await delivery('run2').file({ name: 'song.mp3', mimeType: 'audio/mpeg', bytes: Buffer.from('ID3 an mp3') }, { key: 'mp3' });
+    expect(line.sent.slice(2).map((m) => [m.type, m.text?.split(': ')[0]])).toEqual([
+      ['text', 'reply.ogg'],
+      ['text', 'song.mp3'],
+    ]);
   });
 
-  it('reads the length of a constant-bitrate MP3 from its frames, past an ID3v2 tag and an ID3v1 tag', () => {
-    // A tag body holding what looks like a frame header: it is skipped by its size, not scanned.
-    const tag = id3v2(Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0xc4]), Buffer.alloc(300, 0x20)]));
-    const id3v1 = Buffer.concat([Buffer.from('TAG', 'latin1'), Buffer.alloc(125, 0x20)]);
-    const cbr = Buffer.concat([tag, ...mp3Frames('mpeg1-128k-44.1k', 100), id3v1]);
-    expect(mp3DurationMs(cbr)).toBe(Math.round(100 * MP3_FRAMES['mpeg1-128k-44.1k'].ms)); // 2612
-    expect(mp3DurationMs(Buffer.concat(mp3Frames('mpeg2-64k-22.05k', 40)))).toBe(Math.round(40 * MP3_FRAMES['mpeg2-64k-22.05k'].ms)); // 1045
-    expect(mp3DurationMs(OGG)).toBeUndefined();
-    expect(mp3DurationMs(Buffer.from('ID3 not an mp3'))).toBeUndefined();
+  it('sends audio that says it is AAC or M4A but does not parse as such as a link, keeping its bytes', async () => {
+    expect(await lineAudio({ name: 'x.aac', mimeType: 'audio/aac', bytes: Buffer.from('not adts at all') })).toBeUndefined();
+    expect(await lineAudio({ name: 'x.m4a', mimeType: 'audio/mp4', bytes: OGG })).toBeUndefined();
+    await start({ filesUrl: FILES_URL });
+    await delivery('run7').file({ name: 'x.aac', mimeType: 'audio/aac', bytes: Buffer.from('not adts at all') }, { key: 'bad' });
+    expect(line.sent[0]).toMatchObject({ type: 'text' });
+    expect((await download(line.sent[0]!.text!.split(': ')[1]!)).bytes.toString()).toBe('not adts at all');
   });
 
-  it('reads the length of a variable-bitrate MP3 frame by frame, after bytes that start no frame, leaving out a cut-off last frame', () => {
-    const junk = Buffer.from([0x00, 0xff, 0xfb, 0x00, 0x12]);
-    const frames = [
-      ...mp3Frames('mpeg1-32k-44.1k', 7),
-      ...mp3Frames('mpeg1-320k-44.1k', 3),
-      ...mp3Frames('mpeg1-128k-44.1k-padded', 5),
-      ...mp3Frames('mpeg1-128k-44.1k', 4),
-      ...mp3Frames('mpeg1-32k-44.1k', 1),
-    ];
-    const cut = mp3Frames('mpeg1-320k-44.1k', 1)[0]!.subarray(0, 500);
-    expect(mp3DurationMs(Buffer.concat([junk, ...frames, cut]))).toBe(Math.round(20 * (1152 / 44.1))); // 523
-    // A constant-bitrate reading (the first frame's bitrate over the file's size) would say far more.
-    expect(Math.round(((Buffer.concat(frames).length * 8) / 32_000) * 1000)).toBeGreaterThan(1500);
-  });
-
-  it('speaks a reply end to end as an MP3 audio message: the speech asked as mp3, its bytes at the URL, its length read from the frames', async () => {
+  it('speaks a reply end to end as an M4A audio message: the speech asked as aac, put in an M4A container at the URL, its length from its frames', async () => {
     const ai = await startFakeOpenAI();
     const harness = await RunnerHarness.start();
     try {
@@ -175,16 +152,19 @@ describe('line files out', () => {
         await harness.idle(15_000, CID);
         expect(line.sent.map((m) => m.type)).toEqual(['text', 'audio']);
         expect(sent[0]!.text).toBe('The train leaves at nine.');
-        expect(ai.speeches).toEqual([expect.objectContaining({ input: 'The train leaves at nine.', response_format: 'mp3' })]);
+        expect(ai.speeches).toEqual([expect.objectContaining({ input: 'The train leaves at nine.', response_format: 'aac' })]);
         const audio = sent[1]!;
-        expect(audio.url).toMatch(new RegExp(`^${FILES_URL}/line/files/line%3A${LINE_ALICE}/[0-9a-f]{32}\\.mp3\\?expires=\\d+&sig=[0-9a-f]{64}$`));
-        // One 26.12 ms frame per character of the answer (the fake's speech).
-        expect(audio.duration).toBe(Math.round(25 * (1152 / 44.1)));
+        expect(audio.url).toMatch(new RegExp(`^${FILES_URL}/line/files/line%3A${LINE_ALICE}/[0-9a-f]{32}\\.m4a\\?expires=\\d+&sig=[0-9a-f]{64}$`));
+        // One AAC frame (1024 samples at 24 kHz) per character of the answer (the fake's speech).
+        expect(audio.duration).toBe(Math.round(25 * FAKE_AAC_FRAME_MS));
         const u = new URL(audio.url!);
         expect(u.origin).toBe(FILES_URL);
         const res = await fetch(`${new URL(system.url).origin}${u.pathname}${u.search}`);
-        expect(res.headers.get('content-type')).toBe('audio/mpeg');
-        expect(Buffer.from(await res.arrayBuffer()).equals(fakeSpeech('The train leaves at nine.', 'mp3'))).toBe(true);
+        expect(res.headers.get('content-type')).toBe('audio/mp4');
+        const m4a = new Uint8Array(await res.arrayBuffer());
+        expect(await probe(m4a)).toEqual({ type: 'audio/mp4; codecs="mp4a.40.2"', codec: 'mp4a.40.2', ms: Math.round(25 * FAKE_AAC_FRAME_MS) });
+        // The speech's AAC frames, kept as they are (no new encoding): each frame's body is in the container.
+        expect(Buffer.from(m4a).includes(Buffer.alloc(32, 'T'.charCodeAt(0)))).toBe(true);
       } finally {
         await system.plugin.stop();
         await system.http.close();
@@ -230,11 +210,14 @@ describe('line files out', () => {
     expect(line.sent.filter((m) => m.type === 'image')).toHaveLength(1);
   });
 
-  it("sends an image over LINE's 10 MB image limit as a link, and audio it cannot time with the documented length", () => {
+  it("sends an image over LINE's 10 MB image limit as a link, and audio without a length as a link", () => {
     const url = `${FILES_URL}/line/files/x/y`;
     const big = fileMessages({ name: 'big.png', mimeType: 'image/png', bytes: new Uint8Array(LINE_IMAGE_MAX_BYTES + 1) }, url);
     expect(big).toEqual([{ type: 'text', text: `big.png: ${url}` }]);
     const mp3 = fileMessages({ name: 'a.mp3', mimeType: 'audio/mpeg', bytes: Buffer.from('ID3 not ogg') }, url);
-    expect(mp3).toEqual([{ type: 'audio', originalContentUrl: url, duration: UNKNOWN_AUDIO_DURATION_MS }]);
+    expect(mp3).toEqual([{ type: 'text', text: `a.mp3: ${url}` }]);
+    expect(fileMessages({ name: 'a.m4a', mimeType: 'audio/mp4', bytes: Buffer.from('m4a') }, url, 1500)).toEqual([
+      { type: 'audio', originalContentUrl: url, duration: 1500 },
+    ]);
   });
 });

@@ -108,22 +108,26 @@ export interface FakeOpenAIOptions {
 /** What the image endpoint answers by default: a PNG signature and a few bytes (enough for a type check). */
 const FAKE_PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 7)]);
 
-/** MP3 frame header: MPEG-1 Layer III, no CRC, 128 kbit/s, 44.1 kHz, no padding, mono: 417 bytes a frame. */
-const MP3_HEADER = Buffer.from([0xff, 0xfb, 0x90, 0xc4]);
-const MP3_FRAME_BYTES = 417;
+/**
+ * One ADTS frame header (AAC-LC, 24 kHz, mono, no CRC) for a frame of `bytes`
+ * bytes in all: 1024 samples, so 1/23.4375 s a frame.
+ */
+function adtsHeader(bytes: number): Buffer {
+  return Buffer.from([0xff, 0xf1, (1 << 6) | (6 << 2), (1 << 6) | (bytes >> 11), (bytes >> 3) & 0xff, ((bytes & 7) << 5) | 0x1f, 0xfc]);
+}
+
+/** The samples of one AAC frame and the fake's rate: a frame lasts 1024 / 24 000 s. */
+export const FAKE_AAC_FRAME_MS = (1024 / 24_000) * 1000;
 
 /**
  * What the speech endpoint answers by default for `text` in `format`
- * (`response_format`): for `mp3`, an ID3v2 tag and one MPEG-1 Layer III frame
- * (128 kbit/s, 44.1 kHz: 1152 samples) per character of the text, each
- * carrying that character's code in its body; otherwise `OggS` and the text's
- * bytes.
+ * (`response_format`): for `aac`, ADTS frames (AAC-LC, 24 kHz, mono), one per
+ * character of the text, each carrying that character's code in its body;
+ * otherwise `OggS` and the text's bytes.
  */
 export function fakeSpeech(text: string, format = 'opus'): Buffer {
-  if (format !== 'mp3') return Buffer.concat([Buffer.from('OggS'), Buffer.from(text)]);
-  const id3 = Buffer.concat([Buffer.from('ID3', 'latin1'), Buffer.from([4, 0, 0, 0, 0, 0, 0, 4]), Buffer.from('fake')]);
-  const frames = [...text].map((c) => Buffer.concat([MP3_HEADER, Buffer.alloc(MP3_FRAME_BYTES - MP3_HEADER.length, c.codePointAt(0)! & 0x7f)]));
-  return Buffer.concat([id3, ...frames]);
+  if (format !== 'aac') return Buffer.concat([Buffer.from('OggS'), Buffer.from(text)]);
+  return Buffer.concat([...text].map((c) => Buffer.concat([adtsHeader(7 + 32), Buffer.alloc(32, c.codePointAt(0)! & 0x7f)])));
 }
 
 /** The default embedding: a bag of words hashed into 16 dimensions. */
@@ -180,9 +184,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (req.method === 'POST' && path === '/v1/audio/speech') {
       const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['speeches'][number];
       speeches.push(body);
-      const format = body.response_format ?? 'mp3'; // OpenAI's default
+      const format = body.response_format ?? 'mp3'; // OpenAI's default; the fake answers anything but aac with its Ogg stand-in
       const audio = opts.speak?.(body.input, format) ?? fakeSpeech(body.input, format);
-      res.writeHead(200, { 'content-type': format === 'mp3' ? 'audio/mpeg' : 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
+      res.writeHead(200, { 'content-type': format === 'aac' ? 'audio/aac' : 'audio/ogg', 'content-length': audio.byteLength }).end(audio);
       return;
     }
     if (req.method === 'POST' && path === '/v1/images/generations') {
