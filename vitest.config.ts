@@ -15,6 +15,7 @@ const E2E = [
   'test/runner/recovery-lease.test.ts',
   'test/schedules/fire-kill.test.ts',
   'test/tools/durable.test.ts',
+  'test/channels/upload-kill.test.ts',
   'test/tools/ask-user-web.test.ts',
   'test/agent/subagents-crash.test.ts',
   'test/http-agent/python-agent.test.ts',

@@ -7,7 +7,8 @@
  * cards, and image / file / audio messages naming an upload), the multipart
  * uploads `POST /open-apis/im/v1/images` and `/open-apis/im/v1/files`, the
  * reactions `POST` / `DELETE /open-apis/im/v1/messages/:id/reactions[/:id]`
- * (each call recorded, any of them scripted to fail), and
+ * (each call recorded, any of them scripted to fail), an armed call done
+ * and its answer held back (`holdAnswer`), and
  * the long connection: `/callback/ws/endpoint` hands out the URL of its own
  * WebSocket server, which speaks the SDK's protobuf frames (`feishu-frame.ts`):
  * it answers pings, and `push` sends an event and resolves with the SDK's
@@ -20,6 +21,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { waitFor } from '../wait.js';
 import { FEISHU_BOT_OPEN_ID, FEISHU_TEST, feishuId } from './feishu-events.js';
 import { decodeFrame, encodeFrame, headerOf } from './feishu-frame.js';
+import { AnswerHolds, type HeldAnswer } from './held-answers.js';
 import { multipartBoundary, parseMultipart } from './multipart.js';
 
 /** The tenant access token the fake issues. */
@@ -106,6 +108,12 @@ export interface FakeFeishu {
   /** The next `n` calls of `failure.on` (default: messages, send and reply) fail with `failure`. */
   failNext(failure: FeishuFailure, n?: number): void;
   /**
+   * Does the next successful `method` call to a path `path` matches (a
+   * message is stored, an upload kept) and holds its answer until
+   * `release()`: the platform has it, the client does not know.
+   */
+  holdAnswer(method: string, path: RegExp): HeldAnswer;
+  /**
    * Makes the person's message an event carries one a reply may answer
    * (`push` does it; call it for an event posted as an http-mode callback).
    */
@@ -160,6 +168,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
   const byUuid = new Map<string, string>();
   const sockets = new Set<WebSocket>();
   const acks = new Map<string, (ack: FeishuAck) => void>();
+  const holds = new AnswerHolds();
   const wss = new WebSocketServer({ noServer: true });
   let seq = 0;
   const fake: FakeFeishu = {
@@ -172,6 +181,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     failNext: (failure, n = 1) => {
       for (let i = 0; i < n; i++) failures.push(failure);
     },
+    holdAnswer: (method, path) => holds.arm((call) => call.startsWith(`${method} `) && path.test(call.slice(method.length + 1))),
     rememberMessage: (event) => rememberMessage(event),
     push(event) {
       rememberMessage(event);
@@ -372,7 +382,17 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     return send(res, 404, { code: 404, msg: `no route ${req.method} ${url.pathname}` });
   }
 
+  /** Defers the answer of `call` on `res` when a hold is armed for it and the call succeeded (its work is done by then). */
+  function holdable(call: string, res: ServerResponse): void {
+    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+    res.end = ((...args: unknown[]) => {
+      if (res.statusCode >= 300 || !holds.hold(call, res, () => end(...args))) end(...args);
+      return res;
+    }) as typeof res.end;
+  }
+
   const server = createServer((req, res) => {
+    holdable(`${req.method} ${new URL(req.url ?? '/', 'http://fake').pathname}`, res);
     handle(req, res).catch((err: unknown) => send(res, 500, { code: 500, msg: String(err) }));
   });
   server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, onSocket));
