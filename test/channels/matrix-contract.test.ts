@@ -63,6 +63,8 @@ channelPluginContract({
         return poll && kept ? poll.answers.map((a) => ({ label: a.label, command: kept.answers[a.id] ?? '' })) : [];
       },
       async click(chatId, command, sender) {
+        // A response before the bot's first incremental /sync would be history, like a message (inject).
+        await syncing();
         const roomId = rooms.get(chatId) ?? '';
         const poll = matrix.polls(roomId).at(-1)!;
         matrix.pollResponse(roomId, sender.id, poll.eventId, [answerIdOf(command)]);
