@@ -1,6 +1,6 @@
 /**
  * A feature's part of the runner (app/feature.ts): the agent profile of a
- * run, what it adds to each invocation's `RunContext`, and hooks before an
+ * run, its handle in each invocation's `RunContext.features`, and hooks before an
  * invocation and after a model step, like middleware. The executor calls
  * every registered feature in order (runner/run/features.ts) and names none
  * of them; the composition registers them (app/features/).
@@ -15,7 +15,7 @@ import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entrie
 import type { Schedules } from '../src/schedules/schedules.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { RunChannels } from './channels.js';
-import type { RunContext, RunResult, StepRecord } from './plugin.js';
+import type { RunFeatures, RunResult, StepRecord } from './plugin.js';
 
 /**
  * Terminal reason of a run a spent budget ended (a feature's `before`, or the
@@ -60,8 +60,8 @@ export interface FeatureRun {
   requesters(): string[];
 }
 
-/** The `RunContext` members a feature may add. */
-export type FeatureContext = Partial<Pick<RunContext, 'schedules' | 'memory' | 'subagents' | 'spendingCheck'>>;
+/** What a feature adds to `RunContext.features`: its own member (`memory`, `schedules`, …). */
+export type FeatureContext = Partial<RunFeatures>;
 
 /** One feature's runner part. Every hook is optional: a feature has the parts it needs. */
 export interface RunnerFeature {
@@ -75,9 +75,12 @@ export interface RunnerFeature {
    * run's first attempt (not a takeover, not a continuation).
    */
   before?(run: FeatureRun, newRun: boolean): Promise<RunResult | undefined>;
-  /** What the feature adds to the invocation's `RunContext`; a later feature's member replaces an earlier one's, `spendingCheck`s all run. */
+  /**
+   * What the feature adds to the invocation's `RunContext.features`: a member it
+   * sets replaces the runtime's and an earlier feature's; `spendingCheck`s all run.
+   */
   context?(run: FeatureRun): FeatureContext;
-  /** After a model step, as the plugin records it (before it is appended: a throw fails `recordStep`). */
+  /** After a model step, as the plugin records it (before it is appended: a throw fails `record.step`). */
   afterStep?(run: FeatureRun, step: StepRecord): Promise<void>;
   /**
    * After the run ended, its end recorded (`outcome`: how). Once per run on

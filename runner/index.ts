@@ -16,9 +16,9 @@ export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, tra
 export { SUMMARY_HEADER } from './compaction/checkpoint.js';
 export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
 export { isContextOverflowError } from './compaction/overflow.js';
-/** The types `RunContext.memory` saves and finds. */
+/** The types `RunContext.features.memory` saves and finds. */
 export * as memory from './kit-memory.js';
-/** The schedule types `RunContext.schedules` takes and lists, and `describeWhen`. */
+/** The schedule types `RunContext.features.schedules` takes and lists, and `describeWhen`. */
 export * as schedules from './kit-schedules.js';
 export { createImageModel, createModel, createSpeechModel, createTranscriptionModel, modelSetupNotice } from './model.js';
 export {
@@ -36,6 +36,7 @@ export {
   type QuestionOutcome,
   type QuestionRequest,
   type RunContext,
+  type RunFeatures,
   type RunIdentities,
   type RunMemory,
   type RunnerCapabilities,
@@ -43,6 +44,7 @@ export {
   type RunnerPlugin,
   type RunnerPluginDefinition,
   type RunnerPluginDeps,
+  type RunRecord,
   type RunResult,
   type RunSubagents,
   type StepRecord,

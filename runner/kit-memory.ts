@@ -1,6 +1,6 @@
 /**
  * Memory types of the runner contract (`memory` in `steerbot/runner`): what
- * `RunContext.memory` saves and finds. One namespace: only a plugin that
+ * `RunContext.features.memory` saves and finds. One namespace: only a plugin that
  * offers memory tools needs them.
  */
 

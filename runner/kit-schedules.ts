@@ -1,6 +1,6 @@
 /**
  * Schedule types of the runner contract (`schedules` in `steerbot/runner`):
- * what `RunContext.schedules` takes and lists, and `describeWhen` to show a
+ * what `RunContext.features.schedules` takes and lists, and `describeWhen` to show a
  * schedule's timing in words. One namespace: only a plugin that offers
  * schedule tools needs them, and it needs them together.
  */

@@ -190,8 +190,6 @@ export interface RunContext {
   runId: string;
   /** 1 on the first attempt; more after a takeover from a dead worker. */
   attempt: number;
-  /** The attempt's fencing token (higher on each takeover): the run's writes carry it. Absent in hand-made contexts. */
-  fencingToken?: number;
   /**
    * The prompt so far, projected from the record: the compaction summary (when
    * there is a checkpoint), earlier turns, this run's inputs and any steps
@@ -210,41 +208,8 @@ export interface RunContext {
     /** Sets a value (JSON, size-capped), fenced by this run. */
     set(key: string, value: unknown): Promise<void>;
   };
-  /**
-   * Appends a completed model step to the record; returns its seq. A step that
-   * is not a tool-call step (nor partial) is the turn's final answer: the
-   * plugin must deliver its text (its assistant text parts, joined) next, and
-   * nothing else, because an attempt that takes the run over after a crash
-   * delivers that text from the record instead of invoking the plugin again.
-   */
-  recordStep(step: StepRecord): Promise<number>;
-  /**
-   * Records a step's tool calls (its response messages, before any result)
-   * before the first of them runs; returns the entry's seq. A plugin that
-   * records them gets the step back as `unfinishedStep` when its attempt dies
-   * before `recordStep`. Throws StaleRunError when the run was lost. Absent in
-   * hand-made contexts.
-   */
-  recordToolCalls?(step: StepRecord): Promise<number>;
-  /**
-   * A tool-call step an earlier attempt of this run recorded with
-   * `recordToolCalls` and died before recording whole: the model already
-   * decided these calls. The plugin finishes the step from it (each call run,
-   * replayed or reported of unknown outcome by the journal) and records it,
-   * instead of asking the model for the step again. Given to the first
-   * invocation of a takeover only.
-   */
-  unfinishedStep?: StepRecord;
-  /**
-   * Checks the spending budgets (`budgets.*`) before a model step: the result
-   * that ends the run (reason `budget`, the person's notice included) when one
-   * is spent, else undefined. The runtime checks before the first step and
-   * charges every recorded step's usage; a plugin calls this before each
-   * further step. With `'image'` it also admits one picture against
-   * `imagesPerDay` and counts it: a result then refuses only the picture (the
-   * run goes on; its notice is never set). Absent when no budget applies.
-   */
-  spendingCheck?(spend?: 'image'): Promise<RunResult | undefined>;
+  /** Writes of the run's model steps to the conversation record, fenced by this attempt. */
+  record: RunRecord;
   delivery: DeliverySink;
   /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
   signal: AbortSignal;
@@ -255,10 +220,54 @@ export interface RunContext {
   model: ModelSettings;
   /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy. Absent when none is configured. */
   profile?: AgentProfile;
-  /** The identity of the person whose message started the run (`<channel id>:<user id>`, or their linked identity). Absent when unknown. */
-  identity?: string;
   /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
   compaction: CompactionHooks;
+  /** What the run's features and the runtime's services hand the plugin: each member is absent when its feature is off, and in hand-made contexts. */
+  features: RunFeatures;
+}
+
+/** How a plugin records the run's model steps (`RunContext.record`). */
+export interface RunRecord {
+  /**
+   * Appends a completed model step to the record; returns its seq. A step that
+   * is not a tool-call step (nor partial) is the turn's final answer: the
+   * plugin must deliver its text (its assistant text parts, joined) next, and
+   * nothing else, because an attempt that takes the run over after a crash
+   * delivers that text from the record instead of invoking the plugin again.
+   */
+  step(step: StepRecord): Promise<number>;
+  /**
+   * Records a step's tool calls (its response messages, before any result)
+   * before the first of them runs; returns the entry's seq. A plugin that
+   * records them gets the step back as `unfinished` when its attempt dies
+   * before `step`. Throws StaleRunError when the run was lost. Absent in
+   * hand-made contexts.
+   */
+  toolCalls?(step: StepRecord): Promise<number>;
+  /**
+   * A tool-call step an earlier attempt of this run recorded with
+   * `toolCalls` and died before recording whole: the model already
+   * decided these calls. The plugin finishes the step from it (each call run,
+   * replayed or reported of unknown outcome by the journal) and records it,
+   * instead of asking the model for the step again. Given to the first
+   * invocation of a takeover only.
+   */
+  unfinished?: StepRecord;
+  /**
+   * The attempt's fencing token (higher on each takeover): the run's writes
+   * carry it, and a tool writing elsewhere can fence its own writes with it.
+   * Absent in hand-made contexts.
+   */
+  fencingToken?: number;
+}
+
+/**
+ * The handles of one run's features (`RunContext.features`): each is absent
+ * when its feature is off and in hand-made contexts. A runner feature adds
+ * its own member (runner/feature.ts); the runtime adds the tool journal,
+ * artifacts, approvals, attachments and identities.
+ */
+export interface RunFeatures {
   /** Durable tool calls: recorded when they start and complete, replayed after a takeover (docs/tools.md). Absent in hand-made contexts. */
   toolCalls?: ToolCallJournal;
   /** Large tool results, kept under the conversation with a TTL. Absent in hand-made contexts. */
@@ -268,29 +277,46 @@ export interface RunContext {
   /** The conversation's schedules. Absent when schedules are off (`schedules.enabled`) and in hand-made contexts. */
   schedules?: ConversationSchedules;
   /**
-   * The long-term memory of the person whose message started the run
-   * (`identity`). Absent when memory is off (`memory.enabled`, or the
+   * The long-term memory of the person the run is for
+   * (`identities.accountable`). Absent when memory is off (`memory.enabled`, or the
    * profile's `memory: false`), when the run has no identity, and in hand-made contexts.
    */
   memory?: RunMemory;
   /** Child runs the agent delegates tasks to. Absent when subagents are off (`subagents.enabled`), in a child run, and in hand-made contexts. */
   subagents?: RunSubagents;
   /**
-   * Fetches an attachment's bytes through the conversation's channel (the
-   * record keeps references only); undefined when the channel cannot. Throws
-   * as the channel does (InvalidInputError: larger than `maxBytes`).
-   */
-  fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile | undefined>;
-  /**
-   * Who sent the run's messages across channels: the identity id of a sender
-   * of this conversation (an input's `sender.id`), the key of what follows a
-   * person (memory, budgets). Absent in hand-made contexts.
+   * Who the run is for and who sent its messages across channels: the run's
+   * accountable identity, and the identity id of a sender of this
+   * conversation (an input's `sender.id`), the key of what follows a person
+   * (memory, budgets). Absent in hand-made contexts.
    */
   identities?: RunIdentities;
+  /**
+   * Checks the spending budgets (`budgets.*`) before a model step: the result
+   * that ends the run (reason `budget`, the person's notice included) when one
+   * is spent, else undefined. The runtime checks before the first step and
+   * charges every recorded step's usage; a plugin calls this before each
+   * further step. With `'image'` it also admits one picture against
+   * `imagesPerDay` and counts it: a result then refuses only the picture (the
+   * run goes on; its notice is never set). Absent when no budget applies and in hand-made contexts.
+   */
+  spendingCheck?(spend?: 'image'): Promise<RunResult | undefined>;
+  /**
+   * Fetches an attachment's bytes through the conversation's channel (the
+   * record keeps references only); undefined when the channel cannot. Throws
+   * as the channel does (InvalidInputError: larger than `maxBytes`). Absent in hand-made contexts.
+   */
+  fetchAttachment?(attachment: Attachment, opts: { maxBytes: number; signal?: AbortSignal }): Promise<FetchedFile | undefined>;
 }
 
-/** Identities of the senders of one conversation (`RunContext.identities`). */
+/** Who is who in one run (`RunContext.features.identities`): the person it is for, the senders of its conversation. */
 export interface RunIdentities {
+  /**
+   * The identity the run is charged to (budgets, profile bindings and memory follow it): the person whose message
+   * started it (`<channel id>:<user id>`, or their linked identity), or the owner a schedule's fire names.
+   * Undefined when there is none (the operator's runs).
+   */
+  readonly accountable: string | undefined;
   /** The conversation's channel id. */
   readonly channel: string;
   /** Identity id of sender `senderId` on this channel: the linked identity, else `<channel>:<sender id>`. One Redis read. Throws InvalidInputError for a bad id. */

@@ -234,7 +234,7 @@ export class AgentInvocation {
         if (event.text.length > s.maxMessageChars)
           throw new AgentFailure('message-too-long', `a message of ${event.text.length} characters; the cap is ${s.maxMessageChars}`);
         // The turn's answer: recorded first, then delivered (a takeover delivers it from the record).
-        await ctx.recordStep({
+        await ctx.record.step({
           messages: [{ role: 'assistant', content: [{ type: 'text', text: event.text }] }],
           finishReason: 'stop',
           ...(event.usage && { usage: event.usage }),
@@ -247,7 +247,7 @@ export class AgentInvocation {
         if (this.answered) throw afterAnswer();
         if (!hasToolPart(event.messages))
           throw new AgentFailure('protocol-violation', 'a step must hold a tool call or a tool result; send the answer as a message event');
-        await ctx.recordStep({ messages: event.messages, finishReason: 'tool-calls', ...(event.usage && { usage: event.usage }) });
+        await ctx.record.step({ messages: event.messages, finishReason: 'tool-calls', ...(event.usage && { usage: event.usage }) });
         this.partial = '';
         return undefined;
       case 'state': {
@@ -277,7 +277,9 @@ export class AgentInvocation {
     // As the local agent: a stop keeps what was said, marked partial; on shutdown the next attempt redoes the turn.
     const text = this.partial;
     if (text && stop)
-      await this.locked(() => ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' }));
+      await this.locked(() =>
+        ctx.record.step({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' }),
+      );
     return { outcome: 'completed' };
   }
 

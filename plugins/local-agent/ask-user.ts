@@ -30,7 +30,7 @@ const TIMEOUT_MARGIN_MS = 30_000;
 
 /** The `ask_user` tool of one run; none when the run cannot ask (no approval gate). */
 export function askUserTools(ctx: RunContext, policy: ToolPolicy): AgentTool[] {
-  const gate = ctx.approvals;
+  const gate = ctx.features.approvals;
   if (!gate) return [];
   const timeoutMs = policy.approvalTimeoutMs;
   const ask: AgentTool<z.infer<typeof askInput>> = {

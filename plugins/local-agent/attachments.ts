@@ -151,7 +151,7 @@ export class AttachmentParts {
       this.cache.set(key, hit);
       return hit;
     }
-    const fetchAttachment = ctx.fetchAttachment;
+    const fetchAttachment = ctx.features.fetchAttachment;
     if (!fetchAttachment) return undefined;
     let mine = this.inflight.get(ctx.signal);
     if (!mine) this.inflight.set(ctx.signal, (mine = new Map()));

@@ -40,7 +40,7 @@ export function imageTools(ctx: RunContext, o: ImageToolOptions | undefined): Ag
       // Nothing is paid for that cannot be sent.
       if (!delivery.fileLimit?.()) throw new ToolFailure('unavailable', 'this chat does not take pictures; describe it in words instead');
       // A picture counts against the budgets (`imagesPerDay`) before it is paid for.
-      if (await ctx.spendingCheck?.('image'))
+      if (await ctx.features.spendingCheck?.('image'))
         throw new ToolFailure('forbidden', 'the spending budget allows no more pictures for now; describe it in words instead');
       const { image } = await generateImage({ model: o.model, prompt, n: 1, maxRetries: 1, abortSignal: signal, ...(o.size && { size: o.size }) });
       const mimeType = image.mediaType ?? 'image/png';

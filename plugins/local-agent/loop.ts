@@ -25,17 +25,17 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   const state = new LoopState(ctx, o);
   const refused = await state.attach(state.answering);
   if (refused) return refused;
-  if (ctx.unfinishedStep) {
+  if (ctx.record.unfinished) {
     // An earlier attempt died in this step after recording its tool calls: the model decided them already.
     ctx.logger.info('finishing the tool-call step an earlier attempt recorded, without calling the model');
-    const ended = await finishStep(state, ctx.unfinishedStep, answerText(ctx.unfinishedStep.messages), false);
+    const ended = await finishStep(state, ctx.record.unfinished, answerText(ctx.record.unfinished.messages), false);
     if (ended) return ended;
   }
   const maxSteps = o.maxSteps ?? DEFAULTS.agent.maxSteps;
   for (let step = 0; step < maxSteps; step++) {
     if (ctx.signal.aborted) return { outcome: 'completed' };
     // The runtime checked the budgets before the first step; each further step is checked here.
-    const spent = step > 0 ? await ctx.spendingCheck?.() : undefined;
+    const spent = step > 0 ? await ctx.features.spendingCheck?.() : undefined;
     if (spent) return spent;
     const called = await modelStep(state, step);
     if (called.kind === 'ended') return called.result;

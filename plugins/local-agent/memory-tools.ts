@@ -1,7 +1,7 @@
 /**
  * The agent's memory (docs/people.md#memory): tools to save, search and
  * delete notes about the person it talks to, and the block of notes that
- * goes into the system prompt. Offered when the run has `ctx.memory`
+ * goes into the system prompt. Offered when the run has `ctx.features.memory`
  * (memory on, the run has a person's identity, the profile does not turn it
  * off); the tool policy applies to the tools by name.
  *
@@ -44,7 +44,7 @@ function saveInput(maxNoteChars: number): ReturnType<typeof makeSaveInput> {
 
 /** The memory tools of one run; none when the run has no `memory`. */
 export function memoryTools(ctx: RunContext): AgentTool[] {
-  const memory = ctx.memory;
+  const memory = ctx.features.memory;
   if (!memory) return [];
   const save: AgentTool<{ text: string }> = {
     name: 'memory_save',
@@ -94,8 +94,8 @@ const MEMORY_INTRO = 'The following are notes saved from conversations with the 
  * itself when the run has no memory or no notes. Same notes, same bytes.
  */
 export async function withMemory(ctx: RunContext, system: string): Promise<string> {
-  if (!ctx.memory) return system;
-  const { notes, total } = await ctx.memory.promptNotes();
+  if (!ctx.features.memory) return system;
+  const { notes, total } = await ctx.features.memory.promptNotes();
   if (notes.length === 0) return system;
   const footer = total > notes.length ? `(${total - notes.length} more notes are not shown here; memory_search finds them.)` : undefined;
   return `${system}\n\n${untrusted.dataBlock({ tag: 'memory', intro: MEMORY_INTRO, items: notes.map((n) => `[${n.id}] ${n.text}`), footer })}`;

@@ -3,10 +3,10 @@
  * schedules (docs/scheduling.md). The model turns "tomorrow at 9" into an ISO
  * time or a cron line; the tool validates it and echoes the next fire times,
  * so the model can tell the user exactly when. Offered when the run has
- * `ctx.schedules` (schedules on); the tool policy applies to them by name, so
+ * `ctx.features.schedules` (schedules on); the tool policy applies to them by name, so
  * an operator can require approval or deny them. A schedule the agent makes
  * is owned by the run's accountable identity; cancelling someone else's needs
- * every person the run answers to be an admin of the chat (`ctx.schedules`
+ * every person the run answers to be an admin of the chat (`ctx.features.schedules`
  * refuses, and the model is told why).
  */
 
@@ -50,7 +50,7 @@ const cancelInput = z.object({ id: z.string().min(1).max(64).describe('The sched
 
 /** The schedule tools of one run; none when the run has no `schedules`. */
 export function scheduleTools(ctx: RunContext): AgentTool[] {
-  const store = ctx.schedules;
+  const store = ctx.features.schedules;
   if (!store) return [];
   const create: AgentTool<z.infer<typeof createInput>> = {
     name: 'schedule_create',

@@ -4,7 +4,7 @@
  * for their answers (or goes on, `wait: false`); `steer_subagent` sends a
  * running child a message, taken at its next turn boundary; `subagent_results`
  * waits for (or looks at) children started earlier. Offered when the run has
- * `ctx.subagents`; the tool policy applies to them by name. All three are
+ * `ctx.features.subagents`; the tool policy applies to them by name. All three are
  * idempotent: a takeover re-running a call finds the same children.
  */
 import { InvalidInputError, z } from 'steerbot/plugin';
@@ -32,7 +32,7 @@ const TIMEOUT_MARGIN_MS = 30_000;
 
 /** The subagent tools of one run; none when the run has no `subagents`. */
 export function subagentTools(ctx: RunContext): AgentTool[] {
-  const subagents = ctx.subagents;
+  const subagents = ctx.features.subagents;
   if (!subagents) return [];
   const timeoutMs = subagents.timeoutMs + TIMEOUT_MARGIN_MS;
   const delegate: AgentTool<z.infer<typeof delegateInput>> = {

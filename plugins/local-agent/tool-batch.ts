@@ -1,7 +1,7 @@
 /**
  * A step's tool calls, run by the loop instead of by the AI SDK: the model is
  * offered the tools without `execute`, so its step ends with the calls; the
- * loop records them (`recordToolCalls`) before any runs, then runs them here.
+ * loop records them (`record.toolCalls`) before any runs, then runs them here.
  * An attempt taking a run over finishes a step from its recorded calls the
  * same way, so the model never decides a step twice (a rephrased call would
  * run a side effect again).

@@ -158,7 +158,7 @@ export class Toolbox {
       } as unknown as Parameters<typeof tool>[0]) as ToolSet[string];
     };
     const offerReader = () => {
-      if (ctx.artifacts && !set[READ_ARTIFACT]) add(this.readArtifactTool(ctx));
+      if (ctx.features.artifacts && !set[READ_ARTIFACT]) add(this.readArtifactTool(ctx));
     };
     for (const t of all) add(t);
     if (hasArtifactReference(ctx.history)) offerReader();
@@ -176,7 +176,10 @@ export class Toolbox {
   ): Promise<{ value: unknown; failed: boolean }> {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
-    if (this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) === 'require_approval' && !ctx.toolCalls?.recorded?.(ref)) {
+    if (
+      this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) === 'require_approval' &&
+      !ctx.features.toolCalls?.recorded?.(ref)
+    ) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
       const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.signal);
       if ('refused' in approval) return { value: approval.refused, failed: true };
@@ -184,7 +187,7 @@ export class Toolbox {
     }
     let claim: ToolCallClaim;
     try {
-      claim = ctx.toolCalls ? await ctx.toolCalls.claim(ref) : { kind: 'run', idempotencyKey: `${ctx.runId}:${callId}`, rerun: false };
+      claim = ctx.features.toolCalls ? await ctx.features.toolCalls.claim(ref) : { kind: 'run', idempotencyKey: `${ctx.runId}:${callId}`, rerun: false };
     } catch (err) {
       // The run was lost (or Redis is down): not recorded as started, so not run.
       log.warn({ err }, 'tool call not recorded; not running it');
@@ -212,7 +215,7 @@ export class Toolbox {
             conversationId: ctx.conversationId,
             callId,
             attempt: ctx.attempt,
-            ...(ctx.fencingToken !== undefined && { fencingToken: ctx.fencingToken }),
+            ...(ctx.record.fencingToken !== undefined && { fencingToken: ctx.record.fencingToken }),
             idempotencyKey: claim.idempotencyKey,
             rerun: claim.rerun,
           },
@@ -229,7 +232,7 @@ export class Toolbox {
       value = toolErrorEnvelope(t.name, outcome.error, { timedOut: outcome.timedOut, aborted: outcome.aborted, passMessage: (e) => e instanceof McpToolError });
     }
     try {
-      await ctx.toolCalls?.completed(ref, { status: failed ? 'error' : 'ok', output: value });
+      await ctx.features.toolCalls?.completed(ref, { status: failed ? 'error' : 'ok', output: value });
     } catch (err) {
       // The step that carries this result is recorded next (or the run is lost): the call is not lost either way.
       log.warn({ err }, 'tool result not recorded');
@@ -250,8 +253,8 @@ export class Toolbox {
     const refuse = (category: 'denied' | 'approval_timeout' | 'aborted', message: string) => ({
       refused: toolErrorEnvelope(tool, new ToolFailure(category, message)),
     });
-    if (!ctx.approvals) return refuse('denied', "this tool needs a person's approval, which this runner cannot ask for");
-    let outcome: Awaited<ReturnType<NonNullable<RunContext['approvals']>['request']>>;
+    if (!ctx.features.approvals) return refuse('denied', "this tool needs a person's approval, which this runner cannot ask for");
+    let outcome: Awaited<ReturnType<NonNullable<RunContext['features']['approvals']>['request']>>;
     try {
       const request = {
         callId,
@@ -261,7 +264,7 @@ export class Toolbox {
         approvers: this.policy.approvers,
         timeoutMs: this.policy.approvalTimeoutMs,
       };
-      outcome = await ctx.approvals.request(request, signal);
+      outcome = await ctx.features.approvals.request(request, signal);
     } catch (err) {
       log.warn({ err }, 'approval could not be asked');
       return refuse('denied', 'the approval could not be asked');
@@ -285,9 +288,9 @@ export class Toolbox {
     if (exempt || text.length <= this.maxChars) return value ?? null;
     const stored = text.length > MAX_ARTIFACT_CHARS ? `${text.slice(0, MAX_ARTIFACT_CHARS)}…[cut at ${MAX_ARTIFACT_CHARS} characters]` : text;
     const preview = text.slice(0, Math.min(PREVIEW_CHARS, this.maxChars));
-    if (ctx.artifacts) {
+    if (ctx.features.artifacts) {
       try {
-        const ref = await ctx.artifacts.put(stored, this.ttlSeconds);
+        const ref = await ctx.features.artifacts.put(stored, this.ttlSeconds);
         log.info({ artifact: ref.id, chars: ref.chars }, 'large tool result stored as an artifact');
         return {
           artifact: { id: ref.id, chars: ref.chars },
@@ -303,7 +306,7 @@ export class Toolbox {
 
   private readArtifactTool(ctx: RunContext): AgentTool<z.infer<typeof readArtifactInput>> {
     const page = Math.max(500, this.maxChars - 500);
-    const store = ctx.artifacts!;
+    const store = ctx.features.artifacts!;
     return {
       name: READ_ARTIFACT,
       description: `Reads part of a stored large tool result (an artifact) by id, from a character offset, at most ${page} characters per call.`,

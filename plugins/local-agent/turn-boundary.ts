@@ -22,7 +22,7 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
   const stepMessages = await runBatch(state, response, fresh);
   // Stopped (or shut down) during the batch: as a stop during the model call.
   if (!stepMessages) return cutOff(ctx, text);
-  await ctx.recordStep({ ...response, messages: stepMessages, model: state.modelName, ...(state.model !== state.o.model && { fallback: true }) });
+  await ctx.record.step({ ...response, messages: stepMessages, model: state.modelName, ...(state.model !== state.o.model && { fallback: true }) });
   state.messages.push(...stepMessages);
   if (response.finishReason !== 'tool-calls') return deliverAnswer(state, stepMessages, text, response.finishReason);
   return atBoundary(state);
@@ -35,7 +35,7 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
  */
 export async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
   if (text && ctx.stopRequested())
-    await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+    await ctx.record.step({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
   return { outcome: 'completed' };
 }
 
@@ -44,7 +44,7 @@ async function runBatch(state: LoopState, response: StepRecord, fresh: boolean):
   const { ctx } = state;
   if (openToolCalls(response.messages).length === 0) return response.messages;
   // Recorded before any call runs: a takeover finishes this step from the record, the model does not decide it again.
-  if (fresh) await ctx.recordToolCalls?.(response);
+  if (fresh) await ctx.record.toolCalls?.(response);
   const stepMessages = await runToolCalls(state.o.tools, response.messages, state.messages, ctx.signal);
   return ctx.signal.aborted ? undefined : stepMessages;
 }

@@ -1,8 +1,9 @@
 /**
  * The RunContext one plugin invocation gets: its prompt (from the
  * compaction checkpoint and the record), steering pulls, fenced state and
- * record writes, delivery, tools' journal, artifacts and approvals, all
- * bound to one attempt of the run, and what the runner features add.
+ * record writes, delivery, and its `features`: the tools' journal,
+ * artifacts and approvals, all bound to one attempt of the run, and what
+ * the runner features add.
  */
 
 import type { AgentProfile } from '../../src/people/profiles.js';
@@ -10,7 +11,7 @@ import type { ModelStep, ToolCalls } from '../../src/record/entries.js';
 import type { RunTrace } from '../../src/telemetry/run-trace.js';
 import { tracePull } from '../../src/telemetry/run-trace.js';
 import type { RunCompaction } from '../compaction/hooks.js';
-import type { ModelSettings, RunContext, RunIdentities, StepRecord } from '../plugin.js';
+import type { ModelSettings, RunContext, RunFeatures, RunIdentities, StepRecord } from '../plugin.js';
 import { isFinalStep } from '../projection.js';
 import { RunApprovals } from '../tools/approval.js';
 import { RedisArtifacts } from '../tools/artifacts.js';
@@ -37,15 +38,14 @@ export interface InvocationParts {
 /** Builds the context of one invocation (reads its prompt). */
 export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts): Promise<RunContext> {
   const { ref, delivery, logger } = attempt;
-  const { compaction, run, unanswered, tools, unfinishedStep } = p;
-  const { inputs, profile, identity } = run;
+  const { compaction, run, unanswered, unfinishedStep } = p;
+  const { inputs, profile } = run;
   const history = await compaction.initialPrompt();
   delivery.beginTurn(compaction.answerAnchor);
   return {
     conversationId: ref.conversationId,
     runId: ref.runId,
     attempt: attempt.acquired.attempt,
-    fencingToken: ref.token,
     history,
     inputs,
     steering: {
@@ -66,35 +66,20 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       get: (key) => o.state.get(ref.conversationId, key),
       set: (key, value) => o.state.set(ref, key, value),
     },
-    recordStep: (step) => recordStep(o, attempt, p, step),
-    recordToolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
-    ...(unfinishedStep && { unfinishedStep }),
+    record: {
+      step: (step) => recordStep(o, attempt, p, step),
+      toolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
+      ...(unfinishedStep && { unfinished: unfinishedStep }),
+      fencingToken: ref.token,
+    },
     delivery,
     signal: attempt.signal,
     stopRequested: () => attempt.stopKind,
     logger,
     model: chosenModel(profile, p.modelChoice) ?? profile?.model ?? o.settings.model,
     ...(profile && { profile }),
-    ...(identity !== undefined && { identity }),
     compaction,
-    fetchAttachment: async (attachment, opts) => {
-      const out = o.channels.outbound(ref.conversationId);
-      return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
-    },
-    ...featuresContext(o.features, run),
-    toolCalls: tools.journal,
-    artifacts: new RedisArtifacts(o.client, o.prefix, ref),
-    approvals: new RunApprovals({
-      client: o.client,
-      prefix: o.prefix,
-      run: ref,
-      delivery,
-      starter: inputs[0]?.sender.id,
-      logger,
-      usedApprovals: tools.usedApprovals,
-      earlierRequests: tools.earlierApprovals,
-    }),
-    identities: runIdentities(o, ref.conversationId),
+    features: { ...runtimeFeatures(o, attempt, p), ...featuresContext(o.features, run) },
   };
 }
 
@@ -107,10 +92,35 @@ function chosenModel(profile: AgentProfile | undefined, name: string | undefined
   return profile?.models && name && Object.hasOwn(profile.models, name) ? profile.models[name] : undefined;
 }
 
-/** The identities of one conversation's senders, resolved through the conversation's channel. */
-function runIdentities(o: ExecutorOptions, conversationId: string): RunIdentities {
+/** The members of `RunContext.features` the runtime itself provides: the tool journal, artifacts, approvals, attachments, identities. */
+function runtimeFeatures(o: ExecutorOptions, attempt: RunAttempt, p: InvocationParts): RunFeatures {
+  const { ref, delivery, logger } = attempt;
+  const { run, tools } = p;
+  return {
+    fetchAttachment: async (attachment, opts) => {
+      const out = o.channels.outbound(ref.conversationId);
+      return out?.fetchAttachment ? out.fetchAttachment(attachment, opts) : undefined;
+    },
+    toolCalls: tools.journal,
+    artifacts: new RedisArtifacts(o.client, o.prefix, ref),
+    approvals: new RunApprovals({
+      client: o.client,
+      prefix: o.prefix,
+      run: ref,
+      delivery,
+      starter: run.inputs[0]?.sender.id,
+      logger,
+      usedApprovals: tools.usedApprovals,
+      earlierRequests: tools.earlierApprovals,
+    }),
+    identities: runIdentities(o, ref.conversationId, run.identity),
+  };
+}
+
+/** Who is who in one run: its accountable identity, and its conversation's senders resolved through the conversation's channel. */
+function runIdentities(o: ExecutorOptions, conversationId: string, accountable: string | undefined): RunIdentities {
   const channel = o.channels.channelOf(conversationId);
-  return { channel, resolve: (senderId) => o.identities.resolve(channel, senderId) };
+  return { accountable, channel, resolve: (senderId) => o.identities.resolve(channel, senderId) };
 }
 
 /** Appends a `model.step`; a final answer answers every message taken so far. */

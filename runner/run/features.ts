@@ -55,16 +55,20 @@ export async function featuresBefore(features: readonly RunnerFeature[], run: Fe
   return undefined;
 }
 
-/** What the features add to an invocation's context; several `spendingCheck`s run in order, the first result wins. */
+/**
+ * What the features add to an invocation's `RunContext.features`: each member
+ * a feature sets, a later feature's replacing an earlier one's; several
+ * `spendingCheck`s run in order, the first result wins.
+ */
 export function featuresContext(features: readonly RunnerFeature[], run: FeatureRun): FeatureContext {
   const added: FeatureContext = {};
-  const checks: Array<(spend?: 'image') => Promise<RunResult | undefined>> = [];
+  const checks: Array<NonNullable<FeatureContext['spendingCheck']>> = [];
   for (const f of features) {
     const c = f.context?.(run);
-    if (c?.schedules) added.schedules = c.schedules;
-    if (c?.memory) added.memory = c.memory;
-    if (c?.subagents) added.subagents = c.subagents;
-    if (c?.spendingCheck) checks.push((spend) => c.spendingCheck!(spend));
+    if (!c) continue;
+    const { spendingCheck, ...members } = c;
+    Object.assign(added, members);
+    if (spendingCheck) checks.push((spend) => spendingCheck.call(c, spend));
   }
   if (checks.length > 0) {
     added.spendingCheck = async (spend) => {

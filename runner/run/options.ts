@@ -50,7 +50,7 @@ export interface ExecutorOptions {
   enqueue(conversationId: string, runId: string): Promise<void>;
   /** A conversation's channel id and outbound side. */
   channels: RunChannels;
-  /** Resolves senders to identities: the run's accountable identity, `RunContext.identities`. */
+  /** Resolves senders to identities: the run's accountable identity, `RunContext.features.identities`. */
   identities: IdentityStore;
   logger: Logger;
   settings: RunSettings;

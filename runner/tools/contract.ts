@@ -1,7 +1,7 @@
 /**
  * What the runtime offers a runner plugin's tools: a journal that makes tool
  * calls durable across takeovers, and an artifact store for results too
- * large for the prompt. Both are optional members of the RunContext (a
+ * large for the prompt. Both are optional members of `RunContext.features` (a
  * hand-made context in a test may leave them out).
  */
 

@@ -31,10 +31,12 @@ function runContext(gate: Promise<void>, fetched: { count: number }): RunContext
     conversationId: 'telegram:42',
     signal: new AbortController().signal,
     logger: createLogger({ level: 'silent' }),
-    fetchAttachment: async (): Promise<FetchedFile> => {
-      fetched.count++;
-      await gate;
-      return { data: FILE, mediaType: 'image/png' };
+    features: {
+      fetchAttachment: async (): Promise<FetchedFile> => {
+        fetched.count++;
+        await gate;
+        return { data: FILE, mediaType: 'image/png' };
+      },
     },
   } as unknown as RunContext;
 }

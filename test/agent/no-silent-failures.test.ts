@@ -115,12 +115,13 @@ function overflowContext(history: ModelMessage[], onOverflow: () => Promise<Mode
       },
       observe: () => undefined,
     },
-    recordStep: async (step) => steps.push(step),
+    record: { step: async (step) => steps.push(step) },
     delivery: { message: async (text) => void delivered.push(text), delta: () => undefined, typing: () => undefined },
     signal: new AbortController().signal,
     stopRequested: () => undefined,
     logger: pino({ level: 'silent' }),
     model: { provider: 'openai-compatible', name: 'm', contextWindow: 2000, outputReserve: 500 },
+    features: {},
   };
   return { ctx, steps, delivered, overflowCalls: () => overflowCalls };
 }

@@ -111,12 +111,13 @@ function loopContext(history: ModelMessage[], delivered: string[]): RunContext {
     steering: { pull: async () => [] },
     state: { get: async () => undefined, set: async () => undefined },
     compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
-    recordStep: async () => 1,
+    record: { step: async () => 1 },
     delivery: { message: async (text) => void delivered.push(text), delta: () => undefined, typing: () => undefined },
     signal: new AbortController().signal,
     stopRequested: () => undefined,
     logger: pino({ level: 'silent' }),
     model: { provider: 'anthropic', name: 'claude-sonnet-4-5', contextWindow: 200_000, outputReserve: 64_000 },
+    features: {},
   };
 }
 

@@ -97,7 +97,7 @@ function fakeContext(waiting: Array<SeqEntry<MessageReceived>>, log: string[] = 
     },
     state: { get: async () => undefined, set: async () => undefined },
     compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
-    recordStep: async (step) => steps.push(step),
+    record: { step: async (step) => steps.push(step) },
     delivery: {
       message: async (text) => void delivered.push(text),
       delta: () => undefined,
@@ -107,6 +107,7 @@ function fakeContext(waiting: Array<SeqEntry<MessageReceived>>, log: string[] = 
     stopRequested: () => undefined,
     logger: pino({ level: 'silent' }),
     model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 },
+    features: {},
   };
   return { ctx, pulls, steps, delivered };
 }
@@ -214,7 +215,7 @@ describe('runAgentLoop', () => {
         { text: 'done' },
       ]);
       const { ctx, steps } = fakeContext([], log);
-      ctx.recordToolCalls = async (step) => {
+      ctx.record.toolCalls = async (step) => {
         log.push('calls recorded');
         return calls.push(step);
       };
@@ -261,11 +262,11 @@ describe('runAgentLoop', () => {
       const model = scriptedModel([{ text: 'done' }]);
       const { ctx, steps, delivered, pulls } = fakeContext([message('arrived meanwhile')]);
       let recordedAgain = false;
-      ctx.recordToolCalls = async () => {
+      ctx.record.toolCalls = async () => {
         recordedAgain = true;
         return 0;
       };
-      ctx.unfinishedStep = {
+      ctx.record.unfinished = {
         finishReason: 'tool-calls',
         messages: [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input: { amount: 30 } }] }],
       };

@@ -66,10 +66,13 @@ const plugin: RunnerPlugin = {
   async run(runCtx) {
     const result = await agent.run({
       ...runCtx,
-      recordStep: async (step) => {
-        const seq = await runCtx.recordStep(step);
-        if (step.finishReason !== 'tool-calls') crash('step-recorded');
-        return seq;
+      record: {
+        ...runCtx.record,
+        step: async (step) => {
+          const seq = await runCtx.record.step(step);
+          if (step.finishReason !== 'tool-calls') crash('step-recorded');
+          return seq;
+        },
       },
     });
     crash('acknowledged');

@@ -38,7 +38,7 @@ const failuresOf = async (h: RunnerHarness, runId: string) => h.redis.hget(conve
 
 /** Records `text` as the invocation's final answer and delivers it, as an agent loop does. */
 async function answer(ctx: RunContext, text: string): Promise<void> {
-  await ctx.recordStep({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], finishReason: 'stop' });
+  await ctx.record.step({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], finishReason: 'stop' });
   await ctx.delivery.message(text);
 }
 

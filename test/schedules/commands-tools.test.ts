@@ -129,11 +129,13 @@ function context(): RunContext {
     history: [],
     logger: pino({ level: 'silent' }),
     signal: new AbortController().signal,
-    schedules: {
-      create: (request: ScheduleRequest, opts?: { idempotencyKey?: string }) =>
-        schedules.create(CID, request, { createdBy: 'agent', ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }) }),
-      list: (count?: number) => schedules.list(CID, count),
-      cancel: (id: string) => schedules.cancel(CID, id),
+    features: {
+      schedules: {
+        create: (request: ScheduleRequest, opts?: { idempotencyKey?: string }) =>
+          schedules.create(CID, request, { createdBy: 'agent', ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }) }),
+        list: (count?: number) => schedules.list(CID, count),
+        cancel: (id: string) => schedules.cancel(CID, id),
+      },
     },
   } as unknown as RunContext;
 }
@@ -178,7 +180,7 @@ describe('the schedule tools', () => {
   });
 
   it('are not offered without schedules, and the tool policy can deny them', async () => {
-    expect(scheduleTools({ ...context(), schedules: undefined } as unknown as RunContext)).toEqual([]);
+    expect(scheduleTools({ ...context(), features: {} })).toEqual([]);
     const ctx = context();
     const set = await new Toolbox({ policy: { tools: { schedule_create: 'deny' } } }).toolSet(ctx, scheduleTools(ctx));
     expect(Object.keys(set).sort()).toEqual(['schedule_cancel', 'schedule_list']);

@@ -50,9 +50,9 @@ function toolContext(journal: RunToolJournal, runId: string, token: number): Run
     conversationId: CID,
     runId,
     attempt: 1,
-    fencingToken: token,
+    record: { fencingToken: token },
     history: [],
-    toolCalls: journal,
+    features: { toolCalls: journal },
     signal: new AbortController().signal,
     logger: pino({ level: 'silent' }),
   } as unknown as RunContext;

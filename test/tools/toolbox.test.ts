@@ -23,12 +23,13 @@ function context(extra: Partial<RunContext> = {}, signal = new AbortController()
     steering: { pull: async () => [] },
     state: { get: async () => undefined, set: async () => undefined },
     compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
-    recordStep: async () => 1,
+    record: { step: async () => 1 },
     delivery: { message: async () => undefined, delta: () => undefined, typing: () => undefined },
     signal,
     stopRequested: () => undefined,
     logger: pino({ level: 'silent' }),
     model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 },
+    features: {},
     ...extra,
   };
 }
@@ -65,14 +66,14 @@ describe('Toolbox', () => {
       delete: async () => false,
       promptNotes: async () => ({ notes: [], total: 0 }),
     });
-    const [a, b] = [memoryTools(context({ memory: memory(300) })), memoryTools(context({ runId: 'run-2', memory: memory(300) }))];
+    const [a, b] = [memoryTools(context({ features: { memory: memory(300) } })), memoryTools(context({ runId: 'run-2', features: { memory: memory(300) } }))];
     expect(a.map((t) => t.name)).toEqual(['memory_save', 'memory_search', 'memory_delete']);
     expect(b.map((t) => t.inputSchema)).toEqual(a.map((t) => t.inputSchema));
     for (const [i, t] of a.entries()) expect(b[i]!.inputSchema).toBe(t.inputSchema);
     const [sa, sb] = [await new Toolbox().toolSet(context(), a), await new Toolbox().toolSet(context({ runId: 'run-2' }), b)];
     for (const name of ['memory_save', 'memory_search', 'memory_delete']) expect(sb[name]!.inputSchema).toBe(sa[name]!.inputSchema);
     // Another size limit is another save schema, with its own bound.
-    const other = memoryTools(context({ memory: memory(20) }))[0]!.inputSchema as z.ZodType;
+    const other = memoryTools(context({ features: { memory: memory(20) } }))[0]!.inputSchema as z.ZodType;
     expect(other).not.toBe(a[0]!.inputSchema);
     expect(other.safeParse({ text: 'x'.repeat(21) }).success).toBe(false);
     expect((a[0]!.inputSchema as z.ZodType).safeParse({ text: 'x'.repeat(21) }).success).toBe(true);
@@ -130,7 +131,7 @@ describe('Toolbox', () => {
       key = call?.idempotencyKey;
       return ++runs;
     });
-    const set = await new Toolbox().toolSet(context({ toolCalls: journal }), [t]);
+    const set = await new Toolbox().toolSet(context({ features: { toolCalls: journal } }), [t]);
     expect(await exec(set, 'pay')).toEqual({ v: 'recorded' });
     expect(await exec(set, 'pay')).toMatchObject({ error: { tool: 'pay', category: 'outcome_unknown' } });
     expect(runs).toBe(0);
@@ -154,7 +155,7 @@ describe('Toolbox', () => {
       },
     ];
     const store = { put: async () => ({ id: 'a_1', chars: 1 }), read: async () => ({ text: 'abc', chars: 9 }) };
-    const set = await new Toolbox().toolSet(context({ history, artifacts: store }), []);
+    const set = await new Toolbox().toolSet(context({ history, features: { artifacts: store } }), []);
     expect(Object.keys(set)).toEqual(['read_artifact']);
     expect(await exec(set, 'read_artifact', { id: 'a_0123456789abcdef', offset: 3 })).toEqual({
       id: 'a_0123456789abcdef',

@@ -1,6 +1,6 @@
 /**
  * Memory's runner part: a run with an identity gets that person's long-term
- * memory (`RunContext.memory`) where the profile and the chat allow it.
+ * memory (`RunContext.features.memory`) where the profile and the chat allow it.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
 import { createEmbedder } from '../../../runner/model.js';

@@ -1,6 +1,6 @@
 /**
  * Schedules' runner part: a run gets its conversation's schedules
- * (`RunContext.schedules`), created by the agent and owned by the run's
+ * (`RunContext.features.schedules`), created by the agent and owned by the run's
  * accountable identity; cancelling another's follows the group rule.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';

@@ -1,5 +1,5 @@
 /**
- * Subagents' runner part: a run gets `RunContext.subagents` when
+ * Subagents' runner part: a run gets `RunContext.features.subagents` when
  * `subagents.enabled`. Each task becomes an input (an event from `delegate`)
  * of a child conversation of its own, `subagent:<run id>.<call>.<n>`, so it
  * runs like any run: on any runner, with its own record, lease and
