@@ -52,6 +52,21 @@ describe('the run index', () => {
     for (const id of ended) expect(await fx.redis.exists(k.run(id))).toBe(0);
   });
 
+  it('drops expired entries and the ended runs over the bound at the same finish', async () => {
+    const k = fx.keys();
+    await fx.redis.zadd(k.runs, 1, 'expired-a', 2, 'expired-b');
+    const ids = await turns(5, 3);
+    expect(await fx.redis.zrange(k.runs, '0', '-1')).toEqual(ids.slice(2));
+    for (const id of ids.slice(0, 2)) expect(await fx.redis.exists(k.run(id))).toBe(0);
+  });
+
+  it('keeps the same bound above the size read in one step (indexMaxEntries 5000)', async () => {
+    const k = fx.keys();
+    await fx.redis.zadd(k.runs, 1, 'expired-a');
+    const ids = await turns(3, 5000);
+    expect(await fx.redis.zrange(k.runs, '0', '-1')).toEqual(ids);
+  });
+
   it('prunes nothing by count when indexMaxEntries is 0', async () => {
     const ids = await turns(4, 0);
     expect(await fx.redis.zcard(fx.keys().runs)).toBe(4);
