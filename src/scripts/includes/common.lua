@@ -117,7 +117,7 @@ end
 -- last `ttl`. The live run is never counted (its score is `+inf`). `now` in ms.
 -- The index is kept by one command after the `ZADD` when the bound is small
 -- (`prune_run_index`), by two otherwise.
-local RUN_INDEX_READ_MAX = 1000
+local RUN_INDEX_READ_MAX = 100
 
 -- Drops the ended runs in `over` (their hashes with them) and the expired entries in `gone` from the index.
 local function drop_from_run_index(base, index, gone, over)
