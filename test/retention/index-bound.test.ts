@@ -142,6 +142,26 @@ describe('the outbox', () => {
     expect(again[0]).toBe('delivered');
   });
 
+  it('counts an outbox longer than one read of its index, and drops at most 100 of it per claim', async () => {
+    const { run, runId } = await fx.running();
+    const k = fx.keys();
+    const old = await oldRecords(Array<string>(450).fill('acknowledged'));
+    await claim(run, `${runId}:1:0`, 10);
+    expect(await fx.redis.zrange(k.outboxIndex, '0', '-1')).toEqual([...old.slice(100), `${runId}:1:0`]);
+    expect(await fx.redis.hlen(k.outbox)).toBe(351);
+  });
+
+  it('prunes aged records and those over the bound at the same claim', async () => {
+    const { run, runId } = await fx.running();
+    const k = fx.keys();
+    const old = await oldRecords(['acknowledged', 'acknowledged', 'acknowledged', 'acknowledged']);
+    await fx.redis.hset(k.outbox, 'aged-run:1:0', '{"status":"possibly-dispatched"}');
+    await fx.redis.zadd(k.outboxIndex, 1, 'aged-run:1:0');
+    await claim(run, `${runId}:1:0`, 3);
+    expect(await fx.redis.zrange(k.outboxIndex, '0', '-1')).toEqual([old[2], old[3], `${runId}:1:0`]);
+    expect(await fx.redis.hexists(k.outbox, 'aged-run:1:0')).toBe(0);
+  });
+
   it('keeps every record when indexMaxEntries is 0', async () => {
     const { run, runId } = await fx.running();
     await oldRecords(['acknowledged', 'acknowledged', 'acknowledged']);
