@@ -45,14 +45,35 @@ export interface PromptHead {
   modelChoice: string | undefined;
 }
 
-/** Reads the prompt head: two commands of the conversation's slot, sent together. */
-export async function readPromptHead(client: RedisClient, prefix: string, conversationId: string): Promise<PromptHead> {
+/** A prompt head read with other conversation state keys (`readPromptHead`'s `stateKeys`). */
+export interface PromptHeadWithState extends PromptHead {
+  /** The raw values of the state keys asked for, in their order (undefined: not set). */
+  state: Array<string | undefined>;
+}
+
+/**
+ * Reads the prompt head: two commands of the conversation's slot, sent
+ * together. `stateKeys` (other conversation state keys the caller needs at
+ * the same moment) are read in the checkpoint's own `HMGET`, not a command each.
+ */
+export async function readPromptHead(
+  client: RedisClient,
+  prefix: string,
+  conversationId: string,
+  stateKeys: readonly string[] = [],
+): Promise<PromptHeadWithState> {
   const k = conversationKeys(prefix, conversationId);
-  const [raw, [resetRaw, requestedRaw, model]] = await Promise.all([
-    client.hget(k.state, CHECKPOINT_KEY),
+  const [[raw, ...state], [resetRaw, requestedRaw, model]] = await Promise.all([
+    client.hmget(k.state, CHECKPOINT_KEY, ...stateKeys),
     client.hmget(k.meta, 'reset_seq', 'compact_requested', 'model'),
   ]);
-  return { raw: raw ?? undefined, resetSeq: Number(resetRaw ?? 0) || 0, compactRequested: Number(requestedRaw ?? 0) || 0, modelChoice: model ?? undefined };
+  return {
+    raw: raw ?? undefined,
+    resetSeq: Number(resetRaw ?? 0) || 0,
+    compactRequested: Number(requestedRaw ?? 0) || 0,
+    modelChoice: model ?? undefined,
+    state: state.map((v) => v ?? undefined),
+  };
 }
 
 /** A run's prompt as loaded. */

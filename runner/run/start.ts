@@ -57,16 +57,16 @@ export interface AttemptStart {
 export async function readAttemptStart(o: ExecutorOptions, attempt: RunAttempt): Promise<AttemptStart> {
   const { ref, acquired } = attempt;
   const log = conversationKeys(o.prefix, ref.conversationId).log;
-  // Pipelined: the note, the prompt head and a takeover's record read cost no round trip of their own.
-  const [inputEntries, note, head, runEntries] = await Promise.all([
+  // Pipelined: the prompt head and a takeover's record read cost no round trip of their own, and the
+  // note is read in the checkpoint's HMGET (both are conversation state), not a command of its own.
+  const [inputEntries, { state, ...head }, runEntries] = await Promise.all([
     readSeqs(o.client, log, acquired.inputs),
-    o.state.getRaw(ref.conversationId, UNANSWERED_KEY),
-    readPromptHead(o.client, o.prefix, ref.conversationId),
+    readPromptHead(o.client, o.prefix, ref.conversationId, [UNANSWERED_KEY]),
     acquired.attempt > 1 ? readRunEntries(o.client, log, ref.runId, o.settings.historyTailEntries) : undefined,
   ]);
   // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
   const takeover = runEntries && (await progress(o, log, ref.runId, runEntries));
-  return { inputs: inputEntries.filter(isMessage), note, takeover, tools: toolState(o.runs, ref, runEntries ?? []), head };
+  return { inputs: inputEntries.filter(isMessage), note: state[0], takeover, tools: toolState(o.runs, ref, runEntries ?? []), head };
 }
 
 /**

@@ -49,20 +49,18 @@ local function forget(outbox, index, keys)
   redis.call('DEL', unpack(marks))
 end
 
--- Drops acknowledged records among the oldest beyond the newest `keep` (by first claim).
-local function prune_by_count(outbox, index, keep)
-  if keep <= 0 then return end
-  local over = redis.call('ZCARD', index) - keep
-  if over <= 0 then return end
+-- Drops acknowledged records among `candidates` (the oldest beyond the newest `keep`, by first claim),
+-- at most `want` of them.
+local function prune_by_count(outbox, index, candidates, want)
+  if want <= 0 then return end
   local base = string.sub(outbox, 1, -7)
   local runs = { string.match(KEYS[2], 'run:([^:]+)$') }
   local active = redis.call('GET', base .. 'active')
   if active then runs[#runs + 1] = active end
   -- Records that must stay (not acknowledged, or a live run's) are passed over, not counted: up to 200 of
   -- the oldest are looked at, so a few stuck records at the front do not stop the bound.
-  local want = math.min(over, 100)
   local drop = {}
-  for _, key in ipairs(redis.call('ZRANGE', index, 0, math.min(over, 200) - 1)) do
+  for _, key in ipairs(candidates) do
     if #drop >= want then break end
     if not live_run_key(key, runs) then
       local raw = redis.call('HGET', outbox, key)
@@ -71,6 +69,26 @@ local function prune_by_count(outbox, index, keep)
     end
   end
   if #drop > 0 then forget(outbox, index, drop) end
+end
+
+-- Prunes the index after a first claim at `now`: delivery keys first claimed more than `ttl` s ago
+-- (at most 100 per claim: the work stays bounded, and claims outnumber what ages out), then
+-- acknowledged records beyond the newest `keep`. One read of the oldest entries with their
+-- scores finds both (aged ones come first); an index too long for the read is counted apart. The
+-- read covers the 100 aged and the 200 looked at beyond them.
+local function prune(outbox, index, now, ttl, keep)
+  local span = keep > 0 and 300 or 100
+  local rows = redis.call('ZRANGE', index, 0, span - 1, 'WITHSCORES')
+  local n, aged, cutoff = #rows / 2, {}, now - ttl * 1000
+  while #aged < math.min(n, 100) and tonumber(rows[2 * #aged + 2]) <= cutoff do aged[#aged + 1] = rows[2 * #aged + 1] end
+  if #aged > 0 then forget(outbox, index, aged) end
+  if keep <= 0 then return end
+  local total = n < span and n or redis.call('ZCARD', index) + #aged
+  local over = total - #aged - keep
+  if over <= 0 then return end
+  local candidates = {}
+  for i = #aged + 1, #aged + math.min(over, 200) do candidates[#candidates + 1] = rows[2 * i - 1] end
+  prune_by_count(outbox, index, candidates, math.min(over, 100))
 end
 
 if ARGV[2] ~= '' then
@@ -84,10 +102,7 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 if not current then
   local index, now = KEYS[3], now_ms()
   redis.call('ZADD', index, now, ARGV[1])
-  -- At most 100 per claim: the work stays bounded, and claims outnumber what ages out.
-  local old = redis.call('ZRANGEBYSCORE', index, '-inf', now - tonumber(ARGV[4]) * 1000, 'LIMIT', 0, 100)
-  if #old > 0 then forget(KEYS[1], index, old) end
-  prune_by_count(KEYS[1], index, tonumber(ARGV[5]) or 0)
+  prune(KEYS[1], index, now, tonumber(ARGV[4]), tonumber(ARGV[5]) or 0)
   redis.call('EXPIRE', index, ARGV[4])
   return { 'claimed', '', tostring(now) }
 end

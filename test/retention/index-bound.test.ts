@@ -52,6 +52,21 @@ describe('the run index', () => {
     for (const id of ended) expect(await fx.redis.exists(k.run(id))).toBe(0);
   });
 
+  it('drops expired entries and the ended runs over the bound at the same finish', async () => {
+    const k = fx.keys();
+    await fx.redis.zadd(k.runs, 1, 'expired-a', 2, 'expired-b');
+    const ids = await turns(5, 3);
+    expect(await fx.redis.zrange(k.runs, '0', '-1')).toEqual(ids.slice(2));
+    for (const id of ids.slice(0, 2)) expect(await fx.redis.exists(k.run(id))).toBe(0);
+  });
+
+  it('keeps the same bound above the size read in one step (indexMaxEntries 5000)', async () => {
+    const k = fx.keys();
+    await fx.redis.zadd(k.runs, 1, 'expired-a');
+    const ids = await turns(3, 5000);
+    expect(await fx.redis.zrange(k.runs, '0', '-1')).toEqual(ids);
+  });
+
   it('prunes nothing by count when indexMaxEntries is 0', async () => {
     const ids = await turns(4, 0);
     expect(await fx.redis.zcard(fx.keys().runs)).toBe(4);
@@ -125,6 +140,26 @@ describe('the outbox', () => {
     // A second attempt of the run is told the first reply was delivered, not asked to send it again.
     const again = await claim(run, `${runId}:1:0`, 2);
     expect(again[0]).toBe('delivered');
+  });
+
+  it('counts an outbox longer than one read of its index, and drops at most 100 of it per claim', async () => {
+    const { run, runId } = await fx.running();
+    const k = fx.keys();
+    const old = await oldRecords(Array<string>(450).fill('acknowledged'));
+    await claim(run, `${runId}:1:0`, 10);
+    expect(await fx.redis.zrange(k.outboxIndex, '0', '-1')).toEqual([...old.slice(100), `${runId}:1:0`]);
+    expect(await fx.redis.hlen(k.outbox)).toBe(351);
+  });
+
+  it('prunes aged records and those over the bound at the same claim', async () => {
+    const { run, runId } = await fx.running();
+    const k = fx.keys();
+    const old = await oldRecords(['acknowledged', 'acknowledged', 'acknowledged', 'acknowledged']);
+    await fx.redis.hset(k.outbox, 'aged-run:1:0', '{"status":"possibly-dispatched"}');
+    await fx.redis.zadd(k.outboxIndex, 1, 'aged-run:1:0');
+    await claim(run, `${runId}:1:0`, 3);
+    expect(await fx.redis.zrange(k.outboxIndex, '0', '-1')).toEqual([old[2], old[3], `${runId}:1:0`]);
+    expect(await fx.redis.hexists(k.outbox, 'aged-run:1:0')).toBe(0);
   });
 
   it('keeps every record when indexMaxEntries is 0', async () => {

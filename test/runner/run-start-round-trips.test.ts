@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { CHECKPOINT_KEY } from '../../runner/compaction/checkpoint.js';
+import { UNANSWERED_KEY } from '../../src/record/unanswered.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { scriptSource } from '../../src/scripts/index.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from './harness.js';
@@ -74,8 +76,10 @@ describe('a run before its model call', () => {
     expect([...waves.keys()]).toEqual([0, 1, 2]);
     const k = conversationKeys(t.h.prefix, CID);
     const start = waves.get(1)!;
-    expect(start.map((s) => s.name).sort()).toEqual(['hget', 'hget', 'hmget', 'xrange']);
-    expect(start.find((s) => s.name === 'hmget')!.args).toEqual([k.meta, 'reset_seq', 'compact_requested', 'model']);
+    // The state hash is read once: the checkpoint and the unanswered note in one HMGET.
+    expect(start.map((s) => s.name).sort()).toEqual(['hmget', 'hmget', 'xrange']);
+    expect(start.find((s) => s.name === 'hmget' && s.args[0] === k.meta)!.args).toEqual([k.meta, 'reset_seq', 'compact_requested', 'model']);
+    expect(start.find((s) => s.name === 'hmget' && s.args[0] === k.state)!.args).toEqual([k.state, CHECKPOINT_KEY, UNANSWERED_KEY]);
     const record = waves.get(2)!.map((s) => `${s.name} ${s.args[0]}`);
     expect(record).toEqual(expect.arrayContaining([`hget ${t.h.prefix}:{people}:links`, `xrevrange ${k.log}`]));
     expect(record).toHaveLength(2);

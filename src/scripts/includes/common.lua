@@ -115,23 +115,46 @@ end
 -- beyond the newest `keep` (0: no bound) go now, their hashes with them: a
 -- conversation that never goes quiet would otherwise hold every run of the
 -- last `ttl`. The live run is never counted (its score is `+inf`). `now` in ms.
+-- The index is kept by one command after the `ZADD` when the bound is small
+-- (`prune_run_index`), by two otherwise.
+local RUN_INDEX_READ_MAX = 100
+
+-- Drops the ended runs in `over` (their hashes with them) and the expired entries in `gone` from the index.
+local function drop_from_run_index(base, index, gone, over)
+  if #over > 0 then
+    local keys = {}
+    for i, id in ipairs(over) do keys[i] = base .. 'run:' .. id; gone[#gone + 1] = id end
+    redis.call('DEL', unpack(keys))
+  end
+  if #gone > 0 then redis.call('ZREM', index, unpack(gone)) end
+end
+
+-- One read of the oldest ended runs (expired ones come first: the score is the expiry) finds both
+-- the expired entries and those beyond the newest `keep`, at most 100 of the latter per run end:
+-- the work stays bounded, and each end adds one. Expired entries past the read go at a later end.
+local function prune_run_index(base, index, now, keep)
+  local rows = redis.call('ZRANGEBYSCORE', index, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, keep + 100)
+  local gone, over = {}, {}
+  local n = #rows / 2
+  while #gone < n and tonumber(rows[2 * #gone + 2]) <= now do gone[#gone + 1] = rows[2 * #gone + 1] end
+  local expired = #gone
+  for i = expired + 1, expired + math.min(n - expired - keep, 100) do over[#over + 1] = rows[2 * i - 1] end
+  drop_from_run_index(base, index, gone, over)
+end
+
 local function expire_ended_run(base, run_key, run_id, ttl, now, keep)
   ttl = tonumber(ttl) or 0
   if ttl <= 0 then return end
   redis.call('EXPIRE', run_key, ttl)
   local index = base .. 'runs'
   redis.call('ZADD', index, now + ttl * 1000, run_id)
-  redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
   keep = tonumber(keep) or 0
+  if keep > 0 and keep <= RUN_INDEX_READ_MAX then return prune_run_index(base, index, now, keep) end
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
   if keep <= 0 then return end
   local over = redis.call('ZCOUNT', index, '-inf', '(+inf') - keep
   if over <= 0 then return end
-  -- At most 100 per run end: the work stays bounded, and each end adds one.
-  local old = redis.call('ZRANGEBYSCORE', index, '-inf', '(+inf', 'LIMIT', 0, math.min(over, 100))
-  local keys = {}
-  for _, id in ipairs(old) do keys[#keys + 1] = base .. 'run:' .. id end
-  redis.call('DEL', unpack(keys))
-  redis.call('ZREM', index, unpack(old))
+  drop_from_run_index(base, index, {}, redis.call('ZRANGEBYSCORE', index, '-inf', '(+inf', 'LIMIT', 0, math.min(over, 100)))
 end
 
 -- Reads entries of the given seqs; returns a flat list seq, json, seq, json...
