@@ -9,7 +9,7 @@
  * lost, none sent twice, and neither release's processes may fail.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
@@ -41,7 +41,10 @@ beforeAll(async () => {
   callbacks = await startCallbackServer(WEBHOOK_SECRET);
   config = await writeConfig({ channels: webhookChannel(callbacks.url) });
   const common = { redisUrl, prefix: PREFIX, configFile: config.file, env: { STEERBOT_RUNNER_CONCURRENCY: '8' } };
-  const previous = { ...common, cli: `${RELEASE_DIR}dist/app/cli.js` };
+  // tsx (which loads the chaos agent's TypeScript) would map the release's `steerbot/*` imports to this checkout's
+  // sources by the checkout's tsconfig paths; with a tsconfig of its own they resolve to the release's own dist.
+  writeFileSync(`${RELEASE_DIR}tsconfig.json`, '{}\n');
+  const previous = { ...common, cli: `${RELEASE_DIR}dist/app/cli.js`, env: { ...common.env, TSX_TSCONFIG_PATH: `${RELEASE_DIR}tsconfig.json` } };
   procs.push(
     ...(await Promise.all([
       startSteerbot({ ...previous, name: `host-${RELEASE}`, role: 'host' }),
