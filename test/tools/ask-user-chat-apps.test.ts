@@ -19,13 +19,10 @@
  * - Feishu: interactive card buttons; a click is a card action over the long
  *   connection, answered with a toast and the card replaced.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import type { RunnerPlugin } from '../../runner/plugin.js';
+import { describe, expect, it } from 'vitest';
 import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
 import { FEISHU_ANN, FEISHU_DM, feishuCardAction, feishuMessageEvent } from '../../testing/fakes/feishu-events.js';
 import { type FakeFeishu, startFakeFeishu } from '../../testing/fakes/feishu-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { blockActions, eventCallback, type FakeSlack, type SlackPostedMessage, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { type FakeTeams, startFakeTeams, TEAMS_BOB, type TeamsSentActivity } from '../../testing/fakes/teams-server.js';
 import { alice, bob, discordOnHarness, TOKEN } from '../channels/discord-harness.js';
@@ -33,8 +30,9 @@ import { startFeishuSystem } from '../channels/feishu-harness.js';
 import { startSlackSystem } from '../channels/slack-harness.js';
 import { runnerFor } from '../channels/system.js';
 import { startTeamsSystem } from '../channels/teams-harness.js';
-import { fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
+import { waitFor } from '../runner/harness.js';
 import {
+  askUserWorld,
   BOOKED,
   chooseCommands,
   expectChosenAndBooked,
@@ -44,40 +42,21 @@ import {
   questionText,
   START,
   STARTS,
-  scriptTwoQuestions,
   TYPED,
   toolResultOf,
 } from './ask-user-flow.js';
 
-let ai: FakeOpenAIServer;
-let h: RunnerHarness;
-/** What the test started beside the model and the harness, closed after it in reverse order. */
-let closers: Array<() => Promise<unknown>>;
-
-const agent = (): RunnerPlugin => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } });
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  h = await RunnerHarness.start();
-  closers = [];
-  scriptTwoQuestions(ai);
-});
-
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await h.close();
-  await ai.close();
-});
+const w = askUserWorld({ harness: true });
 
 describe('ask_user on the team chat apps', () => {
   it('Discord: buttons; Bob’s click is refused, the asker’s click on option 2 is the answer; a message written instead is the next answer', async () => {
     const DM = '520000000000000077';
     const discord = await FakeDiscord.start({ token: TOKEN });
-    closers.push(() => discord.close());
-    const { plugin, host } = discordOnHarness(h, discord.apiBase);
+    w.closers.push(() => discord.close());
+    const { plugin, host } = discordOnHarness(w.h, discord.apiBase);
     await plugin.start(host);
-    closers.push(() => plugin.stop());
-    await runnerFor(h, agent(), plugin);
+    w.closers.push(() => plugin.stop());
+    await runnerFor(w.h, w.agent(), plugin);
     const posted = (): RestCall[] => discord.callsTo('POST', new RegExp(`^/channels/${DM}/messages$`)).filter((c) => c.status === 200);
     const nth = async (n: number, what: string) => (await waitFor(() => posted().length >= n && posted(), 15_000, what))[n - 1]!.body;
     const say = (content: string) => discord.messageCreate({ channelId: DM, author: alice, content });
@@ -98,10 +77,10 @@ describe('ask_user on the team chat apps', () => {
     });
     discord.buttonClick({ messageId, customId: buttons[1]!.custom_id, user: alice });
     expect((await nth(2, 'the first answer')).content).toBe(BOOKED);
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice' });
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice' });
     expect(discord.interactionResponses[1]).toMatchObject({ type: 7, data: { components: [] } });
     expect(discord.messages.get(messageId)!.content).toContain('Pro (chosen by Alice).');
-    await h.idle(15_000, `discord:${DM}`);
+    await w.h.idle(15_000, `discord:${DM}`);
 
     say('when does it start?');
     const q2 = await nth(3, 'the second question');
@@ -109,20 +88,20 @@ describe('ask_user on the team chat apps', () => {
     expect(q2.components[0].components.map((b: { label: string }) => b.label)).toEqual(START.options);
     say(TYPED);
     expect((await nth(4, 'the final answer')).content).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, `discord:${DM}`);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, `discord:${DM}`);
     expect(posted()).toHaveLength(4);
     expect(discord.interactionResponses).toHaveLength(2);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('Slack: Block Kit buttons; Bob’s click is refused, the asker’s click on option 2 is the answer; a message written instead is the next answer', async () => {
     const DM = 'D0000ASK1';
     const [ANN, BOB] = ['U0000ANN', 'U0000BOB'];
     const slack: FakeSlack = await startFakeSlack();
-    closers.push(() => slack.close());
-    const { http, plugin } = await startSlackSystem({ h, slack, agent: agent() });
-    closers.push(
+    w.closers.push(() => slack.close());
+    const { http, plugin } = await startSlackSystem({ h: w.h, slack, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -145,30 +124,30 @@ describe('ask_user on the team chat apps', () => {
     expect(slack.ephemerals[0]).toMatchObject({ user: BOB, text: 'Only the person the question was asked of may choose. Nothing changed.' });
     slack.deliver('interactive', blockActions(q, chooseCommands(id, PLAN)[1]!, ANN, '1800000100.000002'));
     expect((await nth(2, 'the first answer')).text).toBe(BOOKED);
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'u0000ann' });
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'u0000ann' });
     expect(slack.ephemerals[1]).toMatchObject({ user: ANN, text: 'Chosen: Pro' });
     expect(q.text).toContain('Pro (chosen by');
     expect(buttonsOf(q)).toEqual([]);
-    await h.idle(15_000, `slack:${DM}`);
+    await w.h.idle(15_000, `slack:${DM}`);
 
     say('when does it start?');
     const q2 = await nth(3, 'the second question');
     expect(buttonsOf(q2).map(([label]) => label)).toEqual(START.options);
     say(TYPED);
     expect((await nth(4, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, `slack:${DM}`);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, `slack:${DM}`);
     expect(inDm()).toHaveLength(4);
     expect(slack.ephemerals).toHaveLength(2);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('Teams: Adaptive Card buttons; the click on option 2 is the answer and updates the card; a message written instead is the next answer', async () => {
     const CHAT = 'a:1alice-ask-chat';
     const teams: FakeTeams = await startFakeTeams();
-    closers.push(() => teams.close());
-    const { http, plugin, deliver } = await startTeamsSystem({ h, teams, agent: agent() });
-    closers.push(
+    w.closers.push(() => teams.close());
+    const { http, plugin, deliver } = await startTeamsSystem({ h: w.h, teams, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -195,10 +174,10 @@ describe('ask_user on the team chat apps', () => {
     expect(q.buttons).toHaveLength(3);
     expect(await click(q, chooseCommands(id, PLAN)[1]!)).toBe(200);
     await teams.waitUntil(() => texts().includes(BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice Liddell' });
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice Liddell' });
     expect(q.text).toContain('Pro (chosen by');
     expect(q.buttons).toEqual([]);
-    await h.idle(15_000, `teams:${CHAT}`);
+    await w.h.idle(15_000, `teams:${CHAT}`);
     expectChosenAndBooked(texts().slice(2));
 
     await say('when does it start?');
@@ -206,17 +185,17 @@ describe('ask_user on the team chat apps', () => {
     expect(card(5).buttons.map((b) => b.title)).toEqual(START.options);
     await say(TYPED);
     expect(await nth(6, 'the final answer')).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, `teams:${CHAT}`);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, `teams:${CHAT}`);
     expect(texts()).toHaveLength(6);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('Feishu: card buttons; the click on option 2 over the long connection is the answer and replaces the card; a message written instead is the next answer', async () => {
     const feishu: FakeFeishu = await startFakeFeishu();
-    closers.push(() => feishu.close());
-    const { http, plugin } = await startFeishuSystem({ h, feishu, agent: agent() });
-    closers.push(
+    w.closers.push(() => feishu.close());
+    const { http, plugin } = await startFeishuSystem({ h: w.h, feishu, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -234,17 +213,17 @@ describe('ask_user on the team chat apps', () => {
     expect(ack.data.toast.content).toBe('Chosen: Pro');
     expect(JSON.stringify(ack.data.card)).toContain('Pro (chosen by');
     expect((await nth(2, 'the first answer'))!.text).toBe(BOOKED);
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: FEISHU_ANN });
-    await h.idle(15_000, `feishu:${FEISHU_DM}`);
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: FEISHU_ANN });
+    await w.h.idle(15_000, `feishu:${FEISHU_DM}`);
 
     await say('when does it start?');
     const q2 = (await nth(3, 'the second question'))!;
     expect(q2.buttons.map((b) => b.label)).toEqual(START.options);
     await say(TYPED);
     expect((await nth(4, 'the final answer'))!.text).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, `feishu:${FEISHU_DM}`);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, `feishu:${FEISHU_DM}`);
     expect(feishu.sent).toHaveLength(4);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 });

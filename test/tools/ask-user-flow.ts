@@ -6,8 +6,11 @@
  * instead of choosing, and the model answers once more. What differs per
  * channel (how the question looks, how a click travels) stays in the tests.
  */
-import { expect } from 'vitest';
-import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
+import { afterEach, beforeEach, expect } from 'vitest';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 /** The first question: the asker picks option 2. */
 export const PLAN = { question: 'Which plan?', options: ['Basic', 'Pro', 'Team'] };
@@ -61,4 +64,34 @@ export function expectTypedAnswer(ai: FakeOpenAIServer, i: number, text: string)
   const last = ai.requests[i]!.body.messages.at(-1);
   expect(last.role).toBe('user');
   expect(JSON.stringify(last.content)).toContain(text);
+}
+
+/** What each test of a file starts: the scripted model, a runner harness (unless the file starts its own), and what the test adds. */
+export interface AskUserWorld {
+  ai: FakeOpenAIServer;
+  h: RunnerHarness;
+  /** What the test started beside them, closed after it in reverse order. */
+  closers: Array<() => Promise<unknown>>;
+  /** The local agent on the fake model, with `ask_user`. */
+  agent(): RunnerPlugin;
+}
+
+/** Registers the file's hooks: before each test the model (scripted for the conversation) and, with `harness`, a runner harness; after it, everything closed. */
+export function askUserWorld(opts: { harness: boolean }): AskUserWorld {
+  const w = {
+    closers: [],
+    agent: () => createLocalAgentPlugin({ model: fakeModel(w.ai.url), builtins: { currentTime: false, askUser: true } }),
+  } as unknown as AskUserWorld;
+  beforeEach(async () => {
+    w.ai = await startFakeOpenAI();
+    if (opts.harness) w.h = await RunnerHarness.start();
+    w.closers = [];
+    scriptTwoQuestions(w.ai);
+  });
+  afterEach(async () => {
+    for (const close of w.closers.reverse()) await close();
+    if (opts.harness) await w.h.close();
+    await w.ai.close();
+  });
+  return w;
 }

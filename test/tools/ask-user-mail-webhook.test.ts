@@ -18,20 +18,18 @@
  *
  * The web chat's test drives a browser: ask-user-web.test.ts (the e2e lane).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHttpServer, listen } from '../../host/http.js';
 import { idPart } from '../../plugins/email/normalize.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createWebhookPlugin } from '../../plugins/webhook/index.js';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
-import type { RunnerPlugin } from '../../runner/plugin.js';
 import { startMailServers } from '../../testing/fakes/mail-servers.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { mailToBot, startEmailSystem, untilReplies } from '../channels/email-harness.js';
 import { hostChannel, runnerFor } from '../channels/system.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
+import { RunnerHarness } from '../runner/harness.js';
 import {
+  askUserWorld,
   BOOKED,
   chooseCommands,
   expectChosenAndBooked,
@@ -41,42 +39,26 @@ import {
   questionText,
   START,
   STARTS,
-  scriptTwoQuestions,
   TYPED,
   toolResultOf,
 } from './ask-user-flow.js';
 
-let ai: FakeOpenAIServer;
-/** What the test started beside the model, closed after it in reverse order. */
-let closers: Array<() => Promise<unknown>>;
-
-const agent = (): RunnerPlugin => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } });
+const w = askUserWorld({ harness: false });
 
 /** A runner harness closed after the test. */
 async function harness(): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();
-  closers.push(() => h.close());
+  w.closers.push(() => h.close());
   return h;
 }
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  closers = [];
-  scriptTwoQuestions(ai);
-});
-
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await ai.close();
-});
 
 describe('ask_user on email and webhooks', () => {
   it('email: the question as numbered text; a reply saying "2" reaches the model as the person’s message, and so does a written answer', async () => {
     const servers = await startMailServers();
-    closers.push(() => servers.stop());
+    w.closers.push(() => servers.stop());
     const h = await harness();
-    const { http, plugin } = await startEmailSystem({ h, servers, agent: agent() });
-    closers.push(
+    const { http, plugin } = await startEmailSystem({ h, servers, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -93,25 +75,25 @@ describe('ask_user on email and webhooks', () => {
     expect((await texts(1, 'the first question'))[0]).toBe(questionText(PLAN));
     await reply('2');
     expect((await texts(2, 'the first answer'))[1]).toBe(BOOKED);
-    expectTypedAnswer(ai, 1, '2');
-    expect(ai.requests[1]!.body.messages.at(-1).content).toBe('2');
+    expectTypedAnswer(w.ai, 1, '2');
+    expect(w.ai.requests[1]!.body.messages.at(-1).content).toBe('2');
     await h.idle(15_000, conversation);
 
     await reply('when does it start?');
     expect((await texts(3, 'the second question'))[2]).toBe(questionText(START));
     await reply(TYPED);
     expect((await texts(4, 'the final answer'))[3]).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
+    expectTypedAnswer(w.ai, 3, TYPED);
     await h.idle(15_000, conversation);
     expect(await texts(4, 'the replies')).toHaveLength(4);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('webhook: one action per option in the callback; the client’s signed message with action 2’s command is the answer; a message written instead is the next answer', async () => {
     const SECRET = 'whsec-ask-0123456789abcdef';
     const CHAT = 'ticket-ask';
     const callbacks = await startCallbackServer(SECRET);
-    closers.push(() => callbacks.close());
+    w.closers.push(() => callbacks.close());
     const h = await harness();
     const plugin = createWebhookPlugin(
       'ask',
@@ -121,11 +103,11 @@ describe('ask_user on email and webhooks', () => {
     const http = createHttpServer({ config: h.ctx.config, redis: h.ctx.redis, logger: h.ctx.logger });
     await hostChannel(h, http, plugin);
     const url = await listen(http, { host: '127.0.0.1', port: 0 });
-    closers.push(
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
-    await runnerFor(h, agent(), plugin);
+    await runnerFor(h, w.agent(), plugin);
     let n = 0;
     const say = async (text: string) => {
       const body = JSON.stringify({ id: `m${++n}`, conversation: CHAT, sender: { id: 'ann', name: 'Ann' }, text });
@@ -144,16 +126,16 @@ describe('ask_user on email and webhooks', () => {
     await say(q.actions![1]!.command);
     await callbacks.waitForAccepted(3, 15_000);
     expectChosenAndBooked(callbacks.texts(CHAT).slice(1));
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Ann' });
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Ann' });
     await h.idle(15_000, conversation);
 
     await say('when does it start?');
     expect((await nth(4)).actions?.map((a) => a.label)).toEqual(START.options);
     await say(TYPED);
     expect((await nth(5)).text).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
+    expectTypedAnswer(w.ai, 3, TYPED);
     await h.idle(15_000, conversation);
     expect(callbacks.accepted()).toHaveLength(5);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 });

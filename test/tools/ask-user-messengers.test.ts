@@ -17,18 +17,15 @@
  *   is typing "2", which is not a click: the tool result is `answer: null`
  *   and the model gets "2" as the person's message, as with any written answer.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import type { RunnerPlugin } from '../../runner/plugin.js';
+import { describe, expect, it } from 'vitest';
 import { LINE_ALICE, lineDelivery, lineTextEvent, startFakeLine } from '../../testing/fakes/line-server.js';
 import { MATRIX_ALICE, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { messageDelivery, startFakeWhatsApp, WA_ALICE } from '../../testing/fakes/whatsapp-server.js';
 import { startLineSystem } from '../channels/line-harness.js';
 import { startMatrixSystem, untilSyncing } from '../channels/matrix-harness.js';
 import { startWhatsAppSystem } from '../channels/whatsapp-harness.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import {
+  askUserWorld,
   BOOKED,
   chooseCommands,
   expectChosenAndBooked,
@@ -38,37 +35,18 @@ import {
   questionText,
   START,
   STARTS,
-  scriptTwoQuestions,
   TYPED,
   toolResultOf,
 } from './ask-user-flow.js';
 
-let ai: FakeOpenAIServer;
-let h: RunnerHarness;
-/** What the test started beside the model and the harness, closed after it in reverse order. */
-let closers: Array<() => Promise<unknown>>;
-
-const agent = (): RunnerPlugin => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } });
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  h = await RunnerHarness.start();
-  closers = [];
-  scriptTwoQuestions(ai);
-});
-
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await h.close();
-  await ai.close();
-});
+const w = askUserWorld({ harness: true });
 
 describe('ask_user on the messengers', () => {
   it('WhatsApp: reply buttons; the tap on option 2 is the answer; a message written instead is the next answer', async () => {
     const wa = await startFakeWhatsApp();
-    closers.push(() => wa.close());
-    const { http, plugin, deliver } = await startWhatsAppSystem({ h, wa, agent: agent() });
-    closers.push(
+    w.closers.push(() => wa.close());
+    const { http, plugin, deliver } = await startWhatsAppSystem({ h: w.h, wa, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -84,8 +62,8 @@ describe('ask_user on the messengers', () => {
 
     expect(await deliver(messageDelivery({ buttonReply: q.buttons![1]! }))).toBe(200);
     await wa.waitUntil(() => wa.sent.some((m) => m.text === BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: WA_ALICE.name });
-    await h.idle(15_000, conversation);
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: WA_ALICE.name });
+    await w.h.idle(15_000, conversation);
     expectChosenAndBooked(wa.sent.slice(1).map((m) => m.text));
 
     await say('when does it start?');
@@ -93,17 +71,17 @@ describe('ask_user on the messengers', () => {
     expect(q2.buttons?.map((b) => b.title)).toEqual(START.options);
     await say(TYPED);
     expect((await nth(5, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, conversation);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, conversation);
     expect(wa.sent).toHaveLength(5);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('LINE: quick replies; the tap on option 2 is the answer; a message written instead is the next answer', async () => {
     const line = await startFakeLine();
-    closers.push(() => line.close());
-    const { http, plugin, deliver } = await startLineSystem({ h, line, agent: agent() });
-    closers.push(
+    w.closers.push(() => line.close());
+    const { http, plugin, deliver } = await startLineSystem({ h: w.h, line, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -120,8 +98,8 @@ describe('ask_user on the messengers', () => {
     // A tap on a quick reply is the person's own text message with the reply's text.
     await say(q.quickReplies![1]!.text);
     await line.waitUntil(() => line.sent.some((m) => m.text === BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: LINE_ALICE });
-    await h.idle(15_000, conversation);
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: LINE_ALICE });
+    await w.h.idle(15_000, conversation);
     expectChosenAndBooked(line.sent.slice(1).map((m) => m.text));
 
     await say('when does it start?');
@@ -129,18 +107,18 @@ describe('ask_user on the messengers', () => {
     expect(q2.quickReplies?.map((r) => r.label)).toEqual(START.options);
     await say(TYPED);
     expect((await nth(5, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, conversation);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, conversation);
     expect(line.sent).toHaveLength(5);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 
   it('Matrix: the question as numbered text; typing "2" reaches the model as the person’s message, and so does a written answer', async () => {
     const matrix = await startFakeMatrix();
-    closers.push(() => matrix.close());
+    w.closers.push(() => matrix.close());
     const room = matrix.directRoom(MATRIX_ALICE);
-    const { http, plugin } = await startMatrixSystem({ h, matrix, agent: agent() });
-    closers.push(
+    const { http, plugin } = await startMatrixSystem({ h: w.h, matrix, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -154,17 +132,17 @@ describe('ask_user on the messengers', () => {
     expect(JSON.stringify(matrix.sent)).not.toContain('/choose');
     say('2');
     expect(await nth(2, 'the first answer')).toBe(BOOKED);
-    expectTypedAnswer(ai, 1, '2');
-    expect(ai.requests[1]!.body.messages.at(-1).content).toBe('2');
-    await h.idle(15_000, conversation);
+    expectTypedAnswer(w.ai, 1, '2');
+    expect(w.ai.requests[1]!.body.messages.at(-1).content).toBe('2');
+    await w.h.idle(15_000, conversation);
 
     say('when does it start?');
     expect(await nth(3, 'the second question')).toBe(questionText(START));
     say(TYPED);
     expect(await nth(4, 'the final answer')).toBe(STARTS);
-    expectTypedAnswer(ai, 3, TYPED);
-    await h.idle(15_000, conversation);
+    expectTypedAnswer(w.ai, 3, TYPED);
+    await w.h.idle(15_000, conversation);
     expect(matrix.texts(room)).toHaveLength(4);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 });

@@ -11,11 +11,11 @@
  * `question.answered` disables that question's buttons too.
  */
 import type { Browser, Page } from 'playwright-core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { describe, expect, it } from 'vitest';
 import { redisUrl } from '../helpers/redis.js';
 import { launchBrowser, poll, startWorld } from '../web/harness.js';
 import {
+  askUserWorld,
   BOOKED,
   chooseCommands,
   expectChosenAndBooked,
@@ -25,34 +25,20 @@ import {
   questionText,
   START,
   STARTS,
-  scriptTwoQuestions,
   TYPED,
   toolResultOf,
 } from './ask-user-flow.js';
 
-let ai: FakeOpenAIServer;
-/** What the test started beside the model, closed after it in reverse order. */
-let closers: Array<() => Promise<unknown>>;
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  closers = [];
-  scriptTwoQuestions(ai);
-});
-
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await ai.close();
-});
+const w = askUserWorld({ harness: false });
 
 describe('ask_user in the web chat', () => {
   it('shows buttons under the question; a click on option 2 in the browser is the answer; a message written instead is the next answer', {
     timeout: 90_000,
   }, async () => {
-    const world = await startWorld(redisUrl(), {}, { ai, agent: { askUser: true } });
-    closers.push(() => world.stop());
+    const world = await startWorld(redisUrl(), {}, { ai: w.ai, agent: { askUser: true } });
+    w.closers.push(() => world.stop());
     const browser: Browser = await launchBrowser();
-    closers.push(() => browser.close());
+    w.closers.push(() => browser.close());
     const page: Page = await (await browser.newContext()).newPage();
     await page.goto(`${world.app.address}/`);
     await page.waitForSelector('body[data-connected="true"]');
@@ -73,7 +59,7 @@ describe('ask_user in the web chat', () => {
     await buttons.nth(1).click();
     expect(await buttons.nth(0).isDisabled()).toBe(true);
     await page.locator('.msg.bot', { hasText: BOOKED }).waitFor();
-    expect(toolResultOf(ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'web user' });
+    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'web user' });
     await page.locator(`.event[data-question="${id}"][data-decision="answered"]`).waitFor();
     await poll(async () => (await bodies()).length).toBe(3);
     expect((await bodies())[0]).toBe(questionText(PLAN));
@@ -87,13 +73,13 @@ describe('ask_user in the web chat', () => {
     const id2 = questionIdIn((await buttons2.first().getAttribute('data-command')) ?? '');
     await say(TYPED);
     await page.locator('.msg.bot', { hasText: STARTS }).waitFor();
-    expectTypedAnswer(ai, 3, TYPED);
+    expectTypedAnswer(w.ai, 3, TYPED);
     // Answered by the message: the options stay under the question, disabled.
     await page.locator(`.event[data-question="${id2}"][data-decision="typed"]`).waitFor();
     await poll(() => buttons2.first().isDisabled()).toBe(true);
     await page.locator('.event[data-outcome="completed"]').nth(1).waitFor();
     expect((await bodies()).slice(3)).toEqual([questionText(START), STARTS]);
     expect(await bodies()).toHaveLength(5);
-    expect(ai.requests).toHaveLength(4);
+    expect(w.ai.requests).toHaveLength(4);
   });
 });
