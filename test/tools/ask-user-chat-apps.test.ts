@@ -31,22 +31,9 @@ import { startSlackSystem } from '../channels/slack-harness.js';
 import { runnerFor } from '../channels/system.js';
 import { startTeamsSystem } from '../channels/teams-harness.js';
 import { waitFor } from '../runner/harness.js';
-import {
-  askUserWorld,
-  BOOKED,
-  chooseCommands,
-  expectChosenAndBooked,
-  expectTypedAnswer,
-  PLAN,
-  questionIdIn,
-  questionText,
-  START,
-  STARTS,
-  TYPED,
-  toolResultOf,
-} from './ask-user-flow.js';
+import * as flow from './ask-user-flow.js';
 
-const w = askUserWorld({ harness: true });
+const w = flow.askUserWorld({ harness: true });
 
 describe('ask_user on the team chat apps', () => {
   it('Discord: buttons; Bob’s click is refused, the asker’s click on option 2 is the answer; a message written instead is the next answer', async () => {
@@ -63,10 +50,10 @@ describe('ask_user on the team chat apps', () => {
 
     say('book me a plan');
     const q = await nth(1, 'the first question');
-    expect(q.content).toBe(questionText(PLAN));
+    expect(q.content).toBe(flow.questionText(flow.PLAN));
     const buttons = q.components[0].components as Array<{ label: string; custom_id: string }>;
-    const id = questionIdIn(buttons[0]!.custom_id);
-    expect(buttons.map((b) => [b.label, b.custom_id])).toEqual(PLAN.options.map((o, i) => [o, chooseCommands(id, PLAN)[i]]));
+    const id = flow.questionIdIn(buttons[0]!.custom_id);
+    expect(buttons.map((b) => [b.label, b.custom_id])).toEqual(flow.PLAN.options.map((o, i) => [o, flow.chooseCommands(id, flow.PLAN)[i]]));
     const messageId = [...discord.messages.values()].find((m) => m.channel_id === DM)!.id;
 
     discord.buttonClick({ messageId, customId: buttons[1]!.custom_id, user: bob });
@@ -76,19 +63,19 @@ describe('ask_user on the team chat apps', () => {
       data: { content: 'Only the person the question was asked of may choose. Nothing changed.', flags: 64 },
     });
     discord.buttonClick({ messageId, customId: buttons[1]!.custom_id, user: alice });
-    expect((await nth(2, 'the first answer')).content).toBe(BOOKED);
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice' });
+    expect((await nth(2, 'the first answer')).content).toBe(flow.BOOKED);
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice' });
     expect(discord.interactionResponses[1]).toMatchObject({ type: 7, data: { components: [] } });
     expect(discord.messages.get(messageId)!.content).toContain('Pro (chosen by Alice).');
     await w.h.idle(15_000, `discord:${DM}`);
 
     say('when does it start?');
     const q2 = await nth(3, 'the second question');
-    expect(q2.content).toBe(questionText(START));
-    expect(q2.components[0].components.map((b: { label: string }) => b.label)).toEqual(START.options);
-    say(TYPED);
-    expect((await nth(4, 'the final answer')).content).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(q2.content).toBe(flow.questionText(flow.START));
+    expect(q2.components[0].components.map((b: { label: string }) => b.label)).toEqual(flow.START.options);
+    say(flow.TYPED);
+    expect((await nth(4, 'the final answer')).content).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, `discord:${DM}`);
     expect(posted()).toHaveLength(4);
     expect(discord.interactionResponses).toHaveLength(2);
@@ -116,15 +103,15 @@ describe('ask_user on the team chat apps', () => {
 
     say('book me a plan');
     const q = await nth(1, 'the first question');
-    const id = questionIdIn(JSON.stringify(q.blocks));
-    expect(buttonsOf(q)).toEqual(PLAN.options.map((o, i) => [o, chooseCommands(id, PLAN)[i]]));
+    const id = flow.questionIdIn(JSON.stringify(q.blocks));
+    expect(buttonsOf(q)).toEqual(flow.PLAN.options.map((o, i) => [o, flow.chooseCommands(id, flow.PLAN)[i]]));
 
-    slack.deliver('interactive', blockActions(q, chooseCommands(id, PLAN)[1]!, BOB, '1800000100.000001'));
+    slack.deliver('interactive', blockActions(q, flow.chooseCommands(id, flow.PLAN)[1]!, BOB, '1800000100.000001'));
     await waitFor(() => slack.ephemerals.length >= 1, 15_000, 'the refusal');
     expect(slack.ephemerals[0]).toMatchObject({ user: BOB, text: 'Only the person the question was asked of may choose. Nothing changed.' });
-    slack.deliver('interactive', blockActions(q, chooseCommands(id, PLAN)[1]!, ANN, '1800000100.000002'));
-    expect((await nth(2, 'the first answer')).text).toBe(BOOKED);
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'u0000ann' });
+    slack.deliver('interactive', blockActions(q, flow.chooseCommands(id, flow.PLAN)[1]!, ANN, '1800000100.000002'));
+    expect((await nth(2, 'the first answer')).text).toBe(flow.BOOKED);
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'u0000ann' });
     expect(slack.ephemerals[1]).toMatchObject({ user: ANN, text: 'Chosen: Pro' });
     expect(q.text).toContain('Pro (chosen by');
     expect(buttonsOf(q)).toEqual([]);
@@ -132,10 +119,10 @@ describe('ask_user on the team chat apps', () => {
 
     say('when does it start?');
     const q2 = await nth(3, 'the second question');
-    expect(buttonsOf(q2).map(([label]) => label)).toEqual(START.options);
-    say(TYPED);
-    expect((await nth(4, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(buttonsOf(q2).map(([label]) => label)).toEqual(flow.START.options);
+    say(flow.TYPED);
+    expect((await nth(4, 'the final answer')).text).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, `slack:${DM}`);
     expect(inDm()).toHaveLength(4);
     expect(slack.ephemerals).toHaveLength(2);
@@ -166,26 +153,26 @@ describe('ask_user on the team chat apps', () => {
     await nth(1, 'the first question');
     const q = card(1);
     expect(q.activity.attachments[0].contentType).toBe('application/vnd.microsoft.card.adaptive');
-    const id = questionIdIn(commandOf(q.buttons[0]!));
-    expect(q.buttons.map((b) => [b.title, commandOf(b)])).toEqual(PLAN.options.map((o, i) => [o, chooseCommands(id, PLAN)[i]]));
+    const id = flow.questionIdIn(commandOf(q.buttons[0]!));
+    expect(q.buttons.map((b) => [b.title, commandOf(b)])).toEqual(flow.PLAN.options.map((o, i) => [o, flow.chooseCommands(id, flow.PLAN)[i]]));
 
-    expect(await click(q, chooseCommands(id, PLAN)[1]!, TEAMS_BOB)).toBe(200);
+    expect(await click(q, flow.chooseCommands(id, flow.PLAN)[1]!, TEAMS_BOB)).toBe(200);
     expect(await nth(2, 'the refusal')).toBe('Only the person the question was asked of may choose. Nothing changed.');
     expect(q.buttons).toHaveLength(3);
-    expect(await click(q, chooseCommands(id, PLAN)[1]!)).toBe(200);
-    await teams.waitUntil(() => texts().includes(BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice Liddell' });
+    expect(await click(q, flow.chooseCommands(id, flow.PLAN)[1]!)).toBe(200);
+    await teams.waitUntil(() => texts().includes(flow.BOOKED), 15_000, 'the first answer');
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Alice Liddell' });
     expect(q.text).toContain('Pro (chosen by');
     expect(q.buttons).toEqual([]);
     await w.h.idle(15_000, `teams:${CHAT}`);
-    expectChosenAndBooked(texts().slice(2));
+    flow.expectChosenAndBooked(texts().slice(2));
 
     await say('when does it start?');
     await nth(5, 'the second question');
-    expect(card(5).buttons.map((b) => b.title)).toEqual(START.options);
-    await say(TYPED);
-    expect(await nth(6, 'the final answer')).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(card(5).buttons.map((b) => b.title)).toEqual(flow.START.options);
+    await say(flow.TYPED);
+    expect(await nth(6, 'the final answer')).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, `teams:${CHAT}`);
     expect(texts()).toHaveLength(6);
     expect(w.ai.requests).toHaveLength(4);
@@ -206,22 +193,22 @@ describe('ask_user on the team chat apps', () => {
     await say('book me a plan');
     const q = (await nth(1, 'the first question'))!;
     expect(q.msgType).toBe('interactive');
-    const id = questionIdIn(q.buttons[0]!.value.command);
-    expect(q.buttons.map((b) => [b.label, b.value.command])).toEqual(PLAN.options.map((o, i) => [o, chooseCommands(id, PLAN)[i]]));
+    const id = flow.questionIdIn(q.buttons[0]!.value.command);
+    expect(q.buttons.map((b) => [b.label, b.value.command])).toEqual(flow.PLAN.options.map((o, i) => [o, flow.chooseCommands(id, flow.PLAN)[i]]));
 
     const ack = await feishu.push(feishuCardAction({ messageId: q.id, chatId: FEISHU_DM, operator: FEISHU_ANN, value: q.buttons[1]!.value }));
     expect(ack.data.toast.content).toBe('Chosen: Pro');
     expect(JSON.stringify(ack.data.card)).toContain('Pro (chosen by');
-    expect((await nth(2, 'the first answer'))!.text).toBe(BOOKED);
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: FEISHU_ANN });
+    expect((await nth(2, 'the first answer'))!.text).toBe(flow.BOOKED);
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: FEISHU_ANN });
     await w.h.idle(15_000, `feishu:${FEISHU_DM}`);
 
     await say('when does it start?');
     const q2 = (await nth(3, 'the second question'))!;
-    expect(q2.buttons.map((b) => b.label)).toEqual(START.options);
-    await say(TYPED);
-    expect((await nth(4, 'the final answer'))!.text).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(q2.buttons.map((b) => b.label)).toEqual(flow.START.options);
+    await say(flow.TYPED);
+    expect((await nth(4, 'the final answer'))!.text).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, `feishu:${FEISHU_DM}`);
     expect(feishu.sent).toHaveLength(4);
     expect(w.ai.requests).toHaveLength(4);

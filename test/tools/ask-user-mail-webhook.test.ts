@@ -28,22 +28,9 @@ import { startCallbackServer } from '../../testing/fakes/webhook-callback-server
 import { mailToBot, startEmailSystem, untilReplies } from '../channels/email-harness.js';
 import { hostChannel, runnerFor } from '../channels/system.js';
 import { RunnerHarness } from '../runner/harness.js';
-import {
-  askUserWorld,
-  BOOKED,
-  chooseCommands,
-  expectChosenAndBooked,
-  expectTypedAnswer,
-  PLAN,
-  questionIdIn,
-  questionText,
-  START,
-  STARTS,
-  TYPED,
-  toolResultOf,
-} from './ask-user-flow.js';
+import * as flow from './ask-user-flow.js';
 
-const w = askUserWorld({ harness: false });
+const w = flow.askUserWorld({ harness: false });
 
 /** A runner harness closed after the test. */
 async function harness(): Promise<RunnerHarness> {
@@ -72,18 +59,18 @@ describe('ask_user on email and webhooks', () => {
     };
     const texts = async (count: number, what: string) => (await untilReplies(servers, root, count, what)).map((m) => m.text?.trim());
 
-    expect((await texts(1, 'the first question'))[0]).toBe(questionText(PLAN));
+    expect((await texts(1, 'the first question'))[0]).toBe(flow.questionText(flow.PLAN));
     await reply('2');
-    expect((await texts(2, 'the first answer'))[1]).toBe(BOOKED);
-    expectTypedAnswer(w.ai, 1, '2');
+    expect((await texts(2, 'the first answer'))[1]).toBe(flow.BOOKED);
+    flow.expectTypedAnswer(w.ai, 1, '2');
     expect(w.ai.requests[1]!.body.messages.at(-1).content).toBe('2');
     await h.idle(15_000, conversation);
 
     await reply('when does it start?');
-    expect((await texts(3, 'the second question'))[2]).toBe(questionText(START));
-    await reply(TYPED);
-    expect((await texts(4, 'the final answer'))[3]).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect((await texts(3, 'the second question'))[2]).toBe(flow.questionText(flow.START));
+    await reply(flow.TYPED);
+    expect((await texts(4, 'the final answer'))[3]).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await h.idle(15_000, conversation);
     expect(await texts(4, 'the replies')).toHaveLength(4);
     expect(w.ai.requests).toHaveLength(4);
@@ -119,21 +106,21 @@ describe('ask_user on email and webhooks', () => {
 
     await say('book me a plan');
     const q = await nth(1);
-    expect(q.text).toBe(questionText(PLAN));
-    const id = questionIdIn(q.actions?.[0]?.command ?? '');
-    expect(q.actions).toEqual(PLAN.options.map((label, i) => ({ label, command: chooseCommands(id, PLAN)[i] })));
+    expect(q.text).toBe(flow.questionText(flow.PLAN));
+    const id = flow.questionIdIn(q.actions?.[0]?.command ?? '');
+    expect(q.actions).toEqual(flow.PLAN.options.map((label, i) => ({ label, command: flow.chooseCommands(id, flow.PLAN)[i] })));
 
     await say(q.actions![1]!.command);
     await callbacks.waitForAccepted(3, 15_000);
-    expectChosenAndBooked(callbacks.texts(CHAT).slice(1));
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Ann' });
+    flow.expectChosenAndBooked(callbacks.texts(CHAT).slice(1));
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: 'Ann' });
     await h.idle(15_000, conversation);
 
     await say('when does it start?');
-    expect((await nth(4)).actions?.map((a) => a.label)).toEqual(START.options);
-    await say(TYPED);
-    expect((await nth(5)).text).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect((await nth(4)).actions?.map((a) => a.label)).toEqual(flow.START.options);
+    await say(flow.TYPED);
+    expect((await nth(5)).text).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await h.idle(15_000, conversation);
     expect(callbacks.accepted()).toHaveLength(5);
     expect(w.ai.requests).toHaveLength(4);

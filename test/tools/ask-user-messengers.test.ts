@@ -24,22 +24,9 @@ import { messageDelivery, startFakeWhatsApp, WA_ALICE } from '../../testing/fake
 import { startLineSystem } from '../channels/line-harness.js';
 import { startMatrixSystem, untilSyncing } from '../channels/matrix-harness.js';
 import { startWhatsAppSystem } from '../channels/whatsapp-harness.js';
-import {
-  askUserWorld,
-  BOOKED,
-  chooseCommands,
-  expectChosenAndBooked,
-  expectTypedAnswer,
-  PLAN,
-  questionIdIn,
-  questionText,
-  START,
-  STARTS,
-  TYPED,
-  toolResultOf,
-} from './ask-user-flow.js';
+import * as flow from './ask-user-flow.js';
 
-const w = askUserWorld({ harness: true });
+const w = flow.askUserWorld({ harness: true });
 
 describe('ask_user on the messengers', () => {
   it('WhatsApp: reply buttons; the tap on option 2 is the answer; a message written instead is the next answer', async () => {
@@ -56,22 +43,22 @@ describe('ask_user on the messengers', () => {
 
     await say('book me a plan');
     const q = await nth(1, 'the first question');
-    const id = questionIdIn(q.buttons?.[0]?.id ?? '');
-    expect(q).toMatchObject({ to: WA_ALICE.waId, type: 'interactive', text: questionText(PLAN) });
-    expect(q.buttons).toEqual(PLAN.options.map((title, i) => ({ id: chooseCommands(id, PLAN)[i], title })));
+    const id = flow.questionIdIn(q.buttons?.[0]?.id ?? '');
+    expect(q).toMatchObject({ to: WA_ALICE.waId, type: 'interactive', text: flow.questionText(flow.PLAN) });
+    expect(q.buttons).toEqual(flow.PLAN.options.map((title, i) => ({ id: flow.chooseCommands(id, flow.PLAN)[i], title })));
 
     expect(await deliver(messageDelivery({ buttonReply: q.buttons![1]! }))).toBe(200);
-    await wa.waitUntil(() => wa.sent.some((m) => m.text === BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: WA_ALICE.name });
+    await wa.waitUntil(() => wa.sent.some((m) => m.text === flow.BOOKED), 15_000, 'the first answer');
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: WA_ALICE.name });
     await w.h.idle(15_000, conversation);
-    expectChosenAndBooked(wa.sent.slice(1).map((m) => m.text));
+    flow.expectChosenAndBooked(wa.sent.slice(1).map((m) => m.text));
 
     await say('when does it start?');
     const q2 = await nth(4, 'the second question');
-    expect(q2.buttons?.map((b) => b.title)).toEqual(START.options);
-    await say(TYPED);
-    expect((await nth(5, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(q2.buttons?.map((b) => b.title)).toEqual(flow.START.options);
+    await say(flow.TYPED);
+    expect((await nth(5, 'the final answer')).text).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, conversation);
     expect(wa.sent).toHaveLength(5);
     expect(w.ai.requests).toHaveLength(4);
@@ -91,23 +78,23 @@ describe('ask_user on the messengers', () => {
 
     await say('book me a plan');
     const q = await nth(1, 'the first question');
-    const id = questionIdIn(q.quickReplies?.[0]?.text ?? '');
-    expect(q).toMatchObject({ to: LINE_ALICE, text: questionText(PLAN) });
-    expect(q.quickReplies).toEqual(PLAN.options.map((label, i) => ({ label, text: chooseCommands(id, PLAN)[i] })));
+    const id = flow.questionIdIn(q.quickReplies?.[0]?.text ?? '');
+    expect(q).toMatchObject({ to: LINE_ALICE, text: flow.questionText(flow.PLAN) });
+    expect(q.quickReplies).toEqual(flow.PLAN.options.map((label, i) => ({ label, text: flow.chooseCommands(id, flow.PLAN)[i] })));
 
     // A tap on a quick reply is the person's own text message with the reply's text.
     await say(q.quickReplies![1]!.text);
-    await line.waitUntil(() => line.sent.some((m) => m.text === BOOKED), 15_000, 'the first answer');
-    expect(toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: LINE_ALICE });
+    await line.waitUntil(() => line.sent.some((m) => m.text === flow.BOOKED), 15_000, 'the first answer');
+    expect(flow.toolResultOf(w.ai, 1)).toEqual({ answer: 'Pro', option: 2, by: LINE_ALICE });
     await w.h.idle(15_000, conversation);
-    expectChosenAndBooked(line.sent.slice(1).map((m) => m.text));
+    flow.expectChosenAndBooked(line.sent.slice(1).map((m) => m.text));
 
     await say('when does it start?');
     const q2 = await nth(4, 'the second question');
-    expect(q2.quickReplies?.map((r) => r.label)).toEqual(START.options);
-    await say(TYPED);
-    expect((await nth(5, 'the final answer')).text).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(q2.quickReplies?.map((r) => r.label)).toEqual(flow.START.options);
+    await say(flow.TYPED);
+    expect((await nth(5, 'the final answer')).text).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, conversation);
     expect(line.sent).toHaveLength(5);
     expect(w.ai.requests).toHaveLength(4);
@@ -128,19 +115,19 @@ describe('ask_user on the messengers', () => {
     const nth = async (k: number, what: string) => (await matrix.waitUntil(() => matrix.texts(room).length >= k && matrix.texts(room), 15_000, what))[k - 1]!;
 
     say('book me a plan');
-    expect(await nth(1, 'the first question')).toBe(questionText(PLAN));
+    expect(await nth(1, 'the first question')).toBe(flow.questionText(flow.PLAN));
     expect(JSON.stringify(matrix.sent)).not.toContain('/choose');
     say('2');
-    expect(await nth(2, 'the first answer')).toBe(BOOKED);
-    expectTypedAnswer(w.ai, 1, '2');
+    expect(await nth(2, 'the first answer')).toBe(flow.BOOKED);
+    flow.expectTypedAnswer(w.ai, 1, '2');
     expect(w.ai.requests[1]!.body.messages.at(-1).content).toBe('2');
     await w.h.idle(15_000, conversation);
 
     say('when does it start?');
-    expect(await nth(3, 'the second question')).toBe(questionText(START));
-    say(TYPED);
-    expect(await nth(4, 'the final answer')).toBe(STARTS);
-    expectTypedAnswer(w.ai, 3, TYPED);
+    expect(await nth(3, 'the second question')).toBe(flow.questionText(flow.START));
+    say(flow.TYPED);
+    expect(await nth(4, 'the final answer')).toBe(flow.STARTS);
+    flow.expectTypedAnswer(w.ai, 3, flow.TYPED);
     await w.h.idle(15_000, conversation);
     expect(matrix.texts(room)).toHaveLength(4);
     expect(w.ai.requests).toHaveLength(4);
