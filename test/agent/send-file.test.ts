@@ -15,8 +15,8 @@ import { type SendFileToolOptions, sendFileTools } from '../../plugins/local-age
 import type { FileDelivery, RunContext } from '../../runner/plugin.js';
 import { ToolFailure } from '../../runner/tools/agent-tool.js';
 import type { OutboundFile } from '../../src/channel.js';
+import { PDF } from '../helpers/media.js';
 
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(16, 4)]);
 
 let workspace: string;

@@ -11,10 +11,10 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/redis/connection.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
+import { PDF } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { CHANNEL, DM, guild, TOKEN } from './discord-harness.js';
 
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 1)]);
 const logger = createLogger({ level: 'silent' });
 const prefix = testPrefix();

@@ -20,31 +20,13 @@ import { createLogger } from '../../src/logger.js';
 import { FEISHU_DM, FEISHU_GROUP, FEISHU_TEST, feishuMessageEvent } from '../../testing/fakes/feishu-events.js';
 import { type FakeFeishu, startFakeFeishu } from '../../testing/fakes/feishu-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { oggOpus, PDF, PNG } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
 import { type FeishuSystem, startFeishuSystem } from './feishu-harness.js';
 
 const logger = createLogger({ level: 'silent' });
 const CID = `feishu:${FEISHU_DM}`;
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 2)]);
-
-/** An Ogg/Opus file of `ms` milliseconds, as far as its length goes: an `OpusHead` page (pre-skip 312), then a last page at the end granule. */
-function oggOpus(ms: number): Buffer {
-  const page = (granule: bigint, payload: Buffer) => {
-    const header = Buffer.alloc(27);
-    header.write('OggS', 0, 'latin1');
-    header.writeBigInt64LE(granule, 6);
-    header[26] = 1;
-    return Buffer.concat([header, Buffer.from([payload.length]), payload]);
-  };
-  const head = Buffer.alloc(19);
-  head.write('OpusHead', 0, 'latin1');
-  head[8] = 1;
-  head[9] = 1;
-  head.writeUInt16LE(312, 10);
-  return Buffer.concat([page(0n, head), page(BigInt(ms * 48 + 312), Buffer.from('opus audio'))]);
-}
 
 describe('feishu files out (the outbound side)', () => {
   let feishu: FakeFeishu;

@@ -22,6 +22,7 @@ import { createLogger } from '../../src/logger.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type FakeLine, LINE_ALICE, LINE_TEST, lineDelivery, lineTextEvent, startFakeLine } from '../../testing/fakes/line-server.js';
 import { FAKE_AAC_FRAME_MS, fakeSpeech, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { PDF, PNG } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import { startLineSystem } from './line-harness.js';
@@ -29,8 +30,6 @@ import { startLineSystem } from './line-harness.js';
 const logger = createLogger({ level: 'silent' });
 const CID = `line:${LINE_ALICE}`;
 const FILES_URL = 'https://bot.example.test';
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 2)]);
 
 /** One Ogg page holding `packet`, with granule position `granule`. */
 function oggPage(granule: number, packet: Buffer): Buffer {

@@ -12,12 +12,12 @@ import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
 import { type FakeSlack, SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
+import { PDF } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
 const DM = 'slack:D0000DM1';
 const THREAD = 'slack:C0000CH1:1700000001.000100';
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 
 let h: { fake: FakeSlack; redis: Redis; prefix: string; outbound: ChannelOutbound };
 

@@ -21,6 +21,7 @@ import { signedFileStore } from '../../src/plugin/files.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeTeams, startFakeTeams } from '../../testing/fakes/teams-server.js';
+import { PDF, PNG } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import { startTeamsSystem, teamsTestConfig } from './teams-harness.js';
@@ -29,8 +30,6 @@ const logger = createLogger({ level: 'silent' });
 const CHAT = 'a:1alice-files-chat';
 const CID = `teams:${CHAT}`;
 const FILES_URL = 'https://bot.example.test';
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 2)]);
 const CARD = 'application/vnd.microsoft.card.adaptive';
 
 let teams: FakeTeams;

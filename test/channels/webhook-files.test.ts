@@ -15,11 +15,11 @@ import { createLogger } from '../../src/logger.js';
 import { signedFileStore } from '../../src/plugin/files.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { PDF } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-test-0123456789abcdef';
 const CID = 'webhook:crm:ticket-7';
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 const logger = createLogger({ level: 'silent' });
 
 let callbacks: CallbackServer;

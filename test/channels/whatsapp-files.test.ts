@@ -12,12 +12,11 @@ import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
 import { type FakeWhatsApp, startFakeWhatsApp, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
+import { PDF, PNG } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
 const CID = 'whatsapp:15551234567';
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 2)]);
 
 let wa: FakeWhatsApp;
 let redis: Redis;

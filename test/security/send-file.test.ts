@@ -20,11 +20,11 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
+import { PDF } from '../helpers/media.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 const SECRET = 'send_file_attack_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 
 let ai: FakeOpenAIServer;
 let tg: FakeTelegram;

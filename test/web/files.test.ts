@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebPlugin } from '../../plugins/web/index.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import { createLogger } from '../../src/logger.js';
+import { PDF } from '../helpers/media.js';
 import { redisUrl } from '../helpers/redis.js';
 import { launchBrowser, poll, startWorld, type World } from './harness.js';
 
 const logger = createLogger({ level: 'silent' });
 /** A 1×1 PNG: it loads (naturalWidth 1) only when the route serves the bytes. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
-const PDF = Buffer.from('%PDF-1.7\n%%EOF\n');
 const OGG = Buffer.from('OggS spoken reply');
 const EVIL_NAME = '<img src=x onerror="window.__pwned=1">.png';
 
