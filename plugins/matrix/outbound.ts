@@ -18,7 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
+import { ChannelApiError, InvalidInputError, type Logger, type ReactionsSetting, type RedisClient } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import { MatrixApiError } from './errors.js';
 import { fileContent } from './files-out.js';
@@ -122,7 +122,14 @@ async function sendText(o: MatrixOutboundOptions, conversationId: string, text: 
     // In a thread the poll goes in the thread too; elsewhere it follows the message.
     const txnId = key === undefined ? randomUUID() : txnIdOf(`${key}:poll`);
     const pollRelation = threadRoot === undefined ? undefined : threadRelation(threadRoot, undefined);
-    await sendPoll(o, { roomId, conversationId, text, buttons: opts.buttons, txnId, relation: pollRelation });
+    try {
+      await sendPoll(o, { roomId, conversationId, text, buttons: opts.buttons, txnId, relation: pollRelation });
+    } catch (err) {
+      // The text, with its typed commands, is in the room: a poll the room refuses (power levels, a client
+      // error) does not make the message a failure. A 429, a 5xx or Redis down is retried: both sends are keyed.
+      if (!(err instanceof ChannelApiError) || err.status === undefined || err.status === 429 || err.status >= 500) throw err;
+      o.logger.warn({ err, roomId }, 'poll not sent; the question stands as text');
+    }
   }
   return { messageId };
 }

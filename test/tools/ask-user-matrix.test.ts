@@ -103,6 +103,25 @@ describe('ask_user over Matrix', () => {
     expect((await h.entries('message.received', CONVERSATION())).map((e) => e.text)).toEqual(['plans thread']);
   });
 
+  it('a poll the room refuses (403) leaves the question as text and the send a success; a poll refused with a 5xx fails the send, to be retried under the same keys', async () => {
+    const buttons = [
+      { label: 'Basic', command: '/choose qu_000000000000000000000000 1' },
+      { label: 'Pro', command: '/choose qu_000000000000000000000000 2' },
+    ];
+    matrix.failNext('send', { status: 403, errcode: 'M_FORBIDDEN', eventType: 'org.matrix.msc3381.poll.start' });
+    const sent = await plugin.outbound.send(CONVERSATION(), 'Which plan?', { buttons, deliveryKey: 'run1:1:0' });
+    expect(sent.messageId).toMatch(/^\$/);
+    expect(matrix.texts(room)).toEqual(['Which plan?']);
+    expect(matrix.polls(room)).toEqual([]);
+
+    matrix.failNext('send', { status: 502, eventType: 'org.matrix.msc3381.poll.start' });
+    await expect(plugin.outbound.send(CONVERSATION(), 'Which size?', { buttons, deliveryKey: 'run2:1:0' })).rejects.toMatchObject({ status: 502 });
+    // The retry: the text's send is deduplicated by its transaction id, the poll goes out once.
+    await plugin.outbound.send(CONVERSATION(), 'Which size?', { buttons, deliveryKey: 'run2:1:0' });
+    expect(matrix.texts(room)).toEqual(['Which plan?', 'Which size?']);
+    expect(matrix.polls(room).map((p) => p.answers.map((a) => a.label))).toEqual([['Basic', 'Pro']]);
+  });
+
   it('ignores, writing nothing, a response to an unknown poll or answer, an edited one, the bot’s own, one from another room, and any after the choice', async () => {
     const poll = await askPlan('Pro it is.');
     await handled();

@@ -13,9 +13,10 @@
  * - LINE: quick replies under the question; a tap sends the quick reply's
  *   text, `/choose <id> <n>`, as the person's own text message (LINE's click
  *   path), and "Chosen: …" is a text message of its own.
- * - Matrix: no buttons (the question is its numbered text). Picking option 2
- *   is typing "2", which is not a click: the tool result is `answer: null`
- *   and the model gets "2" as the person's message, as with any written answer.
+ * - Matrix: the question is its numbered text, then a poll (a response to
+ *   the poll is the click: ask-user-matrix.test.ts). Here option 2 is typed,
+ *   "2", which is not a click: the tool result is `answer: null` and the
+ *   model gets "2" as the person's message, as with any written answer.
  */
 import { describe, expect, it } from 'vitest';
 import { LINE_ALICE, lineDelivery, lineTextEvent, startFakeLine } from '../../testing/fakes/line-server.js';
@@ -100,7 +101,7 @@ describe('ask_user on the messengers', () => {
     expect(w.ai.requests).toHaveLength(4);
   });
 
-  it('Matrix: the question as numbered text; typing "2" reaches the model as the person’s message, and so does a written answer', async () => {
+  it('Matrix: the question as numbered text with a poll; typing "2" while the poll is open reaches the model as the person’s message, and so does a written answer', async () => {
     const matrix = await startFakeMatrix();
     w.closers.push(() => matrix.close());
     const room = matrix.directRoom(MATRIX_ALICE);
@@ -116,6 +117,10 @@ describe('ask_user on the messengers', () => {
 
     say('book me a plan');
     expect(await nth(1, 'the first question')).toBe(flow.questionText(flow.PLAN));
+    // The poll follows the question's text.
+    const polls = await matrix.waitUntil(() => matrix.polls(room).length > 0 && matrix.polls(room), 15_000, 'the poll');
+    expect(polls.map((p) => p.answers.map((a) => a.label))).toEqual([flow.PLAN.options]);
+    // The poll's answers carry ids made from the commands, never the commands themselves.
     expect(JSON.stringify(matrix.sent)).not.toContain('/choose');
     say('2');
     expect(await nth(2, 'the first answer')).toBe(flow.BOOKED);

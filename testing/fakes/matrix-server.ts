@@ -69,6 +69,8 @@ export interface MatrixFailure {
   errcode?: string;
   /** `retry_after_ms` of the body (a 429). */
   retryAfterMs?: number;
+  /** Only a send of this event type fails (e.g. `org.matrix.msc3381.poll.start`); other sends pass it by. */
+  eventType?: string;
 }
 
 /** Options of `FakeMatrix.message`. */
@@ -353,15 +355,17 @@ export class FakeMatrix {
     };
     if (route.txnId) call.txnId = route.txnId;
     this.calls.push(call);
-    if (this.failed(call, res)) return;
+    if (this.failed(call, res, 'type' in route ? route.type : undefined)) return;
     const [status, answer] = route.kind === 'sync' ? await this.sync(call, req) : this.handle(route, call, body ?? {});
     call.status = status;
     reply(res, status, answer);
   }
 
-  /** Answers the call with the next injected failure of its kind; whether there was one. */
-  private failed(call: MatrixCall, res: ServerResponse): boolean {
-    const failure = this.failures[call.kind]?.shift();
+  /** Answers the call with the next injected failure of its kind (of a send, its event type's); whether there was one. */
+  private failed(call: MatrixCall, res: ServerResponse, eventType?: string): boolean {
+    const queued = this.failures[call.kind];
+    if (queued?.[0]?.eventType !== undefined && queued[0].eventType !== eventType) return false;
+    const failure = queued?.shift();
     if (!failure) return false;
     call.status = failure.status;
     reply(res, failure.status, {
