@@ -67,7 +67,8 @@ export function featuresContext(features: readonly RunnerFeature[], run: Feature
     const c = f.context?.(run);
     if (!c) continue;
     const { spendingCheck, ...members } = c;
-    Object.assign(added, members);
+    // A member a feature leaves undefined does not erase an earlier one's (or the runtime's).
+    for (const [name, member] of Object.entries(members)) if (member !== undefined) Object.assign(added, { [name]: member });
     if (spendingCheck) checks.push((spend) => spendingCheck.call(c, spend));
   }
   if (checks.length > 0) {
