@@ -28,6 +28,16 @@ describe('featuresContext', () => {
     expect(Object.keys(added)).toEqual(['memory']);
   });
 
+  it('keeps a member when a later feature leaves it undefined', () => {
+    const first = memory(100);
+    const features: RunnerFeature[] = [
+      { name: 'a', context: () => ({ memory: first }) },
+      { name: 'b', context: () => ({ memory: undefined }) },
+    ];
+    expect(featuresContext(features, run).memory).toBe(first);
+    expect(featuresContext([{ name: 'b', context: () => ({ memory: undefined }) }], run)).toEqual({});
+  });
+
   it('adds nothing when no feature adds a member', () => {
     expect(featuresContext([{ name: 'a' }, { name: 'b', context: () => ({}) }], run)).toEqual({});
   });
