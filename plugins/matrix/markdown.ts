@@ -7,6 +7,7 @@
  * Markdown library is among the dependencies; this converter only has to
  * be good, not perfect: the plain `body` goes with it.
  */
+import { html } from 'steerbot/plugin';
 
 /** Escapes text for HTML content and quoted attributes. */
 export function escapeHtml(text: string): string {
@@ -73,24 +74,8 @@ function preBlock(lang: string, lines: string[]): string {
   return `<pre><code${cls}>${escapeHtml(lines.join('\n'))}</code></pre>`;
 }
 
-const SAFE_URL_RE = /^(https?:\/\/|mailto:)/i;
+/** This platform's HTML for the shared inline rules (`html.inlineMarkdownHtml`). */
+const DIALECT: html.HtmlDialect = { bold: 'strong', italic: 'em', strike: 'del', safeUrl: /^(https?:\/\/|mailto:)/i, escape: escapeHtml };
 
-/** Inline formatting of one line. Code spans and links become placeholders first, so nothing inside them is reformatted. */
-function inline(line: string): string {
-  const held: string[] = [];
-  const hold = (html: string) => `\uE000${held.push(html) - 1}\uE001`;
-  // The placeholder delimiters are private-use characters; drop any the text itself carries.
-  let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (_m, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text: string, url: string) =>
-    SAFE_URL_RE.test(url) ? hold(`<a href="${escapeHtml(url)}">${escapeHtml(text)}</a>`) : m,
-  );
-  s = escapeHtml(s);
-  // Content never holds a tag (`[^<]`), so the tags these insert cannot cross each other.
-  s = s
-    .replace(/\*\*(?=[^\s<])([^<]+?)(?<=[^\s<])\*\*/g, '<strong>$1</strong>')
-    .replace(/(^|[^\w])__(?=[^\s<])([^<]+?)(?<=[^\s<])__(?!\w)/g, '$1<strong>$2</strong>')
-    .replace(/~~(?=[^\s<])([^<]+?)(?<=[^\s<])~~/g, '<del>$1</del>')
-    .replace(/(^|[^\w*])\*(?=[^\s*<])([^*<]+?)(?<=[^\s*<])\*(?![\w*])/g, '$1<em>$2</em>')
-    .replace(/(^|[^\w])_(?=[^\s_<])([^_<]+?)(?<=[^\s_<])_(?!\w)/g, '$1<em>$2</em>');
-  return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
-}
+/** Inline formatting of one line. */
+const inline = (line: string): string => html.inlineMarkdownHtml(line, DIALECT);

@@ -5,6 +5,7 @@
  * itself. A result Telegram still refuses is resent as plain text by the
  * outbound side; this converter only has to be good, not perfect.
  */
+import { html } from 'steerbot/plugin';
 
 /** Escapes text for Telegram HTML. */
 export function escapeHtml(text: string): string {
@@ -67,24 +68,8 @@ function preBlock(lang: string, lines: string[]): string {
   return lang ? `<pre><code class="language-${escapeHtml(lang)}">${code}</code></pre>` : `<pre>${code}</pre>`;
 }
 
-const SAFE_URL_RE = /^(https?:\/\/|tg:\/\/|mailto:)/i;
+/** This platform's HTML for the shared inline rules (`html.inlineMarkdownHtml`). */
+const DIALECT: html.HtmlDialect = { bold: 'b', italic: 'i', strike: 's', safeUrl: /^(https?:\/\/|tg:\/\/|mailto:)/i, escape: escapeHtml };
 
-/** Inline formatting of one line. Code spans and links become placeholders first, so nothing inside them is reformatted. */
-function inline(line: string): string {
-  const held: string[] = [];
-  const hold = (html: string) => `\uE000${held.push(html) - 1}\uE001`;
-  // The placeholder delimiters are private-use characters; drop any the text itself carries.
-  let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (_m, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
-  s = escapeHtml(s);
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text: string, url: string) =>
-    SAFE_URL_RE.test(url) ? hold(`<a href="${url.replace(/"/g, '&quot;')}">${text}</a>`) : m,
-  );
-  // Content never holds a tag (`[^<]`), so the tags these insert cannot cross each other.
-  s = s
-    .replace(/\*\*(?=[^\s<])([^<]+?)(?<=[^\s<])\*\*/g, '<b>$1</b>')
-    .replace(/(^|[^\w])__(?=[^\s<])([^<]+?)(?<=[^\s<])__(?!\w)/g, '$1<b>$2</b>')
-    .replace(/~~(?=[^\s<])([^<]+?)(?<=[^\s<])~~/g, '<s>$1</s>')
-    .replace(/(^|[^\w*])\*(?=[^\s*<])([^*<]+?)(?<=[^\s*<])\*(?![\w*])/g, '$1<i>$2</i>')
-    .replace(/(^|[^\w])_(?=[^\s_<])([^_<]+?)(?<=[^\s_<])_(?!\w)/g, '$1<i>$2</i>');
-  return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
-}
+/** Inline formatting of one line. */
+const inline = (line: string): string => html.inlineMarkdownHtml(line, DIALECT);

@@ -73,6 +73,8 @@ export {
 export { parseEntry } from '../record/read.js';
 export type { RedisClient } from '../redis/connection.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
+/** The inline Markdown rules (code, links, bold, italic, strike) a platform's HTML dialect renders: `inlineMarkdownHtml`, `HtmlDialect`. */
+export * as html from './markdown-inline.js';
 export { oggDurationMs } from './ogg.js';
 
 // ── advanced: serving HTTP, identities ──────────────────────────────────────
