@@ -22,6 +22,7 @@ import { waitFor } from '../wait.js';
 import { FEISHU_BOT_OPEN_ID, FEISHU_TEST, feishuId } from './feishu-events.js';
 import { decodeFrame, encodeFrame, headerOf } from './feishu-frame.js';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { readBody, sendJson } from './http-io.js';
 import { multipartBoundary, parseMultipart } from './multipart.js';
 
 /** The tenant access token the fake issues. */
@@ -127,20 +128,6 @@ export interface FakeFeishu {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 /** The kinds of message the fake takes. */
 const MSG_TYPES = ['text', 'interactive', 'image', 'file', 'audio'];
 
@@ -243,7 +230,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     const [failure] = failures.splice(i, 1) as [FeishuFailure];
     calls.push({ kind, status: failure.status, ...(uuid !== undefined && { uuid }) });
     const headers: Record<string, string> = failure.resetSeconds === undefined ? {} : { 'x-ogw-ratelimit-reset': String(failure.resetSeconds) };
-    send(res, failure.status, { code: failure.code ?? (failure.status === 429 ? 99991400 : 1), msg: 'scripted failure' }, headers);
+    sendJson(res, failure.status, { code: failure.code ?? (failure.status === 429 ? 99991400 : 1), msg: 'scripted failure' }, headers);
     return true;
   }
 
@@ -272,11 +259,11 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     const known = ['text', 'interactive'].includes(body.msg_type) || media !== undefined;
     if (typeof chatId !== 'string' || typeof body.content !== 'string' || !known) {
       calls.push({ kind, status: 400, uuid: body.uuid });
-      return send(res, 400, { code: 230001, msg: 'invalid receive_id, message_id or content' });
+      return sendJson(res, 400, { code: 230001, msg: 'invalid receive_id, message_id or content' });
     }
     calls.push({ kind, status: 200, uuid: body.uuid });
     const earlier = typeof body.uuid === 'string' ? byUuid.get(body.uuid) : undefined;
-    if (earlier) return send(res, 200, { code: 0, msg: 'success', data: { message_id: earlier, chat_id: chatId } });
+    if (earlier) return sendJson(res, 200, { code: 0, msg: 'success', data: { message_id: earlier, chat_id: chatId } });
     const id = feishuId('om_');
     chatOfMessage.set(id, chatId);
     if (typeof body.uuid === 'string') byUuid.set(body.uuid, id);
@@ -289,7 +276,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
       ...(reply && { replyTo: decodeURIComponent(reply[1] as string), inThread: body.reply_in_thread === true }),
       ...(typeof body.uuid === 'string' && { uuid: body.uuid }),
     });
-    return send(res, 200, { code: 0, msg: 'success', data: { message_id: id, chat_id: chatId, msg_type: body.msg_type } });
+    return sendJson(res, 200, { code: 0, msg: 'success', data: { message_id: id, chat_id: chatId, msg_type: body.msg_type } });
   }
 
   /** `POST /open-apis/im/v1/images` and `/open-apis/im/v1/files`: a multipart upload, answered with its key. */
@@ -304,7 +291,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
         : ['opus', 'mp4', 'pdf', 'doc', 'xls', 'ppt', 'stream'].includes(text('file_type') ?? '') && !!text('file_name');
     if (!data || data.length === 0 || !valid) {
       calls.push({ kind: 'upload', status: 400 });
-      return send(res, 400, { code: 234001, msg: 'Invalid request param.' });
+      return sendJson(res, 400, { code: 234001, msg: 'Invalid request param.' });
     }
     calls.push({ kind: 'upload', status: 200 });
     const key = kind === 'image' ? `img_v3_${randomUUID()}` : `file_v3_${randomUUID()}`;
@@ -316,7 +303,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
       ...(kind === 'image' ? { imageType: text('image_type') as string } : { fileType: text('file_type') as string, fileName: text('file_name') as string }),
       ...(duration !== undefined && { duration: Number(duration) }),
     });
-    send(res, 200, { code: 0, msg: 'success', data: kind === 'image' ? { image_key: key } : { file_key: key } });
+    sendJson(res, 200, { code: 0, msg: 'success', data: kind === 'image' ? { image_key: key } : { file_key: key } });
   }
 
   /** `POST …/messages/:id/reactions` (adds one; the platform keeps every reaction) and `DELETE …/reactions/:reaction_id`. */
@@ -326,28 +313,28 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     const list = reactions.get(messageId) ?? [];
     if (!chatOfMessage.has(messageId)) {
       calls.push({ kind, status: 400 });
-      return send(res, 400, { code: 231003, msg: 'message not found' });
+      return sendJson(res, 400, { code: 231003, msg: 'message not found' });
     }
     if (kind === 'unreact') {
       const i = list.findIndex((r) => r.id === reactionId);
       if (i < 0) {
         calls.push({ kind, status: 400 });
-        return send(res, 400, { code: 231001, msg: 'reaction not found' });
+        return sendJson(res, 400, { code: 231001, msg: 'reaction not found' });
       }
       const [gone] = list.splice(i, 1);
       calls.push({ kind, status: 200 });
-      return send(res, 200, { code: 0, msg: 'success', data: { reaction_id: reactionId, reaction_type: { emoji_type: gone?.emojiType } } });
+      return sendJson(res, 200, { code: 0, msg: 'success', data: { reaction_id: reactionId, reaction_type: { emoji_type: gone?.emojiType } } });
     }
     const emojiType = body?.reaction_type?.emoji_type;
     if (typeof emojiType !== 'string' || emojiType === '') {
       calls.push({ kind, status: 400 });
-      return send(res, 400, { code: 231001, msg: 'reaction type is invalid' });
+      return sendJson(res, 400, { code: 231001, msg: 'reaction type is invalid' });
     }
     const id = `ZCaCIjUBVVWSrm5L-${randomUUID()}`;
     list.push({ id, emojiType });
     reactions.set(messageId, list);
     calls.push({ kind, status: 200 });
-    send(res, 200, {
+    sendJson(res, 200, {
       code: 0,
       msg: 'success',
       data: { reaction_id: id, reaction_type: { emoji_type: emojiType }, operator: { operator_id: appId, operator_type: 'app' } },
@@ -361,25 +348,26 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
     const parts = boundary ? parseMultipart(raw, boundary) : [];
     const body = boundary || raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
     if (url.pathname === '/open-apis/auth/v3/tenant_access_token/internal') {
-      if (body.app_id !== appId || body.app_secret !== appSecret) return send(res, 400, { code: 10014, msg: 'app secret invalid' });
+      if (body.app_id !== appId || body.app_secret !== appSecret) return sendJson(res, 400, { code: 10014, msg: 'app secret invalid' });
       fake.tokensIssued++;
-      return send(res, 200, { code: 0, msg: 'ok', tenant_access_token: TENANT_TOKEN, expire: 7200 });
+      return sendJson(res, 200, { code: 0, msg: 'ok', tenant_access_token: TENANT_TOKEN, expire: 7200 });
     }
     if (url.pathname === '/callback/ws/endpoint') {
-      if (body.AppID !== appId || body.AppSecret !== appSecret) return send(res, 200, { code: 514, msg: 'auth failed', data: {} });
+      if (body.AppID !== appId || body.AppSecret !== appSecret) return sendJson(res, 200, { code: 514, msg: 'auth failed', data: {} });
       const URL_ = `${fake.url.replace(/^http/, 'ws')}/ws/v2?fpid=1&device_id=fake-device&service_id=${SERVICE_ID}&ticket=${randomUUID()}`;
       const ClientConfig = { PingInterval: 120, ReconnectCount: -1, ReconnectInterval: 1, ReconnectNonce: 0 };
-      return send(res, 200, { code: 0, msg: 'ok', data: { URL: URL_, ClientConfig } });
+      return sendJson(res, 200, { code: 0, msg: 'ok', data: { URL: URL_, ClientConfig } });
     }
-    if (req.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return send(res, 401, { code: 99991663, msg: 'Invalid access token for authorization' });
-    if (url.pathname === '/open-apis/bot/v3/info') return send(res, 200, { code: 0, msg: 'ok', bot: { open_id: FEISHU_BOT_OPEN_ID, app_name: 'steerbot' } });
+    if (req.headers.authorization !== `Bearer ${TENANT_TOKEN}`) return sendJson(res, 401, { code: 99991663, msg: 'Invalid access token for authorization' });
+    if (url.pathname === '/open-apis/bot/v3/info')
+      return sendJson(res, 200, { code: 0, msg: 'ok', bot: { open_id: FEISHU_BOT_OPEN_ID, app_name: 'steerbot' } });
     if (req.method === 'POST' && /^\/open-apis\/im\/v1\/messages(\/[^/]+\/reply)?$/.test(url.pathname)) return im(res, url, body);
     if (req.method === 'POST' && url.pathname === '/open-apis/im/v1/images') return upload(res, 'image', parts);
     if (req.method === 'POST' && url.pathname === '/open-apis/im/v1/files') return upload(res, 'file', parts);
     const reacted = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reactions(?:\/([^/]+))?$/.exec(url.pathname);
     if (reacted && ((req.method === 'POST' && !reacted[2]) || (req.method === 'DELETE' && reacted[2])))
       return reaction(res, req.method, decodeURIComponent(reacted[1] as string), reacted[2] && decodeURIComponent(reacted[2]), body);
-    return send(res, 404, { code: 404, msg: `no route ${req.method} ${url.pathname}` });
+    return sendJson(res, 404, { code: 404, msg: `no route ${req.method} ${url.pathname}` });
   }
 
   /** Defers the answer of `call` on `res` when a hold is armed for it and the call succeeded (its work is done by then). */
@@ -393,7 +381,7 @@ export async function startFakeFeishu(opts: FakeFeishuOptions = {}): Promise<Fak
 
   const server = createServer((req, res) => {
     holdable(`${req.method} ${new URL(req.url ?? '/', 'http://fake').pathname}`, res);
-    handle(req, res).catch((err: unknown) => send(res, 500, { code: 500, msg: String(err) }));
+    handle(req, res).catch((err: unknown) => sendJson(res, 500, { code: 500, msg: String(err) }));
   });
   server.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, onSocket));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

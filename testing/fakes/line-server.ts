@@ -10,9 +10,10 @@
  * with the channel secret, as LINE does.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { readText, sendJson } from './http-io.js';
 import { postJson } from './signed-post.js';
 
 /** Test credentials the fake accepts by default. */
@@ -99,20 +100,6 @@ export interface FakeLine {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 /** Whether `url` is one LINE fetches media from: HTTPS, at most 2000 characters. */
 const mediaUrl = (url: unknown): boolean => typeof url === 'string' && url.startsWith('https://') && url.length <= 2000;
 
@@ -185,7 +172,7 @@ export async function startFakeLine(opts: FakeLineOptions = {}): Promise<FakeLin
       fake.sent.push({ id, to, via, ...sentMessage(m), ...(items && { quickReplies: items.map((i) => ({ label: i.action.label, text: i.action.text })) }) });
       return id;
     });
-    send(res, 200, { sentMessages: ids.map((id) => ({ id, quoteToken: randomBytes(8).toString('hex') })) }, headers);
+    sendJson(res, 200, { sentMessages: ids.map((id) => ({ id, quoteToken: randomBytes(8).toString('hex') })) }, headers);
   };
 
   const handle = (kind: LineCall['kind'], body: Record<string, any>, retryKey: string | undefined, res: ServerResponse) => {
@@ -193,17 +180,17 @@ export async function startFakeLine(opts: FakeLineOptions = {}): Promise<FakeLin
     if (failure) {
       record({ kind, body, status: failure.status, ...(retryKey && { retryKey }) });
       const headers: Record<string, string> = failure.retryAfterSeconds !== undefined ? { 'retry-after': String(failure.retryAfterSeconds) } : {};
-      return send(res, failure.status, { message: failure.message ?? `error ${failure.status}` }, headers);
+      return sendJson(res, failure.status, { message: failure.message ?? `error ${failure.status}` }, headers);
     }
     const refuse = (status: number, message: string, headers: Record<string, string> = {}) => {
       record({ kind, body, status, ...(retryKey && { retryKey }) });
-      send(res, status, { message }, headers);
+      sendJson(res, status, { message }, headers);
     };
     if (kind === 'loading') {
       if (typeof body.chatId !== 'string') return refuse(400, 'chatId: required');
       fake.loading.push(body.chatId);
       record({ kind, body, status: 202 });
-      return send(res, 202, {});
+      return sendJson(res, 202, {});
     }
     const problem = messagesProblem(body.messages);
     if (problem) return refuse(400, 'The request body has 1 error(s)', {});
@@ -233,16 +220,16 @@ export async function startFakeLine(opts: FakeLineOptions = {}): Promise<FakeLin
 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const raw = await readBody(req);
+    const raw = await readText(req);
     if (req.headers.authorization !== `Bearer ${token}`)
-      return send(res, 401, { message: 'Authentication failed. Confirm that the access token in the authorization header is valid.' });
+      return sendJson(res, 401, { message: 'Authentication failed. Confirm that the access token in the authorization header is valid.' });
     const kind = ROUTES[url.pathname];
-    if (req.method !== 'POST' || !kind) return send(res, 404, { message: 'Not found' });
+    if (req.method !== 'POST' || !kind) return sendJson(res, 404, { message: 'Not found' });
     let body: Record<string, any>;
     try {
       body = JSON.parse(raw);
     } catch {
-      return send(res, 400, { message: 'The request body could not be parsed as JSON' });
+      return sendJson(res, 400, { message: 'The request body could not be parsed as JSON' });
     }
     const retryKey = req.headers['x-line-retry-key'];
     handle(kind, body, typeof retryKey === 'string' ? retryKey : undefined, res);

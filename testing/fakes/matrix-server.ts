@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { readBody } from './http-io.js';
 import { MatrixMediaStore, mediaRoute } from './matrix-media.js';
 
 /** Test credentials and ids. */
@@ -153,15 +154,6 @@ export interface FakeMatrixOptions {
 }
 
 const newEventId = () => `$${randomBytes(24).toString('base64url')}`;
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
 
 function reply(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });

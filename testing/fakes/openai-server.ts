@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readText } from './http-io.js';
 import { responseObject, responsesEvents } from './openai-responses.js';
 
 /** One scripted answer of the fake model. */
@@ -182,7 +183,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return;
     }
     if (req.method === 'POST' && path === '/v1/audio/speech') {
-      const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['speeches'][number];
+      const body = JSON.parse(await readText(req)) as FakeOpenAIServer['speeches'][number];
       speeches.push(body);
       const format = body.response_format ?? 'mp3'; // OpenAI's default; the fake answers anything but aac with its Ogg stand-in
       const audio = opts.speak?.(body.input, format) ?? fakeSpeech(body.input, format);
@@ -190,14 +191,14 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return;
     }
     if (req.method === 'POST' && path === '/v1/images/generations') {
-      const body = JSON.parse(await readBody(req)) as FakeOpenAIServer['images'][number];
+      const body = JSON.parse(await readText(req)) as FakeOpenAIServer['images'][number];
       images.push(body);
       const png = opts.image?.(body.prompt) ?? FAKE_PNG;
       sendJson(res, 200, { created: Math.floor(Date.now() / 1000), data: [{ b64_json: png.toString('base64') }] });
       return;
     }
     if (req.method === 'POST' && path === '/v1/embeddings') {
-      const body = JSON.parse(await readBody(req)) as { input: string | string[]; model: string };
+      const body = JSON.parse(await readText(req)) as { input: string | string[]; model: string };
       const inputs = Array.isArray(body.input) ? body.input : [body.input];
       embeddings.push(inputs);
       const data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: (opts.embed ?? wordVector)(text) }));
@@ -212,7 +213,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
     let body: any;
     try {
-      body = JSON.parse(await readBody(req));
+      body = JSON.parse(await readText(req));
     } catch {
       sendError(res, 400, { message: 'body is not JSON', type: 'invalid_request_error' });
       return;
@@ -477,15 +478,6 @@ function splitArgs(args: string): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i += size) out.push(args.slice(i, i + size));
   return out;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {

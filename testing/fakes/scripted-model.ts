@@ -3,8 +3,9 @@
  * an HTTP server on 127.0.0.1 that records every request, answers each with
  * the next scripted turn, and lets a test wait for requests to arrive.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readText } from './http-io.js';
 
 /** One request a model fake received. */
 export interface ModelRequest {
@@ -56,7 +57,7 @@ export async function startScriptedModel<T>(o: ScriptedModelOptions<T>): Promise
   let cursor = 0;
 
   const server = createServer((q, res) => {
-    void readBody(q).then((raw) => {
+    void readText(q).then((raw) => {
       const path = q.url ?? '/';
       if (q.method !== 'POST' || !o.route(path.split('?')[0] ?? '')) return sendJson(res, 404, { error: { message: `no route ${q.method} ${path}` } });
       let body: unknown;
@@ -129,13 +130,4 @@ export function sendEvents(res: ServerResponse, events: string[]): void {
 /** Splits text into word-sized deltas, as providers stream it. */
 export function textDeltas(text: string): string[] {
   return text === '' ? [] : (text.match(/\s*\S+\s*|\s+/g) ?? [text]);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

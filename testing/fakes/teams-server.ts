@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
+import { readText, sendJson } from './http-io.js';
 import { postJson } from './signed-post.js';
 import { teamsMessageActivity } from './teams-activity.js';
 import { signJwt, type TeamsSigningKey, teamsSigningKey } from './teams-auth.js';
@@ -31,20 +32,6 @@ export const TEAMS_TEST = {
   appPassword: 'fake-teams-app-password-0123456789',
   tenantId: '11111111-1111-4111-8111-111111111111',
 } as const;
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
 
 /** The text a message shows: its `text`, else the first TextBlock of its Adaptive Card. */
 function shownText(a: Record<string, any>): string {
@@ -125,32 +112,37 @@ export async function startFakeTeams(): Promise<FakeTeams> {
     if (!failure) return false;
     fake.calls.push({ ...call, status: failure.status });
     const headers: Record<string, string> = failure.retryAfterSeconds !== undefined ? { 'retry-after': String(failure.retryAfterSeconds) } : {};
-    send(res, failure.status, { error: { code: failure.status === 429 ? 'TooManyRequests' : 'ServiceError', message: `error ${failure.status}` } }, headers);
+    sendJson(
+      res,
+      failure.status,
+      { error: { code: failure.status === 429 ? 'TooManyRequests' : 'ServiceError', message: `error ${failure.status}` } },
+      headers,
+    );
     return true;
   };
 
   const identity = (path: string, req: IncomingMessage, raw: string, res: ServerResponse): boolean => {
     const base = `${fake.url}/${tenantId}`;
     if (req.method === 'GET' && path === `/${tenantId}/v2.0/.well-known/openid-configuration`) {
-      send(res, 200, {
+      sendJson(res, 200, {
         issuer: `${base}/v2.0`,
         jwks_uri: `${base}/discovery/v2.0/keys`,
         token_endpoint: `${base}/oauth2/v2.0/token`,
         id_token_signing_alg_values_supported: ['RS256'],
       });
     } else if (req.method === 'GET' && path === `/${tenantId}/discovery/v2.0/keys`) {
-      send(res, 200, { keys: [good.jwk] });
+      sendJson(res, 200, { keys: [good.jwk] });
     } else if (req.method === 'POST' && path === `/${tenantId}/oauth2/v2.0/token`) {
       const form = new URLSearchParams(raw);
       const body = Object.fromEntries([...form.entries()].filter(([k]) => k !== 'client_secret'));
       if (fail('token', { kind: 'token', region: '', body }, res)) return true;
       const ok = form.get('grant_type') === 'client_credentials' && form.get('client_id') === appId && form.get('client_secret') === appPassword;
       fake.calls.push({ kind: 'token', region: '', body, status: ok ? 200 : 401 });
-      if (!ok) send(res, 401, { error: 'invalid_client' });
+      if (!ok) sendJson(res, 401, { error: 'invalid_client' });
       else {
         const accessToken = randomBytes(24).toString('hex');
         issued.add(accessToken);
-        send(res, 200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: accessToken });
+        sendJson(res, 200, { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: accessToken });
       }
     } else return false;
     return true;
@@ -159,42 +151,42 @@ export async function startFakeTeams(): Promise<FakeTeams> {
   const connector = (path: string, req: IncomingMessage, raw: string, res: ServerResponse) => {
     const m = CONNECTOR.exec(path);
     const kind: TeamsCallKind | undefined = !m ? undefined : req.method === 'POST' && !m[3] ? 'send' : req.method === 'PUT' && m[3] ? 'update' : undefined;
-    if (!m || !kind) return send(res, 404, { error: { code: 'NotFound', message: 'not found' } });
+    if (!m || !kind) return sendJson(res, 404, { error: { code: 'NotFound', message: 'not found' } });
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (!bearer || !issued.has(bearer)) return send(res, 401, { message: 'Authorization has been denied for this request.' });
+    if (!bearer || !issued.has(bearer)) return sendJson(res, 401, { message: 'Authorization has been denied for this request.' });
     const [, region, encoded, activityId] = m as unknown as [string, string, string, string | undefined];
     const conversationId = decodeURIComponent(encoded);
     let body: Record<string, any>;
     try {
       body = JSON.parse(raw);
     } catch {
-      return send(res, 400, { error: { code: 'BadArgument', message: 'not JSON' } });
+      return sendJson(res, 400, { error: { code: 'BadArgument', message: 'not JSON' } });
     }
     const callKind: TeamsCallKind = kind === 'send' && body.type === 'typing' ? 'typing' : kind;
     const call = { kind: callKind, region, conversationId, body };
     if (fail(callKind, call, res)) return;
     if (Buffer.byteLength(raw) > MAX_ACTIVITY_BYTES) {
       fake.calls.push({ ...call, status: 413 });
-      return send(res, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
+      return sendJson(res, 413, { error: { code: 'MessageSizeTooBig', message: 'Message size too big' } });
     }
     const target = activityId === undefined ? undefined : fake.sent.find((s) => s.id === activityId && s.conversationId === conversationId);
     if (kind === 'update' && !target) {
       fake.calls.push({ ...call, status: 404 });
-      return send(res, 404, { error: { code: 'ActivityNotFound', message: 'activity not found' } });
+      return sendJson(res, 404, { error: { code: 'ActivityNotFound', message: 'activity not found' } });
     }
     fake.calls.push({ ...call, status: 200 });
     if (target) {
       Object.assign(target, { text: shownText(body), buttons: buttonsOf(body), activity: body });
-      return send(res, 200, { id: target.id });
+      return sendJson(res, 200, { id: target.id });
     }
     const id = `1${String(Date.now()).slice(-9)}${String(++ids).padStart(3, '0')}`;
     fake.sent.push({ id, region, conversationId, type: String(body.type), text: shownText(body), buttons: buttonsOf(body), activity: body });
-    send(res, 201, { id });
+    sendJson(res, 201, { id });
   };
 
   const server = createServer(async (req, res) => {
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const raw = await readBody(req);
+    const raw = await readText(req);
     if (!identity(path, req, raw, res)) connector(path, req, raw, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -13,10 +13,11 @@
  * the app signed with the app secret, as Meta does.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '../wait.js';
 import { AnswerHolds, type HeldAnswer } from './held-answers.js';
+import { readBody, sendJson } from './http-io.js';
 import { multipartBoundary, parseMultipart } from './multipart.js';
 import { postJson } from './signed-post.js';
 
@@ -99,20 +100,6 @@ export interface FakeWhatsApp {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 const graphError = (f: GraphFailure) => ({
   error: { message: f.message ?? `error ${f.code}`, type: 'OAuthException', code: f.code, fbtrace_id: 'AfakeTrace' },
 });
@@ -156,7 +143,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     const f = failures[kind]!.shift();
     if (!f) return false;
     record(callKind, path, body, f.status);
-    send(res, f.status, graphError(f), f.retryAfterSeconds !== undefined ? { 'retry-after': String(f.retryAfterSeconds) } : {});
+    sendJson(res, f.status, graphError(f), f.retryAfterSeconds !== undefined ? { 'retry-after': String(f.retryAfterSeconds) } : {});
     return true;
   };
 
@@ -165,21 +152,21 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
       if (failed('read', res, path, body, 'read')) return;
       fake.reads.push({ messageId: String(body.message_id), typing: body.typing_indicator?.type === 'text' });
       record('read', path, body, 200);
-      return send(res, 200, { success: true });
+      return sendJson(res, 200, { success: true });
     }
     if (failed('send', res, path, body, 'send')) return;
     if (body.messaging_product !== 'whatsapp' || typeof body.to !== 'string') {
       record('send', path, body, 400);
-      return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+      return sendJson(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
     }
     if (body.type === 'reaction') {
       if (typeof body.reaction?.message_id !== 'string' || typeof body.reaction?.emoji !== 'string') {
         record('send', path, body, 400);
-        return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+        return sendJson(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
       }
       fake.reactions.set(body.reaction.message_id, body.reaction.emoji);
       record('send', path, body, 200);
-      return send(res, 200, {
+      return sendJson(res, 200, {
         messaging_product: 'whatsapp',
         contacts: [{ input: body.to, wa_id: body.to }],
         messages: [{ id: `wamid.${randomBytes(12).toString('hex')}` }],
@@ -191,7 +178,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     const uploaded = file ? media.get(String(file.id)) : undefined;
     if (file && !uploaded) {
       record('send', path, body, 400);
-      return send(res, 400, graphError({ status: 400, code: 131053, message: 'Media upload error: unknown media id' }));
+      return sendJson(res, 400, graphError({ status: 400, code: 131053, message: 'Media upload error: unknown media id' }));
     }
     const msg: WhatsAppSentMessage = {
       id,
@@ -204,7 +191,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     };
     fake.sent.push(msg);
     record('send', path, body, 200);
-    const answer = () => send(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id }] });
+    const answer = () => sendJson(res, 200, { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: body.to }], messages: [{ id }] });
     if (!holds.hold('send', res, answer)) answer();
   };
 
@@ -218,21 +205,21 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     const type = field('type');
     if (field('messaging_product') !== 'whatsapp' || !file || !type) {
       record('upload', path, {}, 400);
-      return send(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
+      return sendJson(res, 400, graphError({ status: 400, code: 100, message: 'Invalid parameter' }));
     }
     const id = String(1_000_000_000_000 + fake.uploads.length + media.size);
     media.set(id, { data: file.data, mimeType: type });
     fake.uploads.push({ id, data: file.data, mimeType: type, filename: file.filename });
     record('upload', path, { type, filename: file.filename }, 200);
-    send(res, 200, { id });
+    sendJson(res, 200, { id });
   };
 
   const onMedia = (path: string, id: string, res: ServerResponse) => {
     if (failed('media', res, path, {}, 'media')) return;
     const m = media.get(id);
     record('media', path, {}, m ? 200 : 404);
-    if (!m) return send(res, 404, graphError({ status: 404, code: 100, message: 'Unsupported get request' }));
-    send(res, 200, {
+    if (!m) return sendJson(res, 404, graphError({ status: 404, code: 100, message: 'Unsupported get request' }));
+    sendJson(res, 200, {
       messaging_product: 'whatsapp',
       url: `${base}/download/${encodeURIComponent(id)}`,
       mime_type: m.mimeType,
@@ -246,13 +233,13 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     const bytes = await readBody(req);
     const raw = bytes.toString('utf8');
     if (req.headers.authorization !== `Bearer ${token}`) {
-      return send(res, 401, graphError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
+      return sendJson(res, 401, graphError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
     }
     const download = /^\/download\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && download) {
       const m = media.get(decodeURIComponent(download[1]!));
       record('download', url.pathname, {}, m ? 200 : 404);
-      if (!m) return send(res, 404, {});
+      if (!m) return sendJson(res, 404, {});
       res.writeHead(200, { 'content-type': m.mimeType, 'content-length': m.data.byteLength });
       return res.end(m.data);
     }
@@ -262,7 +249,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
       try {
         body = JSON.parse(raw);
       } catch {
-        return send(res, 400, graphError({ status: 400, code: 100, message: 'body is not JSON' }));
+        return sendJson(res, 400, graphError({ status: 400, code: 100, message: 'body is not JSON' }));
       }
       return onMessages(url.pathname, body, res);
     }
@@ -270,7 +257,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
     if (req.method === 'POST' && upload && upload[2] === phoneNumberId) return onUpload(url.pathname, bytes, req.headers['content-type'], res);
     const mediaGet = /^\/(v\d+\.\d+)\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
     if (req.method === 'GET' && mediaGet) return onMedia(url.pathname, mediaGet[2]!, res);
-    send(res, 404, graphError({ status: 404, code: 100, message: `unknown path ${url.pathname}` }));
+    sendJson(res, 404, graphError({ status: 404, code: 100, message: `unknown path ${url.pathname}` }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
