@@ -8,6 +8,8 @@
  * routes and part of exports. The composition registers features
  * (app/features/).
  */
+
+import type { AppContext } from '../src/app-context.js';
 import type { ChannelSettings, InboundMessage, ReceiveResult } from '../src/channel.js';
 import type { CoreConfig } from '../src/config/load.js';
 import type { ExportKit, ExportPart } from '../src/export/part.js';
@@ -16,7 +18,6 @@ import type { Logger } from '../src/logger.js';
 import type { IdentityStore } from '../src/people/identity.js';
 import type { AgentProfile } from '../src/people/profiles.js';
 import type { InputPolicy } from '../src/protocol/types.js';
-import type { ConfiguredSchedules } from '../src/schedules/from-config.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { CommandTable } from './commands/table.js';
 
@@ -29,8 +30,10 @@ export interface HostFeatureKit {
   prefix: string;
   /** Who is who across channels; purging and linking a person tell its hooks (`onChange`). */
   identities: IdentityStore;
-  /** The schedules service and heartbeats; undefined when `schedules.enabled` is false. */
-  schedules: ConfiguredSchedules | undefined;
+  /** The ids of the host's channels. */
+  channelIds: readonly string[];
+  /** Opens a connection of the feature's own (a BullMQ queue's); the feature closes it in its `close`. */
+  connectRedis: AppContext['connectRedis'];
 }
 
 /** A message or command the host recorded from a person. */
@@ -88,6 +91,8 @@ export interface HostFeature {
   readonly console?: ConsolePart;
   /** Makes its part of exports (the console's downloads) on the console's connection. */
   export?(kit: ExportKit): ExportPart;
+  /** When the host stops, after its channels: closes what the feature opened. A throw is logged. */
+  close?(): Promise<void>;
 }
 
 /** Makes a feature's host part. */

@@ -18,7 +18,6 @@ import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
 import type { SendMessageRequest, SendMessageResult } from '../src/protocol/send.js';
 import type { InputPolicy } from '../src/protocol/types.js';
 import { INGRESS_COMMAND_TIMEOUT_MS } from '../src/redis/connection.js';
-import { schedulesFromConfig } from '../src/schedules/from-config.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import { AccessGate } from './access/gate.js';
 import { accessAdmission } from './access/step.js';
@@ -216,10 +215,10 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const access = accessGate(ctx, ingressConn, identities);
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
-  const scheduling = schedulesFromConfig(ctx, settings.keys(), 'steerbot-host-schedules', identities);
-  const kit = { config, logger, redis: ingressConn, prefix, identities, schedules: scheduling };
+  const kit = { config, logger, redis: ingressConn, prefix, identities, channelIds: [...settings.keys()], connectRedis: ctx.connectRedis };
+  const made = await makeHostFeatures(kit, parts.features);
   // Access first, always: who may talk is decided before any feature sees the message.
-  const features = [accessAdmission(access), ...(await makeHostFeatures(kit, parts.features)), ...builtinFeatures(activity, problems)];
+  const features = [accessAdmission(access), ...made, ...builtinFeatures(activity, problems)];
   // A conversation's input policy outside a message (events API, console): its chat's or channel's profile.
   const channelPolicy = (conversationId: string) =>
     features.reduce<InputPolicy | undefined>((found, f) => found ?? f.inputPolicy?.(conversationId), undefined) ??
@@ -246,7 +245,7 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await Promise.all(started.map((p) => p.stop().catch((err: unknown) => logger.error({ err, channel: p.id }, 'channel stop failed'))));
     await reconciler.stop();
     await activity?.flush();
-    await scheduling?.close();
+    for (const f of made) await f.close?.().catch((err: unknown) => logger.error({ err, feature: f.name }, 'feature close failed'));
     await queue.close();
     queueConn.disconnect();
     ingressConn.disconnect();

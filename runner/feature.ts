@@ -5,6 +5,7 @@
  * every registered feature in order (runner/run/features.ts) and names none
  * of them; the composition registers them (app/features/).
  */
+import type { AppContext } from '../src/app-context.js';
 import type { CoreConfig } from '../src/config/load.js';
 import type { IngestDeps } from '../src/ingest.js';
 import type { Logger } from '../src/logger.js';
@@ -12,7 +13,6 @@ import type { IdentityStore } from '../src/people/identity.js';
 import type { AgentProfile } from '../src/people/profiles.js';
 import type { Dispatch } from '../src/protocol/dispatch.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../src/record/entries.js';
-import type { Schedules } from '../src/schedules/schedules.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { RunChannels } from './channels.js';
 import type { RunFeatures, RunResult, StepRecord } from './plugin.js';
@@ -34,14 +34,16 @@ export interface RunnerFeatureKit {
   prefix: string;
   /** Who is who across channels. */
   identities: IdentityStore;
-  /** The schedules service; undefined when `schedules.enabled` is false. */
-  schedules: Schedules | undefined;
   /** The channels runs deliver through (ids, outbound sides, settings). */
   channels: RunChannels;
   /** The clock, ms since the epoch (tests move it). */
   now: () => number;
   /** Ingests inputs the way the host does (a subagent's task goes in through it). */
   ingest: IngestDeps & { dispatch: Dispatch };
+  /** Opens a connection of the feature's own (a BullMQ worker's); the feature closes it in its `close`. */
+  connectRedis: AppContext['connectRedis'];
+  /** BullMQ lock / stalled-check timings for a worker the feature starts, in ms (tests shorten them); undefined: BullMQ's. */
+  workerTimings: { lockDurationMs?: number; stalledIntervalMs?: number };
 }
 
 /** One invocation of a run, as features see it. */
@@ -88,6 +90,8 @@ export interface RunnerFeature {
    * throw is logged, never fails the run.
    */
   ended?(run: EndedRun, outcome: RunOutcome): Promise<void>;
+  /** When the runner stops, after its runs ended: closes what the feature opened. A throw is logged. */
+  close?(): Promise<void>;
 }
 
 /** A run that ended, as the `ended` hook sees it. */

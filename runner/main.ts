@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContext, Stoppable } from '../src/app-context.js';
-import { type ChannelPlugin, channelResolver } from '../src/channel.js';
+import type { ChannelPlugin } from '../src/channel.js';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { ConfigError } from '../src/errors.js';
 import { IdentityStore } from '../src/people/identity.js';
@@ -16,14 +16,11 @@ import { retentionOptions } from '../src/protocol/retention.js';
 import { bullPrefixFor, RunQueue } from '../src/protocol/run-queue.js';
 import { Runs } from '../src/protocol/runs.js';
 import { ConversationState } from '../src/protocol/state.js';
-import { ScheduleFireWorker } from '../src/schedules/fire-worker.js';
-import { type ConfiguredSchedules, schedulesFromConfig } from '../src/schedules/from-config.js';
-import type { Schedule } from '../src/schedules/spec.js';
 import { runChannels } from './channels.js';
 import type { CompactionSettings } from './compaction/hooks.js';
 import { discoverContextWindows } from './context-window.js';
 import type { OutboundResolver } from './delivery/sink.js';
-import type { RunnerFeatureFactory, RunnerFeatureKit } from './feature.js';
+import type { RunnerFeature, RunnerFeatureFactory, RunnerFeatureKit } from './feature.js';
 import { createModel } from './model.js';
 import type { ModelSettings, RunnerPlugin } from './plugin.js';
 import { ControlListener } from './run/control.js';
@@ -59,8 +56,6 @@ export interface RunnerParts {
 export interface StartedRunner extends Stoppable {
   executor: RunExecutor;
   worker: RunWorker;
-  /** The schedule fire worker; undefined when `schedules.enabled` is false. */
-  fires: ScheduleFireWorker | undefined;
   owner: string;
   /** Stops with a grace period; reports how many runs were aborted in flight. */
   close(graceMs?: number): Promise<{ abortedInFlight: number }>;
@@ -103,12 +98,7 @@ export async function startRunner(given: AppContext, extras: RunnerParts): Promi
   const owner = workerIdentity();
   const { plugin } = extras;
   const channels = extras.channels ?? [];
-  const scheduling = schedulesFromConfig(
-    ctx,
-    channels.map((c) => c.id),
-    'steerbot-runner-schedules',
-  );
-  const executor = await executorFor(ctx, extras, { runs, state, control, queue, owner, scheduling });
+  const { executor, features } = await executorFor(ctx, extras, { runs, state, control, queue, owner });
   const workerConn = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-worker' });
   const worker = new RunWorker({
     executor,
@@ -121,16 +111,14 @@ export async function startRunner(given: AppContext, extras: RunnerParts): Promi
     ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
     ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
   });
-  const fires = scheduling && startFires(ctx, scheduling, queue, channels, plugin.manifest.capabilities.steering, extras);
-  logger.info({ owner, plugin: plugin.manifest.name, concurrency: config.runner.concurrency, schedules: fires !== undefined }, 'runner started');
+  logger.info({ owner, plugin: plugin.manifest.name, concurrency: config.runner.concurrency, features: features.map((f) => f.name) }, 'runner started');
   let closed: Promise<{ abortedInFlight: number }> | undefined;
   const close = (graceMs = config.runner.shutdownGraceMs) =>
     (closed ??= (async () => {
-      // Fires first: a fire in flight finishes or is redelivered to another runner.
-      await fires?.close();
       const report = await worker.close(graceMs);
       logger.info(report, 'runner stopped');
-      await scheduling?.close();
+      // After the runs: a feature's services (schedules) serve them to their end.
+      for (const f of features) await f.close?.().catch((err: unknown) => logger.warn({ err, feature: f.name }, 'feature close failed'));
       await control.close();
       await queue.close();
       await Promise.all(channels.map((c) => c.stop().catch(() => undefined)));
@@ -139,24 +127,23 @@ export async function startRunner(given: AppContext, extras: RunnerParts): Promi
       queueConn.disconnect();
       return report;
     })());
-  return { executor, worker, fires: fires?.worker, owner, close, stop: async () => void (await close()) };
+  return { executor, worker, owner, close, stop: async () => void (await close()) };
 }
 
-/** What the runner made before its executor: the protocol, the control listener, the queue, its own id and the schedules. */
+/** What the runner made before its executor: the protocol, the control listener, the queue and its own id. */
 interface ExecutorParts {
   runs: Runs;
   state: ConversationState;
   control: ControlListener;
   queue: RunQueue;
   owner: string;
-  scheduling: ConfiguredSchedules | undefined;
 }
 
 /** The run executor, with the runner features made from the kit of the runner's services. */
-async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorParts): Promise<RunExecutor> {
+async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorParts): Promise<{ executor: RunExecutor; features: RunnerFeature[] }> {
   const { config, logger } = ctx;
   const prefix = config.redis.prefix;
-  const channels = runChannels(extras.channels ?? [], extras.resolveOutbound);
+  const channels = runChannels(extras.channels, extras.resolveOutbound);
   const identities = new IdentityStore({ redis: ctx.redis, prefix });
   const kit: RunnerFeatureKit = {
     config,
@@ -164,13 +151,17 @@ async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorPart
     redis: ctx.redis,
     prefix,
     identities,
-    schedules: p.scheduling?.schedules,
     channels,
     now: extras.now ?? Date.now,
     ingest: { dispatch: dispatchFromConfig(config, ctx.redis, extras.plugin.manifest.capabilities.steering, extras.pluginKeys ?? []), queue: p.queue, logger },
+    connectRedis: ctx.connectRedis,
+    workerTimings: {
+      ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
+      ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
+    },
   };
   const features = await Promise.all(extras.features.map((make) => make(kit)));
-  return new RunExecutor({
+  const executor = new RunExecutor({
     client: ctx.redis,
     prefix,
     runs: p.runs,
@@ -184,6 +175,7 @@ async function executorFor(ctx: AppContext, extras: RunnerParts, p: ExecutorPart
     settings: runSettings(ctx, extras, p.owner),
     features,
   });
+  return { executor, features };
 }
 
 /** The run settings of `config`, every default resolved. */
@@ -201,47 +193,6 @@ function runSettings(ctx: AppContext, extras: RunnerParts, owner: string): RunSe
     compaction: compactionSettings(ctx, extras),
     outboxTtlSeconds: config.runner.outboxTtlSeconds,
     outboxMaxEntries: config.retention.indexMaxEntries,
-  };
-}
-
-/** The fire worker (fires become inputs through each conversation's input policy) and the conversations' configured heartbeats. */
-function startFires(
-  ctx: AppContext,
-  scheduling: ConfiguredSchedules,
-  queue: RunQueue,
-  channels: readonly ChannelPlugin[],
-  steeringCapable: boolean,
-  extras: RunnerParts,
-): { worker: ScheduleFireWorker; close(): Promise<void> } {
-  const { config, logger } = ctx;
-  const policies = new Map(channels.map((c) => [c.id, c.settings?.policy]));
-  const channelOf = channelResolver(policies.keys());
-  const connection = ctx.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-fires' });
-  const worker = new ScheduleFireWorker({
-    schedules: scheduling.schedules,
-    dispatch: dispatchFromConfig(config, ctx.redis, steeringCapable, extras.pluginKeys ?? []),
-    queue,
-    client: ctx.redis,
-    prefix: config.redis.prefix,
-    connection,
-    bullPrefix: bullPrefixFor(config.redis.prefix),
-    queueName: DEFAULTS.schedules.queueName,
-    policyFor: (conversationId) => policies.get(channelOf(conversationId) ?? ''),
-    // Without its channels the runner cannot tell a channel-wide heartbeat from a stale one: it leaves heartbeats be.
-    ...(extras.channels && { isStaleHeartbeat: (schedule: Schedule) => scheduling.heartbeats.isStale(schedule) }),
-    missedAfterMs: config.schedules.missedAfterSeconds * 1000,
-    concurrency: config.schedules.concurrency,
-    ...(extras.lockDurationMs !== undefined && { lockDurationMs: extras.lockDurationMs }),
-    ...(extras.stalledIntervalMs !== undefined && { stalledIntervalMs: extras.stalledIntervalMs }),
-    logger: logger.child({ part: 'schedules' }),
-  });
-  void scheduling.heartbeats.ensureConfigured(policies.keys());
-  return {
-    worker,
-    close: async () => {
-      await worker.close();
-      connection.disconnect();
-    },
   };
 }
 

@@ -22,7 +22,7 @@ export interface ConfiguredSchedules {
  * own, and a link hands them to the identity they joined.
  */
 export function schedulesFromConfig(
-  ctx: AppContext,
+  ctx: Pick<AppContext, 'config' | 'logger' | 'redis' | 'connectRedis'>,
   channelIds: Iterable<string>,
   connectionName: string,
   identities?: IdentityStore,

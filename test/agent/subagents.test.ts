@@ -229,7 +229,15 @@ describe('subagents', () => {
     const r = (await h.ingest('research two capitals')) as { runId: string };
     expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
     const config = { ...h.ctx.config, subagents: { enabled: true, maxPerRun: 3, timeoutSeconds: 60 } };
-    const feature = subagentsHost({ config, logger: h.ctx.logger, redis: h.redis, prefix: h.prefix, identities: undefined as never, schedules: undefined });
+    const feature = subagentsHost({
+      config,
+      logger: h.ctx.logger,
+      redis: h.redis,
+      prefix: h.prefix,
+      identities: undefined as never,
+      channelIds: [],
+      connectRedis: h.ctx.connectRedis,
+    });
     const http = await serveConsole(h, { features: [feature] });
     try {
       const tree = await consoleCall(http, 'GET', `/subagents?${new URLSearchParams({ conversation: CID, run: r.runId })}`);

@@ -1,8 +1,8 @@
 /** The built-in features' host parts, for a test that builds its channel host by hand (`createChannelHost`). */
 import pino from 'pino';
 import { readConfig } from '../../app/config.js';
-import { hostFeatures } from '../../app/features/index.js';
-import { schedulesHost } from '../../app/features/schedules/host.js';
+import { FEATURES, hostFeatures } from '../../app/features/index.js';
+import { schedulesHostOn } from '../../app/features/schedules/host.js';
 import { AccessGate } from '../../host/access/gate.js';
 import { accessAdmission } from '../../host/access/step.js';
 import { AccessStore } from '../../host/access/store.js';
@@ -39,8 +39,13 @@ export async function testHostFeatures(o: TestFeatureOptions): Promise<HostFeatu
   const logger = o.logger ?? pino({ level: 'silent' });
   const identities = o.identities ?? new IdentityStore({ redis: o.redis, prefix: o.prefix });
   const access = o.access ?? new AccessGate(config.access, new AccessStore(o.redis, o.prefix, config.access, identities), logger);
-  const kit = { config, logger, redis: o.redis, prefix: o.prefix, identities, schedules: o.schedules };
-  return [accessAdmission(access), ...(await makeHostFeatures(kit, hostFeatures()))];
+  const connectRedis = () => {
+    throw new Error('the test host opens no connections: schedules are given (TestFeatureOptions.schedules)');
+  };
+  const kit = { config, logger, redis: o.redis, prefix: o.prefix, identities, channelIds: [], connectRedis };
+  // The schedules feature on the test's service (or off), not on one it would open itself.
+  const features = FEATURES.map((f) => (f.name === 'schedules' ? { ...f, host: () => schedulesHostOn(kit, o.schedules) } : f));
+  return [accessAdmission(access), ...(await makeHostFeatures(kit, hostFeatures(features)))];
 }
 
 /** The command set of a host with every built-in feature. */
@@ -52,5 +57,5 @@ export async function builtinCommands(o: TestFeatureOptions): Promise<CommandSet
 /** The schedules feature's host part on `schedules` (undefined: schedules off), without heartbeats. */
 export function testSchedulesFeature(schedules: Schedules | undefined): HostFeature {
   const scheduling = schedules && { schedules, heartbeats: new HeartbeatKeeper(schedules, {}, []), close: async () => undefined };
-  return schedulesHost({ config: readConfig({ env: {} }), logger: pino({ level: 'silent' }), schedules: scheduling });
+  return schedulesHostOn({ config: readConfig({ env: {} }), logger: pino({ level: 'silent' }) }, scheduling);
 }

@@ -18,7 +18,8 @@ import type { BudgetSettings } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import type { ProfileBinding, ProfileSettings } from '../../src/people/profiles.js';
-import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
+import { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedules/from-config.js';
 import type { HeartbeatSettings } from '../../src/schedules/heartbeats.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -40,7 +41,10 @@ export interface TelegramSystem {
   identities: IdentityStore;
   /** The host's schedules service (purging a person disarms their schedules); undefined unless `schedules` was asked for. */
   scheduling: ConfiguredSchedules | undefined;
-  /** The runner's fire worker; undefined unless `schedules` was asked for. */
+  /**
+   * A fire worker of the runner's kind on a queue of its own, for handling a fire now (`handle`: the tick the
+   * runner's fire worker would get from BullMQ); undefined unless `schedules` was asked for.
+   */
   fires: ScheduleFireWorker | undefined;
   /** POSTs a Telegram update to the webhook; returns the HTTP status. */
   post(update: unknown): Promise<number>;
@@ -105,6 +109,21 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     features: runnerFeatures(),
   });
   h.runners.push(runner);
+  const firesConn = scheduling && ctx.connectRedis({ forBullmq: true, connectionName: 'test-fires' });
+  const fires =
+    scheduling &&
+    firesConn &&
+    new ScheduleFireWorker({
+      schedules: scheduling.schedules,
+      dispatch: h.dispatch,
+      queue: h.queue,
+      client: ctx.redis,
+      prefix: h.prefix,
+      connection: firesConn,
+      bullPrefix: bullPrefixFor(h.prefix),
+      queueName: 'test-fires-by-hand',
+      logger: ctx.logger,
+    });
   return {
     h,
     tg,
@@ -112,11 +131,13 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     memory: new MemoryStore({ redis: ctx.redis, prefix: h.prefix, limits: config.memory }),
     identities,
     scheduling,
-    fires: runner.fires,
+    fires,
     post: (update) => postUpdate(http, SECRET, update),
     async close() {
       await telegram.stop();
       await http.close();
+      await fires?.close();
+      firesConn?.disconnect();
       await h.close();
       await scheduling?.close();
       await Promise.all([tg.close(), model.close()]);

@@ -1,19 +1,64 @@
 /**
- * Schedules' runner part: a run gets its conversation's schedules
- * (`RunContext.features.schedules`), created by the agent and owned by the run's
- * accountable identity; cancelling another's follows the group rule.
+ * Schedules' runner part: the runner's schedules service and its fire worker
+ * (fires become inputs through each conversation's input policy); a run gets
+ * its conversation's schedules (`RunContext.features.schedules`), created by
+ * the agent and owned by the run's accountable identity; cancelling
+ * another's follows the group rule.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
 import type { ConversationSchedules } from '../../../runner/plugin.js';
+import { DEFAULTS } from '../../../src/config/defaults.js';
 import { ScheduleForbiddenError } from '../../../src/errors.js';
+import { bullPrefixFor } from '../../../src/protocol/run-queue.js';
 import { type CancelRuleDeps, cancelRefusal } from '../../../src/schedules/cancel-rule.js';
+import { ScheduleFireWorker } from '../../../src/schedules/fire-worker.js';
+import { type ConfiguredSchedules, schedulesFromConfig } from '../../../src/schedules/from-config.js';
 import { type Schedules, scheduleIdFor } from '../../../src/schedules/schedules.js';
 
-/** The schedule members of a run's context; with schedules off (`kit.schedules` undefined), a feature that adds nothing. */
+/** The runner's schedules and its fire worker, closed with the runner; with schedules off (`schedules.enabled`), a feature that adds nothing. */
 export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
-  const { schedules } = kit;
-  if (!schedules) return { name: 'schedules' };
-  return { name: 'schedules', context: (run) => ({ schedules: conversationSchedules(schedules, run, cancelRule(kit, run)) }) };
+  const scheduling = schedulesFromConfig(kit, kit.channels.ids ?? [], 'steerbot-runner-schedules');
+  if (!scheduling) return { name: 'schedules' };
+  const fires = startFires(kit, scheduling);
+  const { schedules } = scheduling;
+  return {
+    name: 'schedules',
+    context: (run) => ({ schedules: conversationSchedules(schedules, run, cancelRule(kit, run)) }),
+    close: async () => {
+      await fires.close();
+      await scheduling.close();
+    },
+  };
+}
+
+/** The fire worker on its own connection, and the conversations' configured heartbeats. */
+function startFires(kit: RunnerFeatureKit, scheduling: ConfiguredSchedules): { close(): Promise<void> } {
+  const { config, channels } = kit;
+  const connection = kit.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-fires' });
+  const worker = new ScheduleFireWorker({
+    schedules: scheduling.schedules,
+    dispatch: kit.ingest.dispatch,
+    queue: kit.ingest.queue,
+    client: kit.redis,
+    prefix: kit.prefix,
+    connection,
+    bullPrefix: bullPrefixFor(kit.prefix),
+    queueName: DEFAULTS.schedules.queueName,
+    policyFor: (conversationId) => channels.settings(conversationId)?.policy,
+    // Without its channels the runner cannot tell a channel-wide heartbeat from a stale one: it leaves heartbeats be.
+    ...(channels.ids && { isStaleHeartbeat: (schedule) => scheduling.heartbeats.isStale(schedule) }),
+    missedAfterMs: config.schedules.missedAfterSeconds * 1000,
+    concurrency: config.schedules.concurrency,
+    ...kit.workerTimings,
+    logger: kit.logger.child({ part: 'schedules' }),
+  });
+  void scheduling.heartbeats.ensureConfigured(channels.ids ?? []);
+  return {
+    close: async () => {
+      await worker.close();
+      connection.disconnect();
+    },
+  };
 }
 
 /**
