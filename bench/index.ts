@@ -17,6 +17,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   schedule: () => import('./schedule.js').then((m) => m.main()),
   scale: () => import('./scale.js').then((m) => m.main()),
   peer: () => import('./peer.js').then((m) => m.main()),
+  'turn-files': () => import('./turn-files.js').then((m) => m.main()),
 };
 
 const name = process.argv[2];
