@@ -1,6 +1,6 @@
 /**
  * The runner plugin contract. A runner plugin executes one run: it gets a
- * RunContext (history, inputs, steering, state, delivery, abort signal) and
+ * RunContext (history, inputs, steering, state, delivery, stop signal) and
  * returns how the run went. It never talks to Redis or to a platform.
  */
 import type { LanguageModel, ModelMessage } from 'ai';
@@ -186,10 +186,8 @@ export interface CompactionHooks {
 
 /** Everything a plugin gets for one run (or one continuation of it). */
 export interface RunContext {
-  conversationId: string;
-  runId: string;
-  /** 1 on the first attempt; more after a takeover from a dead worker. */
-  attempt: number;
+  /** Which run this is: its id, its conversation, its attempt. */
+  run: RunInfo;
   /**
    * The prompt so far, projected from the record: the compaction summary (when
    * there is a checkpoint), earlier turns, this run's inputs and any steps
@@ -198,10 +196,12 @@ export interface RunContext {
   history: ModelMessage[];
   /** The user messages this invocation answers (the run's inputs, or messages handed back by finish). */
   inputs: Array<SeqEntry<MessageReceived>>;
+  /** Messages sent while the run works, taken at turn boundaries (capability `steering`). */
   steering: {
     /** Takes waiting steering messages (all, or one). Returns [] when none wait or a stop was requested. Must be called only at turn boundaries. */
     pull(mode?: SteeringMode): Promise<Array<SeqEntry<MessageReceived>>>;
   };
+  /** Conversation-scoped values that outlive the run. */
   state: {
     /** Conversation-scoped value under a namespaced key (e.g. `myplugin.notes`), or undefined. */
     get(key: string): Promise<unknown>;
@@ -210,20 +210,44 @@ export interface RunContext {
   };
   /** Writes of the run's model steps to the conversation record, fenced by this attempt. */
   record: RunRecord;
+  /** How the plugin talks to the user; never throws to the plugin. */
   delivery: DeliverySink;
-  /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
-  signal: AbortSignal;
-  /** Why the signal fired, when it was a stop request. */
-  stopRequested(): StopKind | undefined;
+  /** When the run must stop, and why. */
+  stop: RunStop;
+  /** A pino logger bound to the conversation, run and attempt. */
   logger: Logger;
-  /** The run's model settings: `model.*`, or its profile's. */
-  model: ModelSettings;
-  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy. Absent when none is configured. */
-  profile?: AgentProfile;
+  /** What the run answers with: its model settings and its agent profile. */
+  agent: RunAgent;
   /** Compaction hooks (turn-boundary pressure check, overflow recovery, usage calibration). */
   compaction: CompactionHooks;
   /** What the run's features and the runtime's services hand the plugin: each member is absent when its feature is off, and in hand-made contexts. */
   features: RunFeatures;
+}
+
+/** Which run an invocation belongs to (`RunContext.run`); the same three fields the http-agent protocol sends as `run`. */
+export interface RunInfo {
+  /** The run id (also its BullMQ job id). */
+  id: string;
+  /** The conversation the run answers in. */
+  conversationId: string;
+  /** 1 on the first attempt; more after a takeover from a dead worker. */
+  attempt: number;
+}
+
+/** How a run is asked to stop (`RunContext.stop`). */
+export interface RunStop {
+  /** Aborted on interrupt / supersede / stop, on shutdown, or when the run was lost to another worker. */
+  signal: AbortSignal;
+  /** Why the signal fired, when it was a stop request; undefined otherwise (not fired, shutdown, lost). */
+  requested(): StopKind | undefined;
+}
+
+/** What a run answers with (`RunContext.agent`). */
+export interface RunAgent {
+  /** The run's model settings: the conversation's `/model` choice, else its profile's, else `model.*`. */
+  model: ModelSettings;
+  /** The run's agent profile (`profiles`, chosen by `bindings`): its system prompt, tools, tool policy. Absent when none is configured. */
+  profile?: AgentProfile;
 }
 
 /** How a plugin records the run's model steps (`RunContext.record`). */

@@ -146,12 +146,19 @@ export class PluginProbe implements RunnerPlugin {
   }
 
   async run(ctx: RunContext): Promise<RunResult> {
-    const inv: Invocation = { runId: ctx.runId, attempt: ctx.attempt, inputs: ctx.inputs.map((m) => m.seq), pulled: [], stateWrites: [], signal: ctx.signal };
+    const inv: Invocation = {
+      runId: ctx.run.id,
+      attempt: ctx.run.attempt,
+      inputs: ctx.inputs.map((m) => m.seq),
+      pulled: [],
+      stateWrites: [],
+      signal: ctx.stop.signal,
+    };
     this.invocations.push(inv);
     this.notify();
     const gate = this.nextGate;
     this.nextGate = undefined;
-    if (gate) await Promise.race([gate, aborted(ctx.signal)]);
+    if (gate) await Promise.race([gate, aborted(ctx.stop.signal)]);
     const failure = this.nextFailure;
     this.nextFailure = undefined;
     if (failure === 'throw') throw new Error('contract probe: injected plugin crash');
@@ -179,7 +186,7 @@ export class PluginProbe implements RunnerPlugin {
           if (held) {
             this.heldDeliveries++;
             this.notify();
-            await Promise.race([held, aborted(ctx.signal)]);
+            await Promise.race([held, aborted(ctx.stop.signal)]);
             this.heldDeliveries--;
           }
           return ctx.delivery.message(text);
@@ -451,7 +458,7 @@ export function runnerPluginContract({ name, definition, config, makePlugin, red
         if (plugin.manifest.capabilities.state) {
           probe.before = async (ctx) => {
             reads.push(await ctx.state.get(KEY));
-            if (reads.length === 1) await ctx.state.set(KEY, { setBy: ctx.runId, n: 1 });
+            if (reads.length === 1) await ctx.state.set(KEY, { setBy: ctx.run.id, n: 1 });
           };
         }
         const firstRun = runIdOf(await ingest('remember this'));

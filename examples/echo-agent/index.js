@@ -23,7 +23,7 @@ const plugin = defineRunnerPlugin({
     manifest: { name: 'echo-agent', version: '1.0.0', capabilities: { steering: false } },
     async run(ctx) {
       // A stop that came before the run started leaves nothing to answer.
-      if (ctx.signal.aborted) return { outcome: 'completed' };
+      if (ctx.stop.signal.aborted) return { outcome: 'completed' };
       await ctx.delivery.message(config.prefix + ctx.inputs.map((m) => m.text).join('\n'));
       return { outcome: 'completed' };
     },

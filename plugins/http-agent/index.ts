@@ -49,9 +49,9 @@ export function createHttpAgentPlugin(config: HttpAgentConfig, opts: HttpAgentOp
     manifest: { name: 'http-agent', version: '0.1.0', capabilities: { steering: endpoints !== undefined, state: true }, steeringMode: config.steeringMode },
     async run(ctx) {
       const base = endpoints ? baseUrl() : undefined;
-      const url = base === undefined ? undefined : RunEndpoints.urlOf(base, ctx.runId);
+      const url = base === undefined ? undefined : RunEndpoints.urlOf(base, ctx.run.id);
       const invocation = new AgentInvocation(ctx, config, request, url);
-      const close = endpoints?.open(ctx.runId, invocation);
+      const close = endpoints?.open(ctx.run.id, invocation);
       try {
         return await invocation.run();
       } finally {

@@ -103,13 +103,13 @@ export class AgentInvocation {
   /** Runs the invocation. Returns failures as results; throws only what the runtime must see (a lost run). */
   async run(): Promise<RunResult> {
     const { ctx } = this;
-    if (ctx.signal.aborted) return { outcome: 'completed' };
+    if (ctx.stop.signal.aborted) return { outcome: 'completed' };
     const onAbort = () => this.ac.abort('stop');
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    ctx.stop.signal.addEventListener('abort', onAbort, { once: true });
     try {
       return await this.exchange();
     } catch (err) {
-      if (ctx.signal.aborted) return await this.stopped();
+      if (ctx.stop.signal.aborted) return await this.stopped();
       if (err instanceof AgentFailure) {
         ctx.logger.warn({ code: err.code, detail: err.detail }, 'agent invocation failed');
         return err.toResult();
@@ -119,7 +119,7 @@ export class AgentInvocation {
       this.disarm();
       this.ended = true;
       this.notify();
-      ctx.signal.removeEventListener('abort', onAbort);
+      ctx.stop.signal.removeEventListener('abort', onAbort);
       if (!this.draining) this.ac.abort('done'); // closes a stream the agent left open
     }
   }
@@ -272,8 +272,8 @@ export class AgentInvocation {
   /** After a stop, shutdown or lost run: cancel the agent's work and keep what it streamed (a stop only). */
   private async stopped(): Promise<RunResult> {
     const { ctx } = this;
-    const stop = ctx.stopRequested();
-    if (this.requested) void this.cancel(stop ?? (ctx.signal.reason === 'lost' ? 'lost' : 'shutdown'));
+    const stop = ctx.stop.requested();
+    if (this.requested) void this.cancel(stop ?? (ctx.stop.signal.reason === 'lost' ? 'lost' : 'shutdown'));
     // As the local agent: a stop keeps what was said, marked partial; on shutdown the next attempt redoes the turn.
     const text = this.partial;
     if (text && stop)
@@ -316,7 +316,9 @@ export class AgentInvocation {
   }
 
   private runInfo() {
-    return { id: this.ctx.runId, conversationId: this.ctx.conversationId, attempt: this.ctx.attempt };
+    // The three fields the protocol names, whatever else a hand-made context's `run` holds.
+    const { id, conversationId, attempt } = this.ctx.run;
+    return { id, conversationId, attempt };
   }
 
   /** Event application and pulls, one at a time. */
@@ -352,7 +354,7 @@ export class AgentInvocation {
     if (err instanceof AgentFailure) return err;
     const timedOut = this.watchdogFailure();
     if (timedOut) return timedOut;
-    return this.ctx.signal.aborted ? err : new AgentFailure('stream-broken', `the event stream broke: ${networkError(err)}`);
+    return this.ctx.stop.signal.aborted ? err : new AgentFailure('stream-broken', `the event stream broke: ${networkError(err)}`);
   }
 
   private watchdogFailure(): AgentFailure | undefined {

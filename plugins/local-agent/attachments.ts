@@ -143,7 +143,7 @@ export class AttachmentParts {
   }
 
   private async fetch(ctx: RunContext, a: Attachment, logger: Logger): Promise<FetchedFile | undefined> {
-    const key = `${ctx.conversationId}\n${a.ref}`;
+    const key = `${ctx.run.conversationId}\n${a.ref}`;
     const hit = this.cache.get(key);
     if (hit) {
       // Most recently used goes last.
@@ -153,11 +153,11 @@ export class AttachmentParts {
     }
     const fetchAttachment = ctx.features.fetchAttachment;
     if (!fetchAttachment) return undefined;
-    let mine = this.inflight.get(ctx.signal);
-    if (!mine) this.inflight.set(ctx.signal, (mine = new Map()));
+    let mine = this.inflight.get(ctx.stop.signal);
+    if (!mine) this.inflight.set(ctx.stop.signal, (mine = new Map()));
     const pending = mine.get(key);
     if (pending) return pending;
-    const get = () => fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.signal });
+    const get = () => fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.stop.signal });
     const fetching = this.fetchAndCache(get, a, key, logger).finally(() => mine.delete(key));
     mine.set(key, fetching);
     return fetching;
@@ -197,14 +197,14 @@ export class AttachmentParts {
    * stored. Undefined when it cannot be fetched or transcribed (the policy applies).
    */
   private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel): Promise<string | undefined> {
-    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${ctx.conversationId}\n${a.ref}`).digest('hex').slice(0, 32)}`;
+    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${ctx.run.conversationId}\n${a.ref}`).digest('hex').slice(0, 32)}`;
     const stored = await ctx.state.get(key);
     if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
     const file = await this.fetch(ctx, a, ctx.logger);
     if (!file) return undefined;
     let text: string;
     try {
-      const result = await transcribe({ model, audio: file.data, abortSignal: ctx.signal, maxRetries: 1 });
+      const result = await transcribe({ model, audio: file.data, abortSignal: ctx.stop.signal, maxRetries: 1 });
       text = result.text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
     } catch (err) {
       ctx.logger.warn({ err }, 'transcription failed; the model gets the placeholder');

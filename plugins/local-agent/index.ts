@@ -304,22 +304,22 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
     async run(ctx) {
       let model = config.model;
       try {
-        model ??= modelFor(models, ctx.model, config.createModel ?? createModel);
+        model ??= modelFor(models, ctx.agent.model, config.createModel ?? createModel);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // No model configured yet (a fresh `npm start`): one clear answer naming what to set, not a generic failure.
         ctx.logger.warn({ err }, 'no model configured; answering with the setup notice');
-        return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.model), final: true };
+        return { outcome: 'failed', reason: 'model not configured', notice: modelSetupNotice(ctx.agent.model), final: true };
       }
       if (!transcriber && typeof config.transcriptionModel === 'function') {
         try {
-          transcriber = config.transcriptionModel(ctx.model);
+          transcriber = config.transcriptionModel(ctx.agent.model);
         } catch (err) {
           if (!(err instanceof ConfigError)) throw err;
           ctx.logger.warn({ err }, 'no usable transcription model; voice notes stay placeholders');
         }
       }
-      const skills = skillSetOf(skillSets, config.skills, ctx.profile);
+      const skills = skillSetOf(skillSets, config.skills, ctx.agent.profile);
       const toolSet = await toolbox.toolSet(ctx, [...tools, ...skills.tools, ...runTools(ctx)]);
       const native = addNativeSearch(ctx, toolSet, toolbox, nativeSearch);
       const fallbacks = config.fallbackModels ?? fallbackModels(ctx, models, config.createModel ?? createModel);
@@ -337,8 +337,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
 
 /** The run's system prompt: its profile's, else the conversation's (personas), else the default. */
 function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): string {
-  if (ctx.profile?.systemPrompt) return ctx.profile.systemPrompt;
-  return typeof system === 'function' ? system(ctx.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
+  if (ctx.agent.profile?.systemPrompt) return ctx.agent.profile.systemPrompt;
+  return typeof system === 'function' ? system(ctx.run.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
 }
 
 /** The prompt with the web-content rules once, when the run offers a tool that brings web content; the native search's own rules when it offers that. */
@@ -357,12 +357,12 @@ function withWebRules(system: string, tools: Record<string, unknown>, native: bo
  */
 function addNativeSearch(ctx: RunContext, toolSet: ToolSet, toolbox: Toolbox, configured: boolean): boolean {
   if (!configured) return false;
-  const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, ctx.conversationId, 'allow', ctx.profile?.toolPolicy);
-  if (!offeredBy(ctx.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
-  const native = nativeSearchTool(ctx.model);
+  const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, ctx.run.conversationId, 'allow', ctx.agent.profile?.toolPolicy);
+  if (!offeredBy(ctx.agent.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
+  const native = nativeSearchTool(ctx.agent.model);
   if (!native) {
     ctx.logger.warn(
-      { provider: ctx.model.provider, api: ctx.model.api, problem: nativeSearchProblem(ctx.model) },
+      { provider: ctx.agent.model.provider, api: ctx.agent.model.api, problem: nativeSearchProblem(ctx.agent.model) },
       "the run's model has no native search; going without",
     );
     return false;
@@ -408,7 +408,7 @@ function modelFor(models: Map<string, LanguageModel>, settings: ModelSettings, b
 
 /** The run's fallback models (`model.fallbacks`); one that cannot be built is left out, logged. */
 function fallbackModels(ctx: RunContext, models: Map<string, LanguageModel>, build: (s: ModelSettings) => LanguageModel): LanguageModel[] {
-  return (ctx.model.fallbacks ?? []).flatMap((settings) => {
+  return (ctx.agent.model.fallbacks ?? []).flatMap((settings) => {
     try {
       return [modelFor(models, settings, build)];
     } catch (err) {

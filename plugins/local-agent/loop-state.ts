@@ -73,7 +73,7 @@ export class LoopState {
     this.overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
     this.model = o.model;
     this.untried = [...(o.fallbacks ?? [])];
-    this.cache = cachePlan(o.model, ctx.conversationId, o.system, o.tools);
+    this.cache = cachePlan(o.model, ctx.run.conversationId, o.system, o.tools);
     this.modelName = modelId(o.model);
     this.idleMs = o.streamIdleTimeoutMs ?? DEFAULT_STREAM_IDLE_TIMEOUT_MS;
   }
@@ -90,7 +90,7 @@ export class LoopState {
     if (!next) return false;
     this.model = next;
     this.modelName = modelId(next);
-    this.cache = cachePlan(next, this.ctx.conversationId, this.o.system, this.o.tools);
+    this.cache = cachePlan(next, this.ctx.run.conversationId, this.o.system, this.o.tools);
     return true;
   }
 

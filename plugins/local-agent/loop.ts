@@ -33,7 +33,7 @@ export async function runAgentLoop(ctx: RunContext, o: LoopOptions): Promise<Run
   }
   const maxSteps = o.maxSteps ?? DEFAULTS.agent.maxSteps;
   for (let step = 0; step < maxSteps; step++) {
-    if (ctx.signal.aborted) return { outcome: 'completed' };
+    if (ctx.stop.signal.aborted) return { outcome: 'completed' };
     // The runtime checked the budgets before the first step; each further step is checked here.
     const spent = step > 0 ? await ctx.features.spendingCheck?.() : undefined;
     if (spent) return spent;

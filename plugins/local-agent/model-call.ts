@@ -35,7 +35,7 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
   // One slot for every report of a failure (`onError`, an `error` part, a throw), in the order they come.
   const failure: { error?: unknown } = {};
   const call = traceModelCall(state.modelName, step);
-  const watchdog = new StreamWatchdog(state.idleMs, ctx.signal);
+  const watchdog = new StreamWatchdog(state.idleMs, ctx.stop.signal);
   const result = streamText({
     model: state.model,
     tools: declaredTools(cache.tools()),
@@ -56,9 +56,9 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
   });
   const streamError = failure.error;
 
-  if (ctx.signal.aborted || streamError !== undefined || watchdog.fired)
-    call.end(ctx.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
-  if (ctx.signal.aborted) return { kind: 'aborted', text };
+  if (ctx.stop.signal.aborted || streamError !== undefined || watchdog.fired)
+    call.end(ctx.stop.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
+  if (ctx.stop.signal.aborted) return { kind: 'aborted', text };
   if (watchdog.fired) return { kind: 'stalled', text };
   if (streamError !== undefined) return { kind: 'failed', error: streamError, text };
 

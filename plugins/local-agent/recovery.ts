@@ -49,7 +49,7 @@ class StepRecovery {
     const { ctx } = this.state;
     const fits = await fitContext(ctx, this.state.messages, this.state.overhead, this.compacted);
     if (fits === 'overflow') {
-      ctx.logger.warn({ contextWindow: ctx.model.contextWindow }, 'the prompt exceeds the context window even after compaction; not calling the model');
+      ctx.logger.warn({ contextWindow: ctx.agent.model.contextWindow }, 'the prompt exceeds the context window even after compaction; not calling the model');
       return overflowed();
     }
     if (fits === 'compacted') {
@@ -142,7 +142,7 @@ function failureReason(err: unknown): string {
  * provider, whose own overflow error compacts once and retries.
  */
 async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: number, compactedAlready: boolean): Promise<'fits' | 'compacted' | 'overflow'> {
-  const fits = () => (estimateMessages(messages) + overhead) / ESTIMATE_MAX_OVERCOUNT <= ctx.model.contextWindow;
+  const fits = () => (estimateMessages(messages) + overhead) / ESTIMATE_MAX_OVERCOUNT <= ctx.agent.model.contextWindow;
   if (fits()) return 'fits';
   if (compactedAlready) return 'overflow';
   const compacted = await ctx.compaction.onOverflow();

@@ -136,7 +136,9 @@ export class Toolbox {
     // A denied tool is not offered at all.
     // So is one the run's profile does not list.
     const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
-      (t) => offeredBy(ctx.profile?.tools, t.name) && this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) !== 'deny',
+      (t) =>
+        offeredBy(ctx.agent.profile?.tools, t.name) &&
+        this.policy.mode(t.name, ctx.run.conversationId, t.defaultMode, ctx.agent.profile?.toolPolicy) !== 'deny',
     );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
@@ -177,17 +179,17 @@ export class Toolbox {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
     if (
-      this.policy.mode(t.name, ctx.conversationId, t.defaultMode, ctx.profile?.toolPolicy) === 'require_approval' &&
+      this.policy.mode(t.name, ctx.run.conversationId, t.defaultMode, ctx.agent.profile?.toolPolicy) === 'require_approval' &&
       !ctx.features.toolCalls?.recorded?.(ref)
     ) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.
-      const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.signal);
+      const approval = await this.approve(ctx, log, t, input, callId, signal ?? ctx.stop.signal);
       if ('refused' in approval) return { value: approval.refused, failed: true };
       if (approval.id !== undefined) ref.approval = approval.id;
     }
     let claim: ToolCallClaim;
     try {
-      claim = ctx.features.toolCalls ? await ctx.features.toolCalls.claim(ref) : { kind: 'run', idempotencyKey: `${ctx.runId}:${callId}`, rerun: false };
+      claim = ctx.features.toolCalls ? await ctx.features.toolCalls.claim(ref) : { kind: 'run', idempotencyKey: `${ctx.run.id}:${callId}`, rerun: false };
     } catch (err) {
       // The run was lost (or Redis is down): not recorded as started, so not run.
       log.warn({ err }, 'tool call not recorded; not running it');
@@ -211,17 +213,17 @@ export class Toolbox {
         t.execute(input, {
           signal: s,
           call: {
-            runId: ctx.runId,
-            conversationId: ctx.conversationId,
+            runId: ctx.run.id,
+            conversationId: ctx.run.conversationId,
             callId,
-            attempt: ctx.attempt,
+            attempt: ctx.run.attempt,
             ...(ctx.record.fencingToken !== undefined && { fencingToken: ctx.record.fencingToken }),
             idempotencyKey: claim.idempotencyKey,
             rerun: claim.rerun,
           },
         }),
       t.timeoutMs ?? 30_000,
-      signal ?? ctx.signal,
+      signal ?? ctx.stop.signal,
     );
     if (outcome.ok) {
       value = await this.bound(ctx, log, outcome.value, t.name === READ_ARTIFACT);

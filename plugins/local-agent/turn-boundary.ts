@@ -34,7 +34,7 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
  * a lost lease nobody interrupted: the next attempt redoes the step instead.
  */
 export async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
-  if (text && ctx.stopRequested())
+  if (text && ctx.stop.requested())
     await ctx.record.step({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
   return { outcome: 'completed' };
 }
@@ -45,8 +45,8 @@ async function runBatch(state: LoopState, response: StepRecord, fresh: boolean):
   if (openToolCalls(response.messages).length === 0) return response.messages;
   // Recorded before any call runs: a takeover finishes this step from the record, the model does not decide it again.
   if (fresh) await ctx.record.toolCalls?.(response);
-  const stepMessages = await runToolCalls(state.o.tools, response.messages, state.messages, ctx.signal);
-  return ctx.signal.aborted ? undefined : stepMessages;
+  const stepMessages = await runToolCalls(state.o.tools, response.messages, state.messages, ctx.stop.signal);
+  return ctx.stop.signal.aborted ? undefined : stepMessages;
 }
 
 /**

@@ -37,7 +37,7 @@ const SPOKEN_FILES: Record<VoiceFormat, { name: string; mimeType: string }> = {
 
 /** Whether this run's answer is spoken: by its profile's `voice`, else the default, and for `when-spoken-to` a voice note among `answering`. */
 export function speaks(ctx: RunContext, o: VoiceReplyOptions, answering: ReadonlyArray<Pick<MessageReceived, 'attachments'>>): boolean {
-  const mode = ctx.profile?.voice ?? o.replies ?? 'off';
+  const mode = ctx.agent.profile?.voice ?? o.replies ?? 'off';
   if (mode === 'always') return true;
   return mode === 'when-spoken-to' && answering.some((m) => m.attachments?.some((a) => a.kind === 'audio'));
 }
@@ -59,10 +59,10 @@ export async function speakAnswer(ctx: RunContext, o: VoiceReplyOptions, answer:
       text: answer.slice(0, MAX_SPOKEN_CHARS),
       outputFormat: format,
       maxRetries: 1,
-      abortSignal: ctx.signal,
+      abortSignal: ctx.stop.signal,
       ...(o.voice && { voice: o.voice }),
     });
-    const sent = await send({ ...SPOKEN_FILES[format], bytes: audio.uint8Array, voice: true }, { key: `${ctx.runId}:${answeredSeq}:voice` });
+    const sent = await send({ ...SPOKEN_FILES[format], bytes: audio.uint8Array, voice: true }, { key: `${ctx.run.id}:${answeredSeq}:voice` });
     if (sent.outcome !== 'sent') ctx.logger.warn({ outcome: sent.outcome, error: sent.error }, 'spoken reply not sent');
   } catch (err) {
     ctx.logger.warn({ err }, 'spoken reply failed; the answer went out as text');

@@ -43,9 +43,7 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
   const history = await compaction.initialPrompt();
   delivery.beginTurn(compaction.answerAnchor);
   return {
-    conversationId: ref.conversationId,
-    runId: ref.runId,
-    attempt: attempt.acquired.attempt,
+    run: { id: ref.runId, conversationId: ref.conversationId, attempt: attempt.acquired.attempt },
     history,
     inputs,
     steering: {
@@ -73,11 +71,9 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
       fencingToken: ref.token,
     },
     delivery,
-    signal: attempt.signal,
-    stopRequested: () => attempt.stopKind,
+    stop: { signal: attempt.signal, requested: () => attempt.stopKind },
     logger,
-    model: chosenModel(profile, p.modelChoice) ?? profile?.model ?? o.settings.model,
-    ...(profile && { profile }),
+    agent: { model: chosenModel(profile, p.modelChoice) ?? profile?.model ?? o.settings.model, ...(profile && { profile }) },
     compaction,
     features: { ...runtimeFeatures(o, attempt, p), ...featuresContext(o.features, run) },
   };

@@ -28,8 +28,8 @@ const entry: SeqEntry<MessageReceived> = {
 /** A run's context as the cache sees it: its own signal, and a fetch that waits for `gate`. */
 function runContext(gate: Promise<void>, fetched: { count: number }): RunContext {
   return {
-    conversationId: 'telegram:42',
-    signal: new AbortController().signal,
+    run: { id: 'run-1', conversationId: 'telegram:42', attempt: 1 },
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     logger: createLogger({ level: 'silent' }),
     features: {
       fetchAttachment: async (): Promise<FetchedFile> => {

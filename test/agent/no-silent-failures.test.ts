@@ -100,9 +100,7 @@ function overflowContext(history: ModelMessage[], onOverflow: () => Promise<Mode
   const delivered: string[] = [];
   let overflowCalls = 0;
   const ctx: RunContext = {
-    conversationId: 'telegram:1',
-    runId: 'run-overflow',
-    attempt: 1,
+    run: { id: 'run-overflow', conversationId: 'telegram:1', attempt: 1 },
     history,
     inputs: [],
     steering: { pull: async () => [] },
@@ -117,10 +115,9 @@ function overflowContext(history: ModelMessage[], onOverflow: () => Promise<Mode
     },
     record: { step: async (step) => steps.push(step) },
     delivery: { message: async (text) => void delivered.push(text), delta: () => undefined, typing: () => undefined },
-    signal: new AbortController().signal,
-    stopRequested: () => undefined,
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     logger: pino({ level: 'silent' }),
-    model: { provider: 'openai-compatible', name: 'm', contextWindow: 2000, outputReserve: 500 },
+    agent: { model: { provider: 'openai-compatible', name: 'm', contextWindow: 2000, outputReserve: 500 } },
     features: {},
   };
   return { ctx, steps, delivered, overflowCalls: () => overflowCalls };

@@ -103,9 +103,7 @@ const tool = (name: string): AgentTool => ({ name, description: `the ${name} too
 
 function loopContext(history: ModelMessage[], delivered: string[]): RunContext {
   return {
-    conversationId: 'telegram:1',
-    runId: 'run-cache',
-    attempt: 1,
+    run: { id: 'run-cache', conversationId: 'telegram:1', attempt: 1 },
     history,
     inputs: [],
     steering: { pull: async () => [] },
@@ -113,10 +111,9 @@ function loopContext(history: ModelMessage[], delivered: string[]): RunContext {
     compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
     record: { step: async () => 1 },
     delivery: { message: async (text) => void delivered.push(text), delta: () => undefined, typing: () => undefined },
-    signal: new AbortController().signal,
-    stopRequested: () => undefined,
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     logger: pino({ level: 'silent' }),
-    model: { provider: 'anthropic', name: 'claude-sonnet-4-5', contextWindow: 200_000, outputReserve: 64_000 },
+    agent: { model: { provider: 'anthropic', name: 'claude-sonnet-4-5', contextWindow: 200_000, outputReserve: 64_000 } },
     features: {},
   };
 }

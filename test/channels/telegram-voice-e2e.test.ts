@@ -107,7 +107,7 @@ describe('spoken replies over Telegram', () => {
 
 describe('when a reply is spoken', () => {
   const o = { replies: 'off' } as VoiceReplyOptions;
-  const ctx = (voice?: VoiceReplies) => ({ profile: voice && { voice } }) as unknown as RunContext;
+  const ctx = (voice?: VoiceReplies) => ({ agent: { profile: voice && { voice } } }) as unknown as RunContext;
   const typed = [{}];
   const spoken = [{ attachments: [{ kind: 'audio' as const, ref: 'v' }] }];
   it("follows the run's profile over the agent's default", () => {

@@ -36,7 +36,7 @@ function echoPlugin(): RunnerPlugin {
   return {
     manifest: { name: 'echo', version: '1.0.0', capabilities: { steering: false, state: false } },
     async run(ctx) {
-      if (ctx.signal.aborted) return { outcome: 'completed' };
+      if (ctx.stop.signal.aborted) return { outcome: 'completed' };
       await ctx.delivery.message(`echo: ${ctx.inputs.map((m) => m.text).join(' / ')}`);
       return { outcome: 'completed' };
     },

@@ -231,7 +231,7 @@ describe('which runs get memory', () => {
       const plugin: RunnerPlugin = {
         manifest: { name: 'probe', version: '1.0.0', capabilities: { steering: false, state: false } },
         async run(ctx) {
-          seen.push(`${ctx.conversationId} ${ctx.features.memory ? 'memory' : 'none'}`);
+          seen.push(`${ctx.run.conversationId} ${ctx.features.memory ? 'memory' : 'none'}`);
           return { outcome: 'completed' };
         },
       };

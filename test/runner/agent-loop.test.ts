@@ -83,9 +83,7 @@ function fakeContext(waiting: Array<SeqEntry<MessageReceived>>, log: string[] = 
   const steps: StepRecord[] = [];
   const delivered: string[] = [];
   const ctx: RunContext = {
-    conversationId: 'telegram:1',
-    runId: 'run-test',
-    attempt: 1,
+    run: { id: 'run-test', conversationId: 'telegram:1', attempt: 1 },
     history: [{ role: 'user', content: 'hi' }],
     inputs: [],
     steering: {
@@ -103,10 +101,9 @@ function fakeContext(waiting: Array<SeqEntry<MessageReceived>>, log: string[] = 
       delta: () => undefined,
       typing: () => undefined,
     },
-    signal: new AbortController().signal,
-    stopRequested: () => undefined,
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     logger: pino({ level: 'silent' }),
-    model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 },
+    agent: { model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 } },
     features: {},
   };
   return { ctx, pulls, steps, delivered };

@@ -59,7 +59,7 @@ function recordingPlugin(models: ModelSettings[]): RunnerPlugin {
   return {
     manifest: { name: 'window-probe', version: '1.0.0', capabilities: { steering: true } },
     async run(ctx) {
-      models.push(ctx.model);
+      models.push(ctx.agent.model);
       return { outcome: 'completed' };
     },
   };

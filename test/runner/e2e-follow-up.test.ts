@@ -121,7 +121,7 @@ describe('a run that fails with messages it did not answer', () => {
           await steered.promise;
           expect((await ctx.steering.pull()).map((m) => m.text)).toEqual(['while you are at it']);
           pulled.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          await new Promise((resolve) => ctx.stop.signal.addEventListener('abort', resolve));
           return { outcome: 'completed' };
         }
         if (n === 2) return { outcome: 'failed', reason: 'probe failure', notice: 'It broke.' };
@@ -164,7 +164,7 @@ describe('a run that fails with messages it did not answer', () => {
         if (n === 1) return { outcome: 'failed', reason: 'probe failure', notice: 'It broke.' };
         await answer(ctx, `Answered: ${ctx.inputs.map((m) => m.text).join(' + ')}`);
         delivered.resolve();
-        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        await new Promise((resolve) => ctx.stop.signal.addEventListener('abort', resolve));
         return { outcome: 'completed' };
       },
     };

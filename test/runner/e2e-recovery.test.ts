@@ -153,14 +153,14 @@ describe('an attempt that answered steering it pulled, then died before finishin
     const plugin: RunnerPlugin = {
       manifest: { name: 'steer-then-die', version: '1.0.0', capabilities: { steering: true, state: false } },
       async run(ctx) {
-        if (ctx.attempt === 1) {
+        if (ctx.run.attempt === 1) {
           pulled.resolve();
           await steered.promise;
           const messages = await ctx.steering.pull();
           expect(messages.map((m) => m.text)).toEqual(['also this']);
           await ctx.delivery.message('one answer to both');
           delivered.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          await new Promise((resolve) => ctx.stop.signal.addEventListener('abort', resolve));
           return { outcome: 'completed' };
         }
         await ctx.delivery.message('one answer to both');

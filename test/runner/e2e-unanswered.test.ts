@@ -120,11 +120,11 @@ describe('a steered message the run pulled and did not answer', () => {
     const plugin: RunnerPlugin = {
       manifest: { name: 'pull-then-die', version: '1.0.0', capabilities: { steering: true } },
       async run(ctx) {
-        if (ctx.attempt === 1 && ctx.runId === runId) {
+        if (ctx.run.attempt === 1 && ctx.run.id === runId) {
           await steered.promise;
           expect((await ctx.steering.pull()).map((m) => m.text)).toEqual(['while you are at it']);
           pulled.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          await new Promise((resolve) => ctx.stop.signal.addEventListener('abort', resolve));
           return { outcome: 'completed' };
         }
         return { outcome: 'failed', reason: 'probe failure', notice: 'It broke.' };

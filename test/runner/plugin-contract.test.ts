@@ -26,7 +26,7 @@ function createEchoPlugin(): RunnerPlugin {
     manifest: { name: 'echo', version: '1.0.0', capabilities: { steering: false, state: false } },
     async run(ctx) {
       // A stop before the plugin started leaves nothing to answer.
-      if (ctx.signal.aborted) return { outcome: 'completed' };
+      if (ctx.stop.signal.aborted) return { outcome: 'completed' };
       await ctx.delivery.message(`echo: ${ctx.inputs.map((m) => m.text).join(' / ')}`);
       return { outcome: 'completed' };
     },

@@ -123,12 +123,11 @@ describe('/schedules and /unschedule', () => {
 /** A hand-made run context with the conversation's schedules, as the runtime binds them. */
 function context(): RunContext {
   return {
-    conversationId: CID,
-    runId: 'run-1',
-    attempt: 1,
+    run: { id: 'run-1', conversationId: CID, attempt: 1 },
+    agent: {},
     history: [],
     logger: pino({ level: 'silent' }),
-    signal: new AbortController().signal,
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     features: {
       schedules: {
         create: (request: ScheduleRequest, opts?: { idempotencyKey?: string }) =>

@@ -47,13 +47,12 @@ function countingTool() {
 /** What the toolbox needs of a run context (no model, no delivery). */
 function toolContext(journal: RunToolJournal, runId: string, token: number): RunContext {
   return {
-    conversationId: CID,
-    runId,
-    attempt: 1,
+    run: { id: runId, conversationId: CID, attempt: 1 },
+    agent: {},
     record: { fencingToken: token },
     history: [],
     features: { toolCalls: journal },
-    signal: new AbortController().signal,
+    stop: { signal: new AbortController().signal, requested: () => undefined },
     logger: pino({ level: 'silent' }),
   } as unknown as RunContext;
 }

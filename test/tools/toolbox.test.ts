@@ -15,9 +15,7 @@ import type { RunContext, RunMemory, ToolCallClaim, ToolCallJournal } from '../.
 
 function context(extra: Partial<RunContext> = {}, signal = new AbortController().signal): RunContext {
   return {
-    conversationId: 'telegram:1',
-    runId: 'run-test',
-    attempt: 1,
+    run: { id: 'run-test', conversationId: 'telegram:1', attempt: 1 },
     history: [],
     inputs: [],
     steering: { pull: async () => [] },
@@ -25,14 +23,16 @@ function context(extra: Partial<RunContext> = {}, signal = new AbortController()
     compaction: { atBoundary: async () => undefined, onOverflow: async () => undefined, observe: () => undefined },
     record: { step: async () => 1 },
     delivery: { message: async () => undefined, delta: () => undefined, typing: () => undefined },
-    signal,
-    stopRequested: () => undefined,
+    stop: { signal, requested: () => undefined },
     logger: pino({ level: 'silent' }),
-    model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 },
+    agent: { model: { provider: 'openai-compatible', name: 'm', contextWindow: 128_000, outputReserve: 4096 } },
     features: {},
     ...extra,
   };
 }
+
+/** Another run of the same conversation. */
+const RUN_2 = { id: 'run-2', conversationId: 'telegram:1', attempt: 1 };
 
 const exec = (set: ToolSet, name: string, input: unknown = {}, toolCallId = 'c1') =>
   (set[name]!.execute as unknown as (i: unknown, o: { toolCallId: string; messages: [] }) => Promise<unknown>)(input, { toolCallId, messages: [] });
@@ -49,7 +49,7 @@ describe('Toolbox', () => {
   it('hands the SDK one schema per tool input schema across runs, converted to JSON Schema once, that still validates', async () => {
     const input = z.object({ city: z.string().describe('A city') });
     const t = tool('weather', async () => 'sunny', { inputSchema: input });
-    const [a, b] = [await new Toolbox().toolSet(context(), [t]), await new Toolbox().toolSet(context({ runId: 'run-2' }), [t])];
+    const [a, b] = [await new Toolbox().toolSet(context(), [t]), await new Toolbox().toolSet(context({ run: RUN_2 }), [t])];
     const schema = a.weather!.inputSchema as unknown as Schema<unknown>;
     expect(b.weather!.inputSchema).toBe(schema);
     expect(schema.jsonSchema).toMatchObject({ type: 'object', properties: { city: { type: 'string', description: 'A city' } }, required: ['city'] });
@@ -66,11 +66,11 @@ describe('Toolbox', () => {
       delete: async () => false,
       promptNotes: async () => ({ notes: [], total: 0 }),
     });
-    const [a, b] = [memoryTools(context({ features: { memory: memory(300) } })), memoryTools(context({ runId: 'run-2', features: { memory: memory(300) } }))];
+    const [a, b] = [memoryTools(context({ features: { memory: memory(300) } })), memoryTools(context({ run: RUN_2, features: { memory: memory(300) } }))];
     expect(a.map((t) => t.name)).toEqual(['memory_save', 'memory_search', 'memory_delete']);
     expect(b.map((t) => t.inputSchema)).toEqual(a.map((t) => t.inputSchema));
     for (const [i, t] of a.entries()) expect(b[i]!.inputSchema).toBe(t.inputSchema);
-    const [sa, sb] = [await new Toolbox().toolSet(context(), a), await new Toolbox().toolSet(context({ runId: 'run-2' }), b)];
+    const [sa, sb] = [await new Toolbox().toolSet(context(), a), await new Toolbox().toolSet(context({ run: RUN_2 }), b)];
     for (const name of ['memory_save', 'memory_search', 'memory_delete']) expect(sb[name]!.inputSchema).toBe(sa[name]!.inputSchema);
     // Another size limit is another save schema, with its own bound.
     const other = memoryTools(context({ features: { memory: memory(20) } }))[0]!.inputSchema as z.ZodType;
