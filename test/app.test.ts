@@ -6,6 +6,7 @@ import type { HostContext, HostParts } from '../host/main.js';
 import type { RunnerParts } from '../runner/main.js';
 import type { AppContext } from '../src/app-context.js';
 import { createLogger } from '../src/logger.js';
+import { PrivateServers } from './helpers/private-servers.js';
 import { redisUrl } from './helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -106,5 +107,31 @@ describe('startApp', () => {
     const app = await startApp({ config: testConfig(), logger });
     expect((await fetch(`${app.address}/healthz`)).status).toBe(200);
     await app.stop();
+  });
+
+  it("closes every connection its host and runner opened, the schedules feature's included", async () => {
+    // A Redis of its own: the names of the connections are the same in every test's app.
+    const servers = await PrivateServers.create('app-connections');
+    try {
+      const { url } = await servers.start('redis');
+      const admin = servers.client(url);
+      const names = async () =>
+        String(await admin.client('LIST'))
+          .split('\n')
+          .flatMap((line) => /\bname=(\S+)/.exec(line)?.[1] ?? [])
+          .filter((name) => name.startsWith('steerbot-'));
+      const app = await startApp({ config: testConfig({ redis: { ...DEFAULT_CONFIG.redis, url } }), logger });
+      expect(await names()).toEqual(expect.arrayContaining(['steerbot-host-schedules', 'steerbot-runner-schedules', 'steerbot-runner-fires']));
+      await app.stop();
+      const deadline = Date.now() + 5000;
+      let left = await names();
+      while (left.length > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        left = await names();
+      }
+      expect(left).toEqual([]);
+    } finally {
+      await servers.stop();
+    }
   });
 });
