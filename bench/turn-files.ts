@@ -44,7 +44,6 @@ function coverageNow(message: string): { covered: true } | undefined {
   return { covered: true };
 }
 
-
 /** V8's block coverage of one script, as NODE_V8_COVERAGE writes it. */
 interface ScriptCoverage {
   url: string;
