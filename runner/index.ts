@@ -2,9 +2,10 @@
  * The runner plugin contract (`steerbot/runner`): what a runner plugin module
  * exports (`defineRunnerPlugin`), what it gets for each run (`RunContext`),
  * the local agent's tool types, and the helpers a plugin author needs (the
- * model factory, token estimates, the projection of the record into model
- * messages, trace spans; schedule types in the `schedules` namespace, memory
- * types in `memory`, the framing of user-derived text in `untrusted`).
+ * model factory, the projection of the record into model messages, trace
+ * spans; token estimates and the summary's header in the `compaction`
+ * namespace, schedule types in `schedules`, memory types in `memory`, the
+ * framing of user-derived text in `untrusted`).
  * docs/plugins.md, "The public API", lists them.
  */
 
@@ -13,9 +14,8 @@ export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } 
 export * as untrusted from '../src/data-block.js';
 export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/people/profiles.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
-export { SUMMARY_HEADER } from './compaction/checkpoint.js';
-export { ESTIMATE_MAX_OVERCOUNT, estimateMessages, estimateTokens } from './compaction/estimate.js';
-export { isContextOverflowError } from './compaction/overflow.js';
+/** Token estimates, a context overflow recognised, the summary's header: `compaction.estimateTokens`, …. */
+export * as compaction from './kit-compaction.js';
 /** The types `RunContext.features.memory` saves and finds. */
 export * as memory from './kit-memory.js';
 /** The schedule types `RunContext.features.schedules` takes and lists, and `describeWhen`. */

@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { LanguageModel, ModelMessage, SystemModelMessage, ToolSet } from 'ai';
-import { SUMMARY_HEADER } from 'steerbot/runner';
+import { compaction } from 'steerbot/runner';
 
 /** Cache settings of one request. */
 export interface CachePlan {
@@ -74,5 +74,5 @@ export function cachePlan(model: LanguageModel, conversationId: string, system: 
 function isSummary(m: ModelMessage | undefined): boolean {
   if (m?.role !== 'user') return false;
   const text = typeof m.content === 'string' ? m.content : m.content.find((p) => p.type === 'text')?.text;
-  return text?.startsWith(SUMMARY_HEADER) ?? false;
+  return text?.startsWith(compaction.SUMMARY_HEADER) ?? false;
 }

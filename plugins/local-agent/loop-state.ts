@@ -7,7 +7,7 @@
 
 import type { LanguageModel, ModelMessage, ToolSet, TranscriptionModel } from 'ai';
 import type { SteeringMode } from 'steerbot/plugin';
-import { estimateTokens, type RunContext, type RunResult } from 'steerbot/runner';
+import { compaction, type RunContext, type RunResult } from 'steerbot/runner';
 import type { AttachmentParts } from './attachments.js';
 import { type CachePlan, cachePlan } from './caching.js';
 import { RUN_REASON } from './outcomes.js';
@@ -70,7 +70,9 @@ export class LoopState {
   ) {
     this.messages = [...ctx.history];
     this.answering = [...ctx.inputs];
-    this.overhead = estimateTokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimateTokens(name + (t.description ?? '')), 0);
+    this.overhead =
+      compaction.estimateTokens(o.system ?? '') +
+      Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + compaction.estimateTokens(name + (t.description ?? '')), 0);
     this.model = o.model;
     this.untried = [...(o.fallbacks ?? [])];
     this.cache = cachePlan(o.model, ctx.run.conversationId, o.system, o.tools);

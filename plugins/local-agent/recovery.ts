@@ -8,7 +8,7 @@
  * Each budget is one step's: a step that answers leaves the next step a fresh one.
  */
 import { APICallError, type ModelMessage, RetryError } from 'ai';
-import { ESTIMATE_MAX_OVERCOUNT, estimateMessages, isContextOverflowError, type RunContext, type RunResult, type StepRecord } from 'steerbot/runner';
+import { compaction, type RunContext, type RunResult, type StepRecord } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { callModel, type ModelOutcome } from './model-call.js';
 import { CONTEXT_OVERFLOW_MESSAGE, DEFAULT_MODEL_FAILURE_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from './outcomes.js';
@@ -65,7 +65,7 @@ class StepRecovery {
     // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
     if (outcome.kind === 'aborted') return cutOff(ctx, outcome.text);
     if (outcome.kind === 'stalled') return this.afterStall(outcome.text);
-    if (isContextOverflowError(outcome.error)) {
+    if (compaction.isContextOverflowError(outcome.error)) {
       if (!this.compacted && (await this.compactAfterOverflow())) return 'retry';
       // Refused again after the one compaction (or nothing could be compacted): the same typed end as the pre-call check, not a bare 400.
       ctx.logger.error({ err: outcome.error }, 'context overflow persists after compaction; giving up');
@@ -142,7 +142,7 @@ function failureReason(err: unknown): string {
  * provider, whose own overflow error compacts once and retries.
  */
 async function fitContext(ctx: RunContext, messages: ModelMessage[], overhead: number, compactedAlready: boolean): Promise<'fits' | 'compacted' | 'overflow'> {
-  const fits = () => (estimateMessages(messages) + overhead) / ESTIMATE_MAX_OVERCOUNT <= ctx.agent.model.contextWindow;
+  const fits = () => (compaction.estimateMessages(messages) + overhead) / compaction.ESTIMATE_MAX_OVERCOUNT <= ctx.agent.model.contextWindow;
   if (fits()) return 'fits';
   if (compactedAlready) return 'overflow';
   const compacted = await ctx.compaction.onOverflow();
