@@ -27,7 +27,7 @@ export interface LoopOptions {
   maxSteps?: number;
   /** Provider retries of a failed call before the run fails. Default 2. */
   maxRetries?: number;
-  /** Stream deltas to the delivery sink. Default false. */
+  /** Stream deltas to the delivery sink (and so the model calls, when the sink's channel streams). Default false. */
   streaming?: boolean;
   /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
   modelFailureMessage?: string;
@@ -37,7 +37,7 @@ export interface LoopOptions {
   transcriber?: TranscriptionModel;
   /** Spoken replies (voice-replies.ts). Default: none. */
   voice?: VoiceReplyOptions;
-  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
+  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms; a call asked whole must answer within it. 0: never. Default 120 000. */
   streamIdleTimeoutMs?: number;
 }
 
