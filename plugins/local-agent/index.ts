@@ -27,6 +27,7 @@ import { WEB_CONTENT_RULES } from './external-content.js';
 import { type ImageToolOptions, imageTools } from './generate-image.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
+import { SharedEstimates } from './loop-state.js';
 import { memoryTools, withMemory } from './memory-tools.js';
 import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSearchTool } from './native-search.js';
 import { offeredBy } from './policy.js';
@@ -289,6 +290,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
     maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
     streaming: config.streaming ?? false,
     attachments,
+    // System prompts and tool descriptions are the same run after run: estimated once.
+    estimates: new SharedEstimates(),
     ...(config.voice && { voice: config.voice }),
     ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
   };
