@@ -95,6 +95,13 @@ export interface DeliverySink {
   voiceFormat?(): VoiceFormat;
   /** A streaming delta of the answer in progress (used only when the channel streams). */
   delta(text: string): void;
+  /**
+   * True when deltas reach the user (the conversation's channel streams by
+   * editing a message); false when `delta` would drop them, so a plugin may
+   * ask its model for the whole answer instead of a stream. Absent in
+   * hand-made sinks: take it as true.
+   */
+  streams?(): boolean;
   /** Shows a typing indicator (refreshed by the sink while the run is active). */
   typing(): void;
 }

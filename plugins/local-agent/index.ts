@@ -27,6 +27,7 @@ import { WEB_CONTENT_RULES } from './external-content.js';
 import { type ImageToolOptions, imageTools } from './generate-image.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
+import { SharedEstimates } from './loop-state.js';
 import { memoryTools, withMemory } from './memory-tools.js';
 import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSearchTool } from './native-search.js';
 import { offeredBy } from './policy.js';
@@ -79,7 +80,7 @@ export const localAgentConfigSchema = z.strictObject({
   streaming: bool
     .default(DEFAULTS.agent.streaming)
     .describe(
-      'Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way. Default true.',
+      'Send the answer as it is written to channels that stream (their own `streaming` setting); other channels get whole messages either way, and their model calls are not streamed. Default true.',
     ),
   httpFetch: bool
     .default(DEFAULTS.agent.httpFetch)
@@ -155,7 +156,7 @@ export const localAgentConfigSchema = z.strictObject({
     .max(3_600_000, { error: 'expected at most 3 600 000 (one hour)' })
     .default(DEFAULT_STREAM_IDLE_TIMEOUT_MS)
     .describe(
-      'A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. In ms; 0 turns it off. Default 120 000.',
+      'A model stream silent this long (waiting for the response included, tool execution not) is aborted and retried once; a second silence ends the run `failed` with reason `timeout` and tells the user. A call asked whole (nothing streamed: docs/agent.md#streamed-and-whole-answers) must answer within it. In ms; 0 turns it off. Default 120 000.',
     ),
   attachments: z
     .strictObject({
@@ -289,6 +290,8 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
     maxRetries: config.maxRetries ?? DEFAULTS.agent.maxRetries,
     streaming: config.streaming ?? false,
     attachments,
+    // System prompts and tool descriptions are the same run after run: estimated once.
+    estimates: new SharedEstimates(),
     ...(config.voice && { voice: config.voice }),
     ...(config.streamIdleTimeoutMs !== undefined && { streamIdleTimeoutMs: config.streamIdleTimeoutMs }),
   };

@@ -27,7 +27,7 @@ export interface LoopOptions {
   maxSteps?: number;
   /** Provider retries of a failed call before the run fails. Default 2. */
   maxRetries?: number;
-  /** Stream deltas to the delivery sink. Default false. */
+  /** Stream deltas to the delivery sink (and so the model calls, when the sink's channel streams). Default false. */
   streaming?: boolean;
   /** Text sent when the model fails (the runtime sends it, with any steered message left unanswered). */
   modelFailureMessage?: string;
@@ -37,8 +37,42 @@ export interface LoopOptions {
   transcriber?: TranscriptionModel;
   /** Spoken replies (voice-replies.ts). Default: none. */
   voice?: VoiceReplyOptions;
-  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms. 0: never. Default 120 000. */
+  /** A model stream silent this long (no part, response headers included; tool execution excluded) is aborted and retried once, in ms; a call asked whole must answer within it. 0: never. Default 120 000. */
   streamIdleTimeoutMs?: number;
+  /** Token estimates kept across runs (the plugin's: its system prompts and tool descriptions are estimated once). Default: one for this invocation. */
+  estimates?: SharedEstimates;
+}
+
+/** Most texts `SharedEstimates` keeps. */
+const MAX_SHARED_TEXTS = 256;
+/** Longest text `SharedEstimates` keeps, in characters (a longer one is estimated each time). */
+const MAX_SHARED_CHARS = 64 * 1024;
+
+/**
+ * Token estimates of the texts many runs share (a profile's system prompt,
+ * the tool descriptions), each made once: the estimate reads every
+ * character with its rules, a lookup only hashes and compares. Bounded: at
+ * most 256 texts of at most 64 KiB; the oldest is dropped first.
+ */
+export class SharedEstimates {
+  private readonly known = new Map<string, number>();
+
+  /** `estimateTokens(text)`, from the first time it was asked when it is still kept. */
+  tokens(text: string): number {
+    let n = this.known.get(text);
+    if (n !== undefined) return n;
+    n = compaction.estimateTokens(text);
+    if (text.length <= MAX_SHARED_CHARS) {
+      if (this.known.size >= MAX_SHARED_TEXTS) this.known.delete(this.known.keys().next().value as string);
+      this.known.set(text, n);
+    }
+    return n;
+  }
+
+  /** How many texts are kept. */
+  get size(): number {
+    return this.known.size;
+  }
 }
 
 /** Default of `streamIdleTimeoutMs`: generous, since reasoning models may think for a while before their first token. */
@@ -70,9 +104,9 @@ export class LoopState {
   ) {
     this.messages = [...ctx.history];
     this.answering = [...ctx.inputs];
+    const estimates = o.estimates ?? new SharedEstimates();
     this.overhead =
-      compaction.estimateTokens(o.system ?? '') +
-      Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + compaction.estimateTokens(name + (t.description ?? '')), 0);
+      estimates.tokens(o.system ?? '') + Object.entries(o.tools).reduce((n, [name, t]) => n + 50 + estimates.tokens(name + (t.description ?? '')), 0);
     this.model = o.model;
     this.untried = [...(o.fallbacks ?? [])];
     this.cache = cachePlan(o.model, ctx.run.conversationId, o.system, o.tools);

@@ -1,11 +1,14 @@
 /**
- * One model call, as an outcome rather than flags: the stream is read
- * (deltas streamed to the delivery sink unless told to stay quiet), the
- * watchdog guards it, and the call's span and metrics are ended here. What
- * to do about a failed call is the recovery step's business
- * (plugins/local-agent/recovery.ts).
+ * One model call, as an outcome rather than flags. When its deltas reach
+ * the user (the agent streams, the channel shows them, the call is not a
+ * quiet retry) the stream is read, deltas go to the delivery sink and the
+ * watchdog guards the silences between parts; otherwise the whole answer is
+ * asked for (`generateText`: no web streams to run), and the watchdog's
+ * idle budget is the whole call's (nothing is said before the answer). The
+ * call's span and metrics are ended here. What to do about a failed call is
+ * the recovery step's business (plugins/local-agent/recovery.ts).
  */
-import { type ModelMessage, streamText } from 'ai';
+import { generateText, type LanguageModelUsage, type ModelMessage, streamText } from 'ai';
 import { type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { withCitations } from './native-search.js';
@@ -15,8 +18,9 @@ import { StreamWatchdog } from './watchdog.js';
 /**
  * How one call ended. `answered`: a step to record; `aborted`: the run's
  * signal (stop, shutdown, lost lease); `stalled`: the watchdog gave up on a
- * silent stream; `failed`: the provider or the SDK reported `error`. `text`:
- * what the model said before it ended.
+ * silent stream (or, for a call not streamed, on an answer that did not come
+ * within the idle budget); `failed`: the provider or the SDK reported an
+ * error. `text`: what the model said before it ended.
  */
 export type ModelOutcome =
   | { kind: 'answered'; step: StepRecord; text: string }
@@ -29,43 +33,106 @@ export type ModelOutcome =
  * (a retried call whose first try already showed some; its final text
  * replaces them). Never throws for a model failure: it is an outcome.
  */
-export async function callModel(state: LoopState, step: number, quiet: boolean): Promise<ModelOutcome> {
-  const { ctx, o, cache } = state;
+export function callModel(state: LoopState, step: number, quiet: boolean): Promise<ModelOutcome> {
+  const { ctx, o } = state;
+  const streamed = o.streaming === true && !quiet && ctx.delivery.streams?.() !== false;
+  return streamed ? streamedCall(state, step) : wholeCall(state, step);
+}
+
+/** What every call of the state sends, with the signal that aborts it. */
+function request(state: LoopState, abortSignal: AbortSignal) {
+  const { cache, o } = state;
+  return {
+    model: state.model,
+    tools: declaredTools(cache.tools()),
+    messages: cache.messages(state.messages),
+    ...(cache.system !== undefined && { system: cache.system }),
+    ...(cache.providerOptions && { providerOptions: cache.providerOptions }),
+    abortSignal,
+    maxRetries: o.maxRetries ?? 2,
+  };
+}
+
+/** The call, streamed: deltas go to the delivery sink as they come; every part feeds the watchdog. */
+async function streamedCall(state: LoopState, step: number): Promise<ModelOutcome> {
+  const { ctx } = state;
   const sent = [...state.messages];
   // One slot for every report of a failure (`onError`, an `error` part, a throw), in the order they come.
   const failure: { error?: unknown } = {};
   const call = traceModelCall(state.modelName, step);
   const watchdog = new StreamWatchdog(state.idleMs, ctx.stop.signal);
   const result = streamText({
-    model: state.model,
-    tools: declaredTools(cache.tools()),
-    messages: cache.messages(state.messages),
-    ...(cache.system !== undefined && { system: cache.system }),
-    ...(cache.providerOptions && { providerOptions: cache.providerOptions }),
-    abortSignal: watchdog.signal,
-    maxRetries: o.maxRetries ?? 2,
+    ...request(state, watchdog.signal),
     onError: ({ error }: { error: unknown }) => {
       failure.error = error;
     },
   });
-  const { text, urls } = await readStream(result.fullStream, {
-    watchdog,
-    call,
-    failure,
-    ...(o.streaming && !quiet && { onDelta: (t: string) => ctx.delivery.delta(t) }),
+  const { text, urls } = await readStream(result.fullStream, { watchdog, call, failure, onDelta: (t: string) => ctx.delivery.delta(t) });
+  const ended = notAnswered(state, call, watchdog, failure.error, text);
+  if (ended) return ended;
+  return answered(state, call, sent, {
+    messages: (await result.responseMessages) as ModelMessage[],
+    text,
+    urls,
+    finishReason: await result.finishReason,
+    usage: await result.usage,
   });
-  const streamError = failure.error;
+}
 
-  if (ctx.stop.signal.aborted || streamError !== undefined || watchdog.fired)
-    call.end(ctx.stop.signal.aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : streamError });
-  if (ctx.stop.signal.aborted) return { kind: 'aborted', text };
+/** The call, not streamed: one request for the whole answer; the watchdog's idle budget bounds the whole call. */
+async function wholeCall(state: LoopState, step: number): Promise<ModelOutcome> {
+  const { ctx } = state;
+  const sent = [...state.messages];
+  const call = traceModelCall(state.modelName, step);
+  const watchdog = new StreamWatchdog(state.idleMs, ctx.stop.signal);
+  let result: Awaited<ReturnType<typeof generateText>>;
+  try {
+    result = await generateText(request(state, watchdog.signal));
+  } catch (error) {
+    return notAnswered(state, call, watchdog, error, '') ?? { kind: 'failed', error, text: '' };
+  } finally {
+    watchdog.stop();
+  }
+  // The first token the client gets arrives with the whole answer.
+  call.part();
+  // A stop that came as the answer arrived ends the call as a streamed one's would: cut off, with what was said.
+  const ended = notAnswered(state, call, watchdog, undefined, result.text);
+  if (ended) return ended;
+  return answered(state, call, sent, {
+    messages: result.responseMessages as ModelMessage[],
+    text: result.text,
+    urls: result.sources.flatMap((s) => (s.sourceType === 'url' ? [s.url] : [])),
+    finishReason: result.finishReason,
+    usage: result.usage,
+  });
+}
+
+/** The outcome of a call that ended without an answer (aborted, stalled, failed: `error`), its span ended; undefined when it answered. */
+function notAnswered(state: LoopState, call: ModelCallTrace, watchdog: StreamWatchdog, error: unknown, text: string): ModelOutcome | undefined {
+  const aborted = state.ctx.stop.signal.aborted;
+  if (!aborted && error === undefined && !watchdog.fired) return undefined;
+  call.end(aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : error });
+  if (aborted) return { kind: 'aborted', text };
   if (watchdog.fired) return { kind: 'stalled', text };
-  if (streamError !== undefined) return { kind: 'failed', error: streamError, text };
+  return { kind: 'failed', error, text };
+}
 
+/** What an answered call returned, as the loop records it. */
+interface Answer {
+  messages: ModelMessage[];
+  text: string;
+  /** URLs the provider cited (native search). */
+  urls: string[];
+  finishReason: string;
+  usage: LanguageModelUsage;
+}
+
+/** The `answered` outcome of a call: citations appended, the span ended, the usage observed for compaction. `sent`: the prompt it answered. */
+function answered(state: LoopState, call: ModelCallTrace, sent: ModelMessage[], a: Answer): ModelOutcome {
+  const { ctx } = state;
+  const { finishReason, usage } = a;
   // URLs the provider cited (native search): appended before the step is recorded, so a takeover delivers the same text.
-  const cited = withCitations((await result.responseMessages) as ModelMessage[], text, urls);
-  const finishReason = await result.finishReason;
-  const usage = await result.usage;
+  const cited = withCitations(a.messages, a.text, a.urls);
   call.end('ok', {
     finishReason,
     usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cachedInputTokens: usage.inputTokenDetails?.cacheReadTokens },
@@ -96,7 +163,7 @@ export async function callModel(state: LoopState, step: number, quiet: boolean):
  */
 async function readStream(
   stream: AsyncIterable<{ type: string; text?: string; error?: unknown; sourceType?: string; url?: string }>,
-  r: { watchdog: StreamWatchdog; call: ModelCallTrace; failure: { error?: unknown }; onDelta?: (text: string) => void },
+  r: { watchdog: StreamWatchdog; call: ModelCallTrace; failure: { error?: unknown }; onDelta: (text: string) => void },
 ): Promise<{ text: string; urls: string[] }> {
   const { watchdog, call, failure } = r;
   let text = '';
@@ -107,7 +174,7 @@ async function readStream(
       call.part();
       if (part.type === 'text-delta') {
         text += part.text;
-        r.onDelta?.(part.text as string);
+        r.onDelta(part.text as string);
       } else if (part.type === 'source' && part.sourceType === 'url' && typeof part.url === 'string') {
         urls.push(part.url);
       } else if (part.type === 'error') {

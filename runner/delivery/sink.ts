@@ -171,6 +171,10 @@ export class RunDelivery implements DeliverySink {
     this.streaming.delta(text);
   }
 
+  streams(): boolean {
+    return this.streaming.live();
+  }
+
   typing(): void {
     this.typingIndicator.start(this.o.typingIntervalMs ?? DEFAULTS.typingIntervalMs);
   }

@@ -55,10 +55,15 @@ export class StreamingEdits {
 
   constructor(private readonly d: StreamingDeps) {}
 
+  /** True when the channel streams (edits a message in place): deltas are shown. */
+  live(): boolean {
+    const out = this.d.outbound;
+    return Boolean(out?.edit && out.streamEditIntervalMs);
+  }
+
   /** A streaming delta: shown by editing one message when the channel streams; ignored otherwise. */
   delta(text: string): void {
-    const out = this.d.outbound;
-    if (!out?.edit || !out.streamEditIntervalMs || !text) return;
+    if (!this.live() || !text) return;
     const s = (this.stream ??= {
       key: this.d.nextKey(),
       buffer: '',

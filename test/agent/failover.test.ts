@@ -17,7 +17,7 @@ import { isTransient } from '../../plugins/local-agent/recovery.js';
 import { ConfigError } from '../../src/errors.js';
 import { secretValues } from '../../src/logger.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 let fallback: FakeOpenAIServer;
@@ -30,7 +30,7 @@ afterEach(async () => {
   await fallback.close();
 });
 
-/** The local agent on this test's fake, failing over to `fallback`, with no provider retries and a short idle timeout. */
+/** The local agent on this test's fake, failing over to `fallback`, with no provider retries and a short idle timeout; `streaming`: on a channel that streams. */
 async function start(streaming = false): Promise<RunnerHarness> {
   const plugin = createLocalAgentPlugin({
     model: fakeModel(t.fake.url),
@@ -40,7 +40,8 @@ async function start(streaming = false): Promise<RunnerHarness> {
     streamIdleTimeoutMs: 300,
     streaming,
   });
-  t.h = await RunnerHarness.start({ plugin, followUpsOnFailure: 0 });
+  // A streaming agent runs on a channel that streams (the harness's own does not).
+  t.h = await RunnerHarness.start({ plugin: streaming ? onStreamingChannel(plugin) : plugin, followUpsOnFailure: 0 });
   return t.h;
 }
 

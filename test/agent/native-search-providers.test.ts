@@ -14,7 +14,7 @@ import { createModel } from '../../runner/model.js';
 import { ConfigError } from '../../src/errors.js';
 import { type FakeAnthropicServer, startFakeAnthropic } from '../../testing/fakes/anthropic-server.js';
 import { type FakeGoogleServer, startFakeGoogle } from '../../testing/fakes/google-server.js';
-import { RunnerHarness } from '../runner/harness.js';
+import { onStreamingChannel, RunnerHarness } from '../runner/harness.js';
 import { agentFrom } from './registry-agent.js';
 
 const KEY = 'provider-test-key';
@@ -31,14 +31,22 @@ afterEach(async () => {
   await Promise.all([claude.close(), gemini.close()]);
 });
 
-/** A harness whose runner is the local agent with `settings`, its model `provider`/`name` at `url`. */
-async function runner(provider: 'anthropic' | 'google', name: string, url: string, settings = {}): Promise<RunnerHarness> {
+/**
+ * A harness whose runner is the local agent with `settings`, its model
+ * `provider`/`name` at `url`. `streamed`: the conversation's channel streams
+ * (the agent streams its calls); else it does not (whole answers).
+ */
+async function runner(provider: 'anthropic' | 'google', name: string, url: string, settings = {}, streamed = true): Promise<RunnerHarness> {
   h = await RunnerHarness.start();
   h.ctx.config.model = { ...h.ctx.config.model, provider, name, apiKey: KEY };
   delete h.ctx.config.model.api;
-  await h.startRunner(await agentFrom(h, url, settings));
+  const agent = await agentFrom(h, url, settings);
+  await h.startRunner(streamed ? onStreamingChannel(agent) : agent);
   return h;
 }
+
+/** The calls a test is run with: streamed to a channel that shows deltas, and asked whole for one that does not. */
+const CALLS = [true, false] as const;
 
 async function ask(h: RunnerHarness, text: string) {
   const r = (await h.ingest(text)) as { runId: string };
@@ -48,44 +56,50 @@ async function ask(h: RunnerHarness, text: string) {
 const NATIVE = { search: { backend: 'native' } } as const;
 
 describe('native web search on anthropic', () => {
-  it("offers Anthropic's web_search server tool and delivers the searched answer with its http(s) sources", async () => {
-    claude.script([
-      {
-        webSearch: {
-          query: 'wendle seal count',
-          results: [
-            { url: 'https://ledger.example/news/seals', title: 'Seals back' },
-            { url: 'javascript:alert(1)', title: 'bad' },
-            { url: 'http://wildlife.example.org/wendle?year=2026', title: 'Survey' },
-          ],
-        },
-        text: '212 seals were counted this spring.',
-        citations: [
-          { url: 'https://ledger.example/news/seals', title: 'Seals back', citedText: '212 seals counted' },
-          { url: 'javascript:alert(1)', title: 'bad' },
-        ],
+  for (const streamed of CALLS)
+    it(
+      streamed
+        ? "offers Anthropic's web_search server tool and delivers the searched answer with its http(s) sources"
+        : "offers Anthropic's web_search server tool and delivers the searched answer with its http(s) sources, asked whole",
+      async () => {
+        claude.script([
+          {
+            webSearch: {
+              query: 'wendle seal count',
+              results: [
+                { url: 'https://ledger.example/news/seals', title: 'Seals back' },
+                { url: 'javascript:alert(1)', title: 'bad' },
+                { url: 'http://wildlife.example.org/wendle?year=2026', title: 'Survey' },
+              ],
+            },
+            text: '212 seals were counted this spring.',
+            citations: [
+              { url: 'https://ledger.example/news/seals', title: 'Seals back', citedText: '212 seals counted' },
+              { url: 'javascript:alert(1)', title: 'bad' },
+            ],
+          },
+        ]);
+        const h = await runner('anthropic', 'claude-sonnet-4-5', claude.url, { currentTime: true, ...NATIVE }, streamed);
+
+        expect(await ask(h, 'how many seals are in the Wendle now?')).toMatchObject({ outcome: 'completed' });
+        expect(h.outbound.texts).toEqual([
+          '212 seals were counted this spring.\n\nSources:\n- https://ledger.example/news/seals\n- http://wildlife.example.org/wendle?year=2026',
+        ]);
+        expect(claude.requests).toHaveLength(1);
+        const body = claude.requests[0]!.body;
+        expect(claude.requests[0]!.path).toBe('/v1/messages');
+        expect(body.stream === true).toBe(streamed);
+        expect(body.tools).toContainEqual(expect.objectContaining({ type: 'web_search_20250305', name: 'web_search' }));
+        expect(body.tools).toContainEqual(expect.objectContaining({ name: 'current_time', input_schema: expect.any(Object) }));
+        expect(JSON.stringify(body.system)).toContain('run by your provider');
+
+        // The next turn replays the search and its results to Anthropic as they were.
+        expect(await ask(h, 'and last year?')).toMatchObject({ outcome: 'completed' });
+        const replayed = claude.requests[1]!.body.messages.find((m: { role: string }) => m.role === 'assistant').content;
+        expect(replayed).toContainEqual(expect.objectContaining({ type: 'server_tool_use', name: 'web_search', input: { query: 'wendle seal count' } }));
+        expect(replayed).toContainEqual(expect.objectContaining({ type: 'web_search_tool_result', tool_use_id: 'srvtoolu_fake_0' }));
       },
-    ]);
-    const h = await runner('anthropic', 'claude-sonnet-4-5', claude.url, { currentTime: true, ...NATIVE });
-
-    expect(await ask(h, 'how many seals are in the Wendle now?')).toMatchObject({ outcome: 'completed' });
-    expect(h.outbound.texts).toEqual([
-      '212 seals were counted this spring.\n\nSources:\n- https://ledger.example/news/seals\n- http://wildlife.example.org/wendle?year=2026',
-    ]);
-    expect(claude.requests).toHaveLength(1);
-    const body = claude.requests[0]!.body;
-    expect(claude.requests[0]!.path).toBe('/v1/messages');
-    expect(body.stream).toBe(true);
-    expect(body.tools).toContainEqual(expect.objectContaining({ type: 'web_search_20250305', name: 'web_search' }));
-    expect(body.tools).toContainEqual(expect.objectContaining({ name: 'current_time', input_schema: expect.any(Object) }));
-    expect(JSON.stringify(body.system)).toContain('run by your provider');
-
-    // The next turn replays the search and its results to Anthropic as they were.
-    expect(await ask(h, 'and last year?')).toMatchObject({ outcome: 'completed' });
-    const replayed = claude.requests[1]!.body.messages.find((m: { role: string }) => m.role === 'assistant').content;
-    expect(replayed).toContainEqual(expect.objectContaining({ type: 'server_tool_use', name: 'web_search', input: { query: 'wendle seal count' } }));
-    expect(replayed).toContainEqual(expect.objectContaining({ type: 'web_search_tool_result', tool_use_id: 'srvtoolu_fake_0' }));
-  });
+    );
 
   it('answers a plain chat turn and a tool call through the fake Messages API', async () => {
     claude.script([{ text: 'Hello there.' }, { toolCalls: [{ name: 'current_time', args: {} }] }, { text: 'It is late.' }]);
@@ -107,33 +121,41 @@ describe('native web search on anthropic', () => {
 });
 
 describe('native web search on google', () => {
-  it('offers Google Search to Gemini 3 beside the function tools and delivers the grounded answer with its http(s) sources', async () => {
-    gemini.script([
-      {
-        text: 'The Wendle count is 212 seals.',
-        grounding: {
-          queries: ['wendle seal count'],
-          sources: [
-            { url: 'https://ledger.example/news/seals', title: 'ledger.example' },
-            { url: 'javascript:alert(1)', title: 'bad' },
-            { url: 'https://ledger.example/news/seals', title: 'again' },
-          ],
-        },
-      },
-    ]);
-    const h = await runner('google', 'gemini-3-flash-preview', gemini.url, { currentTime: true, ...NATIVE });
+  for (const streamed of CALLS)
+    it(
+      streamed
+        ? 'offers Google Search to Gemini 3 beside the function tools and delivers the grounded answer with its http(s) sources'
+        : 'offers Google Search to Gemini 3 beside the function tools and delivers the grounded answer with its http(s) sources, asked whole',
+      async () => {
+        gemini.script([
+          {
+            text: 'The Wendle count is 212 seals.',
+            grounding: {
+              queries: ['wendle seal count'],
+              sources: [
+                { url: 'https://ledger.example/news/seals', title: 'ledger.example' },
+                { url: 'javascript:alert(1)', title: 'bad' },
+                { url: 'https://ledger.example/news/seals', title: 'again' },
+              ],
+            },
+          },
+        ]);
+        const h = await runner('google', 'gemini-3-flash-preview', gemini.url, { currentTime: true, ...NATIVE }, streamed);
 
-    expect(await ask(h, 'how many seals are in the Wendle now?')).toMatchObject({ outcome: 'completed' });
-    expect(h.outbound.texts).toEqual(['The Wendle count is 212 seals.\n\nSources:\n- https://ledger.example/news/seals']);
-    expect(gemini.requests).toHaveLength(1);
-    const { path, body, headers } = gemini.requests[0]!;
-    expect(path).toBe('/v1beta/models/gemini-3-flash-preview:streamGenerateContent?alt=sse');
-    expect(headers['x-goog-api-key']).toBe(KEY);
-    expect(body.tools).toContainEqual({ googleSearch: {} });
-    const declared = body.tools.flatMap((t: { functionDeclarations?: Array<{ name: string }> }) => t.functionDeclarations ?? []);
-    expect(declared.map((f: { name: string }) => f.name)).toContain('current_time');
-    expect(JSON.stringify(body.systemInstruction)).toContain('run by your provider');
-  });
+        expect(await ask(h, 'how many seals are in the Wendle now?')).toMatchObject({ outcome: 'completed' });
+        expect(h.outbound.texts).toEqual(['The Wendle count is 212 seals.\n\nSources:\n- https://ledger.example/news/seals']);
+        expect(gemini.requests).toHaveLength(1);
+        const { path, body, headers } = gemini.requests[0]!;
+        expect(path).toBe(
+          streamed ? '/v1beta/models/gemini-3-flash-preview:streamGenerateContent?alt=sse' : '/v1beta/models/gemini-3-flash-preview:generateContent',
+        );
+        expect(headers['x-goog-api-key']).toBe(KEY);
+        expect(body.tools).toContainEqual({ googleSearch: {} });
+        const declared = body.tools.flatMap((t: { functionDeclarations?: Array<{ name: string }> }) => t.functionDeclarations ?? []);
+        expect(declared.map((f: { name: string }) => f.name)).toContain('current_time');
+        expect(JSON.stringify(body.systemInstruction)).toContain('run by your provider');
+      },
+    );
 
   it('answers a plain chat turn and a function call through the fake Gemini API', async () => {
     gemini.script([{ text: 'Hello there.' }, { toolCalls: [{ name: 'current_time', args: {} }] }, { text: 'It is late.' }]);

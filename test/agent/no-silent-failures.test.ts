@@ -14,7 +14,7 @@ import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
 import { ESTIMATE_MAX_OVERCOUNT, estimateMessages } from '../../runner/compaction/estimate.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
-import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 
@@ -28,7 +28,11 @@ async function start(opts: { tools?: AgentTool[]; streaming?: boolean; followUps
     ...(opts.tools && { tools: opts.tools }),
     ...(opts.streaming !== undefined && { streaming: opts.streaming }),
   });
-  t.h = await RunnerHarness.start({ plugin, ...(opts.followUpsOnFailure !== undefined && { followUpsOnFailure: opts.followUpsOnFailure }) });
+  // A streaming agent runs on a channel that streams (the harness's own does not).
+  t.h = await RunnerHarness.start({
+    plugin: opts.streaming ? onStreamingChannel(plugin) : plugin,
+    ...(opts.followUpsOnFailure !== undefined && { followUpsOnFailure: opts.followUpsOnFailure }),
+  });
   return t.h;
 }
 
@@ -48,6 +52,20 @@ describe('a silent model stream', () => {
     expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
     expect(t.fake.requests).toHaveLength(2);
     expect(t.fake.requests.every((r) => r.aborted)).toBe(true);
+    expect(h.outbound.texts).toEqual([
+      `${STREAM_TIMEOUT_MESSAGE}\n\nThe run failed before answering this message: “hello?”. Please send again what still needs an answer.`,
+    ]);
+  });
+
+  it('asked whole (nothing is streamed) gets the idle budget for the whole call: aborted, retried once, then reported', async () => {
+    t.fake.script(() => ({ text: 'never sent', delayMs: 60_000 }));
+    const h = await start({ streaming: false, followUpsOnFailure: 0 });
+
+    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
+    expect(t.fake.requests.map((r) => [r.body.stream === true, r.aborted === true])).toEqual([
+      [false, true],
+      [false, true],
+    ]);
     expect(h.outbound.texts).toEqual([
       `${STREAM_TIMEOUT_MESSAGE}\n\nThe run failed before answering this message: “hello?”. Please send again what still needs an answer.`,
     ]);

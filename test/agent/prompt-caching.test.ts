@@ -134,7 +134,14 @@ describe('Anthropic prompt caching', () => {
     ];
     const delivered: string[] = [];
 
-    await runAgentLoop(loopContext(history, delivered), { model, tools: toToolSet([tool('alpha'), tool('beta')]), system: 'You are terse.', maxRetries: 0 });
+    // Streamed: the stub answers with Anthropic's event stream.
+    await runAgentLoop(loopContext(history, delivered), {
+      model,
+      tools: toToolSet([tool('alpha'), tool('beta')]),
+      system: 'You are terse.',
+      maxRetries: 0,
+      streaming: true,
+    });
 
     expect(delivered).toEqual(['Noted.']);
     const [body] = bodies;
@@ -174,7 +181,7 @@ describe('Anthropic prompt caching with a tool set that grows mid-run', () => {
     const tools = toToolSet([grows, tool('beta')]);
     const delivered: string[] = [];
 
-    await runAgentLoop(loopContext([{ role: 'user', content: 'go' }], delivered), { model, tools, system: 'You are terse.', maxRetries: 0 });
+    await runAgentLoop(loopContext([{ role: 'user', content: 'go' }], delivered), { model, tools, system: 'You are terse.', maxRetries: 0, streaming: true });
 
     expect(delivered).toEqual(['Done.']);
     expect(bodies).toHaveLength(2);

@@ -19,7 +19,7 @@ import { createModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
 import { ConfigError } from '../../src/errors.js';
 import { loadProfiles } from '../../src/people/profiles.js';
-import { CID, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { CID, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 
@@ -30,12 +30,13 @@ const weather: AgentTool<{ city: string }> = {
   execute: async ({ city }) => ({ city, celsius: 21 }),
 };
 
-/** A harness whose runner's model is `openai` on the Responses API at the fake. */
-async function responsesRunner(): Promise<RunnerHarness> {
+/** A harness whose runner's model is `openai` on the Responses API at the fake; `streamed`: on a channel that streams, the agent streaming. */
+async function responsesRunner(streamed = false): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();
   t.h = h;
   h.ctx.config.model = { ...h.ctx.config.model, provider: 'openai', api: 'responses', baseURL: t.fake.url };
-  await h.startRunner(createLocalAgentPlugin({ builtins: { currentTime: false }, tools: [weather as AgentTool], maxRetries: 0 }));
+  const agent = createLocalAgentPlugin({ builtins: { currentTime: false }, tools: [weather as AgentTool], maxRetries: 0, streaming: streamed });
+  await h.startRunner(streamed ? onStreamingChannel(agent) : agent);
   return h;
 }
 
@@ -47,7 +48,7 @@ async function ask(h: RunnerHarness, text: string) {
 describe('model.api responses', () => {
   it('streams the answer from /v1/responses and records the usage of the step', async () => {
     t.fake.script([{ text: 'Hello from the Responses API.', usage: { prompt_tokens: 42, completion_tokens: 7 } }]);
-    const h = await responsesRunner();
+    const h = await responsesRunner(true);
 
     expect(await ask(h, 'hi')).toMatchObject({ outcome: 'completed' });
     expect(h.outbound.texts).toEqual(['Hello from the Responses API.']);

@@ -14,7 +14,7 @@ import { startRunner } from '../../runner/main.js';
 import type { ChannelHost, ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord, type RestCall } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { FetchTap, fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
+import { fakeModel, gatedTool, RunnerHarness, waitFor } from '../runner/harness.js';
 import { alice, discordOnHarness, RecordingHost, TOKEN } from './discord-harness.js';
 
 /** The DM whose replies go through a streaming Discord outbound. */
@@ -38,7 +38,6 @@ const SLOW_STORY = 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juli
 /** The `lookup` tool, shared by the tests of this file (`reset()` arms it for the next one). */
 const lookup = gatedTool();
 
-const tap = new FetchTap();
 let discord: FakeDiscord;
 let model: FakeOpenAIServer;
 let h: RunnerHarness;
@@ -62,7 +61,7 @@ beforeAll(async () => {
         ? { text: 'Here is the schedule, weekend included.' }
         : { toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] };
     }
-    if (last.includes('long story')) return { text: SLOW_STORY, chunkDelayMs: 150 };
+    if (last.includes('long story')) return { text: SLOW_STORY, delayMs: 60_000 };
     if (last.includes('my name is')) return { text: 'Noted.' };
     if (last.includes('what is my name')) return { text: 'I do not know your name yet.' };
     if (last.includes('stream')) return { text: STREAMED, chunkDelayMs: 120 };
@@ -81,7 +80,7 @@ beforeAll(async () => {
   );
   const runner = await startRunner(ctx, {
     // Deltas reach only outbound sides that stream (STREAM_DM's); the others get whole messages.
-    plugin: createLocalAgentPlugin({ model: fakeModel(model.url, tap), streaming: true, tools: [lookup.tool], builtins: { currentTime: false } }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(model.url), streaming: true, tools: [lookup.tool], builtins: { currentTime: false } }),
     resolveOutbound: (cid) =>
       cid === `discord:${STREAM_DM}` || cid === `discord:${STEER_STREAM_DM}` ? streaming.outbound : cid.startsWith('discord:') ? plugin.outbound : undefined,
     lockDurationMs: 2000,
@@ -239,7 +238,8 @@ describe('discord end to end', () => {
       10_000,
       'the run started',
     );
-    await tap.waitForText('BRAVO');
+    // That DM's channel does not stream: the answer is asked whole, and held until the stop aborts the call.
+    await waitFor(() => model.requests.some((r) => JSON.stringify(r.body.messages.at(-1)).includes('long story')), 10_000, 'the story asked');
     discord.messageCreate({ channelId: dm, author: alice, content: '/stop' });
     expect((await h.runEnded(run!, 10_000, `discord:${dm}`)).outcome).toBe('stopped');
     await h.idle(10_000, `discord:${dm}`);

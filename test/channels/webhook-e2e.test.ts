@@ -26,7 +26,7 @@ import { type CallbackServer, startCallbackServer } from '../../testing/fakes/we
 import { closeTestContext, createTestContext } from '../../testing/runner-context.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import type { SystemParts } from '../helpers/webhook-system.js';
-import { FetchTap, fakeModel, gatedTool, waitFor } from '../runner/harness.js';
+import { fakeModel, gatedTool, waitFor } from '../runner/harness.js';
 
 const SECRET = 'whsec-e2e-0123456789abcdef';
 const MAX_CHARS = 400;
@@ -41,7 +41,6 @@ const OUTBOX_TTL = 86_400;
 let fake: FakeOpenAIServer;
 let callbacks: CallbackServer;
 let sys: System;
-let tap: FetchTap;
 
 async function startSystem(tools: AgentTool[] = []): Promise<System> {
   const prefix = testPrefix();
@@ -60,7 +59,7 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
   // No resolveOutbound: the runner delivers through the channels created from config.
   const runner = await startRunner(ctx, {
     channels: await createChannels(config, channelDeps),
-    plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap), tools, builtins: { currentTime: false } }),
+    plugin: createLocalAgentPlugin({ model: fakeModel(fake.url), tools, builtins: { currentTime: false } }),
     lockDurationMs: 2000,
     stalledIntervalMs: 500,
     features: runnerFeatures(),
@@ -72,7 +71,6 @@ async function startSystem(tools: AgentTool[] = []): Promise<System> {
 beforeEach(async () => {
   fake = await startFakeOpenAI();
   callbacks = await startCallbackServer(SECRET);
-  tap = new FetchTap();
 });
 afterEach(async () => {
   if (sys) {
@@ -194,10 +192,11 @@ describe('webhook channel end to end', () => {
   it('/stop cuts off a running answer', async () => {
     sys = await startSystem();
     fake.script((_req, i) =>
-      i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', chunkDelayMs: 150 } : { text: 'late' },
+      i === 0 ? { text: 'ALPHA BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima', delayMs: 60_000 } : { text: 'late' },
     );
     const first = await post(message('write a long story'));
-    await tap.waitForText('BRAVO');
+    // The channel does not stream: the answer is asked whole, and held until the stop aborts the call.
+    await fake.waitForRequests(1);
 
     const stop = await post(message('/stop'));
     expect(stop).toMatchObject({ status: 202, body: { result: 'command', command: 'stop' } });

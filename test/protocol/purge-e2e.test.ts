@@ -9,7 +9,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { CID, FetchTap, fakeModel, RunnerHarness, waitFor } from '../runner/harness.js';
+import { CID, FetchTap, fakeModel, onStreamingChannel, RunnerHarness, waitFor } from '../runner/harness.js';
 
 let fake: FakeOpenAIServer;
 let tap: FetchTap;
@@ -19,7 +19,7 @@ beforeEach(async () => {
   fake = await startFakeOpenAI();
   tap = new FetchTap();
   fake.script(() => ({ text: 'PARTIAL-ALPHA PARTIAL-BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima mike', chunkDelayMs: 150 }));
-  h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap) }) });
+  h = await RunnerHarness.start({ plugin: onStreamingChannel(createLocalAgentPlugin({ model: fakeModel(fake.url, tap), streaming: true })) });
 });
 afterEach(async () => {
   await h?.close();

@@ -2,7 +2,7 @@
  * The local agent's loop with the AI SDK mock model and a hand-made
  * RunContext (no Redis): steering at turn boundaries, tool failures as data.
  */
-import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4GenerateResult, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -39,13 +39,27 @@ function parts(step: Step, index: number): LanguageModelV4StreamPart[] {
   return out;
 }
 
-/** A mock model that answers the scripted steps in order (then `done`). */
+/** The same step as a whole answer (a call that is not streamed). */
+function whole(step: Step, index: number): LanguageModelV4GenerateResult {
+  const streamed = parts(step, index);
+  const content: LanguageModelV4Content[] = [];
+  if (step.text) content.push({ type: 'text', text: step.text });
+  for (const p of streamed) if (p.type === 'tool-call') content.push(p);
+  const finish = streamed.at(-1) as Extract<LanguageModelV4StreamPart, { type: 'finish' }>;
+  return { content, finishReason: finish.finishReason, usage: finish.usage, warnings: [] };
+}
+
+/** A mock model that answers the scripted steps in order (then `done`), streamed or whole. */
 function scriptedModel(steps: Step[]): MockLanguageModelV4 {
   let i = 0;
   return new MockLanguageModelV4({
     doStream: async () => {
       const index = i++;
       return { stream: convertArrayToReadableStream(parts(steps[index] ?? { text: 'done' }, index)) };
+    },
+    doGenerate: async () => {
+      const index = i++;
+      return whole(steps[index] ?? { text: 'done' }, index);
     },
   });
 }
@@ -126,10 +140,10 @@ describe('runAgentLoop', () => {
 
       expect(result).toEqual({ outcome: 'completed' });
       expect(pulls).toEqual(['one', 'one', 'one']);
-      const requests = model.doStreamCalls.map((c) => userTexts(c.prompt));
+      const requests = model.doGenerateCalls.map((c) => userTexts(c.prompt));
       expect(requests).toEqual([['hi'], ['hi', 'steer A'], ['hi', 'steer A', 'steer B'], ['hi', 'steer A', 'steer B', 'steer C']]);
       // Each injected message follows the tool result of the step before it.
-      expect(shape(model.doStreamCalls[1]!.prompt)).toEqual(['user:hi', 'assistant', 'tool', 'user:steer A']);
+      expect(shape(model.doGenerateCalls[1]!.prompt)).toEqual(['user:hi', 'assistant', 'tool', 'user:steer A']);
       expect(delivered).toEqual(['final']);
     });
 
@@ -140,7 +154,7 @@ describe('runAgentLoop', () => {
       await runAgentLoop(ctx, { model, tools: toToolSet([noop]), steeringMode: 'all' });
 
       expect(pulls).toEqual(['all']);
-      expect(userTexts(model.doStreamCalls[1]!.prompt)).toEqual(['hi', 'steer A', 'steer B', 'steer C']);
+      expect(userTexts(model.doGenerateCalls[1]!.prompt)).toEqual(['hi', 'steer A', 'steer B', 'steer C']);
     });
 
     it('pulls only after the whole tool batch has finished', async () => {
@@ -179,7 +193,7 @@ describe('runAgentLoop', () => {
 
       expect(log.indexOf('pull')).toBeGreaterThan(log.indexOf('slow:end'));
       expect(pulls).toEqual(['all']);
-      const second = model.doStreamCalls[1]!.prompt;
+      const second = model.doGenerateCalls[1]!.prompt;
       expect(shape(second)).toEqual(['user:hi', 'assistant', 'tool', 'user:arrived during the batch']);
       expect(toolOutputs(second)).toEqual({
         slow: { type: 'json', value: { slow: 'full value' } },
@@ -272,10 +286,10 @@ describe('runAgentLoop', () => {
 
       expect(ran).toEqual([{ amount: 30 }]);
       expect(recordedAgain).toBe(false);
-      expect(model.doStreamCalls).toHaveLength(1);
+      expect(model.doGenerateCalls).toHaveLength(1);
       // The step, then steering at its boundary, then the model's next step.
-      expect(shape(model.doStreamCalls[0]!.prompt)).toEqual(['user:hi', 'assistant', 'tool', 'user:arrived meanwhile']);
-      expect(toolOutputs(model.doStreamCalls[0]!.prompt)).toEqual({ refund: { type: 'text', value: 'refunded' } });
+      expect(shape(model.doGenerateCalls[0]!.prompt)).toEqual(['user:hi', 'assistant', 'tool', 'user:arrived meanwhile']);
+      expect(toolOutputs(model.doGenerateCalls[0]!.prompt)).toEqual({ refund: { type: 'text', value: 'refunded' } });
       expect(pulls).toEqual(['all']);
       expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'stop']);
       expect(delivered).toEqual(['done']);
@@ -309,8 +323,8 @@ describe('runAgentLoop', () => {
       const result = await runAgentLoop(ctx, { model, tools: toToolSet([boom, hang]) });
 
       expect(result).toEqual({ outcome: 'completed' });
-      expect(model.doStreamCalls).toHaveLength(2);
-      expect(toolOutputs(model.doStreamCalls[1]!.prompt)).toEqual({
+      expect(model.doGenerateCalls).toHaveLength(2);
+      expect(toolOutputs(model.doGenerateCalls[1]!.prompt)).toEqual({
         boom: { type: 'json', value: { error: 'tool boom failed: kaboom' } },
         hang: { type: 'json', value: { error: 'tool hang failed: timed out after 50 ms' } },
       });
@@ -329,7 +343,7 @@ describe('the step limit (maxSteps)', () => {
     const result = await runAgentLoop(ctx, { model, tools: toToolSet([noop]), maxSteps: 3 });
 
     expect(result).toEqual({ outcome: 'failed', reason: RUN_REASON.stepLimit, notice: STEP_LIMIT_MESSAGE, final: true });
-    expect(model.doStreamCalls).toHaveLength(3);
+    expect(model.doGenerateCalls).toHaveLength(3);
     expect(steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'tool-calls', 'tool-calls']);
     expect(delivered).toEqual([]);
   });

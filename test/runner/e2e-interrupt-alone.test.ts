@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { CID, FetchTap, fakeModel, RunnerHarness, waitFor } from './harness.js';
+import { CID, FetchTap, fakeModel, onStreamingChannel, RunnerHarness, waitFor } from './harness.js';
 
 let fake: FakeOpenAIServer;
 let tap: FetchTap;
@@ -29,7 +29,7 @@ beforeEach(async () => {
     const last = userTexts(req).at(-1) ?? '';
     return { text: last.includes('URGENT') ? 'Answer to the urgent one.' : `Answer to: ${last}` };
   });
-  h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap) }) });
+  h = await RunnerHarness.start({ plugin: onStreamingChannel(createLocalAgentPlugin({ model: fakeModel(fake.url, tap), streaming: true })) });
 });
 afterEach(async () => {
   await h?.close();

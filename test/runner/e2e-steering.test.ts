@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { deferred, FetchTap, fakeModel, perTestModel, RunnerHarness } from './harness.js';
+import { deferred, FetchTap, fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from './harness.js';
 
 const t = perTestModel();
 
@@ -81,7 +81,7 @@ describe('runner end to end', () => {
   it('answers a message that arrives after the last step but before finish in the same run (follow-up)', async () => {
     const tap = new FetchTap();
     t.fake.script([{ text: 'Answer to the first.' }, { text: 'Answer to the second.' }]);
-    t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url, tap) }) });
+    t.h = await RunnerHarness.start({ plugin: onStreamingChannel(createLocalAgentPlugin({ model: fakeModel(t.fake.url, tap), streaming: true })) });
     // The final (only) step of the first message stays open until the second message is in.
     const release = tap.hold(0);
 

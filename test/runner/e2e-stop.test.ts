@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_CUT_OFF_MARKER } from '../../runner/projection.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { FetchTap, fakeModel, RunnerHarness, waitFor } from './harness.js';
+import { FetchTap, fakeModel, onStreamingChannel, RunnerHarness, waitFor } from './harness.js';
 
 let fake: FakeOpenAIServer;
 let tap: FetchTap;
@@ -21,7 +21,7 @@ beforeEach(async () => {
   tap = new FetchTap();
   // First request streams slowly (cut off by the test); later ones answer at once.
   fake.script((_req, index) => (index === 0 ? { text: SLOW_ANSWER, chunkDelayMs: 150 } : { text: 'Fresh answer.' }));
-  h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(fake.url, tap) }) });
+  h = await RunnerHarness.start({ plugin: onStreamingChannel(createLocalAgentPlugin({ model: fakeModel(fake.url, tap), streaming: true })) });
 });
 afterEach(async () => {
   await h?.close();

@@ -8,6 +8,7 @@ import type { LanguageModel } from 'ai';
 import { afterEach, beforeEach } from 'vitest';
 import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
+import type { RunnerPlugin } from '../../runner/plugin.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { deferred, type RunnerHarness } from '../../testing/runner-harness.js';
 import type { RunnerProcess } from '../fixtures/runner-processes.js';
@@ -143,4 +144,31 @@ export class FetchTap {
 /** The real OpenAI-compatible provider against a fake server URL, through `tap`. */
 export function fakeModel(baseURL: string, tap?: FetchTap): LanguageModel {
   return createOpenAICompatible({ baseURL, name: 'fake', apiKey: 'k', includeUsage: true, ...(tap && { fetch: tap.fetch }) }).chatModel('m');
+}
+
+/**
+ * `plugin` as it runs in a conversation whose channel streams: its delivery
+ * says deltas reach the user (`streams()`), so a local agent with
+ * `streaming: true` streams its model calls. The harness's outbound does not
+ * stream, so the deltas themselves are dropped, as before.
+ */
+export function onStreamingChannel(plugin: RunnerPlugin): RunnerPlugin {
+  return {
+    ...plugin,
+    run: (ctx) => {
+      const d = ctx.delivery;
+      return plugin.run({
+        ...ctx,
+        delivery: {
+          message: (text, opts) => d.message(text, opts),
+          ...(d.file && { file: d.file.bind(d) }),
+          ...(d.fileLimit && { fileLimit: d.fileLimit.bind(d) }),
+          ...(d.voiceFormat && { voiceFormat: d.voiceFormat.bind(d) }),
+          delta: (text) => d.delta(text),
+          typing: () => d.typing(),
+          streams: () => true,
+        },
+      });
+    },
+  };
 }

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { IngestResult } from '../../src/protocol/types.js';
-import { CID, FetchTap, fakeModel, perTestModel, RunnerHarness, waitFor } from './harness.js';
+import { CID, FetchTap, fakeModel, onStreamingChannel, perTestModel, RunnerHarness, waitFor } from './harness.js';
 
 const t = perTestModel();
 
@@ -55,7 +55,9 @@ describe('runner shutdown', () => {
   it('lets a run that finishes within the grace period complete, and takes no new run after closing', async () => {
     const tap = new FetchTap();
     t.fake.script([{ text: 'Finished during shutdown.' }, { text: 'Answered by the next runner.' }]);
-    t.h = await RunnerHarness.start({ plugin: createLocalAgentPlugin({ model: fakeModel(t.fake.url, tap), maxRetries: 0 }) });
+    t.h = await RunnerHarness.start({
+      plugin: onStreamingChannel(createLocalAgentPlugin({ model: fakeModel(t.fake.url, tap), maxRetries: 0, streaming: true })),
+    });
     const first = t.h.runners[0]!;
     const release = tap.hold(0); // the model's answer waits until shutdown has begun
 
