@@ -16,7 +16,7 @@ import type { TestProject } from 'vitest/node';
 import { redactSecrets } from '../src/errors.js';
 import { pingRedis } from '../src/redis/connection.js';
 import { ensureRedis } from '../src/redis/local.js';
-import { builtPackage } from './helpers/built-package.js';
+import { builtPackage, packageDir } from './helpers/built-package.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -34,6 +34,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Workers are forked after global setup, so child processes the tests spawn see it too.
   process.env.REDIS_URL = redis.url;
   if (redis.started) console.log(`[global-setup] started a private redis-server at ${redis.url}`);
+  // Hashes the sources once for the lane's processes (forked after this, they inherit the variable it sets).
+  if (project.name === 'e2e') await packageDir();
   const prebuild = new AbortController();
   const building =
     project.name === 'e2e' && /^test(:e2e)?$/.test(process.env.npm_lifecycle_event ?? '')

@@ -36,6 +36,9 @@ const KEEP_MS = 3_600_000;
 const FAILED_MS = 600_000;
 const STEM = 'steerbot-test-build-';
 
+/** Set by the global setup to `packageDir()`, for the test processes it forks: they need not hash the sources again. */
+const DIR_ENV = 'STEERBOT_TEST_PACKAGE_DIR';
+
 let built: Promise<string> | undefined;
 
 /**
@@ -43,7 +46,7 @@ let built: Promise<string> | undefined;
  * repository's). Builds it unless this or another process did; `signal` stops a build this call started.
  */
 export function builtPackage(signal?: AbortSignal): Promise<string> {
-  built ??= locate().then((dir) => ensureBuilt(dir, signal));
+  built ??= packageDir().then((dir) => ensureBuilt(dir, signal));
   // A build given up on (aborted, failed) is tried again by the next call.
   built.catch(() => (built = undefined));
   return built;
@@ -59,7 +62,16 @@ export async function builtCli(): Promise<string> {
   return join(await builtPackage(), 'dist/app/cli.js');
 }
 
-async function locate(): Promise<string> {
+/** Where the package of the sources as they are is built (or will be); also sets it for processes started later. */
+export async function packageDir(): Promise<string> {
+  const given = process.env[DIR_ENV];
+  if (given) return given;
+  const dir = await hashedDir();
+  process.env[DIR_ENV] = dir;
+  return dir;
+}
+
+async function hashedDir(): Promise<string> {
   const hash = createHash('sha256');
   const add = async (rel: string): Promise<void> => {
     const path = join(REPO, rel);
