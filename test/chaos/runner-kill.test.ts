@@ -20,6 +20,7 @@ import type { RedisClient } from '../../src/redis/connection.js';
 import { activeKeyPattern, conversationIdFromKey, conversationKeys } from '../../src/redis/keys.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import {
   AnswerIndex,
@@ -76,6 +77,9 @@ async function runsTakenOver(redis: RedisClient, prefix: string): Promise<number
   } while (cursor !== '0');
   return n;
 }
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe.each(MODES)('chaos: runner kill -9 ($mode agent)', (m) => {
   const prefix = `chaos-kill-${m.mode}`;
