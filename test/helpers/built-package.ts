@@ -57,6 +57,17 @@ export async function packageBuilt(): Promise<void> {
   await builtPackage();
 }
 
+const BUILT_IMPORTS = new URL('./built-imports.ts', import.meta.url).href;
+
+/**
+ * Node's arguments to run `script` (a TypeScript test fixture, or `builtCli()` with TypeScript plugins) on the
+ * built package, without tsx: see built-imports.ts.
+ */
+export async function builtNodeArgs(script: string): Promise<string[]> {
+  const dir = await builtPackage();
+  return ['--import', `${BUILT_IMPORTS}?package=${encodeURIComponent(dir)}`, script];
+}
+
 /** `dist/app/cli.js` of the built package: the `steerbot` bin as the package installs it. */
 export async function builtCli(): Promise<string> {
   return join(await builtPackage(), 'dist/app/cli.js');

@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
@@ -19,6 +19,7 @@ import { splitMessage } from '../../src/split-message.js';
 import { type FakeDiscord, startFakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
+import { BUILD_WAIT_MS, builtNodeArgs, packageBuilt } from '../helpers/built-package.js';
 import { readyLine } from '../helpers/child-ready.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from './harness.js';
@@ -69,7 +70,7 @@ async function world(): Promise<World> {
   });
 
   const startWorker = async (crashAt: CrashPoint): Promise<Worker> => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    const proc = spawn(process.execPath, await builtNodeArgs(WORKER), {
       env: {
         ...process.env,
         ...contextEnv({ redisUrl: redisUrl(), prefix: h.prefix }),
@@ -120,6 +121,9 @@ const AT_CRASH: Record<(typeof CRASH_POINTS)[number], { outbox: string | undefin
   sent: { outbox: 'possibly-dispatched', onPlatform: ['The real answer.'] },
   acknowledged: { outbox: 'acknowledged', onPlatform: ['The real answer.'] },
 };
+
+// The child processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe('a final answer recorded by an attempt that died before the run finished', () => {
   for (const point of CRASH_POINTS) {
