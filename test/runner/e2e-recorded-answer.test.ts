@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, type OnTestFinishedHandler } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
@@ -56,8 +56,11 @@ interface Worker {
   exited: Promise<NodeJS.Signals | null>;
 }
 
-/** Starts a world for the running test; everything in it is closed when the test finishes. */
-async function world(): Promise<World> {
+/**
+ * Starts a world for the running test; everything in it is closed when the test finishes (`onTestFinished`:
+ * the test's own, from its context, as the tests run at once).
+ */
+async function world(onTestFinished: (fn: OnTestFinishedHandler) => void): Promise<World> {
   const fake = await startFakeOpenAI();
   const discord = await startFakeDiscord({ token: TOKEN });
   const h = await RunnerHarness.start();
@@ -125,10 +128,11 @@ const AT_CRASH: Record<(typeof CRASH_POINTS)[number], { outbox: string | undefin
 // The child processes run on the package built once for the lane; the wait has its own timeout.
 beforeAll(packageBuilt, BUILD_WAIT_MS);
 
-describe('a final answer recorded by an attempt that died before the run finished', () => {
+// Each test has its own world (model, Discord, prefix, processes): they run at once.
+describe.concurrent('a final answer recorded by an attempt that died before the run finished', () => {
   for (const point of CRASH_POINTS) {
-    it(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async () => {
-      const w = await world();
+    it(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async ({ onTestFinished }) => {
+      const w = await world(onTestFinished);
       const { h } = w;
       // Any second model call would answer "Nothing new." (the prompt already ends with the answer).
       w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'Nothing new.' }));
@@ -160,8 +164,8 @@ describe('a final answer recorded by an attempt that died before the run finishe
     });
   }
 
-  it('then answers a message steered in while the runner was dead, as a continuation of the run', async () => {
-    const w = await world();
+  it('then answers a message steered in while the runner was dead, as a continuation of the run', async ({ onTestFinished }) => {
+    const w = await world(onTestFinished);
     const { h } = w;
     w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'And the answer to the second.' }));
     const doomed = await w.startWorker('step-recorded');
@@ -186,8 +190,8 @@ describe('a final answer recorded by an attempt that died before the run finishe
     expect(await h.entries('steering.injected', DCID)).toMatchObject([{ run: runId, follow_up: true }]);
   });
 
-  it('sends only the chunks of a long answer that were not acknowledged, under the keys the dead attempt used', async () => {
-    const w = await world();
+  it('sends only the chunks of a long answer that were not acknowledged, under the keys the dead attempt used', async ({ onTestFinished }) => {
+    const w = await world(onTestFinished);
     const { h } = w;
     const long = `${'First paragraph, long enough. '.repeat(50).trim()}\n\n${'Second paragraph, also long. '.repeat(50).trim()}`;
     const chunks = splitMessage(long, DISCORD_MAX_MESSAGE_CHARS);
