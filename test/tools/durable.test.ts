@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it, type OnTestFinishedHandler } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tools/journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
@@ -20,14 +20,13 @@ import { answerQuestion } from '../../src/protocol/questions.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { CID, RunnerHarness } from '../../testing/runner-harness.js';
+import { CID } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { uploadsKey } from '../fixtures/runner-child.js';
-import { type RunnerProcess, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
-import { fakeModel, refundTool } from '../runner/harness.js';
+import { fakeModel, refundTool, testWorld } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
 const LEASE_MS = 2000;
@@ -35,26 +34,6 @@ const HEARTBEAT_MS = 600;
 
 // The runner processes run on the package built once for the lane; the wait has its own timeout.
 beforeAll(packageBuilt, BUILD_WAIT_MS);
-
-/** One test's fake model, harness and runner processes. */
-interface World {
-  fake: FakeOpenAIServer;
-  h: RunnerHarness;
-  procs: RunnerProcess[];
-}
-
-/** Starts a world for the running test, closed when it finishes (`onTestFinished`: the test's own, from its context). */
-async function world(onTestFinished: (fn: OnTestFinishedHandler) => void): Promise<World> {
-  const fake = await startFakeOpenAI();
-  const procs: RunnerProcess[] = [];
-  const h = await RunnerHarness.start({ redisUrl: redisUrl() });
-  onTestFinished(async () => {
-    await Promise.all(procs.map((p) => p.kill9()));
-    await h.close();
-    await fake.close();
-  });
-  return { fake, h, procs };
-}
 
 const BATCH = [
   { name: 'note', args: { item: 'n1' } },
@@ -78,7 +57,7 @@ describe.concurrent('durable tool results', () => {
   it('after a runner is killed mid-batch: finishes the step from the record without asking the model; replays the completed call, re-runs the idempotent one, reports the other unknown', async ({
     onTestFinished,
   }) => {
-    const { fake, procs, h } = await world(onTestFinished);
+    const { fake, procs, h } = await testWorld(onTestFinished);
     // A request ending with the user's message asks for the batch; one ending with tool results, for the answer.
     fake.script((req, i) => (req.messages.at(-1).role === 'user' ? { toolCalls: i === 0 ? BATCH : REPHRASED } : { text: 'All handled.' }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
@@ -145,7 +124,7 @@ describe.concurrent('durable tool results', () => {
   }, 60_000);
 
   it('runs a recorded call that never started, and does not ask the model for the step', async ({ onTestFinished }) => {
-    const { fake, h } = await world(onTestFinished);
+    const { fake, h } = await testWorld(onTestFinished);
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'refund', args: { amount: 99 } }] } : { text: 'Refunded 30.' }));
     const r = (await h.ingest('refund 30 on A-17')) as { runId: string };
     // An attempt that recorded its calls and died before any started (no runner attached yet takes the run).
@@ -181,7 +160,7 @@ describe.concurrent('durable approval wait', () => {
   it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async ({
     onTestFinished,
   }) => {
-    const { fake, procs, h } = await world(onTestFinished);
+    const { fake, procs, h } = await testWorld(onTestFinished);
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
     const settings = {
       redisUrl: redisUrl(),
@@ -234,7 +213,7 @@ describe.concurrent('durable question wait', () => {
   it('a runner killed while ask_user waits leaves the wait to the next one, which finds the click made meanwhile and does not ask again', async ({
     onTestFinished,
   }) => {
-    const { fake, procs, h } = await world(onTestFinished);
+    const { fake, procs, h } = await testWorld(onTestFinished);
     const ask = { question: 'Which size?', options: ['Small', 'Large'] };
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'ask_user', args: ask }] } : { text: 'Large, noted.' }));
     const settings = {
@@ -275,7 +254,7 @@ describe.concurrent('a file upload cut by a crash', () => {
   it('a runner killed during an upload: the takeover uploads the file once more under the same delivery key, and the answer goes out once', async ({
     onTestFinished,
   }) => {
-    const { fake, procs, h } = await world(onTestFinished);
+    const { fake, procs, h } = await testWorld(onTestFinished);
     const workspace = await mkdtemp(join(tmpdir(), 'steerbot-upload-'));
     await writeFile(join(workspace, 'report.pdf'), '%PDF-1.7\n%%EOF\n');
     fake.script((req) =>
