@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/redis/local.js';
+import { BUILD_WAIT_MS, builtCli } from './helpers/built-package.js';
 import { spawnCaptured } from './helpers/cli.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
@@ -10,9 +11,9 @@ interface Proc {
   kill: (signal: NodeJS.Signals) => void;
 }
 
-/** Runs `npm start`'s entry with the given environment (nothing inherited but PATH). */
+/** Runs `npm start`'s entry (dist/app/cli.js) with the given environment (nothing inherited but PATH). */
 function startCli(env: Record<string, string>, args: string[] = []): Proc {
-  const run = spawnCaptured(['--import', 'tsx', 'app/cli.ts', ...args], env);
+  const run = spawnCaptured([cliJs, ...args], env);
   return { exit: run.exited, stdout: run.stdout, stderr: run.stderr, kill: (s) => run.child.kill(s) };
 }
 
@@ -28,6 +29,10 @@ async function waitForHealthy(url: string, deadlineMs: number, proc: Proc): Prom
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+let cliJs = '';
+// The CLI as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(async () => void (cliJs = await builtCli()), BUILD_WAIT_MS);
 
 describe('cli', () => {
   it('exits 2 naming every bad setting', async () => {

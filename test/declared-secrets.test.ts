@@ -7,11 +7,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type SteerbotConfig, secretSettingsOf } from '../app/config.js';
 import { redactConfig } from '../app/summary.js';
 import { ChannelApiError } from '../src/errors.js';
 import { createLogger, isSecretKey } from '../src/logger.js';
+import { BUILD_WAIT_MS, builtCli, builtNodeArgs, packageBuilt } from './helpers/built-package.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const PLUGIN = './test/fixtures/plugins/signed-channel.ts';
@@ -34,6 +35,9 @@ function logFor(config: SteerbotConfig): { logger: ReturnType<typeof createLogge
   return { logger, raw: () => chunks.join('') };
 }
 
+// The CLI runs as the package installs it, its TypeScript plugin as Node strips it (built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 describe('a setting declared secret under a name no list knows (signingKey)', () => {
   it('is not a secret by its name alone (what this test is about)', () => {
     expect(isSecretKey('signingKey')).toBe(false);
@@ -41,7 +45,7 @@ describe('a setting declared secret under a name no list knows (signingKey)', ()
 
   it('is printed as [set] by check-config, and its value nowhere', async () => {
     const value = 'acme-signing-key-check-config-7f3a9c';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', 'check-config', '--config', configFile()], {
+    const child = spawn(process.execPath, [...(await builtNodeArgs(await builtCli())), 'check-config', '--config', configFile()], {
       cwd: REPO,
       env: { PATH: process.env.PATH ?? '', ACME_SIGNING_KEY: value },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -18,6 +18,7 @@ import { type FakeOpenAIServer, startFakeOpenAI } from '../testing/fakes/openai-
 import { type FakeTelegram, startFakeTelegram } from '../testing/fakes/telegram-server.js';
 import { type CallbackServer, startCallbackServer } from '../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../testing/wait.js';
+import { BUILD_WAIT_MS, builtCli } from './helpers/built-package.js';
 import { redisUrl, testPrefix } from './helpers/redis.js';
 
 // Distinctive values no pattern-based redaction recognises: only the configured-secret paths can remove them.
@@ -36,9 +37,9 @@ interface Child {
   exit: Promise<number | null>;
 }
 
-/** Starts the `steerbot` command with only `env` (and PATH). */
+/** Starts the `steerbot` command (dist/app/cli.js) with only `env` (and PATH). */
 function startCli(env: Record<string, string>, args: string[] = []): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts', ...args], {
+  const proc = spawn(process.execPath, [cliJs, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -95,6 +96,10 @@ async function redisWithPassword(dir: string, password: string): Promise<{ port:
     },
   };
 }
+
+let cliJs = '';
+// The CLI as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(async () => void (cliJs = await builtCli()), BUILD_WAIT_MS);
 
 describe('secrets in the output of a real process', () => {
   let dir: string;

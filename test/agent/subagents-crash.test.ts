@@ -6,16 +6,20 @@
  * delivered once.
  */
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
 import { perTestModel } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('../tools/fixtures/tool-runner.ts', import.meta.url));
+// The runner processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 const t = perTestModel();
 
 type Req = { messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function: { name: string } }> };

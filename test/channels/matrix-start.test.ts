@@ -4,13 +4,17 @@
  * homeserver is answered there (model: the fake OpenAI-compatible server).
  * The access token reaches no output.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMatrix, MATRIX_ALICE, MATRIX_TEST, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { startSteerbot } from './started-steerbot.js';
 
 let matrix: FakeMatrix | undefined;
 let ai: FakeOpenAIServer | undefined;
+// The CLI runs as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 afterEach(async () => {
   await matrix?.close();
   await ai?.close();

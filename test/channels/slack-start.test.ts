@@ -5,15 +5,19 @@
  */
 import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/redis/local.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { eventCallback, type FakeSlack, SLACK_APP_TOKEN, SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, builtCli, packageBuilt } from '../helpers/built-package.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 let slack: FakeSlack;
 let ai: FakeOpenAIServer;
+// The CLI runs as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 beforeEach(async () => {
   slack = await startFakeSlack();
   ai = await startFakeOpenAI();
@@ -27,7 +31,7 @@ describe('npm start with Slack tokens', () => {
   it('connects over Socket Mode, says so in the summary, answers a DM, and logs no token', async () => {
     const prefix = testPrefix();
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts'], {
+    const child = spawn(process.execPath, [await builtCli()], {
       env: {
         PATH: process.env.PATH ?? '',
         REDIS_URL: redisUrl(),

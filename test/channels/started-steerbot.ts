@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { freePort } from '../../src/redis/local.js';
 import { waitFor } from '../../testing/wait.js';
+import { builtCli } from '../helpers/built-package.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 /** The started process. */
@@ -21,11 +22,11 @@ export interface StartedSteerbot {
   stop(): Promise<number | null>;
 }
 
-/** Starts `app/cli.ts` with `env` beside the common settings and waits for its start summary (40 s). */
+/** Starts `dist/app/cli.js` (npm start's entry; the package built once for the lane) with `env` beside the common settings and waits for its start summary (40 s). */
 export async function startSteerbot(modelUrl: string, env: Record<string, string>): Promise<StartedSteerbot> {
   const prefix = testPrefix();
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'app/cli.ts'], {
+  const child = spawn(process.execPath, [await builtCli()], {
     env: {
       PATH: process.env.PATH ?? '',
       REDIS_URL: redisUrl(),

@@ -5,13 +5,17 @@
  * the conversation (model: the fake OpenAI-compatible server). The client
  * secret reaches no output.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeTeams, startFakeTeams, TEAMS_TEST } from '../../testing/fakes/teams-server.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { startSteerbot } from './started-steerbot.js';
 
 let teams: FakeTeams | undefined;
 let ai: FakeOpenAIServer | undefined;
+// The CLI runs as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 afterEach(async () => {
   await teams?.close();
   await ai?.close();

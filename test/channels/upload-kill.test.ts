@@ -14,19 +14,20 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { uuidOf } from '../../plugins/feishu/outbound.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { FEISHU_DM } from '../../testing/fakes/feishu-events.js';
 import { startFakeFeishu } from '../../testing/fakes/feishu-server.js';
 import type { HeldAnswer } from '../../testing/fakes/held-answers.js';
+import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { startRunnerProcess } from '../fixtures/runner-processes.js';
+import { type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
-import { perTestModel } from '../runner/harness.js';
 import { CHANNEL, guild, TOKEN } from './discord-harness.js';
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/channel-runner.ts', import.meta.url));
@@ -34,8 +35,6 @@ const LEASE_MS = 2000;
 const HEARTBEAT_MS = 600;
 const PDF = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
 const ANSWER = 'Sent you the report.';
-
-const t = perTestModel();
 
 /** What one crash run left: the run's id and the fields of the conversation's outbox. */
 interface Crash {
@@ -48,7 +47,10 @@ interface Crash {
  * platform did the held file send, kills that runner with SIGKILL, starts another and waits for the run's end.
  */
 async function crashDuringUpload(o: { channel: string; url: string; conversationId: string; held: HeldAnswer; env?: Record<string, string> }): Promise<Crash> {
-  const { fake, procs } = t;
+  // Everything the case starts is its own (model, harness, processes): the cases run at once.
+  const fake = await startFakeOpenAI();
+  const procs: RunnerProcess[] = [];
+  let h: RunnerHarness | undefined;
   const workspace = await mkdtemp(join(tmpdir(), 'steerbot-upload-kill-'));
   try {
     await writeFile(join(workspace, 'report.pdf'), PDF);
@@ -56,7 +58,7 @@ async function crashDuringUpload(o: { channel: string; url: string; conversation
     fake.script((req) =>
       req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] } : { text: ANSWER },
     );
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
+    h = await RunnerHarness.start({ redisUrl: redisUrl() });
     const settings = {
       redisUrl: redisUrl(),
       prefix: h.prefix,
@@ -82,11 +84,17 @@ async function crashDuringUpload(o: { channel: string; url: string; conversation
     expect(fake.requests).toHaveLength(2);
     return { runId: r.runId, outboxKeys: await h.ctx.redis.hkeys(conversationKeys(h.prefix, o.conversationId).outbox) };
   } finally {
+    await Promise.all(procs.map((p) => p.kill9()));
+    await h?.close();
+    await fake.close();
     await rm(workspace, { recursive: true, force: true });
   }
 }
 
-describe('a kill -9 during a file upload, against the platform', () => {
+// The runner processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
+describe.concurrent('a kill -9 during a file upload, against the platform', () => {
   it('telegram: the document shows twice, the same file both times, never a third; the answer once', async () => {
     const tg = await startFakeTelegram();
     try {

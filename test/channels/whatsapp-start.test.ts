@@ -4,14 +4,18 @@
  * Cloud API is answered through the Graph API (model: the fake
  * OpenAI-compatible server). No secret reaches the output.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/redis/local.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeWhatsApp, messageDelivery, postDelivery, startFakeWhatsApp, WA_ALICE, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { startSteerbot } from './started-steerbot.js';
 
 let wa: FakeWhatsApp | undefined;
 let ai: FakeOpenAIServer | undefined;
+// The CLI runs as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 afterEach(async () => {
   await wa?.close();
   await ai?.close();

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import { describeTally, forEachLimited, makeUpdates, postUpdate, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
 import { type SteerbotProcess, startSteerbot, tearDownSuite, writeConfig } from './harness/processes.js';
@@ -26,6 +27,9 @@ let redisUrl: string;
 let callbacks: CallbackServer;
 let config: Awaited<ReturnType<typeof writeConfig>>;
 const procs: SteerbotProcess[] = [];
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeAll(async () => {
   servers = await PrivateServers.create('chaos-storm');

@@ -21,6 +21,7 @@ import { conversationIdFromKey, conversationKeys } from '../../src/redis/keys.js
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 import { type FuzzCase, fuzzCases, nestingDepth } from './harness/fuzz-cases.js';
 import { CHANNEL, forEachLimited, quiet, StatusCounts, WEBHOOK_PATH, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
@@ -63,6 +64,9 @@ let callbacks: CallbackServer;
 let telegram: FakeTelegram;
 let config: Awaited<ReturnType<typeof writeConfig>>;
 let proc: SteerbotProcess;
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeAll(async () => {
   servers = await PrivateServers.create('chaos-fuzz');

@@ -13,6 +13,7 @@ import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { type RestartableRedis, startRestartableRedis } from '../helpers/restartable-redis.js';
 import { deliver, describeTally, forEachLimited, makeUpdates, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from './harness/load.js';
 import { killAll, type ProcessSettings, ready, type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
@@ -32,6 +33,9 @@ let config: Awaited<ReturnType<typeof writeConfig>>;
 let host: SteerbotProcess;
 let runner: SteerbotProcess;
 let observer: Redis;
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeAll(async () => {
   server = await startRestartableRedis();

@@ -23,6 +23,7 @@ import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/
 import { type FakeWhatsApp, startFakeWhatsApp, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
 import { type SteerbotProcess, startSteerbot, writeConfig } from './harness/processes.js';
 
@@ -95,6 +96,9 @@ interface Delivery {
   runId: string;
   text: string;
 }
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe('chaos: kill -9 between the platform send and the acknowledgement', () => {
   let platforms: Platforms;

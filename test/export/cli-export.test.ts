@@ -8,13 +8,17 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConversationIndex } from '../../src/people/conversation-index.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { runCli } from '../helpers/cli.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
+import { runBuiltCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+
+// The CLI runs as the package installs it (built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 const redis = new Redis(redisUrl());
 const prefix = testPrefix();
@@ -22,7 +26,7 @@ afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
 
 /** Runs the CLI with `args` on the test's Redis and prefix. */
-const cli = (args: string[]) => runCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
+const cli = (args: string[]) => runBuiltCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
 
 const hello = { v: 1, kind: 'message.received', at: 1, updateKey: 'web:1', sender: { id: 'alice' }, text: 'hello from alice' };
 
@@ -74,7 +78,8 @@ describe('steerbot export', () => {
     expect(readdirSync(dir)).toEqual([]);
   }, 90_000);
 
-  it.each([
+  // Independent of each other and of Redis: run at once.
+  it.concurrent.each([
     [['export'], 'export needs one of --conversation <id> and --identity <id>'],
     [['export', '--conversation', 'web:a', '--identity', 'web:a'], 'export needs one of --conversation <id> and --identity <id>'],
     [['export', 'web:a'], 'export takes no arguments'],

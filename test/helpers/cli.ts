@@ -1,5 +1,6 @@
 /** steerbot run as an operator runs it, in a child process whose output the test reads. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { builtCli } from './built-package.js';
 
 /** A child process and what it has printed so far. */
 export interface Captured {
@@ -31,6 +32,13 @@ export interface CliRun {
 /** Runs `steerbot <args>` from the checkout's sources with only `env` (and PATH) set; resolves once it exits. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<CliRun> {
   const run = spawnCaptured(['--import', 'tsx', 'app/cli.ts', ...args], env);
+  const code = await run.exited;
+  return { code, out: run.stdout(), err: run.stderr() };
+}
+
+/** Runs `steerbot <args>` as the package installs it (the built `dist/app/cli.js`, nothing compiled as it starts); resolves once it exits. */
+export async function runBuiltCli(args: string[], env: Record<string, string>): Promise<CliRun> {
+  const run = spawnCaptured([await builtCli(), ...args], env);
   const code = await run.exited;
   return { code, out: run.stdout(), err: run.stderr() };
 }

@@ -1,6 +1,6 @@
 /**
- * The published package, as a user gets it: `npm pack` (which builds dist/
- * through `prepack`), install the tarball into a fresh project, and run a
+ * The published package, as a user gets it: `npm pack` of the package built
+ * as `prepack` builds it (built once for the lane, test/helpers/built-package.ts), install the tarball into a fresh project, and run a
  * runner plugin written there against the real Redis, through the public
  * entry points only: the plugin is examples/echo-agent (it imports only
  * `steerbot/runner`), the process is a script that imports `steerbot`
@@ -14,7 +14,8 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,12 +25,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedHeaders } from '../../plugins/webhook/signature.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
+import { BUILD_WAIT_MS, builtPackage, COMPILED, packageBuilt } from '../helpers/built-package.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const run = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '../..');
 const SECRET = 'whsec-pack-test-0123456789';
-/** Building and installing take most of the time; both happen once per file. */
+/** Installing takes most of the time; it happens once per file. */
 const SETUP_TIMEOUT_MS = 180_000;
 
 let work: string;
@@ -120,11 +122,6 @@ function importsLeaving(dir: string): string[] {
   return found;
 }
 
-/** The folders the build compiles (tsconfig.build.json). */
-const COMPILED = ['src', 'host', 'runner', 'plugins', 'app', 'testing'];
-/** What `npm pack` needs from the repository: the package's files and what builds them. */
-const PACKAGE_SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'README.md', 'docs', ...COMPILED];
-
 /**
  * A lockfile for a project that depends on the tarball only: our lockfile's
  * production entries (with registry URLs, so `npm ci --offline` finds every
@@ -160,14 +157,14 @@ function projectLockfile(tgz: string, registry: string): { dependency: string; l
   return { dependency, lock: { name: 'pack-test-project', lockfileVersion: 3, requires: true, packages } };
 }
 
+// The package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'steerbot-pack-'));
-  // Packed from a snapshot, so a build elsewhere in the working tree (which empties dist/) cannot race this one.
-  const stage = join(work, 'steerbot');
-  for (const entry of PACKAGE_SOURCES) cpSync(join(REPO, entry), join(stage, entry), { recursive: true });
-  symlinkSync(join(REPO, 'node_modules'), join(stage, 'node_modules'));
-  // `prepack` runs `npm run build`: the tarball holds what the build just made.
-  await npm(['pack', '--pack-destination', work, '--silent'], stage);
+  // Packed from a built snapshot of the sources, so a build elsewhere in the working tree (which empties dist/) cannot
+  // race this one. It was built by the script `prepack` runs (checked below), so packing runs no script again.
+  await npm(['pack', '--ignore-scripts', '--pack-destination', work, '--silent'], await builtPackage());
   const tgz = readdirSync(work).filter((f) => f.endsWith('.tgz'));
   expect(tgz).toHaveLength(1);
   tarball = join(work, tgz[0]!);
@@ -202,10 +199,17 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopProject();
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+  // The installed project is tens of thousands of files: removing them takes a while on a busy disk.
+  if (work) await rm(work, { recursive: true, force: true });
+}, SETUP_TIMEOUT_MS);
 
 describe('the packed package', () => {
+  it('is built by `npm pack` itself: `prepack` runs the build the tests pack from', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.prepack).toBe('npm run build');
+    expect(pkg.scripts.build).toBe('node scripts/build.mjs');
+  });
+
   it('holds the compiled entry points and every asset (Lua scripts, browser scripts), and no sources, tests or benchmarks', async () => {
     const listing = await run('tar', ['-tzf', tarball]);
     const files = listing.stdout

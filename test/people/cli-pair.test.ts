@@ -1,10 +1,11 @@
 /** `steerbot pair <code>` approves a waiting pairing code in the configured Redis; an unknown code exits 1 and approves nobody. */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AccessStore } from '../../host/access/store.js';
 import { accessSchema } from '../../src/config/schema.js';
 import { IdentityStore } from '../../src/people/identity.js';
-import { runCli } from '../helpers/cli.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
+import { runBuiltCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const redis = new Redis(redisUrl());
@@ -14,7 +15,10 @@ afterEach(() => cleanupPrefix(redis, prefix));
 afterAll(() => redis.quit());
 
 /** Runs the CLI with `args` on the test's Redis and prefix. */
-const cli = (args: string[]) => runCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
+const cli = (args: string[]) => runBuiltCli(args, { REDIS_URL: redisUrl(), STEERBOT_PREFIX: prefix });
+
+// The CLI runs as the package installs it (built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe('steerbot pair', () => {
   it('approves the code: the person may talk, the code is used up', async () => {

@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, type OnTestFinishedHandler } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
 import { DISCORD_MAX_MESSAGE_CHARS } from '../../plugins/discord/outbound.js';
@@ -19,6 +19,7 @@ import { splitMessage } from '../../src/split-message.js';
 import { type FakeDiscord, startFakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
+import { BUILD_WAIT_MS, builtNodeArgs, packageBuilt } from '../helpers/built-package.js';
 import { readyLine } from '../helpers/child-ready.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from './harness.js';
@@ -55,8 +56,11 @@ interface Worker {
   exited: Promise<NodeJS.Signals | null>;
 }
 
-/** Starts a world for the running test; everything in it is closed when the test finishes. */
-async function world(): Promise<World> {
+/**
+ * Starts a world for the running test; everything in it is closed when the test finishes (`onTestFinished`:
+ * the test's own, from its context, as the tests run at once).
+ */
+async function world(onTestFinished: (fn: OnTestFinishedHandler) => void): Promise<World> {
   const fake = await startFakeOpenAI();
   const discord = await startFakeDiscord({ token: TOKEN });
   const h = await RunnerHarness.start();
@@ -69,7 +73,7 @@ async function world(): Promise<World> {
   });
 
   const startWorker = async (crashAt: CrashPoint): Promise<Worker> => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    const proc = spawn(process.execPath, await builtNodeArgs(WORKER), {
       env: {
         ...process.env,
         ...contextEnv({ redisUrl: redisUrl(), prefix: h.prefix }),
@@ -121,10 +125,14 @@ const AT_CRASH: Record<(typeof CRASH_POINTS)[number], { outbox: string | undefin
   acknowledged: { outbox: 'acknowledged', onPlatform: ['The real answer.'] },
 };
 
-describe('a final answer recorded by an attempt that died before the run finished', () => {
+// The child processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
+
+// Each test has its own world (model, Discord, prefix, processes): they run at once.
+describe.concurrent('a final answer recorded by an attempt that died before the run finished', () => {
   for (const point of CRASH_POINTS) {
-    it(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async () => {
-      const w = await world();
+    it(`is delivered exactly once by the attempt that takes the run over, which does not call the model (killed: ${point})`, async ({ onTestFinished }) => {
+      const w = await world(onTestFinished);
       const { h } = w;
       // Any second model call would answer "Nothing new." (the prompt already ends with the answer).
       w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'Nothing new.' }));
@@ -156,8 +164,8 @@ describe('a final answer recorded by an attempt that died before the run finishe
     });
   }
 
-  it('then answers a message steered in while the runner was dead, as a continuation of the run', async () => {
-    const w = await world();
+  it('then answers a message steered in while the runner was dead, as a continuation of the run', async ({ onTestFinished }) => {
+    const w = await world(onTestFinished);
     const { h } = w;
     w.fake.script((_req, index) => (index === 0 ? { text: 'The real answer.' } : { text: 'And the answer to the second.' }));
     const doomed = await w.startWorker('step-recorded');
@@ -182,8 +190,8 @@ describe('a final answer recorded by an attempt that died before the run finishe
     expect(await h.entries('steering.injected', DCID)).toMatchObject([{ run: runId, follow_up: true }]);
   });
 
-  it('sends only the chunks of a long answer that were not acknowledged, under the keys the dead attempt used', async () => {
-    const w = await world();
+  it('sends only the chunks of a long answer that were not acknowledged, under the keys the dead attempt used', async ({ onTestFinished }) => {
+    const w = await world(onTestFinished);
     const { h } = w;
     const long = `${'First paragraph, long enough. '.repeat(50).trim()}\n\n${'Second paragraph, also long. '.repeat(50).trim()}`;
     const chunks = splitMessage(long, DISCORD_MAX_MESSAGE_CHARS);

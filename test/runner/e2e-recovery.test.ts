@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
@@ -14,6 +14,7 @@ import { Runs } from '../../src/protocol/runs.js';
 import type { ModelStep } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { contextEnv } from '../../testing/runner-context.js';
+import { BUILD_WAIT_MS, builtNodeArgs, packageBuilt } from '../helpers/built-package.js';
 import { readyLine } from '../helpers/child-ready.js';
 import { redisUrl } from '../helpers/redis.js';
 import { CID, deferred, fakeModel, RunnerHarness, waitFor } from './harness.js';
@@ -23,6 +24,9 @@ const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.met
 let fake: FakeOpenAIServer;
 let h: RunnerHarness | undefined;
 let child: ChildProcess | undefined;
+
+// The child processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeEach(async () => {
   fake = await startFakeOpenAI();
@@ -37,7 +41,7 @@ afterEach(async () => {
 
 /** Starts `test/fixtures/worker-process.ts` on the harness's prefix and queue; resolves with its owner id once it runs. */
 async function startWorkerProcess(harness: RunnerHarness): Promise<{ proc: ChildProcess; owner: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+  const proc = spawn(process.execPath, await builtNodeArgs(WORKER), {
     env: { ...process.env, ...contextEnv({ redisUrl: redisUrl(), prefix: harness.prefix }), FAKE_OPENAI_URL: fake.url },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,13 +5,14 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
-import { afterEach, beforeEach } from 'vitest';
+import { afterEach, beforeEach, type OnTestFinishedHandler } from 'vitest';
 import { z } from 'zod';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { deferred, type RunnerHarness } from '../../testing/runner-harness.js';
+import { deferred, RunnerHarness } from '../../testing/runner-harness.js';
 import type { RunnerProcess } from '../fixtures/runner-processes.js';
+import { redisUrl } from '../helpers/redis.js';
 
 export { CID, deferred, RunnerHarness } from '../../testing/runner-harness.js';
 export { waitFor } from '../../testing/wait.js';
@@ -43,6 +44,30 @@ export function perTestModel(): PerTest {
     await t.fake.close();
   });
   return t;
+}
+
+/** One test's fake model, harness (on the test Redis) and the runner processes it started (see `testWorld`). */
+export interface TestWorld {
+  fake: FakeOpenAIServer;
+  h: RunnerHarness;
+  procs: RunnerProcess[];
+}
+
+/**
+ * Starts a fake OpenAI server and a harness for the running test; they and the runner processes the test puts in
+ * `procs` are closed when it finishes. Given the test's own `onTestFinished` (from its context), so unlike
+ * `perTestModel` the tests using it can run at once.
+ */
+export async function testWorld(onTestFinished: (fn: OnTestFinishedHandler) => void): Promise<TestWorld> {
+  const fake = await startFakeOpenAI();
+  const procs: RunnerProcess[] = [];
+  const h = await RunnerHarness.start({ redisUrl: redisUrl() });
+  onTestFinished(async () => {
+    await Promise.all(procs.map((p) => p.kill9()));
+    await h.close();
+    await fake.close();
+  });
+  return { fake, h, procs };
 }
 
 /**

@@ -4,10 +4,11 @@
  * killed (`kill -9`) in the middle of its model call, and the other takes the
  * run over and answers once, well before the old lock would even have lapsed.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CID, RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
 import { perTestModel } from './harness.js';
 
@@ -15,6 +16,9 @@ const LEASE_MS = 2000;
 const HEARTBEAT_MS = 600;
 /** BullMQ's lock before recovery followed the lease: a dead runner's job waited at least this long. */
 const OLD_LOCK_MS = 30_000;
+
+// The runner processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 const t = perTestModel();
 

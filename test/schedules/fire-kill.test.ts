@@ -16,6 +16,7 @@ import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { Schedules } from '../../src/schedules/schedules.js';
 import { waitFor } from '../../testing/wait.js';
+import { BUILD_WAIT_MS, builtNodeArgs, packageBuilt } from '../helpers/built-package.js';
 import { readyLine } from '../helpers/child-ready.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
@@ -30,7 +31,7 @@ const pauseKey = `${prefix}:test:paused`;
 const children = new Set<ChildProcess>();
 
 async function startFireProcess(): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+  const proc = spawn(process.execPath, await builtNodeArgs(FIXTURE), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', REDIS_URL: redisUrl(), PREFIX: prefix, PAUSE_KEY: pauseKey },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,6 +47,9 @@ async function kill9(proc: ChildProcess): Promise<void> {
   proc.kill('SIGKILL');
   await exited;
 }
+
+// The child processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeAll(() => {
   redis = new Redis(redisUrl());

@@ -23,6 +23,7 @@ import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { BUILD_WAIT_MS, builtCli } from '../helpers/built-package.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const ONE: TgUser = { id: 1, is_bot: false, first_name: 'One' };
@@ -84,9 +85,9 @@ async function stopWorld(w: World | undefined): Promise<void> {
   await w.app.stop();
 }
 
-/** `steerbot check-config` run as a person runs it. */
+/** `steerbot check-config` run as a person runs it (dist/app/cli.js). */
 function cli(args: string[], prefix = testPrefix()): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'app/cli.ts', 'check-config', ...args], {
+  const r = spawnSync(process.execPath, [cliJs, 'check-config', ...args], {
     env: { PATH: process.env.PATH ?? '', ...env(prefix) },
     encoding: 'utf8',
     timeout: 60_000,
@@ -141,6 +142,10 @@ async function expectOldBehaviour(w: World): Promise<void> {
   // Only user 1's message reached the model (the /status command does not).
   expect(openai.requests.length - before).toBe(1);
 }
+
+let cliJs = '';
+// The CLI as the package installs it (dist/app/cli.js, built once for the lane); the wait has its own timeout.
+beforeAll(async () => void (cliJs = await builtCli()), BUILD_WAIT_MS);
 
 beforeAll(async () => {
   [tg, openai] = await Promise.all([startFakeTelegram(), startFakeOpenAI()]);

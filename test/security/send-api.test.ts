@@ -22,7 +22,8 @@ import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { runCli } from '../helpers/cli.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
+import { runBuiltCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const SECRET = 'whsec-sec-0123456789abcdef';
@@ -129,7 +130,10 @@ const sentTo = (w: World, chatId: number) => w.tg.sent.filter((m) => m.chatId ==
 
 /** Runs the `steerbot` CLI with `args` against the world's config and Redis. */
 const cli = (w: World, args: string[]) =>
-  runCli([...args, '--config', w.file], { REDIS_URL: redisUrl(), STEERBOT_PREFIX: w.prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN });
+  runBuiltCli([...args, '--config', w.file], { REDIS_URL: redisUrl(), STEERBOT_PREFIX: w.prefix, TELEGRAM_BOT_TOKEN: FAKE_TOKEN });
+
+// The CLI runs as the package installs it (built once for the lane); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe('the send API: one Idempotency-Key, one delivery', () => {
   let w: World;

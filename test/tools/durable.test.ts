@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { earlierApprovalRequests, pendingToolCalls, toolInputHash, usedApprovals } from '../../runner/tools/journal.js';
 import { decideApproval } from '../../src/protocol/approvals.js';
@@ -20,18 +20,20 @@ import { answerQuestion } from '../../src/protocol/questions.js';
 import { Runs } from '../../src/protocol/runs.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { CID, RunnerHarness } from '../../testing/runner-harness.js';
+import { CID } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { uploadsKey } from '../fixtures/runner-child.js';
 import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
-import { fakeModel, perTestModel, refundTool } from '../runner/harness.js';
+import { fakeModel, refundTool, testWorld } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
 const LEASE_MS = 2000;
 const HEARTBEAT_MS = 600;
 
-const t = perTestModel();
+// The runner processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 const BATCH = [
   { name: 'note', args: { item: 'n1' } },
@@ -50,12 +52,14 @@ function toolResults(body: { messages: Array<{ role: string; tool_call_id?: stri
   return Object.fromEntries(body.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, JSON.parse(m.content!)]));
 }
 
-describe('durable tool results', () => {
-  it('after a runner is killed mid-batch: finishes the step from the record without asking the model; replays the completed call, re-runs the idempotent one, reports the other unknown', async () => {
-    const { fake, procs } = t;
+// The cases below with processes each have their own world (model, harness, prefix, processes): these suites run at once.
+describe.concurrent('durable tool results', () => {
+  it('after a runner is killed mid-batch: finishes the step from the record without asking the model; replays the completed call, re-runs the idempotent one, reports the other unknown', async ({
+    onTestFinished,
+  }) => {
+    const { fake, procs, h } = await testWorld(onTestFinished);
     // A request ending with the user's message asks for the batch; one ending with tool results, for the answer.
     fake.script((req, i) => (req.messages.at(-1).role === 'user' ? { toolCalls: i === 0 ? BATCH : REPHRASED } : { text: 'All handled.' }));
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
     const first = await startRunnerProcess(settings);
     procs.push(first);
@@ -119,10 +123,9 @@ describe('durable tool results', () => {
     // Two runner processes start (and one is killed) on a machine that may be busy.
   }, 60_000);
 
-  it('runs a recorded call that never started, and does not ask the model for the step', async () => {
-    const { fake } = t;
+  it('runs a recorded call that never started, and does not ask the model for the step', async ({ onTestFinished }) => {
+    const { fake, h } = await testWorld(onTestFinished);
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'refund', args: { amount: 99 } }] } : { text: 'Refunded 30.' }));
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const r = (await h.ingest('refund 30 on A-17')) as { runId: string };
     // An attempt that recorded its calls and died before any started (no runner attached yet takes the run).
     const runs = new Runs({ client: h.ctx.redis, prefix: h.prefix });
@@ -153,11 +156,12 @@ describe('durable tool results', () => {
   });
 });
 
-describe('durable approval wait', () => {
-  it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async () => {
-    const { fake, procs } = t;
+describe.concurrent('durable approval wait', () => {
+  it('a runner killed while waiting leaves the wait to the next one, which finds the decision made meanwhile and runs the tool once', async ({
+    onTestFinished,
+  }) => {
+    const { fake, procs, h } = await testWorld(onTestFinished);
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = {
       redisUrl: redisUrl(),
       prefix: h.prefix,
@@ -205,12 +209,13 @@ describe('durable approval wait', () => {
   }, 60_000);
 });
 
-describe('durable question wait', () => {
-  it('a runner killed while ask_user waits leaves the wait to the next one, which finds the click made meanwhile and does not ask again', async () => {
-    const { fake, procs } = t;
+describe.concurrent('durable question wait', () => {
+  it('a runner killed while ask_user waits leaves the wait to the next one, which finds the click made meanwhile and does not ask again', async ({
+    onTestFinished,
+  }) => {
+    const { fake, procs, h } = await testWorld(onTestFinished);
     const ask = { question: 'Which size?', options: ['Small', 'Large'] };
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'ask_user', args: ask }] } : { text: 'Large, noted.' }));
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
     const settings = {
       redisUrl: redisUrl(),
       prefix: h.prefix,
@@ -242,6 +247,58 @@ describe('durable question wait', () => {
     expect(await h.entries('question.asked')).toHaveLength(1);
     expect(Object.values(toolResults(fake.requests.at(-1)!.body))).toEqual([{ answer: 'Large', option: 2, by: 'u1' }]);
     expect(fake.requests).toHaveLength(2);
+  }, 60_000);
+});
+
+describe.concurrent('a file upload cut by a crash', () => {
+  it('a runner killed during an upload: the takeover uploads the file once more under the same delivery key, and the answer goes out once', async ({
+    onTestFinished,
+  }) => {
+    const { fake, procs, h } = await testWorld(onTestFinished);
+    const workspace = await mkdtemp(join(tmpdir(), 'steerbot-upload-'));
+    await writeFile(join(workspace, 'report.pdf'), '%PDF-1.7\n%%EOF\n');
+    fake.script((req) =>
+      req.messages.at(-1).role === 'user'
+        ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] }
+        : { text: 'Sent you the report.' },
+    );
+    const settings = {
+      redisUrl: redisUrl(),
+      prefix: h.prefix,
+      leaseMs: LEASE_MS,
+      heartbeatMs: HEARTBEAT_MS,
+      modelUrl: fake.url,
+      script: SCRIPT,
+      env: { SEND_FILE_WORKSPACE: workspace },
+    };
+    try {
+      const first = await startRunnerProcess(settings);
+      procs.push(first);
+      const r = (await h.ingest('send me the report')) as { runId: string };
+      const uploads = async () =>
+        (await h!.ctx.redis.lrange(uploadsKey(h!.prefix), 0, -1)).map((u) => JSON.parse(u) as { name: string; deliveryKey: string; owner: string });
+      // The upload is in flight (the platform has the bytes, or not) when the runner dies.
+      await waitFor(async () => (await uploads()).length === 1, 15_000, 'upload started');
+      await first.kill9();
+
+      const second = await startRunnerProcess(settings);
+      procs.push(second);
+      expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+
+      // The documented window: the cut upload and one more, both under the file's one delivery key; never a third.
+      const all = await uploads();
+      expect(all.map((u) => [u.name, u.owner])).toEqual([
+        ['report.pdf', first.owner],
+        ['report.pdf', second.owner],
+      ]);
+      expect(all[0]!.deliveryKey).toBe(all[1]!.deliveryKey);
+      expect(all[0]!.deliveryKey).toMatch(new RegExp(`^${r.runId}:.+:0$`));
+      expect((await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text)).toEqual(['[file report.pdf]', 'Sent you the report.']);
+      // The model was asked for the step once: the takeover finished it from the record.
+      expect(fake.requests).toHaveLength(2);
+    } finally {
+      await rm(workspace, { recursive: true, force: true });
+    }
   }, 60_000);
 });
 
@@ -364,55 +421,4 @@ describe('pendingToolCalls', () => {
     expect(toolInputHash({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(toolInputHash({ b: [1, { d: 3, c: 2 }], a: 1 }));
     expect(toolInputHash({ a: 1 })).not.toBe(toolInputHash({ a: 2 }));
   });
-});
-
-describe('a file upload cut by a crash', () => {
-  it('a runner killed during an upload: the takeover uploads the file once more under the same delivery key, and the answer goes out once', async () => {
-    const { fake, procs } = t;
-    const workspace = await mkdtemp(join(tmpdir(), 'steerbot-upload-'));
-    await writeFile(join(workspace, 'report.pdf'), '%PDF-1.7\n%%EOF\n');
-    fake.script((req) =>
-      req.messages.at(-1).role === 'user'
-        ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] }
-        : { text: 'Sent you the report.' },
-    );
-    const h = (t.h = await RunnerHarness.start({ redisUrl: redisUrl() }));
-    const settings = {
-      redisUrl: redisUrl(),
-      prefix: h.prefix,
-      leaseMs: LEASE_MS,
-      heartbeatMs: HEARTBEAT_MS,
-      modelUrl: fake.url,
-      script: SCRIPT,
-      env: { SEND_FILE_WORKSPACE: workspace },
-    };
-    try {
-      const first = await startRunnerProcess(settings);
-      procs.push(first);
-      const r = (await h.ingest('send me the report')) as { runId: string };
-      const uploads = async () =>
-        (await h!.ctx.redis.lrange(uploadsKey(h!.prefix), 0, -1)).map((u) => JSON.parse(u) as { name: string; deliveryKey: string; owner: string });
-      // The upload is in flight (the platform has the bytes, or not) when the runner dies.
-      await waitFor(async () => (await uploads()).length === 1, 15_000, 'upload started');
-      await first.kill9();
-
-      const second = await startRunnerProcess(settings);
-      procs.push(second);
-      expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
-
-      // The documented window: the cut upload and one more, both under the file's one delivery key; never a third.
-      const all = await uploads();
-      expect(all.map((u) => [u.name, u.owner])).toEqual([
-        ['report.pdf', first.owner],
-        ['report.pdf', second.owner],
-      ]);
-      expect(all[0]!.deliveryKey).toBe(all[1]!.deliveryKey);
-      expect(all[0]!.deliveryKey).toMatch(new RegExp(`^${r.runId}:.+:0$`));
-      expect((await recordedSends(h.ctx.redis, h.prefix)).map((s) => s.text)).toEqual(['[file report.pdf]', 'Sent you the report.']);
-      // The model was asked for the step once: the takeover finished it from the record.
-      expect(fake.requests).toHaveLength(2);
-    } finally {
-      await rm(workspace, { recursive: true, force: true });
-    }
-  }, 60_000);
 });

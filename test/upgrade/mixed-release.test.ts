@@ -16,6 +16,7 @@ import { type CallbackServer, startCallbackServer } from '../../testing/fakes/we
 import { waitFor } from '../../testing/wait.js';
 import { describeTally, forEachLimited, makeUpdates, postUpdate, quiet, StatusCounts, tally, WEBHOOK_SECRET, webhookChannel } from '../chaos/harness/load.js';
 import { type SteerbotProcess, startSteerbot, tearDownSuite, writeConfig } from '../chaos/harness/processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { PrivateServers } from '../helpers/private-servers.js';
 
 const RELEASE = '0.1.0';
@@ -31,6 +32,9 @@ let redisUrl: string;
 let callbacks: CallbackServer;
 let config: Awaited<ReturnType<typeof writeConfig>>;
 const procs: SteerbotProcess[] = [];
+
+// The package built once for the lane (the processes start from its dist/); the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 beforeAll(async () => {
   rmSync(RELEASE_DIR, { recursive: true, force: true });

@@ -13,6 +13,7 @@ import { Runs } from '../../src/protocol/runs.js';
 import { queueNameFor } from '../../testing/runner-context.js';
 import { waitFor } from '../../testing/wait.js';
 import { type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl, testPrefix } from '../helpers/redis.js';
 import { lastUserText, launchBrowser, modelScript, poll, startWorld, type World } from './harness.js';
 import { releaseSlowTool, resetSlowTool, slowToolStarted } from './slow-tool.js';
@@ -21,6 +22,9 @@ const TOKEN = 'console-token-0123456789';
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
 /** A runner in a child process (the local agent against the fake model), killed with kill -9. */
 const WORKER = fileURLToPath(new URL('../fixtures/worker-process.ts', import.meta.url));
+
+// The runner processes run on the package built once for the lane; the wait has its own timeout.
+beforeAll(packageBuilt, BUILD_WAIT_MS);
 
 describe('operator console in a browser', { timeout: 90_000 }, () => {
   let world: World;

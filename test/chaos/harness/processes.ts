@@ -1,8 +1,12 @@
 /**
  * steerbot processes for the chaos suite, started as an operator starts them:
- * `node --import tsx app/cli.ts start --config <file>` with settings in the
- * environment, each on its own loopback port, ready once its `/readyz`
- * answers 200 (Redis, the runner's worker and the channels all ready).
+ * `node dist/app/cli.js start --config <file>` (the package built once for
+ * the lane, `test/helpers/built-package.ts`: a process starts without
+ * compiling TypeScript, so kills and replacements come quickly) with settings
+ * in the environment, each on its own loopback port, ready once its
+ * `/readyz` answers 200 (Redis, the runner's worker and the channels all
+ * ready). The runner plugin is TypeScript that Node runs as it is (its
+ * imports of the sources are types only).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -11,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../src/redis/local.js';
 import type { CallbackServer } from '../../../testing/fakes/webhook-callback-server.js';
+import { builtCli } from '../../helpers/built-package.js';
 import type { PrivateServers } from '../../helpers/private-servers.js';
 
 /** The suite's runner plugin module (absolute path: the CLI resolves relative ones against its working directory). */
@@ -57,7 +62,7 @@ export interface ProcessSettings {
   env?: Record<string, string>;
   /** How long to wait for `/readyz`, in ms. Default 60 000 (a loaded 2-core machine compiles TypeScript slowly). */
   readyTimeoutMs?: number;
-  /** The CLI to run, e.g. an earlier release's `dist/app/cli.js`. Default: this checkout's `app/cli.ts`. */
+  /** The CLI to run with tsx, e.g. an earlier release's `dist/app/cli.js`. Default: this checkout's built `dist/app/cli.js`, without tsx. */
   cli?: string;
 }
 
@@ -67,9 +72,10 @@ export interface ProcessSettings {
  * outgoing connection) before the child listens on it: then it starts again on another.
  */
 export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess> {
+  const node = s.cli ? ['--import', 'tsx', s.cli] : [await builtCli()];
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(s, await freePort());
+      return await startOnce(s, node, await freePort());
     } catch (err) {
       if (attempt >= 3 || !(err instanceof PortTakenError)) throw err;
     }
@@ -79,7 +85,8 @@ export async function startSteerbot(s: ProcessSettings): Promise<SteerbotProcess
 /** The child could not listen: its port was taken meanwhile. */
 class PortTakenError extends Error {}
 
-async function startOnce(s: ProcessSettings, port: number): Promise<SteerbotProcess> {
+/** `node` gets `nodeArgs` (the CLI and how to load it), then the command line. */
+async function startOnce(s: ProcessSettings, nodeArgs: string[], port: number): Promise<SteerbotProcess> {
   const url = `http://127.0.0.1:${port}`;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -96,7 +103,7 @@ async function startOnce(s: ProcessSettings, port: number): Promise<SteerbotProc
     LOG_FORMAT: 'json',
     ...s.env,
   };
-  const proc = spawn(process.execPath, ['--import', 'tsx', s.cli ?? 'app/cli.ts', 'start', '--config', s.configFile], {
+  const proc = spawn(process.execPath, [...nodeArgs, 'start', '--config', s.configFile], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
