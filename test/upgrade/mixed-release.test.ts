@@ -26,6 +26,8 @@ const IN_FLIGHT = 12;
 const PREFIX = 'mixed-release';
 // Inside the checkout, so the release's imports resolve against this checkout's node_modules (the same dependencies).
 const RELEASE_DIR = fileURLToPath(new URL(`../.releases/${RELEASE}/`, import.meta.url));
+/** The suite's agent written for the previous release's runner contract. */
+const PREVIOUS_AGENT = fileURLToPath(new URL(`./fixtures/chaos-agent-${RELEASE}.ts`, import.meta.url));
 
 let servers: PrivateServers;
 let redisUrl: string;
@@ -48,7 +50,12 @@ beforeAll(async () => {
   // tsx (which loads the chaos agent's TypeScript) would map the release's `steerbot/*` imports to this checkout's
   // sources by the checkout's tsconfig paths; with a tsconfig of its own they resolve to the release's own dist.
   writeFileSync(`${RELEASE_DIR}tsconfig.json`, '{}\n');
-  const previous = { ...common, cli: `${RELEASE_DIR}dist/app/cli.js`, env: { ...common.env, TSX_TSCONFIG_PATH: `${RELEASE_DIR}tsconfig.json` } };
+  // Each release runs the plugins deployed with it: the previous one, the chaos agent as written for its runner contract.
+  const previous = {
+    ...common,
+    cli: `${RELEASE_DIR}dist/app/cli.js`,
+    env: { ...common.env, TSX_TSCONFIG_PATH: `${RELEASE_DIR}tsconfig.json`, STEERBOT_RUNNER_PLUGIN: PREVIOUS_AGENT },
+  };
   procs.push(
     ...(await Promise.all([
       startSteerbot({ ...previous, name: `host-${RELEASE}`, role: 'host' }),
