@@ -17,7 +17,7 @@ import { isTransient } from '../../plugins/local-agent/recovery.js';
 import { ConfigError } from '../../src/errors.js';
 import { secretValues } from '../../src/logger.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { askAndSettle, fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 let fallback: FakeOpenAIServer;
@@ -50,13 +50,6 @@ async function statusReply(h: RunnerHarness): Promise<string> {
   return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
 }
 
-async function ask(h: RunnerHarness, text: string) {
-  const r = (await h.ingest(text)) as { runId: string };
-  const ended = await h.runEnded(r.runId);
-  await h.idle();
-  return ended;
-}
-
 describe('a model call that fails over', () => {
   for (const [what, status] of [
     ['a rate limit (429)', 429],
@@ -67,7 +60,7 @@ describe('a model call that fails over', () => {
       t.fake.script(() => ({ error: { status, message: 'try later', type: 'server_error' } }));
       const h = await start();
 
-      expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'completed' });
+      expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'completed' });
       expect(t.fake.requests).toHaveLength(1);
       expect(fallback.requests).toHaveLength(1);
       // The same step: the fallback got the very prompt the model was sent.
@@ -82,7 +75,7 @@ describe('a model call that fails over', () => {
   it('a step the run’s own model answered names it, and /status has no fallback line', async () => {
     t.fake.script([{ text: 'Fine.' }]);
     const h = await start();
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'completed' });
     expect((await h.entries('model.step')).map((e) => [e.model, e.fallback])).toEqual([['m', undefined]]);
     expect(await statusReply(h)).not.toContain('fallback');
   });
@@ -91,7 +84,7 @@ describe('a model call that fails over', () => {
     t.fake.script([{ text: 'half an answer that', stallAfterChunks: 3 }]);
     const h = await start(true);
 
-    expect(await ask(h, 'explain')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'explain')).toMatchObject({ outcome: 'completed' });
     expect(t.fake.requests.map((r) => r.aborted === true)).toEqual([true]);
     expect(fallback.requests).toHaveLength(1);
     expect(h.outbound.texts).toEqual(['Answered by the fallback.']);
@@ -103,7 +96,7 @@ describe('a model call that fails over', () => {
     const plugin = createLocalAgentPlugin({ model: fakeModel(t.fake.url), fallbackModels: [fakeModel(fallback.url)], maxRetries: 0 });
     t.h = await RunnerHarness.start({ plugin, followUpsOnFailure: 0 });
 
-    expect(await ask(t.h, 'what time is it?')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(t.h, 'what time is it?')).toMatchObject({ outcome: 'completed' });
     expect(t.fake.requests).toHaveLength(1);
     expect(fallback.requests).toHaveLength(2);
     expect(t.h.outbound.texts).toEqual(['It is now.']);
@@ -113,7 +106,7 @@ describe('a model call that fails over', () => {
     t.fake.script(() => ({ error: { status: 400, message: 'bad request', type: 'invalid_request_error' } }));
     const h = await start();
 
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: 'model API error 400' });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: 'model API error 400' });
     expect(fallback.requests).toHaveLength(0);
   });
 
@@ -122,7 +115,7 @@ describe('a model call that fails over', () => {
     fallback.script(() => ({ error: { status: 503, message: 'down too', type: 'server_error' } }));
     const h = await start();
 
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: 'model API error 503' });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: 'model API error 503' });
     expect([t.fake.requests.length, fallback.requests.length]).toEqual([1, 1]);
   });
 });
@@ -141,7 +134,7 @@ describe('model.fallbacks in the settings', () => {
     };
     await h.startRunner(createLocalAgentPlugin({ builtins: { currentTime: false }, maxRetries: 0 }));
 
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'completed' });
     expect(fallback.requests.map((r) => r.body.model)).toEqual(['backup']);
     expect(h.outbound.texts).toEqual(['Answered by the fallback.']);
   });

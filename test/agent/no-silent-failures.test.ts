@@ -14,7 +14,7 @@ import { runAgentLoop } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, EMPTY_ANSWER_MESSAGE, RUN_REASON, STREAM_TIMEOUT_MESSAGE } from '../../plugins/local-agent/outcomes.js';
 import { ESTIMATE_MAX_OVERCOUNT, estimateMessages } from '../../runner/compaction/estimate.js';
 import type { RunContext, StepRecord } from '../../runner/plugin.js';
-import { fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { askAndSettle, fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 
@@ -36,20 +36,13 @@ async function start(opts: { tools?: AgentTool[]; streaming?: boolean; followUps
   return t.h;
 }
 
-async function ask(h: RunnerHarness, text: string) {
-  const r = (await h.ingest(text)) as { runId: string };
-  const ended = await h.runEnded(r.runId);
-  await h.idle();
-  return ended;
-}
-
 describe('a silent model stream', () => {
   it('is aborted, retried once, and then the user is told and the run fails with reason timeout', async () => {
     t.fake.script(() => ({ text: 'never sent', delayMs: 60_000 }));
     // One run: no follow-up run asks the model again.
     const h = await start({ followUpsOnFailure: 0 });
 
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
     expect(t.fake.requests).toHaveLength(2);
     expect(t.fake.requests.every((r) => r.aborted)).toBe(true);
     expect(h.outbound.texts).toEqual([
@@ -61,7 +54,7 @@ describe('a silent model stream', () => {
     t.fake.script(() => ({ text: 'never sent', delayMs: 60_000 }));
     const h = await start({ streaming: false, followUpsOnFailure: 0 });
 
-    expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
+    expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'failed', reason: RUN_REASON.timeout });
     expect(t.fake.requests.map((r) => [r.body.stream === true, r.aborted === true])).toEqual([
       [false, true],
       [false, true],
@@ -75,7 +68,7 @@ describe('a silent model stream', () => {
     t.fake.script([{ text: 'a half finished thought that', stallAfterChunks: 3 }, { text: 'The whole answer.' }]);
     const h = await start({ streaming: true });
 
-    expect(await ask(h, 'explain')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'explain')).toMatchObject({ outcome: 'completed' });
     expect(t.fake.requests.map((r) => r.aborted === true)).toEqual([true, false]);
     expect(h.outbound.texts).toEqual(['The whole answer.']);
     // The retry sent the same prompt: nothing of the stalled attempt reached the record.
@@ -94,7 +87,7 @@ describe('a silent model stream', () => {
     t.fake.script([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'It is 7.' }]);
     const h = await start({ tools: [slow] });
 
-    expect(await ask(h, 'compute')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'compute')).toMatchObject({ outcome: 'completed' });
     expect(t.fake.requests.map((r) => r.aborted === true)).toEqual([false, false]);
     expect(h.outbound.texts).toEqual(['It is 7.']);
   });
@@ -105,7 +98,7 @@ describe('an empty answer', () => {
     t.fake.script([{ text: '' }]);
     const h = await start();
 
-    const ended = await ask(h, 'say nothing');
+    const ended = await askAndSettle(h, 'say nothing');
     expect(ended.outcome).toBe('completed');
     expect(ended.reason).toBe(`${RUN_REASON.emptyAnswer} (finish: stop)`);
     expect(h.outbound.texts).toEqual([EMPTY_ANSWER_MESSAGE]);

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { askAndSettle, fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
 
@@ -19,13 +19,6 @@ async function start(s: Setup, tools: AgentTool[] = []): Promise<RunnerHarness> 
   const plugin = createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false }, maxRetries: 0, streaming: s.streaming, tools });
   t.h = await RunnerHarness.start({ plugin: s.channelStreams ? onStreamingChannel(plugin) : plugin });
   return t.h;
-}
-
-async function ask(h: RunnerHarness, text: string) {
-  const r = (await h.ingest(text)) as { runId: string };
-  const ended = await h.runEnded(r.runId);
-  await h.idle();
-  return ended;
 }
 
 /** The recorded steps, without what differs between runs. */
@@ -48,7 +41,7 @@ describe('a model call nobody sees stream', () => {
     it(`is asked whole (agent streaming ${s.streaming}, channel streams ${s.channelStreams}) and records the step a streamed call records`, async () => {
       t.fake.script(() => ({ text: 'The whole answer.', usage: { prompt_tokens: 30, completion_tokens: 4 } }));
       const h = await start(s);
-      expect(await ask(h, 'hello?')).toMatchObject({ outcome: 'completed' });
+      expect(await askAndSettle(h, 'hello?')).toMatchObject({ outcome: 'completed' });
       expect(t.fake.requests.map((r) => r.body.stream === true)).toEqual([false]);
       expect(h.outbound.texts).toEqual(['The whole answer.']);
       const whole = await steps(h);
@@ -56,7 +49,7 @@ describe('a model call nobody sees stream', () => {
       t.h = undefined;
 
       const streamed = await start({ streaming: true, channelStreams: true });
-      expect(await ask(streamed, 'hello?')).toMatchObject({ outcome: 'completed' });
+      expect(await askAndSettle(streamed, 'hello?')).toMatchObject({ outcome: 'completed' });
       expect(t.fake.requests.map((r) => r.body.stream === true)).toEqual([false, true]);
       expect(await steps(streamed)).toEqual(whole);
       expect(whole).toEqual([
@@ -72,7 +65,7 @@ describe('a model call nobody sees stream', () => {
     t.fake.script([{ toolCalls: [{ name: 'lookup', args: { city: 'Oslo' } }] }, { text: 'It is 21 degrees in Oslo.' }]);
     const h = await start({ streaming: false, channelStreams: false }, [lookup as AgentTool]);
 
-    expect(await ask(h, 'weather in Oslo?')).toMatchObject({ outcome: 'completed' });
+    expect(await askAndSettle(h, 'weather in Oslo?')).toMatchObject({ outcome: 'completed' });
     expect(t.fake.requests.map((r) => r.body.stream === true)).toEqual([false, false]);
     expect(h.outbound.texts).toEqual(['It is 21 degrees in Oslo.']);
     // The tool ran once, between the calls: its result is in the second request.

@@ -197,3 +197,11 @@ export function onStreamingChannel(plugin: RunnerPlugin): RunnerPlugin {
     },
   };
 }
+
+/** Ingests `text`, waits for the run it made to end and the conversation to go idle (its deliveries done); returns how the run ended. */
+export async function askAndSettle(h: RunnerHarness, text: string) {
+  const r = (await h.ingest(text)) as { runId: string };
+  const ended = await h.runEnded(r.runId);
+  await h.idle();
+  return ended;
+}
