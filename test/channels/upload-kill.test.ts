@@ -25,14 +25,12 @@ import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { crashRunnerSettings, type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
 import { CHANNEL, guild, TOKEN } from './discord-harness.js';
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/channel-runner.ts', import.meta.url));
-const LEASE_MS = 2000;
-const HEARTBEAT_MS = 600;
 const PDF = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
 const ANSWER = 'Sent you the report.';
 
@@ -59,15 +57,10 @@ async function crashDuringUpload(o: { channel: string; url: string; conversation
       req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] } : { text: ANSWER },
     );
     h = await RunnerHarness.start({ redisUrl: redisUrl() });
-    const settings = {
-      redisUrl: redisUrl(),
-      prefix: h.prefix,
-      leaseMs: LEASE_MS,
-      heartbeatMs: HEARTBEAT_MS,
-      modelUrl: fake.url,
+    const settings = crashRunnerSettings(redisUrl(), h.prefix, fake.url, {
       script: SCRIPT,
       env: { CHANNEL: o.channel, PLATFORM_URL: o.url, SEND_FILE_WORKSPACE: workspace, ...o.env },
-    };
+    });
     let held = false;
     void o.held.done.then(() => (held = true));
     const first = await startRunnerProcess(settings);

@@ -23,14 +23,12 @@ import { conversationKeys } from '../../src/redis/keys.js';
 import { CID } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { uploadsKey } from '../fixtures/runner-child.js';
-import { recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
+import { crashRunnerSettings, recordedSends, startRunnerProcess } from '../fixtures/runner-processes.js';
 import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { redisUrl } from '../helpers/redis.js';
 import { fakeModel, refundTool, testWorld } from '../runner/harness.js';
 
 const SCRIPT = fileURLToPath(new URL('./fixtures/tool-runner.ts', import.meta.url));
-const LEASE_MS = 2000;
-const HEARTBEAT_MS = 600;
 
 // The runner processes run on the package built once for the lane; the wait has its own timeout.
 beforeAll(packageBuilt, BUILD_WAIT_MS);
@@ -60,7 +58,7 @@ describe.concurrent('durable tool results', () => {
     const { fake, procs, h } = await testWorld(onTestFinished);
     // A request ending with the user's message asks for the batch; one ending with tool results, for the answer.
     fake.script((req, i) => (req.messages.at(-1).role === 'user' ? { toolCalls: i === 0 ? BATCH : REPHRASED } : { text: 'All handled.' }));
-    const settings = { redisUrl: redisUrl(), prefix: h.prefix, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, modelUrl: fake.url, script: SCRIPT };
+    const settings = crashRunnerSettings(redisUrl(), h.prefix, fake.url, { script: SCRIPT });
     const first = await startRunnerProcess(settings);
     procs.push(first);
     const count = async (name: string) => Number((await h!.ctx.redis.get(`${h!.prefix}:count:${name}`)) ?? 0);
@@ -162,15 +160,10 @@ describe.concurrent('durable approval wait', () => {
   }) => {
     const { fake, procs, h } = await testWorld(onTestFinished);
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'note', args: { item: 'refund-3' } }] } : { text: 'Refunded.' }));
-    const settings = {
-      redisUrl: redisUrl(),
-      prefix: h.prefix,
-      leaseMs: LEASE_MS,
-      heartbeatMs: HEARTBEAT_MS,
-      modelUrl: fake.url,
+    const settings = crashRunnerSettings(redisUrl(), h.prefix, fake.url, {
       script: SCRIPT,
       env: { TOOL_POLICY: JSON.stringify({ tools: { note: 'require_approval' } }) },
-    };
+    });
     const first = await startRunnerProcess(settings);
     procs.push(first);
     const r = (await h.ingest('refund order 3')) as { runId: string };
@@ -216,15 +209,7 @@ describe.concurrent('durable question wait', () => {
     const { fake, procs, h } = await testWorld(onTestFinished);
     const ask = { question: 'Which size?', options: ['Small', 'Large'] };
     fake.script((req) => (req.messages.at(-1).role === 'user' ? { toolCalls: [{ name: 'ask_user', args: ask }] } : { text: 'Large, noted.' }));
-    const settings = {
-      redisUrl: redisUrl(),
-      prefix: h.prefix,
-      leaseMs: LEASE_MS,
-      heartbeatMs: HEARTBEAT_MS,
-      modelUrl: fake.url,
-      script: SCRIPT,
-      env: { ASK_USER: '1' },
-    };
+    const settings = crashRunnerSettings(redisUrl(), h.prefix, fake.url, { script: SCRIPT, env: { ASK_USER: '1' } });
     const first = await startRunnerProcess(settings);
     procs.push(first);
     const r = (await h.ingest('order a coffee')) as { runId: string };
@@ -262,15 +247,7 @@ describe.concurrent('a file upload cut by a crash', () => {
         ? { toolCalls: [{ name: 'send_file', args: { path: 'report.pdf', caption: 'Q3' } }] }
         : { text: 'Sent you the report.' },
     );
-    const settings = {
-      redisUrl: redisUrl(),
-      prefix: h.prefix,
-      leaseMs: LEASE_MS,
-      heartbeatMs: HEARTBEAT_MS,
-      modelUrl: fake.url,
-      script: SCRIPT,
-      env: { SEND_FILE_WORKSPACE: workspace },
-    };
+    const settings = crashRunnerSettings(redisUrl(), h.prefix, fake.url, { script: SCRIPT, env: { SEND_FILE_WORKSPACE: workspace } });
     try {
       const first = await startRunnerProcess(settings);
       procs.push(first);
