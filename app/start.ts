@@ -26,6 +26,7 @@ import {
   redisFromConfig,
   redisOptionsFromConfig,
   redisSummary,
+  requireRedisVersion,
   watchRedis,
 } from '../src/redis/connection.js';
 import { ensureRedis } from '../src/redis/local.js';
@@ -377,5 +378,6 @@ async function openRedis(opts: StartAppOptions, logger: Logger, stops: StopStep[
   const redis = createRedis(redisConnection);
   watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
   stops.push({ name: 'redis', run: () => closeRedis(redis) });
+  await requireRedisVersion(redis);
   return { redisUrl, redisConnection, redis };
 }

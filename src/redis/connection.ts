@@ -233,6 +233,26 @@ export async function pingRedis(url: string, timeoutMs = 1000): Promise<boolean>
   }
 }
 
+/** The oldest Redis steerbot runs on: the ingest script checks and marks an update as seen in one `SET … NX GET` (7.0). */
+export const MIN_REDIS_VERSION = '7.0';
+
+/**
+ * Refuses a Redis older than {@link MIN_REDIS_VERSION}. Resolves when the server is new enough, or when it
+ * does not answer within `timeoutMs` (an outage is `watchRedis`'s to report, not a reason to refuse).
+ * @throws ConfigError (at `redis`) naming the version found.
+ */
+export async function requireRedisVersion(client: RedisClient, timeoutMs = 5000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, timeoutMs, undefined)));
+  const info = await Promise.race([client.info('server').catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
+  const version = info === undefined ? undefined : /^redis_version:([\d.]+)/m.exec(info)?.[1];
+  if (version === undefined) return;
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  const [minMajor = 0, minMinor = 0] = MIN_REDIS_VERSION.split('.').map(Number);
+  if (major > minMajor || (major === minMajor && minor >= minMinor)) return;
+  throw new ConfigError([{ path: 'redis', message: `steerbot needs Redis ${MIN_REDIS_VERSION} or newer; the server runs Redis ${version}` }]);
+}
+
 /** Closes a client we own and resolves once its socket is closed: QUIT when connected (pending replies arrive first), else drop it. */
 export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;

@@ -24,6 +24,11 @@
 
   The control channel is `<p>:control`, the conversation id is `<id>`, both read from the base key.
 
+  The steady path is eight commands: one read of meta (the seq the update will become, the
+  policy), the dedupe check and mark in one `SET NX GET` (Redis 7.0), the append (HINCRBY,
+  XADD), then the routing reads and write. An update that fails between its mark and its
+  append takes its mark back, so a redelivery is a new message.
+
   Returns one reply per update, in order, each one of
     { 'duplicate', original seq }
     { 'refused', seq, 'user'|'conversation', retry after ms }   over a rate limit: recorded as `message.refused`, nothing else
@@ -44,32 +49,63 @@
 --- @include "stop"
 --- @include "rate-limit"
 
+-- `<prefix>:control`, `<conversation id>` from the base key; only creating or stopping a run needs them.
+local function names(base)
+  local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
+  return prefix .. ':control', conversation_id
+end
+
+-- The dedupe key the update in progress has marked before its entry is appended: if the update
+-- fails in between, the mark goes with it (a redelivery must be a new message, not a duplicate).
+local marked = nil
+
 local function ingest_one(base, dedupe_key, entry_json, options)
   local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
   local default_policy, steering, cap, ttl, run_id, rate = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)|?(.*)$')
-  -- `<prefix>`, `<conversation id>` from the base key; only creating or stopping a run needs them.
-  local function names()
-    local prefix, conversation_id = string.match(base, '^(.*):{c:(.*)}:$')
-    return prefix .. ':control', conversation_id
+
+  -- One read of meta: the seq this update will become, and the conversation's policy.
+  local pm = redis.call('HMGET', meta_key, 'seq', 'policy', 'policy_eff')
+  local seq = (tonumber(pm[1]) or 0) + 1
+  -- Dedupe check and mark in one command: a redelivery is a duplicate whatever else holds (it lifts
+  -- no tombstone and takes no rate token); a new update marks the seq it is about to become.
+  local seen = redis.call('SET', dedupe_key, seq, 'NX', 'GET', 'EX', ttl)
+  if seen then return { 'duplicate', tonumber(seen) } end
+  marked = dedupe_key
+  -- A purge deletes meta and leaves a tombstone (purge-1.lua); every other script that appends
+  -- lifts or honours the tombstone first, so a meta holding a seq means there is none to read.
+  if not pm[1] then
+    local tombstone = base .. 'tombstone'
+    local t = redis.call('HMGET', tombstone, 'mode', 'seq')
+    if t[1] == 'restart' then
+      -- Restarted: seqs continue after the purged record's last (never reused); the reply stream is kept again.
+      local last = tonumber(t[2]) or 0
+      redis.call('HSET', meta_key, 'seq', last)
+      redis.call('DEL', tombstone)
+      redis.call('PERSIST', base .. 'replies')
+      seq = last + 1
+      dedupe_mark(dedupe_key, seq, ttl)
+    elseif t[1] then
+      -- Refused: only the dedupe key (seq 0) is written, so a redelivery is a duplicate.
+      dedupe_mark(dedupe_key, 0, ttl)
+      marked = nil
+      return { 'purged' }
+    end
+  end
+  -- Rate limits (includes/rate-limit.lua): a refusal is the whole answer (recorded, the key marked).
+  local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
+  if limited then
+    marked = nil
+    return limited
   end
 
-  -- A redelivery is a duplicate whatever else holds: it lifts no tombstone and takes no rate token.
-  local seen = dedupe_seen(dedupe_key)
-  if seen then return { 'duplicate', seen } end
-  -- A purged conversation (includes/dedupe.lua): refused, or restarted; before the rate limits, which write.
-  if purge_refuses(meta_key, dedupe_key, ttl) then return { 'purged' } end
-  -- Rate limits (includes/rate-limit.lua): a refusal is the whole answer.
-  local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
-  if limited then return limited end
+  local appended = append_entry(log_key, meta_key, entry_json)
+  marked = nil
+  if appended ~= seq then dedupe_mark(dedupe_key, appended, ttl) end
 
-  local seq = append_entry(log_key, meta_key, entry_json)
-  dedupe_mark(dedupe_key, seq, ttl)
-
-  local pm = redis.call('HMGET', meta_key, 'policy', 'policy_eff')
-  local policy = pm[1] or default_policy
+  local policy = pm[2] or default_policy
   if policy == 'steer' and steering ~= '1' then policy = 'collect' end
   -- The successor of a run takes pending by the latest effective policy (finish reads it).
-  if pm[2] ~= policy then redis.call('HSET', meta_key, 'policy_eff', policy) end
+  if pm[3] ~= policy then redis.call('HSET', meta_key, 'policy_eff', policy) end
 
   local active = redis.call('GET', active_key)
   if not active then
@@ -79,7 +115,7 @@ local function ingest_one(base, dedupe_key, entry_json, options)
     for i = 1, #waiting do inputs[i] = tonumber(waiting[i]) end
     if #waiting > 0 then redis.call('DEL', pending_key) end
     inputs[#inputs + 1] = seq
-    local _, conversation_id = names()
+    local _, conversation_id = names(base)
     create_run(base, active_key, run_id, conversation_id, inputs, 'ingest', now_ms())
     return { 'new-run', seq, run_id }
   end
@@ -103,7 +139,7 @@ local function ingest_one(base, dedupe_key, entry_json, options)
     local kind = run[2]
     if not kind then
       kind = policy
-      local control_channel, conversation_id = names()
+      local control_channel, conversation_id = names(base)
       request_stop(run_key, log_key, meta_key, active, seq, kind, control_channel, conversation_id)
     end
     redis.call('HSET', run_key, 'urgent', append_id(redis.call('HGET', run_key, 'urgent'), seq))
@@ -137,10 +173,12 @@ if #KEYS == 0 or #KEYS % 2 ~= 0 or #ARGV ~= #KEYS then return { { ERR_BAD_ARG } 
 local out = {}
 for i = 1, #KEYS / 2 do
   -- One update's failure (a Lua or command error) is its own reply; the updates before and after it stand.
+  marked = nil
   local ok, reply = pcall(ingest_one, KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i - 1], ARGV[2 * i])
   if ok then
     out[i] = reply
   else
+    if marked then redis.call('DEL', marked) end
     out[i] = { ERR_SCRIPT, type(reply) == 'table' and (reply.err or cjson.encode(reply)) or tostring(reply) }
   end
 end

@@ -76,6 +76,23 @@ describe('ingest batching', () => {
       expect(await fx.kinds('telegram:a')).toEqual(['message.received']);
       expect(await fx.kinds('telegram:b')).toEqual(['message.received']);
     });
+
+    it('after its dedupe mark, a redelivery once Redis is mended is a new message, not a duplicate of a seq never recorded', async () => {
+      const dispatch = fx.dispatch();
+      const keys = fx.keys('telegram:broken-log');
+      // A record key of the wrong type: the update passes the dedupe check and mark, then XADD fails.
+      await fx.redis.set(keys.log, 'not a stream');
+      const message = fx.message(7, { conversationId: 'telegram:broken-log' });
+
+      await expect(dispatch.ingest(message)).rejects.toThrow(/WRONGTYPE/);
+      expect(await fx.redis.exists(keys.dedupe(message.updateKey))).toBe(0);
+
+      await fx.redis.del(keys.log);
+      const redelivered = await dispatch.ingest(message);
+      expect(redelivered.kind).toBe('new-run');
+      expect(await fx.kinds('telegram:broken-log')).toEqual(['message.received']);
+      expect(await dispatch.ingest(message)).toEqual({ kind: 'duplicate', seq: redelivered.seq });
+    });
   });
 
   describe('when more updates arrive in one turn than a call may carry', () => {
