@@ -22,6 +22,7 @@ if remember then
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'data', ARGV[1])
 if remember then redis.call('SET', KEYS[2], id, 'EX', ARGV[3]) end
-local ends = redis.call('PTTL', KEYS[3])
-if ends > 0 then redis.call('PEXPIRE', KEYS[1], ends) end
+-- The tombstone's own expiry, to the millisecond (a relative TTL read and set again could land a ms later).
+local ends = redis.call('PEXPIRETIME', KEYS[3])
+if ends > 0 then redis.call('PEXPIREAT', KEYS[1], ends) end
 return { 'stored', id }
