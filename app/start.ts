@@ -23,6 +23,7 @@ import {
   closeRedis,
   createRedis,
   INGRESS_COMMAND_TIMEOUT_MS,
+  MIN_REDIS_VERSION,
   redisFromConfig,
   redisOptionsFromConfig,
   redisSummary,
@@ -378,6 +379,8 @@ async function openRedis(opts: StartAppOptions, logger: Logger, stops: StopStep[
   const redis = createRedis(redisConnection);
   watchRedis(redis, logger); // one warning per outage, not one per reconnect attempt
   stops.push({ name: 'redis', run: () => closeRedis(redis) });
-  await requireRedisVersion(redis);
+  if ((await requireRedisVersion(redis)) === undefined) {
+    logger.warn(`could not read the Redis version (INFO refused or no answer); steerbot needs Redis ${MIN_REDIS_VERSION} or newer`);
+  }
   return { redisUrl, redisConnection, redis };
 }

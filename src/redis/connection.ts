@@ -237,19 +237,20 @@ export async function pingRedis(url: string, timeoutMs = 1000): Promise<boolean>
 export const MIN_REDIS_VERSION = '7.0';
 
 /**
- * Refuses a Redis older than {@link MIN_REDIS_VERSION}. Resolves when the server is new enough, or when it
- * does not answer within `timeoutMs` (an outage is `watchRedis`'s to report, not a reason to refuse).
+ * Refuses a Redis older than {@link MIN_REDIS_VERSION}. Resolves to the server's version when it is new enough,
+ * to undefined when `INFO` does not answer within `timeoutMs` or is refused (an outage is `watchRedis`'s to
+ * report, not a reason to refuse).
  * @throws ConfigError (at `redis`) naming the version found.
  */
-export async function requireRedisVersion(client: RedisClient, timeoutMs = 5000): Promise<void> {
+export async function requireRedisVersion(client: RedisClient, timeoutMs = 5000): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, timeoutMs, undefined)));
   const info = await Promise.race([client.info('server').catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
   const version = info === undefined ? undefined : /^redis_version:([\d.]+)/m.exec(info)?.[1];
-  if (version === undefined) return;
+  if (version === undefined) return undefined;
   const [major = 0, minor = 0] = version.split('.').map(Number);
   const [minMajor = 0, minMinor = 0] = MIN_REDIS_VERSION.split('.').map(Number);
-  if (major > minMajor || (major === minMajor && minor >= minMinor)) return;
+  if (major > minMajor || (major === minMajor && minor >= minMinor)) return version;
   throw new ConfigError([{ path: 'redis', message: `steerbot needs Redis ${MIN_REDIS_VERSION} or newer; the server runs Redis ${version}` }]);
 }
 

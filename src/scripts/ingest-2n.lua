@@ -100,7 +100,11 @@ local function ingest_one(base, dedupe_key, entry_json, options)
 
   local appended = append_entry(log_key, meta_key, entry_json)
   marked = nil
-  if appended ~= seq then dedupe_mark(dedupe_key, appended, ttl) end
+  -- The seq read ahead is the one appended (nothing else runs in between); if they ever differ, the record wins.
+  if appended ~= seq then
+    seq = appended
+    dedupe_mark(dedupe_key, seq, ttl)
+  end
 
   local policy = pm[2] or default_policy
   if policy == 'steer' and steering ~= '1' then policy = 'collect' end

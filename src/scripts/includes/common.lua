@@ -22,6 +22,9 @@ local function now_ms()
 end
 
 -- Appends one JSON entry to the conversation record; returns its seq.
+-- A script that appends for a platform update or a command must honour a purge's tombstone first
+-- (`purge_refuses`, includes/dedupe.lua); the others are fenced by keys purge deletes (a run hash,
+-- approvals). ingest-2n.lua relies on it: a meta holding a seq means no tombstone stands.
 local function append_entry(log_key, meta_key, json)
   local seq = redis.call('HINCRBY', meta_key, 'seq', 1)
   redis.call('XADD', log_key, seq .. '-0', 'e', json)
