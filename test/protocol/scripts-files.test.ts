@@ -142,3 +142,45 @@ describe('script files', () => {
     });
   });
 });
+
+/**
+ * How each script that appends to a conversation's record keeps a purged conversation's meta without a seq
+ * while its tombstone stands: ingest reads the tombstone only when meta holds no seq (ingest-2n.lua).
+ * `tombstone`: it refuses or lifts the tombstone first (`purge_refuses`, directly or through `dedupe_append`);
+ * otherwise it is fenced by a key purge deletes, named here. A new appending script must take a row.
+ */
+const APPEND_GUARDS: Record<string, 'tombstone' | { purgedKey: string }> = {
+  acquire: { purgedKey: 'the run hash (absent: not found)' },
+  append: { purgedKey: 'the run hash (fenced_run)' },
+  'approval-decide': { purgedKey: 'the approvals hash (absent: not_found)' },
+  'approval-request': { purgedKey: 'the run hash (fenced_run)' },
+  'compaction-commit': { purgedKey: 'the run hash (fenced_run)' },
+  finish: { purgedKey: 'the run hash (fenced_run)' },
+  ingest: 'tombstone',
+  pull: { purgedKey: 'the run hash (fenced_run)' },
+  'question-answer': { purgedKey: 'the approvals hash (absent: not_found)' },
+  'request-compaction': 'tombstone',
+  'request-interrupt': 'tombstone',
+  reset: 'tombstone',
+  'send-record': 'tombstone',
+  'set-model': 'tombstone',
+  'set-policy': 'tombstone',
+};
+
+describe('scripts that append to the record, after a purge', () => {
+  // Each script's own body, as written (its includes define the helpers, not call them).
+  const bodies = new Map(luaFiles.map((file) => [FILE_RE.exec(file)?.[1] ?? file, split(readFileSync(join(DIR, file), 'utf8')).body]));
+  const appending = [...bodies].filter(([, body]) => /\bappend_(entry|audit)\(|\bdedupe_append\(/.test(body)).map(([name]) => name);
+
+  it('each have a row saying what keeps a purged conversation without a seq', () => {
+    expect(appending.sort()).toEqual(Object.keys(APPEND_GUARDS).sort());
+  });
+
+  it.each(Object.entries(APPEND_GUARDS).filter(([, g]) => g === 'tombstone'))('%s honours the tombstone before it appends', (name) => {
+    const body = bodies.get(name) ?? '';
+    const guard = body.search(/\bpurge_refuses\(|\bdedupe_append\(|'tombstone'/);
+    const firstAppend = body.search(/\bappend_(entry|audit)\(|\bdedupe_append\(/);
+    expect(guard).toBeGreaterThanOrEqual(0);
+    expect(guard).toBeLessThanOrEqual(firstAppend);
+  });
+});
