@@ -261,10 +261,14 @@ async function soak(): Promise<void> {
     await sample(false);
     const end = t0 + MINUTES * 60_000;
     let minuteTaken = false;
-    while (performance.now() < end) {
-      await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, end - performance.now())));
+    // The sample whose wait reaches the end is the last, and takes the end's snapshot (a timer may fire a
+    // millisecond before `end`: comparing the clock after it could miss the end and leave no snapshot).
+    for (let final = false; !final; ) {
+      const left = end - performance.now();
+      final = left <= SAMPLE_MS;
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(SAMPLE_MS, left))));
       // Snapshots at the first minute and at the end: what the heap holds as compiled code and as data.
-      const snapshot: boolean = (!minuteTaken && performance.now() - t0 >= 60_000) || performance.now() >= end;
+      const snapshot: boolean = (!minuteTaken && performance.now() - t0 >= 60_000) || final;
       minuteTaken ||= snapshot;
       if (snapshot) await drain(child);
       await sample(snapshot);
