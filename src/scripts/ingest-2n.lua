@@ -63,40 +63,26 @@ local function ingest_one(base, dedupe_key, entry_json, options)
   local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
   local default_policy, steering, cap, ttl, run_id, rate = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)|?(.*)$')
 
-  -- One read of meta: the seq this update will become, and the conversation's policy.
+  -- One read of meta: the seq the record is at, and the conversation's policy.
   local pm = redis.call('HMGET', meta_key, 'seq', 'policy', 'policy_eff')
-  local seq = (tonumber(pm[1]) or 0) + 1
+  -- A purge deletes meta and leaves a tombstone (includes/dedupe.lua); every other script that
+  -- appends honours the tombstone first, so a meta holding a seq means there is none to read.
+  local mode, last_seq = false, 0
+  if not pm[1] then mode, last_seq = tombstone_of(meta_key) end
+  local refused = mode and mode ~= 'restart'
+  -- The seq this update will become: after the purged record's last when it restarts the conversation.
+  local seq = (mode == 'restart' and last_seq or tonumber(pm[1]) or 0) + 1
   -- Dedupe check and mark in one command: a redelivery is a duplicate whatever else holds (it lifts
-  -- no tombstone and takes no rate token); a new update marks the seq it is about to become.
-  local seen = redis.call('SET', dedupe_key, seq, 'NX', 'GET', 'EX', ttl)
+  -- no tombstone and takes no rate token); a new update marks the seq it is about to become, or 0
+  -- when a purged conversation refuses it (then nothing else is written).
+  local seen = redis.call('SET', dedupe_key, refused and 0 or seq, 'NX', 'GET', 'EX', ttl)
   if seen then return { 'duplicate', tonumber(seen) } end
+  if refused then return { 'purged' } end
   marked = dedupe_key
-  -- A purge deletes meta and leaves a tombstone (purge-1.lua); every other script that appends
-  -- lifts or honours the tombstone first, so a meta holding a seq means there is none to read.
-  if not pm[1] then
-    local tombstone = base .. 'tombstone'
-    local t = redis.call('HMGET', tombstone, 'mode', 'seq')
-    if t[1] == 'restart' then
-      -- Restarted: seqs continue after the purged record's last (never reused); the reply stream is kept again.
-      local last = tonumber(t[2]) or 0
-      redis.call('HSET', meta_key, 'seq', last)
-      redis.call('DEL', tombstone)
-      redis.call('PERSIST', base .. 'replies')
-      seq = last + 1
-      dedupe_mark(dedupe_key, seq, ttl)
-    elseif t[1] then
-      -- Refused: only the dedupe key (seq 0) is written, so a redelivery is a duplicate.
-      dedupe_mark(dedupe_key, 0, ttl)
-      marked = nil
-      return { 'purged' }
-    end
-  end
+  if mode == 'restart' then lift_tombstone(meta_key, last_seq) end
   -- Rate limits (includes/rate-limit.lua): a refusal is the whole answer (recorded, the key marked).
   local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
-  if limited then
-    marked = nil
-    return limited
-  end
+  if limited then return limited end
 
   local appended = append_entry(log_key, meta_key, entry_json)
   marked = nil

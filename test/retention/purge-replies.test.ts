@@ -50,6 +50,12 @@ describe('after /purge on a webhook conversation', () => {
     expect(texts).toHaveLength(2);
     expect(texts[0]).toMatch(/^Deleted this conversation/);
     expect(texts[1]).toBe(PURGED_NOTICE);
+    const tombstone = await fx.redis.pttl(keys.tombstone);
+    const stream = await fx.redis.pttl(keys.replies);
+    expect(stream).toBeGreaterThan(0);
+    expect(stream).toBeLessThanOrEqual(tombstone);
+    expect(tombstone - stream).toBeLessThan(60_000);
+    // The same expiry to the millisecond.
     const tombstoneEnds = await fx.redis.pexpiretime(keys.tombstone);
     expect(tombstoneEnds).toBeGreaterThan(Date.now());
     expect(await fx.redis.pexpiretime(keys.replies)).toBe(tombstoneEnds);

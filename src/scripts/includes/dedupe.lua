@@ -15,20 +15,31 @@ local function dedupe_mark(dedupe_key, seq, ttl)
 end
 
 -- A purged conversation keeps a tombstone `<base>tombstone` {mode, seq} for a
--- while (purge-1.lua). Mode `refuse`: a new update is refused, its dedupe key
--- set to 0 (a redelivery is a duplicate) and nothing else written; returns true.
--- Mode `restart`: the tombstone is lifted (the reply stream kept again) and the seq counter continues after
--- the purged record's last seq (seqs are never reused); returns false. A
--- redelivery of an update seen before the purge is left to the dedupe check.
+-- while (purge-1.lua). Returns its mode ('refuse' | 'restart'; false when none
+-- stands) and the purged record's last seq.
+local function tombstone_of(meta_key)
+  local t = redis.call('HMGET', string.sub(meta_key, 1, -5) .. 'tombstone', 'mode', 'seq')
+  return t[1], tonumber(t[2]) or 0
+end
+
+-- Lifts a `restart` tombstone: the seq counter continues after the purged record's last seq
+-- (seqs are never reused), and the reply stream, which was to expire with the tombstone
+-- (reply-store-3.lua), is kept again.
+local function lift_tombstone(meta_key, last_seq)
+  local base = string.sub(meta_key, 1, -5)
+  redis.call('HSETNX', meta_key, 'seq', last_seq)
+  redis.call('DEL', base .. 'tombstone')
+  redis.call('PERSIST', base .. 'replies')
+end
+
+-- For an update the dedupe check found new: under a `refuse` tombstone it is
+-- refused, its dedupe key set to 0 (a redelivery is a duplicate) and nothing
+-- else written, and this returns true; a `restart` tombstone is lifted.
 local function purge_refuses(meta_key, dedupe_key, ttl)
-  local tombstone = string.sub(meta_key, 1, -5) .. 'tombstone'
-  local t = redis.call('HMGET', tombstone, 'mode', 'seq')
-  if not t[1] or redis.call('EXISTS', dedupe_key) == 1 then return false end
-  if t[1] == 'restart' then
-    redis.call('HSETNX', meta_key, 'seq', tonumber(t[2]) or 0)
-    redis.call('DEL', tombstone)
-    -- The reply stream expired with the tombstone (reply-store-3.lua); the new conversation keeps it.
-    redis.call('PERSIST', string.sub(meta_key, 1, -5) .. 'replies')
+  local mode, last_seq = tombstone_of(meta_key)
+  if not mode then return false end
+  if mode == 'restart' then
+    lift_tombstone(meta_key, last_seq)
     return false
   end
   dedupe_mark(dedupe_key, 0, ttl)
