@@ -123,6 +123,13 @@ export interface ChannelOutbound {
   /** Shows a typing indicator once; delivery refreshes it while a run is active. */
   typing?(conversationId: string): Promise<void>;
   /**
+   * How long a run works before delivery first calls `typing`, in ms: an
+   * answer sooner shows none (and costs no platform call). Default 500. A
+   * channel whose typing call does more than show typing (WhatsApp marks the
+   * message read with it) sets 0.
+   */
+  typingDelayMs?: number;
+  /**
    * Whether `userId` administers the chat of `conversationId` on the platform
    * (Telegram: creator or administrator; Discord: Administrator, Manage Guild
    * or Manage Messages). The host asks it only for control commands sent in

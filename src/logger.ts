@@ -293,7 +293,10 @@ export function conversationLogger(logger: Logger, conversationId: string): Logg
   return logger.child({ conversationId });
 }
 
-/** A child logger whose lines carry `conversationId` and `runId`. */
-export function runLogger(logger: Logger, conversationId: string, runId: string): Logger {
-  return logger.child({ conversationId, runId });
+/**
+ * A child logger whose lines carry `conversationId`, `runId` and any `more`
+ * fields: one child, since each costs its bindings' redaction.
+ */
+export function runLogger(logger: Logger, conversationId: string, runId: string, more: Record<string, unknown> = {}): Logger {
+  return logger.child({ conversationId, runId, ...more });
 }

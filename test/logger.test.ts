@@ -73,7 +73,7 @@ describe('child loggers', () => {
 
   it('runLogger carries the conversation and run ids, and still redacts', () => {
     const { logger, lines } = memoryLogger();
-    runLogger(logger, 'telegram:42', 'run_abc').info({ token: 't-9' }, 'y');
-    expect(lines()[0]).toMatchObject({ conversationId: 'telegram:42', runId: 'run_abc', token: '[redacted]', msg: 'y' });
+    runLogger(logger, 'telegram:42', 'run_abc', { attempt: 2 }).info({ token: 't-9' }, 'y');
+    expect(lines()[0]).toMatchObject({ conversationId: 'telegram:42', runId: 'run_abc', attempt: 2, token: '[redacted]', msg: 'y' });
   });
 });

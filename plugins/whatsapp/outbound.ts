@@ -176,6 +176,8 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
     },
     maxFileBytes: WHATSAPP_MAX_FILE_BYTES,
 
+    // The typing call is the read receipt too: sent as soon as a run starts, however quick its answer.
+    typingDelayMs: 0,
     async typing(conversationId: string) {
       const at = now();
       if (at - (lastTyping.get(conversationId) ?? -Infinity) < o.typingRefreshMs) return;

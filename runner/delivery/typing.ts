@@ -1,6 +1,7 @@
 /**
- * The typing indicator of a run: sent at once and refreshed every
- * `intervalMs` until stopped. Typing is a platform call like any other:
+ * The typing indicator of a run: first sent once the run has worked
+ * `delayMs` (a quicker answer shows none, and costs no platform call), then
+ * refreshed every `intervalMs` until stopped. Typing is a platform call like any other:
  * none while a 429 holds the conversation, and a 429 it gets holds the rest.
  */
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import type { PlatformCalls } from './platform-calls.js';
 /** The typing refresh of one run. */
 export class TypingIndicator {
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
 
   constructor(
     private readonly outbound: ChannelOutbound | undefined,
@@ -20,9 +22,10 @@ export class TypingIndicator {
   ) {}
 
   /** Starts the refresh (no-op when the channel has no typing, or it runs already). */
-  start(intervalMs: number): void {
+  start(delayMs: number, intervalMs: number): void {
     const out = this.outbound;
-    if (!out?.typing || this.timer) return;
+    if (!out?.typing || this.started) return;
+    this.started = true;
     const fire = () => {
       if (this.calls.held()) return;
       void out.typing!(this.conversationId).catch((err: unknown) => {
@@ -30,14 +33,21 @@ export class TypingIndicator {
         this.logger.debug({ err }, 'typing failed');
       });
     };
-    fire();
-    this.timer = setInterval(fire, intervalMs);
+    const refresh = () => {
+      fire();
+      this.timer = setInterval(fire, intervalMs);
+      this.timer.unref();
+    };
+    if (delayMs <= 0) return refresh();
+    this.timer = setTimeout(refresh, delayMs);
     this.timer.unref();
   }
 
-  /** Stops the refresh. */
+  /** Stops the refresh (a typing not sent yet is never sent). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    // clearTimeout and clearInterval clear either kind of timer.
+    clearTimeout(this.timer);
     this.timer = undefined;
+    this.started = false;
   }
 }

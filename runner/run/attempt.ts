@@ -38,7 +38,7 @@ export class RunAttempt {
   ) {
     const { conversationId, runId, token } = acquired;
     this.ref = { conversationId, runId, token };
-    this.logger = runLogger(o.logger, conversationId, runId).child({ attempt: acquired.attempt });
+    this.logger = runLogger(o.logger, conversationId, runId, { attempt: acquired.attempt });
     this.stop = acquired.stop;
     const onStop = (kind: StopKind) => this.requestStop(kind);
     this.unregister = o.control.register(runId, onStop);

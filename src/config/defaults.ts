@@ -77,6 +77,8 @@ export const DEFAULTS = {
   deliveryMaxAttempts: 5,
   /** How often the typing indicator is refreshed while a run is active, in ms. */
   typingIntervalMs: 4000,
+  /** How long a run works before typing first shows, in ms (a channel's `typingDelayMs` overrides it). */
+  typingDelayMs: 500,
   /** Longest wait between two delivery attempts of one message (a platform's `retry_after` is cut to it), in ms. */
   deliveryMaxRetryDelayMs: 30_000,
   /** Time limit of one tool call when the tool names none, in ms. */

@@ -54,7 +54,8 @@ afterEach(async () => {
 describe('matrix end to end', () => {
   it('answers a message in a room with one PUT send, typing while the agent works', async () => {
     await start();
-    ai.script([{ text: 'Hello Alice, how can I help?' }]);
+    // The model takes a second: typing shows once a run has worked half a second.
+    ai.script([{ text: 'Hello Alice, how can I help?', delayMs: 1000 }]);
     const asked = matrix.message(room, MATRIX_ALICE, 'hi there');
     expect(await nthText(room, 1, 'the answer')).toBe('Hello Alice, how can I help?');
     await h.idle(15_000, conversation(room));

@@ -73,7 +73,8 @@ const userTextsOf = (marker: string): unknown[][] =>
 
 describe('teams end to end', () => {
   it('answers a message in the conversation, typing while the agent works', async () => {
-    ai.script([{ text: 'Hello Alice, how can I help?' }]);
+    // The model takes a second: typing shows once a run has worked half a second.
+    ai.script([{ text: 'Hello Alice, how can I help?', delayMs: 1000 }]);
     expect(await deliver(fromAlice('hi there'))).toBe(200);
     expect(await nth(1, 'the reply')).toBe('Hello Alice, how can I help?');
     expect(teams.typingCount(CHAT)).toBeGreaterThan(0);

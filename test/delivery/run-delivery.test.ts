@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { webhookChannelConfigSchema } from '../../plugins/webhook/config.js';
 import { createWebhookOutbound } from '../../plugins/webhook/outbound.js';
 import { type OutboxRecord, RunDelivery } from '../../runner/delivery/sink.js';
@@ -332,6 +332,7 @@ describe('RunDelivery', () => {
       resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }),
       logger,
       typingIntervalMs: 5,
+      typingDelayMs: 0,
     });
     d.typing();
     await waitFor(() => typing >= 2);
@@ -339,6 +340,55 @@ describe('RunDelivery', () => {
     const after = typing;
     await d.message('done');
     expect(typing).toBe(after);
+  });
+
+  describe('typing only once the run has worked a while', () => {
+    // Only the typing timers are faked: nothing here waits on Redis.
+    beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+    afterEach(() => void vi.useRealTimers());
+
+    const typingDelivery = (extra: Partial<ChannelOutbound> = {}) => {
+      const out = new FakeOutbound();
+      const calls = { typing: 0 };
+      const d = new RunDelivery({
+        client: redis,
+        prefix,
+        conversationId: CID,
+        runId: 'r',
+        resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void calls.typing++, ...extra }),
+        logger,
+      });
+      return { d, calls };
+    };
+
+    it('a run answering within the delay (500 ms) never shows typing; a longer one shows it after the delay, refreshed every 4 s', () => {
+      const quick = typingDelivery();
+      quick.d.typing();
+      vi.advanceTimersByTime(499);
+      quick.d.close();
+      vi.advanceTimersByTime(10_000);
+      expect(quick.calls.typing).toBe(0);
+
+      const slow = typingDelivery();
+      slow.d.typing();
+      vi.advanceTimersByTime(499);
+      expect(slow.calls.typing).toBe(0);
+      vi.advanceTimersByTime(1);
+      expect(slow.calls.typing).toBe(1);
+      slow.d.typing();
+      vi.advanceTimersByTime(4000);
+      expect(slow.calls.typing).toBe(2);
+      slow.d.close();
+      vi.advanceTimersByTime(10_000);
+      expect(slow.calls.typing).toBe(2);
+    });
+
+    it("a channel's typingDelayMs 0 (WhatsApp's typing is its read receipt) shows typing as the run starts", () => {
+      const { d, calls } = typingDelivery({ typingDelayMs: 0 });
+      d.typing();
+      expect(calls.typing).toBe(1);
+      d.close();
+    });
   });
 });
 
