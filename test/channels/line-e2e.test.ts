@@ -53,7 +53,8 @@ const conversationKeys = () => h.redis.keys(`${h.prefix}:{c:*`);
 
 describe('line end to end', () => {
   it('answers a message with its reply token, showing the loading animation while the agent works', async () => {
-    ai.script([{ text: 'Hello Alice, how can I help?' }]);
+    // The model takes a second: typing (LINE's loading animation) shows once a run has worked half a second.
+    ai.script([{ text: 'Hello Alice, how can I help?', delayMs: 1000 }]);
     expect(await deliver(fromAlice('hi there'))).toBe(200);
     expect(await nth(1, 'the reply')).toMatchObject({ to: LINE_ALICE, via: 'reply', text: 'Hello Alice, how can I help?' });
     expect(line.loading).toContain(LINE_ALICE);
