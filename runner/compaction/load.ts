@@ -52,6 +52,29 @@ export interface PromptHeadWithState extends PromptHead {
 }
 
 /**
+ * The fields a prompt head is made of, with `stateKeys` (other conversation
+ * state keys a caller needs at the same moment) read in the checkpoint's own
+ * read: what `readPromptHead` reads, and what an acquire reads in its own call
+ * (`AcquireReads`).
+ */
+export function promptHeadReads(stateKeys: readonly string[] = []): { state: string[]; meta: string[] } {
+  return { state: [CHECKPOINT_KEY, ...stateKeys], meta: ['reset_seq', 'compact_requested', 'model'] };
+}
+
+/** The prompt head from the values of `promptHeadReads`' fields, in their order. */
+export function promptHeadOf(state: ReadonlyArray<string | null | undefined>, meta: ReadonlyArray<string | null | undefined>): PromptHeadWithState {
+  const [raw, ...rest] = state;
+  const [resetRaw, requestedRaw, model] = meta;
+  return {
+    raw: raw ?? undefined,
+    resetSeq: Number(resetRaw ?? 0) || 0,
+    compactRequested: Number(requestedRaw ?? 0) || 0,
+    modelChoice: model ?? undefined,
+    state: rest.map((v) => v ?? undefined),
+  };
+}
+
+/**
  * Reads the prompt head: two commands of the conversation's slot, sent
  * together. `stateKeys` (other conversation state keys the caller needs at
  * the same moment) are read in the checkpoint's own `HMGET`, not a command each.
@@ -63,17 +86,9 @@ export async function readPromptHead(
   stateKeys: readonly string[] = [],
 ): Promise<PromptHeadWithState> {
   const k = conversationKeys(prefix, conversationId);
-  const [[raw, ...state], [resetRaw, requestedRaw, model]] = await Promise.all([
-    client.hmget(k.state, CHECKPOINT_KEY, ...stateKeys),
-    client.hmget(k.meta, 'reset_seq', 'compact_requested', 'model'),
-  ]);
-  return {
-    raw: raw ?? undefined,
-    resetSeq: Number(resetRaw ?? 0) || 0,
-    compactRequested: Number(requestedRaw ?? 0) || 0,
-    modelChoice: model ?? undefined,
-    state: state.map((v) => v ?? undefined),
-  };
+  const fields = promptHeadReads(stateKeys);
+  const [state, meta] = await Promise.all([client.hmget(k.state, ...fields.state), client.hmget(k.meta, ...fields.meta)]);
+  return promptHeadOf(state, meta);
 }
 
 /** A run's prompt as loaded. */

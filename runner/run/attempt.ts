@@ -8,9 +8,17 @@ import type { Logger } from 'pino';
 import { runLogger } from '../../src/logger.js';
 import type { RunRef } from '../../src/protocol/runs.js';
 import type { AcquiredRun, StopKind } from '../../src/protocol/types.js';
+import { UNANSWERED_KEY } from '../../src/record/unanswered.js';
+import { promptHeadReads } from '../compaction/load.js';
 import { RunDelivery } from '../delivery/sink.js';
 import { keepLease } from './lease.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
+
+/**
+ * What the acquire reads in its own call, for runner/run/start.ts: the prompt
+ * head and, beside the checkpoint, the unanswered-messages note an earlier run left.
+ */
+const START_READS = promptHeadReads([UNANSWERED_KEY]);
 
 /** An acquired attempt; `close()` it when the attempt ends, however it ends. */
 export class RunAttempt {
@@ -29,7 +37,7 @@ export class RunAttempt {
    * to do) from acquire.
    */
   static async open(o: ExecutorOptions, conversationId: string, runId: string): Promise<RunAttempt> {
-    return new RunAttempt(o, await o.runs.acquire(conversationId, runId, o.settings.owner, o.settings.leaseMs));
+    return new RunAttempt(o, await o.runs.acquire(conversationId, runId, o.settings.owner, o.settings.leaseMs, START_READS));
   }
 
   private constructor(

@@ -1,18 +1,18 @@
 /**
- * What an attempt starts from, read in one pipelined round: the run's input
- * messages, the unanswered-messages note an earlier run left, the prompt's
- * head (checkpoint and meta fields, so the prompt load starts with the
- * record), and — for an attempt taking the run over — what earlier attempts
- * left in the record (runner/run/takeover.ts): a final answer to deliver, the
- * turn's anchor, the steered messages taken and not answered, a tool-call
- * step to finish, and the tool journal.
+ * What an attempt starts from, read by the acquire in its own call
+ * (`RunAttempt.open`): the run's input messages, the unanswered-messages note
+ * an earlier run left, the prompt's head (checkpoint and meta fields, so the
+ * prompt load starts with the record); and — for an attempt taking the run
+ * over, one more read — what earlier attempts left in the record
+ * (runner/run/takeover.ts): a final answer to deliver, the turn's anchor, the
+ * steered messages taken and not answered, a tool-call step to finish, and
+ * the tool journal.
  */
 import type { RunRef, Runs } from '../../src/protocol/runs.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { readSeqs } from '../../src/record/read.js';
-import { UNANSWERED_KEY } from '../../src/record/unanswered.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { type PromptHead, readPromptHead } from '../compaction/load.js';
+import { type PromptHead, promptHeadOf } from '../compaction/load.js';
 import type { StepRecord } from '../plugin.js';
 import { earlierApprovalRequests, pendingToolCalls, RunToolJournal, usedApprovals } from '../tools/journal.js';
 import type { RunAttempt } from './attempt.js';
@@ -53,20 +53,21 @@ export interface AttemptStart {
   head: PromptHead;
 }
 
-/** Reads what `attempt` starts from. */
+/** What `attempt` starts from: what its acquire read (`RunAttempt.open` asks for it), and a takeover's read of the record. */
 export async function readAttemptStart(o: ExecutorOptions, attempt: RunAttempt): Promise<AttemptStart> {
   const { ref, acquired } = attempt;
+  const read = acquired.read;
+  if (!read) throw new Error(`run ${ref.runId}: acquired without the reads an attempt starts from`);
   const log = conversationKeys(o.prefix, ref.conversationId).log;
-  // Pipelined: the prompt head and a takeover's record read cost no round trip of their own, and the
-  // note is read in the checkpoint's HMGET (both are conversation state), not a command of its own.
-  const [inputEntries, { state, ...head }, runEntries] = await Promise.all([
-    readSeqs(o.client, log, acquired.inputs),
-    readPromptHead(o.client, o.prefix, ref.conversationId, [UNANSWERED_KEY]),
+  const { state, ...head } = promptHeadOf(read.state, read.meta);
+  // A run with more inputs than the acquire reads itself reads them here, beside a takeover's record read.
+  const [inputs, runEntries] = await Promise.all([
+    read.inputs ?? readSeqs(o.client, log, acquired.inputs),
     acquired.attempt > 1 ? readRunEntries(o.client, log, ref.runId, o.settings.historyTailEntries) : undefined,
   ]);
   // One read of the record serves the takeover's progress and its tool journal; both live for the whole attempt.
   const takeover = runEntries && (await progress(o, log, ref.runId, runEntries));
-  return { inputs: inputEntries.filter(isMessage), note: state[0], takeover, tools: toolState(o.runs, ref, runEntries ?? []), head };
+  return { inputs: inputs.filter(isMessage), note: state[0], takeover, tools: toolState(o.runs, ref, runEntries ?? []), head };
 }
 
 /**

@@ -4,7 +4,7 @@
  * token; a stale token is refused with StaleRunError and writes nothing.
  */
 import { DEFAULTS } from '../config/defaults.js';
-import { InvalidInputError } from '../errors.js';
+import { InvalidInputError, RecordError } from '../errors.js';
 import { type RecordEntry, type RunOutcome, recordEntrySchema, type SeqEntry } from '../record/entries.js';
 import { parseEntry } from '../record/read.js';
 import { assertRunId, conversationKeys } from '../redis/keys.js';
@@ -23,6 +23,30 @@ export interface RunRef {
   token: number;
 }
 
+/** Fields `acquire` reads in its own call: conversation state fields and meta fields. */
+export interface AcquireReads {
+  state: readonly string[];
+  meta: readonly string[];
+}
+
+/** What `acquire` read with `reads`: the input entries (parsed; throws RecordError for a missing or bad one; none read for more than 256 inputs) and the fields' values. */
+function acquiredReads(inputs: readonly number[], reply: ScriptReply): NonNullable<AcquiredRun['read']> {
+  const r = reply as unknown[];
+  const entries = r[9] as string[] | null;
+  const field = (v: unknown) => (v === null || v === undefined ? undefined : String(v));
+  return {
+    ...(entries && {
+      inputs: inputs.flatMap((seq, i) => {
+        const json = entries[i];
+        if (!json) throw new RecordError(`record entry ${seq} is missing`);
+        return parseEntry(seq, json) ?? [];
+      }),
+    }),
+    state: ((r[10] ?? []) as unknown[]).map(field),
+    meta: ((r[11] ?? []) as unknown[]).map(field),
+  };
+}
+
 /** Entry kinds a runner may append itself; the rest are written by the scripts (a `compaction` with its checkpoint: `ConversationState.commitCompaction`). */
 const RUNNER_KINDS = new Set<RecordEntry['kind']>(['model.step', 'tool.calls', 'tool.started', 'tool.completed']);
 
@@ -36,25 +60,30 @@ export class Runs {
 
   /**
    * Takes a queued run (or a running one whose lease expired) for `owner`.
+   * With `reads`, the same call also reads what the attempt starts from (the
+   * input entries, conversation state and meta fields): no round trip after it.
    * Throws RunNotFoundError, RunEndedError, or LeaseHeldError (retry after `leaseUntilMs`).
    */
-  async acquire(conversationId: string, runId: string, owner: string, leaseMs = this.options.leaseMs): Promise<AcquiredRun> {
+  async acquire(conversationId: string, runId: string, owner: string, leaseMs = this.options.leaseMs, reads?: AcquireReads): Promise<AcquiredRun> {
     const k = conversationKeys(this.options.prefix, conversationId);
+    const extra = reads ? [reads.state.length, ...reads.state, ...reads.meta] : [];
     const r = checkReply(
       'acquire',
-      await runScript(this.options.client, 'acquire', [k.run(runId), k.log, k.meta, k.active, k.inputs(runId)], [runId, owner, leaseMs]),
+      await runScript(this.options.client, 'acquire', [k.run(runId), k.log, k.meta, k.active, k.inputs(runId)], [runId, owner, leaseMs, ...extra]),
       runId,
     );
+    const inputs = seqList(r[3]);
     return {
       conversationId,
       runId,
       token: Number(r[1]),
       attempt: Number(r[2]),
-      inputs: seqList(r[3]),
+      inputs,
       stop: (r[4] === '' ? undefined : r[4]) as StopKind | undefined,
       leaseUntilMs: Number(r[5]),
       cause: r[7] === 'compact' || r[7] === 'successor' ? r[7] : 'ingest',
       failures: Number(r[8] ?? 0),
+      ...(reads && { read: acquiredReads(inputs, r) }),
     };
   }
 

@@ -12,8 +12,16 @@
   ARGV[1] run id
   ARGV[2] owner     worker identity (host/pid/worker id)
   ARGV[3] lease ms
+  ARGV[4] optional: n, the number of conversation state fields that follow
+  ARGV[5..4+n]      state fields to read (`<base>state`, the slot's state hash)
+  ARGV[5+n..]       meta fields to read
 
   Returns { 'acquired', token, attempt, inputs csv, stop kind or '', lease until ms, urgent csv, cause, failures }
+          and, when ARGV[4] is given, three more: the input entries' JSON in input order ('' for
+          one missing; nil for more than 256 inputs, which the caller reads itself, so the script's
+          work stays bounded), the state fields' values and the meta fields' values (nil when
+          unset): what the attempt starts from, read in the acquire's own call rather than a round
+          trip after it
           cause: 'ingest' | 'successor' | 'compact' (a /compact run with no inputs)
           failures: failed runs in a row whose unanswered messages this run was created to answer (finish-7.lua)
   Errors  { -1 } not found, { -2 } ended, { -4, lease until ms } live lease held by another owner
@@ -45,4 +53,23 @@ local entry = { v = 1, kind = 'run.started', at = now, run = ARGV[1], attempt = 
 if #inputs > 0 then entry.inputs = inputs end
 append_entry(log_key, meta_key, cjson.encode(entry))
 
-return { 'acquired', token, attempt, join_ids(inputs), f[5] or '', lease_until, f[6] or '', f[7] or 'ingest', tonumber(f[8] or 0) }
+local out = { 'acquired', token, attempt, join_ids(inputs), f[5] or '', lease_until, f[6] or '', f[7] or 'ingest', tonumber(f[8] or 0) }
+-- Most inputs whose entries the acquire reads itself.
+local MAX_READ_INPUTS = 256
+if ARGV[4] then
+  local n = tonumber(ARGV[4])
+  local entries = false
+  if #inputs <= MAX_READ_INPUTS then
+    entries = {}
+    for i, seq in ipairs(inputs) do
+      local id = seq .. '-0'
+      local r = redis.call('XRANGE', log_key, id, id)
+      entries[i] = r[1] and r[1][2][2] or ''
+    end
+  end
+  local state_key = string.sub(meta_key, 1, -5) .. 'state'
+  out[10] = entries
+  out[11] = n > 0 and redis.call('HMGET', state_key, unpack(ARGV, 5, 4 + n)) or {}
+  out[12] = #ARGV > 4 + n and redis.call('HMGET', meta_key, unpack(ARGV, 5 + n, #ARGV)) or {}
+end
+return out

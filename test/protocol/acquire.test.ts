@@ -74,6 +74,42 @@ describe('acquire', () => {
       });
     });
 
+    it('with reads: returns the input entries and the state and meta fields asked for, read in the same call, unset ones undefined', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      expectKind(await d.ingest(fx.message(2)), 'joined');
+      const k = fx.keys();
+      await fx.redis.hset(k.state, 'note', '"n"');
+      await fx.redis.hset(k.meta, 'model', 'fast');
+
+      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1', undefined, { state: ['missing', 'note'], meta: ['model', 'reset_seq'] });
+      expect(run.inputs).toEqual([1, 2]);
+      expect(run.read!.inputs!.map((e) => [e.seq, e.kind])).toEqual([
+        [1, 'message.received'],
+        [2, 'message.received'],
+      ]);
+      expect(run.read!.inputs![1]).toEqual((await fx.record())[1]);
+      expect(run.read!.state).toEqual([undefined, '"n"']);
+      expect(run.read!.meta).toEqual(['fast', undefined]);
+    });
+
+    it('with reads: more than 256 inputs are left to the caller (the script reads at most 256 entries); the fields are read still', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      await Promise.all(Array.from({ length: 256 }, (_, i) => d.ingest(fx.message(i + 2))));
+      await fx.redis.hset(fx.keys().meta, 'model', 'fast');
+      const run = await fx.runs().acquire(CID, first.runId, 'host-a/1', undefined, { state: [], meta: ['model'] });
+      expect(run.inputs).toHaveLength(257);
+      expect(run.read).toEqual({ state: [], meta: ['fast'] });
+    });
+
+    it('with reads: an input whose entry is gone from the record throws RecordError naming its seq', async () => {
+      const d = fx.dispatch();
+      const first = expectKind(await d.ingest(fx.message(1)), 'new-run');
+      await fx.redis.xdel(fx.keys().log, '1-0');
+      await expect(fx.runs().acquire(CID, first.runId, 'host-a/1', undefined, { state: [], meta: [] })).rejects.toThrow(/record entry 1 is missing/);
+    });
+
     it('reports a stop requested before the run started', async () => {
       const d = fx.dispatch();
       const first = expectKind(await d.ingest(fx.message(1)), 'new-run');

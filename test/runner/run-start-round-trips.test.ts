@@ -1,9 +1,9 @@
 /**
  * What a run costs in Redis before its model call: the sequential round
- * trips from the acquire to the model request. The start read carries the
- * prompt's head (checkpoint and meta fields) beside the inputs, and the
- * record read goes out beside the starter's identity read, so a run reaches
- * its model in three: acquire, start, record.
+ * trips from the acquire to the model request. The acquire reads what the
+ * attempt starts from in its own call (the inputs and the prompt's head:
+ * checkpoint and meta fields), and the record read goes out beside the
+ * starter's identity read, so a run reaches its model in two: acquire, record.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -56,7 +56,7 @@ function recordWaves(client: Redis): Sent[] {
 }
 
 describe('a run before its model call', () => {
-  it('reaches the model in three round trips after it is picked up: acquire, the start read with the prompt head, the record read beside the identity read', async () => {
+  it('reaches the model in two round trips after it is picked up: the acquire, which reads the inputs and the prompt head, then the record read beside the identity read', async () => {
     // The answer waits: the wait for the request resolves in the tick the fake receives it, long before the
     // answer's timer, so nothing the runner sends after the model call is among the commands read below.
     t.fake.script([{ text: 'Hello Ann!', delayMs: 500 }]);
@@ -73,14 +73,14 @@ describe('a run before its model call', () => {
     const waves = new Map<number, Sent[]>();
     for (const s of before) waves.set(s.wave - first, [...(waves.get(s.wave - first) ?? []), s]);
 
-    expect([...waves.keys()]).toEqual([0, 1, 2]);
+    expect([...waves.keys()]).toEqual([0, 1]);
     const k = conversationKeys(t.h.prefix, CID);
-    const start = waves.get(1)!;
-    // The state hash is read once: the checkpoint and the unanswered note in one HMGET.
-    expect(start.map((s) => s.name).sort()).toEqual(['hmget', 'hmget', 'xrange']);
-    expect(start.find((s) => s.name === 'hmget' && s.args[0] === k.meta)!.args).toEqual([k.meta, 'reset_seq', 'compact_requested', 'model']);
-    expect(start.find((s) => s.name === 'hmget' && s.args[0] === k.state)!.args).toEqual([k.state, CHECKPOINT_KEY, UNANSWERED_KEY]);
-    const record = waves.get(2)!.map((s) => `${s.name} ${s.args[0]}`);
+    const acquire = waves.get(0)!;
+    expect(acquire).toHaveLength(1);
+    // The acquire's own call reads the state hash once (the checkpoint and the unanswered note) and the meta fields.
+    expect(acquire[0]!.args.slice(-6)).toEqual(['2', CHECKPOINT_KEY, UNANSWERED_KEY, 'reset_seq', 'compact_requested', 'model']);
+    expect(acquire[0]!.args).toContain(k.meta);
+    const record = waves.get(1)!.map((s) => `${s.name} ${s.args[0]}`);
     expect(record).toEqual(expect.arrayContaining([`hget ${t.h.prefix}:{people}:links`, `xrevrange ${k.log}`]));
     expect(record).toHaveLength(2);
     await t.h.outbound.waitForMessages(1);
