@@ -191,16 +191,7 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
       if (lastTyping.size > TYPING_MEMORY) lastTyping.delete(lastTyping.keys().next().value as string);
     },
 
-    async fetchAttachment(attachment, { maxBytes, signal }) {
-      if (!/^[A-Za-z0-9_.-]{1,256}$/.test(attachment.ref)) throw new InvalidInputError('not a WhatsApp media id');
-      const info = (await graph.get('media', attachment.ref)) as Partial<MediaInfo>;
-      if (typeof info.url !== 'string') throw new WhatsAppApiError('whatsapp media: the answer named no URL', { status: 502 });
-      if (typeof info.file_size === 'number' && info.file_size > maxBytes) {
-        throw new InvalidInputError(`attachment is ${info.file_size} bytes, more than ${maxBytes}`);
-      }
-      const file = await graph.download(info as MediaInfo, { maxBytes, label: `WhatsApp media ${attachment.ref}`, ...(signal && { signal }) });
-      return info.mime_type && !file.mediaType ? { ...file, mediaType: info.mime_type } : file;
-    },
+    fetchAttachment: (attachment, opts) => fetchMedia(graph, attachment.ref, opts),
   };
   const reactions = o.reactions;
   if (reactions) {
@@ -217,6 +208,18 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
     };
   }
   return outbound;
+}
+
+/** Downloads an inbound media file by its id: its URL from the Graph API, then the bytes (at most `maxBytes`). */
+async function fetchMedia(graph: GraphClient, ref: string, { maxBytes, signal }: { maxBytes: number; signal?: AbortSignal }) {
+  if (!/^[A-Za-z0-9_.-]{1,256}$/.test(ref)) throw new InvalidInputError('not a WhatsApp media id');
+  const info = (await graph.get('media', ref)) as Partial<MediaInfo>;
+  if (typeof info.url !== 'string') throw new WhatsAppApiError('whatsapp media: the answer named no URL', { status: 502 });
+  if (typeof info.file_size === 'number' && info.file_size > maxBytes) {
+    throw new InvalidInputError(`attachment is ${info.file_size} bytes, more than ${maxBytes}`);
+  }
+  const file = await graph.download(info as MediaInfo, { maxBytes, label: `WhatsApp media ${ref}`, ...(signal && { signal }) });
+  return info.mime_type && !file.mediaType ? { ...file, mediaType: info.mime_type } : file;
 }
 
 /** Adds `key` to a set kept to `max` entries, the oldest forgotten first. */
