@@ -5,8 +5,8 @@
  * answer, so the platform has the file and the runner does not know; the
  * runner is killed there and a second one takes the run over. What the
  * platform then shows is each channel's documented duplicate window
- * (docs/channels.md, each channel's *Replies*): Telegram takes no
- * idempotency key, so the file shows twice (never more); Feishu / Lark and
+ * (docs/channels.md, each channel's *Replies*): Telegram and WhatsApp take
+ * no idempotency key, so the file shows twice (never more); Feishu / Lark and
  * Discord dedupe the resend by the delivery key's uuid / nonce, so once.
  * The text answer shows once on every channel.
  */
@@ -23,6 +23,7 @@ import { startFakeFeishu } from '../../testing/fakes/feishu-server.js';
 import type { HeldAnswer } from '../../testing/fakes/held-answers.js';
 import { startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { startFakeWhatsApp, WA_ALICE } from '../../testing/fakes/whatsapp-server.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { crashRunnerSettings, type RunnerProcess, startRunnerProcess } from '../fixtures/runner-processes.js';
@@ -104,6 +105,29 @@ describe.concurrent('a kill -9 during a file upload, against the platform', () =
       expect(tg.sent.map((m) => m.text)).toEqual([ANSWER]);
     } finally {
       await tg.close();
+    }
+  }, 60_000);
+
+  it('whatsapp: the document shows twice, uploaded twice, the same file and caption both times, never a third; the answer once', async () => {
+    const wa = await startFakeWhatsApp();
+    try {
+      // The first message the run sends is the document naming the upload.
+      const held = wa.holdAnswer('send');
+      await crashDuringUpload({ channel: 'whatsapp', url: wa.graphUrl, conversationId: `whatsapp:${WA_ALICE.waId}`, held });
+
+      // The documented window: the Cloud API takes no idempotency key, so the takeover's resend is a second message.
+      const documents = wa.sent.filter((m) => m.type === 'document');
+      expect(documents.map((m) => [m.to, m.text, m.media?.filename])).toEqual([
+        [WA_ALICE.waId, 'Q3', 'report.pdf'],
+        [WA_ALICE.waId, 'Q3', 'report.pdf'],
+      ]);
+      expect(documents.every((m) => m.media!.data.equals(PDF))).toBe(true);
+      // Each send named its own upload: the takeover uploaded the bytes again.
+      expect(wa.uploads).toHaveLength(2);
+      expect(new Set(documents.map((m) => m.media!.id)).size).toBe(2);
+      expect(wa.sent.filter((m) => m.type === 'text').map((m) => m.text)).toEqual([ANSWER]);
+    } finally {
+      await wa.close();
     }
   }, 60_000);
 
