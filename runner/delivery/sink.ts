@@ -43,8 +43,6 @@ export interface RunDeliveryOptions {
   logger: Logger;
   /** How often typing is refreshed while the run is active, in ms. Default 4000. */
   typingIntervalMs?: number;
-  /** How long the run works before typing first shows, in ms. Default: the channel's `typingDelayMs`, else 500. */
-  typingDelayMs?: number;
   /** Most attempts of one send / edit that is rate-limited (429) or fails with a 5xx. Default 5. */
   maxAttempts?: number;
   /** First wait after a 5xx, in ms; doubles per attempt. Default 500. */
@@ -178,10 +176,7 @@ export class RunDelivery implements DeliverySink {
   }
 
   typing(): void {
-    this.typingIndicator.start(
-      this.o.typingDelayMs ?? this.outbound?.typingDelayMs ?? DEFAULTS.typingDelayMs,
-      this.o.typingIntervalMs ?? DEFAULTS.typingIntervalMs,
-    );
+    this.typingIndicator.start(this.outbound?.typingDelayMs ?? DEFAULTS.typingDelayMs, this.o.typingIntervalMs ?? DEFAULTS.typingIntervalMs);
   }
 
   /** Stops the typing refresh and any pending streaming edit. */

@@ -11,8 +11,8 @@ import type { PlatformCalls } from './platform-calls.js';
 
 /** The typing refresh of one run. */
 export class TypingIndicator {
+  /** The first typing's delay timer, then the refresh interval; set exactly while the indicator runs. */
   private timer: NodeJS.Timeout | undefined;
-  private started = false;
 
   constructor(
     private readonly outbound: ChannelOutbound | undefined,
@@ -24,8 +24,7 @@ export class TypingIndicator {
   /** Starts the refresh (no-op when the channel has no typing, or it runs already). */
   start(delayMs: number, intervalMs: number): void {
     const out = this.outbound;
-    if (!out?.typing || this.started) return;
-    this.started = true;
+    if (!out?.typing || this.timer) return;
     const fire = () => {
       if (this.calls.held()) return;
       void out.typing!(this.conversationId).catch((err: unknown) => {
@@ -48,6 +47,5 @@ export class TypingIndicator {
     // clearTimeout and clearInterval clear either kind of timer.
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.started = false;
   }
 }

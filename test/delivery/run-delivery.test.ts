@@ -329,10 +329,9 @@ describe('RunDelivery', () => {
       prefix,
       conversationId: CID,
       runId: 'r',
-      resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++ }),
+      resolve: () => ({ ...out, send: out.send.bind(out), typing: async () => void typing++, typingDelayMs: 0 }),
       logger,
       typingIntervalMs: 5,
-      typingDelayMs: 0,
     });
     d.typing();
     await waitFor(() => typing >= 2);
