@@ -55,42 +55,19 @@ local function names(base)
   return prefix .. ':control', conversation_id
 end
 
--- The dedupe key the update in progress has marked before its entry is appended: if the update
--- fails in between, the mark goes with it (a redelivery must be a new message, not a duplicate).
-local marked = nil
-
 local function ingest_one(base, dedupe_key, entry_json, options)
   local meta_key, log_key, active_key, pending_key = base .. 'meta', base .. 'log', base .. 'active', base .. 'pending'
   local default_policy, steering, cap, ttl, run_id, rate = string.match(options, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([^|]+)|?(.*)$')
 
-  -- One read of meta: the seq the record is at, and the conversation's policy.
-  local pm = redis.call('HMGET', meta_key, 'seq', 'policy', 'policy_eff')
-  -- A purge deletes meta and leaves a tombstone (includes/dedupe.lua); every other script that
-  -- appends honours the tombstone first, so a meta holding a seq means there is none to read.
-  local mode, last_seq = false, 0
-  if not pm[1] then mode, last_seq = tombstone_of(meta_key) end
-  local refused = mode and mode ~= 'restart'
-  -- The seq this update will become: after the purged record's last when it restarts the conversation.
-  local seq = (mode == 'restart' and last_seq or tonumber(pm[1]) or 0) + 1
-  -- Dedupe check and mark in one command: a redelivery is a duplicate whatever else holds (it lifts
-  -- no tombstone and takes no rate token); a new update marks the seq it is about to become, or 0
-  -- when a purged conversation refuses it (then nothing else is written).
-  local seen = redis.call('SET', dedupe_key, refused and 0 or seq, 'NX', 'GET', 'EX', ttl)
-  if seen then return { 'duplicate', tonumber(seen) } end
-  if refused then return { 'purged' } end
-  marked = dedupe_key
-  if mode == 'restart' then lift_tombstone(meta_key, last_seq) end
+  -- Dedupe check and mark, the tombstone honoured (includes/dedupe.lua), meta read once with the policy.
+  local seq, pm = dedupe_claim(meta_key, dedupe_key, ttl, 'policy', 'policy_eff')
+  if not seq then return pm end
   -- Rate limits (includes/rate-limit.lua): a refusal is the whole answer (recorded, the key marked).
   local limited = rate ~= '' and rate_limit(base, dedupe_key, log_key, meta_key, entry_json, ttl, rate)
   if limited then return limited end
 
-  local appended = append_entry(log_key, meta_key, entry_json)
-  marked = nil
-  -- The seq read ahead is the one appended (nothing else runs in between); if they ever differ, the record wins.
-  if appended ~= seq then
-    seq = appended
-    dedupe_mark(dedupe_key, seq, ttl)
-  end
+  append_entry(log_key, meta_key, entry_json)
+  claimed = nil
 
   local policy = pm[2] or default_policy
   if policy == 'steer' and steering ~= '1' then policy = 'collect' end
@@ -163,12 +140,13 @@ if #KEYS == 0 or #KEYS % 2 ~= 0 or #ARGV ~= #KEYS then return { { ERR_BAD_ARG } 
 local out = {}
 for i = 1, #KEYS / 2 do
   -- One update's failure (a Lua or command error) is its own reply; the updates before and after it stand.
-  marked = nil
+  claimed = nil
   local ok, reply = pcall(ingest_one, KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i - 1], ARGV[2 * i])
   if ok then
     out[i] = reply
   else
-    if marked then redis.call('DEL', marked) end
+    -- Marked new and never appended (includes/dedupe.lua): the mark goes, a redelivery is a new message.
+    if claimed then redis.call('DEL', claimed) end
     out[i] = { ERR_SCRIPT, type(reply) == 'table' and (reply.err or cjson.encode(reply)) or tostring(reply) }
   end
 end

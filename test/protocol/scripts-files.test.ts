@@ -146,7 +146,7 @@ describe('script files', () => {
 /**
  * How each script that appends to a conversation's record keeps a purged conversation's meta without a seq
  * while its tombstone stands: ingest reads the tombstone only when meta holds no seq (ingest-2n.lua).
- * `tombstone`: it reads the tombstone first (`purge_refuses`, directly or through `dedupe_append`, or `tombstone_of`);
+ * `tombstone`: it reads the tombstone first (`purge_refuses`, or `dedupe_claim` directly or through `dedupe_append`);
  * otherwise it is fenced by a key purge deletes, named here. A new appending script must take a row.
  */
 const APPEND_GUARDS: Record<string, 'tombstone' | { purgedKey: string }> = {
@@ -178,7 +178,7 @@ describe('scripts that append to the record, after a purge', () => {
 
   it.each(Object.entries(APPEND_GUARDS).filter(([, g]) => g === 'tombstone'))('%s honours the tombstone before it appends', (name) => {
     const body = bodies.get(name) ?? '';
-    const guard = body.search(/\bpurge_refuses\(|\bdedupe_append\(|\btombstone_of\(/);
+    const guard = body.search(/\bpurge_refuses\(|\bdedupe_append\(|\bdedupe_claim\(/);
     const firstAppend = body.search(/\bappend_(entry|audit)\(|\bdedupe_append\(/);
     expect(guard).toBeGreaterThanOrEqual(0);
     expect(guard).toBeLessThanOrEqual(firstAppend);

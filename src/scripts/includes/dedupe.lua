@@ -46,16 +46,39 @@ local function purge_refuses(meta_key, dedupe_key, ttl)
   return true
 end
 
--- The start of every script that takes a platform update: dedupe it, append its
--- entry, remember the seq it became. Returns the seq of a new update, or nil and
--- the reply a script gives an update it takes no further, with nothing else
--- written: { 'duplicate', original seq } for one seen before, { 'purged' } for
--- one refused because the conversation was purged (see `purge_refuses`).
+-- Checks and marks a platform update as seen in one `SET … NX GET` (Redis 7.0), honouring a
+-- purge's tombstone. Reads meta once: `seq` and any `fields` asked for. A purge deletes meta and
+-- leaves the tombstone, and every script that appends honours it first (common.lua), so the
+-- tombstone is read only when meta holds no seq. Returns the seq the update's entry is to become
+-- (the next append's) and the meta values read (`seq` first, then `fields`); or nil and the reply
+-- of an update taken no further: { 'duplicate', original seq } for one seen before (it lifts no
+-- tombstone), { 'purged' } for one a `refuse` tombstone refuses (its key marked 0). A `restart`
+-- tombstone is lifted. The caller appends next: the update is marked before its entry exists, and
+-- `claimed` names its key until the caller clears it after the append; a script that catches an
+-- update's failure (ingest-2n.lua) deletes that key, so a redelivery is a new message, not a
+-- duplicate of an entry never appended.
+local claimed = nil
+
+local function dedupe_claim(meta_key, dedupe_key, ttl, ...)
+  local meta = redis.call('HMGET', meta_key, 'seq', ...)
+  local mode, last_seq = false, 0
+  if not meta[1] then mode, last_seq = tombstone_of(meta_key) end
+  local refused = mode and mode ~= 'restart'
+  local seq = (mode == 'restart' and last_seq or tonumber(meta[1]) or 0) + 1
+  local seen = redis.call('SET', dedupe_key, refused and 0 or seq, 'NX', 'GET', 'EX', ttl)
+  if seen then return nil, { 'duplicate', tonumber(seen) } end
+  if refused then return nil, { 'purged' } end
+  claimed = dedupe_key
+  if mode == 'restart' then lift_tombstone(meta_key, last_seq) end
+  return seq, meta
+end
+
+-- The start of every script that takes a platform update: dedupe it (`dedupe_claim`), append its
+-- entry. Returns the seq of a new update, or nil and the reply a script gives an update it takes
+-- no further, with nothing else written.
 local function dedupe_append(dedupe_key, log_key, meta_key, json, ttl)
-  local seen = dedupe_seen(dedupe_key)
-  if seen then return nil, { 'duplicate', seen } end
-  if purge_refuses(meta_key, dedupe_key, ttl) then return nil, { 'purged' } end
-  local seq = append_entry(log_key, meta_key, json)
-  dedupe_mark(dedupe_key, seq, ttl)
+  local seq, refused = dedupe_claim(meta_key, dedupe_key, ttl)
+  if not seq then return nil, refused end
+  append_entry(log_key, meta_key, json)
   return seq
 end
