@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { runLogger } from '../../src/logger.js';
 import type { RunRef } from '../../src/protocol/runs.js';
-import type { AcquiredRun, StopKind } from '../../src/protocol/types.js';
+import type { AcquiredReads, AcquiredRun, StopKind } from '../../src/protocol/types.js';
 import { UNANSWERED_KEY } from '../../src/record/unanswered.js';
 import { promptHeadReads } from '../compaction/load.js';
 import { RunDelivery } from '../delivery/sink.js';
@@ -42,7 +42,8 @@ export class RunAttempt {
 
   private constructor(
     o: ExecutorOptions,
-    readonly acquired: AcquiredRun,
+    /** The acquired run, with what its acquire read for the attempt's start (`START_READS`). */
+    readonly acquired: AcquiredRun & { read: AcquiredReads },
   ) {
     const { conversationId, runId, token } = acquired;
     this.ref = { conversationId, runId, token };

@@ -56,8 +56,7 @@ export interface AttemptStart {
 /** What `attempt` starts from: what its acquire read (`RunAttempt.open` asks for it), and a takeover's read of the record. */
 export async function readAttemptStart(o: ExecutorOptions, attempt: RunAttempt): Promise<AttemptStart> {
   const { ref, acquired } = attempt;
-  const read = acquired.read;
-  if (!read) throw new Error(`run ${ref.runId}: acquired without the reads an attempt starts from`);
+  const { read } = acquired;
   const log = conversationKeys(o.prefix, ref.conversationId).log;
   const { state, ...head } = promptHeadOf(read.state, read.meta);
   // A run with more inputs than the acquire reads itself reads them here, beside a takeover's record read.

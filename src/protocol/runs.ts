@@ -13,7 +13,7 @@ import { checkReply, pairsFrom, seqList } from '../scripts/results.js';
 import { newRunId } from './ids.js';
 import { type ProtocolOptions, type ResolvedProtocolOptions, resolveOptions } from './options.js';
 import { retainConversation, retentionActive } from './retention.js';
-import type { AcquiredRun, FinishResult, SteeringMode, StopKind } from './types.js';
+import type { AcquiredReads, AcquiredRun, FinishResult, SteeringMode, StopKind } from './types.js';
 
 /** Identifies one acquired attempt of a run. */
 export interface RunRef {
@@ -30,7 +30,7 @@ export interface AcquireReads {
 }
 
 /** What `acquire` read with `reads`: the input entries (parsed; throws RecordError for a missing or bad one; none read for more than 256 inputs) and the fields' values. */
-function acquiredReads(inputs: readonly number[], reply: ScriptReply): NonNullable<AcquiredRun['read']> {
+function acquiredReads(inputs: readonly number[], reply: ScriptReply): AcquiredReads {
   const r = reply as unknown[];
   const entries = r[9] as string[] | null;
   const field = (v: unknown) => (v === null || v === undefined ? undefined : String(v));
@@ -64,6 +64,14 @@ export class Runs {
    * input entries, conversation state and meta fields): no round trip after it.
    * Throws RunNotFoundError, RunEndedError, or LeaseHeldError (retry after `leaseUntilMs`).
    */
+  acquire(
+    conversationId: string,
+    runId: string,
+    owner: string,
+    leaseMs: number | undefined,
+    reads: AcquireReads,
+  ): Promise<AcquiredRun & { read: AcquiredReads }>;
+  acquire(conversationId: string, runId: string, owner: string, leaseMs?: number): Promise<AcquiredRun>;
   async acquire(conversationId: string, runId: string, owner: string, leaseMs = this.options.leaseMs, reads?: AcquireReads): Promise<AcquiredRun> {
     const k = conversationKeys(this.options.prefix, conversationId);
     const extra = reads ? [reads.state.length, ...reads.state, ...reads.meta] : [];

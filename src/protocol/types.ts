@@ -80,14 +80,17 @@ export interface AcquiredRun {
   /** Failed runs in a row whose unanswered messages this run was created to answer (a follow-up); 0 for any other run. */
   failures: number;
   /** What `acquire` was asked to read in its own call (`AcquireReads`), as the run was acquired. */
-  read?: {
-    /** The input messages' entries, in input order (a kind of a newer release skipped); not read for more than 256 inputs (the script's work stays bounded). */
-    inputs?: import('../record/entries.js').SeqEntry[];
-    /** The state fields' values, in the order asked (undefined: unset). */
-    state: Array<string | undefined>;
-    /** The meta fields' values, in the order asked. */
-    meta: Array<string | undefined>;
-  };
+  read?: AcquiredReads;
+}
+
+/** What `acquire` read in its own call. */
+export interface AcquiredReads {
+  /** The input messages' entries, in input order (a kind of a newer release skipped); not read for more than 256 inputs (the script's work stays bounded). */
+  inputs?: import('../record/entries.js').SeqEntry[];
+  /** The state fields' values, in the order asked (undefined: unset). */
+  state: Array<string | undefined>;
+  /** The meta fields' values, in the order asked. */
+  meta: Array<string | undefined>;
 }
 
 /** Result of `finish`. */
