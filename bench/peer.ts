@@ -234,7 +234,11 @@ function reportRound(rate: number, i: number, { steerbot, floor }: Round): void 
 
 /** The goals at `rate`, judged on the medians of the rounds (each round's figure listed beside). */
 function reportGoals(rate: number, rounds: Round[]): void {
-  const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
+  const median = (xs: number[]) =>
+    pct(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
   const each = (pick: (r: Round) => number, digits: number, unit = '') => {
     const xs = rounds.map(pick);
     return { value: median(xs), text: `${f(median(xs), digits)}${unit}${xs.length > 1 ? ` (rounds ${xs.map((x) => f(x, digits)).join(', ')})` : ''}` };
