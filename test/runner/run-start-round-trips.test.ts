@@ -4,6 +4,7 @@
  * attempt starts from in its own call (the inputs and the prompt's head:
  * checkpoint and meta fields), and the record read goes out beside the
  * starter's identity read, so a run reaches its model in two: acquire, record.
+ * A run of more than 256 inputs (the most the acquire reads) reads them itself.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -84,5 +85,28 @@ describe('a run before its model call', () => {
     expect(record).toEqual(expect.arrayContaining([`hget ${t.h.prefix}:{people}:links`, `xrevrange ${k.log}`]));
     expect(record).toHaveLength(2);
     await t.h.outbound.waitForMessages(1);
+  });
+
+  it('takes more than 256 inputs, which the acquire leaves to it, with one read of their entries: the model gets every message in order', async () => {
+    t.fake.script([{ text: 'All read.' }]);
+    t.h = await RunnerHarness.start();
+    // No runner yet: the first message makes a queued run, and the 299 after it join it.
+    const first = await t.h.ingest('message 1');
+    for (let i = 2; i <= 300; i += 50) {
+      const joined = await Promise.all(Array.from({ length: Math.min(50, 301 - i) }, (_, j) => t.h!.ingest(`message ${i + j}`)));
+      expect(joined.every((r) => r.kind === 'joined')).toBe(true);
+    }
+    const sent = recordWaves(t.h.redis as Redis);
+    await t.h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false } }));
+
+    expect((await t.h.runEnded((first as { runId: string }).runId)).outcome).toBe('completed');
+    const users = t.fake.requests[0]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content);
+    expect(users).toEqual(Array.from({ length: 300 }, (_, i) => `message ${i + 1}`));
+    // The inputs' entries are read once, by seq, after the acquire returned none of them.
+    const inputReads = sent.filter((s) => s.name === 'xrange' && s.args[0] === conversationKeys(t.h!.prefix, CID).log && s.args[1] === s.args[2]);
+    const [started] = await t.h.entries('run.started');
+    expect(started?.inputs).toHaveLength(300);
+    expect(inputReads.map((s) => s.args[1])).toEqual(started!.inputs!.map((seq) => `${seq}-0`));
+    expect(t.h.outbound.texts).toEqual(['All read.']);
   });
 });
