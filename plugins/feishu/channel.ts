@@ -57,7 +57,7 @@ export function createFeishuPlugin(config: FeishuConfigInput, deps: ChannelDeps)
     prefix: deps.prefix,
     reactions: cfg.reactions,
   });
-  const inbound = new FeishuInbound(FEISHU_PLUGIN_ID, logger);
+  const inbound = new FeishuInbound(FEISHU_PLUGIN_ID, logger, { redis: deps.redis, prefix: deps.prefix });
   const state: { ws: WSClient | undefined; started: boolean } = { ws: undefined, started: false };
 
   return {

@@ -6,8 +6,13 @@
  * FeishuApiError with the status, the platform's code and the rate limit's
  * wait for a non-2xx answer (the SDK passes errors through unchanged), and
  * takes `deps.fetch`. An upload (the SDK's `multipart/form-data` requests:
- * an object of fields, the file a Buffer) is sent as `FormData`.
+ * an object of fields, the file a Buffer) is sent as `FormData`. A download
+ * (`responseType: 'stream'`, a message's resource) answers its body as a
+ * Node stream, unread: the caller reads it within its size limit. The
+ * request's timeout covers the whole download.
  */
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { HttpInstance, HttpRequestOptions } from '@larksuiteoapi/node-sdk';
 import { feishuError, networkError } from './errors.js';
 
@@ -87,6 +92,10 @@ export function fetchHttpInstance(o: FetchHttpOptions): HttpInstance {
       });
     } catch (err) {
       throw networkError(what, err, o.secrets);
+    }
+    if (opts.responseType === 'stream' && res.ok && res.body) {
+      const data = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+      return (opts.$return_headers ? { data, headers: Object.fromEntries(res.headers) } : data) as R;
     }
     const text = await res.text().catch(() => '');
     let body: unknown = text;

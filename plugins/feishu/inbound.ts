@@ -4,15 +4,19 @@
  * connection, or from the callback route once checked); messages and clicks
  * are normalized and handed to the host, one at a time in arrival order. A
  * click is answered with a toast of the command's reply for the clicker,
- * and the card replaced when the command changed something. Its state (the
- * bot's open id, the tail of the queue) is declared as fields.
+ * and the card replaced when the command changed something. A click names
+ * its chat but not the chat's kind: it counts as a one-to-one chat's only
+ * when a message of that conversation said so (`p2pKey`), else as a
+ * group's, so the group's access and its admin-only commands apply. Its
+ * state (the bot's open id, the tail of the queue) is declared as fields.
  */
 import { type Client, EventDispatcher, LoggerLevel } from '@larksuiteoapi/node-sdk';
 import type { ChannelHost } from 'steerbot/channel';
-import { InvalidInputError, type Logger } from 'steerbot/plugin';
+import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
 import { clickAnswer } from './card.js';
 import { FeishuApiError } from './errors.js';
 import { cardActionSchema, messageEventSchema } from './event-schema.js';
+import { p2pKey } from './keys.js';
 import { normalizeClick, normalizeMessage } from './normalize.js';
 
 /** The SDK's logger on ours: warnings and errors only (its debug lines name the long connection's ticket). */
@@ -44,6 +48,7 @@ export class FeishuInbound {
   constructor(
     private readonly channelId: string,
     private readonly logger: Logger,
+    private readonly store: { redis: RedisClient; prefix: string },
   ) {}
 
   /** Reads the bot's open id. Throws FeishuApiError when the platform refuses the app's credentials. */
@@ -89,6 +94,8 @@ export class FeishuInbound {
       return { ok: true, ignored: n.reason };
     }
     const result = await host.receive(this.channelId, n.message);
+    // Noted once the host took it (the answer, and any buttons in it, come later): what the clicks in the chat read.
+    if (!n.message.group && result.kind !== 'ignored') await this.store.redis.set(p2pKey(this.store.prefix, n.message.conversationId), '1');
     return result.kind === 'ignored' ? { ok: true, ignored: result.reason } : { ok: true, result: result.kind };
   }
 
@@ -96,6 +103,7 @@ export class FeishuInbound {
   async handleClick(host: ChannelHost, data: unknown): Promise<Record<string, unknown>> {
     const message = normalizeClick(this.channelId, parsed(cardActionSchema.safeParse(data), 'card action'));
     if (!message) return {};
+    if (!(await this.store.redis.exists(p2pKey(this.store.prefix, message.conversationId)))) message.group = true;
     const result = await host.receive(this.channelId, message);
     if (result.kind === 'command') return clickAnswer(result.reply, result.edit);
     return clickAnswer(result.kind === 'ignored' ? 'Not allowed here.' : undefined, undefined);

@@ -4,7 +4,9 @@
  * uploaded, then a message naming the key), over the SDK's client
  * (`im.message.create` to the chat, `im.message.reply` into a thread, with
  * `reply_in_thread`), and status reactions when configured
- * (`reactions.ts`). The SDK gets and renews the tenant access token itself.
+ * (`reactions.ts`). It also downloads the files people sent, for a
+ * runner's prompt (`fetchAttachment`, `resources.ts`). The SDK gets and
+ * renews the tenant access token itself.
  *
  * Every send carries `uuid`, made from the delivery key (a file's caption
  * from the key and `:caption`): the platform sends at most one message per
@@ -22,6 +24,7 @@ import { FeishuApiError, feishuError } from './errors.js';
 import { FEISHU_FILE_MAX_BYTES, uploadFile } from './files.js';
 import { parseConversation } from './normalize.js';
 import { react } from './reactions.js';
+import { downloadResource } from './resources.js';
 
 /**
  * Longest message, in characters. A text message's request may be 150 KB
@@ -119,6 +122,8 @@ export function createFeishuOutbound(o: FeishuOutboundOptions): ChannelOutbound 
       if (file.caption) await post(t, 'text', JSON.stringify({ text: file.caption.slice(0, FEISHU_MAX_MESSAGE_CHARS) }), uuidOf(`${key}:caption`));
       return { messageId };
     },
+
+    fetchAttachment: (attachment, opts) => downloadResource(client, attachment, opts),
   };
   const reactions = o.reactions;
   if (reactions) outbound.react = (conversationId, messageId, status) => react(o, reactions, conversationId, messageId, status);

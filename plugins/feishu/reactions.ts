@@ -7,11 +7,32 @@
  * a failure takes the bot's other statuses off (`staleReactions`). A
  * process that dies between an add and its record leaves that one reaction
  * unknown: a takeover adds it again and cannot take the first off.
+ *
+ * The record is bounded: it holds the conversation's last
+ * FEISHU_REACTIONS_KEPT reactions, and adding one past that forgets the
+ * oldest (`reaction-keep-2.lua`, in the order `reactionsOrderKey` keeps). A
+ * message's final status stays recorded for a while rather than being
+ * forgotten once shown (as on Matrix, whose transaction ids make a repeat
+ * harmless): here the record is the only thing that keeps a repeat from
+ * adding a second reaction, and a failed message a follow-up run answers
+ * still needs its failure's id to take it off. Both concern the newest
+ * messages (a takeover repeats the statuses of the run it takes over; a
+ * follow-up run comes right after the failure), which the window covers.
+ * The cost, past the window: a message older than the last
+ * FEISHU_REACTIONS_KEPT reactions (a run that took more messages than that
+ * at once) keeps a stale status beside its new one, and a repeat on it adds
+ * a second reaction.
  */
 import type { Client } from '@larksuiteoapi/node-sdk';
-import { type ReactionStatus, type RedisClient, staleReactions } from 'steerbot/plugin';
+import { type ReactionStatus, type RedisClient, staleReactions, storage } from 'steerbot/plugin';
 import { FeishuApiError, feishuError } from './errors.js';
-import { reactionsKey } from './keys.js';
+import { reactionsKey, reactionsOrderKey } from './keys.js';
+
+/** Most of the bot's reactions recorded per conversation; the oldest are forgotten past it. */
+export const FEISHU_REACTIONS_KEPT = 100;
+
+/** Records a reaction and forgets the oldest past the bound (`reaction-keep-2.lua`). */
+const keepScript = storage.defineScript(new URL('./reaction-keep-2.lua', import.meta.url));
 
 /** What `react` needs of the outbound side. */
 export interface ReactDeps {
@@ -42,6 +63,7 @@ export async function react(
   status: ReactionStatus,
 ): Promise<void> {
   const key = reactionsKey(o.prefix, conversationId);
+  const order = reactionsOrderKey(o.prefix, conversationId);
   const field = (type: string) => `${messageId}:${type}`;
   const shown = emoji[status];
   if ((await o.redis.hget(key, field(shown))) === null) {
@@ -52,7 +74,7 @@ export async function react(
     );
     const id = answer.data?.reaction_id;
     if (typeof id !== 'string' || id === '') throw new FeishuApiError('feishu reaction: the answer named no reaction id', { status: 502 });
-    await o.redis.hset(key, field(shown), id);
+    await keepScript.run(o.redis, [key, order], [field(shown), id, FEISHU_REACTIONS_KEPT]);
   }
   for (const stale of staleReactions(emoji, status)) {
     const id = await o.redis.hget(key, field(stale));
@@ -63,6 +85,6 @@ export async function react(
       // A refusal other than a rate limit means it is gone already (the message was recalled): nothing is left to take off.
       if (!(err instanceof FeishuApiError) || err.status === undefined || err.status === 429 || err.status >= 500) throw err;
     }
-    await o.redis.hdel(key, field(stale));
+    await o.redis.multi().hdel(key, field(stale)).zrem(order, field(stale)).exec();
   }
 }

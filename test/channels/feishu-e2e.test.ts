@@ -109,6 +109,28 @@ describe('feishu end to end (long connection)', () => {
     expect((await h.entries('message.received', `feishu:${FEISHU_GROUP}`)).map((e) => e.text)).toEqual(['hi bot']);
   });
 
+  it("counts a card click as a group's unless a message said the chat is one-to-one: a member's /new button in a group is refused, Ann's in her chat runs", async () => {
+    await boot();
+    ai.script([{ text: 'Hello group.' }, { text: 'Hello Ann.' }]);
+    await feishu.push(feishuMessageEvent({ text: 'hi bot', chatType: 'group' }));
+    await nth(1, 'the group reply');
+    await h.idle(15_000, `feishu:${FEISHU_GROUP}`);
+    // A click names its chat, not the chat's kind: Bob's /new in the group is a group-wide command he is no admin for.
+    const inGroup = await feishu.push(feishuCardAction({ messageId: 'om_card1', chatId: FEISHU_GROUP, operator: FEISHU_BOB, value: { command: '/new' } }));
+    expect(inGroup.data).toEqual({ toast: { type: 'info', content: 'Only admins can use /new here.' } });
+    expect(await h.entries('conversation.reset', `feishu:${FEISHU_GROUP}`)).toEqual([]);
+    // A chat the bot never heard from counts as a group too.
+    const unknown = await feishu.push(feishuCardAction({ messageId: 'om_card2', chatId: 'oc_unheard', operator: FEISHU_BOB, value: { command: '/new' } }));
+    expect(unknown.data).toEqual({ toast: { type: 'info', content: 'Only admins can use /new here.' } });
+
+    await feishu.push(fromAnn('hello'));
+    await nth(2, "Ann's reply");
+    await h.idle(15_000, DM_CONVERSATION);
+    const inDm = await feishu.push(feishuCardAction({ messageId: 'om_card3', chatId: FEISHU_DM, operator: FEISHU_ANN, value: { command: '/new' } }));
+    expect(inDm.data.toast.content).not.toMatch(/Only admins/);
+    expect(await h.entries('conversation.reset', DM_CONVERSATION)).toHaveLength(1);
+  });
+
   it('steers a message sent while the agent runs a tool into the same run', async () => {
     await boot();
     ai.script([{ toolCalls: [{ id: 'call_1', name: 'lookup', args: {} }] }, { text: 'Schedule, weekend included.' }] satisfies FakeTurn[]);

@@ -5,13 +5,17 @@
  * an image / file / audio message naming its key and the caption after it,
  * directly and through a run's delivery — and end to end through the whole
  * system (long connection → host → Redis → runner → delivery): a spoken
- * reply, and the reactions on the person's message.
+ * reply, and the reactions on the person's message. The record of the bot's
+ * reactions is read back from Redis: bounded, and what keeps a repeated
+ * status from adding a second reaction.
  */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFeishuPlugin, type FeishuConfigInput } from '../../plugins/feishu/channel.js';
 import { FEISHU_FILE_MAX_BYTES, FEISHU_IMAGE_MAX_BYTES, uploadOf } from '../../plugins/feishu/files.js';
+import { reactionsKey, reactionsOrderKey } from '../../plugins/feishu/keys.js';
 import { uuidOf } from '../../plugins/feishu/outbound.js';
+import { FEISHU_REACTIONS_KEPT } from '../../plugins/feishu/reactions.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import { createSpeechModel } from '../../runner/model.js';
@@ -148,6 +152,62 @@ describe('feishu files out (the outbound side)', () => {
   });
 });
 
+describe('feishu status reactions (the outbound side)', () => {
+  let feishu: FakeFeishu;
+  let redis: Redis;
+  let prefix: string;
+  let outbound: ChannelOutbound;
+
+  beforeEach(async () => {
+    feishu = await startFakeFeishu();
+    redis = new Redis(redisUrl());
+    prefix = testPrefix();
+    outbound = createFeishuPlugin({ ...FEISHU_TEST, domain: feishu.url, reactions: true }, { logger, redis, prefix }).outbound;
+  });
+  afterEach(async () => {
+    await feishu.close();
+    await cleanupPrefix(redis, prefix);
+    await redis.quit();
+  });
+
+  /** Ann's messages the platform knows, by id. */
+  const messages = (ids: string[]) => {
+    for (const messageId of ids) feishu.rememberMessage(feishuMessageEvent({ text: 'hi', messageId }));
+    return ids;
+  };
+  const reactionCalls = () => feishu.calls.filter((c) => c.kind === 'react' || c.kind === 'unreact').length;
+
+  it('keeps the record of the bot’s reactions bounded however many messages are answered, the newest kept', async () => {
+    const ids = messages(Array.from({ length: FEISHU_REACTIONS_KEPT + 30 }, (_, i) => `om_many${String(i).padStart(3, '0')}`));
+    for (const id of ids) {
+      await outbound.react!(CID, id, 'taken');
+      await outbound.react!(CID, id, 'answered');
+    }
+
+    expect(ids.filter((id) => feishu.reactionsOn(id).join() !== 'DONE')).toEqual([]);
+    const fields = Object.keys(await redis.hgetall(reactionsKey(prefix, CID))).sort();
+    // Each answer takes its OnIt off after adding DONE: one field under the bound is left.
+    expect(fields).toEqual(ids.slice(-(FEISHU_REACTIONS_KEPT - 1)).map((id) => `${id}:DONE`));
+    expect((await redis.zrange(reactionsOrderKey(prefix, CID), '0', '-1')).sort()).toEqual(fields);
+  });
+
+  it('adds nothing for a repeated status, from this process or a takeover’s, and still takes a failure off when answered', async () => {
+    const [done, failing] = messages(['om_repeat1', 'om_repeat2']) as [string, string];
+    await outbound.react!(CID, done, 'taken');
+    await outbound.react!(CID, done, 'answered');
+    const before = reactionCalls();
+    const takeover = createFeishuPlugin({ ...FEISHU_TEST, domain: feishu.url, reactions: true }, { logger, redis, prefix }).outbound;
+    await takeover.react!(CID, done, 'answered');
+    await outbound.react!(CID, done, 'answered');
+    expect(reactionCalls()).toBe(before);
+    expect(feishu.reactionsOn(done)).toEqual(['DONE']);
+
+    for (const status of ['taken', 'taken', 'failed', 'failed', 'taken', 'answered'] as const) await takeover.react!(CID, failing, status);
+    expect(feishu.reactionsOn(failing)).toEqual(['DONE']);
+    expect(Object.keys(await redis.hgetall(reactionsKey(prefix, CID))).sort()).toEqual([`${done}:DONE`, `${failing}:DONE`]);
+  });
+});
+
 describe('feishu end to end: voice replies and status reactions', () => {
   let ai: FakeOpenAIServer;
   let feishu: FakeFeishu;
@@ -219,6 +279,9 @@ describe('feishu end to end: voice replies and status reactions', () => {
     expect(feishu.reactionsOn('om_react1')).toEqual(['DONE']);
     const order = feishu.calls.map((c) => c.kind).filter((k) => k !== 'upload');
     expect(order).toEqual(['react', 'send', 'react', 'unreact']);
+    // After the run the record holds the answer's reaction alone, in its order too.
+    await waitFor(async () => (await h.redis.zcard(reactionsOrderKey(h.prefix, CID))) === 1, 10_000, 'the taken reaction forgotten');
+    expect(Object.keys(await h.redis.hgetall(reactionsKey(h.prefix, CID)))).toEqual(['om_react1:DONE']);
   });
 
   it('shows the configured emoji type when the run fails without an answer', async () => {
