@@ -75,8 +75,7 @@ export class MatrixInbound {
   }
 
   private async invited(roomId: string, room: InvitedRoom): Promise<void> {
-    const invite = room.invite_state?.events?.find((e) => e.type === 'm.room.member' && e.state_key === this.o.selfId);
-    const inviter = invite?.sender;
+    const inviter = inviterOf(room, this.o.selfId);
     if (!mayJoin(this.o.autoJoin, inviter)) {
       this.o.logger.info({ roomId, inviter }, 'matrix invite not joined (autoJoin does not let its sender in)');
       return;
@@ -174,4 +173,17 @@ export class MatrixInbound {
     this.memberCounts.set(roomId, count);
     if (this.memberCounts.size > MEMBER_COUNT_MEMORY) this.memberCounts.delete(this.memberCounts.keys().next().value as string);
   }
+}
+
+/**
+ * Who invited the bot: the sender of the bot's `m.room.member` invite in
+ * the invite's stripped state. That state is the inviting server's say
+ * (only the invite itself, which the homeserver appends, is checked), so a
+ * server can add a member event naming someone else as the inviter: when
+ * the bot's member events there do not all name one sender, nobody is the
+ * inviter and the invite is not joined.
+ */
+function inviterOf(room: InvitedRoom, selfId: string): string | undefined {
+  const senders = new Set((room.invite_state?.events ?? []).filter((e) => e.type === 'm.room.member' && e.state_key === selfId).map((e) => e.sender));
+  return senders.size === 1 ? [...senders][0] : undefined;
 }

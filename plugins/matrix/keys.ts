@@ -1,11 +1,11 @@
 /**
  * The Matrix channel's own Redis keys (plugin storage of `matrix`): the
  * `/sync` lease (one syncing host) and the account's `since` token the next
- * `/sync` resumes from and the answers of each poll it sent, outside any
- * conversation; per conversation, the bot's
- * status reaction on each message it reacted to (so the next status
- * replaces it). The conversation key is declared in the definition, so
- * `/purge` deletes it and idle retention expires it with the conversation.
+ * `/sync` resumes from, outside any conversation; per conversation, the
+ * bot's status reaction on each message it reacted to (so the next status
+ * replaces it) and the polls it sent that still wait for a response. The
+ * conversation keys are declared in the definition, so `/purge` deletes
+ * them and idle retention expires them with the conversation.
  */
 import { createHash } from 'node:crypto';
 import { storage } from 'steerbot/plugin';
@@ -14,7 +14,7 @@ import { storage } from 'steerbot/plugin';
 export const MATRIX_PLUGIN_ID = 'matrix';
 
 /** Keys the plugin keeps per conversation: `storage.conversationKeys` of its definition. */
-export const MATRIX_CONVERSATION_KEYS = ['reactions'] as const;
+export const MATRIX_CONVERSATION_KEYS = ['reactions', 'polls'] as const;
 
 // One storage for the process's prefix, not one per key.
 let cached: storage.PluginStorage | undefined;
@@ -32,11 +32,13 @@ export const sinceKey = (prefix: string, homeserverUrl: string, userId: string):
   keys(prefix).key(`since:${createHash('sha256').update(`${homeserverUrl}\n${userId}`).digest('hex').slice(0, 16)}`);
 
 /**
- * The answers of a poll the bot sent (`polls.ts`), by the poll's event id
- * (hashed: an event id is up to 255 bytes of the server's choosing), while
- * it waits for a response: a JSON string, expiring.
+ * The polls the bot sent in a conversation that still wait for a response
+ * (`poll-store.ts`): a hash, poll event id → JSON, each entry expiring, the
+ * hash at most `MAX_KEPT_POLLS` entries and expiring a week after the
+ * newest. A room's hash also points at the thread of each poll sent in one
+ * of its threads.
  */
-export const pollKey = (prefix: string, pollId: string): string => keys(prefix).key(`poll:${createHash('sha256').update(pollId).digest('hex').slice(0, 32)}`);
+export const pollsKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'polls');
 
 /** The bot's reaction on each message: a hash, message event id → `<status>:<reaction event id>`. */
 export const reactionsKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'reactions');

@@ -4,22 +4,30 @@
  * events, which no stable room version has). A message with buttons is
  * followed by a disclosed single-choice poll, one answer per button, each
  * answer's id made from its button's command; the poll's answers are kept in
- * Redis by its event id (`pollKey`) until it is answered or expires.
+ * its conversation's Redis storage (`poll-store.ts`) until it is answered,
+ * expires or the conversation is purged.
  *
  * A room member's response to such a poll becomes the command of the answer
  * chosen, from the responder, as a button click: the host's checks decide
- * whether that person may choose. A response to any other poll, with an
- * answer the poll does not have, an edit of a response, or the bot's own is
- * ignored before anything is written. Once a choice is taken (the host
- * answers with an `edit`), the poll is ended (`poll.end`, carrying that text)
- * and forgotten, so later responses to it are ignored too.
+ * whether that person may choose. A response to any other poll (or one no
+ * longer kept), with an answer the poll does not have, an edit of a
+ * response, or the bot's own is ignored before anything is written. Once a
+ * choice is taken (the host answers with an `edit`), its text is recorded
+ * with the poll, the poll is ended (`poll.end`, carrying that text, under a
+ * transaction id made from the poll's id) and only then forgotten: when the
+ * end fails for a passing reason or the host dies before it, the response
+ * is handled again (the same `since`), finds the poll still kept with its
+ * end text and ends it, the host's dedupe keeping the command from being
+ * taken twice. (A host that dies between the host taking the choice and
+ * that record leaves the poll open until it expires: the redelivered
+ * response is then a duplicate, which carries no text to end it with.)
+ * Later responses to a forgotten poll are ignored.
  */
 import { createHash } from 'node:crypto';
 import type { ChannelHost, ChannelOutbound, InboundMessage, MessageButton, ReceiveResult } from 'steerbot/channel';
-import { InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
+import { ChannelApiError, InvalidInputError, type Logger, type RedisClient } from 'steerbot/plugin';
 import type { MatrixClient } from './client.js';
-import { pollKey } from './keys.js';
-import { roomOf } from './normalize.js';
+import { findPoll, forgetPoll, type KeptPoll, keepPoll, markPollEnding } from './poll-store.js';
 import { sendEvent, txnIdOf } from './send.js';
 import type { TimelineEvent } from './sync-schema.js';
 
@@ -41,19 +49,10 @@ const MAX_POLL_ANSWERS = 20;
 /** Longest poll question, in characters: the message's first line (the whole text is the message above the poll). */
 const QUESTION_CHARS = 300;
 
-/** How long a poll's answers are kept for its responses, in seconds (a week: longer than a question or an approval waits). */
-const POLL_TTL_SECONDS = 7 * 24 * 3600;
-
 type Content = Record<string, unknown>;
 
 /** The answer id of a button: made from its command, so a resent poll has the same answers. */
 export const answerIdOf = (command: string): string => `sb-${createHash('sha256').update(command).digest('base64url').slice(0, 16)}`;
-
-/** What is kept of a poll the bot sent: its conversation, and each answer id's command. */
-export interface KeptPoll {
-  conversationId: string;
-  answers: Record<string, string>;
-}
 
 /** The content of the poll that follows `text` with `buttons` (at most `MAX_POLL_ANSWERS` of them), and its answers' commands. */
 function pollContent(text: string, buttons: readonly MessageButton[]): { content: Record<string, unknown>; answers: Record<string, string> } {
@@ -79,31 +78,13 @@ function pollContent(text: string, buttons: readonly MessageButton[]): { content
  * its answers for the responses.
  */
 export async function sendPoll(
-  o: { client: MatrixClient; redis: RedisClient; prefix: string },
+  o: { channelId: string; client: MatrixClient; redis: RedisClient; prefix: string },
   p: { roomId: string; conversationId: string; text: string; buttons: readonly MessageButton[]; txnId: string; relation?: Content | undefined },
 ): Promise<void> {
   const { content, answers } = pollContent(p.text, p.buttons);
   if (p.relation) content['m.relates_to'] = p.relation;
   const pollId = await sendEvent(o.client, p.roomId, POLL.start, p.txnId, content);
-  await keepPoll(o.redis, o.prefix, pollId, { conversationId: p.conversationId, answers });
-}
-
-/** Keeps the answers of the poll `pollId` (one key, expiring). */
-async function keepPoll(redis: RedisClient, prefix: string, pollId: string, poll: KeptPoll): Promise<void> {
-  await redis.set(pollKey(prefix, pollId), JSON.stringify(poll), 'EX', POLL_TTL_SECONDS);
-}
-
-/** The kept answers of `pollId`; undefined when the bot sent no such poll, or it was answered or expired. */
-export async function keptPoll(redis: RedisClient, prefix: string, pollId: string): Promise<KeptPoll | undefined> {
-  const raw = await redis.get(pollKey(prefix, pollId));
-  if (raw === null) return undefined;
-  const poll = JSON.parse(raw) as KeptPoll;
-  return typeof poll.conversationId === 'string' && typeof poll.answers === 'object' && poll.answers !== null ? poll : undefined;
-}
-
-/** Forgets `pollId` once it was answered. */
-async function forgetPoll(redis: RedisClient, prefix: string, pollId: string): Promise<void> {
-  await redis.del(pollKey(prefix, pollId));
+  await keepPoll(o.redis, o.prefix, o.channelId, { conversationId: p.conversationId, pollId, answers });
 }
 
 /** Whether an event's type is a poll response. */
@@ -141,23 +122,38 @@ export interface PollResponseDeps {
   logger: Logger;
 }
 
+/** Whether a send failed for a passing reason (no answer, a 429, a 5xx), to be tried again. */
+const isPassing = (err: unknown): boolean => !(err instanceof ChannelApiError) || err.status === undefined || err.status === 429 || err.status >= 500;
+
 /**
- * Hands a poll response in `roomId` to the host as the chosen answer's
- * command, when it answers a poll the bot sent in that room and is waiting
- * on; ignores it otherwise, writing nothing. A choice taken ends the poll;
- * a refused one is answered with the host's reply. Throws what `receive`
- * throws, but InvalidInputError (bad input stays bad: skipped).
+ * Ends `pollId` in `roomId` with the text of the choice taken
+ * (`poll.end`), then forgets it. The end's transaction id is made from the poll's id, so an end
+ * sent again (its answer lost, the host died before forgetting) is the same
+ * event. Throws when the end failed for a passing reason, the poll still
+ * kept for the response's next handling; a refused end is logged and the
+ * poll forgotten (it stays open in the room).
  */
-export async function answerPoll(d: PollResponseDeps, roomId: string, group: boolean, event: TimelineEvent): Promise<void> {
-  const response = event.sender === d.selfId ? undefined : responseOf(event.type, event.content ?? {});
-  const poll = response && (await keptPoll(d.host.redis, d.host.prefix, response.pollId));
-  const command = response && poll?.answers[response.answerId];
-  if (!response || !poll || command === undefined || roomOf(d.channelId, poll.conversationId) !== roomId) {
-    d.logger.debug({ roomId, eventId: event.event_id }, 'matrix poll response ignored (not an answer to a poll the bot waits on)');
-    return;
+async function endPoll(d: PollResponseDeps, roomId: string, pollId: string, poll: KeptPoll & { end: string }): Promise<void> {
+  try {
+    await sendEvent(d.client, roomId, POLL.end, txnIdOf(`end:${pollId}`), pollEndContent(pollId, poll.end));
+  } catch (err) {
+    if (isPassing(err)) throw err;
+    d.logger.warn({ err, roomId, pollId }, 'matrix poll end refused; the poll is forgotten');
   }
+  await forgetPoll(d.host.redis, d.host.prefix, d.channelId, poll.conversationId, pollId);
+}
+
+/** Hands the chosen `command` to the host as a click in the poll's conversation; undefined when the host rejects it as bad input (skipped). */
+async function receiveChoice(
+  d: PollResponseDeps,
+  roomId: string,
+  group: boolean,
+  event: TimelineEvent,
+  conversationId: string,
+  command: string,
+): Promise<ReceiveResult | undefined> {
   const message: InboundMessage = {
-    conversationId: poll.conversationId,
+    conversationId,
     updateKey: `${d.channelId}:${event.event_id}`,
     chatId: roomId,
     sender: { id: event.sender },
@@ -166,23 +162,42 @@ export async function answerPoll(d: PollResponseDeps, roomId: string, group: boo
     interaction: 'button',
     ...(group && { group: true }),
   };
-  let result: ReceiveResult;
   try {
-    result = await d.host.receive(d.channelId, message);
+    return await d.host.receive(d.channelId, message);
   } catch (err) {
     if (!(err instanceof InvalidInputError)) throw err;
     d.logger.warn({ err, eventId: event.event_id }, 'matrix poll response rejected; skipped');
+    return undefined;
+  }
+}
+
+/**
+ * Hands a poll response in `roomId` to the host as the chosen answer's
+ * command, when it answers a poll the bot sent in that room and still waits
+ * on; ignores it otherwise, writing nothing. A choice taken ends the poll
+ * (`endPoll`); a refused one is answered with the host's reply. A response
+ * to a poll whose choice was taken but whose end was not sent ends it, the
+ * host not asked again. Throws what `receive` throws, but InvalidInputError
+ * (bad input stays bad: skipped), and when the end failed for a passing
+ * reason: the response is handled again.
+ */
+export async function answerPoll(d: PollResponseDeps, roomId: string, group: boolean, event: TimelineEvent): Promise<void> {
+  const response = event.sender === d.selfId ? undefined : responseOf(event.type, event.content ?? {});
+  const poll = response && (await findPoll(d.host.redis, d.host.prefix, d.channelId, roomId, response.pollId));
+  if (response && poll?.end !== undefined) return endPoll(d, roomId, response.pollId, { ...poll, end: poll.end });
+  const command = response && poll?.answers[response.answerId];
+  if (!response || !poll || command === undefined) {
+    d.logger.debug({ roomId, eventId: event.event_id }, 'matrix poll response ignored (not an answer to a poll the bot waits on)');
     return;
   }
-  if (result.kind !== 'command' || result.duplicate) return;
-  try {
-    if (result.edit !== undefined) {
-      await forgetPoll(d.host.redis, d.host.prefix, response.pollId);
-      await sendEvent(d.client, roomId, POLL.end, txnIdOf(`end:${response.pollId}`), pollEndContent(response.pollId, result.edit));
-    } else if (result.reply !== '') {
-      await d.send(poll.conversationId, result.reply, { replyTo: event.event_id });
-    }
-  } catch (err) {
-    d.logger.warn({ err, roomId, pollId: response.pollId }, 'could not show the outcome of a matrix poll response');
+  const result = await receiveChoice(d, roomId, group, event, poll.conversationId, command);
+  if (result?.kind !== 'command' || result.duplicate) return;
+  if (result.edit !== undefined) {
+    await markPollEnding(d.host.redis, d.host.prefix, response.pollId, poll, result.edit);
+    await endPoll(d, roomId, response.pollId, { ...poll, end: result.edit });
+  } else if (result.reply !== '') {
+    await d.send(poll.conversationId, result.reply, { replyTo: event.event_id }).catch((err: unknown) => {
+      d.logger.warn({ err, roomId, pollId: response.pollId }, 'could not answer a refused matrix poll choice');
+    });
   }
 }

@@ -6,7 +6,8 @@
  * the contract's digit ids are used as the senders' user ids as they are.
  */
 import { createMatrixPlugin } from '../../plugins/matrix/channel.js';
-import { answerIdOf, keptPoll } from '../../plugins/matrix/polls.js';
+import { keptPoll } from '../../plugins/matrix/poll-store.js';
+import { answerIdOf } from '../../plugins/matrix/polls.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { MATRIX_TEST, type MatrixEvent, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -58,8 +59,9 @@ channelPluginContract({
           .map((r) => r.slice(messageId.length + 1)),
       // The buttons of the bot's last poll: each answer's label, and the command its id was made from (kept by the plugin).
       async buttons(chatId) {
-        const poll = matrix.polls(rooms.get(chatId) ?? '').at(-1);
-        const kept = poll && (await keptPoll(env.redis, env.prefix, poll.eventId));
+        const roomId = rooms.get(chatId) ?? '';
+        const poll = matrix.polls(roomId).at(-1);
+        const kept = poll && (await keptPoll(env.redis, env.prefix, `matrix:${roomId}`, poll.eventId));
         return poll && kept ? poll.answers.map((a) => ({ label: a.label, command: kept.answers[a.id] ?? '' })) : [];
       },
       async click(chatId, command, sender) {

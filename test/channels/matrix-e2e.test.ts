@@ -271,6 +271,20 @@ describe('matrix end to end', () => {
     await h.idle(15_000, conversation(invited));
   });
 
+  it("does not join a stranger's invite whose server names someone autoJoin lets in as the inviter in the room state it sent", async () => {
+    await start({ autoJoin: [MATRIX_ALICE] });
+    // Bob's server puts a member event of the bot "sent by" Alice in the invite's stripped state, ahead of Bob's real invite.
+    const forged = matrix.invite(
+      MATRIX_BOB,
+      [],
+      [{ type: 'm.room.member', state_key: MATRIX_TEST.userId, sender: MATRIX_ALICE, content: { membership: 'invite' } }],
+    );
+    const invited = matrix.invite(MATRIX_ALICE);
+    await matrix.waitUntil(() => matrix.joined(invited), 10_000, 'the join of the real invite');
+    // Both invites were in the answer that led to the join.
+    expect(matrix.joined(forged)).toBe(false);
+  });
+
   it('joins an invite once the homeserver answers again, after a join failed with a 5xx', async () => {
     await start({ autoJoin: true });
     matrix.failNext('join', { status: 502 });

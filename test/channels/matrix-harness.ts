@@ -1,10 +1,14 @@
-import { createHttpServer, type HttpServer } from '../../host/http.js';
+import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import { createChannelHost } from '../../host/receive.js';
 import { createMatrixPlugin, type MatrixConfigInput } from '../../plugins/matrix/channel.js';
+import matrixDefinition from '../../plugins/matrix/index.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
+import { declaredConversationKeys } from '../../src/plugin/storage.js';
+import { dispatchFromConfig } from '../../src/protocol/dispatch-config.js';
 import { type FakeMatrix, MATRIX_TEST } from '../../testing/fakes/matrix-server.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
-import { hostChannel, runnerFor } from './system.js';
+import { runnerFor } from './system.js';
 
 /** What `startMatrixSystem` started: stop `plugin`, then close `http`, when done. */
 export interface MatrixSystem {
@@ -20,11 +24,27 @@ export function matrixPlugin(h: RunnerHarness, matrix: FakeMatrix, config: Parti
   );
 }
 
-/** Starts `plugin` with a channel host on the harness (no runner). */
+/**
+ * Starts `plugin` with a channel host on the harness (no runner). Its
+ * commands run with the plugin's conversation keys declared, as the app
+ * wires them (`/purge` deletes them).
+ */
 export async function startMatrixHost(h: RunnerHarness, plugin: ChannelPlugin): Promise<HttpServer> {
-  const { logger, redis } = h.ctx;
-  const http = createHttpServer({ config: h.ctx.config, redis, logger });
-  await hostChannel(h, http, plugin);
+  const { logger, redis, config } = h.ctx;
+  const http = createHttpServer({ config, redis, logger });
+  const pluginKeys = declaredConversationKeys([matrixDefinition]);
+  const host = createChannelHost({
+    routes: routeRegistry(http),
+    redis,
+    prefix: h.prefix,
+    logger,
+    dispatch: dispatchFromConfig(config, redis, h.dispatch.options.steeringCapable, pluginKeys),
+    ingest: h.ingestService,
+    enqueue: (c, r) => h.queue.enqueue(c, r),
+    outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
+    features: [],
+  });
+  await plugin.start(host);
   return http;
 }
 

@@ -143,6 +143,8 @@ interface StreamEntry {
   event?: MatrixEvent;
   /** An invite of the bot, by this sender. */
   inviteFrom?: string;
+  /** Stripped state the inviting server sent with it, shown before the invite itself (as Synapse orders `invite_state`). */
+  inviteState?: Array<Record<string, unknown>>;
 }
 
 /** Options of `startFakeMatrix`. */
@@ -207,11 +209,14 @@ export class FakeMatrix {
     return this.createRoom([this.userId, person]);
   }
 
-  /** Invites the bot to a new room `from` made (with `others` joined too); returns its id. */
-  invite(from: string, others: readonly string[] = []): string {
+  /**
+   * Invites the bot to a new room `from` made (with `others` joined too); returns its id. `strippedState`: what
+   * the inviting server put in the invite's room state (its own server's say, unchecked), shown before the invite.
+   */
+  invite(from: string, others: readonly string[] = [], strippedState?: Array<Record<string, unknown>>): string {
     const roomId = this.createRoom([from, ...others]);
     this.room(roomId).invited.set(this.userId, from);
-    this.append({ roomId, inviteFrom: from });
+    this.append({ roomId, inviteFrom: from, ...(strippedState && { inviteState: strippedState }) });
     return roomId;
   }
 
@@ -496,7 +501,12 @@ export class FakeMatrix {
       if (entry.inviteFrom !== undefined) {
         if (room.invited.has(this.userId)) {
           invite[entry.roomId] = {
-            invite_state: { events: [{ type: 'm.room.member', state_key: this.userId, sender: entry.inviteFrom, content: { membership: 'invite' } }] },
+            invite_state: {
+              events: [
+                ...(entry.inviteState ?? []),
+                { type: 'm.room.member', state_key: this.userId, sender: entry.inviteFrom, content: { membership: 'invite' } },
+              ],
+            },
           };
         }
         continue;
