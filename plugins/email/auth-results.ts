@@ -4,8 +4,11 @@
  * `Authentication-Results` header (RFC 8601) its own receiving server adds
  * after checking DKIM and SPF, and only one naming that server's
  * authserv-id: anyone can write such a header into a mail, so one from
- * another authserv-id says nothing (a receiving server removes incoming
- * headers that claim its own id, RFC 8601 §5).
+ * another authserv-id says nothing. Only the topmost header naming that id
+ * is read: the receiving server adds its own above every header the mail
+ * came with (RFC 8601 §5), so one below it bearing the same id was written
+ * before the mail reached it — by the sender, when the server does not
+ * remove such headers as it should.
  *
  * A mail passes when a trusted header says `dkim=pass` with a signing domain
  * (`header.d`) that is the From domain or a parent of it, or `spf=pass` with
@@ -74,11 +77,14 @@ export type AuthVerdict = undefined | 'no-trusted-header' | 'not-passed';
 
 /**
  * Checks the From address `from` against the mail's `Authentication-Results`
- * header values: those of `authServId` only. Undefined: vouched for.
+ * header values, in the order they appear in the mail (topmost first): the
+ * first one of `authServId` decides, any below it counts for nothing.
+ * Undefined: vouched for.
  */
 export function checkSender(headerValues: readonly string[], authServId: string, from: string): AuthVerdict {
-  const trusted = headerValues.map(parseAuthResults).filter((h) => h !== undefined && h.authServId === authServId.toLowerCase());
-  if (trusted.length === 0) return 'no-trusted-header';
+  const id = authServId.toLowerCase();
+  const own = headerValues.map(parseAuthResults).find((h) => h?.authServId === id);
+  if (own === undefined) return 'no-trusted-header';
   const fromDomain = domainOf(from);
-  return trusted.some((h) => h!.results.some((r) => vouches(r, fromDomain))) ? undefined : 'not-passed';
+  return own.results.some((r) => vouches(r, fromDomain)) ? undefined : 'not-passed';
 }

@@ -1,25 +1,28 @@
 /**
  * The email channel's inbound side: one round of fetched mail at a time, in
  * UID order. Each mail is parsed (`mailparser`), its sender checked against
- * the receiving server's `Authentication-Results` (`auth-results.ts`),
- * normalized, its thread stored for the replies, and handed to the host;
+ * the receiving server's `Authentication-Results` (`auth-results.ts`), its
+ * `To` / `Cc` checked for the bot's address (a signed mail someone received
+ * and sends on to the bot unchanged still passes DKIM, but does not name
+ * the bot), normalized, its thread stored for the replies (the sender's
+ * own when the thread it names is another address's), and handed to the host;
  * the cursor is stored after every mail, so a restart neither answers a
  * mail again nor skips one (a mail handed over twice, the host having died
  * between the two, is dropped by the host's dedupe on its Message-ID).
  */
-import { simpleParser } from 'mailparser';
-import type { ChannelHost } from 'steerbot/channel';
+import { type AddressObject, type EmailAddress, simpleParser } from 'mailparser';
+import type { ChannelHost, InboundMessage } from 'steerbot/channel';
 import { InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery, storage } from 'steerbot/plugin';
 import { attachmentsOf } from './attachments.js';
 import { checkSender } from './auth-results.js';
 import { threadKey } from './keys.js';
 import type { Cursor, FetchedMail, Round } from './mailbox.js';
-import { type MailInput, normalizeMail } from './normalize.js';
+import { inOwnThread, type MailInput, normalizeMail, type ThreadInfo } from './normalize.js';
 
 /** What the inbound side needs. */
 export interface EmailInboundOptions {
   channelId: string;
-  /** The bot's address. */
+  /** The bot's address: a mail must name it in `To` or `Cc`; mail from it is skipped. */
   self: string;
   /** authserv-id whose `Authentication-Results` are believed; undefined: every From is believed. */
   authServId: string | undefined;
@@ -37,8 +40,17 @@ export async function readCursor(redis: RedisClient, key: string): Promise<Curso
   return h.validity && Number.isSafeInteger(uid) && uid >= 0 ? { validity: h.validity, uid } : null;
 }
 
+/** The addresses of mailparser's `To` or `Cc` (one header or several), groups flattened, lower-cased. */
+function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
+  const flat = (list: EmailAddress[]): string[] => list.flatMap((a) => (a.group ? flat(a.group) : a.address ? [a.address.trim().toLowerCase()] : []));
+  return (field === undefined ? [] : Array.isArray(field) ? field : [field]).flatMap((o) => flat(o.value));
+}
+
+/** A parsed mail: what `normalizeMail` reads, and its `Date`. */
+type ParsedInput = MailInput & { sentAtSeconds: number | undefined };
+
 /** Turns mailparser's result into what `normalizeMail` reads. */
-async function parse(source: Buffer): Promise<MailInput & { sentAtSeconds: number | undefined }> {
+async function parse(source: Buffer): Promise<ParsedInput> {
   const parsed = await simpleParser(source, { skipTextToHtml: true, skipImageLinks: true });
   const headers = new Map<string, string[]>();
   for (const { key, line } of parsed.headerLines) {
@@ -57,6 +69,7 @@ async function parse(source: Buffer): Promise<MailInput & { sentAtSeconds: numbe
     ...(parsed.messageId && { messageId: parsed.messageId }),
     ...(inReplyTo && { inReplyTo }),
     references: references.flatMap((r) => r.split(/\s+/)).filter(Boolean),
+    recipients: [...addressesOf(parsed.to), ...addressesOf(parsed.cc)],
     subject: parsed.subject ?? '',
     text: parsed.text ?? '',
     sentAtSeconds: parsed.date && Number.isFinite(parsed.date.getTime()) ? Math.floor(parsed.date.getTime() / 1000) : undefined,
@@ -84,26 +97,14 @@ export class EmailInbound {
   private async mail(host: ChannelHost, validity: string, fetched: FetchedMail): Promise<void> {
     const { logger } = this.o;
     if (!fetched.source) return;
-    let mail: Awaited<ReturnType<typeof parse>>;
+    let mail: ParsedInput;
     try {
       mail = await parse(fetched.source);
     } catch (err) {
       logger.warn({ err, uid: fetched.uid }, 'email could not be parsed; skipped');
       return;
     }
-    if (this.o.authServId !== undefined && mail.from) {
-      const verdict = checkSender(mail.headers.get('authentication-results') ?? [], this.o.authServId, mail.from.address);
-      if (verdict !== undefined) {
-        logger.warn({ uid: fetched.uid, reason: verdict }, 'email sender not authenticated by the receiving server; ignored');
-        return;
-      }
-    }
-    // A signed mail can be sent again unchanged (DKIM signs no envelope): one older than the dedupe window is not answered.
-    const stale = staleDelivery(mail.sentAtSeconds, replayWindowSeconds(host.dedupeTtlSeconds));
-    if (stale !== undefined) {
-      logger.warn({ uid: fetched.uid, reason: stale }, 'email Date older than the dedupe window, or none; ignored');
-      return;
-    }
+    if (!this.answerable(host, mail, fetched.uid)) return;
     const { attachments, tooLarge } = attachmentsOf(fetched.structure, { validity, uid: fetched.uid, maxBytes: this.o.maxAttachmentBytes });
     const note = tooLarge.map((name) => `[attachment ${name} not passed on: larger than ${this.o.maxAttachmentBytes} bytes]`).join('\n');
     const withNote = note === '' ? mail : { ...mail, text: `${mail.text}\n\n${note}` };
@@ -112,12 +113,42 @@ export class EmailInbound {
       logger.info({ uid: fetched.uid, reason: normalized.reason }, 'email ignored');
       return;
     }
-    const { message, thread } = normalized;
-    const key = threadKey(this.o.prefix, message.conversationId);
-    const { redis } = this.o;
+    await this.handOver(host, normalized.message, normalized.thread, fetched.uid);
+  }
+
+  /** Whether a mail may be answered: its From vouched for, the bot named in `To` or `Cc`, its `Date` inside the replay window. Logs why not. */
+  private answerable(host: ChannelHost, mail: ParsedInput, uid: number): boolean {
+    const { logger } = this.o;
+    if (this.o.authServId !== undefined && mail.from) {
+      const verdict = checkSender(mail.headers.get('authentication-results') ?? [], this.o.authServId, mail.from.address);
+      if (verdict !== undefined) {
+        logger.warn({ uid, reason: verdict }, 'email sender not authenticated by the receiving server; ignored');
+        return false;
+      }
+    }
+    // A DKIM signature covers To and Cc (RFC 6376 §5.4.1), not the envelope: a signed mail to someone else, sent on to the bot unchanged, names the bot in neither.
+    if (!mail.recipients.includes(this.o.self.toLowerCase())) {
+      logger.warn({ uid }, 'email names the bot in neither To nor Cc (sent on by someone, or a Bcc); ignored');
+      return false;
+    }
+    // A signed mail can be sent again unchanged (DKIM signs no envelope): one older than the dedupe window is not answered.
+    const stale = staleDelivery(mail.sentAtSeconds, replayWindowSeconds(host.dedupeTtlSeconds));
+    if (stale !== undefined) {
+      logger.warn({ uid, reason: stale }, 'email Date older than the dedupe window, or none; ignored');
+      return false;
+    }
+    return true;
+  }
+
+  /** Stores the thread a reply is addressed by and hands the message to the host, in the sender's own conversation when the thread it names is another address's. */
+  private async handOver(host: ChannelHost, normalized: InboundMessage, thread: ThreadInfo, uid: number): Promise<void> {
+    const { redis, prefix } = this.o;
+    const named = await redisCall(() => redis.hgetall(threadKey(prefix, normalized.conversationId)));
+    const message = inOwnThread(normalized, named.to);
+    const key = threadKey(prefix, message.conversationId);
     // Stored before the host sees the mail (the run answering it may reply at once); put back when the host ignores it
-    // (a sender the access rules refuse neither leaves a key behind nor redirects the thread's replies to themselves).
-    const previous = await redisCall(() => redis.hgetall(key));
+    // (a sender the access rules refuse leaves no key behind, and an owner's thread is as it was).
+    const previous = message === normalized ? named : await redisCall(() => redis.hgetall(key));
     await redisCall(() => redis.hset(key, { ...thread }));
     const restore = () => redisCall(() => (Object.keys(previous).length === 0 ? redis.del(key) : redis.hset(key, previous)));
     try {
@@ -127,7 +158,7 @@ export class EmailInbound {
       await restore();
       // Bad input stays bad on a retry: skipped. Anything else (Redis down) is retried with the same cursor.
       if (!(err instanceof InvalidInputError)) throw err;
-      logger.warn({ err, uid: fetched.uid }, 'email rejected; skipped');
+      this.o.logger.warn({ err, uid }, 'email rejected; skipped');
     }
   }
 }

@@ -2,8 +2,12 @@
  * A parsed mail → normalized inbound message (pure). Update key
  * `email:<Message-ID>` (the same in every copy of a mail); conversation
  * `email:<root Message-ID>`, the thread's first mail: the first of
- * `References`, else `In-Reply-To`, else the mail's own id. Ids that are
- * long or carry characters keys cannot hold are hashed. Auto-replies and
+ * `References`, else `In-Reply-To`, else the mail's own id. A thread is the
+ * conversation of the address that started it: anyone else's mail in it (a
+ * colleague in Cc, the same person from another address, or someone who
+ * copied its ids into `References`) is a conversation of their own,
+ * `email:<root>:<sender>` (`inOwnThread`). Ids that are long or carry
+ * characters keys cannot hold are hashed. Auto-replies and
  * bounces are skipped (RFC 3834 `Auto-Submitted`, `Precedence`, the
  * vendors' `X-Autoreply`, delivery reports, MAILER-DAEMON), and so is the
  * bot's own mail.
@@ -20,6 +24,8 @@ export interface MailInput {
   messageId?: string;
   inReplyTo?: string;
   references: readonly string[];
+  /** The addresses of `To` and `Cc` (groups flattened), lower-cased. */
+  recipients: readonly string[];
   subject: string;
   /** The text part, or the HTML part as text. */
   text: string;
@@ -30,7 +36,7 @@ export type SkipReason = 'no-sender' | 'own' | 'auto-reply' | 'bounce' | 'empty'
 
 /** What the channel keeps of a thread to reply in it. */
 export interface ThreadInfo {
-  /** Where replies go: the From address, the one whose authentication was checked (`Reply-To` is not: anyone could make the bot write to a third party). */
+  /** Where replies go, and whose thread it is: the From address, the one whose authentication was checked (`Reply-To` is not: anyone could make the bot write to a third party). */
   to: string;
   subject: string;
   /** The Message-ID (in `<>`) replies answer (`In-Reply-To`). */
@@ -42,15 +48,35 @@ export interface ThreadInfo {
 /** Longest id kept as it is in a key; longer ones are hashed. */
 const MAX_ID_CHARS = 96;
 
-/** An id usable in update keys and conversation ids: as it is (without `<>`) when short and plain, else `h-<hash>`. */
+/**
+ * An id (a Message-ID, an address) usable in update keys and conversation
+ * ids: as it is (without `<>`) when short and plain, else `h-<hash>`. Never
+ * holds a `:`, so a thread's conversation and a sender's own one under it
+ * (`inOwnThread`) cannot be written as each other.
+ */
 export function idPart(messageId: string): string {
   const bare = messageId.trim().replace(/^<|>$/g, '');
-  if (bare.length > 0 && bare.length <= MAX_ID_CHARS && /^[\x21-\x7e]+$/.test(bare) && !/[{}]/.test(bare)) return bare;
+  if (bare.length > 0 && bare.length <= MAX_ID_CHARS && /^[\x21-\x7e]+$/.test(bare) && !/[{}:]/.test(bare)) return bare;
   return `h-${createHash('sha256').update(bare).digest('base64url').slice(0, 32)}`;
 }
 
 /** The conversation of a thread root. */
 export const conversationIdOf = (channelId: string, root: string): string => `${channelId}:${idPart(root)}`;
+
+/**
+ * `message`, moved into a conversation of its sender's own when the thread
+ * it names belongs to another address. `owner`: the address the stored
+ * thread of `message.conversationId` replies to, undefined when there is
+ * none (the sender starts it). The sender's own conversation,
+ * `<thread's conversation>:<sender>`, holds only the sender's mail, so they
+ * neither read the owner's history nor turn the owner's replies to
+ * themselves, and their next mail in the thread finds it again.
+ */
+export function inOwnThread(message: InboundMessage, owner: string | undefined): InboundMessage {
+  const sender = message.sender.id;
+  if (owner === undefined || owner.trim().toLowerCase() === sender) return message;
+  return { ...message, conversationId: `${message.conversationId}:${idPart(sender)}` };
+}
 
 /** The thread's root Message-ID: the first of `References`, else `In-Reply-To`, else the mail's own. */
 export function threadRoot(mail: Pick<MailInput, 'references' | 'inReplyTo' | 'messageId'>): string | undefined {
@@ -115,7 +141,11 @@ export interface NormalizeContext {
   attachments: Attachment[];
 }
 
-/** Turns one parsed mail into an inbound message and the thread it continues, or says why it is skipped. */
+/**
+ * Turns one parsed mail into an inbound message and the thread it continues,
+ * or says why it is skipped. The message's conversation is the thread's;
+ * `inOwnThread` decides whether it is the sender's.
+ */
 export function normalizeMail(
   ctx: NormalizeContext,
   mail: MailInput,

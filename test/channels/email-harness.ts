@@ -82,6 +82,11 @@ export interface TestMail {
   /** Extra headers; default: a passing `Authentication-Results` for alice. */
   headers?: Record<string, string>;
   from?: string;
+  /** The `To` header. Default: the bot (the envelope names the bot either way). */
+  to?: string;
+  cc?: string;
+  /** An `Authentication-Results` header put above every header the sender wrote, as the receiving server adds its own. */
+  receivedAuth?: string;
   replyTo?: string;
   /** The `Date` header. Default: now. */
   date?: Date;
@@ -95,7 +100,8 @@ export async function rawMail(servers: MailServers, m: TestMail): Promise<{ raw:
   const build = nodemailer.createTransport({ streamTransport: true, buffer: true });
   const info = await build.sendMail({
     from,
-    to: servers.bot.address,
+    to: m.to ?? servers.bot.address,
+    ...(m.cc && { cc: m.cc }),
     subject: m.subject ?? 'A question',
     text: m.text,
     messageId,
@@ -106,7 +112,8 @@ export async function rawMail(servers: MailServers, m: TestMail): Promise<{ raw:
     ...(m.date && { date: m.date }),
     ...(m.replyTo && { replyTo: m.replyTo }),
   });
-  return { raw: info.message as Buffer, messageId };
+  const raw = info.message as Buffer;
+  return { raw: m.receivedAuth ? Buffer.concat([Buffer.from(`Authentication-Results: ${m.receivedAuth}\r\n`), raw]) : raw, messageId };
 }
 
 /** Sends `m` from alice to the bot over SMTP; returns its Message-ID. */

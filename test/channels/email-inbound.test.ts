@@ -1,8 +1,11 @@
 /**
- * The email inbound side on a real Redis with a scripted host: the thread a
- * reply is addressed by is kept only for a mail the host takes, so a sender
- * the access rules refuse leaves no key behind and cannot redirect an
- * existing thread's replies to themselves.
+ * The email inbound side on a real Redis with a scripted host: a thread
+ * belongs to the address that started it, so another sender who names it
+ * (its ids in `References`) gets a conversation of their own and the
+ * thread's replies still go to its person; the thread a reply is addressed
+ * by is kept only for a mail the host takes, so a sender the access rules
+ * refuse leaves no key behind; a mail that does not name the bot in `To` or
+ * `Cc` (a signed mail sent on) writes nothing.
  */
 import { Redis } from 'ioredis';
 import nodemailer from 'nodemailer';
@@ -29,10 +32,10 @@ afterEach(async () => {
   await redis.quit();
 });
 
-async function raw(from: string, messageId: string, references: string[] = []): Promise<Buffer> {
+async function raw(from: string, messageId: string, references: string[] = [], to = 'bot@example.test'): Promise<Buffer> {
   const info = await nodemailer.createTransport({ streamTransport: true, buffer: true }).sendMail({
     from,
-    to: 'bot@example.test',
+    to,
     subject: 'Hi',
     text: 'hello',
     messageId,
@@ -65,6 +68,7 @@ function host(result: ReceiveResult): ChannelHost {
 }
 
 const refused: ReceiveResult = { kind: 'ignored', reason: 'refused' };
+const ingested: ReceiveResult = { kind: 'ingested', result: { kind: 'new-run', seq: 1, runId: 'r1' } } as unknown as ReceiveResult;
 const round = (uid: number, source: Buffer) => ({ validity: '7', mails: [{ uid, source }], next: { validity: '7', uid } });
 
 describe('email inbound threads', () => {
@@ -75,14 +79,36 @@ describe('email inbound threads', () => {
     expect(await redis.hgetall(`${prefix}:p:email:cursor:test`)).toEqual({ validity: '7', uid: '3' });
   });
 
-  it('puts an existing thread back when a refused sender writes into it, so replies still go to its person', async () => {
-    const ingested: ReceiveResult = { kind: 'ingested', result: { kind: 'new-run', seq: 1, runId: 'r1' } } as unknown as ReceiveResult;
+  it('leaves an existing thread as it was when a refused sender writes into it, and keeps no thread of theirs', async () => {
     await inbound().handle(host(ingested), round(1, await raw('alice@example.org', '<a1@example.org>')), () => true);
     const key = threadKey(prefix, 'email:a1@example.org');
     const before = await redis.hgetall(key);
     expect(before).toMatchObject({ to: 'alice@example.org', last: '<a1@example.org>' });
     await inbound().handle(host(refused), round(2, await raw('eve@example.org', '<e2@example.org>', ['<a1@example.org>'])), () => true);
-    expect(received.at(-1)).toMatchObject({ conversationId: 'email:a1@example.org', sender: { id: 'eve@example.org' } });
+    expect(received.at(-1)).toMatchObject({ conversationId: 'email:a1@example.org:eve@example.org', sender: { id: 'eve@example.org' } });
     expect(await redis.hgetall(key)).toEqual(before);
+    expect(await redis.exists(threadKey(prefix, 'email:a1@example.org:eve@example.org'))).toBe(0);
+  });
+
+  it('gives an accepted sender who names another address’s thread a conversation of their own, found again by their next mail', async () => {
+    await inbound().handle(host(ingested), round(1, await raw('Alice@Example.org', '<a1@example.org>')), () => true);
+    const alice = threadKey(prefix, 'email:a1@example.org');
+    const before = await redis.hgetall(alice);
+    await inbound().handle(host(ingested), round(2, await raw('eve@example.org', '<e2@example.org>', ['<a1@example.org>'])), () => true);
+    await inbound().handle(host(ingested), round(3, await raw('eve@example.org', '<e3@example.org>', ['<a1@example.org>', '<e2@example.org>'])), () => true);
+    expect(received.slice(1).map((m) => m.conversationId)).toEqual(['email:a1@example.org:eve@example.org', 'email:a1@example.org:eve@example.org']);
+    expect(await redis.hgetall(alice)).toEqual(before);
+    expect(await redis.hgetall(threadKey(prefix, 'email:a1@example.org:eve@example.org'))).toMatchObject({ to: 'eve@example.org', last: '<e3@example.org>' });
+    // Its owner, writing from the same address in another case, still continues it.
+    await inbound().handle(host(ingested), round(4, await raw('ALICE@example.org', '<a4@example.org>', ['<a1@example.org>'])), () => true);
+    expect(received.at(-1)?.conversationId).toBe('email:a1@example.org');
+    expect(await redis.hgetall(alice)).toMatchObject({ to: 'alice@example.org', last: '<a4@example.org>' });
+  });
+
+  it('ignores a mail that names the bot in neither To nor Cc, writing nothing; the cursor still moves on', async () => {
+    await inbound().handle(host(ingested), round(5, await raw('alice@example.org', '<a5@example.org>', [], 'eve@example.org')), () => true);
+    expect(received).toEqual([]);
+    expect(await redis.keys(`${prefix}:*`)).toEqual([`${prefix}:p:email:cursor:test`]);
+    expect(await redis.hgetall(`${prefix}:p:email:cursor:test`)).toEqual({ validity: '7', uid: '5' });
   });
 });

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { checkSender, parseAuthResults } from '../../plugins/email/auth-results.js';
 import { createEmailPlugin } from '../../plugins/email/channel.js';
-import { type MailInput, normalizeMail, stripQuoted, threadRoot } from '../../plugins/email/normalize.js';
+import { idPart, inOwnThread, type MailInput, normalizeMail, stripQuoted, threadRoot } from '../../plugins/email/normalize.js';
 import type { ChannelHost } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
@@ -15,6 +15,7 @@ const mail = (over: Partial<MailInput> = {}, headers: Record<string, string> = {
   from: { address: 'alice@example.org', name: 'Alice' },
   messageId: '<m1@example.org>',
   references: [],
+  recipients: ['bot@example.net'],
   subject: 'Hi',
   text: 'hello',
   ...over,
@@ -47,6 +48,14 @@ describe('email sender authentication', () => {
     expect(checkSender(['mx.example.net; dkim=pass header.d=ample.org'], 'mx.example.net', from)).toBe('not-passed');
   });
 
+  it('reads only the topmost header of the trusted authserv-id: a pass the sender wrote below the receiving server’s fail counts for nothing', () => {
+    const fail = 'mx.example.net; dkim=fail header.d=mail.example.org; spf=fail smtp.mailfrom=a@mail.example.org';
+    const forged = 'mx.example.net; dkim=pass header.d=mail.example.org';
+    expect(checkSender([fail, forged], 'mx.example.net', from)).toBe('not-passed');
+    expect(checkSender(['mx.attacker.test; dkim=pass header.d=mail.example.org', fail, forged], 'mx.example.net', from)).toBe('not-passed');
+    expect(checkSender([forged, fail], 'mx.example.net', from)).toBeUndefined();
+  });
+
   it('parses methods, results and properties, folded lines and comments', () => {
     expect(parseAuthResults('mx.example.net;\r\n\tdkim=pass (2048-bit key) header.d=example.org;\r\n spf=none smtp.mailfrom="a@b.c"')).toEqual({
       authServId: 'mx.example.net',
@@ -68,6 +77,16 @@ describe('email normalize', () => {
       message: { conversationId: 'email:root@example.org', updateKey: 'email:m1@example.org', sender: { id: 'alice@example.org', name: 'Alice' } },
       thread: { to: 'alice@example.org', last: '<m1@example.org>', refs: '<root@example.org> <m1@example.org>' },
     });
+  });
+
+  it('moves a mail into its sender’s own conversation when the thread it names is another address’s', () => {
+    const n = normalizeMail(ctx, mail({ from: { address: 'Eve@Example.org' }, references: ['<root@example.org>'] }));
+    if (n.kind !== 'message') throw new Error('expected a message');
+    expect(inOwnThread(n.message, undefined).conversationId).toBe('email:root@example.org');
+    expect(inOwnThread(n.message, 'EVE@example.org').conversationId).toBe('email:root@example.org');
+    expect(inOwnThread(n.message, 'alice@example.org').conversationId).toBe('email:root@example.org:eve@example.org');
+    // A Message-ID cannot be written as someone's own conversation under a thread: ids with a colon are hashed.
+    expect(idPart('<root@example.org:eve@example.org>')).toMatch(/^h-/);
   });
 
   it('hashes an id that is long or carries braces', () => {
