@@ -1,80 +1,110 @@
 /**
  * Who may POST activities, and where replies may go.
  *
- * The bearer token of each activity is checked by the Agents SDK's
- * `authorizeJWT` (audience = the app id, signature against the signing keys
- * of the issuer's JWKS, expiry with the SDK's five-minute clock tolerance,
- * and the issuer against the tenant's and Bot Service's issuers). The keys
- * of an Entra-issued token come from `<authorityEndpoint>/<tenant>/discovery/v2.0/keys`,
- * those of a Bot Service (`https://api.botframework.com`) token from its
- * published key set. A token that names a `serviceurl` must name the
- * activity's.
+ * Activities come from Bot Service, whose tokens are issued by
+ * `https://api.botframework.com`, signed with the keys it publishes and
+ * name the activity's service URL in a `serviceurl` claim (Microsoft's
+ * "Authenticate requests with the Bot Connector API"; Bot Framework's
+ * `ToBotFromChannelTokenValidationParameters`). Only such tokens are taken:
+ * RS256 with a published key, issuer Bot Service, audience the App ID, not
+ * expired (five minutes of clock difference allowed), and a `serviceurl`
+ * equal to the activity's. An Entra token (`sts.windows.net/<tenant>/`,
+ * `login.microsoftonline.com/<tenant>/v2.0`) is refused even for the right
+ * audience: any app registration of the tenant can get one for the bot's
+ * App ID, and it says nothing about which user wrote.
  *
  * A service URL receives the bot's Bot Connector token, so it must be on an
- * allow-list: the SDK's Microsoft hosts (https only) and the configured ones.
+ * allow-list: Teams' own Bot Connector hosts (https only) and the configured
+ * ones. Hosts under which anyone can register a name (Azure Storage,
+ * SharePoint) are on neither by default.
  */
-import { type AuthConfiguration, authorizeJWT, OutboundHostValidator } from '@microsoft/agents-hosting';
+import { verify } from 'node:crypto';
+import { OutboundHostValidator } from '@microsoft/agents-hosting';
+import { SigningKeys } from './signing-keys.js';
+
+/** The only issuer of the tokens Bot Service sends activities with. */
+const BOT_FRAMEWORK_ISSUER = 'https://api.botframework.com';
+
+/** How far past its `exp` (and before its `nbf`) a token is still accepted, in seconds. */
+export const CLOCK_TOLERANCE_SECONDS = 300;
+
+/** Hosts Teams' Bot Connector answers on: the public cloud's and the government clouds' (GCC, GCC High, DoD). */
+const TEAMS_SERVICE_HOSTS: readonly string[] = ['smba.trafficmanager.net', 'teams.microsoft.com', 'teams.microsoft.us'];
 
 /** What checks the tokens. */
 export interface TokenCheckOptions {
+  /** The audience every token must name. */
   appId: string;
-  tenantId: string;
-  authorityEndpoint: string;
+  /** Where Bot Service's signing keys are published. */
+  keysUrl: string;
+  /** Timeout of one key fetch, in ms. */
+  timeoutMs: number;
+  /** Default: the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** The verdict on one `Authorization` header: the token's claims, or why it was refused (no secret in it). */
 export type TokenVerdict = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: string };
 
+const refuse = (reason: string): TokenVerdict => ({ ok: false, reason });
+
+/** The JSON object of one base64url JWT part, or undefined. */
+function jsonPart(part: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why the claims of a correctly signed token are not acceptable, or undefined. */
+function claimsProblem(claims: Record<string, unknown>, appId: string, nowSeconds: number): string | undefined {
+  const { aud, exp, nbf } = claims;
+  if (typeof aud !== 'string' || aud.toLowerCase() !== appId.toLowerCase()) return 'audience is not the App ID';
+  if (typeof exp !== 'number' || nowSeconds > exp + CLOCK_TOLERANCE_SECONDS) return 'expired';
+  if (nbf !== undefined && (typeof nbf !== 'number' || nowSeconds < nbf - CLOCK_TOLERANCE_SECONDS)) return 'not valid yet';
+  return undefined;
+}
+
 /** Builds the checker of `Authorization: Bearer <jwt>` headers. */
 export function tokenChecker(o: TokenCheckOptions): (authorization: string | string[] | undefined) => Promise<TokenVerdict> {
-  const connection: AuthConfiguration = { clientId: o.appId, tenantId: o.tenantId, authorityEndpoint: o.authorityEndpoint, validateIssuer: true };
-  const authorize = authorizeJWT({ ...connection, connections: new Map([['teams', connection]]) });
+  const keys = new SigningKeys({ url: o.keysUrl, timeoutMs: o.timeoutMs, ...(o.fetch && { fetch: o.fetch }), ...(o.now && { now: o.now }) });
   return async (authorization) => {
-    if (authorization === undefined) return { ok: false, reason: 'no Authorization header' };
-    const req: { method: string; headers: Record<string, string | string[] | undefined>; user?: Record<string, unknown> } = {
-      method: 'POST',
-      headers: { authorization },
-    };
-    const answer = { status: 200, reason: '' };
-    const res = {
-      headersSent: false,
-      writableEnded: false,
-      status(code: number) {
-        answer.status = code;
-        return res;
-      },
-      send(body?: unknown) {
-        const detail = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['jwt-auth-error'] : undefined;
-        answer.reason = typeof detail === 'string' ? detail.slice(0, 200) : 'refused';
-        return res;
-      },
-      setHeader: () => res,
-      end: () => res,
-    };
-    let passed = false;
-    await authorize(req, res, () => {
-      passed = true;
-    });
-    return passed && req.user ? { ok: true, claims: req.user } : { ok: false, reason: answer.reason || 'refused' };
+    const token = typeof authorization === 'string' ? /^Bearer ([\w-]+\.[\w-]+\.[\w-]+)$/i.exec(authorization.trim())?.[1] : undefined;
+    if (token === undefined) return refuse('no bearer JWT');
+    const [head = '', body = '', signature = ''] = token.split('.');
+    const header = jsonPart(head);
+    const claims = jsonPart(body);
+    if (!header || !claims) return refuse('not a JWT');
+    if (header.alg !== 'RS256' || typeof header.kid !== 'string' || header.crit !== undefined) return refuse('not an RS256 token with a key id');
+    // The issuer is read before anything is fetched for the token: no other issuer's token gets further.
+    if (claims.iss !== BOT_FRAMEWORK_ISSUER) return refuse('issuer is not Bot Service');
+    const key = await keys.get(header.kid);
+    if (!key.ok) return refuse(key.reason);
+    if (!verify('sha256', Buffer.from(`${head}.${body}`), key.key, Buffer.from(signature, 'base64url'))) return refuse('bad signature');
+    const problem = claimsProblem(claims, o.appId, (o.now ?? Date.now)() / 1000);
+    return problem ? refuse(problem) : { ok: true, claims };
   };
 }
 
-/** Whether a token's `serviceurl` claim (when it has one) names `serviceUrl`. */
+/** Whether a token's `serviceurl` claim names `serviceUrl` (a token without one names none). */
 export function serviceUrlClaimMatches(claims: Record<string, unknown>, serviceUrl: string): boolean {
   const claim = claims.serviceurl;
-  if (claim === undefined) return true;
   const norm = (u: string) => u.toLowerCase().replace(/\/+$/, '');
   return typeof claim === 'string' && norm(claim) === norm(serviceUrl);
 }
 
 /** The service URLs replies may go to. */
 export class ServiceUrlPolicy {
-  private readonly microsoft: OutboundHostValidator;
+  private readonly teams: OutboundHostValidator;
   private readonly configured: OutboundHostValidator;
 
-  /** `hosts`: allowed besides Microsoft's (http too); `microsoftHosts`: whether the SDK's Microsoft hosts are allowed (https only). */
-  constructor(hosts: readonly string[], microsoftHosts: boolean) {
-    this.microsoft = new OutboundHostValidator({ enabled: true, includeDefaultMicrosoftHosts: microsoftHosts, hosts: [] });
+  /** `hosts`: allowed besides Teams' (http too); `teamsHosts`: whether `TEAMS_SERVICE_HOSTS` are allowed (https only). */
+  constructor(hosts: readonly string[], teamsHosts: boolean) {
+    this.teams = new OutboundHostValidator({ enabled: true, includeDefaultMicrosoftHosts: false, hosts: teamsHosts ? TEAMS_SERVICE_HOSTS : [] });
     this.configured = new OutboundHostValidator({ enabled: true, includeDefaultMicrosoftHosts: false, hosts });
   }
 
@@ -88,6 +118,6 @@ export class ServiceUrlPolicy {
     }
     if (parsed.username || parsed.password) return false;
     if (this.configured.isAllowed(parsed)) return parsed.protocol === 'https:' || parsed.protocol === 'http:';
-    return parsed.protocol === 'https:' && this.microsoft.isAllowed(parsed);
+    return parsed.protocol === 'https:' && this.teams.isAllowed(parsed);
   }
 }

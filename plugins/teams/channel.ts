@@ -2,16 +2,18 @@
  * The Microsoft Teams channel's implementation, on the Microsoft 365 Agents
  * SDK (`@microsoft/agents-hosting`, the successor of the Bot Framework SDK):
  * activities arrive on the plugin's own messaging endpoint (`webhook.ts`),
- * their tokens checked by the SDK's `authorizeJWT` (`auth.ts`), are handled
- * by `inbound.ts`, and replies go out through `outbound.ts` over the SDK's
- * `ConnectorClient`. The SDK's `CloudAdapter` is not used: it wants an
- * Express request and runs its own turn pipeline, where the host already
- * has routes, dedupe and runs. This module, and with it the SDK, is imported
- * only when a Teams section is configured.
+ * their Bot Service tokens checked against its published keys (`auth.ts`),
+ * are handled by `inbound.ts`, and replies go out through `outbound.ts` over
+ * the SDK's `ConnectorClient`. The SDK's `CloudAdapter` and `authorizeJWT`
+ * are not used: the adapter wants an Express request and runs its own turn
+ * pipeline, where the host already has routes, dedupe and runs, and
+ * `authorizeJWT` also takes tokens the tenant's Entra issues to any of its
+ * apps. This module, and with it the SDK, is imported only when a Teams
+ * section is configured.
  */
 import type { ChannelDeps, ChannelHost, ChannelPlugin } from 'steerbot/channel';
 import { parseSection, replayWindowSeconds, signedFileStore } from 'steerbot/plugin';
-import { ServiceUrlPolicy, tokenChecker } from './auth.js';
+import { CLOCK_TOLERANCE_SECONDS, ServiceUrlPolicy, tokenChecker } from './auth.js';
 import { type TeamsConfig, type TeamsConfigInput, teamsConfigSchema } from './config.js';
 import { TeamsInbound } from './inbound.js';
 import { TEAMS_PLUGIN_ID } from './keys.js';
@@ -24,9 +26,6 @@ export type { TeamsConfigInput } from './config.js';
 /** Route prefix of the files Teams shows or links (`<filesUrl>/teams/files/<conversation>/<id>?…`). */
 const FILES_PATH = '/teams/files';
 
-/** How far past its `exp` the SDK's `authorizeJWT` still accepts a token, in seconds. */
-const SDK_CLOCK_TOLERANCE_SECONDS = 300;
-
 function parseConfig(config: TeamsConfigInput): TeamsConfig {
   return parseSection(teamsConfigSchema, config, ['channels', TEAMS_PLUGIN_ID]);
 }
@@ -34,7 +33,8 @@ function parseConfig(config: TeamsConfigInput): TeamsConfig {
 /**
  * Creates the Teams channel plugin. `config` is validated here (defaults
  * applied); throws ConfigError naming every bad field. `deps.fetch` gets the
- * bot's token; the SDK's connector client calls the global `fetch`.
+ * bot's token and Bot Service's signing keys; the SDK's connector client
+ * calls the global `fetch`.
  */
 export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): ChannelPlugin {
   const cfg = parseConfig(config);
@@ -57,7 +57,12 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
     ...(store && { files: { store, maxBytes: cfg.maxFileBytes } }),
   });
   const inbound = new TeamsInbound({ channelId: TEAMS_PLUGIN_ID, redis: deps.redis, prefix: deps.prefix, logger, outbound });
-  const checkToken = tokenChecker(cfg);
+  const checkToken = tokenChecker({
+    appId: cfg.appId,
+    keysUrl: cfg.botFrameworkKeysUrl,
+    timeoutMs: cfg.timeoutMs,
+    ...(deps.fetch && { fetch: deps.fetch }),
+  });
   // The route stays with the host's server; readiness is whether it was registered.
   const state = { started: false };
   return {
@@ -70,7 +75,7 @@ export function createTeamsPlugin(config: TeamsConfigInput, deps: ChannelDeps): 
         path: cfg.webhookPath,
         checkToken,
         policy,
-        maxTokenLifeSeconds: Math.max(60, replayWindowSeconds(host.dedupeTtlSeconds) - SDK_CLOCK_TOLERANCE_SECONDS),
+        maxTokenLifeSeconds: Math.max(60, replayWindowSeconds(host.dedupeTtlSeconds) - CLOCK_TOLERANCE_SECONDS),
         handle: (activity) => inbound.handle(host, activity),
         refused: (reason) => logger.info({ reason }, 'teams activity refused'),
       });

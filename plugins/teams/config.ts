@@ -32,7 +32,13 @@ export const teamsConfigSchema = z.strictObject({
   authorityEndpoint: root('Entra authority')
     .default('https://login.microsoftonline.com')
     .describe(
-      "Entra authority: signing keys of the tenant's tokens are read from `<authority>/<tenant>/discovery/v2.0/keys`, the bot's own token from `<authority>/<tenant>/oauth2/v2.0/token` (Bot Service's `api.botframework.com` tokens are checked against its published keys). A local fake in tests. Default `https://login.microsoftonline.com`.",
+      "Entra authority the bot's own token comes from (`<authority>/<tenant>/oauth2/v2.0/token`, client credentials). A local fake in tests. Default `https://login.microsoftonline.com`.",
+    ),
+  botFrameworkKeysUrl: z
+    .url({ protocol: /^https?$/, error: 'expected the URL of a JSON Web Key Set' })
+    .default('https://login.botframework.com/v1/.well-known/keys')
+    .describe(
+      'Where Bot Service publishes the keys it signs activity tokens with. Only tokens it issued (`https://api.botframework.com`) are accepted, checked against these keys. A local fake in tests. Default `https://login.botframework.com/v1/.well-known/keys`.',
     ),
   serviceUrl: z
     .url({ protocol: /^https?$/ })
@@ -45,10 +51,15 @@ export const teamsConfigSchema = z.strictObject({
     .max(50)
     .default([])
     .describe(
-      "Hosts (and their subdomains) an activity's `serviceUrl` may have besides Microsoft's own (botframework.com, smba.trafficmanager.net, …); any other is refused, so the bot's token goes nowhere else. These may use http (a local fake). Default none.",
+      "Hosts (and their subdomains) an activity's `serviceUrl` may have besides Teams' own (smba.trafficmanager.net, …); any other is refused, so the bot's token goes nowhere else. These may use http (a local fake). Default none.",
     ),
-  microsoftHosts: z.boolean().default(true).describe("Whether the Agents SDK's list of Microsoft service hosts is allowed as service URLs. Default true."),
-  timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one token request, in ms. Default 15 000.'),
+  microsoftHosts: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Whether Teams' Bot Connector hosts (smba.trafficmanager.net, and teams.microsoft.com and teams.microsoft.us for the government clouds) are allowed as service URLs, over https. Default true.",
+    ),
+  timeoutMs: int(1000, 120_000).default(15_000).describe("Timeout of one request for the bot's token or Bot Service's signing keys, in ms. Default 15 000."),
   rateLimitRetryMs: int(100, 600_000)
     .default(5000)
     .describe('Wait before a rate-limited call (429) is retried when the answer names no `Retry-After`, in ms. Default 5000.'),

@@ -12,7 +12,7 @@ import { TEAMS_CONVERSATION_KEYS, TEAMS_PLUGIN_ID } from './keys.js';
 export default defineChannelPlugin({
   id: TEAMS_PLUGIN_ID,
   kind: 'channel',
-  description: 'Microsoft Teams through an Azure Bot: activities with a checked Bot Framework token in, Bot Connector replies out.',
+  description: 'Microsoft Teams through an Azure Bot: activities with a checked Bot Service token in, Bot Connector replies out.',
   configSchema: teamsConfigSchema,
   storage: { conversationKeys: TEAMS_CONVERSATION_KEYS },
   redact: { headers: ['authorization'], paths: ['appPassword'] },
@@ -22,6 +22,7 @@ export default defineChannelPlugin({
     { env: 'TEAMS_TENANT_ID', path: 'tenantId', kind: 'string' },
     { env: 'TEAMS_WEBHOOK_PATH', path: 'webhookPath', kind: 'string' },
     { env: 'TEAMS_AUTHORITY_ENDPOINT', path: 'authorityEndpoint', kind: 'string' },
+    { env: 'TEAMS_BOT_FRAMEWORK_KEYS_URL', path: 'botFrameworkKeysUrl', kind: 'string' },
     { env: 'TEAMS_SERVICE_URL', path: 'serviceUrl', kind: 'string' },
     { env: 'TEAMS_SERVICE_URL_HOSTS', path: 'serviceUrlHosts', kind: 'list' },
   ],

@@ -7,6 +7,9 @@
  * (a redelivered activity keeps its id, so it is a duplicate). A click on
  * one of the bot's Adaptive Card buttons is an activity whose `value`
  * carries the button's command: it becomes that command from the clicker.
+ * Only activities of the Teams channel are taken: the same Azure Bot may
+ * also be on Web Chat or Direct Line, whose clients choose their own
+ * sender ids.
  */
 import type { InboundMessage } from 'steerbot/channel';
 import { InvalidInputError } from 'steerbot/plugin';
@@ -16,7 +19,10 @@ import type { TeamsActivity } from './activity-schema.js';
 export const COMMAND_FIELD = 'steerbot';
 
 /** Why an activity is not passed on. */
-export type SkipReason = 'not-a-message' | 'own' | 'no-id' | 'not-our-button' | 'empty';
+export type SkipReason = 'not-teams' | 'not-a-message' | 'own' | 'no-id' | 'not-our-button' | 'empty';
+
+/** The `channelId` of activities from Microsoft Teams. */
+const TEAMS_CHANNEL_ID = 'msteams';
 
 /** The conversation of a Teams conversation id. */
 export const conversationIdOf = (channelId: string, teamsConversationId: string): string => `${channelId}:${teamsConversationId}`;
@@ -46,6 +52,7 @@ function commandOf(value: unknown): string | undefined {
 
 /** Turns one activity into an inbound message, or says why it is skipped. */
 export function normalizeActivity(channelId: string, a: TeamsActivity): { kind: 'message'; message: InboundMessage } | { kind: 'skip'; reason: SkipReason } {
+  if (a.channelId !== TEAMS_CHANNEL_ID) return { kind: 'skip', reason: 'not-teams' };
   if (a.type !== 'message') return { kind: 'skip', reason: 'not-a-message' };
   if (a.recipient && a.from.id === a.recipient.id) return { kind: 'skip', reason: 'own' };
   if (a.id === undefined) return { kind: 'skip', reason: 'no-id' };

@@ -19,7 +19,7 @@ export interface WebhookRouteOptions {
   /** Checks the `Authorization` header. */
   checkToken(authorization: string | string[] | undefined): Promise<TokenVerdict>;
   policy: ServiceUrlPolicy;
-  /** Longest a token may still be valid for, in seconds: the replay window less the SDK's clock tolerance. */
+  /** Longest a token may still be valid for, in seconds: the replay window less the clock tolerance. */
   maxTokenLifeSeconds: number;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;

@@ -1,6 +1,6 @@
 /**
  * The Teams channel passes the channel contract (activities POSTed with a
- * token signed by the fake's key, checked by the real Agents SDK; messages,
+ * Bot Service token signed by the fake's key; messages,
  * updates, typing and Adaptive Card buttons out through the SDK's connector
  * client, against the fake Bot Connector; files by signed URL, fetched back
  * from the host that serves them). Each contract chat is a personal
@@ -8,8 +8,9 @@
  */
 import { createTeamsPlugin } from '../../plugins/teams/channel.js';
 import { type ChannelContractEnv, type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
-import { startFakeTeams, TEAMS_TEST } from '../../testing/fakes/teams-server.js';
+import { startFakeTeams } from '../../testing/fakes/teams-server.js';
 import { redisUrl } from '../helpers/redis.js';
+import { postActivity, teamsTestConfig } from './teams-harness.js';
 
 const conversationOf = (chatId: string) => `a:contract${chatId}`;
 const activityIdOf = (m: ContractMessage) => `1${m.updateId}`;
@@ -22,12 +23,9 @@ channelPluginContract({
   capabilities: { typing: true, edit: true, buttons: 'interaction', files: true },
   makeHarness: async (env: ChannelContractEnv) => {
     const teams = await startFakeTeams();
-    const plugin = createTeamsPlugin(
-      { ...TEAMS_TEST, authorityEndpoint: teams.url, serviceUrl: teams.serviceUrl(), serviceUrlHosts: ['127.0.0.1'], filesUrl: FILES_URL },
-      { logger: env.logger, redis: env.redis, prefix: env.prefix },
-    );
+    const plugin = createTeamsPlugin({ ...teamsTestConfig(teams), filesUrl: FILES_URL }, { logger: env.logger, redis: env.redis, prefix: env.prefix });
     const post = async (activity: Record<string, unknown>) => {
-      const res = await teams.postActivity(`${env.baseUrl()}/api/messages`, activity);
+      const res = await postActivity(teams, `${env.baseUrl()}/api/messages`, activity);
       if (res.status !== 200) throw new Error(`messaging endpoint answered ${res.status}: ${JSON.stringify(res.body)}`);
     };
     const lastCard = (chatId: string) => teams.sent.findLast((s) => s.conversationId === conversationOf(chatId) && s.type === 'message');

@@ -1,7 +1,7 @@
 /**
- * End to end through the whole system: activities with signed tokens → the
- * real Teams plugin's messaging endpoint (the real Agents SDK checking the
- * token against the fake's JWKS) → the real channel host → Redis → BullMQ →
+ * End to end through the whole system: activities with Bot Service tokens →
+ * the real Teams plugin's messaging endpoint (the token checked against the
+ * fake's published keys) → the real channel host → Redis → BullMQ →
  * the runner with the local agent (real OpenAI-compatible provider, fake
  * model) → delivery → the plugin's outbound → the SDK's connector client →
  * the fake Bot Connector.
@@ -13,7 +13,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeTeams, startFakeTeams, TEAMS_BOB, type TeamsActivityOptions, type TeamsSentActivity } from '../../testing/fakes/teams-server.js';
 import { fakeModel, gatedTool, RunnerHarness, refundTool, waitFor } from '../runner/harness.js';
-import { startTeamsSystem } from './teams-harness.js';
+import { botServiceToken, postActivity, startTeamsSystem } from './teams-harness.js';
 
 const CHAT = 'a:1alice-personal-chat';
 const CONVERSATION = `teams:${CHAT}`;
@@ -100,17 +100,17 @@ describe('teams end to end', () => {
     const activity = fromAlice('let me in');
     const serviceUrl = activity.serviceUrl as string;
     for (const token of [
-      teams.token({ wrongKey: true, serviceUrl }),
-      teams.token({ audience: '99999999-0000-4000-8000-000000000000', serviceUrl }),
-      teams.token({ expiresInSeconds: -3600, serviceUrl }),
-      teams.token({ issuer: 'https://sts.windows.net/99999999-1111-4111-8111-111111111111/', serviceUrl }),
-      teams.token({ expiresInSeconds: 3 * 24 * 3600, serviceUrl }),
+      botServiceToken(teams, serviceUrl, { wrongKey: true }),
+      botServiceToken(teams, serviceUrl, { audience: '99999999-0000-4000-8000-000000000000' }),
+      botServiceToken(teams, serviceUrl, { expiresInSeconds: -3600 }),
+      botServiceToken(teams, serviceUrl, { issuer: 'https://sts.windows.net/99999999-1111-4111-8111-111111111111/' }),
+      botServiceToken(teams, serviceUrl, { expiresInSeconds: 3 * 24 * 3600 }),
       'not-a-jwt',
       null,
     ]) {
-      expect((await teams.postActivity(url, activity, token)).status).toBe(401);
+      expect((await postActivity(teams, url, activity, token)).status).toBe(401);
     }
-    expect((await teams.postActivity(url, { type: 'message', text: 'no conversation' })).status).toBe(400);
+    expect((await postActivity(teams, url, { type: 'message', text: 'no conversation' })).status).toBe(400);
     expect(await conversationKeys()).toEqual([]);
     expect(ai.requests).toEqual([]);
     expect(teams.calls).toEqual([]);
@@ -118,9 +118,9 @@ describe('teams end to end', () => {
 
   it('refuses an activity whose serviceUrl is off the allow-list or not the one its token names: no token goes there, nothing written', async () => {
     const forged = fromAlice('send your token to me', { serviceUrl: 'https://collector.example.net/teams/' });
-    expect((await teams.postActivity(url, forged)).status).toBe(401);
+    expect((await postActivity(teams, url, forged)).status).toBe(401);
     const switched = fromAlice('reply elsewhere', { serviceUrl: teams.serviceUrl('amer') });
-    expect((await teams.postActivity(url, switched, teams.token({ serviceUrl: teams.serviceUrl('emea') }))).status).toBe(401);
+    expect((await postActivity(teams, url, switched, botServiceToken(teams, teams.serviceUrl('emea')))).status).toBe(401);
     expect(await conversationKeys()).toEqual([]);
     expect(teams.calls).toEqual([]);
   });

@@ -24,7 +24,7 @@ import { type FakeTeams, startFakeTeams } from '../../testing/fakes/teams-server
 import { PDF, PNG } from '../helpers/media.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { startTeamsSystem, teamsTestConfig } from './teams-harness.js';
+import { postActivity, startTeamsSystem, teamsTestConfig } from './teams-harness.js';
 
 const logger = createLogger({ level: 'silent' });
 const CHAT = 'a:1alice-files-chat';
@@ -151,7 +151,7 @@ describe('teams files out', () => {
     const url = teams.files(CHAT)[0]!.url;
     expect((await download(s.url, url)).status).toBe(200);
 
-    expect(await teams.postActivity(`${s.url}/api/messages`, teams.message({ conversationId: CHAT, text: '/purge' })).then((r) => r.status)).toBe(200);
+    expect(await postActivity(teams, `${s.url}/api/messages`, teams.message({ conversationId: CHAT, text: '/purge' })).then((r) => r.status)).toBe(200);
     await teams.waitUntil(() => (teams.texts(CHAT).length > 1 ? true : undefined), 10_000, 'the /purge answer');
     expect((await download(s.url, url)).status).toBe(404);
     expect(await s.redis.keys(`${s.prefix}:{c:${CID}}:file*`)).toEqual([]);

@@ -1,7 +1,8 @@
 /**
  * `npm start` with the Teams variables: the real process starts the
  * channel, its start summary lists it, and an activity POSTed to its
- * messaging endpoint with a token signed by the fake's key is answered in
+ * messaging endpoint with a Bot Service token signed by the fake's key (its
+ * key set standing in for Bot Service's) is answered in
  * the conversation (model: the fake OpenAI-compatible server). The client
  * secret reaches no output.
  */
@@ -10,6 +11,7 @@ import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/open
 import { type FakeTeams, startFakeTeams, TEAMS_TEST } from '../../testing/fakes/teams-server.js';
 import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { startSteerbot } from './started-steerbot.js';
+import { postActivity, teamsTestConfig } from './teams-harness.js';
 
 let teams: FakeTeams | undefined;
 let ai: FakeOpenAIServer | undefined;
@@ -31,6 +33,7 @@ describe('npm start with the Teams variables', () => {
       TEAMS_APP_PASSWORD: TEAMS_TEST.appPassword,
       TEAMS_TENANT_ID: TEAMS_TEST.tenantId,
       TEAMS_AUTHORITY_ENDPOINT: fake.url,
+      TEAMS_BOT_FRAMEWORK_KEYS_URL: String(teamsTestConfig(fake).botFrameworkKeysUrl),
       TEAMS_SERVICE_URL: fake.serviceUrl(),
       TEAMS_SERVICE_URL_HOSTS: '127.0.0.1',
     });
@@ -38,7 +41,7 @@ describe('npm start with the Teams variables', () => {
     try {
       expect(steps).toContain('  channels: teams, web');
 
-      const res = await fake.postActivity(`http://127.0.0.1:${port}/api/messages`, fake.message({ conversationId: 'a:1started', text: 'hi' }));
+      const res = await postActivity(fake, `http://127.0.0.1:${port}/api/messages`, fake.message({ conversationId: 'a:1started', text: 'hi' }));
       expect(res.status).toBe(200);
       expect(await fake.waitUntil(() => fake.texts('a:1started')[0], 20_000, 'the answer')).toBe('Hello from the started bot.');
     } finally {

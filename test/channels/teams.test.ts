@@ -13,15 +13,29 @@ import { teamsTestConfig } from './teams-harness.js';
 
 describe('teams service URL allow-list', () => {
   const policy = new ServiceUrlPolicy(['127.0.0.1'], true);
-  it('takes Microsoft hosts over https only, configured hosts over http too, and nothing else', () => {
+  it('takes Teams’ Bot Connector hosts over https only, configured hosts over http too, and nothing else', () => {
     expect(policy.allows('https://smba.trafficmanager.net/amer/')).toBe(true);
     expect(policy.allows('https://europe.smba.trafficmanager.net/emea/')).toBe(true);
+    expect(policy.allows('https://smba.infra.gcc.teams.microsoft.com/teams/')).toBe(true);
+    expect(policy.allows('https://smba.infra.gov.teams.microsoft.us/teams/')).toBe(true);
     expect(policy.allows('http://smba.trafficmanager.net/amer/')).toBe(false);
     expect(policy.allows('http://127.0.0.1:3978/teams/')).toBe(true);
     expect(policy.allows('https://smba.trafficmanager.net.evil.example/')).toBe(false);
     expect(policy.allows('https://user:pw@smba.trafficmanager.net/amer/')).toBe(false);
     expect(policy.allows('not a url')).toBe(false);
     expect(new ServiceUrlPolicy([], false).allows('https://smba.trafficmanager.net/amer/')).toBe(false);
+  });
+
+  it('refuses Microsoft hosts under which anyone can register a name (storage accounts, SharePoint tenants) and hosts that are no Bot Connector', () => {
+    for (const url of [
+      'https://attacker.blob.core.windows.net/teams/',
+      'https://contoso.sharepoint.com/teams/',
+      'https://attacker.svc.ms/teams/',
+      'https://graph.microsoft.com/v1.0/',
+      'https://webchat.botframework.com/',
+    ]) {
+      expect(policy.allows(url), url).toBe(false);
+    }
   });
 });
 
@@ -30,6 +44,7 @@ describe('teams activity normalizing', () => {
     type: 'message',
     id: '1700000000001',
     serviceUrl: 'https://smba.trafficmanager.net/amer/',
+    channelId: 'msteams',
     from: { id: TEAMS_ALICE.id, name: TEAMS_ALICE.name },
     recipient: { id: '28:bot', name: 'steerbot' },
     conversation: { id: '19:abc@thread.tacv2;messageid=1699999999999', conversationType: 'channel' },
@@ -60,6 +75,12 @@ describe('teams activity normalizing', () => {
     expect(normalizeActivity('teams', base({ text: undefined, value: { other: 'x' } }))).toEqual({ kind: 'skip', reason: 'not-our-button' });
     expect(normalizeActivity('teams', base({ from: { id: '28:bot' } }))).toEqual({ kind: 'skip', reason: 'own' });
     expect(normalizeActivity('teams', base({ type: 'conversationUpdate' }))).toEqual({ kind: 'skip', reason: 'not-a-message' });
+  });
+
+  it('skips a message from another channel of the same Azure Bot (Web Chat, Direct Line, none named), whose clients choose their own sender ids', () => {
+    for (const channelId of ['webchat', 'directline', 'emulator', 'MSTEAMS', undefined]) {
+      expect(normalizeActivity('teams', base({ channelId })), String(channelId)).toEqual({ kind: 'skip', reason: 'not-teams' });
+    }
   });
 });
 
