@@ -4,7 +4,8 @@
  * a rejected request writes nothing. A signed timestamp older than
  * `maxSkewSeconds`, or than the dedupe window less a margin when that is
  * shorter, is a replay (401): a request is accepted only while its id's
- * dedupe key would still recognise it.
+ * dedupe key would still recognise it. The dedupe identity is the signed
+ * body's `id`; an `Idempotency-Key` header is not read (it is not signed).
  */
 
 import type { ChannelHost, InboundMessage } from 'steerbot/channel';
@@ -56,14 +57,12 @@ export function inboundHandler(o: InboundOptions) {
     const parsed = readJsonBody(req, webhookBodySchema);
     if (!parsed.ok) return parsed.response;
     const body = parsed.value;
-    const idempotencyKey = req.headers['idempotency-key'];
-    if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !ID_RE.test(idempotencyKey))) {
-      return json(400, { error: 'Idempotency-Key must be 1-200 characters without whitespace or braces' });
-    }
     const conversationId = `${o.channelId}:${body.conversation}`;
     const message: InboundMessage = {
       conversationId,
-      updateKey: `${o.channelId}:${idempotencyKey ?? body.id}`,
+      // The signed body's id, never a header: a header is outside the signature, so a captured request sent again
+      // with another one would pass as a new message.
+      updateKey: `${o.channelId}:${body.id}`,
       chatId: body.conversation,
       sender: body.sender,
       text: body.text,

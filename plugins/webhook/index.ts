@@ -3,7 +3,7 @@
  * `<path>` (default `/webhooks/<name>`) and gets replies as signed POSTs to
  * its callback URL and/or on a Server-Sent Events stream per conversation.
  * Channel id `webhook:<name>`; conversation id `webhook:<name>:<conversation>`;
- * update key `webhook:<name>:<Idempotency-Key header or body id>`.
+ * update key `webhook:<name>:<body id>` (the signed body's `id`).
  * The wire format is in the README (channels section).
  */
 

@@ -119,13 +119,17 @@ describe('webhook channel', () => {
       expect(await snapshot()).toBe(before);
     });
 
-    it('uses the Idempotency-Key header over the body id', async () => {
-      const a = JSON.stringify(body());
-      const b = JSON.stringify(body());
-      const first = await post(a, { ...signedHeaders(SECRET, a), 'idempotency-key': 'key-1' });
-      const second = await post(b, { ...signedHeaders(SECRET, b), 'idempotency-key': 'key-1' });
+    it('dedupes on the signed body id: a captured request sent again within the window with a new Idempotency-Key is a duplicate', async () => {
+      const raw = JSON.stringify(body());
+      const signed = signedHeaders(SECRET, raw);
+      const first = await post(raw, signed);
       expect(first.status).toBe(202);
-      expect(second).toMatchObject({ status: 200, body: { result: 'duplicate' } });
+      const before = await snapshot();
+      // The header is outside the signature: each replay names a fresh one, as an attacker replaying the bytes would.
+      for (const key of ['replay-1', 'replay-2']) {
+        expect(await post(raw, { ...signed, 'idempotency-key': key })).toEqual({ status: 200, body: { result: 'duplicate', seq: first.body.seq } });
+      }
+      expect(await snapshot()).toBe(before);
     });
 
     it('answers 403 for a sender outside the access allow-list, writing nothing to the conversation', async () => {
