@@ -15,13 +15,16 @@
  *
  * With a transcription model, voice notes and audio files become text
  * instead: transcribed once, the transcript kept in conversation state
- * (`local-agent.transcript.<hash>`) for every later prompt.
+ * (`local-agent.transcript.<hash>`) for every later prompt. A transcript
+ * stands on one line in its placeholder's place, and the message is rendered
+ * again by the projection, so it is framed and escaped exactly as the
+ * message's text is: in a group, it cannot leave its sender's frame.
  */
 import { createHash } from 'node:crypto';
-import { type FilePart, type ImagePart, type ModelMessage, type TextPart, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
+import { type FilePart, type ImagePart, type ModelMessage, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
 import type { Logger } from 'pino';
 import { type Attachment, type FetchedFile, InvalidInputError, type MessageReceived, type SeqEntry } from 'steerbot/plugin';
-import { type RunContext, userMessage } from 'steerbot/runner';
+import { type RunContext, untrusted, userMessage } from 'steerbot/runner';
 
 /** What to do with an attachment the model cannot get. */
 export type AttachmentPolicy = 'omit' | 'text' | 'error';
@@ -90,12 +93,12 @@ export class AttachmentParts {
     // Two messages with the same text are two user messages: each entry takes the newest one not taken yet.
     const taken = new Set<number>();
     const indexes = entries.map((m) => {
-      const index = m.attachments?.length ? findUserMessage(messages, m, taken) : -1;
-      taken.add(index);
-      return index;
+      const found = m.attachments?.length ? findUserMessage(messages, m, taken) : NOT_FOUND;
+      taken.add(found.index);
+      return found;
     });
     const work = entries.map((m, i) =>
-      (indexes[i] === -1 ? [] : (m.attachments ?? [])).map(async (a): Promise<Resolved> => {
+      (indexes[i]!.index === -1 ? [] : (m.attachments ?? [])).map(async (a): Promise<Resolved> => {
         if (a.kind === 'audio' && transcriber) {
           const transcript = await this.transcript(ctx, a, transcriber);
           if (transcript !== undefined) return { kind: 'transcript', text: transcript };
@@ -105,27 +108,25 @@ export class AttachmentParts {
     );
     const done = await Promise.all(work.map((w) => Promise.all(w)));
     for (const [i, m] of entries.entries()) {
-      const index = indexes[i]!;
-      if (index === -1 || !m.attachments) continue;
-      let text = messages[index]!.content as string;
+      const found = indexes[i]!;
+      if (found.index === -1 || !m.attachments) continue;
+      const lines: AttachmentLine[] = [];
       const parts: Array<ImagePart | FilePart> = [];
       for (const [j, a] of m.attachments.entries()) {
         const got = done[i]![j]!;
-        if (got.kind === 'transcript') {
-          text = replaceLine(text, placeholder(a), `[voice message, transcribed: ${got.text}]`);
-          continue;
-        }
-        if (got.kind === 'part') {
-          parts.push(got.part);
-          continue;
-        }
-        if (this.s.policy === 'error') return unsupportedAttachmentMessage(a, got.mediaType);
-        if (this.s.policy === 'omit') text = removeLine(text, placeholder(a));
+        if (got.kind === 'none' && this.s.policy === 'error') return unsupportedAttachmentMessage(a, got.mediaType);
+        if (got.kind === 'part') parts.push(got.part);
+        lines.push(this.lineFor(got));
       }
-      const content: Array<TextPart | ImagePart | FilePart> = [...(text.trim() ? [{ type: 'text' as const, text }] : []), ...parts];
-      messages[index] = { role: 'user', content: content.length > 0 ? content : '[empty message]' };
+      messages[found.index] = { role: 'user', content: [{ type: 'text', text: renderWith(m, found.senderNames, lines) }, ...parts] };
     }
     return undefined;
+  }
+
+  /** What stands in the message's text for a resolved attachment: a transcript on one line; nothing when omitted; else its placeholder. */
+  private lineFor(got: Resolved): AttachmentLine {
+    if (got.kind === 'transcript') return `[voice message, transcribed: ${untrusted.oneLine(got.text)}]`;
+    return got.kind === 'none' && this.s.policy === 'omit' ? null : undefined;
   }
 
   private async resolve(ctx: RunContext, a: Attachment): Promise<Resolved> {
@@ -219,33 +220,46 @@ export class AttachmentParts {
   }
 }
 
-/** Index of the newest user message rendered from `m` (with or without sender names) and not in `taken`, or -1. */
-function findUserMessage(messages: ModelMessage[], m: MessageReceived, taken: ReadonlySet<number>): number {
-  const candidates = [userMessage(m, false).content, userMessage(m, true).content];
+/** Where `findUserMessage` found a message: its index (-1 when not found) and whether it was rendered with sender names. */
+interface Found {
+  index: number;
+  senderNames: boolean;
+}
+
+const NOT_FOUND: Found = { index: -1, senderNames: false };
+
+/** The newest user message rendered from `m` (with or without sender names) and not in `taken`. */
+function findUserMessage(messages: ModelMessage[], m: MessageReceived, taken: ReadonlySet<number>): Found {
+  const plain = userMessage(m, false).content;
+  const named = userMessage(m, true).content;
   for (let i = messages.length - 1; i >= 0; i--) {
     if (taken.has(i)) continue;
-    const msg = messages[i]!;
-    if (msg.role === 'user' && typeof msg.content === 'string' && candidates.includes(msg.content)) return i;
+    const { role, content } = messages[i]!;
+    if (role === 'user' && (content === plain || content === named)) return { index: i, senderNames: content !== plain };
   }
-  return -1;
+  return NOT_FOUND;
 }
 
-/** The placeholder line the projection writes for `a`. */
+/** What stands in an attachment's place: a line of text, its placeholder (`undefined`), or nothing (`null`). */
+type AttachmentLine = string | null | undefined;
+
+/**
+ * `m` as the projection renders it, each attachment's placeholder line
+ * replaced as `lines` says. The lines become the message's own text and go
+ * through the projection again, so they are framed and escaped exactly as
+ * the text is: in a group, inside the sender's frame, where no transcript can
+ * close it; in a one-to-one chat, as the person's own words.
+ */
+function renderWith(m: MessageReceived, senderNames: boolean, lines: readonly AttachmentLine[]): string {
+  const body = m.text === '' ? [] : [m.text];
+  for (const [j, a] of (m.attachments ?? []).entries()) {
+    const line = lines[j] === undefined ? placeholder(a) : lines[j];
+    if (line !== null) body.push(line);
+  }
+  return userMessage({ ...m, text: body.join('\n'), attachments: [] }, senderNames).content as string;
+}
+
+/** The placeholder line the projection writes for `a`, unframed and unescaped. */
 function placeholder(a: Attachment): string {
   return userMessage({ v: 1, kind: 'message.received', at: 0, updateKey: '', sender: { id: '' }, text: '', attachments: [a] }, false).content as string;
-}
-
-function replaceLine(text: string, line: string, by: string): string {
-  const lines = text.split('\n');
-  const i = lines.lastIndexOf(line);
-  if (i === -1) return `${text}\n${by}`;
-  lines[i] = by;
-  return lines.join('\n');
-}
-
-function removeLine(text: string, line: string): string {
-  const lines = text.split('\n');
-  const i = lines.lastIndexOf(line);
-  if (i !== -1) lines.splice(i, 1);
-  return lines.join('\n');
 }
