@@ -47,7 +47,6 @@ export interface InboundOptions {
 
 /** Builds the POST handler. */
 export function inboundHandler(o: InboundOptions) {
-  // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the edge answers with a status per failure (signature 401, body 400, store down 503, duplicate 200); one guard per status, in order
   return async (req: RouteRequest): Promise<RouteResponse> => {
     const raw = req.body;
     const maxSkewSeconds = Math.min(o.config.maxSkewSeconds, replayWindowSeconds(o.host().dedupeTtlSeconds));
