@@ -7,6 +7,7 @@
 
 import { enumOf, INPUT_POLICIES, int, pageToken } from 'steerbot/plugin';
 import { z } from 'zod';
+import { isAddressOrRange } from './client-address.js';
 
 /** Schema of the web chat's settings. Unknown keys are errors. */
 export const webConfigSchema = z
@@ -42,6 +43,20 @@ export const webConfigSchema = z
       .default(20 * 1024 * 1024)
       .describe('Largest file the chat shows, in bytes; a larger one becomes a text message. Default 20 971 520 (20 MiB).'),
     maxStreamClients: int(1, 10_000).default(100).describe('Most open chat pages at once (each holds a Redis connection); more get 503. Default 100.'),
+    maxStreamsPerClient: int(1, 10_000)
+      .default(5)
+      .describe('Most open chat pages of one client address (an IPv6 client: its /64) on one host; more get 429. Default 5.'),
+    newConversationsPerHour: int(0, 1_000_000)
+      .default(20)
+      .describe(
+        'New conversations one client address (an IPv6 client: its /64) may start, as a token bucket: this many at once, refilled evenly over an hour, counted in Redis across hosts. A message that would start one more gets 429 and writes nothing. 0 turns the limit off. Default 20.',
+      ),
+    trustedProxies: z
+      .array(z.string().trim().refine(isAddressOrRange, { error: 'expected an IP address or a CIDR range like 10.0.0.0/8' }))
+      .default([])
+      .describe(
+        "Addresses (or CIDR ranges) of the reverse proxies in front of the host. A request from one of them is counted against the client its `X-Forwarded-For` names (the right-most address that is not a listed proxy). Default `[]`: the TCP peer is the client, and behind a proxy every visitor shares the proxy's limits.",
+      ),
   })
   .refine((c) => !(c.public && c.token !== undefined), { error: 'a public chat takes no token: remove `token`, or set `public` to false', path: ['token'] });
 

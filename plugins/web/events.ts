@@ -6,7 +6,9 @@
  * taken). Both Redis streams carry the conversation's hash tag, so one
  * `XREAD BLOCK` on a connection of its own per page reads them together.
  * Event ids are `<reply id>_<record id>`: a page that reconnects resumes after
- * `Last-Event-ID`; a fresh page first gets the recent history.
+ * `Last-Event-ID`; a fresh page first gets the recent history. Each stream
+ * holds a Redis connection of this process: `maxClients` bounds them, and
+ * `maxPerClient` keeps one client address from taking them all.
  */
 import type { Logger } from 'pino';
 import { parseEntry, type RedisClient, storage } from 'steerbot/plugin';
@@ -27,17 +29,56 @@ export interface WebEventsOptions {
   historyEntries: number;
   /** Most open streams. */
   maxClients: number;
+  /** Most open streams of one client (a `ClientAddresses` key). */
+  maxPerClient: number;
+}
+
+/** A place for one more stream, or why there is none: every place is taken (`full`), or the client holds its share (`client`). */
+export type StreamHold = { ok: true; place: HeldStream } | { ok: false; reason: 'full' | 'client' };
+
+/** A place held for one client's stream: counted against the client until the stream ends, its request aborts or `release()`. */
+export interface HeldStream {
+  /** Gives the place back (the request failed before its stream began). Idempotent. */
+  release(): void;
+  /** The readers' place, which `stream` hands to `BlockingReaders.sse`. */
+  readonly readers: storage.ReaderPlace;
+  /** Uncounts the client's stream (its end). Idempotent. */
+  readonly done: () => void;
 }
 
 /** Open event streams, so they can be ended on shutdown. */
 export class WebEventStreams {
   private readonly readers = new storage.BlockingReaders();
+  /** Open (or about to open) streams by client; a client with none has no entry. */
+  private readonly perClient = new Map<string, number>();
 
   constructor(private readonly o: WebEventsOptions) {}
 
-  /** A place for one more stream, or undefined when `maxClients` are open (see `BlockingReaders.hold`). */
-  hold(signal: AbortSignal): storage.ReaderPlace | undefined {
-    return this.readers.hold(this.o.maxClients, signal);
+  /**
+   * A place for one more stream of `client`, unless it holds `maxPerClient`
+   * or `maxClients` are open (see `BlockingReaders.hold`). Counted in one
+   * step, so requests arriving together cannot all pass.
+   */
+  hold(client: string, signal: AbortSignal): StreamHold {
+    if ((this.perClient.get(client) ?? 0) >= this.o.maxPerClient) return { ok: false, reason: 'client' };
+    const readers = this.readers.hold(this.o.maxClients, signal);
+    if (!readers) return { ok: false, reason: 'full' };
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
+    let counted = true;
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      signal.removeEventListener('abort', done);
+      const left = (this.perClient.get(client) ?? 1) - 1;
+      if (left > 0) this.perClient.set(client, left);
+      else this.perClient.delete(client);
+    };
+    signal.addEventListener('abort', done, { once: true });
+    const release = () => {
+      readers.release();
+      done();
+    };
+    return { ok: true, place: { readers, done, release } };
   }
 
   /** Ends every open stream (shutdown). */
@@ -66,8 +107,17 @@ export class WebEventStreams {
     }
   }
 
-  /** The SSE body: events after `from`, until `signal` aborts or the stream is closed. */
-  stream(place: storage.ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+  /** The SSE body in the place `hold` gave: events after `from`, until `signal` aborts or the stream is closed. */
+  async *stream(place: HeldStream, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
+    try {
+      yield* this.read(place.readers, conversationId, from, signal);
+    } finally {
+      place.done();
+    }
+  }
+
+  /** The stream's events, in the readers' place. */
+  private read(place: storage.ReaderPlace, conversationId: string, from: [string, string], signal: AbortSignal): AsyncGenerator<string> {
     const { replies, log } = storage.pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     let [replyCursor, logCursor] = from;
     const view = (id: string, fields: string[]) => this.view(id, fields);

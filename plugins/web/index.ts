@@ -13,38 +13,20 @@
  * Access: private by default — the operator's login (`deps.operatorAccess`,
  * the console's secret) or the chat's own `token` opens it (`checkAccess`);
  * `public: true` opens it to everyone, and the host's `access` section then
- * decides who may talk, as on any channel.
+ * decides who may talk, as on any channel. The page's API, with its
+ * per-client limits, is `api.ts`.
  */
 
-import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin, type InboundMessage } from 'steerbot/channel';
-import {
-  eventStream,
-  json,
-  pages,
-  parseSection,
-  type RouteRequest,
-  type RouteResponse,
-  readJsonBody,
-  refuseMovedSettings,
-  signedFileStore,
-} from 'steerbot/plugin';
-import { z } from 'zod';
+import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from 'steerbot/channel';
+import { json, pages, parseSection, type RouteRequest, type RouteResponse, refuseMovedSettings, signedFileStore } from 'steerbot/plugin';
+import { ChatApi } from './api.js';
 import { type WebConfig, webConfigSchema } from './config.js';
-import { WebEventStreams } from './events.js';
+import { VISITOR_KEY } from './new-conversations.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
 import { CHAT_SCRIPT, CHAT_STYLES, chatPage } from './page.js';
 
 /** Path prefix of the chat's assets and API. */
 const BASE = '/chat';
-/** A browser's conversation id and a message's id: URL-safe, no `:` (ids are joined with it). */
-const BROWSER_ID_RE = /^[A-Za-z0-9_-]{8,64}$/;
-const MESSAGE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
-
-const messageBodySchema = z.strictObject({
-  conversation: z.string().regex(BROWSER_ID_RE, { error: 'expected 8-64 characters of A-Z a-z 0-9 _ -' }),
-  id: z.string().regex(MESSAGE_ID_RE, { error: 'expected 1-64 characters of A-Z a-z 0-9 _ -' }),
-  text: z.string().refine((t) => t.trim() !== '', { error: 'text is empty' }),
-});
 
 /** Who may chat: everyone (public), else the operator's login and the chat's own token. */
 function chatGuard(cfg: WebConfig, operator: pages.PageAccess | undefined): pages.PageGuard {
@@ -69,8 +51,7 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
   refuseMovedSettings(cfg, ['channels', WEB_CHANNEL_ID], { policy: 'profiles.<name>.inputPolicy bound to web' });
   const logger = deps.logger.child({ channel: WEB_CHANNEL_ID });
   const access = chatGuard(cfg, deps.operatorAccess);
-  const streams = new WebEventStreams({ redis: deps.redis, prefix: deps.prefix, logger, historyEntries: cfg.historyEntries, maxClients: cfg.maxStreamClients });
-  let host: ChannelHost | undefined;
+  const api = new ChatApi({ config: cfg, access, redis: deps.redis, prefix: deps.prefix, logger });
   // Files the agent sends: kept for the page at signed, same-origin URLs that also need the chat's login.
   const files = signedFileStore({
     redis: deps.redis,
@@ -87,71 +68,26 @@ export function createWebPlugin(config: unknown, deps: ChannelDeps): ChannelPlug
   /** The page: `?token=` (right) stores the token in a cookie and reloads without it in the URL. */
   const page = async (req: RouteRequest): Promise<RouteResponse> => pages.servePage(req, access, req.path, () => html);
 
-  async function send(req: RouteRequest): Promise<RouteResponse> {
-    const verdict = pages.checkAccess(req, access);
-    if (!verdict.ok) return json(401, { error: verdict.error });
-    if (!pages.sameOriginJson(req)) return json(403, { error: 'expected a same-origin JSON request' });
-    const parsed = readJsonBody(req, messageBodySchema);
-    if (!parsed.ok) return parsed.response;
-    const body = parsed.value;
-    const message: InboundMessage = {
-      conversationId: `${WEB_CHANNEL_ID}:${body.conversation}`,
-      updateKey: `${WEB_CHANNEL_ID}:${body.conversation}:${body.id}`,
-      chatId: body.conversation,
-      sender: { id: body.conversation, name: 'web user' },
-      text: body.text,
-      messageId: body.id,
-    };
-    const result = await host!.receive(WEB_CHANNEL_ID, message);
-    switch (result.kind) {
-      case 'ignored':
-        return json(403, { error: `ignored: ${result.reason}` });
-      case 'command':
-        return json(200, { result: 'command', command: result.command, duplicate: result.duplicate });
-      case 'ingested':
-        return json(200, { result: result.result.kind, ...result.result });
-    }
-  }
-
-  async function events(req: RouteRequest): Promise<RouteResponse> {
-    const verdict = pages.checkAccess(req, access);
-    if (!verdict.ok) return json(401, { error: verdict.error });
-    const conversation = req.query.conversation ?? '';
-    if (!BROWSER_ID_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
-    const place = streams.hold(req.signal);
-    if (!place) return json(503, { error: 'too many open chat pages' });
-    const last = req.headers['last-event-id'];
-    const conversationId = `${WEB_CHANNEL_ID}:${conversation}`;
-    let from: [string, string];
-    try {
-      from = await streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
-    } catch (err) {
-      place.release();
-      throw err;
-    }
-    return eventStream(streams.stream(place, conversationId, from, req.signal));
-  }
-
   return {
     id: WEB_CHANNEL_ID,
     // The input policy is a profile's (bound to `web`). A public chat's visitors name themselves: no list can match them.
     settings: cfg.public ? { unverifiedSenders: true } : {},
     outbound: createWebOutbound({ config: cfg, redis: deps.redis, prefix: deps.prefix, files }),
     async start(h: ChannelHost) {
-      host = h;
+      api.host = h;
       h.routes.add({ method: 'GET', path: '/', handle: page });
       h.routes.add({ method: 'GET', path: BASE, handle: page });
       h.routes.add({ method: 'GET', path: `${BASE}/app.js`, handle: pages.assetRoute('text/javascript; charset=utf-8', CHAT_SCRIPT) });
       h.routes.add({ method: 'GET', path: `${BASE}/app.css`, handle: pages.assetRoute('text/css; charset=utf-8', CHAT_STYLES) });
-      h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: send });
-      h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: events });
+      h.routes.add({ method: 'POST', path: `${BASE}/api/messages`, bodyLimitBytes: 256 * 1024, handle: api.send });
+      h.routes.add({ method: 'GET', path: `${BASE}/api/events`, handle: api.events });
       h.routes.add(files.route());
       logger.info({ path: '/', access: accessSummary(cfg, access) }, 'web chat ready');
       if (access !== 'public' && (access as readonly pages.PageAccess[]).length === 0)
         logger.warn('the web chat is private and no login is configured: nobody can open it (set channels.web.token, or public: true)');
     },
     async stop() {
-      streams.closeAll();
+      api.streams.closeAll();
     },
   };
 }
@@ -166,7 +102,9 @@ export default defineChannelPlugin({
     { env: 'STEERBOT_WEB', path: 'enabled', kind: 'bool', enables: true },
     { env: 'STEERBOT_WEB_PUBLIC', path: 'public', kind: 'bool', enables: true },
     { env: 'STEERBOT_WEB_TOKEN', path: 'token', kind: 'string', secret: true, enables: true },
+    { env: 'STEERBOT_WEB_TRUSTED_PROXIES', path: 'trustedProxies', kind: 'list' },
   ],
+  storage: { conversationKeys: [VISITOR_KEY] },
   defaultEnabled: true,
   create: (config, deps) => (config.enabled ? createWebPlugin(config, deps) : []),
 });
