@@ -2,7 +2,10 @@
  * WhatsApp message → normalized inbound message (pure). Ids as DESIGN.md
  * has them: update key `<channel id>:<message id>` (the `wamid`, so a
  * redelivered message is a duplicate), conversation `<channel id>:<wa_id>`
- * (WhatsApp chats with a business number are one-to-one).
+ * (WhatsApp chats with a business number are one-to-one; a group's
+ * message, naming its `group_id`, is skipped). A button click, of the bot's
+ * buttons or a template's quick replies, is a click (`interaction`), never
+ * a typed message.
  */
 import type { InboundMessage } from 'steerbot/channel';
 import type { Attachment } from 'steerbot/plugin';
@@ -12,7 +15,7 @@ import type { WaMessage } from './payload-schema.js';
 export const conversationIdOf = (channelId: string, waId: string): string => `${channelId}:${waId}`;
 
 /** Why a message is not passed on. */
-export type SkipReason = 'unsupported-type' | 'empty';
+export type SkipReason = 'unsupported-type' | 'empty' | 'group';
 
 /** Result of `normalizeMessage`. `button`: a click on a reply button (its id, a control command, is the text). */
 export type Normalized = { kind: 'message' | 'button'; message: InboundMessage } | { kind: 'skip'; reason: SkipReason };
@@ -66,13 +69,18 @@ export function normalizeMessage(channelId: string, msg: WaMessage, name: string
     sender: { id: msg.from, ...(name && { name: name.slice(0, 256) }) },
     messageId: msg.id,
   };
+  // A group's message (Cloud API groups): this channel's conversations are one-to-one.
+  if (msg.group_id !== undefined) return { kind: 'skip', reason: 'group' };
   const button = msg.interactive?.type === 'button_reply' ? msg.interactive.button_reply : undefined;
   // Buttons the bot sends carry a control command as their id (`/approve ap_…`).
   if (button?.id.startsWith('/')) return { kind: 'button', message: { ...base, text: button.id, interaction: 'button' } };
-  const content = button ? { text: button.title, attachments: [] } : contentOf(msg);
+  // Any other button says its id (the command it was sent with), never its title: a title is only shown, and a
+  // click is a click (`interaction`), so neither can pass for a typed `/pair`.
+  const content = button ? { text: button.id, attachments: [] } : contentOf(msg);
   if (!content) return { kind: 'skip', reason: 'unsupported-type' };
   if (content.text.trim() === '' && content.attachments.length === 0) return { kind: 'skip', reason: 'empty' };
-  const message: InboundMessage = { ...base, text: content.text };
+  const clicked = button !== undefined || msg.type === 'button';
+  const message: InboundMessage = { ...base, text: content.text, ...(clicked && { interaction: 'button' as const }) };
   if (msg.context?.id !== undefined) message.replyTo = { messageId: msg.context.id };
   if (content.attachments.length > 0) message.attachments = content.attachments;
   return { kind: 'message', message };

@@ -34,6 +34,8 @@ export const inboundMessageSchema = z.looseObject({
     .optional(),
   button: z.looseObject({ payload: z.string().max(256).optional(), text: z.string().max(256) }).optional(),
   context: z.looseObject({ id: z.string().max(256).optional() }).optional(),
+  /** Set on a message sent in a group (Cloud API groups). */
+  group_id: z.string().max(256).optional(),
 });
 
 /** One status callback (`value.statuses[]`) of a message the bot sent. */

@@ -56,7 +56,12 @@ export function typedOnlyCommand(text: string): string | undefined {
 }
 
 const buttonSchema = z.strictObject({
-  label: z.string().min(1).max(64),
+  // A label is only shown; one that reads as a typed-only command is refused all the same (a channel that echoed it back).
+  label: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine((l) => typedOnlyCommand(l) === undefined, { error: 'a button label cannot read /pair, /link, /purge or /forget' }),
   command: z
     .string()
     .refine((c) => c.length > 0 && Buffer.byteLength(c) <= 64, { error: 'expected 1-64 bytes' })

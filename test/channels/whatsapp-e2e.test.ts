@@ -75,6 +75,27 @@ describe('whatsapp end to end', () => {
     expect(wa.reads).toContainEqual({ messageId: id, typing: true });
   });
 
+  it('takes a tap on a button as its id and as a click, never its title: a title reading /purge or /pair is not typed by the one who taps', async () => {
+    ai.script([{ text: 'Noted.' }]);
+    // A button sent with the command `ok` under the title `/purge stop` (the title is what WhatsApp shows and echoes back).
+    expect(await deliver(messageDelivery({ buttonReply: { id: 'ok', title: '/purge stop' } }))).toBe(200);
+    await nth(1, 'the answer');
+    await h.idle(15_000, CONVERSATION);
+    expect(await h.entries('message.received', CONVERSATION)).toMatchObject([{ text: 'ok' }]);
+    expect(userTexts(0)).toEqual(['ok']);
+    // A typed-only command a tap would carry is refused as a click.
+    expect(await deliver(messageDelivery({ buttonReply: { id: '/pair ABCD-EFGH', title: 'Done' } }))).toBe(200);
+    expect((await nth(2, 'the refusal')).text).toMatch(/\/pair/);
+    expect(await h.entries('message.received', CONVERSATION)).toHaveLength(1);
+  });
+
+  it('ignores a message sent in a group (a group_id): its conversations are one-to-one', async () => {
+    expect(await deliver(messageDelivery({ text: 'hi from the group', groupId: '120363040000000001' }))).toBe(200);
+    await say('hi from my chat');
+    await nth(1, 'the answer to the chat');
+    expect((await h.entries('message.received', CONVERSATION)).map((e) => e.text)).toEqual(['hi from my chat']);
+  });
+
   it('gives one reply to a message delivered three times', async () => {
     ai.script([{ text: 'Only once.' }]);
     const payload = messageDelivery({ text: 'are you there?' });

@@ -159,7 +159,7 @@ describe('the send API: one Idempotency-Key, one delivery', () => {
     expect(sentTo(w, ALICE.id).filter((m) => m.text === 'Your invoice is ready.')).toHaveLength(1);
   });
 
-  it('refuses a button that would run /pair, /link, /purge or /forget as whoever clicks it (400); nothing sent', async () => {
+  it('refuses a button that would run /pair, /link, /purge or /forget as whoever clicks it, or whose label reads as one (400); nothing sent', async () => {
     const chat = 880_003;
     for (const command of ['/pair ABCD-EFGH', '/link ABCD-EFGH', '/purge stop', '/FORGET all', '/pair@SomeBot X']) {
       const r = await api(
@@ -173,6 +173,17 @@ describe('the send API: one Idempotency-Key, one delivery', () => {
       expect(r.status, command).toBe(400);
       expect(r.body.error).toMatch(/a button cannot carry \/pair, \/link, \/purge or \/forget/);
     }
+    // Nor a label that reads as one: a channel that echoes a tapped button's title back would hand it on as typed.
+    const labelled = await api(
+      w,
+      LEGACY,
+      `telegram:${chat}`,
+      'messages',
+      { text: 'Done?', buttons: [{ label: '/pair ABCD-EFGH', command: 'ok' }] },
+      { 'idempotency-key': 'b-label' },
+    );
+    expect(labelled.status).toBe(400);
+    expect(labelled.body.error).toMatch(/a button label cannot read \/pair, \/link, \/purge or \/forget/);
     expect(sentTo(w, chat)).toEqual([]);
     expect(await keysOf(w, `telegram:${chat}`)).toEqual([]);
   });

@@ -299,6 +299,8 @@ export interface WaMessageOptions {
   media?: { type: 'image' | 'audio' | 'video' | 'document' | 'sticker'; id: string; mimeType: string; caption?: string; filename?: string; voice?: boolean };
   /** A click on a reply button instead: the button's id and title. */
   buttonReply?: { id: string; title: string };
+  /** Sent in this group (Cloud API groups): the message carries its `group_id`. */
+  groupId?: string;
   phoneNumberId?: string;
 }
 
@@ -309,6 +311,7 @@ export const wamid = (): string => `wamid.${randomBytes(16).toString('base64url'
 export function messageDelivery(o: WaMessageOptions = {}): Record<string, unknown> {
   const from = o.from ?? WA_ALICE;
   const message: Record<string, unknown> = { from: from.waId, id: o.id ?? wamid(), timestamp: String(Math.floor(Date.now() / 1000)) };
+  if (o.groupId !== undefined) message.group_id = o.groupId;
   if (o.buttonReply) Object.assign(message, { type: 'interactive', interactive: { type: 'button_reply', button_reply: o.buttonReply } });
   else if (o.media) {
     const { type, id, mimeType, caption, filename, voice } = o.media;
