@@ -305,7 +305,7 @@ export interface RunFeatures {
   artifacts?: ArtifactStore;
   /** Asks a person in the chat to approve a tool call, durably. Absent in hand-made contexts. */
   approvals?: ApprovalGate;
-  /** The conversation's schedules. Absent when schedules are off (`schedules.enabled`) and in hand-made contexts. */
+  /** The conversation's schedules. Absent when schedules are off (`schedules.enabled`), in a subagent's run, and in hand-made contexts. */
   schedules?: ConversationSchedules;
   /**
    * The long-term memory of the person the run is for
@@ -359,8 +359,12 @@ export interface ConversationSchedules {
   /**
    * Validates and creates a schedule, owned by the run's accountable identity
    * (its fires are charged to it); returns it with its next fire times.
-   * Throws InvalidInputError naming the field on a bad request, and
-   * ScheduleLimitError (`code` `SCHEDULE_LIMIT`) past the conversation's limit; nothing is written then.
+   * Throws InvalidInputError naming the field on a bad request (in a run no
+   * person's message started, also a one-shot sooner than
+   * `schedules.minIntervalSeconds`), ScheduleLimitError (`code`
+   * `SCHEDULE_LIMIT`) past the conversation's limit, and
+   * ScheduleForbiddenError (`code` `SCHEDULE_FORBIDDEN`) when the run also
+   * answers a person who is not its identity; nothing is written then.
    * `idempotencyKey` (a tool call's): the same key makes the same schedule, so a re-run creates no second one.
    */
   create(request: ScheduleRequest, opts?: { idempotencyKey?: string }): Promise<ListedSchedule>;

@@ -116,7 +116,7 @@ export class ScheduleLimitError extends InvalidInputError {
   }
 }
 
-/** A schedule may not be cancelled by who asked (another person's, in a chat where they are not an admin); nothing was changed. */
+/** A schedule may not be created or cancelled by who asked (created in a run someone else is charged for; another person's, in a chat where they are not an admin); nothing was changed. */
 export class ScheduleForbiddenError extends SteerbotError {
   constructor(message: string) {
     super('SCHEDULE_FORBIDDEN', message);

@@ -3,11 +3,12 @@
  * schedules (docs/scheduling.md). The model turns "tomorrow at 9" into an ISO
  * time or a cron line; the tool validates it and echoes the next fire times,
  * so the model can tell the user exactly when. Offered when the run has
- * `ctx.features.schedules` (schedules on); the tool policy applies to them by name, so
- * an operator can require approval or deny them. A schedule the agent makes
- * is owned by the run's accountable identity; cancelling someone else's needs
- * every person the run answers to be an admin of the chat (`ctx.features.schedules`
- * refuses, and the model is told why).
+ * `ctx.features.schedules` (schedules on, and not a subagent's run); the tool
+ * policy applies to them by name, so an operator can require approval or deny
+ * them. A schedule the agent makes is owned by the run's accountable
+ * identity, so a run that also answers someone else makes none; cancelling
+ * someone else's needs every person the run answers to be an admin of the
+ * chat (`ctx.features.schedules` refuses both, and the model is told why).
  */
 
 import { InvalidInputError, ScheduleForbiddenError, z } from 'steerbot/plugin';
@@ -37,7 +38,7 @@ function shown(s: schedules.ListedSchedule) {
   return { id: s.id, when: schedules.describeWhen(s.when), next: s.next.map(iso), prompt: s.prompt, kind: s.origin, missed: s.missed };
 }
 
-/** Validation errors reach the model as they are: it can fix the request; a refusal (someone else's schedule) it can pass on. */
+/** Validation errors reach the model as they are: it can fix the request; a refusal (someone else asked, someone else's schedule) it can pass on. */
 function asToolFailure(err: unknown): never {
   if (err instanceof InvalidInputError) throw new ToolFailure('invalid_input', err.message);
   if (err instanceof ScheduleForbiddenError) throw new ToolFailure('forbidden', err.message);

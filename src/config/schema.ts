@@ -314,7 +314,9 @@ const schedulesSchema = z.strictObject({
     .describe('Most schedules one conversation may have (heartbeats included); one more is refused with an error. Default 20.'),
   minIntervalSeconds: int(1, 86_400)
     .default(DEFAULTS.schedules.minIntervalSeconds)
-    .describe('Shortest interval between two fires of a recurring schedule, in seconds; a shorter `every` or cron line is refused. Default 60.'),
+    .describe(
+      'Shortest interval between two fires of a recurring schedule, in seconds; a shorter `every` or cron line is refused, and so is a one-shot sooner than this made by a run no person started (a fire, a heartbeat, an event). Default 60.',
+    ),
   missedAfterSeconds: int(1, 86_400)
     .default(DEFAULTS.schedules.missedAfterSeconds)
     .describe(

@@ -34,6 +34,7 @@ import { metrics } from '../telemetry/metrics.js';
 import {
   DEFAULT_SCHEDULE_LIMITS,
   nextFires,
+  type ParseOptions,
   parseScheduleRequest,
   type Schedule,
   type ScheduleLimits,
@@ -126,9 +127,9 @@ export class Schedules {
   private readonly unwatch: () => void;
 
   /** Checks a request without writing anything; returns what `create` would store and its next fire times. Throws InvalidInputError. */
-  preview(request: ScheduleRequest, count = 3): { parts: Pick<Schedule, 'when' | 'prompt' | 'missed'>; next: number[] } {
+  preview(request: ScheduleRequest, count = 3, opts: ParseOptions = {}): { parts: Pick<Schedule, 'when' | 'prompt' | 'missed'>; next: number[] } {
     const now = this.now();
-    const parts = parseScheduleRequest(request, this.limits, now);
+    const parts = parseScheduleRequest(request, this.limits, now, opts);
     return { parts, next: nextFires(parts.when, now, count) };
   }
 
@@ -136,14 +137,15 @@ export class Schedules {
    * Validates and creates a schedule for a conversation; returns it with its
    * next fire times. Throws InvalidInputError on a bad request (nothing
    * written), ScheduleLimitError when the conversation has as many schedules as allowed.
+   * `unattended`: made by a run no person's message started (`ParseOptions`).
    */
   async create(
     conversationId: string,
     request: ScheduleRequest,
-    opts: { createdBy: string; owner?: string | undefined; group?: boolean; origin?: ScheduleOrigin; id?: string },
+    opts: { createdBy: string; owner?: string | undefined; group?: boolean; origin?: ScheduleOrigin; id?: string } & ParseOptions,
   ): Promise<ListedSchedule> {
     const k = conversationKeys(this.o.prefix, conversationId);
-    const { parts, next } = this.preview(request);
+    const { parts, next } = this.preview(request, 3, { unattended: opts.unattended });
     const id = opts.id ?? newScheduleId();
     if (!SCHEDULE_ID_RE.test(id)) throw new InvalidInputError('schedule id must be s and 12 characters of [0-9a-z]');
     if (opts.owner !== undefined) assertIdentityId(opts.owner);

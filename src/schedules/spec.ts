@@ -70,7 +70,10 @@ export interface ScheduleRequest {
 export interface ScheduleLimits {
   /** Most schedules per conversation (heartbeats included). Default 20. */
   maxPerConversation: number;
-  /** Shortest interval between two fires of a recurring schedule, in seconds. Default 60. */
+  /**
+   * Shortest interval between two fires of a recurring schedule, in seconds,
+   * and the soonest a one-shot made by an unattended run may be. Default 60.
+   */
   minIntervalSeconds: number;
   /** Furthest a one-shot may be, in days. Default 366. */
   maxAheadDays: number;
@@ -142,27 +145,27 @@ export function nextFires(when: ScheduleWhen, from: number, n: number, anchor = 
   }
 }
 
+/** How a request is read besides the limits. */
+export interface ParseOptions {
+  /**
+   * Made by a run no person's message started (a fire, a heartbeat, an
+   * event): a one-shot must be at least `minIntervalSeconds` ahead, so
+   * scheduled runs that make the next one-shot cannot loop faster than a
+   * recurring schedule may fire.
+   */
+  unattended?: boolean | undefined;
+}
+
 /** Exactly one of the request's time fields, parsed and checked against the limits. */
-function parseWhen(r: ScheduleRequest, limits: ScheduleLimits, now: number): ScheduleWhen {
+function parseWhen(r: ScheduleRequest, limits: ScheduleLimits, now: number, opts: ParseOptions): ScheduleWhen {
   const given = (['at', 'in', 'cron', 'every'] as const).filter((f) => r[f] !== undefined && r[f] !== '');
   if (given.length !== 1) throw new InvalidInputError(`give exactly one of at, in, cron, every (got ${given.length ? given.join(', ') : 'none'})`);
   if (r.tz !== undefined && given[0] !== 'cron') throw new InvalidInputError('tz: only a cron schedule takes a time zone (an ISO time carries its offset)');
   const minMs = limits.minIntervalSeconds * 1000;
   switch (given[0]) {
     case 'at':
-    case 'in': {
-      let at: number;
-      if (given[0] === 'in') at = now + parseDuration(r.in!, 'in');
-      else {
-        if (!ISO_TIME_RE.test(r.at!.trim()))
-          throw new InvalidInputError(`at: expected an ISO time with an offset, e.g. 2026-12-03T09:00:00+01:00, got "${r.at}"`);
-        at = Date.parse(r.at!.trim());
-        if (!Number.isFinite(at)) throw new InvalidInputError(`at: "${r.at}" is not a valid time`);
-        if (at <= now) throw new InvalidInputError(`at: ${new Date(at).toISOString()} is in the past (now is ${new Date(now).toISOString()})`);
-      }
-      if (at - now > limits.maxAheadDays * 86_400_000) throw new InvalidInputError(`at: more than ${limits.maxAheadDays} days ahead`);
-      return { kind: 'once', at };
-    }
+    case 'in':
+      return parseOnce(r, given[0], limits, now, opts);
     case 'every': {
       const everyMs = parseDuration(r.every!, 'every');
       if (everyMs < minMs)
@@ -185,16 +188,39 @@ function parseWhen(r: ScheduleRequest, limits: ScheduleLimits, now: number): Sch
   }
 }
 
+/** A one-shot's time (`at` or `in`), checked against the limits. */
+function parseOnce(r: ScheduleRequest, field: 'at' | 'in', limits: ScheduleLimits, now: number, opts: ParseOptions): ScheduleWhen {
+  let at: number;
+  if (field === 'in') at = now + parseDuration(r.in!, 'in');
+  else {
+    if (!ISO_TIME_RE.test(r.at!.trim())) throw new InvalidInputError(`at: expected an ISO time with an offset, e.g. 2026-12-03T09:00:00+01:00, got "${r.at}"`);
+    at = Date.parse(r.at!.trim());
+    if (!Number.isFinite(at)) throw new InvalidInputError(`at: "${r.at}" is not a valid time`);
+    if (at <= now) throw new InvalidInputError(`at: ${new Date(at).toISOString()} is in the past (now is ${new Date(now).toISOString()})`);
+  }
+  if (at - now > limits.maxAheadDays * 86_400_000) throw new InvalidInputError(`${field}: more than ${limits.maxAheadDays} days ahead`);
+  if (opts.unattended && at - now < limits.minIntervalSeconds * 1000)
+    throw new InvalidInputError(
+      `${field}: ${formatDuration(at - now)} ahead is too soon: a run no person started (a scheduled task, a heartbeat, an event) may set a one-shot no sooner than ${formatDuration(limits.minIntervalSeconds * 1000)} ahead`,
+    );
+  return { kind: 'once', at };
+}
+
 /**
  * Validates a request into the parts of a schedule (everything but id,
  * conversation, origin and creator). Throws InvalidInputError naming the field.
  */
-export function parseScheduleRequest(r: ScheduleRequest, limits: ScheduleLimits, now: number): Pick<Schedule, 'when' | 'prompt' | 'missed'> {
+export function parseScheduleRequest(
+  r: ScheduleRequest,
+  limits: ScheduleLimits,
+  now: number,
+  opts: ParseOptions = {},
+): Pick<Schedule, 'when' | 'prompt' | 'missed'> {
   const prompt = typeof r.prompt === 'string' ? r.prompt.trim() : '';
   if (prompt.length === 0) throw new InvalidInputError('prompt: empty (say what should happen at the fire)');
   if (prompt.length > limits.maxPromptChars) throw new InvalidInputError(`prompt: longer than ${limits.maxPromptChars} characters`);
   if (r.missed !== undefined && r.missed !== 'skip' && r.missed !== 'run-once') throw new InvalidInputError('missed: expected skip or run-once');
-  const when = parseWhen(r, limits, now);
+  const when = parseWhen(r, limits, now, opts);
   return { when, prompt, missed: r.missed ?? (when.kind === 'once' ? 'run-once' : 'skip') };
 }
 

@@ -134,6 +134,20 @@ describe('Schedules.create', () => {
     expect(await schedules.queue.getDelayedCount()).toBe(3);
   });
 
+  it('refuses an unattended one-shot sooner than the shortest interval, and takes any a person asks for', () => {
+    const limits = { ...DEFAULT_SCHEDULE_LIMITS, minIntervalSeconds: 60 };
+    const now = Date.now();
+    const unattended = { unattended: true };
+    expect(() => parseScheduleRequest({ in: '59s', prompt: 'x' }, limits, now, unattended)).toThrow(
+      /^in: 59 s ahead is too soon: .* no sooner than 1 min ahead$/,
+    );
+    expect(() => parseScheduleRequest({ at: new Date(now + 30_000).toISOString(), prompt: 'x' }, limits, now, unattended)).toThrow(
+      /^at: 30 s ahead is too soon/,
+    );
+    expect(parseScheduleRequest({ in: '60s', prompt: 'x' }, limits, now, unattended).when).toEqual({ kind: 'once', at: now + 60_000 });
+    expect(parseScheduleRequest({ in: '1s', prompt: 'x' }, limits, now).when).toEqual({ kind: 'once', at: now + 1000 });
+  });
+
   it('at the cap, creating an existing schedule id again (a re-run) succeeds and the schedule keeps firing', async () => {
     startWorker();
     const [first, ...rest] = ['s00000000000a', 's00000000000b', 's00000000000c'] as const;

@@ -2,18 +2,22 @@
  * Schedules' runner part: the runner's schedules service and its fire worker
  * (fires become inputs through each conversation's input policy); a run gets
  * its conversation's schedules (`RunContext.features.schedules`), created by
- * the agent and owned by the run's accountable identity; cancelling
- * another's follows the group rule.
+ * the agent and owned by the run's accountable identity, only while nobody
+ * else's message is part of the run; cancelling another's follows the group
+ * rule (src/schedules/run-rules.ts). A subagent's run gets none: text its
+ * child reads cannot make schedules charged to the person, out of sight of
+ * their chat.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
 import type { ConversationSchedules } from '../../../runner/plugin.js';
 import { DEFAULTS } from '../../../src/config/defaults.js';
 import { ScheduleForbiddenError } from '../../../src/errors.js';
 import { bullPrefixFor } from '../../../src/protocol/run-queue.js';
-import { type CancelRuleDeps, cancelRefusal } from '../../../src/schedules/cancel-rule.js';
 import { ScheduleFireWorker } from '../../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../../src/schedules/from-config.js';
+import { cancelRefusal, createRefusal, type RunRuleDeps } from '../../../src/schedules/run-rules.js';
 import { type Schedules, scheduleIdFor } from '../../../src/schedules/schedules.js';
+import { SUBAGENT_CHANNEL } from '../subagents/children.js';
 
 /** The runner's schedules and its fire worker, closed with the runner; with schedules off (`schedules.enabled`), a feature that adds nothing. */
 export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
@@ -23,7 +27,8 @@ export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
   const { schedules } = scheduling;
   return {
     name: 'schedules',
-    context: (run) => ({ schedules: conversationSchedules(schedules, run, cancelRule(kit, run)) }),
+    context: (run) =>
+      kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL ? {} : { schedules: conversationSchedules(schedules, run, runRules(kit, run)) },
     close: async () => {
       await fires.close();
       await scheduling.close();
@@ -63,20 +68,28 @@ function startFires(kit: RunnerFeatureKit, scheduling: ConfiguredSchedules): { c
 
 /**
  * The schedules of one conversation, created by the agent and owned by the
- * run's accountable identity (their fires are charged to it); cancelling
- * another's follows the group rule (`cancelRefusal`).
+ * run's accountable identity (their fires are charged to it) when only that
+ * identity asked (`createRefusal`); a run no person's message started makes
+ * one-shots no sooner than `minIntervalSeconds` ahead, so fires cannot chain
+ * into a loop. Cancelling another's follows the group rule (`cancelRefusal`).
  */
-function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: CancelRuleDeps): ConversationSchedules {
+function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: RunRuleDeps): ConversationSchedules {
   const { conversationId } = run;
   const group = run.inputs.some((m) => m.group === true);
+  // A fire's, a heartbeat's or an event's run: no person is there to have asked.
+  const unattended = run.starter === undefined || run.starter.origin !== undefined;
   return {
-    create: (request, opts) =>
-      schedules.create(conversationId, request, {
+    create: async (request, opts) => {
+      const refusal = await createRefusal(rule);
+      if (refusal) throw new ScheduleForbiddenError(refusal);
+      return schedules.create(conversationId, request, {
         createdBy: 'agent',
         owner: run.identity,
         group,
+        unattended,
         ...(opts?.idempotencyKey !== undefined && { id: scheduleIdFor(opts.idempotencyKey) }),
-      }),
+      });
+    },
     list: (count) => schedules.list(conversationId, count),
     cancel: async (id) => {
       const s = await schedules.get(conversationId, id);
@@ -88,8 +101,8 @@ function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: Canc
   };
 }
 
-/** What the group rule of one run's schedule tools asks: who the run answers, their identities, whether they administer the chat. */
-function cancelRule(kit: RunnerFeatureKit, run: FeatureRun): CancelRuleDeps {
+/** What the rules of one run's schedule tools ask: who the run answers, their identities, whether they administer the chat. */
+function runRules(kit: RunnerFeatureKit, run: FeatureRun): RunRuleDeps {
   const { conversationId } = run;
   const channel = kit.channels.channelOf(conversationId);
   return {
