@@ -54,6 +54,12 @@ export interface FeatureRun {
   readonly identity: string | undefined;
   /** The run's agent profile (the `profile` hooks'); undefined: none. */
   readonly profile: AgentProfile | undefined;
+  /**
+   * Set for a run that works for another conversation's run (a subagent's,
+   * named by the `parent` hooks): that conversation's id. Its profile, tool
+   * policy and conversation budget apply to this run.
+   */
+  readonly parentConversationId?: string | undefined;
   /** The message that started the run (a fire's names its `origin`); undefined for a run without one. */
   readonly starter: SeqEntry<MessageReceived> | undefined;
   /** The user messages this invocation answers. */
@@ -69,8 +75,20 @@ export type FeatureContext = Partial<RunFeatures>;
 export interface RunnerFeature {
   /** Unique among the runner's features (logs). */
   readonly name: string;
-  /** The agent profile of a run, asked once per attempt; the first feature naming one wins. */
-  profile?(conversationId: string, identity: string | undefined): AgentProfile | undefined;
+  /**
+   * The conversation a run in `conversationId` works for, when it is another
+   * conversation's (a subagent's parent), from the input that started the
+   * run (`starter`); asked once per attempt, before `profile`, and the first
+   * feature naming one wins. Only the runtime's own writes may decide it,
+   * never text a person or a model wrote.
+   */
+  parent?(conversationId: string, starter: SeqEntry<MessageReceived> | undefined): string | undefined;
+  /**
+   * The agent profile of a run, asked once per attempt; the first feature
+   * naming one wins. `parentConversationId`: the conversation the run works
+   * for (the `parent` hooks'), whose profile it runs under.
+   */
+  profile?(conversationId: string, identity: string | undefined, parentConversationId?: string): AgentProfile | undefined;
   /**
    * Before each invocation of the plugin: a result ends the run instead (the
    * first feature returning one wins). `newRun`: the first invocation of the

@@ -231,7 +231,7 @@ export interface RunContext {
   features: RunFeatures;
 }
 
-/** Which run an invocation belongs to (`RunContext.run`); the same three fields the http-agent protocol sends as `run`. */
+/** Which run an invocation belongs to (`RunContext.run`); the http-agent protocol sends `id`, `conversationId` and `attempt` as `run`. */
 export interface RunInfo {
   /** The run id (also its BullMQ job id). */
   id: string;
@@ -239,6 +239,13 @@ export interface RunInfo {
   conversationId: string;
   /** 1 on the first attempt; more after a takeover from a dead worker. */
   attempt: number;
+  /**
+   * Set for a subagent's run: the conversation of the run that delegated it.
+   * The run works for that conversation: its profile is that conversation's
+   * (`agent.profile`), and a plugin applies that conversation's own settings
+   * (a tool policy per conversation) too. Absent for any other run.
+   */
+  parentConversationId?: string;
 }
 
 /** How a run is asked to stop (`RunContext.stop`). */

@@ -30,7 +30,7 @@ import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { SharedEstimates } from './loop-state.js';
 import { memoryTools, withMemory } from './memory-tools.js';
 import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSearchTool } from './native-search.js';
-import { offeredBy } from './policy.js';
+import { offeredBy, policyConversation } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { DEFAULT_SEND_FILE_MAX_BYTES, type SendFileToolOptions, sendFileTools } from './send-file.js';
@@ -338,10 +338,10 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
   };
 }
 
-/** The run's system prompt: its profile's, else the conversation's (personas), else the default. */
+/** The run's system prompt: its profile's, else the conversation's (personas; a subagent's parent's), else the default. */
 function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): string {
   if (ctx.agent.profile?.systemPrompt) return ctx.agent.profile.systemPrompt;
-  return typeof system === 'function' ? system(ctx.run.conversationId) : (system ?? DEFAULT_SYSTEM_PROMPT);
+  return typeof system === 'function' ? system(policyConversation(ctx.run)) : (system ?? DEFAULT_SYSTEM_PROMPT);
 }
 
 /** The prompt with the web-content rules once, when the run offers a tool that brings web content; the native search's own rules when it offers that. */
@@ -360,7 +360,7 @@ function withWebRules(system: string, tools: Record<string, unknown>, native: bo
  */
 function addNativeSearch(ctx: RunContext, toolSet: ToolSet, toolbox: Toolbox, configured: boolean): boolean {
   if (!configured) return false;
-  const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, ctx.run.conversationId, 'allow', ctx.agent.profile?.toolPolicy);
+  const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, policyConversation(ctx.run), 'allow', ctx.agent.profile?.toolPolicy);
   if (!offeredBy(ctx.agent.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
   const native = nativeSearchTool(ctx.agent.model);
   if (!native) {

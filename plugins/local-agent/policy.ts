@@ -10,7 +10,7 @@
  */
 
 import { redactSecrets } from 'steerbot/plugin';
-import type { ToolMode } from 'steerbot/runner';
+import type { RunInfo, ToolMode } from 'steerbot/runner';
 import { z } from 'zod';
 
 /** What may happen when the model calls a tool. */
@@ -73,6 +73,11 @@ const DESTRUCTIVE_NOTE = '⚠️ This tool is marked destructive: it may delete 
 export function channelOf(conversationId: string): string {
   const parts = conversationId.split(':');
   return parts[0] === 'webhook' ? parts.slice(0, 2).join(':') : (parts[0] ?? '');
+}
+
+/** The conversation whose policy scopes apply to a run: the one it works for (a subagent's parent's), else its own. */
+export function policyConversation(run: Pick<RunInfo, 'conversationId' | 'parentConversationId'>): string {
+  return run.parentConversationId ?? run.conversationId;
 }
 
 type Scope = z.infer<typeof scope>;

@@ -15,7 +15,7 @@ import { activeContext, type RunContext, type ToolCallClaim, type ToolCallRef, t
 import { z } from 'zod';
 import type { McpManager } from './mcp.js';
 import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
-import { offeredBy, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
+import { offeredBy, policyConversation, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -138,7 +138,7 @@ export class Toolbox {
     const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
       (t) =>
         offeredBy(ctx.agent.profile?.tools, t.name) &&
-        this.policy.mode(t.name, ctx.run.conversationId, t.defaultMode, ctx.agent.profile?.toolPolicy) !== 'deny',
+        this.policy.mode(t.name, policyConversation(ctx.run), t.defaultMode, ctx.agent.profile?.toolPolicy) !== 'deny',
     );
     const set: ToolSet = {};
     // `tool.call` spans are children of the run (the context the set is built in), not of the model call streaming them.
@@ -179,7 +179,7 @@ export class Toolbox {
     const ref: ToolCallRef = { callId, tool: t.name, input, idempotent: t.idempotent === true || this.idempotent.has(t.name) };
     const log = ctx.logger.child({ tool: t.name, toolCallId: callId });
     if (
-      this.policy.mode(t.name, ctx.run.conversationId, t.defaultMode, ctx.agent.profile?.toolPolicy) === 'require_approval' &&
+      this.policy.mode(t.name, policyConversation(ctx.run), t.defaultMode, ctx.agent.profile?.toolPolicy) === 'require_approval' &&
       !ctx.features.toolCalls?.recorded?.(ref)
     ) {
       // Asked before anything is recorded as started: a takeover during the wait resumes the wait, it does not find a call of unknown outcome.

@@ -43,7 +43,12 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
   const history = await compaction.initialPrompt();
   delivery.beginTurn(compaction.answerAnchor);
   return {
-    run: { id: ref.runId, conversationId: ref.conversationId, attempt: attempt.acquired.attempt },
+    run: {
+      id: ref.runId,
+      conversationId: ref.conversationId,
+      attempt: attempt.acquired.attempt,
+      ...(run.parentConversationId !== undefined && { parentConversationId: run.parentConversationId }),
+    },
     history,
     inputs,
     steering: {

@@ -24,6 +24,7 @@ import { RunEndedError, StaleRunError } from '../../src/errors.js';
 import type { AgentProfile } from '../../src/people/profiles.js';
 import type { StopKind } from '../../src/protocol/types.js';
 import type { MessageReceived, RunOutcome, SeqEntry } from '../../src/record/entries.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { RunTrace } from '../../src/telemetry/run-trace.js';
 import { Calibrator } from '../compaction/estimate.js';
 import { RunCompaction } from '../compaction/hooks.js';
@@ -33,7 +34,7 @@ import { accountableIdentity } from './accountable.js';
 import { RunAttempt } from './attempt.js';
 import { compactOnly } from './compact-only.js';
 import { createRunContext } from './context.js';
-import { featureProfile, featuresBefore, featuresEnded, InvocationRun } from './features.js';
+import { featureParent, featureProfile, featuresBefore, featuresEnded, InvocationRun } from './features.js';
 import { finishRun } from './finish.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
 import { type AttemptStart, readAttemptStart } from './start.js';
@@ -64,11 +65,16 @@ interface Invocation {
   /** The message that started the run. */
   starter: SeqEntry<MessageReceived> | undefined;
   identity: string | undefined;
+  /** The conversation the run works for (a subagent's parent); undefined: its own. */
+  parentConversationId: string | undefined;
   profile: AgentProfile | undefined;
-  /** The conversation's `/model` choice as the attempt started (read with its prompt head). */
+  /** The `/model` choice as the attempt started: its conversation's (read with its prompt head), or the parent's. */
   modelChoice: string | undefined;
   compaction: RunCompaction;
 }
+
+/** Whom an attempt answers for and how: the parts of an `Invocation` read once per attempt. */
+type RunScope = Pick<Invocation, 'identity' | 'parentConversationId' | 'profile' | 'modelChoice'>;
 
 /** Runs one run end to end. */
 export class RunExecutor {
@@ -134,10 +140,8 @@ export class RunExecutor {
     // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
     const compaction = this.compaction(attempt);
     if (acquired.cause !== 'compact' && !carried.recorded && !attempt.stopKind) compaction.preload(start.head);
-    // The run's accountable identity (the person whose message started it, or a fire's owner): budgets, profile bindings and memory follow it.
     const starter = start.inputs[0];
-    const identity = await accountableIdentity(starter, (userId) => this.identityOf(ref.conversationId, userId), this.currentIdentity);
-    const profile = featureProfile(this.o.features, ref.conversationId, identity);
+    const scope = await this.scope(ref.conversationId, starter, start.head.modelChoice);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
       const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
@@ -145,7 +149,7 @@ export class RunExecutor {
       if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, identity, profile, modelChoice: start.head.modelChoice };
+      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, ...scope };
       const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt) }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
@@ -155,11 +159,34 @@ export class RunExecutor {
       else unanswered.showAnswered();
       const after = await finishRun(this.o, attempt, outcome, result.reason ?? '', retry);
       if (after.kind === 'ended') {
-        await featuresEnded(this.o.features, { conversationId: ref.conversationId, runId: ref.runId, identity }, outcome, logger);
+        await featuresEnded(this.o.features, { conversationId: ref.conversationId, runId: ref.runId, identity: scope.identity }, outcome, logger);
         return after.result;
       }
       unanswered.add((inputs = after.inputs));
     }
+  }
+
+  /**
+   * The run's accountable identity (the person whose message started it, or a
+   * fire's owner: budgets, profile bindings and memory follow it), the
+   * conversation it works for when a feature names one (a subagent's parent,
+   * from the runtime's own record of its task), and its profile and `/model`
+   * choice: the parent's for such a run, so a child never gets more than the
+   * run that started it.
+   */
+  private async scope(conversationId: string, starter: SeqEntry<MessageReceived> | undefined, ownChoice: string | undefined): Promise<RunScope> {
+    const parentConversationId = featureParent(this.o.features, conversationId, starter);
+    const [identity, modelChoice] = await Promise.all([
+      accountableIdentity(starter, (userId) => this.identityOf(conversationId, userId), this.currentIdentity),
+      parentConversationId === undefined ? ownChoice : this.modelChoiceOf(parentConversationId),
+    ]);
+    const profile = featureProfile(this.o.features, conversationId, identity, parentConversationId);
+    return { identity, parentConversationId, profile, modelChoice };
+  }
+
+  /** A conversation's `/model` choice (meta `model`); undefined: none. */
+  private async modelChoiceOf(conversationId: string): Promise<string | undefined> {
+    return (await this.o.client.hget(conversationKeys(this.o.prefix, conversationId).meta, 'model')) ?? undefined;
   }
 
   /**
@@ -224,7 +251,8 @@ export class RunExecutor {
     }
     if (attempt.stopKind) return { outcome: 'completed' };
     const { conversationId, runId } = attempt.ref;
-    const run = new InvocationRun({ conversationId, runId, identity: p.identity, profile: p.profile, starter: p.starter, inputs: p.inputs });
+    const { identity, profile, parentConversationId, starter, inputs } = p;
+    const run = new InvocationRun({ conversationId, runId, identity, profile, parentConversationId, starter, inputs });
     // Only a new run's first invocation is `newRun` (features count a run once): not a takeover's, not a continuation's.
     const spent = await featuresBefore(this.o.features, run, p.first && attempt.acquired.attempt === 1);
     if (spent) return spent;

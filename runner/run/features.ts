@@ -12,6 +12,7 @@ export class InvocationRun implements FeatureRun {
   readonly runId: string;
   readonly identity: string | undefined;
   readonly profile: AgentProfile | undefined;
+  readonly parentConversationId: string | undefined;
   readonly starter: SeqEntry<MessageReceived> | undefined;
   readonly inputs: Array<SeqEntry<MessageReceived>>;
   private readonly senders = new Set<string>();
@@ -21,6 +22,7 @@ export class InvocationRun implements FeatureRun {
     this.runId = run.runId;
     this.identity = run.identity;
     this.profile = run.profile;
+    this.parentConversationId = run.parentConversationId;
     this.starter = run.starter;
     this.inputs = run.inputs;
     this.took(run.inputs);
@@ -37,10 +39,24 @@ export class InvocationRun implements FeatureRun {
   }
 }
 
-/** The run's agent profile: the first feature's that names one. */
-export function featureProfile(features: readonly RunnerFeature[], conversationId: string, identity: string | undefined): AgentProfile | undefined {
+/** The conversation the run works for when it is another's (a subagent's parent): the first feature's that names one. */
+export function featureParent(features: readonly RunnerFeature[], conversationId: string, starter: SeqEntry<MessageReceived> | undefined): string | undefined {
   for (const f of features) {
-    const profile = f.profile?.(conversationId, identity);
+    const parent = f.parent?.(conversationId, starter);
+    if (parent !== undefined) return parent;
+  }
+  return undefined;
+}
+
+/** The run's agent profile: the first feature's that names one. */
+export function featureProfile(
+  features: readonly RunnerFeature[],
+  conversationId: string,
+  identity: string | undefined,
+  parentConversationId?: string,
+): AgentProfile | undefined {
+  for (const f of features) {
+    const profile = f.profile?.(conversationId, identity, parentConversationId);
     if (profile) return profile;
   }
   return undefined;

@@ -55,6 +55,16 @@ export interface BudgetSubjects {
   conversationId: string;
 }
 
+/** How a run's budgets are checked. */
+export interface BudgetCheckOptions {
+  /**
+   * Nobody is told of a refusal (a subagent's run, which has no chat): it
+   * counts no notice, so the person still hears of the spent budget from
+   * the next refusal in their conversation. Default false.
+   */
+  quiet?: boolean | undefined;
+}
+
 /** A spent budget. */
 export interface BudgetRefusal {
   scope: BudgetScope;
@@ -155,10 +165,10 @@ export class Budgets {
    * refusing, never past a limit; undoing the count instead would be a second
    * write another starting run could see in between.
    */
-  async admit(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+  async admit(subjects: BudgetSubjects, opts: BudgetCheckOptions = {}): Promise<BudgetRefusal | undefined> {
     const w = budgetWindows(this.now());
     for (const t of this.targets(subjects)) {
-      const refusal = await this.verdict(t, w, 'run');
+      const refusal = await this.verdict(t, w, 'run', opts.quiet);
       if (refusal) return refusal;
     }
     return undefined;
@@ -184,9 +194,9 @@ export class Budgets {
    * subject at once (one round trip); the identity's refusal is the one
    * returned when both refuse, though each refusing subject counts its notice.
    */
-  async check(subjects: BudgetSubjects): Promise<BudgetRefusal | undefined> {
+  async check(subjects: BudgetSubjects, opts: BudgetCheckOptions = {}): Promise<BudgetRefusal | undefined> {
     const w = budgetWindows(this.now());
-    const refusals = await Promise.all(this.targets(subjects).map((t) => this.verdict(t, w)));
+    const refusals = await Promise.all(this.targets(subjects).map((t) => this.verdict(t, w, undefined, opts.quiet)));
     return refusals.find((r) => r !== undefined);
   }
 
@@ -238,14 +248,14 @@ export class Budgets {
     return out;
   }
 
-  /** One subject's verdict in one script: undefined when admitted (a starting run or a picture counted), else the refusal (a run's notice counted). */
-  private async verdict(t: Target, w: BudgetWindows, counting?: 'run' | 'image'): Promise<BudgetRefusal | undefined> {
+  /** One subject's verdict in one script: undefined when admitted (a starting run or a picture counted), else the refusal (a run's notice counted unless `quiet`). */
+  private async verdict(t: Target, w: BudgetWindows, counting?: 'run' | 'image', quiet = false): Promise<BudgetRefusal | undefined> {
     const { tokensPerMonth, tokensPerDay, runsPerHour, imagesPerDay } = t.limits;
     const reply = await runScript(
       this.o.client,
       'usage-admit',
       [t.key],
-      [this.ttl(w), w.day, w.month, w.hour, tokensPerMonth ?? '', tokensPerDay ?? '', runsPerHour ?? '', counting ?? '', imagesPerDay ?? ''],
+      [this.ttl(w), w.day, w.month, w.hour, tokensPerMonth ?? '', tokensPerDay ?? '', runsPerHour ?? '', counting ?? '', imagesPerDay ?? '', quiet ? '1' : ''],
     );
     if (reply[0] === 'ok') return undefined;
     const limit = String(reply[1]) as BudgetLimit;

@@ -170,6 +170,47 @@ export async function loadProfiles(
   };
 }
 
+/**
+ * The profile of a run in `conversationId` that works for the run of another
+ * conversation (a subagent's parent, `parentConversationId`): the parent's
+ * profile for the same person, its model, `/model` choices, prompt, tool
+ * policy and memory included. A chat or channel binding of the run's own
+ * conversation (the `subagent` channel's) only narrows it (`narrowProfile`):
+ * a child never gets more than the run that started it.
+ */
+export function profileFor(profiles: Profiles, conversationId: string, parentConversationId: string, identity: string | undefined): AgentProfile {
+  const parent = profiles.resolve(parentConversationId, identity);
+  const own = profiles.resolve(conversationId);
+  return own.name === DEFAULT_PROFILE ? parent : narrowProfile(parent, own);
+}
+
+/**
+ * `profile` narrowed by `by`: a tool or a skill is offered only when both
+ * offer it; everything else is `profile`'s. Named `<profile>+<by>` (a name no
+ * configured profile can have).
+ */
+export function narrowProfile(profile: AgentProfile, by: AgentProfile): AgentProfile {
+  const tools = offeredByBoth(profile.tools, by.tools);
+  const skills = profile.skills && by.skills ? profile.skills.filter((s) => by.skills!.includes(s)) : (profile.skills ?? by.skills);
+  return { ...profile, name: `${profile.name}+${by.name}`, ...(tools && { tools }), ...(skills && { skills }) };
+}
+
+/** The tool names two lists both offer (undefined: every tool); a name ending in `*` matches a prefix. */
+function offeredByBoth(a: readonly string[] | undefined, b: readonly string[] | undefined): readonly string[] | undefined {
+  if (!a || !b) return a ?? b;
+  const out = new Set<string>();
+  for (const x of a) {
+    for (const y of b) {
+      if (covers(x, y)) out.add(y);
+      else if (covers(y, x)) out.add(x);
+    }
+  }
+  return [...out];
+}
+
+/** Whether the name or prefix pattern `x` offers every tool `y` offers. */
+const covers = (x: string, y: string) => (x.endsWith('*') ? y.startsWith(x.slice(0, -1)) : x === y);
+
 async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelSettings, issues: ConfigIssue[]): Promise<AgentProfile | undefined> {
   const path = `profiles.${name}`;
   if (name === DEFAULT_PROFILE) {

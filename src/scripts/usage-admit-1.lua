@@ -21,11 +21,12 @@
                            'image': a picture is asked for (checks imagesPerDay, counts the picture
                            when admitted; a refusal counts no notice); '': a check only
   ARGV[9] imagesPerDay     limit; '' or 0 is no limit
+  ARGV[10] quiet           '1': nobody is told of a refusal (a subagent's run), so it counts no notice; '' otherwise
 
   Returns { 'ok' } when admitted,
           { 'spent', limit, notices } when refused: limit is 'tokensPerMonth',
           'tokensPerDay', 'runsPerHour' or 'imagesPerDay', notices the window's
-          notice count after this one (0 for a picture's refusal)
+          notice count after this one (0 for a picture's refusal and a quiet one)
 ]]
 local key = KEYS[1]
 local day, month, hour = ARGV[2], ARGV[3], ARGV[4]
@@ -61,7 +62,7 @@ end
 
 for _, c in ipairs(checks) do
   if c[2] ~= nil and (tonumber(c[3]) or 0) >= c[2] then
-    if counting == 'image' then return { 'spent', c[1], 0 } end
+    if counting == 'image' or ARGV[10] == '1' then return { 'spent', c[1], 0 } end
     prune()
     local notices = redis.call('HINCRBY', key, 'n:' .. c[4], 1)
     redis.call('EXPIRE', key, ARGV[1])

@@ -9,7 +9,7 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { ConfigError } from '../../src/errors.js';
-import { type BaseModelSettings, loadProfiles } from '../../src/people/profiles.js';
+import { type BaseModelSettings, loadProfiles, profileFor } from '../../src/people/profiles.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { RunnerHarness as Harness } from './harness.js';
 
@@ -76,6 +76,44 @@ describe('loadProfiles', () => {
     expect(Object.keys(p.resolve('telegram:1').models!)).toEqual(['local']);
     expect(p.resolve('discord:1').models).toBeUndefined();
     expect(Object.keys(p.resolve('slack:C1').models!)).toEqual(['big', 'local']);
+  });
+
+  it("gives a subagent's run its parent's profile; a subagent binding only narrows its tools and skills", async () => {
+    const profiles = {
+      kids: {
+        model: { name: 'gpt-4o' },
+        systemPrompt: 'K',
+        tools: ['crm__*', 'current_time', 'read_skill'],
+        skills: ['a', 'b'],
+        toolPolicy: { default: 'deny' as const },
+      },
+      helpers: { systemPrompt: 'H', tools: ['crm__read', 'http_*', 'read_skill', 'current_*'], skills: ['b', 'c'] },
+      adults: { systemPrompt: 'A' },
+    };
+    const bindings = [
+      { profile: 'kids', chat: 'telegram:-100' },
+      { profile: 'adults', identity: 'telegram:u9' },
+    ];
+    const plain = await loadProfiles(BASE, profiles, bindings);
+    // No subagent binding: the parent's profile as it is, for the same person.
+    expect(profileFor(plain, 'subagent:r1.abc.1', 'telegram:-100', 'telegram:u1')).toBe(plain.resolve('telegram:-100', 'telegram:u1'));
+    expect(profileFor(plain, 'subagent:r1.abc.1', 'telegram:-100', 'telegram:u9').name).toBe('adults');
+
+    const bound = await loadProfiles(BASE, profiles, [...bindings, { profile: 'helpers', channel: 'subagent' }]);
+    expect(profileFor(bound, 'subagent:r1.abc.1', 'telegram:-100', undefined)).toEqual({
+      ...bound.resolve('telegram:-100'),
+      name: 'kids+helpers',
+      tools: ['crm__read', 'current_time', 'read_skill'],
+      skills: ['b'],
+    });
+    // A parent offering every tool and skill takes the subagent profile's lists, and keeps its own prompt and model.
+    expect(profileFor(bound, 'subagent:r1.abc.1', 'telegram:5', 'telegram:u9')).toEqual({
+      name: 'adults+helpers',
+      model: BASE,
+      systemPrompt: 'A',
+      tools: profiles.helpers.tools,
+      skills: ['b', 'c'],
+    });
   });
 
   it('refuses a profile naming a model not in models, and a model named default', async () => {

@@ -6,27 +6,62 @@
  * checkpoint, under the input policy `steer` (a steer message joins its run).
  * Ids and update keys come from the run, the tool call and the task's place,
  * so a takeover re-running the call finds the same children and starts none
- * twice. A child's input is owned by the run's accountable identity: its
- * spend is charged there. Children cannot delegate (depth 1): the member is
- * absent in their runs. A child's answers are its record's final steps; the
+ * twice. A child's input is owned by the run's accountable identity and
+ * names the run's conversation as its parent: the child runs under the
+ * parent's profile, and its spend is charged to that identity and to the
+ * parent conversation's budget. Children cannot delegate (depth 1): the
+ * member is absent in their runs. A child's answers are its record's final steps; the
  * wait blocks on its record and reads it again when an entry arrives.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
-import type { RunSubagents, SubagentResult } from '../../../runner/plugin.js';
+import type { RunResult, RunSubagents, SubagentResult } from '../../../runner/plugin.js';
 import { InvalidInputError } from '../../../src/errors.js';
 import { ingestEvent } from '../../../src/events.js';
+import type { MessageReceived, SeqEntry } from '../../../src/record/entries.js';
 import { CHILDREN_TTL_SECONDS, childId, childrenKeys, digest, SUBAGENT_CHANNEL, stopAll, waitOne } from './children.js';
 import { subagentsEnded } from './ended.js';
 
-/** The subagents member of a run's context; none when subagents are off or the run is a child's. */
+/** Terminal reason of a run in a child conversation that no `delegate` task started: refused, never run under a profile of its own. */
+export const NO_PARENT_REASON = 'subagent without a parent';
+
+/**
+ * A child's parent, whose profile and budgets its runs take, and the
+ * subagents member of a run's context (none when subagents are off or the
+ * run is a child's). Children's parents are named even with subagents off: a
+ * child started before they were turned off still runs as its parent's.
+ */
 export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
-  const settings = kit.config.subagents;
-  if (!settings.enabled) return { name: 'subagents' };
-  return {
+  const isChild = (conversationId: string) => kit.channels.channelOf(conversationId) === SUBAGENT_CHANNEL;
+  const lineage: RunnerFeature = {
     name: 'subagents',
-    context: (run) => (kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL ? {} : { subagents: runSubagents(kit, run) }),
+    parent: (conversationId, starter) => (isChild(conversationId) ? parentOf(starter) : undefined),
+    // Fail closed: a child run without a known parent would run under the child conversation's own profile and budget.
+    before: async (run) => (isChild(run.conversationId) && run.parentConversationId === undefined ? orphanRefused(kit, run) : undefined),
+  };
+  if (!kit.config.subagents.enabled) return lineage;
+  return {
+    ...lineage,
+    context: (run) => (isChild(run.conversationId) ? {} : { subagents: runSubagents(kit, run) }),
     ended: (run, outcome) => subagentsEnded(kit, run, outcome),
   };
+}
+
+/**
+ * The conversation a child's run works for: the `parent` of the `delegate`
+ * task or steer message that started it, which only `runSubagents` writes
+ * (a child conversation has no channel, no events route and no schedules).
+ */
+function parentOf(starter: SeqEntry<MessageReceived> | undefined): string | undefined {
+  const origin = starter?.origin;
+  if (origin?.kind !== 'event' || origin.source !== 'delegate') return undefined;
+  const parent = origin.data?.parent;
+  return typeof parent === 'string' && !parent.startsWith(`${SUBAGENT_CHANNEL}:`) ? parent : undefined;
+}
+
+/** Ends a child's run that names no parent before anything is spent on it (final: a follow-up would be refused the same way). */
+function orphanRefused(kit: RunnerFeatureKit, run: FeatureRun): RunResult {
+  kit.logger.warn({ conversationId: run.conversationId, runId: run.runId }, 'a run in a subagent conversation without a delegate task refused');
+  return { outcome: 'failed', reason: NO_PARENT_REASON, final: true };
 }
 
 function runSubagents(kit: RunnerFeatureKit, run: FeatureRun): RunSubagents {
