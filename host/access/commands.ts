@@ -11,6 +11,10 @@
  * shown only in a direct chat and bound to the account that asked, so an
  * identity (with its approval, memory and budget) is joined only by someone
  * its owner gave a code to.
+ *
+ * This runs before ingest, so the per-sender rate limits never see these
+ * commands: every answer a stranger can make the bot give again and again
+ * (a refusal, `/link` in a group, a wrong code) goes through a notice window.
  */
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import { accountId } from '../../src/people/identity.js';
@@ -67,10 +71,21 @@ const wrong = (o: { kind: 'unknown' } | { kind: 'rate-limited'; retryAfterSecond
   o.kind === 'rate-limited' ? `Too many wrong codes; try again in ${Math.ceil(o.retryAfterSeconds / 60)} min.` : `No such ${what} code, or it expired.`;
 
 /**
- * Runs `/pair` or `/link` sent by `message` on `channelId`. A refusal to
- * someone who may not use the command is answered at most once per notice
- * window (empty `reply` otherwise), so a stranger cannot make the bot talk on
- * and on. Throws Redis errors.
+ * Kinds of answer with notice windows of their own, so that one does not
+ * silence the next a person needs (told they cannot make a link code, they
+ * are still told once that the code they then send is wrong).
+ */
+type NoticeTopic = 'refused' | 'link-in-group' | 'wrong-code' | 'guess-limit';
+
+/** Answers an account at most once per notice window and `topic`; later answers in the window are empty. */
+type Once = (reply: string, topic: NoticeTopic) => Promise<AccessCommandOutcome>;
+
+/**
+ * Runs `/pair` or `/link` sent by `message` on `channelId`. What a stranger
+ * can make the bot answer at will (a refusal, `/link` in a group, a wrong link
+ * code, the guess limit) is answered at most once per notice window and kind
+ * of answer (empty `reply` otherwise), so a stranger cannot make the bot talk
+ * on and on. Throws Redis errors.
  */
 export async function runAccessCommand(
   deps: AccessCommandDeps,
@@ -81,16 +96,16 @@ export async function runAccessCommand(
   message: InboundMessage,
 ): Promise<AccessCommandOutcome> {
   const account = accountId(channelId, message.sender.id);
-  // Its own window, apart from the refusal notice: a stranger who got a code is still told once why /pair did nothing.
-  const once = async (reply: string): Promise<AccessCommandOutcome> => ({ reply: (await deps.store.firstNotice(`command:${account}`)) ? reply : '' });
-  if (settings.unverifiedSenders) return once(ACCESS_COMMAND_REPLIES.unverified);
+  // Windows of their own, apart from the refusal notice: a stranger who got a pairing code is still told once why /pair did nothing.
+  const once: Once = async (reply, topic) => ({ reply: (await deps.store.firstNotice(`command:${topic}:${account}`)) ? reply : '' });
+  if (settings.unverifiedSenders) return once(ACCESS_COMMAND_REPLIES.unverified, 'refused');
   if (name === 'link') {
-    if (message.group) return linkInGroup(deps.store, args);
+    if (message.group) return linkInGroup(deps.store, args, once);
     // Making a code is for people this bot answers; confirming one is how a new account joins them.
-    if (!args && !(await deps.gate.mayTalk(channelId, settings, message))) return once(ACCESS_COMMAND_REPLIES.linkNotAllowed);
-    return linkCommand(deps.store, account, args, await deps.gate.standing(channelId, settings, message.sender.id));
+    if (!args && !(await deps.gate.mayTalk(channelId, settings, message))) return once(ACCESS_COMMAND_REPLIES.linkNotAllowed, 'refused');
+    return linkCommand(deps.store, account, args, await deps.gate.standing(channelId, settings, message.sender.id), once);
   }
-  if (!settings.admins?.includes(message.sender.id)) return once(ACCESS_COMMAND_REPLIES.pairNotAdmin);
+  if (!settings.admins?.includes(message.sender.id)) return once(ACCESS_COMMAND_REPLIES.pairNotAdmin, 'refused');
   if (!args) return { reply: ACCESS_COMMAND_REPLIES.pairUsage };
   const r = await deps.store.approve(args, account, channelId);
   if (r.kind !== 'ok') return { reply: wrong(r, 'pairing') };
@@ -103,13 +118,18 @@ export async function runAccessCommand(
   };
 }
 
-/** In a group everyone reads the chat: no code is shown there, and one posted there is revoked. */
-async function linkInGroup(store: AccessStore, args: string): Promise<AccessCommandOutcome> {
+/**
+ * In a group everyone reads the chat: no code is shown there, and one posted
+ * there is revoked (and said so: only a real code does that). Anyone can add
+ * the bot to a group of their own, so the pointer to a direct chat is `once`.
+ */
+async function linkInGroup(store: AccessStore, args: string, once: Once): Promise<AccessCommandOutcome> {
   if (args && (await store.revokeLinkCode(args))) return { reply: ACCESS_COMMAND_REPLIES.linkBurned };
-  return { reply: ACCESS_COMMAND_REPLIES.linkInDm };
+  return once(ACCESS_COMMAND_REPLIES.linkInDm, 'link-in-group');
 }
 
-async function linkCommand(store: AccessStore, account: string, args: string, standing: boolean): Promise<AccessCommandOutcome> {
+/** `/link` (a new code) or `/link <code>` in a direct chat; a wrong code and the guess limit are each answered `once`. */
+async function linkCommand(store: AccessStore, account: string, args: string, standing: boolean, once: Once): Promise<AccessCommandOutcome> {
   const minutes = Math.round(store.limits.codeTtlSeconds / 60);
   if (!args) {
     const code = await store.linkCode(account, standing);
@@ -118,7 +138,7 @@ async function linkCommand(store: AccessStore, account: string, args: string, st
     };
   }
   const r: CodeOutcome<LinkOutcome> = await store.confirmLink(account, args, standing);
-  if (r.kind !== 'ok') return { reply: wrong(r, 'link') };
+  if (r.kind !== 'ok') return once(wrong(r, 'link'), r.kind === 'rate-limited' ? 'guess-limit' : 'wrong-code');
   switch (r.value.kind) {
     case 'own':
       return { reply: ACCESS_COMMAND_REPLIES.linkOwn };

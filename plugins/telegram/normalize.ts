@@ -1,11 +1,13 @@
 /**
  * Telegram update → normalized inbound message (pure). Decides which group
  * messages are addressed to the bot and builds the ids of DESIGN.md:
- * update key `telegram:<update_id>`, conversation `telegram:<chat>[:<topic>]`.
+ * update key `telegram:<update_id>`, conversation `telegram:<chat>[:<topic>]`,
+ * sender: the user's id, or `c<chat id>` for a message sent on behalf of a
+ * chat (a channel, or a group's anonymous admins, who are the group itself).
  */
 import type { InboundMessage } from 'steerbot/channel';
 import type { Attachment } from 'steerbot/plugin';
-import type { TelegramEntity, TelegramMessage, TelegramUpdate, TelegramUser } from './update-schema.js';
+import type { TelegramChat, TelegramEntity, TelegramMessage, TelegramUpdate, TelegramUser } from './update-schema.js';
 
 /** The bot itself, from getMe. */
 export interface BotIdentity {
@@ -38,8 +40,6 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
   const msg = update.message;
   if (!msg) return { kind: 'skip', reason: 'not-a-message' };
   const chatId = String(msg.chat.id);
-  // An anonymous group admin has no `from` of its own; the chat speaks.
-  const senderId = String(msg.from?.id ?? msg.chat.id);
 
   let text = msg.text ?? msg.caption ?? '';
   const entities = msg.entities ?? msg.caption_entities ?? [];
@@ -62,7 +62,7 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
     conversationId: `${opts.channelId}:${chatId}${threadId}`,
     updateKey: `${opts.channelId}:${update.update_id}`,
     chatId,
-    sender: senderOf(msg.from, senderId),
+    sender: senderOfMessage(msg),
     text,
     messageId: String(msg.message_id),
     ...(isGroup && { group: true }),
@@ -77,7 +77,12 @@ export function normalizeUpdate(update: TelegramUpdate, opts: NormalizeOptions):
   return { kind: 'message', message };
 }
 
-/** A button click under one of the bot's messages: its `callback_data` (a control command) from the user who clicked. */
+/**
+ * A button click under one of the bot's messages: its `callback_data` (a
+ * control command) from the user who clicked. A click has no `sender_chat`:
+ * `from` is always the real user, also one who posts as a channel or
+ * anonymously, so a click decides as that person.
+ */
 function normalizeButton(update: TelegramUpdate, opts: NormalizeOptions): Normalized {
   const q = update.callback_query!;
   const msg = q.message;
@@ -88,7 +93,7 @@ function normalizeButton(update: TelegramUpdate, opts: NormalizeOptions): Normal
     conversationId: `${opts.channelId}:${chatId}${threadId}`,
     updateKey: `${opts.channelId}:${update.update_id}`,
     chatId,
-    sender: senderOf(q.from, String(q.from.id)),
+    sender: senderOf(q.from),
     text: q.data,
     interaction: 'button',
     ...(msg.chat.type !== 'private' && { group: true }),
@@ -96,10 +101,24 @@ function normalizeButton(update: TelegramUpdate, opts: NormalizeOptions): Normal
   return { kind: 'button', message, callbackId: q.id, chatId: msg.chat.id, messageId: msg.message_id };
 }
 
-function senderOf(from: TelegramUser | undefined, id: string): InboundMessage['sender'] {
-  const full = [from?.first_name, from?.last_name].filter((s) => s !== undefined && s.length > 0).join(' ');
-  const name = (full || from?.username || '').slice(0, 256);
-  return { id, ...(name && { name }), ...(from?.is_bot !== undefined && { isBot: from.is_bot }) };
+/**
+ * Who sent `msg`. Sent on behalf of a chat, `from` is a placeholder shared by
+ * every such sender in every group (@Channel_Bot for channels,
+ * @GroupAnonymousBot for anonymous admins), so the sender is `sender_chat`:
+ * `c<chat id>`, which no user id (digits) can be. Without either the chat
+ * itself speaks.
+ */
+function senderOfMessage(msg: TelegramMessage): InboundMessage['sender'] {
+  if (msg.from && !msg.sender_chat) return senderOf(msg.from);
+  const chat: TelegramChat = msg.sender_chat ?? msg.chat;
+  const name = (chat.title || chat.username || '').slice(0, 256);
+  return { id: `c${chat.id}`, ...(name && { name }) };
+}
+
+function senderOf(from: TelegramUser): InboundMessage['sender'] {
+  const full = [from.first_name, from.last_name].filter((s) => s !== undefined && s.length > 0).join(' ');
+  const name = (full || from.username || '').slice(0, 256);
+  return { id: String(from.id), ...(name && { name }), ...(from.is_bot !== undefined && { isBot: from.is_bot }) };
 }
 
 /** True when the text mentions `@<bot username>` (by entity, or by text when the client sent no entities). */

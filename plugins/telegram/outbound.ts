@@ -53,9 +53,6 @@ export interface TelegramOutboundOptions {
   fetch?: typeof fetch;
 }
 
-/** The user Telegram shows as the sender of an anonymous group admin's messages (@GroupAnonymousBot). */
-const GROUP_ANONYMOUS_BOT_ID = '1087968824';
-
 const CANT_PARSE = /can't parse entities/i;
 const NOT_MODIFIED = /message is not modified/i;
 
@@ -185,8 +182,8 @@ export function createTelegramOutbound(opts: TelegramOutboundOptions): ChannelOu
 
     async isAdmin(conversationId: string, userId: string) {
       const { chatId } = parseConversationId(channelId, conversationId);
-      // An anonymous admin writes as the chat itself (or as @GroupAnonymousBot): only admins can.
-      if (userId === String(chatId) || userId === GROUP_ANONYMOUS_BOT_ID) return true;
+      // An anonymous admin writes as the group itself (sender `c<chat id>`, from its `sender_chat`): only admins can.
+      if (userId === `c${chatId}`) return true;
       if (!/^\d{1,20}$/.test(userId)) return false;
       const member = await call(token, 'getChatMember', () => api.getChatMember(chatId, Number(userId)));
       return member.status === 'creator' || member.status === 'administrator';

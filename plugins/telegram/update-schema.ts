@@ -46,6 +46,8 @@ const messageFields = {
   message_thread_id: id.optional(),
   is_topic_message: z.boolean().optional(),
   from: userSchema.optional(),
+  /** Set when the message was sent on behalf of a chat (a channel, or a group's anonymous admin); `from` is then a placeholder bot. */
+  sender_chat: chatSchema.optional(),
   chat: chatSchema,
   date: z.number().int().optional(),
   text: z.string().optional(),
@@ -87,6 +89,7 @@ export const telegramUpdateSchema = z.looseObject({
 });
 
 export type TelegramUser = z.infer<typeof userSchema>;
+export type TelegramChat = z.infer<typeof chatSchema>;
 export type TelegramEntity = z.infer<typeof entitySchema>;
 export type TelegramMessage = z.infer<typeof telegramMessageSchema>;
 export type TelegramUpdate = z.infer<typeof telegramUpdateSchema>;

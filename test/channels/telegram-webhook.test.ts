@@ -90,6 +90,19 @@ describe('telegram webhook', () => {
     expect(h.host.results[0]).toMatchObject({ kind: 'ingested', result: { kind: 'new-run', seq: 1 } });
   });
 
+  it('takes a message sent on behalf of a chat as from that chat (`c<chat id>`, its title), not from the placeholder in `from`', async () => {
+    const channelBot: TgUser = { id: 136817688, is_bot: true, first_name: 'Channel', username: 'Channel_Bot' };
+    const channel = { id: -1001234, type: 'channel', title: 'Daily News' };
+    await h.post(messageUpdate({ chatId: GROUP, from: channelBot, text: '/status', extra: { sender_chat: channel } }));
+    const noFrom = messageUpdate({ chatId: GROUP, text: '/status' });
+    delete noFrom.message.from;
+    await h.post(noFrom);
+    expect(h.host.received.map((m) => m.sender)).toEqual([
+      { id: 'c-1001234', name: 'Daily News' },
+      { id: `c${GROUP}`, name: 'Test group' },
+    ]);
+  });
+
   it('carries reply-to, caption and attachments by reference (largest photo size)', async () => {
     await h.post(
       messageUpdate({

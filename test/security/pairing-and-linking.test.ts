@@ -282,6 +282,47 @@ describe('link codes', () => {
     agentNeverRan(sys);
   });
 
+  it('twenty `/link` in a group the bot is not enabled in get one answer', async () => {
+    sys = await startAccessSystem(PAIRING);
+    // Mallory added the bot to her own group and scripts /link there, with and without a made-up code.
+    for (let i = 0; i < 10; i++) await tgSay(sys, MALLORY, '/link', MALLORY_GROUP);
+    for (let i = 0; i < 10; i++) await tgSay(sys, MALLORY, '/link QQQQ-QQQQ', MALLORY_GROUP);
+    expect(await tgReplies(sys, MALLORY_GROUP, 1)).toEqual([LINK_IN_DM]);
+    expect(tgTexts(sys, MALLORY_GROUP)).toEqual([LINK_IN_DM]);
+    expect(await received(sys, `telegram:${MALLORY_GROUP}`)).toEqual([]);
+    agentNeverRan(sys);
+  });
+
+  it('twenty wrong link codes in a direct chat are answered once, and the guess limit once; past the limit the right code is refused too', async () => {
+    sys = await startAccessSystem(PAIRING);
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, ALICE, '/link');
+    const code = CODE_RE.exec((await tgReplies(sys, ALICE.id, 1))[0]!)![1]!;
+    const wrongCode = code.startsWith('Q') ? 'ZZZZ-ZZZZ' : 'QQQQ-QQQQ';
+    for (let i = 0; i < 20; i++) await tgSay(sys, MALLORY, `/link ${wrongCode}`);
+    const answers = await tgReplies(sys, MALLORY.id, 2);
+    expect(answers[0]).toBe('No such link code, or it expired.');
+    expect(answers[1]).toMatch(/^Too many wrong codes; try again in \d+ min\.$/);
+    // Past the guess limit even the right code is refused, as that answer said; it is not repeated.
+    await tgSay(sys, MALLORY, `/link ${code}`);
+    expect(tgTexts(sys, MALLORY.id)).toHaveLength(2);
+    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(MALLORY_ID);
+  });
+
+  it('twenty wrong link codes within the guess limit are answered once; the right code still links', async () => {
+    sys = await startAccessSystem(PAIRING, { maxGuesses: 50 });
+    await sys.store.pair(ALICE_ID);
+    await tgSay(sys, ALICE, '/link');
+    const code = CODE_RE.exec((await tgReplies(sys, ALICE.id, 1))[0]!)![1]!;
+    const wrongCode = code.startsWith('Q') ? 'ZZZZ-ZZZZ' : 'QQQQ-QQQQ';
+    for (let i = 0; i < 20; i++) await tgSay(sys, MALLORY, `/link ${wrongCode}`);
+    expect(await tgReplies(sys, MALLORY.id, 1)).toEqual(['No such link code, or it expired.']);
+    await tgSay(sys, MALLORY, `/link ${code}`);
+    expect((await tgReplies(sys, MALLORY.id, 2))[1]).toMatch(/^Linked: this account and telegram:1001 are now one person/);
+    expect(tgTexts(sys, MALLORY.id)).toHaveLength(2);
+    expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(ALICE_ID);
+  });
+
   it('two accounts racing to confirm one link code: exactly one links, in each of 6 tries', async () => {
     sys = await startAccessSystem(PAIRING);
     await sys.store.pair(ALICE_ID);
