@@ -19,11 +19,12 @@ let proc: ChildProcess;
 let url: string;
 let rig: AgentRig | undefined;
 
-beforeEach(async () => {
+/** Starts the agent on a port of its own choosing; resolves with that port, rejects with its stderr when it exits first. */
+function startAgent(): Promise<string> {
   proc = spawn('python3', [AGENT], { env: { ...process.env, STEERBOT_AGENT_SECRET: SECRET, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const port = await new Promise<string>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`python agent not listening within 10 s: ${err}`)), 10_000);
     proc.stdout!.on('data', (d: Buffer) => {
@@ -34,13 +35,29 @@ beforeEach(async () => {
         resolve(m[1]!);
       }
     });
-    proc.once('exit', (code) => reject(new Error(`python agent exited (${code}): ${err}`)));
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`python agent exited (${code}): ${err}`));
+    });
   });
-  url = `http://127.0.0.1:${port}/`;
+}
+
+beforeEach(async () => {
+  // Python's server binds port 0 with SO_REUSEADDR, so the kernel may hand it a port another process's socket has
+  // bound and not yet listens on; its listen then fails with EADDRINUSE. Another port is asked for, twice at most.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      url = `http://127.0.0.1:${await startAgent()}/`;
+      return;
+    } catch (err) {
+      if (attempt === 3 || !String(err).includes('Address already in use')) throw err;
+    }
+  }
 });
 afterEach(async () => {
   await rig?.close();
   rig = undefined;
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   proc.kill('SIGKILL');
   await exited;
