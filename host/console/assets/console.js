@@ -99,8 +99,6 @@
     const { body } = await api(`/conversations/${encodeURIComponent(id)}`);
     const r = body.row;
     $('c-title').textContent = id;
-    // A plain link: the browser downloads it with the login cookie (same origin), the route streams it.
-    $('c-export').href = `${base}/api/conversations/${encodeURIComponent(id)}/export`;
     const box = $('c-status');
     const run = r.activeRunId ? el('a', 'run-link', r.activeRunId) : undefined;
     if (run) run.href = link(id, r.activeRunId);
@@ -351,6 +349,9 @@
     $('conversation-view').hidden = !view.conversation || !!view.panel;
     if (view.conversation) {
       $('c-result').textContent = '';
+      // A plain link: the browser downloads it with the login cookie (same origin), the route streams it. Set as the
+      // view opens, before anything of it loads, so it works as soon as it shows.
+      $('c-export').href = `${base}/api/conversations/${encodeURIComponent(view.conversation)}/export`;
       await loadTimeline(true).catch((err) => status(`error: ${err.message}`));
     }
     await refresh();
