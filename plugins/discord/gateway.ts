@@ -181,8 +181,9 @@ export class DiscordGateway {
       const result = await host.receive(this.channelId, message);
       this.logger.debug({ ...label, result: result.kind === 'ingested' ? result.result.kind : result.kind }, 'discord: message received');
       // The host has it (or a duplicate of it): catch-up after a restart starts after it, unless an
-      // earlier message of the channel was dropped here (the cursor stays before it for catch-up).
-      if (!this.gaps.has(m.channelId)) this.cursors.note(m.channelId, m.id);
+      // earlier message of the channel was dropped here (the cursor stays before it for catch-up). A message the
+      // host ignored (a stranger the access rules refuse) moves no cursor: it would add one per stranger's channel.
+      if (result.kind !== 'ignored' && !this.gaps.has(m.channelId)) this.cursors.note(m.channelId, m.id);
     });
     if (queued === false) this.gaps.add(m.channelId);
   }

@@ -94,6 +94,14 @@ describe('discord catch-up', () => {
     expect(await recordedTexts()).toHaveLength(4);
   });
 
+  it("keeps no cursor for a channel whose messages the host ignored (a refused stranger's DM), so strangers cannot grow the cursors", async () => {
+    const { plugin, host } = await startHost({}, async () => ({ kind: 'ignored', reason: 'refused' }));
+    fake.messageCreate({ channelId: 'stranger-dm', author: alice, content: 'let me in' });
+    await host.waitForText('let me in');
+    await stopHost(plugin);
+    expect(await redis.hgetall(cursorsKey(prefix))).toEqual({});
+  });
+
   it('catches up when Discord refuses to resume the session and the client starts a new one', async () => {
     const { host } = await startHost();
     fake.messageCreate({ channelId: DM, author: alice, content: 'before the drop' });
