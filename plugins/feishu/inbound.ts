@@ -95,7 +95,9 @@ export class FeishuInbound {
     }
     const result = await host.receive(this.channelId, n.message);
     // Noted once the host took it (the answer, and any buttons in it, come later): what the clicks in the chat read.
-    if (!n.message.group && result.kind !== 'ignored') await this.store.redis.set(p2pKey(this.store.prefix, n.message.conversationId), '1');
+    // Not for a purged conversation, which keeps nothing until its tombstone lapses.
+    const taken = result.kind === 'command' || (result.kind === 'ingested' && result.result.kind !== 'purged');
+    if (!n.message.group && taken) await this.store.redis.set(p2pKey(this.store.prefix, n.message.conversationId), '1');
     return result.kind === 'ignored' ? { ok: true, ignored: result.reason } : { ok: true, result: result.kind };
   }
 

@@ -7,8 +7,12 @@
  * client → the fake open platform.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import feishuDefinition from '../../plugins/feishu/index.js';
+import { p2pKey } from '../../plugins/feishu/keys.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
+import { declaredConversationKeys } from '../../src/plugin/storage.js';
+import { purgeConversation } from '../../src/protocol/purge.js';
 import {
   FEISHU_ANN,
   FEISHU_BOB,
@@ -129,6 +133,24 @@ describe('feishu end to end (long connection)', () => {
     const inDm = await feishu.push(feishuCardAction({ messageId: 'om_card3', chatId: FEISHU_DM, operator: FEISHU_ANN, value: { command: '/new' } }));
     expect(inDm.data.toast.content).not.toMatch(/Only admins/);
     expect(await h.entries('conversation.reset', DM_CONVERSATION)).toHaveLength(1);
+  });
+
+  it('notes a one-to-one chat for its clicks only while the conversation keeps anything: a message after /purge notes nothing', async () => {
+    await boot();
+    ai.script([{ text: 'Hello Ann.' }]);
+    await feishu.push(fromAnn('hello'));
+    await nth(1, "Ann's reply");
+    await h.idle(15_000, DM_CONVERSATION);
+    const noted = p2pKey(h.prefix, DM_CONVERSATION);
+    expect(await h.redis.exists(noted)).toBe(1);
+    expect(await purgeConversation(h.redis, h.prefix, DM_CONVERSATION, { pluginKeys: declaredConversationKeys([feishuDefinition]) })).toMatchObject({
+      kind: 'purged',
+    });
+    expect(await h.redis.exists(noted)).toBe(0);
+    // The tombstone refuses the next message, and nothing of the conversation is written again.
+    await feishu.push(fromAnn('are you there?'));
+    expect(await h.entries('message.received', DM_CONVERSATION)).toEqual([]);
+    expect(await h.redis.exists(noted)).toBe(0);
   });
 
   it('steers a message sent while the agent runs a tool into the same run', async () => {
