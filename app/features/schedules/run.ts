@@ -17,7 +17,6 @@ import { ScheduleFireWorker } from '../../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../../src/schedules/from-config.js';
 import { cancelRefusal, createRefusal, type RunRuleDeps } from '../../../src/schedules/run-rules.js';
 import { type Schedules, scheduleIdFor } from '../../../src/schedules/schedules.js';
-import { SUBAGENT_CHANNEL } from '../subagents/children.js';
 
 /** The runner's schedules and its fire worker, closed with the runner; with schedules off (`schedules.enabled`), a feature that adds nothing. */
 export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
@@ -27,8 +26,7 @@ export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
   const { schedules } = scheduling;
   return {
     name: 'schedules',
-    context: (run) =>
-      kit.channels.channelOf(run.conversationId) === SUBAGENT_CHANNEL ? {} : { schedules: conversationSchedules(schedules, run, runRules(kit, run)) },
+    context: (run) => (run.parentConversationId !== undefined ? {} : { schedules: conversationSchedules(schedules, run, runRules(kit, run)) }),
     close: async () => {
       await fires.close();
       await scheduling.close();
