@@ -140,8 +140,8 @@ export async function markPollEnding(redis: RedisClient, prefix: string, pollId:
 
 /** Forgets `pollId` of `conversationId` (ended), and its room's pointer when it is a thread's. */
 export async function forgetPoll(redis: RedisClient, prefix: string, channelId: string, conversationId: string, pollId: string): Promise<void> {
-  await redis.hdel(pollsKey(prefix, conversationId), pollId);
   const roomId = roomOf(channelId, conversationId);
-  if (threadOf(channelId, conversationId) !== undefined && roomId !== undefined)
-    await redis.hdel(pollsKey(prefix, conversationIdOf(channelId, roomId)), pollId);
+  // Two slots (a thread's conversation and its room's): sent together, not one script.
+  const room = threadOf(channelId, conversationId) !== undefined && roomId !== undefined ? [pollsKey(prefix, conversationIdOf(channelId, roomId))] : [];
+  await Promise.all([pollsKey(prefix, conversationId), ...room].map((key) => redis.hdel(key, pollId)));
 }

@@ -53,7 +53,8 @@ export class NewConversationLimit {
       if ((await this.o.redis.getex(visitor, 'EX', VISITOR_TTL_SECONDS)) !== null) return ADMITTED;
       const r = await admitScript.run(this.o.redis, [this.keys.key(`new:${client}`)], [this.o.perHour]);
       if (r[0] === 'limited') return { kind: 'limited', retryAfterMs: Number(r[1]) };
-      await this.o.redis.set(visitor, '1', 'EX', VISITOR_TTL_SECONDS);
+      // NX: a first message racing this one may have marked it already (both took a token: the client pays one more).
+      await this.o.redis.set(visitor, '1', 'EX', VISITOR_TTL_SECONDS, 'NX');
       return ADMITTED;
     } catch (err) {
       throw storage.asRedisUnavailable(err);
