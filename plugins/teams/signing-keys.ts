@@ -6,7 +6,11 @@
  * make the host hammer the key endpoint.
  */
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { fetchFile } from 'steerbot/plugin';
 import { z } from 'zod';
+
+/** Largest key set read, in bytes (Bot Service's is a few KB). */
+const MAX_KEY_SET_BYTES = 256 * 1024;
 
 /** How long a fetched key set is used before it is fetched again, in ms. */
 const KEEP_MS = 24 * 3600_000;
@@ -70,9 +74,14 @@ export class SigningKeys {
   }
 
   private async load(): Promise<void> {
-    const res = await (this.o.fetch ?? fetch)(this.o.url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(this.o.timeoutMs) });
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    const set = keySetSchema.parse(await res.json());
+    // Read within a bound (a key set is a few KB), as any download: `res.json()` would read whatever the answer holds.
+    const { data } = await fetchFile(this.o.url, {
+      maxBytes: MAX_KEY_SET_BYTES,
+      signal: AbortSignal.timeout(this.o.timeoutMs),
+      label: 'the Bot Service key set',
+      ...(this.o.fetch && { fetch: this.o.fetch }),
+    });
+    const set = keySetSchema.parse(JSON.parse(new TextDecoder().decode(data)));
     const keys = new Map<string, KeyObject>();
     for (const jwk of set.keys) {
       if (jwk.kty !== 'RSA' || jwk.kid === undefined || (jwk.use !== undefined && jwk.use !== 'sig')) continue;
