@@ -8,6 +8,7 @@ import type { FeatureRun, RunnerFeatureKit } from '../../../runner/feature.js';
 import type { SubagentResult } from '../../../runner/plugin.js';
 import { answerText, isFinalStep } from '../../../runner/projection.js';
 import { blockingConnection } from '../../../src/http/stream-readers.js';
+import type { SeqEntry } from '../../../src/record/entries.js';
 import { readRange } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
@@ -27,6 +28,19 @@ export const digest = (s: string) => createHash('sha256').update(s).digest('hex'
 /** The id of the `n`-th child (from 1) a call of run `runId` with idempotency key `key` starts. */
 export function childId(runId: string, key: string, n: number): string {
   return `${SUBAGENT_CHANNEL}:${runId}.${digest(key)}.${n}`;
+}
+
+/**
+ * The conversation a child's task came from: the `parent` of the `delegate`
+ * task or steer message, which only the subagents feature writes (a child
+ * conversation has no channel, no events route and no schedules); undefined
+ * for any other entry.
+ */
+export function taskParent(entry: SeqEntry | undefined): string | undefined {
+  const origin = entry?.kind === 'message.received' ? entry.origin : undefined;
+  if (origin?.kind !== 'event' || origin.source !== 'delegate') return undefined;
+  const parent = origin.data?.parent;
+  return typeof parent === 'string' && !parent.startsWith(`${SUBAGENT_CHANNEL}:`) ? parent : undefined;
 }
 
 /** A run's sets of children, kept beside its run record: every child it started, and those whose result it read. */

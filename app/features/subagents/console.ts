@@ -11,7 +11,7 @@ import type { ApiRoute, HostFeatureKit } from '../../../host/feature.js';
 import { json } from '../../../src/http/routes.js';
 import { readRange } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
-import { childrenKeys, childState, SUBAGENT_CHANNEL } from './children.js';
+import { childrenKeys, childState, SUBAGENT_CHANNEL, taskParent } from './children.js';
 
 /** The panel's script (browser JavaScript). */
 const SCRIPT = readFileSync(new URL('./assets/subagents-panel.js', import.meta.url), 'utf8');
@@ -51,10 +51,9 @@ export function registerSubagentsApi(api: ApiRoute, kit: HostFeatureKit): void {
 async function parentOf(kit: HostFeatureKit, conversation: string): Promise<{ conversation: string; run: string } | undefined> {
   if (!conversation.startsWith(`${SUBAGENT_CHANNEL}:`)) return undefined;
   const run = conversation.slice(SUBAGENT_CHANNEL.length + 1).split('.', 1)[0]!;
-  const [task] = await readRange(kit.redis, conversationKeys(kit.prefix, conversation).log, { count: 4 });
-  const parent = task?.kind === 'message.received' ? task.origin?.data : undefined;
-  const from = parent && typeof parent === 'object' && 'parent' in parent ? parent.parent : undefined;
-  return typeof from === 'string' ? { conversation: from, run } : undefined;
+  const [task] = await readRange(kit.redis, conversationKeys(kit.prefix, conversation).log, { count: 1 });
+  const from = taskParent(task);
+  return from === undefined ? undefined : { conversation: from, run };
 }
 
 /** A run's children, in the order they were started, each with its status, active run and the start of its answer. */

@@ -17,8 +17,7 @@ import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runne
 import type { RunResult, RunSubagents, SubagentResult } from '../../../runner/plugin.js';
 import { InvalidInputError } from '../../../src/errors.js';
 import { ingestEvent } from '../../../src/events.js';
-import type { MessageReceived, SeqEntry } from '../../../src/record/entries.js';
-import { CHILDREN_TTL_SECONDS, childId, childrenKeys, digest, SUBAGENT_CHANNEL, stopAll, waitOne } from './children.js';
+import { CHILDREN_TTL_SECONDS, childId, childrenKeys, digest, SUBAGENT_CHANNEL, stopAll, taskParent, waitOne } from './children.js';
 import { subagentsEnded } from './ended.js';
 
 /** Terminal reason of a run in a child conversation that no `delegate` task started: refused, never run under a profile of its own. */
@@ -34,7 +33,7 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
   const isChild = (conversationId: string) => kit.channels.channelOf(conversationId) === SUBAGENT_CHANNEL;
   const lineage: RunnerFeature = {
     name: 'subagents',
-    parent: (conversationId, starter) => (isChild(conversationId) ? parentOf(starter) : undefined),
+    parent: (conversationId, starter) => (isChild(conversationId) ? taskParent(starter) : undefined),
     // Fail closed: a child run without a known parent would run under the child conversation's own profile and budget.
     before: async (run) => (isChild(run.conversationId) && run.parentConversationId === undefined ? orphanRefused(kit, run) : undefined),
   };
@@ -44,18 +43,6 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
     context: (run) => (isChild(run.conversationId) ? {} : { subagents: runSubagents(kit, run) }),
     ended: (run, outcome) => subagentsEnded(kit, run, outcome),
   };
-}
-
-/**
- * The conversation a child's run works for: the `parent` of the `delegate`
- * task or steer message that started it, which only `runSubagents` writes
- * (a child conversation has no channel, no events route and no schedules).
- */
-function parentOf(starter: SeqEntry<MessageReceived> | undefined): string | undefined {
-  const origin = starter?.origin;
-  if (origin?.kind !== 'event' || origin.source !== 'delegate') return undefined;
-  const parent = origin.data?.parent;
-  return typeof parent === 'string' && !parent.startsWith(`${SUBAGENT_CHANNEL}:`) ? parent : undefined;
 }
 
 /** Ends a child's run that names no parent before anything is spent on it (final: a follow-up would be refused the same way). */
