@@ -279,7 +279,7 @@ function hostParts(channels: ChannelPlugin[], plugin: RunnerPlugin, pluginKeys: 
     steeringCapable: plugin.manifest.capabilities.steering,
     pluginKeys,
     features: hostFeatures(),
-    send: (req, opts) => sender.send(req, 'api', opts),
+    send: (req, { token, ...opts }) => sender.send(req, { token }, opts),
   };
 }
 

@@ -12,12 +12,12 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ChannelOutbound } from '../src/channel.js';
-import { ingestEvent } from '../src/events.js';
+import { eventUpdateKey, ingestEvent } from '../src/events.js';
 import { json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from '../src/http/routes.js';
 import type { IngestDeps } from '../src/ingest.js';
 import { type SendMessageRequest, type SendMessageResult, sendBodySchema } from '../src/protocol/send.js';
 import type { IngestResult, InputPolicy } from '../src/protocol/types.js';
-import { inputOriginSchema } from '../src/record/entries.js';
+import { type InputOrigin, inputOriginSchema } from '../src/record/entries.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
 import { assertUpdateKey, conversationKeys } from '../src/redis/keys.js';
 import type { ApiScope, ApiToken, ApiTokens } from './api-tokens.js';
@@ -39,8 +39,11 @@ export interface ApiRoutesOptions {
   channelOf(conversationId: string): string | undefined;
   /** The outbound side of a conversation's channel; undefined: no channel serves it (404). */
   outbound(conversationId: string): ChannelOutbound | undefined;
-  /** Records and delivers a message (`MessageSender.send`); `open: false` refuses a conversation that has no record yet. */
-  send(req: SendMessageRequest, opts: { open: boolean }): Promise<SendMessageResult>;
+  /**
+   * Records and delivers a message (`MessageSender.send`); `open: false` refuses a conversation that has no record
+   * yet. Its idempotency key is deduped per `token` (the name of the token that asked).
+   */
+  send(req: SendMessageRequest, opts: { open: boolean; token: string }): Promise<SendMessageResult>;
   /** Refusals of admitted-looking requests (revoked, over rate, out of scope) are logged here, by token name. Default: not logged. */
   logger?: Logger;
 }
@@ -93,17 +96,12 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
     const unknown = await unknownConversation(o, conversationId, token);
     if (unknown) return unknown;
     const { source, id, text, data } = body.value;
+    const origin = { kind: 'event' as const, source, id, ...(data !== undefined && { data }), ...(token.owner !== undefined && { owner: token.owner }) };
+    const before = await seenUnscoped(o, conversationId, origin);
+    if (before) return eventResponse(before);
     const policy = o.channelPolicy(conversationId);
-    const result = await ingestEvent(
-      o.ingest,
-      // The run is charged to the token's owner (its budget, its memory); none: the operator.
-      {
-        conversationId,
-        origin: { kind: 'event', source, id, ...(data !== undefined && { data }), ...(token.owner !== undefined && { owner: token.owner }) },
-        text,
-      },
-      policy ? { policy } : {},
-    );
+    // Deduped per token; the run is charged to the token's owner (its budget, its memory); none: the operator.
+    const result = await ingestEvent(o.ingest, { conversationId, origin, text, token: token.name }, policy ? { policy } : {});
     return eventResponse(result);
   });
 
@@ -115,7 +113,7 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
     const open = token.scopes.has('open');
     const result = await o.send(
       { conversationId, idempotencyKey: key, text: body.value.text, ...(body.value.buttons && { buttons: body.value.buttons }) },
-      { open },
+      { open, token: token.name },
     );
     // The send refused a conversation with no record: the token's missing scope says why, when its channel could open it.
     if (result.kind === 'unknown-conversation' && !open && o.outbound(conversationId)?.opensConversation?.(conversationId)) return outOfScope(token, 'open', o);
@@ -170,6 +168,16 @@ async function unknownConversation(o: ApiRoutesOptions, conversationId: string, 
   if ((await o.redis.exists(conversationKeys(o.prefix, conversationId).meta)) === 1) return undefined;
   if (!out.opensConversation?.(conversationId)) return json(404, { error: 'unknown conversation' });
   return token.scopes.has('open') ? undefined : outOfScope(token, 'open', o);
+}
+
+/**
+ * An event release 0.1.0 took before the upgrade, when its key was not yet
+ * scoped to a token: its dedupe key, read for the one dedupe window it lives.
+ */
+async function seenUnscoped(o: ApiRoutesOptions, conversationId: string, origin: InputOrigin): Promise<IngestResult | undefined> {
+  const seq = await o.redis.get(conversationKeys(o.prefix, conversationId).dedupe(eventUpdateKey(origin)));
+  if (seq === null) return undefined;
+  return seq === '0' ? { kind: 'purged', seq: 0 } : { kind: 'duplicate', seq: Number(seq) };
 }
 
 function eventResponse(result: IngestResult): RouteResponse {

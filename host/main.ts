@@ -57,7 +57,7 @@ export interface HostParts {
   /** The features' host parts (app/features/), made once the host's services are. */
   features: readonly HostFeatureFactory[];
   /** Records and delivers a message from outside a run (`MessageSender.send`); the messages API needs it. Default: the API is not served. */
-  send?(req: SendMessageRequest, opts: { open: boolean }): Promise<SendMessageResult>;
+  send?(req: SendMessageRequest, opts: { open: boolean; token: string }): Promise<SendMessageResult>;
 }
 
 /** A started host, with its services exposed for channel plugins and tests. */

@@ -19,11 +19,21 @@ export interface EventInput {
   text: string;
   /** Goes to a group chat (a schedule made there): recorded as a group input. Default false. */
   group?: boolean;
+  /**
+   * The name of the API token that sent it: its dedupe identity is then that
+   * token's alone, so another token's event with the same source and id is
+   * not taken for it. Absent: the process's own (schedules, subagents).
+   */
+  token?: string;
 }
 
-/** The update key (dedupe identity, per conversation) of a non-user input: `<kind>:<source>:<id>`. */
-export function eventUpdateKey(origin: Pick<InputOrigin, 'kind' | 'source' | 'id'>): string {
-  return `${origin.kind}:${origin.source}:${origin.id}`;
+/**
+ * The update key (dedupe identity, per conversation) of a non-user input:
+ * `<kind>:<source>:<id>`, or `<kind>@<token>:<source>:<id>` for an API
+ * token's (neither a source nor a token name holds `@` or `:`).
+ */
+export function eventUpdateKey(origin: Pick<InputOrigin, 'kind' | 'source' | 'id'>, token?: string): string {
+  return `${origin.kind}${token === undefined ? '' : `@${token}`}:${origin.source}:${origin.id}`;
 }
 
 /**
@@ -40,7 +50,7 @@ export function ingestEvent(deps: IngestDeps, input: EventInput, opts: IngestOpt
     deps,
     {
       conversationId: input.conversationId,
-      updateKey: eventUpdateKey(origin),
+      updateKey: eventUpdateKey(origin, input.token),
       // The source stands where a user would: who said it, for logs and the console; the prompt shows the origin.
       sender: { id: `${origin.kind}:${origin.source}`, name: origin.source, isBot: true },
       text: input.text,

@@ -17,9 +17,9 @@ import {
   type RecordSendResult,
   recordSend,
   releaseSendLock,
+  type SendCaller,
   type SendMessageRequest,
   type SendMessageResult,
-  type SendVia,
 } from '../../src/protocol/send.js';
 import { asRedisUnavailable } from '../../src/redis/connection.js';
 import { conversationKeys } from '../../src/redis/keys.js';
@@ -60,7 +60,7 @@ export class MessageSender {
    * Records and delivers one message. Throws InvalidInputError (nothing
    * written) on a bad request, RedisUnavailableError while Redis cannot be reached.
    */
-  async send(req: SendMessageRequest, via: SendVia, opts: SendOptions = {}): Promise<SendMessageResult> {
+  async send(req: SendMessageRequest, caller: SendCaller, opts: SendOptions = {}): Promise<SendMessageResult> {
     assertSendRequest(req, this.o.maxMessageChars);
     const out = this.o.resolve(req.conversationId);
     if (!out) return { kind: 'unknown-conversation' };
@@ -72,7 +72,7 @@ export class MessageSender {
         dedupeTtlSeconds: this.o.dedupeTtlSeconds,
         lockMs: SEND_LOCK_MS,
         known: opts.open === false || !(out.opensConversation?.(req.conversationId) ?? false),
-        via,
+        caller,
       });
     } catch (err) {
       throw asRedisUnavailable(err);
@@ -89,18 +89,18 @@ export class MessageSender {
         recorded.kind === 'duplicate' && !entry
           ? await this.readBack(out, req, recorded.seq, true)
           : await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
-      if (result.kind === 'sent') await this.keep(req, result);
+      if (result.kind === 'sent') await this.keep(req, caller, result);
       return result;
     } finally {
-      await releaseSendLock(this.o.client, this.o.prefix, req, recorded.lockToken).catch((err: unknown) =>
+      await releaseSendLock(this.o.client, this.o.prefix, req, caller, recorded.lockToken).catch((err: unknown) =>
         this.o.logger.warn({ err }, 'could not release a send lock; it expires on its own'),
       );
     }
   }
 
   /** Keeps a delivered send's ids under its key; a failure is logged (a retry then reads the outbox, as before). */
-  private async keep(req: SendMessageRequest, result: { seq: number; messageIds: string[] }): Promise<void> {
-    await keepSendResult(this.o.client, this.o.prefix, req, result.seq, result.messageIds).catch((err: unknown) =>
+  private async keep(req: SendMessageRequest, caller: SendCaller, result: { seq: number; messageIds: string[] }): Promise<void> {
+    await keepSendResult(this.o.client, this.o.prefix, req, caller, result.seq, result.messageIds).catch((err: unknown) =>
       this.o.logger.warn({ err }, 'could not keep the result of a send under its key; a retry reads the outbox instead'),
     );
   }

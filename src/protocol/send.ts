@@ -39,9 +39,6 @@ export type SendMessageResult =
   /** The conversation was purged and refuses updates. Nothing written. */
   | { kind: 'purged' };
 
-/** How a send was asked for, as the record keeps it. */
-export type SendVia = MessageSent['via'];
-
 /**
  * Commands a button never runs, whoever clicks it: they widen access (`/pair`,
  * `/link`) or delete (`/purge`, `/forget`), so they are typed by the person
@@ -111,26 +108,43 @@ export interface RecordSendOptions {
   lockMs: number;
   /** Refuse a conversation that has no record yet (its channel cannot open one). */
   known: boolean;
-  via: SendVia;
+  /** Whose key it is: keys are deduped per caller; the record says `via: 'api'` for a token's. */
+  caller: SendCaller;
   now?: () => number;
 }
 
-/** The dedupe, lock and result keys of an idempotency key. */
-export function sendKeys(prefix: string, conversationId: string, key: string) {
+/**
+ * Who asks for a send: an API token (by its configured name) or the package's
+ * `sendMessage`. Idempotency keys are scoped to it, so one token's key never
+ * answers, or holds back, another's send of the same key.
+ */
+export type SendCaller = { token: string } | 'package';
+
+/** The idempotency key as stored: `t:<token name>:<key>` or `p:<key>` (token names hold no `:`). */
+function scopedKey(key: string, caller: SendCaller): string {
+  return caller === 'package' ? `p:${key}` : `t:${caller.token}:${key}`;
+}
+
+/** The dedupe, lock and result keys of an idempotency key, scoped to its caller. */
+export function sendKeys(prefix: string, conversationId: string, key: string, caller: SendCaller) {
   const k = conversationKeys(prefix, conversationId);
+  const scoped = scopedKey(key, caller);
   return {
-    dedupe: k.dedupe(`send:${key}`),
-    lock: `${k.base}send_lock:${key}`,
-    result: `${k.base}send_result:${key}`,
+    dedupe: k.dedupe(`send:${scoped}`),
+    lock: `${k.base}send_lock:${scoped}`,
+    result: `${k.base}send_result:${scoped}`,
+    // Release 0.1.0 kept keys unscoped; read (never written) until they expire, one dedupe window after an upgrade.
+    dedupe010: k.dedupe(`send:${key}`),
+    result010: `${k.base}send_result:${key}`,
     log: k.log,
     meta: k.meta,
     tombstone: k.tombstone,
   };
 }
 
-/** Records a checked request (`assertSendRequest`) in one script; see send-record-6.lua. */
+/** Records a checked request (`assertSendRequest`) in one script; see send-record-8.lua. */
 export async function recordSend(req: SendMessageRequest, o: RecordSendOptions): Promise<RecordSendResult> {
-  const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey);
+  const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey, o.caller);
   const entry: MessageSent = {
     v: 1,
     kind: 'message.sent',
@@ -138,7 +152,7 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     key: req.idempotencyKey,
     text: req.text,
     ...(req.buttons !== undefined && { buttons: req.buttons }),
-    via: o.via,
+    via: o.caller === 'package' ? 'package' : 'api',
   };
   const lockToken = randomBytes(12).toString('hex');
   const reply = checkReply(
@@ -146,7 +160,7 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     await runScript(
       o.client,
       'send-record',
-      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone, keys.result],
+      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone, keys.result, keys.dedupe010, keys.result010],
       [JSON.stringify(entry), o.dedupeTtlSeconds, o.lockMs, lockToken, o.known ? '1' : '0'],
     ),
   );
@@ -167,8 +181,8 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
 }
 
 /** Releases the key's send lock (only if this call still holds it). */
-export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, lockToken: string): Promise<void> {
-  await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey).lock], [lockToken]);
+export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, caller: SendCaller, lockToken: string): Promise<void> {
+  await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey, caller).lock], [lockToken]);
 }
 
 /**
@@ -176,8 +190,15 @@ export async function releaseSendLock(client: RedisClient, prefix: string, req: 
  * rest of the key's dedupe window (send-result-1.lua): a retry answers them
  * and sends nothing, even after the outbox pruned the part records.
  */
-export async function keepSendResult(client: RedisClient, prefix: string, req: SendMessageRequest, seq: number, messageIds: readonly string[]): Promise<void> {
-  await runScript(client, 'send-result', [sendKeys(prefix, req.conversationId, req.idempotencyKey).result], [seq, JSON.stringify(messageIds)]);
+export async function keepSendResult(
+  client: RedisClient,
+  prefix: string,
+  req: SendMessageRequest,
+  caller: SendCaller,
+  seq: number,
+  messageIds: readonly string[],
+): Promise<void> {
+  await runScript(client, 'send-result', [sendKeys(prefix, req.conversationId, req.idempotencyKey, caller).result], [seq, JSON.stringify(messageIds)]);
 }
 
 const idsSchema = z.array(z.string());

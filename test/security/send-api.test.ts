@@ -295,6 +295,62 @@ describe('scoped API tokens', () => {
   });
 });
 
+describe("one token's keys are its own", () => {
+  const TEAM_A = 'team-a-token-0123456789abcdef';
+  const TEAM_B = 'team-b-token-0123456789abcdef';
+  let w: World;
+  beforeAll(async () => {
+    w = await startWorld({
+      tokens: [
+        { name: 'team-a', token: TEAM_A, channels: ['telegram'], scopes: ['send', 'events', 'open'] },
+        { name: 'team-b', token: TEAM_B, channels: ['telegram'], scopes: ['send', 'events', 'open'] },
+      ],
+    });
+  }, 30_000);
+  afterAll(() => stopWorld(w));
+
+  it("a token that takes another's Idempotency-Key first neither holds back its send nor answers for it", async () => {
+    const chat = 880_201;
+    // team-b guesses the key team-a will use, and sends with it first.
+    const squatted = await send(w, TEAM_B, `telegram:${chat}`, 'deploy-812', 'squatted');
+    expect(squatted.body).toMatchObject({ duplicate: false });
+    const real = await send(w, TEAM_A, `telegram:${chat}`, 'deploy-812', 'Deploy finished.');
+    expect(real.status).toBe(200);
+    expect(real.body.duplicate).toBe(false);
+    expect(sentTo(w, chat).map((m) => m.text)).toEqual(['squatted', 'Deploy finished.']);
+    // Each token's retry answers its own delivery and sends nothing.
+    const retryA = await send(w, TEAM_A, `telegram:${chat}`, 'deploy-812', 'Deploy finished.');
+    const retryB = await send(w, TEAM_B, `telegram:${chat}`, 'deploy-812', 'squatted');
+    expect(retryA.body).toMatchObject({ duplicate: true, messageIds: real.body.messageIds });
+    expect(retryB.body).toMatchObject({ duplicate: true, messageIds: squatted.body.messageIds });
+    expect(sentTo(w, chat)).toHaveLength(2);
+  });
+
+  it("a token that posts another's event source and id first does not make the real event a duplicate", async () => {
+    const cid = 'telegram:880202';
+    const squatted = await api(w, TEAM_B, cid, 'events', { source: 'ci', id: 'run-77', text: 'squatted' });
+    expect(squatted.status).toBe(202);
+    const real = await api(w, TEAM_A, cid, 'events', { source: 'ci', id: 'run-77', text: 'build 77 failed' });
+    expect(real.status).toBe(202);
+    const again = await api(w, TEAM_A, cid, 'events', { source: 'ci', id: 'run-77', text: 'build 77 failed' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ result: 'duplicate', seq: real.body.seq });
+    const received = (await readRange(w.app.ctx.redis, conversationKeys(w.prefix, cid).log)).filter((e) => e.kind === 'message.received');
+    expect(received.map((e) => e.text)).toEqual(['squatted', 'build 77 failed']);
+    await waitFor(() => w.openai.requests.some((r) => JSON.stringify(r.body.messages).includes('build 77 failed')), 10_000, 'the agent reading the event');
+  });
+
+  it('an event release 0.1.0 took before the upgrade (its key unscoped) stays a duplicate for every token', async () => {
+    const cid = 'telegram:880203';
+    // What 0.1.0 left: the unscoped dedupe key of event ci/run-5, recorded at seq 4.
+    await w.app.ctx.redis.set(conversationKeys(w.prefix, cid).dedupe('event:ci:run-5'), '4', 'EX', 600);
+    const r = await api(w, TEAM_A, cid, 'events', { source: 'ci', id: 'run-5', text: 'build 5 passed' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ result: 'duplicate', seq: 4 });
+    expect(await w.app.ctx.redis.exists(conversationKeys(w.prefix, cid).log)).toBe(0);
+  });
+});
+
 describe("the webhook channel's event stream", () => {
   let w: World;
   beforeAll(async () => {

@@ -16,6 +16,7 @@ import { RecordError } from '../../src/errors.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
+import { recordSend } from '../../src/protocol/send.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { Schedules } from '../../src/schedules/schedules.js';
@@ -104,6 +105,14 @@ describe('stored shapes across releases', () => {
       const notes = await new MemoryStore({ redis, prefix: t.h.prefix }).list(GOLDEN.identity);
       expect(notes.map((n) => n.text)).toEqual(['prefers Celsius']);
       expect(await new IdentityStore({ redis, prefix: t.h.prefix }).resolveAccount(GOLDEN.linked)).toBe(GOLDEN.identity);
+      // The API send it recorded is that key's, for this build too: a retry is not recorded a second time.
+      const sent = entries.find((e) => e.kind === 'message.sent');
+      const retry = { conversationId: CID, text: 'Reminder: umbrella.', idempotencyKey: 'golden-send-1' };
+      const opts = { client: redis, prefix: t.h.prefix, dedupeTtlSeconds: 86_400, lockMs: 30_000, known: true, caller: { token: 'ops' } };
+      const again = await recordSend(retry, opts);
+      // Busy when the dump holds the key's send lock too (its own release's layout).
+      expect(['duplicate', 'busy']).toContain(again.kind);
+      expect(again).toMatchObject({ seq: sent?.seq });
 
       // This build's runner answers a new message there, its prompt starting from the stored checkpoint.
       await t.h.startRunner(createLocalAgentPlugin({ model: fakeModel(t.fake.url), builtins: { currentTime: false } }));

@@ -6,12 +6,20 @@
   or, once its delivery finished, the result kept under the key (`send-result-1.lua`):
   that result lives as long as the key's dedupe, whatever the outbox has pruned since.
 
+  Keys are scoped to their caller (an API token, or the package's
+  `sendMessage`), so one token's key never answers another's send. A key
+  release 0.1.0 recorded unscoped is honoured while it lives (one dedupe
+  window after the upgrade): KEYS[7] and KEYS[8] are read when KEYS[1] was
+  never seen, never written.
+
   KEYS[1] dedupe   the key's dedupe key (holds the seq the message became)
   KEYS[2] log      conversation record
   KEYS[3] meta     conversation meta (its seq counter: the conversation exists)
   KEYS[4] lock     the key's send lock
   KEYS[5] tombstone the conversation's purge tombstone (purge-1.lua)
   KEYS[6] result   the key's result hash: `seq`, and `ids` (JSON platform message ids) once delivered
+  KEYS[7] dedupe as 0.1.0 named it (the key unscoped)
+  KEYS[8] result as 0.1.0 named it
 
   ARGV[1] entry    `message.sent` entry JSON
   ARGV[2] ttl      dedupe TTL, seconds (the result hash lives as long)
@@ -33,10 +41,15 @@
 --- @include "dedupe"
 
 local seen = dedupe_seen(KEYS[1])
+local result = KEYS[6]
+if not seen then
+  seen = dedupe_seen(KEYS[7])
+  result = KEYS[8]
+end
 if seen then
   -- Seq 0: refused by a purged conversation (purge_refuses). A tombstone: the message went with the purge.
   if seen == 0 or redis.call('EXISTS', KEYS[5]) == 1 then return { 'purged' } end
-  local ids = redis.call('HGET', KEYS[6], 'ids')
+  local ids = redis.call('HGET', result, 'ids')
   if ids then return { 'done', seen, ids } end
   if not redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
   local e = redis.call('XRANGE', KEYS[2], seen .. '-0', seen .. '-0')
