@@ -9,7 +9,7 @@
  * request.
  */
 import { BlockList, isIP } from 'node:net';
-import type { RouteRequest } from 'steerbot/plugin';
+import { type RouteRequest, unmapIpv4 } from 'steerbot/plugin';
 
 type Family = 'ipv4' | 'ipv6';
 
@@ -28,13 +28,13 @@ export function isAddressOrRange(entry: string): boolean {
 /**
  * An address as sockets and proxies write it (`::ffff:10.0.0.5`,
  * `[2001:db8::1]:443`, `10.0.0.5:5678`), reduced to the bare address
- * (IPv4-mapped IPv6 to IPv4); undefined when it is not an address.
+ * (IPv4-mapped IPv6, dotted or hex, to IPv4); undefined when it is not an address.
  */
 function bareAddress(raw: string | undefined): { address: string; family: Family } | undefined {
   if (!raw) return undefined;
   let a = raw.trim();
   a = /^\[([^\]]+)\](?::\d+)?$/.exec(a)?.[1] ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(a)?.[1] ?? a;
-  if (a.toLowerCase().startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
+  a = unmapIpv4(a);
   const family = isIP(a);
   if (family === 0) return undefined;
   return { address: a.toLowerCase(), family: family === 4 ? 'ipv4' : 'ipv6' };

@@ -80,6 +80,8 @@ export { oggDurationMs } from './ogg.js';
 // ── advanced: serving HTTP, identities ──────────────────────────────────────
 
 export { sameToken } from '../http/access.js';
+// A client's address as one form: IPv4-mapped IPv6, dotted or hex, as IPv4 (per-client limits, allow-lists).
+export { unmapIpv4 } from '../http/address-policy.js';
 // The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
 export { replayWindowSeconds, type StaleReason, staleDelivery } from '../http/replay-window.js';
 export { retryAfterMs } from '../http/retry-after.js';

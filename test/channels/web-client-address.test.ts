@@ -17,6 +17,9 @@ describe('ClientAddresses', () => {
     it('counts the TCP peer and ignores a forwarded address', () => {
       expect(a.of(req('203.0.113.5', '198.51.100.1'))).toBe('203.0.113.5');
       expect(a.of(req('::ffff:203.0.113.5'))).toBe('203.0.113.5');
+      // The same address written in hex is the same client, not the shared /64 of every mapped address.
+      expect(a.of(req('::ffff:cb00:7105'))).toBe('203.0.113.5');
+      expect(a.of(req('0:0:0:0:0:ffff:cb00:7105'))).toBe('203.0.113.5');
       expect(a.ignoresForwarding(req('127.0.0.1', '198.51.100.1'))).toBe(true);
       expect(a.ignoresForwarding(req('127.0.0.1'))).toBe(false);
     });
@@ -49,6 +52,11 @@ describe('ClientAddresses', () => {
       expect(a.of(req('127.0.0.1', '203.0.113.9, not-an-address'))).toBe('127.0.0.1');
       expect(a.of(req('127.0.0.1', 'junk, 10.0.0.7'))).toBe('10.0.0.7');
       expect(a.of(req('127.0.0.1'))).toBe('127.0.0.1');
+    });
+
+    it('knows a listed proxy whose socket address is IPv4-mapped in hex', () => {
+      expect(a.of(req('::ffff:7f00:1', '203.0.113.9'))).toBe('203.0.113.9');
+      expect(a.of(req('::ffff:a01:203', '198.51.100.1, ::ffff:cb00:7109'))).toBe('203.0.113.9');
     });
 
     it('ignores the header from a peer that is not listed', () => {
