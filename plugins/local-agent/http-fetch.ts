@@ -3,14 +3,15 @@
  * through the guarded fetch (`src/http/guarded-fetch.ts`): loopback, private,
  * link-local, metadata and other non-public addresses are refused unless
  * allow-listed, after DNS resolution and on every redirect. An HTML page
- * comes back as its readable text (`readable.ts`), other text as it is; either
- * way inside an external-content frame (`external-content.ts`).
+ * comes back as its readable text (`readable.ts`, read in a worker thread
+ * within a time limit: page-reader.ts), other text as it is; either way
+ * inside an external-content frame (`external-content.ts`).
  */
 
 import { type FetchRefusal, FetchRefusedError, guardedFetch, type ResolveHost } from 'steerbot/plugin';
 import { z } from 'zod';
 import { externalContent } from './external-content.js';
-import { readableText } from './readable.js';
+import { PageReadError, readPage } from './page-reader.js';
 import { ToolFailure, type ToolFailureCategory } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -35,6 +36,8 @@ export interface HttpFetchToolOptions {
   allow?: string[];
   /** DNS resolution (injectable for tests). Default `node:dns` lookup of all addresses. */
   resolve?: ResolveHost;
+  /** Time limit of reading an HTML page's text (in a worker thread), in ms. Default 5000. */
+  readTimeoutMs?: number;
 }
 
 /** How the model hears of each refusal. */
@@ -102,7 +105,7 @@ export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: st
       } else {
         const raw = decode(res.data, res.headers['content-type']);
         if (type === 'text/html' || type === 'application/xhtml+xml' || (type === '' && /^\s*<(!doctype html|html)/i.test(raw))) {
-          ({ title, text } = await readableText(raw, res.url));
+          ({ title, text } = await readable(raw, res.url, o.readTimeoutMs ?? 5000, signal));
         } else text = raw;
       }
       const { content, cut } = externalContent({ url: res.url, title }, text, maxChars);
@@ -110,6 +113,16 @@ export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: st
     },
     timeoutMs,
   };
+}
+
+/** A page's readable text, read off the event loop; a page that cannot be read in time is a failure the model reads. */
+async function readable(html: string, url: string, timeoutMs: number, signal: AbortSignal | undefined) {
+  try {
+    return await readPage(html, url, timeoutMs, signal);
+  } catch (err) {
+    if (err instanceof PageReadError) throw new ToolFailure(err.reason === 'timeout' ? 'timeout' : 'tool_error', err.message);
+    throw err;
+  }
 }
 
 /** The media type of a `content-type` header, lower case, without parameters. */

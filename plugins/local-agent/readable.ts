@@ -5,7 +5,12 @@
  * paragraphs, list items and headings on lines of their own. A page
  * Readability finds no article in gives its body text, with scripts, styles
  * and page chrome removed. Both libraries load on the first page read.
+ * Synchronous work, seconds on a crafted page: `http_fetch` runs it in a
+ * worker thread (page-reader.ts).
  */
+
+/** This module, for the worker threads that read pages (page-reader.ts). */
+export const READABLE_MODULE = import.meta.url;
 
 /** The title and text of a page. */
 export interface ReadablePage {

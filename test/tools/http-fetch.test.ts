@@ -227,6 +227,33 @@ describe('http_fetch', () => {
     });
   });
 
+  describe('a crafted page', () => {
+    // 2 000 nested elements, 22 KB: more than a minute of Readability and linkedom, all synchronous.
+    const NESTED = `<html><body>${'<div>'.repeat(2000)}deep${'</div>'.repeat(2000)}</body></html>`;
+    const page = (html: string) => serve((_q, s) => s.writeHead(200, { 'content-type': 'text/html' }).end(html));
+
+    it('is read off the event loop, within a time limit: timers fire meanwhile, the model reads a timeout, the next page is read', async () => {
+      const deep = await page(NESTED);
+      const read = refusal(fetchWith(`http://127.0.0.1:${deep}/`, { allow: ['127.0.0.1'], readTimeoutMs: 1000 }));
+      const timer = new Promise<string>((resolve) => setTimeout(() => resolve('timer'), 50));
+      expect(await Promise.race([read.then(() => 'read'), timer])).toBe('timer');
+      const err = await read;
+      expect(err.category).toBe('timeout');
+      expect(err.message).toContain('took more than 1000 ms to read');
+      const ok = await page('<html><body><p>All systems normal.</p></body></html>');
+      expect(framed(await fetchWith(`http://127.0.0.1:${ok}/`, { allow: ['127.0.0.1'] }))).toBe('All systems normal.');
+    });
+
+    it("does not hold another conversation's page: it is read while the crafted one is still being read", async () => {
+      const deep = await page(NESTED);
+      const ok = await page('<html><body><p>Still reading.</p></body></html>');
+      const stuck = refusal(fetchWith(`http://127.0.0.1:${deep}/`, { allow: ['127.0.0.1'], readTimeoutMs: 2000 })).then(() => 'crafted');
+      const other = fetchWith(`http://127.0.0.1:${ok}/`, { allow: ['127.0.0.1'] }).then((r) => framed(r));
+      expect(await Promise.race([stuck, other])).toBe('Still reading.');
+      expect(await stuck).toBe('crafted');
+    });
+  });
+
   it('returns other text as it is, in the charset the answer names, and does not show binary bodies', async () => {
     const json = '{"items":[{"id":1,"name":"Crème brûlée"}]}';
     const port = await serve((q, s) => {
