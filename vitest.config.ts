@@ -31,6 +31,7 @@ const E2E = [
   'test/telemetry/readiness.test.ts',
   'test/security/send-api.test.ts',
   'test/security/scope-model.test.ts',
+  'test/security/web-conversation-id.test.ts',
   'test/cli.test.ts',
   'test/lazy-plugins.test.ts',
   'test/secrets-e2e.test.ts',

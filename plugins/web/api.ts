@@ -2,7 +2,9 @@
  * The chat's API, what the page calls: `POST /chat/api/messages` (a message,
  * through the same ingest path as every other channel) and
  * `GET /chat/api/events` (the conversation's event stream). A browser picks
- * its own conversation id, which is also its sender id, so the per-client
+ * its own conversation id, which is also its sender id: whoever knows it reads
+ * the conversation and writes as its visitor, so it travels only in bodies and
+ * headers, never in a URL. Because the browser picks it, the per-client
  * limits come first: each client address (`client-address.ts`) may start
  * only so many conversations an hour (`new-conversations.ts`) and hold only
  * so many event streams (`events.ts`); over either it gets 429 and nothing
@@ -16,6 +18,12 @@ import type { WebConfig } from './config.js';
 import { WebEventStreams } from './events.js';
 import { NewConversationLimit } from './new-conversations.js';
 import { WEB_CHANNEL_ID } from './outbound.js';
+
+/**
+ * The request header that names the page's conversation on `GET /chat/api/events`. The id is the
+ * visitor's secret, so it never travels in the URL (proxy access logs, browser history).
+ */
+export const CONVERSATION_HEADER = 'x-steerbot-conversation';
 
 /** A browser's conversation id and a message's id: URL-safe, no `:` (ids are joined with it). */
 const BROWSER_ID_RE = /^[A-Za-z0-9_-]{8,64}$/;
@@ -98,12 +106,19 @@ export class ChatApi {
     }
   };
 
-  /** `GET /chat/api/events`: 401 without the chat's login, 400 bad id, 429 over the client's streams, 503 when every place is taken. */
+  /**
+   * `GET /chat/api/events`, the conversation named by the `X-Steerbot-Conversation` header: 401 without the
+   * chat's login, 400 for a bad id or one in the URL, 429 over the client's streams, 503 when every place is taken.
+   */
   readonly events = async (req: RouteRequest): Promise<RouteResponse> => {
     const verdict = pages.checkAccess(req, this.o.access);
     if (!verdict.ok) return json(401, { error: verdict.error });
-    const conversation = req.query.conversation ?? '';
-    if (!BROWSER_ID_RE.test(conversation)) return json(400, { error: 'bad conversation id' });
+    // Refused even when valid, so no client keeps sending it where proxies and browsers keep URLs.
+    if (req.query.conversation !== undefined) return json(400, { error: `send the conversation id in the ${CONVERSATION_HEADER} header, never in the URL` });
+    const header = req.headers[CONVERSATION_HEADER];
+    const conversation = typeof header === 'string' ? header : '';
+    if (!BROWSER_ID_RE.test(conversation))
+      return json(400, { error: `bad conversation id: expected a ${CONVERSATION_HEADER} header of 8-64 characters of A-Z a-z 0-9 _ -` });
     const held = this.streams.hold(this.clientOf(req), req.signal);
     if (!held.ok) {
       if (held.reason === 'full') return json(503, { error: 'too many open chat pages' });

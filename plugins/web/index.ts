@@ -9,7 +9,8 @@
  * page may be different processes.
  *
  * Channel id `web`; conversation id `web:<browser id>` (a random id the
- * browser keeps in localStorage); update key `web:<browser id>:<message id>`.
+ * browser keeps in localStorage, a secret: never in a URL); update key
+ * `web:<browser id>:<message id>`.
  * Access: private by default — the operator's login (`deps.operatorAccess`,
  * the console's secret) or the chat's own `token` opens it (`checkAccess`);
  * `public: true` opens it to everyone, and the host's `access` section then
@@ -19,7 +20,7 @@
 
 import { type ChannelDeps, type ChannelHost, type ChannelPlugin, defineChannelPlugin } from 'steerbot/channel';
 import { json, pages, parseSection, type RouteRequest, type RouteResponse, refuseMovedSettings, signedFileStore } from 'steerbot/plugin';
-import { ChatApi } from './api.js';
+import { ChatApi, CONVERSATION_HEADER } from './api.js';
 import { type WebConfig, webConfigSchema } from './config.js';
 import { VISITOR_KEY } from './new-conversations.js';
 import { createWebOutbound, WEB_CHANNEL_ID } from './outbound.js';
@@ -105,6 +106,8 @@ export default defineChannelPlugin({
     { env: 'STEERBOT_WEB_TRUSTED_PROXIES', path: 'trustedProxies', kind: 'list' },
   ],
   storage: { conversationKeys: [VISITOR_KEY] },
+  // The page's conversation id is the visitor's secret: censored wherever request headers are logged.
+  redact: { headers: [CONVERSATION_HEADER] },
   defaultEnabled: true,
   create: (config, deps) => (config.enabled ? createWebPlugin(config, deps) : []),
 });

@@ -96,7 +96,15 @@ function post(bot: Bot, from: string, conversation: string, text: string, header
 function openStream(bot: Bot, from: string, conversation: string): Promise<{ status: number; close(): void }> {
   return new Promise((resolve, reject) => {
     const req: ClientRequest = request(
-      { host: '127.0.0.1', port: bot.port, localAddress: from, agent: false, path: `/chat/api/events?conversation=${conversation}` },
+      {
+        host: '127.0.0.1',
+        port: bot.port,
+        localAddress: from,
+        agent: false,
+        path: '/chat/api/events',
+        // As the page asks: the conversation id (the visitor's secret) in a header, never in the URL.
+        headers: { 'x-steerbot-conversation': conversation },
+      },
       (res) => {
         res.resume();
         resolve({ status: res.statusCode ?? 0, close: () => req.destroy() });

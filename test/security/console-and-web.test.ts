@@ -184,7 +184,7 @@ describe('console and web chat behind a default reverse proxy (no token configur
     }
     const sent = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'attacker-conv-1', id: 'm1', text: 'spend your tokens' } });
     expectJsonRefusal(sent, 'POST /chat/api/messages');
-    expectJsonRefusal(await viaProxy(bot, 'GET', '/chat/api/events?conversation=victim-conv-1'), 'GET /chat/api/events');
+    expectJsonRefusal(await viaProxy(bot, 'GET', '/chat/api/events', { headers: { 'x-steerbot-conversation': 'victim-conv-1' } }), 'GET /chat/api/events');
     expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:attacker-conv-1'))).toBe(0);
     // Nothing reached the run queue either: no model would ever be asked.
     expect((await bot.app.ctx.redis.keys(`${bot.prefix}:*attacker-conv-1*`)).length).toBe(0);

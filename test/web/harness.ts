@@ -15,7 +15,7 @@ import { createBrotliDecompress } from 'node:zlib';
 import { type Browser, chromium } from 'playwright-core';
 import { expect } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
@@ -150,7 +150,15 @@ export interface World {
 export async function startWorld(
   redisUrl: string,
   env: Record<string, string> = {},
-  opts: { prefix?: string; ai?: FakeOpenAIServer; noModel?: boolean; agent?: Record<string, unknown>; config?: Record<string, unknown> } = {},
+  opts: {
+    prefix?: string;
+    ai?: FakeOpenAIServer;
+    noModel?: boolean;
+    agent?: Record<string, unknown>;
+    config?: Record<string, unknown>;
+    /** Where the app logs. Default: `TEST_LOG_LEVEL` (silent when unset), to stdout. */
+    logger?: Logger;
+  } = {},
 ): Promise<World> {
   const ai = opts.ai ?? (await startFakeOpenAI());
   if (!opts.ai) ai.script(modelScript);
@@ -171,7 +179,7 @@ export async function startWorld(
   const printed: string[] = [];
   const app = await startApp({
     config,
-    logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    logger: opts.logger ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     printLogin: (text) => void printed.push(text),
   });
   return {

@@ -294,18 +294,112 @@
     }
   }
 
-  const events = new EventSource(`${base}/api/events?conversation=${encodeURIComponent(conversation)}`);
-  events.addEventListener('open', () => {
-    conn.textContent = 'connected';
-    conn.className = 'conn ok';
-    document.body.dataset.connected = 'true';
-  });
-  events.addEventListener('error', () => {
-    conn.textContent = 'reconnecting…';
-    conn.className = 'conn';
-    document.body.dataset.connected = 'false';
-  });
-  events.addEventListener('reply', (e) => onReply(JSON.parse(e.data)));
-  events.addEventListener('record', (e) => onRecord(JSON.parse(e.data)));
+  /**
+   * The event stream, read with fetch rather than EventSource so the conversation id (the visitor's
+   * secret) travels in a header: EventSource sends no header, so the id would sit in the URL, and from
+   * there in proxy access logs and the browser's history. Server-sent events are parsed here the way
+   * EventSource does; when the stream ends or fails the page reconnects, resuming after the last event
+   * id it saw (`Last-Event-ID`), waiting longer after each failure to reach the server.
+   */
+  const MAX_RETRY_MS = 30_000;
+  /** Where the stream resumes, the wait before a reconnect (the server's `retry:`), failed attempts in a row. */
+  const stream = { lastEventId: '', retryMs: 1000, failures: 0 };
+  const showConn = (connected, text) => {
+    conn.textContent = text;
+    conn.className = connected ? 'conn ok' : 'conn';
+    document.body.dataset.connected = String(connected);
+  };
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** One event: `reply` or `record` (others are ignored, as EventSource ignores events with no listener); one that fails to show does not end the stream. */
+  const show = (type, data) => {
+    try {
+      if (type === 'reply') onReply(JSON.parse(data));
+      else if (type === 'record') onRecord(JSON.parse(data));
+    } catch (err) {
+      console.error('could not show a chat event', err);
+    }
+  };
+
+  /** The event being read, field by field; a blank line dispatches it. An event cut off by a disconnect is dropped. */
+  const sse = {
+    type: '',
+    data: [],
+    id: '',
+    reset() {
+      this.type = '';
+      this.data = [];
+      this.id = stream.lastEventId;
+    },
+    line(line) {
+      if (line === '') return this.dispatch();
+      if (line.startsWith(':')) return; // a comment: the server's keep-alive
+      const colon = line.indexOf(':');
+      if (colon < 0) return this.field(line, '');
+      this.field(line.slice(0, colon), line.slice(colon + (line[colon + 1] === ' ' ? 2 : 1)));
+    },
+    field(name, value) {
+      if (name === 'event') this.type = value;
+      else if (name === 'data') this.data.push(value);
+      else if (name === 'id' && !value.includes('\0')) this.id = value;
+      else if (name === 'retry' && /^\d+$/.test(value)) stream.retryMs = Number(value);
+    },
+    dispatch() {
+      stream.lastEventId = this.id;
+      const { type, data } = this;
+      this.type = '';
+      this.data = [];
+      if (data.length) show(type || 'message', data.join('\n'));
+    },
+  };
+
+  /** Reads a stream's body to its end. */
+  async function readEvents(body) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    sse.reset();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      // A CR at the end may be the first half of a CRLF: it stays in the buffer until the next piece.
+      const lines = (buffer + value).split(/\r\n|\r(?!$)|\n/);
+      buffer = lines.pop();
+      for (const line of lines) sse.line(line);
+    }
+  }
+
+  /**
+   * One connection, read to its end. Returns the least wait before the next one (ms) and why it was
+   * refused, if it was. A refusal is retried too, only later: in a rolling upgrade the next attempt may
+   * reach another host, and a page left open keeps no stale answer.
+   */
+  async function connect() {
+    const headers = { accept: 'text/event-stream', 'x-steerbot-conversation': conversation };
+    if (stream.lastEventId) headers['last-event-id'] = stream.lastEventId;
+    const res = await fetch(`${base}/api/events`, { headers, credentials: 'same-origin', cache: 'no-store' });
+    if (res.ok && /^text\/event-stream/.test(res.headers.get('content-type') || '')) {
+      showConn(true, 'connected');
+      stream.failures = 0;
+      await readEvents(res.body);
+      return { wait: 0 };
+    }
+    stream.failures++;
+    const r = await res.json().catch(() => ({}));
+    return { wait: Number(res.headers.get('retry-after')) * 1000 || 0, refused: r.error || `HTTP ${res.status}` };
+  }
+
+  /** Keeps the stream open for the page's life, waiting longer after each failure in a row. */
+  async function listen() {
+    for (;;) {
+      const { wait, refused } = await connect().catch(() => {
+        stream.failures++;
+        return { wait: 0 };
+      });
+      showConn(false, refused ? `reconnecting… (${refused})` : 'reconnecting…');
+      const backoff = stream.retryMs * 2 ** Math.max(0, stream.failures - 1);
+      await sleep(Math.min(MAX_RETRY_MS, Math.max(wait, backoff)));
+    }
+  }
+  void listen();
   input.focus();
 })();
