@@ -8,6 +8,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchFile, InvalidInputError, type Logger, type ReactionsSetting, staleReactions } from 'steerbot/plugin';
+import { isWorkspaceAdmin } from './admins.js';
 import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
@@ -40,13 +41,18 @@ export interface SlackOutboundOptions {
 
 const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : text);
 
-/** Who the bot is (`auth.test`), asked once, when a resend first looks for its message; a failed ask is asked again next time. */
+/** Who the bot is (`auth.test`), asked once, when a resend first looks for its message or an admin is first asked about; a failed ask is asked again next time. */
 function selfOnce(opts: SlackOutboundOptions): () => Promise<SlackSelf> {
   let self: Promise<SlackSelf> | undefined;
   const ask = async (): Promise<SlackSelf> => {
     const me = await call('auth.test', () => opts.web.auth.test(), opts.token);
     if (!me.user_id) throw new ChannelApiError('slack auth.test named no bot user');
-    return { userId: me.user_id, ...(me.bot_id && { botId: me.bot_id }) };
+    return {
+      userId: me.user_id,
+      ...(me.bot_id && { botId: me.bot_id }),
+      ...(me.team_id && { teamId: me.team_id }),
+      ...(me.enterprise_id && { enterpriseId: me.enterprise_id }),
+    };
   };
   return () => {
     if (!self) {
@@ -119,11 +125,8 @@ export function createSlackOutbound(opts: SlackOutboundOptions): ChannelOutbound
       }
     },
 
-    async isAdmin(_conversationId: string, userId: string) {
-      if (!/^[A-Z0-9]{1,32}$/.test(userId)) return false;
-      const res = await call('users.info', () => web.users.info({ user: userId }), token);
-      return res.user?.is_admin === true || res.user?.is_owner === true || res.user?.is_primary_owner === true;
-    },
+    // Admins of the bot's own workspace only: a Slack Connect member from another organization is no admin here.
+    isAdmin: (_conversationId: string, userId: string) => isWorkspaceAdmin(web, token, withSelf.self, userId),
 
     async fetchAttachment(attachment, { maxBytes, signal }) {
       if (attachment.size !== undefined && attachment.size > maxBytes) {

@@ -47,6 +47,10 @@ interface ListedMessage {
 export interface SlackSelf {
   userId: string;
   botId?: string;
+  /** The workspace it is installed in (`T…`): whose admins are the bot's (`admins.ts`). */
+  teamId?: string;
+  /** Its Enterprise Grid org (`E…`), when it is on one. */
+  enterpriseId?: string;
 }
 
 /** One page of `conversations.history` or `conversations.replies`. */

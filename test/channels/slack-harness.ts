@@ -14,6 +14,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import {
   type FakeSlack,
+  type FakeSlackOptions,
   SLACK_APP_TOKEN,
   SLACK_BOT_TOKEN,
   SLACK_SIGNING_SECRET,
@@ -71,11 +72,17 @@ export interface SlackHarness {
   close(): Promise<void>;
 }
 
-/** Starts the plugin in Events API mode with `config` over the defaults; `hostRedis`: the Redis the host ingests into (an unreachable one tests 503). */
-export async function startSlackHarness(config: Partial<SlackConfigInput> = {}, opts: { hostRedis?: Redis } = {}): Promise<SlackHarness> {
+/**
+ * Starts the plugin in Events API mode with `config` over the defaults; `hostRedis`: the Redis the host ingests into (an
+ * unreachable one tests 503); `fake`: the fake Slack's options (its workspace's admins, Slack Connect members).
+ */
+export async function startSlackHarness(
+  config: Partial<SlackConfigInput> = {},
+  opts: { hostRedis?: Redis; fake?: FakeSlackOptions } = {},
+): Promise<SlackHarness> {
   const prefix = testPrefix();
   const redis = new Redis(redisUrl());
-  const fake = await startFakeSlack();
+  const fake = await startFakeSlack(opts.fake);
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
   const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });

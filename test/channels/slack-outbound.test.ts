@@ -98,11 +98,12 @@ describe('slack outbound', () => {
     expect(h.fake.callsOf('chat.update').length).toBeGreaterThan(0);
   });
 
-  it('asks users.info whether someone is a workspace admin', async () => {
+  it("asks users.info whether someone is an admin of the bot's workspace, and auth.test which workspace that is once", async () => {
     expect(await h.outbound.isAdmin!(THREAD, 'U0000ADM')).toBe(true);
     expect(await h.outbound.isAdmin!(THREAD, 'U0000ANN')).toBe(false);
     expect(await h.outbound.isAdmin!(THREAD, 'not an id')).toBe(false);
     expect(h.fake.callsOf('users.info')).toHaveLength(2);
+    expect(h.fake.callsOf('auth.test')).toHaveLength(1);
   });
 });
 

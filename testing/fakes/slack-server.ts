@@ -6,7 +6,8 @@
  * and chat.update (message metadata kept), conversations.history and
  * conversations.replies (the bot's messages and those `postAs` posted as
  * someone else, paged, metadata with `include_all_metadata`),
- * chat.postEphemeral, users.info, and the file upload flow
+ * chat.postEphemeral, users.info (the bot's workspace's members, or
+ * the user objects given in `users`: Slack Connect members), and the file upload flow
  * (files.getUploadURLExternal, a POST of the bytes to the upload URL,
  * files.completeUploadExternal: `uploads`); serves shared files at `/files/…` to
  * the bot token only; and runs Socket Mode:
@@ -80,9 +81,20 @@ export interface SlackUploadedFile {
 
 /** Options of `startFakeSlack`. */
 export interface FakeSlackOptions {
-  /** Users `users.info` says are workspace admins. Default none. */
+  /** Users `users.info` says are admins of the bot's workspace (`T0001`). Default none. */
   admins?: string[];
+  /** The Enterprise Grid org (`E…`) `auth.test` and the bot's workspace's users name. Default none: a workspace of its own. */
+  enterpriseId?: string;
+  /**
+   * What `users.info` answers for these user ids (the `user` object, `id` added),
+   * instead of a member of the bot's workspace: a Slack Connect member of
+   * another organization, say. Default none.
+   */
+  users?: Record<string, Record<string, unknown>>;
 }
+
+/** The bot's workspace. */
+const TEAM_ID = 'T0001';
 
 const parseBody = (raw: string, type: string | undefined): Record<string, any> => {
   if (raw.length === 0) return {};
@@ -112,6 +124,8 @@ export class FakeSlack {
   private readonly files = new Map<string, { file: SlackFakeFile; content: Buffer }>();
   private readonly sockets = new Set<WebSocket>();
   private readonly admins: Set<string>;
+  private readonly enterpriseId: string | undefined;
+  private readonly users: Record<string, Record<string, unknown>>;
   private n = 0;
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly server = createServer((req, res) => this.onRequest(req, res));
@@ -120,6 +134,8 @@ export class FakeSlack {
 
   constructor(opts: FakeSlackOptions = {}) {
     this.admins = new Set(opts.admins ?? []);
+    this.enterpriseId = opts.enterpriseId;
+    this.users = opts.users ?? {};
   }
 
   /** Base URL of the Web API, ending in `/` (the plugin's `apiUrl`). */
@@ -355,6 +371,21 @@ export class FakeSlack {
     return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
   }
 
+  /** The `users.info` user object: one given in `users`, else a member of the bot's workspace. */
+  private userInfo(id: string): Record<string, unknown> {
+    const given = this.users[id];
+    if (given) return { id, ...given };
+    const org = this.enterpriseId;
+    return {
+      id,
+      team_id: TEAM_ID,
+      is_admin: this.admins.has(id),
+      is_owner: false,
+      is_stranger: false,
+      ...(org && { enterprise_user: { id, enterprise_id: org, teams: [TEAM_ID], is_admin: false, is_owner: false } }),
+    };
+  }
+
   private answer(method: string, token: string, p: Record<string, any>): Record<string, unknown> {
     if (method === 'apps.connections.open') {
       return token === SLACK_APP_TOKEN ? { ok: true, url: `${this.base.replace('http', 'ws')}/socket` } : { ok: false, error: 'invalid_auth' };
@@ -362,7 +393,15 @@ export class FakeSlack {
     if (token !== SLACK_BOT_TOKEN) return { ok: false, error: 'invalid_auth' };
     switch (method) {
       case 'auth.test':
-        return { ok: true, user_id: SLACK_BOT_USER, bot_id: 'BBOT0001', user: 'steerbot', team_id: 'T0001', team: 'Fake' };
+        return {
+          ok: true,
+          user_id: SLACK_BOT_USER,
+          bot_id: 'BBOT0001',
+          user: 'steerbot',
+          team_id: TEAM_ID,
+          team: 'Fake',
+          ...(this.enterpriseId && { enterprise_id: this.enterpriseId }),
+        };
       case 'chat.postMessage': {
         const m: SlackPostedMessage = {
           channel: p.channel,
@@ -407,7 +446,7 @@ export class FakeSlack {
       case 'files.completeUploadExternal':
         return this.completeUpload(p);
       case 'users.info':
-        return { ok: true, user: { id: p.user, is_admin: this.admins.has(p.user), is_owner: false } };
+        return { ok: true, user: this.userInfo(String(p.user)) };
       case 'reactions.add':
       case 'reactions.remove': {
         if (!p.channel || !p.timestamp || !p.name) return { ok: false, error: 'invalid_arguments' };
@@ -470,7 +509,7 @@ export function eventCallback(m: SlackMessageInput): Record<string, unknown> {
   };
   return {
     token: 'deprecated-verification-token',
-    team_id: 'T0001',
+    team_id: TEAM_ID,
     api_app_id: 'A111',
     type: 'event_callback',
     event_id: m.eventId ?? `Ev${String(++eventN).padStart(8, '0')}`,
@@ -483,8 +522,8 @@ export function eventCallback(m: SlackMessageInput): Record<string, unknown> {
 export function blockActions(message: SlackPostedMessage, value: string, user: string, actionTs = `${Date.now() / 1000}`): Record<string, unknown> {
   return {
     type: 'block_actions',
-    user: { id: user, username: user.toLowerCase(), team_id: 'T0001' },
-    team: { id: 'T0001' },
+    user: { id: user, username: user.toLowerCase(), team_id: TEAM_ID },
+    team: { id: TEAM_ID },
     channel: { id: message.channel },
     container: { type: 'message', message_ts: message.ts, channel_id: message.channel, ...(message.threadTs && { thread_ts: message.threadTs }) },
     message: { ts: message.ts, text: message.text, ...(message.threadTs && { thread_ts: message.threadTs }) },
