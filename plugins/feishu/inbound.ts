@@ -99,7 +99,9 @@ export class FeishuInbound {
   async handleMessage(host: ChannelHost, data: unknown): Promise<Record<string, unknown>> {
     const n = normalizeMessage(this.channelId, parsed(messageEventSchema.safeParse(data), 'message event'), this.botOpenId);
     if (n.kind === 'skip') {
-      this.logger.debug({ reason: n.reason }, 'feishu message ignored');
+      // A content off its type's shape is worth an operator's look (acknowledged all the same: sent again, it would be the same).
+      if (n.problem !== undefined) this.logger.warn({ reason: n.reason, problem: n.problem }, 'feishu message content unreadable; ignored');
+      else this.logger.debug({ reason: n.reason }, 'feishu message ignored');
       return { ok: true, ignored: n.reason };
     }
     const result = await host.receive(this.channelId, n.message);

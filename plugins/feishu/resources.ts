@@ -1,8 +1,9 @@
 /**
- * Files people send the bot: an `image` message (its `image_key`) or a
- * `file` message (its `file_key` and `file_name`) becomes an attachment
- * referenced as `<message id>/<image|file>/<key>`, the message resource's
- * path. The record keeps the reference only; a runner downloads the bytes
+ * Files people send the bot: an `image` message or a rich text's inline
+ * image (its `image_key`), and a `file`, `audio` or `media` (video) message
+ * or a rich text's video (its `file_key`), becomes an attachment referenced
+ * as `<message id>/<image|file>/<key>`, the message resource's path (the
+ * platform serves audio and video as `file` resources). The record keeps the reference only; a runner downloads the bytes
  * when it builds a prompt (`fetchAttachment`), through
  * `GET /open-apis/im/v1/messages/:message_id/resources/:file_key?type=…`
  * with the tenant access token (the SDK's `im.messageResource.get`), at most
