@@ -1,14 +1,15 @@
 /**
  * The chat's API, what the page calls: `POST /chat/api/messages` (a message,
  * through the same ingest path as every other channel) and
- * `GET /chat/api/events` (the conversation's event stream). A browser picks
- * its own conversation id, which is also its sender id: whoever knows it reads
- * the conversation and writes as its visitor, so it travels only in bodies and
- * headers, never in a URL. Because the browser picks it, the per-client
- * limits come first: each client address (`client-address.ts`) may start
- * only so many conversations an hour (`new-conversations.ts`) and hold only
- * so many event streams (`events.ts`); over either it gets 429 and nothing
- * is written.
+ * `GET /chat/api/events` (the conversation's event stream). A browser
+ * presents its visitor secret on both (in the body, in a header; never in a
+ * URL): whoever knows it reads the conversation and writes as its visitor.
+ * Downstream the visitor goes by the public id derived from it
+ * (`visitor-id.ts`), never by the secret. Because the browser picks its
+ * secret, the per-client limits come first: each client address
+ * (`client-address.ts`) may start only so many conversations an hour
+ * (`new-conversations.ts`) and hold only so many event streams
+ * (`events.ts`); over either it gets 429 and nothing is written.
  */
 import type { ChannelHost, InboundMessage } from 'steerbot/channel';
 import { eventStream, json, type Logger, pages, type RedisClient, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/plugin';
@@ -18,19 +19,19 @@ import type { WebConfig } from './config.js';
 import { WebEventStreams } from './events.js';
 import { NewConversationLimit } from './new-conversations.js';
 import { WEB_CHANNEL_ID } from './outbound.js';
+import { VISITOR_SECRET_RE, VisitorIds } from './visitor-id.js';
 
 /**
- * The request header that names the page's conversation on `GET /chat/api/events`. The id is the
- * visitor's secret, so it never travels in the URL (proxy access logs, browser history).
+ * The request header that carries the visitor's secret on `GET /chat/api/events`: it never travels
+ * in the URL (proxy access logs, browser history).
  */
 export const CONVERSATION_HEADER = 'x-steerbot-conversation';
 
-/** A browser's conversation id and a message's id: URL-safe, no `:` (ids are joined with it). */
-const BROWSER_ID_RE = /^[A-Za-z0-9_-]{8,64}$/;
+/** A message's id: URL-safe, no `:` (ids are joined with it). */
 const MESSAGE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 const messageBodySchema = z.strictObject({
-  conversation: z.string().regex(BROWSER_ID_RE, { error: 'expected 8-64 characters of A-Z a-z 0-9 _ -' }),
+  conversation: z.string().regex(VISITOR_SECRET_RE, { error: 'expected 8-64 characters of A-Z a-z 0-9 _ -' }),
   id: z.string().regex(MESSAGE_ID_RE, { error: 'expected 1-64 characters of A-Z a-z 0-9 _ -' }),
   text: z.string().refine((t) => t.trim() !== '', { error: 'text is empty' }),
 });
@@ -58,6 +59,7 @@ export class ChatApi {
   readonly streams: WebEventStreams;
   private readonly addresses: ClientAddresses;
   private readonly newConversations: NewConversationLimit;
+  private readonly visitors: VisitorIds;
   private proxyWarned = false;
 
   constructor(private readonly o: ChatApiOptions) {
@@ -72,6 +74,7 @@ export class ChatApi {
     });
     this.addresses = new ClientAddresses(c.trustedProxies);
     this.newConversations = new NewConversationLimit({ redis: o.redis, prefix: o.prefix, perHour: c.newConversationsPerHour });
+    this.visitors = new VisitorIds({ redis: o.redis, prefix: o.prefix });
   }
 
   /** `POST /chat/api/messages`: 401 without the chat's login, 403 cross-site, 400 bad body, 429 over the client's new-conversation limit. */
@@ -82,16 +85,17 @@ export class ChatApi {
     const parsed = readJsonBody(req, messageBodySchema);
     if (!parsed.ok) return parsed.response;
     const body = parsed.value;
-    const conversationId = `${WEB_CHANNEL_ID}:${body.conversation}`;
+    // From here on the visitor goes by its public id: the secret (`body.conversation`) goes no further.
+    const { conversationId, chatId } = await this.visitors.resolve(body.conversation);
     const admission = await this.newConversations.admit(this.clientOf(req), conversationId);
     if (admission.kind === 'limited') {
       return tooMany(`too many new conversations from your address: ${this.o.config.newConversationsPerHour} an hour`, admission.retryAfterMs);
     }
     const message: InboundMessage = {
       conversationId,
-      updateKey: `${WEB_CHANNEL_ID}:${body.conversation}:${body.id}`,
-      chatId: body.conversation,
-      sender: { id: body.conversation, name: 'web user' },
+      updateKey: `${conversationId}:${body.id}`,
+      chatId,
+      sender: { id: chatId, name: 'web user' },
       text: body.text,
       messageId: body.id,
     };
@@ -107,8 +111,8 @@ export class ChatApi {
   };
 
   /**
-   * `GET /chat/api/events`, the conversation named by the `X-Steerbot-Conversation` header: 401 without the
-   * chat's login, 400 for a bad id or one in the URL, 429 over the client's streams, 503 when every place is taken.
+   * `GET /chat/api/events`, the conversation of the secret in the `X-Steerbot-Conversation` header: 401 without
+   * the chat's login, 400 for a bad secret or one in the URL, 429 over the client's streams, 503 when every place is taken.
    */
   readonly events = async (req: RouteRequest): Promise<RouteResponse> => {
     const verdict = pages.checkAccess(req, this.o.access);
@@ -116,8 +120,8 @@ export class ChatApi {
     // Refused even when valid, so no client keeps sending it where proxies and browsers keep URLs.
     if (req.query.conversation !== undefined) return json(400, { error: `send the conversation id in the ${CONVERSATION_HEADER} header, never in the URL` });
     const header = req.headers[CONVERSATION_HEADER];
-    const conversation = typeof header === 'string' ? header : '';
-    if (!BROWSER_ID_RE.test(conversation))
+    const secret = typeof header === 'string' ? header : '';
+    if (!VISITOR_SECRET_RE.test(secret))
       return json(400, { error: `bad conversation id: expected a ${CONVERSATION_HEADER} header of 8-64 characters of A-Z a-z 0-9 _ -` });
     const held = this.streams.hold(this.clientOf(req), req.signal);
     if (!held.ok) {
@@ -125,9 +129,10 @@ export class ChatApi {
       return json(429, { error: `too many open chat pages from your address: at most ${this.o.config.maxStreamsPerClient}` });
     }
     const last = req.headers['last-event-id'];
-    const conversationId = `${WEB_CHANNEL_ID}:${conversation}`;
+    let conversationId: string;
     let from: [string, string];
     try {
+      ({ conversationId } = await this.visitors.resolve(secret));
       from = await this.streams.cursors(conversationId, typeof last === 'string' ? last : undefined);
     } catch (err) {
       held.place.release();

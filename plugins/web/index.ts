@@ -8,9 +8,11 @@
  * Redis stream, so the runner that writes them and the host that serves the
  * page may be different processes.
  *
- * Channel id `web`; conversation id `web:<browser id>` (a random id the
- * browser keeps in localStorage, a secret: never in a URL); update key
- * `web:<browser id>:<message id>`.
+ * Channel id `web`; conversation id `web:<public id>`, sender and chat id
+ * `<public id>`, update key `web:<public id>:<message id>`. The browser keeps
+ * a random secret in localStorage and presents it on every request (never in
+ * a URL); the public id is derived from it and does not lead back to it
+ * (`visitor-id.ts`, which also keeps conversations started before public ids).
  * Access: private by default — the operator's login (`deps.operatorAccess`,
  * the console's secret) or the chat's own `token` opens it (`checkAccess`);
  * `public: true` opens it to everyone, and the host's `access` section then
@@ -106,7 +108,7 @@ export default defineChannelPlugin({
     { env: 'STEERBOT_WEB_TRUSTED_PROXIES', path: 'trustedProxies', kind: 'list' },
   ],
   storage: { conversationKeys: [VISITOR_KEY] },
-  // The page's conversation id is the visitor's secret: censored wherever request headers are logged.
+  // The header carries the visitor's secret: censored wherever request headers are logged.
   redact: { headers: [CONVERSATION_HEADER] },
   defaultEnabled: true,
   create: (config, deps) => (config.enabled ? createWebPlugin(config, deps) : []),

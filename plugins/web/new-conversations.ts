@@ -1,7 +1,7 @@
 /**
  * How many new conversations one client address may start: a conversation id
- * is whatever the browser picks, so without this a client could take a fresh
- * one per message and pass every per-conversation and per-sender limit (each
+ * follows from whatever secret the browser picks, so without this a client
+ * could take a fresh one per message and pass every per-conversation and per-sender limit (each
  * fresh id is a fresh sender too: on a pairing channel, a fresh pairing code).
  * A conversation is new until its first admitted message marks it (`visitor`,
  * a key of the conversation, refreshed by every message); admitting one takes

@@ -11,7 +11,7 @@ import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, Sen
 import { ChannelApiError, DEFAULT_DELIVERY_KEY_TTL_SECONDS, type RedisClient, type SignedFileStore, storage } from 'steerbot/plugin';
 import type { WebConfig } from './config.js';
 
-/** Channel id of the web chat; conversation ids are `web:<browser id>`. */
+/** Channel id of the web chat; conversation ids are `web:<public id>` (`visitor-id.ts`). */
 export const WEB_CHANNEL_ID = 'web';
 
 /** One event of a conversation's stream, as the page receives it (`data` of an SSE event). */

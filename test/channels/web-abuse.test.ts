@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type RunningApp, startApp } from '../../app/index.js';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { createLogger } from '../../src/logger.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { peopleKeys } from '../../src/redis/keys.js';
@@ -115,21 +116,21 @@ function openStream(bot: Bot, from: string, conversation: string): Promise<{ sta
   });
 }
 
-/** Every key of web conversation `browserId`. */
+/** Every key of the web conversation of browser secret `browserId`. */
 async function conversationKeysOf(bot: Bot, browserId: string): Promise<string[]> {
   const found: string[] = [];
   let cursor = '0';
   do {
-    const [next, keys] = await bot.app.ctx.redis.scan(cursor, 'MATCH', `${bot.prefix}:{c:web:${browserId}}*`, 'COUNT', 1000);
+    const [next, keys] = await bot.app.ctx.redis.scan(cursor, 'MATCH', `${bot.prefix}:{c:${publicConversationId(browserId)}}*`, 'COUNT', 1000);
     cursor = next;
     found.push(...keys);
   } while (cursor !== '0');
   return found;
 }
 
-/** The texts the chat showed in conversation `browserId` (its reply stream). */
+/** The texts the chat showed in the conversation of browser secret `browserId` (its reply stream). */
 async function shown(bot: Bot, browserId: string): Promise<string[]> {
-  const rows = await bot.app.ctx.redis.xrange(replyStreamKey(bot.prefix, `web:${browserId}`), '-', '+');
+  const rows = await bot.app.ctx.redis.xrange(replyStreamKey(bot.prefix, publicConversationId(browserId)), '-', '+');
   return rows.map(([, fields]) => (JSON.parse(fields[1] ?? '{}') as { text?: string }).text ?? '');
 }
 
@@ -177,7 +178,7 @@ describe('a public web chat with pairing, flooded from one address', () => {
     expect(await codes()).toBe(NEW_PER_HOUR);
     const waiting = await waitingConversations();
     for (const id of refused) {
-      expect(waiting.has(`web:${id}`)).toBe(false);
+      expect(waiting.has(publicConversationId(id))).toBe(false);
       expect(await conversationKeysOf(bot, id)).toEqual([]);
     }
     // A known conversation is no new one: its next message is not refused by the limit.

@@ -1,13 +1,15 @@
 /**
  * The channel contract on the web chat, public (no login; the `access`
  * section decides who may talk), through its HTTP routes: a contract message
- * is a POST from a browser of its own per chat, and what the bot sent is read
+ * is a POST from a browser of its own per chat (its secret in the body; the
+ * conversation goes by the public id derived from it), and what the bot sent is read
  * back from the conversation's reply stream, the events the page shows
  * (edits applied, files fetched from their signed URLs).
  */
 import { randomBytes } from 'node:crypto';
 import { createWebPlugin } from '../../plugins/web/index.js';
 import type { WebEvent } from '../../plugins/web/outbound.js';
+import { publicChatId } from '../../plugins/web/visitor-id.js';
 import { replyStreamKey } from '../../src/reply-stream.js';
 import { type ContractMessage, channelPluginContract } from '../../testing/channel-contract.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -21,7 +23,9 @@ channelPluginContract({
     const nonce = randomBytes(4).toString('hex');
     const browser = (chatId: string) => `b${chatId}-${nonce}`;
     const events = async (chatId: string): Promise<WebEvent[]> =>
-      (await env.redis.xrange(replyStreamKey(env.prefix, `web:${browser(chatId)}`), '-', '+')).map(([, fields]) => JSON.parse(fields[1]!) as WebEvent);
+      (await env.redis.xrange(replyStreamKey(env.prefix, `web:${publicChatId(browser(chatId))}`), '-', '+')).map(
+        ([, fields]) => JSON.parse(fields[1]!) as WebEvent,
+      );
     const post = async (chatId: string, id: string, text: string) => {
       await fetch(`${env.baseUrl()}/chat/api/messages`, {
         method: 'POST',
@@ -41,7 +45,10 @@ channelPluginContract({
     return {
       plugin,
       inject: (m: ContractMessage) => post(m.chatId, `u${m.updateId}`, m.text),
-      expected: (m) => ({ updateKey: `web:${browser(m.chatId)}:u${m.updateId}`, conversationId: `web:${browser(m.chatId)}`, senderId: browser(m.chatId) }),
+      expected: (m) => {
+        const id = publicChatId(browser(m.chatId));
+        return { updateKey: `web:${id}:u${m.updateId}`, conversationId: `web:${id}`, senderId: id };
+      },
       received: async (chatId) => (await messages(chatId)).map((e) => e.text),
       typingCount: async (chatId) => (await events(chatId)).filter((e) => e.type === 'typing').length,
       buttons: async (chatId) => (await messages(chatId)).at(-1)?.buttons ?? [],

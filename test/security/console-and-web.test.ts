@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { memoryLogger } from '../helpers/memory-logger.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -122,7 +123,7 @@ const expectJsonRefusal = (res: Answer, what: string) => {
 describe('console and web chat behind a default reverse proxy (no token configured)', () => {
   let bot: Bot;
   let cookie: string;
-  const VICTIM = 'web:victim-conv-1';
+  const VICTIM = publicConversationId('victim-conv-1');
 
   beforeAll(async () => {
     bot = await startBot();
@@ -185,8 +186,9 @@ describe('console and web chat behind a default reverse proxy (no token configur
     const sent = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'attacker-conv-1', id: 'm1', text: 'spend your tokens' } });
     expectJsonRefusal(sent, 'POST /chat/api/messages');
     expectJsonRefusal(await viaProxy(bot, 'GET', '/chat/api/events', { headers: { 'x-steerbot-conversation': 'victim-conv-1' } }), 'GET /chat/api/events');
-    expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:attacker-conv-1'))).toBe(0);
+    expect(await bot.app.ctx.redis.exists(logKey(bot, publicConversationId('attacker-conv-1')))).toBe(0);
     // Nothing reached the run queue either: no model would ever be asked.
+    expect((await bot.app.ctx.redis.keys(`${bot.prefix}:*${publicConversationId('attacker-conv-1')}*`)).length).toBe(0);
     expect((await bot.app.ctx.redis.keys(`${bot.prefix}:*attacker-conv-1*`)).length).toBe(0);
   });
 
@@ -308,11 +310,11 @@ describe('opening access on purpose', () => {
       // A visitor nobody approved gets a pairing code, and nothing is recorded.
       const stranger = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'stranger-visitor', id: 'm1', text: 'hello' } });
       expect(stranger.status).toBe(403);
-      expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:stranger-visitor'))).toBe(0);
+      expect(await bot.app.ctx.redis.exists(logKey(bot, publicConversationId('stranger-visitor')))).toBe(0);
       // A visitor cannot approve or link from a public chat: its ids are whatever a client claims.
       const pair = await viaProxy(bot, 'POST', '/chat/api/messages', { body: { conversation: 'claims-admin', id: 'm2', text: '/pair ABCD-EFGH' } });
       expect(pair.status).not.toBe(500);
-      expect(await bot.app.ctx.redis.exists(logKey(bot, 'web:claims-admin'))).toBe(0);
+      expect(await bot.app.ctx.redis.exists(logKey(bot, publicConversationId('claims-admin')))).toBe(0);
       expectJsonRefusal(await viaProxy(bot, 'GET', '/console/api/conversations'), 'console of a public chat');
     } finally {
       await bot.stop();

@@ -1,21 +1,28 @@
 /**
- * The web chat's conversation id is its visitor's bearer secret: it is also
- * the sender id, so whoever knows it reads the conversation's event stream
- * and writes as the visitor. It must never travel in a URL, where a reverse
+ * The web chat's visitor secret is a bearer secret: whoever knows it reads
+ * the visitor's event stream and writes as them. The page presents it on
+ * every request, in a header or a body, never in a URL, where a reverse
  * proxy's access log, the browser's history and any line that prints a URL
- * keep it, nor reach the host's logs by a URL, a path or a header. A real
- * browser talks to the whole app (host and runner, the fake model) through a
- * recording reverse proxy (its access log: the request line and Referer of
- * every request), playwright records every request the page makes, and the
- * app logs at trace level.
- *
- * Not covered here: the conversation id itself is `web:<browser id>`, and ingest
- * and run log lines, run spans and console URLs name their conversation by it.
+ * keep it. Everything downstream names the visitor by the public id derived
+ * from it (`plugins/web/visitor-id.ts`), so the secret reaches no log line,
+ * span, Redis key name, metric or console view, and the public id, which
+ * all of those show, opens nothing. A real browser talks to the whole app
+ * (host and runner, the fake model) through a recording reverse proxy (its
+ * access log: the request line and Referer of every request), playwright
+ * records every request the page makes, the app logs at trace level, and an
+ * in-memory exporter records every span.
  */
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { AlwaysOnSampler, InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Browser, BrowserContext, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
+import { bullPrefixFor } from '../../src/protocol/run-queue.js';
+import { replyStreamKey } from '../../src/reply-stream.js';
+import { waitFor } from '../../testing/wait.js';
 import { memoryLogger } from '../helpers/memory-logger.js';
 import { redisUrl } from '../helpers/redis.js';
 import { launchBrowser, poll, startWorld, type World } from '../web/harness.js';
@@ -93,10 +100,69 @@ async function startProxy(port: number): Promise<Proxy> {
   };
 }
 
-/** Every key of web conversation `browserId`. */
-async function conversationKeys(world: World, browserId: string): Promise<string[]> {
-  return world.app.ctx.redis.keys(`${world.prefix}:*${browserId}*`);
+/** Every key name under `prefix` (the app's keys, or its run queue's). */
+async function keyNames(world: World, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await world.app.ctx.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...keys);
+  } while (cursor !== '0');
+  return found;
 }
+
+/** Every key of the app and its run queue that names `text`. */
+async function keysNaming(world: World, text: string): Promise<string[]> {
+  const all = [...(await keyNames(world, world.prefix)), ...(await keyNames(world, bullPrefixFor(world.prefix)))];
+  return all.filter((k) => k.includes(text));
+}
+
+/** What the event stream opened with `secret` in the header shows within `ms` (or until it shows `until`): its status and body. */
+async function peekStream(world: World, secret: string, opts: { ms?: number; until?: string } = {}): Promise<{ status: number; body: string }> {
+  const abort = new AbortController();
+  const res = await fetch(`${world.app.address}/chat/api/events`, { headers: { [CONVERSATION_HEADER]: secret }, signal: abort.signal });
+  if (res.status !== 200) return { status: res.status, body: await res.text() };
+  const timer = setTimeout(() => abort.abort(), opts.ms ?? 1500);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let body = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      body += decoder.decode(value, { stream: true });
+      if (opts.until !== undefined && body.includes(opts.until)) break;
+    }
+  } catch {
+    // Aborted: the time is up.
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+  return { status: 200, body };
+}
+
+/** Sends one chat message with `secret` in the body. */
+async function sendAs(world: World, secret: string, id: string, text: string): Promise<Response> {
+  return fetch(`${world.app.address}/chat/api/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ conversation: secret, id, text }),
+  });
+}
+
+/** The texts of the replies and record entries in a conversation's streams, as JSON. */
+async function conversationText(world: World, conversationId: string): Promise<string> {
+  const redis = world.app.ctx.redis;
+  const replies = await redis.xrange(replyStreamKey(world.prefix, conversationId), '-', '+');
+  const log = await redis.xrange(`${world.prefix}:{c:${conversationId}}:log`, '-', '+');
+  return JSON.stringify([replies, log]);
+}
+
+// Spans are recorded from the start: the app starts no tracing SDK of its own without `OTEL_*` settings.
+const spans = new InMemorySpanExporter();
+const provider = new TracerProvider({ sampler: new AlwaysOnSampler(), spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] });
 
 describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, () => {
   let world: World;
@@ -105,6 +171,8 @@ describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, (
   let browser: Browser;
 
   beforeAll(async () => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(provider);
     logs = memoryLogger({ level: 'trace' });
     world = await startWorld(redisUrl(), {}, { logger: logs.logger });
     proxy = await startProxy(Number(new URL(world.app.address!).port));
@@ -114,6 +182,9 @@ describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, (
     await browser?.close();
     await proxy?.close();
     await world?.stop();
+    await provider.shutdown();
+    trace.disable();
+    context.disable();
   });
 
   it('stays out of every URL the page requests, the proxy’s access log and the host’s logs, through a reconnect that resumes after the last event', async () => {
@@ -167,10 +238,10 @@ describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, (
       expect(await page.evaluate(() => (globalThis as any).location.href as string)).not.toContain(id);
       expect(proxy.accessLog.some((l) => l.startsWith('"GET /chat/api/events HTTP/1.1"'))).toBe(true);
       for (const line of proxy.accessLog) expect(line).not.toContain(id);
-      // The session was logged (trace level): no URL, path or header put the id in a line. Ingest and run lines
-      // name their conversation (`conversationId`, `web:<id>`): that field is left out here, see the file comment.
-      expect(logs.lines().some((l) => l.msg === 'run ended')).toBe(true);
-      expect(logs.raw().replaceAll(`"conversationId":"web:${id}"`, '')).not.toContain(id);
+      // The session was logged (trace level): no URL, path, header or field put the secret in a line. Ingest and
+      // run lines name the conversation by its public id.
+      expect(logs.raw()).not.toContain(id);
+      expect(logs.lines().some((l) => l.msg === 'run ended' && l.conversationId === publicConversationId(id))).toBe(true);
 
       // In a header instead; the reconnect resumed after the last event it saw.
       const [first, again] = await Promise.all(streams().map((r) => r.allHeaders()));
@@ -181,6 +252,108 @@ describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, (
     } finally {
       await context?.close();
     }
+  });
+
+  it('reaches no span, Redis key name, metric or console view, which name the visitor by its public id', async () => {
+    const chat = await browser.newContext();
+    const desk = await browser.newContext();
+    try {
+      const page = await chat.newPage();
+      await page.goto(`${world.app.address}/`);
+      await page.waitForSelector('body[data-connected="true"]');
+      const secret = (await page.evaluate(() => localStorage.getItem('steerbot.conversation')))!;
+      const id = publicConversationId(secret);
+      expect(id).not.toContain(secret);
+      await page.fill('#text', 'words for the operator');
+      await page.press('#text', 'Enter');
+      await page.locator('.msg.bot', { hasText: 'reply to: words for the operator' }).waitFor();
+
+      // The operator's console, in a browser: the conversation's row, then its timeline.
+      const operator = await desk.newPage();
+      const seen: Array<Promise<string>> = [];
+      operator.on('response', (r) => void seen.push(r.text().catch(() => '')));
+      await operator.goto(`${world.app.address}/console`);
+      await operator.locator(`tr[data-conversation="${id}"]`).waitFor();
+      await operator.goto(`${world.app.address}/console#c=${encodeURIComponent(id)}`);
+      await operator.locator('#timeline li[data-kind="message.received"] .text', { hasText: 'words for the operator' }).waitFor();
+      await operator.locator('#timeline li[data-kind="run.ended"]').first().waitFor();
+      expect(await operator.content()).not.toContain(secret);
+      const shown = await Promise.all(seen);
+      expect(shown.some((body) => body.includes(id))).toBe(true);
+      for (const body of shown) expect(body).not.toContain(secret);
+
+      // Every read the console offers on the conversation, the export, the people panels and the metrics.
+      const api = `${world.app.address}/console/api`;
+      const conversation = `${api}/conversations/${encodeURIComponent(id)}`;
+      const entries = (await (await fetch(`${conversation}/entries?count=200`)).json()) as { entries: Array<{ kind: string; run?: string }> };
+      const run = entries.entries.find((e) => e.kind === 'run.started')!.run!;
+      for (const url of [
+        `${api}/conversations`,
+        `${api}/conversations?channel=web`,
+        conversation,
+        `${conversation}/entries?count=200`,
+        `${conversation}/runs/${run}`,
+        `${conversation}/schedules`,
+        `${conversation}/export`,
+        `${api}/queue`,
+        `${api}/people/usage`,
+        `${world.app.address}/metrics`,
+      ]) {
+        const res = await fetch(url);
+        expect(res.status, url).toBe(200);
+        expect(await res.text(), url).not.toContain(secret);
+      }
+      expect(await (await fetch(`${conversation}/export`)).text()).toContain('words for the operator');
+
+      // Spans name the public id; none carries the secret, in a name, an attribute or an event.
+      await waitFor(() => spans.getFinishedSpans().some((sp) => sp.attributes['steerbot.conversation_id'] === id), 10_000, 'a span of the conversation');
+      const recorded = JSON.stringify(
+        spans.getFinishedSpans().map((sp) => ({ name: sp.name, attributes: sp.attributes, events: sp.events, links: sp.links, status: sp.status })),
+      );
+      expect(recorded).not.toContain(secret);
+
+      // Redis: the conversation's keys carry the public id; no key name, the run queue's included, carries the secret.
+      expect((await keysNaming(world, id)).length).toBeGreaterThan(0);
+      expect(await keysNaming(world, secret)).toEqual([]);
+      expect(logs.raw()).not.toContain(secret);
+    } finally {
+      await chat.close();
+      await desk.close();
+    }
+  });
+
+  it('opens nothing to whoever presents the public id as the secret, in the events header or the message body: at most a new, empty conversation of its own', async () => {
+    const secret = randomBytes(16).toString('base64url');
+    const id = publicConversationId(secret);
+    expect((await sendAs(world, secret, 'v1', 'the visitor’s own words')).status).toBe(200);
+    await waitFor(async () => (await conversationText(world, id)).includes('reply to: the visitor’s own words'), 15_000, 'the visitor answered');
+    // The visitor's secret opens the visitor's stream, history and all.
+    expect((await peekStream(world, secret, { ms: 10_000, until: 'reply to: the visitor’s own words' })).body).toContain('the visitor’s own words');
+    const before = await world.app.ctx.redis.xlen(`${world.prefix}:{c:${id}}:log`);
+
+    // What the logs, spans and console show (`web:<public>`), its id part, and its id part without its tag.
+    const tagged = id.slice('web:'.length);
+    const presented = [id, tagged, tagged.slice(tagged.indexOf('.') + 1)];
+    for (const [i, guess] of presented.entries()) {
+      const stream = await peekStream(world, guess);
+      expect([200, 400], guess).toContain(stream.status);
+      expect(stream.body, guess).not.toContain('the visitor’s own words');
+      const sent = await sendAs(world, guess, `a${i}`, `the attacker’s words ${i}`);
+      expect([200, 400], guess).toContain(sent.status);
+      // Taken: it went into the conversation of that "secret", a new one of its own, never the visitor's.
+      if (sent.status === 200) {
+        const own = publicConversationId(guess);
+        expect(own).not.toBe(id);
+        await waitFor(async () => (await conversationText(world, own)).includes(`the attacker’s words ${i}`), 10_000, 'the attacker’s own conversation');
+        expect(await conversationText(world, own)).not.toContain('the visitor’s own words');
+      }
+    }
+    // The id as it stands (`web:h.…`) and its id part (`h.…`) are no secret at all: 400.
+    expect((await peekStream(world, id)).status).toBe(400);
+    expect((await peekStream(world, tagged)).status).toBe(400);
+    // The visitor's conversation has nothing of the attacker's.
+    expect(await world.app.ctx.redis.xlen(`${world.prefix}:{c:${id}}:log`)).toBe(before);
+    expect(await conversationText(world, id)).not.toContain('attacker');
   });
 
   it('refuses a conversation id in the query string (400 naming the header), with or without the header, writing and logging nothing', async () => {
@@ -194,7 +367,8 @@ describe('the web chat conversation id, a bearer secret', { timeout: 90_000 }, (
     }
     // Without the header there is no conversation to read either.
     expect((await fetch(`${address}/chat/api/events`)).status).toBe(400);
-    expect(await conversationKeys(world, id)).toEqual([]);
+    expect(await keysNaming(world, id)).toEqual([]);
+    expect(await keysNaming(world, publicConversationId(id))).toEqual([]);
     expect(logs.raw()).not.toContain(id);
     // Whoever logs request headers logs the header censored (the plugin declares it secret).
     logs.logger.info({ headers: { [CONVERSATION_HEADER]: id } }, 'a request');

@@ -7,6 +7,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { checkAccess, isLoopbackAddress, isLoopbackHostName, isLoopbackRequest, sameOriginJson } from '../../src/http/access.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -98,7 +99,7 @@ describe('web chat and console over HTTP', () => {
       body,
     });
     expect(cross.status).toBe(403);
-    expect(await open.app.ctx.redis.exists(`${open.prefix}:{c:web:abcdefgh12}:log`)).toBe(0);
+    expect(await open.app.ctx.redis.exists(`${open.prefix}:{c:${publicConversationId('abcdefgh12')}}:log`)).toBe(0);
     const bad = await fetch(`${open.app.address}/chat/api/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -193,14 +194,16 @@ describe('console actions over HTTP', () => {
       });
     expect((await send('listed-aaaaaa')).status).toBe(200);
     expect((await send('listed-bbbbbb')).status).toBe(200);
+    // The console names each visitor by its public id, never by the secret the page sent.
+    const [a, b] = [publicConversationId('listed-aaaaaa'), publicConversationId('listed-bbbbbb')];
     type Listing = { rows: Array<{ id: string; channel: string }>; queue: Record<string, number> };
     const listing = async () => (await (await fetch(`${world.app.address}/console/api/conversations?limit=2`)).json()) as Listing;
     // The index is written a batch at a time (within a fraction of a second), not by the ingest itself.
     const list = await waitFor(async () => {
       const l = await listing();
-      return l.rows.some((r) => r.id === 'web:listed-aaaaaa') ? l : undefined;
+      return l.rows.some((r) => r.id === a) ? l : undefined;
     }, 5000);
-    expect(list.rows.map((r) => r.id)).toEqual(['web:listed-bbbbbb', 'web:listed-aaaaaa']);
+    expect(list.rows.map((r) => r.id)).toEqual([b, a]);
     expect(list.rows[0]!.channel).toBe('web');
     expect(Object.keys(list.queue)).toEqual(expect.arrayContaining(['waiting', 'active', 'completed', 'failed']));
   });

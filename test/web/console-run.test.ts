@@ -3,6 +3,7 @@
  * whole app (host, runner with the local agent on the fake model, web chat).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl } from '../helpers/redis.js';
 import { startWorld, type World } from './harness.js';
@@ -32,12 +33,12 @@ async function turn(conversation: string, id: string, text: string, n: number): 
     body: JSON.stringify({ conversation, id, text }),
   });
   expect(res.status).toBe(200);
-  await waitFor(async () => (await ofKind(`web:${conversation}`, 'run.ended')).length >= n, 15_000, `${n} run(s) ended`);
+  await waitFor(async () => (await ofKind(publicConversationId(conversation), 'run.ended')).length >= n, 15_000, `${n} run(s) ended`);
 }
 
 describe('console run details', () => {
   it('shows one run: its hash, its attempts and end, and only its own delivery records', async () => {
-    const id = 'web:console-run-1';
+    const id = publicConversationId('console-run-1');
     await turn('console-run-1', 'm1', 'first question', 1);
     await turn('console-run-1', 'm2', 'second question', 2);
     const [r1, r2] = (await ofKind(id, 'run.started')).map((e) => e.run as string);
@@ -62,8 +63,8 @@ describe('console run details', () => {
 
   it('answers 404 for a run that does not exist, or belongs to another conversation', async () => {
     await turn('console-run-2', 'm1', 'hello', 1);
-    const [run] = (await ofKind('web:console-run-2', 'run.started')).map((e) => e.run as string);
-    const missing = await fetch(api(`${conv('web:console-run-2')}/runs/rnosuchrun1`));
+    const [run] = (await ofKind(publicConversationId('console-run-2'), 'run.started')).map((e) => e.run as string);
+    const missing = await fetch(api(`${conv(publicConversationId('console-run-2'))}/runs/rnosuchrun1`));
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: string }).error).toMatch(/no such run/);
     expect((await fetch(api(`${conv('web:console-run-other')}/runs/${run}`))).status).toBe(404);
@@ -72,7 +73,7 @@ describe('console run details', () => {
 
 describe('console compact action', () => {
   it('on an idle conversation: recorded as the operator, a compaction run is enqueued and compacts the record', async () => {
-    const id = 'web:console-compact-1';
+    const id = publicConversationId('console-compact-1');
     await turn('console-compact-1', 'm1', 'first question', 1);
     await turn('console-compact-1', 'm2', 'second question', 2);
 

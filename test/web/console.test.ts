@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { Runs } from '../../src/protocol/runs.js';
 import { queueNameFor } from '../../testing/runner-context.js';
 import { waitFor } from '../../testing/wait.js';
@@ -54,7 +55,7 @@ describe('operator console in a browser', { timeout: 90_000 }, () => {
     const page = await newPage();
     await page.goto(`${world.app.address}/`);
     await page.waitForSelector('body[data-connected="true"]');
-    return { page, conversationId: `web:${await page.getAttribute('body', 'data-conversation')}` };
+    return { page, conversationId: publicConversationId((await page.getAttribute('body', 'data-conversation'))!) };
   }
   async function say(p: Page, text: string): Promise<void> {
     await p.fill('#text', text);
@@ -172,7 +173,7 @@ describe('operator console: abandoning a run whose runner was killed', { timeout
     const chat = await (await browser.newContext()).newPage();
     await chat.goto(`${host.app.address}/`);
     await chat.waitForSelector('body[data-connected="true"]');
-    const conversationId = `web:${await chat.getAttribute('body', 'data-conversation')}`;
+    const conversationId = publicConversationId((await chat.getAttribute('body', 'data-conversation'))!);
     await chat.fill('#text', 'first message');
     await chat.press('#text', 'Enter');
     const first = chat.locator('.msg.me', { hasText: 'first message' });

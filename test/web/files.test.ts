@@ -9,6 +9,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebPlugin } from '../../plugins/web/index.js';
+import { publicConversationId } from '../../plugins/web/visitor-id.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import { createLogger } from '../../src/logger.js';
 import { PDF } from '../helpers/media.js';
@@ -33,7 +34,7 @@ describe('files in the web chat', { timeout: 90_000 }, () => {
     page = await (await browser.newContext()).newPage();
     await page.goto(`${world.app.address}/`);
     await page.waitForSelector('body[data-connected="true"]');
-    conversationId = `web:${await page.locator('body').getAttribute('data-conversation')}`;
+    conversationId = publicConversationId((await page.locator('body').getAttribute('data-conversation'))!);
   });
   afterAll(async () => {
     await page?.context().close();
@@ -84,7 +85,10 @@ describe('files in the web chat', { timeout: 90_000 }, () => {
     const link = p.locator('.file.file a.download', { hasText: 'report.pdf' });
     await link.waitFor();
     const href = (await link.getAttribute('href'))!;
-    expect(href).toMatch(/^\/chat\/files\/web%3A[A-Za-z0-9_-]+\/[0-9a-f]{32}\?expires=\d+&sig=[0-9a-f]{64}$/);
+    // The link names the conversation by its public id, never by the visitor's secret.
+    expect(href.startsWith(`/chat/files/${encodeURIComponent(conversationId)}/`)).toBe(true);
+    expect(href).toMatch(/^\/chat\/files\/web%3Ah\.[A-Za-z0-9_-]{24}\/[0-9a-f]{32}\?expires=\d+&sig=[0-9a-f]{64}$/);
+    expect(href).not.toContain((await p.locator('body').getAttribute('data-conversation'))!);
     expect(await link.getAttribute('download')).toBe('report.pdf');
 
     const ok = await fetch(`${world.app.address}${href}`);

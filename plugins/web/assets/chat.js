@@ -15,6 +15,8 @@
       .replace(/\//g, '_')
       .replace(/=+$/, '');
   };
+  // The visitor's secret: sent with every request, never in a URL. The server names the conversation by an
+  // id derived from it (logs, the console, file links), which does not lead back to it.
   let conversation = localStorage.getItem('steerbot.conversation');
   if (!conversation || !/^[A-Za-z0-9_-]{8,64}$/.test(conversation)) {
     conversation = randomId();
@@ -295,8 +297,8 @@
   }
 
   /**
-   * The event stream, read with fetch rather than EventSource so the conversation id (the visitor's
-   * secret) travels in a header: EventSource sends no header, so the id would sit in the URL, and from
+   * The event stream, read with fetch rather than EventSource so the visitor's secret (it opens the
+   * conversation) travels in a header: EventSource sends no header, so it would sit in the URL, and from
    * there in proxy access logs and the browser's history. Server-sent events are parsed here the way
    * EventSource does; when the stream ends or fails the page reconnects, resuming after the last event
    * id it saw (`Last-Event-ID`), waiting longer after each failure to reach the server.
