@@ -1,15 +1,18 @@
 /**
  * The whole system around the real Feishu plugin for end-to-end tests
- * (`startFeishuSystem`), and the platform's message resources the fake open
- * platform does not serve (`feishuResources`).
+ * (`startFeishuSystem`; with the fakes and the local agent, fresh for a test:
+ * `startFeishuAgentWorld`), and the platform's message resources the fake
+ * open platform does not serve (`feishuResources`).
  */
 import { createHttpServer, type HttpServer, listen } from '../../host/http.js';
 import { createFeishuPlugin, type FeishuConfigInput } from '../../plugins/feishu/channel.js';
+import { createLocalAgentPlugin, type LocalAgentConfig } from '../../plugins/local-agent/index.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { FEISHU_TEST } from '../../testing/fakes/feishu-events.js';
-import type { FakeFeishu } from '../../testing/fakes/feishu-server.js';
-import type { RunnerHarness } from '../../testing/runner-harness.js';
+import { type FakeFeishu, startFakeFeishu } from '../../testing/fakes/feishu-server.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import { hostChannel, runnerFor } from './system.js';
 
 /** What `startFeishuSystem` started: stop `plugin`, then close `http`, when done. */
@@ -39,6 +42,46 @@ export async function startFeishuSystem(o: {
   const address = await listen(http, { host: '127.0.0.1', port: 0 });
   await runnerFor(h, o.agent, plugin);
   return { http, plugin, url: `${address}${o.config?.webhookPath ?? '/feishu/events'}` };
+}
+
+/** A test's fakes (model, open platform, resources) and harness, and the system `boot` starts on them. */
+export interface FeishuAgentWorld {
+  ai: FakeOpenAIServer;
+  feishu: FakeFeishu;
+  resources: FeishuResources;
+  h: RunnerHarness;
+  /** Starts the channel and a runner with the local agent (`extra`: its config); resolves once the long connection is up. */
+  boot(extra?: Partial<LocalAgentConfig>): Promise<FeishuSystem>;
+  /** Stops what `boot` started, then the harness and the fakes. */
+  close(): Promise<void>;
+}
+
+/** Fresh fakes and a harness for one test (`beforeEach`), closed by `close` (`afterEach`). */
+export async function startFeishuAgentWorld(): Promise<FeishuAgentWorld> {
+  const ai = await startFakeOpenAI();
+  const feishu = await startFakeFeishu();
+  const resources = feishuResources(feishu);
+  const h = await RunnerHarness.start();
+  let system: FeishuSystem | undefined;
+  return {
+    ai,
+    feishu,
+    resources,
+    h,
+    async boot(extra = {}) {
+      const agent = createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false }, maxRetries: 0, ...extra });
+      system = await startFeishuSystem({ h, feishu, agent, fetch: resources.fetch });
+      await feishu.connected();
+      return system;
+    },
+    async close() {
+      await system?.plugin.stop();
+      await system?.http.close();
+      await h.close();
+      await feishu.close();
+      await ai.close();
+    },
+  };
 }
 
 /** A file a person sent, as the platform serves it. */

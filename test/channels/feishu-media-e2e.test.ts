@@ -10,14 +10,13 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { FEISHU_DM, type FeishuMessageOptions, feishuMessageEvent } from '../../testing/fakes/feishu-events.js';
-import { type FakeFeishu, startFakeFeishu } from '../../testing/fakes/feishu-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import type { FakeFeishu } from '../../testing/fakes/feishu-server.js';
+import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { PDF, PNG } from '../helpers/media.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { type FeishuResources, type FeishuSystem, feishuResources, startFeishuSystem } from './feishu-harness.js';
+import type { RunnerHarness } from '../runner/harness.js';
+import { type FeishuAgentWorld, type FeishuResources, startFeishuAgentWorld } from './feishu-harness.js';
 
 const CID = `feishu:${FEISHU_DM}`;
 
@@ -25,13 +24,9 @@ let ai: FakeOpenAIServer;
 let feishu: FakeFeishu;
 let resources: FeishuResources;
 let h: RunnerHarness;
-let system: FeishuSystem | undefined;
-
-async function boot(attachments: AttachmentSettings = {}): Promise<void> {
-  const agent = createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false }, maxRetries: 0, attachments });
-  system = await startFeishuSystem({ h, feishu, agent, fetch: resources.fetch });
-  await feishu.connected();
-}
+let start: FeishuAgentWorld['boot'];
+let close: FeishuAgentWorld['close'];
+const boot = (attachments: AttachmentSettings = {}) => start({ attachments });
 
 /** Ann's image or file message `messageId` with `content` (`{ image_key }` or `{ file_key, file_name }`). */
 function mediaEvent(type: 'image' | 'file', messageId: string, content: Record<string, string>, over: Partial<FeishuMessageOptions> = {}) {
@@ -45,20 +40,9 @@ const lastUser = (i: number) => ai.requests[i]!.body.messages.filter((m: { role:
 const base64 = (bytes: Buffer) => bytes.toString('base64');
 
 beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  feishu = await startFakeFeishu();
-  resources = feishuResources(feishu);
-  h = await RunnerHarness.start();
-  system = undefined;
+  ({ ai, feishu, resources, h, boot: start, close } = await startFeishuAgentWorld());
 });
-
-afterEach(async () => {
-  await system?.plugin.stop();
-  await system?.http.close();
-  await h.close();
-  await feishu.close();
-  await ai.close();
-});
+afterEach(() => close());
 
 describe('feishu files in', () => {
   it('gives a PDF a person sends to the model with its bytes, name (on one line) and type, downloaded once as a file resource', async () => {
@@ -144,8 +128,8 @@ describe('feishu files in', () => {
 
 describe('feishu fetchAttachment', () => {
   it('refuses a reference off the grammar before any request, and a file over the limit by its declared length or once the download passes it', async () => {
-    await boot();
-    const fetchAttachment = system!.plugin.outbound.fetchAttachment!;
+    const system = await boot();
+    const fetchAttachment = system.plugin.outbound.fetchAttachment!;
     for (const ref of ['om_a/file/../x', 'om_a/audio/file_v3_a', 'om_a/file', 'https://open.feishu.cn/x', 'om_a/file/file v3', 'om_a/image/img/extra'])
       await expect(fetchAttachment({ kind: 'file', ref }, { maxBytes: 1000 })).rejects.toBeInstanceOf(InvalidInputError);
     expect(resources.requests).toEqual([]);

@@ -8,7 +8,6 @@
  * with a warning, writing nothing.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalAgentPlugin, type LocalAgentConfig } from '../../plugins/local-agent/index.js';
 import { createTranscriptionModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
 import {
@@ -20,11 +19,11 @@ import {
   type FeishuMessageOptions,
   feishuMessageEvent,
 } from '../../testing/fakes/feishu-events.js';
-import { type FakeFeishu, startFakeFeishu } from '../../testing/fakes/feishu-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import type { FakeFeishu } from '../../testing/fakes/feishu-server.js';
+import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { oggOpus, PNG } from '../helpers/media.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { type FeishuResources, type FeishuSystem, feishuResources, startFeishuSystem } from './feishu-harness.js';
+import type { RunnerHarness } from '../runner/harness.js';
+import { type FeishuAgentWorld, type FeishuResources, startFeishuAgentWorld } from './feishu-harness.js';
 
 const DM = `feishu:${FEISHU_DM}`;
 const GROUP = `feishu:${FEISHU_GROUP}`;
@@ -33,13 +32,8 @@ let ai: FakeOpenAIServer;
 let feishu: FakeFeishu;
 let resources: FeishuResources;
 let h: RunnerHarness;
-let system: FeishuSystem | undefined;
-
-async function boot(extra: Partial<LocalAgentConfig> = {}): Promise<void> {
-  const agent = createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false }, maxRetries: 0, ...extra });
-  system = await startFeishuSystem({ h, feishu, agent, fetch: resources.fetch });
-  await feishu.connected();
-}
+let boot: FeishuAgentWorld['boot'];
+let close: FeishuAgentWorld['close'];
 
 /** A message of `type` with `content` (JSON as given, or an object to serialize), and `mentions` (the event's, by key). */
 function contentEvent(
@@ -63,20 +57,9 @@ const userText = (i: number): string => {
 };
 
 beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  feishu = await startFakeFeishu();
-  resources = feishuResources(feishu);
-  h = await RunnerHarness.start();
-  system = undefined;
+  ({ ai, feishu, resources, h, boot, close } = await startFeishuAgentWorld());
 });
-
-afterEach(async () => {
-  await system?.plugin.stop();
-  await system?.http.close();
-  await h.close();
-  await feishu.close();
-  await ai.close();
-});
+afterEach(() => close());
 
 describe('feishu rich text (post)', () => {
   it("answers a formatted post in a group that mentions the bot once, the agent seeing its title, text, link with its URL and the other member's name", async () => {
