@@ -79,9 +79,15 @@ export interface DataBlock {
 
 const TAG_RE = /^[a-z][a-z0-9-]{0,31}$/;
 
-/** `text` on one line: every line break (and the space around it) becomes one space. */
+const LINE_BREAK_RE = /[\r\n\v\f\u0085\u2028\u2029]/;
+
+/**
+ * `text` on one line: every line break (and the space around it) becomes one space. Each run of white space is
+ * looked at once (`\s*[breaks]+\s*` would scan every run again from each of its characters: seconds for a web
+ * page's title of a few tens of thousands of spaces).
+ */
 export function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, ' ').trim();
+  return text.replace(/[\s\u0085]+/g, (run) => (LINE_BREAK_RE.test(run) ? ' ' : run)).trim();
 }
 
 /**

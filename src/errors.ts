@@ -183,15 +183,17 @@ export class RedisUnavailableError extends SteerbotError {
   }
 }
 
-// Telegram bot tokens, `Bearer x`, `key=...`, redis://user:pass@ URLs.
+// Telegram bot tokens, `Bearer x`, `key=...`, redis://user:pass@ URLs. Each takes time linear in the text (it may be a
+// stranger's: a tool call's arguments, an error quoting a body): a URL's scheme is a lookbehind checked only at a `:`,
+// not a run scanned from every word start (`a.a.a.…`), and a password runs to its `@` but not past the next `://`.
 const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/\b\d{6,12}:[A-Za-z0-9_-]{30,}\b/g, '[redacted-token]'],
   [/(bot)\d{6,12}:[A-Za-z0-9_-]{20,}/gi, '$1[redacted-token]'],
   [/(Bearer|Bot)\s+[A-Za-z0-9._~+/=-]{8,}/g, '$1 [redacted]'],
   [/\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}/g, '[redacted-key]'],
-  [/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)[^@\s]+@/gi, '$1[redacted]@'],
+  [/:(?<=\b[a-z][a-z0-9+.-]*:)(\/\/[^:/@\s]*:)(?:[^@\s:]|:(?!\/\/))+@/gi, ':$1[redacted]@'],
   // A URL whose credentials are a user name alone (`https://<token>@host`).
-  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^:/@\s[\]]+@/gi, '$1[redacted]@'],
+  [/:(?<=\b[a-z][a-z0-9+.-]*:)\/\/[^:/@\s[\]]+@/gi, '://[redacted]@'],
   // `token=…` (queries, env dumps) and `"token": "…"` (JSON); not prose such as `secret: expected a string`.
   [/((?:api[_-]?key|token|secret|password)(?:=|["']\s*:\s*["']))[^"'\s,&]+/gi, '$1[redacted]'],
 ];

@@ -36,7 +36,8 @@ interface Fence {
   closeEnd: number;
 }
 
-const OPEN_RE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
+// The marker is the whole run (`(?!`)`): a line of backticks with a `\r` after them is not tried with every shorter run.
+const OPEN_RE = /^( {0,3})(`{3,}(?!`)|~{3,}(?!~))(.*)$/;
 const CLOSE_RE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 
 /** Finds the fenced code blocks (CommonMark-style ``` / ~~~ fences). */
@@ -69,22 +70,31 @@ function findFences(text: string): Fence[] {
   return fences;
 }
 
-/** The fence whose body contains position `pos` (a cut between `pos - 1` and `pos`), if any. */
-function fenceAt(fences: Fence[], pos: number): Fence | undefined {
-  for (const f of fences) {
-    if (f.start > pos) return undefined;
-    if (pos > f.openerEnd && pos < f.closeStart) return f;
+/**
+ * Index of the last fence that starts at or before `pos`, or -1. Fences are in order and do not overlap, so a binary
+ * search: a reply of thousands of fences (a model asked to repeat one) is not scanned from its start at every cut.
+ */
+function lastFenceFrom(fences: Fence[], pos: number): number {
+  let lo = 0;
+  let hi = fences.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (fences[mid]!.start <= pos) lo = mid + 1;
+    else hi = mid;
   }
-  return undefined;
+  return lo - 1;
 }
 
-/** True when the whitespace run [a, b) touches no fence. */
+/** The fence whose body contains position `pos` (a cut between `pos - 1` and `pos`), if any: only the last one starting by `pos` can. */
+function fenceAt(fences: Fence[], pos: number): Fence | undefined {
+  const f = fences[lastFenceFrom(fences, pos)];
+  return f && pos > f.openerEnd && pos < f.closeStart ? f : undefined;
+}
+
+/** True when the whitespace run [a, b) touches no fence: the last one starting before `b` ends by `a` (fences end in order). */
 function outsideFences(fences: Fence[], a: number, b: number): boolean {
-  for (const f of fences) {
-    if (f.start >= b) return true;
-    if (a < f.closeEnd) return false;
-  }
-  return true;
+  const f = fences[lastFenceFrom(fences, b - 1)];
+  return !f || a >= f.closeEnd;
 }
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
@@ -137,14 +147,17 @@ function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cu
     const a = m.index;
     const b = a + m[0].length;
     if (a > pos && b < text.length && outsideFences(fences, a, b)) {
-      const newlines = m[0].split('\n').length - 1;
+      const first = m[0].indexOf('\n');
       // Keep the next line's indentation; drop the rest of the run.
-      const next = newlines > 0 ? a + m[0].lastIndexOf('\n') + 1 : b;
-      best[newlines >= 2 ? 0 : newlines === 1 ? 1 : 2] = { end: a, next, inFence: false };
+      const next = first >= 0 ? a + m[0].lastIndexOf('\n') + 1 : b;
+      // Two line breaks or more: a paragraph (0), one: a line (1), none: a word (2).
+      best[first < 0 ? 2 : m[0].indexOf('\n', first + 1) < 0 ? 1 : 0] = { end: a, next, inFence: false };
     }
     // Line breaks inside a fence body: the chunk gets "\n" + marker appended, so it must leave room for that.
     for (let i = m[0].indexOf('\n'); i !== -1; i = m[0].indexOf('\n', i + 1)) {
       const nl = a + i;
+      // Past the chunk's end none fits (a run of blank lines may go on for many chunks).
+      if (nl >= limitEnd) break;
       const f = fenceAt(fences, nl);
       if (!f || nl <= f.openerEnd + 1 || nl + 1 >= f.closeStart || nl <= pos) continue;
       if (nl + 1 + f.marker.length <= limitEnd) best[3] = { end: nl, next: nl + 1, inFence: true };
@@ -154,7 +167,9 @@ function bestCut(text: string, fences: Fence[], pos: number, budget: number): Cu
   if (found) return found;
   // Nothing fits: cut a word (or a code line) at the limit, never inside a fence's opening or closing line.
   let end = limitEnd;
-  for (const f of fences) {
+  // Fences that ended before `pos` change nothing.
+  for (let i = Math.max(0, lastFenceFrom(fences, pos)); i < fences.length; i++) {
+    const f = fences[i]!;
     if (f.start >= end) break;
     if (end <= f.openerEnd && f.start > pos) end = f.start;
     else if (end >= f.closeStart && end < f.closeEnd) end = f.closeStart - 1 > f.openerEnd ? f.closeStart - 1 : f.start > pos ? f.start : end;

@@ -58,7 +58,10 @@ async function parse(source: Buffer): Promise<ParsedInput> {
       .slice(line.indexOf(':') + 1)
       .replace(/\r?\n[ \t]+/g, ' ')
       .trim();
-    headers.set(key.toLowerCase(), [...(headers.get(key.toLowerCase()) ?? []), value]);
+    // Appended in place: a mail may carry tens of thousands of headers of one name, and copying the list for each is quadratic.
+    const values = headers.get(key.toLowerCase());
+    if (values) values.push(value);
+    else headers.set(key.toLowerCase(), [value]);
   }
   const from = parsed.from?.value[0];
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];

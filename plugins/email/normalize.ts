@@ -32,7 +32,7 @@ export interface MailInput {
 }
 
 /** Why a mail is not passed on. */
-export type SkipReason = 'no-sender' | 'own' | 'auto-reply' | 'bounce' | 'empty';
+export type SkipReason = 'no-sender' | 'own' | 'auto-reply' | 'bounce' | 'empty' | 'too-long';
 
 /** What the channel keeps of a thread to reply in it. */
 export interface ThreadInfo {
@@ -99,36 +99,60 @@ export function automatic(mail: MailInput): 'auto-reply' | 'bounce' | undefined 
 }
 
 /** Lines that start a quote of the mail being answered: everything from them on is history. */
-const REPLY_MARKERS = [
-  /^On .{1,300}wrote:\s*$/,
+const ON_WROTE = /^On .{1,300}wrote:\s*$/;
+const REPLY_MARKERS: Array<RegExp | ((line: string) => boolean)> = [
+  ON_WROTE,
   /^-{2,}\s*Original Message\s*-{2,}/i,
   /^-{2,}\s*Forwarded message\s*-{2,}/i,
   /^_{10,}\s*$/,
   /^From: .+/,
-  /^Am .{1,300}schrieb .{0,200}:\s*$/,
+  germanReplyMarker,
   /^Le .{1,300}a écrit\s*:\s*$/,
 ];
 
-/** The person's own text of a reply: the quoted history below the reply marker, a trailing `>` quote and the signature cut off. */
-export function stripQuoted(text: string): string {
-  const lines = text.replace(/\r\n/g, '\n').split('\n');
-  let end = lines.length;
-  for (let i = 0; i < lines.length; i++) {
+/**
+ * `Am <date> schrieb <name>:`, as `/^Am .{1,300}schrieb .{0,200}:\s*$/` says, without trying every pair of lengths
+ * of its two gaps (thousands of steps on each line a sender writes `schrieb ` into).
+ */
+function germanReplyMarker(line: string): boolean {
+  const s = line.trimEnd();
+  if (!s.startsWith('Am ') || !s.endsWith(':') || /[\r\u2028\u2029]/.test(s)) return false;
+  // The last `schrieb ` 1 to 300 characters after `Am ` leaves the shortest gap before the `:`: at most 200.
+  const at = s.lastIndexOf('schrieb ', 3 + 300);
+  return at >= 4 && s.length - 1 - (at + 'schrieb '.length) <= 200;
+}
+
+/** The first characters of the markers: a line starting otherwise is tested against none of them. */
+const MARKER_STARTS = new Set(['O', '-', '_', 'F', 'A', 'L']);
+
+const isMarker = (line: string) => MARKER_STARTS.has(line[0] ?? '') && REPLY_MARKERS.some((m) => (typeof m === 'function' ? m(line) : m.test(line)));
+
+/**
+ * Longest stretch of a mail's text searched for its reply marker, in characters: the largest
+ * `dispatch.maxMessageChars`. A person's own text is never longer (it would be refused), and a mail of megabytes
+ * is not scanned on the process's one thread.
+ */
+export const MAX_SEARCHED_CHARS = 1_000_000;
+
+/**
+ * The person's own text of a reply: the quoted history below the reply marker, a trailing `>` quote and the
+ * signature cut off. Undefined when the text is longer than `MAX_SEARCHED_CHARS` and has no marker in that stretch:
+ * the person's own text would be longer than any message is allowed to be.
+ */
+export function stripQuoted(text: string): string | undefined {
+  // Whole lines only: a line cut in two could pass for a marker.
+  const searched = text.length <= MAX_SEARCHED_CHARS ? text : text.slice(0, Math.max(0, text.lastIndexOf('\n', MAX_SEARCHED_CHARS)));
+  const lines = searched.replace(/\r\n/g, '\n').split('\n');
+  let end = -1;
+  for (let i = 0; i < lines.length && end < 0; i++) {
     const line = lines[i]!;
     // "On … wrote:" is often wrapped over two lines.
-    const joined = i + 1 < lines.length ? `${line} ${lines[i + 1]}` : line;
-    if (REPLY_MARKERS.some((re) => re.test(line)) || (/^On /.test(line) && REPLY_MARKERS[0]!.test(joined))) {
-      end = i;
-      break;
-    }
-    if (line === '-- ') {
-      end = i;
-      break;
-    }
+    if (isMarker(line) || (line.startsWith('On ') && i + 1 < lines.length && ON_WROTE.test(`${line} ${lines[i + 1]}`)) || line === '-- ') end = i;
   }
-  let kept = lines.slice(0, end);
-  while (kept.length > 0 && (kept.at(-1)!.trim() === '' || kept.at(-1)!.startsWith('>'))) kept = kept.slice(0, -1);
-  return kept.join('\n').trim();
+  if (end < 0 && searched !== text) return undefined;
+  if (end < 0) end = lines.length;
+  while (end > 0 && (lines[end - 1]!.trim() === '' || lines[end - 1]!.startsWith('>'))) end--;
+  return lines.slice(0, end).join('\n').trim();
 }
 
 /** What `normalizeMail` needs besides the mail. */
@@ -156,6 +180,7 @@ export function normalizeMail(
   const auto = automatic(mail);
   if (auto) return { kind: 'skip', reason: auto };
   const text = stripQuoted(mail.text);
+  if (text === undefined) return { kind: 'skip', reason: 'too-long' };
   if (text === '' && ctx.attachments.length === 0) return { kind: 'skip', reason: 'empty' };
   const ownId = mail.messageId ?? `<${ctx.fallbackId}@steerbot.invalid>`;
   const root = threadRoot(mail) ?? ownId;

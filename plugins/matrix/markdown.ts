@@ -14,11 +14,11 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)\s*$/;
-const HEADING_RE = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+// Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
+const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
 const QUOTE_RE = /^\s{0,3}>\s?(.*)$/;
-const BULLET_RE = /^\s{0,3}[-*+]\s+(.*)$/;
-const NUMBERED_RE = /^\s{0,3}\d{1,9}[.)]\s+(.*)$/;
+const BULLET_RE = /^\s{0,3}[-*+]\s+(\S.*)?$/;
+const NUMBERED_RE = /^\s{0,3}\d{1,9}[.)]\s+(\S.*)?$/;
 
 type Group = { tag: 'p' | 'blockquote' | 'ul' | 'ol'; lines: string[] };
 
@@ -40,26 +40,26 @@ export function markdownToMatrixHtml(markdown: string): string {
   for (const line of markdown.split('\n')) {
     if (fence) {
       const m = FENCE_RE.exec(line);
-      if (m && m[2] === '' && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
+      if (m && m[2] === undefined && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
         out.push(preBlock(fence.lang, fence.lines));
         fence = undefined;
       } else fence.lines.push(line);
       continue;
     }
     const open = FENCE_RE.exec(line);
-    const h = HEADING_RE.exec(line);
+    const h = html.markdownHeading(line);
     const q = QUOTE_RE.exec(line);
     const b = BULLET_RE.exec(line);
     const n = NUMBERED_RE.exec(line);
     if (open) {
       flush();
-      fence = { marker: open[1]!, lang: open[2]!, lines: [] };
+      fence = { marker: open[1]!, lang: open[2] ?? '', lines: [] };
     } else if (h) {
       flush();
-      out.push(`<h${h[1]!.length}>${inline(h[2]!)}</h${h[1]!.length}>`);
+      out.push(`<h${h.level}>${inline(h.text)}</h${h.level}>`);
     } else if (q) add('blockquote', inline(q[1]!));
-    else if (b) add('ul', inline(b[1]!));
-    else if (n) add('ol', inline(n[1]!));
+    else if (b) add('ul', inline(b[1] ?? ''));
+    else if (n) add('ol', inline(n[1] ?? ''));
     else if (line.trim() === '') flush();
     else add('p', inline(line));
   }

@@ -12,10 +12,10 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)\s*$/;
-const HEADING_RE = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
+// Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
+const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
 const QUOTE_RE = /^\s{0,3}>\s?(.*)$/;
-const BULLET_RE = /^(\s*)[-*+]\s+(.*)$/;
+const BULLET_RE = /^(\s*)[-*+]\s+(\S.*)?$/;
 
 /** Converts Markdown to Telegram HTML: fences, inline code, bold, italic, strike, links, headings, quotes, bullets. */
 export function markdownToTelegramHtml(markdown: string): string {
@@ -29,7 +29,7 @@ export function markdownToTelegramHtml(markdown: string): string {
   for (const line of markdown.split('\n')) {
     if (fence) {
       const m = FENCE_RE.exec(line);
-      if (m && m[2] === '' && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
+      if (m && m[2] === undefined && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
         out.push(preBlock(fence.lang, fence.lines));
         fence = undefined;
       } else {
@@ -40,7 +40,7 @@ export function markdownToTelegramHtml(markdown: string): string {
     const open = FENCE_RE.exec(line);
     if (open) {
       flushQuote();
-      fence = { marker: open[1]!, lang: open[2]!, lines: [] };
+      fence = { marker: open[1]!, lang: open[2] ?? '', lines: [] };
       continue;
     }
     const q = QUOTE_RE.exec(line);
@@ -49,13 +49,13 @@ export function markdownToTelegramHtml(markdown: string): string {
       continue;
     }
     flushQuote();
-    const h = HEADING_RE.exec(line);
+    const h = html.markdownHeading(line);
     if (h) {
-      out.push(`<b>${inline(h[1]!)}</b>`);
+      out.push(`<b>${inline(h.text)}</b>`);
       continue;
     }
     const b = BULLET_RE.exec(line);
-    out.push(b ? `${b[1]}• ${inline(b[2]!)}` : inline(line));
+    out.push(b ? `${b[1]}• ${inline(b[2] ?? '')}` : inline(line));
   }
   flushQuote();
   // An unclosed fence still renders as code (a split part may end inside one).

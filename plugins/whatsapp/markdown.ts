@@ -6,9 +6,11 @@
  * formatting, so whatever this converter does not understand shows as itself.
  */
 
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]*)\s*$/;
-const HEADING_RE = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
-const BULLET_RE = /^(\s*)[*+]\s+(.*)$/;
+import { html } from 'steerbot/plugin';
+
+// Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
+const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
+const BULLET_RE = /^(\s*)[*+]\s+(\S.*)?$/;
 const QUOTE_RE = /^(\s{0,3}>\s?)(.*)$/;
 
 /** Converts Markdown to WhatsApp formatting. */
@@ -19,7 +21,7 @@ export function markdownToWhatsApp(markdown: string): string {
     const f = FENCE_RE.exec(line);
     if (fence !== undefined) {
       // Inside a block nothing is converted; its closing fence becomes WhatsApp's.
-      if (f && f[2] === '' && f[1]![0] === fence[0] && f[1]!.length >= fence.length) {
+      if (f && f[2] === undefined && f[1]![0] === fence[0] && f[1]!.length >= fence.length) {
         out.push('```');
         fence = undefined;
       } else out.push(line);
@@ -38,13 +40,13 @@ export function markdownToWhatsApp(markdown: string): string {
 }
 
 function convertLine(line: string): string {
-  const h = HEADING_RE.exec(line);
-  if (h) return `*${inline(h[1]!).replace(/\*/g, '')}*`;
+  const h = html.markdownHeading(line);
+  if (h) return `*${inline(h.text).replace(/\*/g, '')}*`;
   const q = QUOTE_RE.exec(line);
   if (q) return `> ${inline(q[2]!)}`;
   // `* item` would read as bold: WhatsApp's list marker is `- `.
   const b = BULLET_RE.exec(line);
-  if (b) return `${b[1]}- ${inline(b[2]!)}`;
+  if (b) return `${b[1]}- ${inline(b[2] ?? '')}`;
   return inline(line);
 }
 
@@ -53,12 +55,14 @@ function inline(line: string): string {
   const held: string[] = [];
   const hold = (text: string) => `\uE000${held.push(text) - 1}\uE001`;
   let s = line.replace(/[\uE000\uE001]/g, '').replace(/`([^`]+)`/g, (m) => hold(m));
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_m, text: string, url: string) => hold(text === url ? url : `${text} (${url})`));
+  // A link's text stops at a bracket and its URL at `](`, bold or strike content at its own delimiter: no scan from
+  // one of many unclosed openers runs on to the end of the line.
+  s = s.replace(/\[([^[\]]+)\]\(((?:[^)\s\]]|\](?!\())+)\)/g, (_m, text: string, url: string) => hold(text === url ? url : `${text} (${url})`));
   s = s
     // Italic first (`*x*` → `_x_`), so the bold that follows (`**x**` → `*x*`) is not read as italic again.
     .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1_$2_')
-    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '*$1*')
-    .replace(/(^|[^\w])__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1*$2*')
-    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '~$1~');
+    .replace(/\*\*(?=\S)((?:[^*\n\r\u2028\u2029]|\*(?!\*))+?)(?<=\S)\*\*/g, '*$1*')
+    .replace(/(^|[^\w])__(?=\S)((?:[^_\n\r\u2028\u2029]|_(?!_))+?)(?<=\S)__(?!\w)/g, '$1*$2*')
+    .replace(/~~(?=\S)((?:[^~\n\r\u2028\u2029]|~(?!~))+?)(?<=\S)~~/g, '~$1~');
   return s.replace(/\uE000(\d+)\uE001/g, (_m, i: string) => held[Number(i)] ?? '');
 }

@@ -89,6 +89,35 @@ describe('email end to end', () => {
     expect((await h.entries('message.received', conversation(root))).map((e) => e.text)).toEqual(['Where is my order?', 'It is 4711.']);
   });
 
+  // Cutting off the trailing quote copied the list of lines once per line, and every header of one name copied the
+  // list of its values: some 25 s of the one thread for this mail. The timeout is what fails when the thread is held.
+  it('answers at once a mail of 15 000 headers of one name whose quoted history is 100 000 `>` lines, with the person’s own text', {
+    timeout: 12_000,
+  }, async () => {
+    await start();
+    ai.script([{ text: 'Got it.' }]);
+    const root = await mailToBot(servers, {
+      text: `My answer.\n\n${'> q\n'.repeat(100_000)}`,
+      headers: { 'Authentication-Results': passedAuth(servers.alice.address), 'X-Flood': Array.from({ length: 15_000 }, (_, i) => String(i)) },
+    });
+    const [reply] = await untilReplies(servers, root, 1);
+    expect(reply!.text?.trim()).toBe('Got it.');
+    expect((await h.entries('message.received', conversation(root))).map((e) => e.text)).toEqual(['My answer.']);
+  });
+
+  // Finding the code fences of a reply tried a line of backticks broken by a `\r` with every shorter run of them:
+  // about 30 s of the one thread for this reply. The timeout is what fails when the thread is held.
+  it('sends at once a crafted reply (a line of 199 998 backticks broken by a carriage return) split into mails of at most 100 000 characters', {
+    timeout: 20_000,
+  }, async () => {
+    await start();
+    const crafted = `${'`'.repeat(199_998)}\rx`;
+    ai.script([{ text: crafted }]);
+    const root = await mailToBot(servers, { text: 'Repeat after me.' });
+    const replies = await untilReplies(servers, root, 2, 'both parts');
+    expect(replies.map((r) => (r.text ?? '').replace(/\s/g, ''))).toEqual(['`'.repeat(100_000), `${'`'.repeat(99_998)}x`]);
+  });
+
   it('answers the same mail delivered three times once', async () => {
     await start();
     ai.script([{ text: 'Only once.' }, { text: 'Barrier answer.' }]);

@@ -79,8 +79,8 @@ export interface TestMail {
   messageId?: string;
   inReplyTo?: string;
   references?: string[];
-  /** Extra headers; default: a passing `Authentication-Results` for alice. */
-  headers?: Record<string, string>;
+  /** Extra headers (a list: one header per value); default: a passing `Authentication-Results` for alice. */
+  headers?: Record<string, string | string[]>;
   from?: string;
   /** The `To` header. Default: the bot (the envelope names the bot either way). */
   to?: string;

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { checkSender, parseAuthResults } from '../../plugins/email/auth-results.js';
 import { createEmailPlugin } from '../../plugins/email/channel.js';
-import { idPart, inOwnThread, type MailInput, normalizeMail, stripQuoted, threadRoot } from '../../plugins/email/normalize.js';
+import { idPart, inOwnThread, MAX_SEARCHED_CHARS, type MailInput, normalizeMail, stripQuoted, threadRoot } from '../../plugins/email/normalize.js';
 import type { ChannelHost } from '../../src/channel.js';
 import { ConfigError } from '../../src/errors.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
@@ -112,6 +112,16 @@ describe('email normalize', () => {
     expect(stripQuoted('Fine.\n-----Original Message-----\nFrom: bot')).toBe('Fine.');
     expect(stripQuoted('Thanks!\n-- \nAlice\nACME')).toBe('Thanks!');
     expect(stripQuoted('> quoted first\nmy answer\n> trailing quote')).toBe('> quoted first\nmy answer');
+  });
+
+  it('searches only the first million characters of a mail for its reply marker: a longer text with none there is skipped as too long', () => {
+    // Lines that look like the German marker but are none (no closing colon).
+    const history = 'Am 7. Dez. schrieb schrieb schrieb\n'.repeat(Math.ceil(MAX_SEARCHED_CHARS / 35));
+    expect(normalizeMail(ctx, mail({ text: `${history}and more` }))).toEqual({ kind: 'skip', reason: 'too-long' });
+    expect(stripQuoted(`${history}and more`)).toBeUndefined();
+    // A marker inside the searched stretch still cuts the history off, however long the mail.
+    const reply = normalizeMail(ctx, mail({ text: `Yes please.\nOn Mon, 7 Dec 2026, Bot wrote:\n${history}` }));
+    expect(reply).toMatchObject({ kind: 'message', message: { text: 'Yes please.' } });
   });
 });
 

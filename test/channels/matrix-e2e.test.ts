@@ -67,6 +67,22 @@ describe('matrix end to end', () => {
     ]);
   });
 
+  // The old patterns took seconds to hours on such lines (a heading's spaces split every way, a scan to the end of
+  // the line from each unclosed `[` or `**`); the timeout is what fails when the thread is held.
+  it('renders a reply of 16 000 characters repeating a stranger’s crafted lines (a heading of spaces, unclosed links and bold, a fence, a bullet broken by a carriage return) at once', {
+    timeout: 10_000,
+  }, async () => {
+    await start();
+    const heading = `# a${' '.repeat(3996)}b`;
+    const crafted = [heading, '[a'.repeat(1500), '**a '.repeat(750), `\`\`\`${' '.repeat(2994)}!`, `- ${' '.repeat(2993)}a\rb`].join('\n');
+    expect(crafted).toHaveLength(16_000);
+    ai.script([{ text: crafted }]);
+    matrix.message(room, MATRIX_ALICE, crafted);
+    expect(await nthText(room, 1, 'the answer')).toBe(crafted);
+    const [sent] = sends();
+    expect(sent!.body!.formatted_body).toMatch(/^<h1>a {3996}b<\/h1>\n<p>(\[a){1500}<br>(\*\*a ){750}/);
+  });
+
   it('answers an event the homeserver hands over twice once', async () => {
     await start();
     ai.script([{ text: 'Only once.' }]);

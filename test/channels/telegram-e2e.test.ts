@@ -87,6 +87,19 @@ describe('telegram end to end', () => {
     for (const p of parts) expect(p).toMatch(/end \d+\.$/);
   });
 
+  // The heading's old pattern split the run of spaces every way from every start: about 20 s of the one thread for
+  // this line (half an hour for Matrix's 16 000 characters); the timeout is what fails when the thread is held.
+  it('renders a reply repeating a stranger’s crafted heading (4 096 characters, nearly all spaces) as one bold line, at once', {
+    timeout: 10_000,
+  }, async () => {
+    const crafted = `# a${' '.repeat(4092)}b`;
+    ai.script([{ text: crafted }]);
+    expect(await post(messageUpdate({ text: crafted }))).toBe(200);
+
+    const [reply] = await tg.waitUntil(() => tg.sent.length >= 1 && tg.sent, 8_000, 'the reply');
+    expect(reply).toMatchObject({ parseMode: 'HTML', raw: `<b>a${' '.repeat(4092)}b</b>` });
+  });
+
   it('gives one reply to an update delivered three times', async () => {
     ai.script([{ text: 'Only once.' }]);
     const update = messageUpdate({ text: 'are you there?' });

@@ -75,6 +75,17 @@ describe('whatsapp end to end', () => {
     expect(wa.reads).toContainEqual({ messageId: id, typing: true });
   });
 
+  // The heading's old pattern split the run of spaces every way from every start: about 20 s of the one thread for
+  // this line; the timeout is what fails when the thread is held.
+  it('renders a reply repeating a stranger’s crafted heading (4 096 characters, nearly all spaces) as one bold line, at once', {
+    timeout: 10_000,
+  }, async () => {
+    const crafted = `# a${' '.repeat(4092)}b`;
+    ai.script([{ text: crafted }]);
+    await say(crafted);
+    expect(await nth(1, 'the reply')).toMatchObject({ type: 'text', text: `*a${' '.repeat(4092)}b*` });
+  });
+
   it('takes a tap on a button as its id and as a click, never its title: a title reading /purge or /pair is not typed by the one who taps', async () => {
     ai.script([{ text: 'Noted.' }]);
     // A button sent with the command `ok` under the title `/purge stop` (the title is what WhatsApp shows and echoes back).

@@ -9,8 +9,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { HttpServer } from '../../host/http.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ToolboxOptions } from '../../plugins/local-agent/toolbox.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -39,6 +40,13 @@ let plugin: ChannelPlugin;
 let runs: number[];
 
 const refund = refundTool((amount) => runs.push(amount));
+/** A tool whose argument is free text: what a person asks the agent to keep ends up in it. */
+const saveNote: AgentTool<{ text: string }> = {
+  name: 'save_note',
+  description: 'saves a note',
+  inputSchema: z.object({ text: z.string() }),
+  execute: async ({ text }) => ({ saved: text.length }),
+};
 
 async function boot(toolbox: ToolboxOptions): Promise<void> {
   runs = [];
@@ -47,7 +55,7 @@ async function boot(toolbox: ToolboxOptions): Promise<void> {
     h,
     tg,
     secret: SECRET,
-    agent: createLocalAgentPlugin({ model: fakeModel(ai.url), tools: [refund], builtins: { currentTime: false }, toolbox }),
+    agent: createLocalAgentPlugin({ model: fakeModel(ai.url), tools: [refund, saveNote], builtins: { currentTime: false }, toolbox }),
   }));
 }
 
@@ -130,6 +138,20 @@ describe('approval over Telegram', () => {
     expect(tg.callbackAnswers[2]!.text).toBe('Already decided: approved by Alice Liddell. Nothing changed.');
     expect(tg.sent).toHaveLength(2);
     expect(runs).toEqual([40]);
+  });
+
+  // The credential patterns the request is redacted with used to scan on from every word start of `a.a.a.…`: about
+  // 30 s of the one thread for these 160 KB. The timeout is what fails when the thread is held.
+  it('asks at once for a call whose argument is 160 KB of crafted text (a.a.a.…), its arguments cut to the request’s limit', {
+    timeout: 10_000,
+  }, async () => {
+    const crafted = 'a.'.repeat(80_000);
+    ai.script([{ toolCalls: [{ id: 'call_n', name: 'save_note', args: { text: crafted } }] }, { text: 'Saved.' }]);
+    await boot({ policy: { tools: { save_note: 'require_approval' } } });
+    await say('keep this note for me');
+    const request = await nth(1, 'the approval request');
+    expect(request).toContain(`run save_note with {"text":"${'a.'.repeat(200)}`);
+    expect(request.length).toBeLessThan(1000);
   });
 
   it('/deny: the tool does not run and the model is told', async () => {

@@ -140,6 +140,20 @@ describe('web_search', () => {
     expect((await failure(search({ backend: 'searxng', baseUrl: 'http://127.0.0.1:1' }, 'q'))).category).toBe('unavailable');
   });
 
+  // Putting a title on one line used to scan each run of spaces again from each of its characters: about 50 s of the
+  // one thread for these two fields. The timeout is what fails when the thread is held.
+  it('frames at once a result whose title and snippet are 150 000 spaces after a word (a page built to stall the framing), cut to their limits', {
+    timeout: 10_000,
+  }, async () => {
+    const spaces = ' '.repeat(150_000);
+    const b = await fakeBackend(() => ({
+      body: { results: [{ title: `Title${spaces}end`, url: 'https://crafted.example/', content: `Snippet${spaces}end` }] },
+    }));
+    const out = await search({ backend: 'searxng', baseUrl: b.base }, 'q');
+    expect(out.count).toBe(1);
+    expect(out.content).toContain(`[1] Title${' '.repeat(195)}…\nURL: https://crafted.example/\nSnippet${' '.repeat(593)}…\n`);
+  });
+
   it('drops results whose URL is not http(s)', async () => {
     const b = await fakeBackend(() => ({
       body: {
