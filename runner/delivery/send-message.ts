@@ -18,6 +18,7 @@ import {
   recordSend,
   releaseSendLock,
   type SendCaller,
+  type SendKeyScope,
   type SendMessageRequest,
   type SendMessageResult,
 } from '../../src/protocol/send.js';
@@ -80,6 +81,8 @@ export class MessageSender {
     if (recorded.kind === 'unknown') return { kind: 'unknown-conversation' };
     if (recorded.kind === 'purged' || recorded.kind === 'busy') return recorded;
     if (recorded.kind === 'done') return { kind: 'sent', seq: recorded.seq, messageIds: recorded.messageIds, duplicate: true };
+    // The keys whose lock this call holds: a key 0.1.0 recorded keeps its own lock and result.
+    const scope: SendKeyScope = recorded.kind === 'duplicate' ? recorded.scope : caller;
     // A retry delivers what the first call recorded, whatever text it carries now.
     const entry = recorded.kind === 'duplicate' ? recorded.entry : undefined;
     const message = entry ? { ...req, text: entry.text, ...(entry.buttons && { buttons: entry.buttons }) } : req;
@@ -89,18 +92,18 @@ export class MessageSender {
         recorded.kind === 'duplicate' && !entry
           ? await this.readBack(out, req, recorded.seq, true)
           : await this.deliver(out, message, recorded.seq, recorded.kind === 'duplicate');
-      if (result.kind === 'sent') await this.keep(req, caller, result);
+      if (result.kind === 'sent') await this.keep(req, scope, result);
       return result;
     } finally {
-      await releaseSendLock(this.o.client, this.o.prefix, req, caller, recorded.lockToken).catch((err: unknown) =>
+      await releaseSendLock(this.o.client, this.o.prefix, req, scope, recorded.lockToken).catch((err: unknown) =>
         this.o.logger.warn({ err }, 'could not release a send lock; it expires on its own'),
       );
     }
   }
 
   /** Keeps a delivered send's ids under its key; a failure is logged (a retry then reads the outbox, as before). */
-  private async keep(req: SendMessageRequest, caller: SendCaller, result: { seq: number; messageIds: string[] }): Promise<void> {
-    await keepSendResult(this.o.client, this.o.prefix, req, caller, result.seq, result.messageIds).catch((err: unknown) =>
+  private async keep(req: SendMessageRequest, scope: SendKeyScope, result: { seq: number; messageIds: string[] }): Promise<void> {
+    await keepSendResult(this.o.client, this.o.prefix, req, scope, result.seq, result.messageIds).catch((err: unknown) =>
       this.o.logger.warn({ err }, 'could not keep the result of a send under its key; a retry reads the outbox instead'),
     );
   }

@@ -93,7 +93,8 @@ export type RecordSendResult =
   | { kind: 'recorded'; seq: number; lockToken: string }
   /** Seen before and delivered: the platform message ids kept under the key. Nothing written, no lock taken. */
   | { kind: 'done'; seq: number; messageIds: string[] }
-  | { kind: 'duplicate'; seq: number; lockToken: string; entry: MessageSent | undefined }
+  /** `scope`: the keys whose lock was taken and whose result is to be kept (`releaseSendLock`, `keepSendResult`). */
+  | { kind: 'duplicate'; seq: number; lockToken: string; entry: MessageSent | undefined; scope: SendKeyScope }
   | { kind: 'busy'; seq: number }
   | { kind: 'unknown' }
   | { kind: 'purged' };
@@ -120,29 +121,37 @@ export interface RecordSendOptions {
  */
 export type SendCaller = { token: string } | 'package';
 
-/** The idempotency key as stored: `t:<token name>:<key>` or `p:<key>` (token names hold no `:`). */
-function scopedKey(key: string, caller: SendCaller): string {
-  return caller === 'package' ? `p:${key}` : `t:${caller.token}:${key}`;
+/**
+ * Whose keys a recorded send holds: its caller's, or (`unscoped`) the ones
+ * release 0.1.0 recorded it under, shared by every caller until they expire.
+ */
+export type SendKeyScope = SendCaller | 'unscoped';
+
+/** The idempotency key as stored: `t:<token name>:<key>`, `p:<key>` (token names hold no `:`), or as 0.1.0 stored it. */
+function scopedKey(key: string, scope: SendKeyScope): string {
+  if (scope === 'unscoped') return key;
+  return scope === 'package' ? `p:${key}` : `t:${scope.token}:${key}`;
 }
 
-/** The dedupe, lock and result keys of an idempotency key, scoped to its caller. */
-export function sendKeys(prefix: string, conversationId: string, key: string, caller: SendCaller) {
+/** The dedupe, lock and result keys of an idempotency key in `scope`. */
+export function sendKeys(prefix: string, conversationId: string, key: string, scope: SendKeyScope) {
   const k = conversationKeys(prefix, conversationId);
-  const scoped = scopedKey(key, caller);
+  const scoped = scopedKey(key, scope);
   return {
     dedupe: k.dedupe(`send:${scoped}`),
     lock: `${k.base}send_lock:${scoped}`,
     result: `${k.base}send_result:${scoped}`,
-    // Release 0.1.0 kept keys unscoped; read (never written) until they expire, one dedupe window after an upgrade.
+    // Release 0.1.0 kept keys unscoped; a key it recorded is honoured until it expires, one dedupe window after an upgrade.
     dedupe010: k.dedupe(`send:${key}`),
     result010: `${k.base}send_result:${key}`,
+    lock010: `${k.base}send_lock:${key}`,
     log: k.log,
     meta: k.meta,
     tombstone: k.tombstone,
   };
 }
 
-/** Records a checked request (`assertSendRequest`) in one script; see send-record-8.lua. */
+/** Records a checked request (`assertSendRequest`) in one script; see send-record-9.lua. */
 export async function recordSend(req: SendMessageRequest, o: RecordSendOptions): Promise<RecordSendResult> {
   const keys = sendKeys(o.prefix, req.conversationId, req.idempotencyKey, o.caller);
   const entry: MessageSent = {
@@ -160,7 +169,7 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     await runScript(
       o.client,
       'send-record',
-      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone, keys.result, keys.dedupe010, keys.result010],
+      [keys.dedupe, keys.log, keys.meta, keys.lock, keys.tombstone, keys.result, keys.dedupe010, keys.result010, keys.lock010],
       [JSON.stringify(entry), o.dedupeTtlSeconds, o.lockMs, lockToken, o.known ? '1' : '0'],
     ),
   );
@@ -170,7 +179,13 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
     case 'done':
       return { kind: 'done', seq: Number(reply[1]), messageIds: parseIds(String(reply[2])) };
     case 'duplicate':
-      return { kind: 'duplicate', seq: Number(reply[1]), lockToken, entry: parseSent(String(reply[2] ?? '')) };
+      return {
+        kind: 'duplicate',
+        seq: Number(reply[1]),
+        lockToken,
+        entry: parseSent(String(reply[2] ?? '')),
+        scope: reply[3] === 'unscoped' ? 'unscoped' : o.caller,
+      };
     case 'busy':
       return { kind: 'busy', seq: Number(reply[1]) };
     case 'unknown':
@@ -181,8 +196,8 @@ export async function recordSend(req: SendMessageRequest, o: RecordSendOptions):
 }
 
 /** Releases the key's send lock (only if this call still holds it). */
-export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, caller: SendCaller, lockToken: string): Promise<void> {
-  await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey, caller).lock], [lockToken]);
+export async function releaseSendLock(client: RedisClient, prefix: string, req: SendMessageRequest, scope: SendKeyScope, lockToken: string): Promise<void> {
+  await runScript(client, 'lock-release', [sendKeys(prefix, req.conversationId, req.idempotencyKey, scope).lock], [lockToken]);
 }
 
 /**
@@ -194,11 +209,11 @@ export async function keepSendResult(
   client: RedisClient,
   prefix: string,
   req: SendMessageRequest,
-  caller: SendCaller,
+  scope: SendKeyScope,
   seq: number,
   messageIds: readonly string[],
 ): Promise<void> {
-  await runScript(client, 'send-result', [sendKeys(prefix, req.conversationId, req.idempotencyKey, caller).result], [seq, JSON.stringify(messageIds)]);
+  await runScript(client, 'send-result', [sendKeys(prefix, req.conversationId, req.idempotencyKey, scope).result], [seq, JSON.stringify(messageIds)]);
 }
 
 const idsSchema = z.array(z.string());

@@ -1,7 +1,7 @@
 --[[
   Keep what a send delivered under its idempotency key, once every part of it
   is acknowledged: a later retry with the key answers these ids and sends
-  nothing (send-record-8.lua), even after the outbox pruned the part records.
+  nothing (send-record-9.lua), even after the outbox pruned the part records.
   The hash keeps the TTL send-record gave it (the key's dedupe window); a hash
   that is gone (expired, or a send recorded before results were kept) is not recreated.
 

@@ -9,8 +9,10 @@
   Keys are scoped to their caller (an API token, or the package's
   `sendMessage`), so one token's key never answers another's send. A key
   release 0.1.0 recorded unscoped is honoured while it lives (one dedupe
-  window after the upgrade): KEYS[7] and KEYS[8] are read when KEYS[1] was
-  never seen, never written.
+  window after the upgrade): when KEYS[1] was never seen and KEYS[7] was,
+  that key's own result and lock (KEYS[8], KEYS[9], as 0.1.0 named them) are
+  used, so a 0.1.0 host, another token and this call share one lock and one
+  kept result; the reply then ends with 'unscoped'.
 
   KEYS[1] dedupe   the key's dedupe key (holds the seq the message became)
   KEYS[2] log      conversation record
@@ -20,6 +22,7 @@
   KEYS[6] result   the key's result hash: `seq`, and `ids` (JSON platform message ids) once delivered
   KEYS[7] dedupe as 0.1.0 named it (the key unscoped)
   KEYS[8] result as 0.1.0 named it
+  KEYS[9] lock as 0.1.0 named it
 
   ARGV[1] entry    `message.sent` entry JSON
   ARGV[2] ttl      dedupe TTL, seconds (the result hash lives as long)
@@ -29,8 +32,9 @@
 
   Returns { 'recorded', seq }                 new: recorded, lock taken
           { 'done', seq, ids JSON }             seen before and delivered: nothing written, no lock
-          { 'duplicate', seq, entry JSON or '' } seen before, not known delivered: lock taken (the entry
-                                                is '' once it is gone: the caller delivers nothing again)
+          { 'duplicate', seq, entry JSON or '', scope } seen before, not known delivered: lock taken (the entry
+                                                is '' once it is gone: the caller delivers nothing again);
+                                                scope 'unscoped' when the 0.1.0 keys matched, else 'scoped'
           { 'busy', seq }                       seen before and another caller holds the lock
           { 'unknown' }                         ARGV[5] = '1' and the conversation has no record; nothing written
           { 'purged' }                          the conversation was purged and refuses updates, or the key
@@ -41,19 +45,19 @@
 --- @include "dedupe"
 
 local seen = dedupe_seen(KEYS[1])
-local result = KEYS[6]
+local result, lock, scope = KEYS[6], KEYS[4], 'scoped'
 if not seen then
   seen = dedupe_seen(KEYS[7])
-  result = KEYS[8]
+  if seen then result, lock, scope = KEYS[8], KEYS[9], 'unscoped' end
 end
 if seen then
   -- Seq 0: refused by a purged conversation (purge_refuses). A tombstone: the message went with the purge.
   if seen == 0 or redis.call('EXISTS', KEYS[5]) == 1 then return { 'purged' } end
   local ids = redis.call('HGET', result, 'ids')
   if ids then return { 'done', seen, ids } end
-  if not redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
+  if not redis.call('SET', lock, ARGV[4], 'PX', ARGV[3], 'NX') then return { 'busy', seen } end
   local e = redis.call('XRANGE', KEYS[2], seen .. '-0', seen .. '-0')
-  return { 'duplicate', seen, (e[1] and e[1][2][2]) or '' }
+  return { 'duplicate', seen, (e[1] and e[1][2][2]) or '', scope }
 end
 if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then return { 'unknown' } end
 if purge_refuses(KEYS[3], KEYS[1], ARGV[2]) then return { 'purged' } end
