@@ -64,14 +64,41 @@ function spawn(): Worker {
   return worker;
 }
 
-/** An idle worker, or a new one; waits while `MAX_WORKERS` are reading. */
-async function take(): Promise<Worker> {
-  while (running >= MAX_WORKERS) await new Promise<void>((resolve) => queue.push(resolve));
+const aborted = () => new PageReadError('reading the page was aborted', 'failed');
+
+/** Waits for a place (`release` hands one on); an abort of `signal` leaves the queue. */
+function turn(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const go = () => {
+      signal?.removeEventListener('abort', leave);
+      resolve();
+    };
+    const leave = () => {
+      const i = queue.indexOf(go);
+      if (i >= 0) queue.splice(i, 1);
+      reject(aborted());
+    };
+    queue.push(go);
+    signal?.addEventListener('abort', leave, { once: true });
+  });
+}
+
+/** An idle worker, or a new one; waits while `MAX_WORKERS` are reading. A worker that cannot start gives its place back. */
+async function take(signal: AbortSignal | undefined): Promise<Worker> {
+  while (running >= MAX_WORKERS) await turn(signal);
+  if (signal?.aborted) throw aborted();
   running++;
   const kept = idle.pop();
-  if (!kept) return spawn();
-  clearTimeout(kept.timer);
-  return kept.worker;
+  if (kept) {
+    clearTimeout(kept.timer);
+    return kept.worker;
+  }
+  try {
+    return spawn();
+  } catch (err) {
+    release(undefined);
+    throw new PageReadError(`the page could not be read: ${err instanceof Error ? err.message : String(err)}`, 'failed');
+  }
 }
 
 /** Frees a place; a worker that finished cleanly waits for the next page. */
@@ -95,7 +122,7 @@ function release(worker: Worker | undefined): void {
  * on an abort of `signal`, or when the reader fails.
  */
 export async function readPage(html: string, url: string, timeoutMs: number, signal?: AbortSignal): Promise<ReadablePage> {
-  const worker = await take();
+  const worker = await take(signal);
   let clean = false;
   try {
     const answer = await new Promise<Answer>((resolve, reject) => {
@@ -109,7 +136,7 @@ export async function readPage(html: string, url: string, timeoutMs: number, sig
       };
       const onError = (err: Error) => fail(new PageReadError(`the page could not be read: ${err.message}`, 'failed'));
       const onExit = () => fail(new PageReadError('the page could not be read: the reader stopped', 'failed'));
-      const onAbort = () => fail(new PageReadError('reading the page was aborted', 'failed'));
+      const onAbort = () => fail(aborted());
       const timer = setTimeout(() => fail(new PageReadError(`the page took more than ${timeoutMs} ms to read`, 'timeout')), timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);

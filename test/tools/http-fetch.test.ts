@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpFetchResult, httpFetchTool } from '../../plugins/local-agent/http-fetch.js';
+import { PageReadError, readPage } from '../../plugins/local-agent/page-reader.js';
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { ResolveHost } from '../../src/http/guarded-fetch.js';
 
@@ -242,6 +243,24 @@ describe('http_fetch', () => {
       expect(err.message).toContain('took more than 1000 ms to read');
       const ok = await page('<html><body><p>All systems normal.</p></body></html>');
       expect(framed(await fetchWith(`http://127.0.0.1:${ok}/`, { allow: ['127.0.0.1'] }))).toBe('All systems normal.');
+    });
+
+    it('lets a page waiting for a reader give up on an abort, and loses no place to it', async () => {
+      const stuck = [1, 2].map(() =>
+        readPage(NESTED, 'https://example.com/', 1500).then(
+          () => 'read',
+          () => 'stuck',
+        ),
+      );
+      const ac = new AbortController();
+      const waiting = readPage('<p>never read</p>', 'https://example.com/', 60_000, ac.signal).then(
+        () => 'read',
+        (e: unknown) => (e instanceof PageReadError ? e.message : 'other'),
+      );
+      ac.abort();
+      expect(await Promise.race([waiting, ...stuck])).toBe('reading the page was aborted');
+      expect(await Promise.all(stuck)).toEqual(['stuck', 'stuck']);
+      expect((await readPage('<html><body><p>Next.</p></body></html>', 'https://example.com/', 60_000)).text).toBe('Next.');
     });
 
     it("does not hold another conversation's page: it is read while the crafted one is still being read", async () => {
