@@ -12,7 +12,8 @@ function inline(s: string): string {
   return (
     escapeText(s)
       // Links first: their text may hold formatting, their URL must not be touched.
-      .replace(/\[([^\]\n]+)\]\((https?:\/\/[^)\s]+)\)/g, (_m, text: string, url: string) => `<${url.replace(/\|/g, '%7C')}|${text}>`)
+      // Linear on any line: the text holds no `[`, the URL no `[` (a line of `[a` or `[a](http://` repeated fails at once).
+      .replace(/\[([^[\]\n]+)\]\((https?:\/\/[^)\s[]+)\)/g, (_m, text: string, url: string) => `<${url.replace(/\|/g, '%7C')}|${text}>`)
       .replace(/\*\*\*([^*\n]+)\*\*\*/g, '*_$1_*')
       // Italic `*i*` → `_i_` before bold makes `*b*`, so the bold result is not read as italic.
       .replace(/(^|[^*\w])\*(?!\s)([^*\n]+?)\*(?![*\w])/g, '$1_$2_')
@@ -24,13 +25,14 @@ function inline(s: string): string {
 
 /** One line outside code blocks: headings bold, quotes kept, bullets `•`, code spans kept. */
 function line(l: string): string {
-  const heading = /^#{1,6}\s+(.*)$/.exec(l);
-  if (heading) return `*${inlineWithCode(heading[1]!.replace(/\*\*/g, ''))}*`;
+  // `s`: the rest is taken whole, whatever it holds (a run of spaces before a `\r` made `\s+(.*)$` backtrack for seconds).
+  const heading = /^#{1,6}\s(.*)$/s.exec(l);
+  if (heading) return `*${inlineWithCode(heading[1]!.trimStart().replace(/\*\*/g, ''))}*`;
   // A quote's `>` is Slack's too: kept unescaped.
   const quote = /^>\s?(.*)$/.exec(l);
   if (quote) return `> ${inlineWithCode(quote[1]!)}`;
-  const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(l);
-  if (bullet) return `${bullet[1]}• ${inlineWithCode(bullet[2]!)}`;
+  const bullet = /^(\s*)[-*+]\s(.*)$/s.exec(l);
+  if (bullet) return `${bullet[1]}• ${inlineWithCode(bullet[2]!.trimStart())}`;
   return inlineWithCode(l);
 }
 

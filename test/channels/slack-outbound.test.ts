@@ -57,6 +57,15 @@ describe('markdown to mrkdwn', () => {
       '*Plan*\n*bold* and _it_ and ~gone~, see <https://x.test/a?b=1&amp;c=2|docs>\n• one &amp; &lt;two&gt;\n```\nconst a = 1 &lt; 2 &amp;&amp; **b**;\n```\nuse `**raw**`',
     );
   });
+  // A reply can repeat what a stranger wrote; each of these held the one thread for seconds before the rules were linear.
+  it('renders crafted lines at once: a heading or bullet of spaces broken by a carriage return, a line of unclosed links', { timeout: 3000 }, () => {
+    const spaces = ' '.repeat(60_000);
+    expect(markdownToMrkdwn(`# ${spaces}\rx\ry`)).toBe('*x\ry*');
+    expect(markdownToMrkdwn(`- ${spaces}\rx`)).toBe('• x');
+    expect(markdownToMrkdwn('[a'.repeat(40_000))).toBe('[a'.repeat(40_000));
+    expect(markdownToMrkdwn('[a](http://'.repeat(8000))).toBe('[a](http://'.repeat(8000));
+    expect(markdownToMrkdwn('see [the docs](https://example.com/a) now')).toBe('see <https://example.com/a|the docs> now');
+  });
 });
 
 describe('slack conversation ids', () => {
