@@ -5,18 +5,17 @@
  * the record keeps the reference only; a file is fetched once; a file too
  * large or of a type the model does not take gets the configured policy.
  */
-import { Api } from 'grammy';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { RUN_REASON } from '../../plugins/local-agent/outcomes.js';
-import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
 import { createTranscriptionModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import type { Attachment } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { fetchFromTelegram } from '../channels/telegram-harness.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
@@ -35,15 +34,7 @@ const PHOTO = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) % 256);
 async function start(attachments?: AttachmentSettings, transcription?: string): Promise<RunnerHarness> {
   const h = await RunnerHarness.start();
   t.h = h;
-  const telegram = createTelegramOutbound({
-    channelId: 'telegram',
-    api: new Api(tg.token, { apiRoot: tg.apiRoot }),
-    token: tg.token,
-    streaming: false,
-    logger: h.ctx.logger,
-    apiRoot: tg.apiRoot,
-  });
-  (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
+  fetchFromTelegram(h, tg);
   await h.startRunner(
     createLocalAgentPlugin({
       model: fakeModel(t.fake.url),

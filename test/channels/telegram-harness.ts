@@ -5,11 +5,13 @@
  * prefix, and every log line captured in memory.
  */
 
+import { Api } from 'grammy';
 import { Redis } from 'ioredis';
 import { createHttpServer, type HttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createTelegramPlugin, type TelegramConfigInput } from '../../plugins/telegram/channel.js';
 import { telegramConfigSchema } from '../../plugins/telegram/config.js';
+import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
@@ -154,6 +156,8 @@ export async function startTelegramSystem(o: {
   agent: RunnerPlugin;
   /** Plugin settings over the defaults (e.g. `streaming: true`). */
   telegram?: Partial<TelegramConfigInput>;
+  /** The channel's host settings (access, admins). Default: the harness's. */
+  settings?: () => ChannelSettings;
 }): Promise<TelegramSystem> {
   const { h } = o;
   const { logger, redis } = h.ctx;
@@ -162,8 +166,21 @@ export async function startTelegramSystem(o: {
     { token: FAKE_TOKEN, apiRoot: o.tg.apiRoot, mode: 'webhook', webhookSecret: o.secret, registerCommands: false, ...o.telegram },
     { logger, redis, prefix: h.prefix },
   );
-  await hostChannel(h, http, plugin);
+  await hostChannel(h, http, plugin, o.settings);
   await http.ready();
   await runnerFor(h, o.agent, plugin);
   return { http, plugin };
+}
+
+/** Lets `h`'s outbound fetch attachments (photos, voice notes) from `tg` the way the Telegram channel does. */
+export function fetchFromTelegram(h: RunnerHarness, tg: FakeTelegram): void {
+  const telegram = createTelegramOutbound({
+    channelId: 'telegram',
+    api: new Api(tg.token, { apiRoot: tg.apiRoot }),
+    token: tg.token,
+    streaming: false,
+    logger: h.ctx.logger,
+    apiRoot: tg.apiRoot,
+  });
+  (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
 }

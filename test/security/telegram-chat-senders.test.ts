@@ -10,16 +10,13 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
-import { createHttpServer } from '../../host/http.js';
 import type { ChannelSettings } from '../../host/receive.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { callbackQueryUpdate, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { hostChannel, runnerFor } from '../channels/system.js';
-import { postUpdate } from '../channels/telegram-harness.js';
+import { callbackQueryUpdate, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
 
 const SECRET = 'chat_senders_secret_0123456789';
@@ -59,24 +56,20 @@ afterEach(async () => {
 /** Starts the system; every group message is answered (no mention needed); refunds need approval. */
 async function boot(settings?: () => ChannelSettings): Promise<void> {
   h = await RunnerHarness.start();
-  http = createHttpServer({ config: h.ctx.config, redis: h.ctx.redis, logger: h.ctx.logger });
-  plugin = createTelegramPlugin(
-    { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false, groups: 'always' },
-    { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix },
-  );
-  await hostChannel(h, http, plugin, settings);
-  await http.ready();
   const refund = refundTool((amount) => refunds.push(amount));
-  await runnerFor(
+  ({ http, plugin } = await startTelegramSystem({
     h,
-    createLocalAgentPlugin({
+    tg,
+    secret: SECRET,
+    telegram: { groups: 'always' },
+    ...(settings && { settings }),
+    agent: createLocalAgentPlugin({
       model: fakeModel(ai.url),
       tools: [refund],
       builtins: { currentTime: false },
       toolbox: { policy: { tools: { refund: 'require_approval' } } },
     }),
-    plugin,
-  );
+  }));
 }
 
 /** Posts `text` to the group on behalf of `chat` (`from`: Telegram's placeholder for it). */

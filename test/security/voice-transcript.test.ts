@@ -8,17 +8,15 @@
  * them transcribed by the fake OpenAI server; the assertions are on the user
  * content of the model request that server recorded.
  */
-import { Api } from 'grammy';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { createTelegramOutbound } from '../../plugins/telegram/outbound.js';
 import { createTranscriptionModel } from '../../runner/model.js';
 import type { ModelSettings } from '../../runner/plugin.js';
-import type { ChannelOutbound } from '../../src/channel.js';
 import type { Attachment } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { fetchFromTelegram } from '../channels/telegram-harness.js';
 import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
 
 /** What each voice note "says", by a marker in its bytes. */
@@ -46,15 +44,7 @@ async function start(attachments?: AttachmentSettings): Promise<RunnerHarness> {
   tg = await startFakeTelegram();
   for (const ref of Object.keys(SPOKEN)) tg.addFile(ref, Buffer.from(`OggS audio of ${ref}; `.repeat(20)), { mime: 'audio/ogg' });
   h = await RunnerHarness.start();
-  const telegram = createTelegramOutbound({
-    channelId: 'telegram',
-    api: new Api(tg.token, { apiRoot: tg.apiRoot }),
-    token: tg.token,
-    streaming: false,
-    logger: h.ctx.logger,
-    apiRoot: tg.apiRoot,
-  });
-  (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
+  fetchFromTelegram(h, tg);
   const url = fake.url;
   await h.startRunner(
     createLocalAgentPlugin({
