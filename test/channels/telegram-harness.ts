@@ -184,3 +184,10 @@ export function fetchFromTelegram(h: RunnerHarness, tg: FakeTelegram): void {
   });
   (h.outbound as ChannelOutbound).fetchAttachment = telegram.fetchAttachment!;
 }
+
+/** Stops a test's Telegram system (the plugin, then its HTTP server), then closes each of `rest` in order. */
+export async function stopTelegramSystem(system: TelegramSystem, ...rest: Array<{ close(): Promise<unknown> }>): Promise<void> {
+  await system.plugin.stop();
+  await system.http.close();
+  for (const part of rest) await part.close();
+}

@@ -14,7 +14,7 @@ import { ConfigError } from '../../src/errors.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { postUpdate, startTelegramSystem } from './telegram-harness.js';
+import { postUpdate, startTelegramSystem, stopTelegramSystem } from './telegram-harness.js';
 
 const SECRET = 'e2e_image_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -47,13 +47,7 @@ beforeEach(async () => {
   }));
 });
 
-afterEach(async () => {
-  await plugin.stop();
-  await http.close();
-  await h.close();
-  await tg.close();
-  await ai.close();
-});
+afterEach(() => stopTelegramSystem({ plugin, http }, h, tg, ai));
 
 const toolResults = (i: number): any[] =>
   ai.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => JSON.parse(m.content));

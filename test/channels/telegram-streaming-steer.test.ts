@@ -13,7 +13,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { FetchTap, fakeModel, gatedTool, RunnerHarness } from '../runner/harness.js';
-import { postUpdate, startTelegramSystem } from './telegram-harness.js';
+import { postUpdate, startTelegramSystem, stopTelegramSystem } from './telegram-harness.js';
 
 const SECRET = 'stream_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -43,13 +43,7 @@ beforeEach(async () => {
   }));
 });
 
-afterEach(async () => {
-  await plugin.stop();
-  await http.close();
-  await h.close();
-  await tg.close();
-  await ai.close();
-});
+afterEach(() => stopTelegramSystem({ plugin, http }, h, tg, ai));
 
 const post = (update: unknown): Promise<number> => postUpdate(http, SECRET, update);
 

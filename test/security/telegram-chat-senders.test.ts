@@ -16,7 +16,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { callbackQueryUpdate, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
+import { postUpdate, startTelegramSystem, stopTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
 
 const SECRET = 'chat_senders_secret_0123456789';
@@ -45,13 +45,7 @@ beforeEach(async () => {
   ai = await startFakeOpenAI();
   tg = await startFakeTelegram();
 });
-afterEach(async () => {
-  await plugin.stop();
-  await http.close();
-  await h.close();
-  await tg.close();
-  await ai.close();
-});
+afterEach(() => stopTelegramSystem({ plugin, http }, h, tg, ai));
 
 /** Starts the system; every group message is answered (no mention needed); refunds need approval. */
 async function boot(settings?: () => ChannelSettings): Promise<void> {

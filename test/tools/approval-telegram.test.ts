@@ -24,7 +24,7 @@ import {
   startFakeTelegram,
   type TgUser,
 } from '../../testing/fakes/telegram-server.js';
-import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
+import { postUpdate, startTelegramSystem, stopTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -63,13 +63,7 @@ beforeEach(async () => {
   ai = await startFakeOpenAI();
   tg = await startFakeTelegram();
 });
-afterEach(async () => {
-  await plugin.stop();
-  await http.close();
-  await h.close();
-  await tg.close();
-  await ai.close();
-});
+afterEach(() => stopTelegramSystem({ plugin, http }, h, tg, ai));
 
 async function say(text: string, from: TgUser = ALICE): Promise<void> {
   expect(await postUpdate(http, SECRET, messageUpdate({ text, from, chatId: ALICE.id }))).toBe(200);

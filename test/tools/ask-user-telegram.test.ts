@@ -12,7 +12,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, callbackQueryUpdate, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
+import { postUpdate, startTelegramSystem, stopTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 const SECRET = 'e2e_secret_0123456789';
@@ -37,13 +37,7 @@ beforeEach(async () => {
     agent: createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } }),
   }));
 });
-afterEach(async () => {
-  await plugin.stop();
-  await http.close();
-  await h.close();
-  await tg.close();
-  await ai.close();
-});
+afterEach(() => stopTelegramSystem({ plugin, http }, h, tg, ai));
 
 const say = async (text: string, from: TgUser = ALICE) => expect(await postUpdate(http, SECRET, messageUpdate({ text, from, chatId: ALICE.id }))).toBe(200);
 const nth = async (n: number, what: string) => (await tg.waitUntil(() => tg.sent.length >= n && tg.sent, 15_000, what))[n - 1]!;
