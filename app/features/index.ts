@@ -16,8 +16,8 @@ import { profilesFeature } from './profiles/index.js';
 import { schedulesFeature } from './schedules/index.js';
 import { subagentsFeature } from './subagents/index.js';
 
-/** Every built-in feature, in order. */
-export const FEATURES: readonly Feature[] = [profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, subagentsFeature, conversationIndexFeature];
+/** Every built-in feature, in order. Subagents first: a child run with no parent is refused before any other feature (budgets) counts it. */
+export const FEATURES: readonly Feature[] = [subagentsFeature, profilesFeature, memoryFeature, budgetsFeature, schedulesFeature, conversationIndexFeature];
 
 /** The host parts of `features` (default: every built-in one), for `startHost`, each with its part of exports (the console's downloads). */
 export function hostFeatures(features: readonly Feature[] = FEATURES): HostFeatureFactory[] {

@@ -20,6 +20,7 @@ import type { RunnerPlugin } from '../../runner/plugin.js';
 import { ingestEvent } from '../../src/events.js';
 import type { BudgetSettings } from '../../src/people/budget.js';
 import type { ProfileBinding, ProfileSettings } from '../../src/people/profiles.js';
+import { conversationKeys } from '../../src/redis/keys.js';
 import { perTestModel, RunnerHarness } from '../runner/harness.js';
 import { agentFrom } from './registry-agent.js';
 
@@ -214,7 +215,7 @@ describe("a subagent's spend", () => {
 
 describe('a run in a subagent conversation that no delegate task started', () => {
   it('is refused: it never runs under the child conversation’s own profile', async () => {
-    const h = await start();
+    const h = await start({ budgets: { conversation: { runsPerHour: 5 } } });
     t.fake.script(() => ({ text: 'ran anyway' }));
     const deps = { dispatch: h.dispatch, queue: h.queue };
     const forged = [
@@ -225,6 +226,8 @@ describe('a run in a subagent conversation that no delegate task started', () =>
     for (const input of forged) {
       const r = (await ingestEvent(deps, input, { policy: 'steer' })) as { runId: string };
       expect(await h.runEnded(r.runId, 20_000, input.conversationId)).toMatchObject({ outcome: 'failed', reason: NO_PARENT_REASON });
+      // Refused before anything is spent: no budget counted the run.
+      expect(await h.ctx.redis.exists(`${conversationKeys(h.prefix, input.conversationId).base}usage`)).toBe(0);
     }
     expect(t.fake.requests).toHaveLength(0);
   });
