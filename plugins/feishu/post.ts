@@ -96,7 +96,14 @@ function mentionText(e: PostElement, mentions: readonly Mention[], botOpenId: st
 /** A code block, fenced, with its language when it is a plain word. */
 function codeBlock(e: PostElement): string {
   const language = /^[A-Za-z0-9_+#.-]{1,32}$/.test(e.language ?? '') ? (e.language as string).toLowerCase() : '';
-  return `\`\`\`${language}\n${(e.text ?? '').replace(/\n+$/, '')}\n\`\`\``;
+  return `\`\`\`${language}\n${trimNewlines(e.text ?? '')}\n\`\`\``;
+}
+
+/** `text` without its trailing newlines, in one pass (`/\n+$/` tried every newline of a run that does not end the text: 7 s for 100 000). */
+function trimNewlines(text: string): string {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === '\n') end--;
+  return text.slice(0, end);
 }
 
 /** What one element adds: text in its line, a block of lines of its own, an attachment, nothing, or a problem. */
