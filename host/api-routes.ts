@@ -17,7 +17,7 @@ import { json, type RouteRegistry, type RouteRequest, type RouteResponse, readJs
 import type { IngestDeps } from '../src/ingest.js';
 import { type SendMessageRequest, type SendMessageResult, sendBodySchema } from '../src/protocol/send.js';
 import type { IngestResult, InputPolicy } from '../src/protocol/types.js';
-import { type InputOrigin, inputOriginSchema } from '../src/record/entries.js';
+import { inputOriginSchema } from '../src/record/entries.js';
 import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
 import { assertUpdateKey, conversationKeys } from '../src/redis/keys.js';
 import type { ApiScope, ApiToken, ApiTokens } from './api-tokens.js';
@@ -93,12 +93,21 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
   route('/events', 'events', async (req, conversationId, token) => {
     const body = readJsonBody(req, events);
     if (!body.ok) return body.response;
-    const unknown = await unknownConversation(o, conversationId, token);
-    if (unknown) return unknown;
     const { source, id, text, data } = body.value;
     const origin = { kind: 'event' as const, source, id, ...(data !== undefined && { data }), ...(token.owner !== undefined && { owner: token.owner }) };
-    const before = await seenUnscoped(o, conversationId, origin);
-    if (before) return eventResponse(before);
+    const out = o.outbound(conversationId);
+    if (!out) return json(404, { error: 'unknown conversation' });
+    // One round trip (both keys are in the conversation's slot): does the conversation exist, and did 0.1.0 take this event?
+    const k = conversationKeys(o.prefix, conversationId);
+    const [[, exists], [, seq]] = (await o.redis
+      .pipeline()
+      .exists(k.meta)
+      .get(k.dedupe(eventUpdateKey(origin)))
+      .exec()) as [[unknown, number], [unknown, string | null]];
+    const unknown = exists === 1 ? undefined : unopened(o, out, conversationId, token);
+    if (unknown) return unknown;
+    // Release 0.1.0 deduped an event unscoped: what it took stays taken, for the one dedupe window its key lives.
+    if (seq !== null) return eventResponse(seq === '0' ? { kind: 'purged', seq: 0 } : { kind: 'duplicate', seq: Number(seq) });
     const policy = o.channelPolicy(conversationId);
     // Deduped per token; the run is charged to the token's owner (its budget, its memory); none: the operator.
     const result = await ingestEvent(o.ingest, { conversationId, origin, text, token: token.name }, policy ? { policy } : {});
@@ -158,26 +167,10 @@ function outOfScope(token: ApiToken, scope: ApiScope, o: ApiRoutesOptions): Rout
   return json(403, { error: `the token's scopes do not include ${scope}`, scope });
 }
 
-/**
- * 404 unless a channel serves the conversation and it has a record or the
- * channel can open it; 403 when only opening would reach it and the token lacks `open`.
- */
-async function unknownConversation(o: ApiRoutesOptions, conversationId: string, token: ApiToken): Promise<RouteResponse | undefined> {
-  const out = o.outbound(conversationId);
-  if (!out) return json(404, { error: 'unknown conversation' });
-  if ((await o.redis.exists(conversationKeys(o.prefix, conversationId).meta)) === 1) return undefined;
+/** A conversation with no record: 404 unless its channel can open one, then 403 without the token's `open` scope. */
+function unopened(o: ApiRoutesOptions, out: ChannelOutbound, conversationId: string, token: ApiToken): RouteResponse | undefined {
   if (!out.opensConversation?.(conversationId)) return json(404, { error: 'unknown conversation' });
   return token.scopes.has('open') ? undefined : outOfScope(token, 'open', o);
-}
-
-/**
- * An event release 0.1.0 took before the upgrade, when its key was not yet
- * scoped to a token: its dedupe key, read for the one dedupe window it lives.
- */
-async function seenUnscoped(o: ApiRoutesOptions, conversationId: string, origin: InputOrigin): Promise<IngestResult | undefined> {
-  const seq = await o.redis.get(conversationKeys(o.prefix, conversationId).dedupe(eventUpdateKey(origin)));
-  if (seq === null) return undefined;
-  return seq === '0' ? { kind: 'purged', seq: 0 } : { kind: 'duplicate', seq: Number(seq) };
 }
 
 function eventResponse(result: IngestResult): RouteResponse {

@@ -85,8 +85,13 @@ function turn(signal: AbortSignal | undefined): Promise<void> {
 
 /** An idle worker, or a new one; waits while `MAX_WORKERS` are reading. A worker that cannot start gives its place back. */
 async function take(signal: AbortSignal | undefined): Promise<Worker> {
-  while (running >= MAX_WORKERS) await turn(signal);
   if (signal?.aborted) throw aborted();
+  while (running >= MAX_WORKERS) await turn(signal);
+  if (signal?.aborted) {
+    // Woken for a place it no longer wants: the next waiter gets the wake.
+    queue.shift()?.();
+    throw aborted();
+  }
   running++;
   const kept = idle.pop();
   if (kept) {
