@@ -19,7 +19,7 @@ import type { WebConfig } from './config.js';
 import { WebEventStreams } from './events.js';
 import { NewConversationLimit } from './new-conversations.js';
 import { WEB_CHANNEL_ID } from './outbound.js';
-import { VISITOR_SECRET_RE, VisitorIds } from './visitor-id.js';
+import { publicConversationId, VISITOR_SECRET_RE, VisitorIds } from './visitor-id.js';
 
 /**
  * The request header that carries the visitor's secret on `GET /chat/api/events`: it never travels
@@ -86,8 +86,12 @@ export class ChatApi {
     if (!parsed.ok) return parsed.response;
     const body = parsed.value;
     // From here on the visitor goes by its public id: the secret (`body.conversation`) goes no further.
-    const { conversationId, chatId } = await this.visitors.resolve(body.conversation);
-    const admission = await this.newConversations.admit(this.clientOf(req), conversationId);
+    // Asked together (three slots, one round trip): which conversation, and was the public one admitted before.
+    const [{ conversationId, chatId, legacy }, marked] = await Promise.all([
+      this.visitors.resolve(body.conversation),
+      this.newConversations.marked(publicConversationId(body.conversation)),
+    ]);
+    const admission = await this.newConversations.admit(this.clientOf(req), conversationId, legacy ? undefined : marked);
     if (admission.kind === 'limited') {
       return tooMany(`too many new conversations from your address: ${this.o.config.newConversationsPerHour} an hour`, admission.retryAfterMs);
     }

@@ -41,16 +41,31 @@ export class NewConversationLimit {
   }
 
   /**
-   * Admits a message of `conversationId` from `client` (a `ClientAddresses`
-   * key): a known conversation always, a new one when the client's bucket has
-   * a token (taken, and the conversation marked).
+   * Whether `conversationId` was admitted before (its mark's TTL renewed):
+   * true when the limit is off.
    * @throws RedisUnavailableError when Redis cannot be reached.
    */
-  async admit(client: string, conversationId: string): Promise<Admission> {
+  async marked(conversationId: string): Promise<boolean> {
+    if (this.o.perHour === 0) return true;
+    try {
+      return (await this.o.redis.getex(this.keys.conversationKey(conversationId, VISITOR_KEY), 'EX', VISITOR_TTL_SECONDS)) !== null;
+    } catch (err) {
+      throw storage.asRedisUnavailable(err);
+    }
+  }
+
+  /**
+   * Admits a message of `conversationId` from `client` (a `ClientAddresses`
+   * key): a known conversation always, a new one when the client's bucket has
+   * a token (taken, and the conversation marked). `marked`: what `marked`
+   * answered for it already (read beside other reads), else it is asked here.
+   * @throws RedisUnavailableError when Redis cannot be reached.
+   */
+  async admit(client: string, conversationId: string, marked?: boolean): Promise<Admission> {
     if (this.o.perHour === 0) return ADMITTED;
     const visitor = this.keys.conversationKey(conversationId, VISITOR_KEY);
     try {
-      if ((await this.o.redis.getex(visitor, 'EX', VISITOR_TTL_SECONDS)) !== null) return ADMITTED;
+      if (marked ?? (await this.marked(conversationId))) return ADMITTED;
       const r = await admitScript.run(this.o.redis, [this.keys.key(`new:${client}`)], [this.o.perHour]);
       if (r[0] === 'limited') return { kind: 'limited', retryAfterMs: Number(r[1]) };
       // NX: a first message racing this one may have marked it already (both took a token: the client pays one more).
