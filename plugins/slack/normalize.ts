@@ -28,14 +28,18 @@ export type NormalizedMessage = { kind: 'message'; message: InboundMessage; thre
 /** Subtypes that are a user's new message; every other subtype (edits, deletions, joins, bot messages) is skipped. */
 const USER_SUBTYPES = new Set(['file_share', 'thread_broadcast']);
 
-/** Slack's text → plain text: links as `text (url)`, entities decoded; mentions of the bot removed. */
+/**
+ * Slack's text → plain text: links as `text (url)`, entities decoded; mentions of the bot removed.
+ * Slack escapes a typed `<`, so an entity never holds one: no rule scans past the next `<`, which keeps
+ * each linear in the text (scanning on to the end from every `<` took 0.3 s on 40 000 crafted characters).
+ */
 export function plainText(text: string, bot: BotIdentity): string {
   return text
     .replaceAll(`<@${bot.userId}>`, '')
-    .replace(/<((?:https?|mailto):[^|>]+)\|([^>]+)>/g, '$2 ($1)')
-    .replace(/<((?:https?|mailto):[^>]+)>/g, '$1')
-    .replace(/<@([A-Z0-9]+)(?:\|[^>]*)?>/g, '@$1')
-    .replace(/<#([A-Z0-9]+)\|([^>]*)>/g, '#$2')
+    .replace(/<((?:https?|mailto):[^|<>]+)\|([^<>]+)>/g, '$2 ($1)')
+    .replace(/<((?:https?|mailto):[^<>]+)>/g, '$1')
+    .replace(/<@([A-Z0-9]+)(?:\|[^<>]*)?>/g, '@$1')
+    .replace(/<#([A-Z0-9]+)\|([^<>]*)>/g, '#$2')
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&')

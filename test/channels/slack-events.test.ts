@@ -109,6 +109,25 @@ describe('slack events api: messages', () => {
     });
   });
 
+  it('reads at once messages of 40 000 crafted characters of unclosed links, mentions and channels', { timeout: 2500 }, async () => {
+    const hh = await start();
+    const units = ['<http:a', '<mailto:a', '<https:a|b', '<@U|', '<#C|', '<@U0|a'];
+    const crafted = (n: number) => units.map((u, i) => `${u.repeat(Math.floor(n / u.length))} ${i} <https://example.com|the page>`);
+    // Slack's own limit: read whole, then refused for the host's 16 000.
+    for (const [i, text] of [...crafted(39_900), ...crafted(39_900)].entries()) {
+      expect(await hh.post(dm(text, `1700000009.${String(i).padStart(6, '0')}`))).toEqual({
+        status: 400,
+        body: { error: expect.stringContaining('longer than 16000') },
+      });
+    }
+    const short = crafted(15_900);
+    for (const [i, text] of short.entries()) expect((await hh.post(dm(text, `1700000010.${String(i).padStart(6, '0')}`))).status).toBe(200);
+    // Nothing in the crafted runs is an entity; the link after them still is.
+    const read = hh.host.received.slice(-short.length).map((m) => m.text);
+    const expected = short.map((t) => t.replace('<https://example.com|the page>', 'the page (https://example.com)'));
+    expect(read.map((t, i) => t === expected[i])).toEqual(short.map(() => true));
+  });
+
   it('answers later messages of a thread it is in without a mention, and only those', async () => {
     const hh = await start();
     const root = '1700000003.000100';
