@@ -35,7 +35,7 @@ export interface EmailInboundOptions {
 
 /** Reads the stored cursor; null when there is none. */
 export async function readCursor(redis: RedisClient, key: string): Promise<Cursor | null> {
-  const h = await redisCall(() => redis.hgetall(key));
+  const h = await storage.redisCall(() => redis.hgetall(key));
   const uid = Number(h.uid);
   return h.validity && Number.isSafeInteger(uid) && uid >= 0 ? { validity: h.validity, uid } : null;
 }
@@ -94,7 +94,7 @@ export class EmailInbound {
   }
 
   private async store(cursor: Cursor): Promise<void> {
-    await redisCall(() => this.o.redis.hset(this.o.cursorKey, { validity: cursor.validity, uid: String(cursor.uid) }));
+    await storage.redisCall(() => this.o.redis.hset(this.o.cursorKey, { validity: cursor.validity, uid: String(cursor.uid) }));
   }
 
   private async mail(host: ChannelHost, validity: string, fetched: FetchedMail): Promise<void> {
@@ -146,14 +146,14 @@ export class EmailInbound {
   /** Stores the thread a reply is addressed by and hands the message to the host, in the sender's own conversation when the thread it names is another address's. */
   private async handOver(host: ChannelHost, normalized: InboundMessage, thread: ThreadInfo, uid: number): Promise<void> {
     const { redis, prefix } = this.o;
-    const named = await redisCall(() => redis.hgetall(threadKey(prefix, normalized.conversationId)));
+    const named = await storage.redisCall(() => redis.hgetall(threadKey(prefix, normalized.conversationId)));
     const message = inOwnThread(normalized, named.to);
     const key = threadKey(prefix, message.conversationId);
     // Stored before the host sees the mail (the run answering it may reply at once); put back when the host ignores it
     // (a sender the access rules refuse leaves no key behind, and an owner's thread is as it was).
-    const previous = message === normalized ? named : await redisCall(() => redis.hgetall(key));
-    await redisCall(() => redis.hset(key, { ...thread }));
-    const restore = () => redisCall(() => (Object.keys(previous).length === 0 ? redis.del(key) : redis.hset(key, previous)));
+    const previous = message === normalized ? named : await storage.redisCall(() => redis.hgetall(key));
+    await storage.redisCall(() => redis.hset(key, { ...thread }));
+    const restore = () => storage.redisCall(() => (Object.keys(previous).length === 0 ? redis.del(key) : redis.hset(key, previous)));
     try {
       const result = await host.receive(this.o.channelId, message);
       if (result.kind === 'ignored') await restore();
@@ -163,14 +163,5 @@ export class EmailInbound {
       if (!(err instanceof InvalidInputError)) throw err;
       this.o.logger.warn({ err, uid }, 'email rejected; skipped');
     }
-  }
-}
-
-/** A Redis call, its connection failures as RedisUnavailableError. */
-async function redisCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw storage.asRedisUnavailable(err);
   }
 }

@@ -80,15 +80,6 @@ export class FeishuInbound {
     } as Record<string, (data: unknown) => Promise<unknown>>);
   }
 
-  /** A call of the store; a failure is RedisUnavailableError (the event is answered as failed and sent again). */
-  private async stored<T>(call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
-  }
-
   private serially<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.tail.then(fn, fn);
     this.tail = run.catch(() => undefined);
@@ -108,7 +99,7 @@ export class FeishuInbound {
     // Noted once the host took it (the answer, and any buttons in it, come later): what the clicks in the chat read.
     // Not for a purged conversation, which keeps nothing until its tombstone lapses.
     const taken = result.kind === 'command' || (result.kind === 'ingested' && result.result.kind !== 'purged');
-    if (!n.message.group && taken) await this.stored(() => this.store.redis.set(p2pKey(this.store.prefix, n.message.conversationId), '1'));
+    if (!n.message.group && taken) await storage.redisCall(() => this.store.redis.set(p2pKey(this.store.prefix, n.message.conversationId), '1'));
     return result.kind === 'ignored' ? { ok: true, ignored: result.reason } : { ok: true, result: result.kind };
   }
 
@@ -116,7 +107,7 @@ export class FeishuInbound {
   async handleClick(host: ChannelHost, data: unknown): Promise<Record<string, unknown>> {
     const message = normalizeClick(this.channelId, parsed(cardActionSchema.safeParse(data), 'card action'));
     if (!message) return {};
-    if (!(await this.stored(() => this.store.redis.exists(p2pKey(this.store.prefix, message.conversationId))))) message.group = true;
+    if (!(await storage.redisCall(() => this.store.redis.exists(p2pKey(this.store.prefix, message.conversationId))))) message.group = true;
     const result = await host.receive(this.channelId, message);
     if (result.kind === 'command') return clickAnswer(result.reply, result.edit);
     return clickAnswer(result.kind === 'ignored' ? 'Not allowed here.' : undefined, undefined);

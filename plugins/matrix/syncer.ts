@@ -45,7 +45,7 @@ export function matrixSyncer(o: SyncerOptions): storage.LeasedPoll<string | null
     name: 'sync',
     leaseName: 'matrix sync',
     standby: 'another host syncs',
-    prepare: () => redisCall(() => o.redis.get(o.sinceKey)),
+    prepare: () => storage.redisCall(() => o.redis.get(o.sinceKey)),
     async poll(since, signal) {
       const query: Record<string, string> = { filter: SYNC_FILTER, timeout: String(since === null ? 0 : o.timeoutMs) };
       if (since !== null) query.since = since;
@@ -54,16 +54,7 @@ export function matrixSyncer(o: SyncerOptions): storage.LeasedPoll<string | null
     },
     async deliver(sync, since, active) {
       await o.handle(sync, since === null);
-      if (active()) await redisCall(() => o.redis.set(o.sinceKey, sync.next_batch));
+      if (active()) await storage.redisCall(() => o.redis.set(o.sinceKey, sync.next_batch));
     },
   });
-}
-
-/** A Redis call, its connection failures as RedisUnavailableError. */
-async function redisCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw storage.asRedisUnavailable(err);
-  }
 }

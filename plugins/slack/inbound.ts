@@ -55,10 +55,10 @@ export class SlackInbound {
     const n = normalizeMessage(e, this.channelId, this.requireBot());
     if (n.kind === 'skip') return { ok: true, ignored: n.reason };
     const marker = this.keys.conversationKey(n.message.conversationId, THREAD_KEY);
-    if (n.threadOnly && !(await this.redis(() => host.redis.exists(marker)))) return { ok: true, ignored: 'not-addressed' };
+    if (n.threadOnly && !(await storage.redisCall(() => host.redis.exists(marker)))) return { ok: true, ignored: 'not-addressed' };
     const result = await host.receive(this.channelId, n.message);
     if (result.kind === 'ignored') return { ok: true, ignored: result.reason };
-    if (n.message.group) await this.redis(() => host.redis.set(marker, '1', 'EX', THREAD_TTL_SECONDS));
+    if (n.message.group) await storage.redisCall(() => host.redis.set(marker, '1', 'EX', THREAD_TTL_SECONDS));
     return { ok: true, result: result.kind };
   }
 
@@ -103,14 +103,5 @@ export class SlackInbound {
   private requireBot(): BotIdentity {
     if (!this.bot) throw new Error('slack channel not started');
     return this.bot;
-  }
-
-  /** A Redis call of ours: a connection failure is RedisUnavailableError (answered 503 / not acked, so Slack retries). */
-  private async redis<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
   }
 }

@@ -66,12 +66,7 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
   /** The conversation's Teams id and a connector client at its service URL. */
   async function connect(conversationId: string): Promise<{ id: string; client: ConnectorClient }> {
     const id = teamsConversationOf(o.channelId, conversationId);
-    let stored: string | null;
-    try {
-      stored = await o.redis.get(referenceKey(o.prefix, conversationId));
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    const stored = await storage.redisCall(() => o.redis.get(referenceKey(o.prefix, conversationId)));
     const serviceUrl = stored ?? o.defaultServiceUrl;
     if (!o.policy.allows(serviceUrl)) throw new TeamsServiceUrlError(`teams: service URL host not allowed: ${new URL(serviceUrl).host}`, { status: 403 });
     return { id: encodeURIComponent(id), client: ConnectorClient.createClientWithToken(serviceUrl, await o.tokens.get()) };
@@ -123,9 +118,7 @@ export function createTeamsOutbound(o: TeamsOutboundOptions): ChannelOutbound {
   outbound.sendFile = async (conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) => {
     const { id, client } = await connect(conversationId);
     // The same delivery key keeps the same file: a retried send names the URL of the first.
-    const kept = await files.store.keep(conversationId, file, opts.deliveryKey).catch((err: unknown) => {
-      throw storage.asRedisUnavailable(err);
-    });
+    const kept = await storage.redisCall(() => files.store.keep(conversationId, file, opts.deliveryKey));
     const answer = await call('send file', () => client.sendToConversation(id, fileActivity(file, kept.url) as unknown as Activity));
     return { messageId: idOf(answer, 'send file') };
   };

@@ -97,14 +97,10 @@ export class WebEventStreams {
     const k = storage.pluginStorage(this.o.prefix, WEB_CHANNEL_ID).core(conversationId);
     const keys = [k.replies, k.log];
     const n = this.o.historyEntries;
-    try {
-      const [a, b] = await Promise.all(keys.map((k) => this.o.redis.xrevrange(k, '+', '-', 'COUNT', n + 1)));
-      // The entry before the last n: XREAD returns what comes after it. Fewer than n + 1: from the start.
-      const before = (r: Array<[string, string[]]>) => (r.length === n + 1 ? r[n]![0] : '0-0');
-      return [before(a!), before(b!)];
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    const [a, b] = await storage.redisCall(() => Promise.all(keys.map((k) => this.o.redis.xrevrange(k, '+', '-', 'COUNT', n + 1))));
+    // The entry before the last n: XREAD returns what comes after it. Fewer than n + 1: from the start.
+    const before = (r: Array<[string, string[]]>) => (r.length === n + 1 ? r[n]![0] : '0-0');
+    return [before(a!), before(b!)];
   }
 
   /** The SSE body in the place `hold` gave: events after `from`, until `signal` aborts or the stream is closed. */

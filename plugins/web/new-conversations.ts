@@ -47,11 +47,7 @@ export class NewConversationLimit {
    */
   async marked(conversationId: string): Promise<boolean> {
     if (this.o.perHour === 0) return true;
-    try {
-      return (await this.o.redis.getex(this.keys.conversationKey(conversationId, VISITOR_KEY), 'EX', VISITOR_TTL_SECONDS)) !== null;
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    return (await storage.redisCall(() => this.o.redis.getex(this.keys.conversationKey(conversationId, VISITOR_KEY), 'EX', VISITOR_TTL_SECONDS))) !== null;
   }
 
   /**

@@ -73,16 +73,11 @@ export class VisitorIds {
   async resolve(secret: string): Promise<VisitorConversation> {
     const current = visitor(publicChatId(secret), false);
     const old = visitor(secret, true);
-    try {
-      // Two slots: two commands, sent together.
-      const [oldRecord, currentRecord] = await Promise.all([
-        this.o.redis.exists(this.keys.core(old.conversationId).log),
-        this.o.redis.exists(this.keys.core(current.conversationId).log),
-      ]);
-      return oldRecord > 0 && currentRecord === 0 ? old : current;
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    // Two slots: two commands, sent together.
+    const [oldRecord, currentRecord] = await storage.redisCall(() =>
+      Promise.all([this.o.redis.exists(this.keys.core(old.conversationId).log), this.o.redis.exists(this.keys.core(current.conversationId).log)]),
+    );
+    return oldRecord > 0 && currentRecord === 0 ? old : current;
   }
 }
 

@@ -287,3 +287,12 @@ export function asRedisUnavailable(err: unknown): unknown {
   if (err instanceof RedisUnavailableError || !isRedisUnavailable(err)) return err;
   return new RedisUnavailableError(`redis unreachable: ${(err as Error).message}`, { cause: err });
 }
+
+/** Awaits a Redis call; a connection failure is thrown as RedisUnavailableError (a 503, so a platform delivers again). */
+export async function redisCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw asRedisUnavailable(err);
+  }
+}
