@@ -12,7 +12,7 @@
 export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } from '../src/config/defaults.js';
 /** Framing user-derived text for a prompt as data: `dataBlock`, `escapeData`, `escapeAttribute`, `oneLine`. */
 export * as untrusted from '../src/data-block.js';
-export type { AgentProfile, BaseModelSettings, ProfileToolPolicy } from '../src/people/profiles.js';
+export { type AgentProfile, type BaseModelSettings, offersTool, type ProfileToolPolicy } from '../src/people/profiles.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
 /** Token estimates, a context overflow recognised, the summary's header: `compaction.estimateTokens`, …. */
 export * as compaction from './kit-compaction.js';

@@ -9,6 +9,8 @@
  * `String.length` and the Telegram / Discord limits count).
  */
 
+import { closesFence, type MarkdownFence, markdownFence } from './plugin/markdown-inline.js';
+
 /** One chunk: `prefix + text.slice(start, end) + suffix`. */
 export interface ChunkSpan {
   /** First character of the original text in this chunk. */
@@ -36,9 +38,23 @@ interface Fence {
   closeEnd: number;
 }
 
-// The marker is the whole run (`(?!`)`): a line of backticks with a `\r` after them is not tried with every shorter run.
-const OPEN_RE = /^( {0,3})(`{3,}(?!`)|~{3,}(?!~))(.*)$/;
-const CLOSE_RE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+// CommonMark's limits on top of the chat platforms' rule (`markdownFence`): up to three spaces before a fence, only
+// spaces and tabs after a closing one; an info string is one line (what `.` matches).
+const INDENT_RE = /^ {0,3}$/;
+const BLANK_RE = /^[ \t]*$/;
+const INFO_RE = /^[^\r\u2028\u2029]*$/;
+
+/** The fence that opens a block at `line`: a backtick fence's info string may not contain backticks. */
+function openingFence(line: string): MarkdownFence | undefined {
+  const f = markdownFence(line);
+  return f && INDENT_RE.test(f.indent) && INFO_RE.test(f.rest) && !(f.marker[0] === '`' && f.rest.includes('`')) ? f : undefined;
+}
+
+/** Whether `line` closes the block `marker` opened. */
+function closesBlock(line: string, marker: string): boolean {
+  const f = markdownFence(line);
+  return f !== undefined && closesFence(f, marker) && INDENT_RE.test(f.indent) && BLANK_RE.test(f.rest);
+}
 
 /** Finds the fenced code blocks (CommonMark-style ``` / ~~~ fences). */
 function findFences(text: string): Fence[] {
@@ -50,18 +66,14 @@ function findFences(text: string): Fence[] {
     const lineEnd = nl === -1 ? text.length : nl;
     const line = text.slice(lineStart, lineEnd).replace(/\r$/, '');
     if (open) {
-      const m = CLOSE_RE.exec(line);
-      if (m && m[1]![0] === open.marker[0] && m[1]!.length >= open.marker.length) {
+      if (closesBlock(line, open.marker)) {
         fences.push({ ...open, closeStart: lineStart, closeEnd: lineStart + line.length });
         open = undefined;
       }
     } else {
-      const m = OPEN_RE.exec(line);
-      // A backtick fence's info string may not contain backticks; a fence needs a body line.
-      if (m && nl !== -1 && !(m[2]![0] === '`' && m[3]!.includes('`'))) {
-        const start = lineStart + m[1]!.length;
-        open = { start, opener: line.slice(m[1]!.length).trimEnd(), marker: m[2]!, openerEnd: nl };
-      }
+      const f = openingFence(line);
+      // A fence needs a body line.
+      if (f && nl !== -1) open = { start: lineStart + f.indent.length, opener: line.slice(f.indent.length).trimEnd(), marker: f.marker, openerEnd: nl };
     }
     if (nl === -1) break;
     lineStart = nl + 1;

@@ -17,6 +17,7 @@ import {
   defineRunnerPlugin,
   type ModelSettings,
   modelSetupNotice,
+  offersTool,
   type RunContext,
   type RunnerPlugin,
 } from 'steerbot/runner';
@@ -30,7 +31,7 @@ import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
 import { SharedEstimates } from './loop-state.js';
 import { memoryTools, withMemory } from './memory-tools.js';
 import { NATIVE_SEARCH_RULES, NATIVE_SEARCH_TOOL, nativeSearchProblem, nativeSearchTool } from './native-search.js';
-import { offeredBy, policyConversation } from './policy.js';
+import { policyConversation } from './policy.js';
 import { loadSystemPrompts } from './prompt.js';
 import { scheduleTools } from './schedule-tools.js';
 import { DEFAULT_SEND_FILE_MAX_BYTES, type SendFileToolOptions, sendFileTools } from './send-file.js';
@@ -361,7 +362,7 @@ function withWebRules(system: string, tools: Record<string, unknown>, native: bo
 function addNativeSearch(ctx: RunContext, toolSet: ToolSet, toolbox: Toolbox, configured: boolean): boolean {
   if (!configured) return false;
   const mode = toolbox.policy.mode(NATIVE_SEARCH_TOOL, policyConversation(ctx.run), 'allow', ctx.agent.profile?.toolPolicy);
-  if (!offeredBy(ctx.agent.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
+  if (!offersTool(ctx.agent.profile?.tools, NATIVE_SEARCH_TOOL) || mode !== 'allow' || toolSet[NATIVE_SEARCH_TOOL]) return false;
   const native = nativeSearchTool(ctx.agent.model);
   if (!native) {
     ctx.logger.warn(

@@ -94,11 +94,6 @@ function entry(s: Scope | undefined, tool: string): ToolMode | undefined {
   return best?.[1];
 }
 
-/** Whether a profile's tool list (`undefined`: every tool) offers `tool`; a name ending in `*` matches a prefix. */
-export function offeredBy(list: readonly string[] | undefined, tool: string): boolean {
-  return !list || list.some((p) => (p.endsWith('*') ? tool.startsWith(p.slice(0, -1)) : p === tool));
-}
-
 /** Resolves modes for one conversation. */
 export class ToolPolicy {
   private readonly p: z.infer<typeof toolPolicySchema>;

@@ -11,11 +11,11 @@
 import { asSchema, type ModelMessage, type Schema, type ToolSet, tool } from 'ai';
 import { type Logger, pino } from 'pino';
 import { allowEntry, int, StaleRunError } from 'steerbot/plugin';
-import { activeContext, type RunContext, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
+import { activeContext, offersTool, type RunContext, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
 import type { McpManager } from './mcp.js';
 import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
-import { offeredBy, policyConversation, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
+import { policyConversation, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
@@ -137,7 +137,7 @@ export class Toolbox {
     // So is one the run's profile does not list.
     const all = [...tools, ...(this.mcp ? await (await this.mcp).tools(ctx.logger) : [])].filter(
       (t) =>
-        offeredBy(ctx.agent.profile?.tools, t.name) &&
+        offersTool(ctx.agent.profile?.tools, t.name) &&
         this.policy.mode(t.name, policyConversation(ctx.run), t.defaultMode, ctx.agent.profile?.toolPolicy) !== 'deny',
     );
     const set: ToolSet = {};

@@ -15,7 +15,6 @@ export function escapeHtml(text: string): string {
 }
 
 // Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
 const QUOTE_RE = /^\s{0,3}>\s?(.*)$/;
 const BULLET_RE = /^\s{0,3}[-*+]\s+(\S.*)?$/;
 const NUMBERED_RE = /^\s{0,3}\d{1,9}[.)]\s+(\S.*)?$/;
@@ -39,21 +38,22 @@ export function markdownToMatrixHtml(markdown: string): string {
   };
   for (const line of markdown.split('\n')) {
     if (fence) {
-      const m = FENCE_RE.exec(line);
-      if (m && m[2] === undefined && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
+      const m = html.markdownFence(line);
+      if (m && html.closesFence(m, fence.marker)) {
         out.push(preBlock(fence.lang, fence.lines));
         fence = undefined;
       } else fence.lines.push(line);
       continue;
     }
-    const open = FENCE_RE.exec(line);
+    const open = html.markdownFence(line);
+    const lang = open && html.fenceLanguage(open);
     const h = html.markdownHeading(line);
     const q = QUOTE_RE.exec(line);
     const b = BULLET_RE.exec(line);
     const n = NUMBERED_RE.exec(line);
-    if (open) {
+    if (open && lang !== undefined) {
       flush();
-      fence = { marker: open[1]!, lang: open[2] ?? '', lines: [] };
+      fence = { marker: open.marker, lang, lines: [] };
     } else if (h) {
       flush();
       out.push(`<h${h.level}>${inline(h.text)}</h${h.level}>`);

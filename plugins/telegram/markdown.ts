@@ -13,7 +13,6 @@ export function escapeHtml(text: string): string {
 }
 
 // Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
 const QUOTE_RE = /^\s{0,3}>\s?(.*)$/;
 const BULLET_RE = /^(\s*)[-*+]\s+(\S.*)?$/;
 
@@ -28,8 +27,8 @@ export function markdownToTelegramHtml(markdown: string): string {
   };
   for (const line of markdown.split('\n')) {
     if (fence) {
-      const m = FENCE_RE.exec(line);
-      if (m && m[2] === undefined && m[1]![0] === fence.marker[0] && m[1]!.length >= fence.marker.length) {
+      const m = html.markdownFence(line);
+      if (m && html.closesFence(m, fence.marker)) {
         out.push(preBlock(fence.lang, fence.lines));
         fence = undefined;
       } else {
@@ -37,10 +36,11 @@ export function markdownToTelegramHtml(markdown: string): string {
       }
       continue;
     }
-    const open = FENCE_RE.exec(line);
-    if (open) {
+    const open = html.markdownFence(line);
+    const lang = open && html.fenceLanguage(open);
+    if (open && lang !== undefined) {
       flushQuote();
-      fence = { marker: open[1]!, lang: open[2] ?? '', lines: [] };
+      fence = { marker: open.marker, lang, lines: [] };
       continue;
     }
     const q = QUOTE_RE.exec(line);

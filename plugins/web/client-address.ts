@@ -9,21 +9,12 @@
  * request.
  */
 import { BlockList, isIP } from 'node:net';
-import { type RouteRequest, unmapIpv4 } from 'steerbot/plugin';
+import { isAddressOrRange, type RouteRequest, unmapIpv4 } from 'steerbot/plugin';
 
 type Family = 'ipv4' | 'ipv6';
 
 /** The part of a request the client is read from. */
 export type ClientRequest = Pick<RouteRequest, 'headers' | 'remoteAddress'>;
-
-/** Whether `entry` is an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`). */
-export function isAddressOrRange(entry: string): boolean {
-  const [address = '', bits, ...rest] = entry.split('/');
-  const family = isIP(address);
-  if (family === 0 || rest.length > 0) return false;
-  if (bits === undefined) return true;
-  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
-}
 
 /**
  * An address as sockets and proxies write it (`::ffff:10.0.0.5`,

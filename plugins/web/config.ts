@@ -5,9 +5,8 @@
  * `public: true` opens it to everyone the `access` section lets talk.
  */
 
-import { enumOf, INPUT_POLICIES, int, pageToken } from 'steerbot/plugin';
+import { enumOf, INPUT_POLICIES, int, isAddressOrRange, pageToken } from 'steerbot/plugin';
 import { z } from 'zod';
-import { isAddressOrRange } from './client-address.js';
 
 /** Schema of the web chat's settings. Unknown keys are errors. */
 export const webConfigSchema = z

@@ -9,7 +9,6 @@
 import { html } from 'steerbot/plugin';
 
 // Every pattern here takes time linear in the line (a reply may repeat whatever a user asked for): see `steerbot/plugin`'s `html`.
-const FENCE_RE = /^\s*(`{3,}|~{3,})\s*(?:([A-Za-z0-9_+#.-]+)\s*)?$/;
 const BULLET_RE = /^(\s*)[*+]\s+(\S.*)?$/;
 const QUOTE_RE = /^(\s{0,3}>\s?)(.*)$/;
 
@@ -18,17 +17,17 @@ export function markdownToWhatsApp(markdown: string): string {
   const out: string[] = [];
   let fence: string | undefined;
   for (const line of markdown.split('\n')) {
-    const f = FENCE_RE.exec(line);
+    const f = html.markdownFence(line);
     if (fence !== undefined) {
       // Inside a block nothing is converted; its closing fence becomes WhatsApp's.
-      if (f && f[2] === undefined && f[1]![0] === fence[0] && f[1]!.length >= fence.length) {
+      if (f && html.closesFence(f, fence)) {
         out.push('```');
         fence = undefined;
       } else out.push(line);
       continue;
     }
-    if (f) {
-      fence = f[1]!;
+    if (f && html.fenceLanguage(f) !== undefined) {
+      fence = f.marker;
       out.push('```');
       continue;
     }

@@ -72,14 +72,19 @@ export function isPublicAddress(ip: string): boolean {
   return !NOT_PUBLIC.check(a, familyOf(a));
 }
 
+/** True when `entry` is an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`), as written: no white space around it. */
+export function isAddressOrRange(entry: string): boolean {
+  const [address = '', bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
 /** True when `entry` is a valid allow-list entry: a host name, an IP address, or a CIDR range (`10.1.0.0/16`, `fd00::/8`). */
 export function isAllowEntry(entry: string): boolean {
   const e = entry.trim();
-  const slash = e.indexOf('/');
-  if (slash < 0) return isIP(e) !== 0 || /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(e);
-  const family = isIP(e.slice(0, slash));
-  const bits = e.slice(slash + 1);
-  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+  return isAddressOrRange(e) || /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(e);
 }
 
 /**

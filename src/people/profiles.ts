@@ -211,6 +211,14 @@ function offeredByBoth(a: readonly string[] | undefined, b: readonly string[] | 
 /** Whether the name or prefix pattern `x` offers every tool `y` offers. */
 const covers = (x: string, y: string) => (x.endsWith('*') ? y.startsWith(x.slice(0, -1)) : x === y);
 
+/**
+ * Whether a profile's tool list (`AgentProfile.tools`; undefined: every tool) offers the tool named `tool`: a
+ * name ending in `*` matches a prefix. A runner honouring profiles offers the model only these tools.
+ */
+export function offersTool(tools: readonly string[] | undefined, tool: string): boolean {
+  return !tools || tools.some((p) => covers(p, tool));
+}
+
 async function resolveProfile(name: string, p: ProfileSettings, base: BaseModelSettings, issues: ConfigIssue[]): Promise<AgentProfile | undefined> {
   const path = `profiles.${name}`;
   if (name === DEFAULT_PROFILE) {

@@ -73,15 +73,16 @@ export {
 export { parseEntry } from '../record/read.js';
 export type { RedisClient } from '../redis/connection.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
-/** The inline Markdown rules (code, links, bold, italic, strike) a platform's HTML dialect renders, and headings: `inlineMarkdownHtml`, `HtmlDialect`, `markdownHeading`. */
+/** The inline Markdown rules (code, links, bold, italic, strike) a platform's HTML dialect renders, headings and code fences: `inlineMarkdownHtml`, `HtmlDialect`, `markdownHeading`, `markdownFence`, `closesFence`. */
 export * as html from './markdown-inline.js';
 export { oggDurationMs } from './ogg.js';
 
 // ── advanced: serving HTTP, identities ──────────────────────────────────────
 
 export { sameToken } from '../http/access.js';
-// A client's address as one form: IPv4-mapped IPv6, dotted or hex, as IPv4 (per-client limits, allow-lists).
-export { unmapIpv4 } from '../http/address-policy.js';
+// A client's address as one form: IPv4-mapped IPv6, dotted or hex, as IPv4; an entry of a list of addresses and
+// ranges checked (per-client limits, allow-lists).
+export { isAddressOrRange, unmapIpv4 } from '../http/address-policy.js';
 // The age limit of deliveries whose signature carries no time (WhatsApp, the Telegram webhook).
 export { replayWindowSeconds, type StaleReason, staleDelivery } from '../http/replay-window.js';
 export { retryAfterMs } from '../http/retry-after.js';

@@ -4,7 +4,9 @@
  * their tag names, the URL schemes they allow and what they escape
  * (Telegram's HTML, Matrix's `formatted_body`); the rules are one. Code spans
  * and links become placeholders first, so nothing inside them is
- * reformatted; every other character is escaped before a tag is added. Pure.
+ * reformatted; every other character is escaped before a tag is added. The
+ * line rules the platforms' block converters share are here too: a heading,
+ * a code fence. Pure.
  *
  * A reply can quote whatever a user asked the model to repeat, and it is
  * rendered in the process's only thread: every rule here (and in the
@@ -76,4 +78,43 @@ export function markdownHeading(line: string): MarkdownHeading | undefined {
   const text = rest.slice(0, end).trimEnd();
   // The text is one line (`.` matches no line terminator); `\s`, which includes them, only frames it.
   return /[\n\r\u2028\u2029]/.test(text) ? undefined : { level: open[1]!.length, text };
+}
+
+/** A code fence: the line a fenced block of code opens or closes with. */
+export interface MarkdownFence {
+  /** The white space before the fence characters. */
+  indent: string;
+  /** The fence characters: the line's whole run of three or more backticks, or of tildes (`"```"`, `"~~~~"`). */
+  marker: string;
+  /** The rest of the line, as it is: an opening fence's info string (its language), with the white space around it. */
+  rest: string;
+}
+
+/**
+ * The fence `line` starts with (after any white space), or undefined. Whether it opens a block depends on
+ * `rest` (a platform may allow a language only, CommonMark anything but a backtick after backticks); inside a
+ * block, `closesFence` says whether it ends it.
+ */
+export function markdownFence(line: string): MarkdownFence | undefined {
+  // Anchored, and the run after the spaces cannot be a space: one try, each space looked at once or twice.
+  const m = /^(\s*)(`{3,}|~{3,})/.exec(line);
+  return m ? { indent: m[1]!, marker: m[2]!, rest: line.slice(m[0].length) } : undefined;
+}
+
+/**
+ * The language an opening fence names (`''`: none), when what follows its marker is a language word or
+ * nothing; undefined when it is other text, which a platform without CommonMark's info strings reads as no fence.
+ */
+export function fenceLanguage(fence: MarkdownFence): string | undefined {
+  const lang = fence.rest.trim();
+  return /^[A-Za-z0-9_+#.-]*$/.test(lang) ? lang : undefined;
+}
+
+/**
+ * Whether `fence` closes the block a fence `opener` (its marker) opened: the same character, at least as many
+ * of it, nothing but white space after it. A shorter run, the other character or an info string is the
+ * block's content.
+ */
+export function closesFence(fence: MarkdownFence, opener: string): boolean {
+  return fence.marker[0] === opener[0] && fence.marker.length >= opener.length && fence.rest.trim() === '';
 }

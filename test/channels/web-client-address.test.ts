@@ -3,7 +3,8 @@
  * listed proxy's `X-Forwarded-For` names; IPv6 clients by their /64.
  */
 import { describe, expect, it } from 'vitest';
-import { ClientAddresses, type ClientRequest, isAddressOrRange } from '../../plugins/web/client-address.js';
+import { ClientAddresses, type ClientRequest } from '../../plugins/web/client-address.js';
+import { isAddressOrRange } from '../../src/http/address-policy.js';
 
 const req = (remoteAddress: string | undefined, xff?: string | string[]): ClientRequest => ({
   ...(remoteAddress !== undefined && { remoteAddress }),

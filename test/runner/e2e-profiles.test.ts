@@ -9,7 +9,7 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { ConfigError } from '../../src/errors.js';
-import { type BaseModelSettings, loadProfiles, profileFor } from '../../src/people/profiles.js';
+import { type BaseModelSettings, loadProfiles, offersTool, profileFor } from '../../src/people/profiles.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { RunnerHarness as Harness } from './harness.js';
 
@@ -131,6 +131,16 @@ describe('loadProfiles', () => {
     ]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues.map((i) => i.path)).toEqual(['profiles.x.model.contextWindow', 'bindings.0.profile', 'bindings.1']);
+  });
+});
+
+describe('offersTool', () => {
+  it('offers a tool a list names, or one a name ending in `*` covers as a prefix; every tool when there is no list', () => {
+    const tools = ['crm__*', 'current_time'];
+    expect(['crm__read', 'crm__', 'current_time'].every((t) => offersTool(tools, t))).toBe(true);
+    expect(['crm_read', 'current_times', 'http_get', '*'].some((t) => offersTool(tools, t))).toBe(false);
+    expect(offersTool(undefined, 'http_get')).toBe(true);
+    expect(offersTool([], 'http_get')).toBe(false);
   });
 });
 
