@@ -2,7 +2,8 @@
  * The WhatsApp channel's inbound side: each checked delivery's messages are
  * normalized and handed to the host (a click on a reply button is answered
  * here, WhatsApp having no toast), the newest message id is kept for the
- * read receipt and typing indicator, and status callbacks create no turns:
+ * read receipt and typing indicator (not a refused stranger's: they would
+ * leave a key per number for a day), and status callbacks create no turns:
  * a `failed` one is recorded for the reply it names. The app secret's
  * signature carries no time, so a message or status whose own `timestamp` is
  * older than the dedupe window less a margin (or that has none) is dropped
@@ -20,6 +21,9 @@ import type { ChangeValue, WaMessage, WaStatus, WebhookPayload } from './payload
 
 /** How long the newest message id is kept, in seconds: WhatsApp's customer-service window. */
 const LAST_INBOUND_TTL_SECONDS = 24 * 3600;
+
+/** Longest a command's message keeps the newest message id, in seconds: a run it came in during may still show typing. */
+const COMMAND_MARKER_TTL_SECONDS = 3600;
 
 /** Messages and statuses dropped as too old to answer (`steerbot_whatsapp_stale_deliveries_total`), by reason. */
 const staleDeliveries = pluginMetrics('whatsapp').counter(
@@ -99,7 +103,24 @@ export class WhatsAppInbound {
     }
     // The newest message id is kept beside the ingest, not after it: the runner's typing indicator may ask for it at once.
     const [result] = await Promise.all([host.receive(this.o.channelId, message), this.remember(message.conversationId, msg.id)]);
+    await this.settle(message.conversationId, result);
     return result.kind === 'ingested' ? result.result.kind : result.kind;
+  }
+
+  /**
+   * Takes back the newest message id `remember` kept when the host did not
+   * take the message in, so a stranger writing from many numbers leaves no
+   * key: only runs show typing, and only messages taken in start one (the
+   * refusal notice and a pairing code go out without it). A refused sender or
+   * a purged conversation has no run, so the id goes (a chat is its sender's
+   * alone). A command may be an approved person's mid-run, whose run still
+   * shows typing, or a stranger's `/pair` or `/link`: the id stays at most
+   * `COMMAND_MARKER_TTL_SECONDS`.
+   */
+  private async settle(conversationId: string, result: ReceiveResult): Promise<void> {
+    if (result.kind === 'ingested' && result.result.kind !== 'purged') return;
+    const key = lastInboundKey(this.o.prefix, conversationId);
+    await storage.redisCall(() => (result.kind === 'command' ? this.o.redis.expire(key, COMMAND_MARKER_TTL_SECONDS, 'LT') : this.o.redis.del(key)));
   }
 
   /** Keeps the newest message id: the read receipt and the typing indicator name it. */

@@ -17,7 +17,7 @@ export const WHATSAPP_CONVERSATION_KEYS = ['last_inbound', 'delivery_failures'] 
 let cached: storage.PluginStorage | undefined;
 const keys = (prefix: string): storage.PluginStorage => (cached?.prefix === prefix ? cached : (cached = storage.pluginStorage(prefix, WHATSAPP_PLUGIN_ID)));
 
-/** The id (`wamid`) of the conversation's newest inbound message (string, expires with WhatsApp's 24-hour window). */
+/** The id (`wamid`) of the conversation's newest inbound message the host took in (string, expires with WhatsApp's 24-hour window). */
 export const lastInboundKey = (prefix: string, conversationId: string): string => keys(prefix).conversationKey(conversationId, 'last_inbound');
 
 /** Failed replies of the conversation (hash: message id or delivery key → JSON `FailureRecord`). */

@@ -4,7 +4,8 @@
  * 503 when Redis is down, status callbacks (no turns; `failed` recorded and
  * listed as a problem), the 24-hour window refusal as a typed, recorded,
  * unretried failure, rate limits as `retryAfterMs`, media downloads, reply
- * buttons, and the Markdown mapping.
+ * buttons, the Markdown mapping, and the newest message id the typing call
+ * marks read (kept only for messages the host took in).
  */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -12,9 +13,14 @@ import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
 import { WhatsAppApiError, WindowClosedError } from '../../plugins/whatsapp/errors.js';
 import { MAX_FAILURES, readFailures, recordFailure } from '../../plugins/whatsapp/failures.js';
+import whatsappDefinition from '../../plugins/whatsapp/index.js';
+import { lastInboundKey } from '../../plugins/whatsapp/keys.js';
 import { markdownToWhatsApp } from '../../plugins/whatsapp/markdown.js';
-import type { ChannelPlugin } from '../../src/channel.js';
+import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
+import { declaredConversationKeys } from '../../src/plugin/storage.js';
+import { purgeConversation } from '../../src/protocol/purge.js';
+import { ingestOnlyHost } from '../../testing/channel-host.js';
 import {
   type FakeWhatsApp,
   messageDelivery,
@@ -42,7 +48,25 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: Redis } = {}): Promise<Harness> {
+/** `inner` recording the messages it received and what it answered, as `dispatchHost`'s host does. */
+function recording(inner: ChannelHost): Harness['host'] {
+  const received: InboundMessage[] = [];
+  const results: ReceiveResult[] = [];
+  return {
+    ...inner,
+    received,
+    results,
+    async receive(channelId, message) {
+      received.push(message);
+      const result = await inner.receive(channelId, message);
+      results.push(result);
+      return result;
+    },
+  };
+}
+
+/** Starts the plugin on a channel host without a runner; `opts.access`: the `access` config section to put in front (default: none, all open). */
+async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: Redis; access?: unknown } = {}): Promise<Harness> {
   const prefix = testPrefix();
   const redis = opts.redis ?? new Redis(redisUrl());
   const wa = await startFakeWhatsApp();
@@ -50,7 +74,10 @@ async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: 
   const logger = createLogger({ level: 'debug', destination: log });
   const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
   const plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: wa.graphUrl, ...config }, { logger, redis, prefix });
-  const host = dispatchHost({ redis, prefix, http, logger, outbound: () => plugin.outbound });
+  const host =
+    opts.access === undefined
+      ? dispatchHost({ redis, prefix, http, logger, outbound: () => plugin.outbound })
+      : recording(ingestOnlyHost({ redis, prefix, http, logger, outbound: () => plugin.outbound, access: () => opts.access }).host);
   await plugin.start(host);
   await http.ready();
   return {
@@ -280,5 +307,63 @@ describe('whatsapp webhook without Redis', () => {
       body: { error: 'redis unreachable' },
     });
     dead.disconnect();
+  });
+});
+
+describe('whatsapp newest message id (read receipt and typing)', () => {
+  const BOB = { waId: '15550002222', name: 'Bob' };
+  let marker: (waId: string) => Promise<{ id: string | null; ttl: number }>;
+
+  beforeEach(async () => {
+    h = await start({}, { access: { channels: { whatsapp: { policy: 'pairing', users: [WA_ALICE.waId] } } } });
+    marker = async (waId) => {
+      const key = lastInboundKey(h.prefix, `whatsapp:${waId}`);
+      const [id, ttl] = await Promise.all([h.redis.get(key), h.redis.ttl(key)]);
+      return { id, ttl };
+    };
+  });
+
+  it("keeps an approved person's newest message id for the 24-hour window, and the typing call marks it read", async () => {
+    const id = wamid();
+    expect((await h.post(messageDelivery({ id, text: 'hello' }))).body.results).toEqual(['new-run']);
+    const kept = await marker(WA_ALICE.waId);
+    expect(kept.id).toBe(id);
+    expect(kept.ttl).toBeGreaterThan(23 * 3600);
+    await h.plugin.outbound.typing!(CONVERSATION);
+    expect(h.wa.reads).toEqual([{ messageId: id, typing: true }]);
+  });
+
+  it('keeps none for a sender the access rules refuse, who still gets the pairing code', async () => {
+    expect((await h.post(messageDelivery({ from: BOB, text: 'hi' }))).body.results).toEqual(['ignored']);
+    expect(h.wa.sent.map((m) => [m.to, m.text])).toEqual([[BOB.waId, expect.stringMatching(/pairing code/)]]);
+    expect(await marker(BOB.waId)).toEqual({ id: null, ttl: -2 });
+    await h.plugin.outbound.typing!(`whatsapp:${BOB.waId}`);
+    expect(h.wa.reads).toEqual([]);
+  });
+
+  it("moves an approved person's id to their command and keeps it an hour at most, and a stranger's command keeps it no longer", async () => {
+    await h.post(messageDelivery({ text: 'hello' }));
+    const status = wamid();
+    expect((await h.post(messageDelivery({ id: status, text: '/status' }))).body.results).toEqual(['command']);
+    const moved = await marker(WA_ALICE.waId);
+    expect(moved.id).toBe(status);
+    expect(moved.ttl).toBeGreaterThan(0);
+    expect(moved.ttl).toBeLessThanOrEqual(3600);
+
+    expect((await h.post(messageDelivery({ from: BOB, text: '/link' }))).body.results).toEqual(['command']);
+    const stranger = await marker(BOB.waId);
+    expect(stranger.ttl).toBeGreaterThan(0);
+    expect(stranger.ttl).toBeLessThanOrEqual(3600);
+  });
+
+  it('keeps none for a message to a purged conversation', async () => {
+    await h.post(messageDelivery({ text: 'hello' }));
+    // The message's run was only queued (no runner here): the purge stops it.
+    const pluginKeys = declaredConversationKeys([whatsappDefinition]);
+    const purged = await purgeConversation(h.redis, h.prefix, CONVERSATION, { pluginKeys, stopActive: true });
+    expect(purged.kind).toBe('purged');
+    expect(await marker(WA_ALICE.waId)).toEqual({ id: null, ttl: -2 });
+    expect((await h.post(messageDelivery({ text: 'are you there?' }))).body.results).toEqual(['purged']);
+    expect(await marker(WA_ALICE.waId)).toEqual({ id: null, ttl: -2 });
   });
 });
