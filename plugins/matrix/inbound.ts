@@ -8,11 +8,12 @@
  * were written before the bot listened, and are not answered.
  */
 import { createHash } from 'node:crypto';
-import type { ChannelHost, ChannelOutbound } from 'steerbot/channel';
+import type { ChannelHost, ChannelOutbound, InboundMessage } from 'steerbot/channel';
 import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin';
 import { type MatrixClient, seg } from './client.js';
 import type { MatrixConfig } from './config.js';
 import { afterOwnJoin, normalizeEvent } from './normalize.js';
+import { dropThreadPointers } from './poll-store.js';
 import { answerPoll, isPollResponse } from './polls.js';
 import { type InvitedRoom, type JoinedRoom, type SyncResponse, timelineEventSchema } from './sync-schema.js';
 
@@ -123,13 +124,19 @@ export class MatrixInbound {
           this.o.logger.debug({ roomId, reason: normalized.reason }, 'matrix event ignored');
         continue;
       }
-      try {
-        await host.receive(this.o.channelId, normalized.message);
-      } catch (err) {
-        // Bad input stays bad on a retry: skipped. Anything else (Redis down) is retried with the same `since`.
-        if (!(err instanceof InvalidInputError)) throw err;
-        this.o.logger.warn({ err, eventId: normalized.event.event_id }, 'matrix message rejected; skipped');
-      }
+      await this.receive(host, normalized.message, normalized.event.event_id);
+    }
+  }
+
+  /** Hands one message to the host. Bad input stays bad on a retry: skipped. Anything else (Redis down) throws, retried with the same `since`. */
+  private async receive(host: ChannelHost, message: InboundMessage, eventId: string): Promise<void> {
+    try {
+      const result = await host.receive(this.o.channelId, message);
+      // Purge deletes a thread's polls, not its room's pointers at them (a response names only the room). Safe to repeat on a redelivery.
+      if (result.kind === 'command' && result.command === 'purge') await dropThreadPointers(host.redis, host.prefix, this.o.channelId, message.conversationId);
+    } catch (err) {
+      if (!(err instanceof InvalidInputError)) throw err;
+      this.o.logger.warn({ err, eventId }, 'matrix message rejected; skipped');
     }
   }
 

@@ -10,7 +10,8 @@
  * Kept bounded: every entry expires `POLL_TTL_SECONDS` after it is kept (an
  * expired one is never read, and is deleted by the next keep), a hash holds
  * at most `MAX_KEPT_POLLS` (the oldest go first) and expires a week after
- * its newest entry; an answered poll's entries are deleted.
+ * its newest entry; an answered poll's entries are deleted, and so are a
+ * room's pointers at the polls of a thread purged with `/purge`.
  */
 import { InvalidInputError, type RedisClient, storage } from 'steerbot/plugin';
 import { z } from 'zod';
@@ -136,6 +137,37 @@ export async function findPoll(
 export async function markPollEnding(redis: RedisClient, prefix: string, pollId: string, poll: KeptPoll, end: string): Promise<void> {
   const entry = { answers: poll.answers, expiresAt: poll.expiresAt, end };
   await markScript.run(redis, [pollsKey(prefix, poll.conversationId)], [pollId, JSON.stringify(entry)]);
+}
+
+/**
+ * When `conversationId` is a thread's, deletes its room's pointers at polls
+ * the thread no longer keeps: purging a thread deletes the thread's hash but
+ * not its room's, another conversation's. A pointer at a poll the thread
+ * still keeps stays, so a refused purge, or a poll kept after it, loses
+ * nothing. Returns how many pointers were deleted.
+ */
+export async function dropThreadPointers(redis: RedisClient, prefix: string, channelId: string, conversationId: string): Promise<number> {
+  const thread = threadOf(channelId, conversationId);
+  const roomId = roomOf(channelId, conversationId);
+  if (thread === undefined || roomId === undefined) return 0;
+  const roomKey = pollsKey(prefix, conversationIdOf(channelId, roomId));
+  const pointed = Object.entries(await redis.hgetall(roomKey))
+    .filter(([, raw]) => pointerOf(raw)?.thread === thread)
+    .map(([pollId]) => pollId);
+  if (pointed.length === 0) return 0;
+  const kept = await redis.hmget(pollsKey(prefix, conversationId), ...pointed);
+  const gone = pointed.filter((_, i) => kept[i] === null);
+  return gone.length === 0 ? 0 : await redis.hdel(roomKey, ...gone);
+}
+
+/** A room hash entry read as a thread pointer (whatever its expiry), or undefined. */
+function pointerOf(raw: string): z.infer<typeof threadPointerSchema> | undefined {
+  try {
+    const parsed = threadPointerSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Forgets `pollId` of `conversationId` (ended), and its room's pointer when it is a thread's. */

@@ -2,7 +2,7 @@
  * Matrix polls kept with their conversation, end to end (the fake
  * homeserver's `/sync` → the real plugin → the channel host → the runner
  * with the local agent's `ask_user` → a poll): `/purge` deletes a poll with
- * the conversation (a room's or a thread's) and a response to it then runs
+ * the conversation (a room's, or a thread's and its room's pointer at it) and a response to it then runs
  * nothing; a choice whose `poll.end` failed ends the poll once when the
  * response is handled again, the choice taken once. Then the store's
  * bounds, against Redis alone.
@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { HttpServer } from '../../host/http.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { pollsKey } from '../../plugins/matrix/keys.js';
-import { forgetPoll, keepPoll, keptPoll, MAX_KEPT_POLLS, POLL_TTL_SECONDS } from '../../plugins/matrix/poll-store.js';
+import { dropThreadPointers, forgetPoll, keepPoll, keptPoll, MAX_KEPT_POLLS, POLL_TTL_SECONDS } from '../../plugins/matrix/poll-store.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { type FakeMatrix, MATRIX_ALICE, type MatrixPoll, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -118,7 +118,7 @@ describe('matrix polls end to end', () => {
     expect(ai.requests).toHaveLength(1);
   });
 
-  it("/purge in a thread deletes the thread's poll; a response to it afterwards runs nothing", async () => {
+  it("/purge in a thread deletes the thread's poll and its room's pointer at it; a response to it afterwards runs nothing", async () => {
     const root = matrix.message(room, MATRIX_ALICE, 'plans thread');
     ai.script([{ text: 'A thread, then.' }]);
     await waitText('A thread, then.');
@@ -134,6 +134,8 @@ describe('matrix polls end to end', () => {
     expect(leftBy(thread, await holding([`{c:${thread}}`]))).toEqual([]);
 
     await handled();
+    // The room's pointer at the thread's poll went with it (once the bot had handled the /purge).
+    expect(await h.redis.hexists(pollsKey(h.prefix, CONVERSATION()), poll.eventId)).toBe(0);
     const texts = matrix.texts(room);
     matrix.pollResponse(room, MATRIX_ALICE, poll.eventId, [poll.answers[0]!.id]);
     await handled();
@@ -218,5 +220,26 @@ describe('matrix poll store', () => {
     expect(await keptPoll(redis, prefix, CID, '$tp')).toBeUndefined();
     await forgetPoll(redis, prefix, 'matrix', thread, '$tp');
     expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+  });
+
+  it("drops a purged thread's pointers from its room, keeping the room's own polls, another thread's pointers and a poll the thread still keeps", async () => {
+    const thread = `${CID}/$root`;
+    const other = `${CID}/$other`;
+    for (const [conversationId, pollId] of [
+      [thread, '$gone1'],
+      [thread, '$gone2'],
+      [other, '$elsewhere'],
+      [CID, '$room'],
+    ] as const) {
+      await keepPoll(redis, prefix, 'matrix', { conversationId, pollId, answers });
+    }
+    await redis.del(pollsKey(prefix, thread));
+    await keepPoll(redis, prefix, 'matrix', { conversationId: thread, pollId: '$after', answers });
+
+    expect(await dropThreadPointers(redis, prefix, 'matrix', thread)).toBe(2);
+    expect((await redis.hkeys(pollsKey(prefix, CID))).sort()).toEqual(['$after', '$elsewhere', '$room']);
+    expect(await dropThreadPointers(redis, prefix, 'matrix', thread)).toBe(0);
+    expect(await dropThreadPointers(redis, prefix, 'matrix', CID)).toBe(0);
+    expect((await redis.hkeys(pollsKey(prefix, CID))).sort()).toEqual(['$after', '$elsewhere', '$room']);
   });
 });
