@@ -55,20 +55,11 @@ export class TeamsInbound {
     const key = referenceKey(this.o.prefix, conversationIdOf(this.o.channelId, activity.conversation.id));
     // Kept before `receive`: the reply (or an answer sent inside `receive`) goes to this service URL.
     // One transaction: the key never lives without a TTL, and one kept longer keeps its own.
-    await this.redis((r) => r.multi().set(key, activity.serviceUrl, 'KEEPTTL').expire(key, UNACCEPTED_REFERENCE_TTL_SECONDS, 'NX').exec());
+    await storage.redisCall(() => this.o.redis.multi().set(key, activity.serviceUrl, 'KEEPTTL').expire(key, UNACCEPTED_REFERENCE_TTL_SECONDS, 'NX').exec());
     const result = await host.receive(this.o.channelId, message);
-    if (accepted(result)) await this.redis((r) => r.expire(key, REFERENCE_TTL_SECONDS));
+    if (accepted(result)) await storage.redisCall(() => this.o.redis.expire(key, REFERENCE_TTL_SECONDS));
     if (message.interaction === 'button') await this.answerClick(message, activity.replyToId, result);
     return result.kind === 'ingested' ? { ok: true, result: result.result.kind } : { ok: true, result: result.kind };
-  }
-
-  /** Runs `fn` on Redis; a connection failure becomes RedisUnavailableError (503, so Bot Service delivers again). */
-  private async redis<T>(fn: (r: RedisClient) => Promise<T>): Promise<T> {
-    try {
-      return await fn(this.o.redis);
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
   }
 
   /** Shows a click's outcome. Failures are logged: the click itself was handled. A repeated click is not answered again. */

@@ -125,11 +125,7 @@ export class WhatsAppInbound {
 
   /** Keeps the newest message id: the read receipt and the typing indicator name it. */
   private async remember(conversationId: string, messageId: string): Promise<void> {
-    try {
-      await this.o.redis.set(lastInboundKey(this.o.prefix, conversationId), messageId, 'EX', LAST_INBOUND_TTL_SECONDS);
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    await storage.redisCall(() => this.o.redis.set(lastInboundKey(this.o.prefix, conversationId), messageId, 'EX', LAST_INBOUND_TTL_SECONDS));
   }
 
   /** A click on a reply button: the command's reply goes to the chat (once: a redelivered click is a duplicate). Failures are logged. */
@@ -145,16 +141,14 @@ export class WhatsAppInbound {
     if (status.status !== 'failed') return `status:${status.status}`;
     const error = status.errors?.[0];
     const conversationId = conversationIdOf(this.o.channelId, status.recipient_id);
-    try {
-      await recordFailure(this.o.redis, this.o.prefix, conversationId, status.id, {
+    await storage.redisCall(() =>
+      recordFailure(this.o.redis, this.o.prefix, conversationId, status.id, {
         source: 'status',
         ...(error?.code !== undefined && { code: error.code }),
         title: (error?.title ?? error?.message ?? 'failed').slice(0, 300),
         at: (this.o.now ?? Date.now)(),
-      });
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+      }),
+    );
     this.o.logger.warn({ conversationId, messageId: status.id, code: error?.code }, 'whatsapp reports a reply failed');
     return 'status:failed';
   }
