@@ -55,7 +55,12 @@ export interface CreateHttpServerOptions {
   readiness?: () => readonly ReadinessProbe[];
   /** Served as `GET /metrics`; HTTP requests are counted in it. Default: the process's (`src/telemetry/metrics.ts`). */
   metrics?: SteerbotMetrics;
+  /** How long a client has to send a whole request, headers and body, in ms; later it gets 408 and its connection is closed. Default 60 000. */
+  requestTimeoutMs?: number;
 }
+
+/** Default of `requestTimeoutMs`: a platform's delivery arrives in well under a second; a minute is room for a slow client. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Answers true when Redis replies to PING within `timeoutMs`; never throws. */
 async function redisAnswers(redis: RedisClient, timeoutMs: number): Promise<boolean> {
@@ -84,9 +89,19 @@ function describeError(err: FastifyError | Error): { status: number; error: stri
 
 /** Builds the HTTP server with `/healthz` and `/readyz`; it is not listening yet (see `listen`). */
 export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
+  const requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app = fastify({
     loggerInstance: opts.logger,
     bodyLimit: opts.config.http.bodyLimitBytes,
+    // Fastify's default (0) lets a client that sends its body a byte at a time hold the connection and the
+    // buffered body for ever. Only receiving the request counts: a response (an event stream) may last longer.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      // Node's own default (60 s) for the headers would outlast a shorter timeout.
+      headersTimeout: Math.min(60_000, requestTimeoutMs),
+      // Node looks at its open requests every 30 s by default: a quarter of the timeout keeps the overrun small.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.ceil(requestTimeoutMs / 4))),
+    },
     // Per-request "incoming request" / "request completed" lines cost every webhook call; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     // Fastify's default makes a child logger per request; with the redaction paths that child
