@@ -101,7 +101,9 @@ const httpSchema = z.strictObject({
   port: int(1, 65535).default(DEFAULTS.http.port).describe('TCP port of the HTTP server, 1..65535. Default 8080.'),
   bodyLimitBytes: int(1024, 64 * 1024 * 1024)
     .default(DEFAULTS.http.bodyLimitBytes)
-    .describe('Largest accepted request body, in bytes. Default 1 048 576 (1 MiB).'),
+    .describe(
+      'Largest accepted request body, in bytes. Default 1 048 576 (1 MiB). Whatever its size, a request (headers and body) must arrive whole within 60 s, else the answer is `408` and the connection is closed.',
+    ),
 });
 
 const tokenBucketSchema = z.strictObject({
