@@ -76,10 +76,6 @@ export class LineInbound {
   private async keepReplyToken(conversationId: string, event: LineEvent): Promise<void> {
     if (!event.replyToken || event.deliveryContext?.isRedelivery) return;
     const at = event.timestamp ?? this.now();
-    try {
-      await this.o.redis.set(replyTokenKey(this.o.prefix, conversationId), `${at}:${event.replyToken}`, 'EX', REPLY_TOKEN_TTL_SECONDS);
-    } catch (err) {
-      throw storage.asRedisUnavailable(err);
-    }
+    await storage.redisCall(() => this.o.redis.set(replyTokenKey(this.o.prefix, conversationId), `${at}:${event.replyToken}`, 'EX', REPLY_TOKEN_TTL_SECONDS));
   }
 }
