@@ -73,7 +73,7 @@ export {
 export { parseEntry } from '../record/read.js';
 export type { RedisClient } from '../redis/connection.js';
 export type { PluginDefinition, PluginEnvBinding } from './definition.js';
-/** The inline Markdown rules (code, links, bold, italic, strike) a platform's HTML dialect renders, headings and code fences: `inlineMarkdownHtml`, `HtmlDialect`, `markdownHeading`, `markdownFence`, `closesFence`. */
+/** The inline Markdown rules (code, links, bold, italic, strike) a platform's HTML dialect renders, headings and code fences: `inlineMarkdownHtml`, `HtmlDialect`, `markdownHeading`, `markdownFence`, `fenceLanguage`, `closesFence`. */
 export * as html from './markdown-inline.js';
 export { oggDurationMs } from './ogg.js';
 
