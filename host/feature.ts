@@ -54,8 +54,8 @@ export interface AdmitRequest {
   message: InboundMessage;
   /** Sends a text to a conversation; never throws. */
   reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
-  /** Marks the update seen; false for a redelivery. */
-  firstDelivery(message: InboundMessage): Promise<boolean>;
+  /** Marks the update seen for `ttlSeconds` (default and most: the dedupe window); false for a redelivery. */
+  firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
 }
 
 /** Registers one console API route under `/console/api` (access-checked, a POST same-origin JSON only). */

@@ -47,8 +47,8 @@ interface Receiver {
   logger: Logger;
   admins: AdminCheck;
   commands: CommandSet;
-  /** Sets the update's dedupe key: true the first time this update is seen. */
-  firstDelivery(message: InboundMessage): Promise<boolean>;
+  /** Sets the update's dedupe key (for `ttlSeconds`, at most the dedupe window): true the first time this update is seen. */
+  firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
   /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
   replyTo(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
 }
@@ -61,7 +61,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     logger,
     admins: deps.admins ?? createAdminCheck(),
     commands: commandSet(deps.features.flatMap((f) => (f.commands ? [f.commands] : []))),
-    firstDelivery: (m) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey),
+    firstDelivery: (m, ttlSeconds) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey, ttlSeconds),
     replyTo: (channelId, conversationId, text, replyTo) => sendReply(deps, logger, channelId, conversationId, text, replyTo),
   };
   return {

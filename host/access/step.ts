@@ -6,7 +6,7 @@
  */
 import type { ChannelSettings, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import type { HostFeature } from '../feature.js';
-import { parseAccessCommand, runAccessCommand } from './commands.js';
+import { type AccessCommandName, parseAccessCommand, runAccessCommand } from './commands.js';
 import type { AccessGate } from './gate.js';
 
 /** What the step needs from the channel host. */
@@ -14,9 +14,11 @@ export interface AccessStepDeps {
   gate: AccessGate;
   /** Sends a text to a conversation; must not throw. */
   reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
-  /** Marks the update seen; false for a redelivery. */
-  firstDelivery(message: InboundMessage): Promise<boolean>;
+  /** Marks the update seen for `ttlSeconds` (default and most: the dedupe window); false for a redelivery. */
+  firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
 }
+
+const REFUSED: ReceiveResult = { kind: 'ignored', reason: 'refused' };
 
 /** Undefined: the message goes on to commands and ingest. Throws Redis errors. */
 export async function accessStep(
@@ -26,17 +28,38 @@ export async function accessStep(
   message: InboundMessage,
 ): Promise<ReceiveResult | undefined> {
   const command = parseAccessCommand(message.text);
-  if (command) {
-    if (!(await deps.firstDelivery(message))) return { kind: 'command', command: command.name, reply: '', duplicate: true };
-    const outcome = await runAccessCommand({ store: deps.gate.store, gate: deps.gate }, command.name, command.args, channelId, settings, message);
-    if (outcome.reply) await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
-    if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
-    return { kind: 'command', command: command.name, reply: outcome.reply, duplicate: false };
-  }
+  if (command) return accessCommand(deps, channelId, settings, message, command.name, command.args);
   const verdict = await deps.gate.check(channelId, settings, message);
   if (verdict.kind === 'allow') return undefined;
   if (verdict.notice) await deps.reply(channelId, message.conversationId, verdict.notice, message.messageId);
-  return { kind: 'ignored', reason: 'refused' };
+  return REFUSED;
+}
+
+/**
+ * `/pair` or `/link`, answered once per update. A sender who may not talk
+ * here gets each of their answers at most once per notice window anyway, so
+ * their update is remembered only that long, and unless the command brought
+ * them in (`/link <code>`) the result is a refusal, so the channel keeps
+ * nothing for the conversation either: a stranger scripting these commands
+ * would otherwise leave keys per message for the whole dedupe window, or for ever.
+ */
+async function accessCommand(
+  deps: AccessStepDeps,
+  channelId: string,
+  settings: ChannelSettings,
+  message: InboundMessage,
+  name: AccessCommandName,
+  args: string,
+): Promise<ReceiveResult> {
+  const hadAccess = await deps.gate.mayTalk(channelId, settings, message);
+  if (!(await deps.firstDelivery(message, hadAccess ? undefined : deps.gate.store.limits.noticeWindowSeconds))) {
+    return hadAccess ? { kind: 'command', command: name, reply: '', duplicate: true } : REFUSED;
+  }
+  const outcome = await runAccessCommand({ store: deps.gate.store, gate: deps.gate }, name, args, channelId, settings, message);
+  if (outcome.reply) await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
+  if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
+  if (!hadAccess && !(await deps.gate.mayTalk(channelId, settings, message))) return REFUSED;
+  return { kind: 'command', command: name, reply: outcome.reply, duplicate: false };
 }
 
 /**

@@ -270,12 +270,14 @@ export class Dispatch {
   /**
    * Claims an update that becomes no record entry (a command answered outside
    * the record, a refused message): sets its dedupe key with seq 0. False when
-   * it was claimed or recorded before (a redelivery: answer nothing).
+   * it was claimed or recorded before (a redelivery: answer nothing). Kept
+   * `ttlSeconds`, at most (and by default) the dedupe window.
    */
-  async claimUpdate(conversationId: string, updateKey: string): Promise<boolean> {
+  async claimUpdate(conversationId: string, updateKey: string, ttlSeconds?: number): Promise<boolean> {
     assertUpdateKey(updateKey);
     const key = conversationKeys(this.options.prefix, conversationId).dedupe(updateKey);
-    return (await this.options.client.set(key, '0', 'EX', this.options.dedupeTtlSeconds, 'NX')) === 'OK';
+    const ttl = Math.min(ttlSeconds ?? this.options.dedupeTtlSeconds, this.options.dedupeTtlSeconds);
+    return (await this.options.client.set(key, '0', 'EX', ttl, 'NX')) === 'OK';
   }
 
   async status(conversationId: string): Promise<ConversationStatus> {
