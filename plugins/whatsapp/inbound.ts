@@ -25,6 +25,8 @@ const LAST_INBOUND_TTL_SECONDS = 24 * 3600;
 /** Longest a command's message keeps the newest message id, in seconds: a run it came in during may still show typing. */
 const COMMAND_MARKER_TTL_SECONDS = 3600;
 
+const settleScript = storage.defineScript(new URL('./last-inbound-settle-1.lua', import.meta.url));
+
 /** Messages and statuses dropped as too old to answer (`steerbot_whatsapp_stale_deliveries_total`), by reason. */
 const staleDeliveries = pluginMetrics('whatsapp').counter(
   'stale_deliveries_total',
@@ -103,7 +105,7 @@ export class WhatsAppInbound {
     }
     // The newest message id is kept beside the ingest, not after it: the runner's typing indicator may ask for it at once.
     const [result] = await Promise.all([host.receive(this.o.channelId, message), this.remember(message.conversationId, msg.id)]);
-    await this.settle(message.conversationId, result);
+    await this.settle(message.conversationId, msg.id, result);
     return result.kind === 'ingested' ? result.result.kind : result.kind;
   }
 
@@ -111,16 +113,16 @@ export class WhatsAppInbound {
    * Takes back the newest message id `remember` kept when the host did not
    * take the message in, so a stranger writing from many numbers leaves no
    * key: only runs show typing, and only messages taken in start one (the
-   * refusal notice and a pairing code go out without it). A refused sender or
-   * a purged conversation has no run, so the id goes (a chat is its sender's
-   * alone). A command may be an approved person's mid-run, whose run still
-   * shows typing, or a stranger's `/pair` or `/link`: the id stays at most
-   * `COMMAND_MARKER_TTL_SECONDS`.
+   * refusal notice and a pairing code go out without it). A refused sender
+   * (their `/pair` and `/link` too) or a purged conversation has no run, so
+   * the id goes (a chat is its sender's alone). A command is from someone
+   * with access, maybe mid-run, whose run still shows typing: the id stays at
+   * most `COMMAND_MARKER_TTL_SECONDS`. Only this message's own id is taken
+   * back: a later message of the sender that was taken in keeps the id it kept.
    */
-  private async settle(conversationId: string, result: ReceiveResult): Promise<void> {
+  private async settle(conversationId: string, messageId: string, result: ReceiveResult): Promise<void> {
     if (result.kind === 'ingested' && result.result.kind !== 'purged') return;
-    const key = lastInboundKey(this.o.prefix, conversationId);
-    await storage.redisCall(() => (result.kind === 'command' ? this.o.redis.expire(key, COMMAND_MARKER_TTL_SECONDS, 'LT') : this.o.redis.del(key)));
+    await takeBackLastInbound(this.o.redis, this.o.prefix, conversationId, messageId, result.kind === 'command' ? COMMAND_MARKER_TTL_SECONDS : 0);
   }
 
   /** Keeps the newest message id: the read receipt and the typing indicator name it. */
@@ -152,4 +154,13 @@ export class WhatsAppInbound {
     this.o.logger.warn({ conversationId, messageId: status.id, code: error?.code }, 'whatsapp reports a reply failed');
     return 'status:failed';
   }
+}
+
+/**
+ * Deletes the conversation's newest message id (`ttlSeconds` 0), or cuts its
+ * lifetime to at most `ttlSeconds`, only while it is `messageId`. True when it was.
+ */
+export async function takeBackLastInbound(redis: RedisClient, prefix: string, conversationId: string, messageId: string, ttlSeconds: number): Promise<boolean> {
+  const [n] = await storage.redisCall(() => settleScript.run(redis, [lastInboundKey(prefix, conversationId)], [messageId, ttlSeconds]));
+  return n === 1;
 }

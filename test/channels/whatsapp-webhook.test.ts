@@ -13,6 +13,7 @@ import { createHttpServer, type HttpServer } from '../../host/http.js';
 import { createWhatsAppPlugin, type WhatsAppConfigInput } from '../../plugins/whatsapp/channel.js';
 import { WhatsAppApiError, WindowClosedError } from '../../plugins/whatsapp/errors.js';
 import { MAX_FAILURES, readFailures, recordFailure } from '../../plugins/whatsapp/failures.js';
+import { takeBackLastInbound } from '../../plugins/whatsapp/inbound.js';
 import whatsappDefinition from '../../plugins/whatsapp/index.js';
 import { lastInboundKey } from '../../plugins/whatsapp/keys.js';
 import { markdownToWhatsApp } from '../../plugins/whatsapp/markdown.js';
@@ -331,6 +332,21 @@ describe('whatsapp newest message id (read receipt and typing)', () => {
     expect(kept.ttl).toBeGreaterThan(23 * 3600);
     await h.plugin.outbound.typing!(CONVERSATION);
     expect(h.wa.reads).toEqual([{ messageId: id, typing: true }]);
+  });
+
+  it("takes back only the id a message kept itself: a later message's id, taken in, keeps its day", async () => {
+    const key = lastInboundKey(h.prefix, CONVERSATION);
+    const question = wamid();
+    // A command's id was kept, then a question's overwrote it before the command was settled.
+    await h.redis.set(key, question, 'EX', 24 * 3600);
+    expect(await takeBackLastInbound(h.redis, h.prefix, CONVERSATION, wamid(), 3600)).toBe(false);
+    expect(await takeBackLastInbound(h.redis, h.prefix, CONVERSATION, wamid(), 0)).toBe(false);
+    expect(await marker(WA_ALICE.waId)).toEqual({ id: question, ttl: expect.toSatisfy((t: number) => t > 23 * 3600) });
+    // Its own id: cut to an hour at most, or deleted.
+    expect(await takeBackLastInbound(h.redis, h.prefix, CONVERSATION, question, 3600)).toBe(true);
+    expect((await marker(WA_ALICE.waId)).ttl).toBeLessThanOrEqual(3600);
+    expect(await takeBackLastInbound(h.redis, h.prefix, CONVERSATION, question, 0)).toBe(true);
+    expect(await h.redis.exists(key)).toBe(0);
   });
 
   it('keeps none for a sender the access rules refuse, who still gets the pairing code', async () => {
