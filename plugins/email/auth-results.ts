@@ -75,6 +75,12 @@ function vouches(r: AuthResult, fromDomain: string): boolean {
 /** Why a mail's From was not believed, or undefined when it was. */
 export type AuthVerdict = undefined | 'no-trusted-header' | 'not-passed';
 
+/** The topmost `Authentication-Results` of `authServId` among the header values (topmost first); the only one believed. */
+function trustedResults(headerValues: readonly string[], authServId: string): AuthResultsHeader | undefined {
+  const id = authServId.toLowerCase();
+  return headerValues.map(parseAuthResults).find((h) => h?.authServId === id);
+}
+
 /**
  * Checks the From address `from` against the mail's `Authentication-Results`
  * header values, in the order they appear in the mail (topmost first): the
@@ -82,9 +88,56 @@ export type AuthVerdict = undefined | 'no-trusted-header' | 'not-passed';
  * Undefined: vouched for.
  */
 export function checkSender(headerValues: readonly string[], authServId: string, from: string): AuthVerdict {
-  const id = authServId.toLowerCase();
-  const own = headerValues.map(parseAuthResults).find((h) => h?.authServId === id);
+  const own = trustedResults(headerValues, authServId);
   if (own === undefined) return 'no-trusted-header';
   const fromDomain = domainOf(from);
   return own.results.some((r) => vouches(r, fromDomain)) ? undefined : 'not-passed';
+}
+
+/** What a `DKIM-Signature` says it covers: its signing domain, the headers of `h=` (lower-cased, in order) and `b=`. */
+interface SignatureTags {
+  d: string;
+  h: string[];
+  b: string;
+}
+
+/** Reads the tags of one `DKIM-Signature` value (RFC 6376 §3.5); white space inside a tag's value is folding. */
+function signatureTags(value: string): SignatureTags {
+  const tags = new Map<string, string>();
+  for (const part of value.split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0) tags.set(part.slice(0, at).trim().toLowerCase(), part.slice(at + 1).replace(/\s+/g, ''));
+  }
+  return { d: (tags.get('d') ?? '').toLowerCase(), h: (tags.get('h') ?? '').toLowerCase().split(':'), b: tags.get('b') ?? '' };
+}
+
+/**
+ * Whether the mail's sender, not whoever handed it over, named the bot in
+ * the `To` or `Cc` `named` lists. A signed mail can be sent again from
+ * anywhere with its DKIM (and so DMARC) pass intact, and a signature covers
+ * only the headers its `h=` lists, each as many times as it lists it, from
+ * the bottom (Microsoft 365 lists no `To` or `Cc`; a `To` added above a
+ * signed one is covered by no signer). So: an `spf=pass` for the From domain
+ * (the domain's own server handed the mail over) vouches for the whole mail;
+ * else every `DKIM-Signature` of a passing domain (those `header.b` names,
+ * when it names one: anyone can add a signature that claims to cover more)
+ * must cover every instance of a header that names the bot. Headers by
+ * lower-cased name, every instance.
+ */
+export function checkRecipient(headers: ReadonlyMap<string, readonly string[]>, authServId: string, from: string, named: readonly ('to' | 'cc')[]): boolean {
+  const own = trustedResults(headers.get('authentication-results') ?? [], authServId);
+  if (own === undefined) return false;
+  const fromDomain = domainOf(from);
+  if (own.results.some((r) => r.method === 'spf' && vouches(r, fromDomain))) return true;
+  const signatures = (headers.get('dkim-signature') ?? []).map(signatureTags);
+  const covers = (s: SignatureTags) => named.some((name) => s.h.filter((h) => h === name).length >= (headers.get(name)?.length ?? 0));
+  return own.results.some((r) => {
+    if (r.method !== 'dkim' || !vouches(r, fromDomain)) return false;
+    const d = r.props['header.d'];
+    const b = r.props['header.b'];
+    const theirs = signatures.filter(
+      (s) => (d !== undefined ? s.d === d : within(domainOf(r.props['header.i'] ?? ''), s.d)) && (b === undefined || s.b.toLowerCase().startsWith(b)),
+    );
+    return theirs.length > 0 && theirs.every(covers);
+  });
 }

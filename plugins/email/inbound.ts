@@ -14,7 +14,7 @@ import { type AddressObject, type EmailAddress, simpleParser } from 'mailparser'
 import type { ChannelHost, InboundMessage } from 'steerbot/channel';
 import { InvalidInputError, type Logger, type RedisClient, replayWindowSeconds, staleDelivery, storage } from 'steerbot/plugin';
 import { attachmentsOf } from './attachments.js';
-import { checkSender } from './auth-results.js';
+import { checkRecipient, checkSender } from './auth-results.js';
 import { threadKey } from './keys.js';
 import type { Cursor, FetchedMail, Round } from './mailbox.js';
 import { inOwnThread, type MailInput, normalizeMail, type ThreadInfo } from './normalize.js';
@@ -46,8 +46,8 @@ function addressesOf(field: AddressObject | AddressObject[] | undefined): string
   return (field === undefined ? [] : Array.isArray(field) ? field : [field]).flatMap((o) => flat(o.value));
 }
 
-/** A parsed mail: what `normalizeMail` reads, and its `Date`. */
-type ParsedInput = MailInput & { sentAtSeconds: number | undefined };
+/** A parsed mail: what `normalizeMail` reads, its `Date`, and the addresses of `To` and of `Cc` apart. */
+type ParsedInput = MailInput & { sentAtSeconds: number | undefined; to: string[]; cc: string[] };
 
 /** Turns mailparser's result into what `normalizeMail` reads. */
 async function parse(source: Buffer): Promise<ParsedInput> {
@@ -66,13 +66,17 @@ async function parse(source: Buffer): Promise<ParsedInput> {
   const from = parsed.from?.value[0];
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
   const inReplyTo = parsed.inReplyTo?.split(/\s+/)[0];
+  const to = addressesOf(parsed.to);
+  const cc = addressesOf(parsed.cc);
   return {
     headers,
     from: from?.address ? { address: from.address, ...(from.name && { name: from.name }) } : undefined,
     ...(parsed.messageId && { messageId: parsed.messageId }),
     ...(inReplyTo && { inReplyTo }),
     references: references.flatMap((r) => r.split(/\s+/)).filter(Boolean),
-    recipients: [...addressesOf(parsed.to), ...addressesOf(parsed.cc)],
+    recipients: [...to, ...cc],
+    to,
+    cc,
     subject: parsed.subject ?? '',
     text: parsed.text ?? '',
     sentAtSeconds: parsed.date && Number.isFinite(parsed.date.getTime()) ? Math.floor(parsed.date.getTime() / 1000) : undefined,
@@ -123,15 +127,28 @@ export class EmailInbound {
   private answerable(host: ChannelHost, mail: ParsedInput, uid: number): boolean {
     const { logger } = this.o;
     if (this.o.authServId !== undefined && mail.from) {
-      const verdict = checkSender(mail.headers.get('authentication-results') ?? [], this.o.authServId, mail.from.address);
+      // A DKIM verifier checks the bottommost From, and the From read here is the topmost (RFC 5322 allows one):
+      // a From added above a signed one would be believed on the strength of a signature that never covered it.
+      const several = (mail.headers.get('from')?.length ?? 0) > 1;
+      const verdict = several ? 'several-from' : checkSender(mail.headers.get('authentication-results') ?? [], this.o.authServId, mail.from.address);
       if (verdict !== undefined) {
         logger.warn({ uid, reason: verdict }, 'email sender not authenticated by the receiving server; ignored');
         return false;
       }
     }
-    // A DKIM signature covers To and Cc (RFC 6376 §5.4.1), not the envelope: a signed mail to someone else, sent on to the bot unchanged, names the bot in neither.
-    if (!mail.recipients.includes(this.o.self.toLowerCase())) {
+    // A signed mail to someone else, sent on to the bot unchanged, names the bot in neither To nor Cc; one sent on
+    // with the bot put there must not pass either: only a To or Cc its sender signed counts (`checkRecipient`).
+    const self = this.o.self.toLowerCase();
+    const named = (['to', 'cc'] as const).filter((header) => mail[header].includes(self));
+    if (named.length === 0) {
       logger.warn({ uid }, 'email names the bot in neither To nor Cc (sent on by someone, or a Bcc); ignored');
+      return false;
+    }
+    if (this.o.authServId !== undefined && mail.from && !checkRecipient(mail.headers, this.o.authServId, mail.from.address, named)) {
+      logger.warn(
+        { uid },
+        'email names the bot only in a To or Cc its DKIM signature does not cover, and came from elsewhere than its domain (sent on); ignored',
+      );
       return false;
     }
     // A signed mail can be sent again unchanged (DKIM signs no envelope): one older than the dedupe window is not answered.
