@@ -3,6 +3,8 @@
  * errors everywhere. Webhook routes are registered on it by the channels.
  */
 import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import {
   type FastifyError,
   type FastifyInstance,
@@ -57,10 +59,40 @@ export interface CreateHttpServerOptions {
   metrics?: SteerbotMetrics;
   /** How long a client has to send a whole request, headers and body, in ms; later it gets 408 and its connection is closed. Default 60 000. */
   requestTimeoutMs?: number;
+  /**
+   * How long a response that is not an event stream may go with its client taking none of it (it stopped reading), in ms;
+   * then its connection is closed and what the response held is let go. Default 60 000.
+   */
+  stalledResponseTimeoutMs?: number;
 }
 
 /** Default of `requestTimeoutMs`: a platform's delivery arrives in well under a second; a minute is room for a slow client. */
 const REQUEST_TIMEOUT_MS = 60_000;
+/** Default of `stalledResponseTimeoutMs`: a client that reads nothing for a minute is not coming back for the rest. */
+const STALLED_RESPONSE_TIMEOUT_MS = 60_000;
+/**
+ * Largest piece a response's bytes are written in. A socket's timeout counts a write done only when all of it is: one
+ * write of a whole file to a slow but reading client would look stalled.
+ */
+const RESPONSE_PIECE_BYTES = 64 * 1024;
+
+/**
+ * Closes `res`'s connection when its client takes none of it for `ms`. The timeout is the socket's, so the response hands
+ * back the one it found when it finishes: before Node's own `finish` listener, which sets the keep-alive timeout, so a
+ * next response on the connection (an event stream, which may be silent for long) is not timed by this one.
+ */
+function cutWhenStalled(res: ServerResponse, ms: number): void {
+  const socket = res.socket;
+  // No socket left (the client went away), or a simulated one (`inject`): nothing to time.
+  if (typeof socket?.setTimeout !== 'function') return;
+  const before = socket.timeout ?? 0;
+  res.setTimeout(ms, () => res.destroy());
+  res.prependOnceListener('finish', () => socket.setTimeout(before));
+}
+
+function* pieces(bytes: Buffer): Generator<Buffer> {
+  for (let at = 0; at < bytes.length; at += RESPONSE_PIECE_BYTES) yield bytes.subarray(at, at + RESPONSE_PIECE_BYTES);
+}
 
 /** Answers true when Redis replies to PING within `timeoutMs`; never throws. */
 async function redisAnswers(redis: RedisClient, timeoutMs: number): Promise<boolean> {
@@ -110,6 +142,16 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
     childLoggerFactory: (logger) => logger,
   });
   const readyTimeoutMs = opts.readyTimeoutMs ?? 1000;
+  const stalledMs = opts.stalledResponseTimeoutMs ?? STALLED_RESPONSE_TIMEOUT_MS;
+  // Bytes and text only: a streamed response is hijacked (event streams) and never passes here. One piece or less goes
+  // to the socket's buffer in one write (a webhook's answer): nothing for a stalled client to hold, no timer to set.
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if ((typeof payload !== 'string' && !Buffer.isBuffer(payload)) || payload.length <= RESPONSE_PIECE_BYTES) return done(null, payload);
+    cutWhenStalled(reply.raw, stalledMs);
+    if (!Buffer.isBuffer(payload)) return done(null, payload);
+    reply.header('content-length', payload.length);
+    done(null, Readable.from(pieces(payload)));
+  });
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const { status, error } = describeError(err);
@@ -157,6 +199,10 @@ function firstValues(query: unknown): Record<string, string | undefined> {
 }
 
 async function send(reply: FastifyReply, res: RouteResponse, signal: AbortSignal): Promise<unknown> {
+  if ('onClose' in res && res.onClose) {
+    if (reply.raw.closed) res.onClose();
+    else reply.raw.once('close', res.onClose);
+  }
   if ('stream' in res) {
     reply.hijack();
     const raw = reply.raw;

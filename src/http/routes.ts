@@ -31,7 +31,13 @@ export type RouteHeaders = Record<string, string>;
 /** What a route answers: a JSON value, raw text or bytes, or a stream of text chunks (server-sent events). */
 export type RouteResponse =
   | { status: number; headers?: RouteHeaders; json: unknown }
-  | { status: number; headers?: RouteHeaders; body?: string | Buffer }
+  | {
+      status: number;
+      headers?: RouteHeaders;
+      body?: string | Buffer;
+      /** Called once when the response is done with, sent or its connection closed first (what `body` holds can go then). Must not throw. Default: none. */
+      onClose?: () => void;
+    }
   | {
       status: number;
       headers?: RouteHeaders;

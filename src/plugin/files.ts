@@ -10,6 +10,13 @@
  * altered or unsigned URL is refused (403), an expired or purged file is
  * gone (404). The id comes from the delivery key, so a retried send keeps the
  * same file.
+ *
+ * A download holds its file's bytes until its response is done with (sent, or
+ * its connection closed; the host closes one whose client stops reading).
+ * Concurrent downloads of one file share one copy, and the process holds at
+ * most `maxBytesInFlight` for downloads in progress: past it a download gets
+ * 503 with `Retry-After`, holding nothing, so clients that never read cannot
+ * make the process hold a copy per connection.
  */
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { HttpRoute, RouteRequest, RouteResponse } from '../http/routes.js';
@@ -40,6 +47,37 @@ export interface SignedFileStoreOptions {
   extensionInUrl?: boolean;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Refuses (503) a download that would take the bytes this process holds for downloads in progress, over every
+   * store, past this many (a file shared by concurrent downloads counts once). Default 256 MiB.
+   */
+  maxBytesInFlight?: number;
+}
+
+/** Default of `maxBytesInFlight`: a dozen of the largest files a channel sends (20 MiB), sent at once. */
+const MAX_BYTES_IN_FLIGHT = 256 * 1024 * 1024;
+/** What a download refused for the bound is told to wait, in seconds. */
+const RETRY_AFTER_SECONDS = 10;
+
+/** Downloads in progress in this process, over every store, the files they hold and their bytes. */
+const held = { downloads: 0, files: 0, bytes: 0 };
+
+/** The downloads in progress in this process, the files they hold and their bytes (a file shared by concurrent downloads counts once). */
+export function downloadsInFlight(): { downloads: number; files: number; bytes: number } {
+  return { ...held };
+}
+
+/** A file being sent: its read from Redis, shared by the downloads sending it, how many they are, and its bytes. */
+interface SentFile {
+  read: Promise<(Buffer | null)[]>;
+  users: number;
+  bytes: number;
+}
+
+/** A download's hold on its file: the read (name, type, data) and `release`, to call once it is done with (more calls do nothing). */
+interface Hold {
+  read: Promise<(Buffer | null)[]>;
+  release: () => void;
 }
 
 /** A file id in a URL path, with the extension `extensionInUrl` adds. */
@@ -77,6 +115,7 @@ export function signedFileStore(o: SignedFileStoreOptions): SignedFileStore {
   };
   const sign = (s: string, conversationId: string, id: string, expires: number) =>
     createHmac('sha256', s).update(`${conversationId}.${id}.${expires}`).digest('hex');
+  const sending = new Sending(o.redis, o.maxBytesInFlight ?? MAX_BYTES_IN_FLIGHT);
 
   return {
     async keep(conversationId, file, deliveryKey) {
@@ -117,8 +156,20 @@ export function signedFileStore(o: SignedFileStoreOptions): SignedFileStore {
     const want = id !== undefined && Number.isInteger(expires) ? Buffer.from(sign(await secret(), conversationId, id, expires), 'hex') : undefined;
     if (!want || sig.length !== want.length || !timingSafeEqual(sig, want)) return { status: 403, json: { error: 'bad signature' } };
     if (expires * 1000 <= now()) return { status: 404, json: { error: 'the file has expired' } };
-    const [name, type, data] = await o.redis.hmgetBuffer(`${conversationKeys(o.prefix, conversationId).base}file:${id}`, 'name', 'type', 'data');
-    if (!name || !type || !data) return { status: 404, json: { error: 'the file has expired' } };
+    const fileKey = `${conversationKeys(o.prefix, conversationId).base}file:${id}`;
+    // Asked at every download: a purged file is not served from a copy another download still holds.
+    const size = await o.redis.hstrlen(fileKey, 'data');
+    const hold = sending.hold(fileKey, size);
+    if (!hold)
+      return { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) }, json: { error: 'too many downloads in progress; try again later' } };
+    const [name, type, data] = await hold.read.catch((err: unknown) => {
+      hold.release();
+      throw err;
+    });
+    if (!name || !type || !data) {
+      hold.release();
+      return { status: 404, json: { error: 'the file has expired' } };
+    }
     return {
       status: 200,
       headers: {
@@ -130,7 +181,60 @@ export function signedFileStore(o: SignedFileStoreOptions): SignedFileStore {
         'cache-control': 'private, no-store',
       },
       body: data,
+      onClose: hold.release,
     };
+  }
+}
+
+/** The files one store is sending, by key: each read once for all its concurrent downloads, within the process's bound. */
+class Sending {
+  private readonly files = new Map<string, SentFile>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** A hold on the file at `fileKey` (`size` bytes of data); undefined when the process holds too much to take it. */
+  hold(fileKey: string, size: number): Hold | undefined {
+    // Empty or gone: nothing to hold or share.
+    if (size === 0) return { read: this.read(fileKey), release: () => {} };
+    const file = this.files.get(fileKey) ?? this.start(fileKey, size);
+    if (!file) return undefined;
+    file.users += 1;
+    held.downloads += 1;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      file.users -= 1;
+      held.downloads -= 1;
+      if (file.users > 0) return;
+      this.files.delete(fileKey);
+      held.files -= 1;
+      held.bytes -= file.bytes;
+    };
+    return { read: file.read, release };
+  }
+
+  private start(fileKey: string, size: number): SentFile | undefined {
+    if (held.bytes + size > this.maxBytes) return undefined;
+    const file: SentFile = { read: Promise.resolve([]), users: 0, bytes: size };
+    // Counted at the size read: the file may have been kept again in between.
+    file.read = this.read(fileKey).then((got) => {
+      const bytes = got[2]?.length ?? 0;
+      held.bytes += bytes - file.bytes;
+      file.bytes = bytes;
+      return got;
+    });
+    this.files.set(fileKey, file);
+    held.files += 1;
+    held.bytes += size;
+    return file;
+  }
+
+  private read(fileKey: string): Promise<(Buffer | null)[]> {
+    return this.redis.hmgetBuffer(fileKey, 'name', 'type', 'data');
   }
 }
 

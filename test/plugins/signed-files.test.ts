@@ -5,8 +5,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RouteRequest } from '../../src/http/routes.js';
-import { signedFileStore } from '../../src/plugin/files.js';
+import type { RouteRequest, RouteResponse } from '../../src/http/routes.js';
+import { downloadsInFlight, signedFileStore } from '../../src/plugin/files.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
@@ -20,6 +20,8 @@ beforeEach(() => {
   prefix = testPrefix();
 });
 afterEach(async () => {
+  // Every test lets go of the responses it got: nothing is left held.
+  expect(downloadsInFlight()).toEqual({ downloads: 0, files: 0, bytes: 0 });
   await cleanupPrefix(redis, prefix);
   await redis.quit();
 });
@@ -39,7 +41,22 @@ function requestOf(url: string, headers: RouteRequest['headers'] = {}): RouteReq
   };
 }
 
-const store = (over: Partial<Parameters<typeof signedFileStore>[0]> = {}) => signedFileStore({ redis, prefix, path: '/files', ttlSeconds: 600, ...over });
+/** What the host does once it has sent a response (or its client went away): lets go of what the response holds. */
+const letGo = (res: RouteResponse) => {
+  if ('onClose' in res) res.onClose?.();
+};
+
+/** A store whose route lets go of each response as soon as it answers, as the host does once it has sent one. */
+const store = (over: Partial<Parameters<typeof signedFileStore>[0]> = {}) => {
+  const s = signedFileStore({ redis, prefix, path: '/files', ttlSeconds: 600, ...over });
+  const route = s.route();
+  const handle: typeof route.handle = async (req) => {
+    const res = await route.handle(req);
+    letGo(res);
+    return res;
+  };
+  return { keep: s.keep, route: () => ({ ...route, handle }), raw: s };
+};
 
 describe('signed file store', () => {
   it('serves a kept file at its URL, not as a page of the origin', async () => {
@@ -106,6 +123,40 @@ describe('signed file store', () => {
   it('signs with a key kept in Redis when given none, so every process on it agrees', async () => {
     const { url } = await store().keep(CID, PNG, 'run1:k_6:0');
     expect((await store().route().handle(requestOf(url))).status).toBe(200);
+  });
+
+  it('concurrent downloads of a file share one copy, counted once, and let it go when the last is done with', async () => {
+    const s = store().raw;
+    const { url } = await s.keep(CID, PNG, 'run1:k_8:0');
+    const route = s.route();
+    const [a, b] = await Promise.all([route.handle(requestOf(url)), route.handle(requestOf(url))]);
+    const body = (r: typeof a) => (r as { body: Buffer }).body;
+    expect(body(a)).toBe(body(b));
+    expect(downloadsInFlight()).toEqual({ downloads: 2, files: 1, bytes: PNG.bytes.byteLength });
+    letGo(a);
+    letGo(a);
+    expect(downloadsInFlight()).toEqual({ downloads: 1, files: 1, bytes: PNG.bytes.byteLength });
+    letGo(b);
+    expect(downloadsInFlight()).toEqual({ downloads: 0, files: 0, bytes: 0 });
+  });
+
+  it('refuses a download past maxBytesInFlight with 503 and Retry-After, holding nothing, and serves it once the others are done', async () => {
+    const s = store({ maxBytesInFlight: PNG.bytes.byteLength + 1 }).raw;
+    const first = await s.keep(CID, PNG, 'run1:k_10:0');
+    const second = await s.keep(CID, { ...PNG, name: 'b.png' }, 'run1:k_11:0');
+    const route = s.route();
+    const held = await route.handle(requestOf(first.url));
+    const refused = await route.handle(requestOf(second.url));
+    expect(refused).toMatchObject({ status: 503, headers: { 'retry-after': expect.stringMatching(/^\d+$/) } });
+    // The file already held is shared, not counted again.
+    const shared = await route.handle(requestOf(first.url));
+    expect(shared.status).toBe(200);
+    expect(downloadsInFlight()).toEqual({ downloads: 2, files: 1, bytes: PNG.bytes.byteLength });
+    letGo(held);
+    letGo(shared);
+    const served = await route.handle(requestOf(second.url));
+    expect(served.status).toBe(200);
+    letGo(served);
   });
 
   it("asks the guard first: a request it refuses gets the guard's answer", async () => {
