@@ -57,8 +57,6 @@ export interface CreateHttpServerOptions {
   readiness?: () => readonly ReadinessProbe[];
   /** Served as `GET /metrics`; HTTP requests are counted in it. Default: the process's (`src/telemetry/metrics.ts`). */
   metrics?: SteerbotMetrics;
-  /** How long a client has to send a whole request, headers and body, in ms; later it gets 408 and its connection is closed. Default 60 000. */
-  requestTimeoutMs?: number;
   /**
    * How long a response that is not an event stream may go with its client taking none of it (it stopped reading), in ms;
    * then its connection is closed and what the response held is let go. Default 60 000.
@@ -66,8 +64,6 @@ export interface CreateHttpServerOptions {
   stalledResponseTimeoutMs?: number;
 }
 
-/** Default of `requestTimeoutMs`: a platform's delivery arrives in well under a second; a minute is room for a slow client. */
-const REQUEST_TIMEOUT_MS = 60_000;
 /** Default of `stalledResponseTimeoutMs`: a client that reads nothing for a minute is not coming back for the rest. */
 const STALLED_RESPONSE_TIMEOUT_MS = 60_000;
 /**
@@ -121,7 +117,8 @@ function describeError(err: FastifyError | Error): { status: number; error: stri
 
 /** Builds the HTTP server with `/healthz` and `/readyz`; it is not listening yet (see `listen`). */
 export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
-  const requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // How long a client has to send a whole request, headers and body; later it gets 408 and its connection is closed.
+  const requestTimeoutMs = opts.config.http.requestTimeoutMs;
   const app = fastify({
     loggerInstance: opts.logger,
     bodyLimit: opts.config.http.bodyLimitBytes,

@@ -29,7 +29,7 @@ describe('loadConfig', () => {
     const config = readConfig({ env: {} });
     expect(config).toEqual(DEFAULT_CONFIG);
     expect(config.redis).toEqual({ mode: 'single', sentinels: [], clusterNodes: [], prefix: 'sb' });
-    expect(config.http).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 });
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 });
     expect(config.dispatch).toEqual({
       defaultPolicy: 'steer',
       steeringCap: 20,

@@ -7,7 +7,7 @@ import { freePort } from '../src/redis/local.js';
 import { redisUrl } from './helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
-const config = { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 2048 } };
+const config = { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 2048, requestTimeoutMs: 60_000 } };
 
 describe('http server', () => {
   let redis: Redis;

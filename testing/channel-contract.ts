@@ -185,7 +185,7 @@ export function channelPluginContract({ name, makeHarness, capabilities = {}, re
       settings = {};
       access = undefined;
       const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-      http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+      http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
       let plugin: ChannelPlugin | undefined;
       const { host: inner } = ingestOnlyHost({
         http,

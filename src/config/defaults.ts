@@ -35,7 +35,7 @@ export const DEFAULT_DELIVERY_KEY_TTL_SECONDS = 86_400;
 /** Defaults of the configuration, section by section. */
 export const DEFAULTS = {
   redis: { mode: 'single', prefix: 'sb' },
-  http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576 },
+  http: { host: '0.0.0.0', port: 8080, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 },
   dispatch: { defaultPolicy: 'steer', steeringCap: 20, dedupeTtlSeconds: 86_400, maxMessageChars: 16_000, afterPurge: 'refuse' },
   runs: { leaseMs: 30_000, heartbeatMs: 10_000, reconcileIntervalMs: 60_000, queueName: 'steerbot-runs', followUpsOnFailure: 2 },
   runner: {

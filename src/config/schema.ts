@@ -101,8 +101,11 @@ const httpSchema = z.strictObject({
   port: int(1, 65535).default(DEFAULTS.http.port).describe('TCP port of the HTTP server, 1..65535. Default 8080.'),
   bodyLimitBytes: int(1024, 64 * 1024 * 1024)
     .default(DEFAULTS.http.bodyLimitBytes)
+    .describe('Largest accepted request body, in bytes. Default 1 048 576 (1 MiB).'),
+  requestTimeoutMs: int(1000, 3_600_000)
+    .default(DEFAULTS.http.requestTimeoutMs)
     .describe(
-      'Largest accepted request body, in bytes. Default 1 048 576 (1 MiB). Whatever its size, a request (headers and body) must arrive whole within 60 s, else the answer is `408` and the connection is closed.',
+      'How long a client has to send a whole request, headers and body, in ms; later the answer is `408` and the connection is closed. Default 60 000 (a minute: a client sending a 16 MiB body needs about 2.2 Mbit/s); raise it with `bodyLimitBytes` for slow clients sending large bodies.',
     ),
 });
 

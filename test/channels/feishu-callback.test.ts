@@ -33,7 +33,7 @@ async function start(config: Partial<FeishuConfigInput>, hostRedis?: Redis): Pro
   const redis = new Redis(redisUrl());
   const prefix = testPrefix();
   const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const plugin = createFeishuPlugin({ ...FEISHU_TEST, domain: feishu.url, ...config }, { logger, redis, prefix });
   const host = dispatchHost({ redis: hostRedis ?? redis, prefix, http, logger, outbound: () => plugin.outbound });
   await plugin.start(host);
@@ -128,7 +128,7 @@ describe('feishu start', () => {
     const logger = createLogger({ level: 'silent' });
     const appSecret = 'a-wrong-secret-0123456789abcdef';
     const plugin = createFeishuPlugin({ ...FEISHU_TEST, appSecret, domain: feishu.url }, { logger, redis, prefix: testPrefix() });
-    const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+    const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
     try {
       const err = await plugin.start(dispatchHost({ redis, prefix: testPrefix(), http, logger })).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);

@@ -43,7 +43,7 @@ let n = 0;
 
 function hostOn(client: RedisClient): ChannelHost {
   const made = ingestOnlyHost({
-    http: createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis: client, logger }),
+    http: createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis: client, logger }),
     redis: client,
     prefix,
     logger,

@@ -85,7 +85,7 @@ export async function startSlackHarness(
   const fake = await startFakeSlack(opts.fake);
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
-  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const cfg = slackConfigSchema.parse({ botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET, apiUrl: fake.apiUrl, ...config });
   const plugin = createSlackPlugin(cfg, { logger, redis, prefix });
   const settings = plugin.settings ?? {};

@@ -46,7 +46,7 @@ beforeEach(async () => {
   prefix = testPrefix();
   fetched = [];
   access = { channels: { teams: { policy: 'pairing', groups: [GROUP], members: true } } };
-  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const countingFetch: typeof fetch = (input, init) => {
     fetched.push(String(input instanceof Request ? input.url : input));
     return fetch(input, init);

@@ -39,7 +39,7 @@ const closers: Array<() => Promise<unknown>> = [];
 async function start(config: Partial<TeamsConfigInput>): Promise<NonNullable<typeof h>> {
   const redis = new Redis(redisUrl());
   const prefix = testPrefix();
-  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const plugin = createTeamsPlugin({ ...teamsTestConfig(teams), ...config }, { logger, redis, prefix });
   const { host } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => ({}), outbound: () => plugin.outbound, access: () => ({ channels: {} }) });
   await plugin.start(host);

@@ -90,7 +90,7 @@ export async function startTelegramHarness(config: Partial<TelegramConfigInput> 
   const fake = await startFakeTelegram();
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
-  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const cfg = telegramConfigSchema.parse({ token: FAKE_TOKEN, apiRoot: fake.apiRoot, mode: 'webhook', webhookSecret: WEBHOOK_SECRET, ...config });
   const plugin = createTelegramPlugin(cfg, { logger, redis, prefix });
   const settings = plugin.settings ?? {};

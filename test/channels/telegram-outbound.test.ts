@@ -210,7 +210,11 @@ describe('telegram start', () => {
     );
     h.fake.failNext('setMyCommands', { error_code: 400, description: 'Bad Request: BOT_COMMAND_INVALID' });
     // The harness's server already listens; this plugin registers its route on a fresh one.
-    const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis: h.redis, logger: h.logger });
+    const http = createHttpServer({
+      config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } },
+      redis: h.redis,
+      logger: h.logger,
+    });
     try {
       await expect(plugin.start({ ...h.host, routes: routeRegistry(http) })).resolves.toBeUndefined();
       expect(h.log.text).toContain('could not register the bot commands');

@@ -39,7 +39,7 @@ describe('telegram long polling', () => {
   async function startHost(pollTimeoutSeconds = 1): Promise<PollingHost> {
     const log = new MemoryLog();
     const logger = createLogger({ level: 'debug', destination: log });
-    const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+    const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
     const host = dispatchHost({ redis, prefix, http, logger });
     const me: PollingHost = {
       plugin: undefined as never,

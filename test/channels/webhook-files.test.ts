@@ -28,7 +28,7 @@ let h: { url: string; plugin: ChannelPlugin; prefix: string; redis: Redis; http:
 async function start(config: Partial<WebhookChannelConfigInput>): Promise<void> {
   const redis = new Redis(redisUrl());
   const prefix = testPrefix();
-  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger, redis, prefix });
   const { host } = ingestOnlyHost({ http, redis, prefix, logger, settings: () => ({}), outbound: () => plugin.outbound, access: () => ({ channels: {} }) });
   await plugin.start(host);

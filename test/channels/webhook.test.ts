@@ -45,7 +45,7 @@ const extraClients: RedisClient[] = [];
 /** Starts the plugin on a real HTTP server; `hostRedis` is what the host ingests into (default: a working one). */
 async function start(config: Partial<WebhookChannelConfigInput> = {}, hostRedis?: RedisClient, prefix = testPrefix(), log = logger): Promise<Harness> {
   const redis = new Redis(redisUrl());
-  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const ingestRedis = hostRedis ?? redis;
   const plugin = createWebhookPlugin('crm', { secret: SECRET, callbackUrl: callbacks.url, callbackRetryBaseMs: 5, ...config }, { logger: log, redis, prefix });
   const settings: ChannelSettings = {};

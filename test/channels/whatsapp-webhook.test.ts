@@ -73,7 +73,7 @@ async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: 
   const wa = await startFakeWhatsApp();
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
-  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: wa.graphUrl, ...config }, { logger, redis, prefix });
   const host =
     opts.access === undefined

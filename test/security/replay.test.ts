@@ -61,7 +61,7 @@ async function startSystem(dedupeTtlSeconds: number, create: (deps: ChannelDeps)
   const redis = new Redis(redisUrl());
   const log = new MemoryLog();
   const logger = createLogger({ level: 'debug', destination: log });
-  const http = createHttpServer({ config: { http: { bodyLimitBytes: 1_048_576 } as never }, redis, logger });
+  const http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   const plugin = create({ logger, redis, prefix });
   const dispatch = new Dispatch({ client: redis, prefix, dedupeTtlSeconds });
   const enqueued: Array<[string, string]> = [];

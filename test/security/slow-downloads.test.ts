@@ -42,7 +42,7 @@ let release = () => {};
  * host's address and the path and query of the file's signed URL.
  */
 async function start(o: { stalledResponseTimeoutMs?: number; extra?: (routes: ReturnType<typeof routeRegistry>) => void } = {}) {
-  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger, ...o });
+  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger, ...o });
   o.extra?.(routeRegistry(http));
   const p = createLinePlugin(
     { ...LINE_TEST, apiBaseURL: line.apiUrl, filesUrl: 'https://bot.example.test', maxFileBytes: 20 * 1024 * 1024 },

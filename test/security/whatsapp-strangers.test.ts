@@ -29,7 +29,7 @@ beforeEach(async () => {
   wa = await startFakeWhatsApp();
   redis = new Redis(redisUrl());
   prefix = testPrefix();
-  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576 } }, redis, logger });
+  http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 1_048_576, requestTimeoutMs: 60_000 } }, redis, logger });
   plugin = createWhatsAppPlugin({ ...WHATSAPP_TEST, graphApiUrl: wa.graphUrl }, { logger, redis, prefix });
   const access = { channels: { whatsapp: { policy: 'pairing', users: [WA_ALICE.waId] } } };
   const { host } = ingestOnlyHost({ http, redis, prefix, logger, outbound: () => plugin.outbound, access: () => access });

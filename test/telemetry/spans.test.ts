@@ -117,7 +117,11 @@ describe("a webhook route's span", () => {
   beforeAll(async () => {
     queue = new RunQueue({ connection: redis, name: `runs-${prefix}`, bullPrefix: bullPrefixFor(prefix) });
     const service = new IngestService(new Dispatch({ client: redis, prefix }), queue);
-    http = createHttpServer({ config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 4096 } }, redis, logger: createLogger({ level: 'silent' }) });
+    http = createHttpServer({
+      config: { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 4096, requestTimeoutMs: 60_000 } },
+      redis,
+      logger: createLogger({ level: 'silent' }),
+    });
     routeRegistry(http).add({
       method: 'POST',
       path: '/webhooks/t',
