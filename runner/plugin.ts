@@ -393,12 +393,14 @@ export interface RunMemory {
   /**
    * Saves a note (the same text twice is stored once: `same`). Throws
    * MemoryLimitError (`code` `MEMORY_LIMIT`) past the count or size limit,
-   * InvalidInputError for an empty text; nothing is written then.
+   * InvalidInputError for an empty text, and in a run that also answers
+   * someone else than its person or that an event started (a subagent's
+   * task or result among them); nothing is written then.
    */
   save(text: string, opts?: { signal?: AbortSignal }): Promise<MemorySaveResult>;
   /** Notes matching `query`, best first (at most `limit`, default 5, at most 20). */
   search(query: string, opts?: { limit?: number; signal?: AbortSignal }): Promise<MemoryHit[]>;
-  /** Deletes note `id`; false when there is none. Throws InvalidInputError for an id that is not a note id. */
+  /** Deletes note `id`; false when there is none. Throws InvalidInputError for an id that is not a note id, and where `save` refuses. */
   delete(id: string): Promise<boolean>;
   /**
    * The notes for the system prompt, read once per invocation (the same

@@ -62,6 +62,8 @@ export interface TelegramSystemOptions {
   budgets?: BudgetSettings;
   /** The host's schedules service, with these configured heartbeats. Default: none on the host (the runner's as configured). */
   schedules?: { heartbeats?: Record<string, HeartbeatSettings> };
+  /** Subagents on (`subagents.enabled`). Default: as the harness configures them. */
+  subagents?: boolean;
 }
 
 export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promise<TelegramSystem> {
@@ -76,6 +78,7 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     schedules: o.schedules
       ? { ...h.ctx.config.schedules, enabled: true, missedAfterSeconds: 3600, heartbeats: o.schedules.heartbeats ?? {} }
       : h.ctx.config.schedules,
+    ...(o.subagents && { subagents: { enabled: true, maxPerRun: 2, timeoutSeconds: 60 } }),
   };
   const ctx = { ...h.ctx, config };
   const tg = await startFakeTelegram();

@@ -1,10 +1,15 @@
 /**
  * Memory's runner part: a run with an identity gets that person's long-term
  * memory (`RunContext.features.memory`) where the profile and the chat allow it.
+ * Only that person may have their notes changed: a run that also answers
+ * someone else (a message steered into a group run), or one an event
+ * started (a subagent's task or late result may carry such a message),
+ * saves and deletes none.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
 import { createEmbedder } from '../../../runner/model.js';
 import type { RunMemory } from '../../../runner/plugin.js';
+import { InvalidInputError } from '../../../src/errors.js';
 import { type MemoryNote, MemoryStore, selectPromptNotes } from '../../../src/people/memory.js';
 
 /** The memory of `kit.config.memory`; with memory off, a feature that adds nothing. */
@@ -13,7 +18,7 @@ export function memoryRunner(kit: RunnerFeatureKit): RunnerFeature {
   const store = memoryStore(kit);
   return {
     name: 'memory',
-    context: (run) => (run.identity !== undefined && memoryAllowed(run) ? { memory: runMemory(store, run.identity) } : {}),
+    context: (run) => (run.identity !== undefined && memoryAllowed(run) ? { memory: runMemory(store, run.identity, writeCheck(kit, run, run.identity)) } : {}),
   };
 }
 
@@ -48,14 +53,42 @@ function memoryAllowed(run: FeatureRun): boolean {
   return run.inputs.some((m) => m.origin === undefined || m.origin.kind === 'schedule');
 }
 
-/** The memory of one identity; the prompt's notes are read once per invocation. */
-function runMemory(store: MemoryStore, identity: string): RunMemory {
+/**
+ * Throws InvalidInputError (the model reads why) unless every person whose
+ * message the run answers so far is the run's identity, whose notes they are:
+ * a member's message steered into a group run cannot have the starter's
+ * notes (in the prompt of their private chats too) planted or deleted.
+ */
+function writeCheck(kit: RunnerFeatureKit, run: FeatureRun, identity: string): () => Promise<void> {
+  const channel = kit.channels.channelOf(run.conversationId);
+  return async () => {
+    // An event's text is not the person's: a subagent's task or result was written by a model from whatever its run answered.
+    if (run.inputs.some((m) => m.origin?.kind === 'event'))
+      throw new InvalidInputError("a run an event started (a subagent's task or result, an API event) saves and deletes no notes: nothing was written");
+    const owner = await kit.identities.resolveAccount(identity);
+    for (const userId of run.requesters()) {
+      if ((await kit.identities.tryResolve(channel, userId)) === owner) continue;
+      throw new InvalidInputError(
+        'these notes are about the person who started this run, and this run also answers someone else: nothing was saved or deleted. Only that person can have their notes changed, in a message of their own',
+      );
+    }
+  };
+}
+
+/** The memory of one identity; the prompt's notes are read once per invocation; `mayWrite` throws when a save or delete is refused. */
+function runMemory(store: MemoryStore, identity: string, mayWrite: () => Promise<void>): RunMemory {
   let prompt: Promise<{ notes: MemoryNote[]; total: number }> | undefined;
   return {
     maxNoteChars: store.limits.maxNoteChars,
-    save: (text, opts) => store.save(identity, text, opts?.signal ? { signal: opts.signal } : {}),
+    save: async (text, opts) => {
+      await mayWrite();
+      return store.save(identity, text, opts?.signal ? { signal: opts.signal } : {});
+    },
     search: (query, opts) => store.search(identity, query, opts),
-    delete: (id) => store.delete(identity, id),
+    delete: async (id) => {
+      await mayWrite();
+      return store.delete(identity, id);
+    },
     promptNotes: () => {
       prompt ??= store.list(identity).then((all) => ({ notes: selectPromptNotes(all, store.limits), total: all.length }));
       return prompt;

@@ -73,7 +73,10 @@ function startFires(kit: RunnerFeatureKit, scheduling: ConfiguredSchedules): { c
  */
 function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: RunRuleDeps): ConversationSchedules {
   const { conversationId } = run;
-  const group = run.inputs.some((m) => m.group === true);
+  // Only a person's message (or a private schedule's fire) says the chat is private. A run an event, a subagent's
+  // result or a heartbeat started cannot tell: its schedules fire as group inputs, with no personal memory.
+  const privateChat = !run.inputs.some((m) => m.group === true) && run.inputs.some((m) => m.origin === undefined || m.origin.kind === 'schedule');
+  const group = !privateChat;
   // A fire's, a heartbeat's or an event's run: no person is there to have asked.
   const unattended = run.starter === undefined || run.starter.origin !== undefined;
   return {
