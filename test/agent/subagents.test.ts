@@ -7,46 +7,24 @@
  * cannot delegate, and their inputs are owned by the parent's identity.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runnerFeatures } from '../../app/features/index.js';
 import { childrenStatus, subagentsHost } from '../../app/features/subagents/host.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { startRunner } from '../../runner/main.js';
-import type { CoreConfig } from '../../src/config/load.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { consoleCall, serveConsole } from '../helpers/console-api.js';
-import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
+import { CID, type RunnerHarness } from '../runner/harness.js';
+import { offers, type Req, says, startSubagentWorld } from './subagent-world.js';
 
 let ai: FakeOpenAIServer;
 let h: RunnerHarness;
+let close: () => Promise<void>;
 
 beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  h = await RunnerHarness.start();
-  const config: CoreConfig = { ...h.ctx.config, subagents: { enabled: true, maxPerRun: 3, timeoutSeconds: 60 } };
-  h.runners.push(
-    await startRunner(
-      { ...h.ctx, config },
-      {
-        plugin: createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: true }, maxRetries: 0 }),
-        resolveOutbound: (cid) => (cid.startsWith('telegram:') ? h.outbound : undefined),
-        lockDurationMs: 2000,
-        stalledIntervalMs: 500,
-        features: runnerFeatures(),
-      },
-    ),
-  );
+  ({ ai, h, close } = await startSubagentWorld(3));
 });
-afterEach(async () => {
-  await h.close();
-  await ai.close();
-});
+afterEach(() => close());
 
-type Req = { messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function: { name: string } }> };
-const offers = (req: Req, tool: string) => (req.tools ?? []).some((t) => t.function.name === tool);
-const says = (req: Req, text: string) => JSON.stringify(req.messages).includes(text);
 const toolResults = (req: Req) => req.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(String(m.content)));
 const childIds = async () => (await h.redis.keys(`${h.prefix}:{c:subagent:*}:log`)).map((k) => /\{c:(.*)\}:log$/.exec(k)![1]!).sort();
 
@@ -149,8 +127,9 @@ describe('subagents', () => {
   async function adoptedResult(last: 'the child' | 'the parent'): Promise<void> {
     {
       ai.script((req: Req) => {
+        // The run the result starts is offered no subagent tools.
+        if (says(req, 'event from subagent')) return { text: 'News from your errand: Phobos and Deimos.' };
         if (offers(req, 'delegate')) {
-          if (says(req, 'event from subagent')) return { text: 'News from your errand: Phobos and Deimos.' };
           if (toolResults(req).length === 0) return { toolCalls: [{ name: 'delegate', args: { tasks: ['name the moons of Mars'], wait: false } }] };
           // The parent's last step: quick when the child ends last, slow when the parent does.
           return { text: 'On it.', delayMs: last === 'the parent' ? 2500 : 0 };

@@ -10,7 +10,7 @@
  * names the run's conversation as its parent: the child runs under the
  * parent's profile, and its spend is charged to that identity and to the
  * parent conversation's budget. Children cannot delegate (depth 1): the
- * member is absent in their runs. A child's answers are its record's final steps; the
+ * member is absent in their runs, and in runs an adopted child's result started. A child's answers are its record's final steps; the
  * wait blocks on its record and reads it again when an entry arrives.
  */
 import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runner/feature.js';
@@ -40,10 +40,16 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
   if (!kit.config.subagents.enabled) return lineage;
   return {
     ...lineage,
-    context: (run) => (isChild(run.conversationId) ? {} : { subagents: runSubagents(kit, run) }),
+    context: (run) => (isChild(run.conversationId) || startedByResult(run) ? {} : { subagents: runSubagents(kit, run) }),
     ended: (run, outcome) => subagentsEnded(kit, run, outcome),
   };
 }
+
+/**
+ * Whether the run was started by an adopted child's result: such a run starts no children, or text a child read
+ * could have every result start the next ones, an endless chain of runs no person started.
+ */
+const startedByResult = (run: FeatureRun): boolean => run.starter?.origin?.source === SUBAGENT_CHANNEL;
 
 /** Ends a child's run that names no parent before anything is spent on it (final: a follow-up would be refused the same way). */
 function orphanRefused(kit: RunnerFeatureKit, run: FeatureRun): RunResult {
