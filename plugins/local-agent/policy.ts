@@ -136,9 +136,50 @@ export class ToolPolicy {
    */
   approvalText(tool: string, input: unknown, opts: { destructive?: boolean; maxChars?: number } = {}): string {
     const maxChars = opts.maxChars ?? 600;
-    const shown = JSON.stringify(input ?? {}, (k, v) => (k && this.redact.test(k) ? '[redacted]' : v)) ?? '{}';
-    const args = redactSecrets(shown);
-    const text = `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? `${args.slice(0, maxChars)}…` : args}`;
+    const parts = this.shownArguments(input ?? {});
+    const args = parts.length === 1 && parts[0]!.name === undefined ? parts[0]!.text : `{${parts.map((p) => p.text).join(',')}}`;
+    const text = `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? cutArguments(args, parts, maxChars) : args}`;
     return opts.destructive ? `${text}\n${DESTRUCTIVE_NOTE}` : text;
   }
+
+  /** The input's top-level arguments as shown (`"name":value`, redacted, invisible characters escaped), or the whole input when it is no object. */
+  private shownArguments(input: unknown): ShownArgument[] {
+    const show = (v: unknown) => escapeInvisible(redactSecrets(JSON.stringify(v, (k, x) => (k && this.redact.test(k) ? '[redacted]' : x)) ?? 'null'));
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return [{ text: show(input) }];
+    return Object.entries(input)
+      .filter(([, v]) => v !== undefined)
+      .map(([name, v]) => ({ name: show(name), text: `${show(name)}:${this.redact.test(name) ? '"[redacted]"' : show(v)}` }));
+  }
+}
+
+/** One top-level argument in an approval request. */
+interface ShownArgument {
+  /** Its name as shown (quoted); none for an input that is not an object. */
+  name?: string;
+  /** `"name":value` as shown. */
+  text: string;
+}
+
+/**
+ * Characters that render as nothing, move the text around them or start a line (direction marks and overrides,
+ * zero-width and tag characters, C1 controls, line and paragraph separators), as JSON escapes: the arguments are
+ * shown as they are, not as the model's text would have them look. (`JSON.stringify` escapes only C0 controls.)
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+function escapeInvisible(text: string): string {
+  return text.replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
+}
+
+/** The first `maxChars` of `args`, saying how much is cut and naming the arguments that start past it. */
+function cutArguments(args: string, parts: readonly ShownArgument[], maxChars: number): string {
+  const hidden: string[] = [];
+  let start = 1;
+  for (const p of parts) {
+    if (start >= maxChars && p.name !== undefined) hidden.push(p.name);
+    start += p.text.length + 1;
+  }
+  const list = hidden.join(', ');
+  const names = hidden.length > 0 ? `; not shown: ${list.length > maxChars ? `${list.slice(0, maxChars)}…` : list}` : '';
+  return `${args.slice(0, maxChars)}… [${args.length - maxChars} more characters not shown${names}]`;
 }
