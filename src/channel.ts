@@ -303,14 +303,24 @@ export function defineChannelPlugin<S extends z.ZodType>(definition: ChannelPlug
 }
 
 /**
- * Finds a conversation's channel among `channelIds`: the longest id that is
- * the conversation id itself or prefixes it followed by `:` (channel ids may
- * contain `:`, e.g. a named instance `<plugin>:<name>`). Undefined when none does.
+ * Where a conversation id continues into a thread of its own: `:` (a Telegram
+ * topic, a Slack or Feishu thread), `/` (a Matrix thread, `<room>/<root>`), `;`
+ * (a Teams channel thread, `;messageid=`). A member names a Matrix thread's
+ * root, so a chat's binding or persona must cover every thread of it.
+ */
+const THREAD_SEPARATORS = new Set([':', '/', ';']);
+
+/**
+ * Finds a conversation's channel (or chat) among `channelIds`: the longest id
+ * that is the conversation id itself or prefixes it followed by a thread
+ * separator (`:`, `/` or `;`; channel ids may contain `:`, e.g. a named
+ * instance `<plugin>:<name>`). Undefined when none does.
  */
 export function channelResolver(channelIds: Iterable<string>): (conversationId: string) => string | undefined {
   // Longest first, so `a:b` wins over `a` for `a:b:42`.
   const ids = [...new Set(channelIds)].sort((x, y) => y.length - x.length);
-  return (conversationId) => ids.find((id) => conversationId === id || (conversationId.startsWith(id) && conversationId[id.length] === ':'));
+  return (conversationId) =>
+    ids.find((id) => conversationId === id || (conversationId.startsWith(id) && THREAD_SEPARATORS.has(conversationId[id.length] ?? '')));
 }
 
 /** Finds a conversation's outbound side among `plugins` (by its channel id, see `channelResolver`). */

@@ -58,6 +58,13 @@ describe('channels from config', () => {
     expect(channelIdOf('telegrams:1')).toBeUndefined();
   });
 
+  it('takes a Matrix thread (`/<root>`) and a Teams channel thread (`;messageid=`) for a thread of the chat id that prefixes it', () => {
+    const chatOf = channelResolver(['matrix:!room:fake.test', 'teams:19:abc@thread.tacv2']);
+    expect(chatOf('matrix:!room:fake.test/$root')).toBe('matrix:!room:fake.test');
+    expect(chatOf('teams:19:abc@thread.tacv2;messageid=1699999999999')).toBe('teams:19:abc@thread.tacv2');
+    expect(chatOf('matrix:!room:fake.tester')).toBeUndefined();
+  });
+
   it('carries no allow-list or input policy in channel settings: access and profiles say those', async () => {
     const byId = new Map((await createChannels(withWebhooks, deps)).map((p) => [p.id, p.settings]));
     expect(byId.get('webhook:crm')).toEqual({ admins: ['a'] });
