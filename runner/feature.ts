@@ -66,6 +66,11 @@ export interface FeatureRun {
   readonly inputs: ReadonlyArray<SeqEntry<MessageReceived>>;
   /** The senders of the messages the invocation answers so far, steering it pulled included (fires and events are nobody's). */
   requesters(): string[];
+  /**
+   * The sources of the events the invocation answers so far, steering it pulled included (`subagent` for a
+   * subagent's result; an API event's source): text no person of the conversation wrote.
+   */
+  eventSources(): string[];
 }
 
 /** What a feature adds to `RunContext.features`: its own member (`memory`, `schedules`, …). */

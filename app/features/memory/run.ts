@@ -62,8 +62,9 @@ function memoryAllowed(run: FeatureRun): boolean {
 function writeCheck(kit: RunnerFeatureKit, run: FeatureRun, identity: string): () => Promise<void> {
   const channel = kit.channels.channelOf(run.conversationId);
   return async () => {
-    // An event's text is not the person's: a subagent's task or result was written by a model from whatever its run answered.
-    if (run.inputs.some((m) => m.origin?.kind === 'event'))
+    // An event's text is not the person's: a subagent's task or result was written by a model from whatever its run
+    // answered. Asked at each write: steering may have pulled one in since the run started.
+    if (run.eventSources().length > 0)
       throw new InvalidInputError("a run an event started (a subagent's task or result, an API event) saves and deletes no notes: nothing was written");
     const owner = await kit.identities.resolveAccount(identity);
     for (const userId of run.requesters()) {

@@ -81,6 +81,9 @@ function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: RunR
   const unattended = run.starter === undefined || run.starter.origin !== undefined;
   return {
     create: async (request, opts) => {
+      // Fires are charged to the person: text no person of the conversation wrote (a subagent's result, an API event)
+      // must not set them going, nor pass through a fire's run as the person's own (its notes, its subagents).
+      if (run.eventSources().length > 0) throw new ScheduleForbiddenError(EVENT_REFUSAL);
       const refusal = await createRefusal(rule);
       if (refusal) throw new ScheduleForbiddenError(refusal);
       return schedules.create(conversationId, request, {
@@ -101,6 +104,9 @@ function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: RunR
     },
   };
 }
+
+const EVENT_REFUSAL =
+  "this run answers an event (a subagent's result or a message from another system), not the person it is charged to: nothing was scheduled. The person can ask for it in a message of their own";
 
 /** What the rules of one run's schedule tools ask: who the run answers, their identities, whether they administer the chat. */
 function runRules(kit: RunnerFeatureKit, run: FeatureRun): RunRuleDeps {
