@@ -171,12 +171,12 @@ function escapeInvisible(text: string): string {
   return text.replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
 }
 
-/** The first `maxChars` of `args`, saying how much is cut and naming the arguments that start past it. */
+/** The first `maxChars` of `args`, saying how much is cut and naming the arguments whose name is not shown whole. */
 function cutArguments(args: string, parts: readonly ShownArgument[], maxChars: number): string {
   const hidden: string[] = [];
   let start = 1;
   for (const p of parts) {
-    if (start >= maxChars && p.name !== undefined) hidden.push(p.name);
+    if (p.name !== undefined && start + p.name.length > maxChars) hidden.push(p.name);
     start += p.text.length + 1;
   }
   const list = hidden.join(', ');

@@ -51,4 +51,11 @@ describe('an approval request for arguments injected text chose', () => {
     expect(text).toMatch(/\d+ more characters not shown/);
     expect(text).toContain('not shown: "to", "amount"');
   });
+
+  it('names an argument whose name the limit cuts through', async () => {
+    // `{"memo":"a…a",` is 597 characters: the limit (600) falls inside `"to"`.
+    const text = await requestFor({ memo: 'a'.repeat(586), to: 'ATTACKER-IBAN', amount: 900 });
+    expect(text).not.toContain('ATTACKER-IBAN');
+    expect(text).toContain('not shown: "to", "amount"');
+  });
 });
