@@ -9,6 +9,7 @@
  * an MCP server's write tools. A denied tool is not offered to the model.
  */
 
+import { channelResolver } from 'steerbot/channel';
 import { redactSecrets } from 'steerbot/plugin';
 import type { RunInfo, ToolMode } from 'steerbot/runner';
 import { z } from 'zod';
@@ -34,7 +35,12 @@ export const toolPolicySchema = z
       .optional()
       .describe('Deprecated: use `profiles.<name>.toolPolicy` bound to the channel (translated at load).')
       .meta({ deprecated: true }),
-    conversations: z.record(z.string().min(1), scope).optional().describe('Per conversation id (`telegram:42`): `default` and `tools`.'),
+    conversations: z
+      .record(z.string().min(1), scope)
+      .optional()
+      .describe(
+        "Per conversation id (`telegram:42`): `default` and `tools`; a chat's entry covers its topics and threads (ids it prefixes followed by `:`, `/` or `;`).",
+      ),
     approvers: z
       .array(z.string().min(1).max(128))
       .max(64)
@@ -98,10 +104,13 @@ function entry(s: Scope | undefined, tool: string): ToolMode | undefined {
 export class ToolPolicy {
   private readonly p: z.infer<typeof toolPolicySchema>;
   private readonly redact: RegExp;
+  /** The `conversations` key of a conversation: its own, else its chat's (a topic or thread is its chat's too). */
+  private readonly conversationKeyOf: (conversationId: string) => string | undefined;
 
   constructor(settings: ToolPolicySettings = {}) {
     this.p = toolPolicySchema.parse(settings);
     this.redact = new RegExp(this.p.redactArguments ?? DEFAULT_REDACT, 'i');
+    this.conversationKeyOf = channelResolver(Object.keys(this.p.conversations ?? {}));
   }
 
   /**
@@ -112,7 +121,8 @@ export class ToolPolicy {
    * Default `allow`.
    */
   mode(tool: string, conversationId: string, toolDefault: ToolMode = 'allow', profile?: Scope): ToolMode {
-    const conv = this.p.conversations?.[conversationId];
+    const key = this.conversationKeyOf(conversationId);
+    const conv = key === undefined ? undefined : this.p.conversations?.[key];
     const chan = this.p.channels?.[channelOf(conversationId)];
     const named = entry(conv, tool) ?? entry(profile, tool) ?? entry(chan, tool) ?? entry(this.p, tool);
     if (named) return named;

@@ -8,9 +8,10 @@
  * base model's).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { runnerFeatures } from '../../app/features/index.js';
 import type { HttpServer } from '../../host/http.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { loadProfiles } from '../../src/people/profiles.js';
@@ -18,7 +19,7 @@ import { type FakeMatrix, MATRIX_ALICE, MATRIX_BOB, startFakeMatrix } from '../.
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { matrixPlugin, startMatrixHost, untilSyncing } from '../channels/matrix-harness.js';
-import { RunnerHarness } from '../runner/harness.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
 
 const ROOM_PROMPT = 'You answer this room in one line, without tools.';
 
@@ -98,5 +99,20 @@ describe('a thread of a room bound to a profile', () => {
     expect(profiles.resolve('teams:19:abc@thread.tacv2;messageid=1699999999999').name).toBe('room');
     // A longer channel id is another channel, not a thread of this one.
     expect(profiles.resolve('teams:19:abc@thread.tacv2x').name).toBe('default');
+  });
+});
+
+describe('a topic of a group whose tool policy denies a tool', () => {
+  it('is denied it too: the group’s entry in `conversations` covers its topics and threads', async () => {
+    const pay: AgentTool = { name: 'pay', description: 'pays', inputSchema: z.object({}), execute: async () => ({ paid: true }) };
+    const policy = { conversations: { 'telegram:-100779': { tools: { pay: 'deny' as const } } } };
+    await h.startRunner(createLocalAgentPlugin({ model: fakeModel(base.url), tools: [pay], builtins: { currentTime: false }, toolbox: { policy } }));
+    // A member writes in a topic of the group (`:<topic>`), and in another group whose id merely starts the same.
+    await h.ingest('pay me', { conversationId: 'telegram:-100779:7' });
+    await base.waitForRequests(1, 10_000);
+    await h.ingest('pay me', { conversationId: 'telegram:-1007790' });
+    await base.waitForRequests(2, 10_000);
+    const offered = base.requests.map((r) => (r.body.tools ?? []).map((t: { function: { name: string } }) => t.function.name).includes('pay'));
+    expect(offered).toEqual([false, true]);
   });
 });
