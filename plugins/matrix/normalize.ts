@@ -17,8 +17,8 @@ import { type TimelineEvent, timelineEventSchema } from './sync-schema.js';
 /** Attachment kind by media message type. */
 const MEDIA_KINDS: Record<string, Attachment['kind']> = { 'm.image': 'image', 'm.file': 'file', 'm.audio': 'audio', 'm.video': 'video' };
 
-/** A room id, `!opaque:server`. */
-const ROOM_ID = /^![^\s:]+:\S+$/;
+/** A room id: `!opaque:server`, or from room version 12 on `!opaque` alone (the hash of the room's create event). */
+const ROOM_ID = /^![^\s:]+(?::\S+)?$/;
 
 /** A thread's root event id, `$opaque` (no whitespace, `/` or braces). */
 const ROOT_ID = /^\$[^\s/{}]+$/;

@@ -67,6 +67,14 @@ describe('matrix end to end', () => {
     ]);
   });
 
+  it('answers in a room whose id has no server part (room version 12)', async () => {
+    await start();
+    const v12 = matrix.createRoom([matrix.userId, MATRIX_ALICE], { hashId: true });
+    ai.script([{ text: 'Hello from a new room.' }]);
+    matrix.message(v12, MATRIX_ALICE, 'hi');
+    expect(await nthText(v12, 1, 'the answer')).toBe('Hello from a new room.');
+  });
+
   // The old patterns took seconds to hours on such lines (a heading's spaces split every way, a scan to the end of
   // the line from each unclosed `[` or `**`); the timeout is what fails when the thread is held.
   it('renders a reply of 16 000 characters repeating a stranger’s crafted lines (a heading of spaces, unclosed links and bold, a fence, a bullet broken by a carriage return) at once', {

@@ -109,6 +109,11 @@ describe('matrix roomOf', () => {
     expect(threadOf('matrix', `matrix:${ROOM}`)).toBeUndefined();
     expect(roomOf('matrix', `matrix:${ROOM}/not-an-event`)).toBeUndefined();
     expect(roomOf('matrix', `line:${ROOM}`)).toBeUndefined();
+    // Room version 12: the id is the create event's hash, with no server.
+    const v12 = '!31hneApxJ_1o-63DmFrpeqnkFfWppnzWso1JvH3ogLM';
+    expect(roomOf('matrix', `matrix:${v12}`)).toBe(v12);
+    expect(threadOf('matrix', `matrix:${v12}/$root1`)).toBe('$root1');
+    expect(roomOf('matrix', 'matrix:!')).toBeUndefined();
   });
 });
 

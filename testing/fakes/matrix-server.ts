@@ -197,9 +197,12 @@ export class FakeMatrix {
     return this;
   }
 
-  /** Makes a room with these members (add `userId` for one the bot is in); returns its id. */
-  createRoom(members: readonly string[]): string {
-    const roomId = `!${randomBytes(9).toString('base64url')}:fake.test`;
+  /**
+   * Makes a room with these members (add `userId` for one the bot is in); returns its id. `hashId`: an id as
+   * room version 12 makes them, the hash of the create event with no server (`!<43 characters>`).
+   */
+  createRoom(members: readonly string[], opts: { hashId?: boolean } = {}): string {
+    const roomId = opts.hashId ? `!${randomBytes(32).toString('base64url')}` : `!${randomBytes(9).toString('base64url')}:fake.test`;
     this.rooms.set(roomId, { members: new Set(members), invited: new Map(), powerLevels: { users: {}, users_default: 0, redact: 50 } });
     return roomId;
   }
