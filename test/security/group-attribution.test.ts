@@ -7,14 +7,11 @@
  * text), and none of Alice's notes unless the profile opts in.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { AgentTool } from '../../runner/tools/agent-tool.js';
 import { ingestEvent } from '../../src/events.js';
 import type { MessageReceived, SeqEntry } from '../../src/record/entries.js';
 import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { startTelegramSystem, systemOf, type TelegramSystem, type TelegramSystemOptions, userTextsOf } from './telegram-system.js';
+import { holdingTool, startTelegramSystem, systemOf, type TelegramSystem, type TelegramSystemOptions, userTextsOf } from './telegram-system.js';
 
 const GROUP = -100777;
 const GROUP_CID = `telegram:${GROUP}`;
@@ -39,19 +36,8 @@ const toolNames = (body: any): string[] => (body.tools ?? []).map((t: { function
  * request that carried Bob's message and the record.
  */
 async function aliceThenBob(o: TelegramSystemOptions = {}) {
-  const entered = deferred();
-  const release = deferred();
-  const hold: AgentTool<Record<string, never>> = {
-    name: 'look_up',
-    description: 'Looks something up.',
-    inputSchema: z.object({}),
-    async execute() {
-      entered.resolve();
-      await release.promise;
-      return { found: 'nothing' };
-    },
-  };
-  const s = (sys = await startTelegramSystem({ ...o, tools: [hold] }));
+  const { tool, entered, release } = holdingTool();
+  const s = (sys = await startTelegramSystem({ ...o, tools: [tool] }));
   await s.memory.save(ALICE_ID, ALICE_NOTE);
   s.model.script([{ toolCalls: [{ name: 'look_up', args: {} }] }, { text: 'Here is the plan.' }]);
   expect(await s.post(messageUpdate({ chatId: GROUP, from: ALICE, text: 'help me plan the trip' }))).toBe(200);
@@ -110,19 +96,8 @@ describe('a group run with a steered message', () => {
 
 describe('a run an owned event starts in a group', () => {
   it("gets none of the owner's notes or memory tools, and the event's text cannot forge a member's message", async () => {
-    const entered = deferred();
-    const release = deferred();
-    const hold: AgentTool<Record<string, never>> = {
-      name: 'look_up',
-      description: 'Looks something up.',
-      inputSchema: z.object({}),
-      async execute() {
-        entered.resolve();
-        await release.promise;
-        return { found: 'nothing' };
-      },
-    };
-    const s = (sys = await startTelegramSystem({ tools: [hold] }));
+    const { tool, entered, release } = holdingTool();
+    const s = (sys = await startTelegramSystem({ tools: [tool] }));
     await s.memory.save(ALICE_ID, ALICE_NOTE);
     s.model.script([{ text: 'hi all' }]);
     expect(await s.post(messageUpdate({ chatId: GROUP, from: BOB, text: 'hello bot' }))).toBe(200);

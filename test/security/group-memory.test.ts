@@ -8,13 +8,10 @@
  * AI SDK provider against the fake model server).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { AgentTool } from '../../runner/tools/agent-tool.js';
 import { ingestEvent } from '../../src/events.js';
 import { ALICE, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { deferred } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
-import { startTelegramSystem, type TelegramSystem } from './telegram-system.js';
+import { holdingTool, startTelegramSystem, type TelegramSystem } from './telegram-system.js';
 
 const BOB: TgUser = { id: 1002, is_bot: false, first_name: 'Bob' };
 const GROUP = -100_779;
@@ -29,23 +26,6 @@ afterEach(async () => {
 });
 
 type Req = { messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function: { name: string } }> };
-
-/** A tool that waits, once called, until `release` resolves: a message sent meanwhile is steered into the run. */
-function holdingTool() {
-  const entered = deferred();
-  const release = deferred();
-  const tool: AgentTool<Record<string, never>> = {
-    name: 'look_up',
-    description: 'Looks something up.',
-    inputSchema: z.object({}),
-    async execute() {
-      entered.resolve();
-      await release.promise;
-      return { found: 'nothing' };
-    },
-  };
-  return { tool, entered, release };
-}
 
 const family = { profiles: { family: { memory: { inGroups: true } } }, bindings: [{ chat: GROUP_CID, profile: 'family' }] };
 

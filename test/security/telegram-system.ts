@@ -6,6 +6,7 @@
  * OpenAI-compatible model server (a test reads exactly the request the model
  * received), and, when asked, schedules fired by the runner's real BullMQ fire worker.
  */
+import { z } from 'zod';
 import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
@@ -24,7 +25,7 @@ import { type ConfiguredSchedules, schedulesFromConfig } from '../../src/schedul
 import type { HeartbeatSettings } from '../../src/schedules/heartbeats.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { FAKE_TOKEN, type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
-import { RunnerHarness } from '../../testing/runner-harness.js';
+import { deferred, RunnerHarness } from '../../testing/runner-harness.js';
 import { postUpdate } from '../channels/telegram-harness.js';
 import { testHostFeatures } from '../helpers/host-features.js';
 import { redisUrl } from '../helpers/redis.js';
@@ -159,3 +160,20 @@ export const userTextsOf = (body: { messages: Array<{ role: string; content: unk
   body.messages
     .filter((m) => m.role === 'user')
     .map((m) => (typeof m.content === 'string' ? m.content : (m.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join('')));
+
+/** A tool that waits, once called, until `release` resolves: a message sent meanwhile is steered into the run. */
+export function holdingTool() {
+  const entered = deferred();
+  const release = deferred();
+  const tool: AgentTool<Record<string, never>> = {
+    name: 'look_up',
+    description: 'Looks something up.',
+    inputSchema: z.object({}),
+    async execute() {
+      entered.resolve();
+      await release.promise;
+      return { found: 'nothing' };
+    },
+  };
+  return { tool, entered, release };
+}
