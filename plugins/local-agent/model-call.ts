@@ -9,7 +9,7 @@
  * the recovery step's business (plugins/local-agent/recovery.ts).
  */
 import { generateText, type LanguageModelUsage, type ModelMessage, streamText } from 'ai';
-import { type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
+import { compaction, type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
 import type { LoopState } from './loop-state.js';
 import { withCitations } from './native-search.js';
 import { declaredTools } from './tool-batch.js';
@@ -24,7 +24,7 @@ import { StreamWatchdog } from './watchdog.js';
  */
 export type ModelOutcome =
   | { kind: 'answered'; step: StepRecord; text: string }
-  | { kind: 'aborted'; text: string }
+  | { kind: 'aborted'; text: string; usage: NonNullable<StepRecord['usage']> }
   | { kind: 'stalled'; text: string }
   | { kind: 'failed'; error: unknown; text: string };
 
@@ -68,7 +68,7 @@ async function streamedCall(state: LoopState, step: number): Promise<ModelOutcom
     },
   });
   const { text, urls } = await readStream(result.fullStream, { watchdog, call, failure, onDelta: (t: string) => ctx.delivery.delta(t) });
-  const ended = notAnswered(state, call, watchdog, failure.error, text);
+  const ended = notAnswered(state, call, watchdog, failure.error, text, sent);
   if (ended) return ended;
   return answered(state, call, sent, {
     messages: (await result.responseMessages) as ModelMessage[],
@@ -89,14 +89,14 @@ async function wholeCall(state: LoopState, step: number): Promise<ModelOutcome> 
   try {
     result = await generateText(request(state, watchdog.signal));
   } catch (error) {
-    return notAnswered(state, call, watchdog, error, '') ?? { kind: 'failed', error, text: '' };
+    return notAnswered(state, call, watchdog, error, '', sent) ?? { kind: 'failed', error, text: '' };
   } finally {
     watchdog.stop();
   }
   // The first token the client gets arrives with the whole answer.
   call.part();
   // A stop that came as the answer arrived ends the call as a streamed one's would: cut off, with what was said.
-  const ended = notAnswered(state, call, watchdog, undefined, result.text);
+  const ended = notAnswered(state, call, watchdog, undefined, result.text, sent);
   if (ended) return ended;
   return answered(state, call, sent, {
     messages: result.responseMessages as ModelMessage[],
@@ -108,11 +108,21 @@ async function wholeCall(state: LoopState, step: number): Promise<ModelOutcome> 
 }
 
 /** The outcome of a call that ended without an answer (aborted, stalled, failed: `error`), its span ended; undefined when it answered. */
-function notAnswered(state: LoopState, call: ModelCallTrace, watchdog: StreamWatchdog, error: unknown, text: string): ModelOutcome | undefined {
+function notAnswered(
+  state: LoopState,
+  call: ModelCallTrace,
+  watchdog: StreamWatchdog,
+  error: unknown,
+  text: string,
+  sent: ModelMessage[],
+): ModelOutcome | undefined {
   const aborted = state.ctx.stop.signal.aborted;
   if (!aborted && error === undefined && !watchdog.fired) return undefined;
   call.end(aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : error });
-  if (aborted) return { kind: 'aborted', text };
+  // A provider reports usage only at the stream's end, which a stopped call never reaches: the provider bills the
+  // prompt and what was said all the same, so the step is charged their estimate (else /stop spends unbudgeted).
+  if (aborted)
+    return { kind: 'aborted', text, usage: { inputTokens: compaction.estimateMessages(sent) + state.overhead, outputTokens: compaction.estimateTokens(text) } };
   if (watchdog.fired) return { kind: 'stalled', text };
   return { kind: 'failed', error, text };
 }

@@ -63,7 +63,7 @@ class StepRecovery {
   async recover(outcome: Exclude<ModelOutcome, { kind: 'answered' }>): Promise<'retry' | RunResult> {
     const { ctx, o } = this.state;
     // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
-    if (outcome.kind === 'aborted') return cutOff(ctx, outcome.text);
+    if (outcome.kind === 'aborted') return cutOff(ctx, outcome.text, outcome.usage);
     if (outcome.kind === 'stalled') return this.afterStall(outcome.text);
     if (compaction.isContextOverflowError(outcome.error)) {
       if (!this.compacted && (await this.compactAfterOverflow())) return 'retry';

@@ -33,9 +33,14 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
  * partial (the projection decides whether the model sees it). On shutdown or
  * a lost lease nobody interrupted: the next attempt redoes the step instead.
  */
-export async function cutOff(ctx: RunContext, text: string): Promise<RunResult> {
+export async function cutOff(ctx: RunContext, text: string, usage?: StepRecord['usage']): Promise<RunResult> {
   if (text && ctx.stop.requested())
-    await ctx.record.step({ messages: [{ role: 'assistant', content: [{ type: 'text', text }] }], partial: true, finishReason: 'aborted' });
+    await ctx.record.step({
+      messages: [{ role: 'assistant', content: [{ type: 'text', text }] }],
+      partial: true,
+      finishReason: 'aborted',
+      ...(usage && { usage }),
+    });
   return { outcome: 'completed' };
 }
 
