@@ -4,9 +4,12 @@
  * (console.ts). They are found from the run's `delegate`
  * calls in the record (each call's idempotency key names its children, see
  * run.ts), so nothing besides the children's own conversations is stored.
+ * `/purge` of a conversation purges its children too: their records hold the
+ * tasks it delegated and what the children found.
  */
 import type { HostFeature, HostFeatureKit } from '../../../host/feature.js';
-import { readTail } from '../../../src/record/read.js';
+import { purgeConversation } from '../../../src/protocol/purge.js';
+import { readRange, readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
 import { childId } from './children.js';
@@ -18,12 +21,30 @@ const STATUS_TAIL_ENTRIES = 200;
 /** The `/status` lines of subagents; none when subagents are off. */
 export function subagentsHost(kit: HostFeatureKit): HostFeature {
   const { enabled, maxPerRun } = kit.config.subagents;
-  if (!enabled) return { name: 'subagents' };
+  // Children started before subagents were turned off still go with their parent.
+  const purging = (conversationId: string) => purgingChildren(kit.redis, kit.prefix, conversationId, maxPerRun);
+  if (!enabled) return { name: 'subagents', purging };
   return {
     name: 'subagents',
+    purging,
     status: (_channelId, conversationId) => childrenStatus(kit.redis, kit.prefix, conversationId, maxPerRun),
     console: { api: (route) => registerSubagentsApi(route, kit), panel: subagentsPanel },
   };
+}
+
+/**
+ * Before `/purge`: finds every child the conversation's `delegate` calls may
+ * have started (read from its record, which the purge deletes) and returns
+ * what purges them once the parent is gone, stopping any that still run.
+ */
+async function purgingChildren(redis: RedisClient, prefix: string, conversationId: string, maxPerRun: number): Promise<() => Promise<void>> {
+  const record = await readRange(redis, conversationKeys(prefix, conversationId).log);
+  const calls = new Set(record.flatMap((e) => (e.kind === 'tool.started' && e.tool === 'delegate' ? [`${e.run}\n${e.key}`] : [])));
+  const ids = [...calls].flatMap((call) => {
+    const [run, key] = call.split('\n') as [string, string];
+    return Array.from({ length: maxPerRun }, (_, i) => childId(run, key, i + 1));
+  });
+  return async () => void (await Promise.all(ids.map((id) => purgeConversation(redis, prefix, id, { stopActive: true }))));
 }
 
 /** `Subagents: 1 running, 1 finished (…)` for the active run's children; nothing without an active run or children. */
