@@ -14,12 +14,12 @@ import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../
 import { createLinePlugin } from '../../plugins/line/channel.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { ChannelPlugin } from '../../src/channel.js';
-import { eventStream } from '../../src/http/routes.js';
 import { createLogger } from '../../src/logger.js';
 import { downloadsInFlight, signedFileStore } from '../../src/plugin/files.js';
 import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { type FakeLine, LINE_ALICE, LINE_TEST, startFakeLine } from '../../testing/fakes/line-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { heldEventStream } from '../helpers/held-stream.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
@@ -137,23 +137,9 @@ describe('downloads of a file link whose clients never read', () => {
   });
 
   it('are cut after the stall timeout, what they held let go, while a keep-alive connection that downloaded the file goes on with an event stream', async () => {
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const { address, file } = await start({
-      stalledResponseTimeoutMs: 1000,
-      extra: (routes) =>
-        routes.add({
-          method: 'GET',
-          path: '/events',
-          handle: async () =>
-            eventStream(
-              (async function* () {
-                yield 'data: first\n\n';
-                await released;
-                yield 'data: last\n\n';
-              })(),
-            ),
-        }),
-    });
+    const events = heldEventStream();
+    release = events.release;
+    const { address, file } = await start({ stalledResponseTimeoutMs: 1000, extra: (routes) => routes.add(events.route) });
     // One connection reads the whole file, then asks for an event stream on it.
     const reader = connect(Number(address.port), address.hostname);
     sockets.push(reader);

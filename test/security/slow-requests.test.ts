@@ -12,9 +12,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpServer, type HttpServer, listen, routeRegistry } from '../../host/http.js';
 import { registerWebhookRoute } from '../../plugins/line/webhook.js';
-import { eventStream } from '../../src/http/routes.js';
 import { createLogger } from '../../src/logger.js';
 import { waitFor } from '../../testing/wait.js';
+import { heldEventStream } from '../helpers/held-stream.js';
 import { redisUrl } from '../helpers/redis.js';
 
 // `http.requestTimeoutMs` (at least a second when configured; shorter here, so the test is quick).
@@ -34,8 +34,7 @@ describe('a request whose body trickles in', () => {
   let app: HttpServer;
   let address: URL;
   const handled: unknown[] = [];
-  let release = () => {};
-  const released = new Promise<void>((resolve) => (release = resolve));
+  const events = heldEventStream();
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
@@ -49,22 +48,11 @@ describe('a request whose body trickles in', () => {
         return {};
       },
     });
-    routes.add({
-      method: 'GET',
-      path: '/events',
-      handle: async () =>
-        eventStream(
-          (async function* () {
-            yield 'data: first\n\n';
-            await released;
-            yield 'data: last\n\n';
-          })(),
-        ),
-    });
+    routes.add(events.route);
     address = new URL(await listen(app, { host: '127.0.0.1', port: 0 }));
   });
   afterAll(async () => {
-    release();
+    events.release();
     await app.close();
     await redis.quit();
   });
@@ -89,7 +77,7 @@ describe('a request whose body trickles in', () => {
     expect(handled).toEqual([]);
 
     // The stream was open all along, longer than the request timeout: it was not cut.
-    release();
+    events.release();
     expect(await streamed).toBe('data: first\n\ndata: last\n\n');
   });
 });
