@@ -60,6 +60,9 @@ function spawn(): Worker {
     workerData: { module: READABLE_MODULE },
     resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
   });
+  // A read listens for its own worker's errors; one that comes while none listens (an idle worker, or one being
+  // ended after a timeout) would otherwise be thrown as an unhandled 'error' event and end the process.
+  worker.on('error', () => {});
   worker.unref();
   return worker;
 }
