@@ -51,5 +51,28 @@ describe('/purge of a conversation', () => {
     const left = await h.redis.keys(`${h.prefix}:{c:subagent:*`);
     expect(left.map((k) => k.slice(k.indexOf('}:') + 2)).sort()).toEqual(['dedupe:event:delegate:task', 'tombstone']);
     for (const key of left) expect(await h.redis.ttl(key)).toBeGreaterThan(0);
+    // Nor do the parent's runs keep their sets of children.
+    expect(await h.redis.keys(`${h.prefix}:{c:${CID}}:run:*`)).toEqual([]);
+  });
+
+  it('deletes every child a run started, also after subagents.maxPerRun was lowered', async () => {
+    ai.script((req: Req) => {
+      const afterTool = req.messages.at(-1)?.role === 'tool';
+      if (!offers(req, 'delegate')) return { text: `Looked it up: ${SECRET}.` };
+      if (afterTool) return { text: 'Done.' };
+      return says(req, SECRET) ? { toolCalls: [{ name: 'delegate', args: { tasks: [`one: ${SECRET}`, `two: ${SECRET}`], wait: true } }] } : { text: 'Hi.' };
+    });
+    const r = (await h.ingest(`please look up what ${SECRET} means`)) as { runId: string };
+    expect((await h.runEnded(r.runId, 20_000)).outcome).toBe('completed');
+    await h.idle(15_000, CID);
+    expect(await h.redis.keys(`${h.prefix}:{c:subagent:*}:log`)).toHaveLength(2);
+
+    // The operator lowered the limit since: the second child's id is past what the new limit would name.
+    const config = { ...h.ctx.config, subagents: { enabled: true, maxPerRun: 1, timeoutSeconds: 60 } };
+    const features = await testHostFeatures({ config, redis: h.redis, prefix: h.prefix });
+    const commands = await builtinCommands({ config, redis: h.redis, prefix: h.prefix });
+    const deps = { dispatch: h.dispatch, enqueue: async () => undefined, purging: purgingOf(features) };
+    expect((await commands.run(deps, { name: 'purge', args: '' }, h.source(), undefined)).reply).toMatch(/^Deleted this conversation/);
+    expect(await h.redis.keys(`${h.prefix}:{c:subagent:*}:log`)).toEqual([]);
   });
 });

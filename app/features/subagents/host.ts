@@ -12,7 +12,7 @@ import { purgeConversation } from '../../../src/protocol/purge.js';
 import { readRange, readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
-import { childId } from './children.js';
+import { childId, childrenKeys } from './children.js';
 import { registerSubagentsApi, subagentsPanel } from './console.js';
 
 /** How many of the latest record entries `/status` looks through for the active run's `delegate` calls. */
@@ -22,7 +22,7 @@ const STATUS_TAIL_ENTRIES = 200;
 export function subagentsHost(kit: HostFeatureKit): HostFeature {
   const { enabled, maxPerRun } = kit.config.subagents;
   // Children started before subagents were turned off still go with their parent.
-  const purging = (conversationId: string) => purgingChildren(kit.redis, kit.prefix, conversationId, maxPerRun);
+  const purging = (conversationId: string) => purgingChildren(kit, conversationId, maxPerRun);
   if (!enabled) return { name: 'subagents', purging };
   return {
     name: 'subagents',
@@ -33,18 +33,34 @@ export function subagentsHost(kit: HostFeatureKit): HostFeature {
 }
 
 /**
- * Before `/purge`: finds every child the conversation's `delegate` calls may
- * have started (read from its record, which the purge deletes) and returns
- * what purges them once the parent is gone, stopping any that still run.
+ * Before `/purge`: finds every child the conversation's `delegate` calls
+ * started, from its record (which the purge deletes): the ids each run's
+ * set of children names (kept a week), and those each call could have named
+ * under `maxPerRun` (older ones). Returns what purges them once the parent is
+ * gone, stopping any that still run, and deletes the runs' sets of children.
  */
-async function purgingChildren(redis: RedisClient, prefix: string, conversationId: string, maxPerRun: number): Promise<() => Promise<void>> {
+async function purgingChildren(kit: HostFeatureKit, conversationId: string, maxPerRun: number): Promise<() => Promise<void>> {
+  const { redis, prefix, config } = kit;
   const record = await readRange(redis, conversationKeys(prefix, conversationId).log);
   const calls = new Set(record.flatMap((e) => (e.kind === 'tool.started' && e.tool === 'delegate' ? [`${e.run}\n${e.key}`] : [])));
-  const ids = [...calls].flatMap((call) => {
+  const runs = [...new Set([...calls].map((call) => call.split('\n', 1)[0]!))].map((runId) => childrenKeys(prefix, { conversationId, runId }));
+  const started = await Promise.all(runs.map((k) => redis.smembers(k.started)));
+  const guessed = [...calls].flatMap((call) => {
     const [run, key] = call.split('\n') as [string, string];
     return Array.from({ length: maxPerRun }, (_, i) => childId(run, key, i + 1));
   });
-  return async () => void (await Promise.all(ids.map((id) => purgeConversation(redis, prefix, id, { stopActive: true }))));
+  const ids = new Set([...started.flat(), ...guessed]);
+  // As the command purges the parent: a late write of a child's run meets a tombstone that outlives its dedupe keys.
+  const options = {
+    stopActive: true,
+    afterPurge: config.dispatch.afterPurge,
+    tombstoneTtlSeconds: config.retention.tombstoneTtlSeconds,
+    dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
+  };
+  return async () => {
+    await Promise.all([...ids].map((id) => purgeConversation(redis, prefix, id, options)));
+    if (runs.length > 0) await redis.del(...runs.flatMap((k) => [k.started, k.collected]));
+  };
 }
 
 /** `Subagents: 1 running, 1 finished (…)` for the active run's children; nothing without an active run or children. */
