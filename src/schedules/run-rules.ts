@@ -29,16 +29,23 @@ export interface RunRuleDeps {
 
 /** Undefined when the run may create a schedule (owned by its accountable identity); else why not, in words the model can pass on. */
 export async function createRefusal(d: Pick<RunRuleDeps, 'runIdentity' | 'requesters' | 'identityOf' | 'current'>): Promise<string | undefined> {
+  if (!(await answersSomeoneElse(d))) return undefined;
+  const who = d.runIdentity === undefined ? "the bot's operator" : 'the person who started it';
+  return (
+    `schedules made in this run are charged to ${who}, and this run also answers someone else: nothing was scheduled. ` +
+    `Only ${who} can create schedules in this run; anyone else asks again in a message of their own once this answer is sent (the schedule is then theirs)`
+  );
+}
+
+/**
+ * Whether the run answers a person who is not its accountable identity (links followed): what it does on that
+ * identity's account (schedules, notes) is then not theirs alone to have asked for. A run of the operator's (no
+ * identity) answers someone else whenever it answers anyone.
+ */
+export async function answersSomeoneElse(d: Pick<RunRuleDeps, 'runIdentity' | 'requesters' | 'identityOf' | 'current'>): Promise<boolean> {
   const owner = d.runIdentity === undefined ? undefined : await d.current(d.runIdentity);
-  for (const userId of d.requesters()) {
-    if (owner !== undefined && (await d.identityOf(userId)) === owner) continue;
-    const who = owner === undefined ? "the bot's operator" : 'the person who started it';
-    return (
-      `schedules made in this run are charged to ${who}, and this run also answers someone else: nothing was scheduled. ` +
-      `Only ${who} can create schedules in this run; anyone else asks again in a message of their own once this answer is sent (the schedule is then theirs)`
-    );
-  }
-  return undefined;
+  for (const userId of d.requesters()) if (owner === undefined || (await d.identityOf(userId)) !== owner) return true;
+  return false;
 }
 
 /** Undefined when the run may cancel `s`; else why not, in words the model can pass on. */

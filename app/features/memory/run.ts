@@ -11,6 +11,7 @@ import { createEmbedder } from '../../../runner/model.js';
 import type { RunMemory } from '../../../runner/plugin.js';
 import { InvalidInputError } from '../../../src/errors.js';
 import { type MemoryNote, MemoryStore, selectPromptNotes } from '../../../src/people/memory.js';
+import { answersSomeoneElse } from '../../../src/schedules/run-rules.js';
 
 /** The memory of `kit.config.memory`; with memory off, a feature that adds nothing. */
 export function memoryRunner(kit: RunnerFeatureKit): RunnerFeature {
@@ -66,13 +67,16 @@ function writeCheck(kit: RunnerFeatureKit, run: FeatureRun, identity: string): (
     // answered. Asked at each write: steering may have pulled one in since the run started.
     if (run.eventSources().length > 0)
       throw new InvalidInputError("a run an event started (a subagent's task or result, an API event) saves and deletes no notes: nothing was written");
-    const owner = await kit.identities.resolveAccount(identity);
-    for (const userId of run.requesters()) {
-      if ((await kit.identities.tryResolve(channel, userId)) === owner) continue;
+    const rule = {
+      runIdentity: identity,
+      requesters: () => run.requesters(),
+      identityOf: (userId: string) => kit.identities.tryResolve(channel, userId),
+      current: (id: string) => kit.identities.resolveAccount(id),
+    };
+    if (await answersSomeoneElse(rule))
       throw new InvalidInputError(
         'these notes are about the person who started this run, and this run also answers someone else: nothing was saved or deleted. Only that person can have their notes changed, in a message of their own',
       );
-    }
   };
 }
 
