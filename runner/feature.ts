@@ -67,10 +67,10 @@ export interface FeatureRun {
   /** The senders of the messages the invocation answers so far, steering it pulled included (fires and events are nobody's). */
   requesters(): string[];
   /**
-   * The sources of the events the invocation answers so far, steering it pulled included (`subagent` for a
-   * subagent's result; an API event's source): text no person of the conversation wrote.
+   * Whether the invocation answers an event so far, steering it pulled included (a subagent's result, an API
+   * event): text no person of the conversation wrote.
    */
-  eventSources(): string[];
+  answersEvent(): boolean;
 }
 
 /** What a feature adds to `RunContext.features`: its own member (`memory`, `schedules`, …). */

@@ -16,9 +16,9 @@ export class InvocationRun implements FeatureRun {
   readonly starter: SeqEntry<MessageReceived> | undefined;
   readonly inputs: Array<SeqEntry<MessageReceived>>;
   private readonly senders = new Set<string>();
-  private readonly events = new Set<string>();
+  private event = false;
 
-  constructor(run: Omit<FeatureRun, 'inputs' | 'requesters' | 'eventSources'> & { inputs: Array<SeqEntry<MessageReceived>> }) {
+  constructor(run: Omit<FeatureRun, 'inputs' | 'requesters' | 'answersEvent'> & { inputs: Array<SeqEntry<MessageReceived>> }) {
     this.conversationId = run.conversationId;
     this.runId = run.runId;
     this.identity = run.identity;
@@ -29,11 +29,11 @@ export class InvocationRun implements FeatureRun {
     this.took(run.inputs);
   }
 
-  /** Adds the senders of `messages` the invocation took (fires and events are nobody's), and the events' sources. */
+  /** Adds the senders of `messages` the invocation took (fires and events are nobody's), and notes an event. */
   took(messages: ReadonlyArray<SeqEntry<MessageReceived>>): void {
     for (const m of messages) {
       if (!m.origin) this.senders.add(m.sender.id);
-      else if (m.origin.kind === 'event') this.events.add(m.origin.source);
+      else if (m.origin.kind === 'event') this.event = true;
     }
   }
 
@@ -42,9 +42,9 @@ export class InvocationRun implements FeatureRun {
     return [...this.senders];
   }
 
-  /** The sources of the events taken so far. */
-  eventSources(): string[] {
-    return [...this.events];
+  /** Whether an event was taken so far. */
+  answersEvent(): boolean {
+    return this.event;
   }
 }
 

@@ -65,7 +65,7 @@ function writeCheck(kit: RunnerFeatureKit, run: FeatureRun, identity: string): (
   return async () => {
     // An event's text is not the person's: a subagent's task or result was written by a model from whatever its run
     // answered. Asked at each write: steering may have pulled one in since the run started.
-    if (run.eventSources().length > 0)
+    if (run.answersEvent())
       throw new InvalidInputError("a run an event started (a subagent's task or result, an API event) saves and deletes no notes: nothing was written");
     const rule = {
       runIdentity: identity,

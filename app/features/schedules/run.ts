@@ -83,7 +83,7 @@ function conversationSchedules(schedules: Schedules, run: FeatureRun, rule: RunR
     create: async (request, opts) => {
       // Fires are charged to the person: text no person of the conversation wrote (a subagent's result, an API event)
       // must not set them going, nor pass through a fire's run as the person's own (its notes, its subagents).
-      if (run.eventSources().length > 0) throw new ScheduleForbiddenError(EVENT_REFUSAL);
+      if (run.answersEvent()) throw new ScheduleForbiddenError(EVENT_REFUSAL);
       const refusal = await createRefusal(rule);
       if (refusal) throw new ScheduleForbiddenError(refusal);
       return schedules.create(conversationId, request, {
