@@ -48,7 +48,11 @@ export function dispatchHost(opts: {
   settings?: ChannelSettings;
   outbound?: () => ChannelOutbound | undefined;
 }): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
-  const { host: inner } = ingestOnlyHost({ ...opts, settings: () => opts.settings, outbound: () => opts.outbound?.() });
+  return recordingHost(ingestOnlyHost({ ...opts, settings: () => opts.settings, outbound: () => opts.outbound?.() }).host);
+}
+
+/** `inner`, recording the messages it received and what it answered. */
+export function recordingHost(inner: ChannelHost): ChannelHost & { received: InboundMessage[]; results: ReceiveResult[] } {
   const received: InboundMessage[] = [];
   const results: ReceiveResult[] = [];
   return {

@@ -17,7 +17,7 @@ import { takeBackLastInbound } from '../../plugins/whatsapp/inbound.js';
 import whatsappDefinition from '../../plugins/whatsapp/index.js';
 import { lastInboundKey } from '../../plugins/whatsapp/keys.js';
 import { markdownToWhatsApp } from '../../plugins/whatsapp/markdown.js';
-import type { ChannelHost, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import type { ChannelPlugin } from '../../src/channel.js';
 import { createLogger } from '../../src/logger.js';
 import { declaredConversationKeys } from '../../src/plugin/storage.js';
 import { purgeConversation } from '../../src/protocol/purge.js';
@@ -33,7 +33,7 @@ import {
   wamid,
 } from '../../testing/fakes/whatsapp-server.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
-import { dispatchHost, MemoryLog } from './telegram-harness.js';
+import { dispatchHost, MemoryLog, recordingHost } from './telegram-harness.js';
 
 const CONVERSATION = `whatsapp:${WA_ALICE.waId}`;
 
@@ -49,23 +49,6 @@ interface Harness {
   close(): Promise<void>;
 }
 
-/** `inner` recording the messages it received and what it answered, as `dispatchHost`'s host does. */
-function recording(inner: ChannelHost): Harness['host'] {
-  const received: InboundMessage[] = [];
-  const results: ReceiveResult[] = [];
-  return {
-    ...inner,
-    received,
-    results,
-    async receive(channelId, message) {
-      received.push(message);
-      const result = await inner.receive(channelId, message);
-      results.push(result);
-      return result;
-    },
-  };
-}
-
 /** Starts the plugin on a channel host without a runner; `opts.access`: the `access` config section to put in front (default: none, all open). */
 async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: Redis; access?: unknown } = {}): Promise<Harness> {
   const prefix = testPrefix();
@@ -78,7 +61,7 @@ async function start(config: Partial<WhatsAppConfigInput> = {}, opts: { redis?: 
   const host =
     opts.access === undefined
       ? dispatchHost({ redis, prefix, http, logger, outbound: () => plugin.outbound })
-      : recording(ingestOnlyHost({ redis, prefix, http, logger, outbound: () => plugin.outbound, access: () => opts.access }).host);
+      : recordingHost(ingestOnlyHost({ redis, prefix, http, logger, outbound: () => plugin.outbound, access: () => opts.access }).host);
   await plugin.start(host);
   await http.ready();
   return {
