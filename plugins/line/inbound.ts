@@ -16,6 +16,8 @@ import type { LineEvent, LinePayload } from './payload-schema.js';
 /** How long a reply token is kept, in seconds: LINE's validity (about a minute), with no margin (the outbound side checks its age). */
 const REPLY_TOKEN_TTL_SECONDS = 60;
 
+const keepScript = storage.defineScript(new URL('./reply-token-keep-1.lua', import.meta.url));
+
 /** Events dropped as too old to answer (`steerbot_line_stale_deliveries_total`), by reason. */
 const staleDeliveries = pluginMetrics('line').counter(
   'stale_deliveries_total',
@@ -72,10 +74,16 @@ export class LineInbound {
     return result.kind === 'ingested' ? result.result.kind : result.kind;
   }
 
-  /** Keeps the event's reply token with the event's time (its age decides whether it is still used). A redelivered event's is not: the first delivery's was kept (or the event was never answered, and its token is old). */
+  /**
+   * Keeps the event's reply token with the event's time (its age decides whether it is still used), unless a newer
+   * event's is kept or this one was kept before: a replayed capture cannot swap its used token in. A redelivered
+   * event's is not kept: the first delivery's was (or the event was never answered, and its token is old).
+   */
   private async keepReplyToken(conversationId: string, event: LineEvent): Promise<void> {
-    if (!event.replyToken || event.deliveryContext?.isRedelivery) return;
+    const token = event.replyToken;
+    if (!token || event.deliveryContext?.isRedelivery) return;
     const at = event.timestamp ?? this.now();
-    await storage.redisCall(() => this.o.redis.set(replyTokenKey(this.o.prefix, conversationId), `${at}:${event.replyToken}`, 'EX', REPLY_TOKEN_TTL_SECONDS));
+    const key = replyTokenKey(this.o.prefix, conversationId);
+    await storage.redisCall(() => keepScript.run(this.o.redis, [key], [at, token, REPLY_TOKEN_TTL_SECONDS]));
   }
 }

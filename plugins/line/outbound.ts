@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import { HTTPFetchError, type messagingApi } from '@line/bot-sdk';
 import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
-import { InvalidInputError, type Logger, type RedisClient, type SignedFileStore } from 'steerbot/plugin';
+import { InvalidInputError, type Logger, type RedisClient, type SignedFileStore, storage } from 'steerbot/plugin';
 import { LineApiError, lineError } from './errors.js';
 import { fileMessages } from './files.js';
 import { replyTokenKey } from './keys.js';
@@ -26,6 +26,8 @@ import { lineAudio } from './m4a.js';
 export const LINE_MAX_MESSAGE_CHARS = 5000;
 /** Limits of a quick reply: items, a label's characters, the text a tap sends. */
 const MAX_QUICK_REPLIES = 13;
+
+const takeScript = storage.defineScript(new URL('./reply-token-take-1.lua', import.meta.url));
 const QUICK_LABEL_MAX = 20;
 const QUICK_TEXT_MAX = 300;
 /** Most conversations whose last loading animation time is remembered (the oldest is forgotten first). */
@@ -102,12 +104,13 @@ export function createLineOutbound(o: LineOutboundOptions): ChannelOutbound {
   const lastTyping = new Map<string, number>();
   const fail = (what: string, err: unknown) => lineError(what, err, o.accessToken, o.rateLimitRetryMs);
 
-  /** Takes the conversation's reply token (once: it is single-use) when it is fresh enough; undefined otherwise. */
+  /** Takes the conversation's reply token (once: it is single-use, and is marked used) when it is fresh enough; undefined otherwise. */
   async function takeReplyToken(conversationId: string): Promise<string | undefined> {
     if (o.replyTokenTtlMs === 0) return undefined;
-    const stored = await o.redis.getdel(replyTokenKey(o.prefix, conversationId));
-    const colon = stored?.indexOf(':') ?? -1;
-    if (!stored || colon < 0) return undefined;
+    const [stored] = await takeScript.run(o.redis, [replyTokenKey(o.prefix, conversationId)], []);
+    if (typeof stored !== 'string') return undefined;
+    const colon = stored.indexOf(':');
+    if (colon < 0) return undefined;
     const at = Number(stored.slice(0, colon));
     return now() - at <= o.replyTokenTtlMs ? stored.slice(colon + 1) : undefined;
   }

@@ -102,6 +102,21 @@ describe('line end to end', () => {
     expect(kinds()).toEqual(['push 200']);
   });
 
+  it('keeps the newest reply token when a captured delivery is replayed within its minute', async () => {
+    ai.script([{ text: 'First.' }, { text: 'Second, by reply.', delayMs: 1500 }]);
+    const captured = fromAlice('first');
+    expect(await deliver(captured)).toBe(200);
+    await nth(1, 'the first reply');
+    await h.idle(15_000, CONVERSATION);
+    expect(await deliver(fromAlice('second'))).toBe(200);
+    await ai.waitForRequests(2);
+    // The replay lands while the second answer is written: its used token must not take the newer one's place.
+    expect(await deliver(captured)).toBe(200);
+    expect(await nth(2, 'the second reply')).toMatchObject({ via: 'reply', text: 'Second, by reply.' });
+    await h.idle(15_000, CONVERSATION);
+    expect(kinds()).toEqual(['reply 200', 'reply 200']);
+  });
+
   it('pushes the reply when LINE refuses the reply token (expired or used)', async () => {
     ai.script([{ text: 'Pushed after the refusal.' }]);
     expect(await deliver(fromAlice('hello', { replyToken: 'a-token-the-fake-never-issued' }))).toBe(200);
