@@ -9,6 +9,7 @@
  * token at its next request, without a restart.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { channelResolver } from '../src/channel.js';
 import type { CoreConfig } from '../src/config/load.js';
 import { API_TOKEN_RATE_PER_MINUTE, API_TOKEN_SCOPES, LEGACY_API_TOKEN_NAME } from '../src/config/schema.js';
 import { type RedisClient, runScript } from '../src/scripts/index.js';
@@ -61,10 +62,10 @@ export function apiTokenKeys(prefix: string): { revoked: string; rate: string } 
   return { revoked: `${prefix}:{api}:revoked`, rate: `${prefix}:{api}:rate` };
 }
 
-/** Whether an entry of `conversations` matches `conversationId`: the id itself and its threads, or a `*` prefix. */
+/** Whether an entry of `conversations` matches `conversationId`: the id itself and its topics and threads (as bindings cover them), or a `*` prefix. */
 function matches(entry: string, conversationId: string): boolean {
   if (entry.endsWith('*')) return conversationId.startsWith(entry.slice(0, -1));
-  return conversationId === entry || conversationId.startsWith(`${entry}:`);
+  return channelResolver([entry])(conversationId) !== undefined;
 }
 
 /** The API's tokens, checked against Redis on every request. */
