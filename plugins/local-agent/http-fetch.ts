@@ -108,7 +108,7 @@ export function httpFetchTool(o: HttpFetchToolOptions = {}): AgentTool<{ url: st
           ({ title, text } = await readable(raw, res.url, o.readTimeoutMs ?? 5000, signal));
         } else text = raw;
       }
-      const { content, cut } = externalContent({ url: res.url, title }, text, maxChars);
+      const { content, cut } = externalContent({ url: res.url, title }, text, { maxBodyChars: maxChars });
       return { status: res.status, url: res.url, truncated: cut || res.truncated, content };
     },
     timeoutMs,

@@ -24,7 +24,7 @@ import {
 import { z } from 'zod';
 import { askUserTools } from './ask-user.js';
 import { ATTACHMENT_DEFAULTS, AttachmentParts, type AttachmentSettings } from './attachments.js';
-import { WEB_CONTENT_RULES } from './external-content.js';
+import { MCP_CONTENT_RULES, WEB_CONTENT_RULES } from './external-content.js';
 import { type ImageToolOptions, imageTools } from './generate-image.js';
 import { type HttpFetchToolOptions, httpFetchTool } from './http-fetch.js';
 import { DEFAULT_STREAM_IDLE_TIMEOUT_MS, runAgentLoop } from './loop.js';
@@ -331,7 +331,10 @@ export function createLocalAgentPlugin(config: LocalAgentConfig = {}): RunnerPlu
         model,
         ...(fallbacks.length > 0 && { fallbacks }),
         tools: toolSet,
-        system: await withMemory(ctx, withSkills(withWebRules(systemPrompt(ctx, config.system), toolSet, native), skills, toolSet)),
+        system: await withMemory(
+          ctx,
+          withSkills(withContentRules(systemPrompt(ctx, config.system), toolSet, native, toolbox.offersFramedMcp(toolSet)), skills, toolSet),
+        ),
         ...loopSettings,
         ...(transcriber && { transcriber }),
       });
@@ -345,10 +348,14 @@ function systemPrompt(ctx: RunContext, system: LocalAgentConfig['system']): stri
   return typeof system === 'function' ? system(policyConversation(ctx.run)) : (system ?? DEFAULT_SYSTEM_PROMPT);
 }
 
-/** The prompt with the web-content rules once, when the run offers a tool that brings web content; the native search's own rules when it offers that. */
-function withWebRules(system: string, tools: Record<string, unknown>, native: boolean): string {
+/**
+ * The prompt with the web-content rules once, when the run offers a tool that brings web content; the native
+ * search's own rules when it offers that; the MCP-content rules once, when it offers a tool of an MCP server whose
+ * results are framed (`mcp`).
+ */
+function withContentRules(system: string, tools: Record<string, unknown>, native: boolean, mcp: boolean): string {
   const framed = tools.http_fetch || (tools.web_search && !native);
-  return [system, ...(framed ? [WEB_CONTENT_RULES] : []), ...(native ? [NATIVE_SEARCH_RULES] : [])].join('\n\n');
+  return [system, ...(framed ? [WEB_CONTENT_RULES] : []), ...(native ? [NATIVE_SEARCH_RULES] : []), ...(mcp ? [MCP_CONTENT_RULES] : [])].join('\n\n');
 }
 
 /**

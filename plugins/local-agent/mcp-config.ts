@@ -16,6 +16,12 @@ const common = {
     .describe(
       "Mode of the server's tools that no `toolPolicy` entry names: `allow`, `require_approval` or `deny`. Default: from the tool's annotations (`readOnlyHint: true`: allow; otherwise require_approval).",
     ),
+  trusted: z
+    .boolean()
+    .optional()
+    .describe(
+      "`true`: the server's results and errors reach the model as the server wrote them. Default: escaped inside an `<external-content>` block saying they are data, not instructions (a server that returns pages, mail or tickets passes on whatever text they hold).",
+    ),
 };
 
 /** One MCP server: a stdio command or a Streamable HTTP endpoint. */
@@ -56,7 +62,7 @@ export const mcpServersSchema = z
     'MCP servers whose tools join the agent\'s, by name: `{ "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }, "crm": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer …" }, "tools": ["lookup"] } }`. Tools are named `<server>__<tool>`. Default `{}`.',
   );
 
-/** An MCP tool reported a failure (`isError`): its text is the message the model sees. */
+/** An MCP tool reported a failure (`isError`) or the server a protocol error: its message (framed unless the server is trusted, within the tool error limit) is what the model sees. */
 export class McpToolError extends Error {
   override readonly name = 'McpToolError';
 }

@@ -6,7 +6,10 @@
  * and counted), never fails the run; a dropped connection is re-established
  * by the next run that needs it. A tool the server does not annotate
  * `readOnlyHint: true` needs approval unless the server's `defaultPolicy` or
- * a `toolPolicy` entry says otherwise.
+ * a `toolPolicy` entry says otherwise. What a server returns (results and
+ * errors) is external text: it reaches the model escaped inside an
+ * `<external-content>` frame (`external-content.ts`), unless the server is
+ * configured `trusted`.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -17,9 +20,10 @@ import { jsonSchema } from 'ai';
 import type { Logger } from 'pino';
 import { pluginMetrics, redactSecrets } from 'steerbot/plugin';
 import type { z } from 'zod';
+import { externalContent } from './external-content.js';
 import { type McpServerConfig, McpToolError, mcpToolName } from './mcp-config.js';
 import type { ToolMode } from './policy.js';
-import { ToolFailure } from './tool-errors.js';
+import { MAX_TOOL_ERROR_CHARS, ToolFailure } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
 
 /** One MCP tool as the server lists it. */
@@ -32,20 +36,40 @@ interface ListedTool {
 
 /** Shape of a `tools/call` result the agent reads. */
 interface CallResult {
-  content?: Array<{ type: string; text?: string; mimeType?: string; resource?: { uri?: string; text?: string } }>;
+  content?: Array<{ type: string; text?: string; mimeType?: string; uri?: string; resource?: { uri?: string; text?: string } }>;
   structuredContent?: unknown;
   isError?: boolean;
 }
 
-/** What the model gets from a tool result: structured content when given, else the text parts joined. */
-function resultValue(r: CallResult): unknown {
-  if (r.structuredContent !== undefined && !r.isError) return r.structuredContent;
+/** A result's content as text: text parts and embedded resources' text, joined; any other part (an image, a link) by a placeholder. */
+function contentText(r: CallResult): string {
   const parts = (r.content ?? []).map((c) => {
     if (c.type === 'text') return c.text ?? '';
     if (c.type === 'resource') return c.resource?.text ?? `[resource ${c.resource?.uri ?? ''}]`;
-    return `[${c.type}${c.mimeType ? ` ${c.mimeType}` : ''}]`;
+    return `[${c.type}${c.mimeType ? ` ${c.mimeType}` : ''}${c.uri ? ` ${c.uri}` : ''}]`;
   });
   return parts.join('\n');
+}
+
+/**
+ * What the model gets from a successful result: its structured content when given, else its text. From a server
+ * that is not trusted, one frame holding either (structured content as JSON, `format="json"`), escaped.
+ */
+function resultValue(server: string, cfg: McpServerConfig, r: CallResult): unknown {
+  const structured = r.structuredContent !== undefined;
+  if (cfg.trusted) return structured ? r.structuredContent : contentText(r);
+  const body = structured ? JSON.stringify(r.structuredContent) : contentText(r);
+  return externalContent({ server, format: structured ? 'json' : undefined }, body, { source: 'mcp' }).content;
+}
+
+/**
+ * A server's error text (an `isError` result, a protocol error) as the model reads it: secrets removed, then framed
+ * unless the server is trusted; whole within the tool error envelope's limit either way.
+ */
+function errorMessage(server: string, cfg: McpServerConfig, text: string): string {
+  const clean = redactSecrets(text);
+  if (cfg.trusted) return clean.slice(0, MAX_TOOL_ERROR_CHARS);
+  return externalContent({ server }, clean, { source: 'mcp', maxChars: MAX_TOOL_ERROR_CHARS }).content;
 }
 
 /**
@@ -256,16 +280,18 @@ export class McpManager {
           if (signal.aborted) throw err;
           if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) {
             // The server answered with a protocol error (unknown tool, bad arguments): its message is for the model.
-            throw new McpToolError(redactSecrets(err.message).slice(0, 300));
+            throw new McpToolError(errorMessage(server, cfg, err.message));
           }
           // No answer: the connection is gone; the next run connects again.
           this.forget(server, conn.client);
           this.o.logger.warn({ mcpServer: server, error: describeError(err) }, 'MCP call failed without an answer; reconnecting on the next run');
           throw new ToolFailure('unavailable', `MCP server ${server} did not answer`);
         }
-        const value = resultValue(r);
-        if (r.isError) throw new McpToolError(typeof value === 'string' ? value.slice(0, 500) : 'the tool reported an error');
-        return value;
+        if (r.isError) {
+          const text = contentText(r);
+          throw new McpToolError(text ? errorMessage(server, cfg, text) : 'the tool reported an error');
+        }
+        return resultValue(server, cfg, r);
       },
     };
   }

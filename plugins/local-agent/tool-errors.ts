@@ -15,6 +15,9 @@ export interface ToolErrorEnvelope {
   error: { tool: string; category: ToolFailureCategory; message: string };
 }
 
+/** Longest message of an envelope, in characters: a longer one is cut (an MCP server's framed message is made to fit). */
+export const MAX_TOOL_ERROR_CHARS = 500;
+
 const GENERIC: Record<ToolFailureCategory, string> = {
   timeout: 'the tool did not finish in time',
   aborted: 'the call was cancelled',
@@ -47,6 +50,6 @@ export function toolErrorEnvelope(
     category = 'tool_error';
     message = err instanceof Error ? err.message : String(err);
   }
-  const text = redactSecrets(message ?? GENERIC[category]).slice(0, 500);
+  const text = redactSecrets(message ?? GENERIC[category]).slice(0, MAX_TOOL_ERROR_CHARS);
   return { error: { tool, category, message: text } };
 }

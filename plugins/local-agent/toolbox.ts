@@ -14,7 +14,7 @@ import { allowEntry, int, StaleRunError } from 'steerbot/plugin';
 import { activeContext, offersTool, type RunContext, type ToolCallClaim, type ToolCallRef, traceToolCall } from 'steerbot/runner';
 import { z } from 'zod';
 import type { McpManager } from './mcp.js';
-import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema } from './mcp-config.js';
+import { type McpServerConfig, type McpServerSettings, McpToolError, mcpServersSchema, mcpToolName } from './mcp-config.js';
 import { policyConversation, ToolPolicy, type ToolPolicySettings, toolPolicySchema } from './policy.js';
 import { ToolFailure, toolErrorEnvelope } from './tool-errors.js';
 import type { AgentTool } from './tools.js';
@@ -103,6 +103,8 @@ export class Toolbox {
   private readonly maxChars: number;
   private readonly ttlSeconds: number;
   private readonly idempotent: Set<string>;
+  /** Tool name prefixes (`<server>__`) of the MCP servers whose results are framed (not `trusted`). */
+  private readonly framedPrefixes: string[];
   readonly policy: ToolPolicy;
 
   constructor(o: ToolboxOptions = {}) {
@@ -117,7 +119,15 @@ export class Toolbox {
     this.maxChars = o.maxResultChars ?? DEFAULT_TOOL_RESULT_MAX_CHARS;
     this.ttlSeconds = o.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
     this.idempotent = new Set(o.idempotentTools ?? []);
+    this.framedPrefixes = Object.entries(servers)
+      .filter(([, cfg]) => cfg.trusted !== true)
+      .map(([name]) => mcpToolName(name, ''));
     this.policy = new ToolPolicy(o.policy);
+  }
+
+  /** Whether `set` offers a tool of an MCP server whose results reach the model framed as external content. */
+  offersFramedMcp(set: ToolSet): boolean {
+    return Object.keys(set).some((name) => this.framedPrefixes.some((p) => name.startsWith(p)));
   }
 
   /** Closes the MCP connections. */

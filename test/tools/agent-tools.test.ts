@@ -12,6 +12,7 @@ import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agen
 import { purgeConversation } from '../../src/protocol/purge.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { mcpFrameBody } from './mcp-frame.js';
 
 const t = perTestModel();
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
@@ -53,11 +54,14 @@ describe('local agent tools end to end', () => {
 
     expect(t.h.outbound.texts).toEqual(['The sum is 42.']);
     expect(offered(0)).toEqual(['calc__add', 'calc__echo']);
-    expect(toolResults(1)).toEqual([{ tool_call_id: 'call_add', content: { sum: 42 } }]);
+    const [result, ...others] = t.fake.requests[1]!.body.messages.filter((m: { role: string }) => m.role === 'tool');
+    expect(others).toEqual([]);
+    expect(result.tool_call_id).toBe('call_add');
+    expect(JSON.parse(mcpFrameBody(result.content, 'calc', true))).toEqual({ sum: 42 });
     const started = await t.h.entries('tool.started');
     const completed = await t.h.entries('tool.completed');
     expect(started.map((e) => [e.call, e.tool, e.idempotent])).toEqual([['call_add', 'calc__add', true]]);
-    expect(completed.map((e) => [e.call, e.status, e.output])).toEqual([['call_add', 'ok', { sum: 42 }]]);
+    expect(completed.map((e) => [e.call, e.status, e.output])).toEqual([['call_add', 'ok', result.content]]);
     expect(started[0]!.seq).toBeLessThan(completed[0]!.seq);
   });
 

@@ -26,6 +26,7 @@ import {
 } from '../../testing/fakes/telegram-server.js';
 import { postUpdate, startTelegramSystem, stopTelegramSystem } from '../channels/telegram-harness.js';
 import { fakeModel, RunnerHarness, refundTool } from '../runner/harness.js';
+import { mcpFrameBody } from './mcp-frame.js';
 
 const SECRET = 'e2e_secret_0123456789';
 const CONVERSATION = `telegram:${ALICE.id}`;
@@ -182,6 +183,7 @@ describe('approval over Telegram', () => {
     expect(ai.requests).toHaveLength(1);
     expect(await click(tg.sent[0]!, `/approve ${approvalIdIn(text)}`)).toBe(200);
     expect(await nth(2, 'the answer')).toBe('Removed r7.');
-    expect(ai.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'removed r7' });
+    expect(ai.requests[1]!.body.messages.at(-1)).toMatchObject({ role: 'tool' });
+    expect(mcpFrameBody(ai.requests[1]!.body.messages.at(-1).content, 'fx')).toBe('removed r7');
   });
 });

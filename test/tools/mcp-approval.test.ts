@@ -13,6 +13,7 @@ import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import type { McpServerSettings } from '../../plugins/local-agent/mcp-config.js';
 import type { ToolPolicySettings } from '../../plugins/local-agent/policy.js';
 import { fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { mcpFrameBody } from './mcp-frame.js';
 
 const t = perTestModel();
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
@@ -47,7 +48,7 @@ describe('MCP tools under the tool policy', () => {
     const id = /\/approve (ap_[0-9a-f]{24})/.exec(request!.text)![1]!;
     expect((await approvalCommand(h, 'approved', id, { ...h.source(), sender: { id: 'u1', name: 'Ann' } })).reply).toBe('Approved: fx__remove will run.');
     await h.runEnded(r.runId);
-    expect(lastToolResult(1)).toBe('removed r1');
+    expect(mcpFrameBody(lastToolResult(1), 'fx')).toBe('removed r1');
     expect(h.outbound.texts.at(-1)).toBe('Removed r1.');
     expect((await h.entries('tool.completed')).map((e) => [e.tool, e.status])).toEqual([['fx__remove', 'ok']]);
   });
@@ -58,7 +59,7 @@ describe('MCP tools under the tool policy', () => {
     const r = (await h.ingest('2 + 3?')) as { runId: string };
     await h.runEnded(r.runId);
     expect(h.outbound.texts).toEqual(['It is 5.']);
-    expect(JSON.parse(lastToolResult(1) as string)).toEqual({ sum: 5 });
+    expect(JSON.parse(mcpFrameBody(lastToolResult(1), 'fx', true))).toEqual({ sum: 5 });
     expect(await h.entries('approval.requested')).toEqual([]);
   });
 
@@ -72,7 +73,7 @@ describe('MCP tools under the tool policy', () => {
     const r = (await h.ingest('echo hi')) as { runId: string };
     await h.runEnded(r.runId);
     expect(h.outbound.texts).toEqual(['It said hi.']);
-    expect(lastToolResult(1)).toBe('echo: hi');
+    expect(mcpFrameBody(lastToolResult(1), 'fx')).toBe('echo: hi');
     expect(await h.entries('approval.requested')).toEqual([]);
   });
 

@@ -1,10 +1,12 @@
 /**
  * A real MCP server over Streamable HTTP for the tests (stateless: one
- * server per request, as the SDK documents), with the fixture tools and an
- * optional bearer token. It can be closed and started again on its port.
+ * server per request, as the SDK documents), with the fixture tools (or the
+ * test's own) and an optional bearer token. It can be closed and started
+ * again on its port.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { buildServer } from './fixtures/mcp-tools.mjs';
 
@@ -20,8 +22,8 @@ export interface McpHttpServer {
   restart(): Promise<void>;
 }
 
-/** Starts one on 127.0.0.1 (a free port unless `port` is given). */
-export async function startMcpHttp(opts: { token?: string; port?: number } = {}): Promise<McpHttpServer> {
+/** Starts one on 127.0.0.1 (a free port unless `port` is given), serving the tools `build` registers (default: the fixture's). */
+export async function startMcpHttp(opts: { token?: string; port?: number; build?: (state: { calls: number }) => McpServer } = {}): Promise<McpHttpServer> {
   const state = { calls: 0 };
   const authHeaders: Array<string | undefined> = [];
   let server: Server | undefined;
@@ -33,7 +35,7 @@ export async function startMcpHttp(opts: { token?: string; port?: number } = {})
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
         return;
       }
-      const mcp = buildServer(state);
+      const mcp = (opts.build ?? buildServer)(state);
       const transport = new StreamableHTTPServerTransport({});
       res.on('close', () => {
         void transport.close();

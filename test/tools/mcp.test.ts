@@ -11,6 +11,7 @@ import { type McpServerSettings, McpToolError, mcpServersSchema } from '../../pl
 import { ToolFailure } from '../../plugins/local-agent/tool-errors.js';
 import type { AgentTool } from '../../plugins/local-agent/tools.js';
 import { metrics } from '../../src/telemetry/metrics.js';
+import { mcpFrameBody } from './mcp-frame.js';
 import { type McpHttpServer, startMcpHttp } from './mcp-http.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mcp-server.mjs', import.meta.url));
@@ -63,9 +64,10 @@ describe('MCP servers as tools', () => {
         'local__fail',
         'local__remove',
       ]);
-      expect(await call(byName(tools, 'local__echo'), { text: 'hi' })).toBe('echo: hi');
-      // Structured content when the tool gives it; read-only tools count as idempotent.
-      expect(await call(byName(tools, 'local__add'), { a: 2, b: 40 })).toEqual({ sum: 42 });
+      // What the server returns is framed as external content (security/mcp-results.test.ts attacks it).
+      expect(mcpFrameBody(await call(byName(tools, 'local__echo'), { text: 'hi' }), 'local')).toBe('echo: hi');
+      // Structured content when the tool gives it, as JSON; read-only tools count as idempotent.
+      expect(JSON.parse(mcpFrameBody(await call(byName(tools, 'local__add'), { a: 2, b: 40 }), 'local', true))).toEqual({ sum: 42 });
       expect(byName(tools, 'local__add').idempotent).toBe(true);
       expect(byName(tools, 'local__echo').idempotent).toBeUndefined();
     });
@@ -93,21 +95,25 @@ describe('MCP servers as tools', () => {
 
     it('passes env and cwd to the server process', async () => {
       const m = manager({ local: stdio({ env: { FIXTURE_TOKEN: 'tok-123' }, cwd: '/tmp' }) });
-      const out = JSON.parse(String(await call(byName(await m.tools(), 'local__env'), {})));
+      const out = JSON.parse(mcpFrameBody(await call(byName(await m.tools(), 'local__env'), {}), 'local'));
       expect(out).toMatchObject({ token: 'tok-123', cwd: '/tmp' });
     });
 
-    it("turns a tool error (isError) into a McpToolError carrying the tool's message", async () => {
-      const m = manager({ local: stdio() });
-      const err = await call(byName(await m.tools(), 'local__fail'), {}).catch((e: unknown) => e);
+    it("turns a tool error (isError) into a McpToolError carrying the tool's message, framed unless the server is trusted", async () => {
+      const m = manager({ local: stdio(), mine: stdio({ trusted: true }) });
+      const tools = await m.tools();
+      const err = await call(byName(tools, 'local__fail'), {}).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpToolError);
-      expect((err as Error).message).toBe('no such record');
+      expect(mcpFrameBody((err as Error).message, 'local')).toBe('no such record');
+      const trusted = await call(byName(tools, 'mine__fail'), {}).catch((e: unknown) => e);
+      expect(trusted).toBeInstanceOf(McpToolError);
+      expect((trusted as Error).message).toBe('no such record');
     });
 
     it('shares one connection between runs and re-establishes it after the server process exits', async () => {
       const m = manager({ local: stdio() });
       const first = await m.tools();
-      const pid1 = JSON.parse(String(await call(byName(first, 'local__env'), {}))).pid as number;
+      const pid1 = JSON.parse(mcpFrameBody(await call(byName(first, 'local__env'), {}), 'local')).pid as number;
       await m.tools();
       expect(m.stats.connects).toBe(1);
       // The server goes away (the tool makes its process exit): the next run connects again.
@@ -116,7 +122,7 @@ describe('MCP servers as tools', () => {
         const tools = await m.tools();
         return m.stats.connects === 2 && tools.length === 8;
       });
-      const pid2 = JSON.parse(String(await call(byName(await m.tools(), 'local__env'), {}))).pid as number;
+      const pid2 = JSON.parse(mcpFrameBody(await call(byName(await m.tools(), 'local__env'), {}), 'local')).pid as number;
       expect(pid2).not.toBe(pid1);
       expect(m.stats.connects).toBe(2);
     });
@@ -143,7 +149,7 @@ describe('MCP servers as tools', () => {
       const m = manager({ remote: { url: server.url, headers: { Authorization: 'Bearer http-secret-token' }, tools: ['add', 'count'] } }, logger);
       const tools = await m.tools(logger);
       expect(tools.map((t) => t.name).sort()).toEqual(['remote__add', 'remote__count']);
-      expect(await call(byName(tools, 'remote__add'), { a: 1, b: 2 })).toEqual({ sum: 3 });
+      expect(JSON.parse(mcpFrameBody(await call(byName(tools, 'remote__add'), { a: 1, b: 2 }), 'remote', true))).toEqual({ sum: 3 });
       expect(server.authHeaders.length).toBeGreaterThan(0);
       expect(server.authHeaders.every((h) => h === 'Bearer http-secret-token')).toBe(true);
       expect(lines.join('')).toContain('MCP server connected');
@@ -163,7 +169,7 @@ describe('MCP servers as tools', () => {
       servers.push(server);
       const m = manager({ remote: { url: server.url } });
       const tools = await m.tools();
-      expect(await call(byName(tools, 'remote__count'), {})).toBe('1');
+      expect(mcpFrameBody(await call(byName(tools, 'remote__count'), {}), 'remote')).toBe('1');
       await server.close();
       const err = await call(byName(tools, 'remote__count'), {}).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ToolFailure);
@@ -175,7 +181,7 @@ describe('MCP servers as tools', () => {
         const t = await m.tools();
         return t.length > 0 && t;
       });
-      expect(await call(byName(back, 'remote__count'), {})).toBe('2');
+      expect(mcpFrameBody(await call(byName(back, 'remote__count'), {}), 'remote')).toBe('2');
       expect(m.stats.connects).toBe(2);
     });
   });
