@@ -36,6 +36,18 @@ export const FEISHU_MAX_MESSAGE_CHARS = 8000;
 /** The `uuid` of a send made from `key` (at most 50 characters, the same on every retry). */
 export const uuidOf = (key: string): string => `sb-${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
 
+/**
+ * `text` as a text message's content, mentioning nobody: the platform reads
+ * `<at user_id="all"></at>` in one as a mention of everyone in the chat (and
+ * `<at user_id="ou_…">` as one of that person), so a zero-width space after
+ * each `<` that starts such a tag keeps it text, shown as written. A reply is
+ * model output: text it read (a page, a group member's message) must not
+ * notify a whole group.
+ */
+function textContent(text: string): string {
+  return JSON.stringify({ text: text.replace(/<(?=\s*at\b)/gi, '<\u200B') });
+}
+
 /** Options of `createFeishuOutbound`. */
 export interface FeishuOutboundOptions {
   channelId: string;
@@ -105,7 +117,7 @@ export function createFeishuOutbound(o: FeishuOutboundOptions): ChannelOutbound 
       const [msgType, content] =
         buttons.length > 0
           ? (['interactive', JSON.stringify(buttonCard(text, buttons, { ...(t.rootId !== undefined && { root: t.rootId }) }))] as const)
-          : (['text', JSON.stringify({ text })] as const);
+          : (['text', textContent(text)] as const);
       return { messageId: await post(t, msgType, content, uuidOf(opts.deliveryKey ?? randomUUID())) };
     },
 
@@ -119,7 +131,7 @@ export function createFeishuOutbound(o: FeishuOutboundOptions): ChannelOutbound 
       const key = opts.deliveryKey ?? randomUUID();
       const { msgType, content } = await uploadFile(client, file);
       const messageId = await post(t, msgType, content, uuidOf(key));
-      if (file.caption) await post(t, 'text', JSON.stringify({ text: file.caption.slice(0, FEISHU_MAX_MESSAGE_CHARS) }), uuidOf(`${key}:caption`));
+      if (file.caption) await post(t, 'text', textContent(file.caption.slice(0, FEISHU_MAX_MESSAGE_CHARS)), uuidOf(`${key}:caption`));
       return { messageId };
     },
 

@@ -142,19 +142,22 @@ export class ToolPolicy {
   /**
    * The approval message: the tool and its arguments, bounded, values of
    * secret-looking names and secret-looking text redacted; a `destructive`
-   * tool (MCP `destructiveHint`) is named as such first.
+   * tool (MCP `destructiveHint`) is named as such first. The arguments are
+   * one code span (and the names a cut hides another) that nothing in them
+   * can close: the chat shows them as they are, never as Markdown (a link
+   * showing only its text, a spoiler).
    */
   approvalText(tool: string, input: unknown, opts: { destructive?: boolean; maxChars?: number } = {}): string {
     const maxChars = opts.maxChars ?? 600;
     const parts = this.shownArguments(input ?? {});
     const args = parts.length === 1 && parts[0]!.name === undefined ? parts[0]!.text : `{${parts.map((p) => p.text).join(',')}}`;
-    const text = `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? cutArguments(args, parts, maxChars) : args}`;
+    const text = `Approval needed: the assistant wants to run \`${tool}\` with ${args.length > maxChars ? cutArguments(args, parts, maxChars) : `\`${args}\``}`;
     return opts.destructive ? `${text}\n${DESTRUCTIVE_NOTE}` : text;
   }
 
-  /** The input's top-level arguments as shown (`"name":value`, redacted, invisible characters escaped), or the whole input when it is no object. */
+  /** The input's top-level arguments as shown (`"name":value`, redacted, invisible characters and backticks escaped), or the whole input when it is no object. */
   private shownArguments(input: unknown): ShownArgument[] {
-    const show = (v: unknown) => escapeInvisible(redactSecrets(JSON.stringify(v, (k, x) => (k && this.redact.test(k) ? '[redacted]' : x)) ?? 'null'));
+    const show = (v: unknown) => escapeShown(redactSecrets(JSON.stringify(v, (k, x) => (k && this.redact.test(k) ? '[redacted]' : x)) ?? 'null'));
     if (typeof input !== 'object' || input === null || Array.isArray(input)) return [{ text: show(input) }];
     return Object.entries(input)
       .filter(([, v]) => v !== undefined)
@@ -172,13 +175,14 @@ interface ShownArgument {
 
 /**
  * Characters that render as nothing, move the text around them or start a line (direction marks and overrides,
- * zero-width and tag characters, C1 controls, line and paragraph separators), as JSON escapes: the arguments are
- * shown as they are, not as the model's text would have them look. (`JSON.stringify` escapes only C0 controls.)
+ * zero-width and tag characters, C1 controls, line and paragraph separators), and the backtick, which would close
+ * the code span the arguments are shown in, as JSON escapes: the arguments are shown as they are, not as the
+ * model's text would have them look. (`JSON.stringify` escapes only C0 controls.)
  */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const ESCAPED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}`]/gu;
 
-function escapeInvisible(text: string): string {
-  return text.replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
+function escapeShown(text: string): string {
+  return text.replace(ESCAPED, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''));
 }
 
 /** The first `maxChars` of `args`, saying how much is cut and naming the arguments whose name is not shown whole. */
@@ -190,6 +194,6 @@ function cutArguments(args: string, parts: readonly ShownArgument[], maxChars: n
     start += p.text.length + 1;
   }
   const list = hidden.join(', ');
-  const names = hidden.length > 0 ? `; not shown: ${list.length > maxChars ? `${list.slice(0, maxChars)}…` : list}` : '';
-  return `${args.slice(0, maxChars)}… [${args.length - maxChars} more characters not shown${names}]`;
+  const names = hidden.length > 0 ? `; not shown: \`${list.length > maxChars ? `${list.slice(0, maxChars)}…` : list}\`` : '';
+  return `\`${args.slice(0, maxChars)}…\` [${args.length - maxChars} more characters not shown${names}]`;
 }

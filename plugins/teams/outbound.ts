@@ -17,7 +17,7 @@ import { ConnectorClient } from '@microsoft/agents-hosting';
 import type { ChannelOutbound, MessageButton, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { type RedisClient, type SignedFileStore, storage } from 'steerbot/plugin';
 import type { ServiceUrlPolicy } from './auth.js';
-import { ADAPTIVE_CARD, adaptiveCard } from './cards.js';
+import { ADAPTIVE_CARD, adaptiveCard, textElements } from './cards.js';
 import { TeamsApiError, TeamsServiceUrlError, teamsError } from './errors.js';
 import { fileActivity } from './files.js';
 import { referenceKey } from './keys.js';
@@ -35,12 +35,12 @@ const MAX_BUTTONS = 20;
 
 type Activity = Parameters<ConnectorClient['sendToConversation']>[1];
 
-/** The activity of one message: plain or Markdown text, or an Adaptive Card with the text and one `Action.Submit` per button. */
+/** The activity of one message: plain or Markdown text, or an Adaptive Card with the text (`textElements`) and one `Action.Submit` per button. */
 export function messageActivity(text: string, buttons: readonly MessageButton[] | undefined, format: SendOptions['format']): Record<string, unknown> {
   const textFormat = format === 'plain' ? 'plain' : 'markdown';
   if (!buttons?.length) return { type: 'message', text, textFormat };
   const actions = buttons.slice(0, MAX_BUTTONS).map((b) => ({ type: 'Action.Submit', title: b.label.slice(0, 80), data: { [COMMAND_FIELD]: b.command } }));
-  const card = adaptiveCard([{ type: 'TextBlock', text, wrap: true }], actions);
+  const card = adaptiveCard(textElements(text), actions);
   return { type: 'message', summary: text.slice(0, 200), attachments: [{ contentType: ADAPTIVE_CARD, content: card }] };
 }
 

@@ -113,6 +113,17 @@ describe('feishu end to end (long connection)', () => {
     expect((await h.entries('message.received', `feishu:${FEISHU_GROUP}`)).map((e) => e.text)).toEqual(['hi bot']);
   });
 
+  it('mentions nobody with a reply injected text wrote mentions into: no one in the group is notified, the tags show as written', async () => {
+    await boot();
+    // A page the agent read told it to "remind everyone": Feishu reads these tags in a text message as @everyone and @Bob.
+    const reply = `Reminder <at user_id="all"></at> and <at user_id="${FEISHU_BOB}">Bob</at>: the deadline moved.`;
+    ai.script([{ text: reply }]);
+    await feishu.push(feishuMessageEvent({ text: 'summarise the page I linked', chatType: 'group' }));
+    const sent = await nth(1, 'the reply');
+    expect(sent).toMatchObject({ chatId: FEISHU_GROUP, msgType: 'text', mentions: [] });
+    expect(sent.text.replaceAll('\u200B', '')).toBe(reply);
+  });
+
   it("counts a card click as a group's unless a message said the chat is one-to-one: a member's /new button in a group is refused, Ann's in her chat runs", async () => {
     await boot();
     ai.script([{ text: 'Hello group.' }, { text: 'Hello Ann.' }]);

@@ -58,6 +58,8 @@ export interface FeishuSentMessage {
   media?: FeishuUpload;
   /** A card's buttons: label and value. */
   buttons: Array<{ label: string; value: Record<string, any> }>;
+  /** Who a text message mentions, as the platform reads its `<at user_id="…">` tags: user ids, `all` for everyone in the chat. */
+  mentions: string[];
   /** The message it replied to, when sent with `reply`. */
   replyTo?: string;
   inThread?: boolean;
@@ -131,15 +133,18 @@ export interface FakeFeishu {
 /** The kinds of message the fake takes. */
 const MSG_TYPES = ['text', 'interactive', 'image', 'file', 'audio'];
 
-/** The text and buttons of a message's `content`. */
-function contentOf(msgType: string, content: string): Pick<FeishuSentMessage, 'text' | 'buttons'> {
+/** The text, buttons and mentions of a message's `content` (a card's `plain_text` mentions nobody). */
+function contentOf(msgType: string, content: string): Pick<FeishuSentMessage, 'text' | 'buttons' | 'mentions'> {
   const c = JSON.parse(content);
-  if (msgType === 'text') return { text: String(c.text ?? ''), buttons: [] };
-  if (msgType !== 'interactive') return { text: '', buttons: [] };
+  if (msgType === 'text') {
+    const text = String(c.text ?? '');
+    return { text, buttons: [], mentions: [...text.matchAll(/<at\b[^>]*?\buser_id\s*=\s*"([^"]*)"[^>]*>/g)].map((m) => m[1]!) };
+  }
+  if (msgType !== 'interactive') return { text: '', buttons: [], mentions: [] };
   const elements: any[] = c.elements ?? [];
   const text = String(elements.find((e) => e.tag === 'div')?.text?.content ?? '');
   const actions: any[] = elements.find((e) => e.tag === 'action')?.actions ?? [];
-  return { text, buttons: actions.map((a) => ({ label: String(a.text?.content ?? ''), value: a.value ?? {} })) };
+  return { text, buttons: actions.map((a) => ({ label: String(a.text?.content ?? ''), value: a.value ?? {} })), mentions: [] };
 }
 
 /** Starts the fake on a random local port. */

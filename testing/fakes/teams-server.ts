@@ -33,11 +33,13 @@ export const TEAMS_TEST = {
   tenantId: '11111111-1111-4111-8111-111111111111',
 } as const;
 
-/** The text a message shows: its `text`, else the first TextBlock of its Adaptive Card. */
+/** The text a message shows: its `text`, else its Adaptive Card's TextBlocks and RichTextBlocks (their runs joined), one a line. */
 function shownText(a: Record<string, any>): string {
   if (typeof a.text === 'string' && a.text !== '') return a.text;
-  const card = a.attachments?.[0]?.content;
-  return card?.body?.find((b: { type: string }) => b.type === 'TextBlock')?.text ?? '';
+  const body: Array<{ type: string; text?: string; inlines?: Array<{ text: string }> }> = a.attachments?.[0]?.content?.body ?? [];
+  return body
+    .flatMap((b) => (b.type === 'TextBlock' ? [b.text ?? ''] : b.type === 'RichTextBlock' ? [(b.inlines ?? []).map((r) => r.text).join('')] : []))
+    .join('\n');
 }
 
 const buttonsOf = (a: Record<string, any>) =>

@@ -25,7 +25,7 @@ export interface TeamsSentActivity {
   region: string;
   conversationId: string;
   type: string;
-  /** The message text: the activity's `text`, else its Adaptive Card's first TextBlock. */
+  /** The message text: the activity's `text`, else its Adaptive Card's TextBlocks and RichTextBlocks, one a line. */
   text: string;
   /** The card's `Action.Submit` buttons: title and `data`. */
   buttons: Array<{ title: string; data: unknown }>;
