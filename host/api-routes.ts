@@ -74,6 +74,7 @@ export function registerApiRoutes(o: ApiRoutesOptions): void {
     o.routes.add({
       method: 'POST',
       path: `${BASE}${path}`,
+      trustsCallerTrace: (req) => holdsToken(o.tokens, req),
       handle: async (req) => {
         const presented = bearer(req);
         if (presented === undefined) return json(401, { error: 'a bearer token is required' });
@@ -134,6 +135,16 @@ const header = (req: RouteRequest, name: string): string | undefined => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 };
+
+/**
+ * Whether the request carries a configured API token that is not revoked: its caller is a system the operator gave a
+ * token to, whose trace the request continues (`HttpRoute.trustsCallerTrace`); anyone else's request starts its own.
+ */
+async function holdsToken(tokens: ApiTokens, req: RouteRequest): Promise<boolean> {
+  const presented = bearer(req);
+  const token = presented === undefined ? undefined : tokens.find(presented);
+  return token !== undefined && !(await tokens.revoked(token));
+}
 
 /** The token of `Authorization: Bearer <token>`, if the request carries one. */
 function bearer(req: RouteRequest): string | undefined {

@@ -94,6 +94,11 @@ export class ApiTokens {
     return !token.conversations || token.conversations.some((e) => matches(e, conversationId));
   }
 
+  /** Whether `token` was revoked (`steerbot revoke-token`); reads, takes nothing from its bucket. */
+  async revoked(token: ApiToken): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.revoked, token.digest.toString('hex'))) === 1;
+  }
+
   /** Refuses a revoked token, then takes one request from its bucket (one script; a refusal takes nothing). */
   async admit(token: ApiToken): Promise<ApiAdmission> {
     const reply = checkReply(

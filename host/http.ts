@@ -18,7 +18,7 @@ import {
 } from 'fastify';
 import type { CoreConfig } from '../src/config/load.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
-import type { HttpRoute, RouteRegistry, RouteResponse } from '../src/http/routes.js';
+import type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import { metrics as processMetrics, type SteerbotMetrics } from '../src/telemetry/metrics.js';
@@ -30,6 +30,7 @@ import {
   contextFromTraceparent,
   failSpan,
   NON_RECORDING_SPAN,
+  ROOT_CONTEXT,
   requestContext,
   type Span,
   SpanKind,
@@ -249,15 +250,39 @@ export function routeRegistry(app: HttpServer): RouteRegistry {
 const SERVER_SPAN: SpanOptions = { kind: SpanKind.SERVER };
 
 /**
- * Runs `fn` inside the request's span (child of the caller's W3C `traceparent`, else of the active context), marks it failed when `fn`
- * throws, ends it when `fn` settles. `attributes` (the route's, built once) are set only on a recorded span. Without
- * a tracing SDK nothing is started; a request that is not sampled runs in one shared context (see
- * `UNSAMPLED_REQUEST_CONTEXT`): neither builds anything per request for tracing.
+ * The parent of a request's span. A caller's W3C `traceparent` is continued only where the route trusts this
+ * request's caller with it (`HttpRoute.trustsCallerTrace`); every other request starts a trace of its own, whatever
+ * it carries: a stranger neither picks its trace id (to hide among or collide with other traces) nor its sampling
+ * decision (to have every request recorded and exported under a ratio sampler). `tracestate` is never read.
  */
-function inRequestSpan<T>(name: string, attributes: Attributes, traceparent: unknown, fn: (span: Span) => Promise<T>): Promise<T> {
+function parentContext(route: HttpRoute, request: RouteRequest, traceparent: unknown): Context | Promise<Context> {
+  if (typeof traceparent !== 'string' || route.trustsCallerTrace === undefined) return ROOT_CONTEXT;
+  const parent = (trusted: unknown) => (trusted === true ? contextFromTraceparent(traceparent) : ROOT_CONTEXT);
+  try {
+    const trusted = route.trustsCallerTrace(request);
+    return trusted instanceof Promise ? trusted.then(parent, () => ROOT_CONTEXT) : parent(trusted);
+  } catch {
+    return ROOT_CONTEXT;
+  }
+}
+
+/**
+ * Runs `fn` inside the request's span (a child of `parent()`, see `parentContext`), marks it failed when `fn`
+ * throws, ends it when `fn` settles. `attributes` (the route's, built once) are set only on a recorded span. Without
+ * a tracing SDK nothing is started and `parent` is not asked; a request that is not sampled runs in one shared context
+ * (see `UNSAMPLED_REQUEST_CONTEXT`): neither builds anything per request for tracing.
+ */
+function inRequestSpan<T>(name: string, attributes: Attributes, parent: () => Context | Promise<Context>, fn: (span: Span) => Promise<T>): Promise<T> {
   if (!tracingOn()) return fn(NON_RECORDING_SPAN);
-  const ctx = typeof traceparent === 'string' ? contextFromTraceparent(traceparent) : context.active();
-  const span = tracer().startSpan(name, SERVER_SPAN, ctx);
+  const ctx = parent();
+  if (!(ctx instanceof Promise)) return inSpanUnder(name, SERVER_SPAN, attributes, ctx, fn);
+  // The span starts once the route has said whether it trusts the caller; its time starts now.
+  const options: SpanOptions = { kind: SpanKind.SERVER, startTime: performance.now() };
+  return ctx.then((c) => inSpanUnder(name, options, attributes, c, fn));
+}
+
+function inSpanUnder<T>(name: string, options: SpanOptions, attributes: Attributes, ctx: Context, fn: (span: Span) => Promise<T>): Promise<T> {
+  const span = tracer().startSpan(name, options, ctx);
   // Entered even when not sampled: the ingest under it follows the request's sampling decision instead of making its own.
   if (!span.isRecording()) return context.with(UNSAMPLED_REQUEST_CONTEXT, fn, undefined, NON_RECORDING_SPAN);
   return inRecordedSpan(span, attributes, ctx, fn);
@@ -275,6 +300,28 @@ async function inRecordedSpan<T>(span: Span, attributes: Attributes, ctx: Contex
   }
 }
 
+/** The route's view of `req`, whose signal aborts when the client goes away before its response is done. */
+function routeRequest(req: FastifyRequest, reply: FastifyReply, open: Set<AbortController>): RouteRequest {
+  const ac = new AbortController();
+  open.add(ac);
+  reply.raw.on('close', () => {
+    open.delete(ac);
+    // Only a request that ended before its response did has anyone to stop (a handler still at work, an
+    // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
+    if (!reply.raw.writableFinished) ac.abort();
+  });
+  return {
+    method: req.method,
+    path: req.url.split('?')[0] ?? req.url,
+    params: (req.params ?? {}) as Record<string, string>,
+    query: firstValues(req.query),
+    headers: req.headers,
+    body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    signal: ac.signal,
+    ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
+  };
+}
+
 function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortController>): void {
   const spanName = `${route.method} ${route.path}`;
   const routeAttributes: Attributes = { 'http.request.method': route.method, 'http.route': route.path };
@@ -282,32 +329,22 @@ function serve(scope: FastifyInstance, route: HttpRoute, open: Set<AbortControll
     method: route.method,
     url: route.path,
     ...(route.bodyLimitBytes !== undefined && { bodyLimit: route.bodyLimitBytes }),
-    handler: (req: FastifyRequest, reply: FastifyReply) =>
-      // The request's span (a caller's W3C `traceparent` continues); an ingested message's attributes go on it (one span per request).
-      inRequestSpan(spanName, routeAttributes, req.headers.traceparent, async (span) => {
-        const ac = new AbortController();
-        open.add(ac);
-        reply.raw.on('close', () => {
-          open.delete(ac);
-          // Only a request that ended before its response did has anyone to stop (a handler still at work, an
-          // event stream): an abort builds its DOMException reason, a cost every finished request would pay.
-          if (!reply.raw.writableFinished) ac.abort();
-        });
-        const res = await route.handle({
-          method: req.method,
-          path: req.url.split('?')[0] ?? req.url,
-          params: (req.params ?? {}) as Record<string, string>,
-          query: firstValues(req.query),
-          headers: req.headers,
-          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-          signal: ac.signal,
-          ...(req.socket.remoteAddress !== undefined && { remoteAddress: req.socket.remoteAddress }),
-        });
-        if (span.isRecording()) {
-          span.setAttribute('http.response.status_code', res.status);
-          if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-        }
-        return send(reply, res, ac.signal);
-      }),
+    handler: (req: FastifyRequest, reply: FastifyReply) => {
+      const request = routeRequest(req, reply, open);
+      // The request's span (a trusted caller's W3C `traceparent` continues); an ingested message's attributes go on it (one span per request).
+      return inRequestSpan(
+        spanName,
+        routeAttributes,
+        () => parentContext(route, request, req.headers.traceparent),
+        async (span) => {
+          const res = await route.handle(request);
+          if (span.isRecording()) {
+            span.setAttribute('http.response.status_code', res.status);
+            if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          }
+          return send(reply, res, request.signal);
+        },
+      );
+    },
   });
 }

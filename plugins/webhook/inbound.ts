@@ -45,12 +45,24 @@ export interface InboundOptions {
   now: () => number;
 }
 
+/** Why the request's signature (and signed timestamp) is refused, or undefined when the channel's sender signed it. */
+function signatureRefusal(o: InboundOptions, req: RouteRequest): string | undefined {
+  const maxSkewSeconds = Math.min(o.config.maxSkewSeconds, replayWindowSeconds(o.host().dedupeTtlSeconds));
+  return checkSignature(o.config.secret, req.headers, req.body, Math.floor(o.now() / 1000), maxSkewSeconds);
+}
+
+/**
+ * Whether the request is signed by the channel's sender: the operator's own system, holding the secret the operator
+ * gave it, whose trace a message continues (`HttpRoute.trustsCallerTrace`). Anyone else's request starts a trace of its own.
+ */
+export function signedBySender(o: InboundOptions): (req: RouteRequest) => boolean {
+  return (req) => signatureRefusal(o, req) === undefined;
+}
+
 /** Builds the POST handler. */
 export function inboundHandler(o: InboundOptions) {
   return async (req: RouteRequest): Promise<RouteResponse> => {
-    const raw = req.body;
-    const maxSkewSeconds = Math.min(o.config.maxSkewSeconds, replayWindowSeconds(o.host().dedupeTtlSeconds));
-    const refused = checkSignature(o.config.secret, req.headers, raw, Math.floor(o.now() / 1000), maxSkewSeconds);
+    const refused = signatureRefusal(o, req);
     if (refused) return json(401, { error: refused });
 
     const parsed = readJsonBody(req, webhookBodySchema);

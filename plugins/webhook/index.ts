@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { CallbackPump } from './callbacks.js';
 import { WEBHOOK_NAME_RE, type WebhookChannelConfig, type WebhookChannelConfigInput, webhookChannelConfigSchema } from './config.js';
 import { EventStreams } from './events.js';
-import { inboundHandler } from './inbound.js';
+import { inboundHandler, signedBySender } from './inbound.js';
 import { WEBHOOK_CONVERSATION_KEYS, WEBHOOK_PLUGIN_ID } from './keys.js';
 import { createWebhookOutbound } from './outbound.js';
 import { callbackProblems } from './problems.js';
@@ -71,11 +71,14 @@ export function createWebhookPlugin(name: string, config: WebhookChannelConfigIn
     conversationProblems: callbackProblems(deps.redis, deps.prefix, now),
     async start(h: ChannelHost) {
       host = h;
+      const inbound = { name, channelId, config: cfg, host: () => host!, now };
       h.routes.add({
         method: 'POST',
         path,
         bodyLimitBytes: cfg.maxBodyBytes,
-        handle: inboundHandler({ name, channelId, config: cfg, host: () => host!, now }),
+        handle: inboundHandler(inbound),
+        // A signed request continues the sender's trace (`traceparent`); an unsigned one starts its own.
+        trustsCallerTrace: signedBySender(inbound),
       });
       h.routes.add({ method: 'GET', path: `${path}/conversations/:conversation/events`, handle: streams.handler() });
       if (files) h.routes.add(files.route());

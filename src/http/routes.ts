@@ -53,6 +53,16 @@ export interface HttpRoute {
   /** Largest accepted body, in bytes. Default: the server's `http.bodyLimitBytes`. */
   bodyLimitBytes?: number;
   /**
+   * Whether the caller of `request` is one the operator trusts with the traces it continues. True lets the request
+   * continue the caller's W3C trace context (its `traceparent` header): the caller's trace id, its span as the
+   * parent, its sampling decision. Answer true only for a caller this route authenticates as someone the operator
+   * gave a credential to (the webhook channel's signing secret, an API token), by the check `handle` makes too
+   * (`handle` still makes it); never for a platform's delivery, a browser or anyone without a credential. Asked only
+   * while tracing is on and the request carries a `traceparent`; a throw counts as false. Default: no caller is
+   * trusted: every request starts a trace of its own and its `traceparent` and `tracestate` are ignored.
+   */
+  trustsCallerTrace?(request: RouteRequest): boolean | Promise<boolean>;
+  /**
    * Answers one request. A thrown InvalidInputError answers 400 and a
    * RedisUnavailableError 503 (so a platform retries); anything else 500.
    */

@@ -7,6 +7,9 @@
  * One incoming message is one trace across processes: the host's ingest span
  * is written into the message's record entry as a W3C `traceparent`, and the
  * runner that answers it parents its `run` span on it (`contextFromTraceparent`).
+ * A trace context that arrives with a request is continued only where its route
+ * trusts the caller with it (`HttpRoute.trustsCallerTrace`, see host/http.ts):
+ * every other request starts a trace of its own.
  */
 import {
   type Attributes,
@@ -28,7 +31,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 
-export { type Attributes, type Context, context, type Link, type Span, SpanKind, type SpanOptions, SpanStatusCode, trace };
+export { type Attributes, type Context, context, type Link, ROOT_CONTEXT, type Span, SpanKind, type SpanOptions, SpanStatusCode, trace };
 
 /** Instrumentation scope of every steerbot span. */
 export const TRACER_NAME = 'steerbot';
