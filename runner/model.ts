@@ -7,11 +7,12 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogle } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { ImageModel, LanguageModel, SpeechModel, TranscriptionModel } from 'ai';
-import { embedMany } from 'ai';
+import type { ImageModel, LanguageModel, LanguageModelMiddleware, SpeechModel, TranscriptionModel } from 'ai';
+import { embedMany, wrapLanguageModel } from 'ai';
 import { MODEL_PROVIDER_KEY_ENV } from '../src/config/defaults.js';
 import { apiProblem } from '../src/config/model-catalogue.js';
 import { ConfigError } from '../src/errors.js';
+import { jsonNestedDeeper, MAX_JSON_DEPTH } from '../src/json.js';
 import type { MemoryEmbedder } from '../src/people/memory.js';
 import type { ModelSettings } from './plugin.js';
 
@@ -24,6 +25,37 @@ import type { ModelSettings } from './plugin.js';
  * @throws ConfigError when a required setting is missing (the key, or `baseURL` for `openai-compatible`), or the API is not the provider's.
  */
 export function createModel(settings: ModelSettings, fetchImpl?: typeof fetch): LanguageModel {
+  return wrapLanguageModel({ model: providerModel(settings, fetchImpl), middleware: shallowToolInput });
+}
+
+/**
+ * What a tool call whose input nests deeper than `MAX_JSON_DEPTH` gets as its input instead: text that is not
+ * JSON, so the AI SDK refuses the call as invalid input (the model is told why and may try again) and no code
+ * walks the deep value (cloning the prompt, validating, hashing the call, recording the step).
+ */
+const DEEP_TOOL_INPUT = `refused: the tool input is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`;
+
+/** A tool call part of the provider's answer with its input kept within the nesting limit; other parts as they are. */
+function shallow<P extends { type: string }>(part: P): P {
+  if (part.type !== 'tool-call') return part;
+  const call = part as P & { input: string };
+  return jsonNestedDeeper(call.input) ? { ...call, input: DEEP_TOOL_INPUT } : part;
+}
+
+/** The nesting limit applied to the tool calls a provider answers with (the JSON text the model wrote). */
+const shallowToolInput: LanguageModelMiddleware = {
+  specificationVersion: 'v4',
+  wrapGenerate: async ({ doGenerate }) => {
+    const result = await doGenerate();
+    return { ...result, content: result.content.map(shallow) };
+  },
+  wrapStream: async ({ doStream }) => {
+    const result = await doStream();
+    return { ...result, stream: result.stream.pipeThrough(new TransformStream({ transform: (part, out) => out.enqueue(shallow(part)) })) };
+  },
+};
+
+function providerModel(settings: ModelSettings, fetchImpl: typeof fetch | undefined) {
   const api = apiProblem(settings);
   if (api) throw new ConfigError([{ path: 'model.api', message: api }]);
   const common = {

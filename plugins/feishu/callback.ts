@@ -14,7 +14,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AESCipher, type EventDispatcher } from '@larksuiteoapi/node-sdk';
-import { json, type RouteRegistry, type RouteRequest, type RouteResponse } from 'steerbot/plugin';
+import { json, parseJson, type RouteRegistry, type RouteRequest, type RouteResponse } from 'steerbot/plugin';
 import { type Callback, callbackSchema } from './event-schema.js';
 
 /** Headers of a signed callback. */
@@ -59,16 +59,21 @@ function signatureProblem(req: RouteRequest, o: CallbackRouteOptions): string | 
   return undefined;
 }
 
-/** The body as the platform meant it: JSON, decrypted when it is `{ encrypt }`; undefined when unreadable. */
+/** The body as the platform meant it: JSON (within the nesting limit), decrypted when it is `{ encrypt }`; undefined when unreadable. */
 function readBody(raw: Buffer, cipher: AESCipher): Record<string, unknown> | undefined {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const outer = parseJson(raw.toString('utf8'));
+  if (!outer.ok || !isObject(outer.value)) return undefined;
+  const { encrypt } = outer.value;
+  if (typeof encrypt !== 'string') return outer.value;
+  let plain: string;
   try {
-    const outer = JSON.parse(raw.toString('utf8')) as unknown;
-    if (typeof outer !== 'object' || outer === null || Array.isArray(outer)) return undefined;
-    const { encrypt } = outer as { encrypt?: unknown };
-    return typeof encrypt === 'string' ? (JSON.parse(cipher.decrypt(encrypt)) as Record<string, unknown>) : (outer as Record<string, unknown>);
+    plain = cipher.decrypt(encrypt);
   } catch {
     return undefined;
   }
+  const inner = parseJson(plain);
+  return inner.ok && isObject(inner.value) ? inner.value : undefined;
 }
 
 /** The verification token a callback carries (the header's in v2, the body's in a URL verification). */
@@ -85,7 +90,7 @@ export function registerCallbackRoute(routes: RouteRegistry, o: CallbackRouteOpt
       const problem = signatureProblem(req, o);
       if (problem !== undefined && problem !== 'unsigned') return json(401, { error: problem });
       const body = readBody(req.body, cipher);
-      if (body === undefined) return json(400, { error: 'bad callback body: not JSON, or not decryptable with the Encrypt Key' });
+      if (body === undefined) return json(400, { error: 'bad callback body: not JSON, nested too deep, or not decryptable with the Encrypt Key' });
       const typed = callbackSchema.safeParse(body);
       if (!typed.success) return json(400, { error: 'bad callback body: unexpected shape' });
       if (!sameText(tokenOf(typed.data), o.verificationToken)) return json(401, { error: 'wrong verification token' });

@@ -15,7 +15,7 @@
  * A content off its type's shape (or naming a key off the grammar) is a
  * problem, named for the log; the message is then not taken.
  */
-import type { Attachment } from 'steerbot/plugin';
+import { type Attachment, parseJson } from 'steerbot/plugin';
 import { z } from 'zod';
 import type { MessageEvent } from './event-schema.js';
 import { type Mention, readPost } from './post.js';
@@ -44,14 +44,12 @@ const SCHEMAS = {
   sticker: z.looseObject({ file_key: z.string().max(256) }),
 };
 
-/** The message's `content`, parsed; undefined when it is not a JSON object. */
+/** The message's `content`, parsed; undefined when it is not a JSON object (or is nested past the limit). */
 function jsonOf(e: MessageEvent): Record<string, unknown> | undefined {
-  try {
-    const content: unknown = JSON.parse(e.message.content);
-    return typeof content === 'object' && content !== null && !Array.isArray(content) ? (content as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
+  const content = parseJson(e.message.content);
+  if (!content.ok) return undefined;
+  const v = content.value;
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 /** A file's name as the model may be shown it, in a placeholder line: control characters and line breaks become spaces; undefined when empty. */

@@ -7,7 +7,7 @@
  * with a status that says which.
  */
 
-import { type HttpRoute, json, type RouteRequest, type RouteResponse, RunEndedError, StaleRunError, sameToken } from 'steerbot/plugin';
+import { type HttpRoute, json, parseJson, type RouteRequest, type RouteResponse, RunEndedError, StaleRunError, sameToken } from 'steerbot/plugin';
 import { type AgentInvocation, InvocationEndedError } from './invocation.js';
 import { pullBodySchema } from './protocol.js';
 
@@ -48,13 +48,9 @@ export class RunEndpoints {
     if (!invocation) return refuse(410, 'run-ended', 'no invocation of this run is active on this runner: it ended, or another runner took the run over');
     if (!sameToken(bearer[1]!, invocation.token))
       return refuse(409, 'stale-token', "stale token: not the current invocation's (a newer invocation of the run holds another one)");
-    let raw: unknown;
-    try {
-      raw = req.body.length === 0 ? {} : JSON.parse(req.body.toString('utf8'));
-    } catch {
-      return refuse(400, 'bad-request', 'the body is not JSON');
-    }
-    const body = pullBodySchema.safeParse(raw);
+    const raw = req.body.length === 0 ? { ok: true as const, value: {} } : parseJson(req.body.toString('utf8'));
+    if (!raw.ok) return refuse(400, 'bad-request', raw.problem === 'invalid' ? 'the body is not JSON' : `the body is ${raw.message}`);
+    const body = pullBodySchema.safeParse(raw.value);
     if (!body.success) {
       const issue = body.error.issues[0]!;
       return refuse(400, 'bad-request', `${issue.path.join('.') || 'body'}: ${issue.message}`);

@@ -8,7 +8,7 @@
  * are ordered after the events the agent wrote before it asked.
  */
 import { randomBytes } from 'node:crypto';
-import { type HttpRequest, type HttpResponse, type SteeringMode, signatures } from 'steerbot/plugin';
+import { type HttpRequest, type HttpResponse, parseJson, type SteeringMode, signatures } from 'steerbot/plugin';
 import type { RunContext, RunResult } from 'steerbot/runner';
 import { AgentFailure, type AgentFailureCode, NOTICES } from './failure.js';
 import { ndjsonLines } from './ndjson.js';
@@ -39,14 +39,14 @@ export class InvocationEndedError extends Error {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Parses and validates one event line. @throws AgentFailure naming what is wrong. */
+/**
+ * Parses and validates one event line; nesting deeper than `MAX_JSON_DEPTH` is refused before it is parsed.
+ * @throws AgentFailure naming what is wrong.
+ */
 export function parseEvent(line: string): AgentEvent {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(line);
-  } catch {
-    throw new AgentFailure('malformed-event', 'an event line is not JSON');
-  }
+  const json = parseJson(line);
+  if (!json.ok) throw new AgentFailure('malformed-event', json.problem === 'invalid' ? 'an event line is not JSON' : `an event is ${json.message}`);
+  const raw = json.value;
   if (!isObject(raw) || typeof raw.type !== 'string') throw new AgentFailure('malformed-event', 'an event must be a JSON object with a string "type"');
   const type = raw.type;
   if (!Object.hasOwn(agentEventSchemas, type)) throw new AgentFailure('unknown-event', `unknown event type "${type.slice(0, 40)}"`);

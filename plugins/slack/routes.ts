@@ -7,7 +7,7 @@
  * handler, so Slack retries (`X-Slack-Retry-Num`), and the retry is deduped
  * by the message's channel and ts.
  */
-import { InvalidInputError, json, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/plugin';
+import { InvalidInputError, json, parseJson, type RouteRegistry, type RouteRequest, type RouteResponse, readJsonBody } from 'steerbot/plugin';
 import { slackEnvelopeSchema, slackInteractionTypeSchema } from './event-schema.js';
 import { signatureProblem } from './signature.js';
 import type { SocketHandlers } from './socket.js';
@@ -48,13 +48,9 @@ export function registerSlackRoutes(routes: RouteRegistry, o: SlackRoutesOptions
     handle: signed(async (req) => {
       const payload = new URLSearchParams(req.body.toString('utf8')).get('payload');
       if (payload === null) return json(400, { error: 'bad interactivity body: no payload field' });
-      let value: unknown;
-      try {
-        value = JSON.parse(payload);
-      } catch {
-        throw new InvalidInputError('bad interactivity body: payload is not valid JSON');
-      }
-      const typed = slackInteractionTypeSchema.safeParse(value);
+      const value = parseJson(payload);
+      if (!value.ok) throw new InvalidInputError(`bad interactivity body: payload is ${value.message}`);
+      const typed = slackInteractionTypeSchema.safeParse(value.value);
       if (!typed.success) return json(400, { error: 'bad interactivity body: payload has no type' });
       return json(200, await o.handlers.interaction(typed.data));
     }),

@@ -4,6 +4,7 @@
  * it to its server (`host/http.ts`).
  */
 import type { ZodType } from 'zod';
+import { parseJson } from '../json.js';
 
 /** An HTTP request as a route handler sees it. */
 export interface RouteRequest {
@@ -94,20 +95,17 @@ export const json = (status: number, value: unknown): RouteResponse => ({ status
 /**
  * Parses a request's body as JSON and validates it with `schema`: the value,
  * or the 400 response naming the first problem (`body is not valid JSON`,
- * `bad <what>: <path>: <message>`).
+ * `body is nested deeper than 128 levels of arrays and objects`, checked
+ * before parsing: see `MAX_JSON_DEPTH`; `bad <what>: <path>: <message>`).
  */
 export function readJsonBody<T>(
   req: Pick<RouteRequest, 'body'>,
   schema: ZodType<T>,
   what = 'body',
 ): { ok: true; value: T } | { ok: false; response: RouteResponse } {
-  let value: unknown;
-  try {
-    value = JSON.parse(req.body.toString('utf8'));
-  } catch {
-    return { ok: false, response: json(400, { error: 'body is not valid JSON' }) };
-  }
-  const parsed = schema.safeParse(value);
+  const body = parseJson(req.body.toString('utf8'));
+  if (!body.ok) return { ok: false, response: json(400, { error: `body is ${body.message}` }) };
+  const parsed = schema.safeParse(body.value);
   if (parsed.success) return { ok: true, value: parsed.data };
   const issue = parsed.error.issues[0];
   return { ok: false, response: json(400, { error: `bad ${what}: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` }) };

@@ -55,6 +55,8 @@ export type { HttpClient, HttpClientOptions, HttpRequest, HttpRequestInit, HttpR
 export { createHttpClient, HttpTimeoutError } from '../http/client.js';
 export { type FetchedFile, type FetchFileOptions, fetchFile, fetchUrlFile } from '../http/fetch-file.js';
 export { type GuardedFetchOptions, type GuardedResponse, guardedFetch, type ResolveHost } from '../http/guarded-fetch.js';
+// JSON from outside the process (an agent's events, a platform's payload): parsed within the one nesting limit.
+export { MAX_JSON_DEPTH, type ParsedJson, parseJson } from '../json.js';
 export type { Logger, PluginRedaction } from '../logger.js';
 export type { IncomingMessage, IngestResult, PurgedResult, SteeringMode, StopKind } from '../protocol/types.js';
 export {
