@@ -2,19 +2,19 @@
  * The access check at ingest: a message on a channel whose policy is
  * `allowlist` or `pairing` reaches the record only from a listed user, an
  * approved identity (pairing) or a configured admin; in groups, only in a
- * listed group (and, with `members`, from an allowed member). Anything else
- * is refused before the record write: answered at most once per user per
- * notice window, noted for the console, never recorded in the conversation.
+ * listed group (and, with `members`, from an allowed member). The rule is the
+ * core's (`accessRuling`, src/people/access-rule.ts), which schedule fires
+ * ask too; this gate adds what a message gets: anything refused is refused
+ * before the record write, answered at most once per user per notice window
+ * (or with a pairing code), noted for the console, never recorded in the conversation.
  */
 import type { Logger } from 'pino';
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import type { AccessConfig, ChannelAccess } from '../../src/config/schema.js';
+import { type AccessChat, type AccessRuling, accessRuling, type RefusalReason } from '../../src/people/access-rule.js';
 import { tryAccountId } from '../../src/people/identity.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import type { AccessStore } from './store.js';
-
-/** Why a message was refused. */
-export type RefusalReason = 'not-allowed' | 'not-paired' | 'group-not-allowed';
 
 /** The gate's verdict: `refuse` carries the answer to send, or none when the user was answered within the window. */
 export type AccessVerdict = { kind: 'allow' } | { kind: 'refuse'; reason: RefusalReason; notice: string | undefined };
@@ -49,16 +49,20 @@ export class AccessGate {
 
   /** Decides on one message; writes only the refusal note and notice window. Throws Redis errors. */
   async check(channelId: string, settings: ChannelSettings, message: InboundMessage): Promise<AccessVerdict> {
-    const configured = this.channel(channelId);
-    if (!configured || configured.policy === 'open') return ALLOW;
-    // Sender ids a client chooses itself (a public web chat) cannot be listed: anyone could claim one.
-    const access = settings.unverifiedSenders ? { ...configured, users: [] } : configured;
+    const access = this.channel(channelId);
     const userId = message.sender.id;
-    if (!settings.unverifiedSenders && settings.admins?.includes(userId)) return ALLOW;
     // A sender id that cannot name an account (whitespace, braces) cannot be listed or approved either.
     const account = tryAccountId(channelId, userId);
+    // Sender ids a client chooses itself (a public web chat) cannot be listed: anyone could claim one.
+    const verified = !settings.unverifiedSenders;
+    const chat: AccessChat = message.group ? { kind: 'group', listed: access?.groups.includes(message.chatId) ?? false } : { kind: 'direct' };
+    const ruling = accessRuling(access, chat, {
+      admin: verified && (settings.admins?.includes(userId) ?? false),
+      listed: verified && account !== undefined && (access?.users.includes(userId) ?? false),
+    });
+    if (ruling.kind === 'allow') return ALLOW;
     const verdict: AccessVerdict = account
-      ? await this.decide(channelId, account, access, message)
+      ? await this.verdict(channelId, account, ruling, message)
       : { kind: 'refuse', reason: 'not-allowed', notice: undefined };
     if (verdict.kind === 'refuse') {
       this.logger.info({ channelId, reason: verdict.reason, answered: verdict.notice !== undefined }, 'message refused by the access policy');
@@ -68,16 +72,13 @@ export class AccessGate {
     return verdict;
   }
 
-  private async decide(channelId: string, account: string, access: ChannelAccess, message: InboundMessage): Promise<AccessVerdict> {
-    if (message.group) {
-      if (!access.groups.includes(message.chatId)) return this.refuse(account, 'group-not-allowed', ACCESS_NOTICES.groupNotAllowed);
-      if (!access.members || (await this.userAllowed(channelId, access, message))) return ALLOW;
-      return access.policy === 'pairing'
-        ? this.refuse(account, 'not-paired', ACCESS_NOTICES.memberNotPaired)
-        : this.refuse(account, 'not-allowed', ACCESS_NOTICES.notAllowed);
-    }
-    if (await this.userAllowed(channelId, access, message)) return ALLOW;
-    if (access.policy === 'allowlist') return this.refuse(account, 'not-allowed', ACCESS_NOTICES.notAllowed);
+  /** The verdict of a ruling that did not allow outright: the refusal's notice, or the approval read (and a pairing code). */
+  private async verdict(channelId: string, account: string, ruling: Exclude<AccessRuling, { kind: 'allow' }>, message: InboundMessage): Promise<AccessVerdict> {
+    if (ruling.kind === 'refuse')
+      return this.refuse(account, ruling.reason, ruling.reason === 'group-not-allowed' ? ACCESS_NOTICES.groupNotAllowed : ACCESS_NOTICES.notAllowed);
+    if ((await this.store.approved(channelId, message.sender.id)).approved) return ALLOW;
+    // Codes are given only in direct chats: anyone can add the bot to a group.
+    if (message.group) return this.refuse(account, 'not-paired', ACCESS_NOTICES.memberNotPaired);
     const r = await this.store.requestCode({
       account,
       channel: channelId,
@@ -116,13 +117,6 @@ export class AccessGate {
     if (settings.unverifiedSenders) return false;
     if (settings.admins?.includes(userId) || this.channel(channelId)?.users.includes(userId)) return true;
     return tryAccountId(channelId, userId) !== undefined && (await this.store.approved(channelId, userId)).approved;
-  }
-
-  /** A listed user, or (pairing) an approved identity. */
-  private async userAllowed(channelId: string, access: ChannelAccess, message: InboundMessage): Promise<boolean> {
-    if (access.users.includes(message.sender.id)) return true;
-    if (access.policy !== 'pairing') return false;
-    return (await this.store.approved(channelId, message.sender.id)).approved;
   }
 
   private async refuse(account: string, reason: RefusalReason, text: string): Promise<AccessVerdict> {

@@ -6,12 +6,20 @@
  * redelivered) still makes one input. The input goes through the
  * conversation's input policy like a user message: steered into an active
  * run, parked for a successor, or starting a run, never a run beside another.
+ *
+ * A schedule's fire is asked the access rule first (`AccessRules`, the one the
+ * host's gate asks of every message): when its owner, or the group it was made
+ * in, may not talk in the conversation any more, the fire is skipped and
+ * nothing is ingested. A recurring schedule is kept, so it fires again once
+ * access is back; a one-shot's one fire is over. Heartbeats are the
+ * configuration's own and are not asked.
  */
 
 import { type ConnectionOptions, type Job, Worker } from 'bullmq';
 import { ingestEvent } from '../events.js';
 import type { IngestDeps, IngestOptions } from '../ingest.js';
 import type { Logger } from '../logger.js';
+import type { AccessRules } from '../people/access-rule.js';
 import type { Dispatch } from '../protocol/dispatch.js';
 import { logQueueError, type RunQueue } from '../protocol/run-queue.js';
 import type { IngestResult, InputPolicy } from '../protocol/types.js';
@@ -26,7 +34,7 @@ import { describeWhen, type Schedule } from './spec.js';
 const ORPHAN_GRACE_MS = 30_000;
 
 /** What became of one fire (the `result` label of `steerbot_schedule_fires_total`). */
-export type FireResult = 'ingested' | 'duplicate' | 'missed' | 'busy' | 'orphan' | 'stale' | 'refused';
+export type FireResult = 'ingested' | 'duplicate' | 'missed' | 'busy' | 'orphan' | 'stale' | 'no-access' | 'refused';
 
 /** One fire, ready to become an input. */
 export interface Fire {
@@ -51,6 +59,12 @@ export interface FireWorkerOptions {
   bullPrefix: string;
   /** Queue name. Default `steerbot-schedules`. */
   queueName?: string;
+  /**
+   * The access rule under this process's configuration (`access`) and the
+   * access store: a schedule's fire whose owner, or whose group, may not talk
+   * in its conversation now is skipped (`no-access`). Heartbeats are not asked.
+   */
+  access: Pick<AccessRules, 'decide'>;
   /** The channel's input policy of a conversation (its `/queue` override still wins); undefined: the default. */
   policyFor?: (conversationId: string) => InputPolicy | undefined;
   /**
@@ -100,8 +114,9 @@ export class ScheduleFireWorker {
    * Handles the fire of `data.scheduleId` due at `scheduledAt` (epoch ms):
    * drops it when the schedule is gone (removing its BullMQ side), when it is
    * a stale heartbeat (cancelling it), when it was missed and the schedule
-   * skips missed fires, or when it is a heartbeat and the conversation is
-   * busy; otherwise ingests it. Throws when Redis fails
+   * skips missed fires, when its owner or group lost access (a one-shot is
+   * then over), or when it is a heartbeat and the conversation is busy;
+   * otherwise ingests it. Throws when Redis fails
    * (BullMQ retries the job; the update key keeps the retry from making a second input).
    */
   async handle(data: FireJobData, scheduledAt: number): Promise<FireResult> {
@@ -144,6 +159,15 @@ export class ScheduleFireWorker {
       log.info({ lagMs }, 'missed fire skipped (the schedule skips fires missed during downtime)');
       await this.done(schedule);
       return 'missed';
+    }
+    if (schedule.origin === 'schedule') {
+      const decision = await this.o.access.decide({ conversationId: schedule.conversationId, identity: schedule.owner, group: schedule.group === true });
+      if (decision.kind === 'refuse') {
+        // Skipped, not cancelled: the person may be approved or listed again (a recurring schedule then fires again).
+        log.info({ reason: decision.reason }, 'fire skipped: its owner or group may not talk in the conversation any more');
+        await this.done(schedule);
+        return 'no-access';
+      }
     }
     if (schedule.origin === 'heartbeat' && (await this.busy(schedule.conversationId))) return 'busy';
     const policy = this.o.policyFor?.(schedule.conversationId);

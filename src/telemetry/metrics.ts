@@ -142,7 +142,7 @@ export class SteerbotMetrics {
   );
   readonly scheduleFires = this.counter(
     'steerbot_schedule_fires_total',
-    'Schedule fires handled, by origin (schedule, heartbeat) and result (ingested, duplicate: the tick was ingested before a crash, missed: skipped after downtime, busy: a heartbeat while the conversation works, orphan: no record, stale: a heartbeat whose setting changed or was removed, cancelled, refused, failed).',
+    'Schedule fires handled, by origin (schedule, heartbeat) and result (ingested, duplicate: the tick was ingested before a crash, missed: skipped after downtime, busy: a heartbeat while the conversation works, orphan: no record, stale: a heartbeat whose setting changed or was removed, no-access: its owner or group lost access, cancelled, refused, failed).',
     ['origin', 'result'],
   );
   readonly scheduleFireLag = this.histogram(

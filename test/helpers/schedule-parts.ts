@@ -4,6 +4,9 @@
  * least), the run queue and dispatch, each on the test's prefix.
  */
 import { Redis } from 'ioredis';
+import { accessSchema } from '../../src/config/schema.js';
+import { AccessRules } from '../../src/people/access-rule.js';
+import { IdentityStore } from '../../src/people/identity.js';
 import { Dispatch } from '../../src/protocol/dispatch.js';
 import { bullPrefixFor, RunQueue } from '../../src/protocol/run-queue.js';
 import type { ScheduleFireWorker } from '../../src/schedules/fire-worker.js';
@@ -31,6 +34,11 @@ export function scheduleParts(redis: Redis, prefix: string): ScheduleParts {
     queue: new RunQueue({ connection: bullConn(), bullPrefix: bullPrefixFor(prefix) }),
     dispatch: new Dispatch({ client: redis, prefix, steeringCapable: true }),
   };
+}
+
+/** The access rule of a configuration that lists no channel (every channel open): a fire worker's `access`. */
+export function openAccess(redis: Redis, prefix: string): AccessRules {
+  return new AccessRules({ access: accessSchema.parse({}), identities: new IdentityStore({ redis, prefix }), redis, prefix });
 }
 
 /** Closes the worker (if any) and the parts, and deletes what the test wrote. */

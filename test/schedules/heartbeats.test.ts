@@ -22,7 +22,7 @@ import { Schedules } from '../../src/schedules/schedules.js';
 import { RunnerHarness } from '../../testing/runner-harness.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl, testPrefix } from '../helpers/redis.js';
-import { bullConn, closeScheduleParts, scheduleParts } from '../helpers/schedule-parts.js';
+import { bullConn, closeScheduleParts, openAccess, scheduleParts } from '../helpers/schedule-parts.js';
 import { fakeModel } from '../runner/harness.js';
 
 const CID = 'telegram:42';
@@ -69,6 +69,7 @@ function startWorker(heartbeats: HeartbeatKeeper): ScheduleFireWorker {
     prefix,
     connection: bullConn(),
     bullPrefix: bullPrefixFor(prefix),
+    access: openAccess(redis, prefix),
     isStaleHeartbeat: (s) => heartbeats.isStale(s),
     logger,
   });

@@ -17,7 +17,7 @@ import { onceJobId, type Schedules } from '../../src/schedules/schedules.js';
 import { DEFAULT_SCHEDULE_LIMITS, parseDuration, parseScheduleRequest } from '../../src/schedules/spec.js';
 import { waitFor } from '../../testing/wait.js';
 import { redisUrl, testPrefix } from '../helpers/redis.js';
-import { bullConn, closeScheduleParts, scheduleParts } from '../helpers/schedule-parts.js';
+import { bullConn, closeScheduleParts, openAccess, scheduleParts } from '../helpers/schedule-parts.js';
 
 const CID = 'telegram:42';
 const logger = pino({ level: 'silent' });
@@ -55,6 +55,7 @@ function startWorker(opts: { missedAfterMs?: number } = {}): ScheduleFireWorker 
     prefix,
     connection: bullConn(),
     bullPrefix: bullPrefixFor(prefix),
+    access: openAccess(redis, prefix),
     logger,
     ...opts,
   });

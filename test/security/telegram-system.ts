@@ -15,6 +15,8 @@ import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { startRunner } from '../../runner/main.js';
 import type { AgentTool } from '../../runner/tools/agent-tool.js';
 import type { CoreConfig } from '../../src/config/load.js';
+import { accessSchema } from '../../src/config/schema.js';
+import { AccessRules } from '../../src/people/access-rule.js';
 import type { BudgetSettings } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
@@ -46,9 +48,14 @@ export interface TelegramSystem {
    * A fire worker of the runner's kind on a queue of its own, for handling a fire now (`handle`: the tick the
    * runner's fire worker would get from BullMQ); undefined unless `schedules` was asked for.
    */
-  fires: ScheduleFireWorker | undefined;
+  readonly fires: ScheduleFireWorker | undefined;
   /** POSTs a Telegram update to the webhook; returns the HTTP status. */
   post(update: unknown): Promise<number>;
+  /**
+   * Stops the host (webhook, channel host) and the runner, and starts them again on the same Redis with the
+   * configuration's `access` section replaced by `access` (as an operator restarts with an edited file).
+   */
+  restart(o: { access: z.input<typeof accessSchema> }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -65,6 +72,24 @@ export interface TelegramSystemOptions {
   schedules?: { heartbeats?: Record<string, HeartbeatSettings> };
   /** Subagents on (`subagents.enabled`). Default: as the harness configures them. */
   subagents?: boolean;
+  /** Config `access` (as written in a file). Default: every channel open. */
+  access?: z.input<typeof accessSchema>;
+}
+
+/** What the system shares across restarts. */
+interface Shared {
+  h: RunnerHarness;
+  tg: FakeTelegram;
+  model: FakeOpenAIServer;
+  identities: IdentityStore;
+  scheduling: ConfiguredSchedules | undefined;
+}
+
+/** The processes a restart replaces: the host (webhook and channel host), the runner, the by-hand fire worker. */
+interface Processes {
+  http: HttpServer;
+  fires: ScheduleFireWorker | undefined;
+  stop(): Promise<void>;
 }
 
 export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promise<TelegramSystem> {
@@ -80,16 +105,47 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
       ? { ...h.ctx.config.schedules, enabled: true, missedAfterSeconds: 3600, heartbeats: o.schedules.heartbeats ?? {} }
       : h.ctx.config.schedules,
     ...(o.subagents && { subagents: { enabled: true, maxPerRun: 2, timeoutSeconds: 60 } }),
+    ...(o.access && { access: accessSchema.parse(o.access) }),
   };
   const ctx = { ...h.ctx, config };
   const tg = await startFakeTelegram();
+  const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
+  const scheduling = o.schedules ? schedulesFromConfig(ctx, ['telegram'], 'test-host-schedules', identities) : undefined;
+  const shared: Shared = { h, tg, model, identities, scheduling };
+  let procs = await startProcesses(shared, config, o);
+  return {
+    h,
+    tg,
+    model,
+    memory: new MemoryStore({ redis: ctx.redis, prefix: h.prefix, limits: config.memory }),
+    identities,
+    scheduling,
+    get fires() {
+      return procs.fires;
+    },
+    post: (update) => postUpdate(procs.http, SECRET, update),
+    async restart(r) {
+      await procs.stop();
+      procs = await startProcesses(shared, { ...config, access: accessSchema.parse(r.access) }, o);
+    },
+    async close() {
+      await procs.stop();
+      await h.close();
+      await scheduling?.close();
+      await Promise.all([tg.close(), model.close()]);
+    },
+  };
+}
+
+/** Starts the host and the runner of `config` on the shared Redis, fake Telegram and fake model. */
+async function startProcesses(shared: Shared, config: CoreConfig, o: TelegramSystemOptions): Promise<Processes> {
+  const { h, tg, model, identities, scheduling } = shared;
+  const ctx = { ...h.ctx, config };
   const http: HttpServer = createHttpServer({ config, redis: ctx.redis, logger: ctx.logger });
   const telegram = createTelegramPlugin(
     { token: FAKE_TOKEN, apiRoot: tg.apiRoot, mode: 'webhook', webhookSecret: SECRET, registerCommands: false, groups: 'always' },
     { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix },
   );
-  const identities = new IdentityStore({ redis: ctx.redis, prefix: h.prefix });
-  const scheduling = o.schedules ? schedulesFromConfig(ctx, ['telegram'], 'test-host-schedules', identities) : undefined;
   const host = createChannelHost({
     features: await testHostFeatures({ config, redis: ctx.redis, prefix: h.prefix, identities, ...(scheduling && { schedules: scheduling }) }),
     routes: routeRegistry(http),
@@ -99,7 +155,8 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
     dispatch: h.dispatch,
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
-    settings: () => telegram.settings,
+    // As the host's composition: the channel's operator-made admins are `access.channels.telegram.admins`.
+    settings: () => ({ ...telegram.settings, admins: [...(telegram.settings?.admins ?? []), ...(config.access.channels.telegram?.admins ?? [])] }),
     outbound: (id) => (id === telegram.id ? telegram.outbound : undefined),
   });
   await telegram.start(host);
@@ -126,25 +183,19 @@ export async function startTelegramSystem(o: TelegramSystemOptions = {}): Promis
       connection: firesConn,
       bullPrefix: bullPrefixFor(h.prefix),
       queueName: 'test-fires-by-hand',
+      access: new AccessRules({ access: config.access, identities, redis: ctx.redis, prefix: h.prefix, channelIds: ['telegram'] }),
       logger: ctx.logger,
     });
   return {
-    h,
-    tg,
-    model,
-    memory: new MemoryStore({ redis: ctx.redis, prefix: h.prefix, limits: config.memory }),
-    identities,
-    scheduling,
+    http,
     fires,
-    post: (update) => postUpdate(http, SECRET, update),
-    async close() {
+    async stop() {
       await telegram.stop();
       await http.close();
       await fires?.close();
       firesConn?.disconnect();
-      await h.close();
-      await scheduling?.close();
-      await Promise.all([tg.close(), model.close()]);
+      h.runners.splice(h.runners.indexOf(runner), 1);
+      await runner.close(1000);
     },
   };
 }

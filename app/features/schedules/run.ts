@@ -12,6 +12,7 @@ import type { FeatureRun, RunnerFeature, RunnerFeatureKit } from '../../../runne
 import type { ConversationSchedules } from '../../../runner/plugin.js';
 import { DEFAULTS } from '../../../src/config/defaults.js';
 import { ScheduleForbiddenError } from '../../../src/errors.js';
+import { AccessRules } from '../../../src/people/access-rule.js';
 import { bullPrefixFor } from '../../../src/protocol/run-queue.js';
 import { ScheduleFireWorker } from '../../../src/schedules/fire-worker.js';
 import { type ConfiguredSchedules, schedulesFromConfig } from '../../../src/schedules/from-config.js';
@@ -34,7 +35,7 @@ export function schedulesRunner(kit: RunnerFeatureKit): RunnerFeature {
   };
 }
 
-/** The fire worker on its own connection, and the conversations' configured heartbeats. */
+/** The fire worker on its own connection (asking the access rule of each schedule's owner), and the conversations' configured heartbeats. */
 function startFires(kit: RunnerFeatureKit, scheduling: ConfiguredSchedules): { close(): Promise<void> } {
   const { config, channels } = kit;
   const connection = kit.connectRedis({ forBullmq: true, connectionName: 'steerbot-runner-fires' });
@@ -47,6 +48,15 @@ function startFires(kit: RunnerFeatureKit, scheduling: ConfiguredSchedules): { c
     connection,
     bullPrefix: bullPrefixFor(kit.prefix),
     queueName: DEFAULTS.schedules.queueName,
+    // The access rule of this runner's configuration: a person or group that lost access gets no more fires.
+    access: new AccessRules({
+      access: config.access,
+      identities: kit.identities,
+      redis: kit.redis,
+      prefix: kit.prefix,
+      channelIds: channels.ids ?? [],
+      settingsOf: channels.settings,
+    }),
     policyFor: (conversationId) => channels.settings(conversationId)?.policy,
     // Without its channels the runner cannot tell a channel-wide heartbeat from a stale one: it leaves heartbeats be.
     ...(channels.ids && { isStaleHeartbeat: (schedule) => scheduling.heartbeats.isStale(schedule) }),
