@@ -108,6 +108,12 @@ export interface RunnerFeature {
   /** After a model step, as the plugin records it (before it is appended: a throw fails `record.step`). */
   afterStep?(run: FeatureRun, step: StepRecord): Promise<void>;
   /**
+   * After a model call the plugin recorded no step for (`RunRecord.spent`:
+   * cut off before it said anything, silent, failed), with the usage the
+   * plugin estimates the provider bills for it. A throw fails `record.spent`.
+   */
+  spent?(run: FeatureRun, usage: NonNullable<StepRecord['usage']>): Promise<void>;
+  /**
    * After the run ended, its end recorded (`outcome`: how). Once per run on
    * the runner that ended it; a runner that dies first leaves it undone. A
    * throw is logged, never fails the run.

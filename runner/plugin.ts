@@ -283,6 +283,16 @@ export interface RunRecord {
    */
   toolCalls?(step: StepRecord): Promise<number>;
   /**
+   * Charges a model call that records no step: one cut off before it said
+   * anything (or by a shutdown or a lost lease), gone silent, or failed after
+   * its request may have reached the provider. Providers report usage only
+   * with a whole answer but bill such a call's prompt all the same, so the
+   * plugin gives its estimate, and the runner features (budgets) count it as
+   * they count a recorded step's usage. Not fenced: a run lost to another
+   * worker still spent it. Absent in hand-made contexts.
+   */
+  spent?(usage: NonNullable<StepRecord['usage']>): Promise<void>;
+  /**
    * A tool-call step an earlier attempt of this run recorded with
    * `toolCalls` and died before recording whole: the model already
    * decided these calls. The plugin finishes the step from it (each call run,
@@ -333,7 +343,7 @@ export interface RunFeatures {
    * Checks the spending budgets (`budgets.*`) before a model step: the result
    * that ends the run (reason `budget`, the person's notice included) when one
    * is spent, else undefined. The runtime checks before the first step and
-   * charges every recorded step's usage; a plugin calls this before each
+   * charges every recorded step's usage and every `record.spent`; a plugin calls this before each
    * further step. With `'image'` it also admits one picture against
    * `imagesPerDay` and counts it: a result then refuses only the picture (the
    * run goes on; its notice is never set). Absent when no budget applies and in hand-made contexts.

@@ -9,7 +9,8 @@
  * the recovery step's business (plugins/local-agent/recovery.ts).
  */
 import { generateText, type LanguageModelUsage, type ModelMessage, streamText } from 'ai';
-import { compaction, type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
+import { type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
+import { type CallSpend, requestsReached, unansweredSpend } from './call-spend.js';
 import type { LoopState } from './loop-state.js';
 import { withCitations } from './native-search.js';
 import { declaredTools } from './tool-batch.js';
@@ -20,13 +21,15 @@ import { StreamWatchdog } from './watchdog.js';
  * signal (stop, shutdown, lost lease); `stalled`: the watchdog gave up on a
  * silent stream (or, for a call not streamed, on an answer that did not come
  * within the idle budget); `failed`: the provider or the SDK reported an
- * error. `text`: what the model said before it ended.
+ * error. `text`: what the model said before it ended; `usage`: the estimate
+ * of what the provider may bill for a call that ended so (call-spend.ts),
+ * absent when nothing can have been billed.
  */
 export type ModelOutcome =
   | { kind: 'answered'; step: StepRecord; text: string }
-  | { kind: 'aborted'; text: string; usage: NonNullable<StepRecord['usage']> }
-  | { kind: 'stalled'; text: string }
-  | { kind: 'failed'; error: unknown; text: string };
+  | { kind: 'aborted'; text: string; usage?: CallSpend }
+  | { kind: 'stalled'; text: string; usage?: CallSpend }
+  | { kind: 'failed'; error: unknown; text: string; usage?: CallSpend };
 
 /**
  * Calls the model with the state's prompt. `quiet`: deltas are not streamed
@@ -57,6 +60,8 @@ function request(state: LoopState, abortSignal: AbortSignal) {
 async function streamedCall(state: LoopState, step: number): Promise<ModelOutcome> {
   const { ctx } = state;
   const sent = [...state.messages];
+  // Stopped already (during a compaction before the call): the SDK sends no request.
+  const stoppedBefore = ctx.stop.signal.aborted;
   // One slot for every report of a failure (`onError`, an `error` part, a throw), in the order they come.
   const failure: { error?: unknown } = {};
   const call = traceModelCall(state.modelName, step);
@@ -68,7 +73,7 @@ async function streamedCall(state: LoopState, step: number): Promise<ModelOutcom
     },
   });
   const { text, urls } = await readStream(result.fullStream, { watchdog, call, failure, onDelta: (t: string) => ctx.delivery.delta(t) });
-  const ended = notAnswered(state, call, watchdog, failure.error, text, sent);
+  const ended = notAnswered(state, call, watchdog, { error: failure.error, text, sent, stoppedBefore });
   if (ended) return ended;
   return answered(state, call, sent, {
     messages: (await result.responseMessages) as ModelMessage[],
@@ -83,20 +88,21 @@ async function streamedCall(state: LoopState, step: number): Promise<ModelOutcom
 async function wholeCall(state: LoopState, step: number): Promise<ModelOutcome> {
   const { ctx } = state;
   const sent = [...state.messages];
+  const stoppedBefore = ctx.stop.signal.aborted;
   const call = traceModelCall(state.modelName, step);
   const watchdog = new StreamWatchdog(state.idleMs, ctx.stop.signal);
   let result: Awaited<ReturnType<typeof generateText>>;
   try {
     result = await generateText(request(state, watchdog.signal));
   } catch (error) {
-    return notAnswered(state, call, watchdog, error, '', sent) ?? { kind: 'failed', error, text: '' };
+    return notAnswered(state, call, watchdog, { error, text: '', sent, stoppedBefore }) ?? { kind: 'failed', error, text: '' };
   } finally {
     watchdog.stop();
   }
   // The first token the client gets arrives with the whole answer.
   call.part();
   // A stop that came as the answer arrived ends the call as a streamed one's would: cut off, with what was said.
-  const ended = notAnswered(state, call, watchdog, undefined, result.text, sent);
+  const ended = notAnswered(state, call, watchdog, { error: undefined, text: result.text, sent, stoppedBefore });
   if (ended) return ended;
   return answered(state, call, sent, {
     messages: result.responseMessages as ModelMessage[],
@@ -107,24 +113,30 @@ async function wholeCall(state: LoopState, step: number): Promise<ModelOutcome> 
   });
 }
 
+/** How a call ended: `error` (undefined when none was reported), what it said, what it sent, whether the run was stopped before it began. */
+interface CallEnd {
+  error: unknown;
+  text: string;
+  sent: ModelMessage[];
+  stoppedBefore: boolean;
+}
+
 /** The outcome of a call that ended without an answer (aborted, stalled, failed: `error`), its span ended; undefined when it answered. */
-function notAnswered(
-  state: LoopState,
-  call: ModelCallTrace,
-  watchdog: StreamWatchdog,
-  error: unknown,
-  text: string,
-  sent: ModelMessage[],
-): ModelOutcome | undefined {
+function notAnswered(state: LoopState, call: ModelCallTrace, watchdog: StreamWatchdog, end: CallEnd): ModelOutcome | undefined {
+  const { error, text, sent } = end;
   const aborted = state.ctx.stop.signal.aborted;
   if (!aborted && error === undefined && !watchdog.fired) return undefined;
   call.end(aborted ? 'aborted' : 'error', { error: watchdog.fired ? watchdog.signal.reason : error });
-  // A provider reports usage only at the stream's end, which a stopped call never reaches: the provider bills the
-  // prompt and what was said all the same, so the step is charged their estimate (else /stop spends unbudgeted).
-  if (aborted)
-    return { kind: 'aborted', text, usage: { inputTokens: compaction.estimateMessages(sent) + state.overhead, outputTokens: compaction.estimateTokens(text) } };
-  if (watchdog.fired) return { kind: 'stalled', text };
-  return { kind: 'failed', error, text };
+  // Providers report usage only with a whole answer, but bill the prompt of a request they got and what was said:
+  // the call is charged their estimate, else a stop, a stall or a failure would spend what no budget counts.
+  let requests = 1;
+  if (aborted) requests = end.stoppedBefore ? 0 : 1;
+  else if (!watchdog.fired) requests = requestsReached(error);
+  const usage = unansweredSpend(state, sent, text, requests);
+  const spent = usage && { usage };
+  if (aborted) return { kind: 'aborted', text, ...spent };
+  if (watchdog.fired) return { kind: 'stalled', text, ...spent };
+  return { kind: 'failed', error, text, ...spent };
 }
 
 /** What an answered call returned, as the loop records it. */

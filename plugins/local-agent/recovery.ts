@@ -64,6 +64,8 @@ class StepRecovery {
     const { ctx, o } = this.state;
     // Cut off by a stop request: keep what was said, marked partial (the projection decides whether the model sees it).
     if (outcome.kind === 'aborted') return cutOff(ctx, outcome.text, outcome.usage);
+    // A silent or failed call records no step, but its request may be billed: charged before a retry or a fallback.
+    if (outcome.usage) await ctx.record.spent?.(outcome.usage);
     if (outcome.kind === 'stalled') return this.afterStall(outcome.text);
     if (compaction.isContextOverflowError(outcome.error)) {
       if (!this.compacted && (await this.compactAfterOverflow())) return 'retry';

@@ -20,8 +20,8 @@ import { speakAnswer, speaks } from './voice-replies.js';
 export async function finishStep(state: LoopState, response: StepRecord, text: string, fresh: boolean): Promise<RunResult | undefined> {
   const { ctx } = state;
   const stepMessages = await runBatch(state, response, fresh);
-  // Stopped (or shut down) during the batch: as a stop during the model call.
-  if (!stepMessages) return cutOff(ctx, text);
+  // Stopped (or shut down) during the batch: as a stop during the model call, charged the step's reported usage.
+  if (!stepMessages) return cutOff(ctx, text, response.usage);
   await ctx.record.step({ ...response, messages: stepMessages, model: state.modelName, ...(state.model !== state.o.model && { fallback: true }) });
   state.messages.push(...stepMessages);
   if (response.finishReason !== 'tool-calls') return deliverAnswer(state, stepMessages, text, response.finishReason);
@@ -32,6 +32,9 @@ export async function finishStep(state: LoopState, response: StepRecord, text: s
  * Ends the invocation cut off by a stop request: keeps what was said, marked
  * partial (the projection decides whether the model sees it). On shutdown or
  * a lost lease nobody interrupted: the next attempt redoes the step instead.
+ * `usage`: what the cut call spent (reported, or estimated); it is charged
+ * whether or not a step is kept (a stop before the first word, a shutdown, a
+ * lost lease), since the provider bills the prompt all the same.
  */
 export async function cutOff(ctx: RunContext, text: string, usage?: StepRecord['usage']): Promise<RunResult> {
   if (text && ctx.stop.requested())
@@ -41,6 +44,7 @@ export async function cutOff(ctx: RunContext, text: string, usage?: StepRecord['
       finishReason: 'aborted',
       ...(usage && { usage }),
     });
+  else if (usage) await ctx.record.spent?.(usage);
   return { outcome: 'completed' };
 }
 

@@ -16,7 +16,7 @@ import { isFinalStep } from '../projection.js';
 import { RunApprovals } from '../tools/approval.js';
 import { RedisArtifacts } from '../tools/artifacts.js';
 import type { RunAttempt } from './attempt.js';
-import { featuresAfterStep, featuresContext, type InvocationRun } from './features.js';
+import { featuresAfterStep, featuresContext, featuresSpent, type InvocationRun } from './features.js';
 import type { ExecutorOptions } from './options.js';
 import { isMessage, type ToolState } from './start.js';
 import type { UnansweredMessages } from './unanswered.js';
@@ -71,6 +71,8 @@ export async function createRunContext(o: ExecutorOptions, attempt: RunAttempt, 
     },
     record: {
       step: (step) => recordStep(o, attempt, p, step),
+      // Counters only, nothing of the conversation: not fenced, a lost attempt's call was billed too.
+      spent: (usage) => featuresSpent(o.features, p.run, usage),
       toolCalls: (step) => o.runs.append(ref, stepEntry(attempt, step, 'tool.calls') satisfies ToolCalls),
       ...(unfinishedStep && { unfinished: unfinishedStep }),
       fencingToken: ref.token,

@@ -113,6 +113,11 @@ export async function featuresAfterStep(features: readonly RunnerFeature[], run:
   for (const f of features) await f.afterStep?.(run, step);
 }
 
+/** After a model call that recorded no step: every feature's `spent`, in order. */
+export async function featuresSpent(features: readonly RunnerFeature[], run: FeatureRun, usage: NonNullable<StepRecord['usage']>): Promise<void> {
+  for (const f of features) await f.spent?.(run, usage);
+}
+
 /** After a run ended: every feature's `ended`, in order; a throw is logged and the next one still runs. */
 export async function featuresEnded(features: readonly RunnerFeature[], run: EndedRun, outcome: RunOutcome, logger: Logger): Promise<void> {
   for (const f of features) {

@@ -8,10 +8,12 @@
  * Counters live in one hash per subject (`<p>:{i:<identity>}:usage`,
  * `<p>:{c:<conversation>}:usage`) with a TTL past the month's end: a Cluster
  * keeps each subject's counters in one slot, and purging a person deletes one
- * key. A check is one script per subject (`usage-admit-1.lua`: compare and,
- * in the same step, count the starting run or the refusal's notice), so runs
- * starting at once cannot both take the hour's last run; charging tokens is
- * one script per subject (`usage-add-1.lua`). Token budgets are soft by up to
+ * key. Purging a conversation leaves its counters (they hold no one's
+ * words): else `/purge` would reset its budget. A check is one script per
+ * subject (`usage-admit-1.lua`: compare and, in the same step, count the
+ * starting run or the refusal's notice), so runs starting at once cannot
+ * both take the hour's last run; charging tokens is one script per subject
+ * (`usage-add-1.lua`). Token budgets are soft by up to
  * one step: a run is checked before it starts and before each model step, and
  * the step that crosses a limit is still answered. Pictures are not soft: one
  * is admitted and counted by the same script before it is paid for.
@@ -235,6 +237,18 @@ export class Budgets {
   /** Deletes an identity's counters (purge of a person). */
   async purge(identity: string): Promise<void> {
     await this.o.client.del(identityUsageKey(this.o.prefix, identity));
+  }
+
+  /**
+   * Forgets that a conversation's refusals of the current windows were told
+   * (after `/purge`, so the chat that starts over hears of a spent budget
+   * again); its counters stay until their windows end. Nothing when no
+   * conversation limit is set.
+   */
+  async forgetNotices(conversationId: string): Promise<void> {
+    if (!hasLimits(this.o.settings.conversation)) return;
+    const w = budgetWindows(this.now());
+    await this.o.client.hdel(conversationUsageKey(this.o.prefix, conversationId), `n:${w.day}`, `n:${w.month}`, `n:${w.hour}`);
   }
 
   private targets(s: BudgetSubjects): Target[] {

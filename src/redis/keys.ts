@@ -155,10 +155,12 @@ export const CONVERSATION_KEY_SUFFIXES = [
 
 /**
  * Suffixes of conversation keys purge deletes but idle retention leaves alone:
- * `schedules` (a reminder a month ahead must outlive a quiet conversation),
- * `usage` (the conversation's budget counters, which expire on their own after their month).
+ * `schedules` (a reminder a month ahead must outlive a quiet conversation).
+ * Neither deletes `usage`, the conversation's budget counters: tokens and
+ * runs by window, no one's words, which expire on their own after their
+ * month; a purge that deleted them would hand whoever may `/purge` a fresh budget.
  */
-export const PURGE_ONLY_KEY_SUFFIXES = ['schedules', 'usage'] as const;
+export const PURGE_ONLY_KEY_SUFFIXES = ['schedules'] as const;
 
 /** Builds the key names of a conversation under `prefix` (default `sb`). */
 export function conversationKeys(prefix: string, conversationId: string): ConversationKeys {

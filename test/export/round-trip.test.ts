@@ -4,7 +4,8 @@
  * agent's memory, budgets and a schedule hold things for them, an account is
  * linked. The console downloads both exports; the conversation and the
  * person are purged; the files still hold everything Redis held, Redis holds
- * none of it, and exporting again finds nothing. A missing, malformed or
+ * none of it but the conversation's budget counters (no one's words, kept so
+ * a purge never resets a budget), and exporting again finds nothing. A missing, malformed or
  * unknown id gets a JSON error and no document.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { createChannelHost } from '../../host/receive.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelPlugin, InboundMessage } from '../../src/channel.js';
 import { accessSchema } from '../../src/config/schema.js';
-import { Budgets } from '../../src/people/budget.js';
+import { Budgets, conversationUsageKey } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { MemoryStore } from '../../src/people/memory.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
@@ -162,10 +163,14 @@ describe('export round trip', () => {
     expect(p.schedules).toEqual([expect.objectContaining({ id: schedule.id })]);
     expect(p.conversations).toEqual([expect.objectContaining({ conversation: CONVERSATION, scope: 'full', record: asStored })]);
 
-    // Redis holds none of it: no text, note, schedule, counter or link; the BullMQ timer is gone too.
+    // Redis holds none of it: no text, note, schedule, link or person's counter; the BullMQ timer is gone too.
     const left = await everything(h);
-    for (const gone of ['4711', 'Ally', 'discord:11', '"t:']) expect(left).not.toContain(gone);
+    for (const gone of ['4711', 'Ally', 'discord:11']) expect(left).not.toContain(gone);
     expect(await h.redis.keys(`${h.prefix}:{i:*`)).toEqual([]);
+    // Only the conversation's budget counters stay (no one's words), so a purge never resets its budget.
+    expect(left.split('\n').filter((line) => line.includes('"t:'))).toEqual([
+      JSON.stringify(await h.redis.hgetall(conversationUsageKey(h.prefix, CONVERSATION))),
+    ]);
     expect(await scheduling.schedules.queue.getDelayed()).toEqual([]);
     expect(await h.redis.keys(`${bullPrefixFor(h.prefix)}:steerbot-schedules:*`)).not.toContain(expect.stringContaining(schedule.id));
 

@@ -1,7 +1,8 @@
 /**
- * A person stops every run mid-answer (`/stop`): the provider reports usage
- * only at the stream's end, which a stopped call never reaches. The tokens
- * the provider bills all the same must still be charged to their budget.
+ * A person stops every run mid-answer (`/stop`), or before its first word:
+ * the provider reports usage only at the stream's end, which a stopped call
+ * never reaches. The tokens the provider bills all the same must still be
+ * charged to their budget.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
@@ -44,5 +45,23 @@ describe('a run stopped mid-answer', () => {
     const charged = Number((await h!.redis.hget(conversationUsageKey(h!.prefix, CID), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
     // The prompt alone is some 1 000 tokens; a stop must not make it free.
     expect(charged).toBeGreaterThan(800);
+  });
+});
+
+describe('a run stopped before the first word of its answer', () => {
+  it('is charged for its prompt, though nothing was said and the provider never reported usage', async () => {
+    // The provider has the request and is still thinking: nothing is said before the stop.
+    fake.script(() => ({ text: LONG_ANSWER, delayMs: 30_000 }));
+    const first = await h!.ingest(LONG_PROMPT);
+    const runId = (first as { runId: string }).runId;
+    await fake.waitForRequests(1);
+    expect(await h!.dispatch.requestStop(h!.source(), 'stop')).toMatchObject({ kind: 'requested', runId });
+    await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'model request aborted');
+    await h!.runEnded(runId);
+
+    const charged = Number((await h!.redis.hget(conversationUsageKey(h!.prefix, CID), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+    expect(charged).toBeGreaterThan(800);
+    // Nothing was said: no partial step is kept, only the charge.
+    expect(await h!.entries('model.step')).toEqual([]);
   });
 });
