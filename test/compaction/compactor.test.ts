@@ -1,6 +1,6 @@
 import { APICallError, RetryError } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_KEY, type Checkpoint, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
+import { CHECKPOINT_KEY, type Checkpoint, summaryMessages } from '../../runner/compaction/checkpoint.js';
 import { BREAKER_KEY, type CompactOptions, compact, type LoadedBase, readBreaker, shouldCompact } from '../../runner/compaction/compactor.js';
 import { loadPrompt } from '../../runner/compaction/load.js';
 import { isContextOverflowError } from '../../runner/compaction/overflow.js';
@@ -71,7 +71,7 @@ describe('compact', () => {
     expect(next.checkpoint).toEqual(r.checkpoint);
     expect(next.entriesRead).toBe(r.seq - 64);
     expect(next.messages).toEqual(r.messages);
-    expect(next.messages[0]).toEqual({ role: 'user', content: `${SUMMARY_HEADER}\nAnn asked about the weather in many cities.` });
+    expect(next.messages[0]).toEqual(summaryMessages({ summary: 'Ann asked about the weather in many cities.' })[0]);
   });
 
   it('merges the previous summary into the next one', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_KEY, type Checkpoint, SUMMARY_HEADER, validateCheckpoint } from '../../runner/compaction/checkpoint.js';
+import { CHECKPOINT_KEY, type Checkpoint, SUMMARY_HEADER, summaryMessages, validateCheckpoint } from '../../runner/compaction/checkpoint.js';
 import { loadPrompt } from '../../runner/compaction/load.js';
 import { projectHistory } from '../../runner/projection.js';
 import { CID, useProtocolFixture } from '../helpers/protocol-fixture.js';
@@ -70,7 +70,7 @@ describe('loadPrompt', () => {
       expect(loaded.entries[0]!.seq).toBe(4001);
       expect(loaded.lastSeq).toBe(5000);
       const after = projectHistory(entries.slice(4000), { unclaimed: 'exclude' }).messages;
-      expect(loaded.messages).toEqual([{ role: 'user', content: `${SUMMARY_HEADER}\n${checkpoint().summary}` }, ...after]);
+      expect(loaded.messages).toEqual([...summaryMessages(checkpoint()), ...after]);
     });
 
     it('reads nothing more when the checkpoint covers the whole record', async () => {

@@ -14,7 +14,7 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { type AgentTool, createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import { CONTEXT_OVERFLOW_MESSAGE, RUN_REASON } from '../../plugins/local-agent/outcomes.js';
-import { CHECKPOINT_KEY, type Checkpoint, checkpointSchema, SUMMARY_HEADER } from '../../runner/compaction/checkpoint.js';
+import { CHECKPOINT_KEY, type Checkpoint, checkpointSchema, SUMMARY_HEADER, summaryMessages } from '../../runner/compaction/checkpoint.js';
 import { turnBoundaries } from '../../runner/compaction/select.js';
 import { startRunner } from '../../runner/main.js';
 import { conversationKeys } from '../../src/redis/keys.js';
@@ -208,7 +208,7 @@ describe('compaction in the runtime', () => {
 
       // The agent's request: summary first, no summarized text, the recent turns verbatim.
       const request = chat(agentRequests().at(-1)!);
-      expect(request[0]).toEqual({ role: 'user', content: `${SUMMARY_HEADER}\n${cp.summary}` });
+      expect(request[0]).toEqual(summaryMessages(cp)[0]);
       for (const t of summarized) expect(text(agentRequests().at(-1)!)).not.toContain(t);
       const keptTurns = kept.length - 1;
       expect(request.slice(1).map((m) => m.content)).toEqual([
@@ -342,7 +342,7 @@ describe('compaction in the runtime', () => {
       const next = await say(6, TOOL_ASK);
       expect(next.outcome).toBe('completed');
       const first = chat(next.first());
-      expect(first[0]).toEqual({ role: 'user', content: `${SUMMARY_HEADER}\n${cp.summary}` });
+      expect(first[0]).toEqual(summaryMessages(cp)[0]);
       expect(text(next.first())).not.toContain(userText(1));
       expect(first.at(-1)!.content).toBe(userText(6, TOOL_ASK));
       expect(summarizerRequests()).toHaveLength(1);
@@ -474,7 +474,7 @@ describe('compaction in the runtime', () => {
     const last = (await h.entries('run.ended')).at(-1)!;
     expect(last.outcome).toBe('completed');
     expect(h.outbound.texts.at(-1)).toBe(answerText(n));
-    expect(chat(agentRequests().at(-1)!)[0]).toEqual({ role: 'user', content: `${SUMMARY_HEADER}\n${cp.summary}` });
+    expect(chat(agentRequests().at(-1)!)[0]).toEqual(summaryMessages(cp)[0]);
   });
 
   it('opens the circuit breaker after three ineffective compactions: pressure compaction stops and /status shows it', async () => {
