@@ -202,16 +202,21 @@ export class ConversationParts {
     /** The record's last seq when the export began: entries appended meanwhile are left for the next export. */
     private readonly lastSeq: number,
     own: ReadonlySet<string> | undefined,
+    /** Sees each entry read, once per export (with the runs summary): the features' `ConversationPart.seen`. */
+    private readonly seen: (entry: SeqEntry) => void,
   ) {
     this.keys = conversationKeys(r.prefix, id);
     this.writers = new Writers(own);
   }
 
-  /** The parts of conversation `id` as it stands now. Throws InvalidInputError for a bad id. */
-  static async open(r: ExportReader, id: string, own?: ReadonlySet<string>): Promise<ConversationParts> {
+  /**
+   * The parts of conversation `id` as it stands now; `seen` sees each entry
+   * as the record is read, once per export. Throws InvalidInputError for a bad id.
+   */
+  static async open(r: ExportReader, id: string, own?: ReadonlySet<string>, seen: (entry: SeqEntry) => void = () => undefined): Promise<ConversationParts> {
     const log = conversationKeys(r.prefix, id).log;
     const [last] = (await r.redis.xrevrange(log, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
-    return new ConversationParts(r, id, last ? seqOf(last[0]) : 0, own);
+    return new ConversationParts(r, id, last ? seqOf(last[0]) : 0, own, seen);
   }
 
   /**
@@ -245,7 +250,7 @@ export class ConversationParts {
    * Pages of the record up to `lastSeq`, oldest first, one round trip each.
    * Every entry is validated (fail-closed: a broken one throws RecordError
    * and the export stops rather than leave it out) and written as stored,
-   * with its seq, when `keep` says so. `summarise`: count runs (once per export).
+   * with its seq, when `keep` says so. `summarise`: count runs and show the entry to `seen` (once per export).
    * `empty`: yield a page that keeps nothing too (a survey's step).
    */
   private async *pages(keep: Keep, summarise = true, empty = false): AsyncGenerator<unknown[]> {
@@ -260,7 +265,10 @@ export class ConversationParts {
         if (fields.indexOf('e') < 0 || body === undefined) throw new RecordError(`record entry ${seq} has no body`);
         // Undefined: a kind or version of a newer release. It is stored, so it is written (as stored) where everything is.
         const entry = parseEntry(seq, body);
-        if (entry && summarise) this.runs.seen(entry);
+        if (entry && summarise) {
+          this.runs.seen(entry);
+          this.seen(entry);
+        }
         this.writers.seen(entry);
         if (keep(entry)) page.push({ seq, ...(JSON.parse(body) as object) });
       }

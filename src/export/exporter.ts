@@ -5,11 +5,13 @@
  * long record never sits in memory. Read-only: an export writes nothing.
  *
  * A conversation's export is everything the conversation holds (the record
- * with every member's messages in a group; it is the operator's). A person's
+ * with every member's messages in a group; it is the operator's), with the
+ * conversations features keep for it and purge with it (a subagent's,
+ * `ExportPart.conversation`). A person's
  * export holds what is kept for them (accounts, approval, and what each
  * feature keeps: memory, budget counters, the schedules they own; `parts`)
  * and the conversations they wrote in: in
- * full where only they wrote, in a direct chat; elsewhere (a group, or a chat
+ * full (with those kept for it) where only they wrote, in a direct chat; elsewhere (a group, or a chat
  * where someone else wrote too) their own messages and commands only, so one
  * person's export never hands out another's words.
  *
@@ -19,6 +21,7 @@
 import { channelResolver } from '../channel.js';
 import { type AccountConversation, ConversationIndex } from '../people/conversation-index.js';
 import { IdentityStore, tryAccountId } from '../people/identity.js';
+import type { SeqEntry } from '../record/entries.js';
 import type { RedisClient } from '../redis/connection.js';
 import { conversationKeys, peopleKeys } from '../redis/keys.js';
 import { ConversationParts, type ExportReader, humanSender, storedState } from './conversation.js';
@@ -81,7 +84,8 @@ export class Exporter {
   async conversation(id: string): Promise<ExportOpening> {
     const stored = await storedState(this.r.redis, conversationKeys(this.r.prefix, id));
     if (stored !== 'stored') return { kind: stored };
-    const parts = await ConversationParts.open(this.r, id);
+    const kept = this.kept(id);
+    const parts = await ConversationParts.open(this.r, id, undefined, kept.seen);
     let person: Promise<string | undefined> | undefined;
     // Known once the record went by (who wrote); asked by any number of members, read once.
     const personOnce = () => {
@@ -93,6 +97,7 @@ export class Exporter {
       ['conversation', () => id],
       ['record', () => parts.record()],
       ...parts.members(),
+      ...kept.members,
       ...this.parts.flatMap((p) => p.directPerson?.(personOnce) ?? []),
     ];
     return { kind: 'found', subject: id, chunks: streamObject(members) };
@@ -126,6 +131,25 @@ export class Exporter {
       ['version', () => EXPORT_VERSION],
       ['exportedAt', () => new Date(this.now()).toISOString()],
     ];
+  }
+
+  /**
+   * The features' parts of conversation `id` written whole: the conversations
+   * they keep for it (a subagent's), each whole, and what they see of its
+   * record as it is read (which those are).
+   */
+  private kept(id: string): { seen: (entry: SeqEntry) => void; members: Member[] } {
+    const document = async (child: string): Promise<Streamed> => {
+      const parts = await ConversationParts.open(this.r, child);
+      return new Streamed(streamObject([['conversation', () => child], ['record', () => parts.record()], ...parts.members()]));
+    };
+    const kept = this.parts.flatMap((p) => (p.conversation ? [p.conversation(id, document)] : []));
+    return {
+      seen: (entry) => {
+        for (const k of kept) k.seen?.(entry);
+      },
+      members: kept.flatMap((k) => k.members),
+    };
   }
 
   /** The identity of a direct chat's person (one person wrote, never in a group); undefined elsewhere, or when the channel is not configured. */
@@ -170,7 +194,8 @@ export class Exporter {
    */
   private async *oneWroteIn(conversationId: string, rows: readonly AccountConversation[]): AsyncGenerator<string> {
     const own = new Set(rows.flatMap((a) => (a.account.startsWith(`${a.channelId}:`) ? [a.account.slice(a.channelId.length + 1)] : [])));
-    const parts = await ConversationParts.open(this.r, conversationId, own);
+    const kept = this.kept(conversationId);
+    const parts = await ConversationParts.open(this.r, conversationId, own, kept.seen);
     for await (const _page of parts.survey()) yield '';
     const { group, strangers } = parts.writers;
     const head: Member[] = [
@@ -186,7 +211,7 @@ export class Exporter {
             // An entry this build cannot read cannot be told to be theirs: left out here.
             ['record', () => parts.record((e) => e !== undefined && own.has(humanSender(e) ?? ''))],
           ]
-        : [...head, ['scope', () => 'full'], ['record', () => parts.record()], ...parts.members()];
+        : [...head, ['scope', () => 'full'], ['record', () => parts.record()], ...parts.members(), ...kept.members];
     yield* streamObject(members);
   }
 }
