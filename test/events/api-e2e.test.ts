@@ -18,9 +18,10 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { ALICE, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { type CallbackServer, startCallbackServer } from '../../testing/fakes/webhook-callback-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { telegramAppEnv } from '../helpers/app-env.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
 import { type RestartableRedis, startRestartableRedis } from '../helpers/restartable-redis.js';
 
@@ -56,14 +57,7 @@ async function startWorld(redis = redisUrl()): Promise<World> {
   const config = await loadConfig({
     file,
     env: {
-      REDIS_URL: redis,
-      STEERBOT_PREFIX: prefix,
-      STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-      TELEGRAM_BOT_TOKEN: FAKE_TOKEN,
-      STEERBOT_MODEL_PROVIDER: 'openai-compatible',
-      OPENAI_BASE_URL: openai.url,
-      STEERBOT_MODEL: 'fake-model',
-      STEERBOT_MODEL_CONTEXT_WINDOW: '100000',
+      ...telegramAppEnv({ prefix, modelUrl: openai.url, redisUrl: redis }),
       STEERBOT_API_TOKEN: TOKEN,
     },
   });

@@ -17,8 +17,9 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { telegramAppEnv } from '../helpers/app-env.js';
+import { cleanupPrefix, testPrefix } from '../helpers/redis.js';
 
 const ALICE: TgUser = { id: 1, is_bot: false, first_name: 'Alice' };
 const CHEAP: TgUser = { id: 5, is_bot: false, first_name: 'Cheap' };
@@ -53,14 +54,7 @@ beforeAll(async () => {
   const config = await loadConfig({
     file,
     env: {
-      REDIS_URL: redisUrl(),
-      STEERBOT_PREFIX: prefix,
-      STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-      TELEGRAM_BOT_TOKEN: FAKE_TOKEN,
-      STEERBOT_MODEL_PROVIDER: 'openai-compatible',
-      OPENAI_BASE_URL: base.url,
-      STEERBOT_MODEL: 'base-model',
-      STEERBOT_MODEL_CONTEXT_WINDOW: '100000',
+      ...telegramAppEnv({ prefix, modelUrl: base.url, model: 'base-model' }),
     },
   });
   app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } }, logger: createLogger({ level: 'silent' }) });

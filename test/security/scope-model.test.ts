@@ -22,9 +22,10 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { type FakeTelegram, messageUpdate, startFakeTelegram, type TgUser } from '../../testing/fakes/telegram-server.js';
+import { telegramAppEnv } from '../helpers/app-env.js';
 import { BUILD_WAIT_MS, builtCli } from '../helpers/built-package.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { cleanupPrefix, testPrefix } from '../helpers/redis.js';
 
 const ONE: TgUser = { id: 1, is_bot: false, first_name: 'One' };
 const STRANGER: TgUser = { id: 2, is_bot: false, first_name: 'Stranger' };
@@ -52,14 +53,7 @@ let tg: FakeTelegram;
 let openai: FakeOpenAIServer;
 
 const env = (prefix: string) => ({
-  REDIS_URL: redisUrl(),
-  STEERBOT_PREFIX: prefix,
-  STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-  TELEGRAM_BOT_TOKEN: FAKE_TOKEN,
-  STEERBOT_MODEL_PROVIDER: 'openai-compatible',
-  OPENAI_BASE_URL: openai.url,
-  STEERBOT_MODEL: 'fake-model',
-  STEERBOT_MODEL_CONTEXT_WINDOW: '100000',
+  ...telegramAppEnv({ prefix, modelUrl: openai.url }),
 });
 
 function writeConfig(name: string, config: unknown): string {

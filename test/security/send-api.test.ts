@@ -22,6 +22,7 @@ import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { ALICE, FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
+import { telegramAppEnv } from '../helpers/app-env.js';
 import { BUILD_WAIT_MS, packageBuilt } from '../helpers/built-package.js';
 import { runBuiltCli } from '../helpers/cli.js';
 import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
@@ -66,14 +67,7 @@ async function startWorld(api: Record<string, unknown>, env: Record<string, stri
     }),
   );
   const base = {
-    REDIS_URL: redisUrl(),
-    STEERBOT_PREFIX: prefix,
-    STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-    TELEGRAM_BOT_TOKEN: FAKE_TOKEN,
-    STEERBOT_MODEL_PROVIDER: 'openai-compatible',
-    OPENAI_BASE_URL: openai.url,
-    STEERBOT_MODEL: 'fake-model',
-    STEERBOT_MODEL_CONTEXT_WINDOW: '100000',
+    ...telegramAppEnv({ prefix, modelUrl: openai.url }),
   };
   const config = await loadConfig({ file, env: { ...base, ...env } });
   const logs: string[] = [];

@@ -27,9 +27,10 @@ import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { FAKE_TOKEN, type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
+import { type FakeTelegram, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
-import { cleanupPrefix, redisUrl, testPrefix } from '../helpers/redis.js';
+import { telegramAppEnv } from '../helpers/app-env.js';
+import { cleanupPrefix, testPrefix } from '../helpers/redis.js';
 
 const TELEGRAM_SECRET = 'trace_context_telegram_secret_01';
 const WEBHOOK_SECRET = 'whsec-trace-context-0123456789ab';
@@ -84,14 +85,7 @@ describe('a trace context sent with a request', () => {
     const config = await loadConfig({
       file,
       env: {
-        REDIS_URL: redisUrl(),
-        STEERBOT_PREFIX: prefix,
-        STEERBOT_QUEUE_NAME: `runs-${prefix}`,
-        TELEGRAM_BOT_TOKEN: FAKE_TOKEN,
-        STEERBOT_MODEL_PROVIDER: 'openai-compatible',
-        OPENAI_BASE_URL: openai.url,
-        STEERBOT_MODEL: 'fake-model',
-        STEERBOT_MODEL_CONTEXT_WINDOW: '100000',
+        ...telegramAppEnv({ prefix, modelUrl: openai.url }),
       },
     });
     app = await startApp({ config: { ...config, http: { ...config.http, port: 0 } }, logger: createLogger({ level: 'silent' }), printLogin: () => undefined });
