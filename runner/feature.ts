@@ -110,7 +110,9 @@ export interface RunnerFeature {
   /**
    * After a model call the plugin recorded no step for (`RunRecord.spent`:
    * cut off before it said anything, silent, failed), with the usage the
-   * plugin estimates the provider bills for it. A throw fails `record.spent`.
+   * plugin estimates the provider bills for it; and after each compaction
+   * summarizer call of the run, with its usage (reported, or estimated for a
+   * failed call). A throw fails `record.spent`, or that compaction.
    */
   spent?(run: FeatureRun, usage: NonNullable<StepRecord['usage']>): Promise<void>;
   /**

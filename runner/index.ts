@@ -14,6 +14,8 @@ export { DEFAULT_SYSTEM_PROMPT, DEFAULTS, MODEL_PROVIDERS, type ModelProvider } 
 export * as untrusted from '../src/data-block.js';
 export { type AgentProfile, type BaseModelSettings, offersTool, type ProfileToolPolicy } from '../src/people/profiles.js';
 export { activeContext, type CallUsage, type ModelCallTrace, traceModelCall, traceToolCall } from '../src/telemetry/agent-spans.js';
+/** How many requests of a model call that failed may have reached (and be billed by) the provider. */
+export { requestsReached } from './call-spend.js';
 /** Token estimates, a context overflow recognised, the summary's header: `compaction.estimateTokens`, …. */
 export * as compaction from './kit-compaction.js';
 /** The types `RunContext.features.memory` saves and finds. */

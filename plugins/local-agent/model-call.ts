@@ -9,8 +9,8 @@
  * the recovery step's business (plugins/local-agent/recovery.ts).
  */
 import { generateText, type LanguageModelUsage, type ModelMessage, streamText } from 'ai';
-import { type ModelCallTrace, type StepRecord, traceModelCall } from 'steerbot/runner';
-import { type CallSpend, requestsReached, unansweredSpend } from './call-spend.js';
+import { type ModelCallTrace, requestsReached, type StepRecord, traceModelCall } from 'steerbot/runner';
+import { type CallSpend, unansweredSpend } from './call-spend.js';
 import type { LoopState } from './loop-state.js';
 import { withCitations } from './native-search.js';
 import { declaredTools } from './tool-batch.js';

@@ -17,7 +17,7 @@ import { type ProjectionOptions, projectHistory } from '../projection.js';
 import { CHECKPOINT_KEY, CHECKPOINT_SCHEMA_VERSION, type Checkpoint, summaryMessages } from './checkpoint.js';
 import { estimateMessages } from './estimate.js';
 import { selectTurns } from './select.js';
-import { summarize } from './summarize.js';
+import { type SummaryUsage, summarize } from './summarize.js';
 
 /** Conversation state key of the circuit breaker. */
 export const BREAKER_KEY = 'runner.compaction.breaker';
@@ -94,6 +94,13 @@ export interface CompactOptions {
   projection?: ProjectionOptions;
   /** Aborts the summarizer call (the fallback summary is written). */
   signal?: AbortSignal;
+  /**
+   * Charges the summarizer call's usage (what the provider may bill for it)
+   * as soon as the call ends, before anything is written: a call whose
+   * checkpoint then loses its CAS was billed too. A throw fails the
+   * compaction (nothing written). Without it nothing is charged.
+   */
+  charge?: (usage: SummaryUsage) => Promise<void>;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;
   logger: Logger;
@@ -137,7 +144,8 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
     if (o.trigger === 'manual' && (stored.open || stored.ineffective > 0)) await writeBreaker(o, breaker, now());
     return { kind: 'skipped', reason: 'nothing-to-compact' };
   }
-  const { summary, summarizer } = await summaryOf(o, selection.messages);
+  const { summary, summarizer, usage } = await summaryOf(o, selection.messages);
+  if (usage) await o.charge?.(usage);
 
   const messages = [...summaryMessages({ summary }), ...projectHistory(selection.kept, { ...o.projection, unclaimed: 'exclude' }).messages];
   const tokensAfter = (o.estimate ?? estimateMessages)(messages);

@@ -18,6 +18,7 @@ import { type CompactionTrigger, type CompactResult, shouldCompact } from './com
 import { type Calibrator, estimateMessages } from './estimate.js';
 import { type LoadedPrompt, loadPrompt, type PromptHead } from './load.js';
 import { compactIfNeeded, type PressureCheck } from './pressure.js';
+import type { SummaryUsage } from './summarize.js';
 
 /** Compaction settings of a runner. */
 export interface CompactionSettings {
@@ -45,6 +46,12 @@ export interface RunCompactionOptions {
   settings: CompactionSettings;
   calibrator: Calibrator;
   signal: AbortSignal;
+  /**
+   * Charges each summarizer call's usage to the run's accountable subjects,
+   * as a model step's is (the runner features' `spent`); a throw fails that
+   * compaction.
+   */
+  charge: (usage: SummaryUsage) => Promise<void>;
   logger: Logger;
 }
 
@@ -97,6 +104,7 @@ export class RunCompaction implements CompactionHooks {
         calibrator: o.calibrator,
         overheadTokens: this.overhead,
         signal: o.signal,
+        charge: o.charge,
         logger: o.logger,
       });
       if (check.result) traceCompaction(trigger, startedAt, compactionFacts(check.result));

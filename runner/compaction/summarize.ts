@@ -2,13 +2,16 @@
  * Summarizing selected turns into the checkpoint's summary: a model call that
  * merges the previous summary with the turns, bounded in length; when the call
  * fails (throws, is aborted, answers nothing) a deterministic summary instead,
- * so the conversation still shrinks.
+ * so the conversation still shrinks. The call's usage comes back with the
+ * summary, for the run to charge like a model step.
  */
 
-import { generateText, type LanguageModel, type ModelMessage } from 'ai';
+import { generateText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import { childController } from '../../src/abort.js';
 import { DEFAULTS } from '../../src/config/defaults.js';
+import { requestsReached } from '../call-spend.js';
+import { estimateTokens } from './estimate.js';
 
 /** Options of `summarize`. */
 export interface SummarizeOptions {
@@ -31,10 +34,23 @@ export interface SummarizeOptions {
   logger?: Logger;
 }
 
+/** Tokens a summarizer call may be billed. */
+export interface SummaryUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
 /** A summary and who wrote it. */
 export interface SummaryResult {
   summary: string;
   summarizer: 'llm' | 'fallback';
+  /**
+   * What the model call may be billed: the provider's reported usage (each
+   * count it left out estimated), or, for a call that failed, the estimate
+   * of its prompt for each request that may have reached the provider
+   * (`requestsReached`). Absent when no request can have been billed.
+   */
+  usage?: SummaryUsage;
 }
 
 const INSTRUCTIONS = (maxChars: number) =>
@@ -51,34 +67,49 @@ const INSTRUCTIONS = (maxChars: number) =>
 /** Summarizes `turns` merged with `previousSummary`. Never throws. */
 export async function summarize(o: SummarizeOptions): Promise<SummaryResult> {
   const maxChars = o.maxChars ?? DEFAULTS.compaction.maxSummaryChars;
+  const fallback = (usage?: SummaryUsage): SummaryResult => ({
+    summary: fallbackSummary(o.previousSummary, o.turns, maxChars, o.fallbackLineChars ?? 200),
+    summarizer: 'fallback',
+    ...(usage && { usage }),
+  });
   // Nothing new to merge (e.g. only failed runs were selected): the deterministic summary is exact.
-  if (o.model && !o.signal?.aborted && o.turns.length > 0) {
-    // The run's signal or the timeout, both let go of when the call ends (no AbortSignal.any over the run's signal).
-    const { controller, unlink } = childController(o.signal);
-    const timeoutMs = o.timeoutMs ?? 60_000;
-    const timer = setTimeout(() => controller.abort(new DOMException(`no summary within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
-    try {
-      const transcript = keepNewest(transcriptLines(o.turns, 2000), o.maxInputChars ?? 120_000).join('\n');
-      const prompt = `${o.previousSummary ? `Previous summary:\n${o.previousSummary}\n\n` : ''}New part of the conversation:\n${transcript}`;
-      const result = await generateText({
-        model: o.model,
-        instructions: INSTRUCTIONS(maxChars),
-        prompt,
-        maxOutputTokens: maxChars,
-        maxRetries: 1,
-        abortSignal: controller.signal,
-      });
-      const text = result.text.trim();
-      if (text !== '') return { summary: clip(text, maxChars), summarizer: 'llm' };
-      o.logger?.warn('summarizer answered nothing; writing the fallback summary');
-    } catch (err) {
-      o.logger?.warn({ err }, 'summarizer failed; writing the fallback summary');
-    } finally {
-      clearTimeout(timer);
-      unlink();
-    }
+  if (!o.model || o.signal?.aborted || o.turns.length === 0) return fallback();
+  // The run's signal or the timeout, both let go of when the call ends (no AbortSignal.any over the run's signal).
+  const { controller, unlink } = childController(o.signal);
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const timer = setTimeout(() => controller.abort(new DOMException(`no summary within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+  const instructions = INSTRUCTIONS(maxChars);
+  const transcript = keepNewest(transcriptLines(o.turns, 2000), o.maxInputChars ?? 120_000).join('\n');
+  const prompt = `${o.previousSummary ? `Previous summary:\n${o.previousSummary}\n\n` : ''}New part of the conversation:\n${transcript}`;
+  const sent = () => estimateTokens(instructions) + estimateTokens(prompt);
+  try {
+    const result = await generateText({
+      model: o.model,
+      instructions,
+      prompt,
+      maxOutputTokens: maxChars,
+      maxRetries: 1,
+      abortSignal: controller.signal,
+    });
+    const text = result.text.trim();
+    const usage = reportedUsage(result.usage, sent, text);
+    if (text !== '') return { summary: clip(text, maxChars), summarizer: 'llm', usage };
+    o.logger?.warn('summarizer answered nothing; writing the fallback summary');
+    return fallback(usage);
+  } catch (err) {
+    o.logger?.warn({ err }, 'summarizer failed; writing the fallback summary');
+    // Billed all the same for every request the provider got: the prompt's estimate for each.
+    const requests = requestsReached(err);
+    return fallback(requests > 0 ? { inputTokens: requests * sent(), outputTokens: 0 } : undefined);
+  } finally {
+    clearTimeout(timer);
+    unlink();
   }
-  return { summary: fallbackSummary(o.previousSummary, o.turns, maxChars, o.fallbackLineChars ?? 200), summarizer: 'fallback' };
+}
+
+/** The usage a provider reported for an answer, a count it left out estimated (`sent`: the prompt's estimate). */
+function reportedUsage(usage: LanguageModelUsage | undefined, sent: () => number, text: string): SummaryUsage {
+  return { inputTokens: usage?.inputTokens ?? sent(), outputTokens: usage?.outputTokens ?? estimateTokens(text) };
 }
 
 /**

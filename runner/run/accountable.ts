@@ -1,7 +1,9 @@
 /**
  * The identity a run is charged to. Every run has one: the person whose
  * message started it, or the owner a schedule's fire or a heartbeat names
- * (the person who made the schedule), else the operator (no person). A
+ * (the person who made the schedule), or for a `/compact` run without
+ * inputs the person who sent the `/compact` (compact-only.ts), else the
+ * operator (no person). A
  * fire's sender is never taken for a person. Budgets, profile bindings and
  * memory follow it.
  */

@@ -28,13 +28,14 @@ import { conversationKeys } from '../../src/redis/keys.js';
 import { RunTrace } from '../../src/telemetry/run-trace.js';
 import { Calibrator } from '../compaction/estimate.js';
 import { RunCompaction } from '../compaction/hooks.js';
+import type { SummaryUsage } from '../compaction/summarize.js';
 import { BUDGET_REASON } from '../feature.js';
 import type { RunResult, StepRecord } from '../plugin.js';
 import { accountableIdentity } from './accountable.js';
 import { RunAttempt } from './attempt.js';
-import { compactOnly } from './compact-only.js';
+import { compactOnly, compactRequester } from './compact-only.js';
 import { createRunContext } from './context.js';
-import { featureParent, featureProfile, featuresBefore, featuresEnded, InvocationRun } from './features.js';
+import { featureParent, featureProfile, featuresBefore, featuresEnded, featuresSpent, InvocationRun } from './features.js';
 import { finishRun } from './finish.js';
 import type { ExecutionResult, ExecutorOptions } from './options.js';
 import { type AttemptStart, readAttemptStart } from './start.js';
@@ -48,10 +49,14 @@ const OUTCOME_OF_STOP: Record<StopKind, RunOutcome> = { interrupt: 'interrupted'
 /** The failure message runs send unless the runner is given another (`RunSettings.failureMessage`). */
 export const DEFAULT_FAILURE_MESSAGE = 'Sorry, something went wrong while answering. Please try again.';
 
-/** What the next invocation of an attempt does besides answering its inputs: deliver a recorded answer, or finish a recorded tool-call step. */
+/**
+ * What the next invocation of an attempt does besides answering its inputs: deliver a recorded answer, finish a
+ * recorded tool-call step, or end with the result a feature refused a `/compact` run with (nothing else run).
+ */
 interface Carried {
   recorded: RecordedAnswer | undefined;
   unfinished: StepRecord | undefined;
+  refused?: RunResult | undefined;
 }
 
 /** What one invocation of an attempt answers, and the run's parts it shares with the attempt's other invocations. */
@@ -71,6 +76,8 @@ interface Invocation {
   /** The `/model` choice as the attempt started: its conversation's (read with its prompt head), or the parent's. */
   modelChoice: string | undefined;
   compaction: RunCompaction;
+  /** The invocation as features see it. */
+  run: InvocationRun;
 }
 
 /** Whom an attempt answers for and how: the parts of an `Invocation` read once per attempt. */
@@ -136,21 +143,29 @@ export class RunExecutor {
     const unanswered = new UnansweredMessages(this.o.state, ref, logger, start.note, start.inputs, attempt.delivery.reactions);
     const carried = this.takeOver(attempt, start, unanswered);
     unanswered.showTaken();
+    // Every summarizer call is charged like a model step, to the invocation under way (its accountable subjects).
+    let invocation: InvocationRun | undefined;
+    const charge = (usage: SummaryUsage) => featuresSpent(this.o.features, invocation ?? unreachable(), usage);
     // The first invocation's record read goes out now, beside the identity read below. A compact-only run
     // reads its prompt after compacting; a recorded answer or a stop already asked for needs no prompt.
-    const compaction = this.compaction(attempt);
+    const compaction = this.compaction(attempt, charge);
     if (acquired.cause !== 'compact' && !carried.recorded && !attempt.stopKind) compaction.preload(start.head);
     const starter = start.inputs[0];
-    const scope = await this.scope(ref.conversationId, starter, start.head.modelChoice);
+    // A `/compact` run without inputs answers to whoever asked for it.
+    const requester = acquired.cause === 'compact' && !starter ? await compactRequester(this.o, ref.conversationId, start.head.compactRequested) : undefined;
+    const scope = await this.scope(ref.conversationId, starter, start.head.modelChoice, requester);
     let inputs = start.inputs;
     if (acquired.cause === 'compact' && !attempt.stopKind) {
-      const after = await compactOnly(this.o, attempt, this.compaction(attempt), inputs);
+      invocation = this.invocationRun(attempt, scope, starter, inputs);
+      const after = await compactOnly(this.o, attempt, this.compaction(attempt, charge), invocation);
       if (after?.kind === 'ended') return after.result;
-      if (after) unanswered.add((inputs = after.inputs));
+      if (after?.kind === 'refused') carried.refused = after.result;
+      else if (after) unanswered.add((inputs = after.inputs));
     }
     for (let first = true; ; first = false) {
-      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, ...scope };
-      const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt) }, carried);
+      invocation = this.invocationRun(attempt, scope, starter, inputs);
+      const parts = { inputs, unanswered, telemetry, tools: start.tools, first, starter, run: invocation, ...scope };
+      const result = await this.invoke(attempt, { ...parts, compaction: first ? compaction : this.compaction(attempt, charge) }, carried);
       const interrupted = attempt.interruption();
       if (interrupted) return interrupted;
       const outcome = attempt.stopKind ? OUTCOME_OF_STOP[attempt.stopKind] : result.outcome;
@@ -172,12 +187,17 @@ export class RunExecutor {
    * conversation it works for when a feature names one (a subagent's parent,
    * from the runtime's own record of its task), and its profile and `/model`
    * choice: the parent's for such a run, so a child never gets more than the
-   * run that started it.
+   * run that started it. `requester`: who asked for a run without a starter (a `/compact` run's), accountable for it.
    */
-  private async scope(conversationId: string, starter: SeqEntry<MessageReceived> | undefined, ownChoice: string | undefined): Promise<RunScope> {
+  private async scope(
+    conversationId: string,
+    starter: SeqEntry<MessageReceived> | undefined,
+    ownChoice: string | undefined,
+    requester?: Pick<MessageReceived, 'sender'>,
+  ): Promise<RunScope> {
     const parentConversationId = featureParent(this.o.features, conversationId, starter);
     const [identity, modelChoice] = await Promise.all([
-      accountableIdentity(starter, (userId) => this.identityOf(conversationId, userId), this.currentIdentity),
+      accountableIdentity(starter ?? requester, (userId) => this.identityOf(conversationId, userId), this.currentIdentity),
       parentConversationId === undefined ? ownChoice : this.modelChoiceOf(parentConversationId),
     ]);
     const profile = featureProfile(this.o.features, conversationId, identity, parentConversationId);
@@ -240,6 +260,11 @@ export class RunExecutor {
    */
   private async invoke(attempt: RunAttempt, p: Invocation, carried: Carried): Promise<RunResult> {
     const { delivery, logger } = attempt;
+    if (carried.refused) {
+      const refused = carried.refused;
+      carried.refused = undefined;
+      return refused;
+    }
     const recorded = carried.recorded;
     if (recorded) {
       // The turn is answered in the record; an earlier attempt died before (or while) delivering it.
@@ -250,11 +275,10 @@ export class RunExecutor {
       return { outcome: 'completed' };
     }
     if (attempt.stopKind) return { outcome: 'completed' };
-    const { conversationId, runId } = attempt.ref;
-    const { identity, profile, parentConversationId, starter, inputs } = p;
-    const run = new InvocationRun({ conversationId, runId, identity, profile, parentConversationId, starter, inputs });
-    // Only a new run's first invocation is `newRun` (features count a run once): not a takeover's, not a continuation's.
-    const spent = await featuresBefore(this.o.features, run, p.first && attempt.acquired.attempt === 1);
+    const { run } = p;
+    // Only a new run's first invocation is `newRun` (features count a run once): not a takeover's, not a continuation's,
+    // not a `/compact` run's (admitted before it compacted).
+    const spent = await featuresBefore(this.o.features, run, p.first && attempt.acquired.attempt === 1 && attempt.acquired.cause !== 'compact');
     if (spent) return spent;
     delivery.typing();
     const ctx = await createRunContext(this.o, attempt, { ...p, run, unfinishedStep: carried.unfinished });
@@ -277,7 +301,15 @@ export class RunExecutor {
   /** An identity as it is now: a link may have merged it into another since it was recorded. */
   private readonly currentIdentity = (identity: string): Promise<string> => this.o.identities.resolveAccount(identity);
 
-  private compaction(attempt: RunAttempt): RunCompaction {
+  /** The invocation as features see it: whom the run answers for, and `inputs`. */
+  private invocationRun(attempt: RunAttempt, scope: RunScope, starter: SeqEntry<MessageReceived> | undefined, inputs: Array<SeqEntry<MessageReceived>>) {
+    const { conversationId, runId } = attempt.ref;
+    const { identity, profile, parentConversationId } = scope;
+    return new InvocationRun({ conversationId, runId, identity, profile, parentConversationId, starter, inputs });
+  }
+
+  /** The compaction of one invocation; `charge`: charges a summarizer call's usage. */
+  private compaction(attempt: RunAttempt, charge: (usage: SummaryUsage) => Promise<void>): RunCompaction {
     const o = this.o;
     return new RunCompaction({
       client: o.client,
@@ -290,7 +322,13 @@ export class RunExecutor {
       settings: o.settings.compaction,
       calibrator: this.calibrator,
       signal: attempt.signal,
+      charge,
       logger: attempt.logger,
     });
   }
+}
+
+/** A summarizer call outside an invocation: compaction runs only inside one. */
+function unreachable(): never {
+  throw new Error('a summarizer call outside an invocation has no run to charge');
 }

@@ -1,4 +1,5 @@
 import type { ModelMessage } from 'ai';
+import { APICallError } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { fallbackSummary, summarize } from '../../runner/compaction/summarize.js';
 import { failingModel, hangingModel, textModel } from './models.js';
@@ -14,7 +15,7 @@ describe('summarize', () => {
   it('asks the model to merge the previous summary with the turns', async () => {
     const model = textModel('  Ann asked about Lisbon (21 °C).  ');
     const r = await summarize({ model, previousSummary: 'Ann lives in Porto.', turns, maxChars: 500 });
-    expect(r).toEqual({ summary: 'Ann asked about Lisbon (21 °C).', summarizer: 'llm' });
+    expect(r).toEqual({ summary: 'Ann asked about Lisbon (21 °C).', summarizer: 'llm', usage: { inputTokens: 100, outputTokens: 20 } });
     expect(model.doGenerateCalls).toHaveLength(1);
     const prompt = JSON.stringify(model.doGenerateCalls[0]!.prompt);
     expect(prompt).toContain('Ann lives in Porto.');
@@ -34,7 +35,17 @@ describe('summarize', () => {
     ['answers nothing', () => textModel('   ')],
   ])('writes the deterministic summary when the model %s', async (_, make) => {
     const r = await summarize({ model: make(), previousSummary: 'Ann lives in Porto.', turns, maxChars: 500 });
-    expect(r).toEqual({ summary: fallbackSummary('Ann lives in Porto.', turns, 500), summarizer: 'fallback' });
+    expect(r).toMatchObject({ summary: fallbackSummary('Ann lives in Porto.', turns, 500), summarizer: 'fallback' });
+  });
+
+  it('reports the usage the provider reported, or the estimate of the prompt of a call that failed after it was sent', async () => {
+    expect((await summarize({ model: textModel('   '), turns, maxChars: 500 })).usage).toEqual({ inputTokens: 100, outputTokens: 20 });
+    const failed = await summarize({ model: failingModel(), turns, maxChars: 500 });
+    expect(failed.usage?.inputTokens).toBeGreaterThan(100);
+    expect(failed.usage?.outputTokens).toBe(0);
+    // A request the provider refused with an error status is billed nothing.
+    const refusal = new APICallError({ message: 'bad request', url: 'http://x', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+    expect((await summarize({ model: failingModel(refusal), turns, maxChars: 500 })).usage).toBeUndefined();
   });
 
   it('writes the deterministic summary when the call is aborted or times out', async () => {
@@ -47,7 +58,7 @@ describe('summarize', () => {
 
   it('does not call the model when there is nothing new to merge', async () => {
     const model = textModel('unused');
-    expect(await summarize({ model, previousSummary: 'Ann lives in Porto.', turns: [], maxChars: 500 })).toEqual({
+    expect(await summarize({ model, previousSummary: 'Ann lives in Porto.', turns: [], maxChars: 500 })).toStrictEqual({
       summary: 'Ann lives in Porto.',
       summarizer: 'fallback',
     });

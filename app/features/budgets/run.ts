@@ -1,8 +1,9 @@
 /**
  * Budgets' runner part: the spending budgets of a run, checked before it
  * starts (which also counts it against runs per hour) and before every
- * model step, and charged with each recorded step's provider usage and the
- * estimate of each call that recorded none (`RunRecord.spent`). A spent
+ * model step, and charged with each recorded step's provider usage, the
+ * estimate of each call that recorded none (`RunRecord.spent`) and each
+ * compaction summarizer call's usage (`spent` too). A spent
  * budget ends the run `failed` with reason `budget`; the person hears it
  * once per window. A picture (`generate_image`) is admitted against
  * `imagesPerDay` before it is paid for. A run is charged to its accountable identity (the
@@ -30,7 +31,8 @@ export function budgetsRunner(kit: RunnerFeatureKit): RunnerFeature {
       spendingCheck: async (spend) => ended(run, await (spend === 'image' ? budgets.admitImage(subjects(run)) : budgets.check(subjects(run), opts(run)))),
     }),
     afterStep: (run, step) => budgets.charge(subjects(run), (step.usage?.inputTokens ?? 0) + (step.usage?.outputTokens ?? 0)),
-    // A call that recorded no step (cut off before it said anything, silent, failed) is charged its estimate alike.
+    // A call that recorded no step (cut off before it said anything, silent, failed) is charged its estimate alike,
+    // and a compaction summarizer call its usage.
     spent: (run, usage) => budgets.charge(subjects(run), (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0)),
   };
 }
