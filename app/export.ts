@@ -6,7 +6,8 @@
  *
  * An id with nothing stored writes nothing; a file is written under a name of
  * its own and renamed into place once complete, so a failed export leaves no
- * half document behind.
+ * half document behind. Control characters in what people wrote are written as
+ * `\uXXXX` escapes (`printableJson`): the same JSON, safe to show in a terminal.
  */
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
@@ -18,6 +19,7 @@ import { redisFromConfig } from '../src/redis/connection.js';
 import type { SteerbotConfig } from './config.js';
 import { exportParts } from './features/index.js';
 import { channelIds } from './summary.js';
+import { printableJson } from './terminal-text.js';
 
 /** What to export. */
 export type ExportTarget = { conversation: string } | { identity: string };
@@ -44,16 +46,22 @@ export async function exportFromCli(config: SteerbotConfig, target: ExportTarget
     const what = 'conversation' in target ? `conversation ${target.conversation}` : `identity ${target.identity}`;
     if (opening.kind === 'purged') return { code: 1, line: `steerbot: ${what} was purged: nothing is stored for it` };
     if (opening.kind === 'not_found') return { code: 1, line: `steerbot: nothing is stored for ${what}` };
+    const chunks = printableChunks(opening.chunks);
     if (out === undefined) {
-      await writeChunks(opening.chunks, process.stdout);
+      await writeChunks(chunks, process.stdout);
       await new Promise<void>((resolve) => process.stdout.write('\n', () => resolve()));
       return { code: 0, line: `steerbot: exported ${what}` };
     }
-    await writeFile(opening.chunks, out);
+    await writeFile(chunks, out);
     return { code: 0, line: `steerbot: exported ${what} to ${out}` };
   } finally {
     redis.disconnect();
   }
+}
+
+/** The document's pieces with the control characters `JSON.stringify` leaves raw escaped. */
+async function* printableChunks(chunks: AsyncIterable<string>): AsyncGenerator<string> {
+  for await (const chunk of chunks) yield printableJson(chunk);
 }
 
 /**

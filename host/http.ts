@@ -18,6 +18,7 @@ import {
 } from 'fastify';
 import type { CoreConfig } from '../src/config/load.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
+import { sameToken } from '../src/http/access.js';
 import type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis/connection.js';
@@ -177,11 +178,22 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
     const report = await readinessReport([redisProbe, ...(opts.readiness?.() ?? [])]);
     return report.ok ? { ok: true } : reply.status(503).send(report);
   });
-  app.get('/metrics', async (_req, reply) => {
+  serveMetrics(app, metrics, opts.config.http.metricsToken);
+  return app;
+}
+
+/**
+ * `GET /metrics`. With `token` (`http.metricsToken`) only a request bearing it reads them: they name the models,
+ * tools, MCP servers and channels and show the traffic, and the host's port is the one platforms (and strangers) reach.
+ */
+function serveMetrics(app: HttpServer, metrics: SteerbotMetrics, token: string | undefined): void {
+  app.get('/metrics', async (req, reply) => {
+    const auth = req.headers.authorization;
+    if (token !== undefined && !(auth?.startsWith('Bearer ') && sameToken(auth.slice('Bearer '.length), token)))
+      return reply.status(401).header('www-authenticate', 'Bearer').send({ error: 'metrics need Authorization: Bearer <http.metricsToken>' });
     const { contentType, body } = await metrics.scrape();
     return reply.header('content-type', contentType).send(body);
   });
-  return app;
 }
 
 /** Starts listening; resolves with the bound address, e.g. `http://127.0.0.1:8080`. */

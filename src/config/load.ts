@@ -63,6 +63,7 @@ export const CORE_ENV_BINDINGS: readonly EnvBinding[] = [
   { env: 'PORT', path: 'http.port', kind: 'int' },
   { env: 'HTTP_BODY_LIMIT_BYTES', path: 'http.bodyLimitBytes', kind: 'int' },
   { env: 'HTTP_REQUEST_TIMEOUT_MS', path: 'http.requestTimeoutMs', kind: 'int' },
+  { env: 'STEERBOT_METRICS_TOKEN', path: 'http.metricsToken', kind: 'string', secret: true },
   { env: 'STEERBOT_DEFAULT_POLICY', path: 'dispatch.defaultPolicy', kind: 'string' },
   { env: 'STEERBOT_STEERING_CAP', path: 'dispatch.steeringCap', kind: 'int' },
   { env: 'STEERBOT_DEDUPE_TTL_SECONDS', path: 'dispatch.dedupeTtlSeconds', kind: 'int' },

@@ -107,6 +107,11 @@ const httpSchema = z.strictObject({
     .describe(
       'How long a client has to send a whole request, headers and body, in ms; later the answer is `408` and the connection is closed. Default 60 000 (a minute: a client sending a 16 MiB body needs about 2.2 Mbit/s); raise it with `bodyLimitBytes` for slow clients sending large bodies.',
     ),
+  metricsToken: pageToken
+    .optional()
+    .describe(
+      'Token `GET /metrics` requires, as `Authorization: Bearer <token>` (Prometheus: `authorization: { credentials: <token> }`); a request without it gets `401`. Secret, at least 16 characters. Default: unset — `/metrics` answers whoever reaches the port, and it names your models, tools, MCP servers, channels and traffic: set it when the port faces the internet (the host serves platform webhooks on it).',
+    ),
 });
 
 const tokenBucketSchema = z.strictObject({

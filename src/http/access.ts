@@ -112,21 +112,25 @@ export function sameToken(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** The value of cookie `name`, if the request carries it. */
-function cookieValue(req: Pick<RouteRequest, 'headers'>, name: string): string | undefined {
+/**
+ * Every value of cookie `name` the request carries. A browser sends each cookie of that name it holds, the one with
+ * the longest path first: one planted by a sibling subdomain or over plain HTTP (`Path=/console`) comes before the
+ * login's (`Path=/`), so reading only the first would lock the operator out.
+ */
+function cookieValues(req: Pick<RouteRequest, 'headers'>, name: string): string[] {
   const raw = header(req, 'cookie');
-  if (!raw) return undefined;
+  if (!raw) return [];
+  const out: string[] = [];
   for (const part of raw.split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(i + 1).trim());
-      } catch {
-        return undefined;
-      }
+    if (i <= 0 || part.slice(0, i).trim() !== name) continue;
+    try {
+      out.push(decodeURIComponent(part.slice(i + 1).trim()));
+    } catch {
+      // Not a value this page ever set: it opens nothing.
     }
   }
-  return undefined;
+  return out;
 }
 
 const ways = (guard: PageAccess | readonly PageAccess[]): readonly PageAccess[] => (Array.isArray(guard) ? guard : [guard as PageAccess]);
@@ -149,10 +153,10 @@ export function checkAccess(req: Pick<RouteRequest, 'headers' | 'remoteAddress'>
   }
   let stale = false;
   for (const a of list) {
-    const given = cookieValue(req, a.cookie);
-    if (given === undefined) continue;
-    if (sameToken(given, a.token)) return { ok: true, via: 'token' };
-    stale = true;
+    for (const given of cookieValues(req, a.cookie)) {
+      if (sameToken(given, a.token)) return { ok: true, via: 'token' };
+      stale = true;
+    }
   }
   if (list.some((a) => a.allowLoopback) && isLoopbackRequest(req)) return { ok: true, via: 'loopback' };
   return { ok: false, status: 401, error: stale ? `your login is no longer valid (a restart without a configured token makes a new one); ${LOG_IN}` : LOG_IN };

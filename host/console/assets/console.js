@@ -122,17 +122,24 @@
     box.dataset.steering = String(r.steeringDepth);
   }
 
+  // The operator's own actions carry the console's update key (`console:<uuid>`): a channel's update keys start with
+  // its channel id, so no sender can make an entry of theirs read as the operator's, whatever id or name they have.
+  const byOperator = (e) => typeof e.updateKey === 'string' && e.updateKey.startsWith('console:');
+  // A sender by the id their platform gave them, first, and the display name they chose after it: two people (or a
+  // person and the operator) may share a name, never an id.
+  const who = (s) => (s.name && s.name !== s.id ? `${s.id} “${s.name}”` : s.id);
+
   // biome-ignore lint/complexity/noExcessiveCognitiveComplexity: the browser script renders each record kind in one switch; it is served as-is, without a build step to split modules
   function entryText(e) {
     switch (e.kind) {
       case 'message.received':
-        return { head: `message from ${e.sender.name || e.sender.id}`, text: e.text };
+        return { head: `message from ${who(e.sender)}`, text: e.text };
       case 'message.refused':
-        return { head: `message refused (${e.limit} rate limit)`, text: e.message.text };
+        return { head: `message refused (${e.limit} rate limit) from ${who(e.message.sender)}`, text: e.message.text };
       case 'command.received':
         return {
-          head: `command ${e.command}${e.args ? ` ${e.args}` : ''} by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.name || e.sender.id}`,
-          operator: e.sender.id === 'console',
+          head: `command ${e.command}${e.args ? ` ${e.args}` : ''} by ${byOperator(e) ? 'operator (console)' : who(e.sender)}`,
+          operator: byOperator(e),
         };
       case 'steering.queued':
         return { head: `steering queued for run ${e.run}: messages ${e.seqs.join(', ')}` };
@@ -175,8 +182,8 @@
         return { head: `compaction checkpoint: covers up to ${e.covers_until}, tokens ${e.tokens_before} → ${e.tokens_after} (${e.summarizer})` };
       case 'conversation.reset':
         return {
-          head: `new context${e.sender ? ` by ${e.sender.id === 'console' ? 'operator (console)' : e.sender.id}` : ''}`,
-          operator: e.sender?.id === 'console',
+          head: `new context${byOperator(e) ? ' by operator (console)' : e.sender ? ` by ${who(e.sender)}` : ''}`,
+          operator: byOperator(e),
         };
       default:
         return { head: e.kind };
