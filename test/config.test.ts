@@ -62,7 +62,7 @@ describe('loadConfig', () => {
       notesBudgetChars: 16_000,
       personas: {},
       streamIdleTimeoutMs: 120_000,
-      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' },
+      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text', maxAudioSeconds: 600 },
     });
     expect(config.host.enabled).toBe(true);
     expect(config.log.level).toBe('info');
@@ -146,7 +146,7 @@ describe('loadConfig', () => {
       notesBudgetChars: 16_000,
       personas: {},
       streamIdleTimeoutMs: 120_000,
-      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text' },
+      attachments: { accept: ['image/*'], maxBytes: 10_485_760, policy: 'text', maxAudioSeconds: 600 },
     });
     const issues = issuesOf(() => readConfig({ env: { STEERBOT_AGENT_STEERING_MODE: 'some', STEERBOT_AGENT_MAX_STEPS: '0' } }));
     expect(issues.map((i) => i.path).sort()).toEqual(['agents.local-agent.maxSteps', 'agents.local-agent.steeringMode']);

@@ -4,7 +4,8 @@
  * steering it pulls) get their attachments' bytes as AI SDK image and file
  * parts, fetched through the conversation's channel (`fetchAttachment`) and
  * kept in a bounded in-memory cache so a file is fetched once per process.
- * The files of one prompt are fetched (and transcribed) concurrently.
+ * The files of one prompt are fetched (and transcribed) concurrently, as
+ * far as their shares of the prompt's bytes allow.
  * Earlier turns keep their text placeholders: the prompt prefix stays the
  * same from run to run, and old images are not paid for again.
  *
@@ -19,12 +20,23 @@
  * stands on one line in its placeholder's place, and the message is rendered
  * again by the projection, so it is framed and escaped exactly as the
  * message's text is: in a group, it cannot leave its sender's frame.
+ *
+ * What a stranger can send is bounded: a file goes to the model under the
+ * type its bytes show (`contentTypeOf`: an image only as PNG, JPEG, GIF or
+ * WebP, whatever its name or sender says, so no SVG or HTML goes as one);
+ * the files of one prompt hold at most `maxTotalBytes` together, also while
+ * they download (`PromptBytes`); audio is transcribed only up to
+ * `maxAudioSeconds` by its container, and each transcription is charged to
+ * the run's budgets (`RunRecord.spent`).
  */
 import { createHash } from 'node:crypto';
 import { type FilePart, type ImagePart, type ModelMessage, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
 import type { Logger } from 'pino';
 import { type Attachment, type FetchedFile, InvalidInputError, type MessageReceived, type SeqEntry } from 'steerbot/plugin';
-import { type RunContext, untrusted, userMessage } from 'steerbot/runner';
+import { compaction, type RunContext, requestsReached, untrusted, userMessage } from 'steerbot/runner';
+import { audioSeconds } from './audio-length.js';
+import { contentTypeOf } from './file-types.js';
+import { bytesInPrompt, PromptBytes } from './prompt-bytes.js';
 
 /** What to do with an attachment the model cannot get. */
 export type AttachmentPolicy = 'omit' | 'text' | 'error';
@@ -33,12 +45,20 @@ export type AttachmentPolicy = 'omit' | 'text' | 'error';
 export interface AttachmentSettings {
   /** Largest file fetched, in bytes. Default 10 MiB. */
   maxBytes?: number;
+  /**
+   * Most bytes of files one prompt carries, the files of its earlier steered
+   * messages included; a file past it gets the policy. Its downloads hold no
+   * more at once either. Default twice `maxBytes`.
+   */
+  maxTotalBytes?: number | undefined;
   /** Media types the model accepts (`image/*`, `application/pdf`). Default `['image/*']`. */
   accept?: string[];
   /** For a file not accepted, too large or not fetchable. Default `text`. */
   policy?: AttachmentPolicy;
   /** Bytes kept in the fetch cache (least recently used dropped first). Default 64 MiB. */
   cacheBytes?: number;
+  /** Longest voice note or audio file transcribed, in seconds, by its container (read before it is sent). Default 600. */
+  maxAudioSeconds?: number;
 }
 
 /** State key prefix of transcripts (one key per audio file). */
@@ -47,12 +67,31 @@ export const TRANSCRIPT_KEY = 'local-agent.transcript';
 /** Longest transcript kept, in characters. */
 const MAX_TRANSCRIPT_CHARS = 20_000;
 
-export const ATTACHMENT_DEFAULTS = { maxBytes: 10 * 1024 * 1024, accept: ['image/*'], policy: 'text', cacheBytes: 64 * 1024 * 1024 } as const;
+export const ATTACHMENT_DEFAULTS = {
+  maxBytes: 10 * 1024 * 1024,
+  accept: ['image/*'],
+  policy: 'text',
+  cacheBytes: 64 * 1024 * 1024,
+  maxAudioSeconds: 600,
+} as const;
+
+/** Tokens a second of transcribed audio is charged to the budgets as (audio input tokens as OpenAI counts them: one per 100 ms). */
+export const AUDIO_TOKENS_PER_SECOND = 10;
 
 /** Text sent when the policy is `error` and a file cannot go to the model. */
 export function unsupportedAttachmentMessage(a: Attachment, mediaType: string | undefined): string {
-  const what = a.name ? `“${a.name}”` : `this ${a.kind}`;
-  return `Sorry, I can't read ${what}${mediaType ? ` (${mediaType})` : ''}: the model does not support that file type or size. Please send it as text or in another format.`;
+  const name = a.name === undefined ? '' : inert(a.name);
+  const what = name ? `\`${name}\`` : `this ${a.kind}`;
+  const type = mediaType === undefined ? '' : inert(mediaType);
+  return `Sorry, I can't read ${what}${type ? ` (\`${type}\`)` : ''}: the model does not support that file type or size. Please send it as text or in another format.`;
+}
+
+/**
+ * A sender's file name or type as the notice repeats it, inside a code span: one line of at most 100
+ * characters without backticks, so no channel's formatting makes a link, a mention or markup of it.
+ */
+function inert(text: string): string {
+  return untrusted.oneLine(text).replaceAll('`', "'").slice(0, 100).trim();
 }
 
 /** One attachment as the prompt gets it: a part, a transcript, or nothing (the policy applies). */
@@ -60,7 +99,7 @@ type Resolved = { kind: 'part'; part: ImagePart | FilePart } | { kind: 'transcri
 
 /** Expands attachments into model parts; one per plugin (the cache is shared by its runs). */
 export class AttachmentParts {
-  private readonly s: Required<AttachmentSettings>;
+  private readonly s: Required<AttachmentSettings> & { maxTotalBytes: number };
   private readonly cache = new Map<string, FetchedFile>();
   private cachedBytes = 0;
   /**
@@ -70,7 +109,8 @@ export class AttachmentParts {
   private readonly inflight = new WeakMap<AbortSignal, Map<string, Promise<FetchedFile | undefined>>>();
 
   constructor(settings: AttachmentSettings = {}) {
-    this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings };
+    const maxBytes = settings.maxBytes ?? ATTACHMENT_DEFAULTS.maxBytes;
+    this.s = { ...ATTACHMENT_DEFAULTS, accept: [...ATTACHMENT_DEFAULTS.accept], ...settings, maxTotalBytes: settings.maxTotalBytes ?? 2 * maxBytes };
   }
 
   /** Bytes the fetch cache holds now (the sum over its files; at most `cacheBytes`). */
@@ -89,9 +129,11 @@ export class AttachmentParts {
     entries: ReadonlyArray<SeqEntry<MessageReceived>>,
     transcriber?: TranscriptionModel,
   ): Promise<string | undefined> {
-    // Every attachment's fetch (or transcription) of a message in the prompt starts at once; the results are applied in order below.
+    // Every attachment's fetch (or transcription) of a message in the prompt starts at once, as far as its share of the
+    // prompt's bytes is free (else it waits for those under way); the results are applied in order below.
     // Two messages with the same text are two user messages: each entry takes the newest one not taken yet.
     const taken = new Set<number>();
+    const bytes = new PromptBytes(this.s.maxTotalBytes - bytesInPrompt(messages));
     const indexes = entries.map((m) => {
       const found = m.attachments?.length ? findUserMessage(messages, m, taken) : NOT_FOUND;
       taken.add(found.index);
@@ -100,10 +142,10 @@ export class AttachmentParts {
     const work = entries.map((m, i) =>
       (indexes[i]!.index === -1 ? [] : (m.attachments ?? [])).map(async (a): Promise<Resolved> => {
         if (a.kind === 'audio' && transcriber) {
-          const transcript = await this.transcript(ctx, a, transcriber);
+          const transcript = await this.transcript(ctx, a, transcriber, bytes);
           if (transcript !== undefined) return { kind: 'transcript', text: transcript };
         }
-        return this.resolve(ctx, a);
+        return this.resolve(ctx, a, bytes);
       }),
     );
     const done = await Promise.all(work.map((w) => Promise.all(w)));
@@ -129,22 +171,41 @@ export class AttachmentParts {
     return got.kind === 'none' && this.s.policy === 'omit' ? null : undefined;
   }
 
-  private async resolve(ctx: RunContext, a: Attachment): Promise<Resolved> {
+  private async resolve(ctx: RunContext, a: Attachment, bytes: PromptBytes): Promise<Resolved> {
     const guessed = a.mime ?? (a.kind === 'image' || a.kind === 'sticker' ? 'image/jpeg' : undefined);
     if (!guessed || !this.accepts(guessed) || (a.size !== undefined && a.size > this.s.maxBytes)) return { kind: 'none', mediaType: guessed };
-    const file = await this.fetch(ctx, a, ctx.logger);
-    if (!file) return { kind: 'none', mediaType: guessed };
-    const told = file.mediaType?.split(';')[0]?.trim();
-    const mediaType = told && told !== 'application/octet-stream' ? told : guessed;
-    if (!this.accepts(mediaType)) return { kind: 'none', mediaType };
-    const part: ImagePart | FilePart = mediaType.startsWith('image/')
-      ? { type: 'image', image: file.data, mediaType }
-      : { type: 'file', data: file.data, mediaType, ...(a.name && { filename: a.name }) };
-    return { kind: 'part', part };
+    const share = this.shareOf(ctx, a);
+    if (!(await bytes.take(share))) {
+      ctx.logger.info({ kind: a.kind, maxTotalBytes: this.s.maxTotalBytes }, 'attachment not sent to the model: the prompt holds maxTotalBytes of files');
+      return { kind: 'none', mediaType: guessed };
+    }
+    let kept = 0;
+    try {
+      const file = await this.fetch(ctx, a, share);
+      if (!file) return { kind: 'none', mediaType: guessed };
+      const told = file.mediaType?.split(';')[0]?.trim().toLowerCase();
+      const declared = told && told !== 'application/octet-stream' ? told : guessed;
+      const mediaType = partType(file.data, declared);
+      if (!mediaType || !this.accepts(mediaType)) return { kind: 'none', mediaType: declared };
+      kept = file.data.byteLength;
+      const part: ImagePart | FilePart = mediaType.startsWith('image/')
+        ? { type: 'image', image: file.data, mediaType }
+        : { type: 'file', data: file.data, mediaType, ...(a.name && { filename: a.name }) };
+      return { kind: 'part', part };
+    } finally {
+      bytes.release(share, kept);
+    }
   }
 
-  private async fetch(ctx: RunContext, a: Attachment, logger: Logger): Promise<FetchedFile | undefined> {
-    const key = `${ctx.run.conversationId}\n${a.ref}`;
+  /** The bytes `a` holds of its prompt's while it is fetched: a cached file's size, else its declared size, at most `maxBytes`. */
+  private shareOf(ctx: RunContext, a: Attachment): number {
+    const cached = this.cache.get(cacheKey(ctx, a));
+    return cached ? cached.data.byteLength : Math.min(a.size ?? this.s.maxBytes, this.s.maxBytes);
+  }
+
+  /** `a`'s bytes, from the cache or fetched with `limit` (its share of the prompt's bytes); undefined when they cannot be had. */
+  private async fetch(ctx: RunContext, a: Attachment, limit: number): Promise<FetchedFile | undefined> {
+    const key = cacheKey(ctx, a);
     const hit = this.cache.get(key);
     if (hit) {
       // Most recently used goes last.
@@ -158,8 +219,8 @@ export class AttachmentParts {
     if (!mine) this.inflight.set(ctx.stop.signal, (mine = new Map()));
     const pending = mine.get(key);
     if (pending) return pending;
-    const get = () => fetchAttachment(a, { maxBytes: this.s.maxBytes, signal: ctx.stop.signal });
-    const fetching = this.fetchAndCache(get, a, key, logger).finally(() => mine.delete(key));
+    const get = () => fetchAttachment(a, { maxBytes: limit, signal: ctx.stop.signal });
+    const fetching = this.fetchAndCache(get, a, key, ctx.logger).finally(() => mine.delete(key));
     mine.set(key, fetching);
     return fetching;
   }
@@ -197,27 +258,70 @@ export class AttachmentParts {
    * when an earlier run made it (transcribed once), else transcribed now and
    * stored. Undefined when it cannot be fetched or transcribed (the policy applies).
    */
-  private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel): Promise<string | undefined> {
-    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(`${ctx.run.conversationId}\n${a.ref}`).digest('hex').slice(0, 32)}`;
+  private async transcript(ctx: RunContext, a: Attachment, model: TranscriptionModel, bytes: PromptBytes): Promise<string | undefined> {
+    const key = `${TRANSCRIPT_KEY}.${createHash('sha256').update(cacheKey(ctx, a)).digest('hex').slice(0, 32)}`;
     const stored = await ctx.state.get(key);
     if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
-    const file = await this.fetch(ctx, a, ctx.logger);
-    if (!file) return undefined;
-    let text: string;
+    // The audio is held while it is transcribed, not kept in the prompt.
+    const share = this.shareOf(ctx, a);
+    if (!(await bytes.take(share))) return undefined;
     try {
-      const result = await transcribe({ model, audio: file.data, abortSignal: ctx.stop.signal, maxRetries: 1 });
-      text = result.text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
+      const file = await this.fetch(ctx, a, share);
+      if (!file) return undefined;
+      const text = await this.transcribe(ctx, file.data, model);
+      if (text !== undefined) await ctx.state.set(key, { text, at: Date.now() });
+      return text;
+    } finally {
+      bytes.release(share, 0);
+    }
+  }
+
+  /**
+   * Transcribes `audio` when its container says it is at most `maxAudioSeconds` long, charging the run's
+   * budgets for its length (and the call's retries the provider may have billed, on a failure).
+   */
+  private async transcribe(ctx: RunContext, audio: Uint8Array, model: TranscriptionModel): Promise<string | undefined> {
+    const seconds = await audioSeconds(audio);
+    if (seconds === undefined || seconds > this.s.maxAudioSeconds) {
+      ctx.logger.info({ seconds, maxAudioSeconds: this.s.maxAudioSeconds }, 'audio not transcribed: its length is unknown or over maxAudioSeconds');
+      return undefined;
+    }
+    let result: Awaited<ReturnType<typeof transcribe>>;
+    try {
+      result = await transcribe({ model, audio, abortSignal: ctx.stop.signal, maxRetries: 1 });
     } catch (err) {
+      const reached = requestsReached(err);
+      if (reached > 0) await ctx.record.spent?.({ inputTokens: reached * audioTokens(seconds) });
       ctx.logger.warn({ err }, 'transcription failed; the model gets the placeholder');
       return undefined;
     }
-    await ctx.state.set(key, { text, at: Date.now() });
+    const text = result.text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
+    // The provider's own count of the audio, when it gives one and it is longer than the container said.
+    const billed = Math.max(seconds, result.durationInSeconds ?? 0);
+    await ctx.record.spent?.({ inputTokens: audioTokens(billed), outputTokens: compaction.estimateTokens(text) });
     return text;
   }
 
   private accepts(mediaType: string): boolean {
     return this.s.accept.some((p) => (p.endsWith('/*') ? mediaType.startsWith(p.slice(0, -1)) : mediaType === p));
   }
+}
+
+/** The cache key of `a`: a file is fetched once per conversation (a ref another conversation names is fetched again). */
+const cacheKey = (ctx: RunContext, a: Attachment): string => `${ctx.run.conversationId}\n${a.ref}`;
+
+/** Tokens `seconds` of audio are charged as. */
+const audioTokens = (seconds: number): number => Math.ceil(seconds * AUDIO_TOKENS_PER_SECOND);
+
+/**
+ * The type a file goes to the model as: the one its bytes show (PNG, JPEG, GIF, WebP, PDF), whatever
+ * was declared; else the declared type, unless it claims an image or a PDF its bytes are not (an SVG,
+ * a page posing as a photo): undefined then. Pure.
+ */
+function partType(data: Uint8Array, declared: string): string | undefined {
+  const shown = contentTypeOf(data);
+  if (shown) return shown;
+  return declared.startsWith('image/') || declared === 'application/pdf' ? undefined : declared;
 }
 
 /** Where `findUserMessage` found a message: its index (-1 when not found) and whether it was rendered with sender names. */

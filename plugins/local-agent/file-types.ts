@@ -3,6 +3,8 @@
  * URL without one, by the answer's content type), and checked against the
  * bytes, so a renamed executable or a page posing as a PDF is refused.
  * Markup a client could run (HTML, SVG) and executables are never sent.
+ * The same signatures tell what an incoming attachment really is
+ * (`contentTypeOf`) before it goes to the model.
  */
 
 /** A type `send_file` sends: its media type and how its content is recognised. */
@@ -46,6 +48,14 @@ const BY_EXTENSION: Record<string, FileType> = {
 /** Content that is never sent, whatever its name says: Windows and ELF executables, scripts with a `#!` line. */
 function executable(bytes: Uint8Array): boolean {
   return startsWith(bytes, 0x4d, 0x5a) || startsWith(bytes, 0x7f, ...ascii('ELF')) || startsWith(bytes, ...ascii('#!'));
+}
+
+/** The types an attachment goes to the model as only when its bytes show them: the images every provider reads, and PDF. */
+const SHOWN_BY_CONTENT = [PNG, JPEG, GIF, WEBP, PDF];
+
+/** The media type `bytes` show when they are a PNG, JPEG, GIF, WebP or PDF file, else undefined. Pure. */
+export function contentTypeOf(bytes: Uint8Array): string | undefined {
+  return SHOWN_BY_CONTENT.find((t) => t.looksLike(bytes))?.mimeType;
 }
 
 /** The extensions `send_file` sends, for its description and refusals. */

@@ -168,6 +168,15 @@ export const localAgentConfigSchema = z.strictObject({
         .max(100 * 1024 * 1024, { error: 'expected at most 104857600 (100 MiB)' })
         .default(ATTACHMENT_DEFAULTS.maxBytes)
         .describe('Largest attachment fetched for the model, in bytes. Default 10 485 760 (10 MiB).'),
+      maxTotalBytes: z
+        .number({ error: 'expected a number' })
+        .int({ error: 'expected an integer' })
+        .min(1024, { error: 'expected an integer >= 1024' })
+        .max(1024 * 1024 * 1024, { error: 'expected at most 1073741824 (1 GiB)' })
+        .optional()
+        .describe(
+          "Most bytes of files one prompt carries (its earlier steered messages' files included), and its downloads hold at once; a file past it gets the `policy`. Default: twice `maxBytes`.",
+        ),
       accept: z
         .array(z.string().regex(/^[a-z]+\/(\*|[\w.+-]+)$/, { error: 'expected a media type like image/* or application/pdf' }))
         .default([...ATTACHMENT_DEFAULTS.accept])
@@ -177,6 +186,11 @@ export const localAgentConfigSchema = z.strictObject({
         .default(ATTACHMENT_DEFAULTS.policy)
         .describe(
           'A file the model does not accept, too large, or not fetchable: `text` (a placeholder naming it), `omit` (left out) or `error` (the user is told the type is not supported). Default `text`.',
+        ),
+      maxAudioSeconds: int(1, 86_400)
+        .default(ATTACHMENT_DEFAULTS.maxAudioSeconds)
+        .describe(
+          'Longest voice note or audio file transcribed (`transcriptionModel`), in seconds, as its container says before anything is sent; a longer one, or one whose length cannot be read, gets the `policy`. Each transcription is charged to the budgets as 10 input tokens a second. Default 600.',
         ),
     })
     .prefault({})

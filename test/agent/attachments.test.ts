@@ -16,6 +16,7 @@ import type { Attachment } from '../../src/record/entries.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { fetchFromTelegram } from '../channels/telegram-harness.js';
+import { oggOpus } from '../helpers/media.js';
 import { CID, fakeModel, perTestModel, RunnerHarness } from '../runner/harness.js';
 
 const t = perTestModel();
@@ -27,8 +28,8 @@ afterEach(async () => {
   await tg.close();
 });
 
-/** A small PNG-ish payload (the bytes only have to survive the trip). */
-const PHOTO = Uint8Array.from({ length: 3000 }, (_, i) => (i * 7) % 256);
+/** A small PNG: its signature, then bytes that only have to survive the trip. */
+const PHOTO = Uint8Array.from({ length: 3000 }, (_, i) => (i < 8 ? [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a][i]! : (i * 7) % 256));
 
 /** The local agent with the harness's outbound able to fetch files from the fake Telegram. */
 async function start(attachments?: AttachmentSettings, transcription?: string): Promise<RunnerHarness> {
@@ -93,7 +94,8 @@ describe('attachments', () => {
   });
 
   it('fetches the files of one prompt concurrently, each once, and keeps their order', async () => {
-    const other = Uint8Array.from({ length: 2000 }, (_, i) => (i * 11) % 256);
+    // A JPEG's signature (FF D8 FF), then bytes.
+    const other = Uint8Array.from({ length: 2000 }, (_, i) => (i < 3 ? [0xff, 0xd8, 0xff][i]! : (i * 11) % 256));
     tg.addFile('photo-a', PHOTO, { mime: 'image/png' });
     tg.addFile('photo-b', other, { mime: 'image/jpeg' });
     const h = await start();
@@ -134,7 +136,7 @@ describe('attachments', () => {
       reason: RUN_REASON.attachmentUnsupported,
     });
     expect(t.fake.requests).toHaveLength(0);
-    expect(h.outbound.texts).toEqual([expect.stringContaining("can't read “scan.png”")]);
+    expect(h.outbound.texts).toEqual([expect.stringContaining("can't read `scan.png`")]);
     expect(tg.fileDownloads).toEqual([]); // refused from getFile's size, before downloading
   });
 
@@ -154,7 +156,7 @@ describe('attachments', () => {
   });
 
   it('transcribes a voice note once when a transcription model is configured, and keeps the transcript in conversation state', async () => {
-    const VOICE = Buffer.from('OggS fake opus voice note '.repeat(40));
+    const VOICE = oggOpus(2000, 'fake opus voice note');
     tg.addFile('voice-1', VOICE, { mime: 'audio/ogg' });
     const h = await start(undefined, 'whisper-1');
     t.fake.script([{ text: 'Got it.' }, { text: 'Still got it.' }]);

@@ -89,7 +89,7 @@ describe('feishu files in', () => {
     await feishu.waitUntil(() => feishu.sent.length === 1, 15_000, 'the reply');
     await h.idle(15_000, CID);
 
-    expect(texts()).toEqual([expect.stringContaining("can't read “big.pdf” (application/pdf)")]);
+    expect(texts()).toEqual([expect.stringContaining("can't read `big.pdf` (`application/pdf`)")]);
     expect(ai.requests).toHaveLength(0);
     // Asked for, and refused by its size: the platform answered, the bytes were not taken.
     expect(resources.requests).toEqual([{ messageId: 'om_big1', key: 'file_v3_big', type: 'file', status: 200 }]);

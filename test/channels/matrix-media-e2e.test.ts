@@ -15,6 +15,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { type FakeMatrix, MATRIX_ALICE, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { oggOpus } from '../helpers/media.js';
 import { fakeModel, RunnerHarness } from '../runner/harness.js';
 import { startMatrixSystem, untilSyncing } from './matrix-harness.js';
 
@@ -80,7 +81,7 @@ describe('matrix attachments in', () => {
   it('transcribes a voice message for the model', async () => {
     await start({ transcriptionModel: (s: ModelSettings) => createTranscriptionModel({ ...s, baseURL: ai.url }, 'whisper-1') });
     ai.script([{ text: 'Noted.' }]);
-    const VOICE = Buffer.from('OggS a voice note');
+    const VOICE = oggOpus(2000, 'a voice note');
     const mxc = matrix.media.add(VOICE, 'audio/ogg');
     matrix.message(room, MATRIX_ALICE, 'Voice message', {
       msgtype: 'm.audio',

@@ -13,6 +13,7 @@ import type { ChannelPlugin } from '../../src/channel.js';
 import type { RunQueue } from '../../src/protocol/run-queue.js';
 import { type FakeOpenAIServer, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeWhatsApp, messageDelivery, postDelivery, startFakeWhatsApp, WA_ALICE, wamid } from '../../testing/fakes/whatsapp-server.js';
+import { PNG } from '../helpers/media.js';
 import { fakeModel, gatedTool, RunnerHarness, refundTool } from '../runner/harness.js';
 import { startWhatsAppSystem } from './whatsapp-harness.js';
 
@@ -172,7 +173,7 @@ describe('whatsapp end to end', () => {
   });
 
   it('fetches an image through the Graph media endpoint and gives it to the model', async () => {
-    const bytes = Buffer.from('\x89PNG fake image bytes for the model');
+    const bytes = PNG;
     wa.addMedia('media-77', bytes, 'image/png');
     ai.script([{ text: 'A nice picture.' }]);
     expect(await deliver(messageDelivery({ media: { type: 'image', id: 'media-77', mimeType: 'image/png', caption: 'what is this?' } }))).toBe(200);

@@ -10,9 +10,12 @@ import { z } from 'zod';
 import { runnerFeatures } from '../../app/features/index.js';
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
 import { createChannelHost } from '../../host/receive.js';
+import type { AttachmentSettings } from '../../plugins/local-agent/attachments.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
 import { startRunner } from '../../runner/main.js';
+import { createTranscriptionModel } from '../../runner/model.js';
+import type { ModelSettings } from '../../runner/plugin.js';
 import type { AgentTool } from '../../runner/tools/agent-tool.js';
 import type { CoreConfig } from '../../src/config/load.js';
 import { accessSchema } from '../../src/config/schema.js';
@@ -74,6 +77,10 @@ export interface TelegramSystemOptions {
   subagents?: boolean;
   /** Config `access` (as written in a file). Default: every channel open. */
   access?: z.input<typeof accessSchema>;
+  /** The local agent's `attachments` settings. Default: its defaults. */
+  attachments?: AttachmentSettings;
+  /** The local agent's `transcriptionModel`, at the fake model server. Default: none (voice notes stay placeholders). */
+  transcriptionModel?: string;
 }
 
 /** What the system shares across restarts. */
@@ -162,7 +169,13 @@ async function startProcesses(shared: Shared, config: CoreConfig, o: TelegramSys
   await telegram.start(host);
   await http.ready();
   const runner = await startRunner(ctx, {
-    plugin: createLocalAgentPlugin({ model: fakeModel(model.url), maxRetries: 0, ...(o.tools && { tools: o.tools }) }),
+    plugin: createLocalAgentPlugin({
+      model: fakeModel(model.url),
+      maxRetries: 0,
+      ...(o.tools && { tools: o.tools }),
+      ...(o.attachments && { attachments: o.attachments }),
+      ...(o.transcriptionModel && { transcriptionModel: (s: ModelSettings) => createTranscriptionModel({ ...s, baseURL: model.url }, o.transcriptionModel!) }),
+    }),
     channels: [],
     resolveOutbound: (cid) => (cid.startsWith('telegram:') ? telegram.outbound : undefined),
     lockDurationMs: 2000,

@@ -17,6 +17,7 @@ import type { Attachment } from '../../src/record/entries.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { type FakeTelegram, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { fetchFromTelegram } from '../channels/telegram-harness.js';
+import { oggOpus } from '../helpers/media.js';
 import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
 
 /** What each voice note "says", by a marker in its bytes. */
@@ -42,7 +43,7 @@ async function start(attachments?: AttachmentSettings): Promise<RunnerHarness> {
     transcribe: (body) => Object.entries(SPOKEN).find(([ref]) => body.includes(`audio of ${ref};`))?.[1] ?? 'inaudible',
   });
   tg = await startFakeTelegram();
-  for (const ref of Object.keys(SPOKEN)) tg.addFile(ref, Buffer.from(`OggS audio of ${ref}; `.repeat(20)), { mime: 'audio/ogg' });
+  for (const ref of Object.keys(SPOKEN)) tg.addFile(ref, oggOpus(2000, `audio of ${ref};`), { mime: 'audio/ogg' });
   h = await RunnerHarness.start();
   fetchFromTelegram(h, tg);
   const url = fake.url;

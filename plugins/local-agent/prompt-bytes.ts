@@ -1,0 +1,53 @@
+/**
+ * The bytes of files one prompt may carry (`attachments.maxTotalBytes`),
+ * shared by the fetches that fill it. A file holds its share (its declared
+ * size, else `maxBytes`) from before its request until it is done, then
+ * keeps what it weighs when it goes into the prompt and gives the rest back;
+ * a file whose share is not free waits for the fetches under way, and gets
+ * none when none is under way. So the files of a prompt, and the downloads
+ * that fetch them, never hold more than the total at once, however many
+ * files its messages carry.
+ */
+import type { ModelMessage } from 'ai';
+
+/** The bytes left for one prompt's files. */
+export class PromptBytes {
+  private free: number;
+  /** Fetches holding a share now. */
+  private holding = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  /** `free`: bytes the prompt may still take (the total less the files already in it). */
+  constructor(free: number) {
+    this.free = Math.max(0, free);
+  }
+
+  /** Holds `share` bytes, waiting while fetches under way hold what is missing; false when they cannot be had. */
+  async take(share: number): Promise<boolean> {
+    while (share > this.free && this.holding > 0) await new Promise<void>((wake) => this.waiting.push(wake));
+    if (share > this.free) return false;
+    this.free -= share;
+    this.holding++;
+    return true;
+  }
+
+  /** Ends a share taken with `take`: `kept` of its bytes stay taken (the file in the prompt), the rest are free again. */
+  release(share: number, kept: number): void {
+    this.free += share - Math.min(kept, share);
+    this.holding--;
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+}
+
+/** Bytes of the image and file parts `messages` already carry (earlier steered messages of the same run). Pure. */
+export function bytesInPrompt(messages: readonly ModelMessage[]): number {
+  let sum = 0;
+  for (const m of messages) {
+    if (m.role !== 'user' || typeof m.content === 'string') continue;
+    for (const p of m.content) {
+      const data = p.type === 'image' ? p.image : p.type === 'file' ? p.data : undefined;
+      if (data instanceof Uint8Array) sum += data.byteLength;
+    }
+  }
+  return sum;
+}
