@@ -28,6 +28,12 @@ export const discordConfigSchema = z.strictObject({
     .default(false)
     .describe('Stream replies by editing one message in place (at most one edit per 1500 ms). Default false.'),
   reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
+  linkPreviews: z
+    .boolean({ error: 'expected true or false' })
+    .default(false)
+    .describe(
+      "Let Discord embed previews of the links in the bot's messages. Discord's servers fetch a link to build its embed as soon as the message is posted, nobody clicking: a link the model wrote (told to by text it read) carries what it holds to that site. Default false: every message the bot sends or edits, and every answer to a button click, has the `SUPPRESS_EMBEDS` flag.",
+    ),
   answerBots: z.boolean({ error: 'expected true or false' }).default(false).describe('Answer messages written by other bots (never its own). Default false.'),
   maxRateLimitWaitMs: int(0, 600_000)
     .default(10_000)

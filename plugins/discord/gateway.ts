@@ -16,7 +16,7 @@ import { CursorBuffer, cursorsKey, missedMessages } from './catch-up.js';
 import type { DiscordConfig } from './config.js';
 import { InboundQueue } from './inbound-queue.js';
 import { normalizeMessage } from './normalize.js';
-import { toChannelApiError } from './outbound.js';
+import { embedFlags, toChannelApiError } from './outbound.js';
 
 /** Longest wait between two attempts to hand a message to the host, in ms. */
 const MAX_INGEST_RETRY_DELAY_MS = 30_000;
@@ -209,8 +209,15 @@ export class DiscordGateway {
         ...(i.guildId && { group: true }),
       };
       const result = await host.receive(this.channelId, message);
-      if (result.kind === 'command' && result.edit) await i.update({ content: result.edit.slice(0, 2000), components: [] });
-      else await i.reply({ content: (result.kind === 'command' && result.reply) || 'Not allowed here.', flags: MessageFlags.Ephemeral });
+      // The answer holds what the model wrote (an option's label): it pings nobody and embeds no link unless `linkPreviews`.
+      const quiet = { allowedMentions: { parse: [] }, ...embedFlags(this.cfg.linkPreviews) };
+      if (result.kind === 'command' && result.edit) await i.update({ content: result.edit.slice(0, 2000), components: [], ...quiet });
+      else
+        await i.reply({
+          content: (result.kind === 'command' && result.reply) || 'Not allowed here.',
+          allowedMentions: quiet.allowedMentions,
+          flags: MessageFlags.Ephemeral | (quiet.flags ?? 0),
+        });
     } catch (err) {
       this.logger.warn({ error: this.describe(err), interaction: i.id }, 'discord: could not handle a button click');
     }

@@ -5,7 +5,7 @@
  * through it too).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { DiscordAPIError, HTTPError, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
+import { DiscordAPIError, HTTPError, MessageFlags, type RateLimitData, RateLimitError, REST, Routes } from 'discord.js';
 import type { ChannelOutbound, EditOptions, OutboundFile, SendFileOptions, SendOptions } from 'steerbot/channel';
 import { ChannelApiError, fetchUrlFile, InvalidInputError, redactSecrets, staleReactions } from 'steerbot/plugin';
 import { isGuildAdmin } from './admins.js';
@@ -61,13 +61,20 @@ function isDiscordFileUrl(ref: string, apiBase: string): boolean {
   return (url.protocol === 'https:' && DISCORD_FILE_HOSTS.has(url.hostname)) || url.origin === new URL(apiBase).origin;
 }
 
-/** The create-message body: no pings but the replied user, buttons as one action row, the delivery key as an enforced nonce. */
-function messageBody(channel: string, text: string, opts: SendOptions): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    content: text,
-    // Model output must never ping @everyone, roles or users; the person answered is pinged by the reply itself.
-    allowed_mentions: { parse: [], replied_user: true },
-  };
+/** Model output must never ping @everyone, roles or users; the person answered is pinged by the reply itself. */
+const NO_PINGS = { parse: [], replied_user: true };
+
+/**
+ * The flags of every message the bot sends or edits: no link embeds unless
+ * the operator turned previews on (`linkPreviews`). Discord fetches a link
+ * to embed it at once, so a link the model wrote would carry what it holds
+ * to that site with nobody clicking.
+ */
+export const embedFlags = (linkPreviews: boolean): { flags?: number } => (linkPreviews ? {} : { flags: MessageFlags.SuppressEmbeds });
+
+/** The create-message body: no pings but the replied user, no embeds unless `linkPreviews`, buttons as one action row, the delivery key as an enforced nonce. */
+function messageBody(channel: string, text: string, opts: SendOptions, linkPreviews: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = { content: text, allowed_mentions: NO_PINGS, ...embedFlags(linkPreviews) };
   if (opts.replyTo) body.message_reference = { message_id: opts.replyTo, channel_id: channel, fail_if_not_exists: false };
   if (opts.buttons?.length) {
     // One action row; a click comes back as an interaction whose custom id is the command.
@@ -92,12 +99,14 @@ function messageBody(channel: string, text: string, opts: SendOptions): Record<s
 /** A file name as a multipart header can carry it (quotes, backslashes and line breaks replaced). */
 const partName = (name: string) => name.replace(/["\\\r\n]/g, '_');
 
-/** The create-message body of a file: its caption as content, one attachment, no pings, the delivery key as an enforced nonce. */
-function fileBody(channel: string, file: OutboundFile, opts: SendFileOptions): Record<string, unknown> {
-  const { content: _, ...body } = messageBody(channel, '', {
-    ...(opts.replyTo && { replyTo: opts.replyTo }),
-    ...(opts.deliveryKey && { deliveryKey: opts.deliveryKey }),
-  });
+/** The create-message body of a file: its caption as content, one attachment, no pings, no embeds of the caption's links unless `linkPreviews`, the delivery key as an enforced nonce. */
+function fileBody(channel: string, file: OutboundFile, opts: SendFileOptions, linkPreviews: boolean): Record<string, unknown> {
+  const { content: _, ...body } = messageBody(
+    channel,
+    '',
+    { ...(opts.replyTo && { replyTo: opts.replyTo }), ...(opts.deliveryKey && { deliveryKey: opts.deliveryKey }) },
+    linkPreviews,
+  );
   return {
     ...body,
     ...(file.caption && { content: file.caption.slice(0, DISCORD_MAX_MESSAGE_CHARS) }),
@@ -163,7 +172,7 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     async send(conversationId: string, text: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
       const channel = channelIdOf(channelId, conversationId);
       checkText(text);
-      const body = messageBody(channel, text, opts);
+      const body = messageBody(channel, text, opts, config.linkPreviews);
       const sent = await call<{ id: string }>('send', () => rest.post(Routes.channelMessages(channel), { body }));
       return { messageId: sent.id };
     },
@@ -171,7 +180,7 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     // A message with the file attached (multipart, `files[0]`): Discord shows an image inline, anything else as a download.
     async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}): Promise<{ messageId: string }> {
       const channel = channelIdOf(channelId, conversationId);
-      const request = multipartMessage(fileBody(channel, file, opts), file);
+      const request = multipartMessage(fileBody(channel, file, opts, config.linkPreviews), file);
       const sent = await call<{ id: string }>('sendFile', () =>
         rest.post(Routes.channelMessages(channel), { body: request.body, passThroughBody: true, headers: { 'Content-Type': request.contentType } }),
       );
@@ -183,7 +192,9 @@ export function createDiscordOutbound(channelId: string, config: DiscordConfig, 
     async edit(conversationId: string, messageId: string, text: string, _opts?: EditOptions): Promise<void> {
       const channel = channelIdOf(channelId, conversationId);
       checkText(text);
-      await call('edit', () => rest.patch(Routes.channelMessage(channel, messageId), { body: { content: text } }));
+      // An edit's text is the model's too: the same pings and embeds as a send.
+      const body = { content: text, allowed_mentions: NO_PINGS, ...embedFlags(config.linkPreviews) };
+      await call('edit', () => rest.patch(Routes.channelMessage(channel, messageId), { body }));
     },
 
     async typing(conversationId: string): Promise<void> {

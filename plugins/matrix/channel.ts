@@ -42,6 +42,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
     redis: deps.redis,
     prefix: deps.prefix,
     reactions: cfg.reactions,
+    linkPreviews: cfg.linkPreviews,
     maxFileBytes: cfg.maxFileBytes,
     mediaTimeoutMs: cfg.mediaTimeoutMs,
     logger,

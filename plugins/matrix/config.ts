@@ -28,6 +28,12 @@ export const matrixConfigSchema = z.strictObject({
   streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (`m.replace`, throttled). Default false.'),
   streamEditIntervalMs: int(250, 60_000).default(1500).describe('Least time between two streaming edits of one message, in ms. Default 1500.'),
   reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
+  linkPreviews: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Let clients preview the links in the bot's messages. A client asks its homeserver for a preview as it shows a message, nobody clicking, and the homeserver fetches the link: a link the model wrote (told to by text it read) carries what it holds to that site. Default false: every message says it has no previews (an empty `com.beeper.linkpreviews`, MSC4095), which clients that read it honour; others preview by their own and the room's settings.",
+    ),
   syncTimeoutMs: int(1000, 60_000).default(30_000).describe('Long-poll timeout of one `/sync` call, in ms. Default 30 000.'),
   syncLeaseMs: int(1000, 600_000)
     .default(60_000)

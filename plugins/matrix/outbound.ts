@@ -53,6 +53,8 @@ export interface MatrixOutboundOptions {
   streamEditIntervalMs?: number;
   /** Status reactions on the person's messages; absent or false: none. */
   reactions?: ReactionsSetting;
+  /** Let clients preview the links in the bot's messages (`linkPreviews`). Default false. */
+  linkPreviews?: boolean;
   /** Largest file sent until the homeserver names its own limit, in bytes. */
   maxFileBytes: number;
   /** Timeout of one upload or download, in ms. */
@@ -66,9 +68,20 @@ const UPLOAD_MEMORY = 256;
 /** Largest event content sent with its `formatted_body`, in bytes of JSON (an event holds at most 65 536 with its envelope); past it the plain text goes alone. */
 const FORMATTED_MAX_BYTES = 60_000;
 
-/** `m.text` content of `text`: with the Markdown rendered as `formatted_body` when `format` asks and it fits. */
-function textContent(text: string, format: EditOptions['format']): Record<string, unknown> {
-  const content: Record<string, unknown> = { msgtype: 'm.text', body: text };
+/**
+ * What a message says of its link previews: none (an empty MSC4095 bundle, which clients that read it take as
+ * "show no preview", asking their homeserver for none) unless the operator turned them on. A homeserver fetches
+ * what it previews as a client shows the message, so a link the model wrote would carry what it holds to that
+ * site with nobody clicking.
+ */
+const previewsOf = (linkPreviews: boolean | undefined): Record<string, unknown> => (linkPreviews ? {} : { 'com.beeper.linkpreviews': [] });
+
+/**
+ * `m.text` content of `text`: with the Markdown rendered as `formatted_body` when `format` asks and it fits;
+ * mentioning nobody (an edit's `m.new_content` too) and without link previews unless `linkPreviews`.
+ */
+function textContent(text: string, format: EditOptions['format'], linkPreviews: boolean | undefined): Record<string, unknown> {
+  const content: Record<string, unknown> = { msgtype: 'm.text', body: text, 'm.mentions': {}, ...previewsOf(linkPreviews) };
   if (format !== 'markdown') return content;
   const formatted = { ...content, format: 'org.matrix.custom.html', formatted_body: markdownToMatrixHtml(text) };
   return Buffer.byteLength(JSON.stringify(formatted)) <= FORMATTED_MAX_BYTES ? formatted : content;
@@ -112,7 +125,7 @@ export function isModerator(powerLevels: Record<string, unknown>, userId: string
 async function sendText(o: MatrixOutboundOptions, conversationId: string, text: string, opts: SendOptions): Promise<{ messageId: string }> {
   const roomId = roomIdOf(o.channelId, conversationId);
   checkLength(text);
-  const content = textContent(text, opts.format);
+  const content = textContent(text, opts.format, o.linkPreviews);
   const threadRoot = threadOf(o.channelId, conversationId);
   const relation = threadRelation(threadRoot, opts.replyTo);
   if (relation) content['m.relates_to'] = relation;
@@ -161,7 +174,8 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
         if (uploaded.size > UPLOAD_MEMORY) uploaded.delete(uploaded.keys().next().value as string);
       }
       const txnId = key === undefined ? randomUUID() : txnIdOf(key);
-      const content = fileContent(file, mxc);
+      // A caption is the model's text too: no previews of its links.
+      const content = { ...fileContent(file, mxc), ...previewsOf(o.linkPreviews) };
       const relation = threadRelation(threadOf(channelId, conversationId), opts.replyTo);
       if (relation) content['m.relates_to'] = relation;
       const messageId = await sendEvent(client, roomId, 'm.room.message', txnId, content);
@@ -185,7 +199,8 @@ export function createMatrixOutbound(o: MatrixOutboundOptions): ChannelOutbound 
       await sendEvent(client, roomId, 'm.room.message', randomUUID(), {
         msgtype: 'm.text',
         body: `* ${fallback}`,
-        'm.new_content': textContent(text, opts.format),
+        ...previewsOf(o.linkPreviews),
+        'm.new_content': textContent(text, opts.format, o.linkPreviews),
         'm.relates_to': { rel_type: 'm.replace', event_id: messageId },
       });
     },

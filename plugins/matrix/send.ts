@@ -16,7 +16,13 @@ export function eventIdOf(answer: Record<string, unknown>): string {
   return answer.event_id;
 }
 
-/** Sends one event of `type` under `txnId`; returns its event id. */
+/**
+ * Sends one event of `type` under `txnId`; returns its event id. The event
+ * mentions nobody (`m.mentions: {}`, unless `content` names its own): with
+ * it, servers and clients apply no body-based rule, so an `@room` or a
+ * display name in text the model wrote notifies no one.
+ */
 export async function sendEvent(client: MatrixClient, roomId: string, type: string, txnId: string, content: Record<string, unknown>): Promise<string> {
-  return eventIdOf(await client.call(`send ${type}`, 'PUT', `rooms/${seg(roomId)}/send/${seg(type)}/${seg(txnId)}`, { body: content }));
+  const body = { ...content, 'm.mentions': content['m.mentions'] ?? {} };
+  return eventIdOf(await client.call(`send ${type}`, 'PUT', `rooms/${seg(roomId)}/send/${seg(type)}/${seg(txnId)}`, { body }));
 }

@@ -41,6 +41,7 @@ export function createSlackPlugin(config: SlackConfigInput, deps: ChannelDeps): 
     token: cfg.botToken,
     ...(cfg.streaming && { streamEditIntervalMs: cfg.streamEditIntervalMs }),
     ...(cfg.reactions && { reactions: cfg.reactions }),
+    linkPreviews: cfg.linkPreviews,
     fileOrigins: [new URL(cfg.apiUrl).origin, ...cfg.filesOrigins.map((u) => new URL(u).origin)],
     logger,
     ...(fetchFn && { fetch: fetchFn }),

@@ -64,6 +64,12 @@ export const slackConfigSchema = z
     admins: idList.describe('Deprecated: use `access.channels.slack.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(true).describe('Stream replies by editing one message in place with `chat.update` (throttled). Default true.'),
     reactions: reactionsSetting({ taken: 'eyes', answered: 'white_check_mark', failed: 'x' }),
+    linkPreviews: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Let Slack unfurl links and media in the bot's messages (`unfurl_links`, `unfurl_media`). Slack's servers fetch an unfurled link as soon as the message is posted, nobody clicking: a link the model wrote (told to by text it read) carries what it holds to that site. Default false: both off on every `chat.postMessage`.",
+      ),
     streamEditIntervalMs: z
       .number()
       .int()

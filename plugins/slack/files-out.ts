@@ -11,6 +11,7 @@ import type { OutboundFile } from 'steerbot/channel';
 import { ChannelApiError, retryAfterMs } from 'steerbot/plugin';
 import { call } from './api.js';
 import type { SlackTarget } from './conversation.js';
+import { escapeText } from './mrkdwn.js';
 
 /** Largest file Slack takes, in bytes (1 GB). */
 export const SLACK_MAX_FILE_BYTES = 1024 * 1024 * 1024;
@@ -37,7 +38,8 @@ export async function uploadFile(o: SlackFileUpload, target: SlackTarget, file: 
       web.files.completeUploadExternal({
         files: [{ id: got.file_id!, title: file.name }],
         ...destination,
-        ...(file.caption && { initial_comment: file.caption }),
+        // The caption is plain text: escaped, so no markup in it pings anyone.
+        ...(file.caption && { initial_comment: escapeText(file.caption) }),
       }),
     token,
   );

@@ -12,6 +12,7 @@ import { call } from './api.js';
 import { textBlock } from './blocks.js';
 import { parseConversationId, THREAD_KEY } from './conversation.js';
 import { slackBlockActionsSchema, slackMessageEventSchema } from './event-schema.js';
+import { escapeText } from './mrkdwn.js';
 import { type BotIdentity, normalizeClick, normalizeMessage } from './normalize.js';
 
 /** How long a thread stays known without a new message in it, in seconds (refreshed by every message). */
@@ -82,7 +83,8 @@ export class SlackInbound {
     c: { channel: string; messageTs: string | undefined; userId: string; message: { conversationId: string } },
     result: ReceiveResult,
   ): Promise<void> {
-    const reply = result.kind === 'command' ? result.reply : result.kind === 'ignored' ? 'Not allowed here.' : '';
+    // Both are plain text holding what the model wrote (an option's label): escaped, so no markup in them pings anyone.
+    const reply = escapeText(result.kind === 'command' ? result.reply : result.kind === 'ignored' ? 'Not allowed here.' : '');
     const thread = parseConversationId(this.channelId, c.message.conversationId).threadTs;
     if (reply) {
       await call(
@@ -92,7 +94,7 @@ export class SlackInbound {
       ).catch((err: unknown) => this.logger.warn({ err }, 'could not answer the button click'));
     }
     if (result.kind === 'command' && result.edit && c.messageTs !== undefined) {
-      const edit = result.edit;
+      const edit = escapeText(result.edit);
       const ts = c.messageTs;
       await call('chat.update', () => this.web.chat.update({ channel: c.channel, ts, text: edit, blocks: [textBlock(edit)] }), this.token).catch(
         (err: unknown) => this.logger.warn({ err }, 'could not edit the message of the button'),

@@ -5,7 +5,13 @@
  * Code blocks and code spans are kept as they are (only escaped).
  */
 
-const escapeText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/**
+ * `s` as Slack text that is shown as written: `&`, `<` and `>` escaped, so
+ * nothing in it is read as markup (`<!channel>`, `<!here>`, `<@U…>` would
+ * notify people, `<url|text>` hides a link). Plain text the bot sends goes
+ * through it too.
+ */
+export const escapeText = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** Inline formatting of one stretch of text without code. */
 function inline(s: string): string {

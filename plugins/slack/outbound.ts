@@ -13,7 +13,7 @@ import { call, platformError, toChannelApiError } from './api.js';
 import { buttonBlocks } from './blocks.js';
 import { parseConversationId } from './conversation.js';
 import { SLACK_MAX_FILE_BYTES, uploadFile } from './files-out.js';
-import { markdownToMrkdwn } from './mrkdwn.js';
+import { escapeText, markdownToMrkdwn } from './mrkdwn.js';
 import { deliveryMetadata, type SlackSelf, sentBefore } from './sent-lookup.js';
 
 /**
@@ -32,6 +32,8 @@ export interface SlackOutboundOptions {
   streamEditIntervalMs?: number;
   /** Status reactions (emoji names, `eyes`) on the person's messages; absent: none. */
   reactions?: ReactionsSetting;
+  /** Let Slack unfurl links and media in the bot's messages (`linkPreviews`). Default false. */
+  linkPreviews?: boolean;
   /** Origins a file URL may have for the bot token to be sent to it. */
   fileOrigins: readonly string[];
   logger: Logger;
@@ -39,7 +41,8 @@ export interface SlackOutboundOptions {
   fetch?: typeof fetch;
 }
 
-const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : text);
+/** The text as Slack gets it: Markdown converted to mrkdwn, plain text escaped; either way no markup the model wrote pings anyone. */
+const render = (text: string, format: 'markdown' | 'plain' | undefined) => (format === 'markdown' ? markdownToMrkdwn(text) : escapeText(text));
 
 /** Who the bot is (`auth.test`), asked once, when a resend first looks for its message or an admin is first asked about; a failed ask is asked again next time. */
 function selfOnce(opts: SlackOutboundOptions): () => Promise<SlackSelf> {
@@ -92,8 +95,9 @@ async function sendReply(
         ...(blocks && { blocks }),
         // The key lets a takeover find this message if our runner dies before recording it (sent-lookup.ts).
         ...(key !== undefined && { metadata: deliveryMetadata(key) }),
-        // Links in answers stay links, not previews that repeat them.
-        unfurl_links: false,
+        // Slack fetches what it unfurls at once (media by default): off unless the operator turned previews on.
+        unfurl_links: opts.linkPreviews === true,
+        unfurl_media: opts.linkPreviews === true,
       }),
     token,
   );

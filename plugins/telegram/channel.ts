@@ -38,6 +38,7 @@ export function createTelegramPlugin(config: TelegramConfigInput, deps: ChannelD
     token: cfg.token,
     streaming: cfg.streaming,
     reactions: cfg.reactions,
+    linkPreviews: cfg.linkPreviews,
     logger,
     apiRoot: cfg.apiRoot,
     ...(deps.fetch && { fetch: deps.fetch }),

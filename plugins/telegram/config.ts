@@ -55,6 +55,12 @@ export const telegramConfigSchema = z
     allowedChats: idList.describe('Deprecated: use `access.channels.telegram.groups` / `users` (translated at load).').meta({ deprecated: true }),
     admins: idList.describe('Deprecated: use `access.channels.telegram.admins` (translated at load).').meta({ deprecated: true }),
     streaming: z.boolean().default(false).describe('Stream replies by editing one message in place (throttled). Default false.'),
+    linkPreviews: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Let Telegram show link previews under the bot's messages. Telegram's servers fetch a link to build its preview as soon as the message is sent, nobody clicking: a link the model wrote (told to by text it read) carries what it holds to that site. Default false: every message the bot sends or edits has `link_preview_options.is_disabled`.",
+      ),
     reactions: reactionsSetting({ taken: '👀', answered: '👍', failed: '😢' }),
     registerCommands: z.boolean().default(true).describe('Register /stop, /new, /compact, /queue, /status with `setMyCommands` at start. Default true.'),
     pollingLeaseMs: z

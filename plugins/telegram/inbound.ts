@@ -18,6 +18,7 @@ import { InvalidInputError, pluginMetrics, replayWindowSeconds, staleDelivery, s
 import type { TelegramConfig } from './config.js';
 import { toChannelApiError } from './errors.js';
 import { type BotIdentity, normalizeUpdate } from './normalize.js';
+import { linkPreviewsOf } from './outbound.js';
 import { telegramPoller } from './poller.js';
 import { type TelegramUpdate, telegramUpdateSchema } from './update-schema.js';
 import { registerWebhookRoute } from './webhook.js';
@@ -168,7 +169,8 @@ export class TelegramInbound {
     );
     if (result.kind === 'command' && result.edit) {
       const edit = result.edit;
-      await this.call('editMessageText', () => this.api.editMessageText(b.chatId, b.messageId, edit.slice(0, 4096))).catch((err: unknown) =>
+      const previews = linkPreviewsOf(this.cfg.linkPreviews);
+      await this.call('editMessageText', () => this.api.editMessageText(b.chatId, b.messageId, edit.slice(0, 4096), previews)).catch((err: unknown) =>
         this.logger.warn({ err }, 'could not edit the message of the button'),
       );
     }

@@ -46,6 +46,8 @@ export interface TelegramOutboundOptions {
   streaming: boolean;
   /** Status reactions on the person's messages (`react`). Default none. */
   reactions?: ReactionsSetting;
+  /** Let Telegram preview links in the bot's messages (`linkPreviews`). Default false: previews off. */
+  linkPreviews?: boolean;
   logger: Logger;
   /** Bot API root files are downloaded from (`<apiRoot>/file/bot<token>/<file_path>`). Default `https://api.telegram.org`. */
   apiRoot?: string;
@@ -65,6 +67,14 @@ function isChatOf(channelId: string, conversationId: string): boolean {
     return false;
   }
 }
+
+/**
+ * The link preview options of every text the bot sends or edits: previews
+ * off unless the operator turned them on. Telegram fetches a previewed link
+ * at once, so a link the model wrote would carry what it holds to that site
+ * with nobody clicking. An edit without them previews its links again.
+ */
+export const linkPreviewsOf = (linkPreviews: boolean | undefined) => (linkPreviews ? {} : { link_preview_options: { is_disabled: true } });
 
 /** The thread a message goes to, as Telegram's methods take it. */
 const threadOf = (t: TelegramTarget) => (t.threadId !== undefined ? { message_thread_id: t.threadId } : {});
@@ -94,6 +104,7 @@ async function sendText(opts: TelegramOutboundOptions, conversationId: string, t
   const target = parseConversationId(channelId, conversationId);
   const base = {
     ...threadOf(target),
+    ...linkPreviewsOf(opts.linkPreviews),
     // Buttons as an inline keyboard; a click comes back as a callback query carrying the command.
     ...(sendOpts.buttons?.length && { reply_markup: { inline_keyboard: keyboardRows(sendOpts.buttons) } }),
     ...replyOf(sendOpts.replyTo),
@@ -130,9 +141,10 @@ async function editText(opts: TelegramOutboundOptions, conversationId: string, m
   const { api, token, channelId, logger } = opts;
   const target = parseConversationId(channelId, conversationId);
   const id = Number(messageId);
+  const previews = linkPreviewsOf(opts.linkPreviews);
   if (editOpts.format === 'markdown') {
     try {
-      await api.editMessageText(target.chatId, id, markdownToTelegramHtml(text), { parse_mode: 'HTML' });
+      await api.editMessageText(target.chatId, id, markdownToTelegramHtml(text), { ...previews, parse_mode: 'HTML' });
       return;
     } catch (err) {
       if (isTelegramError(err, 400, NOT_MODIFIED)) return;
@@ -141,7 +153,7 @@ async function editText(opts: TelegramOutboundOptions, conversationId: string, m
     }
   }
   try {
-    await api.editMessageText(target.chatId, id, text);
+    await api.editMessageText(target.chatId, id, text, previews);
   } catch (err) {
     if (isTelegramError(err, 400, NOT_MODIFIED)) return;
     throw toChannelApiError(err, 'editMessageText', token);

@@ -46,6 +46,7 @@ export function createWhatsAppPlugin(config: WhatsAppConfigInput, deps: ChannelD
     phoneNumberId: cfg.phoneNumberId,
     typingRefreshMs: cfg.typingRefreshMs,
     ...(cfg.reactions && { reactions: cfg.reactions }),
+    linkPreviews: cfg.linkPreviews,
   });
   const inbound = new WhatsAppInbound({ ...common, cfg, outbound });
   // The route stays with the host's server; readiness is whether it was registered.

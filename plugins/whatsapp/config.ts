@@ -56,6 +56,12 @@ export const whatsappConfigSchema = z.strictObject({
     .describe('Least time between two read receipts with the typing indicator in one conversation, in ms (WhatsApp shows it up to 25 s). Default 20 000.'),
   timeoutMs: int(1000, 120_000).default(15_000).describe('Timeout of one Graph API call, in ms. Default 15 000.'),
   reactions: reactionsSetting({ taken: '👀', answered: '✅', failed: '❌' }),
+  linkPreviews: z
+    .boolean({ error: 'expected true or false' })
+    .default(false)
+    .describe(
+      "Let WhatsApp show a preview of the first link in the bot's text messages (`preview_url`). WhatsApp fetches a previewed link as the message is sent, nobody clicking: a link the model wrote (told to by text it read) carries what it holds to that site. Default false.",
+    ),
 });
 
 /** WhatsApp channel settings after defaults. */

@@ -56,13 +56,24 @@ export interface WhatsAppOutboundOptions {
   now?: () => number;
   /** Status reactions on the person's messages; absent: none. */
   reactions?: ReactionsSetting;
+  /** Let WhatsApp preview the first link of a text message (`linkPreviews`). Default false. */
+  linkPreviews?: boolean;
 }
 
-/** The `messages` request body of one reply: text, or reply buttons under a body (buttons past three are named in the body). */
-export function messageBody(to: string, text: string, buttons: readonly MessageButton[] | undefined, replyTo: string | undefined): Record<string, unknown> {
+/**
+ * The `messages` request body of one reply: text, or reply buttons under a body (buttons past three are named in the body).
+ * `previews`: a text message's first link previewed (`preview_url`), which WhatsApp fetches as it sends it; off unless the operator turned it on.
+ */
+export function messageBody(
+  to: string,
+  text: string,
+  buttons: readonly MessageButton[] | undefined,
+  replyTo: string | undefined,
+  previews: boolean,
+): Record<string, unknown> {
   const base = { messaging_product: 'whatsapp', recipient_type: 'individual', to, ...(replyTo !== undefined && { context: { message_id: replyTo } }) };
   const usable = (buttons ?? []).filter((b) => b.command.length <= BUTTON_ID_MAX);
-  if (usable.length === 0) return { ...base, type: 'text', text: { body: text, preview_url: false } };
+  if (usable.length === 0) return { ...base, type: 'text', text: { body: text, preview_url: previews } };
   const shown = usable.slice(0, MAX_BUTTONS);
   const rest = usable.slice(MAX_BUTTONS);
   const extra = rest.length > 0 ? `\n\n${rest.map((b) => `${b.label}: send ${b.command}`).join('\n')}` : '';
@@ -126,6 +137,7 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
   // failed on a 429 or 5xx) sends only the buttons, so the text is not shown twice.
   const textSent = new Set<string>();
   const messagesPath = `${o.phoneNumberId}/messages`;
+  const previews = o.linkPreviews === true;
 
   async function post(conversationId: string, body: Record<string, unknown>, deliveryKey: string | undefined): Promise<string> {
     try {
@@ -158,14 +170,14 @@ export function createWhatsAppOutbound(o: WhatsAppOutboundOptions): ChannelOutbo
         // Too long for a button message's body: the text goes first, the buttons under a short line after it.
         const key = opts.deliveryKey;
         if (key === undefined || !textSent.has(key)) {
-          await post(conversationId, messageBody(to, body, undefined, replyTo), key);
+          await post(conversationId, messageBody(to, body, undefined, replyTo, previews), key);
           if (key !== undefined) remember(textSent, key, SPLIT_MEMORY);
         }
-        const messageId = await post(conversationId, messageBody(to, 'Choose:', opts.buttons, undefined), key);
+        const messageId = await post(conversationId, messageBody(to, 'Choose:', opts.buttons, undefined, previews), key);
         if (key !== undefined) textSent.delete(key);
         return { messageId };
       }
-      return { messageId: await post(conversationId, messageBody(to, body, opts.buttons, replyTo), opts.deliveryKey) };
+      return { messageId: await post(conversationId, messageBody(to, body, opts.buttons, replyTo, previews), opts.deliveryKey) };
     },
 
     async sendFile(conversationId: string, file: OutboundFile, opts: SendFileOptions = {}) {

@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { type ChannelSettings, createChannelHost } from '../../host/receive.js';
-import { createDiscordPlugin } from '../../plugins/discord/channel.js';
+import { createDiscordPlugin, type DiscordConfigInput } from '../../plugins/discord/channel.js';
 import type { ChannelHost, ChannelOutbound, ChannelPlugin, InboundMessage, ReceiveResult } from '../../src/channel.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import type { Dispatch } from '../../src/protocol/dispatch.js';
@@ -163,11 +163,12 @@ export function realHost(o: RealHostOptions): { receive: (m: InboundMessage) => 
 /**
  * The real Discord plugin against the fake at `apiBase`, on `h`'s Redis, and
  * the real channel host that enqueues its messages as runs on `h`'s queue (no
- * HTTP routes: Discord comes in over the gateway). The caller starts the plugin.
+ * HTTP routes: Discord comes in over the gateway), with `config` over the
+ * defaults. The caller starts the plugin.
  */
-export function discordOnHarness(h: RunnerHarness, apiBase: string): { plugin: ChannelPlugin; host: ChannelHost } {
+export function discordOnHarness(h: RunnerHarness, apiBase: string, config: Partial<DiscordConfigInput> = {}): { plugin: ChannelPlugin; host: ChannelHost } {
   const { ctx } = h;
-  const plugin = createDiscordPlugin({ token: TOKEN, apiBase }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
+  const plugin = createDiscordPlugin({ token: TOKEN, apiBase, ...config }, { logger: ctx.logger, redis: ctx.redis, prefix: h.prefix });
   const host = createChannelHost({
     routes: undefined as never,
     redis: ctx.redis,

@@ -233,6 +233,7 @@ describe('discord outbound', () => {
     expect(call?.body).toEqual({
       content: 'the answer',
       allowed_mentions: { parse: [], replied_user: true },
+      flags: 4,
       message_reference: { message_id: '123456789012345678', channel_id: CHANNEL, fail_if_not_exists: false },
     });
     expect(fake.messages.get(messageId)?.content).toBe('the answer');
@@ -273,7 +274,7 @@ describe('discord outbound', () => {
     const { messageId } = await plugin.outbound.send(`discord:${DM}`, 'draft');
     await plugin.outbound.edit!(`discord:${DM}`, messageId, 'draft, finished');
     const [call] = fake.callsTo('PATCH', new RegExp(`^/channels/${DM}/messages/${messageId}$`));
-    expect(call?.body).toEqual({ content: 'draft, finished' });
+    expect(call?.body).toEqual({ content: 'draft, finished', allowed_mentions: { parse: [], replied_user: true }, flags: 4 });
     expect(fake.messages.get(messageId)?.content).toBe('draft, finished');
   });
 

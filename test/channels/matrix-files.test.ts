@@ -62,6 +62,8 @@ describe('matrix files out', () => {
       filename: 'report.pdf',
       url: matrix.media.uploads[0]!.mxc,
       info: { mimetype: 'application/pdf', size: PDF.length },
+      'com.beeper.linkpreviews': [],
+      'm.mentions': {},
     });
   });
 
@@ -155,10 +157,12 @@ describe('matrix formatted text', () => {
   it('sends plain text as body alone, and a streaming edit carries the formatted body in m.new_content', async () => {
     const { messageId } = await outbound.send(cid, 'working…');
     await outbound.edit!(cid, messageId, '# Result\n*all* green', { format: 'markdown' });
-    expect(matrix.sent[0]!.content).toEqual({ msgtype: 'm.text', body: 'working…' });
+    expect(matrix.sent[0]!.content).toEqual({ msgtype: 'm.text', body: 'working…', 'm.mentions': {}, 'com.beeper.linkpreviews': [] });
     expect(matrix.sent[1]!.content['m.new_content']).toEqual({
       msgtype: 'm.text',
       body: '# Result\n*all* green',
+      'm.mentions': {},
+      'com.beeper.linkpreviews': [],
       format: 'org.matrix.custom.html',
       formatted_body: '<h1>Result</h1>\n<p><em>all</em> green</p>',
     });

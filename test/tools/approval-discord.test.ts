@@ -74,7 +74,7 @@ describe('approval over Discord', () => {
     await waitFor(() => discord.interactionResponses.length >= 1, 15_000, 'the answer to bob');
     expect(discord.interactionResponses[0]).toMatchObject({
       type: 4,
-      data: { content: 'You are not allowed to decide this request. Nothing changed.', flags: 64 },
+      data: { content: 'You are not allowed to decide this request. Nothing changed.', flags: 64 | 4 },
     });
     expect(runs).toEqual([]);
 

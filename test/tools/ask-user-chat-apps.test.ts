@@ -60,7 +60,7 @@ describe('ask_user on the team chat apps', () => {
     await waitFor(() => discord.interactionResponses.length >= 1, 15_000, 'the refusal');
     expect(discord.interactionResponses[0]).toMatchObject({
       type: 4,
-      data: { content: 'Only the person the question was asked of may choose. Nothing changed.', flags: 64 },
+      data: { content: 'Only the person the question was asked of may choose. Nothing changed.', flags: 64 | 4 },
     });
     discord.buttonClick({ messageId, customId: buttons[1]!.custom_id, user: alice });
     expect((await nth(2, 'the first answer')).content).toBe(flow.BOOKED);

@@ -144,7 +144,37 @@ export interface StoredMessage {
   components?: any[];
   /** Files uploaded with the message (multipart `files[n]` parts), in order. */
   files?: UploadedFile[];
+  /**
+   * Whether Discord would embed previews of its links (fetching them at once): false while its flags hold
+   * `SUPPRESS_EMBEDS` (4), which the create, an edit or a click's update (type 7) sets or clears; one without `flags` keeps them.
+   */
+  embeds: boolean;
+  /** Who its current text mentions by Discord's rules for its `allowed_mentions` (`mentionsOf`). */
+  mentions: string[];
 }
+
+/** The `SUPPRESS_EMBEDS` message flag. */
+const SUPPRESS_EMBEDS = 4;
+
+/**
+ * Who `content` mentions, as Discord reads it with `allowed`, the
+ * `allowed_mentions` sent along (absent: everything in the text is parsed):
+ * `@everyone` (also for `@here`), `user:<id>`, `role:<id>`.
+ */
+export function mentionsOf(content: string, allowed: { parse?: string[]; users?: string[]; roles?: string[] } | undefined): string[] {
+  const parse = allowed === undefined ? ['everyone', 'users', 'roles'] : (allowed.parse ?? []);
+  const out: string[] = [];
+  if (parse.includes('everyone') && /@(everyone|here)\b/.test(content)) out.push('@everyone');
+  for (const [, kind, id] of content.matchAll(/<@(!|&)?(\d+)>/g)) {
+    const role = kind === '&';
+    const listed = role ? allowed?.roles : allowed?.users;
+    if (parse.includes(role ? 'roles' : 'users') || listed?.includes(id!)) out.push(`${role ? 'role' : 'user'}:${id}`);
+  }
+  return out;
+}
+
+/** The flags after a create, edit or update carrying `body`: its `flags` when it has them, else `before`. */
+const embedsAfter = (body: any, before: boolean): boolean => (body?.flags === undefined ? before : (Number(body.flags) & SUPPRESS_EMBEDS) === 0);
 
 /** A file uploaded with a message. */
 export interface UploadedFile {
@@ -705,6 +735,8 @@ export class FakeDiscord extends EventEmitter {
         if (stored) {
           if (typeof body.data?.content === 'string') stored.content = body.data.content;
           if (Array.isArray(body.data?.components)) stored.components = body.data.components;
+          stored.embeds = embedsAfter(body.data, stored.embeds);
+          stored.mentions = mentionsOf(stored.content, body.data?.allowed_mentions);
           stored.edits++;
         }
       }
@@ -746,6 +778,8 @@ export class FakeDiscord extends EventEmitter {
         createdAt: Date.now(),
         ...(body.nonce !== undefined && { nonce: String(body.nonce) }),
         ...(Array.isArray(body.components) && { components: body.components }),
+        embeds: embedsAfter(body, true),
+        mentions: mentionsOf(body.content ?? '', body.allowed_mentions),
       };
       this.messages.set(stored.id, stored);
       return answer(200, this.messagePayload(stored, body));
@@ -757,6 +791,8 @@ export class FakeDiscord extends EventEmitter {
       if (invalid) return answer(400, invalid);
       stored.content = body.content;
       if (Array.isArray(body.components)) stored.components = body.components;
+      stored.embeds = embedsAfter(body, stored.embeds);
+      stored.mentions = mentionsOf(stored.content, body.allowed_mentions);
       stored.edits++;
       return answer(200, this.messagePayload(stored, body));
     }

@@ -63,6 +63,29 @@ export interface MatrixEvent {
   state_key?: string;
 }
 
+/**
+ * Whether an event with `content`, sent by a user with the power to notify
+ * the room, notifies everyone in it, by the spec's push rules: with
+ * `m.mentions` (intentional mentions) only when it says `room: true`; without
+ * it, by the legacy rule that finds `@room` in the body.
+ */
+export function notifiesRoom(content: Record<string, any>): boolean {
+  const mentions = content['m.mentions'];
+  if (mentions !== undefined) return mentions?.room === true;
+  return typeof content.body === 'string' && content.body.includes('@room');
+}
+
+/**
+ * Whether a client that reads bundled previews (MSC4095) may preview the
+ * links of an event with `content`: not when it bundles an empty list
+ * (`com.beeper.linkpreviews`, or the stable `m.url_previews`), the sender's
+ * "no previews"; otherwise it asks its homeserver, which fetches them.
+ */
+export function previewsLinks(content: Record<string, any>): boolean {
+  const bundle = content['com.beeper.linkpreviews'] ?? content['m.url_previews'];
+  return !(Array.isArray(bundle) && bundle.length === 0);
+}
+
 /** A failure the fake answers with. */
 export interface MatrixFailure {
   status: number;

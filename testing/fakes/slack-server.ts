@@ -53,7 +53,24 @@ export interface SlackPostedMessage {
   edits: string[];
   /** Who posted it when it was not the bot (`postAs`): a person's user id, and the bot id of their app if one posted it. */
   author?: { user: string; botId?: string };
+  /**
+   * What Slack unfurls in it (fetching those links at once), by the post's `unfurl_links` and `unfurl_media`
+   * and Slack's defaults for an app's message when absent: text links not, media yes. `chat.update` takes neither.
+   */
+  unfurls?: { links: boolean; media: boolean };
 }
+
+/**
+ * Who a Slack text notifies: its special mentions `<!channel>`, `<!here>`,
+ * `<!everyone>`, `<!subteam^…>` (a user group) and `<@U…>` (a person),
+ * each as written, in order. Escaped text (`&lt;!channel&gt;`) notifies no one.
+ */
+export function slackPingsIn(text: string): string[] {
+  return [...text.matchAll(/<(!(?:channel|here|everyone)|!subteam\^[A-Z0-9]+|@[UW][A-Z0-9]+)(?:\|[^>]*)?>/g)].map((m) => `<${m[1]}>`);
+}
+
+/** A boolean Web API argument as the fake reads it (a JSON boolean, or `true` / `1` in a form); undefined when absent. */
+const flag = (v: unknown): boolean | undefined => (v === undefined ? undefined : v === true || v === 'true' || v === '1');
 
 /** A scripted failure: an HTTP status (429 with `retryAfter` seconds) or a platform error (`{ ok: false, error }`). */
 export type SlackFailure = { status: number; retryAfter?: number } | { error: string };
@@ -411,6 +428,7 @@ export class FakeSlack {
           blocks: p.blocks,
           metadata: p.metadata,
           edits: [],
+          unfurls: { links: flag(p.unfurl_links) ?? false, media: flag(p.unfurl_media) ?? true },
         };
         this.messages.push(m);
         return { ok: true, channel: m.channel, ts: m.ts, message: { text: m.text, ts: m.ts } };

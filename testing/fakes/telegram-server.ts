@@ -53,6 +53,11 @@ export interface SentMessage {
   edits: string[];
   /** Inline keyboard buttons (`reply_markup.inline_keyboard`, rows flattened); an edit without a markup removes them. */
   buttons?: Array<{ text: string; data: string }>;
+  /**
+   * Whether Telegram would preview the links in it (fetching them at once): false only when the send (or
+   * the last edit) carried `link_preview_options.is_disabled`; an edit without it previews again, as Telegram does.
+   */
+  previews: boolean;
 }
 
 /** A file the bot sent with sendPhoto, sendDocument or sendVoice. */
@@ -186,6 +191,9 @@ function markupOf(raw: string, parseMode: string | undefined): string {
 }
 
 /** Reactions the fake accepts (a part of Telegram's list). */
+/** Whether Telegram previews the links of a sendMessage / editMessageText: unless `link_preview_options.is_disabled` says not to. */
+const previewsOf = (p: Record<string, any>): boolean => p.link_preview_options?.is_disabled !== true;
+
 const TELEGRAM_REACTIONS = new Set(['👍', '👎', '❤', '🔥', '👀', '👌', '😢', '🤔', '🎉', '🙏']);
 
 /** Starts the fake on 127.0.0.1 with a free port. */
@@ -349,6 +357,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       replyTo: p.reply_parameters?.message_id,
       edits: [],
       ...(buttons && { buttons }),
+      previews: previewsOf(p),
     } satisfies SentMessage;
     sent.push(message);
     return {
@@ -378,6 +387,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     m.text = text;
     m.raw = raw;
     m.parseMode = p.parse_mode;
+    m.previews = previewsOf(p);
     m.edits.push(text);
     // Like Telegram: an edit without `reply_markup` removes the inline keyboard.
     const buttons = buttonsOf(p.reply_markup);

@@ -53,6 +53,8 @@ export interface WhatsAppSentMessage {
   buttons?: Array<{ id: string; title: string }>;
   /** `context.message_id`: the message it replies to. */
   replyTo?: string;
+  /** A text message's `preview_url`: whether WhatsApp previews (fetches) its first link. WhatsApp's default: false. */
+  previewUrl?: boolean;
 }
 
 /** A Graph error the fake answers with. */
@@ -188,6 +190,7 @@ export async function startFakeWhatsApp(opts: FakeWhatsAppOptions = {}): Promise
       ...(uploaded && { media: { id: String(file.id), data: uploaded.data, mimeType: uploaded.mimeType, ...(file.filename && { filename: file.filename }) } }),
       ...(interactive && { buttons: (body.interactive?.action?.buttons ?? []).map((b: any) => ({ id: b.reply.id, title: b.reply.title })) }),
       ...(body.context?.message_id && { replyTo: body.context.message_id }),
+      ...(body.type === 'text' && { previewUrl: body.text?.preview_url === true }),
     };
     fake.sent.push(msg);
     record('send', path, body, 200);
