@@ -11,7 +11,7 @@
 import type { Logger } from 'pino';
 import type { ChannelSettings, InboundMessage } from '../../src/channel.js';
 import type { AccessConfig, ChannelAccess } from '../../src/config/schema.js';
-import { type AccessChat, type AccessRuling, accessRuling, type RefusalReason } from '../../src/people/access-rule.js';
+import { type AccessChat, type AccessRuling, accessRuling, inListedGroup, type RefusalReason } from '../../src/people/access-rule.js';
 import { tryAccountId } from '../../src/people/identity.js';
 import { metrics } from '../../src/telemetry/metrics.js';
 import type { AccessStore } from './store.js';
@@ -55,7 +55,10 @@ export class AccessGate {
     const account = tryAccountId(channelId, userId);
     // Sender ids a client chooses itself (a public web chat) cannot be listed: anyone could claim one.
     const verified = !settings.unverifiedSenders;
-    const chat: AccessChat = message.group ? { kind: 'group', listed: access?.groups.includes(message.chatId) ?? false } : { kind: 'direct' };
+    // Listed by the rule a schedule's fire asks too: the chat, or a topic or thread of it (`:`, `/`, `;`).
+    const chat: AccessChat = message.group
+      ? { kind: 'group', listed: access !== undefined && inListedGroup(access, channelId, message.conversationId) }
+      : { kind: 'direct' };
     const ruling = accessRuling(access, chat, {
       admin: verified && (settings.admins?.includes(userId) ?? false),
       listed: verified && account !== undefined && (access?.users.includes(userId) ?? false),

@@ -108,6 +108,28 @@ describe('access in groups', () => {
   });
 });
 
+describe("a listed group's threads", () => {
+  /** A message in a thread of `chat`: the conversation id continues after `sep`, the chat id is the group's (Teams names the chain in both). */
+  const inThread = (chat: string, sep: string, thread: string, chatId = chat): InboundMessage => ({
+    ...msg('member', chat, 'hi', true),
+    conversationId: `chan:${chat}${sep}${thread}`,
+    chatId,
+  });
+
+  it("are answered as the group is, by the rule a schedule's fire asks: topics, threads and reply chains", async () => {
+    const { host } = hostWith({ channels: { chan: { policy: 'allowlist', groups: ['-100', '19:x@thread.tacv2'] } } });
+    expect((await host.receive('chan', inThread('-100', ':', '7'))).kind).toBe('ingested');
+    expect((await host.receive('chan', inThread('-100', '/', '$root'))).kind).toBe('ingested');
+    const chain = '19:x@thread.tacv2;messageid=17';
+    expect((await host.receive('chan', { ...inThread('19:x@thread.tacv2', ';', 'messageid=17'), chatId: chain })).kind).toBe('ingested');
+  });
+
+  it('never covers a chat whose id only starts the same', async () => {
+    const { host } = hostWith({ channels: { chan: { policy: 'allowlist', groups: ['-100'] } } });
+    expect(await host.receive('chan', msg('member', '-1001', 'hi', true))).toEqual({ kind: 'ignored', reason: 'refused' });
+  });
+});
+
 describe('allowlist', () => {
   it('refuses users not listed (no code), lets listed users and admins through', async () => {
     const { host, store } = hostWith({ channels: { chan: { policy: 'allowlist', users: ['ann'] } } });
