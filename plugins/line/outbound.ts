@@ -26,8 +26,6 @@ import { lineAudio } from './m4a.js';
 export const LINE_MAX_MESSAGE_CHARS = 5000;
 /** Limits of a quick reply: items, a label's characters, the text a tap sends. */
 const MAX_QUICK_REPLIES = 13;
-
-const takeScript = storage.defineScript(new URL('./reply-token-take-1.lua', import.meta.url));
 const QUICK_LABEL_MAX = 20;
 const QUICK_TEXT_MAX = 300;
 /** Most conversations whose last loading animation time is remembered (the oldest is forgotten first). */
@@ -35,6 +33,8 @@ const TYPING_MEMORY = 1000;
 
 /** A group (`C…`) or room (`R…`) id: the loading animation is for one-to-one chats only. */
 const GROUP_ID = /^[CR][0-9a-f]{32}$/;
+
+const takeScript = storage.defineScript(new URL('./reply-token-take-1.lua', import.meta.url));
 
 /** Parses `<channel id>:<chat id>` (`conversationIdOf`'s); throws InvalidInputError for any other conversation. */
 export function recipientOf(channelId: string, conversationId: string): string {
