@@ -179,10 +179,32 @@ function validate(layers: ConfigLayers, registry: PluginRegistry, runnerId: stri
   }
   const agents = (layers.raw.agents ??= {});
   if (typeof agents === 'object' && agents !== null && !Array.isArray(agents)) (agents as Record<string, unknown>)[runnerId] ??= {};
-  const config = validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig;
+  const config = normalizeAccessIds(validateConfig(buildConfigSchema(registry), layers) as SteerbotConfig, registry);
   declareConfigSecrets(config, registry, runnerId);
   noteDeprecations(config, deprecations);
   return config;
+}
+
+/**
+ * The configuration with the user ids `access.channels.<id>.users` and `admins` list spelled as the
+ * channel's plugin names senders (`normalizeUserId`), so `Alice@Example.com` matches the sender alice@example.com.
+ */
+function normalizeAccessIds(config: SteerbotConfig, registry: PluginRegistry): SteerbotConfig {
+  const normalizerOf = (channelId: string) => {
+    for (const def of registry.channels.values()) {
+      if (def.normalizeUserId && (channelId === def.id || channelId.startsWith(`${def.id}:`))) return def.normalizeUserId;
+    }
+    return undefined;
+  };
+  const channels = Object.fromEntries(
+    Object.entries(config.access.channels).map(([id, access]) => {
+      const normalize = normalizerOf(id);
+      if (!normalize) return [id, access];
+      const each = (ids: readonly string[]) => [...new Set(ids.map((u) => normalize(u)))];
+      return [id, { ...access, users: each(access.users), admins: each(access.admins) }];
+    }),
+  );
+  return { ...config, access: { ...config.access, channels } };
 }
 
 /** The old scope keys translated into `access` and profiles (app/config-migration.ts); a conflict joins the other issues. */

@@ -56,6 +56,8 @@ export interface AdmitRequest {
   reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
   /** Marks the update seen for `ttlSeconds` (default and most: the dedupe window); false for a redelivery. */
   firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
+  /** Keeps an update `firstDelivery` marked for less than the dedupe window marked for the whole of it, from now. */
+  keepDelivery(message: InboundMessage): Promise<void>;
 }
 
 /** Registers one console API route under `/console/api` (access-checked, a POST same-origin JSON only). */

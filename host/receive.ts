@@ -49,6 +49,8 @@ interface Receiver {
   commands: CommandSet;
   /** Sets the update's dedupe key (for `ttlSeconds`, at most the dedupe window): true the first time this update is seen. */
   firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
+  /** Keeps an update marked for less than the dedupe window marked for the whole of it. */
+  keepDelivery(message: InboundMessage): Promise<void>;
   /** Sends a command's reply; a failure is logged, not thrown (the command itself took effect). */
   replyTo(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
 }
@@ -62,6 +64,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     admins: deps.admins ?? createAdminCheck(),
     commands: commandSet(deps.features.flatMap((f) => (f.commands ? [f.commands] : []))),
     firstDelivery: (m, ttlSeconds) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey, ttlSeconds),
+    keepDelivery: (m) => deps.dispatch.keepClaim(m.conversationId, m.updateKey),
     replyTo: (channelId, conversationId, text, replyTo) => sendReply(deps, logger, channelId, conversationId, text, replyTo),
   };
   return {
@@ -88,7 +91,7 @@ async function receive(r: Receiver, channelId: string, message: InboundMessage):
   const command = r.commands.parse(message.text);
   try {
     for (const f of deps.features) {
-      const early = await f.admit?.({ channelId, settings, message, reply: r.replyTo, firstDelivery: r.firstDelivery });
+      const early = await f.admit?.({ channelId, settings, message, reply: r.replyTo, firstDelivery: r.firstDelivery, keepDelivery: r.keepDelivery });
       if (early) return early;
     }
     if (command) return await commandStep(r, channelId, settings, message, command, profile);

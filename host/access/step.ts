@@ -16,6 +16,8 @@ export interface AccessStepDeps {
   reply(channelId: string, conversationId: string, text: string, replyTo: string | undefined): Promise<void>;
   /** Marks the update seen for `ttlSeconds` (default and most: the dedupe window); false for a redelivery. */
   firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
+  /** Keeps an update marked for less than the dedupe window marked for the whole of it, from now. */
+  keepDelivery(message: InboundMessage): Promise<void>;
 }
 
 const REFUSED: ReceiveResult = { kind: 'ignored', reason: 'refused' };
@@ -42,6 +44,8 @@ export async function accessStep(
  * them in (`/link <code>`) the result is a refusal, so the channel keeps
  * nothing for the conversation either: a stranger scripting these commands
  * would otherwise leave keys per message for the whole dedupe window, or for ever.
+ * A command that brought them in is remembered the whole dedupe window: a
+ * platform's later redelivery must not run the spent code again (a wrong guess).
  */
 async function accessCommand(
   deps: AccessStepDeps,
@@ -58,7 +62,10 @@ async function accessCommand(
   const outcome = await runAccessCommand({ store: deps.gate.store, gate: deps.gate }, name, args, channelId, settings, message);
   if (outcome.reply) await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
   if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
-  if (!hadAccess && !(await deps.gate.mayTalk(channelId, settings, message))) return REFUSED;
+  if (!hadAccess) {
+    if (!(await deps.gate.mayTalk(channelId, settings, message))) return REFUSED;
+    await deps.keepDelivery(message);
+  }
   return { kind: 'command', command: name, reply: outcome.reply, duplicate: false };
 }
 
@@ -69,6 +76,7 @@ async function accessCommand(
 export function accessAdmission(gate: AccessGate): HostFeature {
   return {
     name: 'access',
-    admit: (req) => accessStep({ gate, reply: req.reply, firstDelivery: req.firstDelivery }, req.channelId, req.settings, req.message),
+    admit: (req) =>
+      accessStep({ gate, reply: req.reply, firstDelivery: req.firstDelivery, keepDelivery: req.keepDelivery }, req.channelId, req.settings, req.message),
   };
 }

@@ -7,6 +7,7 @@
 import { defineChannelPlugin } from 'steerbot/channel';
 import { emailConfigSchema } from './config.js';
 import { EMAIL_CONVERSATION_KEYS, EMAIL_PLUGIN_ID } from './keys.js';
+import { userIdOf } from './normalize.js';
 
 /** The email channel (`channels.email`), on when `EMAIL_IMAP_PASSWORD` is set. */
 export default defineChannelPlugin({
@@ -16,6 +17,8 @@ export default defineChannelPlugin({
   configSchema: emailConfigSchema,
   storage: { conversationKeys: EMAIL_CONVERSATION_KEYS },
   redact: { paths: ['imapPassword', 'smtpPassword'] },
+  // Senders are lower-cased addresses: `Alice@Example.com` in `access` is alice@example.com.
+  normalizeUserId: userIdOf,
   env: [
     { env: 'EMAIL_IMAP_PASSWORD', path: 'imapPassword', kind: 'string', secret: true, enables: true },
     { env: 'EMAIL_SMTP_PASSWORD', path: 'smtpPassword', kind: 'string', secret: true },

@@ -165,6 +165,9 @@ export interface NormalizeContext {
   attachments: Attachment[];
 }
 
+/** The user id of a mail address: the address lower-cased (the plugin's `normalizeUserId`, applied to `access` entries too). */
+export const userIdOf = (address: string): string => address.toLowerCase();
+
 /**
  * Turns one parsed mail into an inbound message and the thread it continues,
  * or says why it is skipped. The message's conversation is the thread's;
@@ -174,7 +177,7 @@ export function normalizeMail(
   ctx: NormalizeContext,
   mail: MailInput,
 ): { kind: 'message'; message: InboundMessage; thread: ThreadInfo } | { kind: 'skip'; reason: SkipReason } {
-  const from = mail.from?.address.toLowerCase();
+  const from = mail.from && userIdOf(mail.from.address);
   if (!from?.includes('@')) return { kind: 'skip', reason: 'no-sender' };
   if (from === ctx.self.toLowerCase()) return { kind: 'skip', reason: 'own' };
   const auto = automatic(mail);

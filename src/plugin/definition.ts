@@ -40,6 +40,15 @@ export interface PluginDefinition<K extends 'channel' | 'runner', S extends z.Zo
    * settings (values of `secret` env bindings are scrubbed from every line anyway). Default: none.
    */
   redact?: PluginRedaction;
+  /**
+   * A channel's one spelling of a user id, as its inbound messages name senders
+   * (email lower-cases addresses). The configuration is loaded with the ids in
+   * `access.channels.<id>.users` and `admins` of the plugin's channels (`<id>`,
+   * `<id>:<name>`) passed through it, so an entry matches however the operator
+   * wrote it. Must be pure and return an id unchanged when it is already
+   * normalised. Default: ids are compared as written.
+   */
+  normalizeUserId?(userId: string): string;
   /** One line for `check-config` and the docs. */
   description?: string;
   /** Builds the plugin from its validated settings (at start). May throw ConfigError. */

@@ -280,6 +280,16 @@ export class Dispatch {
     return (await this.options.client.set(key, '0', 'EX', ttl, 'NX')) === 'OK';
   }
 
+  /**
+   * Keeps an update claimed for a shorter time (`claimUpdate` with `ttlSeconds`)
+   * for the whole dedupe window from now, as if claimed with the default. Does
+   * nothing when the claim is gone.
+   */
+  async keepClaim(conversationId: string, updateKey: string): Promise<void> {
+    assertUpdateKey(updateKey);
+    await this.options.client.expire(conversationKeys(this.options.prefix, conversationId).dedupe(updateKey), this.options.dedupeTtlSeconds);
+  }
+
   async status(conversationId: string): Promise<ConversationStatus> {
     const k = conversationKeys(this.options.prefix, conversationId);
     return statusOf(await runScript(this.options.client, 'status', [k.base, k.active, k.pending, k.meta], []));

@@ -5,15 +5,21 @@
  * thread's replies still go to its person; the thread a reply is addressed
  * by is kept only for a mail the host takes, so a sender the access rules
  * refuse leaves no key behind; a mail that does not name the bot in `To` or
- * `Cc` (a signed mail sent on) writes nothing.
+ * `Cc` (a signed mail sent on) writes nothing. Addresses an operator wrote
+ * with capitals in `access` admit their senders, through the real host.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import nodemailer from 'nodemailer';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readConfig } from '../../app/config.js';
 import { EmailInbound } from '../../plugins/email/inbound.js';
 import { threadKey } from '../../plugins/email/keys.js';
 import type { ChannelHost, InboundMessage, ReceiveResult } from '../../src/channel.js';
+import { ingestOnlyHost } from '../../testing/channel-host.js';
 import { cleanupPrefix, testPrefix } from '../../testing/redis.js';
 import { redisUrl } from '../helpers/redis.js';
 
@@ -111,5 +117,34 @@ describe('email inbound threads', () => {
     expect(received).toEqual([]);
     expect(await redis.keys(`${prefix}:*`)).toEqual([`${prefix}:p:email:cursor:test`]);
     expect(await redis.hgetall(`${prefix}:p:email:cursor:test`)).toEqual({ validity: '7', uid: '5' });
+  });
+});
+
+describe('email access lists', () => {
+  it('admit the senders an operator wrote with capitals in users and admins, as the loaded configuration lists them', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'steerbot-email-access-'));
+    try {
+      const file = join(dir, 'steerbot.json');
+      const access = { channels: { email: { policy: 'allowlist', users: ['Alice@Example.ORG'], admins: ['Bob@example.org'] } } };
+      await writeFile(file, JSON.stringify({ access }));
+      const config = readConfig({ env: {}, file });
+      const email = config.access.channels.email!;
+      // What the host composes a channel's settings with: its configured admins.
+      const system = ingestOnlyHost({
+        redis,
+        prefix,
+        logger: pino({ level: 'silent' }),
+        access: () => config.access,
+        settings: () => ({ admins: email.admins }),
+      });
+      const log = (id: string) => redis.exists(`${prefix}:{c:email:${id}}:log`);
+      await inbound().handle(system.host, round(1, await raw('alice@example.org', '<a1@example.org>')), () => true);
+      await inbound().handle(system.host, round(2, await raw('bob@example.org', '<b1@example.org>')), () => true);
+      await inbound().handle(system.host, round(3, await raw('eve@example.org', '<e1@example.org>')), () => true);
+      expect([await log('a1@example.org'), await log('b1@example.org'), await log('e1@example.org')]).toEqual([1, 1, 0]);
+      expect(email).toMatchObject({ users: ['alice@example.org'], admins: ['bob@example.org'] });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

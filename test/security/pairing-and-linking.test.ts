@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ACCESS_COMMAND_REPLIES, APPROVED_NOTICE } from '../../host/access/commands.js';
 import type { RedisClient } from '../../src/redis/connection.js';
+import { peopleKeys } from '../../src/redis/keys.js';
 import { user } from '../../testing/fakes/discord-server.js';
 import { ALICE, callbackQueryUpdate, messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
@@ -321,6 +322,28 @@ describe('link codes', () => {
     expect((await tgReplies(sys, MALLORY.id, 2))[1]).toMatch(/^Linked: this account and telegram:1001 are now one person/);
     expect(tgTexts(sys, MALLORY.id)).toHaveLength(2);
     expect(await sys.identities.resolve('telegram', String(MALLORY.id))).toBe(ALICE_ID);
+  });
+
+  it("a stranger's /link that linked them, redelivered after the notice window, is a duplicate: nothing is sent and no guess is counted", async () => {
+    sys = await startAccessSystem(PAIRING, { noticeWindowSeconds: 1, maxGuesses: 1 });
+    const s = sys;
+    await s.store.pair(ALICE_ID);
+    await tgSay(s, ALICE, '/link');
+    const code = CODE_RE.exec((await tgReplies(s, ALICE.id, 1))[0]!)![1]!;
+    const link = messageUpdate({ from: MALLORY, text: `/link ${code}` });
+    expect(await s.post(link)).toBe(200);
+    expect((await tgReplies(s, MALLORY.id, 1))[0]).toMatch(/^Linked: /);
+    // A stranger's command claimed after the link lives the notice window: once it is gone, so would the link's claim be.
+    const bob: TgUser = { id: 1777, is_bot: false, first_name: 'Bob' };
+    await tgSay(s, bob, '/link QQQQ-QQQQ');
+    await waitFor(async () => (await conversationKeysOf(s, `telegram:${bob.id}`)).length === 0 || undefined, 10_000, "the stranger's keys to expire");
+    expect(await s.post(link)).toBe(200);
+    await tgSay(s, ALICE, 'after');
+    await waitFor(() => tgTexts(s, ALICE.id).includes('echo: after') || undefined, 10_000, "alice's answer");
+    expect(tgTexts(s, MALLORY.id)).toHaveLength(1);
+    // The spent code was not tried again: with one guess allowed, a wrong one would have used it up.
+    expect(await s.h.ctx.redis.get(peopleKeys(s.h.prefix).guesses(MALLORY_ID))).toBe('0');
+    expect(await s.identities.resolve('telegram', String(MALLORY.id))).toBe(ALICE_ID);
   });
 
   it('two accounts racing to confirm one link code: exactly one links, in each of 6 tries', async () => {
