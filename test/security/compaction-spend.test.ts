@@ -14,9 +14,10 @@ import { runnerFeatures } from '../../app/features/index.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import type { CoreConfig } from '../../src/config/load.js';
-import { type BudgetSettings, budgetWindows, identityUsageKey } from '../../src/people/budget.js';
+import { type BudgetSettings, identityUsageKey } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { type FakeOpenAIServer, type FakeRequest, type FakeTurn, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { tokensCharged } from '../helpers/usage.js';
 import { CID, fakeModel, RunnerHarness } from '../runner/harness.js';
 
 /** The summarizer's instructions start with this (runner/compaction/summarize.ts). */
@@ -66,7 +67,7 @@ function script(agent: FakeTurn, summarizer: FakeTurn): void {
 /** Tokens charged today to the harness's sender (u1 on Telegram). */
 async function personCharged(): Promise<number> {
   const identity = await new IdentityStore({ redis: h.redis, prefix: h.prefix }).resolve('telegram', 'u1');
-  return Number((await h.redis.hget(identityUsageKey(h.prefix, identity), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+  return tokensCharged(h.redis, identityUsageKey(h.prefix, identity));
 }
 
 /** Ingests `text` as a run of its own; returns how it ended. */

@@ -10,8 +10,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { budgetWindows, conversationUsageKey } from '../../src/people/budget.js';
+import { conversationUsageKey } from '../../src/people/budget.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { tokensCharged } from '../helpers/usage.js';
 import { CID, fakeModel, onStreamingChannel, RunnerHarness } from '../runner/harness.js';
 
 const LONG_PROMPT = 'write me a long story about '.repeat(200);
@@ -55,7 +56,7 @@ afterEach(async () => {
   await Promise.all([primary.close(), fallback.close()]);
 });
 
-const charged = async () => Number((await h!.redis.hget(conversationUsageKey(h!.prefix, CID), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+const charged = async () => tokensCharged(h!.redis, conversationUsageKey(h!.prefix, CID));
 
 async function ask(text: string) {
   const r = (await h!.ingest(text)) as { runId: string };

@@ -6,8 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
-import { budgetWindows, conversationUsageKey } from '../../src/people/budget.js';
+import { conversationUsageKey } from '../../src/people/budget.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
+import { tokensCharged } from '../helpers/usage.js';
 import { CID, FetchTap, fakeModel, onStreamingChannel, RunnerHarness, waitFor } from '../runner/harness.js';
 
 const LONG_ANSWER = 'PARTIAL-ALPHA PARTIAL-BRAVO charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa';
@@ -42,7 +43,7 @@ describe('a run stopped mid-answer', () => {
     await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'model request aborted');
     await h!.runEnded(runId);
 
-    const charged = Number((await h!.redis.hget(conversationUsageKey(h!.prefix, CID), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+    const charged = await tokensCharged(h!.redis, conversationUsageKey(h!.prefix, CID));
     // The prompt alone is some 1 000 tokens; a stop must not make it free.
     expect(charged).toBeGreaterThan(800);
   });
@@ -59,7 +60,7 @@ describe('a run stopped before the first word of its answer', () => {
     await waitFor(() => fake.requests[0]!.aborted === true, 5000, 'model request aborted');
     await h!.runEnded(runId);
 
-    const charged = Number((await h!.redis.hget(conversationUsageKey(h!.prefix, CID), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+    const charged = await tokensCharged(h!.redis, conversationUsageKey(h!.prefix, CID));
     expect(charged).toBeGreaterThan(800);
     // Nothing was said: no partial step is kept, only the charge.
     expect(await h!.entries('model.step')).toEqual([]);
