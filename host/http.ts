@@ -19,6 +19,7 @@ import {
 import type { CoreConfig } from '../src/config/load.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import { sameToken } from '../src/http/access.js';
+import { isPublicAddress } from '../src/http/address-policy.js';
 import type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis/connection.js';
@@ -183,14 +184,18 @@ export function createHttpServer(opts: CreateHttpServerOptions): HttpServer {
 }
 
 /**
- * `GET /metrics`. With `token` (`http.metricsToken`) only a request bearing it reads them: they name the models,
- * tools, MCP servers and channels and show the traffic, and the host's port is the one platforms (and strangers) reach.
+ * `GET /metrics`. With `token` (`http.metricsToken`) only a request bearing it reads them; without one, only a
+ * request from a loopback or private address (the scraper beside the process, on its network): they name the
+ * models, tools, MCP servers and channels and show the traffic, and the host's port is the one platforms (and
+ * strangers) reach. The address is the connection's own, never a forwarding header a client writes.
  */
 function serveMetrics(app: HttpServer, metrics: SteerbotMetrics, token: string | undefined): void {
   app.get('/metrics', async (req, reply) => {
     const auth = req.headers.authorization;
     if (token !== undefined && !(auth?.startsWith('Bearer ') && sameToken(auth.slice('Bearer '.length), token)))
       return reply.status(401).header('www-authenticate', 'Bearer').send({ error: 'metrics need Authorization: Bearer <http.metricsToken>' });
+    if (token === undefined && isPublicAddress(req.socket.remoteAddress ?? ''))
+      return reply.status(403).send({ error: 'metrics are served to private addresses only; set http.metricsToken to read them from elsewhere' });
     const { contentType, body } = await metrics.scrape();
     return reply.header('content-type', contentType).send(body);
   });

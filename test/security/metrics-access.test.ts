@@ -9,8 +9,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type SteerbotConfig, startApp } from '../../app/index.js';
+import { createHttpServer } from '../../host/http.js';
 import { createLogger } from '../../src/logger.js';
 import { bullPrefixFor } from '../../src/protocol/run-queue.js';
 import { metrics } from '../../src/telemetry/metrics.js';
@@ -69,5 +71,29 @@ describe('/metrics with http.metricsToken', () => {
     // Health and readiness stay open to load balancers.
     expect((await fetch(`${app.address}/healthz`)).status).toBe(200);
     expect((await fetch(`${app.address}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('/metrics without http.metricsToken', () => {
+  it('answers connections from loopback and private addresses only: a public one gets 403, whatever headers it sends', async () => {
+    const redis = new Redis(redisUrl());
+    const config = { http: { host: '127.0.0.1', port: 0, bodyLimitBytes: 2048, requestTimeoutMs: 60_000 } };
+    const http = createHttpServer({ config, redis, logger: createLogger({ level: 'silent' }) });
+    metrics.modelTokens.inc({ model: MODEL, kind: 'input' }, 1);
+    try {
+      for (const remoteAddress of ['8.8.8.8', '2606:4700:4700::1111', '::ffff:1.1.1.1']) {
+        const res = await http.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { 'x-forwarded-for': '127.0.0.1' } });
+        expect(res.statusCode, remoteAddress).toBe(403);
+        expect(res.body).not.toContain(MODEL);
+      }
+      for (const remoteAddress of ['127.0.0.1', '::1', '10.1.2.3', '172.18.0.5', '192.168.1.20', 'fd00::5']) {
+        const res = await http.inject({ method: 'GET', url: '/metrics', remoteAddress });
+        expect(res.statusCode, remoteAddress).toBe(200);
+        expect(res.body).toContain(MODEL);
+      }
+    } finally {
+      await http.close();
+      await redis.quit();
+    }
   });
 });
