@@ -26,8 +26,9 @@
  * WebP, whatever its name or sender says, so no SVG or HTML goes as one);
  * the files of one prompt hold at most `maxTotalBytes` together, also while
  * they download (`PromptBytes`); audio is transcribed only up to
- * `maxAudioSeconds` by its container, and each transcription is charged to
- * the run's budgets (`RunRecord.spent`).
+ * `maxAudioSeconds` as its packets play (`audioSeconds`, not as its
+ * container declares), and each transcription is charged to the run's
+ * budgets (`RunRecord.spent`).
  */
 import { createHash } from 'node:crypto';
 import { type FilePart, type ImagePart, type ModelMessage, type TranscriptionModel, experimental_transcribe as transcribe } from 'ai';
@@ -48,7 +49,8 @@ export interface AttachmentSettings {
   /**
    * Most bytes of files one prompt carries, the files of its earlier steered
    * messages included; a file past it gets the policy. Its downloads hold no
-   * more at once either. Default twice `maxBytes`.
+   * more at once either (a file larger than its declared size may download up to what is free when it starts; it
+   * is kept only when the prompt still holds it). Default twice `maxBytes`.
    */
   maxTotalBytes?: number | undefined;
   /** Media types the model accepts (`image/*`, `application/pdf`). Default `['image/*']`. */
@@ -57,7 +59,7 @@ export interface AttachmentSettings {
   policy?: AttachmentPolicy;
   /** Bytes kept in the fetch cache (least recently used dropped first). Default 64 MiB. */
   cacheBytes?: number;
-  /** Longest voice note or audio file transcribed, in seconds, by its container (read before it is sent). Default 600. */
+  /** Longest voice note or audio file transcribed, in seconds, as its packets play (counted before it is sent). Default 600. */
   maxAudioSeconds?: number;
 }
 
@@ -179,10 +181,13 @@ export class AttachmentParts {
       ctx.logger.info({ kind: a.kind, maxTotalBytes: this.s.maxTotalBytes }, 'attachment not sent to the model: the prompt holds maxTotalBytes of files');
       return { kind: 'none', mediaType: guessed };
     }
+    let held = share;
     let kept = 0;
     try {
-      const file = await this.fetch(ctx, a, share);
+      const file = await this.fetch(ctx, a, this.fetchLimit(share, bytes));
       if (!file) return { kind: 'none', mediaType: guessed };
+      if (!this.holds(ctx, a, file, held, bytes)) return { kind: 'none', mediaType: guessed };
+      held = Math.max(held, file.data.byteLength);
       const told = file.mediaType?.split(';')[0]?.trim().toLowerCase();
       const declared = told && told !== 'application/octet-stream' ? told : guessed;
       const mediaType = partType(file.data, declared);
@@ -193,8 +198,23 @@ export class AttachmentParts {
         : { type: 'file', data: file.data, mediaType, ...(a.name && { filename: a.name }) };
       return { kind: 'part', part };
     } finally {
-      bytes.release(share, kept);
+      bytes.release(held, kept);
     }
+  }
+
+  /**
+   * The most a file with `share` of the prompt's bytes may download: `maxBytes`, as far as the prompt's free bytes
+   * allow (its declared size may understate it; `holds` then grows its share or refuses it).
+   */
+  private fetchLimit(share: number, bytes: PromptBytes): number {
+    return Math.min(this.s.maxBytes, share + bytes.available);
+  }
+
+  /** Whether `file`, fetched with `share` held, fits: its share grown to its real size when that is larger and still free. */
+  private holds(ctx: RunContext, a: Attachment, file: FetchedFile, share: number, bytes: PromptBytes): boolean {
+    if (file.data.byteLength <= share || bytes.grow(file.data.byteLength - share)) return true;
+    ctx.logger.info({ kind: a.kind, maxTotalBytes: this.s.maxTotalBytes }, 'attachment not sent to the model: the prompt holds maxTotalBytes of files');
+    return false;
   }
 
   /** The bytes `a` holds of its prompt's while it is fetched: a cached file's size, else its declared size, at most `maxBytes`. */
@@ -203,7 +223,7 @@ export class AttachmentParts {
     return cached ? cached.data.byteLength : Math.min(a.size ?? this.s.maxBytes, this.s.maxBytes);
   }
 
-  /** `a`'s bytes, from the cache or fetched with `limit` (its share of the prompt's bytes); undefined when they cannot be had. */
+  /** `a`'s bytes, from the cache or fetched with `limit` (`fetchLimit`); undefined when they cannot be had. */
   private async fetch(ctx: RunContext, a: Attachment, limit: number): Promise<FetchedFile | undefined> {
     const key = cacheKey(ctx, a);
     const hit = this.cache.get(key);
@@ -265,23 +285,26 @@ export class AttachmentParts {
     // The audio is held while it is transcribed, not kept in the prompt.
     const share = this.shareOf(ctx, a);
     if (!(await bytes.take(share))) return undefined;
+    let held = share;
     try {
-      const file = await this.fetch(ctx, a, share);
-      if (!file) return undefined;
+      const file = await this.fetch(ctx, a, this.fetchLimit(share, bytes));
+      if (!file || !this.holds(ctx, a, file, held, bytes)) return undefined;
+      held = Math.max(held, file.data.byteLength);
       const text = await this.transcribe(ctx, file.data, model);
       if (text !== undefined) await ctx.state.set(key, { text, at: Date.now() });
       return text;
     } finally {
-      bytes.release(share, 0);
+      bytes.release(held, 0);
     }
   }
 
   /**
-   * Transcribes `audio` when its container says it is at most `maxAudioSeconds` long, charging the run's
-   * budgets for its length (and the call's retries the provider may have billed, on a failure).
+   * Transcribes `audio` when it plays for at most `maxAudioSeconds` (its packets counted, not its container's
+   * declared length), charging the run's budgets for that length or the provider's, the longer (and the call's
+   * retries the provider may have billed, on a failure).
    */
   private async transcribe(ctx: RunContext, audio: Uint8Array, model: TranscriptionModel): Promise<string | undefined> {
-    const seconds = await audioSeconds(audio);
+    const seconds = await audioSeconds(audio, this.s.maxAudioSeconds);
     if (seconds === undefined || seconds > this.s.maxAudioSeconds) {
       ctx.logger.info({ seconds, maxAudioSeconds: this.s.maxAudioSeconds }, 'audio not transcribed: its length is unknown or over maxAudioSeconds');
       return undefined;
@@ -296,7 +319,7 @@ export class AttachmentParts {
       return undefined;
     }
     const text = result.text.trim().slice(0, MAX_TRANSCRIPT_CHARS);
-    // The provider's own count of the audio, when it gives one and it is longer than the container said.
+    // The provider's own count of the audio, when it gives one and it is longer than the packets counted.
     const billed = Math.max(seconds, result.durationInSeconds ?? 0);
     await ctx.record.spent?.({ inputTokens: audioTokens(billed), outputTokens: compaction.estimateTokens(text) });
     return text;

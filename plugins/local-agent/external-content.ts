@@ -36,8 +36,9 @@ export interface ExternalContentOptions {
   /** Longest body as escaped, in characters (a cut adds a line saying so). Default: no limit. */
   maxBodyChars?: number | undefined;
   /**
-   * Longest block, in characters: tags, attributes, fixed words and the cut line included; the body is cut to fit
-   * (for a message read whole under a limit, such as a tool error's). Default: no limit.
+   * Longest block, in characters: tags, attributes, fixed words and the cut line included; the body, then the
+   * attributes, are cut to fit, never the frame (for a message read whole under a limit, such as a tool error's).
+   * Default: no limit.
    */
   maxChars?: number | undefined;
   /** Where the content comes from: chooses the fixed words that open the block. Default `web`. */
@@ -55,24 +56,42 @@ export function externalContent(
   body: string,
   { maxBodyChars = Number.POSITIVE_INFINITY, maxChars = Number.POSITIVE_INFINITY, source = 'web' }: ExternalContentOptions = {},
 ): { content: string; cut: boolean } {
-  const attrs = Object.entries(attributes)
-    .filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')
-    .map(([k, v]) => ` ${k}="${untrusted.escapeAttribute(untrusted.oneLine(v).slice(0, MAX_ATTRIBUTE_CHARS))}"`)
-    .join('');
-  const open = `<${EXTERNAL_CONTENT_TAG}${attrs}>\n${INTRO[source]}\n\n`;
   const close = `\n</${EXTERNAL_CONTENT_TAG}>`;
-  // The room `maxChars` leaves for the body and its cut line (whose number has at most the digits of `maxChars`).
+  // The frame without attributes, the close and a cut line (whose number has at most the digits of `maxChars`) always fit.
+  const frame = `<${EXTERNAL_CONTENT_TAG}>\n${INTRO[source]}\n\n`.length + close.length + cutLine(maxChars).length;
+  const open = `<${EXTERNAL_CONTENT_TAG}${attributesWithin(attributes, maxChars - frame)}>\n${INTRO[source]}\n\n`;
+  // The room `maxChars` leaves for the body and its cut line.
   const room = maxChars - open.length - close.length - cutLine(maxChars).length;
   const max = Math.max(0, Math.min(maxBodyChars, room));
   let escaped = untrusted.escapeData(body);
   const cut = escaped.length > max;
   if (cut) {
-    // Cut before an entity that would be split (`&lt;` stays whole or goes).
-    const amp = escaped.lastIndexOf('&', max - 1);
-    const end = amp >= 0 && escaped.indexOf(';', amp) >= max ? amp : max;
-    escaped = `${escaped.slice(0, end)}${cutLine(max)}`;
+    escaped = `${cutEscaped(escaped, max)}${cutLine(max)}`;
   }
   return { content: `${open}${escaped}${close}`, cut };
+}
+
+/**
+ * `attributes` escaped, each value at most `MAX_ATTRIBUTE_CHARS` before escaping, all of them together at most
+ * `budget` characters: a value is cut (whole entities) to what is left, an attribute with no room left goes.
+ */
+function attributesWithin(attributes: Record<string, string | undefined>, budget: number): string {
+  let out = '';
+  for (const [k, v] of Object.entries(attributes)) {
+    if (v === undefined || v === '') continue;
+    const value = untrusted.escapeAttribute(untrusted.oneLine(v).slice(0, MAX_ATTRIBUTE_CHARS));
+    const room = budget - out.length - ` ${k}=""`.length;
+    if (room <= 0) continue;
+    out += ` ${k}="${value.length > room ? cutEscaped(value, room) : value}"`;
+  }
+  return out;
+}
+
+/** `escaped` cut to at most `max` characters, before an entity that would be split (`&lt;` stays whole or goes). */
+function cutEscaped(escaped: string, max: number): string {
+  if (escaped.length <= max) return escaped;
+  const amp = escaped.lastIndexOf('&', max - 1);
+  return escaped.slice(0, amp >= 0 && escaped.indexOf(';', amp) >= max ? amp : max);
 }
 
 /** The line that ends a body cut at `max` characters. */

@@ -190,7 +190,7 @@ export const localAgentConfigSchema = z.strictObject({
       maxAudioSeconds: int(1, 86_400)
         .default(ATTACHMENT_DEFAULTS.maxAudioSeconds)
         .describe(
-          'Longest voice note or audio file transcribed (`transcriptionModel`), in seconds, as its container says before anything is sent; a longer one, or one whose length cannot be read, gets the `policy`. Each transcription is charged to the budgets as 10 input tokens a second. Default 600.',
+          'Longest voice note or audio file transcribed (`transcriptionModel`), in seconds, as its packets play (counted before anything is sent, never as its container declares); a longer one, or one whose length cannot be read, gets the `policy`. Each transcription is charged to the budgets as 10 input tokens a second. Default 600.',
         ),
     })
     .prefault({})

@@ -4,9 +4,10 @@
  * size, else `maxBytes`) from before its request until it is done, then
  * keeps what it weighs when it goes into the prompt and gives the rest back;
  * a file whose share is not free waits for the fetches under way, and gets
- * none when none is under way. So the files of a prompt, and the downloads
- * that fetch them, never hold more than the total at once, however many
- * files its messages carry.
+ * none when none is under way. A file that turns out larger than its share
+ * (a platform's declared size is the sender's word) grows it by what is
+ * still free, or is refused. So the files of a prompt never hold more than
+ * the total at once, however many files its messages carry.
  */
 import type { ModelMessage } from 'ai';
 
@@ -28,6 +29,18 @@ export class PromptBytes {
     if (share > this.free) return false;
     this.free -= share;
     this.holding++;
+    return true;
+  }
+
+  /** Bytes free now (what a download may grow its share by). */
+  get available(): number {
+    return this.free;
+  }
+
+  /** Grows a share taken with `take` by `extra` bytes when they are free now (it never waits); false when they are not. */
+  grow(extra: number): boolean {
+    if (extra > this.free) return false;
+    this.free -= extra;
     return true;
   }
 

@@ -78,6 +78,23 @@ describe('matrix attachments in', () => {
     expect(received.map((e) => e.attachments)).toEqual([[{ kind: 'image', ref: mxc, name: 'chart.png', mime: 'image/png', size: PNG.length }]]);
   });
 
+  it('gives an image to the model when its declared size understates it, within the limits', async () => {
+    await start();
+    ai.script([{ text: 'A chart.' }]);
+    const mxc = matrix.media.add(PNG, 'image/png');
+    // `info.size` is whatever the sender's client wrote.
+    matrix.message(room, MATRIX_ALICE, 'what is this?', {
+      msgtype: 'm.image',
+      content: { url: mxc, filename: 'chart.png', info: { mimetype: 'image/png', size: 10 } },
+    });
+    await matrix.waitUntil(() => matrix.texts(room).length === 1, 15_000, 'the answer');
+    await h.idle(15_000, cid);
+
+    const url: string = lastUser(0).content[1].image_url.url;
+    expect(Buffer.from(url.slice(url.indexOf(',') + 1), 'base64').equals(PNG)).toBe(true);
+    expect(downloads()).toHaveLength(1);
+  });
+
   it('transcribes a voice message for the model', async () => {
     await start({ transcriptionModel: (s: ModelSettings) => createTranscriptionModel({ ...s, baseURL: ai.url }, 'whisper-1') });
     ai.script([{ text: 'Noted.' }]);

@@ -8,10 +8,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { compaction } from '../../runner/index.js';
-import { budgetWindows, identityUsageKey } from '../../src/people/budget.js';
+import { identityUsageKey } from '../../src/people/budget.js';
 import { messageUpdate, type TgUser } from '../../testing/fakes/telegram-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { oggOpus } from '../helpers/media.js';
+import { tokensCharged } from '../helpers/usage.js';
 import { holdingTool, startTelegramSystem, type TelegramSystem } from './telegram-system.js';
 
 const MALLORY: TgUser = { id: 1066, is_bot: false, first_name: 'Mallory' };
@@ -121,15 +122,14 @@ describe('files a stranger or a member sends', () => {
     const oneMinute = oggOpus(60_000, 'a voice note');
     s.tg.addFile('voice-long', twoHours, { mime: 'audio/ogg' });
     s.tg.addFile('voice-short', oneMinute, { mime: 'audio/ogg' });
-    const charged = async () =>
-      Number((await s.h.redis.hget(identityUsageKey(s.h.prefix, `telegram:${MALLORY.id}`), `t:${budgetWindows(Date.now()).day}`)) ?? 0);
+    const charged = async () => tokensCharged(s.h.redis, identityUsageKey(s.h.prefix, `telegram:${MALLORY.id}`));
     const voice = (id: string, seconds: number, bytes: Buffer) => ({
       voice: { file_id: id, file_unique_id: `u-${id}`, duration: seconds, mime_type: 'audio/ogg', file_size: bytes.length },
     });
 
     expect(await s.post(messageUpdate({ from: MALLORY, extra: voice('voice-long', 7200, twoHours) }))).toBe(200);
     await replies(s, MALLORY.id, 1);
-    // Two hours by its container: not sent to be transcribed; the model gets the placeholder.
+    // Two hours of packets: not sent to be transcribed; the model gets the placeholder.
     expect(s.model.transcriptions).toHaveLength(0);
     expect(userParts(s, 0).at(-1)![0]!.text).toBe('[attachment: audio audio/ogg]');
     await waitFor(async () => (await charged()) === 15 || undefined, 10_000, 'the first step charged');
@@ -141,6 +141,31 @@ describe('files a stranger or a member sends', () => {
     // The minute of audio (10 tokens a second) and its transcript, beside the two steps.
     const transcription = 60 * 10 + compaction.estimateTokens('transcribed audio');
     await waitFor(async () => (await charged()) === 30 + transcription || undefined, 10_000, 'the transcription charged');
+  });
+
+  it('never transcribe a voice note whose container claims 2 seconds over packets that play longer than maxAudioSeconds', async () => {
+    const s = (sys = await startTelegramSystem({ transcriptionModel: 'whisper-1' }));
+    s.model.script([{ text: 'Heard you.' }, { text: 'Heard you again.' }]);
+    // Eleven minutes of 120 ms Opus packets (18 KiB), the last page's granule position saying the file lasts 2 s.
+    const lying = oggOpus(11 * 60_000, 'a podcast', { claimMs: 2000 });
+    const honest = oggOpus(2000, 'a voice note');
+    s.tg.addFile('voice-lying', lying, { mime: 'audio/ogg' });
+    s.tg.addFile('voice-honest', honest, { mime: 'audio/ogg' });
+    const voice = (id: string, bytes: Buffer) => ({
+      voice: { file_id: id, file_unique_id: `u-${id}`, duration: 2, mime_type: 'audio/ogg', file_size: bytes.length },
+    });
+
+    expect(await s.post(messageUpdate({ from: MALLORY, extra: voice('voice-lying', lying) }))).toBe(200);
+    await replies(s, MALLORY.id, 1);
+    expect(s.tg.fileDownloads).toEqual(['files/voice-lying']);
+    expect(s.model.transcriptions).toHaveLength(0);
+    expect(userParts(s, 0).at(-1)![0]!.text).toBe('[attachment: audio audio/ogg]');
+
+    // The control: an honest two-second note is transcribed.
+    expect(await s.post(messageUpdate({ from: MALLORY, extra: voice('voice-honest', honest) }))).toBe(200);
+    await replies(s, MALLORY.id, 2);
+    expect(s.model.transcriptions).toHaveLength(1);
+    expect(userParts(s, 1).at(-1)![0]!.text).toBe('[voice message, transcribed: transcribed audio]');
   });
 
   it('in a group, never make the bot post a link or markup a member put in a file’s name', async () => {
