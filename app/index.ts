@@ -8,10 +8,11 @@
  * ```
  */
 
+export type { PurgeRequest } from '../host/purge.js';
 export type { LoadConfigOptions } from '../src/config/load.js';
 export type { CoreConfig, coreConfigSchema, HostPort } from '../src/config/schema.js';
 export { type ApprovalRecord, type approvalRecordSchema, type DecideResult, decideApproval } from '../src/protocol/approvals.js';
-export { type PurgeOptions, type PurgeResult, purgeConversation } from '../src/protocol/purge.js';
+export type { PurgeResult } from '../src/protocol/purge.js';
 export type { AfterPurge, RetentionOptions } from '../src/protocol/retention.js';
 export {
   type configSchema,

@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import { resolve } from 'node:path';
 import type { RedisClient } from 'steerbot/plugin';
 import { createHttpServer, listen, routeRegistry } from '../host/http.js';
-import { type HostContext, type HostParts, startHost } from '../host/main.js';
+import { type HostContext, type HostParts, type StartedHost, startHost } from '../host/main.js';
+import type { Purge, PurgeRequest } from '../host/purge.js';
 import { discoverContextWindows } from '../runner/context-window.js';
 import { MessageSender } from '../runner/delivery/send-message.js';
 import { type RunnerParts, type StartedRunner, startRunner } from '../runner/main.js';
@@ -19,6 +20,7 @@ import { declareSecrets } from '../src/config/secrets.js';
 import { generateLoginSecret, operatorAccess, type PageAccess } from '../src/http/access.js';
 import { createLogger, type Logger, pluginRedactPaths, secretValues } from '../src/logger.js';
 import { declaredConversationKeys } from '../src/plugin/storage.js';
+import type { PurgeResult } from '../src/protocol/purge.js';
 import {
   closeRedis,
   createRedis,
@@ -74,8 +76,14 @@ export interface RunningApp {
    * @internal
    */
   ctx: AppContext;
-  /** The process's shared Redis command connection (`purgeConversation`, `decideApproval`); closed by `stop()`. */
+  /** The process's shared Redis command connection (`decideApproval`); closed by `stop()`. */
   redis: RedisClient;
+  /**
+   * Purges a conversation the way `/purge` and the console do: its keys in one atomic step, and every
+   * feature's and channel's purge hook (its subagents' children, its schedules, a channel's keys elsewhere).
+   * The one way to purge from code. Throws in a process that runs no host (`host.enabled` false).
+   */
+  purge(conversationId: string, request?: PurgeRequest): Promise<PurgeResult>;
   /** Where the HTTP server listens, e.g. `http://127.0.0.1:8080`; undefined when the host is disabled. */
   address: string | undefined;
   /** Ids of the configured channels, e.g. `['telegram', 'webhook:crm']`. */
@@ -200,6 +208,9 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
   // (the runner plugin is made with them); the runner then finds them known.
   const config = opts.config.runner.enabled ? await discoverContextWindows(opts.config, { logger, ...(opts.fetch && { fetch: opts.fetch }) }) : opts.config;
   const { stops, stop } = shutdownSteps(logger);
+  let purge: Purge = async () => {
+    throw new Error('purge runs on a host: this process runs the runner only (host.enabled is false)');
+  };
 
   try {
     // First started, last stopped: spans of the shutdown itself are still exported.
@@ -250,6 +261,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
       const channels = await createChannels(config, channelDeps, registry);
       useChannels(channels);
       const host = await (opts.hooks?.startHost ?? startHost)({ ...ctx, http, operatorAccess: login }, hostParts(channels, plugin, pluginKeys, sender));
+      purge = (host as Partial<StartedHost>).purge ?? purge;
       stops.push({ name: 'host', run: () => host.stop() });
       stops.push({ name: 'http', run: () => http.close() });
       for (const c of channels) if (c.ready) probes.push({ name: `channel:${c.id}`, check: () => c.ready!() });
@@ -265,7 +277,7 @@ export async function startApp(opts: StartAppOptions): Promise<RunningApp> {
     }
     const channels = channelIds(config);
     logger.info({ address, host: config.host.enabled, runner: config.runner.enabled, channels }, 'steerbot started');
-    return { ctx, redis, address, channels, probeAddress, sender, stop };
+    return { ctx, redis, address, channels, probeAddress, sender, purge: (conversationId, request) => purge(conversationId, request), stop };
   } catch (err) {
     await stop();
     throw err;

@@ -4,7 +4,7 @@
  * asks: `profile` for the input policy, `admit` (the host's own access step
  * is always first), `commands` dispatched from the union of every feature's
  * table, `recorded` after a person's message or command was recorded,
- * `purging` around `/purge`, `status` lines of `/status`; and its console
+ * `purging` around every purge of a conversation, `status` lines of `/status`; and its console
  * routes and part of exports. The composition registers features
  * (app/features/).
  */
@@ -20,6 +20,7 @@ import type { AgentProfile } from '../src/people/profiles.js';
 import type { InputPolicy } from '../src/protocol/types.js';
 import type { RedisClient } from '../src/scripts/index.js';
 import type { CommandTable } from './commands/table.js';
+import type { Purge } from './purge.js';
 
 /** What a feature's host part is made from: the host's services, made once per host. */
 export interface HostFeatureKit {
@@ -34,6 +35,12 @@ export interface HostFeatureKit {
   channelIds: readonly string[];
   /** Opens a connection of the feature's own (a BullMQ queue's); the feature closes it in its `close`. */
   connectRedis: AppContext['connectRedis'];
+  /**
+   * The host's one purge (host/purge.ts), with every feature's hooks: for a feature that purges
+   * other conversations with one (subagents' children). Callable once the host started.
+   * Default (a kit made by hand): the conversation's keys only, no feature's hooks.
+   */
+  purge?: Purge;
 }
 
 /** A message or command the host recorded from a person. */
@@ -85,7 +92,11 @@ export interface HostFeature {
   inputPolicy?(conversationId: string): InputPolicy | undefined;
   /** After a person's message or command was recorded. A throw fails the receive (503: the platform redelivers). */
   recorded?(input: RecordedInput): Promise<void>;
-  /** Before `/purge` deletes a conversation: what to do once it is deleted (read now, while it still exists). */
+  /**
+   * Before a conversation is purged, on every path (`/purge`, the console, `RunningApp.purge`, a parent's
+   * purge of its children; host/purge.ts): what to do once it is deleted (read now, while it still exists).
+   * What it returns runs when the purge took effect, or found the conversation purged before (must be safe to repeat).
+   */
   purging?(conversationId: string): Promise<() => Promise<void>>;
   /** Lines `/status` adds for a conversation of `channelId`; a failure leaves them out. */
   status?(channelId: string, conversationId: string): Promise<string[]>;
@@ -99,11 +110,3 @@ export interface HostFeature {
 
 /** Makes a feature's host part. */
 export type HostFeatureFactory = (kit: HostFeatureKit) => HostFeature | Promise<HostFeature>;
-
-/** `HostFeature.purging` of every feature in one: what they all do once the conversation is deleted. */
-export function purgingOf(features: readonly HostFeature[]): (conversationId: string) => Promise<() => Promise<void>> {
-  return async (conversationId) => {
-    const after = await Promise.all(features.flatMap((f) => (f.purging ? [f.purging(conversationId)] : [])));
-    return async () => void (await Promise.all(after.map((finish) => finish())));
-  };
-}

@@ -29,6 +29,7 @@ import { registerConsole } from './console/routes.js';
 import type { HostFeature, HostFeatureFactory, HostFeatureKit } from './feature.js';
 import { type HttpServer, routeRegistry } from './http.js';
 import { IngestService } from './ingest.js';
+import { hostPurge, type Purge, type PurgeRequest } from './purge.js';
 import { createChannelHost } from './receive.js';
 import { startReconciler } from './reconciler.js';
 
@@ -71,6 +72,8 @@ export interface StartedHost extends Stoppable {
   channels: ChannelPlugin[];
   /** The access policy and its store (pairing codes, approvals, refusals). */
   access: AccessGate;
+  /** Purges a conversation the way `/purge` does, with every feature's and channel's purge hooks (host/purge.ts). */
+  purge: Purge;
 }
 
 export { dispatchFromConfig } from '../src/protocol/dispatch-config.js';
@@ -98,6 +101,7 @@ function channelMaps(channels: readonly ChannelPlugin[], access: CoreConfig['acc
     settings: new Map(channels.map((p) => [p.id, settingsOf(p)])),
     outbounds: new Map(channels.map((p) => [p.id, p.outbound])),
     problems: new Map(channels.flatMap((p) => (p.conversationProblems ? [[p.id, p.conversationProblems.bind(p)] as const] : []))),
+    purged: new Map(channels.flatMap((p) => (p.purged ? [[p.id, p.purged.bind(p)] as const] : []))),
   };
 }
 
@@ -128,15 +132,34 @@ export function channelProblems(problemsOf: (channelId: string) => ((conversatio
   };
 }
 
-/** The host's own steps: the console's recent-activity index, and the channels' problems in `/status`. */
-function builtinFeatures(activity: ActivityIndex | undefined, problems: Map<string, (conversationId: string) => Promise<string[]>>): HostFeature[] {
+/** A purged conversation's channel deletes what it keeps for it elsewhere (`ChannelPlugin.purged`), on every purge path. */
+export function channelPurged(purgedOf: (conversationId: string) => ((conversationId: string) => Promise<void>) | undefined): HostFeature {
+  return {
+    name: 'channel purge',
+    purging: async (conversationId) => {
+      const purged = purgedOf(conversationId);
+      return async () => void (await purged?.(conversationId));
+    },
+  };
+}
+
+/** What the host's own steps are made from. */
+interface BuiltinSteps {
+  activity: ActivityIndex | undefined;
+  problems: Map<string, (conversationId: string) => Promise<string[]>>;
+  purged: Map<string, (conversationId: string) => Promise<void>>;
+  channelOf(conversationId: string): string | undefined;
+}
+
+/** The host's own steps: the console's recent-activity index, the channels' problems in `/status`, and their purge hooks. */
+function builtinFeatures(s: BuiltinSteps): HostFeature[] {
   const noted: HostFeature = {
     name: 'console activity',
     recorded: async (input) => {
-      if (input.fresh) activity?.note(input.conversationId);
+      if (input.fresh) s.activity?.note(input.conversationId);
     },
   };
-  return [noted, channelProblems((id) => problems.get(id))];
+  return [noted, channelProblems((id) => s.problems.get(id)), channelPurged((cid) => s.purged.get(s.channelOf(cid) ?? ''))];
 }
 
 /** What the console and the send/events API are served with. */
@@ -148,6 +171,7 @@ interface OperatorRouteDeps {
   channelPolicy: (conversationId: string) => InputPolicy | undefined;
   access: AccessGate;
   features: readonly HostFeature[];
+  purge: Purge;
 }
 
 /** Registers the console (when enabled) and the send/events API (when it has a token). */
@@ -172,6 +196,7 @@ function registerOperatorRoutes(ctx: HostContext, parts: HostParts, d: OperatorR
       enqueue,
       access: d.access.store,
       features: d.features,
+      purge: d.purge,
       accessChannels: config.access.channels,
       budgets: new Budgets({ client: ctx.redis, prefix, settings: config.budgets }),
     });
@@ -208,17 +233,31 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
   const queueConn = ctx.connectRedis({ failFastMs: INGRESS_COMMAND_TIMEOUT_MS, connectionName: 'steerbot-host-queue' });
   const queue = new RunQueue({ connection: queueConn, name: config.runs.queueName, bullPrefix: bullPrefixFor(prefix), logger });
   const ingest = new IngestService(dispatch, queue, logger.child({ part: 'ingest' }));
-  const { settings, outbounds, problems } = channelMaps(channels, config.access);
+  const { settings, outbounds, problems, purged } = channelMaps(channels, config.access);
   const channelOf = channelResolver(settings.keys());
   const routes = routeRegistry(ctx.http);
   const identities = parts.identities ?? new IdentityStore({ redis: ingressConn, prefix });
   const access = accessGate(ctx, ingressConn, identities);
   // The recent-activity index is the console's only: without the console nothing reads it, so nothing writes it.
   const activity = config.host.console.enabled ? new ActivityIndex(ctx.redis, prefix, logger) : undefined;
-  const kit = { config, logger, redis: ingressConn, prefix, identities, channelIds: [...settings.keys()], connectRedis: ctx.connectRedis };
+  // The features' kit purges through the host's one purge, made once the features it runs the hooks of are.
+  let purge: Purge = async () => {
+    throw new Error('the host is still starting: nothing can be purged yet');
+  };
+  const kit = {
+    config,
+    logger,
+    redis: ingressConn,
+    prefix,
+    identities,
+    channelIds: [...settings.keys()],
+    connectRedis: ctx.connectRedis,
+    purge: (conversationId: string, request?: PurgeRequest) => purge(conversationId, request),
+  };
   const made = await makeHostFeatures(kit, parts.features);
   // Access first, always: who may talk is decided before any feature sees the message.
-  const features = [accessAdmission(access), ...made, ...builtinFeatures(activity, problems)];
+  const features = [accessAdmission(access), ...made, ...builtinFeatures({ activity, problems, purged, channelOf })];
+  purge = hostPurge(dispatch.options, features);
   // A conversation's input policy outside a message (events API, console): its chat's or channel's profile.
   const channelPolicy = (conversationId: string) =>
     features.reduce<InputPolicy | undefined>((found, f) => found ?? f.inputPolicy?.(conversationId), undefined) ??
@@ -234,8 +273,9 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     settings: (id) => settings.get(id),
     outbound: (id) => outbounds.get(id),
     features,
+    purge,
   });
-  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, access, features });
+  registerOperatorRoutes(ctx, parts, { routes, dispatch, queue, ingressConn, channelPolicy, access, features, purge });
   const reconcilerLogger = logger.child({ part: 'reconciler' });
   const reconciler = startReconciler({ client: ctx.redis, prefix, queue, logger: reconcilerLogger, intervalMs: config.runs.reconcileIntervalMs });
 
@@ -262,5 +302,5 @@ export async function startHost(ctx: HostContext, parts: HostParts): Promise<Sta
     await stop();
     throw err;
   }
-  return { dispatch, ingest, queue, channelHost, channels, access, stop };
+  return { dispatch, ingest, queue, channelHost, channels, access, purge, stop };
 }

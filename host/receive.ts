@@ -16,7 +16,8 @@ import type { IncomingMessage, IngestResult, InputPolicy } from '../src/protocol
 import { asRedisUnavailable, type RedisClient } from '../src/redis/connection.js';
 import { type AdminCheck, createAdminCheck } from './admins.js';
 import { type CommandDeps, type CommandSet, commandSet, type ParsedCommand, PURGED_NOTICE } from './commands/index.js';
-import { type HostFeature, purgingOf, type RecordedInput } from './feature.js';
+import type { HostFeature, RecordedInput } from './feature.js';
+import { hostPurge, type Purge } from './purge.js';
 
 export type { ChannelSettings } from '../src/channel.js';
 
@@ -39,6 +40,8 @@ export interface ChannelHostDeps {
   admins?: AdminCheck;
   /** The features, in order: their commands, receive steps and hooks (host/feature.ts). */
   features: readonly HostFeature[];
+  /** How `/purge` purges: the host's one purge (host/purge.ts). Default: the purge with the `features`' hooks. */
+  purge?: Purge;
 }
 
 /** What the receive steps share: the deps, the admin check, and the two ways of answering. */
@@ -47,6 +50,8 @@ interface Receiver {
   logger: Logger;
   admins: AdminCheck;
   commands: CommandSet;
+  /** The host's purge, with every feature's hooks. */
+  purge: Purge;
   /** Sets the update's dedupe key (for `ttlSeconds`, at most the dedupe window): true the first time this update is seen. */
   firstDelivery(message: InboundMessage, ttlSeconds?: number): Promise<boolean>;
   /** Keeps an update marked for less than the dedupe window marked for the whole of it. */
@@ -62,6 +67,7 @@ export function createChannelHost(deps: ChannelHostDeps): ChannelHost {
     deps,
     logger,
     admins: deps.admins ?? createAdminCheck(),
+    purge: deps.purge ?? hostPurge(deps.dispatch.options, deps.features),
     commands: commandSet(deps.features.flatMap((f) => (f.commands ? [f.commands] : []))),
     firstDelivery: (m, ttlSeconds) => deps.dispatch.claimUpdate(m.conversationId, m.updateKey, ttlSeconds),
     keepDelivery: (m) => deps.dispatch.keepClaim(m.conversationId, m.updateKey),
@@ -226,7 +232,7 @@ function commandDeps(r: Receiver, channelId: string, message: InboundMessage, pr
       const lines = await Promise.all(deps.features.map((f) => f.status?.(channelId, conversationId).catch(() => []) ?? []));
       return lines.flat();
     },
-    purging: purgingOf(deps.features),
+    purge: r.purge,
   };
 }
 

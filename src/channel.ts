@@ -292,6 +292,16 @@ export interface ChannelPlugin {
    * trip of reads. Returns [] when all is well. Default: nothing to report.
    */
   conversationProblems?(conversationId: string): Promise<string[]>;
+  /**
+   * After one of this channel's conversations was purged, on every path
+   * (`/purge` in the chat, the console, `RunningApp.purge`), and again when a
+   * purge finds it purged before: deletes what the plugin keeps for it
+   * outside the conversation's own keys (which the purge already deleted),
+   * e.g. an entry in another conversation's key. Must be safe to repeat. A
+   * throw fails the purge's caller after the purge itself took effect.
+   * Default: nothing to delete.
+   */
+  purged?(conversationId: string): Promise<void>;
 }
 
 /** A channel plugin module's definition: `create` builds one instance, or several (one per named webhook). */

@@ -9,13 +9,13 @@
  */
 import { parseJsonOrUndefined } from '../../src/json.js';
 import type { CommandSource } from '../../src/protocol/dispatch.js';
-import { purgeConversation } from '../../src/protocol/purge.js';
 import { type ConversationStatus, INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { parseBreaker } from '../../src/record/breaker.js';
 import type { SeqEntry } from '../../src/record/entries.js';
 import { readTail } from '../../src/record/read.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../../src/record/unanswered.js';
 import { conversationKeys } from '../../src/redis/keys.js';
+import { hostPurge } from '../purge.js';
 import { type CommandDeps, type CommandOutcome, type CommandTable, DUPLICATE, PURGED } from './table.js';
 
 const POLICY_HELP: Record<InputPolicy, string> = {
@@ -157,21 +157,14 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
 
 /**
  * `/purge` (`/purge stop`: stop an active run first): deletes everything
- * stored for the conversation, in one atomic step (`purgeConversation`).
- * Deduped by the command's update key like every command.
+ * stored for the conversation, in one atomic step, and runs the features'
+ * purge hooks (`deps.purge`, host/purge.ts). Deduped by the command's update
+ * key like every command.
  */
 async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
   const o = deps.dispatch.options;
-  // What the features read before the purge deletes it (schedules: their timers go after it).
-  const purged = await deps.purging?.(source.conversationId);
-  const r = await purgeConversation(o.client, o.prefix, source.conversationId, {
-    stopActive: args.toLowerCase() === 'stop',
-    afterPurge: o.afterPurge,
-    tombstoneTtlSeconds: o.retention.tombstoneTtlSeconds,
-    dedupeTtlSeconds: o.dedupeTtlSeconds,
-    updateKey: source.updateKey,
-    pluginKeys: o.pluginKeys,
-  });
+  const purge = deps.purge ?? hostPurge(o, []);
+  const r = await purge(source.conversationId, { stopActive: args.toLowerCase() === 'stop', updateKey: source.updateKey });
   switch (r.kind) {
     case 'duplicate':
       return DUPLICATE;
@@ -182,7 +175,6 @@ async function purgeCommand(deps: CommandDeps, args: string, source: CommandSour
     case 'already_purged':
       return { reply: 'This conversation was already deleted.', duplicate: false };
     case 'purged': {
-      await purged?.();
       const next = o.afterPurge === 'restart' ? 'A new message starts a new, empty conversation.' : 'New messages here are not accepted for now.';
       return {
         reply: `Deleted this conversation: its messages, runs, state, schedules and delivery records.${r.stoppedRunId ? ' The active run was stopped.' : ''} ${next}`,

@@ -6,6 +6,7 @@
  */
 import type { CommandSource, Dispatch } from '../../src/protocol/dispatch.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
+import type { Purge } from '../purge.js';
 
 /** The message a command came in, beyond its source. */
 export interface CommandMessage {
@@ -29,8 +30,12 @@ export interface CommandDeps {
   models?: { default: string; choices: readonly string[] };
   /** The features' lines of `/status` (the channel's problems among them). Default: none. */
   statusLines?(conversationId: string): Promise<string[]>;
-  /** Before `/purge` deletes a conversation: what the features do once it is deleted (schedules disarm its timers). Default: nothing. */
-  purging?(conversationId: string): Promise<() => Promise<void>>;
+  /**
+   * How `/purge` purges: the host's one purge (host/purge.ts), which runs every feature's purge hook
+   * (schedules disarm its timers, subagents' children go with it). Default: the conversation's keys
+   * only, no feature's hooks (a command set tested on its own).
+   */
+  purge?: Purge;
 }
 
 /** Where `deps`' command was sent (`CommandDeps.message`, or its default for `source`). */

@@ -3,7 +3,8 @@
  * chat commands themselves (`commandSet`, the same scripts), sent by the
  * operator: the record shows them as `command.received` from sender
  * `console`. Purge runs `/purge` (with `stop`: the active run is stopped
- * first), the same script as the chat command. Abandon ends a run whose runner stopped answering (running past
+ * first) through the host's one purge, the chat command's, with the same
+ * feature hooks. Abandon ends a run whose runner stopped answering (running past
  * its lease) through the runner's own `finish` script, fenced by the token
  * the console read: if a runner took the run over meanwhile, the token moved
  * on and nothing is written. The run ends `failed` with the reason
@@ -18,6 +19,7 @@ import { Runs } from '../../src/protocol/runs.js';
 import { INPUT_POLICIES, type InputPolicy } from '../../src/protocol/types.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import { commandSet } from '../commands/index.js';
+import type { Purge } from '../purge.js';
 
 /** What actions need. */
 export interface ConsoleActionDeps {
@@ -27,8 +29,8 @@ export interface ConsoleActionDeps {
   channelPolicy(conversationId: string): InputPolicy | undefined;
   logger: Logger;
   now?: () => number;
-  /** Before purge deletes a conversation: what the features do once it is deleted (`purgingOf`). Default: nothing. */
-  purging?(conversationId: string): Promise<() => Promise<void>>;
+  /** The host's purge (host/purge.ts), with every feature's purge hooks. Default: the conversation's keys only, no feature's hooks. */
+  purge?: Purge;
 }
 
 /** An action's outcome: `ok` false is a refusal the operator is shown (409). */

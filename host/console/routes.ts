@@ -19,7 +19,8 @@ import type { RunQueue } from '../../src/protocol/run-queue.js';
 import type { InputPolicy } from '../../src/protocol/types.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import type { AccessStore } from '../access/store.js';
-import { type ApiRoute, type HostFeature, purgingOf } from '../feature.js';
+import type { ApiRoute, HostFeature } from '../feature.js';
+import { hostPurge, type Purge } from '../purge.js';
 import { registerAccessApi } from './access-api.js';
 import { CONSOLE_ACTIONS, ConsoleActions } from './actions.js';
 import { recentKey } from './activity.js';
@@ -54,8 +55,10 @@ export interface ConsoleOptions {
   accessChannels?: AccessConfig['channels'];
   /** The spending budgets: the people panel shows a person's usage against the identity limits. Default: none. */
   budgets?: Budgets;
-  /** The host's features: their console routes and panels, and what purge does for them (`purgingOf`). Default: none. */
+  /** The host's features: their console routes and panels. Default: none. */
   features?: readonly HostFeature[];
+  /** The host's purge (host/purge.ts). Default: the purge with the `features`' hooks. */
+  purge?: Purge;
 }
 
 const BASE = '/console';
@@ -75,7 +78,7 @@ export function registerConsole(o: ConsoleOptions): void {
     enqueue: o.enqueue,
     channelPolicy: o.channelPolicy,
     logger: o.logger.child({ part: 'console' }),
-    purging: purgingOf(features),
+    purge: o.purge ?? hostPurge(o.dispatch.options, features),
   });
 
   /** An API route: refused requests get 401 before anything is read. */

@@ -13,6 +13,7 @@ import { type MatrixConfig, type MatrixConfigInput, matrixConfigSchema } from '.
 import { MatrixInbound } from './inbound.js';
 import { MATRIX_PLUGIN_ID, sinceKey, syncLeaseKey } from './keys.js';
 import { createMatrixOutbound } from './outbound.js';
+import { dropThreadPointers } from './poll-store.js';
 import { matrixSyncer } from './syncer.js';
 
 export type { MatrixConfigInput } from './config.js';
@@ -81,5 +82,7 @@ export function createMatrixPlugin(config: MatrixConfigInput, deps: ChannelDeps)
       await state.syncer?.stop();
     },
     ready: () => state.syncer?.state() ?? { ready: false, detail: 'not started' },
+    // A purged thread's polls went with its keys; its room's pointers at them are another conversation's (a response names only the room).
+    purged: async (conversationId) => void (await dropThreadPointers(deps.redis, deps.prefix, MATRIX_PLUGIN_ID, conversationId)),
   };
 }

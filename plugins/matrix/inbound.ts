@@ -13,7 +13,6 @@ import { ChannelApiError, InvalidInputError, type Logger } from 'steerbot/plugin
 import { type MatrixClient, seg } from './client.js';
 import type { MatrixConfig } from './config.js';
 import { afterOwnJoin, normalizeEvent } from './normalize.js';
-import { dropThreadPointers } from './poll-store.js';
 import { answerPoll, isPollResponse } from './polls.js';
 import { type InvitedRoom, type JoinedRoom, type SyncResponse, timelineEventSchema } from './sync-schema.js';
 
@@ -131,9 +130,7 @@ export class MatrixInbound {
   /** Hands one message to the host. Bad input stays bad on a retry: skipped. Anything else (Redis down) throws, retried with the same `since`. */
   private async receive(host: ChannelHost, message: InboundMessage, eventId: string): Promise<void> {
     try {
-      const result = await host.receive(this.o.channelId, message);
-      // Purge deletes a thread's polls, not its room's pointers at them (a response names only the room). Safe to repeat on a redelivery.
-      if (result.kind === 'command' && result.command === 'purge') await dropThreadPointers(host.redis, host.prefix, this.o.channelId, message.conversationId);
+      await host.receive(this.o.channelId, message);
     } catch (err) {
       if (!(err instanceof InvalidInputError)) throw err;
       this.o.logger.warn({ err, eventId }, 'matrix message rejected; skipped');

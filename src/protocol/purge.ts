@@ -6,7 +6,8 @@
  * `tombstoneTtlSeconds`: updates for the conversation are refused meanwhile,
  * or start a new, empty conversation (`afterPurge: 'restart'`). Late writes
  * of a purged run are refused: its run hash is gone, and every run write is
- * fenced by it.
+ * fenced by it. This is the script alone: the host purges through
+ * `hostPurge` (host/purge.ts), which runs every feature's purge hook around it.
  */
 
 import type { RedisClient } from 'steerbot/plugin';

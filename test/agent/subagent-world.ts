@@ -16,11 +16,18 @@ export const offers = (req: Req, tool: string) => (req.tools ?? []).some((t) => 
 /** Whether `text` is anywhere in the request's messages. */
 export const says = (req: Req, text: string) => JSON.stringify(req.messages).includes(text);
 
-/** The fake model and a harness whose runner delegates to at most `maxPerRun` children a run. */
-export async function startSubagentWorld(maxPerRun: number): Promise<{ ai: FakeOpenAIServer; h: RunnerHarness; close(): Promise<void> }> {
+/** The fake model and a harness whose runner delegates to at most `maxPerRun` children a run; `retention`: the runner's, else the defaults. */
+export async function startSubagentWorld(
+  maxPerRun: number,
+  retention?: Partial<CoreConfig['retention']>,
+): Promise<{ ai: FakeOpenAIServer; h: RunnerHarness; close(): Promise<void> }> {
   const ai = await startFakeOpenAI();
   const h = await RunnerHarness.start();
-  const config: CoreConfig = { ...h.ctx.config, subagents: { enabled: true, maxPerRun, timeoutSeconds: 60 } };
+  const config: CoreConfig = {
+    ...h.ctx.config,
+    subagents: { enabled: true, maxPerRun, timeoutSeconds: 60 },
+    retention: { ...h.ctx.config.retention, ...retention },
+  };
   h.runners.push(
     await startRunner(
       { ...h.ctx, config },

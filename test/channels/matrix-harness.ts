@@ -1,4 +1,5 @@
 import { createHttpServer, type HttpServer, routeRegistry } from '../../host/http.js';
+import { channelPurged } from '../../host/main.js';
 import { createChannelHost } from '../../host/receive.js';
 import { createMatrixPlugin, type MatrixConfigInput } from '../../plugins/matrix/channel.js';
 import matrixDefinition from '../../plugins/matrix/index.js';
@@ -42,7 +43,8 @@ export async function startMatrixHost(h: RunnerHarness, plugin: ChannelPlugin): 
     ingest: h.ingestService,
     enqueue: (c, r) => h.queue.enqueue(c, r),
     outbound: (id) => (id === plugin.id ? plugin.outbound : undefined),
-    features: [],
+    // The channel's purge hook, as the host adds it (`ChannelPlugin.purged`).
+    features: [channelPurged((cid) => (cid.startsWith(`${plugin.id}:`) ? plugin.purged?.bind(plugin) : undefined))],
   });
   await plugin.start(host);
   return http;

@@ -10,7 +10,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scheduleCommands } from '../../app/features/schedules/commands.js';
 import { commandSet } from '../../host/commands/index.js';
-import { purgingOf } from '../../host/feature.js';
+import { hostPurge } from '../../host/purge.js';
 import { createChannelHost } from '../../host/receive.js';
 import { scheduleTools } from '../../plugins/local-agent/schedule-tools.js';
 import { Toolbox } from '../../plugins/local-agent/toolbox.js';
@@ -55,7 +55,7 @@ afterEach(async () => {
 
 const source = (n: number) => ({ conversationId: CID, updateKey: `telegram:${n}`, sender: { id: 'u1' } });
 const feature = () => testSchedulesFeature(schedules);
-const deps = () => ({ dispatch, enqueue: async () => undefined, purging: purgingOf([feature()]) });
+const deps = () => ({ dispatch, enqueue: async () => undefined, purge: hostPurge(dispatch.options, [feature()]) });
 const runCommand = commandSet([scheduleCommands(undefined)]).run;
 const withSchedules = () => commandSet([feature().commands!]);
 

@@ -22,6 +22,9 @@ const MAX_BLOCK_MS = 30_000;
 /** How long a run's sets of children are kept, in seconds (7 days: past any run). */
 export const CHILDREN_TTL_SECONDS = 7 * 86_400;
 
+/** Suffix of a child's key naming the parent that adopted it (ended.ts), in the child's slot. */
+export const ADOPTION_KEY_SUFFIX = 'adopted';
+
 /** A short hash of `s`, for ids. */
 export const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12);
 

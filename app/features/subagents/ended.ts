@@ -12,7 +12,7 @@ import type { EndedRun, RunnerFeatureKit } from '../../../runner/feature.js';
 import { ingestEvent } from '../../../src/events.js';
 import type { RunOutcome } from '../../../src/record/entries.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
-import { CHILDREN_TTL_SECONDS, childrenKeys, childState, SUBAGENT_CHANNEL, stopAll } from './children.js';
+import { ADOPTION_KEY_SUFFIX, CHILDREN_TTL_SECONDS, childrenKeys, childState, SUBAGENT_CHANNEL, stopAll } from './children.js';
 
 /** Where an adopted child's result goes: the parent's conversation, charged to the parent run's identity. */
 interface Adoption {
@@ -20,7 +20,7 @@ interface Adoption {
   owner?: string;
 }
 
-const adoptionKey = (prefix: string, child: string) => `${conversationKeys(prefix, child).base}adopted`;
+const adoptionKey = (prefix: string, child: string) => `${conversationKeys(prefix, child).base}${ADOPTION_KEY_SUFFIX}`;
 
 /** The `ended` hook of the subagents feature, for parents and children alike. */
 export async function subagentsEnded(kit: RunnerFeatureKit, run: EndedRun, outcome: RunOutcome): Promise<void> {

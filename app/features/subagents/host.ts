@@ -8,7 +8,8 @@
  * tasks it delegated and what the children found.
  */
 import type { HostFeature, HostFeatureKit } from '../../../host/feature.js';
-import { purgeConversation } from '../../../src/protocol/purge.js';
+import { hostPurge } from '../../../host/purge.js';
+import { dispatchFromConfig } from '../../../src/protocol/dispatch-config.js';
 import { readRange, readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
@@ -50,15 +51,11 @@ async function purgingChildren(kit: HostFeatureKit, conversationId: string, maxP
     return Array.from({ length: maxPerRun }, (_, i) => childId(run, key, i + 1));
   });
   const ids = new Set([...started.flat(), ...guessed]);
-  // As the command purges the parent: a late write of a child's run meets a tombstone that outlives its dedupe keys.
-  const options = {
-    stopActive: true,
-    afterPurge: config.dispatch.afterPurge,
-    tombstoneTtlSeconds: config.retention.tombstoneTtlSeconds,
-    dedupeTtlSeconds: config.dispatch.dedupeTtlSeconds,
-  };
+  // Through the host's purge, as the parent: each child's hooks run, and a late write of its run meets a tombstone
+  // that outlives its dedupe keys. A running child is stopped.
+  const purge = kit.purge ?? hostPurge(dispatchFromConfig(config, redis, false).options, []);
   return async () => {
-    await Promise.all([...ids].map((id) => purgeConversation(redis, prefix, id, options)));
+    await Promise.all([...ids].map((id) => purge(id, { stopActive: true })));
     if (runs.length > 0) await redis.del(...runs.flatMap((k) => [k.started, k.collected]));
   };
 }

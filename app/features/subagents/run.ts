@@ -19,6 +19,7 @@ import { InvalidInputError } from '../../../src/errors.js';
 import { ingestEvent } from '../../../src/events.js';
 import { CHILDREN_TTL_SECONDS, childId, childrenKeys, digest, SUBAGENT_CHANNEL, stopAll, taskParent, waitOne } from './children.js';
 import { subagentsEnded } from './ended.js';
+import { expireChildrenWithParent } from './retention.js';
 
 /** Terminal reason of a run in a child conversation that no `delegate` task started: refused, never run under a profile of its own. */
 export const NO_PARENT_REASON = 'subagent without a parent';
@@ -36,12 +37,17 @@ export function subagentsRunner(kit: RunnerFeatureKit): RunnerFeature {
     parent: (conversationId, starter) => (isChild(conversationId) ? taskParent(starter) : undefined),
     // Fail closed: a child run without a known parent would run under the child conversation's own profile and budget.
     before: async (run) => (isChild(run.conversationId) && run.parentConversationId === undefined ? orphanRefused(kit, run) : undefined),
+    // Also with subagents off since: children started before expire with their parent.
+    ended: async (run) => (isChild(run.conversationId) ? undefined : expireChildrenWithParent(kit, run.conversationId)),
   };
   if (!kit.config.subagents.enabled) return lineage;
   return {
     ...lineage,
     context: (run) => (isChild(run.conversationId) || startedByResult(run) ? {} : { subagents: runSubagents(kit, run) }),
-    ended: (run, outcome) => subagentsEnded(kit, run, outcome),
+    ended: async (run, outcome) => {
+      await subagentsEnded(kit, run, outcome);
+      await lineage.ended?.(run, outcome);
+    },
   };
 }
 
