@@ -28,6 +28,37 @@ export const ADOPTION_KEY_SUFFIX = 'adopted';
 /** A short hash of `s`, for ids. */
 export const digest = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12);
 
+/** Most children one `delegate` call can have started: the largest `subagents.maxPerRun`, so a limit lowered since still finds them all. */
+const MOST_PER_CALL = 16;
+
+/** One `delegate` call of a conversation: its run and idempotency key, which name its children. */
+export interface DelegateCall {
+  run: string;
+  key: string;
+}
+
+/**
+ * The child conversations a conversation's `delegate` calls started, found one
+ * way for the purge and the export: `started`, the ids each run's set of
+ * children names (kept a week); `recorded`, those and every id each call could
+ * name (older ones, under the largest `maxPerRun`) whose record is still there.
+ * Sorted.
+ */
+export async function childConversations(
+  redis: RedisClient,
+  prefix: string,
+  conversationId: string,
+  calls: readonly DelegateCall[],
+): Promise<{ started: string[]; recorded: string[] }> {
+  const runs = [...new Set(calls.map((c) => c.run))];
+  const started = [...new Set((await Promise.all(runs.map((runId) => redis.smembers(childrenKeys(prefix, { conversationId, runId }).started)))).flat())].sort();
+  const guessed = calls.flatMap(({ run, key }) => Array.from({ length: MOST_PER_CALL }, (_, i) => childId(run, key, i + 1)));
+  const ids = [...new Set([...started, ...guessed])].sort();
+  // Each child in its own slot: one EXISTS each.
+  const there = await Promise.all(ids.map(async (id) => (await redis.exists(conversationKeys(prefix, id).log)) > 0));
+  return { started, recorded: ids.filter((_, i) => there[i]) };
+}
+
 /** The id of the `n`-th child (from 1) a call of run `runId` with idempotency key `key` starts. */
 export function childId(runId: string, key: string, n: number): string {
   return `${SUBAGENT_CHANNEL}:${runId}.${digest(key)}.${n}`;

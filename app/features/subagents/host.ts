@@ -13,7 +13,7 @@ import { dispatchFromConfig } from '../../../src/protocol/dispatch-config.js';
 import { readRange, readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
-import { childId, childrenKeys } from './children.js';
+import { childConversations, childId, childrenKeys } from './children.js';
 import { registerSubagentsApi, subagentsPanel } from './console.js';
 
 /** How many of the latest record entries `/status` looks through for the active run's `delegate` calls. */
@@ -23,7 +23,7 @@ const STATUS_TAIL_ENTRIES = 200;
 export function subagentsHost(kit: HostFeatureKit): HostFeature {
   const { enabled, maxPerRun } = kit.config.subagents;
   // Children started before subagents were turned off still go with their parent.
-  const purging = (conversationId: string) => purgingChildren(kit, conversationId, maxPerRun);
+  const purging = (conversationId: string) => purgingChildren(kit, conversationId);
   if (!enabled) return { name: 'subagents', purging };
   return {
     name: 'subagents',
@@ -34,23 +34,18 @@ export function subagentsHost(kit: HostFeatureKit): HostFeature {
 }
 
 /**
- * Before `/purge`: finds every child the conversation's `delegate` calls
- * started, from its record (which the purge deletes): the ids each run's
- * set of children names (kept a week), and those each call could have named
- * under `maxPerRun` (older ones). Returns what purges them once the parent is
+ * Before a purge: finds every child the conversation's `delegate` calls
+ * started, from its record (which the purge deletes), as the export finds
+ * them (`childConversations`). Returns what purges them once the parent is
  * gone, stopping any that still run, and deletes the runs' sets of children.
  */
-async function purgingChildren(kit: HostFeatureKit, conversationId: string, maxPerRun: number): Promise<() => Promise<void>> {
+async function purgingChildren(kit: HostFeatureKit, conversationId: string): Promise<() => Promise<void>> {
   const { redis, prefix, config } = kit;
   const record = await readRange(redis, conversationKeys(prefix, conversationId).log);
-  const calls = new Set(record.flatMap((e) => (e.kind === 'tool.started' && e.tool === 'delegate' ? [`${e.run}\n${e.key}`] : [])));
-  const runs = [...new Set([...calls].map((call) => call.split('\n', 1)[0]!))].map((runId) => childrenKeys(prefix, { conversationId, runId }));
-  const started = await Promise.all(runs.map((k) => redis.smembers(k.started)));
-  const guessed = [...calls].flatMap((call) => {
-    const [run, key] = call.split('\n') as [string, string];
-    return Array.from({ length: maxPerRun }, (_, i) => childId(run, key, i + 1));
-  });
-  const ids = new Set([...started.flat(), ...guessed]);
+  const calls = record.flatMap((e) => (e.kind === 'tool.started' && e.tool === 'delegate' ? [{ run: e.run, key: e.key }] : []));
+  const runs = [...new Set(calls.map((c) => c.run))].map((runId) => childrenKeys(prefix, { conversationId, runId }));
+  const { started, recorded } = await childConversations(redis, prefix, conversationId, calls);
+  const ids = new Set([...started, ...recorded]);
   // Through the host's purge, as the parent: each child's hooks run, and a late write of its run meets a tombstone
   // that outlives its dedupe keys. A running child is stopped.
   const purge = kit.purge ?? hostPurge(dispatchFromConfig(config, redis, false).options, []);
