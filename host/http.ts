@@ -4,6 +4,7 @@
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { BlockList, isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import {
   type FastifyError,
@@ -19,7 +20,7 @@ import {
 import type { CoreConfig } from '../src/config/load.js';
 import { InvalidInputError, RedisUnavailableError } from '../src/errors.js';
 import { sameToken } from '../src/http/access.js';
-import { isPublicAddress } from '../src/http/address-policy.js';
+import { unmapIpv4 } from '../src/http/address-policy.js';
 import type { HttpRoute, RouteRegistry, RouteRequest, RouteResponse } from '../src/http/routes.js';
 import type { Logger } from '../src/logger.js';
 import type { RedisClient } from '../src/redis/connection.js';
@@ -194,11 +195,39 @@ function serveMetrics(app: HttpServer, metrics: SteerbotMetrics, token: string |
     const auth = req.headers.authorization;
     if (token !== undefined && !(auth?.startsWith('Bearer ') && sameToken(auth.slice('Bearer '.length), token)))
       return reply.status(401).header('www-authenticate', 'Bearer').send({ error: 'metrics need Authorization: Bearer <http.metricsToken>' });
-    if (token === undefined && isPublicAddress(req.socket.remoteAddress ?? ''))
+    if (token === undefined && !isPrivateSource(req.socket.remoteAddress ?? ''))
       return reply.status(403).send({ error: 'metrics are served to private addresses only; set http.metricsToken to read them from elsewhere' });
     const { contentType, body } = await metrics.scrape();
     return reply.header('content-type', contentType).send(body);
   });
+}
+
+/**
+ * Sources a connection may come from to read `/metrics` without a token: loopback, the private IPv4 ranges
+ * (RFC 1918), link-local, and IPv6 unique-local and link-local (IPv4-mapped forms of these too). Unlike the
+ * outbound guard's "not public", tunnel and translation ranges (Teredo, 6to4, NAT64) and shared address space
+ * are not in it: inbound, they carry clients from anywhere.
+ */
+const PRIVATE_SOURCES = (() => {
+  const list = new BlockList();
+  list.addSubnet('127.0.0.0', 8, 'ipv4');
+  for (const [net, bits] of [
+    ['10.0.0.0', 8],
+    ['172.16.0.0', 12],
+    ['192.168.0.0', 16],
+    ['169.254.0.0', 16],
+  ] as const)
+    list.addSubnet(net, bits, 'ipv4');
+  list.addAddress('::1', 'ipv6');
+  list.addSubnet('fc00::', 7, 'ipv6');
+  list.addSubnet('fe80::', 10, 'ipv6');
+  return list;
+})();
+
+function isPrivateSource(ip: string): boolean {
+  const a = unmapIpv4(ip);
+  const family = isIP(a);
+  return family !== 0 && PRIVATE_SOURCES.check(a, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /** Starts listening; resolves with the bound address, e.g. `http://127.0.0.1:8080`. */

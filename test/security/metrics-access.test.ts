@@ -81,12 +81,20 @@ describe('/metrics without http.metricsToken', () => {
     const http = createHttpServer({ config, redis, logger: createLogger({ level: 'silent' }) });
     metrics.modelTokens.inc({ model: MODEL, kind: 'input' }, 1);
     try {
-      for (const remoteAddress of ['8.8.8.8', '2606:4700:4700::1111', '::ffff:1.1.1.1']) {
+      for (const remoteAddress of [
+        '8.8.8.8',
+        '2606:4700:4700::1111',
+        '::ffff:1.1.1.1',
+        '64:ff9b::808:808',
+        '2001:0:4136:e378::1',
+        '2002:808:808::1',
+        '100.64.0.9',
+      ]) {
         const res = await http.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { 'x-forwarded-for': '127.0.0.1' } });
         expect(res.statusCode, remoteAddress).toBe(403);
         expect(res.body).not.toContain(MODEL);
       }
-      for (const remoteAddress of ['127.0.0.1', '::1', '10.1.2.3', '172.18.0.5', '192.168.1.20', 'fd00::5']) {
+      for (const remoteAddress of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '10.1.2.3', '172.18.0.5', '192.168.1.20', 'fd00::5', 'fe80::1']) {
         const res = await http.inject({ method: 'GET', url: '/metrics', remoteAddress });
         expect(res.statusCode, remoteAddress).toBe(200);
         expect(res.body).toContain(MODEL);
