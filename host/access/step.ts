@@ -60,12 +60,12 @@ async function accessCommand(
     return hadAccess ? { kind: 'command', command: name, reply: '', duplicate: true } : REFUSED;
   }
   const outcome = await runAccessCommand({ store: deps.gate.store, gate: deps.gate }, name, args, channelId, settings, message);
+  // Before the replies go out: a slow platform must not let the short claim lapse, or a redelivery would run the spent code again.
+  const letIn = !hadAccess && (await deps.gate.mayTalk(channelId, settings, message));
+  if (letIn) await deps.keepDelivery(message);
   if (outcome.reply) await deps.reply(channelId, message.conversationId, outcome.reply, message.messageId);
   if (outcome.notify) await deps.reply(outcome.notify.channel, outcome.notify.conversationId, outcome.notify.text, undefined);
-  if (!hadAccess) {
-    if (!(await deps.gate.mayTalk(channelId, settings, message))) return REFUSED;
-    await deps.keepDelivery(message);
-  }
+  if (!hadAccess && !letIn) return REFUSED;
   return { kind: 'command', command: name, reply: outcome.reply, duplicate: false };
 }
 

@@ -282,12 +282,12 @@ export class Dispatch {
 
   /**
    * Keeps an update claimed for a shorter time (`claimUpdate` with `ttlSeconds`)
-   * for the whole dedupe window from now, as if claimed with the default. Does
-   * nothing when the claim is gone.
+   * for the whole dedupe window from now, as if claimed with the default; a
+   * claim that lapsed meanwhile is made again.
    */
   async keepClaim(conversationId: string, updateKey: string): Promise<void> {
     assertUpdateKey(updateKey);
-    await this.options.client.expire(conversationKeys(this.options.prefix, conversationId).dedupe(updateKey), this.options.dedupeTtlSeconds);
+    await this.options.client.set(conversationKeys(this.options.prefix, conversationId).dedupe(updateKey), '0', 'EX', this.options.dedupeTtlSeconds);
   }
 
   async status(conversationId: string): Promise<ConversationStatus> {
