@@ -23,6 +23,7 @@ export {
 export { type IngestOnlyHost, type IngestOnlyHostOptions, ingestOnlyHost } from './channel-host.js';
 export type { HeldAnswer } from './fakes/held-answers.js';
 export type { ModelRequest, ScriptedModelServer } from './fakes/scripted-model.js';
+export type { HeldDownloads } from './fakes/telegram-server.js';
 export * as anthropic from './platforms/anthropic.js';
 export * as discord from './platforms/discord.js';
 export * as email from './platforms/email.js';

@@ -25,7 +25,8 @@
  * type its bytes show (`contentTypeOf`: an image only as PNG, JPEG, GIF or
  * WebP, whatever its name or sender says, so no SVG or HTML goes as one);
  * the files of one prompt hold at most `maxTotalBytes` together, also while
- * they download (`PromptBytes`); audio is transcribed only up to
+ * they download (`PromptBytes`: each reserves what it may download before
+ * its request, whatever size it declares); audio is transcribed only up to
  * `maxAudioSeconds` as its packets play (`audioSeconds`, not as its
  * container declares), and each transcription is charged to the run's
  * budgets (`RunRecord.spent`).
@@ -49,8 +50,8 @@ export interface AttachmentSettings {
   /**
    * Most bytes of files one prompt carries, the files of its earlier steered
    * messages included; a file past it gets the policy. Its downloads hold no
-   * more at once either (a file larger than its declared size may download up to what is free when it starts; it
-   * is kept only when the prompt still holds it). Default twice `maxBytes`.
+   * more at once either: each reserves what it may download (`maxBytes`, as far as it is free, whatever size was
+   * declared) before its request, and is cut there. Default twice `maxBytes`.
    */
   maxTotalBytes?: number | undefined;
   /** Media types the model accepts (`image/*`, `application/pdf`). Default `['image/*']`. */
@@ -176,15 +177,15 @@ export class AttachmentParts {
   private async resolve(ctx: RunContext, a: Attachment, bytes: PromptBytes): Promise<Resolved> {
     const guessed = a.mime ?? (a.kind === 'image' || a.kind === 'sticker' ? 'image/jpeg' : undefined);
     if (!guessed || !this.accepts(guessed) || (a.size !== undefined && a.size > this.s.maxBytes)) return { kind: 'none', mediaType: guessed };
-    const share = this.shareOf(ctx, a);
-    if (!(await bytes.take(share))) {
+    const share = await this.reserve(ctx, a, bytes);
+    if (share === undefined) {
       ctx.logger.info({ kind: a.kind, maxTotalBytes: this.s.maxTotalBytes }, 'attachment not sent to the model: the prompt holds maxTotalBytes of files');
       return { kind: 'none', mediaType: guessed };
     }
     let held = share;
     let kept = 0;
     try {
-      const file = await this.fetch(ctx, a, this.fetchLimit(share, bytes));
+      const file = await this.fetch(ctx, a, share);
       if (!file) return { kind: 'none', mediaType: guessed };
       if (!this.holds(ctx, a, file, held, bytes)) return { kind: 'none', mediaType: guessed };
       held = Math.max(held, file.data.byteLength);
@@ -203,27 +204,27 @@ export class AttachmentParts {
   }
 
   /**
-   * The most a file with `share` of the prompt's bytes may download: `maxBytes`, as far as the prompt's free bytes
-   * allow (its declared size may understate it; `holds` then grows its share or refuses it).
+   * Whether `file`, fetched with `share` held, fits: its share grown to its real size when that is larger and still
+   * free (a file a prompt names twice is fetched once, within the first one's reservation).
    */
-  private fetchLimit(share: number, bytes: PromptBytes): number {
-    return Math.min(this.s.maxBytes, share + bytes.available);
-  }
-
-  /** Whether `file`, fetched with `share` held, fits: its share grown to its real size when that is larger and still free. */
   private holds(ctx: RunContext, a: Attachment, file: FetchedFile, share: number, bytes: PromptBytes): boolean {
     if (file.data.byteLength <= share || bytes.grow(file.data.byteLength - share)) return true;
     ctx.logger.info({ kind: a.kind, maxTotalBytes: this.s.maxTotalBytes }, 'attachment not sent to the model: the prompt holds maxTotalBytes of files');
     return false;
   }
 
-  /** The bytes `a` holds of its prompt's while it is fetched: a cached file's size, else its declared size, at most `maxBytes`. */
-  private shareOf(ctx: RunContext, a: Attachment): number {
+  /**
+   * Reserves the bytes `a` may hold of its prompt's while it is fetched, its download's limit: a cached file's size;
+   * else `maxBytes` as far as they are free (a declared size may understate the file), at least its declared size
+   * (waiting for it). Undefined when that cannot be had.
+   */
+  private reserve(ctx: RunContext, a: Attachment, bytes: PromptBytes): Promise<number | undefined> {
     const cached = this.cache.get(cacheKey(ctx, a));
-    return cached ? cached.data.byteLength : Math.min(a.size ?? this.s.maxBytes, this.s.maxBytes);
+    if (cached) return bytes.take(cached.data.byteLength, cached.data.byteLength);
+    return bytes.take(Math.min(Math.max(1, a.size ?? this.s.maxBytes), this.s.maxBytes), this.s.maxBytes);
   }
 
-  /** `a`'s bytes, from the cache or fetched with `limit` (`fetchLimit`); undefined when they cannot be had. */
+  /** `a`'s bytes, from the cache or fetched with at most `limit` bytes (its reservation); undefined when they cannot be had. */
   private async fetch(ctx: RunContext, a: Attachment, limit: number): Promise<FetchedFile | undefined> {
     const key = cacheKey(ctx, a);
     const hit = this.cache.get(key);
@@ -283,11 +284,11 @@ export class AttachmentParts {
     const stored = await ctx.state.get(key);
     if (typeof stored === 'object' && stored !== null && typeof (stored as { text?: unknown }).text === 'string') return (stored as { text: string }).text;
     // The audio is held while it is transcribed, not kept in the prompt.
-    const share = this.shareOf(ctx, a);
-    if (!(await bytes.take(share))) return undefined;
+    const share = await this.reserve(ctx, a, bytes);
+    if (share === undefined) return undefined;
     let held = share;
     try {
-      const file = await this.fetch(ctx, a, this.fetchLimit(share, bytes));
+      const file = await this.fetch(ctx, a, share);
       if (!file || !this.holds(ctx, a, file, held, bytes)) return undefined;
       held = Math.max(held, file.data.byteLength);
       const text = await this.transcribe(ctx, file.data, model);

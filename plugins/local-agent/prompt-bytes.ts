@@ -1,13 +1,14 @@
 /**
  * The bytes of files one prompt may carry (`attachments.maxTotalBytes`),
- * shared by the fetches that fill it. A file holds its share (its declared
- * size, else `maxBytes`) from before its request until it is done, then
- * keeps what it weighs when it goes into the prompt and gives the rest back;
- * a file whose share is not free waits for the fetches under way, and gets
- * none when none is under way. A file that turns out larger than its share
- * (a platform's declared size is the sender's word) grows it by what is
- * still free, or is refused. So the files of a prompt never hold more than
- * the total at once, however many files its messages carry.
+ * shared by the fetches that fill it. A file reserves, from before its
+ * request until it is done, as much as it may download (`maxBytes`, as far as
+ * it is free: a platform's declared size is the sender's word), at least its
+ * declared size; it then keeps what it weighs when it goes into the prompt
+ * and gives the rest back. A file whose least is not free waits for the
+ * fetches under way, and gets none when none is under way; its download is
+ * cut at its reservation. So the files of a prompt never hold more than the
+ * total at once, however many files its messages carry and whatever sizes
+ * they declare.
  */
 import type { ModelMessage } from 'ai';
 
@@ -23,18 +24,18 @@ export class PromptBytes {
     this.free = Math.max(0, free);
   }
 
-  /** Holds `share` bytes, waiting while fetches under way hold what is missing; false when they cannot be had. */
-  async take(share: number): Promise<boolean> {
-    while (share > this.free && this.holding > 0) await new Promise<void>((wake) => this.waiting.push(wake));
-    if (share > this.free) return false;
+  /**
+   * Reserves `most` bytes, or as many as are free when fewer, but at least `least` (at most `most`): waits
+   * while fetches under way hold what is missing of `least`. Returns the bytes reserved; undefined when
+   * `least` cannot be had.
+   */
+  async take(least: number, most: number): Promise<number | undefined> {
+    while (least > this.free && this.holding > 0) await new Promise<void>((wake) => this.waiting.push(wake));
+    if (least > this.free) return undefined;
+    const share = Math.max(least, Math.min(most, this.free));
     this.free -= share;
     this.holding++;
-    return true;
-  }
-
-  /** Bytes free now (what a download may grow its share by). */
-  get available(): number {
-    return this.free;
+    return share;
   }
 
   /** Grows a share taken with `take` by `extra` bytes when they are free now (it never waits); false when they are not. */

@@ -111,6 +111,35 @@ describe('files a stranger or a member sends', () => {
     expect(placeholders).toHaveLength(8);
   });
 
+  it('hold at most maxTotalBytes of files at once while they download, when each photo of an album declares a size of 1 byte', async () => {
+    const hold = holdingTool();
+    const s = (sys = await startTelegramSystem({ tools: [hold.tool], attachments: { maxBytes: 4096 } }));
+    s.model.script([{ toolCalls: [{ name: 'look_up', args: {} }] }, { text: 'Nice photos.' }]);
+    // Half of maxBytes each, each declaring 1 byte: four of them fit in the prompt's 8192.
+    const photos = Array.from({ length: 10 }, (_, i) => png(2000, i));
+    for (const [i, bytes] of photos.entries()) s.tg.addFile(`small-${i}`, bytes, { mime: 'image/png' });
+
+    expect(await s.post(messageUpdate({ from: MALLORY, text: 'hi, wait for my album' }))).toBe(200);
+    await hold.entered.promise;
+    for (const i of photos.keys()) {
+      const photo = [{ file_id: `small-${i}`, file_unique_id: `u-small-${i}`, width: 1280, height: 960, file_size: 1 }];
+      expect(await s.post(messageUpdate({ from: MALLORY, extra: { photo, media_group_id: 'album-2' } }))).toBe(200);
+    }
+    const cid = `telegram:${MALLORY.id}`;
+    await waitFor(async () => (await s.h.entries('steering.queued', cid)).length >= 10 || undefined, 15_000, 'the album steered');
+    // The fake Bot API holds each download and hands them out one at a time, counting the bytes requested at once.
+    const downloads = s.tg.holdDownloads();
+    hold.release.resolve();
+    const answered = () => s.tg.sent.some((m) => m.chatId === MALLORY.id);
+    await waitFor(() => answered() || (downloads.releaseOne() && false), 15_000, 'the reply');
+
+    expect(downloads.peakBytes).toBeLessThanOrEqual(2 * 4096);
+    const urls = imageUrls(s, 1);
+    expect(urls).toHaveLength(4);
+    const sent = urls.reduce((n, u) => n + Buffer.from(u.slice(u.indexOf(',') + 1), 'base64').length, 0);
+    expect(sent).toBeLessThanOrEqual(2 * 4096);
+  });
+
   it('transcribe a voice note only up to maxAudioSeconds, and charge each transcription to the person’s budget', async () => {
     const s = (sys = await startTelegramSystem({ budgets: { identity: { tokensPerDay: 1_000_000 } }, transcriptionModel: 'whisper-1' }));
     const usage = { prompt_tokens: 10, completion_tokens: 5 };

@@ -118,6 +118,8 @@ export interface FakeTelegram {
   addFile(fileId: string, data: Uint8Array, opts?: { path?: string; mime?: string }): string;
   /** Downloads of served files, by file path, in order. */
   fileDownloads: string[];
+  /** From now on, holds the bytes of each file download until `releaseOne` (arrival order), counting the bytes held at once. */
+  holdDownloads(): HeldDownloads;
   /** Queues an update for getUpdates; assigns `update_id` when missing. Returns the update. */
   pushUpdate(update: Record<string, unknown>): Record<string, any>;
   /** Queues several updates at once, so a waiting long poll receives them in one batch. */
@@ -196,6 +198,16 @@ const previewsOf = (p: Record<string, any>): boolean => p.link_preview_options?.
 
 const TELEGRAM_REACTIONS = new Set(['👍', '👎', '❤', '🔥', '👀', '👌', '😢', '🤔', '🎉', '🙏']);
 
+/** File downloads held back (`holdDownloads`). */
+export interface HeldDownloads {
+  /** Downloads held now. */
+  readonly waiting: number;
+  /** Most bytes of files the server held at once, requested and not yet handed out in full. */
+  readonly peakBytes: number;
+  /** Sends the oldest held download's bytes; false when none is held. */
+  releaseOne(): boolean;
+}
+
 /** Starts the fake on 127.0.0.1 with a free port. */
 export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const token = opts.token ?? FAKE_TOKEN;
@@ -210,6 +222,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   let nextMessageId = 1;
   const files = new Map<string, { path: string; data: Uint8Array; mime: string }>();
   const holds = new AnswerHolds();
+  let downloads: DownloadHold | undefined;
 
   const notify = () => {
     for (const l of [...listeners]) l();
@@ -229,6 +242,10 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     callbackAnswers: [],
     reactions: new Map(),
     fileDownloads: [],
+    holdDownloads() {
+      downloads = new DownloadHold();
+      return downloads;
+    },
     addFile(fileId, data, o = {}) {
       const path = o.path ?? `files/${fileId}`;
       files.set(fileId, { path, data, mime: o.mime ?? 'application/octet-stream' });
@@ -460,8 +477,12 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       const file = decodeURIComponent(download[1]!) === token ? [...files.values()].find((f) => f.path === decodeURIComponent(download[2]!)) : undefined;
       if (!file) return send(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
       fake.fileDownloads.push(file.path);
-      res.writeHead(200, { 'content-type': file.mime, 'content-length': file.data.byteLength });
-      res.end(Buffer.from(file.data));
+      const serve = () => {
+        res.writeHead(200, { 'content-type': file.mime, 'content-length': file.data.byteLength });
+        res.end(Buffer.from(file.data));
+      };
+      if (downloads) downloads.hold(file.data.byteLength, serve, res);
+      else serve();
       notify();
       return;
     }
@@ -686,4 +707,30 @@ export function messageUpdate(o: MessageUpdateOptions): Record<string, any> {
     ...o.extra,
   };
   return { update_id: o.updateId ?? builderUpdateIds++, message };
+}
+
+/** File downloads held until released, their bytes counted from the request until the response is sent in full or dropped. */
+class DownloadHold implements HeldDownloads {
+  private readonly held: Array<() => void> = [];
+  private bytes = 0;
+  peakBytes = 0;
+
+  get waiting(): number {
+    return this.held.length;
+  }
+
+  hold(size: number, serve: () => void, res: ServerResponse): void {
+    this.bytes += size;
+    this.peakBytes = Math.max(this.peakBytes, this.bytes);
+    res.once('close', () => {
+      this.bytes -= size;
+    });
+    this.held.push(serve);
+  }
+
+  releaseOne(): boolean {
+    const serve = this.held.shift();
+    serve?.();
+    return serve !== undefined;
+  }
 }
