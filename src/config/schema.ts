@@ -110,7 +110,7 @@ const httpSchema = z.strictObject({
   metricsToken: pageToken
     .optional()
     .describe(
-      'Token `GET /metrics` requires, as `Authorization: Bearer <token>` (Prometheus: `authorization: { credentials: <token> }`); a request without it gets `401`. Secret, at least 16 characters. Default: unset — `/metrics` answers whoever reaches the port, and it names your models, tools, MCP servers, channels and traffic: set it when the port faces the internet (the host serves platform webhooks on it).',
+      'Token `GET /metrics` requires, as `Authorization: Bearer <token>` (Prometheus: `authorization: { credentials: <token> }`); a request without it gets `401`. Secret, at least 16 characters. Default: unset — `/metrics` answers only connections from loopback and private addresses; set it when a load balancer, an ingress or a port-forward sits in front (every client then looks private), since the metrics name your models, tools, MCP servers, channels and traffic.',
     ),
 });
 
