@@ -62,9 +62,16 @@ export function accessRuling(access: ChannelAccess | undefined, chat: AccessChat
   return access.policy === 'pairing' ? APPROVAL : refuse('not-allowed');
 }
 
+// One resolver per channel's settings (the configuration's own objects, loaded once), not one per message.
+const groupResolvers = new WeakMap<ChannelAccess, Map<string, (conversationId: string) => string | undefined>>();
+
 /** Whether `conversationId` is a chat listed in `access.groups` of its channel, or a thread of one (by the rule bindings use). */
 export function inListedGroup(access: ChannelAccess, channelId: string, conversationId: string): boolean {
-  return channelResolver(access.groups.map((group) => `${channelId}:${group}`))(conversationId) !== undefined;
+  let byChannel = groupResolvers.get(access);
+  if (!byChannel) groupResolvers.set(access, (byChannel = new Map()));
+  let resolve = byChannel.get(channelId);
+  if (!resolve) byChannel.set(channelId, (resolve = channelResolver(access.groups.map((group) => `${channelId}:${group}`))));
+  return resolve(conversationId) !== undefined;
 }
 
 /** Whether an identity was approved (paired): one SISMEMBER on the access store's set. */
