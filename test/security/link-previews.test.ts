@@ -10,9 +10,8 @@
  * `linkPreviews: true` on that channel. Each channel's real client talks to
  * its fake, which records what the platform would preview.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDiscordPlugin } from '../../plugins/discord/channel.js';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { createMatrixPlugin } from '../../plugins/matrix/channel.js';
 import { createSlackPlugin } from '../../plugins/slack/channel.js';
 import { createTelegramPlugin } from '../../plugins/telegram/channel.js';
@@ -20,60 +19,43 @@ import { createWhatsAppPlugin } from '../../plugins/whatsapp/channel.js';
 import type { ChannelPlugin } from '../../src/channel.js';
 import { FakeDiscord } from '../../testing/fakes/discord-server.js';
 import { type FakeMatrix, MATRIX_ALICE, MATRIX_TEST, previewsLinks, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { SLACK_BOT_TOKEN, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { ALICE, callbackQueryUpdate, FAKE_TOKEN, messageUpdate, startFakeTelegram } from '../../testing/fakes/telegram-server.js';
 import { startFakeWhatsApp, WHATSAPP_TEST } from '../../testing/fakes/whatsapp-server.js';
 import { TOKEN } from '../channels/discord-harness.js';
 import { postUpdate, startTelegramSystem } from '../channels/telegram-harness.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { deliverEveryKind, discordConversation, EXFIL_URL, optionWith, questionIdIn, scriptInjected } from './injected-replies.js';
+import { deliverEveryKind, discordConversation, EXFIL_URL, optionWith, questionIdIn, scriptInjected, useInjectedWorld } from './injected-replies.js';
 
-let ai: FakeOpenAIServer;
-let h: RunnerHarness;
-let closers: Array<() => Promise<unknown>>;
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  h = await RunnerHarness.start();
-  closers = [];
-});
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await h.close();
-  await ai.close();
-});
-
-const agent = () => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } });
+const w = useInjectedWorld();
 const target = (plugin: ChannelPlugin, conversationId: string) => ({
   outbound: plugin.outbound,
-  redis: h.ctx.redis,
-  prefix: h.prefix,
+  redis: w.h.ctx.redis,
+  prefix: w.h.prefix,
   conversationId,
-  logger: h.ctx.logger,
+  logger: w.h.ctx.logger,
 });
-const deps = () => ({ logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix });
+const deps = () => ({ logger: w.h.ctx.logger, redis: w.h.ctx.redis, prefix: w.h.prefix });
 
 describe('link previews of the bot’s messages', () => {
   it('Telegram: a reply, its streamed edits, buttons, a command’s answer and a click’s edit go out with previews off', async () => {
     const SECRET = 'previews_secret_0123456789';
     const tg = await startFakeTelegram();
-    closers.push(() => tg.close());
-    const { http, plugin } = await startTelegramSystem({ h, tg, secret: SECRET, agent: agent(), telegram: { streaming: true } });
-    closers.push(
+    w.closers.push(() => tg.close());
+    const { http, plugin } = await startTelegramSystem({ h: w.h, tg, secret: SECRET, agent: w.agent(), telegram: { streaming: true } });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
     const say = async (text: string) => expect(await postUpdate(http, SECRET, messageUpdate({ text, from: ALICE, chatId: ALICE.id }))).toBe(200);
     const nth = async (n: number, what: string) => (await tg.waitUntil(() => tg.sent.length >= n && tg.sent, 15_000, what))[n - 1]!;
 
-    scriptInjected(ai, EXFIL_URL);
+    scriptInjected(w.ai, EXFIL_URL);
     await say('tidy up my notes');
     const question = await nth(1, 'the question');
     const id = questionIdIn(question.buttons?.[1]?.data ?? '');
     expect(await postUpdate(http, SECRET, callbackQueryUpdate({ data: `/choose ${id} 2`, message: question, from: ALICE }))).toBe(200);
     await nth(2, 'the answer');
-    await h.idle(15_000, `telegram:${ALICE.id}`);
+    await w.h.idle(15_000, `telegram:${ALICE.id}`);
     // Typed again: the host answers in plain text, naming the option chosen.
     await say(`/choose ${id} 2`);
     expect((await nth(3, "the command's answer")).text).toContain(`Already answered: ${optionWith(EXFIL_URL)} was chosen`);
@@ -91,7 +73,7 @@ describe('link previews of the bot’s messages', () => {
   });
 
   it('Discord: a reply, its streamed edits, buttons, a caption, a command’s answer and a click’s update carry SUPPRESS_EMBEDS', async () => {
-    const discord = await discordConversation({ h, ai, agent: agent(), bait: EXFIL_URL, closers });
+    const discord = await discordConversation({ h: w.h, ai: w.ai, agent: w.agent(), bait: EXFIL_URL, closers: w.closers });
 
     expect(discord.interactionResponses.map((r) => (r.data.flags ?? 0) & 4)).toEqual([4, 4]);
     const bodies = discord.calls.filter((c) => c.status === 200 && /^\/channels\/\d+\/messages(\/\d+)?$/.test(c.path) && c.method !== 'GET');
@@ -102,7 +84,7 @@ describe('link previews of the bot’s messages', () => {
 
   it('Slack: every message the bot posts, streamed ones and those with buttons, goes with unfurl_links and unfurl_media off', async () => {
     const slack = await startFakeSlack();
-    closers.push(() => slack.close());
+    w.closers.push(() => slack.close());
     const plugin = createSlackPlugin({ botToken: SLACK_BOT_TOKEN, signingSecret: 'x'.repeat(32), apiUrl: slack.apiUrl }, deps());
     await deliverEveryKind(target(plugin, 'slack:D0000PRV1'), EXFIL_URL);
 
@@ -115,7 +97,7 @@ describe('link previews of the bot’s messages', () => {
 
   it('Matrix: a reply, its streamed edits, buttons, a caption and a command’s answer say they have no previews (MSC4095)', async () => {
     const matrix = await startFakeMatrix();
-    closers.push(() => matrix.close());
+    w.closers.push(() => matrix.close());
     const room = matrix.createRoom([MATRIX_TEST.userId, MATRIX_ALICE]);
     const plugin = createMatrixPlugin({ ...MATRIX_TEST, homeserverUrl: matrix.url, streaming: true }, deps());
     await deliverEveryKind(target(plugin, `matrix:${room}`), EXFIL_URL);
@@ -136,7 +118,7 @@ describe('link previews of the bot’s messages', () => {
     const discord = await FakeDiscord.start({ token: TOKEN });
     const wa = await startFakeWhatsApp();
     const matrix: FakeMatrix = await startFakeMatrix();
-    closers.push(
+    w.closers.push(
       () => tg.close(),
       () => slack.close(),
       () => discord.close(),

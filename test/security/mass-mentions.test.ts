@@ -11,33 +11,15 @@
  * channel's real client talks to its fake, which reads mentions as the
  * platform does.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
+import { describe, expect, it } from 'vitest';
 import { createMatrixPlugin } from '../../plugins/matrix/channel.js';
 import { MATRIX_ALICE, MATRIX_TEST, notifiesRoom, startFakeMatrix } from '../../testing/fakes/matrix-server.js';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
 import { blockActions, eventCallback, type SlackPostedMessage, slackPingsIn, startFakeSlack } from '../../testing/fakes/slack-server.js';
 import { waitFor } from '../../testing/wait.js';
 import { startSlackSystem } from '../channels/slack-harness.js';
-import { fakeModel, RunnerHarness } from '../runner/harness.js';
-import { deliverEveryKind, discordConversation, optionWith, questionIdIn, scriptInjected } from './injected-replies.js';
+import { deliverEveryKind, discordConversation, optionWith, questionIdIn, scriptInjected, useInjectedWorld } from './injected-replies.js';
 
-let ai: FakeOpenAIServer;
-let h: RunnerHarness;
-let closers: Array<() => Promise<unknown>>;
-
-beforeEach(async () => {
-  ai = await startFakeOpenAI();
-  h = await RunnerHarness.start();
-  closers = [];
-});
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await h.close();
-  await ai.close();
-});
-
-const agent = () => createLocalAgentPlugin({ model: fakeModel(ai.url), builtins: { currentTime: false, askUser: true } });
+const w = useInjectedWorld();
 /** Slack's escaped text as people read it. */
 const shown = (text: string) => text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
@@ -47,9 +29,9 @@ describe('mass mentions in the bot’s messages', () => {
     const DM = 'D0000MNT1';
     const ANN = 'U0000ANN';
     const slack = await startFakeSlack();
-    closers.push(() => slack.close());
-    const { http, plugin } = await startSlackSystem({ h, slack, agent: agent() });
-    closers.push(
+    w.closers.push(() => slack.close());
+    const { http, plugin } = await startSlackSystem({ h: w.h, slack, agent: w.agent() });
+    w.closers.push(
       () => http.close(),
       () => plugin.stop(),
     );
@@ -58,17 +40,20 @@ describe('mass mentions in the bot’s messages', () => {
     const inDm = () => slack.messages.filter((m) => m.channel === DM);
     const nth = (k: number, what: string) => waitFor(() => inDm()[k - 1], 15_000, what) as Promise<SlackPostedMessage>;
 
-    scriptInjected(ai, BAIT);
+    scriptInjected(w.ai, BAIT);
     say('remind the team about my notes');
     const question = await nth(1, 'the question');
     const id = questionIdIn(JSON.stringify(question.blocks));
     slack.deliver('interactive', blockActions(question, `/choose ${id} 2`, ANN, '1800000100.000001'));
     await nth(2, 'the answer');
     await waitFor(() => slack.ephemerals.length >= 1, 15_000, 'the click’s answer');
-    await h.idle(15_000, `slack:${DM}`);
+    await w.h.idle(15_000, `slack:${DM}`);
     say(`/choose ${id} 2`);
     await nth(3, "the command's answer");
-    await deliverEveryKind({ outbound: plugin.outbound, redis: h.ctx.redis, prefix: h.prefix, conversationId: `slack:${DM}`, logger: h.ctx.logger }, BAIT);
+    await deliverEveryKind(
+      { outbound: plugin.outbound, redis: w.h.ctx.redis, prefix: w.h.prefix, conversationId: `slack:${DM}`, logger: w.h.ctx.logger },
+      BAIT,
+    );
 
     expect(shown(slack.ephemerals[0]!.text)).toBe(`Chosen: ${optionWith(BAIT)}`);
     expect(shown(question.text)).toContain(`${optionWith(BAIT)} (chosen by`);
@@ -85,14 +70,14 @@ describe('mass mentions in the bot’s messages', () => {
 
   it('Matrix: every event the bot sends — a reply, its streamed edits, a poll, a caption, a command’s answer — carries empty m.mentions: @room notifies no one', async () => {
     const matrix = await startFakeMatrix();
-    closers.push(() => matrix.close());
+    w.closers.push(() => matrix.close());
     const room = matrix.createRoom([MATRIX_TEST.userId, MATRIX_ALICE]);
     const plugin = createMatrixPlugin(
       { ...MATRIX_TEST, homeserverUrl: matrix.url, streaming: true },
-      { logger: h.ctx.logger, redis: h.ctx.redis, prefix: h.prefix },
+      { logger: w.h.ctx.logger, redis: w.h.ctx.redis, prefix: w.h.prefix },
     );
     await deliverEveryKind(
-      { outbound: plugin.outbound, redis: h.ctx.redis, prefix: h.prefix, conversationId: `matrix:${room}`, logger: h.ctx.logger },
+      { outbound: plugin.outbound, redis: w.h.ctx.redis, prefix: w.h.prefix, conversationId: `matrix:${room}`, logger: w.h.ctx.logger },
       '@room',
     );
 
@@ -109,7 +94,7 @@ describe('mass mentions in the bot’s messages', () => {
 
   it('Discord: a streamed edit, a click’s update and its ephemeral answer ping no one, as its sends do', async () => {
     const bait = '@everyone @here <@400000000000000002>';
-    const discord = await discordConversation({ h, ai, agent: agent(), bait, closers });
+    const discord = await discordConversation({ h: w.h, ai: w.ai, agent: w.agent(), bait, closers: w.closers });
 
     expect(discord.interactionResponses.map((r) => r.data.allowed_mentions)).toEqual([{ parse: [] }, { parse: [] }]);
     const edits = discord.calls.filter((c) => c.method === 'PATCH' && c.status === 200);
