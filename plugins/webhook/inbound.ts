@@ -45,8 +45,12 @@ export interface InboundOptions {
   now: () => number;
 }
 
+/** The trace check's verdict on a request's signature (`signedBySender`), which the handler reuses: one HMAC per request. */
+const checkedForTrace = new WeakMap<RouteRequest, string | undefined>();
+
 /** Why the request's signature (and signed timestamp) is refused, or undefined when the channel's sender signed it. */
 function signatureRefusal(o: InboundOptions, req: RouteRequest): string | undefined {
+  if (checkedForTrace.has(req)) return checkedForTrace.get(req);
   const maxSkewSeconds = Math.min(o.config.maxSkewSeconds, replayWindowSeconds(o.host().dedupeTtlSeconds));
   return checkSignature(o.config.secret, req.headers, req.body, Math.floor(o.now() / 1000), maxSkewSeconds);
 }
@@ -56,7 +60,11 @@ function signatureRefusal(o: InboundOptions, req: RouteRequest): string | undefi
  * gave it, whose trace a message continues (`HttpRoute.trustsCallerTrace`). Anyone else's request starts a trace of its own.
  */
 export function signedBySender(o: InboundOptions): (req: RouteRequest) => boolean {
-  return (req) => signatureRefusal(o, req) === undefined;
+  return (req) => {
+    const refused = signatureRefusal(o, req);
+    checkedForTrace.set(req, refused);
+    return refused === undefined;
+  };
 }
 
 /** Builds the POST handler. */
