@@ -62,15 +62,20 @@ export function apiTokenKeys(prefix: string): { revoked: string; rate: string } 
   return { revoked: `${prefix}:{api}:revoked`, rate: `${prefix}:{api}:rate` };
 }
 
-/** Whether an entry of `conversations` matches `conversationId`: the id itself and its topics and threads (as bindings cover them), or a `*` prefix. */
-function matches(entry: string, conversationId: string): boolean {
-  if (entry.endsWith('*')) return conversationId.startsWith(entry.slice(0, -1));
-  return channelResolver([entry])(conversationId) !== undefined;
+/**
+ * Whether `conversationId` matches one of `conversations`: an entry's id itself and its topics and threads (as bindings
+ * cover them), or a `*` entry's prefix. Built once per token.
+ */
+function conversationMatcher(conversations: readonly string[]): (conversationId: string) => boolean {
+  const prefixes = conversations.filter((e) => e.endsWith('*')).map((e) => e.slice(0, -1));
+  const chats = channelResolver(conversations.filter((e) => !e.endsWith('*')));
+  return (conversationId) => prefixes.some((p) => conversationId.startsWith(p)) || chats(conversationId) !== undefined;
 }
 
 /** The API's tokens, checked against Redis on every request. */
 export class ApiTokens {
   private readonly keys: { revoked: string; rate: string };
+  private readonly matchers: Map<ApiToken, (conversationId: string) => boolean>;
 
   constructor(
     private readonly tokens: readonly ApiToken[],
@@ -78,6 +83,7 @@ export class ApiTokens {
     prefix: string,
   ) {
     this.keys = apiTokenKeys(prefix);
+    this.matchers = new Map(tokens.flatMap((t) => (t.conversations ? [[t, conversationMatcher(t.conversations)] as const] : [])));
   }
 
   /** The configured token `presented` is, or undefined. Every digest is compared (in constant time), so timing tells nothing. */
@@ -91,7 +97,7 @@ export class ApiTokens {
   /** Whether `token` may act on `conversationId` (its channel is `channel`, when a configured channel serves it). */
   reaches(token: ApiToken, conversationId: string, channel: string | undefined): boolean {
     if (token.channels && (channel === undefined || !token.channels.includes(channel))) return false;
-    return !token.conversations || token.conversations.some((e) => matches(e, conversationId));
+    return !token.conversations || (this.matchers.get(token) ?? conversationMatcher(token.conversations))(conversationId);
   }
 
   /** Whether `token` was revoked (`steerbot revoke-token`); reads, takes nothing from its bucket. */
