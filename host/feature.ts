@@ -38,9 +38,8 @@ export interface HostFeatureKit {
   /**
    * The host's one purge (host/purge.ts), with every feature's hooks: for a feature that purges
    * other conversations with one (subagents' children). Callable once the host started.
-   * Default (a kit made by hand): the conversation's keys only, no feature's hooks.
    */
-  purge?: Purge;
+  purge: Purge;
 }
 
 /** A message or command the host recorded from a person. */

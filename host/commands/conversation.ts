@@ -15,7 +15,6 @@ import type { SeqEntry } from '../../src/record/entries.js';
 import { readTail } from '../../src/record/read.js';
 import { readUnanswered, type UnansweredNote, unansweredStatusLine } from '../../src/record/unanswered.js';
 import { conversationKeys } from '../../src/redis/keys.js';
-import { hostPurge } from '../purge.js';
 import { type CommandDeps, type CommandOutcome, type CommandTable, DUPLICATE, PURGED } from './table.js';
 
 const POLICY_HELP: Record<InputPolicy, string> = {
@@ -163,8 +162,7 @@ async function queueCommand(deps: CommandDeps, args: string, source: CommandSour
  */
 async function purgeCommand(deps: CommandDeps, args: string, source: CommandSource): Promise<CommandOutcome> {
   const o = deps.dispatch.options;
-  const purge = deps.purge ?? hostPurge(o, []);
-  const r = await purge(source.conversationId, { stopActive: args.toLowerCase() === 'stop', updateKey: source.updateKey });
+  const r = await deps.purge(source.conversationId, { stopActive: args.toLowerCase() === 'stop', updateKey: source.updateKey });
   switch (r.kind) {
     case 'duplicate':
       return DUPLICATE;

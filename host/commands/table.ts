@@ -32,10 +32,9 @@ export interface CommandDeps {
   statusLines?(conversationId: string): Promise<string[]>;
   /**
    * How `/purge` purges: the host's one purge (host/purge.ts), which runs every feature's purge hook
-   * (schedules disarm its timers, subagents' children go with it). Default: the conversation's keys
-   * only, no feature's hooks (a command set tested on its own).
+   * (schedules disarm its timers, subagents' children go with it).
    */
-  purge?: Purge;
+  purge: Purge;
 }
 
 /** Where `deps`' command was sent (`CommandDeps.message`, or its default for `source`). */

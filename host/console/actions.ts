@@ -29,8 +29,8 @@ export interface ConsoleActionDeps {
   channelPolicy(conversationId: string): InputPolicy | undefined;
   logger: Logger;
   now?: () => number;
-  /** The host's purge (host/purge.ts), with every feature's purge hooks. Default: the conversation's keys only, no feature's hooks. */
-  purge?: Purge;
+  /** The host's purge (host/purge.ts), with every feature's purge hooks. */
+  purge: Purge;
 }
 
 /** An action's outcome: `ok` false is a refusal the operator is shown (409). */

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
 import { commandSet } from '../../host/commands/index.js';
+import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { isTransient } from '../../plugins/local-agent/recovery.js';
 import { ConfigError } from '../../src/errors.js';
@@ -47,7 +48,14 @@ async function start(streaming = false): Promise<RunnerHarness> {
 
 /** The `/status` reply, as a user in the conversation gets it. */
 async function statusReply(h: RunnerHarness): Promise<string> {
-  return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
+  return (
+    await commandSet([]).run(
+      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
+      { name: 'status', args: '' },
+      h.source(),
+      undefined,
+    )
+  ).reply;
 }
 
 describe('a model call that fails over', () => {

@@ -8,6 +8,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { childrenStatus, subagentsHost } from '../../app/features/subagents/host.js';
+import { hostPurge } from '../../host/purge.js';
 import { readRange } from '../../src/record/read.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import type { FakeOpenAIServer } from '../../testing/fakes/openai-server.js';
@@ -216,6 +217,7 @@ describe('subagents', () => {
       identities: undefined as never,
       channelIds: [],
       connectRedis: h.ctx.connectRedis,
+      purge: hostPurge(h.dispatch.options, []),
     });
     const http = await serveConsole(h, { features: [feature] });
     try {

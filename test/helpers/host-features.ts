@@ -9,9 +9,11 @@ import { AccessStore } from '../../host/access/store.js';
 import { type CommandSet, commandSet } from '../../host/commands/index.js';
 import type { HostFeature } from '../../host/feature.js';
 import { makeHostFeatures } from '../../host/main.js';
+import { hostPurge, type Purge, type PurgeRequest } from '../../host/purge.js';
 import type { CoreConfig } from '../../src/config/load.js';
 import type { Logger } from '../../src/logger.js';
 import { IdentityStore } from '../../src/people/identity.js';
+import { dispatchFromConfig } from '../../src/protocol/dispatch-config.js';
 import type { ConfiguredSchedules } from '../../src/schedules/from-config.js';
 import { HeartbeatKeeper } from '../../src/schedules/heartbeats.js';
 import type { Schedules } from '../../src/schedules/schedules.js';
@@ -42,10 +44,23 @@ export async function testHostFeatures(o: TestFeatureOptions): Promise<HostFeatu
   const connectRedis = () => {
     throw new Error('the test host opens no connections: schedules are given (TestFeatureOptions.schedules)');
   };
-  const kit = { config, logger, redis: o.redis, prefix: o.prefix, identities, channelIds: [], connectRedis };
+  // The host's purge with every feature's hooks, as host/main.ts binds it once the features are made.
+  let purge: Purge = () => Promise.reject(new Error('the test host purges once its features are made'));
+  const kit = {
+    config,
+    logger,
+    redis: o.redis,
+    prefix: o.prefix,
+    identities,
+    channelIds: [],
+    connectRedis,
+    purge: (id: string, r?: PurgeRequest) => purge(id, r),
+  };
   // The schedules feature on the test's service (or off), not on one it would open itself.
   const features = FEATURES.map((f) => (f.name === 'schedules' ? { ...f, host: () => schedulesHostOn(kit, o.schedules) } : f));
-  return [accessAdmission(access), ...(await makeHostFeatures(kit, hostFeatures(features)))];
+  const made = [accessAdmission(access), ...(await makeHostFeatures(kit, hostFeatures(features)))];
+  purge = hostPurge(dispatchFromConfig(config, o.redis, false).options, made);
+  return made;
 }
 
 /** The command set of a host with every built-in feature. */

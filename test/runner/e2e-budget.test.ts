@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
 import { commandSet } from '../../host/commands/index.js';
+import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { createImageModel } from '../../runner/model.js';
@@ -52,7 +53,14 @@ async function start(budgets: BudgetSettings, clock: { now: number }, o: { plugi
 }
 
 async function status(h: Harness): Promise<string> {
-  return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
+  return (
+    await commandSet([]).run(
+      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
+      { name: 'status', args: '' },
+      h.source(),
+      undefined,
+    )
+  ).reply;
 }
 
 const runIdOf = (r: unknown) => (r as { runId: string }).runId;

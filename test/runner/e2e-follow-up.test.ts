@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { commandSet } from '../../host/commands/index.js';
+import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunContext, RunnerPlugin } from '../../runner/plugin.js';
@@ -21,7 +22,14 @@ const userTexts = (i: number): string[] =>
 
 /** The `/status` reply, as a user in the conversation gets it. */
 async function status(h: RunnerHarness): Promise<string> {
-  return (await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined)).reply;
+  return (
+    await commandSet([]).run(
+      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
+      { name: 'status', args: '' },
+      h.source(),
+      undefined,
+    )
+  ).reply;
 }
 
 /** Every `run.started` entry: run, attempt, inputs. */

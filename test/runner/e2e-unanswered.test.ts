@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { commandSet } from '../../host/commands/index.js';
+import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
@@ -16,7 +17,12 @@ const t = perTestModel();
 
 /** The `/status` reply, as a user in the conversation gets it. */
 async function status(h: RunnerHarness): Promise<string> {
-  const r = await commandSet([]).run({ dispatch: h.dispatch, enqueue: async () => undefined }, { name: 'status', args: '' }, h.source(), undefined);
+  const r = await commandSet([]).run(
+    { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
+    { name: 'status', args: '' },
+    h.source(),
+    undefined,
+  );
   return r.reply;
 }
 

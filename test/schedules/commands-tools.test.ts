@@ -103,7 +103,12 @@ describe('/schedules and /unschedule', () => {
   });
 
   it('without the schedules service, says they are off', async () => {
-    const r = await runCommand({ dispatch, enqueue: async () => undefined }, { name: 'schedules', args: '' }, source(1), undefined);
+    const r = await runCommand(
+      { dispatch, enqueue: async () => undefined, purge: hostPurge(dispatch.options, []) },
+      { name: 'schedules', args: '' },
+      source(1),
+      undefined,
+    );
     expect(r.reply).toBe('Schedules are turned off on this bot.');
   });
 

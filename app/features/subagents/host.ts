@@ -8,8 +8,6 @@
  * tasks it delegated and what the children found.
  */
 import type { HostFeature, HostFeatureKit } from '../../../host/feature.js';
-import { hostPurge } from '../../../host/purge.js';
-import { dispatchFromConfig } from '../../../src/protocol/dispatch-config.js';
 import { readRange, readTail } from '../../../src/record/read.js';
 import { conversationKeys } from '../../../src/redis/keys.js';
 import type { RedisClient } from '../../../src/scripts/index.js';
@@ -40,7 +38,7 @@ export function subagentsHost(kit: HostFeatureKit): HostFeature {
  * gone, stopping any that still run, and deletes the runs' sets of children.
  */
 async function purgingChildren(kit: HostFeatureKit, conversationId: string): Promise<() => Promise<void>> {
-  const { redis, prefix, config } = kit;
+  const { redis, prefix } = kit;
   const record = await readRange(redis, conversationKeys(prefix, conversationId).log);
   const calls = record.flatMap((e) => (e.kind === 'tool.started' && e.tool === 'delegate' ? [{ run: e.run, key: e.key }] : []));
   const runs = [...new Set(calls.map((c) => c.run))].map((runId) => childrenKeys(prefix, { conversationId, runId }));
@@ -48,7 +46,7 @@ async function purgingChildren(kit: HostFeatureKit, conversationId: string): Pro
   const ids = new Set([...started, ...recorded]);
   // Through the host's purge, as the parent: each child's hooks run, and a late write of its run meets a tombstone
   // that outlives its dedupe keys. A running child is stopped.
-  const purge = kit.purge ?? hostPurge(dispatchFromConfig(config, redis, false).options, []);
+  const { purge } = kit;
   return async () => {
     await Promise.all([...ids].map((id) => purge(id, { stopActive: true })));
     if (runs.length > 0) await redis.del(...runs.flatMap((k) => [k.started, k.collected]));
