@@ -11,14 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readConfig } from '../../app/config.js';
-import { commandSet } from '../../host/commands/index.js';
-import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { isTransient } from '../../plugins/local-agent/recovery.js';
 import { ConfigError } from '../../src/errors.js';
 import { secretValues } from '../../src/logger.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
-import { askAndSettle, fakeModel, onStreamingChannel, perTestModel, RunnerHarness } from '../runner/harness.js';
+import { askAndSettle, fakeModel, onStreamingChannel, perTestModel, RunnerHarness, statusReply } from '../runner/harness.js';
 
 const t = perTestModel();
 let fallback: FakeOpenAIServer;
@@ -44,18 +42,6 @@ async function start(streaming = false): Promise<RunnerHarness> {
   // A streaming agent runs on a channel that streams (the harness's own does not).
   t.h = await RunnerHarness.start({ plugin: streaming ? onStreamingChannel(plugin) : plugin, followUpsOnFailure: 0 });
   return t.h;
-}
-
-/** The `/status` reply, as a user in the conversation gets it. */
-async function statusReply(h: RunnerHarness): Promise<string> {
-  return (
-    await commandSet([]).run(
-      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
-      { name: 'status', args: '' },
-      h.source(),
-      undefined,
-    )
-  ).reply;
 }
 
 describe('a model call that fails over', () => {

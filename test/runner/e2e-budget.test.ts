@@ -7,8 +7,6 @@
 
 import { describe, expect, it } from 'vitest';
 import { runnerFeatures } from '../../app/features/index.js';
-import { commandSet } from '../../host/commands/index.js';
-import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { startRunner } from '../../runner/main.js';
 import { createImageModel } from '../../runner/model.js';
@@ -18,7 +16,7 @@ import type { BudgetSettings } from '../../src/people/budget.js';
 import { Budgets } from '../../src/people/budget.js';
 import { IdentityStore } from '../../src/people/identity.js';
 import { RecordingOutbound } from '../../testing/runner-harness.js';
-import { CID, fakeModel, RunnerHarness as Harness, perTestModel } from './harness.js';
+import { CID, fakeModel, RunnerHarness as Harness, perTestModel, statusReply } from './harness.js';
 
 const t = perTestModel();
 
@@ -52,17 +50,6 @@ async function start(budgets: BudgetSettings, clock: { now: number }, o: { plugi
   return h;
 }
 
-async function status(h: Harness): Promise<string> {
-  return (
-    await commandSet([]).run(
-      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
-      { name: 'status', args: '' },
-      h.source(),
-      undefined,
-    )
-  ).reply;
-}
-
 const runIdOf = (r: unknown) => (r as { runId: string }).runId;
 
 describe('a token budget spent in the middle of a run', () => {
@@ -82,7 +69,7 @@ describe('a token budget spent in the middle of a run', () => {
       "You have used up today's usage allowance. It resets at 2026-01-16 00:00 UTC (in 2 h 30 min). Your message is kept: send a message after that to get an answer, or see /status.",
     ]);
     expect((await h.entries('message.received')).map((m) => m.text)).toEqual(['what time is it?']);
-    expect(await status(h)).toContain('Not answered (the run failed): “what time is it?”');
+    expect(await statusReply(h)).toContain('Not answered (the run failed): “what time is it?”');
 
     // Later the same day: refused before the model is asked, and not told a second time.
     clock.now += 60 * 60_000;
@@ -103,7 +90,7 @@ describe('a token budget spent in the middle of a run', () => {
       .body.messages.filter((m: { role: string }) => m.role === 'user')
       .map((m: { content: string }) => m.content);
     expect(users).toEqual(['what time is it?', 'hello?', 'still there?']);
-    expect(await status(h)).not.toContain('Not answered');
+    expect(await statusReply(h)).not.toContain('Not answered');
   });
 });
 

@@ -6,31 +6,17 @@
  * does not answer anything twice.
  */
 import { describe, expect, it } from 'vitest';
-import { commandSet } from '../../host/commands/index.js';
-import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunContext, RunnerPlugin } from '../../runner/plugin.js';
 import { conversationKeys } from '../../src/redis/keys.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
-import { CID, deferred, FetchTap, fakeModel, gatedTool, RunnerHarness as Harness, perTestModel, waitFor } from './harness.js';
+import { CID, deferred, FetchTap, fakeModel, gatedTool, RunnerHarness as Harness, perTestModel, statusReply, waitFor } from './harness.js';
 
 const t = perTestModel();
 
 const userTexts = (i: number): string[] =>
   t.fake.requests[i]!.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content);
-
-/** The `/status` reply, as a user in the conversation gets it. */
-async function status(h: RunnerHarness): Promise<string> {
-  return (
-    await commandSet([]).run(
-      { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
-      { name: 'status', args: '' },
-      h.source(),
-      undefined,
-    )
-  ).reply;
-}
 
 /** Every `run.started` entry: run, attempt, inputs. */
 async function starts(h: RunnerHarness): Promise<Array<{ run: string; attempt: number; inputs: number[] | undefined }>> {
@@ -97,7 +83,7 @@ describe('a run that fails with messages it did not answer', () => {
     expect(JSON.stringify(toolMessages[0]!.content)).toContain('42');
     expect(h.outbound.texts).toEqual(['Answered all three.']);
     expect(await h.entries('run.started')).toHaveLength(2);
-    expect(await status(h)).not.toContain('Not answered');
+    expect(await statusReply(h)).not.toContain('Not answered');
   });
 
   it('when a follow-up would fail the same way (the provider refuses the request as invalid), tells the person at once, with no follow-up', async () => {
@@ -112,7 +98,7 @@ describe('a run that fails with messages it did not answer', () => {
     expect(h.outbound.texts).toEqual([
       `${DEFAULT_MODEL_FAILURE_MESSAGE}\n\nThe run failed before answering this message: “hello”. Please send again what still needs an answer.`,
     ]);
-    expect(await status(h)).toContain('Not answered (the run failed): “hello”');
+    expect(await statusReply(h)).toContain('Not answered (the run failed): “hello”');
   });
 
   it('when the run was taken over after its runner died and the new attempt fails, the follow-up answers what both attempts took, once', async () => {

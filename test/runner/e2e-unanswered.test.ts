@@ -5,26 +5,13 @@
  * completes; never silently lost.
  */
 import { describe, expect, it } from 'vitest';
-import { commandSet } from '../../host/commands/index.js';
-import { hostPurge } from '../../host/purge.js';
 import { createLocalAgentPlugin } from '../../plugins/local-agent/index.js';
 import { DEFAULT_MODEL_FAILURE_MESSAGE } from '../../plugins/local-agent/loop.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import type { RunnerHarness } from '../../testing/runner-harness.js';
-import { CID, deferred, fakeModel, gatedTool, RunnerHarness as Harness, perTestModel, waitFor } from './harness.js';
+import { CID, deferred, fakeModel, gatedTool, RunnerHarness as Harness, perTestModel, statusReply, waitFor } from './harness.js';
 
 const t = perTestModel();
-
-/** The `/status` reply, as a user in the conversation gets it. */
-async function status(h: RunnerHarness): Promise<string> {
-  const r = await commandSet([]).run(
-    { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) },
-    { name: 'status', args: '' },
-    h.source(),
-    undefined,
-  );
-  return r.reply;
-}
 
 /**
  * Starts the local agent with the gated `lookup` tool; ingests a question, waits for the tool, steers `steered` into the run, then lets the tool finish.
@@ -72,13 +59,13 @@ describe('a steered message the run pulled and did not answer', () => {
     expect(h.outbound.texts).toEqual([
       `${DEFAULT_MODEL_FAILURE_MESSAGE}\n\nThe run failed 3 times in a row before answering these messages: “look something up”, “also tell me the time”. Please send again what still needs an answer.`,
     ]);
-    expect(await status(h)).toContain('Not answered (the run failed): “look something up”, “also tell me the time”');
+    expect(await statusReply(h)).toContain('Not answered (the run failed): “look something up”, “also tell me the time”');
 
     const next = await h.ingest('try again please');
     expect((await h.runEnded((next as { runId: string }).runId)).outcome).toBe('completed');
     await h.idle();
     expect(h.outbound.texts.at(-1)).toBe('All good now.');
-    expect(await status(h)).not.toContain('Not answered');
+    expect(await statusReply(h)).not.toContain('Not answered');
   });
 
   it('is named at the first failure when follow-ups are turned off (runs.followUpsOnFailure 0)', async () => {
@@ -107,7 +94,7 @@ describe('a steered message the run pulled and did not answer', () => {
     expect(h.outbound.texts).toEqual([
       'The run was stopped before answering this message: “and the weather too”. Please send again what still needs an answer.',
     ]);
-    expect(await status(h)).toContain('Not answered (the run was stopped): “and the weather too”');
+    expect(await statusReply(h)).toContain('Not answered (the run was stopped): “and the weather too”');
   });
 
   it('adds nothing when the run answered everything it pulled', async () => {
@@ -116,7 +103,7 @@ describe('a steered message the run pulled and did not answer', () => {
     expect((await h.runEnded(runId)).outcome).toBe('completed');
     await h.idle();
     expect(h.outbound.texts).toEqual(['Both answered.']);
-    expect(await status(h)).not.toContain('Not answered');
+    expect(await statusReply(h)).not.toContain('Not answered');
   });
 
   it('is named when an attempt that took the run over fails and so do its follow-ups, though the attempt that pulled it died', async () => {
@@ -159,7 +146,7 @@ describe('a steered message the run pulled and did not answer', () => {
     expect(h.outbound.texts).toEqual([
       'It broke.\n\nThe run failed 3 times in a row before answering these messages: “a question”, “while you are at it”. Please send again what still needs an answer.',
     ]);
-    expect(await status(h)).toContain('Not answered (the run failed): “a question”, “while you are at it”');
+    expect(await statusReply(h)).toContain('Not answered (the run failed): “a question”, “while you are at it”');
   });
 });
 

@@ -7,6 +7,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import { afterEach, beforeEach, type OnTestFinishedHandler } from 'vitest';
 import { z } from 'zod';
+import { commandSet } from '../../host/commands/index.js';
+import { hostPurge } from '../../host/purge.js';
 import type { AgentTool } from '../../plugins/local-agent/index.js';
 import type { RunnerPlugin } from '../../runner/plugin.js';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../../testing/fakes/openai-server.js';
@@ -204,4 +206,10 @@ export async function askAndSettle(h: RunnerHarness, text: string) {
   const ended = await h.runEnded(r.runId);
   await h.idle();
   return ended;
+}
+
+/** The `/status` reply, as a user in the harness's conversation gets it (a command set with no feature). */
+export async function statusReply(h: Pick<RunnerHarness, 'dispatch' | 'source'>): Promise<string> {
+  const deps = { dispatch: h.dispatch, enqueue: async () => undefined, purge: hostPurge(h.dispatch.options, []) };
+  return (await commandSet([]).run(deps, { name: 'status', args: '' }, h.source(), undefined)).reply;
 }
